@@ -1,0 +1,5 @@
+import sys
+
+from sgltui.cli import main
+
+sys.exit(main())

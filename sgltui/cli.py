@@ -1,0 +1,83 @@
+"""The `sgltui` command.
+
+Each area registers its own subcommands from a module in sgltui/commands/ (one module per area,
+each with `register(subparsers)`), so this file only wires them together and turns every
+expected error into one line on stderr and a non-zero exit: no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from sgltui import __version__
+
+# Modules under sgltui.commands, each exposing register(subparsers). Order = order in --help.
+COMMAND_MODULES = (
+    "tui",       # sgltui (no subcommand), sgltui demo
+    "profiles",  # sgltui profiles list|show|validate|import
+    "server",    # sgltui start|stop|restart|swap|status|logs|agent
+    "telemetry", # sgltui top
+    "bench",     # sgltui bench
+    "sessions",  # sgltui sessions list, report, replay
+)
+
+
+class CliError(Exception):
+    """An expected failure: printed as one line, exit code `code`."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sgltui",
+        description="Terminal control panel for SGLang servers: launch, watch, hot-swap, benchmark, record.",
+    )
+    parser.add_argument("--version", action="version", version=f"sgltui {__version__}")
+    parser.add_argument("--state-dir", help="agent state directory (default: $SGLTUI_STATE_DIR or ~/.local/state/sgltui)")
+    parser.add_argument("--profiles", action="append", default=[], metavar="DIR", help="extra profile directory (repeatable)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"sgltui.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"sgltui.commands.{name}":
+                continue  # area not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        # No subcommand: open the TUI when it exists, else show help.
+        default = getattr(args, "default_handler", None)
+        if default is None:
+            parser.print_help()
+            return 0
+        handler = default
+    try:
+        rc = handler(args)
+    except CliError as exc:
+        print(f"sgltui: error: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("sgltui: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:  # disk full, permission denied, ...: one line, not a traceback
+        print(f"sgltui: error: {exc.strerror or exc} ({exc.filename or 'I/O'})", file=sys.stderr)
+        return 1
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

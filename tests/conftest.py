@@ -1,0 +1,75 @@
+"""Shared test set-up.
+
+Every test runs with its own state, config and simulated-GPU directories, so nothing touches the
+user's real ~/.local/state/sgltui and tests never see each other's agents or simulators.
+Area-specific fixtures live in tests/fixtures/<area>.py and are loaded here as plugins.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = [
+    f"tests.fixtures.{p.stem}"
+    for p in sorted((Path(__file__).parent / "fixtures").glob("*.py"))
+    if p.stem != "__init__"
+]
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch):
+    """Point every sgltui location at a fresh temporary directory."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("SGLTUI_STATE_DIR", str(state))
+    monkeypatch.setenv("SGLTUI_SIM_GPU_DIR", str(tmp_path / "simgpu"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdgstate"))
+    # Make `python -m sgltui...` in child processes import this checkout.
+    root = str(Path(__file__).resolve().parent.parent)
+    monkeypatch.setenv("PYTHONPATH", root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return state
+
+
+def pick_free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def free_port() -> int:
+    return pick_free_port()
+
+
+@pytest.fixture
+def spawn():
+    """Start child processes in their own process group; kill and reap every one at teardown."""
+    procs: list[subprocess.Popen] = []
+
+    def _spawn(argv: list[str], **kwargs) -> subprocess.Popen:
+        kwargs.setdefault("start_new_session", True)
+        proc = subprocess.Popen(argv, **kwargs)
+        procs.append(proc)
+        return proc
+
+    yield _spawn
+    for proc in procs:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+PYTHON = sys.executable
