@@ -1,0 +1,274 @@
+"""Server process trees: who belongs to a launch, how to end them all, and what they still hold.
+
+SGLang's own kill_process_tree only finds live descendants; schedulers reparented to init keep
+their VRAM forever (sglang.md §7.3). So a launch remembers every pid it ever saw in its tree
+(with the create time, so a recycled pid is never mistaken for ours) and also matches on its
+process group, which survives reparenting.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from sgltui.core import locations
+
+
+@dataclass
+class ProcTree:
+    """The processes of one launch: the main pid, its process group, and every pid seen in it."""
+
+    pid: int
+    pgid: int
+    create_time: float
+    seen: dict[int, float] = field(default_factory=dict)  # pid -> create_time
+
+    @classmethod
+    def of(cls, pid: int) -> "ProcTree":
+        proc = psutil.Process(pid)
+        tree = cls(pid=pid, pgid=os.getpgid(pid), create_time=proc.create_time())
+        tree.seen[pid] = tree.create_time
+        return tree
+
+    def to_json(self) -> dict:
+        return {"pid": self.pid, "pgid": self.pgid, "create_time": self.create_time,
+                "seen": [[p, t] for p, t in self.seen.items()]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ProcTree":
+        tree = cls(pid=int(data["pid"]), pgid=int(data["pgid"]), create_time=float(data["create_time"]))
+        tree.seen = {int(p): float(t) for p, t in data.get("seen", [])}
+        return tree
+
+    def main_alive(self) -> bool:
+        return _same_process(self.pid, self.create_time)
+
+    def refresh(self) -> list[int]:
+        """Record the current descendants of the main process; return the live pids of the tree."""
+        try:
+            main = psutil.Process(self.pid)
+            if abs(main.create_time() - self.create_time) < 0.01:
+                for child in main.children(recursive=True):
+                    try:
+                        self.seen.setdefault(child.pid, child.create_time())
+                    except psutil.Error:
+                        pass
+        except psutil.Error:
+            pass
+        # Cheap on purpose (called every second): the process-group scan is left to alive().
+        return sorted(p for p, t in self.seen.items() if _same_process(p, t))
+
+    def alive(self) -> list[int]:
+        """Live processes of this launch: seen pids that are still the same process, plus any
+        process still in the launch's process group (orphans keep their group)."""
+        pids = {p for p, t in self.seen.items() if _same_process(p, t)}
+        for proc in psutil.process_iter(["pid"]):
+            try:
+                if proc.pid not in pids and os.getpgid(proc.pid) == self.pgid and proc.create_time() >= self.create_time - 1:
+                    pids.add(proc.pid)
+                    self.seen.setdefault(proc.pid, proc.create_time())
+            except (OSError, psutil.Error):
+                continue
+        return sorted(pids)
+
+    def signal_main(self, sig: int) -> None:
+        if self.main_alive():
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def kill_all(self) -> None:
+        """SIGKILL the process group and every still-live pid seen in the tree."""
+        try:
+            os.killpg(self.pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for pid in self.alive():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _same_process(pid: int, create_time: float) -> bool:
+    try:
+        proc = psutil.Process(pid)
+        return abs(proc.create_time() - create_time) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def describe(pids: list[int]) -> str:
+    """'123 (sglang::scheduler), 124 (python)' for messages."""
+    out = []
+    for pid in pids:
+        try:
+            name = psutil.Process(pid).name()
+        except psutil.Error:
+            name = "?"
+        out.append(f"{pid} ({name})")
+    return ", ".join(out)
+
+
+def port_free(host: str, port: int) -> bool:
+    """True when a server could bind host:port now (what SGLang's uvicorn will do after loading)."""
+    bind_host = "0.0.0.0" if host in ("", "0.0.0.0", "::") else host
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((bind_host, port))
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                return False
+            if exc.errno == errno.EADDRNOTAVAIL:
+                return True  # not a local address: nothing here can hold it
+            raise
+    return True
+
+
+def port_holder(port: int) -> str | None:
+    """Who listens on `port`, as 'pid (name)', when this user may see it."""
+    try:
+        conns = psutil.net_connections(kind="inet")
+    except (psutil.Error, OSError):
+        return None
+    for c in conns:
+        if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN and c.pid:
+            return describe([c.pid])
+    return None
+
+
+def orphan_sglang_processes(exclude: set[int] = frozenset()) -> list[int]:
+    """sglang:: processes (schedulers, detokenizers) whose launcher is gone: reparented to init or
+    to a subreaper, so nobody will ever stop them and they hold GPU memory."""
+    found = []
+    for proc in psutil.process_iter(["pid", "name", "ppid"]):
+        try:
+            name = proc.info["name"] or ""
+            if proc.pid in exclude or not name.startswith("sglang::"):
+                continue
+            parent = psutil.Process(proc.info["ppid"]) if proc.info["ppid"] else None
+            if parent is None or proc.info["ppid"] == 1 or not (parent.name() or "").startswith(("python", "sglang")):
+                found.append(proc.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+# ---- GPU memory held by processes -----------------------------------------------------------
+
+def gpu_bytes_held(pids: set[int]) -> dict[int, int] | None:
+    """Bytes of GPU memory held per pid among `pids`; None when no GPU source exists at all.
+
+    NVML on real GPUs; the simulators' published files otherwise (docs/CONTRACTS.md, sim)."""
+    held = _nvml_held(pids)
+    sim = _sim_held(pids)
+    if held is None and sim is None:
+        return None
+    out: dict[int, int] = {}
+    for part in (held or {}, sim or {}):
+        for pid, b in part.items():
+            out[pid] = out.get(pid, 0) + b
+    return out
+
+
+def _nvml_held(pids: set[int]) -> dict[int, int] | None:
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    out: dict[int, int] = {}
+    try:
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            for app in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
+                if app.pid in pids:
+                    out[app.pid] = out.get(app.pid, 0) + int(app.usedGpuMemory or 0)
+    except Exception:
+        return out
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+    return out
+
+
+def _sim_held(pids: set[int]) -> dict[int, int] | None:
+    folder = locations.sim_gpu_dir()
+    if not folder.is_dir():
+        return None
+    out: dict[int, int] = {}
+    for path in folder.glob("*.json"):
+        try:
+            data = json.loads(path.read_text())
+            pid = int(data.get("pid", 0))
+        except (OSError, ValueError):
+            continue
+        owners = {pid, *[int(p) for p in data.get("pids", [])]}
+        if not owners & pids or not psutil.pid_exists(pid):
+            continue
+        out[pid] = out.get(pid, 0) + sum(int(g.get("used_bytes", 0)) for g in data.get("gpus", []))
+    return out
+
+
+def gpu_free_check(cuda_visible: str | None, need_fraction: float) -> str | None:
+    """A one-line reason when the target GPUs lack `need_fraction` of their memory free (NVML only)."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        indexes = range(count)
+        if cuda_visible:
+            try:
+                indexes = [int(x) for x in cuda_visible.split(",") if x.strip()]
+            except ValueError:
+                indexes = range(count)
+        for i in indexes:
+            if i >= count:
+                return f"GPU {i} from CUDA_VISIBLE_DEVICES does not exist (this host has {count}); fix [env] in the profile"
+            mem = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(i))
+            if mem.total and mem.free / mem.total < need_fraction:
+                users = [a.pid for a in pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(i))]
+                who = f"; held by {describe(users)}" if users else ""
+                return (f"GPU {i} has only {mem.free / 2**30:.1f} of {mem.total / 2**30:.1f} GiB free, the profile needs "
+                        f"{need_fraction:.0%}{who}; stop those processes or lower mem-fraction-static")
+        return None
+    except Exception:
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def wait_until(pred, timeout: float, interval: float = 0.1) -> bool:
+    """Blocking poll (for use in worker threads)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if pred():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+
+
+def read_pid_file(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,77 @@
+"""What the agent keeps on disk in the state dir besides the session: the servers to re-adopt
+(agent-state.json) and how long each profile's start-up phases took (launch-history.json).
+
+Both are written atomically (tmp + rename) so a kill -9 at any moment leaves the old or the new
+file, never half of one. No secrets: an API key is re-read from the profile when needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+STATE_FILE = "agent-state.json"
+HISTORY_FILE = "launch-history.json"
+HISTORY_KEEP = 5  # launches per profile the ETA is learned from
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_json(path: Path, default: Any) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return default
+
+
+class AgentState:
+    """agent-state.json: {"v": 1, "session_dir": str, "slots": {slot_id: {...launch record...}}}."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / STATE_FILE
+
+    def load(self) -> dict:
+        data = read_json(self.path, {})
+        if not isinstance(data, dict) or data.get("v") != 1:
+            return {"v": 1, "session_dir": None, "slots": {}}
+        data.setdefault("slots", {})
+        return data
+
+    def save(self, session_dir: str | None, slots: dict[str, dict]) -> None:
+        write_json_atomic(self.path, {"v": 1, "session_dir": session_dir, "slots": slots})
+
+
+class LaunchHistory:
+    """Phase durations of earlier successful launches, per profile, for progress and ETA."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / HISTORY_FILE
+
+    def learned(self, profile: str) -> dict[str, float] | None:
+        """Median duration of each phase over the kept launches of `profile`, or None."""
+        runs = read_json(self.path, {}).get(profile) or []
+        if not runs:
+            return None
+        phases: dict[str, list[float]] = {}
+        for run in runs:
+            for phase, secs in run.items():
+                phases.setdefault(phase, []).append(float(secs))
+        return {p: sorted(v)[len(v) // 2] for p, v in phases.items()}
+
+    def record(self, profile: str, durations: dict[str, float]) -> None:
+        data = read_json(self.path, {})
+        if not isinstance(data, dict):
+            data = {}
+        runs = (data.get(profile) or [])[-(HISTORY_KEEP - 1):]
+        runs.append({p: round(s, 3) for p, s in durations.items()})
+        data[profile] = runs
+        write_json_atomic(self.path, data)
