@@ -1,0 +1,364 @@
+"""The load generator: closed-loop streaming requests at a fixed concurrency, in its own process.
+
+`python -m sgltui.bench.loadgen --config-json J --records PATH` runs one point (one concurrency,
+one repeat): an unmeasured warmup at the same concurrency, then the measured requests. It prints
+JSON lines on stdout: {"type": "progress", ...} a few times a second, then one
+{"type": "result", "metrics": {...}} or {"type": "error", "message": "one line"} (exit 2).
+The API key comes from the environment (SGLTUI_BENCH_API_KEY), never from argv.
+
+Client design per benchmarking.md §7-§8: httpx on the httpx-aiohttp transport with an explicit
+connection limit equal to the concurrency, no read timeout, a 10 MB read buffer, uvloop and
+orjson when installed, GC frozen during the run, SSE split from raw chunks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+from httpx_aiohttp import AiohttpTransport
+
+from sgltui.bench.apis import APIS, SSESplitter, StreamError, loads, make_reader, request_body
+from sgltui.bench.metrics import clean_json, compute_metrics
+from sgltui.bench.records import RecordWriter, read_records
+from sgltui.bench.workload import Workload, WorkloadError, make_workload
+from sgltui.core import stats
+
+API_KEY_ENV = "SGLTUI_BENCH_API_KEY"
+perf = time.perf_counter
+
+
+@dataclass
+class LoadConfig:
+    base_url: str
+    concurrency: int
+    api: str = "completions"
+    requests: int | None = None          # measured requests (after warmup) ...
+    duration: float | None = None        # ... or seconds of issuing new requests
+    warmup: int | None = None            # default: one request per concurrent stream (§6)
+    input_len: int = 256
+    output_len: int = 128
+    workload: str = "random"
+    seed: int = 42
+    model: str | None = None
+    ignore_eos: bool = True
+    flush_cache: bool = True
+    progress_interval: float = 0.5
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "LoadConfig":
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        cfg = cls(**known)
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        if self.api not in APIS:
+            raise ValueError(f"unknown api {self.api!r}; use one of {', '.join(APIS)}")
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if (self.requests is None) == (self.duration is None):
+            raise ValueError("give exactly one of requests or duration")
+        if self.requests is not None and self.requests < 1:
+            raise ValueError("requests must be at least 1")
+        if self.duration is not None and self.duration <= 0:
+            raise ValueError("duration must be positive")
+
+
+class FatalLoadError(Exception):
+    """The run cannot go on (server unreachable, every request refused)."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+class LoadGenerator:
+    def __init__(self, cfg: LoadConfig, workload: Workload, api_key: str | None = None,
+                 on_progress: Callable[[dict], None] | None = None) -> None:
+        self.cfg = cfg
+        self.workload = workload
+        self.url = cfg.base_url.rstrip("/") + APIS[cfg.api]
+        self.headers = {"Content-Type": "application/json"}
+        if api_key:
+            self.headers["Authorization"] = f"Bearer {api_key}"
+        self.on_progress = on_progress
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.done = 0
+        self.failed = 0
+        self.out_tokens = 0
+        self.phase = "warmup"
+        self.total = 0
+        self.consecutive_connect_errors = 0
+        self.fatal: str | None = None
+        self.origin = perf()
+        self.itl = stats.LogHistogram()
+        self.buckets = stats.TokenBuckets(self.origin)
+        self.writer: RecordWriter | None = None
+
+    def _client(self) -> httpx.AsyncClient:
+        c = self.cfg.concurrency
+        # Explicit limits: aiohttp's and httpx's defaults (100) silently cap concurrency (§7.1).
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=c, limit_per_host=0, keepalive_timeout=60),
+            read_bufsize=10 * 1024 * 1024,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+        )
+        return httpx.AsyncClient(
+            transport=AiohttpTransport(client=session),
+            timeout=httpx.Timeout(None, connect=10.0),
+            limits=httpx.Limits(max_connections=c, max_keepalive_connections=c),
+        )
+
+    async def _request(self, client: httpx.AsyncClient, i: int, measured: bool) -> None:
+        cfg = self.cfg
+        item = self.workload.item(i)
+        body = request_body(cfg.api, item.prompt, item.output_len, cfg.model, cfg.ignore_eos)
+        reader = make_reader(cfg.api)
+        splitter = SSESplitter()
+        itl, buckets = self.itl, self.buckets
+        ttft: float | None = None
+        t_last = 0.0
+        chunks = 0
+        error: str | None = None
+        self.in_flight += 1
+        if self.in_flight > self.peak_in_flight:
+            self.peak_in_flight = self.in_flight
+        t_send = perf()
+        try:
+            async with client.stream("POST", self.url, content=body, headers=self.headers) as resp:
+                if resp.status_code != 200:
+                    text = (await resp.aread())[:200].decode(errors="replace").strip().replace("\n", " ")
+                    error = f"HTTP {resp.status_code}: {text or resp.reason_phrase}"
+                else:
+                    done = False
+                    async for raw in resp.aiter_raw():
+                        now = perf()
+                        for data in splitter.feed(raw):
+                            if data == b"[DONE]":
+                                done = True
+                                break
+                            n = reader.feed(loads(data))
+                            if n:
+                                if ttft is None:
+                                    ttft = now - t_send
+                                else:
+                                    # a chunk of n tokens: its gap split into n equal parts (§2 ITL)
+                                    itl.add((now - t_last) / n, n)
+                                t_last = now
+                                chunks += 1
+                                if measured:
+                                    buckets.add(now, n)
+                        if done:
+                            break
+            self.consecutive_connect_errors = 0
+        except StreamError as exc:
+            error = str(exc)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            error = _one_line(exc)
+            self.consecutive_connect_errors += 1
+            if self.consecutive_connect_errors >= 2 * cfg.concurrency + 8 and self.done == 0:
+                self.fatal = f"cannot connect to {cfg.base_url} ({error}); check the server is running and ready"
+        except (httpx.HTTPError, aiohttp.ClientError, OSError, ValueError) as exc:
+            error = _one_line(exc)
+        finally:
+            self.in_flight -= 1
+        out, from_server = reader.output_tokens()
+        if error is None and ttft is None:
+            error = "stream ended without any content"
+        if error is None and out != reader.counted and measured:
+            # the server's count is the truth; chunk-based attribution is corrected at t_last
+            buckets.add(t_last, out - reader.counted)
+        ok = error is None
+        if ok:
+            self.done += 1
+            self.out_tokens += out
+        else:
+            self.failed += 1
+        if measured and self.writer is not None:
+            self.writer.write({
+                "i": i, "t_send": t_send - self.origin,
+                "ttft": ttft if ok else None,
+                "e2e": (t_last - t_send) if ok else None,
+                "in": reader.prompt_tokens, "out": out if ok else 0, "cached": reader.cached_tokens,
+                "chunks": chunks, "usage": "server" if from_server else "chunks",
+                "ok": ok, "error": error,
+            })
+
+    async def _phase(self, client: httpx.AsyncClient, start: int, count: int | None,
+                     deadline: float | None, measured: bool) -> None:
+        next_i = start
+        end = start + count if count is not None else None
+
+        async def worker() -> None:
+            nonlocal next_i
+            while self.fatal is None:
+                if end is not None and next_i >= end:
+                    return
+                if deadline is not None and perf() >= deadline:
+                    return
+                i = next_i
+                next_i += 1
+                await self._request(client, i, measured)
+
+        n_workers = self.cfg.concurrency if end is None else min(self.cfg.concurrency, end - start)
+        await asyncio.gather(*(worker() for _ in range(n_workers)))
+
+    async def _progress_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.cfg.progress_interval)
+            self._emit_progress()
+
+    def _emit_progress(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress({"type": "progress", "phase": self.phase, "done": self.done,
+                              "failed": self.failed, "total": self.total, "in_flight": self.in_flight,
+                              "out_tokens": self.out_tokens, "elapsed": perf() - self.origin})
+
+    async def _resolve_model(self, client: httpx.AsyncClient) -> None:
+        if self.cfg.model or self.cfg.api == "generate":
+            return
+        try:
+            resp = await client.get(self.cfg.base_url.rstrip("/") + "/v1/models", headers=self.headers,
+                                    timeout=httpx.Timeout(30.0, connect=10.0))
+            data = resp.json().get("data") or []
+            if data:
+                self.cfg.model = data[0].get("id")
+        except (httpx.HTTPError, ValueError, AttributeError):
+            pass  # the request itself will then report what is wrong
+
+    async def _flush_cache(self, client: httpx.AsyncClient) -> bool:
+        # Decide the prefix-cache state explicitly (§6): start every point from an empty cache.
+        try:
+            resp = await client.post(self.cfg.base_url.rstrip("/") + "/flush_cache?timeout=30",
+                                     headers=self.headers, timeout=httpx.Timeout(40.0, connect=10.0))
+            return resp.status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    async def run(self, records_path: Path) -> dict[str, Any]:
+        cfg = self.cfg
+        warmup = cfg.concurrency if cfg.warmup is None else cfg.warmup
+        client = self._client()
+        progress = asyncio.create_task(self._progress_loop())
+        gc.collect()
+        gc.freeze()  # GC pauses show up as ITL spikes (§7.7)
+        try:
+            await self._resolve_model(client)
+            flushed = await self._flush_cache(client) if cfg.flush_cache else False
+            self.total = warmup
+            if warmup:
+                await self._phase(client, 0, warmup, None, measured=False)
+            if self.fatal:
+                raise FatalLoadError(self.fatal)
+            warm_failed = self.failed
+            self.phase, self.done, self.failed, self.out_tokens = "measure", 0, 0, 0
+            self.peak_in_flight = 0
+            self.total = cfg.requests or 0
+            self.itl = stats.LogHistogram()
+            self.writer = RecordWriter(records_path)
+            t0 = perf()
+            self.buckets = stats.TokenBuckets(t0)
+            cpu0 = time.process_time()
+            deadline = t0 + cfg.duration if cfg.duration else None
+            await self._phase(client, warmup, cfg.requests, deadline, measured=True)
+            cpu = time.process_time() - cpu0
+            wall = perf() - t0
+            if self.fatal:
+                raise FatalLoadError(self.fatal)
+        finally:
+            progress.cancel()
+            gc.unfreeze()
+            if self.writer is not None:
+                self.writer.close()
+            await client.aclose()
+        self._emit_progress()
+        self.buckets.origin -= self.origin  # records are relative to the origin
+        metrics = compute_metrics(read_records(records_path), self.itl, self.buckets)
+        out = metrics["total_output_tokens"]
+        metrics.update({
+            "max_concurrency": cfg.concurrency,
+            "warmup_requests": warmup,
+            "warmup_failed": warm_failed,
+            "cache_flushed": flushed,
+            "api": cfg.api,
+            "model": cfg.model,
+            "dataset_digest": self.workload.digest,
+            "client_cpu_s": cpu,
+            "client_wall_s": wall,
+            "client_cpu_us_per_token": cpu / out * 1e6 if out else None,
+            "client_peak_in_flight": self.peak_in_flight,
+        })
+        return clean_json(metrics)
+
+
+def _raise_fd_limit(needed: int) -> None:
+    # one socket per concurrent stream; 2,048 streams exceed the common 1,024 soft limit
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = needed + 256
+    if soft < want:
+        target = want if hard == resource.RLIM_INFINITY else min(hard, max(want, soft))
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def _install_uvloop() -> bool:
+    try:
+        import uvloop
+    except ImportError:
+        return False
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return True
+
+
+def _emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m sgltui.bench.loadgen",
+                                description="Run one closed-loop load point and print JSON lines.")
+    p.add_argument("--config-json", required=True, help="LoadConfig as JSON")
+    p.add_argument("--records", required=True, help="per-request JSONL output path")
+    args = p.parse_args(argv)
+    try:
+        cfg = LoadConfig.from_dict(json.loads(args.config_json))
+        workload = make_workload(cfg.workload, cfg.input_len, cfg.output_len, cfg.seed)
+    except (ValueError, TypeError, WorkloadError) as exc:
+        _emit({"type": "error", "message": str(exc)})
+        return 2
+    _raise_fd_limit(cfg.concurrency)
+    uv = _install_uvloop()
+    gen = LoadGenerator(cfg, workload, os.environ.get(API_KEY_ENV), on_progress=_emit)
+    try:
+        metrics = asyncio.run(gen.run(Path(args.records)))
+    except FatalLoadError as exc:
+        _emit({"type": "error", "message": str(exc)})
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    metrics["uvloop"] = uv
+    _emit({"type": "result", "metrics": metrics})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
