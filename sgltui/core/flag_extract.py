@@ -1,0 +1,168 @@
+"""Read SGLang's own argument parser and describe every server flag as plain JSON.
+
+This file runs *inside the interpreter that has SGLang*, which usually does not have sgltui
+installed: it is executed by path (`python flag_extract.py OUT.json`), so it must stay a
+stand-alone script that needs only the standard library and sglang. sgltui uses it twice:
+tools/gen_flag_catalog.py writes the bundled catalog with it, and sgltui.core.flags runs it
+against a profile's interpreter to get the catalog of the SGLang version that will really run.
+
+No help text is copied: only the machine-readable facts (names, type, nargs, choices, default,
+action kind) plus the replacement flag that SGLang itself names for deprecated flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Any
+
+FORMAT = 1
+
+# SGLang's own converters, by function name -> the catalog's type vocabulary.
+_TYPE_NAMES = {
+    "str": "str",
+    "int": "int",
+    "float": "float",
+    "nullable_str": "str",
+    "human_readable_int": "human_int",  # accepts 32768, 32k (=32000) and 32Ki (=32768)
+    "loads": "json",
+    "json_list_type": "json_list",
+    "parse_cuda_graph_config_arg": "json",
+    "parse_cuda_graph_backend_arg": "str",
+}
+
+# "(Deprecated, use --smg-grpc-mode)", "Deprecated. Use --image-processor-backend=pil instead."
+# Only the named replacement flag is kept, never the sentence around it.
+_DEPRECATED_USE = re.compile(r"deprecated[^.()]*?[.,:]?\s*use\s+'?(--[A-Za-z0-9{},_=<>-]+)", re.I)
+
+
+def _json_safe(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    enum_value = getattr(value, "value", None)
+    if enum_value is not None and isinstance(enum_value, (str, int, float)):
+        return enum_value
+    return str(value)
+
+
+def _action_kind(action: argparse.Action) -> str:
+    cls = type(action).__name__
+    if isinstance(action, argparse.BooleanOptionalAction):
+        return "boolean_optional"
+    if isinstance(action, argparse._StoreTrueAction):
+        return "store_true"
+    if isinstance(action, argparse._StoreFalseAction):
+        return "store_false"
+    if isinstance(action, argparse._StoreConstAction):
+        return "store_const"
+    if isinstance(action, argparse._AppendAction):
+        return "append"
+    if isinstance(action, argparse._CountAction):
+        return "count"
+    if isinstance(action, argparse._StoreAction):
+        return "store"
+    # SGLang's own Action subclasses: classify by what they consume.
+    if "StoreTrue" in cls:
+        return "store_true"
+    if action.nargs == 0:
+        return "store_const"
+    return "store"
+
+
+def _type_name(action: argparse.Action) -> str | None:
+    if action.nargs == 0:
+        return None
+    t = action.type
+    if t is None:
+        return "str"
+    name = getattr(t, "__name__", type(t).__name__)
+    return _TYPE_NAMES.get(name, "str")
+
+
+def describe_action(action: argparse.Action) -> dict[str, Any] | None:
+    longs = [o for o in action.option_strings if o.startswith("--")]
+    if not longs or isinstance(action, argparse._HelpAction):
+        return None
+    kind = _action_kind(action)
+    options = list(action.option_strings)
+    name = longs[0][2:]
+    spec: dict[str, Any] = {
+        "options": options,
+        "dest": action.dest,
+        "action": kind,
+        "type": _type_name(action),
+        "nargs": action.nargs,
+        "choices": _json_safe(list(action.choices)) if action.choices is not None else None,
+        "default": _json_safe(action.default),
+        "required": bool(action.required),
+    }
+    if kind == "store_const":
+        spec["const"] = _json_safe(getattr(action, "const_value", action.const))
+    deprecated = "Deprecated" in type(action).__name__
+    replacement = getattr(action, "new_flag", None)
+    match = _DEPRECATED_USE.search(action.help or "") if isinstance(action.help, str) else None
+    if match:
+        deprecated = True
+        replacement = replacement or match.group(1)
+    elif isinstance(action.help, str) and action.help.lstrip("( ").lower().startswith("deprecated"):
+        deprecated = True
+    if deprecated:
+        spec["deprecated"] = True
+        if replacement:
+            spec["replacement"] = str(replacement)
+    return {"name": name, **spec}
+
+
+def speculative_algorithms() -> list[str] | None:
+    """Names --speculative-algorithm accepts (checked by SGLang at start-up, not by argparse)."""
+    try:
+        from sglang.srt.speculative import spec_info, spec_registry
+    except Exception:
+        return None
+    names = [m for m in spec_info.SpeculativeAlgorithm.__members__ if m not in ("NONE", "FROZEN_KV_MTP")]
+    names += sorted(getattr(spec_registry, "_RESERVED_ALIASES", ()))
+    return names
+
+
+def extract() -> dict[str, Any]:
+    import sglang
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(add_help=False)
+    ServerArgs.add_cli_args(parser)
+    flags: dict[str, Any] = {}
+    for action in parser._actions:
+        described = describe_action(action)
+        if described is not None:
+            flags[described.pop("name")] = described
+    values: dict[str, Any] = {}
+    algos = speculative_algorithms()
+    if algos:
+        values["speculative-algorithm"] = {"values": algos, "case_insensitive": True}
+    return {
+        "format": FORMAT,
+        "sglang_version": getattr(sglang, "__version__", "unknown"),
+        "flags": dict(sorted(flags.items())),
+        "values": values,
+    }
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: flag_extract.py OUT.json", file=sys.stderr)
+        return 2
+    catalog = extract()
+    with open(argv[0], "w", encoding="utf-8") as fh:
+        json.dump(catalog, fh, indent=1, sort_keys=False)
+        fh.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
