@@ -1,0 +1,163 @@
+"""Read the session's append-only files safely, rotated parts included.
+
+The recorder writes one JSON object per line and flushes per line, so a kill -9 (or a full disk)
+can leave at most one torn line: the last one, without its newline. A reader must never trip on
+it, and must say how much it skipped so a report can mention it. Undecodable lines in the middle
+(a torn line that a re-opened recorder closed with a newline) are skipped the same way.
+
+Rotation: ``events.jsonl`` is the live part; older parts are ``events.jsonl.1`` (newest) up to
+``events.jsonl.N`` (oldest). Readers walk them oldest first, so records come out in time order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+_PART_SUFFIX = re.compile(r"\.(\d+)$")
+
+
+def rotated_parts(path: Path) -> list[Path]:
+    """Every part of a rotated file, oldest first, the live file last (only parts that exist)."""
+    path = Path(path)
+    numbered: list[tuple[int, Path]] = []
+    try:
+        for candidate in path.parent.iterdir():
+            name = candidate.name
+            if name.startswith(path.name + "."):
+                m = _PART_SUFFIX.search(name[len(path.name):])
+                if m and name == f"{path.name}.{m.group(1)}":
+                    numbered.append((int(m.group(1)), candidate))
+    except OSError:
+        pass
+    parts = [p for _, p in sorted(numbered, key=lambda t: t[0], reverse=True)]
+    if path.exists():
+        parts.append(path)
+    return parts
+
+
+@dataclass
+class ReadStats:
+    """What a read skipped: torn_tail is the unfinished last line, bad_lines the rest."""
+
+    records: int = 0
+    bad_lines: int = 0
+    torn_tail: bool = False
+    parts: int = 0
+    unreadable: list[str] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> int:
+        return self.bad_lines + (1 if self.torn_tail else 0)
+
+    def note(self) -> str | None:
+        """One line for a report, or None when nothing was skipped."""
+        bits = []
+        if self.torn_tail:
+            bits.append("an unfinished last line (the writer was stopped mid-line)")
+        if self.bad_lines:
+            bits.append(f"{self.bad_lines} undecodable line(s)")
+        if self.unreadable:
+            bits.append("unreadable: " + ", ".join(self.unreadable))
+        return "skipped " + " and ".join(bits) if bits else None
+
+
+def iter_jsonl(path: Path, stats: ReadStats | None = None, rotated: bool = True) -> Iterator[dict[str, Any]]:
+    """Yield each JSON object of `path` (and its rotated parts, oldest first).
+
+    Lines that are not a complete JSON object are skipped and counted in `stats`. Only the very
+    last line of the live part can be "torn"; a line without newline in an older part is a
+    decodable-or-bad line like any other (rotation happens between whole lines).
+    """
+    stats = stats if stats is not None else ReadStats()
+    parts = rotated_parts(path) if rotated else ([Path(path)] if Path(path).exists() else [])
+    for index, part in enumerate(parts):
+        stats.parts += 1
+        is_live = index == len(parts) - 1
+        try:
+            fh = open(part, "rb")
+        except OSError as exc:
+            stats.unreadable.append(f"{part.name} ({exc.strerror or exc})")
+            continue
+        with fh:
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    # No newline: the writer never finished this line (it may still be writing).
+                    if is_live:
+                        stats.torn_tail = True
+                        break
+                if not raw.strip():
+                    continue
+                try:
+                    obj = json.loads(raw)
+                except ValueError:
+                    stats.bad_lines += 1
+                    continue
+                if not isinstance(obj, dict):
+                    stats.bad_lines += 1
+                    continue
+                stats.records += 1
+                yield obj
+
+
+def read_jsonl(path: Path, rotated: bool = True) -> tuple[list[dict[str, Any]], ReadStats]:
+    """All objects of a JSONL file (rotated parts included) and what was skipped."""
+    stats = ReadStats()
+    records = list(iter_jsonl(path, stats, rotated=rotated))
+    return records, stats
+
+
+def iter_text_lines(path: Path, rotated: bool = True) -> Iterator[str]:
+    """Lines of a text log (a server's output), rotated parts oldest first, without newlines.
+
+    Bytes that are not UTF-8 (a crashing process can print anything) are replaced, not fatal.
+    """
+    parts = rotated_parts(path) if rotated else [Path(path)]
+    for part in parts:
+        try:
+            fh = open(part, encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        with fh:
+            for line in fh:
+                yield line.rstrip("\r\n")
+
+
+def write_json_private(path: Path, obj: Any) -> None:
+    """Write JSON atomically (temp file + rename) with mode 0600.
+
+    For whole-file records such as bench/<run-id>.json: a reader never sees half a file, and
+    nobody else on the host can read it. Raises OSError like any write.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(obj, fh, indent=1, default=str)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read_json(path: Path) -> tuple[Any, str | None]:
+    """(object, None) or (None, one-line reason) for a whole-file JSON record."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh), None
+    except FileNotFoundError:
+        return None, f"{path.name}: missing"
+    except OSError as exc:
+        return None, f"{path.name}: {exc.strerror or exc}"
+    except ValueError as exc:
+        return None, f"{path.name}: not valid JSON ({exc})"
