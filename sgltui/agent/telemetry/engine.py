@@ -1,0 +1,158 @@
+"""Engine readings for one managed server: /metrics, else /v1/loads, plus batch log lines.
+
+Order of preference (issue #5): /metrics when the server runs with --enable-metrics, else
+/v1/loads (cheap, always there), and the Prefill/Decode batch lines as a third source that also
+fills what the others lack (e.g. accept length without metrics). The start-up lines and one
+/server_info call build the launch's capacity card.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import httpx
+
+from sgltui.agent.telemetry.engine_parse import (
+    empty_engine, engine_from_loads, engine_from_metrics, merge_engine,
+)
+from sgltui.core.capacity import CapacityBuilder
+from sgltui.core.loglines import parse_batch_line
+
+
+class LogEngineState:
+    """Latest batch-line figures per DP rank (each DP group's rank 0 prints its own lines)."""
+
+    def __init__(self) -> None:
+        self._ranks: dict[int, dict[str, Any]] = {}
+        self.updated = 0.0  # time.time() of the last batch line
+
+    def feed(self, line: str, now: float) -> bool:
+        b = parse_batch_line(line)
+        if b is None:
+            return False
+        r = self._ranks.setdefault(b.dp_rank, {})
+        for key, val in (("num_running_reqs", b.num_running_reqs), ("num_queue_reqs", b.num_queue_reqs),
+                         ("token_usage", b.token_usage)):
+            if val is not None:
+                r[key] = val
+        if b.kind == "decode":
+            r["gen_throughput"] = b.gen_throughput
+            r["accept_length"] = b.accept_length
+            r["accept_rate"] = b.accept_rate
+        else:
+            if b.cache_hit_rate is not None:
+                r["cache_hit_rate"] = b.cache_hit_rate
+            r["input_throughput"] = b.input_throughput
+        self.updated = now
+        return True
+
+    def engine(self) -> dict[str, Any] | None:
+        if not self._ranks:
+            return None
+        e = empty_engine("log", self.updated)
+        ranks = list(self._ranks.values())
+
+        def col(key: str) -> list[float]:
+            return [r[key] for r in ranks if r.get(key) is not None]
+
+        for key, how in (("num_running_reqs", sum), ("num_queue_reqs", sum), ("gen_throughput", sum),
+                         ("token_usage", max), ("input_throughput", sum)):
+            v = col(key)
+            e[key] = how(v) if v else None
+        for key in ("cache_hit_rate", "accept_length", "accept_rate"):
+            v = col(key)
+            e[key] = sum(v) / len(v) if v else None
+        return e
+
+
+class SlotWatch:
+    """Everything telemetry knows about one attached server."""
+
+    SERVER_INFO_RETRY_S = 10.0
+
+    def __init__(self, slot_id: str, pid: int, base_url: str, api_key: str | None, tp_size: int = 1) -> None:
+        self.slot_id = slot_id
+        self.pid = pid
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.tp_size = tp_size
+        self.mode: str | None = None          # "metrics" | "loads" once known
+        self.polled: dict[str, Any] | None = None
+        self.polled_at = 0.0                  # monotonic time of the last good poll
+        self.error: str | None = None
+        self.log = LogEngineState()
+        self.capacity = CapacityBuilder()
+        self.server_info_done = False
+        self._server_info_tried = 0.0
+        self.log_seq = 0                      # bumps on every batch line (new data for the timeline)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    async def poll(self, client: httpx.AsyncClient, now_wall: float) -> None:
+        """One engine poll; never raises (errors are kept as a one-line state)."""
+        try:
+            if self.mode in (None, "metrics"):
+                r = await client.get(self.base_url + "/metrics", headers=self.headers)
+                if r.status_code == 200:
+                    self.mode = "metrics"
+                    self._ok(engine_from_metrics(r.text, now_wall))
+                    return
+                if r.status_code != 404 or self.mode == "metrics":
+                    self.error = f"/metrics answered HTTP {r.status_code}"
+                    return
+                self.mode = "loads"  # 404: the server runs without --enable-metrics
+            r = await client.get(self.base_url + "/v1/loads", headers=self.headers)
+            if r.status_code == 200:
+                self._ok(engine_from_loads(r.json(), now_wall))
+            else:
+                self.error = f"/v1/loads answered HTTP {r.status_code}"
+        except httpx.ConnectError:
+            self.error = "server not answering yet (connection refused)"
+        except httpx.TimeoutException:
+            self.error = "server did not answer within the poll timeout"
+        except (httpx.HTTPError, ValueError) as exc:
+            self.error = f"engine poll failed: {type(exc).__name__}: {exc}".splitlines()[0]
+
+    def _ok(self, engine: dict[str, Any]) -> None:
+        self.polled = engine
+        self.polled_at = time.monotonic()
+        self.error = None
+
+    async def fetch_server_info(self, client: httpx.AsyncClient, timeout: float = 10.0) -> bool:
+        """GET /server_info once the server answers (it round-trips to every scheduler: rarely)."""
+        if self.server_info_done or self.polled is None:
+            return False
+        now = time.monotonic()
+        if now - self._server_info_tried < self.SERVER_INFO_RETRY_S:
+            return False
+        self._server_info_tried = now
+        try:
+            r = await client.get(self.base_url + "/server_info", headers=self.headers, timeout=timeout)
+            if r.status_code != 200:
+                return False
+            info = r.json()
+        except (httpx.HTTPError, ValueError):
+            return False
+        self.capacity.feed_server_info(info)
+        self.server_info_done = True
+        return True
+
+    def engine(self, stale_after: float) -> dict[str, Any] | None:
+        fresh = self.polled if self.polled is not None and time.monotonic() - self.polled_at <= stale_after else None
+        merged = merge_engine(fresh, [self.log.engine()])
+        if merged is None:
+            return None
+        card = self.capacity.card()
+        if card:
+            if merged.get("max_running_requests") is None:
+                merged["max_running_requests"] = card.get("max_running_requests")
+            if merged.get("max_total_num_tokens") is None:
+                merged["max_total_num_tokens"] = card.get("kv_pool_tokens")
+        merged["error"] = self.error
+        return merged
+
+
+OnCapacity = Callable[[str, dict], None]

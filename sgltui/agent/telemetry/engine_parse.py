@@ -1,0 +1,148 @@
+"""Turn SGLang's /metrics text and /v1/loads JSON into one ENGINE dict (docs/CONTRACTS.md).
+
+Rules from reference sglang.md §3.1-3.2: scheduler gauges are published by attention-TP rank 0 of
+each DP group, so only rank-0 series are read (with --enable-metrics-for-all-schedulers every rank
+publishes and summing would multiply by TP); radix/hicache counters are reported by every rank, so
+they are read from rank 0 too; per-DP values are then summed (requests, throughput, tokens) or
+combined (usage: the fullest pool; hit rate and accept length: the mean). Priority-split series
+are skipped in favour of the totals (priority=""). Missing series are simply None.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+from prometheus_client.parser import text_string_to_metric_families
+
+# Labels that name a rank inside one DP group: only rank 0 speaks for the group.
+_RANK_LABELS = ("tp_rank", "pp_rank", "moe_ep_rank", "attn_cp_rank")
+
+ENGINE_KEYS = (
+    "gen_throughput", "num_running_reqs", "num_queue_reqs", "token_usage", "accept_length",
+    "max_running_requests", "max_total_num_tokens", "cache_hit_rate",
+)
+
+
+def empty_engine(source: str, ts: float) -> dict[str, Any]:
+    e: dict[str, Any] = {"source": source, "ts": ts}
+    for k in ENGINE_KEYS:
+        e[k] = None
+    return e
+
+
+def _rank0(labels: dict[str, str]) -> bool:
+    return all(labels.get(k, "0") in ("0", "") for k in _RANK_LABELS) and labels.get("priority", "") == ""
+
+
+def parse_metrics_text(text: str) -> dict[str, dict[str, list[float]]]:
+    """{metric sample name: {dp_rank: [values of rank-0 series]}} for every sample in the text."""
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if not _rank0(s.labels):
+                continue
+            out[s.name][s.labels.get("dp_rank", "0")].append(float(s.value))
+    return out
+
+
+def _per_dp(m: dict, name: str) -> list[float]:
+    """One value per DP group (a group's several label sets, e.g. is_streaming, are summed)."""
+    return [sum(vals) for vals in m.get(name, {}).values() if vals]
+
+
+def _sum(m: dict, name: str) -> float | None:
+    vals = _per_dp(m, name)
+    return sum(vals) if vals else None
+
+
+def _max(m: dict, name: str) -> float | None:
+    vals = _per_dp(m, name)
+    return max(vals) if vals else None
+
+
+def _mean(m: dict, name: str) -> float | None:
+    vals = _per_dp(m, name)
+    return sum(vals) / len(vals) if vals else None
+
+
+def _int(v: float | None) -> int | None:
+    return None if v is None else int(round(v))
+
+
+def engine_from_metrics(text: str, ts: float) -> dict[str, Any]:
+    m = parse_metrics_text(text)
+    e = empty_engine("metrics", ts)
+    e["gen_throughput"] = _sum(m, "sglang:gen_throughput")
+    e["num_running_reqs"] = _int(_sum(m, "sglang:num_running_reqs"))
+    e["num_queue_reqs"] = _int(_sum(m, "sglang:num_queue_reqs"))
+    e["token_usage"] = _max(m, "sglang:token_usage")
+    e["cache_hit_rate"] = _mean(m, "sglang:cache_hit_rate")
+    accept = _mean(m, "sglang:spec_accept_length")
+    e["accept_length"] = accept if accept is not None and accept >= 1.0 else None  # exported as 0 when unused
+    e["max_total_num_tokens"] = _int(_sum(m, "sglang:max_total_num_tokens"))
+    rate = _mean(m, "sglang:spec_accept_rate")
+    e["accept_rate"] = rate if e["accept_length"] is not None else None
+    e["num_retracted_reqs"] = _int(_sum(m, "sglang:num_retracted_reqs"))
+    e["mamba_usage"] = _max(m, "sglang:mamba_usage")
+    used, total = _sum(m, "sglang:hicache_host_used_tokens"), _sum(m, "sglang:hicache_host_total_tokens")
+    e["hicache_host_usage"] = used / total if used is not None and total else None
+    e["context_len"] = _int(_max(m, "sglang:context_len"))
+    e["requests_total"] = _int(_sum(m, "sglang:num_requests_total"))
+    e["generation_tokens_total"] = _int(_sum(m, "sglang:generation_tokens_total"))
+    e["prompt_tokens_total"] = _int(_sum(m, "sglang:prompt_tokens_total"))
+    return e
+
+
+def engine_from_loads(data: dict[str, Any], ts: float) -> dict[str, Any]:
+    """/v1/loads: one entry per DP rank (reference sglang.md §2.2)."""
+    loads = [x for x in (data.get("loads") or []) if isinstance(x, dict)] if isinstance(data, dict) else []
+    e = empty_engine("loads", ts)
+    if not loads:
+        return e
+
+    def vals(key: str, section: str | None = None) -> list[float]:
+        out = []
+        for ld in loads:
+            src = ld.get(section) if section else ld
+            v = src.get(key) if isinstance(src, dict) else None
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out.append(float(v))
+        return out
+
+    def agg(key: str, how, section: str | None = None):
+        v = vals(key, section)
+        return how(v) if v else None
+
+    mean = lambda v: sum(v) / len(v)  # noqa: E731
+    e["gen_throughput"] = agg("gen_throughput", sum)
+    e["num_running_reqs"] = _int(agg("num_running_reqs", sum))
+    e["num_queue_reqs"] = _int(agg("num_waiting_reqs", sum))
+    e["token_usage"] = agg("token_usage", max)
+    e["cache_hit_rate"] = agg("cache_hit_rate", mean)
+    e["max_running_requests"] = _int(agg("max_running_requests", sum))
+    e["max_total_num_tokens"] = _int(agg("max_total_num_tokens", sum))
+    accept = agg("accept_length", mean, "speculative")
+    e["accept_length"] = accept if accept is not None and accept >= 1.0 else None
+    rate = agg("accept_rate", mean, "speculative")
+    e["accept_rate"] = rate if e["accept_length"] is not None else None
+    e["num_used_tokens"] = _int(agg("num_used_tokens", sum))
+    return e
+
+
+def merge_engine(primary: dict[str, Any] | None, secondary: Iterable[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The primary reading with its missing fields filled from the others (e.g. accept length
+    from the log when /v1/loads lacks it). `source` stays the primary's."""
+    others = [s for s in secondary if s is not None]
+    if primary is None:
+        if not others:
+            return None
+        primary, others = others[0], others[1:]
+    out = dict(primary)
+    for s in others:
+        if s is None:
+            continue
+        for k, v in s.items():
+            if out.get(k) is None and v is not None and k not in ("source", "ts"):
+                out[k] = v
+    return out

@@ -1,0 +1,124 @@
+"""GPU readings published by running simulators (docs/CONTRACTS.md, "Simulated GPU publication").
+
+Each simulator writes sim_gpu_dir()/<pid>.json about once a second; a file whose pid is dead is
+stale and ignored. Several simulators on one host share "GPU i" the way real servers would, so
+entries with the same index are merged (memory summed). Every device is labelled simulated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from sgltui.agent.telemetry.gpu_source import GpuReading, empty_gpu
+from sgltui.agent.telemetry.proctree import ProcTree
+from sgltui.core.locations import sim_gpu_dir
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, ValueError):
+        return False
+    # A zombie (exited, not yet reaped) still answers kill(0) but publishes nothing any more.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except OSError:
+        return True
+
+
+def read_publications(directory: Path | None = None) -> list[dict[str, Any]]:
+    """The live simulators' publications, sorted by pid."""
+    d = directory or sim_gpu_dir()
+    pubs = []
+    try:
+        entries = list(d.glob("*.json"))
+    except OSError:
+        return []
+    for path in entries:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # being replaced, or half-written by a foreign tool: next second will do
+        if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
+            continue
+        pid = data.get("pid")
+        if not isinstance(pid, int) or not _alive(pid):
+            continue
+        pubs.append(data)
+    pubs.sort(key=lambda p: p["pid"])
+    return pubs
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+class SimGpuSource:
+    kind = "sim"
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory
+
+    def close(self) -> None:
+        pass
+
+    def sample(self, trees: dict[str, ProcTree]) -> GpuReading:
+        pubs = read_publications(self.directory)
+        merged: dict[int, dict[str, Any]] = {}
+        pinned: dict[str, int] = {}
+        for pub in pubs:
+            pids = {pub["pid"]} | {p for p in pub.get("pids") or [] if isinstance(p, int)}
+            slot = next((s for s, t in trees.items() if pids & (t.pids | {t.root})), None)
+            if slot is not None and isinstance(pub.get("host_pinned_bytes"), int):
+                pinned[slot] = pinned.get(slot, 0) + pub["host_pinned_bytes"]
+            for entry in pub["gpus"]:
+                if not isinstance(entry, dict) or not isinstance(entry.get("index"), int):
+                    continue
+                self._merge(merged, entry, pub, slot)
+        gpus = [merged[i] for i in sorted(merged)]
+        for g in gpus:
+            if g["total_bytes"] is not None and g["used_bytes"] is not None:
+                g["free_bytes"] = max(0, g["total_bytes"] - g["used_bytes"])
+        n = len(pubs)
+        msg = f"simulated GPUs published by {n} running simulator{'s' if n != 1 else ''}" if n else ""
+        return GpuReading("sim", msg, gpus, pinned)
+
+    @staticmethod
+    def _merge(merged: dict[int, dict[str, Any]], e: dict[str, Any], pub: dict[str, Any], slot: str | None) -> None:
+        idx = e["index"]
+        name = str(e.get("name") or f"GPU {idx}")
+        if "simulated" not in name.lower():
+            name += " (simulated)"
+        g = merged.get(idx)
+        used = _num(e.get("used_bytes"))
+        if g is None:
+            g = merged[idx] = empty_gpu(idx, name, simulated=True)
+            g["uuid"] = f"SIM-{e.get('preset') or 'gpu'}-{idx}"
+            g["preset"] = e.get("preset")
+            g["total_bytes"] = int(_num(e.get("total_bytes")) or 0)
+            g["used_bytes"] = 0
+            g["breakdown_bytes"] = {}
+            for key in ("utilization_pct", "power_w", "temperature_c", "pcie_rx_bytes_s", "pcie_tx_bytes_s"):
+                g[key] = 0.0
+        g["used_bytes"] += int(used or 0)
+        for k, v in (e.get("breakdown_bytes") or {}).items():
+            if _num(v) is not None:
+                g["breakdown_bytes"][k] = g["breakdown_bytes"].get(k, 0) + int(v)
+        # Two servers on one GPU: utilization and power add up (capped), temperature is the hottest.
+        g["utilization_pct"] = min(100.0, g["utilization_pct"] + (_num(e.get("utilization_pct")) or 0.0))
+        g["power_w"] += _num(e.get("power_w")) or 0.0
+        g["temperature_c"] = max(g["temperature_c"], _num(e.get("temperature_c")) or 0.0)
+        g["pcie_rx_bytes_s"] += _num(e.get("pcie_rx_bytes_s")) or 0.0
+        g["pcie_tx_bytes_s"] += _num(e.get("pcie_tx_bytes_s")) or 0.0
+        g["processes"].append({"pid": pub["pid"], "used_bytes": int(used or 0), "slot": slot, "match": "pid" if slot else None,
+                               "name": "sgltui.sim"})
+        if slot is not None:
+            g["server_bytes"][slot] = g["server_bytes"].get(slot, 0) + int(used or 0)

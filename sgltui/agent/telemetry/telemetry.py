@@ -1,0 +1,320 @@
+"""The agent's one timeline: GPU, host and engine samplers feeding bounded ring buffers.
+
+Samplers run on their own cadence (GPU and host 1 Hz by default, engine polls at `engine_interval`
+plus whatever batch lines the server prints); the latest readings form `snapshot()` (STATUS
+.telemetry), the rings serve `series()` (the `timeline` op), and every `record_interval` the
+latest readings go to `on_sample` as one SAMPLE (the agent records it to timeline.jsonl and pushes
+it to subscribers). Blocking work (NVML, psutil, /proc, sim files) runs in two single-thread
+executors, one for the GPU and one for the host, so a wedged driver stalls neither the agent's
+event loop nor the host readings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable
+
+import httpx
+
+from sgltui.agent.telemetry.engine import SlotWatch
+from sgltui.agent.telemetry.gpu_source import GpuReading, GpuSelector
+from sgltui.agent.telemetry.host import HostSampler
+from sgltui.agent.telemetry.proctree import ProcTree, server_tree
+from sgltui.core.ring import RingSet
+
+log = logging.getLogger(__name__)
+
+GPU_SERIES = ("used_bytes", "utilization_pct", "power_w", "temperature_c", "pcie_rx_bytes_s", "pcie_tx_bytes_s")
+HOST_SERIES = ("ram_used_bytes", "ram_available_bytes", "swap_used_bytes", "cpu_pct")
+HOST_SLOT_SERIES = ("server_rss_bytes", "server_cpu_pct", "server_pinned_bytes")
+ENGINE_SERIES = ("gen_throughput", "num_running_reqs", "num_queue_reqs", "token_usage", "accept_length", "cache_hit_rate")
+
+
+class _TreeCache:
+    """Process trees shared by the GPU and host threads (one /proc walk per slot per ~interval)."""
+
+    def __init__(self, max_age: float = 0.5) -> None:
+        self.max_age = max_age
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[float, int, ProcTree]] = {}
+
+    def trees(self, slots: dict[str, int]) -> dict[str, ProcTree]:
+        now = time.monotonic()
+        out: dict[str, ProcTree] = {}
+        with self._lock:
+            for slot, pid in slots.items():
+                hit = self._cache.get(slot)
+                if hit is None or hit[1] != pid or now - hit[0] > self.max_age:
+                    hit = (now, pid, server_tree(pid))
+                    self._cache[slot] = hit
+                out[slot] = hit[2]
+            for slot in list(self._cache):
+                if slot not in slots:
+                    del self._cache[slot]
+        return out
+
+
+class Telemetry:
+    def __init__(
+        self,
+        on_sample: Callable[[dict], None],
+        gpu_interval: float = 1.0,
+        host_interval: float = 1.0,
+        record_interval: float = 1.0,
+        *,
+        engine_interval: float = 1.0,
+        ring_capacity: int = 3600,
+        gpu_source: str | None = None,
+        on_capacity: Callable[[str, dict], None] | None = None,
+        http_timeout: float = 3.0,
+    ) -> None:
+        self.on_sample = on_sample
+        self.on_capacity = on_capacity
+        self.gpu_interval = gpu_interval
+        self.host_interval = host_interval
+        self.record_interval = record_interval
+        self.engine_interval = engine_interval
+        self.http_timeout = http_timeout
+        self.rings = RingSet(capacity=ring_capacity)
+        self._selector = GpuSelector(gpu_source)
+        self._host_sampler: HostSampler | None = None
+        self._trees = _TreeCache()
+        self._slots: dict[str, SlotWatch] = {}
+        self._cards: dict[str, dict] = {}  # last card per slot, kept after detach until the next attach
+        self._gpu: GpuReading = GpuReading("none", "GPU sampling not started")
+        self._host: dict[str, Any] | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._engine_tasks: dict[str, asyncio.Task] = {}
+        self._client: httpx.AsyncClient | None = None
+        self._gpu_exec: ThreadPoolExecutor | None = None
+        self._host_exec: ThreadPoolExecutor | None = None
+        self._running = False
+
+    # -- life -----------------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._running:
+            return
+        self._running = True
+        self._gpu_exec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sgltui-gpu")
+        self._host_exec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sgltui-host")
+        self._client = httpx.AsyncClient(timeout=self.http_timeout, trust_env=False)
+        self._tasks = [
+            asyncio.create_task(self._every(self.gpu_interval, self._sample_gpu), name="telemetry-gpu"),
+            asyncio.create_task(self._every(self.host_interval, self._sample_host), name="telemetry-host"),
+            asyncio.create_task(self._every(self.record_interval, self._record, first_delay=True), name="telemetry-record"),
+        ]
+        for slot_id in self._slots:
+            self._start_engine(slot_id)
+
+    async def stop(self) -> None:
+        if not self._running:
+            return
+        self._running = False
+        tasks = self._tasks + list(self._engine_tasks.values())
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks, self._engine_tasks = [], {}
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        loop = asyncio.get_running_loop()
+        if self._gpu_exec is not None:
+            try:
+                await asyncio.wait_for(loop.run_in_executor(self._gpu_exec, self._selector.close), 5.0)
+            except (asyncio.TimeoutError, RuntimeError):
+                pass
+            self._gpu_exec.shutdown(wait=False, cancel_futures=True)
+        if self._host_exec is not None:
+            self._host_exec.shutdown(wait=False, cancel_futures=True)
+        self._gpu_exec = self._host_exec = None
+
+    async def _every(self, interval: float, fn: Callable[[], Any], first_delay: bool = False) -> None:
+        loop = asyncio.get_running_loop()
+        next_at = loop.time() + (interval if first_delay else 0.0)
+        while True:
+            delay = next_at - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            try:
+                await fn()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a sampler bug must not end the timeline; it shows in the agent log
+                log.exception("telemetry sampler %s failed", getattr(fn, "__name__", fn))
+            next_at += interval
+            if next_at < loop.time():  # fell behind (slow driver): skip missed ticks, keep the phase
+                missed = int((loop.time() - next_at) / interval) + 1
+                next_at += missed * interval
+
+    # -- slots ----------------------------------------------------------------------------------
+    def attach(self, slot_id: str, pid: int, base_url: str, api_key: str | None, tp_size: int = 1) -> None:
+        """Watch a (newly launched) server; a previous launch in the same slot is forgotten."""
+        old = self._slots.get(slot_id)
+        # Lines may arrive before attach (held on a pid -1 placeholder): keep them for this launch.
+        keep_log = old is not None and old.pid in (pid, -1)
+        self.detach(slot_id, keep_card=False)
+        watch = SlotWatch(slot_id, pid, base_url, api_key, tp_size)
+        if keep_log and old is not None:
+            watch.log, watch.capacity = old.log, old.capacity
+        self._slots[slot_id] = watch
+        if self._running:
+            self._start_engine(slot_id)
+
+    def detach(self, slot_id: str, keep_card: bool = True) -> None:
+        watch = self._slots.pop(slot_id, None)
+        task = self._engine_tasks.pop(slot_id, None)
+        if task is not None:
+            task.cancel()
+        if watch is not None and keep_card:
+            card = watch.capacity.card()
+            if card is not None:
+                self._cards[slot_id] = card
+        if not keep_card:
+            self._cards.pop(slot_id, None)
+
+    def on_log_line(self, slot_id: str, line: str) -> None:
+        """A line of the server's output (the agent tails the log). Cheap for uninteresting lines."""
+        watch = self._slots.get(slot_id)
+        if watch is None:
+            # Output can precede attach (the agent tails from spawn): hold it on a placeholder.
+            watch = self._slots[slot_id] = SlotWatch(slot_id, -1, "", None)
+        if watch.log.feed(line, time.time()):
+            watch.log_seq += 1
+            return
+        had_summary = watch.capacity.summary_seen
+        if watch.capacity.feed_line(line) is not None and watch.capacity.summary_seen and not had_summary:
+            self._capacity_changed(watch)
+
+    def _capacity_changed(self, watch: SlotWatch) -> None:
+        card = watch.capacity.card()
+        if card is None or self.on_capacity is None:
+            return
+        try:
+            self.on_capacity(watch.slot_id, card)
+        except Exception:
+            log.exception("on_capacity callback failed")
+
+    def _start_engine(self, slot_id: str) -> None:
+        watch = self._slots[slot_id]
+        if watch.pid <= 0 or not watch.base_url:
+            return
+        self._engine_tasks[slot_id] = asyncio.create_task(self._engine_loop(watch), name=f"telemetry-engine-{slot_id}")
+
+    async def _engine_loop(self, watch: SlotWatch) -> None:
+        last_seq = -1
+        last_poll_ts = None
+
+        async def tick() -> None:
+            nonlocal last_seq, last_poll_ts
+            assert self._client is not None
+            await watch.poll(self._client, time.time())
+            if await watch.fetch_server_info(self._client):
+                self._capacity_changed(watch)
+            poll_ts = watch.polled["ts"] if watch.polled else None
+            if poll_ts != last_poll_ts or watch.log_seq != last_seq:  # only new data goes on the timeline
+                last_poll_ts, last_seq = poll_ts, watch.log_seq
+                e = watch.engine(self._stale_after)
+                if e is not None:
+                    ts = time.time()
+                    for key in ENGINE_SERIES:
+                        self.rings.append(f"engine.{watch.slot_id}.{key}", ts, _num(e.get(key)))
+
+        await self._every(self.engine_interval, tick)
+
+    @property
+    def _stale_after(self) -> float:
+        return max(3.0 * self.engine_interval, 5.0)
+
+    def _slot_pids(self) -> dict[str, int]:
+        return {s: w.pid for s, w in self._slots.items() if w.pid > 0}
+
+    # -- samplers -------------------------------------------------------------------------------
+    async def _sample_gpu(self) -> None:
+        slots = self._slot_pids()
+        loop = asyncio.get_running_loop()
+        reading = await loop.run_in_executor(self._gpu_exec, lambda: self._selector.sample(self._trees.trees(slots)))
+        self._gpu = reading
+        ts = time.time()
+        for g in reading.gpus:
+            for key in GPU_SERIES:
+                self.rings.append(f"gpu.{g['index']}.{key}", ts, _num(g.get(key)))
+            for slot, b in (g.get("server_bytes") or {}).items():
+                self.rings.append(f"gpu.{g['index']}.server_bytes.{slot}", ts, _num(b))
+
+    async def _sample_host(self) -> None:
+        slots = self._slot_pids()
+        loop = asyncio.get_running_loop()
+
+        def work() -> dict[str, Any]:
+            if self._host_sampler is None:
+                self._host_sampler = HostSampler()
+            return self._host_sampler.sample(self._trees.trees(slots), self._gpu.host_pinned_bytes)
+
+        host = await loop.run_in_executor(self._host_exec, work)
+        self._host = host
+        ts = time.time()
+        for key in HOST_SERIES:
+            self.rings.append(f"host.{key}", ts, _num(host.get(key)))
+        for key in HOST_SLOT_SERIES:
+            for slot, v in (host.get(key) or {}).items():
+                self.rings.append(f"host.{key}.{slot}", ts, _num(v))
+
+    async def _record(self) -> None:
+        if self._host is None and not self._gpu.gpus:
+            return  # nothing sampled yet
+        sample = {"v": 1, **self.snapshot()}
+        try:
+            self.on_sample(sample)
+        except Exception:
+            log.exception("on_sample callback failed")
+
+    # -- reads ----------------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """STATUS.telemetry: the latest readings of every source."""
+        engine = {}
+        for slot, watch in self._slots.items():
+            e = watch.engine(self._stale_after)
+            if e is not None:
+                engine[slot] = e
+        return {
+            "ts": time.time(),
+            "gpus": self._gpu.gpus,
+            "gpu_source": {"kind": self._gpu.kind, "message": self._gpu.message},
+            "host": self._host,
+            "engine": engine,
+        }
+
+    def capacity(self, slot_id: str) -> dict | None:
+        watch = self._slots.get(slot_id)
+        if watch is not None:
+            card = watch.capacity.card()
+            if card is not None:
+                return card
+        return self._cards.get(slot_id)
+
+    def series(self, names: Iterable[str] | str | None = None, since: float | None = None) -> dict:
+        """The `timeline` op: {"series": {name: [[ts, value], ...]}}; names may be globs ("gpu.0.*")."""
+        if isinstance(names, str):
+            names = [names]
+        all_names = self.rings.names()
+        if names is None:
+            chosen = all_names
+        else:
+            pats = list(names)
+            chosen = [n for n in all_names if any(n == p or fnmatch.fnmatchcase(n, p) for p in pats)]
+        out = {}
+        for n in chosen:
+            ring = self.rings.get(n)
+            if ring is not None:
+                out[n] = ring.items(since)
+        return {"series": out}
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
