@@ -109,7 +109,10 @@ class SessionLimits:
                     f"{LIMITS_ENV}: bad entry {item!r}; use e.g. events=32M:8,timeline=64M:8,server_log=64M:4"
                 )
             size_text, _, keep_text = rhs.partition(":")
-            size = parse_size(size_text)
+            try:
+                size = parse_size(size_text)
+            except ValueError as exc:
+                raise ValueError(f"{LIMITS_ENV}: {name}: {exc}") from None
             keep = int(keep_text) if keep_text.strip() else values[name].keep
             if size < 4096 or keep < 0:
                 raise ValueError(f"{LIMITS_ENV}: {name} needs a size of at least 4K and keep >= 0")
@@ -515,10 +518,10 @@ class Recorder:
     # -- internals -----------------------------------------------------------------------------
     def _write_event_line(self, line: bytes) -> None:
         if self._error is not None:
-            self._push_backlog(line)
-            if time.monotonic() >= self._retry_at:
-                self._retry_backlog()
-            return
+            # Waiting events first, then disk.ok, then this one: the file stays in time order.
+            if time.monotonic() < self._retry_at or not self._retry_backlog():
+                self._push_backlog(line)
+                return
         try:
             self._ensure_dirs()
             self._events.write_line(line)
