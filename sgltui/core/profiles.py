@@ -1,0 +1,444 @@
+"""Profiles: TOML files whose [server] table is SGLang's own flags, one to one.
+
+Loading resolves `extends` (child values win; cycles are an error), remembers the file and line
+where every value was written (tomllib reports none, so a light line scan supplies them; errors
+can then point at the line the user must edit, even when it is in a parent profile), and renders
+the command line: true -> bare flag, false/absent -> omitted, lists -> repeated values.
+Flag checking against SGLang's catalog lives in validate.py; command-line import in
+profile_import.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from sgltui.core import locations
+
+LAUNCHERS = ("sglang", "sim")
+DEFAULT_PORT = 30000
+DEFAULT_HOST = "127.0.0.1"
+TOP_LEVEL_KEYS = ("name", "description", "key", "extends", "launcher", "python", "server", "env")
+_STRING_KEYS = ("name", "description", "key", "extends", "launcher", "python")
+# Program after the interpreter, per launcher.
+LAUNCH_MODULES = {"sglang": "sglang.launch_server", "sim": "sgltui.sim"}
+
+Where = tuple[Path | None, int | None]
+
+
+class ProfileError(Exception):
+    """One line: "path:line: key: problem; fix" (parts that are unknown are left out)."""
+
+    def __init__(self, problem: str, path: Path | str | None = None, line: int | None = None,
+                 key: str | None = None, fix: str | None = None) -> None:
+        self.problem = problem
+        self.path = Path(path) if path is not None else None
+        self.line = line
+        self.key = key
+        self.fix = fix
+        super().__init__(format_location(self.path, line, key, problem, fix))
+
+
+def format_location(path: Path | None, line: int | None, key: str | None, problem: str, fix: str | None) -> str:
+    where = ""
+    if path is not None:
+        where = f"{display_path(path)}:{line}: " if line else f"{display_path(path)}: "
+    text = f"{where}{key}: {problem}" if key else f"{where}{problem}"
+    return f"{text}; {fix}" if fix else text
+
+
+def display_path(path: Path) -> str:
+    """Paths under the current directory are shown relative, others as given."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+# --- reading TOML with line numbers --------------------------------------------------------------
+
+_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
+_KEY = re.compile(r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=""")
+_PART = re.compile(r"""\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+))\s*""")
+
+
+def _split_key(text: str) -> list[str]:
+    parts = []
+    for piece in re.findall(r"""(?:"[^"]*"|'[^']*'|[^.]+)""", text):
+        m = _PART.fullmatch(piece)
+        if m:
+            parts.append(next(g for g in m.groups() if g is not None))
+    return parts
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """(table..., key) -> 1-based line of its assignment, for the plain TOML profiles use.
+
+    Lines inside multi-line strings are skipped; dotted keys and [table] headers are followed.
+    Inline tables and arrays of tables only get the line of their first key, which is enough
+    to point a user at the right place.
+    """
+    lines: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    in_multiline: str | None = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if in_multiline:
+            if raw.count(in_multiline) % 2 == 1:
+                in_multiline = None
+            continue
+        header = _HEADER.match(raw)
+        if header and not raw.lstrip().startswith("[["):
+            table = tuple(_split_key(header.group(1)))
+            lines.setdefault(table, number)
+            continue
+        m = _KEY.match(raw)
+        if m:
+            full = table + tuple(_split_key(m.group(1)))
+            lines.setdefault(full, number)
+            rest = raw[m.end():]
+            for quote in ('"""', "'''"):
+                if rest.count(quote) % 2 == 1:
+                    in_multiline = quote
+    return lines
+
+
+@dataclass
+class RawProfile:
+    """One file as written, before `extends` is resolved."""
+
+    path: Path
+    data: dict[str, Any]
+    lines: dict[tuple[str, ...], int]
+
+    @property
+    def name(self) -> str:
+        return self.data.get("name") or self.path.stem
+
+    def line(self, *key: str) -> int | None:
+        return self.lines.get(tuple(key))
+
+    def error(self, problem: str, *key: str, fix: str | None = None, label: str | None = None) -> ProfileError:
+        return ProfileError(problem, self.path, self.line(*key), label or ".".join(key) or None, fix)
+
+
+def read_raw(path: Path) -> RawProfile:
+    """Parse one profile file and check its shape. Raises ProfileError with the line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProfileError("no such profile file", path, fix="check the path or run `sgltui profiles list`") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        m = re.search(r"\(at line (\d+), column (\d+)\)", message)
+        line = int(m.group(1)) if m else None
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", message) if m else message
+        col = f" (column {m.group(2)})" if m else ""
+        raise ProfileError(f"invalid TOML: {message}{col}", path, line, fix="fix the TOML syntax on that line") from None
+    raw = RawProfile(path, data, key_lines(text))
+    _check_shape(raw)
+    return raw
+
+
+def _check_shape(raw: RawProfile) -> None:
+    for key, value in raw.data.items():
+        if key not in TOP_LEVEL_KEYS:
+            near = difflib.get_close_matches(key, TOP_LEVEL_KEYS, n=1)
+            if near:
+                fix = f"did you mean `{near[0]}`?"
+            else:
+                fix = f"SGLang flags go under [server] (write `{key} = ...` there); top-level keys are {', '.join(TOP_LEVEL_KEYS)}"
+            raise raw.error("unknown top-level key", key, fix=fix)
+        if key in _STRING_KEYS and not isinstance(value, str):
+            raise raw.error(f"must be a string, not {_toml_type(value)}", key, fix=f'quote it: {key} = "{value}"')
+    for table in ("server", "env"):
+        if table in raw.data and not isinstance(raw.data[table], dict):
+            raise raw.error(f"must be a table, not {_toml_type(raw.data[table])}", table, fix=f"write it as a [{table}] section")
+    launcher = raw.data.get("launcher", "sglang")
+    if launcher not in LAUNCHERS:
+        raise raw.error(f"unknown launcher {launcher!r}", "launcher", fix='use "sglang" (real SGLang) or "sim" (the built-in simulator)')
+    for env_key, value in raw.data.get("env", {}).items():
+        if not isinstance(value, str):
+            raise raw.error(f"environment values must be strings, not {_toml_type(value)}", "env", env_key,
+                            fix=f'quote it: {env_key} = "{_toml_scalar(value)}"')
+    if "key" in raw.data and not raw.data["key"]:
+        raise raw.error("empty hot-swap key", "key", fix='use one key such as "1", or remove the line')
+
+
+def _toml_type(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+            dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _toml_scalar(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+# --- profiles ------------------------------------------------------------------------------------
+
+@dataclass
+class Profile:
+    name: str
+    description: str = ""
+    key: str | None = None
+    extends: str | None = None
+    launcher: str = "sglang"
+    python: str | None = None
+    server: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    source: Path | None = None
+    # Where each value was written: "server.<flag>", "env.<VAR>", "launcher", ... -> (file, line).
+    origins: dict[str, Where] = field(default_factory=dict, compare=False, repr=False)
+    # The extends chain, nearest parent first.
+    parents: tuple[str, ...] = field(default=(), compare=False)
+
+    def where(self, key: str) -> Where:
+        return self.origins.get(key, (self.source, None))
+
+    def flag_argv(self) -> list[str]:
+        return render_flags(self.server)
+
+    def argv(self) -> list[str]:
+        if self.launcher == "sim":
+            # The simulator is part of sgltui, so it runs in sgltui's own interpreter.
+            return [sys.executable, "-m", LAUNCH_MODULES["sim"], *self.flag_argv()]
+        return [self.python or sys.executable, "-m", LAUNCH_MODULES["sglang"], *self.flag_argv()]
+
+    def command_line(self) -> str:
+        """The shell command (env assignments first) that `sgltui profiles import` reads back."""
+        env = [f"{k}={shlex.quote(v)}" for k, v in self.env.items()]
+        return " ".join(env + [shlex.join(self.argv())])
+
+    def command_hash(self) -> str:
+        return hashlib.sha256("\0".join(self.flag_argv()).encode()).hexdigest()[:12]
+
+    @property
+    def port(self) -> int:
+        try:
+            return int(self.server.get("port", DEFAULT_PORT))
+        except (TypeError, ValueError):
+            return DEFAULT_PORT
+
+    @property
+    def host(self) -> str:
+        return str(self.server.get("host") or DEFAULT_HOST)
+
+    @property
+    def api_key(self) -> str | None:
+        value = self.server.get("api-key")
+        return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) and value != "" else None
+
+    def to_toml_dict(self, flatten: bool = True) -> dict[str, Any]:
+        """The profile as a TOML document (resolved values; `extends` dropped when flattened)."""
+        doc: dict[str, Any] = {"name": self.name}
+        if self.description:
+            doc["description"] = self.description
+        if self.key:
+            doc["key"] = self.key
+        if self.extends and not flatten:
+            doc["extends"] = self.extends
+        doc["launcher"] = self.launcher
+        if self.python:
+            doc["python"] = self.python
+        doc["server"] = dict(self.server)
+        if self.env:
+            doc["env"] = dict(self.env)
+        return doc
+
+
+def _scalar_arg(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
+
+
+def render_flags(server: dict[str, Any]) -> list[str]:
+    """[server] -> SGLang argv. true -> bare flag; false -> omitted (or --no-X for SGLang's
+    --X/--no-X flags, whose default may be on); list -> --flag v1 v2 (SGLang's nargs lists)."""
+    out: list[str] = []
+    for key, value in server.items():
+        if value is False:
+            negation = _negation(key)
+            if negation:
+                out.append(negation)
+            continue
+        if value is True:
+            out.append(f"--{key}")
+        elif isinstance(value, list):
+            out.append(f"--{key}")
+            out.extend(_scalar_arg(v) for v in value)
+        else:
+            out.extend((f"--{key}", _scalar_arg(value)))
+    return out
+
+
+def _negation(key: str) -> str | None:
+    from sgltui.core.flags import load_bundled_catalog
+
+    spec = load_bundled_catalog().lookup(key)
+    if spec is None or spec.action != "boolean_optional":
+        return None
+    return f"--no-{key}" if f"--no-{key}" in spec.options else f"--no-{spec.name}"
+
+
+def _canonical(key: str) -> str:
+    from sgltui.core.flags import load_bundled_catalog
+
+    spec = load_bundled_catalog().lookup(key, sim=True)
+    return spec.name if spec else key
+
+
+# --- the set of profiles on the search path -----------------------------------------------------
+
+def search_dirs(extra_dirs: Sequence[Path | str] = ()) -> list[Path]:
+    """Shipped profiles, then ~/.config/sgltui/profiles, then --profiles DIRs (later wins)."""
+    return [locations.shipped_dir("profiles"), locations.config_dir() / "profiles", *(Path(d).expanduser() for d in extra_dirs)]
+
+
+@dataclass
+class ProfileSet:
+    raw: dict[str, RawProfile] = field(default_factory=dict)
+    errors: dict[str, ProfileError] = field(default_factory=dict)   # file path -> why it was not loaded
+    failed_names: dict[str, str] = field(default_factory=dict)      # profile name (file stem) -> file path
+
+    def add_file(self, path: Path) -> None:
+        try:
+            raw = read_raw(path)
+        except ProfileError as exc:
+            self.errors[str(path)] = exc
+            self.failed_names[path.stem] = str(path)
+            return
+        self.raw[raw.name] = raw  # a later directory overrides an earlier one of the same name
+        self.failed_names.pop(raw.name, None)
+
+    def names(self) -> list[str]:
+        return sorted(self.raw)
+
+    def resolve(self, name: str, _seen: tuple[str, ...] = ()) -> Profile:
+        raw = self.raw.get(name)
+        if raw is None:
+            if name in self.failed_names:
+                raise self.errors[self.failed_names[name]]
+            raise unknown_profile(name, self.names())
+        return self.resolve_raw(raw, _seen)
+
+    def resolve_raw(self, raw: RawProfile, _seen: tuple[str, ...] = ()) -> Profile:
+        seen = _seen + (raw.name,)
+        parent_name = raw.data.get("extends")
+        if parent_name:
+            if parent_name in seen:
+                cycle = " -> ".join(seen[seen.index(parent_name):] + (parent_name,))
+                raise raw.error(f"inheritance cycle {cycle}", "extends", fix="remove `extends` from one of these profiles")
+            parent_raw = self._find_parent(raw, parent_name)
+            parent = self.resolve_raw(parent_raw, seen)
+        else:
+            parent = None
+        return _merge(raw, parent)
+
+    def _find_parent(self, raw: RawProfile, parent_name: str) -> RawProfile:
+        if parent_name.endswith(".toml"):
+            candidate = (raw.path.parent / parent_name).resolve()
+            if candidate.exists():
+                return read_raw(candidate)
+        found = self.raw.get(parent_name)
+        if found is not None:
+            return found
+        if parent_name in self.failed_names:
+            raise self.errors[self.failed_names[parent_name]]
+        near = difflib.get_close_matches(parent_name, self.names(), n=3)
+        fix = f"did you mean {', '.join(near)}?" if near else "run `sgltui profiles list` for the names"
+        raise raw.error(f"parent profile {parent_name!r} not found", "extends", fix=fix)
+
+
+def unknown_profile(name: str, names: Iterable[str]) -> ProfileError:
+    names = list(names)
+    near = difflib.get_close_matches(name, names, n=3)
+    fix = f"did you mean {', '.join(near)}?" if near else f"known profiles: {', '.join(names) or 'none'}"
+    return ProfileError(f"no profile named {name!r}", fix=fix)
+
+
+def _merge(raw: RawProfile, parent: Profile | None) -> Profile:
+    data = raw.data
+    server: dict[str, Any] = dict(parent.server) if parent else {}
+    env: dict[str, str] = dict(parent.env) if parent else {}
+    origins: dict[str, Where] = dict(parent.origins) if parent else {}
+    for key, value in data.get("server", {}).items():
+        # A child may spell an inherited flag differently (model vs model-path): it replaces it.
+        canon = _canonical(key)
+        for old in [k for k in server if k != key and _canonical(k) == canon]:
+            del server[old]
+            origins.pop(f"server.{old}", None)
+        server[key] = value
+        origins[f"server.{key}"] = (raw.path, raw.line("server", key))
+    for key, value in data.get("env", {}).items():
+        env[key] = value
+        origins[f"env.{key}"] = (raw.path, raw.line("env", key))
+    for key in ("launcher", "python", "extends", "key", "description", "name"):
+        if key in data:
+            origins[key] = (raw.path, raw.line(key))
+    return Profile(
+        name=raw.name,
+        # Name, key and description belong to one file; launcher and interpreter are inherited.
+        description=data.get("description", ""),
+        key=data.get("key"),
+        extends=data.get("extends"),
+        launcher=data.get("launcher", parent.launcher if parent else "sglang"),
+        python=data.get("python", parent.python if parent else None),
+        server=server,
+        env=env,
+        source=raw.path,
+        origins=origins,
+        parents=((parent.name,) + parent.parents) if parent else (),
+    )
+
+
+def scan_profiles(extra_dirs: Sequence[Path | str] = ()) -> ProfileSet:
+    """Every profile file on the search path (broken files are kept in .errors, not raised)."""
+    found = ProfileSet()
+    for directory in search_dirs(extra_dirs):
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.rglob("*.toml")):
+            found.add_file(path)
+    return found
+
+
+def load_profiles(extra_dirs: Sequence[Path | str] = ()) -> dict[str, Profile]:
+    """All profiles that load and resolve, by name. Broken ones are left out (see scan_profiles)."""
+    found = scan_profiles(extra_dirs)
+    profiles: dict[str, Profile] = {}
+    for name in found.names():
+        try:
+            profiles[name] = found.resolve(name)
+        except ProfileError:
+            continue
+    return profiles
+
+
+def get_profile(name_or_path: str, extra_dirs: Sequence[Path | str] = ()) -> Profile:
+    """A profile by name, or by the path of a .toml file (its `extends` may name any profile)."""
+    found = scan_profiles(extra_dirs)
+    looks_like_path = name_or_path.endswith(".toml") or "/" in name_or_path
+    if looks_like_path:
+        return found.resolve_raw(read_raw(Path(name_or_path).expanduser()))
+    return found.resolve(name_or_path)
