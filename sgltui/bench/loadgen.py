@@ -328,6 +328,19 @@ def _install_uvloop() -> bool:
     return True
 
 
+def _watch_parent(ppid: int) -> None:
+    # A thread, not a task: it must fire even while the event loop is saturated.
+    import threading
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != ppid:
+                os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def _emit(obj: dict) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
@@ -338,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
                                 description="Run one closed-loop load point and print JSON lines.")
     p.add_argument("--config-json", required=True, help="LoadConfig as JSON")
     p.add_argument("--records", required=True, help="per-request JSONL output path")
+    p.add_argument("--exit-with-parent", action="store_true",
+                   help="exit when the parent (the sweep runner) goes away, so no load is orphaned")
     args = p.parse_args(argv)
     try:
         cfg = LoadConfig.from_dict(json.loads(args.config_json))
@@ -348,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     _raise_fd_limit(cfg.concurrency)
     uv = _install_uvloop()
     gen = LoadGenerator(cfg, workload, os.environ.get(API_KEY_ENV), on_progress=_emit)
+    if args.exit_with_parent:
+        _watch_parent(os.getppid())
     try:
         metrics = asyncio.run(gen.run(Path(args.records)))
     except FatalLoadError as exc:

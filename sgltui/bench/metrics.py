@@ -14,6 +14,10 @@ from typing import Any
 from sgltui.core import stats
 
 
+# Shorter steady windows are dominated by bucket edges (0.1 s buckets) and say nothing.
+MIN_STEADY_WINDOW_S = 1.0
+
+
 def compute_metrics(records: Iterable[dict[str, Any]], itl: stats.LogHistogram,
                     buckets: stats.TokenBuckets, ratio: float = 0.8) -> dict[str, Any]:
     ttfts: list[float] = []
@@ -72,6 +76,8 @@ def compute_metrics(records: Iterable[dict[str, Any]], itl: stats.LogHistogram,
         "errors": dict(errors.most_common(10)),
     }
     ss, window = stats.steady_state_throughput(intervals, buckets, ratio)
+    if window is None or window[1] - window[0] < MIN_STEADY_WINDOW_S:
+        ss = math.nan  # too short to tell a steady state from the ramp; ranking falls back
     m["steady_state_output_throughput"] = ss
     m["steady_state_window_s"] = (window[1] - window[0]) if window else 0.0
     for name, values in (("ttft", ttfts), ("tpot", tpots), ("e2e_latency", e2es)):

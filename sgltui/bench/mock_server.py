@@ -92,6 +92,9 @@ def make_app(tick: float, tokens_per_chunk: int) -> web.Application:
                                   "in_flight": counters.in_flight, "peak_in_flight": counters.peak_in_flight,
                                   "ts": time.time()})
 
+    async def server_info(request: web.Request) -> web.Response:
+        return web.json_response({"version": "mock", "max_running_requests": None, "internal_states": [{}]})
+
     async def ok(request: web.Request) -> web.Response:
         return web.Response(text="Cache flushed.\n")
 
@@ -100,6 +103,7 @@ def make_app(tick: float, tokens_per_chunk: int) -> web.Application:
         app.router.add_post(path, stream)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/mock/stats", stats)
+    app.router.add_get("/server_info", server_info)
     app.router.add_get("/health", ok)
     app.router.add_post("/flush_cache", ok)
     return app
