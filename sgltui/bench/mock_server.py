@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
+import sys
 import time
 
 from aiohttp import web
@@ -121,9 +121,14 @@ def main(argv: list[str] | None = None) -> int:
         uvloop.install()
     except ImportError:
         pass
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    web.run_app(make_app(args.tick, args.tokens_per_chunk), host=args.host, port=args.port,
-                print=None, access_log=None, backlog=4096)
+    try:
+        # run_app turns SIGTERM/SIGINT into a clean shutdown itself
+        web.run_app(make_app(args.tick, args.tokens_per_chunk), host=args.host, port=args.port,
+                    print=None, access_log=None, backlog=4096)
+    except OSError as exc:
+        print(f"mock server: cannot listen on {args.host}:{args.port}: {exc.strerror}; pick a free --port",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -10,7 +10,7 @@ from typing import Any
 def _v(value: Any, digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
-    if isinstance(value, int):
+    if isinstance(value, (int, str)):
         return str(value)
     return f"{value:.{digits}f}"
 
