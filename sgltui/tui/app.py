@@ -1,0 +1,550 @@
+"""The sgltui Textual app: a client of the agent (or of a replayed session).
+
+All state comes from the source (STATUS on connect, pushes after). One app-lifetime worker
+consumes pushes and applies them to the model; panes are redrawn in one batch per tick, only
+those whose data changed. Commands go to the source in workers, so no handler waits on I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.events import Key, Resize
+from textual.markup import escape
+from textual.screen import Screen
+from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
+
+from sgltui.tui import fmt, model as M
+from sgltui.tui.bindings import ALL_KEYS, KEYS
+from sgltui.tui.config import TuiConfig
+from sgltui.tui.logbuffer import LogBuffer, LogLine
+from sgltui.tui.model import TuiModel
+from sgltui.tui.screens import BenchDialog, Confirm, DrainChoice, HelpScreen
+from sgltui.tui.source import TuiSource
+from sgltui.tui.themes import DEFAULT_THEME
+from sgltui.tui.widgets.activity import ActivityPane
+from sgltui.tui.widgets.bench import BenchPane
+from sgltui.tui.widgets.logs import LogPane
+from sgltui.tui.widgets.memory import MemoryPane
+from sgltui.tui.widgets.profiles import ProfilesPane
+from sgltui.tui.widgets.throughput import ThroughputPane
+
+# Actions that change servers or start work: disabled in a read-only (replay) source.
+_MUTATING = {"start", "stop", "restart", "bench", "bench_stop", "toggle_demo_load", "profile_key"}
+_ACTIVE = ("launching", "ready", "draining", "stopping")
+FLUSH_DELAY_S = 0.1  # pushes arriving within this window are drawn in one go
+STATUS_POLL_S = 5.0  # safety net for uptime and anything a missed event would leave stale
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else exc.__class__.__name__
+
+
+class SgltuiApp(App[str | None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "sgltui"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding(k.key, k.action, k.description, show=k.show, tooltip=k.tooltip, id=k.id) for k in ALL_KEYS
+    ]
+
+    def __init__(self, source: TuiSource, *, config: TuiConfig | None = None, theme: str | None = None,
+                 themes: Iterable[Any] = (), demo: bool = False, screenshot_dir: Path | None = None,
+                 own_client: str | None = None, clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
+        self.source = source
+        self.config = config or TuiConfig()
+        self.demo = demo
+        self.screenshot_dir = screenshot_dir
+        self.model = TuiModel(own_client=own_client or getattr(source, "client_name", None), clock=clock)
+        self.logbuf = LogBuffer(self.config.log_max_lines)
+        self._themes = list(themes)
+        self._theme_name = theme or self.config.theme or DEFAULT_THEME
+        self._dirty: set[str] = set()
+        self._new_lines: list[LogLine] = []
+        self._flush_scheduled = False
+        self._status_scheduled = False
+        self._demo_done = False
+        self.first_status = asyncio.Event()
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="topbar")
+        with Horizontal(id="upper"):
+            yield ProfilesPane(id="profiles")
+            with Vertical(id="right"):
+                yield MemoryPane(id="memory")
+                yield ThroughputPane(id="chart")
+        with TabbedContent(id="lower"):
+            with TabPane("Logs", id="tab-logs"):
+                yield LogPane(self.logbuf, id="logs")
+            with TabPane("Bench", id="tab-bench"):
+                yield BenchPane(id="bench")
+            with TabPane("Activity", id="tab-activity"):
+                yield ActivityPane(id="activity")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for theme in self._themes:
+            self.register_theme(theme)
+        self.theme = self._theme_name if self._theme_name in self.available_themes else "textual-dark"
+        if self.config.keymap:
+            self.set_keymap(self.config.keymap)
+        self.query_one("#profiles").border_title = "profiles · server"
+        self.query_one("#memory").border_title = "memory"
+        self.query_one("#chart").border_title = "throughput · last 5 min"
+        self._update_topbar()
+        self._update_log_title()
+        self.query_one("#profile-list").focus()
+        self.consume_source()
+        self.set_interval(STATUS_POLL_S, self._poll_status)
+
+    def on_resize(self, event: Resize) -> None:
+        # Textual has no media queries: classes switch the compact layout for 80x24.
+        self.screen.set_class(event.size.height < 32, "-short")
+        self.screen.set_class(event.size.width < 100, "-narrow")
+
+    # -- the source --------------------------------------------------------------------------
+
+    @work(exclusive=True, group="source", exit_on_error=False, description="agent pushes")
+    async def consume_source(self) -> None:
+        delay = 0.5
+        while True:
+            try:
+                await self.source.connect()
+                status = await self.source.snapshot()
+                await self._on_connected(status)
+                delay = 0.5
+                async for push in self.source.pushes():
+                    self._on_push(push)
+                if self.source.read_only:
+                    return  # a replay that has ended keeps its last screen
+                raise ConnectionError("the agent closed the connection")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # any failure of the link: show it and retry
+                self.model.connected = False
+                self.model.connection_note = f"agent unreachable: {one_line(exc)}; retrying every {delay:.0f}s"
+                self._mark(M.HEADER)
+                try:
+                    await self.source.close()
+                except Exception:
+                    pass
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def _on_connected(self, status: dict[str, Any]) -> None:
+        self.model.connected = True
+        self.model.connection_note = "connected"
+        self._mark(*self.model.apply_status(status))
+        self.first_status.set()
+        # Re-read the tail of each live server's log: lines written while we were away.
+        self.logbuf.clear()
+        for slot in self.model.slots:
+            if slot.get("state") in (None, "stopped") and not slot.get("launch_id"):
+                continue
+            try:
+                reply = await self.source.call("logs", slot=str(slot.get("id", "0")), lines=200)
+            except Exception:
+                continue
+            self._new_lines.extend(self.logbuf.add(str(slot.get("id", "0")), (reply or {}).get("lines") or []))
+        self._redraw_logs = True
+        self._mark(M.LOGS)
+        if self.demo and not self._demo_done:
+            self._demo_done = True
+            self.run_worker(self._start_demo(), group="ops", exit_on_error=False, description="demo start")
+
+    def _on_push(self, push: dict[str, Any]) -> None:
+        self._mark(*self.model.apply_push(push))
+        if push.get("push") == "log":
+            data = push.get("data") or {}
+            self._new_lines.extend(self.logbuf.add(str(data.get("slot", "0")), data.get("lines") or []))
+        elif push.get("push") == "event":
+            ev = push.get("data") or {}
+            if ev.get("type") == "bench.done" and ev.get("path"):
+                self._read_bench_result(ev.get("run_id", ""), ev["path"])
+            if ev.get("client") and ev.get("client") != self.model.own_client and ev.get("type") == "command":
+                self.notify(f"{ev.get('client')}: {ev.get('op')}", title="command from another client",
+                            timeout=4, markup=False)
+        if self.model.needs_status_refresh(push):
+            self._refresh_status_soon()
+
+    def _mark(self, *areas: str) -> None:
+        self._dirty.update(areas)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.set_timer(FLUSH_DELAY_S, self._flush)
+
+    def _refresh_status_soon(self) -> None:
+        if not self._status_scheduled:
+            self._status_scheduled = True
+            self.set_timer(0.2, self._refresh_status)
+
+    def _poll_status(self) -> None:
+        if self.model.connected:
+            self._refresh_status()
+
+    @work(exclusive=True, group="status", exit_on_error=False, description="status refresh")
+    async def _refresh_status(self) -> None:
+        self._status_scheduled = False
+        try:
+            status = await self.source.snapshot()
+        except Exception:
+            return  # the push worker notices a dead link and reconnects
+        self._mark(*self.model.apply_status(status))
+
+    @work(thread=True, exit_on_error=False, description="read bench result")
+    def _read_bench_result(self, run_id: str, path: str) -> None:
+        try:
+            result = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            self.call_from_thread(self.notify, f"cannot read bench result {path}: {one_line(exc)}",
+                                  severity="warning", markup=False)
+            return
+        self.call_from_thread(lambda: self._mark(*self.model.set_bench_result(run_id, result)))
+
+    # -- drawing -----------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        dirty, self._dirty = self._dirty, set()
+        m = self.model
+        slot0 = m.slot("0")
+        if M.SERVERS in dirty:
+            self.query_one(ProfilesPane).show(m.profiles, m.slots, m.engine("0"))
+            self.refresh_bindings()
+        if M.MEMORY in dirty:
+            self.query_one(MemoryPane).show(m.telemetry)
+        if M.CHART in dirty:
+            has_spec = any(v for v in m.series_values("accept_length"))
+            self.query_one(ThroughputPane).show({n: m.series_values(n) for n in M.SERIES}, has_spec)
+        if M.LOGS in dirty:
+            pane = self.query_one(LogPane)
+            if getattr(self, "_redraw_logs", False):
+                self._redraw_logs = False
+                self._new_lines = []
+                pane.redraw()
+            elif self._new_lines:
+                lines, self._new_lines = self._new_lines, []
+                pane.append(lines)
+        if M.ACTIVITY in dirty:
+            self.query_one(ActivityPane).show(list(m.activity), m.activity_total)
+        if M.BENCH in dirty:
+            self.query_one(BenchPane).show(m.bench)
+        if M.HEADER in dirty or M.SERVERS in dirty:
+            self._update_topbar()
+        del slot0
+
+    def _update_topbar(self) -> None:
+        m = self.model
+        agent = m.status.get("agent") or {}
+        parts = ["[b]sgltui[/]"]
+        if self.source.read_only:
+            parts.append("[b $warning]REPLAY · read-only[/]")
+        if m.connected:
+            parts.append("[$success]● connected[/]")
+            if agent.get("pid"):
+                parts.append(f"agent pid {agent['pid']}")
+            if agent.get("session_dir"):
+                parts.append(f"session {escape(Path(agent['session_dir']).name)}")
+        else:
+            parts.append(f"[$error]○ {escape(m.connection_note)}[/]")
+        disk = agent.get("disk") or {}
+        if disk and not disk.get("ok", True):
+            parts.append(f"[b $error]disk: {escape(str(disk.get('error')))}[/]")
+        self.query_one("#topbar", Static).update(" · ".join(parts))
+
+    def _update_log_title(self) -> None:
+        # The tab label is the log pane's title: filter, level and follow state at a glance.
+        tab = self.query_one(TabbedContent).get_tab("tab-logs")
+        tab.label = self.query_one(LogPane).describe().capitalize()
+
+    @on(LogPane.StateChanged)
+    def _log_state(self) -> None:
+        self._update_log_title()
+
+    def watch_theme(self, theme: str) -> None:
+        # Log text is Rich Text with colours resolved from the theme: redraw it on a change.
+        panes = self.query(LogPane)
+        if panes:
+            self.call_after_refresh(panes.first().redraw)
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in _MUTATING and self.source.read_only:
+            return False
+        slot = self.model.slot("0")
+        state = (slot or {}).get("state")
+        if action == "start" and state in _ACTIVE:
+            return None  # dimmed: a server runs; a profile key swaps instead
+        if action in ("stop", "restart") and state not in _ACTIVE:
+            return None
+        return True
+
+    def _op(self, op: str, done: str | None = None, **args: Any) -> None:
+        async def run() -> None:
+            try:
+                await self.source.call(op, **args)
+            except Exception as exc:
+                self.notify(one_line(exc), title=f"{op} failed", severity="error", markup=False, timeout=8)
+                return
+            if done:
+                self.notify(done, timeout=3, markup=False)
+            self._refresh_status_soon()
+        self.run_worker(run(), group="ops", exit_on_error=False, description=f"op {op}")
+
+    def _read_only_refusal(self) -> bool:
+        if self.source.read_only:
+            self.notify("read-only replay: commands are disabled", severity="warning")
+            return True
+        return False
+
+    def action_profile_key(self, key: str) -> None:
+        profile = self.model.profile_for_key(key)
+        if profile is None:
+            self.notify(f"no profile has key {key}", severity="warning", markup=False)
+            return
+        self.swap_to(profile["name"])
+
+    def swap_to(self, name: str) -> None:
+        """Start `name`, or swap slot 0 to it; asks how to treat requests in flight."""
+        if self._read_only_refusal():
+            return
+        slot = self.model.slot("0")
+        state = (slot or {}).get("state")
+        if slot and slot.get("swap"):
+            self.notify("a swap is already in progress", severity="warning")
+            return
+        if state not in _ACTIVE:
+            self._op("start", done=f"starting {name}", profile=name, slot="0")
+            return
+        if slot.get("profile") == name and state in ("launching", "ready"):
+            self.notify(f"{name} is already {state}", markup=False)
+            return
+        running = self.model.running_requests("0")
+        if running > 0:
+            def chosen(drain: str | None) -> None:
+                if drain:
+                    self._op("swap", done=f"swapping to {name} ({drain})", profile=name, slot="0", drain=drain)
+            self.push_screen(DrainChoice(f"Swap to {name}", str(slot.get("profile")), running), chosen)
+            return
+        self._op("swap", done=f"swapping to {name}", profile=name, slot="0", drain="wait")
+
+    def action_start(self) -> None:
+        name = self.query_one(ProfilesPane).highlighted_profile()
+        if name is None:
+            self.notify("no profile to start: add profiles, see `sgltui profiles list`", severity="warning")
+            return
+        self.swap_to(name)
+
+    @on(OptionList.OptionSelected, "#profile-list")
+    def _profile_chosen(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.swap_to(event.option.id)
+
+    def action_stop(self) -> None:
+        if self._read_only_refusal():
+            return
+        slot = self.model.slot("0")
+        if not slot or slot.get("state") not in _ACTIVE:
+            self.notify("no server is running in slot 0")
+            return
+        name = str(slot.get("profile"))
+        running = self.model.running_requests("0")
+        if running > 0:
+            def chosen(drain: str | None) -> None:
+                if drain:
+                    self._op("stop", done=f"stopping {name} ({drain})", slot="0", drain=drain)
+            self.push_screen(DrainChoice(f"Stop {name}", name, running), chosen)
+        elif self.config.confirm_stop:
+            self.push_screen(Confirm(f"Stop [b]{escape(name)}[/]? No requests are in flight."),
+                             lambda yes: yes and self._op("stop", done=f"stopping {name}", slot="0", drain="wait"))
+        else:
+            self._op("stop", done=f"stopping {name}", slot="0", drain="wait")
+
+    def action_restart(self) -> None:
+        if self._read_only_refusal():
+            return
+        slot = self.model.slot("0")
+        if not slot or slot.get("state") not in _ACTIVE:
+            self.notify("no server is running in slot 0")
+            return
+        name = str(slot.get("profile"))
+        running = self.model.running_requests("0")
+        question = f"Restart [b]{escape(name)}[/]?" + (f" {running} request(s) in flight will be cut." if running else "")
+        self.push_screen(Confirm(question), lambda yes: yes and self._op("restart", done=f"restarting {name}", slot="0"))
+
+    def action_bench(self) -> None:
+        if self._read_only_refusal():
+            return
+        slot = self.model.slot("0")
+        current = (slot or {}).get("profile") or self.query_one(ProfilesPane).highlighted_profile()
+        if not current:
+            self.notify("start a profile first, or name profiles in the bench dialog")
+
+        def chosen(spec: dict[str, Any] | None) -> None:
+            if spec:
+                self._op("bench_start", done="bench started", spec=spec)
+                self.action_focus_pane("bench")
+        self.push_screen(BenchDialog([current] if current else []), chosen)
+
+    def action_bench_stop(self) -> None:
+        running = [r for r in self.model.bench.values() if r.state == "running"]
+        if not running:
+            self.notify("no bench run in progress")
+            return
+        self._op("bench_stop", done="bench stopped", run_id=running[-1].run_id)
+
+    def action_toggle_demo_load(self) -> None:
+        self._demo_load_on = not getattr(self, "_demo_load_on", self.demo)
+        self._op("demo_load", done=f"demo load {'on' if self._demo_load_on else 'off'}", on=self._demo_load_on)
+
+    async def _start_demo(self) -> None:
+        demo = sorted((p for p in self.model.profiles if str(p.get("name", "")).startswith("demo-") and p.get("key")),
+                      key=lambda p: str(p.get("key")))
+        if not demo:
+            self.notify("no demo profiles found (profiles/demo)", severity="error")
+            return
+        slot = self.model.slot("0")
+        if not slot or slot.get("state") not in _ACTIVE:
+            try:
+                await self.source.call("start", profile=demo[0]["name"], slot="0")
+            except Exception as exc:
+                self.notify(one_line(exc), title="demo start failed", severity="error", markup=False)
+                return
+        try:
+            await self.source.call("demo_load", on=True)
+            self._demo_load_on = True
+        except Exception as exc:
+            self.notify(one_line(exc), title="demo load failed", severity="warning", markup=False)
+        self._refresh_status_soon()
+
+    def action_focus_pane(self, pane: str) -> None:
+        tabs = {"logs": "tab-logs", "bench": "tab-bench", "activity": "tab-activity"}
+        if pane in tabs:
+            self.query_one(TabbedContent).active = tabs[pane]
+            target = {"logs": "#log-view", "bench": "#bench-table", "activity": "#activity"}[pane]
+            self.call_after_refresh(self.query_one(target).focus)
+        elif pane == "profiles":
+            self.query_one("#profile-list").focus()
+        elif pane == "memory":
+            self.query_one(MemoryPane).focus()
+        elif pane == "chart":
+            self.query_one(ThroughputPane).focus()
+
+    def action_filter_logs(self) -> None:
+        self.action_focus_pane("logs")
+        self.call_after_refresh(self.query_one(LogPane).open_input, "filter")
+
+    def action_search_logs(self) -> None:
+        self.action_focus_pane("logs")
+        self.call_after_refresh(self.query_one(LogPane).open_input, "search")
+
+    def action_search_next(self) -> None:
+        if not self.query_one(LogPane).search(backwards=False):
+            self.notify("no match" if self.logbuf.search_text else "no search yet: ctrl+f to search", timeout=2)
+
+    def action_search_prev(self) -> None:
+        if not self.query_one(LogPane).search(backwards=True):
+            self.notify("no match" if self.logbuf.search_text else "no search yet: ctrl+f to search", timeout=2)
+
+    def action_cycle_log_level(self) -> None:
+        order = ["info", "warning", "error"]
+        self.logbuf.min_level = order[(order.index(self.logbuf.min_level) + 1) % 3]
+        self.query_one(LogPane).redraw()
+
+    def action_follow_logs(self) -> None:
+        self.query_one(LogPane).follow()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(dict(getattr(self, "_keymap", {}) or self.config.keymap), self.model.profiles))
+
+    def action_screenshot_to_session(self) -> None:
+        svg = self.export_screenshot()
+        session = (self.model.status.get("agent") or {}).get("session_dir")
+        folder = self.screenshot_dir or (Path(session) / "screenshots" if session else Path.cwd())
+        name = time.strftime("sgltui-%Y%m%d-%H%M%S.svg")
+        self._write_screenshot(folder, name, svg)
+
+    @work(thread=True, exit_on_error=False, description="write screenshot")
+    def _write_screenshot(self, folder: Path, name: str, svg: str) -> None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(svg, encoding="utf-8")
+        except OSError as exc:
+            self.call_from_thread(self.notify, f"screenshot not saved: {exc.strerror} ({folder})",
+                                  severity="error", markup=False)
+            return
+        self.call_from_thread(self.notify, f"screenshot saved: {folder / name}", markup=False)
+
+    def action_quit_app(self) -> None:
+        self.exit(self.exit_note())
+
+    def exit_note(self) -> str | None:
+        """What the user is told on quit: which servers keep running and how to stop them."""
+        if self.source.read_only:
+            return None
+        running = [s for s in self.model.slots if s.get("state") in _ACTIVE]
+        if not running:
+            return "sgltui: closed; no server is running (the agent stays up; `sgltui agent stop` ends it)."
+        desc = ", ".join(f"slot {s.get('id')}: {s.get('profile')} {s.get('state')} on "
+                         f"{s.get('host', '127.0.0.1')}:{s.get('port')}" for s in running)
+        return f"sgltui: closed; servers keep running ({desc}). Reopen with `sgltui`; stop with `sgltui stop`."
+
+    def on_key(self, event: Key) -> None:
+        # Profiles with a non-digit key (digits are real bindings, remappable by id). Typing in
+        # an input must never swap a server.
+        char = event.character
+        if not char or char.isdigit() or isinstance(self.focused, Input):
+            return
+        profile = self.model.profile_for_key(char)
+        if profile is not None and not any(char in k.key.split(",") for k in KEYS):
+            event.stop()
+            self.swap_to(profile["name"])
+
+    # -- command palette ---------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for k in KEYS:
+            if k.id == "app.quit" or self.check_action(k.action.split("(")[0], ()) is False:
+                continue
+            yield SystemCommand(f"{k.description} ({self._key_of(k.id)})", k.tooltip,
+                                lambda a=k.action: self.call_later(self.run_action, a))
+        if not self.source.read_only:
+            for p in self.model.profiles:
+                key = f" ({p['key']})" if p.get("key") else ""
+                yield SystemCommand(f"Swap to {p['name']}{key}", str(p.get("description") or "start or swap slot 0"),
+                                    lambda n=p["name"]: self.swap_to(n))
+        yield SystemCommand("Quit sgltui (servers keep running)", "Close the TUI; the agent and servers stay up",
+                            self.action_quit_app)
+
+    def _key_of(self, binding_id: str) -> str:
+        keymap = getattr(self, "_keymap", None) or {}
+        if binding_id in keymap:
+            return keymap[binding_id]
+        return next(k.key for k in ALL_KEYS if k.id == binding_id)
+
+
+def make_app(source: TuiSource, *, config: TuiConfig | None = None, theme: str | None = None,
+             demo: bool = False, screenshot_dir: Path | None = None, own_client: str | None = None,
+             load_user_themes: bool = True) -> SgltuiApp:
+    """Build the app the way `sgltui`, `sgltui demo`, `sgltui replay` and the tests all do."""
+    from sgltui.tui.themes import load_themes
+
+    themes, errors = load_themes() if load_user_themes else ({}, [])
+    app = SgltuiApp(source, config=config, theme=theme, themes=themes.values(), demo=demo,
+                    screenshot_dir=screenshot_dir, own_client=own_client)
+    app.theme_errors = errors
+    return app

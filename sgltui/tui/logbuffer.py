@@ -1,0 +1,107 @@
+"""The log tail behind the log pane: bounded, levelled, filterable, searchable.
+
+Kept apart from the widget so that filtering and search rules are plain functions of the
+buffer (tested without a terminal), and so the widget can redraw from it after a filter change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+# SGLang does not print a level (its prefix is only the time and ranks, reference sglang.md §1.3),
+# so the level is read from what the line says. Order matters: errors win over warnings.
+_ERROR_RE = re.compile(
+    r"Traceback|\bERROR\b|Error:|Exception|out of memory|OutOfMemory|\bfailed\b|crashed|"
+    r"address already in use|Not enough memory|watchdog timeout|Killed",
+    re.IGNORECASE,
+)
+_WARNING_RE = re.compile(r"\bWARNING\b|\bWARN\b|deprecated|is reset to|fewer than|unbalanced|Warning:")
+
+
+def line_level(text: str) -> str:
+    """'error', 'warning' or 'info' for one log line."""
+    if _ERROR_RE.search(text):
+        return "error"
+    if _WARNING_RE.search(text):
+        return "warning"
+    return "info"
+
+
+@dataclass(frozen=True)
+class LogLine:
+    seq: int  # monotonically increasing, so the widget knows which lines it already shows
+    slot: str
+    text: str
+    level: str
+
+
+class LogBuffer:
+    """The last `max_lines` server log lines, with a filter and a search term."""
+
+    def __init__(self, max_lines: int = 5000) -> None:
+        self.lines: deque[LogLine] = deque(maxlen=max_lines)
+        self._seq = 0
+        self.filter_text = ""
+        self.min_level = "info"  # "warning" shows warnings and errors only
+        self.search_text = ""
+
+    def add(self, slot: str, texts: Iterable[str]) -> list[LogLine]:
+        added = []
+        for text in texts:
+            text = text.rstrip("\r\n")
+            self._seq += 1
+            line = LogLine(self._seq, slot, text, line_level(text))
+            self.lines.append(line)
+            added.append(line)
+        return added
+
+    def clear(self) -> None:
+        self.lines.clear()
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text.strip()
+
+    def matches(self, line: LogLine) -> bool:
+        if self.min_level == "warning" and line.level == "info":
+            return False
+        if self.min_level == "error" and line.level != "error":
+            return False
+        if self.filter_text:
+            return _contains(line.text, self.filter_text)
+        return True
+
+    def visible(self) -> list[LogLine]:
+        return [line for line in self.lines if self.matches(line)]
+
+    def search(self, lines: list[LogLine], start: int, backwards: bool = False) -> int | None:
+        """Index in `lines` of the next line containing the search text after `start` (wraps)."""
+        if not self.search_text or not lines:
+            return None
+        n = len(lines)
+        step = -1 if backwards else 1
+        for k in range(1, n + 1):
+            i = (start + step * k) % n
+            if _contains(lines[i].text, self.search_text):
+                return i
+        return None
+
+    def search_spans(self, text: str) -> Iterator[tuple[int, int]]:
+        """(start, end) of each occurrence of the search text in `text`, for highlighting."""
+        if not self.search_text:
+            return
+        needle = self.search_text.lower()
+        hay = text.lower()
+        i = hay.find(needle)
+        while i >= 0:
+            yield i, i + len(needle)
+            i = hay.find(needle, i + len(needle))
+
+
+def _contains(text: str, needle: str) -> bool:
+    # Case-insensitive unless the user typed a capital (the smart-case habit of less and vim).
+    if needle.lower() == needle:
+        return needle in text.lower()
+    return needle in text

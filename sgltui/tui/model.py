@@ -1,0 +1,251 @@
+"""What the TUI knows, rebuilt from the agent's STATUS and its pushes.
+
+Plain Python (no Textual) so the rules (which push changes what, how much history is kept) are
+tested without a terminal. The app feeds it a STATUS snapshot on (re)connect and every push after
+that; widgets only ever read it. Every buffer is bounded: a 24 h session must not grow memory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# Series drawn by the throughput pane: name -> key of ENGINE in STATUS/SAMPLE.
+SERIES = {
+    "gen_throughput": "gen_throughput",
+    "running": "num_running_reqs",
+    "queued": "num_queue_reqs",
+    "token_usage": "token_usage",
+    "accept_length": "accept_length",
+}
+
+# Areas a change can dirty; each maps to one pane (the app refreshes only those).
+SERVERS, MEMORY, CHART, LOGS, ACTIVITY, BENCH, HEADER = (
+    "servers", "memory", "chart", "logs", "activity", "bench", "header",
+)
+
+# Event types that change a slot; after one of these the app re-reads STATUS (debounced) because
+# an event carries only the fields that changed.
+_SLOT_EVENTS = {"slot.state", "slot.phase", "swap.step", "swap.done", "launch", "capacity", "agent.adopt"}
+
+
+@dataclass
+class ActivityItem:
+    """One line of the activity pane: a command or a notable event, with who issued it."""
+
+    ts: float
+    client: str | None
+    text: str
+    level: str = "info"  # info | warning | error
+    foreign: bool = False  # issued by another client (CLI, a second TUI)
+
+
+@dataclass
+class BenchRun:
+    run_id: str
+    state: str = "running"  # running | done | failed | stopped
+    progress: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None
+    result: dict[str, Any] | None = None  # the bench/<run-id>.json content once read
+
+
+class TuiModel:
+    """The TUI's view of one agent (or one replayed session)."""
+
+    def __init__(self, *, history_points: int = 600, activity_items: int = 200, own_client: str | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.status: dict[str, Any] = {}
+        self.history_points = history_points
+        self.series: dict[str, deque[tuple[float, float]]] = {n: deque(maxlen=history_points) for n in SERIES}
+        self.activity: deque[ActivityItem] = deque(maxlen=activity_items)
+        self.activity_total = 0  # items ever added (the deque drops old ones; panes track this)
+        self.bench: dict[str, BenchRun] = {}
+        self.own_client = own_client
+        self.connected = False
+        self.connection_note = "connecting to the agent..."
+        self.clock = clock
+        self._last_sample_ts: float | None = None
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def slots(self) -> list[dict[str, Any]]:
+        return list(self.status.get("slots") or [])
+
+    @property
+    def profiles(self) -> list[dict[str, Any]]:
+        return list(self.status.get("profiles") or [])
+
+    def slot(self, slot_id: str = "0") -> dict[str, Any] | None:
+        for s in self.slots:
+            if str(s.get("id")) == slot_id:
+                return s
+        return None
+
+    @property
+    def telemetry(self) -> dict[str, Any]:
+        return self.status.get("telemetry") or {}
+
+    def engine(self, slot_id: str = "0") -> dict[str, Any] | None:
+        return (self.telemetry.get("engine") or {}).get(slot_id)
+
+    def running_requests(self, slot_id: str = "0") -> int:
+        """Requests in flight on the slot (running + queued): what a swap or stop would cut."""
+        eng = self.engine(slot_id) or {}
+        return int(eng.get("num_running_reqs") or 0) + int(eng.get("num_queue_reqs") or 0)
+
+    def profile_for_key(self, key: str) -> dict[str, Any] | None:
+        for p in self.profiles:
+            if p.get("key") and str(p["key"]) == key:
+                return p
+        return None
+
+    def series_values(self, name: str) -> list[float]:
+        return [v for _, v in self.series[name]]
+
+    # -- updating (each returns the set of areas that changed) ------------------------------
+
+    def apply_status(self, status: dict[str, Any]) -> set[str]:
+        self.status = dict(status)
+        for run in [status.get("bench")] if isinstance(status.get("bench"), dict) else []:
+            self._bench_from_status(run)
+        engine = (self.telemetry.get("engine") or {})
+        if engine and not any(self.series.values()):
+            self._append_series(self.telemetry.get("ts") or self.clock(), engine)
+        return {SERVERS, MEMORY, CHART, BENCH, HEADER}
+
+    def apply_push(self, push: dict[str, Any]) -> set[str]:
+        kind = push.get("push")
+        data = push.get("data") or {}
+        if kind == "sample":
+            return self._apply_sample(data)
+        if kind == "event":
+            return self._apply_event(data)
+        if kind == "log":
+            return {LOGS}  # lines are held by the log buffer; the model only routes
+        return set()
+
+    def needs_status_refresh(self, push: dict[str, Any]) -> bool:
+        """True when the push changes a slot in ways only a fresh STATUS fully describes."""
+        if push.get("push") != "event":
+            return False
+        t = (push.get("data") or {}).get("type", "")
+        return t in _SLOT_EVENTS or t.startswith("bench.") or t in ("command", "agent.start")
+
+    def _apply_sample(self, sample: dict[str, Any]) -> set[str]:
+        tel = dict(self.telemetry)
+        for key in ("gpus", "host", "engine", "ts"):
+            if key in sample:
+                tel[key] = sample[key]
+        self.status["telemetry"] = tel
+        self._append_series(sample.get("ts") or self.clock(), sample.get("engine") or {})
+        return {MEMORY, CHART, SERVERS}
+
+    def _append_series(self, ts: float, engine: dict[str, Any]) -> None:
+        if self._last_sample_ts is not None and ts <= self._last_sample_ts:
+            return
+        # The chart follows slot 0 (the serving slot); other slots are shown in the servers pane.
+        eng = engine.get("0") or (next(iter(engine.values())) if engine else None)
+        if eng is None:
+            return
+        self._last_sample_ts = ts
+        for name, key in SERIES.items():
+            value = eng.get(key)
+            self.series[name].append((ts, float(value) if value is not None else 0.0))
+
+    def _apply_event(self, ev: dict[str, Any]) -> set[str]:
+        t = ev.get("type", "")
+        changed: set[str] = set()
+        slot = self.slot(str(ev.get("slot"))) if ev.get("slot") is not None else None
+        if t == "slot.state" and slot is not None:
+            slot["state"] = ev.get("state", slot.get("state"))
+            slot["phase"] = ev.get("phase")
+            if "cause" in ev:
+                slot["cause"] = ev.get("cause")
+            changed.add(SERVERS)
+        elif t == "slot.phase" and slot is not None:
+            for k in ("phase", "progress", "eta_s"):
+                if k in ev:
+                    slot[k] = ev[k]
+            changed.add(SERVERS)
+        elif t == "swap.step" and slot is not None:
+            slot["swap"] = {"from": ev.get("from"), "to": ev.get("to"), "step": ev.get("step"),
+                            "started_at": ev.get("ts"), "elapsed_s": ev.get("elapsed_s")}
+            changed.add(SERVERS)
+        elif t == "swap.done" and slot is not None:
+            slot["swap"] = None
+            changed.add(SERVERS)
+        elif t == "capacity" and slot is not None:
+            slot["capacity"] = ev.get("card")
+            changed.add(SERVERS)
+        elif t.startswith("bench."):
+            changed |= self._apply_bench_event(t, ev)
+        item = self._activity_item(ev)
+        if item is not None:
+            self.activity.append(item)
+            self.activity_total += 1
+            changed.add(ACTIVITY)
+        return changed
+
+    def _apply_bench_event(self, t: str, ev: dict[str, Any]) -> set[str]:
+        run_id = ev.get("run_id")
+        if not run_id:
+            return set()
+        run = self.bench.setdefault(run_id, BenchRun(run_id))
+        if t == "bench.start":
+            run.state = "running"
+        elif t == "bench.progress":
+            run.progress = {k: v for k, v in ev.items() if k not in ("v", "ts", "type", "client", "slot")}
+        elif t == "bench.done":
+            run.state = ev.get("state") or ("failed" if ev.get("ok") is False or ev.get("error") else "done")
+            run.path = ev.get("path")
+        return {BENCH}
+
+    def _bench_from_status(self, info: dict[str, Any]) -> None:
+        run_id = info.get("run_id")
+        if run_id:
+            run = self.bench.setdefault(run_id, BenchRun(run_id))
+            run.state = info.get("state") or run.state
+            run.path = info.get("path") or run.path
+
+    def set_bench_result(self, run_id: str, result: dict[str, Any]) -> set[str]:
+        run = self.bench.setdefault(run_id, BenchRun(run_id, state="done"))
+        run.result = result
+        return {BENCH}
+
+    def _activity_item(self, ev: dict[str, Any]) -> ActivityItem | None:
+        t = ev.get("type", "")
+        client = ev.get("client")
+        foreign = bool(client) and client != self.own_client
+        ts = float(ev.get("ts") or self.clock())
+        if t == "command":
+            args = ev.get("args") or {}
+            shown = " ".join(f"{k}={v}" for k, v in args.items() if k not in ("profiles_dirs", "spec"))
+            return ActivityItem(ts, client, f"{ev.get('op', '?')} {shown}".strip(), "info", foreign)
+        if t == "command.refused":
+            return ActivityItem(ts, client, f"refused {ev.get('op', '?')}: {ev.get('reason', '')}", "warning", foreign)
+        if t == "slot.state":
+            st = ev.get("state")
+            level = "error" if st in ("failed", "crashed") else "info"
+            text = f"slot {ev.get('slot')}: {st}"
+            cause = ev.get("cause") or {}
+            if cause.get("summary"):
+                text += f" ({cause['summary']})"
+            elif ev.get("reason"):
+                text += f" ({ev['reason']})"
+            return ActivityItem(ts, client, text, level, False)
+        if t == "swap.done":
+            total = (ev.get("timings_s") or {}).get("total")
+            verdict = "done" if ev.get("ok") else ("rolled back" if ev.get("rolled_back") else "failed")
+            extra = f" in {total:.1f} s" if isinstance(total, (int, float)) else ""
+            return ActivityItem(ts, client, f"swap {ev.get('from')} -> {ev.get('to')} {verdict}{extra}",
+                                "info" if ev.get("ok") else "error", False)
+        if t in ("bench.start", "bench.done"):
+            return ActivityItem(ts, client, f"{t.replace('.', ' ')} {ev.get('run_id', '')}".strip(), "info", foreign)
+        if t == "disk.error":
+            return ActivityItem(ts, client, f"session disk error: {ev.get('error', '')}", "error", False)
+        if t in ("agent.start", "agent.stop", "agent.adopt"):
+            return ActivityItem(ts, client, t.replace(".", " "), "info", False)
+        return None

@@ -1,0 +1,84 @@
+"""Where the app's data comes from: the TuiSource protocol and LiveSource (the agent).
+
+The app never opens a socket or a file itself; it is handed a source. LiveSource talks to the
+agent; the session area's ReplaySource replays a recorded session (read_only=True); tests and
+the idle benchmark use ScriptedSource (sgltui/tui/scripted.py).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any, AsyncIterator, Protocol, Sequence, runtime_checkable
+
+
+@runtime_checkable
+class TuiSource(Protocol):
+    read_only: bool
+
+    async def connect(self) -> None: ...
+    async def snapshot(self) -> dict: ...
+    def pushes(self) -> AsyncIterator[dict]: ...
+    async def call(self, op: str, **args: Any) -> Any: ...
+    async def close(self) -> None: ...
+
+
+def tui_client_name() -> str:
+    """How this TUI signs its commands, so other clients see who swapped what."""
+    return f"tui:{os.getpid()}@{socket.gethostname()}"
+
+
+class LiveSource:
+    """The agent, over its unix socket: one connection for calls, one for pushes.
+
+    Two connections so that a slow call (a swap waits for a drain) never holds up the pushes
+    that show its progress. Only the first connect may start an agent: when the agent goes away
+    later it was stopped on purpose or is restarting, and reconnecting must not race it.
+    """
+
+    read_only = False
+
+    def __init__(self, state_dir: Path, profiles_dirs: Sequence[Path | str] = (), client_name: str | None = None,
+                 autostart: bool = True) -> None:
+        self.state_dir = Path(state_dir)
+        self.profiles_dirs = [str(p) for p in profiles_dirs]
+        self.client_name = client_name or tui_client_name()
+        self._autostart = autostart
+        self._calls: Any = None
+        self._subs: Any = None
+
+    async def connect(self) -> None:
+        from sgltui.agent.client import AgentClient  # deferred: the agent area may be absent in tests
+
+        await self.close()
+        calls = AgentClient(self.state_dir, client_name=self.client_name)
+        await calls.connect(autostart=self._autostart, profiles_dirs=self.profiles_dirs)
+        self._autostart = False
+        subs = AgentClient(self.state_dir, client_name=self.client_name)
+        await subs.connect(autostart=False)
+        self._calls, self._subs = calls, subs
+
+    async def snapshot(self) -> dict:
+        return await self.call("status")
+
+    def pushes(self) -> AsyncIterator[dict]:
+        return self._subs.subscribe()
+
+    async def call(self, op: str, **args: Any) -> Any:
+        if self._calls is None:
+            from sgltui.agent.client import AgentError
+
+            raise AgentError("not connected to the agent (reconnecting)")
+        if op in ("start", "swap") and self.profiles_dirs and "profiles_dirs" not in args:
+            args["profiles_dirs"] = self.profiles_dirs
+        return await self._calls.call(op, **args)
+
+    async def close(self) -> None:
+        for client in (self._calls, self._subs):
+            if client is not None:
+                try:
+                    await client.close()
+                except Exception:  # closing a dead connection must not mask the real error
+                    pass
+        self._calls = self._subs = None

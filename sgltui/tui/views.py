@@ -1,0 +1,188 @@
+"""Pure renderers: plain snapshots in, Textual markup out.
+
+Colours are theme variables ($error, $success, ...) so every theme, light or dark, works, and
+every state is also spelled out in words: a 256-colour terminal or a colour-blind operator must
+not need the colour to read the screen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.markup import escape
+
+from sgltui.tui import fmt
+
+STATE_STYLE = {
+    "ready": "$success",
+    "launching": "$warning",
+    "draining": "$warning",
+    "stopping": "$warning",
+    "stopped": "dim",
+    "failed": "$error",
+    "crashed": "$error",
+}
+
+STATE_MARK = {
+    "ready": "●", "launching": "◐", "draining": "◑", "stopping": "◑",
+    "stopped": "○", "failed": "✖", "crashed": "✖",
+}
+
+
+def state_label(state: str | None) -> str:
+    state = state or "stopped"
+    style = STATE_STYLE.get(state, "")
+    mark = STATE_MARK.get(state, "?")
+    return f"[{style}]{mark} {escape(state)}[/]" if style else f"{mark} {escape(state)}"
+
+
+def progress_bar(progress: float | None, width: int = 20) -> str:
+    p = min(1.0, max(0.0, progress or 0.0))
+    filled = int(round(p * width))
+    return f"[$accent]{'█' * filled}[/][dim]{'░' * (width - filled)}[/] {p * 100:3.0f}%"
+
+
+def profile_option(profile: dict[str, Any], slots: list[dict[str, Any]]) -> str:
+    """One row of the profile list: key, name, and the state where a slot runs it."""
+    key = profile.get("key")
+    keytxt = f"[b $accent]{escape(str(key))}[/]" if key else " "
+    name = escape(str(profile.get("name", "?")))
+    running = next((s for s in slots if s.get("profile") == profile.get("name")
+                    and s.get("state") not in (None, "stopped")), None)
+    suffix = f"  {state_label(running.get('state'))}" if running else ""
+    sim = " [dim](sim)[/]" if profile.get("launcher") == "sim" else ""
+    return f"{keytxt} {name}{sim}{suffix}"
+
+
+def slot_details(slot: dict[str, Any] | None, engine: dict[str, Any] | None = None) -> str:
+    """State, phase progress with ETA, swap step, capacity card, cause and fix of one slot."""
+    if not slot:
+        return "[dim]No server. Press a profile's key or [b]s[/b] to start the highlighted one.[/]"
+    lines: list[str] = []
+    state = slot.get("state") or "stopped"
+    profile = escape(str(slot.get("profile") or "-"))
+    head = f"slot {escape(str(slot.get('id', '0')))}  [b]{profile}[/]  {state_label(state)}"
+    if state == "ready" and slot.get("uptime_s") is not None:
+        head += f"  up {fmt.duration(slot.get('uptime_s'))}"
+    if slot.get("port") and state != "stopped":
+        head += f"  [dim]:{slot.get('port')} pid {slot.get('pid') or '-'}[/]"
+    lines.append(head)
+    swap = slot.get("swap")
+    if swap:
+        elapsed = swap.get("elapsed_s")
+        el = f" ({fmt.duration(elapsed)})" if isinstance(elapsed, (int, float)) else ""
+        lines.append(f"[b $warning]swap[/] {escape(str(swap.get('from')))} → {escape(str(swap.get('to')))}: "
+                     f"{escape(str(swap.get('step')))}{el}")
+    if state == "launching":
+        eta = slot.get("eta_s")
+        eta_txt = f" ETA {fmt.duration(eta)}" if eta is not None else ""
+        lines.append(f"{escape(str(slot.get('phase') or 'spawned'))}")
+        lines.append(f"{progress_bar(slot.get('progress'))}{eta_txt}")
+    if state in ("failed", "crashed") and slot.get("cause"):
+        lines.extend(cause_lines(slot["cause"]))
+    if slot.get("capacity") and state in ("ready", "draining", "launching"):
+        lines.extend(capacity_lines(slot["capacity"]))
+    if engine and state in ("ready", "draining"):
+        lines.append(f"running {fmt.num(engine.get('num_running_reqs'))}"
+                     f"/{fmt.num(engine.get('max_running_requests'))}  queued {fmt.num(engine.get('num_queue_reqs'))}"
+                     f"  gen {fmt.num(engine.get('gen_throughput'))} tok/s")
+    return "\n".join(lines)
+
+
+def cause_lines(cause: dict[str, Any]) -> list[str]:
+    out = [f"[b $error]cause[/] [$error]{escape(str(cause.get('summary') or cause.get('kind') or 'unknown'))}[/]"]
+    if cause.get("fix"):
+        out.append(f"[b]fix[/]   {escape(str(cause['fix']))}")
+    for line in (cause.get("lines") or [])[-3:]:
+        out.append(f"[dim]  {escape(str(line))[:200]}[/]")
+    if cause.get("exit_code") is not None:
+        out.append(f"[dim]  exit code {cause['exit_code']}[/]")
+    return out
+
+
+def capacity_lines(card: dict[str, Any]) -> list[str]:
+    """The capacity card: what fits, and why the effective limits differ from the asked ones."""
+    parts = []
+    mrr = card.get("max_running_requests")
+    req = card.get("requested_max_running_requests")
+    if mrr is not None:
+        txt = f"max running [b]{mrr}[/]"
+        if req is not None and req != mrr:
+            txt += f" [$warning](asked {req})[/]"
+        parts.append(txt)
+    if card.get("kv_pool_tokens") is not None:
+        kv = f"KV {fmt.num(card['kv_pool_tokens'])} tok"
+        if card.get("kv_pool_gb") is not None:
+            kv += f" ({card['kv_pool_gb']:.1f} GB)"
+        parts.append(kv)
+    if card.get("weights_gb") is not None:
+        parts.append(f"weights {card['weights_gb']:.1f} GB")
+    if card.get("draft_weights_gb"):
+        parts.append(f"draft {card['draft_weights_gb']:.1f} GB")
+    if card.get("mamba_state_slots"):
+        parts.append(f"state slots {card['mamba_state_slots']}")
+    if card.get("hicache_host_gb"):
+        parts.append(f"hicache host {card['hicache_host_gb']:.1f} GB")
+    if card.get("context_length"):
+        parts.append(f"ctx {fmt.num(card['context_length'])}")
+    out = ["[b]capacity[/] " + " · ".join(parts)] if parts else []
+    for note in (card.get("notes") or [])[:2]:
+        out.append(f"[$warning]  ! {escape(str(note))[:160]}[/]")
+    return out
+
+
+def gpu_lines(telemetry: dict[str, Any], width: int, slot_names: dict[str, str] | None = None) -> list[str]:
+    """One bar per GPU: the servers' share, other processes, free; plus a legend line."""
+    src = telemetry.get("gpu_source") or {}
+    gpus = telemetry.get("gpus") or []
+    if not gpus:
+        msg = src.get("message") or "no GPU source on this host (no NVML, no simulator running)"
+        return [f"[dim]GPU: {escape(str(msg))}[/]"]
+    out = []
+    bar_w = max(10, width - 26)
+    for g in gpus:
+        total = g.get("total_bytes") or 0
+        used = g.get("used_bytes") or 0
+        server = sum((g.get("server_bytes") or {}).values())
+        server = min(server, used)
+        if total <= 0:
+            out.append(f"GPU{g.get('index')}: no memory figures")
+            continue
+        cells = fmt.bar_cells([server / total, (used - server) / total], bar_w)
+        free = bar_w - sum(cells)
+        bar = f"[$accent]{'█' * cells[0]}[/][$warning]{'▓' * cells[1]}[/][dim]{'░' * free}[/]"
+        label = f"GPU{g.get('index', '?')}"
+        out.append(f"{label:<5}{bar} {fmt.gb(used)}/{fmt.gb(total)} GB")
+        name = escape(str(g.get("name") or ""))
+        sim = " [b $warning](simulated)[/]" if g.get("simulated") and "simulated" not in name.lower() else ""
+        util = g.get("utilization_pct")
+        shares = ", ".join(f"slot {escape(str(k))} {fmt.gb(v)}G" for k, v in (g.get("server_bytes") or {}).items())
+        detail = f"     [dim]{name}[/]{sim}"
+        if util is not None:
+            detail += f" {util:.0f}%"
+        if shares:
+            detail += f" · [$accent]█[/] {shares}"
+        out.append(detail)
+    return out
+
+
+def host_lines(telemetry: dict[str, Any], width: int) -> list[str]:
+    host = telemetry.get("host") or {}
+    total = host.get("ram_total_bytes") or 0
+    if not total:
+        return ["[dim]RAM: no host figures yet[/]"]
+    used = host.get("ram_used_bytes") or 0
+    rss = sum((host.get("server_rss_bytes") or {}).values())
+    rss = min(rss, used)
+    bar_w = max(10, width - 26)
+    cells = fmt.bar_cells([rss / total, (used - rss) / total], bar_w)
+    free = bar_w - sum(cells)
+    bar = f"[$accent]{'█' * cells[0]}[/][$secondary]{'▓' * cells[1]}[/][dim]{'░' * free}[/]"
+    out = [f"{'RAM':<5}{bar} {fmt.gb(used)}/{fmt.gb(total)} GB"]
+    detail = f"     [$accent]█[/] servers {fmt.gb(rss)} GB"
+    if host.get("cpu_pct") is not None:
+        detail += f" · cpu {host['cpu_pct']:.0f}%"
+    if host.get("swap_used_bytes"):
+        detail += f" · [$warning]swap {fmt.gb(host['swap_used_bytes'])} GB[/]"
+    out.append(detail)
+    return out

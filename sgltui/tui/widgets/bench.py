@@ -1,0 +1,101 @@
+"""Bench results and the comparison of profiles at each concurrency."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+from textual.markup import escape
+
+from sgltui.tui import fmt
+from sgltui.tui.model import BenchRun
+
+# Result metric names differ between load generators; the first present wins
+# (names from reference/benchmarking.md and SGLang's bench_serving output).
+METRICS = {
+    "out_tok_s": ("output_throughput", "output_token_throughput", "output_tok_s"),
+    "req_s": ("request_throughput", "req_s"),
+    "ttft": ("median_ttft_ms", "ttft_ms.median", "ttft.median", "ttft_median_ms"),
+    "tpot": ("median_tpot_ms", "tpot_ms.median", "tpot.median", "tpot_median_ms"),
+    "conc": ("concurrency", "avg_concurrency"),
+    "accept": ("accept_length", "avg_accept_length", "spec_accept_length"),
+    "failed": ("failed", "failed_requests"),
+}
+
+
+def metric(metrics: dict[str, Any], name: str) -> float | None:
+    for key in METRICS[name]:
+        node: Any = metrics
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, (int, float)) and not isinstance(node, bool):
+            return float(node)
+    return None
+
+
+def comparison_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """Rows sorted by concurrency then throughput, each with its share of the best at that
+    concurrency: the question is which profile finishes the job fastest at a given load."""
+    best: dict[Any, float] = {}
+    for r in results:
+        out = metric(r.get("metrics") or {}, "out_tok_s")
+        if out is not None:
+            best[r.get("concurrency")] = max(best.get(r.get("concurrency"), 0.0), out)
+    rows = []
+    for r in sorted(results, key=lambda r: (r.get("concurrency") or 0, -(metric(r.get("metrics") or {}, "out_tok_s") or 0))):
+        m = r.get("metrics") or {}
+        out = metric(m, "out_tok_s")
+        b = best.get(r.get("concurrency"))
+        share = f"{out / b * 100:.0f}%" if out is not None and b else "-"
+        mark = "★ " if out is not None and b and out >= b else "  "
+        rows.append((
+            mark + str(r.get("profile", "?")), str(r.get("concurrency", "-")), fmt.num(out), share,
+            fmt.num(metric(m, "req_s"), 2), fmt.num(metric(m, "ttft"), 0), fmt.num(metric(m, "tpot"), 1),
+            fmt.num(metric(m, "accept"), 2),
+            str((r.get("capacity") or {}).get("max_running_requests", "-")),
+        ))
+    return rows
+
+
+COLUMNS = ("profile", "conc", "out tok/s", "of best", "req/s", "TTFT ms", "TPOT ms", "accept", "max run")
+
+
+class BenchPane(Vertical, can_focus=False):
+    DEFAULT_CSS = """
+    BenchPane #bench-status { height: auto; padding: 0 1; }
+    BenchPane DataTable { height: 1fr; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("[dim]No bench runs yet. Press [b]b[/b] to benchmark the current profile.[/]", id="bench-status")
+        table = DataTable(id="bench-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns(*COLUMNS)
+        yield table
+
+    def show(self, runs: dict[str, BenchRun]) -> None:
+        status = self.query_one("#bench-status", Static)
+        table = self.query_one("#bench-table", DataTable)
+        if not runs:
+            return
+        latest = list(runs.values())[-1]
+        line = f"run [b]{escape(latest.run_id)}[/] {escape(latest.state)}"
+        prog = latest.progress
+        if latest.state == "running" and prog:
+            bits = [f"{k} {escape(str(prog[k]))}" for k in ("profile", "concurrency", "step", "done", "total", "eta_s")
+                    if prog.get(k) is not None]
+            line += "  " + "  ".join(bits)
+        if latest.path:
+            line += f"  [dim]{escape(latest.path)}[/]"
+        status.update(line)
+        results: list[dict[str, Any]] = []
+        for run in runs.values():
+            if run.result:
+                results.extend(run.result.get("results") or [])
+        rows = comparison_rows(results)
+        if rows != getattr(self, "_rows", None):
+            self._rows = rows
+            table.clear()
+            for row in rows:
+                table.add_row(*row)

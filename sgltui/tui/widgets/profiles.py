@@ -1,0 +1,47 @@
+"""Profiles and server state: the profile list (keys, what runs) and slot 0's details."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from sgltui.tui import views
+
+
+class ProfilesPane(Vertical, can_focus=False):
+    DEFAULT_CSS = """
+    ProfilesPane OptionList { height: auto; max-height: 9; border: none; padding: 0; background: transparent; }
+    ProfilesPane OptionList:focus { border: none; background-tint: transparent; }
+    ProfilesPane #slot-details { height: auto; padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield OptionList(id="profile-list")
+        yield Static("", id="slot-details")
+
+    def show(self, profiles: list[dict[str, Any]], slots: list[dict[str, Any]], engine: dict[str, Any] | None) -> None:
+        options = self.query_one("#profile-list", OptionList)
+        highlighted = self.highlighted_profile()
+        prompts = [(p["name"], views.profile_option(p, slots)) for p in profiles]
+        # Rebuild only when the rows change: rebuilding resets the highlight and costs a layout.
+        if [o.id for o in options.options] != [n for n, _ in prompts] or \
+                [str(o.prompt) for o in options.options] != [t for _, t in prompts]:
+            options.set_options([Option(text, id=name) for name, text in prompts])
+            names = [n for n, _ in prompts]
+            if highlighted in names:
+                options.highlighted = names.index(highlighted)
+            elif names:
+                current = slots[0].get("profile") if slots else None
+                options.highlighted = names.index(current) if current in names else 0
+        slot = slots[0] if slots else None
+        self.query_one("#slot-details", Static).update(views.slot_details(slot, engine))
+
+    def highlighted_profile(self) -> str | None:
+        options = self.query_one("#profile-list", OptionList)
+        if options.highlighted is None or not options.options:
+            return None
+        return options.options[options.highlighted].id
