@@ -31,9 +31,9 @@ EXTRACTOR_PATH = _HERE / "flag_extract.py"
 # their place (sglang.md §5). Argparse only says "unrecognized arguments", so this is the one
 # piece of version history sgltui keeps itself. Applied to any catalog that lacks the old name.
 RENAMED: dict[str, tuple[str, str]] = {
-    "mamba-scheduler-strategy": ("mamba-radix-cache-strategy", "renamed in SGLang 0.5.23"),
-    "cuda-graph-max-bs": ("cuda-graph-max-bs-decode", "split per phase in SGLang 0.5.23 (also --cuda-graph-max-bs-prefill)"),
-    "enable-mixed-priority-backend": ("", "never existed in SGLang (0.5.12 or 0.5.23)"),
+    "mamba-scheduler-strategy": ("mamba-radix-cache-strategy", "renamed after 0.5.12"),
+    "cuda-graph-max-bs": ("cuda-graph-max-bs-decode", "split per phase after 0.5.12 (there is also cuda-graph-max-bs-prefill)"),
+    "enable-mixed-priority-backend": ("", "no SGLang release has this flag"),
 }
 
 # Flags of sgltui's simulator (`python -m sgltui.sim`), valid only in profiles with launcher "sim".
