@@ -17,7 +17,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -139,6 +139,7 @@ class Catalog:
     values: dict[str, dict[str, Any]] = field(default_factory=dict)   # value lists argparse does not enforce
     python: str | None = None
     path: Path | None = None
+    note: str | None = None          # why a live catalog was not used, when it was asked for
     _index: dict[str, FlagSpec] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -184,7 +185,7 @@ class Catalog:
 
     def describe(self) -> str:
         if self.source == "bundled":
-            return f"SGLang {self.version} flag catalog bundled with sgltui"
+            return f"SGLang {self.version} flag catalog bundled with sgltui" + (f" ({self.note})" if self.note else "")
         where = f" from {self.python}" if self.python else ""
         return f"SGLang {self.version} flag catalog read live{where}" + (" (cached)" if self.source == "cached" else "")
 
@@ -286,7 +287,7 @@ def load_live_catalog(python: str | None = None, refresh: bool = False) -> Catal
     python = python or sys.executable
     version = sglang_version(python)
     if version is None:
-        return load_bundled_catalog()
+        return replace(load_bundled_catalog(), note=f"SGLang is not importable by {python}", _index={})
     cached = _cache_file(version)
     if cached.exists() and not refresh:
         try:
@@ -295,8 +296,8 @@ def load_live_catalog(python: str | None = None, refresh: bool = False) -> Catal
             pass  # a damaged cache entry is rebuilt below
     try:
         data = extract_live(python)
-    except (RuntimeError, ValueError):
-        return load_bundled_catalog()
+    except (RuntimeError, ValueError) as exc:
+        return replace(load_bundled_catalog(), note=str(exc), _index={})
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(f".tmp{os.getpid()}")
