@@ -68,6 +68,8 @@ class SgltuiApp(App[str | None]):
         self.model = TuiModel(own_client=own_client or getattr(source, "client_name", None), clock=clock)
         self.logbuf = LogBuffer(self.config.log_max_lines)
         self._themes = list(themes)
+        self.user_theme_names = {t.name for t in self._themes}
+        self.demo_load = True  # `sgltui demo --no-load` turns the background load off
         self._theme_name = theme or self.config.theme or DEFAULT_THEME
         self._dirty: set[str] = set()
         self._new_lines: list[LogLine] = []
@@ -160,6 +162,16 @@ class SgltuiApp(App[str | None]):
             self._new_lines.extend(self.logbuf.add(str(slot.get("id", "0")), (reply or {}).get("lines") or []))
         self._redraw_logs = True
         self._mark(M.LOGS)
+        # Results of bench runs finished before this TUI opened (or while it was away).
+        try:
+            runs = await self.source.call("bench_list")
+        except Exception:
+            runs = []
+        for run in runs if isinstance(runs, list) else []:
+            if run.get("run_id") and run.get("path") and run.get("state") != "running" \
+                    and run["run_id"] not in self.model.bench:
+                self.model.bench[run["run_id"]] = M.BenchRun(run["run_id"], run.get("state", "done"), path=run["path"])
+                self._read_bench_result(run["run_id"], run["path"])
         if self.demo and not self._demo_done:
             self._demo_done = True
             self.run_worker(self._start_demo(), group="ops", exit_on_error=False, description="demo start")
@@ -407,8 +419,8 @@ class SgltuiApp(App[str | None]):
         self._op("bench_stop", done="bench stopped", run_id=running[-1].run_id)
 
     def action_toggle_demo_load(self) -> None:
-        self._demo_load_on = not getattr(self, "_demo_load_on", self.demo)
-        self._op("demo_load", done=f"demo load {'on' if self._demo_load_on else 'off'}", on=self._demo_load_on)
+        on = not bool((self.model.status.get("agent") or {}).get("demo_load"))
+        self._op("demo_load", done=f"demo load {'on' if on else 'off'}", on=on)
 
     async def _start_demo(self) -> None:
         demo = sorted((p for p in self.model.profiles if str(p.get("name", "")).startswith("demo-") and p.get("key")),
@@ -423,9 +435,11 @@ class SgltuiApp(App[str | None]):
             except Exception as exc:
                 self.notify(one_line(exc), title="demo start failed", severity="error", markup=False)
                 return
+        if not self.demo_load:
+            self._refresh_status_soon()
+            return
         try:
             await self.source.call("demo_load", on=True)
-            self._demo_load_on = True
         except Exception as exc:
             self.notify(one_line(exc), title="demo load failed", severity="warning", markup=False)
         self._refresh_status_soon()

@@ -100,6 +100,8 @@ class BenchDialog(_Modal):
             yield Input("1,4,16", id="bench-concurrency")
             yield Label("requests per level")
             yield Input("64", id="bench-requests", type="integer")
+            yield Label("output tokens per request")
+            yield Input("256", id="bench-output", type="integer")
             yield Static("", id="bench-error")
 
     @on(Input.Submitted)
@@ -108,13 +110,15 @@ class BenchDialog(_Modal):
         try:
             conc = [int(c) for c in self.query_one("#bench-concurrency", Input).value.split(",") if c.strip()]
             n = int(self.query_one("#bench-requests", Input).value)
+            out = int(self.query_one("#bench-output", Input).value)
         except ValueError:
             self.query_one("#bench-error", Static).update("[$error]concurrency and requests must be whole numbers[/]")
             return
-        if not profiles or not conc or n <= 0 or min(conc) <= 0:
+        if not profiles or not conc or n <= 0 or out <= 0 or min(conc) <= 0:
             self.query_one("#bench-error", Static).update("[$error]give at least one profile, concurrency and request count[/]")
             return
-        self.dismiss({"profiles": profiles, "concurrency": conc, "num_prompts": n})
+        # Field names of sgltui.bench.spec.BenchSpec; the agent validates the rest.
+        self.dismiss({"profiles": profiles, "concurrency": conc, "requests": n, "output_len": out})
 
     def action_cancel(self) -> None:
         self.dismiss(None)

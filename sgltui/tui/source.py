@@ -7,8 +7,6 @@ the idle benchmark use ScriptedSource (sgltui/tui/scripted.py).
 
 from __future__ import annotations
 
-import os
-import socket
 from pathlib import Path
 from typing import Any, AsyncIterator, Protocol, Sequence, runtime_checkable
 
@@ -24,9 +22,6 @@ class TuiSource(Protocol):
     async def close(self) -> None: ...
 
 
-def tui_client_name() -> str:
-    """How this TUI signs its commands, so other clients see who swapped what."""
-    return f"tui:{os.getpid()}@{socket.gethostname()}"
 
 
 class LiveSource:
@@ -39,11 +34,14 @@ class LiveSource:
 
     read_only = False
 
-    def __init__(self, state_dir: Path, profiles_dirs: Sequence[Path | str] = (), client_name: str | None = None,
-                 autostart: bool = True) -> None:
+    def __init__(self, state_dir: Path, profiles_dirs: Sequence[Path | str] = (), autostart: bool = True) -> None:
+        from sgltui.agent.client import client_id
+
         self.state_dir = Path(state_dir)
         self.profiles_dirs = [str(p) for p in profiles_dirs]
-        self.client_name = client_name or tui_client_name()
+        # How the agent labels this TUI's commands in events ("tui:pid@host"), so the app can
+        # tell its own commands from those of other clients.
+        self.client_name = client_id("tui")
         self._autostart = autostart
         self._calls: Any = None
         self._subs: Any = None
@@ -52,10 +50,10 @@ class LiveSource:
         from sgltui.agent.client import AgentClient  # deferred: the agent area may be absent in tests
 
         await self.close()
-        calls = AgentClient(self.state_dir, client_name=self.client_name)
+        calls = AgentClient(self.state_dir, client_name="tui")
         await calls.connect(autostart=self._autostart, profiles_dirs=self.profiles_dirs)
         self._autostart = False
-        subs = AgentClient(self.state_dir, client_name=self.client_name)
+        subs = AgentClient(self.state_dir, client_name="tui")
         await subs.connect(autostart=False)
         self._calls, self._subs = calls, subs
 

@@ -83,8 +83,12 @@ class BenchPane(Vertical, can_focus=False):
         line = f"run [b]{escape(latest.run_id)}[/] {escape(latest.state)}"
         prog = latest.progress
         if latest.state == "running" and prog:
-            bits = [f"{k} {escape(str(prog[k]))}" for k in ("profile", "concurrency", "step", "done", "total", "eta_s")
+            bits = [f"{k} {escape(str(prog[k]))}" for k in ("profile", "concurrency", "phase")
                     if prog.get(k) is not None]
+            if prog.get("points"):
+                bits.append(f"point {prog.get('point', 0)}/{prog['points']}")
+            if prog.get("total"):
+                bits.append(f"requests {prog.get('done', 0)}/{prog['total']}")
             line += "  " + "  ".join(bits)
         if latest.path:
             line += f"  [dim]{escape(latest.path)}[/]"
