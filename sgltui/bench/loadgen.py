@@ -230,17 +230,24 @@ class LoadGenerator:
                               "failed": self.failed, "total": self.total, "in_flight": self.in_flight,
                               "out_tokens": self.out_tokens, "elapsed": perf() - self.origin})
 
-    async def _resolve_model(self, client: httpx.AsyncClient) -> None:
-        if self.cfg.model or self.cfg.api == "generate":
-            return
+    async def _preflight(self, client: httpx.AsyncClient) -> None:
+        """Fail fast when nothing listens, and learn the served model name for OpenAI requests."""
         try:
             resp = await client.get(self.cfg.base_url.rstrip("/") + "/v1/models", headers=self.headers,
                                     timeout=httpx.Timeout(30.0, connect=10.0))
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
+            raise FatalLoadError(f"cannot connect to {self.cfg.base_url} ({_one_line(exc)}); "
+                                 "check the server is running and the URL") from None
+        except httpx.HTTPError:
+            return  # the requests themselves will report what is wrong
+        if self.cfg.model or self.cfg.api == "generate":
+            return
+        try:
             data = resp.json().get("data") or []
             if data:
                 self.cfg.model = data[0].get("id")
-        except (httpx.HTTPError, ValueError, AttributeError):
-            pass  # the request itself will then report what is wrong
+        except (ValueError, AttributeError):
+            pass
 
     async def _flush_cache(self, client: httpx.AsyncClient) -> bool:
         # Decide the prefix-cache state explicitly (§6): start every point from an empty cache.
@@ -259,7 +266,7 @@ class LoadGenerator:
         gc.collect()
         gc.freeze()  # GC pauses show up as ITL spikes (§7.7)
         try:
-            await self._resolve_model(client)
+            await self._preflight(client)
             flushed = await self._flush_cache(client) if cfg.flush_cache else False
             self.total = warmup
             if warmup:

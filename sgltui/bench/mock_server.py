@@ -25,15 +25,20 @@ class Counters:
     def __init__(self) -> None:
         self.tokens = 0
         self.requests = 0
+        self.seen = 0
         self.in_flight = 0
         self.peak_in_flight = 0
 
 
-def make_app(tick: float, tokens_per_chunk: int) -> web.Application:
+def make_app(tick: float, tokens_per_chunk: int, fail_every: int = 0) -> web.Application:
     counters = Counters()
 
     async def stream(request: web.Request) -> web.StreamResponse:
         kind = request.path
+        counters.seen += 1
+        if fail_every and counters.seen % fail_every == 0:
+            return web.json_response({"object": "error", "message": "mock failure", "type": "BadRequest",
+                                      "code": 400}, status=400)
         body = loads(await request.read())
         if kind == "/generate":
             n_out = int(body.get("sampling_params", {}).get("max_new_tokens", 16))
@@ -115,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=30000)
     p.add_argument("--tick", type=float, default=0.0, help="seconds between chunks of one stream")
     p.add_argument("--tokens-per-chunk", type=int, default=1)
+    p.add_argument("--fail-every", type=int, default=0, help="answer every Nth request with HTTP 400")
     args = p.parse_args(argv)
     try:
         import uvloop
@@ -123,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     try:
         # run_app turns SIGTERM/SIGINT into a clean shutdown itself
-        web.run_app(make_app(args.tick, args.tokens_per_chunk), host=args.host, port=args.port,
+        web.run_app(make_app(args.tick, args.tokens_per_chunk, args.fail_every), host=args.host, port=args.port,
                     print=None, access_log=None, backlog=4096)
     except OSError as exc:
         print(f"mock server: cannot listen on {args.host}:{args.port}: {exc.strerror}; pick a free --port",
