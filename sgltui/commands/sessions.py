@@ -1,0 +1,150 @@
+"""`sgltui sessions list`, `sgltui report`, `sgltui replay`: reading recorded sessions.
+
+These commands never talk to the agent: a session directory is all they need, so they work
+on a copy of a session from another machine and while no agent runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from sgltui.core import locations
+from sgltui.core.report import FORMATS, build_report, render
+from sgltui.core.sessiondir import SessionError, load_session, resolve_session, session_dirs, summarize
+
+
+def _cli_error(message: str):
+    from sgltui.cli import CliError  # late: cli imports this module
+
+    return CliError(message)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sessions = sub.add_parser("sessions", help="recorded sessions", description="List recorded sessions.")
+    ssub = sessions.add_subparsers(dest="sessions_command", metavar="ACTION")
+    lst = ssub.add_parser("list", help="list recorded sessions, newest last")
+    lst.add_argument("--json", action="store_true", help="print JSON")
+    lst.set_defaults(handler=cmd_list)
+    sessions.set_defaults(handler=cmd_list, json=False)
+
+    rep = sub.add_parser(
+        "report", help="report on a session (default: the latest)",
+        description="Launches, swaps (drain/stop/memory release/load/ready), crashes, time and throughput "
+                    "per profile, bench comparisons and the recommendation.",
+    )
+    rep.add_argument("session", nargs="?", help="session name (or unique prefix) or directory; default: the latest")
+    rep.add_argument("--format", choices=FORMATS, help="md (default), json or csv; default from -o's extension")
+    rep.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (mode 0600)")
+    rep.add_argument("--save", action="store_true", help="also write report.<format> into the session directory")
+    rep.set_defaults(handler=cmd_report)
+
+    rp = sub.add_parser("replay", help="open the TUI on a recorded session (read-only, with a time cursor)")
+    rp.add_argument("session", nargs="?", help="session name (or unique prefix) or directory; default: the latest")
+    rp.add_argument("--speed", type=float, default=10.0, help="playback speed when playing (default 10x)")
+    rp.add_argument("--at", type=float, default=None, metavar="SECONDS", help="start this many seconds into the session")
+    rp.set_defaults(handler=cmd_replay)
+
+
+def _state(args: argparse.Namespace) -> Path:
+    return locations.state_dir(getattr(args, "state_dir", None))
+
+
+def _resolve(args: argparse.Namespace) -> Path:
+    try:
+        return resolve_session(_state(args), getattr(args, "session", None))
+    except SessionError as exc:
+        raise _cli_error(str(exc)) from None
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    dirs = session_dirs(_state(args))
+    summaries = [summarize(d) for d in dirs]
+    if getattr(args, "json", False):
+        print(json.dumps([s.as_dict() for s in summaries], indent=2))
+        return 0
+    if not summaries:
+        print(f"No sessions under {locations.sessions_dir(_state(args))} yet.")
+        return 0
+    rows = [("SESSION", "STARTED", "LAST EVENT", "LENGTH", "LAUNCHES", "BENCH", "SIZE", "STATE")]
+    for s in summaries:
+        length = (s.last_event - s.started) if s.started and s.last_event else None
+        rows.append((s.name, _when(s.started), _when(s.last_event),
+                     "-" if length is None else f"{length / 60:.0f} min" if length < 7200 else f"{length / 3600:.1f} h",
+                     str(s.launches), str(s.bench_runs), _size(s.size_bytes), "ended" if s.ended else "open"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    return 0
+
+
+def _format_for(args: argparse.Namespace) -> str:
+    if args.format:
+        return args.format
+    if args.output:
+        ext = Path(args.output).suffix.lower().lstrip(".")
+        if ext in FORMATS:
+            return ext
+        if ext == "markdown":
+            return "md"
+    return "md"
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = _resolve(args)
+    fmt = _format_for(args)
+    try:
+        session = load_session(path)
+    except SessionError as exc:
+        raise _cli_error(str(exc)) from None
+    text = render(build_report(session), fmt)
+    targets: list[Path] = []
+    if args.output and args.output != "-":
+        targets.append(Path(args.output).expanduser())
+    if args.save:
+        targets.append(path / f"report.{fmt}")
+    for target in targets:
+        try:
+            _write_private(target, text)
+        except OSError as exc:
+            raise _cli_error(f"cannot write {target}: {exc.strerror or exc}; choose another -o FILE") from None
+        print(f"wrote {target}", file=sys.stderr)
+    if not args.output or args.output == "-":
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    path = _resolve(args)
+    if args.speed <= 0:
+        raise _cli_error("--speed must be > 0, e.g. --speed 10")
+    try:
+        from sgltui.tui.replay.run import run_replay
+    except ImportError as exc:
+        raise _cli_error(f"the replay TUI is not available ({exc}); use `sgltui report {path.name}` instead") from None
+    try:
+        return int(run_replay(path, speed=args.speed, at=args.at) or 0)
+    except SessionError as exc:
+        raise _cli_error(str(exc)) from None
