@@ -1,0 +1,85 @@
+"""Comparison, best concurrency and time-to-finish-N on synthetic results with known answers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sgltui.bench import compare
+
+
+def entry(profile, conc, tok_s, repeat=0, ttft=10.0, tpot=5.0, steady=None):
+    return {"profile": profile, "command_hash": f"h-{profile}", "server_version": "0.5.23",
+            "concurrency": conc, "repeat": repeat, "error": None,
+            "metrics": {"output_throughput": tok_s, "steady_state_output_throughput": steady if steady else tok_s,
+                        "request_throughput": tok_s / 100, "median_ttft_ms": ttft, "p99_ttft_ms": ttft * 3,
+                        "median_tpot_ms": tpot, "completed": 100, "failed": 0, "max_concurrent_requests": conc}}
+
+
+def test_best_concurrency_and_job_time_with_ci():
+    results = []
+    for k, (a, b) in enumerate([(900.0, 1900.0), (1000.0, 2000.0), (1100.0, 2100.0)]):
+        results += [entry("mtp", 4, a, k), entry("mtp", 16, a * 0.9, k)]
+        results += [entry("no-mtp", 4, b / 3, k), entry("no-mtp", 16, b, k)]
+    cmp = compare.build(results, job_completions=1_000_000, job_output_len=1000, bench_output_len=1000)
+    assert cmp["best"]["mtp"]["concurrency"] == 4
+    assert cmp["best"]["no-mtp"]["concurrency"] == 16
+    job = cmp["job"]
+    first, second = job["estimates"]
+    assert first["profile"] == "no-mtp"
+    # 1e9 tokens at a mean of 2000 tok/s -> 500,000 s
+    assert first["seconds"] == pytest.approx(500_000.0)
+    half = 4.303 * 100.0 / math.sqrt(3)  # t(df=2) * sample std / sqrt(n)
+    assert first["seconds_low"] == pytest.approx(1e9 / (2000 + half))
+    assert first["seconds_high"] == pytest.approx(1e9 / (2000 - half))
+    assert second["seconds"] == pytest.approx(1e6)
+    rec = job["recommendation"]
+    assert rec.startswith("Use no-mtp at concurrency 16")
+    assert "2.00x faster than mtp" in rec and "95% CI" in rec and "tie" not in rec
+
+
+def test_overlapping_intervals_are_called_a_tie():
+    results = [entry("a", 8, v, k) for k, v in enumerate([1000.0, 1100.0, 1200.0])]
+    results += [entry("b", 8, v, k) for k, v in enumerate([1050.0, 1150.0, 1250.0])]
+    cmp = compare.build(results, job_completions=1000, job_output_len=100, bench_output_len=100)
+    assert cmp["job"]["estimates"][0]["profile"] == "b"
+    assert "tie within the 95% CIs" in cmp["job"]["recommendation"]
+
+
+def test_single_runs_say_uncertainty_is_unknown_and_length_mismatch():
+    results = [entry("a", 8, 1000.0), entry("b", 8, 500.0)]
+    cmp = compare.build(results, job_completions=902_087, job_output_len=1000, bench_output_len=128)
+    rec = cmp["job"]["recommendation"]
+    assert "902,087 completions of ~1,000 output tokens" in rec
+    assert "Uncertainty unknown" in rec and "--repeat 3" in rec
+    assert "--output-len 1000" in rec
+    assert "no CI" in compare.render_text(cmp)
+
+
+def test_failed_profile_is_shown_not_ranked():
+    results = [entry("a", 8, 1000.0),
+               {"profile": "b", "concurrency": 8, "repeat": 0, "metrics": None, "error": "profile b did not come up: oom"}]
+    cmp = compare.build(results, job_completions=10, job_output_len=10)
+    assert list(cmp["best"]) == ["a"]
+    text = compare.render_text(cmp)
+    assert "! b c=8: profile b did not come up: oom" in text
+    assert [e["profile"] for e in cmp["job"]["estimates"]] == ["a"]
+
+
+def test_markdown_and_csv_rows():
+    results = [entry("a", 1, 100.0), entry("a", 4, 300.0)]
+    cmp = compare.build(results)
+    md = compare.render_markdown(cmp)
+    assert "| a | 4 * | 300.0 |" in md
+    rows = compare.csv_rows(cmp)
+    assert [r["concurrency"] for r in rows] == [1, 4]
+    assert [r["best"] for r in rows] == [False, True]
+    assert rows[1]["output_tok_s_ci_low"] == ""  # one run: no CI, not "nan"
+
+
+def test_fmt_duration():
+    assert compare.fmt_duration(30) == "30 s"
+    assert compare.fmt_duration(600) == "10 min"
+    assert compare.fmt_duration(5 * 3600) == "5.0 h"
+    assert compare.fmt_duration(4 * 86400) == "4.0 days"
