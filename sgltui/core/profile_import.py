@@ -44,8 +44,14 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def _interpreter(program: str) -> str | None:
-    """The `python` a profile should record: None when it is sgltui's own interpreter."""
-    if _same_file(program, sys.executable) or program == sys.executable:
+    """The `python` a profile should record: None when it is sgltui's own interpreter.
+
+    A bare `python3` is resolved on the importing shell's PATH (the one the command was run
+    from), since the agent that launches the profile later may have another PATH.
+    """
+    if "/" not in program:
+        program = shutil.which(program) or program
+    if program == sys.executable or _same_file(program, sys.executable):
         return None
     return program
 

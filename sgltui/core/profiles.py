@@ -382,10 +382,12 @@ def _merge(raw: RawProfile, parent: Profile | None) -> Profile:
     server: dict[str, Any] = dict(parent.server) if parent else {}
     env: dict[str, str] = dict(parent.env) if parent else {}
     origins: dict[str, Where] = dict(parent.origins) if parent else {}
+    inherited = set(server)
     for key, value in data.get("server", {}).items():
         # A child may spell an inherited flag differently (model vs model-path): it replaces it.
+        # (Two spellings in one file are left for validation to report.)
         canon = _canonical(key)
-        for old in [k for k in server if k != key and _canonical(k) == canon]:
+        for old in [k for k in server if k != key and k in inherited and _canonical(k) == canon]:
             del server[old]
             origins.pop(f"server.{old}", None)
         server[key] = value
