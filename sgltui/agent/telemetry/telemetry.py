@@ -86,7 +86,8 @@ class Telemetry:
         self._trees = _TreeCache()
         self._slots: dict[str, SlotWatch] = {}
         self._cards: dict[str, dict] = {}  # last card per slot, kept after detach until the next attach
-        self._gpu: GpuReading = GpuReading("none", "GPU sampling not started")
+        self._detached: set[str] = set()   # slots whose server is gone: their late output is ignored
+        self._gpu: GpuReading = GpuReading("none", "first GPU reading pending")
         self._host: dict[str, Any] | None = None
         self._tasks: list[asyncio.Task] = []
         self._engine_tasks: dict[str, asyncio.Task] = {}
@@ -163,11 +164,13 @@ class Telemetry:
         if keep_log and old is not None:
             watch.log, watch.capacity = old.log, old.capacity
         self._slots[slot_id] = watch
+        self._detached.discard(slot_id)
         if self._running:
             self._start_engine(slot_id)
 
     def detach(self, slot_id: str, keep_card: bool = True) -> None:
         watch = self._slots.pop(slot_id, None)
+        self._detached.add(slot_id)
         task = self._engine_tasks.pop(slot_id, None)
         if task is not None:
             task.cancel()
@@ -182,6 +185,8 @@ class Telemetry:
         """A line of the server's output (the agent tails the log). Cheap for uninteresting lines."""
         watch = self._slots.get(slot_id)
         if watch is None:
+            if slot_id in self._detached:
+                return  # the last lines of a stopped server: its card was kept at detach
             # Output can precede attach (the agent tails from spawn): hold it on a placeholder.
             watch = self._slots[slot_id] = SlotWatch(slot_id, -1, "", None)
         if watch.log.feed(line, time.time()):
@@ -221,11 +226,13 @@ class Telemetry:
                 last_poll_ts, last_seq = poll_ts, watch.log_seq
                 e = watch.engine(self._stale_after)
                 if e is not None:
-                    ts = time.time()
-                    for key in ENGINE_SERIES:
-                        self.rings.append(f"engine.{watch.slot_id}.{key}", ts, _num(e.get(key)))
+                    self.record_engine(watch.slot_id, e, time.time())
 
         await self._every(self.engine_interval, tick)
+
+    def record_engine(self, slot_id: str, engine: dict[str, Any], ts: float) -> None:
+        for key in ENGINE_SERIES:
+            self.rings.append(f"engine.{slot_id}.{key}", ts, _num(engine.get(key)))
 
     @property
     def _stale_after(self) -> float:
@@ -239,8 +246,11 @@ class Telemetry:
         slots = self._slot_pids()
         loop = asyncio.get_running_loop()
         reading = await loop.run_in_executor(self._gpu_exec, lambda: self._selector.sample(self._trees.trees(slots)))
+        self.record_gpu(reading, time.time())
+
+    def record_gpu(self, reading: GpuReading, ts: float) -> None:
+        """Make `reading` the latest GPU state and put it on the timeline."""
         self._gpu = reading
-        ts = time.time()
         for g in reading.gpus:
             for key in GPU_SERIES:
                 self.rings.append(f"gpu.{g['index']}.{key}", ts, _num(g.get(key)))
@@ -256,9 +266,11 @@ class Telemetry:
                 self._host_sampler = HostSampler()
             return self._host_sampler.sample(self._trees.trees(slots), self._gpu.host_pinned_bytes)
 
-        host = await loop.run_in_executor(self._host_exec, work)
+        self.record_host(await loop.run_in_executor(self._host_exec, work), time.time())
+
+    def record_host(self, host: dict[str, Any], ts: float) -> None:
+        """Make `host` the latest host state and put it on the timeline."""
         self._host = host
-        ts = time.time()
         for key in HOST_SERIES:
             self.rings.append(f"host.{key}", ts, _num(host.get(key)))
         for key in HOST_SLOT_SERIES:
