@@ -1,0 +1,123 @@
+"""The simulator's command line: SGLang's own flags (from the bundled catalog) plus --sim-*.
+
+argparse runs with prog "sglang serve" so that a bad flag fails exactly as SGLang does
+(`sglang serve: error: unrecognized arguments: ...`, exit code 2) and the agent's cause
+detection sees the same text it would see from a real server.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from sgltui.sim.hardware import DEFAULT_GPU, GPU_PRESETS
+
+FAIL_CAUSES = ("oom", "port", "model-not-found", "cuda", "flag")
+HANG_PHASES = ("weights", "kv", "graphs", "warmup")
+
+
+def _add_fallback_flags(p: argparse.ArgumentParser) -> None:
+    """The flags the simulator acts on, used only until the bundled catalog is importable."""
+    add = p.add_argument
+    add("--model-path", "--model", type=str, default=None)
+    add("--served-model-name", type=str, default=None)
+    add("--tokenizer-path", type=str, default=None)
+    add("--host", type=str, default="127.0.0.1")
+    add("--port", type=int, default=30000)
+    add("--tp-size", "--tensor-parallel-size", type=int, default=1)
+    add("--dp-size", "--data-parallel-size", type=int, default=1)
+    add("--pp-size", type=int, default=1)
+    add("--mem-fraction-static", type=float, default=None)
+    add("--max-running-requests", type=int, default=None)
+    add("--max-total-tokens", type=int, default=None)
+    add("--max-prefill-tokens", type=int, default=16384)
+    add("--context-length", type=str, default=None)
+    add("--chunked-prefill-size", type=int, default=None)
+    add("--cuda-graph-max-bs-decode", type=int, default=None)
+    add("--page-size", type=int, default=None)
+    add("--kv-cache-dtype", type=str, default="auto")
+    add("--dtype", type=str, default="auto")
+    add("--trust-remote-code", action="store_true")
+    add("--speculative-algorithm", type=str, default=None)
+    add("--speculative-draft-model-path", "--speculative-draft-model", type=str, default=None)
+    add("--speculative-num-steps", type=int, default=None)
+    add("--speculative-eagle-topk", type=int, default=None)
+    add("--speculative-num-draft-tokens", type=int, default=None)
+    add("--enable-hierarchical-cache", "--enable-hicache", action="store_true")
+    add("--hicache-ratio", type=float, default=None)
+    add("--hicache-size", type=int, default=0)
+    add("--hicache-write-policy", type=str, default="write_through",
+        choices=["write_back", "write_through", "write_through_selective"])
+    add("--max-mamba-cache-size", type=int, default=None)
+    add("--mamba-ssm-dtype", type=str, default=None, choices=["float32", "bfloat16", "float16"])
+    add("--mamba-full-memory-ratio", type=float, default=None)
+    add("--mamba-radix-cache-strategy", type=str, default="auto",
+        choices=["auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"])
+    add("--disable-radix-cache", action="store_true")
+    add("--enable-metrics", action="store_true")
+    add("--decode-log-interval", type=int, default=40)
+    add("--api-key", type=str, default=None)
+    add("--admin-api-key", type=str, default=None)
+    add("--incremental-streaming-output", action="store_true")
+    add("--enable-cache-report", action="store_true")
+    add("--stream-interval", type=int, default=1)
+    add("--skip-server-warmup", action="store_true")
+    add("--log-level", type=str, default="info")
+    add("--log-level-http", type=str, default=None)
+    add("--uvicorn-access-log-exclude-prefixes", type=str, nargs="*", default=[])
+    add("--stream-response-default-include-usage", action="store_true")
+    add("--language-only", action="store_true")
+    add("--schedule-conservativeness", type=float, default=1.0)
+    add("--max-queued-requests", type=int, default=None)
+    add("--watchdog-timeout", type=float, default=300)
+
+
+def _add_sim_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("simulator (sgltui)")
+    g.add_argument("--sim-gpu", default=DEFAULT_GPU, choices=sorted(GPU_PRESETS),
+                   help="simulated GPU preset")
+    g.add_argument("--sim-time-scale", type=float, default=1.0,
+                   help="multiply start-up and token timing by this; 0 = no delays at all")
+    g.add_argument("--sim-seed", type=int, default=0, help="seed of the generated text")
+    g.add_argument("--sim-fail-at-start", choices=FAIL_CAUSES, default=None,
+                   help="fail during start-up with this cause")
+    g.add_argument("--sim-crash-after", type=float, default=None,
+                   help="scheduler crashes this many (wall) seconds after the process started")
+    g.add_argument("--sim-hang-in", choices=HANG_PHASES, default=None,
+                   help="stop making progress in this start-up phase")
+    g.add_argument("--sim-slow-start", type=float, default=1.0,
+                   help="multiply start-up phase durations by this")
+    g.add_argument("--sim-host-memory-gb", type=float, default=512.0,
+                   help="simulated host RAM (HiCache host pool limit)")
+
+
+def _catalog_available(p: argparse.ArgumentParser) -> bool:
+    try:
+        from sgltui.core.flags import load_bundled_catalog
+    except ImportError:
+        return False
+    try:
+        load_bundled_catalog().add_to_argparse(p)
+    except Exception:
+        return False
+    return True
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sglang serve", add_help=True)
+    if not _catalog_available(p):
+        p = argparse.ArgumentParser(prog="sglang serve", add_help=True)
+        _add_fallback_flags(p)
+    _add_sim_flags(p)
+    return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
+    # Catalog parsers may lack a flag the fallback has; give every attribute the simulator reads
+    # a default so a thin catalog cannot crash it.
+    fallback = argparse.ArgumentParser(add_help=False)
+    _add_fallback_flags(fallback)
+    for action in fallback._actions:
+        if not hasattr(args, action.dest):
+            setattr(args, action.dest, action.default)
+    return args

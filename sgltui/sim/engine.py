@@ -1,0 +1,211 @@
+"""The main process's side of the engine (SGLang's TokenizerManager): child processes, the pipe
+to scheduler rank 0, and one state object per in-flight request.
+
+Messages on the pipe are small tuples; tokens come back one message per forward pass carrying
+every request that advanced, so the cost per token stays low at --sim-time-scale 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import multiprocessing
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from sgltui.sim.worker import detokenizer_main, scheduler_main
+
+log = logging.getLogger("sglang")
+
+
+@dataclass
+class ReqState:
+    rid: str
+    streaming: bool
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    output_ids: list[int] = field(default_factory=list)
+    finish: dict | None = None
+    meta: dict = field(default_factory=dict)
+    created: float = field(default_factory=time.monotonic)
+    first_token_at: float | None = None
+    last_token_at: float | None = None
+    itls: list[float] = field(default_factory=list)
+    prompt_tokens: int = 0
+
+
+class Engine:
+    def __init__(self, cfg: dict, on_stats=None, on_request_done=None):
+        self.cfg = cfg
+        self.args = cfg["args"]
+        self.tp = int(self.args.tp_size or 1)
+        self.ctx = multiprocessing.get_context("spawn")
+        self.procs: list = []
+        self.conns: list = []
+        self.detok = None
+        self.detok_conn = None
+        self.reqs: dict[str, ReqState] = {}
+        self.stats: dict = {}
+        self.phase = "spawned"
+        self.on_phase = None
+        self.on_stats = on_stats
+        self.on_request_done = on_request_done
+        self.ready_info: dict | None = None
+        self._ready = asyncio.Event()
+        self._ranks_ready = 0
+        self._flush_waiters: list[asyncio.Future] = []
+        self._counter = itertools.count()
+        self.child_exit: tuple[str, int, int] | None = None   # (name, pid, exit code)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # ---- processes ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        for rank in range(self.tp):
+            parent, child = self.ctx.Pipe()
+            p = self.ctx.Process(target=scheduler_main, args=(child, self.cfg, rank),
+                                 name=f"scheduler_{rank}", daemon=False)
+            p.start()
+            child.close()
+            self.procs.append(p)
+            self.conns.append(parent)
+            self._loop.add_reader(parent.fileno(), self._on_readable, rank)
+        parent, child = self.ctx.Pipe()
+        self.detok = self.ctx.Process(target=detokenizer_main, args=(child,), name="detokenizer", daemon=False)
+        self.detok.start()
+        child.close()
+        self.detok_conn = parent
+
+    @property
+    def pids(self) -> list[int]:
+        out = [os.getpid()] + [p.pid for p in self.procs if p.pid]
+        if self.detok is not None and self.detok.pid:
+            out.append(self.detok.pid)
+        return out
+
+    def check_children(self) -> tuple[str, int, int] | None:
+        """The first child that died on its own, as (name, pid, exit code)."""
+        for p in self.procs + ([self.detok] if self.detok else []):
+            if p.exitcode is not None:
+                return p.name, p.pid, p.exitcode
+        return None
+
+    def kill_children(self) -> None:
+        for p in self.procs + ([self.detok] if self.detok else []):
+            if p.pid and p.exitcode is None:
+                try:
+                    os.kill(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for p in self.procs + ([self.detok] if self.detok else []):
+            p.join(timeout=5)
+
+    def shutdown_children(self, timeout: float = 15.0) -> list[int]:
+        """ShutdownReq to every child, wait up to `timeout`; returns pids that had to be killed."""
+        for c in self.conns + ([self.detok_conn] if self.detok_conn else []):
+            try:
+                c.send(("shutdown",))
+            except (OSError, ValueError):
+                pass
+        deadline = time.monotonic() + timeout
+        everyone = self.procs + ([self.detok] if self.detok else [])
+        for p in everyone:
+            p.join(timeout=max(0.0, deadline - time.monotonic()))
+        stuck = [p.pid for p in everyone if p.exitcode is None]
+        self.kill_children()
+        return stuck
+
+    # ---- pipe -------------------------------------------------------------------------------------
+    def _on_readable(self, rank: int) -> None:
+        conn = self.conns[rank]
+        try:
+            while conn.poll():
+                self._dispatch(rank, conn.recv())
+        except (EOFError, OSError):
+            self._loop.remove_reader(conn.fileno())
+
+    def _dispatch(self, rank: int, msg) -> None:
+        kind = msg[0]
+        if kind == "out":
+            now = time.monotonic()
+            for rid, new, finish, meta in msg[1]:
+                st = self.reqs.get(rid)
+                if st is None:
+                    continue
+                if new:
+                    if st.first_token_at is None:
+                        st.first_token_at = now
+                    elif st.last_token_at is not None:
+                        gap = (now - st.last_token_at) / len(new)
+                        st.itls.extend([gap] * len(new))
+                    st.last_token_at = now
+                    st.output_ids.extend(new)
+                st.meta = meta
+                if finish is not None:
+                    st.finish = finish
+                st.queue.put_nowait(1)
+                if finish is not None:
+                    self._finished(st)
+        elif kind == "stats":
+            self.stats = msg[1]
+            if self.on_stats:
+                self.on_stats(msg[1])
+        elif kind == "phase":
+            self.phase = msg[1]
+            if self.on_phase:
+                self.on_phase(msg[1])
+        elif kind == "ready":
+            self._ranks_ready += 1
+            if rank == 0:
+                self.ready_info = msg[1]
+            if self._ranks_ready == self.tp:
+                self._ready.set()
+        elif kind == "flush_result":
+            if self._flush_waiters:
+                fut = self._flush_waiters.pop(0)
+                if not fut.done():
+                    fut.set_result(bool(msg[1]))
+
+    def _finished(self, st: ReqState) -> None:
+        self.reqs.pop(st.rid, None)
+        if self.on_request_done and not st.rid.startswith("HEALTH_CHECK"):
+            self.on_request_done(st)
+
+    async def wait_ready(self) -> dict:
+        await self._ready.wait()
+        return self.ready_info or {}
+
+    # ---- requests -----------------------------------------------------------------------------------
+    def new_rid(self) -> str:
+        return uuid.uuid4().hex
+
+    def submit(self, rid: str | None, input_ids: list[int], sampling: dict, streaming: bool) -> ReqState:
+        rid = rid or self.new_rid()
+        if rid in self.reqs:
+            rid = f"{rid}-{next(self._counter)}"
+        st = ReqState(rid=rid, streaming=streaming, prompt_tokens=len(input_ids))
+        self.reqs[rid] = st
+        self.conns[0].send(("add", {
+            "rid": rid, "input_ids": input_ids,
+            "max_new_tokens": sampling.get("max_new_tokens"),
+            "ignore_eos": bool(sampling.get("ignore_eos", False)),
+            "stop": sampling.get("stop"),
+            "stop_token_ids": sampling.get("stop_token_ids"),
+        }))
+        return st
+
+    def abort(self, rid: str | None) -> None:
+        self.conns[0].send(("abort", rid))
+
+    async def flush_cache(self) -> bool:
+        fut = asyncio.get_running_loop().create_future()
+        self._flush_waiters.append(fut)
+        self.conns[0].send(("flush",))
+        return await fut
+
+    @property
+    def num_active(self) -> int:
+        return sum(1 for r in self.reqs if not r.startswith("HEALTH_CHECK"))

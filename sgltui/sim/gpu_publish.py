@@ -1,0 +1,111 @@
+"""The simulated-GPU file (docs/CONTRACTS.md, 'Simulated GPU publication').
+
+Telemetry cannot ask NVML about a GPU that does not exist, so each simulator writes what
+nvidia-smi would show into sim_gpu_dir()/<main pid>.json about once a second (tmp + rename, so a
+reader never sees half a file) and removes it at exit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from sgltui.core.locations import sim_gpu_dir
+from sgltui.sim.hardware import GpuPreset
+from sgltui.sim.memory import CONTEXT_BYTES, MemoryPlan
+
+# Memory present at each start-up phase, as shares of the final breakdown.
+_PHASE_PARTS = {
+    "spawned": (),
+    "loading weights": ("weights_partial",),
+    "allocating KV cache": ("weights", "draft_weights"),
+    "capturing CUDA graphs": ("weights", "draft_weights", "pools"),
+    "warming up": ("weights", "draft_weights", "pools", "graphs"),
+    "ready": ("weights", "draft_weights", "pools", "graphs", "activations"),
+}
+
+
+class GpuPublisher:
+    def __init__(self, gpu: GpuPreset, tp_size: int, port: int):
+        self.gpu = gpu
+        self.tp = max(1, tp_size)
+        self.port = port
+        self.dir = sim_gpu_dir()
+        self.path = self.dir / f"{os.getpid()}.json"
+        self.phase = "spawned"
+        self.phase_started = time.monotonic()
+        self.phase_expected_s = 1.0
+        self.plan: MemoryPlan | None = None
+        self._last_io: tuple[float, float, float] | None = None
+
+    def breakdown(self) -> dict[str, int]:
+        parts = _PHASE_PARTS.get(self.phase, _PHASE_PARTS["ready"])
+        zero = {"weights": 0, "kv_cache": 0, "draft": 0, "state": 0, "cuda_graph": 0, "other": CONTEXT_BYTES}
+        p = self.plan
+        if p is None:
+            return zero
+        out = dict(zero)
+        if "weights_partial" in parts:
+            frac = min(1.0, (time.monotonic() - self.phase_started) / max(1e-3, self.phase_expected_s))
+            out["weights"] = int(p.weights_bytes * frac)
+        if "weights" in parts:
+            out["weights"] = int(p.weights_bytes)
+        if "draft_weights" in parts:
+            out["draft"] = int(p.draft_weights_bytes)
+        if "pools" in parts:
+            out["kv_cache"] = int(p.kv_pool_bytes)
+            out["state"] = int(p.mamba_pool_bytes)
+            out["draft"] = int(p.draft_weights_bytes + p.draft_kv_bytes)
+        if "graphs" in parts:
+            out["cuda_graph"] = int(p.graph_bytes)
+        if "activations" in parts:
+            out["other"] = int(CONTEXT_BYTES + p.activation_bytes)
+        return out
+
+    def write(self, pids: list[int], stats: dict | None) -> None:
+        stats = stats or {}
+        util = float(stats.get("utilization", 0.0)) if self.phase == "ready" else (
+            0.35 if self.phase in ("capturing CUDA graphs", "warming up") else 0.0)
+        rx = tx = 0.0
+        now = time.monotonic()
+        io = (now, float(stats.get("pcie_rx_total_bytes", 0.0)), float(stats.get("pcie_tx_total_bytes", 0.0)))
+        if self._last_io is not None and now > self._last_io[0]:
+            dt = now - self._last_io[0]
+            rx = max(0.0, (io[1] - self._last_io[1]) / dt)
+            tx = max(0.0, (io[2] - self._last_io[2]) / dt)
+        self._last_io = io
+        if self.phase == "loading weights" and self.plan is not None:
+            rx += self.plan.weights_bytes / max(1e-3, self.phase_expected_s)
+        bd = self.breakdown()
+        used = min(self.gpu.total_bytes, sum(bd.values()))
+        gpus = []
+        for i in range(self.tp):
+            gpus.append({
+                "index": i, "name": f"{self.gpu.name} (simulated)", "preset": self.gpu.key,
+                "total_bytes": self.gpu.total_bytes, "used_bytes": used, "breakdown_bytes": bd,
+                "utilization_pct": round(util * 100, 1),
+                "power_w": round(self.gpu.idle_w + util * (self.gpu.tdp_w - self.gpu.idle_w) * 0.9, 1),
+                "temperature_c": round(32 + util * 38, 1),
+                "pcie_rx_bytes_s": rx, "pcie_tx_bytes_s": tx,
+            })
+        host_pinned = 0
+        if self.plan is not None and self.phase in ("capturing CUDA graphs", "warming up", "ready"):
+            host_pinned = int(self.plan.hicache_host_bytes + self.plan.hicache_state_host_bytes)
+        doc = {"v": 1, "pid": os.getpid(), "pids": pids, "port": self.port, "simulated": True,
+               "ts": time.time(), "gpus": gpus, "host_pinned_bytes": host_pinned}
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            tmp = self.dir / f".{os.getpid()}.json.tmp"
+            tmp.write_text(json.dumps(doc))
+            os.replace(tmp, self.path)
+        except OSError:
+            pass   # telemetry is best effort; serving must go on
+
+    def remove(self) -> None:
+        for p in (self.path, self.dir / f".{os.getpid()}.json.tmp"):
+            try:
+                Path(p).unlink()
+            except OSError:
+                pass

@@ -1,0 +1,442 @@
+"""The HTTP surface of the simulator (sglang.md §2), served with aiohttp.
+
+Access lines are logged as uvicorn prints them, auth follows SGLang's rules (health, ready and
+metrics always open; admin endpoints need the admin key when one is set), and error bodies use
+SGLang's `{"object": "error", ...}` shape with validation failures as 400, not 422.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import http
+import json
+import logging
+import os
+import time
+
+from aiohttp import web
+
+from sgltui.sim import requests as rq
+
+log = logging.getLogger("sglang")
+
+OPEN_PREFIXES = ("/health", "/ready", "/metrics")
+ADMIN_PATHS = ("/flush_cache", "/abort_request", "/start_profile", "/stop_profile", "/pause_generation",
+               "/continue_generation", "/hicache", "/update_weights", "/set_internal_state",
+               "/configure_logging", "/release_memory_occupation", "/resume_memory_occupation",
+               "/load_lora_adapter", "/unload_lora_adapter")
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+
+def error_body(message: str, status: int, kind: str | None = None) -> web.Response:
+    phrase = http.HTTPStatus(status).phrase.replace(" ", "")
+    return web.json_response({"object": "error", "message": message, "type": kind or phrase,
+                              "param": None, "code": status}, status=status)
+
+
+class Api:
+    def __init__(self, server):
+        self.s = server                      # sgltui.sim.server.SimServer
+        self.engine = server.engine
+        self.args = server.args
+        self.model_name = server.model_name
+        self.vocab = server.model.vocab
+        excl = self.args.uvicorn_access_log_exclude_prefixes or []
+        self.access_exclude = tuple(excl) if isinstance(excl, (list, tuple)) else (str(excl),)
+        http_level = (self.args.log_level_http or self.args.log_level or "info").lower()
+        self.access_log = http_level in ("debug", "info")
+
+    # ---- app --------------------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._access_mw, self._auth_mw], client_max_size=64 << 20)
+        r = app.router
+        for path, fn in (("/health", self.health), ("/health_generate", self.health),
+                         ("/ready", self.ready), ("/ping", self.ping),
+                         ("/model_info", self.model_info), ("/get_model_info", self.model_info),
+                         ("/server_info", self.server_info), ("/get_server_info", self.server_info),
+                         ("/v1/loads", self.loads), ("/v1/models", self.models),
+                         ("/v1/models/{model_id:.+}", self.model_card)):
+            r.add_get(path, fn)
+        r.add_route("*", "/flush_cache", self.flush_cache)
+        r.add_post("/abort_request", self.abort_request)
+        r.add_post("/generate", self.generate)
+        r.add_put("/generate", self.generate)
+        r.add_post("/v1/completions", self.completions)
+        r.add_post("/v1/chat/completions", self.chat_completions)
+        r.add_post("/pause_generation", self.pause)
+        r.add_post("/continue_generation", self.resume)
+        r.add_post("/freeze_gc", self.freeze_gc)
+        r.add_route("*", "/{tail:.*}", self.fallback)
+        return app
+
+    @web.middleware
+    async def _access_mw(self, request: web.Request, handler):
+        status = 500
+        try:
+            resp = await handler(request)
+            status = resp.status
+            return resp
+        except web.HTTPException as exc:
+            status = exc.status
+            raise
+        finally:
+            path = request.rel_url.path
+            if self.access_log and not (self.access_exclude and path.startswith(self.access_exclude)):
+                peer = request.transport.get_extra_info("peername") if request.transport else None
+                client = f"{peer[0]}:{peer[1]}" if peer else "-"
+                try:
+                    phrase = http.HTTPStatus(status).phrase
+                except ValueError:
+                    phrase = ""
+                log.info(f'INFO:     {client} - "{request.method} {request.rel_url} HTTP/'
+                         f'{request.version.major}.{request.version.minor}" {status} {phrase}')
+
+    @web.middleware
+    async def _auth_mw(self, request: web.Request, handler):
+        path = request.rel_url.path
+        if path.startswith(OPEN_PREFIXES) or request.method == "OPTIONS":
+            return await handler(request)
+        api_key, admin_key = self.args.api_key, self.args.admin_api_key
+        is_admin = path.startswith(ADMIN_PATHS)
+        need = admin_key if (is_admin and admin_key) else api_key
+        if need:
+            got = request.headers.get("Authorization", "")
+            if got != f"Bearer {need}":
+                return web.json_response({"error": "Unauthorized"}, status=401)
+        return await handler(request)
+
+    async def fallback(self, request: web.Request):
+        if request.rel_url.path.startswith("/metrics") and self.s.metrics is not None:
+            return await self.metrics(request)
+        return web.json_response({"detail": "Not Found"}, status=404)
+
+    # ---- health ------------------------------------------------------------------------------------
+    async def health(self, request: web.Request):
+        s = self.s
+        if s.status != "Up" or s.draining:
+            return web.Response(status=503)
+        if request.rel_url.path == "/health" and os.environ.get(
+                "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "true").lower() in ("0", "false"):
+            return web.Response(status=200)
+        started = time.monotonic()
+        rid = f"HEALTH_CHECK_{self.engine.new_rid()}"
+        st = self.engine.submit(rid, [0], {"max_new_tokens": 1, "ignore_eos": True}, False)
+        timeout = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
+        # SGLang polls once a second; the poll is scaled with the rest of the simulated timing.
+        poll = 1.0 if s.scale >= 1 else max(0.02, s.scale)
+        try:
+            while True:
+                await asyncio.sleep(poll)
+                if st.output_ids or st.finish or s.last_output_at > started:
+                    return web.Response(status=200)
+                if time.monotonic() - started > timeout:
+                    tic = time.strftime("%H:%M:%S", time.localtime(time.time() - (time.monotonic() - started)))
+                    last = time.strftime("%H:%M:%S", time.localtime(s.last_output_wall or time.time()))
+                    log.error(f"Health check failed. Server couldn't get a response from detokenizer for last "
+                              f"{int(timeout)} seconds. tic start time: {tic}. last_heartbeat time: {last}")
+                    s.status = "UnHealthy"
+                    return web.Response(status=503)
+        finally:
+            if st.finish is None:
+                self.engine.abort(rid)
+                self.engine.reqs.pop(rid, None)
+
+    async def ready(self, request):
+        ok = self.s.status == "Up" and not self.s.draining and not self.s.paused
+        return web.Response(status=200 if ok else 503)
+
+    async def ping(self, request):
+        return web.Response(status=200 if self.s.status == "Up" else 503)
+
+    async def freeze_gc(self, request):
+        return web.json_response({"status": "ok"})
+
+    # ---- info ----------------------------------------------------------------------------------------
+    async def model_info(self, request):
+        if request.rel_url.path == "/get_model_info":
+            log.warning("Endpoint '/get_model_info' is deprecated and will be removed in a future version. "
+                        "Please use '/model_info' instead.")
+        m = self.s.model
+        return web.json_response({
+            "model_path": self.args.model_path, "served_model_name": self.model_name,
+            "tokenizer_path": self.args.tokenizer_path or self.args.model_path, "is_generation": True,
+            "preferred_sampling_params": None, "weight_version": "default", "load_format": "auto",
+            "reasoning_parser": None, "tool_call_parser": None, "disaggregation_mode": "null",
+            "has_image_understanding": m.is_multimodal, "has_audio_understanding": False,
+            "model_type": m.model_type, "architectures": list(m.architectures),
+        })
+
+    async def server_info(self, request):
+        if request.rel_url.path == "/get_server_info":
+            log.warning("Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
+                        "Please use '/server_info' instead.")
+        return web.json_response(self.s.server_info())
+
+    async def loads(self, request):
+        q = request.rel_url.query
+        body = self.s.loads(q.get("include", "core"), q.get("dp_rank"))
+        if q.get("format") == "prometheus":
+            return web.Response(text=_loads_prometheus(body), content_type="text/plain")
+        return web.json_response(body)
+
+    async def metrics(self, request):
+        return web.Response(body=self.s.metrics.render(),
+                            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
+    async def models(self, request):
+        return web.json_response({"object": "list", "data": [self._card()]})
+
+    async def model_card(self, request):
+        if request.match_info["model_id"] != self.model_name:
+            return web.json_response({"error": {"message": f"The model '{request.match_info['model_id']}' does "
+                                                           "not exist", "type": "invalid_request_error",
+                                                "param": "model", "code": "model_not_found"}}, status=404)
+        return web.json_response(self._card())
+
+    def _card(self) -> dict:
+        return {"id": self.model_name, "object": "model", "created": int(self.s.started_wall),
+                "owned_by": "sglang", "root": self.model_name, "parent": None,
+                "max_model_len": self.s.plan.context_len}
+
+    # ---- admin ---------------------------------------------------------------------------------------
+    async def flush_cache(self, request):
+        timeout = float(request.rel_url.query.get("timeout", 0) or 0)
+        deadline = time.monotonic() + timeout
+        while self.engine.num_active and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        if self.engine.num_active and timeout > 0:
+            return web.Response(text="Timed out waiting for idle state.", status=400)
+        ok = await self.engine.flush_cache()
+        if not ok:
+            return web.Response(text="Flush cache failed.", status=400)
+        log.info("Cache flushed successfully!")
+        return web.Response(text="Cache flushed.\nPlease check backend logs for more details. (When there are "
+                                 "running or waiting requests, the operation will not be performed.)\n")
+
+    async def abort_request(self, request):
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = {}
+        if body.get("abort_all"):
+            self.engine.abort(None)
+        elif body.get("rid"):
+            self.engine.abort(str(body["rid"]))
+        return web.Response(status=200)
+
+    async def pause(self, request):
+        self.s.paused = True
+        return web.json_response({"message": "Generation paused successfully.", "status": "ok"})
+
+    async def resume(self, request):
+        self.s.paused = False
+        return web.json_response({"message": "Generation continued successfully.", "status": "ok"})
+
+    # ---- generation ----------------------------------------------------------------------------------
+    async def _json(self, request) -> dict:
+        ctype = request.headers.get("Content-Type", "")
+        if "application/json" not in ctype:
+            raise rq.BadRequest("Content-Type must be application/json.")
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise rq.BadRequest(f"Invalid JSON body: {exc}") from None
+        if not isinstance(body, dict):
+            raise rq.BadRequest("The request body must be a JSON object.")
+        return body
+
+    def _submit(self, ids, sampling, streaming, rid=None):
+        self.s.requests_handled += 1
+        return self.engine.submit(rid, ids, sampling, streaming)
+
+    async def _progress(self, st):
+        """Yield (previous count, current count) each time `stream_interval` new tokens exist."""
+        interval = max(1, int(self.args.stream_interval or 1))
+        sent = 0
+        while True:
+            await st.queue.get()
+            while not st.queue.empty():
+                st.queue.get_nowait()
+            n = len(st.output_ids)
+            if st.finish is not None or n - sent >= interval:
+                yield sent, n
+                sent = n
+            if st.finish is not None:
+                return
+
+    async def generate(self, request):
+        try:
+            body = await self._json(request)
+            prompts, batch = rq.generate_prompts(body, self.vocab)
+            sampling = rq.sampling_from_native(body.get("sampling_params"))
+        except rq.BadRequest as exc:
+            return error_body(str(exc), 400)
+        stream = bool(body.get("stream", False))
+        rids = body.get("rid")
+        if stream and batch:
+            return error_body("Streaming a batch of prompts is not supported; send one request per prompt.", 400)
+        if not batch:
+            st = self._submit(prompts[0], sampling, stream, rids if isinstance(rids, str) else None)
+            if stream:
+                return await self._generate_stream(request, st)
+            return web.json_response(await self._generate_one(st))
+        states = [self._submit(p, sampling, False, rids[i] if isinstance(rids, list) and i < len(rids) else None)
+                  for i, p in enumerate(prompts)]
+        return web.json_response(list(await asyncio.gather(*(self._generate_one(st) for st in states))))
+
+    async def _generate_one(self, st) -> dict:
+        try:
+            async for _ in self._progress(st):
+                pass
+        except asyncio.CancelledError:
+            self.engine.abort(st.rid)
+            raise
+        e2e = time.monotonic() - st.created
+        return {"text": rq.output_text(st.output_ids, st.finish), "output_ids": list(st.output_ids),
+                "meta_info": rq.native_meta(st, True, e2e)}
+
+    async def _generate_stream(self, request, st):
+        resp = web.StreamResponse(headers=SSE_HEADERS)
+        await resp.prepare(request)
+        incremental = bool(self.args.incremental_streaming_output)
+        sent_text = ""
+        try:
+            async for prev, n in self._progress(st):
+                finished = st.finish is not None
+                text = rq.output_text(st.output_ids[:n], st.finish if finished else None)
+                e2e = time.monotonic() - st.created
+                if incremental:
+                    chunk = {"text": text[len(sent_text):], "output_ids": st.output_ids[prev:n]}
+                else:
+                    chunk = {"text": text, "output_ids": st.output_ids[:n]}
+                sent_text = text
+                chunk["meta_info"] = rq.native_meta(st, finished, e2e)
+                await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            await resp.write(b"data: [DONE]\n\n")
+        except (ConnectionResetError, asyncio.CancelledError):
+            self.engine.abort(st.rid)
+            raise
+        return resp
+
+    async def completions(self, request):
+        try:
+            body = await self._json(request)
+            prompts = rq.completion_prompts(body, self.vocab)
+            sampling = rq.sampling_from_openai(body, chat=False)
+        except rq.BadRequest as exc:
+            return error_body(str(exc), 400)
+        if len(prompts) > 1 and body.get("stream"):
+            return error_body("Streaming several prompts in one request is not supported.", 400)
+        states = [self._submit(p, sampling, bool(body.get("stream"))) for p in prompts]
+        if body.get("stream"):
+            return await self._openai_stream(request, states[0], body, chat=False)
+        results = await asyncio.gather(*(self._generate_one(st) for st in states))
+        choices = []
+        prompt_tok = completion_tok = cached = 0
+        for i, (st, res) in enumerate(zip(states, results)):
+            reason, matched = rq.finish_reason_openai(st.finish)
+            text = res["text"]
+            if body.get("echo"):
+                text = rq.echo_text(prompts[i]) + text
+            choices.append({"index": i, "text": text, "logprobs": None, "finish_reason": reason,
+                            "matched_stop": matched})
+            prompt_tok += res["meta_info"]["prompt_tokens"]
+            completion_tok += res["meta_info"]["completion_tokens"]
+            cached += res["meta_info"]["cached_tokens"]
+        return web.json_response({
+            "id": states[0].rid, "object": "text_completion", "created": rq.now(), "model": self.model_name,
+            "choices": choices,
+            "usage": rq.usage(prompt_tok, completion_tok, cached, bool(self.args.enable_cache_report)),
+        })
+
+    async def chat_completions(self, request):
+        try:
+            body = await self._json(request)
+            ids = rq.chat_prompt(body, self.vocab)
+            sampling = rq.sampling_from_openai(body, chat=True)
+        except rq.BadRequest as exc:
+            return error_body(str(exc), 400)
+        if sampling["max_new_tokens"] is None:
+            sampling["max_new_tokens"] = max(1, min(self.s.plan.context_len - len(ids), 1 << 20))
+        st = self._submit(ids, sampling, bool(body.get("stream")))
+        if body.get("stream"):
+            return await self._openai_stream(request, st, body, chat=True)
+        res = await self._generate_one(st)
+        reason, matched = rq.finish_reason_openai(st.finish)
+        meta = res["meta_info"]
+        return web.json_response({
+            "id": st.rid, "object": "chat.completion", "created": rq.now(), "model": self.model_name,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": res["text"],
+                                                 "reasoning_content": None, "tool_calls": None},
+                         "logprobs": None, "finish_reason": reason, "matched_stop": matched}],
+            "usage": rq.usage(meta["prompt_tokens"], meta["completion_tokens"], meta["cached_tokens"],
+                              bool(self.args.enable_cache_report)),
+        })
+
+    async def _openai_stream(self, request, st, body: dict, chat: bool):
+        resp = web.StreamResponse(headers=SSE_HEADERS)
+        await resp.prepare(request)
+        opts = body.get("stream_options") or {}
+        include_usage = bool(opts.get("include_usage")) or bool(self.args.stream_response_default_include_usage)
+        created = rq.now()
+        obj = "chat.completion.chunk" if chat else "text_completion"
+
+        def chunk(delta_text, reason=None, matched=None, first=False):
+            if chat:
+                delta = {"role": "assistant", "content": delta_text} if first else {"content": delta_text}
+                choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason,
+                          "matched_stop": matched}
+            else:
+                choice = {"index": 0, "text": delta_text, "logprobs": None, "finish_reason": reason,
+                          "matched_stop": matched}
+            return {"id": st.rid, "object": obj, "created": created, "model": self.model_name,
+                    "choices": [choice], "usage": None}
+
+        sent_text = ""
+        try:
+            if chat:
+                await resp.write(b"data: " + json.dumps(chunk("", first=True)).encode() + b"\n\n")
+            async for _prev, n in self._progress(st):
+                finished = st.finish is not None
+                text = rq.output_text(st.output_ids[:n], st.finish if finished else None)
+                delta = text[len(sent_text):]
+                sent_text = text
+                if delta:
+                    await resp.write(b"data: " + json.dumps(chunk(delta)).encode() + b"\n\n")
+                if finished:
+                    reason, matched = rq.finish_reason_openai(st.finish)
+                    await resp.write(b"data: " + json.dumps(chunk("", reason, matched)).encode() + b"\n\n")
+            if include_usage:
+                meta = rq.native_meta(st, True, None)
+                final = {"id": st.rid, "object": obj, "created": created, "model": self.model_name,
+                         "choices": [], "usage": rq.usage(meta["prompt_tokens"], meta["completion_tokens"],
+                                                          meta["cached_tokens"], bool(self.args.enable_cache_report))}
+                await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
+            await resp.write(b"data: [DONE]\n\n")
+        except (ConnectionResetError, asyncio.CancelledError):
+            self.engine.abort(st.rid)
+            raise
+        return resp
+
+
+def _loads_prometheus(body: dict) -> str:
+    lines = []
+    seen = set()
+    for load in body.get("loads", []):
+        rank = load.get("dp_rank", 0)
+        for key, val in load.items():
+            items = val.items() if isinstance(val, dict) else [(None, val)]
+            for sub, v in items:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or key in ("dp_rank", "timestamp"):
+                    continue
+                name = f"sglang_{key}" if sub is None else f"sglang_{key}_{sub}"
+                if name not in seen:
+                    lines.append(f"# TYPE {name} gauge")
+                    seen.add(name)
+                lines.append(f'{name}{{dp_rank="{rank}"}} {v}')
+    return "\n".join(lines) + "\n"
+
+
+def iso_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat()

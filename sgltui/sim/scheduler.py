@@ -1,0 +1,546 @@
+"""The simulated scheduler: continuous batching on a virtual GPU clock.
+
+Each forward pass (a prefill batch or one decode step) costs the time the speed model gives; the
+loop sleeps until wall time catches up with `virtual time x time scale`, then hands the tokens it
+produced to the main process. Admission follows SGLang's rules (serving-model.md §4): the running
+batch is capped by max_running_requests, the KV pool (with a decaying new-token reservation) and,
+on hybrid models, free state slots; a full pool evicts prefix cache, then retracts requests.
+Prefill and decode alternate (no mixed chunk), so a long chunked prompt stalls decodes one chunk
+at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from sgltui.sim.memory import MemoryPlan
+from sgltui.sim.prefix_cache import BLOCK, PrefixCache, block_keys
+from sgltui.sim.speed import SpeedModel
+from sgltui.sim.text import EOS_TOKEN_ID, WordStream, detokenize, token_text
+
+log = logging.getLogger("sglang")
+
+RESERVE_CAP = 4096          # min(max_new, 4096) in SGLang's admission check
+STATS_PERIOD_S = 0.25       # wall seconds between load snapshots to the main process
+
+
+@dataclass
+class Req:
+    rid: str
+    input_ids: list[int]
+    max_new: int
+    ignore_eos: bool
+    stop: list[str]
+    stop_ids: set[int]
+    words: WordStream
+    keys: list[int] = field(default_factory=list)
+    output_ids: list[int] = field(default_factory=list)
+    dev_hit: int = 0            # prompt tokens found in the device cache
+    host_hit: int = 0           # prompt tokens loaded back from the host tier
+    locked: list[int] = field(default_factory=list)
+    prefilled: int = 0          # tokens of (prompt + kept output) already in the KV pool
+    owned: int = 0              # KV tokens this request holds outside the shared cache
+    verify_ct: int = 0
+    accepted: int = 0           # accepted draft tokens
+    retractions: int = 0
+    tail: str = ""              # recent output text, for stop strings
+    finish: dict | None = None
+
+    @property
+    def seq_len(self) -> int:
+        return len(self.input_ids) + len(self.output_ids)
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.max_new - len(self.output_ids))
+
+
+class Scheduler:
+    def __init__(self, plan: MemoryPlan, speed: SpeedModel, args, emit, is_hybrid: bool,
+                 seed: int, mean_answer: int):
+        self.plan = plan
+        self.speed = speed
+        self.args = args
+        self.emit = emit                  # emit(kind, payload) -> main process
+        self.hybrid = is_hybrid
+        self.seed = seed
+        self.mean_answer = mean_answer
+        self.scale = float(args.sim_time_scale)
+        self.waiting: deque[Req] = deque()
+        self.running: list[Req] = []
+        self.chunked: Req | None = None
+        host_tokens = plan.hicache_host_tokens
+        self.cache = PrefixCache(not args.disable_radix_cache, host_tokens)
+        self.total_tokens = plan.max_total_num_tokens
+        self.owned_tokens = 0
+        self.slots_total = plan.mamba_slots
+        self.slots_used = 0
+        self.spec = plan.spec
+        start_ratio = min(1.0, 0.7 * float(getattr(args, "schedule_conservativeness", 1.0) or 1.0))
+        self.init_ratio = start_ratio
+        self.min_ratio = 0.14 * start_ratio
+        self.new_token_ratio = start_ratio
+        self.last_was_prefill = False
+        self.warmup_extra_s = 0.0         # first forward pays JIT/Triton compilation
+        # Virtual clock.
+        self.vclock = 0.0
+        self.wall0 = time.monotonic()
+        # Statistics.
+        self.decode_steps = 0
+        self.interval_tokens = 0
+        self.interval_start_v = 0.0
+        self.interval_verify = 0
+        self.interval_accepted_tokens = 0
+        self.last_gen_throughput = 0.0
+        self.last_prefill_v = 0.0
+        self.cache_hit_rate = 0.0
+        self.total_prefill_uncached = 0
+        self.total_prefill_busy_s = 0.0
+        self.spec_accept_length = 0.0
+        self.spec_accept_rate = 0.0
+        self.busy_since_snapshot = 0.0
+        self.pcie_rx_bytes = 0.0
+        self.pcie_tx_bytes = 0.0
+        self.retracted_total = 0
+        self.last_snapshot_wall = 0.0
+        self.realtime = {"prefill_compute": 0, "prefill_cache": 0, "decode": 0}
+        self.prefill_hits = {"device_hit": 0, "host_hit": 0, "input": 0}
+
+    # ---- pool accounting --------------------------------------------------------------------
+    @property
+    def used_tokens(self) -> int:
+        return self.cache.device_tokens + self.owned_tokens
+
+    @property
+    def available_tokens(self) -> int:
+        return self.total_tokens - self.used_tokens
+
+    def _alloc(self, n: int) -> bool:
+        if n > self.available_tokens:
+            self.cache.evict(n - self.available_tokens)
+        if n > self.available_tokens:
+            return False
+        self.owned_tokens += n
+        return True
+
+    def _release(self, req: Req, insert: bool) -> None:
+        self.cache.unlock(req.locked)
+        ids = req.input_ids + req.output_ids
+        self.owned_tokens -= req.owned
+        if insert:
+            keys = block_keys(ids)
+            self.cache.insert(keys)
+        req.owned = 0
+        req.locked = []
+        if self.hybrid:
+            self.slots_used -= self.plan.mamba_slots_per_req
+
+    # ---- requests in --------------------------------------------------------------------------
+    def add(self, r: dict) -> None:
+        ids = list(r["input_ids"])
+        max_new = int(r.get("max_new_tokens") if r.get("max_new_tokens") is not None else 128)
+        if len(ids) + max_new > self.plan.context_len:
+            max_new = max(0, self.plan.context_len - len(ids))
+        req = Req(rid=r["rid"], input_ids=ids, max_new=max_new, ignore_eos=bool(r.get("ignore_eos")),
+                  stop=[s for s in (r.get("stop") or []) if s], stop_ids=set(r.get("stop_token_ids") or []),
+                  words=WordStream(self.seed, ids, self.mean_answer))
+        if len(ids) >= self.plan.context_len:
+            self._finish_abort(req, f"The input ({len(ids)} tokens) is longer than the model's context "
+                                    f"length ({self.plan.context_len} tokens).", 400)
+            return
+        req.keys = block_keys(ids)
+        self.waiting.append(req)
+
+    def abort(self, rid: str | None) -> None:
+        victims = [q for q in list(self.waiting) + self.running + ([self.chunked] if self.chunked else [])
+                   if rid is None or q.rid == rid]
+        for req in victims:
+            if req in self.waiting:
+                self.waiting.remove(req)
+            else:
+                if req is self.chunked:
+                    self.chunked = None
+                else:
+                    self.running.remove(req)
+                self._release(req, insert=False)
+            self._finish_abort(req, "Abort in waiting queue" if req.prefilled == 0 else "Abort before finished", 499)
+
+    def _finish_abort(self, req: Req, message: str, status: int) -> None:
+        req.finish = {"type": "abort", "message": message, "status_code": status, "err_type": None}
+        self.emit("out", [self._out(req, [])])
+
+    def flush_cache(self) -> bool:
+        if self.running or self.waiting or self.chunked:
+            return False
+        self.cache.clear()
+        return True
+
+    def reject_unfittable(self) -> None:
+        """A prompt larger than the whole KV pool can never run: abort it instead of waiting forever."""
+        if self.running or self.chunked or not self.waiting:
+            return
+        req = self.waiting[0]
+        if req.seq_len + 1 > self.total_tokens:
+            self.waiting.popleft()
+            self._finish_abort(req, f"Input length ({req.seq_len} tokens) exceeds the KV pool "
+                                    f"({self.total_tokens} tokens).", 400)
+
+    @property
+    def idle(self) -> bool:
+        return not (self.waiting or self.running or self.chunked)
+
+    # ---- one iteration --------------------------------------------------------------------------
+    def step(self) -> bool:
+        """Run one forward pass if there is work; False when idle."""
+        if self.idle:
+            return False
+        batch = None
+        if not (self.last_was_prefill and self.running):
+            batch = self._prefill_batch()
+        if batch:
+            dt, outs = self._run_prefill(batch)
+            self.last_was_prefill = True
+        elif self.running:
+            dt, outs = self._run_decode()
+            self.last_was_prefill = False
+        else:
+            self.last_was_prefill = False
+            return False   # waiting requests that do not fit yet: wait for memory or arrivals
+        dt += self.warmup_extra_s
+        self.warmup_extra_s = 0.0
+        self._advance(dt)
+        if outs:
+            self.emit("out", outs)
+        return True
+
+    def _advance(self, dt: float) -> None:
+        self.vclock += dt
+        self.busy_since_snapshot += dt
+        if self.scale > 0:
+            delay = self.wall0 + self.vclock * self.scale - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+
+    def realign(self) -> None:
+        """After idling, the virtual clock restarts at 'now' (an idle GPU does not bank time)."""
+        if self.scale > 0:
+            self.vclock = max(self.vclock, (time.monotonic() - self.wall0) / self.scale)
+
+    # ---- prefill ---------------------------------------------------------------------------------
+    def _reserved_for_running(self) -> float:
+        return sum(min(r.remaining, RESERVE_CAP) for r in self.running) * self.new_token_ratio
+
+    def _prefill_batch(self) -> list[tuple[Req, int]]:
+        """[(req, tokens computed this pass)], admitting from the waiting queue in FCFS order."""
+        chunk = self.plan.chunked_prefill_size
+        budget = chunk if chunk and chunk > 0 else 1 << 30
+        budget = min(budget, self.plan.max_prefill_tokens) if chunk <= 0 else budget
+        batch: list[tuple[Req, int]] = []
+        if self.chunked is not None:
+            req = self.chunked
+            todo = min(req.seq_len - req.prefilled, budget)
+            batch.append((req, todo))
+            budget -= todo
+            if todo < req.seq_len - req.prefilled:
+                return batch
+        mrr = self.plan.max_running_requests
+        while self.waiting and budget > 0:
+            if len(self.running) + len(batch) >= mrr:
+                break
+            if self.hybrid and self.slots_total - self.slots_used < self.plan.mamba_slots_per_req:
+                break
+            req = self.waiting[0]
+            dev, host = self.cache.match(req.keys)
+            full = req.seq_len
+            dev_tokens = min(dev * BLOCK, full - 1)
+            host_tokens = min(host * BLOCK, full - 1 - dev_tokens)
+            extend = full - dev_tokens - host_tokens
+            need = extend + host_tokens + min(req.remaining, RESERVE_CAP)
+            room = self.available_tokens + self.cache.evictable_tokens() - self._reserved_for_running()
+            if need > room and (self.running or batch):
+                break
+            if extend + host_tokens > self.available_tokens + self.cache.evictable_tokens():
+                break   # cannot even hold the prompt: wait for running requests to finish
+            self.waiting.popleft()
+            req.dev_hit, req.host_hit = dev_tokens, host_tokens
+            req.locked = req.keys[: dev_tokens // BLOCK]
+            self.cache.lock(req.locked)
+            if host_tokens:
+                # Room for the loaded span, then it becomes device cache locked by this request.
+                self._alloc(host_tokens)
+                self.owned_tokens -= host_tokens
+                loaded = req.keys[dev_tokens // BLOCK: (dev_tokens + host_tokens) // BLOCK]
+                self.cache.load_back(loaded)
+                req.locked += loaded
+            req.prefilled = dev_tokens + host_tokens
+            if self.hybrid:
+                self.slots_used += self.plan.mamba_slots_per_req
+            todo = min(extend, budget)
+            batch.append((req, todo))
+            budget -= todo
+            if todo < extend:
+                break   # this request continues as the chunked request
+        return batch
+
+    def _run_prefill(self, batch: list[tuple[Req, int]]):
+        new_tokens = sum(t for _, t in batch)
+        cached = sum(r.dev_hit + r.host_hit for r, _ in batch if r.prefilled == r.dev_hit + r.host_hit)
+        ctx = max(1, sum(r.seq_len for r, _ in batch) // max(1, len(batch)))
+        dt = self.speed.prefill(new_tokens, ctx)
+        host_hit = sum(r.host_hit for r, _ in batch if r.prefilled == r.dev_hit + r.host_hit)
+        if host_hit:
+            # Load-back overlaps the suffix prefill layer by layer; only the excess shows.
+            load = self.speed.host_load(host_hit)
+            dt = max(dt, load) + 0.1 * min(dt, load)
+            self.pcie_rx_bytes += self.speed.host_load_bytes(host_hit)
+        outs = []
+        self.chunked = None
+        running_before = len(self.running)
+        for req, todo in batch:
+            if req.prefilled == req.dev_hit + req.host_hit:
+                self.prefill_hits["device_hit"] += req.dev_hit
+                self.prefill_hits["host_hit"] += req.host_hit
+                self.prefill_hits["input"] += req.seq_len
+            if not self._alloc(todo):
+                # Admission reserved room, so this only happens under retraction churn: make
+                # room by retracting decodes, as SGLang does, and take the memory.
+                while self.available_tokens < todo and self.running:
+                    self._retract(self.running[-1])
+                self.owned_tokens += todo
+            req.owned += todo
+            req.prefilled += todo
+            if req.prefilled < req.seq_len:
+                self.chunked = req
+                continue
+            self.running.append(req)
+            if req.remaining > 0:
+                new = self._gen(req, 1)
+            else:
+                req.finish = {"type": "length", "length": req.max_new}
+                new = []
+            if req.finish:
+                self.running.remove(req)
+                self._release(req, insert=True)
+            outs.append(self._out(req, new))
+        self.total_prefill_uncached += new_tokens
+        self.total_prefill_busy_s += dt
+        self.realtime["prefill_compute"] += new_tokens
+        self.realtime["prefill_cache"] += cached
+        self.cache_hit_rate = cached / max(1, cached + new_tokens)
+        gap = max(dt, self.vclock + dt - self.last_prefill_v) if self.last_prefill_v else dt
+        self.last_prefill_v = self.vclock + dt
+        self._log_prefill(len(batch), new_tokens, cached, new_tokens / gap if gap > 0 else 0.0, running_before)
+        self.snapshot(report=True)
+        return dt, outs
+
+    # ---- decode ----------------------------------------------------------------------------------
+    def _run_decode(self):
+        per_req = self.spec.num_draft_tokens if self.spec else 1
+        need = sum(min(per_req, r.remaining) for r in self.running)
+        if need > self.available_tokens:
+            self.cache.evict(need - self.available_tokens)
+        retracted = 0
+        old_ratio = self.new_token_ratio
+        while need > self.available_tokens and len(self.running) > 1:
+            victim = self.running[-1]
+            need -= min(per_req, victim.remaining)
+            self._retract(victim)
+            retracted += 1
+        if retracted:
+            self.new_token_ratio = min(1.0, self.new_token_ratio + 0.2 * retracted)
+            log.info(f"KV cache pool is full. Retract requests. #retracted_reqs: {retracted}, "
+                     f"#new_token_ratio: {old_ratio:.4f} -> {self.new_token_ratio:.4f}")
+        batch = len(self.running)
+        ctx = sum(r.seq_len for r in self.running)
+        dt = self.speed.decode_step(batch, ctx)
+        outs = []
+        produced = 0
+        for req in list(self.running):
+            n = 1
+            if self.spec:
+                n = self._accept_length(req)
+                req.verify_ct += 1
+                req.accepted += n - 1
+                self.interval_verify += 1
+                self.interval_accepted_tokens += n
+            n = min(n, req.remaining)
+            if not self._alloc(n):
+                n = max(0, min(n, self.available_tokens))
+                self.owned_tokens += n
+            req.owned += n
+            new = self._gen(req, n)
+            produced += len(new)
+            if req.finish:
+                self.running.remove(req)
+                self._release(req, insert=True)
+            outs.append(self._out(req, new))
+        self.new_token_ratio = max(self.min_ratio,
+                                   self.new_token_ratio - (self.init_ratio - self.min_ratio) / 600)
+        self.decode_steps += 1
+        self.interval_tokens += produced
+        self.realtime["decode"] += produced
+        interval = int(getattr(self.args, "decode_log_interval", 40) or 40)
+        if self.decode_steps % interval == 0:
+            span = self.vclock + dt - self.interval_start_v
+            self.last_gen_throughput = self.interval_tokens / span if span > 0 else 0.0
+            if self.spec and self.interval_verify:
+                self.spec_accept_length = self.interval_accepted_tokens / self.interval_verify
+                self.spec_accept_rate = (self.spec_accept_length - 1) / max(1, self.spec.num_steps)
+            self._log_decode()
+            self.interval_tokens = 0
+            self.interval_verify = 0
+            self.interval_accepted_tokens = 0
+            self.interval_start_v = self.vclock + dt
+            self.snapshot(report=True)
+        else:
+            self.snapshot(report=False)
+        return dt, outs
+
+    def _accept_length(self, req: Req) -> int:
+        """1 bonus token + accepted drafts along the chain (per-position cumulative acceptance)."""
+        chain = self.speed.model.accept_chain
+        topk_boost = 1.0 + 0.05 * (self.spec.eagle_topk - 1)
+        n = 1
+        prev = 1.0
+        for j in range(min(self.spec.num_steps, self.spec.num_draft_tokens - 1, len(chain))):
+            p = min(1.0, chain[j] * topk_boost)
+            if req.words.random() >= p / prev:
+                break
+            prev = p
+            n += 1
+        return n
+
+    def _retract(self, req: Req) -> None:
+        self.running.remove(req)
+        self._release(req, insert=False)
+        req.prefilled = 0
+        req.retractions += 1
+        self.retracted_total += 1
+        self.waiting.appendleft(req)
+
+    def _gen(self, req: Req, n: int) -> list[int]:
+        new: list[int] = []
+        for _ in range(n):
+            if not req.ignore_eos and len(req.output_ids) >= req.words.natural_len:
+                req.finish = {"type": "stop", "matched": EOS_TOKEN_ID}
+                break
+            tok = req.words.next_id()
+            req.output_ids.append(tok)
+            new.append(tok)
+            if tok in req.stop_ids:
+                req.finish = {"type": "stop", "matched": tok}
+                break
+            if req.stop:
+                req.tail = (req.tail + token_text(tok))[-256:]
+                hit = next((s for s in req.stop if s in req.tail), None)
+                if hit is not None:
+                    req.finish = {"type": "stop", "matched": hit}
+                    break
+            if len(req.output_ids) >= req.max_new:
+                req.finish = {"type": "length", "length": req.max_new}
+                break
+        return new
+
+    def _out(self, req: Req, new: list[int]) -> tuple:
+        meta = {
+            "prompt_tokens": len(req.input_ids),
+            "completion_tokens": len(req.output_ids),
+            "cached_tokens": req.dev_hit + req.host_hit,
+            "cached_tokens_details": {"device": req.dev_hit, "host": req.host_hit, "storage": 0},
+            "num_retractions": req.retractions,
+        }
+        if self.spec:
+            meta["spec_verify_ct"] = req.verify_ct
+            meta["spec_num_correct_drafts"] = req.accepted
+            meta["spec_num_proposed_drafts"] = req.verify_ct * self.spec.num_steps
+            meta["spec_accept_length"] = (req.accepted + req.verify_ct) / req.verify_ct if req.verify_ct else 1.0
+            meta["spec_accept_rate"] = req.accepted / max(1, req.verify_ct * self.spec.num_steps)
+        return (req.rid, new, req.finish, meta)
+
+    # ---- logs and stats ---------------------------------------------------------------------------
+    def _usage_parts(self, decode: bool) -> str:
+        usage = self.used_tokens / self.total_tokens if self.total_tokens else 0.0
+        if self.hybrid:
+            mamba = self.slots_used / self.slots_total if self.slots_total else 0.0
+            if decode:
+                return (f"#full token: {self.used_tokens}, full token usage: {usage:.2f}, "
+                        f"mamba num: {self.slots_used}, mamba usage: {mamba:.2f}")
+            return f"full token usage: {usage:.2f}, mamba usage: {mamba:.2f}"
+        if decode:
+            return f"#token: {self.used_tokens}, token usage: {usage:.2f}"
+        return f"token usage: {usage:.2f}"
+
+    def _log_prefill(self, nseq: int, new_tokens: int, cached: int, throughput: float, running: int) -> None:
+        pending = sum(r.seq_len for r in self.waiting)
+        log.info(f"Prefill batch, #new-seq: {nseq}, #new-token: {new_tokens}, #cached-token: {cached}, "
+                 f"{self._usage_parts(False)}, #running-req: {running}, "
+                 f"#queue-req: {len(self.waiting)}, #pending-token: {pending}, cuda graph: False, "
+                 f"input throughput (token/s): {throughput:.2f}")
+
+    def _log_decode(self) -> None:
+        spec = ""
+        if self.spec:
+            spec = f"accept len: {self.spec_accept_length:.2f}, accept rate: {self.spec_accept_rate:.2f}, "
+        graph = len(self.running) <= max(self.plan.cuda_graph_bs)
+        log.info(f"Decode batch, #running-req: {len(self.running)}, {self._usage_parts(True)}, {spec}"
+                 f"cuda graph: {graph}, gen throughput (token/s): {self.last_gen_throughput:.2f}, "
+                 f"#queue-req: {len(self.waiting)}")
+
+    def idle_refresh(self) -> None:
+        self.last_gen_throughput = 0.0
+        self.snapshot(report=True)
+
+    def snapshot(self, report: bool) -> None:
+        now = time.monotonic()
+        if not report and now - self.last_snapshot_wall < STATS_PERIOD_S:
+            return
+        wall = max(1e-6, now - self.last_snapshot_wall) if self.last_snapshot_wall else 1.0
+        self.last_snapshot_wall = now
+        usage = self.used_tokens / self.total_tokens if self.total_tokens else 0.0
+        mamba = self.slots_used / self.slots_total if self.slots_total else 0.0
+        busy_wall = self.busy_since_snapshot * self.scale if self.scale > 0 else (0.0 if self.idle else wall)
+        rx = self.pcie_rx_bytes
+        tx = self.cache.backup_tokens * self.plan.kv_cell_eff_bytes
+        self.emit("stats", {
+            "report": report,
+            "num_running_reqs": len(self.running) + (1 if self.chunked else 0),
+            "num_queue_reqs": len(self.waiting),
+            "num_waiting_uncached_tokens": sum(r.seq_len for r in self.waiting),
+            "num_used_tokens": self.used_tokens,
+            "kv_used_tokens": self.used_tokens - self.cache.evictable_tokens(),
+            "kv_evictable_tokens": self.cache.evictable_tokens(),
+            "kv_available_tokens": self.available_tokens,
+            "max_total_num_tokens": self.total_tokens,
+            "token_usage": max(usage, mamba),
+            "full_token_usage": usage,
+            "mamba_usage": mamba,
+            "mamba_used": self.slots_used,
+            "mamba_total": self.slots_total,
+            "gen_throughput": self.last_gen_throughput,
+            "cache_hit_rate": self.cache_hit_rate,
+            "spec_accept_length": self.spec_accept_length if self.spec else 0.0,
+            "spec_accept_rate": self.spec_accept_rate if self.spec else 0.0,
+            "new_token_ratio": self.new_token_ratio,
+            "num_retracted_reqs_total": self.retracted_total,
+            "decode_sum_seq_lens": sum(r.seq_len for r in self.running),
+            "utilization": min(1.0, busy_wall / wall),
+            "total_prefill_uncached_tokens": self.total_prefill_uncached,
+            "total_prefill_busy_us": int(self.total_prefill_busy_s * 1e6),
+            "hicache_host_used_tokens": self.cache.host_tokens,
+            "hicache_host_total_tokens": self.plan.hicache_host_tokens,
+            "pcie_rx_total_bytes": rx,
+            "pcie_tx_total_bytes": tx,
+            "evicted_tokens_total": self.cache.evicted_tokens,
+            "realtime_tokens": dict(self.realtime),
+            "prefill_effective": dict(self.prefill_hits),
+            "is_cuda_graph": 1 if self.running and len(self.running) <= max(self.plan.cuda_graph_bs) else 0,
+            "vclock": self.vclock,
+            "ts": time.time(),
+        })
+        self.busy_since_snapshot = 0.0
+
+
+__all__ = ["Scheduler", "Req", "detokenize"]
