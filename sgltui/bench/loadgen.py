@@ -273,7 +273,7 @@ class LoadGenerator:
                 await self._phase(client, 0, warmup, None, measured=False)
             if self.fatal:
                 raise FatalLoadError(self.fatal)
-            warm_failed = self.failed
+            warm_failed, warm_tokens = self.failed, self.out_tokens
             self.phase, self.done, self.failed, self.out_tokens = "measure", 0, 0, 0
             self.peak_in_flight = 0
             self.total = cfg.requests or 0
@@ -302,6 +302,7 @@ class LoadGenerator:
             "max_concurrency": cfg.concurrency,
             "warmup_requests": warmup,
             "warmup_failed": warm_failed,
+            "warmup_output_tokens": warm_tokens,
             "cache_flushed": flushed,
             "api": cfg.api,
             "model": cfg.model,

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Load-generator budgets (design.md "Budgets", benchmarking.md §8), measured, not asserted.
+
+Against a server at zero delay (the simulator with --sim-time-scale 0, or the loopback mock
+server when the simulator is not available or --server mock is given) this prints:
+
+1. client CPU per streamed token of sgltui's load generator (goal <= 40 us), and of a bare
+   aiohttp streaming client measured in the same run on the same server (goal: within 1.25x);
+2. the peak number of requests in flight at concurrency 2,048 (goal: equal to it);
+3. the tokens the client measured vs the tokens the server says it emitted (goal: within 2%).
+
+    .venv/bin/python bench/bench_loadgen.py [--server sim|mock] [--concurrency 256] [--requests 1024]
+
+Both clients use uvloop and orjson when installed, so the comparison is about the HTTP stack.
+Exit code 0 whether or not the goals are met: the figures are the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url: str, timeout: float = 10.0) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.read()
+
+
+def wait_ready(url: str, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited with code {proc.returncode} before it was ready")
+        try:
+            http_get(url + "/health", 2.0)
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"server at {url} not ready after {timeout:.0f} s")
+
+
+def sim_available() -> bool:
+    return (ROOT / "sgltui" / "sim" / "__main__.py").exists()
+
+
+def start_server(kind: str, port: int) -> tuple[subprocess.Popen, str]:
+    if kind == "sim":
+        from sgltui.core.profiles import get_profile
+
+        prof = get_profile("demo-no-mtp")
+        prof.server.update({"port": port, "host": "127.0.0.1", "sim-time-scale": 0, "enable-metrics": True,
+                            "max-running-requests": 4096})
+        argv = prof.argv()
+    else:
+        argv = [sys.executable, "-m", "sgltui.bench.mock_server", "--port", str(port), "--tick", "0"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env=env)
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url, proc)
+    return proc, url
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
+def server_tokens(kind: str, url: str) -> float:
+    """What the server says it emitted so far."""
+    if kind == "mock":
+        return float(json.loads(http_get(url + "/mock/stats"))["tokens"])
+    total = 0.0
+    for line in http_get(url + "/metrics").decode().splitlines():
+        m = re.match(r"^sglang:generation_tokens_total(\{[^}]*\})?\s+([0-9.eE+-]+)$", line)
+        if m:
+            total += float(m.group(2))
+    return total
+
+
+def run_sgltui(url: str, concurrency: int, requests: int, output_len: int) -> dict:
+    cfg = {"base_url": url, "concurrency": concurrency, "requests": requests, "input_len": 32,
+           "output_len": output_len, "flush_cache": False}
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([sys.executable, "-m", "sgltui.bench.loadgen", "--config-json", json.dumps(cfg),
+                               "--records", str(Path(tmp) / "r.jsonl")],
+                              capture_output=True, text=True, start_new_session=True, timeout=600,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    last = json.loads(proc.stdout.strip().splitlines()[-1])
+    if last.get("type") != "result":
+        raise SystemExit(f"sgltui load generator failed: {last.get('message') or proc.stderr[-300:]}")
+    return last["metrics"]
+
+
+# ---- the bare aiohttp client (runs in its own process: `--bare ...`) ---------------------------
+
+async def _bare(url: str, concurrency: int, requests: int, output_len: int) -> dict:
+    import aiohttp
+
+    from sgltui.bench.apis import loads, request_body
+    from sgltui.bench.workload import RandomWorkload
+
+    wl = RandomWorkload(32, output_len)
+    tokens = 0
+    done = 0
+
+    async def one(session: aiohttp.ClientSession, i: int) -> int:
+        body = request_body("completions", wl.item(i).prompt, output_len, None)
+        got = 0
+        buf = b""
+        async with session.post(url + "/v1/completions", data=body,
+                                headers={"Content-Type": "application/json"}) as resp:
+            async for chunk in resp.content.iter_any():
+                buf += chunk
+                parts = buf.split(b"\n\n")
+                buf = parts.pop()
+                for ev in parts:
+                    data = ev[5:].strip()
+                    if data == b"[DONE]":
+                        return got
+                    obj = loads(data)
+                    usage = obj.get("usage")
+                    if usage:
+                        got = usage.get("completion_tokens") or got
+        return got
+
+    async def phase(session: aiohttp.ClientSession, start: int, n: int) -> int:
+        nonlocal done
+        nxt = start
+        total = 0
+
+        async def worker() -> None:
+            nonlocal nxt, total
+            while nxt < start + n:
+                i = nxt
+                nxt += 1
+                got = await one(session, i)  # not `total += await ...`: that reads total before awaiting
+                total += got
+
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, n))))
+        return total
+
+    conn = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=conn, read_bufsize=10 * 1024 * 1024,
+                                     timeout=aiohttp.ClientTimeout(total=None, sock_connect=10)) as session:
+        await phase(session, 0, concurrency)  # warmup, excluded like sgltui's
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        tokens = await phase(session, concurrency, requests)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+    return {"tokens": tokens, "cpu_s": cpu, "wall_s": wall, "us_per_token": cpu / tokens * 1e6 if tokens else None,
+            "tok_s": tokens / wall}
+
+
+def run_bare(url: str, concurrency: int, requests: int, output_len: int) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--bare", url, str(concurrency), str(requests), str(output_len)],
+                          capture_output=True, text=True, start_new_session=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    if proc.returncode != 0:
+        raise SystemExit(f"bare aiohttp client failed: {proc.stderr.strip()[-300:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--bare":
+        url, c, n, out = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+        try:
+            import uvloop
+            uvloop.install()
+        except ImportError:
+            pass
+        print(json.dumps(asyncio.run(_bare(url, c, n, out))))
+        return 0
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--server", choices=("sim", "mock"), default="sim" if sim_available() else "mock")
+    p.add_argument("--concurrency", type=int, default=256)
+    p.add_argument("--requests", type=int, default=1024)
+    p.add_argument("--output-len", type=int, default=256)
+    p.add_argument("--max-concurrency", type=int, default=2048, help="in-flight check level")
+    p.add_argument("--rounds", type=int, default=2, help="alternating rounds of the two clients")
+    args = p.parse_args()
+
+    proc, url = start_server(args.server, free_port())
+    print(f"server: {args.server} at {url} (zero delay)")
+    try:
+        ours, bare = [], []
+        for _ in range(args.rounds):  # alternate so drift on a shared machine hits both alike
+            before = server_tokens(args.server, url)
+            m = run_sgltui(url, args.concurrency, args.requests, args.output_len)
+            emitted = server_tokens(args.server, url) - before
+            ours.append((m, emitted))
+            bare.append(run_bare(url, args.concurrency, args.requests, args.output_len))
+        m_inf = run_sgltui(url, args.max_concurrency, args.max_concurrency, args.output_len)
+    finally:
+        stop_server(proc)
+
+    us = min(m["client_cpu_us_per_token"] for m, _ in ours)
+    us_bare = min(b["us_per_token"] for b in bare)
+    print(f"\n1. client CPU per streamed token at concurrency {args.concurrency} "
+          f"({args.requests} requests x {args.output_len} tokens, best of {args.rounds}):")
+    for (m, _), b in zip(ours, bare):
+        print(f"   sgltui loadgen: {m['client_cpu_us_per_token']:7.1f} us/token  {m['output_throughput']:10,.0f} tok/s   "
+              f"bare aiohttp: {b['us_per_token']:7.1f} us/token  {b['tok_s']:10,.0f} tok/s")
+    print(f"   best: sgltui {us:.1f} us/token (goal <= 40: {'met' if us <= 40 else 'NOT met'}); "
+          f"ratio to bare aiohttp {us / us_bare:.2f}x (goal <= 1.25: {'met' if us / us_bare <= 1.25 else 'NOT met'})")
+    peak = m_inf["max_concurrent_requests"]
+    print(f"\n2. in flight at concurrency {args.max_concurrency}: peak {peak} "
+          f"(client counter {m_inf['client_peak_in_flight']}); goal = {args.max_concurrency}: "
+          f"{'met' if peak == args.max_concurrency else 'NOT met'}; failed {m_inf['failed']}")
+    print("\n3. measured vs emitted tokens (warmup + measured requests):")
+    worst = 0.0
+    for m, emitted in ours:
+        seen = m["total_output_tokens"] + m["warmup_output_tokens"]
+        err = abs(seen - emitted) / emitted * 100 if emitted else float("inf")
+        worst = max(worst, err)
+        rate_server = emitted * m["total_output_tokens"] / seen / m["duration"] if seen else 0.0
+        print(f"   client {seen:,} tokens, server {emitted:,.0f} tokens: {err:.2f}% apart; "
+              f"client {m['output_throughput']:,.0f} tok/s vs server-counted {rate_server:,.0f} tok/s")
+    print(f"   worst {worst:.2f}% (goal <= 2%: {'met' if worst <= 2 else 'NOT met'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
