@@ -51,6 +51,15 @@ def _json_safe(value: Any) -> Any:
     return str(value)
 
 
+def _choices(choices: Any) -> list[Any] | None:
+    if choices is None:
+        return None
+    if isinstance(choices, (set, frozenset)):
+        # Some of SGLang's choices are sets: sort them so the catalog is the same on every run.
+        return sorted(_json_safe(list(choices)), key=str)
+    return _json_safe(list(choices))
+
+
 def _action_kind(action: argparse.Action) -> str:
     cls = type(action).__name__
     if isinstance(action, argparse.BooleanOptionalAction):
@@ -98,7 +107,7 @@ def describe_action(action: argparse.Action) -> dict[str, Any] | None:
         "action": kind,
         "type": _type_name(action),
         "nargs": action.nargs,
-        "choices": _json_safe(list(action.choices)) if action.choices is not None else None,
+        "choices": _choices(action.choices),
         "default": _json_safe(action.default),
         "required": bool(action.required),
     }
