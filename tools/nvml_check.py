@@ -28,7 +28,10 @@ from sgltui.agent.telemetry.nvml_source import open_nvml  # noqa: E402
 from sgltui.agent.telemetry.proctree import server_tree  # noqa: E402
 
 RANK = r"""
-import sys, time, torch
+import ctypes, sys, time
+# Retitle like SGLang's schedulers (comm is cut to 15 chars), so name matching has a name to match.
+ctypes.CDLL(None).prctl(15, b"sglang::scheduler_TP0", 0, 0, 0)
+import torch
 x = torch.empty(int(float(sys.argv[1]) * 2**30), dtype=torch.uint8, device="cuda:0")
 x.fill_(1); torch.cuda.synchronize()
 print("allocated", flush=True)
@@ -37,7 +40,8 @@ time.sleep(600)
 
 SERVER = r"""
 import subprocess, sys, time
-rank = subprocess.Popen(["sglang::scheduler_TP0", "-c", sys.argv[1], sys.argv[2]], executable=sys.executable)
+# argv[0] stays the interpreter's path: a virtualenv's python finds its packages through it.
+rank = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]])
 print(rank.pid, flush=True)
 rank.wait()
 """
@@ -89,7 +93,7 @@ def main() -> int:
         rank_pid = int(server.stdout.readline())
         print(f"server main pid={server.pid} (no GPU memory), rank pid={rank_pid} (allocating {args.gib} GiB)")
         deadline = time.time() + 120
-        while time.time() < deadline:
+        while time.time() < deadline and server.poll() is None:
             reading = src.sample({"0": server_tree(server.pid)})
             if any(g["server_bytes"].get("0", 0) >= args.gib * GIB for g in reading.gpus):
                 break
