@@ -162,3 +162,14 @@ async def test_telemetry_nvml_series_and_snapshot(monkeypatch, fake_server):
     snap = t.snapshot()
     assert snap["gpu_source"]["kind"] == "nvml" and snap["gpus"][0]["server_bytes"] == {"0": 700}
     assert snap["host"]["server_rss_bytes"]["0"] > 0  # the server's tree, host side
+
+
+def test_container_match_by_executable_path_as_nvml_reports_it(monkeypatch, fake_server):
+    main, ranks = fake_server
+    host_pid = 4_000_002
+    FakeNvml(monkeypatch, [FakeGpu(used=9, procs=[(host_pid, 9)])],
+             process_names={host_pid: psutil.Process(ranks[0]).exe()})
+    src, _ = open_nvml()
+    assert src.sample({"0": server_tree(main)}).gpus[0]["server_bytes"] == {"0": 9}
+    # The same executable in two servers' trees says nothing about which one holds the memory.
+    assert src.sample({"0": server_tree(main), "1": server_tree(os.getpid())}).gpus[0]["server_bytes"] == {}

@@ -21,7 +21,7 @@ class ProcTree:
     pids: set[int] = field(default_factory=set)
     names: dict[int, str] = field(default_factory=dict)  # pid -> process name (comm, 15 chars at most)
     # pid -> names a foreign tool may know the process by: comm, argv[0] and its basename
-    # (SGLang retitles schedulers "sglang::scheduler_TP<r>", which lands in argv[0]).
+    # (SGLang retitles schedulers "sglang::scheduler_TP<r>", which lands in argv[0]), exe path.
     labels: dict[int, tuple[str, ...]] = field(default_factory=dict)
     alive: bool = True
 
@@ -80,5 +80,11 @@ def server_tree(root: int, extra_pids: set[int] | frozenset[int] = frozenset()) 
             argv = []
         if argv and argv[0]:
             labels += [argv[0], argv[0].rsplit("/", 1)[-1]]
+        try:
+            exe = p.exe()  # NVML names a process by its executable path (seen on an H200 host)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            exe = ""
+        if exe:
+            labels.append(exe)
         tree.labels[p.pid] = tuple(dict.fromkeys(labels))
     return tree
