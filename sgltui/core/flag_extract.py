@@ -62,7 +62,8 @@ def _choices(choices: Any) -> list[Any] | None:
 
 def _action_kind(action: argparse.Action) -> str:
     cls = type(action).__name__
-    if isinstance(action, argparse.BooleanOptionalAction):
+    boolean_optional = getattr(argparse, "BooleanOptionalAction", None)  # Python 3.9+
+    if boolean_optional is not None and isinstance(action, boolean_optional):
         return "boolean_optional"
     if isinstance(action, argparse._StoreTrueAction):
         return "store_true"
@@ -113,7 +114,8 @@ def describe_action(action: argparse.Action) -> dict[str, Any] | None:
     }
     if kind == "store_const":
         spec["const"] = _json_safe(getattr(action, "const_value", action.const))
-    deprecated = "Deprecated" in type(action).__name__
+    # SGLang's own Deprecated*Action classes, or argparse's deprecated=True (Python 3.13+).
+    deprecated = "Deprecated" in type(action).__name__ or getattr(action, "deprecated", False) is True
     replacement = getattr(action, "new_flag", None)
     match = _DEPRECATED_USE.search(action.help or "") if isinstance(action.help, str) else None
     if match:
