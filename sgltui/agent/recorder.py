@@ -377,12 +377,12 @@ class Recorder:
         limits, warnings = cls._limits(limits)
         rec = cls(Path(session_dir), limits, warnings)
         # Re-register server logs so scrubbing and rotation continue for servers still running.
-        servers = rec.path / SERVERS_DIR
-        if servers.is_dir():
-            for log in servers.glob("*.log"):
-                sl = ServerLog(log, rec.limits.server_log)
-                sl.scrubbed = 0
-                rec._server_logs[log.stem] = sl
+        for sub in (SERVERS_DIR, BENCH_DIR):
+            folder = rec.path / sub
+            if folder.is_dir():
+                for log in folder.glob("*.log"):
+                    # scrubbed starts at 0: lines written while no agent watched are scrubbed too.
+                    rec._server_logs[f"{sub}/{log.name}"] = ServerLog(log, rec.limits.server_log)
         return rec
 
     @staticmethod
@@ -469,18 +469,22 @@ class Recorder:
                     os.close(fd)
             except OSError as exc:
                 self._fail(exc, path)
-            self._server_logs.setdefault(path.stem, ServerLog(path, self.limits.server_log))
+            self._server_logs.setdefault(f"{SERVERS_DIR}/{path.name}", ServerLog(path, self.limits.server_log))
         return path
 
     def bench_path(self, run_id: str) -> Path:
         """bench/<run-id>.json (the bench runner writes it; core.jsonl.write_json_private does it
-        atomically with mode 0600)."""
+        atomically with mode 0600). Its output log, bench/<run-id>.log, is scrubbed of secrets
+        and rotated like a server log."""
+        path = self.path / BENCH_DIR / f"{safe_name(run_id)}.json"
         with self._lock:
             try:
                 self._ensure_dirs()
             except OSError as exc:
                 self._fail(exc, self.path / BENCH_DIR)
-        return self.path / BENCH_DIR / f"{safe_name(run_id)}.json"
+            log = path.with_suffix(".log")
+            self._server_logs.setdefault(f"{BENCH_DIR}/{log.name}", ServerLog(log, self.limits.server_log))
+        return path
 
     @property
     def disk(self) -> dict:
@@ -598,7 +602,7 @@ class Recorder:
                     if log.rotate_if_needed(self.redactor):
                         self._write_event_line(_dumps(self.redactor.obj({
                             "v": SCHEMA_VERSION, "ts": time.time(), "type": "log.rotated", "client": None,
-                            "slot": None, "file": f"{SERVERS_DIR}/{log.path.name}", "keep": log.limit.keep})))
+                            "slot": None, "file": str(log.path.relative_to(self.path)), "keep": log.limit.keep})))
                 except OSError as exc:
                     self._fail(exc, log.path)
         if now >= self._next_free_check:

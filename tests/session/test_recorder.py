@@ -223,3 +223,18 @@ def test_bad_limits_env_falls_back_with_a_warning_event(tmp_path, monkeypatch):
     assert rec.limits == SessionLimits()
     records, _ = read_jsonl(tmp_path / "s" / "events.jsonl")
     assert records[0]["type"] == "session.warning" and "SGLTUI_SESSION_LIMITS" in records[0]["message"]
+
+
+def test_reopen_scrubs_lines_written_while_no_agent_watched(tmp_path):
+    rec = Recorder.create(tmp_path, session_dir=tmp_path / "s")
+    rec.add_secret(KEY)
+    log = rec.server_log_path("L1")
+    bench_log = rec.bench_path("b1").with_suffix(".log")
+    rec.close()
+    # The agent died; the server (and a bench runner) kept writing.
+    log.write_text(f"--api-key {KEY}\n")
+    bench_log.write_text(f"Authorization: Bearer {KEY}\n")
+    again = Recorder.reopen(tmp_path / "s")
+    again.maintain()
+    assert KEY not in log.read_text() and KEY not in bench_log.read_text()
+    assert log.read_text().startswith("--api-key ***")
