@@ -260,7 +260,8 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
     while True:
         if phases.crash_at is not None and time.monotonic() >= phases.crash_at:
             raise _Crash()
-        timeout = 0.0 if not sched.idle else 0.5
+        was_idle = sched.idle
+        timeout = 0.0 if not was_idle else 0.5
         while conn.poll(timeout):
             timeout = 0.0
             msg = conn.recv()
@@ -273,8 +274,9 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
                 conn.send(("flush_result", sched.flush_cache()))
             elif kind == "shutdown":
                 return
+        if was_idle:
+            sched.realign()     # work that arrives after a pause starts on the current clock
         if sched.idle:
-            sched.realign()
             sched.snapshot(report=False)
             if time.monotonic() - last_idle_refresh > 30:
                 sched.idle_refresh()
