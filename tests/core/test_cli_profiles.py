@@ -41,7 +41,8 @@ def test_list_json_and_broken_files(capsys, tmp_path):
 def test_show_prints_resolved_toml_and_command(capsys):
     rc, out, _ = run(capsys, "profiles", "show", "mtp-hicache")
     assert rc == 0
-    assert out.startswith("# profiles/mtp-hicache.toml  (inherits: mtp-hicache -> mtp -> base; values below are resolved)\n")
+    header = out.splitlines()[0]
+    assert header.startswith("# ") and header.endswith("profiles/mtp-hicache.toml  (inherits: mtp-hicache -> mtp -> base; values below are resolved)")
     assert 'model-path = "Qwen/Qwen3.6-27B"' in out and "enable-hierarchical-cache = true" in out
     rc, out, _ = run(capsys, "profiles", "show", "mtp", "--command")
     assert rc == 0
