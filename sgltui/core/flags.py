@@ -284,7 +284,7 @@ def load_live_catalog(python: str | None = None, refresh: bool = False) -> Catal
 
     The returned Catalog's `source` says which: "live", "cached" or "bundled".
     """
-    python = python or sys.executable
+    python = os.path.expanduser(python) if python else sys.executable
     version = sglang_version(python)
     if version is None:
         return replace(load_bundled_catalog(), note=f"SGLang is not importable by {python}", _index={})

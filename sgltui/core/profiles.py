@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import re
 import shlex
 import sys
@@ -218,7 +219,8 @@ class Profile:
         if self.launcher == "sim":
             # The simulator is part of sgltui, so it runs in sgltui's own interpreter.
             return [sys.executable, "-m", LAUNCH_MODULES["sim"], *self.flag_argv()]
-        return [self.python or sys.executable, "-m", LAUNCH_MODULES["sglang"], *self.flag_argv()]
+        python = os.path.expanduser(self.python) if self.python else sys.executable
+        return [python, "-m", LAUNCH_MODULES["sglang"], *self.flag_argv()]
 
     def command_line(self) -> str:
         """The shell command (env assignments first) that `sgltui profiles import` reads back."""
