@@ -18,6 +18,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.events import Key, Resize
+from textual.css.query import NoMatches
 from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
@@ -195,7 +196,7 @@ class SgltuiApp(App[str | None]):
         self._dirty.update(areas)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.set_timer(FLUSH_DELAY_S, self._flush)
+            self.set_timer(FLUSH_DELAY_S, self._flush_dirty)
 
     def _refresh_status_soon(self) -> None:
         if not self._status_scheduled:
@@ -227,11 +228,16 @@ class SgltuiApp(App[str | None]):
 
     # -- drawing -----------------------------------------------------------------------------
 
-    def _flush(self) -> None:
+    def _flush_dirty(self) -> None:
         self._flush_scheduled = False
         dirty, self._dirty = self._dirty, set()
+        try:
+            self._draw(dirty)
+        except NoMatches:
+            pass  # the app is shutting down and its panes are already gone
+
+    def _draw(self, dirty: set[str]) -> None:
         m = self.model
-        slot0 = m.slot("0")
         if M.SERVERS in dirty:
             self.query_one(ProfilesPane).show(m.profiles, m.slots, m.engine("0"))
             self.refresh_bindings()
@@ -255,7 +261,6 @@ class SgltuiApp(App[str | None]):
             self.query_one(BenchPane).show(m.bench)
         if M.HEADER in dirty or M.SERVERS in dirty:
             self._update_topbar()
-        del slot0
 
     def _update_topbar(self) -> None:
         m = self.model
@@ -279,11 +284,15 @@ class SgltuiApp(App[str | None]):
     def _update_log_title(self) -> None:
         # The tab label is the log pane's title: filter, level and follow state at a glance.
         tab = self.query_one(TabbedContent).get_tab("tab-logs")
-        tab.label = self.query_one(LogPane).describe().capitalize()
+        text = self.query_one(LogPane).describe()
+        tab.label = text[:1].upper() + text[1:]
 
     @on(LogPane.StateChanged)
     def _log_state(self) -> None:
-        self._update_log_title()
+        try:
+            self._update_log_title()
+        except NoMatches:
+            pass  # shutting down
 
     def watch_theme(self, theme: str) -> None:
         # Log text is Rich Text with colours resolved from the theme: redraw it on a change.

@@ -52,7 +52,7 @@ def bar_cells(fractions: list[float], width: int) -> list[int]:
         f = max(0.0, f)
         total = min(1.0, total + f)
         end = int(round(total * width))
-        n = end - used
+        n = max(0, end - used)  # an earlier bumped-up share may already cover this one
         if f > 0 and n == 0 and used < width:
             n = 1
         n = min(n, width - used)

@@ -14,6 +14,9 @@ from sgltui.tui.logbuffer import LogBuffer, LogLine
 from sgltui.tui.widgets.colors import level_style, search_style
 
 
+FILTER_DELAY_S = 0.25
+
+
 class LogView(RichLog):
     """A RichLog that follows the end only while the user is at the end (toolong's rule)."""
 
@@ -24,15 +27,21 @@ class LogView(RichLog):
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        at_end = new >= self.max_scroll_y - 0.5
-        if at_end != self.auto_scroll:
-            self.auto_scroll = at_end
-            self.post_message(self.FollowChanged(at_end))
+        # Only a move up pauses: following itself only ever scrolls down, and it can briefly
+        # lag the end while lines arrive, which must not read as "the user scrolled back".
+        if new < old and self.auto_scroll:
+            self.auto_scroll = False
+            self.post_message(self.FollowChanged(False))
+        elif new > old and not self.auto_scroll and new >= self.max_scroll_y - 0.5:
+            self.auto_scroll = True
+            self.post_message(self.FollowChanged(True))
 
 
 class LogPane(Vertical):
     DEFAULT_CSS = """
-    LogPane LogView { height: 1fr; background: transparent; }
+    /* The horizontal scrollbar is always there: if it appeared with the first long line it
+       would shrink the view after the scroll to the end and hide the newest lines. */
+    LogPane LogView { height: 1fr; background: transparent; overflow-x: scroll; scrollbar-size-horizontal: 1; }
     LogPane #log-input { dock: bottom; display: none; height: 1; border: none; padding: 0 1; }
     LogPane #log-input.-open { display: block; }
     """
@@ -47,6 +56,7 @@ class LogPane(Vertical):
         self._shown: list[LogLine] = []
         self._input_mode: str | None = None  # "filter" | "search"
         self._match: int | None = None
+        self._filter_timer = None
 
     def compose(self) -> ComposeResult:
         yield LogView(max_lines=self.buffer.lines.maxlen, wrap=False, markup=False, highlight=False, id="log-view")
@@ -116,6 +126,9 @@ class LogPane(Vertical):
         box = self.query_one("#log-input", Input)
         if not box.has_class("-open"):
             return
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+            self._filter_timer = None
         if self._input_mode == "filter":
             self.buffer.set_filter("")
         elif self._input_mode == "search":
@@ -127,12 +140,19 @@ class LogPane(Vertical):
 
     @on(Input.Changed, "#log-input")
     def _typed(self, event: Input.Changed) -> None:
+        # The filter applies as you type, but only after a pause: redrawing a long tail on
+        # every keystroke would make typing lag. Search applies on enter.
         event.stop()
-        if self._input_mode == "filter":
-            self.buffer.set_filter(event.value)
-            self.redraw()
-        elif self._input_mode == "search":
-            self.buffer.search_text = event.value.strip()
+        if self._input_mode != "filter":
+            return
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+        self._filter_timer = self.set_timer(FILTER_DELAY_S, lambda v=event.value: self._apply_filter(v))
+
+    def _apply_filter(self, value: str) -> None:
+        self._filter_timer = None
+        if value.strip() != self.buffer.filter_text:
+            self.buffer.set_filter(value)
             self.redraw()
 
     @on(Input.Submitted, "#log-input")
@@ -142,7 +162,15 @@ class LogPane(Vertical):
         self.query_one("#log-input", Input).remove_class("-open")
         self._input_mode = None
         self.view.focus()
-        if mode == "search":
+        if mode == "filter":
+            if self._filter_timer is not None:
+                self._filter_timer.stop()
+            self._apply_filter(event.value)
+        elif mode == "search":
+            self.buffer.search_text = event.value.strip()
+            self._match = None
+            self.view.auto_scroll = False  # stay on the match, not on the end
+            self.redraw()
             self.search(backwards=False)
         self.post_message(self.StateChanged())
 
@@ -157,7 +185,9 @@ class LogPane(Vertical):
         self._match = found
         view = self.view
         view.auto_scroll = False
-        view.scroll_to(y=max(0, found - view.scrollable_content_region.height // 2), animate=False)
+        # After the refresh: a redraw just before may still have a scroll pending.
+        view.call_after_refresh(view.scroll_to, y=max(0, found - view.scrollable_content_region.height // 2),
+                                animate=False)
         self.post_message(self.StateChanged())
         return True
 

@@ -1,0 +1,40 @@
+"""Shared helpers for the TUI tests (scripted sources, waiting on the app)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from sgltui.tui.app import make_app
+from sgltui.tui.config import TuiConfig
+from sgltui.tui.scripted import ScriptedSource, make_engine, make_slot, make_status
+
+
+def status_with(state="ready", running=0, profile="demo-mtp", **slot):
+    st = make_status([make_slot(profile=profile, state=state, **slot)])
+    if st["telemetry"]["engine"]:
+        st["telemetry"]["engine"]["0"] = make_engine(0, running=running)
+        st["telemetry"]["engine"]["0"]["num_queue_reqs"] = 0
+    return st
+
+
+def app_with(source, **kw):
+    kw.setdefault("config", TuiConfig())
+    kw.setdefault("load_user_themes", True)
+    return make_app(source, **kw)
+
+
+async def until(pilot, cond, timeout=5.0):
+    """Let the app run until cond() is true (the app works in workers and timers)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await pilot.pause(0.02)
+
+
+def ops(source: ScriptedSource, name: str):
+    return [args for op, args in source.calls if op == name]
+
+
+__all__ = ["ScriptedSource", "app_with", "until", "ops", "status_with", "asyncio"]

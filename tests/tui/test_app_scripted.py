@@ -1,0 +1,306 @@
+"""The app's wiring, driven by keys against a scripted source (no agent needed)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual.widgets import OptionList
+
+from sgltui.tui.config import TuiConfig
+from sgltui.tui.screens import BenchDialog, Confirm, DrainChoice
+from sgltui.tui.widgets.activity import ActivityPane
+from sgltui.tui.widgets.logs import LogPane, LogView
+
+from .helpers import ScriptedSource, app_with, ops, status_with, until
+
+SIZE = (120, 40)
+
+
+async def started(app, pilot):
+    await until(pilot, lambda: app.model.connected and app.first_status.is_set())
+    await pilot.pause(0.15)
+
+
+async def test_profile_key_swaps_at_once_when_no_request_runs():
+    src = ScriptedSource(status_with(running=0))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("1")
+        await until(pilot, lambda: ops(src, "swap"))
+        assert ops(src, "swap") == [{"profile": "demo-no-mtp", "slot": "0", "drain": "wait"}]
+
+
+async def test_profile_key_asks_drain_force_cancel_when_requests_run():
+    src = ScriptedSource(status_with(running=3))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, DrainChoice))
+        await pilot.press("c")
+        await until(pilot, lambda: not isinstance(app.screen, DrainChoice))
+        await pilot.pause(0.1)
+        assert ops(src, "swap") == []
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, DrainChoice))
+        await pilot.press("f")
+        await until(pilot, lambda: ops(src, "swap"))
+        assert ops(src, "swap")[0]["drain"] == "force"
+
+
+async def test_same_profile_key_does_not_restart():
+    src = ScriptedSource(status_with(running=0))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("2")  # demo-mtp is already ready
+        await pilot.pause(0.2)
+        assert ops(src, "swap") == [] and ops(src, "start") == []
+
+
+async def test_start_when_stopped_by_key_and_by_highlight():
+    src = ScriptedSource(status_with(state="stopped"))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("3")
+        await until(pilot, lambda: ops(src, "start"))
+        assert ops(src, "start")[0]["profile"] == "demo-mtp-hicache"
+        app.query_one("#profile-list", OptionList).highlighted = 3
+        await pilot.press("s")
+        await until(pilot, lambda: len(ops(src, "start")) == 2)
+        assert ops(src, "start")[1]["profile"] == "demo-no-mtp-hicache"
+
+
+async def test_stop_asks_then_stops():
+    src = ScriptedSource(status_with(running=0))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("x")
+        await until(pilot, lambda: isinstance(app.screen, Confirm))
+        await pilot.press("y")
+        await until(pilot, lambda: ops(src, "stop"))
+        assert ops(src, "stop") == [{"slot": "0", "drain": "wait"}]
+
+
+async def test_keymap_from_config_remaps_by_id():
+    src = ScriptedSource(status_with(running=0))
+    app = app_with(src, config=TuiConfig(keymap={"server.stop": "k"}, confirm_stop=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("x")
+        await pilot.pause(0.2)
+        assert ops(src, "stop") == []
+        await pilot.press("k")
+        await until(pilot, lambda: ops(src, "stop"))
+
+
+async def test_log_filter_level_and_clear():
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        view = app.query_one(LogView)
+        assert len(view.lines) == len(src.logs)
+        await pilot.press("slash")
+        await pilot.press(*"Load w")
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert len(view.lines) == 2
+        assert "filter 'Load w'" in str(app.query_one("#lower").get_tab("tab-logs").label)
+        # Lines arriving later are filtered too.
+        src.feed({"push": "log", "data": {"slot": "0", "lines": ["Load weight begin. again", "other line"]}})
+        await until(pilot, lambda: len(view.lines) == 3)
+        await pilot.press("w")  # warnings and errors only, on top of the filter
+        await pilot.pause(0.1)
+        assert len(view.lines) == 0
+        await pilot.press("w", "w")
+        await pilot.press("slash", "escape")  # escape clears the filter
+        await pilot.pause(0.1)
+        assert len(view.lines) == len(src.logs) + 2
+
+
+async def test_follow_pauses_while_scrolled_back_and_resumes():
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        src.feed({"push": "log", "data": {"slot": "0", "lines": [f"line {i}" for i in range(200)]}})
+        view = app.query_one(LogView)
+        await until(pilot, lambda: len(view.lines) > 200 and view.scroll_y == view.max_scroll_y > 0)
+        view.scroll_to(y=10, animate=False)
+        await pilot.pause(0.1)
+        assert not app.query_one(LogPane).following
+        src.feed({"push": "log", "data": {"slot": "0", "lines": [f"more {i}" for i in range(20)]}})
+        await until(pilot, lambda: len(view.lines) > 220)
+        await pilot.pause(0.1)
+        assert view.scroll_y == 10  # stayed where the user is reading
+        assert "paused" in str(app.query_one("#lower").get_tab("tab-logs").label)
+        await pilot.press("l", "G")
+        await until(pilot, lambda: view.scroll_y == view.max_scroll_y)
+        assert app.query_one(LogPane).following
+
+
+async def test_log_is_bounded_by_config():
+    src = ScriptedSource(status_with(), logs=[])
+    app = app_with(src, config=TuiConfig(log_max_lines=150))
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        src.feed({"push": "log", "data": {"slot": "0", "lines": [f"l{i}" for i in range(400)]}})
+        await until(pilot, lambda: len(app.logbuf.lines) == 150)
+        await pilot.pause(0.2)
+        assert len(app.query_one(LogView).lines) == 150
+
+
+async def test_search_jumps_to_match():
+    src = ScriptedSource(status_with(), logs=[f"row {i}" for i in range(300)] + ["needle here"] + ["x"] * 50)
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("ctrl+f", *"needle", "enter")
+        await pilot.pause(0.2)
+        view = app.query_one(LogView)
+        top = int(view.scroll_y)
+        assert top <= 300 < top + view.scrollable_content_region.height
+        assert not app.query_one(LogPane).following
+
+
+async def test_commands_from_other_clients_show_in_activity():
+    src = ScriptedSource(status_with())
+    app = app_with(src, own_client="tui:1@h")
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await started(app, pilot)
+        src.feed({"push": "event", "data": {"v": 1, "ts": 1764690000.0, "type": "command", "client": "cli:77@box",
+                                            "slot": "0", "op": "swap", "args": {"profile": "demo-no-mtp"}}})
+        await until(pilot, lambda: app.model.activity_total == 1)
+        await pilot.press("a")  # the activity tab
+        pane = app.query_one(ActivityPane)
+        await until(pilot, lambda: len(pane.lines) == 1)
+        text = "".join(seg.text for seg in pane.lines[0])
+        assert "cli:77@box" in text and "swap profile=demo-no-mtp" in text
+        assert any("cli:77@box" in str(n.message) for n in app._notifications)
+
+
+async def test_reconnects_after_the_agent_goes_away():
+    class Flaky(ScriptedSource):
+        fail = 2
+
+        async def connect(self):
+            await super().connect()
+            if self.fail:
+                self.fail -= 1
+                raise ConnectionRefusedError("no agent")
+
+    src = Flaky(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.model.connected, timeout=8)
+        assert src.connects == 3
+        # The push stream ending means the agent went away: the app says so and reconnects.
+        src.script = []
+        app.model.connected = True
+
+        async def ended():
+            return
+            yield
+
+        src.pushes = ended  # next pushes() call ends at once, as when the socket closes
+        app.consume_source()
+        await until(pilot, lambda: src.connects >= 4)
+
+
+async def test_read_only_source_refuses_commands():
+    src = ScriptedSource(status_with(running=0))
+    src.read_only = True
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("1", "x", "s", "b")
+        await pilot.pause(0.2)
+        assert [op for op, _ in src.calls if op not in ("status", "logs", "bench_list")] == []
+        assert app.exit_note() is None
+        assert "REPLAY" in str(app.query_one("#topbar").render())
+
+
+async def test_bench_dialog_starts_a_run_with_a_spec():
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog))
+        await pilot.press("enter")
+        await until(pilot, lambda: ops(src, "bench_start"))
+        spec = ops(src, "bench_start")[0]["spec"]
+        assert spec["profiles"] == ["demo-mtp"] and spec["concurrency"] == [1, 4, 16] and spec["requests"] == 64
+
+
+async def test_bench_results_fill_the_comparison(tmp_path):
+    result = {"v": 1, "run_id": "r1", "results": [
+        {"profile": "demo-mtp", "concurrency": 4, "metrics": {"output_throughput": 400.0, "median_ttft_ms": 50.0},
+         "capacity": {"max_running_requests": 4}},
+        {"profile": "demo-no-mtp", "concurrency": 4, "metrics": {"output_throughput": 800.0}, "capacity": None}]}
+    path = tmp_path / "r1.json"
+    import json
+    path.write_text(json.dumps(result))
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        src.feed({"push": "event", "data": {"v": 1, "ts": 1.0, "type": "bench.done", "client": None, "slot": None,
+                                            "run_id": "r1", "path": str(path), "state": "done"}})
+        table = app.query_one("#bench-table")
+        await until(pilot, lambda: table.row_count == 2)
+        first = [str(c) for c in table.get_row_at(0)]
+        second = [str(c) for c in table.get_row_at(1)]
+        assert first[0] == "★ demo-no-mtp" and first[3] == "100%"
+        assert second[0].strip() == "demo-mtp" and second[3] == "50%" and second[8] == "4"
+
+
+async def test_screenshot_goes_to_the_session_dir(tmp_path):
+    src = ScriptedSource(status_with())
+    src.status["agent"]["session_dir"] = str(tmp_path / "session")
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("S")
+        shots = tmp_path / "session" / "screenshots"
+        await until(pilot, lambda: shots.is_dir() and list(shots.glob("*.svg")))
+        assert "<svg" in next(shots.glob("*.svg")).read_text()[:500]
+
+
+async def test_quit_says_servers_keep_running():
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("q")
+    assert "servers keep running" in app.return_value and "demo-mtp ready on 127.0.0.1:30000" in app.return_value
+
+
+async def test_command_palette_offers_every_action_and_profile():
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for want in ("Start (s)", "Stop (x)", "Restart (r)", "Bench (b)", "Filter (slash)", "Swap to demo-no-mtp (1)",
+                     "Logs (l)", "Screenshot (S)"):
+            assert want in titles, want
+
+
+async def test_themes_switch_and_logs_follow_the_theme():
+    src = ScriptedSource(status_with(), logs=["torch.OutOfMemoryError: CUDA out of memory"])
+    app = app_with(src, theme="sgltui-paper")
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        assert app.theme == "sgltui-paper"
+        view = app.query_one(LogView)
+        paper = list(view.lines[0])[0].style.color.triplet.hex
+        assert paper == app.theme_variables["error"].lower()  # the error colour of the paper theme
+        app.theme = "sgltui-night"
+        await pilot.pause(0.3)
+        night = list(view.lines[0])[0].style.color.triplet.hex
+        assert night == app.theme_variables["error"].lower() and night != paper

@@ -1,0 +1,84 @@
+"""TuiModel: which push changes what, bounded history, who issued a command."""
+
+from sgltui.tui import model as M
+from sgltui.tui.model import TuiModel
+from sgltui.tui.scripted import make_sample, make_slot, make_status
+
+
+def ev(type_, **fields):
+    return {"push": "event", "data": {"v": 1, "ts": 100.0, "type": type_, "client": None, "slot": "0", **fields}}
+
+
+def test_samples_feed_bounded_series_in_time_order():
+    m = TuiModel(history_points=10)
+    m.apply_status(make_status())
+    for t in range(1, 30):
+        assert {M.MEMORY, M.CHART} <= m.apply_push({"push": "sample", "data": make_sample(t)})
+    assert len(m.series["gen_throughput"]) == 10
+    ts = [t for t, _ in m.series["running"]]
+    assert ts == sorted(ts) and ts[-1] == make_sample(29)["ts"]
+    # A late (older) sample must not go into the chart out of order.
+    m.apply_push({"push": "sample", "data": make_sample(5)})
+    assert m.series["running"][-1][0] == make_sample(29)["ts"]
+    assert m.telemetry["gpus"][0]["simulated"] is True
+
+
+def test_slot_events_patch_state_and_ask_for_a_fresh_status():
+    m = TuiModel()
+    m.apply_status(make_status([make_slot(state="launching", phase="spawned")]))
+    push = ev("slot.phase", phase="loading weights", progress=0.4, eta_s=12.0)
+    assert M.SERVERS in m.apply_push(push)
+    assert m.slot("0")["phase"] == "loading weights" and m.slot("0")["eta_s"] == 12.0
+    assert m.needs_status_refresh(push)
+    cause = {"kind": "oom", "summary": "CUDA out of memory", "fix": "lower --mem-fraction-static", "lines": []}
+    m.apply_push(ev("slot.state", state="failed", prev="launching", cause=cause))
+    assert m.slot("0")["state"] == "failed" and m.slot("0")["cause"]["kind"] == "oom"
+    assert m.activity[-1].level == "error" and "CUDA out of memory" in m.activity[-1].text
+    assert not m.needs_status_refresh({"push": "sample", "data": make_sample(1)})
+
+
+def test_swap_steps_show_then_clear():
+    m = TuiModel()
+    m.apply_status(make_status())
+    m.apply_push(ev("swap.step", **{"from": "demo-mtp", "to": "demo-no-mtp", "step": "draining", "elapsed_s": 0.5}))
+    assert m.slot("0")["swap"]["step"] == "draining"
+    m.apply_push(ev("swap.done", **{"from": "demo-mtp", "to": "demo-no-mtp", "ok": True, "rolled_back": False,
+                                    "timings_s": {"total": 4.2}}))
+    assert m.slot("0")["swap"] is None
+    assert "in 4.2 s" in m.activity[-1].text
+
+
+def test_commands_from_other_clients_are_marked_foreign():
+    m = TuiModel(own_client="tui:1@h")
+    m.apply_status(make_status())
+    m.apply_push(ev("command", client="cli:9@h", op="swap", args={"profile": "demo-no-mtp", "profiles_dirs": []}))
+    m.apply_push(ev("command", client="tui:1@h", op="stop", args={"slot": "0"}))
+    theirs, mine = list(m.activity)[-2:]
+    assert theirs.foreign and theirs.client == "cli:9@h" and theirs.text == "swap profile=demo-no-mtp"
+    assert not mine.foreign
+    assert m.activity_total == 2
+
+
+def test_activity_is_bounded_but_counts_everything():
+    m = TuiModel(activity_items=5)
+    for i in range(12):
+        m.apply_push(ev("command", client="cli:1@h", op="ping", args={}))
+    assert len(m.activity) == 5 and m.activity_total == 12
+
+
+def test_bench_events_track_a_run():
+    m = TuiModel()
+    m.apply_push(ev("bench.start", run_id="r1"))
+    m.apply_push(ev("bench.progress", run_id="r1", profile="demo-mtp", concurrency=4, point=1, points=3))
+    assert m.bench["r1"].state == "running" and m.bench["r1"].progress["concurrency"] == 4
+    m.apply_push(ev("bench.done", run_id="r1", path="/x/r1.json", state="done"))
+    assert m.bench["r1"].state == "done" and m.bench["r1"].path == "/x/r1.json"
+
+
+def test_running_requests_and_profile_keys():
+    m = TuiModel()
+    m.apply_status(make_status())
+    eng = m.engine("0")
+    assert m.running_requests("0") == eng["num_running_reqs"] + eng["num_queue_reqs"]
+    assert m.profile_for_key("2")["name"] == "demo-mtp"
+    assert m.profile_for_key("9") is None
