@@ -250,9 +250,11 @@ def parse_startup_line(line: str) -> StartupLine | None:
     if msg.startswith("Use sliding window memory pool"):
         return mk("swa_pool", full_tokens=_int(r"full_layer_tokens=(\d+)", msg),
                   swa_tokens=_int(r"swa_layer_tokens=(\d+)", msg))
-    m = re.match(r"Allocating (?:(\S+) )?hierarchical KV host pool: (\d+) tokens, " + _NUM + " GB host memory", msg)
+    # "Allocating kv hierarchical KV host pool: N tokens, X GB host memory." and token-less variants
+    # for state pools ("Allocating mamba hierarchical host pool: X GB host memory.").
+    m = re.match(r"Allocating (?:(\S+) )?hierarchical (?:KV )?host pool:? (?:(\d+) tokens, )?" + _NUM + " GB host memory", msg)
     if m:
-        return mk("hicache_host", label=m.group(1), tokens=int(m.group(2)), gb=float(m.group(3)))
+        return mk("hicache_host", label=m.group(1), tokens=int(m.group(2)) if m.group(2) else None, gb=float(m.group(3)))
     m = re.match(r"Allocating " + _NUM + " GB host memory for hierarchical KV cache", msg)
     if m:  # 0.5.12 wording
         return mk("hicache_host", label=None, tokens=None, gb=float(m.group(1)))

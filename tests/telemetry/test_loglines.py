@@ -88,6 +88,8 @@ def test_startup_lines_0_5_23():
     assert mamba.values["ssm_gb"] == 11.25 and mamba.values["intermediate_ssm_gb"] == 4.0
     host = parse_startup_line("Allocating kv hierarchical KV host pool: 824320 tokens, 101.32 GB host memory.")
     assert host.kind == "hicache_host" and host.values == {"label": "kv", "tokens": 824320, "gb": 101.32}
+    state = parse_startup_line("Allocating mamba hierarchical host pool: 22.17 GB host memory.")
+    assert state.values == {"label": "mamba", "tokens": None, "gb": 22.17}
     g = parse_startup_line("Capture target decode CUDA graph end. bs=[1, 2, 4, 8], elapsed=21.30 s, "
                            "mem usage=1.05 GB, avail mem=7.05 GB.")
     assert g.kind == "graph_end" and g.values["bs"] == [1, 2, 4, 8] and g.values["which"] == "target decode"
