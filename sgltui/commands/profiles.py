@@ -62,8 +62,17 @@ def register(subparsers: Any) -> None:
 
 # --- list / show ---------------------------------------------------------------------------------
 
+def _extra_dirs(args: argparse.Namespace) -> list[Path]:
+    """--profiles DIRs, each checked: a typo there would silently hide profiles."""
+    dirs = [Path(d).expanduser() for d in (getattr(args, "profiles", None) or ())]
+    for d in dirs:
+        if not d.is_dir():
+            raise CliError(f"--profiles {d}: no such directory; give a folder that holds profile .toml files")
+    return dirs
+
+
 def _scan(args: argparse.Namespace) -> ProfileSet:
-    return scan_profiles(getattr(args, "profiles", None) or ())
+    return scan_profiles(_extra_dirs(args))
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -81,7 +90,7 @@ def _list(args: argparse.Namespace) -> int:
                           for p in rows] + [{"error": b} for b in broken], indent=1))
         return 0
     if not rows and not broken:
-        dirs = ", ".join(str(d) for d in search_dirs(getattr(args, "profiles", None) or ()))
+        dirs = ", ".join(str(d) for d in search_dirs(_extra_dirs(args)))
         print(f"no profiles found (searched {dirs})")
         return 0
     width = max((len(p.name) for p in rows), default=4)
@@ -95,7 +104,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _load_one(name: str, args: argparse.Namespace) -> Profile:
     try:
-        return get_profile(name, getattr(args, "profiles", None) or ())
+        return get_profile(name, _extra_dirs(args))
     except ProfileError as exc:
         raise CliError(str(exc)) from None
 
@@ -116,8 +125,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _targets(args: argparse.Namespace) -> tuple[list[Profile], list[str]]:
     """The profiles to check and the load errors met on the way."""
-    extra = getattr(args, "profiles", None) or ()
-    found = scan_profiles(extra)
+    found = scan_profiles(_extra_dirs(args))
     profiles: list[Profile] = []
     errors: list[str] = []
     if not args.paths:

@@ -138,3 +138,9 @@ def test_real_process_never_prints_a_traceback(tmp_path):
         assert "Traceback" not in proc.stderr + proc.stdout
         lines = (proc.stderr + proc.stdout).strip().splitlines()
         assert any("b.toml:1: extends: inheritance cycle b -> b" in l or "--port needs a value" in l for l in lines)
+
+
+def test_missing_profiles_dir_is_an_error(capsys, tmp_path):
+    rc, out, err = run(capsys, "--profiles", str(tmp_path / "nope"), "profiles", "list")
+    assert rc == 1 and out == ""
+    assert err == f"sgltui: error: --profiles {tmp_path / 'nope'}: no such directory; give a folder that holds profile .toml files\n"
