@@ -127,11 +127,13 @@ class _Checker:
         if dashed != key and self.catalog.lookup(dashed, sim=self.sim):
             self.error(key, "SGLang flag names use dashes", f"write {dashed} = {shown}")
             return
-        prefixed = [s for s in self.catalog.prefix_matches(key)]
+        prefixed = self.catalog.prefix_matches(key)
         if len(prefixed) == 1:
-            self.warn(key, f"abbreviation of --{prefixed[0].name}: accepted only while no other flag starts the same",
-                      f"write {prefixed[0].name} = {shown}")
-            self.specs.setdefault(prefixed[0].name, (key, prefixed[0]))
+            spec = prefixed[0]
+            self.warn(key, f"abbreviation of --{spec.name}: accepted only while no other flag starts the same",
+                      f"write {spec.name} = {shown}")
+            self.specs.setdefault(spec.name, (key, spec))
+            self.check_value(key, spec, value)
             return
         near = self.catalog.nearest(key, sim=self.sim)
         if len(prefixed) > 1:
@@ -215,7 +217,7 @@ class _Checker:
             try:
                 parsed = json.loads(value)
             except ValueError:
-                self.error(key, "takes JSON, and this does not parse", f"write it as a TOML table/array, or valid JSON text")
+                self.error(key, "takes JSON, and this does not parse", "write it as a TOML table/array, or valid JSON text")
                 return False
             if kind == "json_list" and not isinstance(parsed, list):
                 self.error(key, "takes a JSON list", f"write {key} = [...]")

@@ -6,12 +6,10 @@ import argparse
 import json
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
-from sgltui.core import flags
 from sgltui.core.flags import BUNDLED_PATH, human_int, load_bundled_catalog, load_live_catalog
 from sgltui.core.profiles import load_profiles
 
