@@ -148,7 +148,7 @@ def read_raw(path: Path) -> RawProfile:
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         m = re.search(r"\(at line (\d+), column (\d+)\)", message)
-        line = int(m.group(1)) if m else None
+        line = int(m.group(1)) if m else getattr(exc, "lineno", None)  # newer tomllib also has .lineno
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", message) if m else message
         col = f" (column {m.group(2)})" if m else ""
         raise ProfileError(f"invalid TOML: {message}{col}", path, line, fix="fix the TOML syntax on that line") from None
