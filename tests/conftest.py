@@ -31,6 +31,7 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("SGLTUI_SIM_GPU_DIR", str(tmp_path / "simgpu"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdgstate"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     # Make `python -m sgltui...` in child processes import this checkout.
     root = str(Path(__file__).resolve().parent.parent)
     monkeypatch.setenv("PYTHONPATH", root + os.pathsep + os.environ.get("PYTHONPATH", ""))
