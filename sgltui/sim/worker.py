@@ -46,19 +46,21 @@ class Phases:
         self.conn = conn
         self.rank = rank
         self.args = cfg["args"]
-        self.scale = float(self.args.sim_time_scale) * float(self.args.sim_slow_start or 1.0)
+        self.slow = float(self.args.sim_slow_start or 1.0)
+        self.scale = float(self.args.sim_time_scale) * self.slow
         self.crash_at = cfg.get("crash_at")      # monotonic deadline, or None
         self.timings: dict[str, float] = {}
 
     def sleep(self, sim_seconds: float) -> float:
-        """Sleep the scaled duration; returns the simulated elapsed time for the log."""
+        """Sleep the scaled duration; returns the simulated elapsed time for the log (a slow
+        start makes the phase itself longer, so the log shows the longer time)."""
         end = time.monotonic() + sim_seconds * self.scale
         while True:
             left = end - time.monotonic()
             if self.crash_at is not None and time.monotonic() >= self.crash_at:
                 raise _Crash()
             if left <= 0:
-                return sim_seconds
+                return sim_seconds * self.slow
             time.sleep(min(left, 0.05))
 
     def hang(self) -> None:
