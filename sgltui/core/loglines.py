@@ -185,6 +185,7 @@ _NOTE_MARKERS = (
     "is smaller than the device pool",
     "The memory capacity is unbalanced",
     "Not enough space for mamba cache",
+    "Post-capture KV sizing: max_running_requests",
 )
 
 _SERVER_ARGS_KEYS = (
@@ -238,8 +239,10 @@ def parse_startup_line(line: str) -> StartupLine | None:
                   conv_gb=_f(r"conv_state size: " + _NUM, msg), ssm_gb=_f(r"\bssm_state size: " + _NUM, msg),
                   intermediate_ssm_gb=_f(r"intermediate_ssm_state_cache size: " + _NUM, msg),
                   intermediate_conv_gb=_f(r"intermediate_conv_window_cache size: " + _NUM, msg))
-    if msg.startswith("Post-capture KV sizing"):
-        return mk("kv_cache", label=None, dtype=_dtype(msg), tokens=_int(r"#tokens: (\d+)", msg),
+    # Unified sizing: "... KV Cache VA upper bound ..." first (not a pool), then the real figure.
+    m = re.match(r"Post-capture KV sizing: (?:(\S+) )?KV cache allocated\.", msg)
+    if m:
+        return mk("kv_cache", label=m.group(1), dtype=_dtype(msg), tokens=_int(r"#tokens: (\d+)", msg),
                   kv_gb=_f(r"KV size: " + _NUM, msg), avail_gb=_f(r"avail mem=" + _NUM, msg))
     m = re.match(r"(?:(.*?) )?KV Cache is allocated\.", msg)
     if m:
@@ -255,9 +258,13 @@ def parse_startup_line(line: str) -> StartupLine | None:
     m = re.match(r"Allocating (?:(\S+) )?hierarchical (?:KV )?host pool:? (?:(\d+) tokens, )?" + _NUM + " GB host memory", msg)
     if m:
         return mk("hicache_host", label=m.group(1), tokens=int(m.group(2)) if m.group(2) else None, gb=float(m.group(3)))
-    m = re.match(r"Allocating " + _NUM + " GB host memory for hierarchical KV cache", msg)
-    if m:  # 0.5.12 wording
-        return mk("hicache_host", label=None, tokens=None, gb=float(m.group(1)))
+    # 0.5.12 KV wording, and 0.5.23's host state pool of hybrid models:
+    # "Allocating 22.17 GB host memory for hierarchical Mamba cache (51 state slots, layout=...)."
+    m = re.match(r"Allocating " + _NUM + r" GB host memory for hierarchical (\S+) cache(?: \((\d+) state slots)?", msg)
+    if m:
+        label = None if m.group(2) == "KV" else m.group(2).lower()
+        return mk("hicache_host", label=label, tokens=None, gb=float(m.group(1)),
+                  state_slots=int(m.group(3)) if m.group(3) else None)
     if msg.startswith("Memory pool end"):
         return mk("memory_pool_end", avail_gb=_f(r"avail mem=" + _NUM, msg))
     m = re.match(r"Capture (.*?)\s*(?:CUDA|cuda) graph (begin|end)", msg)

@@ -112,9 +112,29 @@ def test_startup_lines_0_5_12_and_labelled_pools():
     draft = parse_startup_line("Draft KV Cache is allocated. dtype: torch.bfloat16, #tokens: 5000, K size: 0.1 GB, V size: 0.1 GB")
     assert draft.values["label"] == "Draft"
     old_host = parse_startup_line("Allocating 12.50 GB host memory for hierarchical KV cache.")
-    assert old_host.kind == "hicache_host" and old_host.values["gb"] == 12.5
+    assert old_host.kind == "hicache_host" and old_host.values["gb"] == 12.5 and old_host.values["label"] is None
+    mamba_host = parse_startup_line("Allocating 22.17 GB host memory for hierarchical Mamba cache "
+                                    "(102 state slots, layout=page_first).")
+    assert mamba_host.values["label"] == "mamba" and mamba_host.values["gb"] == 22.17
+    assert mamba_host.values["state_slots"] == 102
+    packed = parse_startup_line("Allocating kv hierarchical KV host pool: 1000 tokens, 2.00 GB host memory, "
+                                "packed MTP KV layers: target_layers=16, draft_layers=1, total_layers=17.")
+    assert packed.values == {"label": "kv", "tokens": 1000, "gb": 2.0}
     old_graph = parse_startup_line("Capture cuda graph end. Time elapsed: 12.3 s. mem usage=1.05 GB. avail mem=7.05 GB.")
     assert old_graph.kind == "graph_end" and old_graph.values["mem_gb"] == 1.05
+
+
+def test_unified_kv_sizing_counts_only_the_post_capture_figure():
+    assert parse_startup_line("KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 900000, KV size: 99.00 GB") is None
+    kv = parse_startup_line("Post-capture KV sizing: KV cache allocated. dtype: torch.bfloat16, #tokens: 412160, "
+                            "KV size: 50.31 GB, avail mem=7.00 GB")
+    assert kv.kind == "kv_cache" and kv.values["label"] is None and kv.values["tokens"] == 412160
+    draft = parse_startup_line("Post-capture KV sizing: draft KV cache allocated. dtype: torch.bfloat16, "
+                               "#tokens: 412160, KV size: 1.20 GB")
+    assert draft.values["label"] == "draft" and draft.values["kv_gb"] == 1.2
+    assert parse_startup_line("Post-capture KV sizing: decode CUDA graph max_bs=8 < 16") is None
+    note = parse_startup_line("Post-capture KV sizing: max_running_requests 48 -> 12")
+    assert note.kind == "note"
 
 
 def test_server_args_echo_and_notes():
