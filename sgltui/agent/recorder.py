@@ -248,7 +248,12 @@ class ServerLog:
             return 0
         blanked = 0
         try:
-            size = os.fstat(fd).st_size
+            st = os.fstat(fd)
+            if st.st_mode & 0o777 != FILE_MODE:
+                # The writer created it with its umask (0644 typically); the 0700 directory
+                # already keeps others out, this makes the file itself private too.
+                os.fchmod(fd, FILE_MODE)
+            size = st.st_size
             if size < self.scrubbed:  # truncated (rotated) under us
                 self.scrubbed = 0
             if size == self.scrubbed:
@@ -453,7 +458,9 @@ class Recorder:
             self._maintain_locked(time.monotonic(), force_scrub=True)
 
     def server_log_path(self, launch_id: str) -> Path:
-        """servers/<launch-id>.log, created empty with mode 0600.
+        """servers/<launch-id>.log. Pure apart from making sure servers/ exists: the file is not
+        created here (callers test .exists() to pick unused launch ids), but it is watched from
+        now on: scrubbed of secrets, set to mode 0600, rotated.
 
         The agent must open it for appending (``open(path, "ab")`` / ``O_APPEND``): rotation is
         copy-truncate, and only an O_APPEND writer continues at the new end of the file. A tailer
@@ -462,14 +469,10 @@ class Recorder:
         with self._lock:
             try:
                 self._ensure_dirs()
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE)
-                try:
-                    os.fchmod(fd, FILE_MODE)
-                finally:
-                    os.close(fd)
             except OSError as exc:
                 self._fail(exc, path)
             self._server_logs.setdefault(f"{SERVERS_DIR}/{path.name}", ServerLog(path, self.limits.server_log))
+            self._next_scrub = 0.0  # the next sample/maintain call fixes its mode promptly
         return path
 
     def bench_path(self, run_id: str) -> Path:

@@ -31,6 +31,12 @@ def test_layout_and_modes_even_with_a_permissive_umask(tmp_path):
         rec.sample({"gpus": [], "host": {}, "engine": {}})
         log = rec.server_log_path("20261202-150000-demo")
         bench = rec.bench_path("run/1")
+        # Asking for the path must not create the file: the agent picks unused launch ids by
+        # testing .exists(). The server's own open() then creates it with the umask's mode.
+        assert not log.exists()
+        open(log, "ab").close()
+        assert _mode(log) == 0o666
+        rec.maintain()
     finally:
         os.umask(old)
     assert rec.path.parent == tmp_path / "state" / "sessions"
@@ -76,7 +82,7 @@ def test_server_log_scrubbed_in_place_with_same_length(tmp_path):
     rec.event("launch", slot="0", launch_id="L1", command=["--api-key", KEY])
     log = rec.server_log_path("L1")
     # The server writes through its own O_APPEND descriptor, as the agent spawns it.
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     os.write(fd, f"[2026-12-02 15:00:00] server_args=ServerArgs(api_key='{KEY}', port=30000)\n".encode())
     os.write(fd, b"half a line with " + KEY[:6].encode())  # no newline yet: left for the next pass
     before = log.stat().st_size
