@@ -156,8 +156,11 @@ def orphan_sglang_processes(exclude: set[int] = frozenset()) -> list[int]:
             name = proc.info["name"] or ""
             if proc.pid in exclude or not name.startswith("sglang::"):
                 continue
-            parent = psutil.Process(proc.info["ppid"]) if proc.info["ppid"] else None
-            if parent is None or proc.info["ppid"] == 1 or not (parent.name() or "").startswith(("python", "sglang")):
+            ppid = proc.info["ppid"] or 0
+            # A live launcher can have any name (torch renames it "pt_main_thread"), so only a
+            # parent that is init (or systemd as a subreaper) marks the process as orphaned.
+            parent_name = psutil.Process(ppid).name() if ppid > 1 else "init"
+            if ppid <= 1 or parent_name in ("systemd", "init", "tini", "dumb-init"):
                 found.append(proc.pid)
         except psutil.Error:
             continue

@@ -1,0 +1,184 @@
+"""Talking to the agent: AgentClient (asyncio) and call_sync (for CLI commands).
+
+`connect()` starts the agent on demand: it runs `python -m sgltui.agent`, which detaches itself
+(double fork), and waits for the socket to answer. A dead agent's leftover socket refuses the
+connection, which is exactly the "start one" signal; the new agent removes the stale file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, AsyncIterator, Sequence
+
+from sgltui.agent.daemon import paths
+
+START_TIMEOUT_S = 20.0
+
+
+class AgentError(Exception):
+    """One-line message from the agent or about the connection to it."""
+
+
+def client_id(name: str = "cli") -> str:
+    return f"{name}:{os.getpid()}@{socket.gethostname().split('.')[0]}"
+
+
+def spawn_agent(state_dir: Path, profiles_dirs: Sequence[str | os.PathLike] = ()) -> None:
+    """Start a detached agent for `state_dir` (returns once the launcher process has forked)."""
+    argv = [sys.executable, "-m", "sgltui.agent", "--state-dir", str(state_dir)]
+    for d in profiles_dirs:
+        argv += ["--profiles", str(d)]
+    # The launcher double-forks and exits at once; waiting for it reaps it (no zombie).
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True, close_fds=True)
+    _, err = proc.communicate(timeout=START_TIMEOUT_S)
+    if proc.returncode != 0:
+        msg = (err or b"").decode(errors="replace").strip().splitlines()
+        raise AgentError(f"the agent did not start: {msg[-1] if msg else f'exit code {proc.returncode}'}")
+
+
+class AgentClient:
+    def __init__(self, state_dir: Path, client_name: str = "cli") -> None:
+        self.state_dir = Path(state_dir)
+        self.client = client_id(client_name)
+        self.paths = paths(self.state_dir)
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future] = {}
+        self._pushes: asyncio.Queue = asyncio.Queue()
+        self._read_task: asyncio.Task | None = None
+        self._closed = False
+
+    async def connect(self, autostart: bool = True, profiles_dirs: Sequence[str | os.PathLike] = ()) -> None:
+        try:
+            await self._open()
+            return
+        except (FileNotFoundError, ConnectionRefusedError, OSError) as exc:
+            if not autostart:
+                raise AgentError(f"no agent is running for {self.state_dir} ({_why(exc)}); "
+                                 f"any sgltui command that needs it starts one") from None
+        await asyncio.to_thread(spawn_agent, self.state_dir, profiles_dirs)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                await self._open()
+                return
+            except (FileNotFoundError, ConnectionRefusedError, OSError):
+                if time.monotonic() > deadline:
+                    raise AgentError(f"the agent did not come up within {START_TIMEOUT_S:.0f}s; "
+                                     f"see {self.paths['log']}") from None
+                await asyncio.sleep(0.05)
+
+    async def _open(self) -> None:
+        self._reader, self._writer = await asyncio.open_unix_connection(str(self.paths["socket"]), limit=8 << 20)
+        self._closed = False
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None
+        error = "the agent closed the connection"
+        try:
+            while True:
+                line = await self._reader.readline()
+                if not line:
+                    break
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if "push" in msg:
+                    self._pushes.put_nowait(msg)
+                    continue
+                fut = self._pending.pop(msg.get("id"), None)
+                if fut is not None and not fut.done():
+                    if msg.get("ok"):
+                        fut.set_result(msg.get("result"))
+                    else:
+                        fut.set_exception(AgentError(msg.get("error") or "the agent refused the command"))
+        except (ConnectionError, OSError, ValueError) as exc:
+            error = f"connection to the agent lost ({_why(exc)})"
+        except asyncio.CancelledError:
+            error = "connection closed"
+        self._closed = True
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(AgentError(error))
+        self._pending.clear()
+        self._pushes.put_nowait(None)  # ends subscribe()
+
+    async def call(self, op: str, **args: Any) -> Any:
+        if self._writer is None or self._closed:
+            raise AgentError("not connected to the agent")
+        rid = next(self._ids)
+        fut = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        req = {"id": rid, "op": op, "args": args, "client": self.client}
+        try:
+            self._writer.write(json.dumps(req).encode() + b"\n")
+            await self._writer.drain()
+        except (ConnectionError, OSError) as exc:
+            self._pending.pop(rid, None)
+            raise AgentError(f"connection to the agent lost ({_why(exc)})") from None
+        return await fut
+
+    async def subscribe(self) -> AsyncIterator[dict]:
+        await self.call("subscribe")
+        async for msg in self.pushes():
+            yield msg
+
+    async def pushes(self) -> AsyncIterator[dict]:
+        """Push messages of an already subscribed connection (after `await call("subscribe")`)."""
+        while True:
+            msg = await self._pushes.get()
+            if msg is None:
+                return
+            yield msg
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._writer is not None:
+            self._writer.close()
+            try:
+                await self._writer.wait_closed()
+            except (ConnectionError, OSError):
+                pass
+        if self._read_task is not None:
+            self._read_task.cancel()
+            try:
+                await self._read_task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "no socket"
+    if isinstance(exc, ConnectionRefusedError):
+        return "socket left by a dead agent"
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+def call_sync(state_dir: Path, op: str, autostart: bool = True, profiles_dirs: Sequence[str | os.PathLike] = (),
+              client_name: str = "cli", **args: Any) -> Any:
+    """One request from synchronous code (CLI commands)."""
+
+    async def run() -> Any:
+        client = AgentClient(state_dir, client_name)
+        await client.connect(autostart=autostart, profiles_dirs=profiles_dirs)
+        try:
+            if profiles_dirs and op in ("start", "swap", "restart", "profiles"):
+                args.setdefault("profiles_dirs", [str(d) for d in profiles_dirs])
+            return await client.call(op, **args)
+        finally:
+            await client.close()
+
+    return asyncio.run(run())

@@ -1,0 +1,135 @@
+"""Running the agent as a detached, single, per-state-dir process.
+
+`python -m sgltui.agent --state-dir D [--profiles DIR] [--foreground]`. Detached by a double
+fork into a new session (so closing the SSH terminal or SIGHUP cannot reach it), stdin/stdout/
+stderr on /dev/null, its own log in D/agent.log. An flock on D/agent.lock makes it one agent
+per state dir; whoever holds the lock owns agent.sock and agent.pid, so a socket or pid file
+left by a dead agent is removed by the next one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import logging
+import logging.handlers
+import os
+import signal
+import sys
+from pathlib import Path
+
+from sgltui.core import locations
+
+SOCKET, PIDFILE, LOCKFILE, LOGFILE = "agent.sock", "agent.pid", "agent.lock", "agent.log"
+
+
+def paths(state_dir: Path) -> dict[str, Path]:
+    return {"socket": state_dir / SOCKET, "pid": state_dir / PIDFILE, "lock": state_dir / LOCKFILE,
+            "log": state_dir / LOGFILE}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="sgltui-agent", description="sgltui agent (normally started on demand)")
+    p.add_argument("--state-dir")
+    p.add_argument("--profiles", action="append", default=[], metavar="DIR")
+    p.add_argument("--session-dir", help="record into this session directory instead of a new one")
+    p.add_argument("--foreground", action="store_true", help="do not detach (for debugging and tests)")
+    return p.parse_args(argv)
+
+
+def _detach() -> None:
+    """Double fork: the first child starts a new session, the grandchild can never reacquire a
+    controlling terminal. The caller (a CLI process) only waits for the first child."""
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    if devnull > 2:
+        os.close(devnull)
+
+
+def _take_lock(lock_path: Path) -> int | None:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    os.set_inheritable(fd, False)  # servers and bench runs must not keep the agent's lock alive
+    return fd
+
+
+def _setup_logging(log_path: Path, foreground: bool) -> None:
+    handler = logging.handlers.RotatingFileHandler(log_path, maxBytes=5 << 20, backupCount=2)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    if foreground:
+        root.addHandler(logging.StreamHandler(sys.stderr))
+    root.setLevel(logging.INFO)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    state_dir = locations.state_dir(args.state_dir)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        print(f"sgltui agent: cannot create state dir {state_dir}: {exc.strerror}", file=sys.stderr)
+        return 1
+    p = paths(state_dir)
+    if not args.foreground:
+        _detach()
+    lock_fd = _take_lock(p["lock"])
+    if lock_fd is None:
+        return 0  # another agent owns this state dir; clients will talk to it
+    _setup_logging(p["log"], args.foreground)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # an SSH drop must not end the agent
+    for stale in (p["socket"], p["pid"]):
+        try:
+            stale.unlink()
+        except FileNotFoundError:
+            pass
+    try:
+        return asyncio.run(_run(state_dir, p, args))
+    except Exception:
+        logging.getLogger("sgltui.agent").exception("agent crashed")
+        return 1
+    finally:
+        for f in (p["socket"], p["pid"]):
+            try:
+                if f == p["pid"] and f.read_text().strip() != str(os.getpid()):
+                    continue
+                f.unlink()
+            except (FileNotFoundError, OSError):
+                pass
+        os.close(lock_fd)
+
+
+async def _run(state_dir: Path, p: dict[str, Path], args: argparse.Namespace) -> int:
+    from sgltui.agent.server import AgentServer
+    from sgltui.agent.supervisor import Supervisor
+
+    log = logging.getLogger("sgltui.agent")
+    sup = Supervisor(state_dir, p["socket"], profiles_dirs=[Path(d).expanduser() for d in args.profiles],
+                     session_dir=Path(args.session_dir) if args.session_dir else None)
+    await sup.start()
+    server = AgentServer(sup, p["socket"])
+    await server.start()
+    tmp = p["pid"].with_name(f".{PIDFILE}.tmp")
+    tmp.write_text(f"{os.getpid()}\n")
+    os.replace(tmp, p["pid"])
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, sup.shutdown_requested.set)
+    log.info("agent %s listening on %s (session %s)", os.getpid(), p["socket"], sup.recorder.path)
+    await sup.shutdown_requested.wait()
+    log.info("agent shutting down (stop_servers=%s)", sup.stop_servers_on_exit)
+    await server.close()
+    await sup.close()
+    return 0

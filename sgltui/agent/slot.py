@@ -1,0 +1,553 @@
+"""One server slot: a GPU set + port that runs at most one SGLang server at a time.
+
+States (docs/CONTRACTS.md): stopped -> launching(phase) -> ready -> draining -> stopping ->
+stopped, launching -> failed(cause), ready -> crashed(cause). The slot spawns the server, tails
+its log file for phases and the ready line, probes readiness, notices exits and hangs, and stops
+the whole process tree. It does not decide *what* to run: the supervisor sequences commands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from sgltui.agent import http_probe, procs
+from sgltui.core import causes, phases
+
+log = logging.getLogger("sgltui.agent.slot")
+
+STOPPED, LAUNCHING, READY, DRAINING, STOPPING, FAILED, CRASHED = (
+    "stopped", "launching", "ready", "draining", "stopping", "failed", "crashed")
+TERMINAL = (READY, STOPPED, FAILED, CRASHED)
+RUNNING = (LAUNCHING, READY, DRAINING)
+
+# A launch with no history gets these ceilings per phase before it counts as hung: generous,
+# because the first launch of a model may download weights or compile kernels.
+NO_HISTORY_LIMIT_S = {
+    phases.SPAWNED: 900.0,
+    phases.LOADING_WEIGHTS: 3600.0,
+    phases.ALLOCATING_KV: 900.0,
+    phases.CAPTURING_GRAPHS: 1800.0,
+    phases.WARMING_UP: 900.0,
+}
+
+
+@dataclass
+class SlotConfig:
+    """Timings the agent applies to every slot (env overrides let tests run in seconds)."""
+
+    hang_factor: float = 3.0        # hung when a phase takes this many times its learned duration...
+    hang_min_s: float = 60.0        # ...and at least this much longer than it
+    stop_grace_s: float = 20.0      # SIGTERM -> SIGKILL of the group (sglang.md §7.2: ~20-30 s)
+    force_grace_s: float = 3.0
+    release_timeout_s: float = 30.0  # wait for VRAM and the port after the processes are gone
+    poll_s: float = 0.1
+
+    @classmethod
+    def from_env(cls) -> "SlotConfig":
+        cfg = cls()
+        for name in ("hang_factor", "hang_min_s", "stop_grace_s", "force_grace_s", "release_timeout_s"):
+            raw = os.environ.get("SGLTUI_" + name.upper())
+            if raw:
+                try:
+                    setattr(cfg, name, float(raw))
+                except ValueError:
+                    log.warning("ignoring SGLTUI_%s=%r: not a number", name.upper(), raw)
+        return cfg
+
+
+class SlotHost(Protocol):
+    """What a slot needs from the agent around it."""
+
+    config: SlotConfig
+
+    def emit(self, type: str, **fields: Any) -> dict: ...
+    def push_log(self, slot_id: str, launch_id: str, lines: list[str]) -> None: ...
+    def server_log_path(self, launch_id: str) -> Path: ...
+    def learned(self, profile: str) -> dict[str, float] | None: ...
+    def record_launch(self, profile: str, durations: dict[str, float]) -> None: ...
+    def telemetry_attach(self, slot: "Slot") -> None: ...
+    def telemetry_detach(self, slot_id: str) -> None: ...
+    def telemetry_line(self, slot_id: str, line: str) -> None: ...
+    def state_changed(self) -> None: ...
+    def add_secret(self, secret: str) -> None: ...
+
+
+class LaunchError(Exception):
+    """A pre-check refused the launch; carries a cause for the slot state."""
+
+    def __init__(self, cause: dict) -> None:
+        super().__init__(f"{cause['summary']}; {cause['fix']}")
+        self.cause = cause
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    out, hide = [], False
+    for a in argv:
+        out.append("***" if hide else a)
+        hide = a in ("--api-key", "--admin-api-key")
+    return out
+
+
+class Slot:
+    def __init__(self, slot_id: str, host: SlotHost) -> None:
+        self.id = slot_id
+        self.host = host
+        self.state = STOPPED
+        self.phase: str | None = None
+        self.profile: Any = None            # sgltui.core.profiles.Profile of the current launch
+        self.profile_name: str | None = None
+        self.tree: procs.ProcTree | None = None
+        self.popen: subprocess.Popen | None = None
+        self.launch_id: str | None = None
+        self.log_path: Path | None = None
+        self.started_at: float | None = None
+        self.ready_at: float | None = None
+        self.cause: dict | None = None
+        self.swap: dict | None = None
+        self.command: list[str] = []
+        self.command_hash: str | None = None
+        self.server_host = "127.0.0.1"
+        self.port = 30000
+        self.api_key: str | None = None
+        self.tp_size = 1
+        self.client: str | None = None      # who issued the command now driving this slot
+        self.timings: dict[str, float] = {}
+        self._phase_started = 0.0
+        self._phase_done: dict[str, float] = {}
+        self._ready_line_at: float | None = None
+        self._tail: collections.deque[str] = collections.deque(maxlen=300)
+        self._log_pos = 0
+        self._partial = b""
+        self._monitor: asyncio.Task | None = None
+        self._stopping = False
+        self._changed = asyncio.Event()
+        self._last_refresh = 0.0
+
+    # ---- views -------------------------------------------------------------------------------
+
+    def status(self) -> dict:
+        progress, eta = self._estimate()
+        now = time.time()
+        pids = self.tree.refresh() if self.tree and self.state in RUNNING + (STOPPING,) else []
+        return {
+            "id": self.id, "profile": self.profile_name, "state": self.state, "phase": self.phase,
+            "progress": progress, "eta_s": eta, "host": self.server_host, "port": self.port,
+            "pid": self.tree.pid if self.tree else None, "pids": pids,
+            "launch_id": self.launch_id, "log_path": str(self.log_path) if self.log_path else None,
+            "started_at": self.started_at, "ready_at": self.ready_at,
+            "uptime_s": round(now - self.started_at, 1) if self.started_at and self.state in RUNNING else None,
+            "command": redact_argv(self.command), "command_hash": self.command_hash,
+            "cause": self.cause, "capacity": None, "swap": self.swap, "api_key_set": bool(self.api_key),
+        }
+
+    def record(self) -> dict | None:
+        """What agent-state.json keeps to re-adopt this server (no secrets)."""
+        if not self.tree or self.state not in RUNNING + (STOPPING,):
+            return None
+        return {"profile": self.profile_name, "state": self.state, "phase": self.phase,
+                "tree": self.tree.to_json(), "launch_id": self.launch_id, "log_path": str(self.log_path),
+                "started_at": self.started_at, "ready_at": self.ready_at, "host": self.server_host,
+                "port": self.port, "command": redact_argv(self.command), "command_hash": self.command_hash,
+                "tp_size": self.tp_size, "phase_done": self._phase_done}
+
+    def _estimate(self) -> tuple[float | None, float | None]:
+        if self.state == READY:
+            return 1.0, 0.0
+        if self.state != LAUNCHING:
+            return None, None
+        in_phase = time.monotonic() - self._phase_started
+        progress, eta = phases.estimate(self.phase, in_phase, self._phase_done, self.host.learned(self.profile_name or ""))
+        return round(progress, 3), (round(eta, 1) if eta is not None else None)
+
+    # ---- state ---------------------------------------------------------------------------------
+
+    def _set_state(self, state: str, reason: str, cause: dict | None = None) -> None:
+        prev, self.state = self.state, state
+        if cause is not None or state in (LAUNCHING, READY, STOPPED):
+            self.cause = cause
+        self.host.emit("slot.state", client=self.client, slot=self.id, state=state, prev=prev,
+                       phase=self.phase, reason=reason, cause=cause, profile=self.profile_name,
+                       launch_id=self.launch_id)
+        self.host.state_changed()
+        self._changed.set()
+
+    def _set_phase(self, phase: str) -> None:
+        now = time.monotonic()
+        if self.phase:
+            self._phase_done[self.phase] = self._phase_done.get(self.phase, 0.0) + now - self._phase_started
+        self.phase, self._phase_started = phase, now
+        progress, eta = self._estimate()
+        self.host.emit("slot.phase", client=self.client, slot=self.id, phase=phase, progress=progress, eta_s=eta)
+        self.host.state_changed()
+        self._changed.set()
+
+    async def wait_settled(self, timeout: float | None = None) -> str:
+        """Wait until the slot is ready, stopped, failed or crashed; return that state."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.state not in TERMINAL:
+            self._changed.clear()
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0)
+            if remaining == 0:
+                break
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                break
+        return self.state
+
+    # ---- launch --------------------------------------------------------------------------------
+
+    def precheck(self, profile: Any, exclude_pids: set[int]) -> None:
+        """Refuse a launch that cannot work before minutes are spent loading it."""
+        host, port = profile.host, profile.port
+        if not procs.port_free(host, port):
+            holder = procs.port_holder(port)
+            raise LaunchError(causes._cause(
+                "port", f"port {port} is already in use" + (f" by {holder}" if holder else ""), [],
+                "stop what holds it or set `port` in the profile's [server]", None))
+        orphans = procs.orphan_sglang_processes(exclude_pids)
+        if orphans:
+            raise LaunchError(causes._cause(
+                "oom", f"leftover SGLang processes hold GPUs: {procs.describe(orphans)}", [],
+                f"end them (kill -9 {' '.join(map(str, orphans))}) and start again", None))
+        frac = profile.server.get("mem-fraction-static")
+        try:
+            need = float(frac) if frac is not None else 0.5
+        except (TypeError, ValueError):
+            need = 0.5
+        problem = procs.gpu_free_check(profile.env.get("CUDA_VISIBLE_DEVICES") or os.environ.get("CUDA_VISIBLE_DEVICES"), need)
+        if problem:
+            raise LaunchError(causes._cause("oom", problem.split(";")[0], [], problem.split(";")[-1].strip(), None))
+
+    def launch(self, profile: Any, client: str | None, launch_id: str) -> None:
+        """Spawn `profile` (the caller ran precheck). Returns once the process exists."""
+        self.client = client
+        self.profile, self.profile_name = profile, profile.name
+        self.server_host, self.port, self.api_key = profile.host, profile.port, profile.api_key
+        if self.api_key:
+            self.host.add_secret(self.api_key)
+        try:
+            self.tp_size = int(profile.server.get("tp-size") or profile.server.get("tensor-parallel-size") or 1)
+        except (TypeError, ValueError):
+            self.tp_size = 1
+        self.command = profile.argv()
+        self.command_hash = profile.command_hash()
+        self.launch_id = launch_id
+        self.log_path = self.host.server_log_path(launch_id)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env.update({k: str(v) for k, v in (profile.env or {}).items()})
+        env.setdefault("PYTHONUNBUFFERED", "1")  # log lines reach the file (and the phases) as printed
+        self._reset_launch()
+        # The server writes straight into the log file: nothing is lost if the agent dies.
+        with open(self.log_path, "ab") as logf:
+            self._log_pos = logf.tell()
+            try:
+                self.popen = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=logf,
+                                              stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                              close_fds=True)
+            except OSError as exc:
+                raise LaunchError(causes._cause(
+                    "exit", f"cannot run {self.command[0]}: {exc.strerror or exc}", [],
+                    "set `python` in the profile to an interpreter that has sglang installed", None)) from None
+        self.tree = procs.ProcTree.of(self.popen.pid)
+        self.started_at = time.time()
+        self.host.emit("launch", client=client, slot=self.id, launch_id=launch_id, profile=profile.name,
+                       command=redact_argv(self.command), command_hash=self.command_hash, log_path=str(self.log_path),
+                       pid=self.popen.pid)
+        self.phase = None
+        self._set_state(LAUNCHING, f"launching {profile.name}")
+        self._set_phase(phases.SPAWNED)
+        self.host.telemetry_attach(self)
+        self._monitor = asyncio.get_running_loop().create_task(self._watch(), name=f"slot-{self.id}-watch")
+
+    def _reset_launch(self) -> None:
+        self.cause, self.ready_at, self._ready_line_at = None, None, None
+        self._phase_done, self.timings = {}, {}
+        self._tail.clear()
+        self._partial = b""
+        self._stopping = False
+        self.phase = None
+
+    def adopt(self, record: dict, profile: Any | None) -> bool:
+        """Take over a server launched by an earlier agent. False when it is gone."""
+        tree = procs.ProcTree.from_json(record["tree"])
+        if not tree.main_alive():
+            return False
+        self.tree, self.popen = tree, None
+        self.profile, self.profile_name = profile, record.get("profile")
+        self.launch_id, self.log_path = record.get("launch_id"), Path(record["log_path"])
+        self.started_at, self.ready_at = record.get("started_at"), record.get("ready_at")
+        self.server_host, self.port = record.get("host", "127.0.0.1"), int(record.get("port", 30000))
+        self.command, self.command_hash = record.get("command") or [], record.get("command_hash")
+        self.tp_size = int(record.get("tp_size") or 1)
+        self.api_key = getattr(profile, "api_key", None) if profile else None
+        if self.api_key:
+            self.host.add_secret(self.api_key)
+        self._phase_done = dict(record.get("phase_done") or {})
+        # Re-read the whole log to rebuild phase and tail (not pushed again: clients saw it).
+        self._log_pos = 0
+        for line in self._read_new_lines():
+            self._tail.append(line)
+            self.phase = phases.advance(self.phase, line)
+            if phases.is_ready_line(line):
+                self._ready_line_at = time.monotonic()
+        self.phase = self.phase or phases.SPAWNED
+        self._phase_started = time.monotonic()
+        self.state = READY if record.get("state") == READY else LAUNCHING
+        self.host.telemetry_attach(self)
+        self._monitor = asyncio.get_running_loop().create_task(self._watch(), name=f"slot-{self.id}-watch")
+        return True
+
+    # ---- watching ------------------------------------------------------------------------------
+
+    def _read_new_lines(self) -> list[str]:
+        if not self.log_path:
+            return []
+        try:
+            with open(self.log_path, "rb") as fh:
+                if os.fstat(fh.fileno()).st_size < self._log_pos:
+                    self._log_pos, self._partial = 0, b""  # the recorder rotated it (copy-truncate)
+                fh.seek(self._log_pos)
+                data = fh.read(4 << 20)
+                self._log_pos = fh.tell()
+        except OSError:
+            return []
+        if not data:
+            return []
+        data = self._partial + data
+        *lines, self._partial = data.split(b"\n")
+        return [ln.decode("utf-8", "replace").rstrip("\r") for ln in lines]
+
+    def _exit_code(self) -> tuple[bool, int | None]:
+        """(exited, returncode) of the main process; code None when it is not our child."""
+        if self.popen is not None:
+            rc = self.popen.poll()
+            return rc is not None, rc
+        return (not self.tree.main_alive()) if self.tree else True, None
+
+    async def _watch(self) -> None:
+        try:
+            await self._watch_loop()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug here must not leave the slot silently stuck
+            log.exception("slot %s watcher failed", self.id)
+
+    async def _watch_loop(self) -> None:
+        poll = self.host.config.poll_s
+        next_probe = 0.0
+        while True:
+            self._consume(self._read_new_lines())
+            now = time.monotonic()
+            if now - self._last_refresh > 1.0 and self.tree:
+                self._last_refresh = now
+                self.tree.refresh()
+            exited, rc = self._exit_code()
+            if exited:
+                self._consume(self._read_new_lines())
+                if self._partial:
+                    self._consume([self._partial.decode("utf-8", "replace")])
+                    self._partial = b""
+                if not self._stopping:
+                    await self._on_unexpected_exit(rc)
+                return
+            if self.state == LAUNCHING and not self._stopping:
+                if self._ready_line_at is not None and now >= next_probe:
+                    next_probe = now + 0.2
+                    if await http_probe.ready(self.server_host, self.port, self.api_key):
+                        self._on_ready()
+                        continue
+                if self._hung(now):
+                    continue
+            await asyncio.sleep(poll)
+
+    def _consume(self, lines: list[str]) -> None:
+        if not lines:
+            return
+        for line in lines:
+            self._tail.append(line)
+            self.host.telemetry_line(self.id, line)
+            if self.state == LAUNCHING:
+                new = phases.advance(self.phase, line)
+                if new != self.phase:
+                    self._set_phase(new)
+                if phases.is_ready_line(line) and self._ready_line_at is None:
+                    self._ready_line_at = time.monotonic()
+        self.host.push_log(self.id, self.launch_id or "", lines)
+
+    def _on_ready(self) -> None:
+        now = time.monotonic()
+        if self.phase:
+            self._phase_done[self.phase] = self._phase_done.get(self.phase, 0.0) + (self._ready_line_at or now) - self._phase_started
+        self.ready_at = time.time()
+        self.timings = {"load": round(self.ready_at - (self.started_at or self.ready_at) - (now - (self._ready_line_at or now)), 3),
+                        "ready": round(now - (self._ready_line_at or now), 3)}
+        self.host.record_launch(self.profile_name or "", dict(self._phase_done))
+        self._set_state(READY, f"{self.profile_name} ready on port {self.port}")
+
+    def _hung(self, now: float) -> bool:
+        cfg = self.host.config
+        in_phase = now - self._phase_started
+        learned = self.host.learned(self.profile_name or "")
+        phase = self.phase or phases.SPAWNED
+        if learned and phase in learned:
+            expected = learned[phase]
+            limit = max(expected * cfg.hang_factor, expected + cfg.hang_min_s)
+        else:
+            expected = limit = NO_HISTORY_LIMIT_S.get(phase, 900.0)
+        if self._ready_line_at is not None:
+            return False  # past the ready line only the probe is pending
+        if in_phase <= limit:
+            return False
+        cause = causes.hang(phase, in_phase, expected, list(self._tail))
+        log.warning("slot %s: %s", self.id, cause["summary"])
+        self._stopping = True  # the watcher must not report the kill below as a crash
+        asyncio.get_running_loop().create_task(self._fail_hung(cause))
+        return True
+
+    async def _fail_hung(self, cause: dict) -> None:
+        # A hung server still holds the GPU and the port: take it down before reporting the
+        # failure, so that a rollback started on "failed" finds both free.
+        await asyncio.to_thread(self._terminate_tree, self.host.config.force_grace_s)
+        self._reap()
+        await self._wait_released()
+        self.host.telemetry_detach(self.id)
+        self._set_state(FAILED, cause["summary"], cause)
+
+    async def _on_unexpected_exit(self, rc: int | None) -> None:
+        cause = causes.classify(rc, list(self._tail))
+        was = self.state
+        # Children may survive a crashed launcher (sglang.md §7.3): end them before reporting.
+        if self.tree:
+            await asyncio.to_thread(self.tree.kill_all)
+        self._reap()
+        await self._wait_released()
+        self.host.telemetry_detach(self.id)
+        if was == LAUNCHING:
+            self._set_state(FAILED, f"{self.profile_name} failed to start: {cause['summary']}", cause)
+        else:
+            self._set_state(CRASHED, f"{self.profile_name} crashed: {cause['summary']}", cause)
+
+    def _reap(self) -> None:
+        if self.popen is not None:
+            try:
+                self.popen.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                pass
+
+    # ---- stopping ------------------------------------------------------------------------------
+
+    async def stop(self, client: str | None, drain: str = "wait", timeout: float = 30.0,
+                   on_step: Callable[[str], None] | None = None) -> dict:
+        """Drain (bounded), SIGTERM, SIGKILL the group after the grace period, verify nothing of the
+        tree is left, wait (bounded) for its GPU memory and the port. Returns a report with
+        timings and whatever is still held."""
+        self.client = client
+        step = on_step or (lambda s: None)
+        t0 = time.monotonic()
+        report: dict[str, Any] = {"timings_s": {}, "left_pids": [], "gpu_bytes_held": 0, "port_free": True}
+        if self.tree is None or self.state in (STOPPED,):
+            self._stopping = False
+            if self.state != STOPPED:
+                self._set_state(STOPPED, "nothing was running")
+            return report
+        if self.state == READY and drain == "wait":
+            step("draining")
+            self._set_state(DRAINING, f"waiting up to {timeout:.0f}s for running requests")
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and not self._exit_code()[0]:
+                busy = await http_probe.load(self.server_host, self.port, self.api_key)
+                if not busy:
+                    break
+                await asyncio.sleep(0.5)
+        report["timings_s"]["drain"] = round(time.monotonic() - t0, 3)
+        t1 = time.monotonic()
+        step("stopping")
+        self._stopping = True
+        if self.state not in (FAILED, CRASHED):
+            self._set_state(STOPPING, "force stop" if drain == "force" else "stop")
+        grace = self.host.config.force_grace_s if drain == "force" else self.host.config.stop_grace_s
+        left = await asyncio.to_thread(self._terminate_tree, grace)
+        self._reap()
+        if self._monitor and not self._monitor.done():
+            self._monitor.cancel()
+        self._consume(self._read_new_lines())
+        report["timings_s"]["stop"] = round(time.monotonic() - t1, 3)
+        report["left_pids"] = left
+        t2 = time.monotonic()
+        step("releasing memory")
+        held, port_ok = await self._wait_released()
+        report["timings_s"]["memory_release"] = round(time.monotonic() - t2, 3)
+        report["gpu_bytes_held"], report["port_free"] = held, port_ok
+        self.host.telemetry_detach(self.id)
+        problems = []
+        if left:
+            problems.append(f"processes still alive: {procs.describe(left)}")
+        if held:
+            problems.append(f"{held / 2**30:.1f} GiB of GPU memory still held")
+        if not port_ok:
+            problems.append(f"port {self.port} still in use")
+        reason = "stopped" + (" but " + "; ".join(problems) if problems else "")
+        report["problems"] = problems
+        keep_cause = self.cause if self.state in (FAILED, CRASHED) else None
+        self._set_state(STOPPED, reason, keep_cause)
+        return report
+
+    def _terminate_tree(self, grace: float) -> list[int]:
+        """Blocking: SIGTERM the main process, SIGKILL everything after `grace`; live pids left."""
+        tree = self.tree
+        assert tree is not None
+        tree.refresh()
+        tree.signal_main(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if self.popen is not None:
+                self.popen.poll()  # reap, so the main pid does not linger as a zombie
+            if not tree.alive():
+                return []
+            time.sleep(0.05)
+        for _ in range(50):  # 5 s of SIGKILL rounds: a process can be in uninterruptible sleep
+            tree.kill_all()
+            if self.popen is not None:
+                self.popen.poll()
+            left = tree.alive()
+            if not left:
+                return []
+            time.sleep(0.1)
+        return tree.alive()
+
+    async def _wait_released(self) -> tuple[int, bool]:
+        """Wait (bounded) until the tree's GPU memory is released and the port is free."""
+        pids = set(self.tree.seen) if self.tree else set()
+        deadline = time.monotonic() + self.host.config.release_timeout_s
+        held, port_ok = 0, True
+        while True:
+            held_map = await asyncio.to_thread(procs.gpu_bytes_held, pids)
+            held = sum((held_map or {}).values())
+            port_ok = procs.port_free(self.server_host, self.port)
+            if (not held and port_ok) or time.monotonic() >= deadline:
+                return held, port_ok
+            await asyncio.sleep(0.2)
+
+    async def close(self) -> None:
+        """Agent shutdown: stop watching, leave the server running."""
+        if self._monitor and not self._monitor.done():
+            self._monitor.cancel()
+            try:
+                await self._monitor
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    def tail(self, n: int) -> list[str]:
+        return list(self._tail)[-n:]

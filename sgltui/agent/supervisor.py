@@ -1,0 +1,757 @@
+"""The agent's brain: slots, the session, telemetry, bench runs, and the commands that drive them.
+
+Commands from every client go through one lock, so two clients never interleave a half-applied
+change; a slot runs one job at a time (launch, stop, swap, restart) and a second lifecycle
+command on a busy slot is refused with what it is busy with. Jobs run as tasks owned by the
+agent, not by the connection: a client that dies mid-command changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from sgltui import __version__
+from sgltui.agent.slot import FAILED, READY, RUNNING, STOPPED, LaunchError, Slot, SlotConfig
+from sgltui.agent.state import AgentState, LaunchHistory
+
+log = logging.getLogger("sgltui.agent")
+
+# Ops that only read: no "command" event for them (they would drown the session log).
+QUIET_OPS = {"ping", "status", "logs", "profiles", "timeline", "subscribe", "bench_progress", "bench_list"}
+
+
+class OpError(Exception):
+    """A refused or failed command: one line for the client."""
+
+
+@dataclass
+class Job:
+    kind: str                 # "launch" | "stop" | "swap" | "restart"
+    desc: str
+    client: str | None
+    started: float
+    task: asyncio.Task | None = None
+    result: dict | None = None
+
+
+def _load_recorder_class():
+    try:
+        from sgltui.agent.recorder import Recorder  # session area
+        return Recorder
+    except Exception as exc:  # absent or broken: keep the agent working with the fallback
+        log.warning("session recorder unavailable (%s); using the minimal recorder", exc)
+        from sgltui.agent.minirecorder import MiniRecorder
+        return MiniRecorder
+
+
+def _make_redactor():
+    try:
+        from sgltui.core.redact import Redactor
+        return Redactor()
+    except Exception:
+        return None
+
+
+class Supervisor:
+    def __init__(self, state_dir: Path, socket_path: Path, profiles_dirs: list[Path] | None = None,
+                 config: SlotConfig | None = None, slot_ids: tuple[str, ...] = ("0",),
+                 session_dir: Path | None = None) -> None:
+        self.state_dir = state_dir
+        self.socket_path = socket_path
+        self.profiles_dirs = list(profiles_dirs or [])
+        self.config = config or SlotConfig.from_env()
+        self.slots: dict[str, Slot] = {sid: Slot(sid, self) for sid in slot_ids}
+        self.jobs: dict[str, Job] = {}
+        self.started = time.time()
+        self.recorder: Any = None
+        self.telemetry: Any = None
+        self.redactor = _make_redactor()
+        self.history = LaunchHistory(state_dir)
+        self.agent_state = AgentState(state_dir)
+        self.subscribers: set[asyncio.Queue] = set()
+        self.bench_runs: dict[str, dict] = {}
+        self.demo_proc: subprocess.Popen | None = None
+        self.shutdown_requested = asyncio.Event()
+        self.stop_servers_on_exit = False
+        self._lock = asyncio.Lock()
+        self._session_dir_override = session_dir
+        self._profiles_cache: list[dict] = []
+        self._learned_cache: dict[str, dict | None] = {}
+        self._last_maintain = 0.0
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        saved = self.agent_state.load()
+        recorder_cls = _load_recorder_class()
+        previous = saved.get("session_dir")
+        reopened = False
+        # Same session only when servers live on from it; otherwise this is a new sitting.
+        if self._session_dir_override is None and previous and Path(previous).is_dir() and saved.get("slots"):
+            self.recorder = recorder_cls.reopen(Path(previous))
+            reopened = True
+        else:
+            self.recorder = recorder_cls.create(self.state_dir, self._session_dir_override)
+        if hasattr(self.recorder, "on_disk_change"):
+            # disk.error / disk.ok may not reach the disk; viewers must still hear about them.
+            self.recorder.on_disk_change = lambda ev: self.broadcast("event", ev)
+        await self._start_telemetry()
+        self.emit("agent.start", pid=os.getpid(), version=__version__, session_dir=str(self.recorder.path),
+                  reopened=reopened, state_dir=str(self.state_dir))
+        for slot_id, record in (saved.get("slots") or {}).items():
+            slot = self.slots.get(slot_id) or self.slots.setdefault(slot_id, Slot(slot_id, self))
+            profile = self._try_profile(record.get("profile"))
+            try:
+                ok = slot.adopt(record, profile)
+            except Exception as exc:  # a corrupt record must not keep the agent from starting
+                log.warning("cannot adopt slot %s: %s", slot_id, exc)
+                ok = False
+            self.emit("agent.adopt", slot=slot_id, ok=ok, profile=record.get("profile"),
+                      launch_id=record.get("launch_id"), pid=(record.get("tree") or {}).get("pid"),
+                      state=slot.state if ok else None)
+        self.state_changed()
+        self._refresh_profiles()
+
+    async def _start_telemetry(self) -> None:
+        try:
+            from sgltui.agent.telemetry import Telemetry  # telemetry area
+        except Exception as exc:
+            log.warning("telemetry unavailable: %s", exc)
+            return
+        try:
+            self.telemetry = Telemetry(on_sample=self._on_sample)
+            await self.telemetry.start()
+        except Exception:
+            log.exception("telemetry failed to start; continuing without it")
+            self.telemetry = None
+
+    async def close(self) -> None:
+        stop_servers = self.stop_servers_on_exit
+        for job in list(self.jobs.values()):
+            if job.task and not job.task.done() and not stop_servers:
+                job.task.cancel()
+        if stop_servers:
+            for slot in self.slots.values():
+                if slot.state != STOPPED:
+                    try:
+                        await slot.stop("agent", drain="force")
+                    except Exception:
+                        log.exception("stopping slot %s", slot.id)
+        await self._stop_children()
+        for slot in self.slots.values():
+            await slot.close()
+        self.state_changed()
+        self.emit("agent.stop", stop_servers=stop_servers,
+                  left_running=[s.id for s in self.slots.values() if s.state in RUNNING])
+        if self.telemetry is not None:
+            try:
+                await self.telemetry.stop()
+            except Exception:
+                log.exception("telemetry stop")
+        closer = getattr(self.recorder, "close", None)
+        if closer:
+            closer()
+
+    # ---- what slots call back (SlotHost) ------------------------------------------------------
+
+    def emit(self, type: str, client: str | None = None, slot: str | None = None, **fields: Any) -> dict:
+        try:
+            event = self.recorder.event(type, client=client, slot=slot, **fields)
+        except Exception:  # the recorder promises not to raise; do not let it take the agent down
+            log.exception("recording event %s", type)
+            event = {"v": 1, "ts": time.time(), "type": type, "client": client, "slot": slot, **fields}
+        self.broadcast("event", event)
+        return event
+
+    def broadcast(self, kind: str, data: Any) -> None:
+        msg = {"push": kind, "data": data}
+        for q in list(self.subscribers):
+            try:
+                q.put_nowait(msg)
+            except asyncio.QueueFull:
+                # A client that stopped reading is dropped rather than buffered without bound.
+                self.subscribers.discard(q)
+                q.overflowed = True  # type: ignore[attr-defined]  # the connection closes itself
+
+    def push_log(self, slot_id: str, launch_id: str, lines: list[str]) -> None:
+        now = time.monotonic()
+        if now - self._last_maintain > 1.0 and hasattr(self.recorder, "maintain"):
+            self._last_maintain = now
+            try:
+                self.recorder.maintain()  # scrubs secrets from and rotates the server logs
+            except Exception:
+                log.exception("recorder maintenance")
+        if self.subscribers:
+            self.broadcast("log", {"slot": slot_id, "launch_id": launch_id, "lines": self._redact_lines(lines)})
+
+    def _redact_lines(self, lines: list[str]) -> list[str]:
+        if self.redactor is None:
+            return lines
+        return [self.redactor.text(ln) for ln in lines]
+
+    def add_secret(self, secret: str) -> None:
+        if self.redactor is not None:
+            self.redactor.add_secret(secret)
+        try:
+            self.recorder.add_secret(secret)
+        except Exception:
+            pass
+
+    def server_log_path(self, launch_id: str) -> Path:
+        return Path(self.recorder.server_log_path(launch_id))
+
+    def learned(self, profile: str) -> dict[str, float] | None:
+        if profile not in self._learned_cache:
+            self._learned_cache[profile] = self.history.learned(profile)
+        return self._learned_cache[profile]
+
+    def record_launch(self, profile: str, durations: dict[str, float]) -> None:
+        try:
+            self.history.record(profile, durations)
+        except OSError as exc:
+            log.warning("cannot record launch history: %s", exc)
+        self._learned_cache.pop(profile, None)
+
+    def telemetry_attach(self, slot: Slot) -> None:
+        if self.telemetry is not None and slot.tree is not None:
+            try:
+                self.telemetry.attach(slot.id, slot.tree.pid, f"http://{_connect_host(slot.server_host)}:{slot.port}",
+                                      slot.api_key, tp_size=slot.tp_size)
+            except Exception:
+                log.exception("telemetry attach")
+
+    def telemetry_detach(self, slot_id: str) -> None:
+        if self.telemetry is not None:
+            try:
+                self.telemetry.detach(slot_id)
+            except Exception:
+                log.exception("telemetry detach")
+
+    def telemetry_line(self, slot_id: str, line: str) -> None:
+        if self.telemetry is not None:
+            try:
+                self.telemetry.on_log_line(slot_id, line)
+            except Exception:
+                log.exception("telemetry log line")
+
+    def state_changed(self) -> None:
+        records = {sid: r for sid, s in self.slots.items() if (r := s.record())}
+        try:
+            self.agent_state.save(str(self.recorder.path) if self.recorder else None, records)
+        except OSError as exc:
+            log.warning("cannot write %s: %s", self.agent_state.path, exc)
+
+    def _on_sample(self, sample: dict) -> None:
+        try:
+            self.recorder.sample(sample)
+        except Exception:
+            log.exception("recording sample")
+        self.broadcast("sample", sample)
+
+    # ---- profiles ------------------------------------------------------------------------------
+
+    def _dirs(self, args: dict) -> list[Path]:
+        extra = [Path(d).expanduser() for d in (args.get("profiles_dirs") or [])]
+        return self.profiles_dirs + [d for d in extra if d not in self.profiles_dirs]
+
+    def _get_profile(self, name: str, args: dict) -> Any:
+        try:
+            from sgltui.core.profiles import ProfileError, get_profile
+        except ImportError as exc:
+            raise OpError(f"profiles are not available in this install ({exc})") from None
+        if not name or not isinstance(name, str):
+            raise OpError("a profile name is required, e.g. `sgltui start demo-mtp` (see `sgltui profiles list`)")
+        try:
+            return get_profile(name, self._dirs(args))
+        except ProfileError as exc:
+            raise OpError(str(exc).splitlines()[0] if str(exc) else f"bad profile {name}") from None
+
+    def _try_profile(self, name: str | None) -> Any:
+        if not name:
+            return None
+        try:
+            return self._get_profile(name, {})
+        except OpError:
+            return None
+
+    def _refresh_profiles(self, args: dict | None = None) -> list[dict]:
+        try:
+            from sgltui.core.profiles import load_profiles
+            profs = load_profiles(self._dirs(args or {}))
+        except Exception as exc:
+            log.warning("cannot list profiles: %s", exc)
+            return self._profiles_cache
+        self._profiles_cache = [{"name": p.name, "key": p.key, "description": p.description,
+                                 "launcher": p.launcher, "port": _safe(lambda: p.port)}
+                                for p in sorted(profs.values(), key=lambda p: p.name)]
+        return self._profiles_cache
+
+    # ---- status --------------------------------------------------------------------------------
+
+    def status(self) -> dict:
+        slots = []
+        for slot in self.slots.values():
+            st = slot.status()
+            if self.telemetry is not None:
+                st["capacity"] = _safe(lambda: self.telemetry.capacity(slot.id))
+            job = self.jobs.get(slot.id)
+            st["busy"] = job.desc if job and job.task and not job.task.done() else None
+            slots.append(st)
+        tele = None
+        if self.telemetry is not None:
+            tele = _safe(self.telemetry.snapshot)
+        if tele is None:
+            tele = {"ts": time.time(), "gpus": [], "gpu_source": {"kind": "none", "message": "telemetry not running"},
+                    "host": {}, "engine": {}}
+        latest = max(self.bench_runs.values(), key=lambda r: r["started"], default=None)
+        return {
+            "agent": {"pid": os.getpid(), "version": __version__, "started": self.started,
+                      "state_dir": str(self.state_dir), "session_dir": str(self.recorder.path),
+                      "socket": str(self.socket_path), "disk": _safe(lambda: self.recorder.disk) or {"ok": True, "error": None},
+                      "demo_load": self.demo_proc is not None and self.demo_proc.poll() is None},
+            "slots": slots,
+            "profiles": self._profiles_cache,
+            "telemetry": tele,
+            "bench": _bench_view(latest) if latest else None,
+        }
+
+    # ---- commands ------------------------------------------------------------------------------
+
+    async def handle(self, op: str, args: dict, client: str | None) -> Any:
+        handler: Callable | None = getattr(self, f"op_{op}", None)
+        if handler is None or op.startswith("_"):
+            raise OpError(f"unknown op {op!r}; this agent knows: {', '.join(sorted(_ops(self)))}")
+        if op in QUIET_OPS:
+            return await handler(args, client)
+        async with self._lock:
+            self.emit("command", client=client, slot=args.get("slot"), op=op, args=_public_args(args))
+            try:
+                result = await handler(args, client)
+            except OpError as exc:
+                self.emit("command.refused", client=client, slot=args.get("slot"), op=op, reason=str(exc))
+                raise
+        if isinstance(result, _Wait):
+            return await result.wait()
+        return result
+
+    async def op_ping(self, args: dict, client: str | None) -> dict:
+        return {"pong": True, "pid": os.getpid(), "version": __version__}
+
+    async def op_status(self, args: dict, client: str | None) -> dict:
+        return self.status()
+
+    async def op_profiles(self, args: dict, client: str | None) -> list[dict]:
+        return await asyncio.to_thread(self._refresh_profiles, args)
+
+    async def op_subscribe(self, args: dict, client: str | None) -> dict:
+        return {"subscribed": True}  # the connection handler registers the queue
+
+    def _slot(self, args: dict) -> Slot:
+        sid = str(args.get("slot", "0"))
+        if sid not in self.slots:
+            raise OpError(f"no slot {sid!r}; slots: {', '.join(self.slots)}")
+        return self.slots[sid]
+
+    def _busy(self, slot: Slot) -> Job | None:
+        job = self.jobs.get(slot.id)
+        return job if job and job.task and not job.task.done() else None
+
+    def _refuse_if_busy(self, slot: Slot, what: str) -> None:
+        job = self._busy(slot)
+        if job:
+            ago = time.time() - job.started
+            raise OpError(f"{what} refused: slot {slot.id} is busy with {job.desc} (by {job.client or 'agent'}, "
+                          f"{ago:.0f}s ago); wait for it or run `sgltui stop`")
+
+    def _run_job(self, slot: Slot, job: Job, coro) -> Job:
+        job.task = asyncio.get_running_loop().create_task(self._job_wrapper(slot, job, coro), name=f"job-{slot.id}-{job.kind}")
+        self.jobs[slot.id] = job
+        return job
+
+    async def _job_wrapper(self, slot: Slot, job: Job, coro) -> dict:
+        try:
+            job.result = await coro
+        except asyncio.CancelledError:
+            job.result = {"cancelled": True}
+            raise
+        except Exception as exc:
+            log.exception("job %s on slot %s", job.desc, slot.id)
+            job.result = {"error": f"{type(exc).__name__}: {exc}"}
+        return job.result
+
+    def _launch_id(self, profile_name: str) -> str:
+        base = time.strftime("%Y%m%d-%H%M%S") + "-" + re.sub(r"[^A-Za-z0-9._-]", "_", profile_name)
+        candidate, n = base, 1
+        servers = Path(self.recorder.path) / "servers"
+        # Checked directly: the recorder's server_log_path() creates the file it names.
+        while (servers / f"{candidate}.log").exists():
+            n += 1
+            candidate = f"{base}-{n}"
+        return candidate
+
+    def _our_pids(self) -> set[int]:
+        pids: set[int] = set()
+        for s in self.slots.values():
+            if s.tree:
+                pids |= set(s.tree.seen)
+        return pids
+
+    async def _launch(self, slot: Slot, profile: Any, client: str | None) -> None:
+        """Pre-check and spawn; a refused pre-check leaves the slot failed with the cause."""
+        try:
+            await asyncio.to_thread(slot.precheck, profile, self._our_pids())
+            slot.launch(profile, client, self._launch_id(profile.name))
+        except LaunchError as exc:
+            slot.client = client
+            slot.profile, slot.profile_name = profile, profile.name
+            slot.tree, slot.popen = None, None
+            slot._set_state(FAILED, f"{profile.name} not launched: {exc.cause['summary']}", exc.cause)
+
+    async def op_start(self, args: dict, client: str | None) -> Any:
+        slot = self._slot(args)
+        self._refuse_if_busy(slot, "start")
+        if slot.state in RUNNING:
+            raise OpError(f"slot {slot.id} already runs {slot.profile_name} ({slot.state}); "
+                          f"use `sgltui swap PROFILE` or `sgltui stop` first")
+        profile = await asyncio.to_thread(self._get_profile, args.get("profile"), args)
+        try:
+            await asyncio.to_thread(slot.precheck, profile, self._our_pids())
+        except LaunchError as exc:
+            raise OpError(str(exc)) from None
+        slot.swap = None
+        slot.launch(profile, client, self._launch_id(profile.name))
+
+        async def job() -> dict:
+            state = await slot.wait_settled()
+            return {"state": state, "cause": slot.cause}
+
+        self._run_job(slot, Job("launch", f"launch of {profile.name}", client, time.time()), job())
+        return self._reply(slot, args)
+
+    async def op_stop(self, args: dict, client: str | None) -> Any:
+        slot = self._slot(args)
+        drain = _drain_arg(args)
+        timeout = _num_arg(args, "timeout", 30.0)
+        running = self._busy(slot)
+        if running and running.kind == "stop":
+            raise OpError(f"slot {slot.id} is already stopping (by {running.client or 'agent'}); wait for it")
+        if running:  # stop aborts a launch or a swap in progress (no rollback)
+            running.task.cancel()
+            try:
+                await running.task
+            except (asyncio.CancelledError, Exception):
+                pass
+            if slot.swap:
+                slot.swap = dict(slot.swap, step="failed")
+                self.emit("swap.done", client=client, slot=slot.id, **{"from": slot.swap.get("from"), "to": slot.swap.get("to")},
+                          ok=False, rolled_back=False, aborted=True, timings_s={})
+        if slot.state == STOPPED and slot.tree is None:
+            raise OpError(f"slot {slot.id} is not running anything")
+
+        async def job() -> dict:
+            report = await slot.stop(client, drain=drain, timeout=timeout)
+            return {"state": slot.state, "report": report}
+
+        self._run_job(slot, Job("stop", f"stop of {slot.profile_name}", client, time.time()), job())
+        return self._reply(slot, args)
+
+    async def op_restart(self, args: dict, client: str | None) -> Any:
+        slot = self._slot(args)
+        self._refuse_if_busy(slot, "restart")
+        if not slot.profile_name:
+            raise OpError(f"slot {slot.id} has never run a profile; use `sgltui start PROFILE`")
+        profile = await asyncio.to_thread(self._get_profile, slot.profile_name, args)
+        self._start_swap(slot, profile, client, rollback=False, drain=_drain_arg(args), kind="restart")
+        return self._reply(slot, args)
+
+    async def op_swap(self, args: dict, client: str | None) -> Any:
+        slot = self._slot(args)
+        job = self._busy(slot)
+        if job and job.kind == "swap":
+            ago = time.time() - job.started
+            raise OpError(f"swap refused: {job.desc} is already running (by {job.client or 'agent'}, {ago:.0f}s ago); "
+                          f"wait for it to finish")
+        self._refuse_if_busy(slot, "swap")
+        profile = await asyncio.to_thread(self._get_profile, args.get("profile"), args)
+        if slot.state == READY and slot.profile_name == profile.name:
+            raise OpError(f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it")
+        rollback = args.get("rollback", True)
+        if not isinstance(rollback, bool):
+            raise OpError("rollback must be true or false")
+        self._start_swap(slot, profile, client, rollback=rollback, drain=_drain_arg(args), kind="swap")
+        return self._reply(slot, args)
+
+    def _start_swap(self, slot: Slot, profile: Any, client: str | None, rollback: bool, drain: str, kind: str) -> None:
+        old = slot.profile_name if slot.state in RUNNING else None
+        desc = f"{kind} {old or '-'} -> {profile.name}" if kind == "swap" else f"restart of {profile.name}"
+        job = Job(kind, desc, client, time.time())
+        slot.swap = {"from": old, "to": profile.name, "step": "stopping", "started_at": job.started,
+                     "rollback": rollback, "client": client}
+        # Move the state now, before replying: whoever reads status next must see the swap.
+        slot.client = client
+        self._run_job(slot, job, self._swap(slot, profile, old, client, rollback, drain, job.started))
+
+    async def _swap(self, slot: Slot, target: Any, old: str | None, client: str | None,
+                    rollback: bool, drain: str, started: float) -> dict:
+        t0 = time.monotonic()
+        timings: dict[str, float] = {}
+        frm, to = old, target.name
+
+        def step(name: str) -> None:
+            slot.swap = dict(slot.swap or {}, step=name)
+            self.emit("swap.step", client=client, slot=slot.id, **{"from": frm, "to": to}, step=name,
+                      elapsed_s=round(time.monotonic() - t0, 3))
+            self.state_changed()
+
+        if slot.tree is not None and slot.state != STOPPED:
+            report = await slot.stop(client, drain=drain, on_step=step)
+            timings.update(report["timings_s"])
+            if report.get("problems"):
+                log.warning("swap: %s", "; ".join(report["problems"]))
+        step("launching")
+        t_launch = time.monotonic()
+        await self._launch(slot, target, client)
+        state = await slot.wait_settled()
+        timings["load"] = slot.timings.get("load", round(time.monotonic() - t_launch, 3))
+        timings["ready"] = slot.timings.get("ready", 0.0)
+        rolled_back = False
+        ok = state == READY
+        if ok:
+            step("ready")
+        elif rollback and old:
+            failure = slot.cause
+            step("rolling back")
+            if slot.tree is not None and slot.state not in (STOPPED,):
+                await slot.stop(client, drain="force")
+            previous = self._try_profile(old)
+            if previous is None:
+                step("failed")
+            else:
+                await self._launch(slot, previous, client)
+                back = await slot.wait_settled()
+                rolled_back = back == READY
+                step("ready" if rolled_back else "failed")
+            slot.cause = slot.cause or failure
+            self.emit("swap.failure", client=client, slot=slot.id, **{"from": frm, "to": to}, cause=failure)
+        else:
+            step("failed")
+        timings["total"] = round(time.monotonic() - t0, 3)
+        self.emit("swap.done", client=client, slot=slot.id, **{"from": frm, "to": to}, ok=ok,
+                  rolled_back=rolled_back, timings_s=timings)
+        slot.swap = None
+        self.state_changed()
+        return {"state": slot.state, "ok": ok, "rolled_back": rolled_back, "timings_s": timings, "cause": slot.cause}
+
+    def _reply(self, slot: Slot, args: dict) -> Any:
+        if args.get("wait"):
+            return _Wait(self, slot)
+        return {"slot": slot.status(), "accepted": True}
+
+    async def op_logs(self, args: dict, client: str | None) -> dict:
+        n = int(_num_arg(args, "lines", 200))
+        launch_id = args.get("launch_id")
+        if launch_id:
+            if not re.fullmatch(r"[A-Za-z0-9._-]+", str(launch_id)):
+                raise OpError(f"bad launch id {launch_id!r}")
+            path = self.server_log_path(str(launch_id))
+        else:
+            slot = self._slot(args)
+            path = slot.log_path
+            if path is None:
+                logs = sorted(Path(self.recorder.path, "servers").glob("*.log"), key=lambda p: p.stat().st_mtime)
+                path = logs[-1] if logs else None
+        if path is None or not Path(path).exists():
+            raise OpError("no server log yet in this session; start a profile first (`sgltui start PROFILE`)")
+        lines = await asyncio.to_thread(_tail_file, Path(path), n)
+        return {"lines": self._redact_lines(lines), "path": str(path), "launch_id": Path(path).stem}
+
+    async def op_timeline(self, args: dict, client: str | None) -> dict:
+        if self.telemetry is None:
+            return {"series": {}}
+        series = self.telemetry.series(args.get("series"), args.get("since"))
+        return series if isinstance(series, dict) and "series" in series else {"series": series or {}}
+
+    async def op_shutdown(self, args: dict, client: str | None) -> dict:
+        self.stop_servers_on_exit = bool(args.get("stop_servers", False))
+        asyncio.get_running_loop().call_later(0.05, self.shutdown_requested.set)
+        return {"stopping": True, "stop_servers": self.stop_servers_on_exit}
+
+    # ---- bench runs and demo load (children in their own process groups) -----------------------
+
+    def _spawn_child(self, argv: list[str], log_path: Path) -> subprocess.Popen:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as fh:
+            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                                    start_new_session=True, close_fds=True)
+
+    async def op_bench_start(self, args: dict, client: str | None) -> dict:
+        spec = args.get("spec")
+        if not isinstance(spec, dict):
+            raise OpError("bench_start needs a spec object (see `sgltui bench --help`)")
+        running = [r for r in self.bench_runs.values() if r["state"] == "running"]
+        if running:
+            raise OpError(f"bench run {running[0]['run_id']} is still running; stop it first (`sgltui bench stop`)")
+        run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid() % 1000:03d}{len(self.bench_runs)}"
+        argv = [sys.executable, "-m", "sgltui.bench.runner", "--agent-socket", str(self.socket_path),
+                "--session-dir", str(self.recorder.path), "--run-id", run_id, "--spec-json", json.dumps(spec)]
+        proc = self._spawn_child(argv, Path(self.recorder.bench_path(run_id)).with_suffix(".log"))
+        run = {"run_id": run_id, "state": "running", "started": time.time(), "spec": spec, "client": client,
+               "proc": proc, "progress": None, "path": str(self.recorder.bench_path(run_id)), "exit_code": None}
+        self.bench_runs[run_id] = run
+        self.emit("bench.start", client=client, run_id=run_id, spec=spec, pid=proc.pid)
+        run["watch"] = asyncio.get_running_loop().create_task(self._watch_bench(run))
+        return {"run_id": run_id}
+
+    async def _watch_bench(self, run: dict) -> None:
+        proc: subprocess.Popen = run["proc"]
+        while proc.poll() is None:
+            await asyncio.sleep(0.2)
+        run["exit_code"] = proc.returncode
+        if run["state"] == "running":
+            run["state"] = "done" if proc.returncode == 0 else "failed"
+        self.emit("bench.done", client=run["client"], run_id=run["run_id"], path=run["path"],
+                  state=run["state"], exit_code=proc.returncode)
+
+    async def op_bench_progress(self, args: dict, client: str | None) -> dict:
+        run = self.bench_runs.get(str(args.get("run_id")))
+        fields = {k: v for k, v in args.items() if k not in ("run_id", "profiles_dirs")}
+        if run is not None:
+            run["progress"] = fields
+        self.emit("bench.progress", client=client, run_id=args.get("run_id"), **fields)
+        return {"ok": True}
+
+    async def op_bench_stop(self, args: dict, client: str | None) -> dict:
+        run = self.bench_runs.get(str(args.get("run_id")))
+        if run is None:
+            raise OpError(f"no bench run {args.get('run_id')!r}; see `sgltui bench list`")
+        if run["state"] == "running":
+            run["state"] = "stopped"
+            await asyncio.to_thread(_stop_group, run["proc"], 5.0)
+        return _bench_view(run)
+
+    async def op_bench_list(self, args: dict, client: str | None) -> list[dict]:
+        return [_bench_view(r) for r in sorted(self.bench_runs.values(), key=lambda r: r["started"])]
+
+    async def op_demo_load(self, args: dict, client: str | None) -> dict:
+        on = bool(args.get("on", True))
+        running = self.demo_proc is not None and self.demo_proc.poll() is None
+        if on and not running:
+            argv = [sys.executable, "-m", "sgltui.bench.demo_load", "--agent-socket", str(self.socket_path)]
+            self.demo_proc = self._spawn_child(argv, self.state_dir / "demo_load.log")
+        elif not on and running:
+            await asyncio.to_thread(_stop_group, self.demo_proc, 3.0)
+            self.demo_proc = None
+        return {"on": self.demo_proc is not None and self.demo_proc.poll() is None}
+
+    async def _stop_children(self) -> None:
+        for run in self.bench_runs.values():
+            if run["proc"].poll() is None:
+                run["state"] = "stopped"
+                await asyncio.to_thread(_stop_group, run["proc"], 3.0)
+        if self.demo_proc is not None:
+            await asyncio.to_thread(_stop_group, self.demo_proc, 3.0)
+            self.demo_proc = None
+
+
+class _Wait:
+    """A command reply deferred until the slot's job is over (the `wait` argument), computed
+    outside the command lock so other clients are not held up."""
+
+    def __init__(self, sup: Supervisor, slot: Slot) -> None:
+        self.sup, self.slot = sup, slot
+
+    async def wait(self) -> dict:
+        job = self.sup.jobs.get(self.slot.id)
+        result = None
+        if job and job.task:
+            try:
+                result = await asyncio.shield(job.task)
+            except asyncio.CancelledError:
+                result = {"cancelled": True}
+        return {"slot": self.slot.status(), "result": result or job and job.result}
+
+
+def _stop_group(proc: subprocess.Popen, grace: float) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # also whatever the child left in its group
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        log.warning("child %s did not exit after SIGKILL", proc.pid)
+
+
+def _bench_view(run: dict) -> dict:
+    return {k: v for k, v in run.items() if k not in ("proc", "watch")}
+
+
+def _tail_file(path: Path, n: int) -> list[str]:
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        block, data = 64 * 1024, b""
+        while size > 0 and data.count(b"\n") <= n:
+            step = min(block, size)
+            size -= step
+            fh.seek(size)
+            data = fh.read(step) + data
+    lines = data.decode("utf-8", "replace").splitlines()
+    return lines[-n:] if n > 0 else []
+
+
+def _drain_arg(args: dict) -> str:
+    drain = args.get("drain", "wait")
+    if drain not in ("wait", "force"):
+        raise OpError(f"drain must be 'wait' or 'force', not {drain!r}")
+    return drain
+
+
+def _num_arg(args: dict, name: str, default: float) -> float:
+    raw = args.get(name, default)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise OpError(f"{name} must be a number, not {raw!r}") from None
+    if value < 0:
+        raise OpError(f"{name} must not be negative")
+    return value
+
+
+def _public_args(args: dict) -> dict:
+    return {k: v for k, v in args.items() if k not in ("profiles_dirs",)}
+
+
+def _ops(sup: Supervisor) -> list[str]:
+    return [n[3:] for n in dir(sup) if n.startswith("op_")]
+
+
+def _connect_host(host: str) -> str:
+    return "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+
+
+def _safe(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception:
+        log.debug("ignored", exc_info=True)
+        return None

@@ -1,0 +1,366 @@
+"""CLI: sgltui start | stop | restart | swap | status | logs | agent.
+
+Every command is a client of the agent (started on demand). Lifecycle commands wait for the
+outcome by default and print progress from the agent's event stream; Ctrl-C only stops the
+watching: the agent carries the command through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sgltui.agent.client import AgentClient, AgentError, call_sync
+from sgltui.agent.daemon import paths
+from sgltui.core import locations
+
+
+def _cli_error():
+    from sgltui.cli import CliError
+    return CliError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("start", help="launch a profile into a slot and wait until it is ready")
+    p.add_argument("profile", help="profile name or .toml path")
+    _slot_opts(p)
+    p.set_defaults(handler=cmd_start)
+
+    p = sub.add_parser("stop", help="drain and stop the server in a slot")
+    _slot_opts(p)
+    p.add_argument("--force", action="store_true", help="do not wait for running requests; shorter grace period")
+    p.add_argument("--timeout", type=float, default=30.0, help="longest drain wait in seconds (default 30)")
+    p.set_defaults(handler=cmd_stop)
+
+    p = sub.add_parser("restart", help="stop and relaunch the slot's profile (re-read from disk)")
+    _slot_opts(p)
+    p.add_argument("--force", action="store_true", help="do not wait for running requests")
+    p.set_defaults(handler=cmd_restart)
+
+    p = sub.add_parser("swap", help="switch a slot to another profile, rolling back if it fails")
+    p.add_argument("profile", help="profile name or .toml path")
+    _slot_opts(p)
+    p.add_argument("--no-rollback", action="store_true", help="leave the slot failed instead of relaunching the old profile")
+    p.add_argument("--force", action="store_true", help="do not wait for running requests")
+    p.set_defaults(handler=cmd_swap)
+
+    p = sub.add_parser("status", help="slots, profiles, phases, ports, pids, uptime")
+    p.add_argument("--json", action="store_true", help="print the agent's STATUS object")
+    p.set_defaults(handler=cmd_status)
+
+    p = sub.add_parser("logs", help="a slot's server log")
+    p.add_argument("--slot", default="0")
+    p.add_argument("-n", "--lines", type=int, default=100, help="lines to show (default 100)")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    p.add_argument("--launch-id", help="an earlier launch of this session")
+    p.set_defaults(handler=cmd_logs)
+
+    p = sub.add_parser("agent", help="the background agent: status | stop | start")
+    asub = p.add_subparsers(dest="agent_command", metavar="ACTION")
+    a = asub.add_parser("status", help="is the agent running, and where")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(handler=cmd_agent_status)
+    a = asub.add_parser("stop", help="stop the agent (servers keep running unless --stop-servers)")
+    a.add_argument("--stop-servers", action="store_true", help="also stop every server it runs")
+    a.set_defaults(handler=cmd_agent_stop)
+    a = asub.add_parser("start", help="start the agent now (any command starts it on demand)")
+    a.set_defaults(handler=cmd_agent_start)
+    p.set_defaults(handler=lambda args: _usage(p))
+
+
+def _usage(p: argparse.ArgumentParser) -> int:
+    p.print_help()
+    return 2
+
+
+def _slot_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--slot", default="0", help="slot id (default 0)")
+    p.add_argument("--no-wait", action="store_true", help="return once the agent accepted the command")
+
+
+def _state(args: argparse.Namespace) -> Path:
+    return locations.state_dir(getattr(args, "state_dir", None))
+
+
+def _dirs(args: argparse.Namespace) -> list[str]:
+    return [str(Path(d).expanduser().resolve()) for d in (getattr(args, "profiles", None) or [])]
+
+
+def _call(args: argparse.Namespace, op: str, autostart: bool = True, **kw: Any) -> Any:
+    try:
+        return call_sync(_state(args), op, autostart=autostart, profiles_dirs=_dirs(args), **kw)
+    except AgentError as exc:
+        raise _cli_error()(str(exc)) from None
+
+
+# ---- lifecycle commands --------------------------------------------------------------------------
+
+def cmd_start(args: argparse.Namespace) -> int:
+    return _lifecycle(args, "start", profile=args.profile)
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    return _lifecycle(args, "stop", drain="force" if args.force else "wait", timeout=args.timeout)
+
+
+def cmd_restart(args: argparse.Namespace) -> int:
+    return _lifecycle(args, "restart", drain="force" if args.force else "wait")
+
+
+def cmd_swap(args: argparse.Namespace) -> int:
+    return _lifecycle(args, "swap", profile=args.profile, rollback=not args.no_rollback,
+                      drain="force" if args.force else "wait")
+
+
+def _lifecycle(args: argparse.Namespace, op: str, **kw: Any) -> int:
+    kw["slot"] = args.slot
+    if op in ("start", "swap", "restart"):
+        kw["profiles_dirs"] = _dirs(args)
+    if args.no_wait:
+        res = _call(args, op, **kw)
+        slot = res["slot"]
+        print(f"slot {slot['id']}: {op} accepted ({slot['state']}{', ' + slot['profile'] if slot['profile'] else ''})")
+        return 0
+    try:
+        outcome = asyncio.run(_follow(args, op, kw))
+    except AgentError as exc:
+        raise _cli_error()(str(exc)) from None
+    return _report(op, outcome)
+
+
+async def _follow(args: argparse.Namespace, op: str, kw: dict) -> dict:
+    client = AgentClient(_state(args), "cli")
+    await client.connect(profiles_dirs=_dirs(args))
+    printer = _Progress(kw["slot"])
+
+    async def watch() -> None:
+        async for msg in client.pushes():
+            printer.push(msg)
+
+    await client.call("subscribe")  # before the command: none of its events is missed
+    watcher = asyncio.get_running_loop().create_task(watch())
+    try:
+        return await client.call(op, wait=True, **kw)
+    finally:
+        watcher.cancel()
+        await client.close()
+
+
+class _Progress:
+    """Prints one line per step of the command in progress (events of this slot only)."""
+
+    def __init__(self, slot: str) -> None:
+        self.slot = slot
+        self.t0 = time.monotonic()
+
+    def _out(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.t0:6.1f}s] {text}", flush=True)
+
+    def push(self, msg: dict) -> None:
+        if msg.get("push") != "event":
+            return
+        ev = msg["data"]
+        if ev.get("slot") != self.slot:
+            return
+        t = ev.get("type")
+        if t == "launch":
+            self._out(f"launching {ev.get('profile')} (pid {ev.get('pid')}, log {ev.get('log_path')})")
+        elif t == "slot.phase":
+            eta = f", eta {ev['eta_s']:.0f}s" if ev.get("eta_s") is not None else ""
+            prog = f" {ev['progress']:.0%}" if ev.get("progress") is not None else ""
+            self._out(f"  {ev.get('phase')}{prog}{eta}")
+        elif t == "slot.state":
+            self._out(f"{ev.get('state')}: {ev.get('reason')}")
+        elif t == "swap.step" and ev.get("step") not in ("launching", "ready"):
+            self._out(f"swap {ev.get('from') or '-'} -> {ev.get('to')}: {ev.get('step')}")
+
+
+def _report(op: str, outcome: dict) -> int:
+    slot = outcome.get("slot") or {}
+    result = outcome.get("result") or {}
+    if result.get("cancelled"):
+        raise _cli_error()(f"{op} was cancelled (another client stopped slot {slot.get('id')})")
+    if result.get("error"):
+        raise _cli_error()(f"{op} failed inside the agent: {result['error']} (see the agent log)")
+    state = slot.get("state")
+    if op == "stop":
+        report = result.get("report") or {}
+        for problem in report.get("problems") or []:
+            print(f"warning: {problem}", file=sys.stderr)
+        print(f"slot {slot.get('id')}: stopped")
+        return 1 if report.get("problems") else 0
+    if op == "swap" and result.get("rolled_back"):
+        _print_cause(result.get("cause"))
+        raise _cli_error()(f"swap failed: {(result.get('cause') or {}).get('summary', 'new profile did not start')}; "
+                           f"rolled back to {slot.get('profile')} (ready)")
+    if state == "ready":
+        timings = result.get("timings_s") or {}
+        took = f" in {timings['total']:.1f}s" if timings.get("total") else ""
+        print(f"slot {slot.get('id')}: {slot.get('profile')} ready on {slot.get('host')}:{slot.get('port')}{took}")
+        return 0
+    cause = slot.get("cause") or result.get("cause")
+    _print_cause(cause)
+    if cause:
+        raise _cli_error()(f"{slot.get('profile')} {state}: {cause['summary']}; fix: {cause['fix']}")
+    raise _cli_error()(f"slot {slot.get('id')} ended {state}; see `sgltui logs`")
+
+
+def _print_cause(cause: dict | None) -> None:
+    if not cause:
+        return
+    for line in cause.get("lines") or []:
+        print(f"  | {line}", file=sys.stderr)
+
+
+# ---- status and logs ------------------------------------------------------------------------------
+
+def cmd_status(args: argparse.Namespace) -> int:
+    st = _call(args, "status")
+    if args.json:
+        print(json.dumps(st, indent=1, default=str))
+        return 0
+    agent = st["agent"]
+    print(f"agent {agent['pid']} · session {agent['session_dir']}")
+    if not agent.get("disk", {}).get("ok", True):
+        print(f"  disk: {agent['disk'].get('error')}")
+    print(f"{'SLOT':<5}{'PROFILE':<22}{'STATE':<11}{'PHASE':<24}{'PORT':<7}{'PIDS':<18}UPTIME")
+    for s in st["slots"]:
+        phase = s.get("phase") or "-"
+        if s["state"] == "launching" and s.get("progress") is not None:
+            phase += f" {s['progress']:.0%}"
+            if s.get("eta_s") is not None:
+                phase += f" eta {s['eta_s']:.0f}s"
+        pids = ",".join(map(str, s.get("pids") or [])) or "-"
+        if len(pids) > 16:
+            pids = pids[:15] + "…"
+        print(f"{s['id']:<5}{(s.get('profile') or '-'):<22}{s['state']:<11}{phase if s['state'] == 'launching' else '-':<24}"
+              f"{s.get('port') or '-':<7}{pids:<18}{_dur(s.get('uptime_s'))}")
+        if s.get("swap"):
+            sw = s["swap"]
+            print(f"     swap {sw.get('from') or '-'} -> {sw.get('to')}: {sw.get('step')}")
+        if s.get("cause"):
+            print(f"     cause: {s['cause']['summary']}")
+            print(f"     fix:   {s['cause']['fix']}")
+    return 0
+
+
+def _dur(secs: float | None) -> str:
+    if secs is None:
+        return "-"
+    secs = int(secs)
+    h, rem = divmod(secs, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    if args.lines < 0:
+        raise _cli_error()("--lines must be 0 or more")
+    kw: dict[str, Any] = {"slot": args.slot, "lines": args.lines}
+    if args.launch_id:
+        kw["launch_id"] = args.launch_id
+    if not args.follow:
+        res = _call(args, "logs", **kw)
+        for line in res["lines"]:
+            print(line)
+        return 0
+    try:
+        asyncio.run(_follow_logs(args, kw))
+    except AgentError as exc:
+        raise _cli_error()(str(exc)) from None
+    return 0
+
+
+async def _follow_logs(args: argparse.Namespace, kw: dict) -> None:
+    client = AgentClient(_state(args), "cli")
+    await client.connect(profiles_dirs=_dirs(args))
+    try:
+        launch = None
+        try:
+            res = await client.call("logs", **kw)
+            launch = res.get("launch_id")
+            for line in res["lines"]:
+                print(line, flush=True)
+        except AgentError:
+            pass  # nothing logged yet: wait for the first launch
+        async for msg in client.subscribe():
+            if msg.get("push") != "log" or msg["data"].get("slot") != args.slot:
+                continue
+            data = msg["data"]
+            if args.launch_id and data.get("launch_id") != args.launch_id:
+                continue
+            if data.get("launch_id") != launch:
+                launch = data.get("launch_id")
+                print(f"==> {launch} <==", flush=True)
+            for line in data.get("lines") or []:
+                print(line, flush=True)
+        raise AgentError("the agent went away")
+    finally:
+        await client.close()
+
+
+# ---- the agent itself -------------------------------------------------------------------------
+
+def cmd_agent_status(args: argparse.Namespace) -> int:
+    state = _state(args)
+    try:
+        st = call_sync(state, "status", autostart=False)
+    except AgentError:
+        if args.json:
+            print(json.dumps({"running": False, "state_dir": str(state)}))
+        else:
+            print(f"agent: not running (state dir {state})")
+        return 3
+    agent = st["agent"]
+    if args.json:
+        print(json.dumps({"running": True, **agent}, default=str))
+        return 0
+    up = _dur(time.time() - agent["started"])
+    running = [f"{s['id']}:{s['profile']}({s['state']})" for s in st["slots"] if s["state"] != "stopped"]
+    print(f"agent: running, pid {agent['pid']}, up {up}, version {agent['version']}")
+    print(f"  socket  {paths(state)['socket']}")
+    print(f"  log     {paths(state)['log']}")
+    print(f"  session {agent['session_dir']}")
+    print(f"  slots   {', '.join(running) or 'none running'}")
+    return 0
+
+
+def cmd_agent_stop(args: argparse.Namespace) -> int:
+    state = _state(args)
+    try:
+        st = call_sync(state, "status", autostart=False)
+        call_sync(state, "shutdown", autostart=False, stop_servers=args.stop_servers)
+    except AgentError:
+        print(f"agent: not running (state dir {state})")
+        return 0
+    deadline = time.monotonic() + 60
+    pid = st["agent"]["pid"]
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    if _alive(pid):
+        raise _cli_error()(f"the agent (pid {pid}) did not exit within 60s; see {paths(state)['log']}")
+    left = [f"{s['id']}:{s['profile']}" for s in st["slots"] if s["state"] in ("launching", "ready", "draining")]
+    if left and not args.stop_servers:
+        print(f"agent stopped; servers left running: {', '.join(left)} (the next agent re-adopts them)")
+    else:
+        print("agent stopped")
+    return 0
+
+
+def cmd_agent_start(args: argparse.Namespace) -> int:
+    res = _call(args, "ping")
+    print(f"agent: running, pid {res['pid']}")
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
