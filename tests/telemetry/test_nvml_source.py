@@ -173,3 +173,39 @@ def test_container_match_by_executable_path_as_nvml_reports_it(monkeypatch, fake
     assert src.sample({"0": server_tree(main)}).gpus[0]["server_bytes"] == {"0": 9}
     # The same executable in two servers' trees says nothing about which one holds the memory.
     assert src.sample({"0": server_tree(main), "1": server_tree(os.getpid())}).gpus[0]["server_bytes"] == {}
+
+
+async def test_a_stuck_driver_blocks_neither_the_event_loop_nor_host_sampling(monkeypatch):
+    fake = FakeNvml(monkeypatch, [FakeGpu(used=1)])
+    real_memory = fake.memory
+    stuck = {"on": False}
+
+    def slow_memory(h):
+        while stuck["on"]:  # a wedged driver call, in the GPU worker thread
+            time.sleep(0.01)
+        return real_memory(h)
+
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetMemoryInfo", slow_memory)
+    t = Telemetry(lambda s: None, gpu_interval=0.05, host_interval=0.05, record_interval=0.1)
+    await t.start()
+    try:
+        await asyncio.sleep(0.2)
+        gpu_before = len(t.series("gpu.0.used_bytes")["series"]["gpu.0.used_bytes"])
+        host_before = len(t.series("host.cpu_pct")["series"]["host.cpu_pct"])
+        stuck["on"] = True
+        ticks = 0
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            ticks += 1
+        host_after = len(t.series("host.cpu_pct")["series"]["host.cpu_pct"])
+        gpu_stuck = len(t.series("gpu.0.used_bytes")["series"]["gpu.0.used_bytes"])
+        stuck["on"] = False
+        await asyncio.sleep(0.2)
+        gpu_after = len(t.series("gpu.0.used_bytes")["series"]["gpu.0.used_bytes"])
+    finally:
+        stuck["on"] = False
+        await t.stop()
+    assert ticks == 50
+    assert gpu_stuck <= gpu_before + 1  # the GPU sampler really was stuck ...
+    assert host_after >= host_before + 3  # ... while host samples kept coming
+    assert gpu_after > gpu_stuck  # and it recovers
