@@ -7,6 +7,15 @@ latest readings go to `on_sample` as one SAMPLE (the agent records it to timelin
 it to subscribers). Blocking work (NVML, psutil, /proc, sim files) runs in two single-thread
 executors, one for the GPU and one for the host, so a wedged driver stalls neither the agent's
 event loop nor the host readings.
+
+Series names (values are floats; None where a reading is unsupported or missing):
+  gpu.<i>.{used_bytes,utilization_pct,power_w,temperature_c,pcie_rx_bytes_s,pcie_tx_bytes_s}
+  gpu.<i>.server_bytes.<slot>
+  host.{ram_used_bytes,ram_available_bytes,swap_used_bytes,cpu_pct}
+  host.{server_rss_bytes,server_cpu_pct,server_pinned_bytes}.<slot>
+  engine.<slot>.{gen_throughput,num_running_reqs,num_queue_reqs,token_usage,accept_length,cache_hit_rate}
+`series()` takes exact names or globs ("gpu.0.*", "engine.0.*").
+`SGLTUI_GPU_SOURCE=auto|nvml|sim|none` (or the gpu_source argument) forces the GPU source.
 """
 
 from __future__ import annotations
