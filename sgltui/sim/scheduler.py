@@ -265,16 +265,19 @@ class Scheduler:
             if extend + host_tokens > self.available_tokens + self.cache.evictable_tokens():
                 break   # cannot even hold the prompt: wait for running requests to finish
             self.waiting.popleft()
-            req.dev_hit, req.host_hit = dev_tokens, host_tokens
+            # Lock the device hit first, so making room for the host span cannot evict it.
             req.locked = req.keys[: dev_tokens // BLOCK]
             self.cache.lock(req.locked)
-            if host_tokens:
-                # Room for the loaded span, then it becomes device cache locked by this request.
-                self._alloc(host_tokens)
+            if host_tokens and not self._alloc(host_tokens):
+                host_tokens = 0   # no room to load the host copy back: recompute that span instead
+                extend = full - dev_tokens
+            elif host_tokens:
+                # The loaded span becomes device cache (counted there, not as owned tokens).
                 self.owned_tokens -= host_tokens
                 loaded = req.keys[dev_tokens // BLOCK: (dev_tokens + host_tokens) // BLOCK]
                 self.cache.load_back(loaded)
                 req.locked += loaded
+            req.dev_hit, req.host_hit = dev_tokens, host_tokens
             req.prefilled = dev_tokens + host_tokens
             if self.hybrid:
                 self.slots_used += self.plan.mamba_slots_per_req
