@@ -161,3 +161,138 @@ def read_json(path: Path) -> tuple[Any, str | None]:
         return None, f"{path.name}: {exc.strerror or exc}"
     except ValueError as exc:
         return None, f"{path.name}: not valid JSON ({exc})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Indexed access: week-long sessions hold hundreds of thousands of samples and log lines; keep
+# only (time, part, offset) per line in memory and read the lines themselves on demand.
+# ---------------------------------------------------------------------------------------------
+
+class _Parts:
+    """Open file handles of a rotated file's parts, for seek-and-read."""
+
+    def __init__(self, parts: list[Path]) -> None:
+        self.paths = parts
+        self._fh: dict[int, Any] = {}
+
+    def read_line(self, part: int, offset: int) -> bytes:
+        fh = self._fh.get(part)
+        if fh is None:
+            fh = self._fh[part] = open(self.paths[part], "rb")
+        fh.seek(offset)
+        return fh.readline()
+
+    def close(self) -> None:
+        for fh in self._fh.values():
+            fh.close()
+        self._fh.clear()
+
+
+def _scan(parts: list[Path], stats: ReadStats | None) -> Iterator[tuple[int, int, bytes]]:
+    """(part index, offset, raw line) for every complete line, oldest part first."""
+    for index, part in enumerate(parts):
+        if stats is not None:
+            stats.parts += 1
+        is_live = index == len(parts) - 1
+        try:
+            fh = open(part, "rb")
+        except OSError as exc:
+            if stats is not None:
+                stats.unreadable.append(f"{part.name} ({exc.strerror or exc})")
+            continue
+        with fh:
+            offset = 0
+            for raw in fh:
+                start, offset = offset, offset + len(raw)
+                if not raw.endswith(b"\n") and is_live:
+                    if stats is not None:
+                        stats.torn_tail = True
+                    break
+                yield index, start, raw
+
+
+class JsonlIndex:
+    """The objects of a JSONL file (rotated parts included), sorted by their "ts", read lazily.
+
+    Sequence-like: len(), [i], slice(a, b), iteration; `ts` is the sorted array of times (bisect
+    it). Lines without a numeric "ts" are skipped like undecodable ones."""
+
+    def __init__(self, path: Path, stats: ReadStats | None = None, rotated: bool = True) -> None:
+        from array import array
+
+        self.stats = stats if stats is not None else ReadStats()
+        parts = rotated_parts(path) if rotated else ([Path(path)] if Path(path).exists() else [])
+        self._parts = _Parts(parts)
+        rows: list[tuple[float, int, int]] = []
+        for part, offset, raw in _scan(parts, self.stats):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                self.stats.bad_lines += 1
+                continue
+            ts = obj.get("ts") if isinstance(obj, dict) else None
+            if not isinstance(ts, (int, float)) or isinstance(ts, bool):
+                self.stats.bad_lines += 1
+                continue
+            self.stats.records += 1
+            rows.append((float(ts), part, offset))
+        rows.sort()  # stable for equal times: file order
+        self.ts = array("d", (r[0] for r in rows))
+        self._part = array("H", (r[1] for r in rows))
+        self._off = array("q", (r[2] for r in rows))
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        if i < 0:
+            i += len(self.ts)
+        if not 0 <= i < len(self.ts):
+            raise IndexError(i)
+        return json.loads(self._parts.read_line(self._part[i], self._off[i]))
+
+    def slice(self, a: int, b: int) -> list[dict[str, Any]]:
+        return [self[i] for i in range(max(0, a), min(b, len(self.ts)))]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for i in range(len(self.ts)):
+            yield self[i]
+
+    def close(self) -> None:
+        self._parts.close()
+
+
+class TextLineIndex:
+    """The lines of a text log (rotated parts included) with a time per line, read lazily.
+
+    `stamp(line) -> float | None` gives a line's own time; lines without one inherit the
+    previous line's (first lines: `start`), and time never goes backwards."""
+
+    def __init__(self, path: Path, stamp, start: float, rotated: bool = True) -> None:
+        from array import array
+
+        parts = rotated_parts(path) if rotated else ([Path(path)] if Path(path).exists() else [])
+        self._parts = _Parts(parts)
+        self.ts = array("d")
+        self._part = array("H")
+        self._off = array("q")
+        last = start
+        for part, offset, raw in _scan(parts, None):
+            t = stamp(raw[:40].decode("utf-8", "replace"))
+            if t is not None and t >= last - 1.0:  # a stamp from another clock must not rewind
+                last = max(last, t)
+            self.ts.append(last)
+            self._part.append(part)
+            self._off.append(offset)
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def lines(self, a: int, b: int) -> list[str]:
+        return [self._parts.read_line(self._part[i], self._off[i]).decode("utf-8", "replace").rstrip("\r\n")
+                for i in range(max(0, a), min(b, len(self.ts)))]
+
+    def close(self) -> None:
+        self._parts.close()

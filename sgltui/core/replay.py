@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from sgltui.core.jsonl import TextLineIndex
 from sgltui.core.redact import Redactor
 from sgltui.core.sessiondir import Session, load_session
 
@@ -168,23 +169,20 @@ def parse_log_ts(line: str) -> float | None:
 
 
 class _LaunchLog:
-    """One server log, indexed by time: line i was written at ts[i] (lines without a stamp
-    inherit the previous line's; lines before the first stamp take the launch time)."""
+    """One server log, indexed by time (lines read from disk on demand, redacted on read)."""
 
-    def __init__(self, launch_id: str, slot: str, lines: list[str], launch_ts: float) -> None:
+    def __init__(self, launch_id: str, slot: str, path: Path, launch_ts: float, redactor: Redactor) -> None:
         self.launch_id = launch_id
         self.slot = slot
-        self.lines = lines
-        self.ts: list[float] = []
-        last = launch_ts
-        for line in lines:
-            stamp = parse_log_ts(line)
-            if stamp is not None and stamp >= last - 1.0:  # clock mismatch guard: never go back in time
-                last = max(last, stamp)
-            self.ts.append(last)
+        self.index = TextLineIndex(path, parse_log_ts, launch_ts)
+        self.ts = self.index.ts
+        self._redactor = redactor
 
     def upto(self, t: float) -> int:
         return bisect.bisect_right(self.ts, t)
+
+    def lines(self, a: int, b: int) -> list[str]:
+        return [self._redactor.text(x) for x in self.index.lines(a, b)]
 
 
 class Replay:
@@ -199,9 +197,9 @@ class Replay:
             if isinstance(ev.get("command"), list):
                 self.redactor.argv(ev["command"])
         self.event_ts = [float(e["ts"]) for e in self.events]
-        self.samples = session.timeline
-        self.sample_ts = [float(s["ts"]) for s in self.samples]
-        stamps = self.event_ts + self.sample_ts
+        self.samples = session.timeline  # JsonlIndex: sorted, read on demand
+        self.sample_ts = self.samples.ts
+        stamps = self.event_ts[:1] + self.event_ts[-1:] + list(self.sample_ts[:1]) + list(self.sample_ts[-1:])
         self.start = min(stamps) if stamps else 0.0
         self.end = max(stamps) if stamps else 0.0
         self._checkpoints: list[tuple[int, _State]] = []
@@ -234,8 +232,8 @@ class Replay:
             if ev.get("type") != "launch" or not ev.get("launch_id"):
                 continue
             lid = str(ev["launch_id"])
-            lines = [self.redactor.text(x) for x in self.session.server_log_lines(lid)]
-            self.logs[lid] = _LaunchLog(lid, str(ev.get("slot") or "0"), lines, float(ev["ts"]))
+            self.logs[lid] = _LaunchLog(lid, str(ev.get("slot") or "0"), self.session.server_log(lid),
+                                        float(ev["ts"]), self.redactor)
 
     def _state_at(self, t: float) -> _State:
         n = bisect.bisect_right(self.event_ts, t)
@@ -294,7 +292,7 @@ class Replay:
     def samples_between(self, t0: float, t1: float) -> list[dict[str, Any]]:
         a = bisect.bisect_right(self.sample_ts, t0)
         b = bisect.bisect_right(self.sample_ts, t1)
-        return self.samples[a:b]
+        return self.samples.slice(a, b)
 
     def _public_event(self, ev: dict[str, Any]) -> dict[str, Any]:
         if ev.get("type") == "bench.done":
@@ -307,7 +305,7 @@ class Replay:
         for log in self.logs.values():
             a, b = log.upto(t0), log.upto(t1)
             if b > a:
-                out.append({"slot": log.slot, "launch_id": log.launch_id, "lines": log.lines[a:b], "ts": log.ts[b - 1]})
+                out.append({"slot": log.slot, "launch_id": log.launch_id, "lines": log.lines(a, b), "ts": log.ts[b - 1]})
         out.sort(key=lambda p: p["ts"])
         return out
 
@@ -319,7 +317,7 @@ class Replay:
         if log is None:
             return []
         end = log.upto(t)
-        return log.lines[max(0, end - n):end]
+        return log.lines(max(0, end - n), end)
 
     def pushes_between(self, t0: float, t1: float) -> list[dict[str, Any]]:
         """Every push the agent sent in (t0, t1], in time order (events before samples on ties)."""

@@ -404,7 +404,8 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
         if isinstance(ev.get("command"), list):
             redactor.argv(ev["command"])
     ts_all = [t for t in (_num(e.get("ts")) for e in events) if t is not None]
-    ts_all += [t for t in (_num(s.get("ts")) for s in session.timeline) if t is not None]
+    if len(session.timeline):
+        ts_all += [session.timeline.ts[0], session.timeline.ts[-1]]
     started = min(ts_all) if ts_all else None
     last = max(ts_all) if ts_all else None
     span = (last - started) if started is not None and last is not None else 0.0

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from sgltui.core.jsonl import ReadStats, iter_jsonl, iter_text_lines, read_json, read_jsonl, rotated_parts
+from sgltui.core.jsonl import JsonlIndex, ReadStats, iter_jsonl, iter_text_lines, read_json, read_jsonl, rotated_parts
 
 EVENTS_FILE = "events.jsonl"
 TIMELINE_FILE = "timeline.jsonl"
@@ -158,7 +158,7 @@ class BenchRun:
 class Session:
     path: Path
     events: list[dict]
-    timeline: list[dict]
+    timeline: JsonlIndex          # sorted by ts, read from disk on demand (sessions can be huge)
     bench: list[BenchRun]
     events_stats: ReadStats
     timeline_stats: ReadStats
@@ -181,10 +181,10 @@ def load_session(path: Path, with_timeline: bool = True) -> Session:
     if not path.is_dir():
         raise SessionError(f"{path} does not exist; see `sgltui sessions list`")
     events, ev_stats = read_jsonl(path / EVENTS_FILE)
-    timeline, tl_stats = read_jsonl(path / TIMELINE_FILE) if with_timeline else ([], ReadStats())
+    tl_stats = ReadStats()
+    # without the timeline: an index of a file that does not exist, i.e. empty
+    timeline = JsonlIndex(path / (TIMELINE_FILE if with_timeline else ".no-timeline"), tl_stats)
     events.sort(key=lambda e: e.get("ts") or 0.0)  # backlog after a disk outage may be out of order
-    timeline = [s for s in timeline if isinstance(s.get("ts"), (int, float))]
-    timeline.sort(key=lambda s: s["ts"])
     runs = []
     bench_dir = path / "bench"
     if bench_dir.is_dir():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from sgltui.core.jsonl import iter_text_lines, read_json, read_jsonl, rotated_parts, write_json_private
 
 
@@ -77,3 +79,32 @@ def test_write_json_private_is_0600_and_atomic(tmp_path):
     p.write_text("{bad")
     obj, err = read_json(p)
     assert obj is None and "not valid JSON" in err
+
+
+def test_jsonl_index_sorts_by_time_reads_lazily_and_skips_bad_lines(tmp_path):
+    from sgltui.core.jsonl import JsonlIndex, ReadStats
+
+    p = tmp_path / "timeline.jsonl"
+    (tmp_path / "timeline.jsonl.1").write_text('{"ts": 1.0, "n": 1}\n{"ts": 3.0, "n": 3}\n')
+    p.write_text('{"ts": 2.0, "n": 2}\n{"no_ts": true}\nnot json\n{"ts": 4.0, "n": 4}\n{"ts": 5.0, "n"')
+    stats = ReadStats()
+    idx = JsonlIndex(p, stats)
+    assert list(idx.ts) == [1.0, 2.0, 3.0, 4.0] and len(idx) == 4
+    assert [s["n"] for s in idx] == [1, 2, 3, 4]
+    assert idx[-1]["n"] == 4 and [s["n"] for s in idx.slice(1, 3)] == [2, 3]
+    assert stats.bad_lines == 2 and stats.torn_tail and stats.parts == 2
+    with pytest.raises(IndexError):
+        idx[4]
+    idx.close()
+
+
+def test_text_line_index_times_lines_and_never_goes_back(tmp_path):
+    from sgltui.core.jsonl import TextLineIndex
+
+    p = tmp_path / "a.log"
+    p.write_text("no stamp\n@5 five\ncontinued\n@3 from another clock\n@9 nine\n")
+    stamp = lambda line: float(line[1:].split()[0]) if line.startswith("@") else None  # noqa: E731
+    idx = TextLineIndex(p, stamp, start=4.0)
+    assert list(idx.ts) == [4.0, 5.0, 5.0, 5.0, 9.0]
+    assert idx.lines(1, 3) == ["@5 five", "continued"] and len(idx) == 5
+    idx.close()
