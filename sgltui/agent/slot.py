@@ -501,6 +501,7 @@ class Slot:
         reason = "stopped" + (" but " + "; ".join(problems) if problems else "")
         report["problems"] = problems
         keep_cause = self.cause if self.state in (FAILED, CRASHED) else None
+        self.tree, self.popen = None, None
         self._set_state(STOPPED, reason, keep_cause)
         return report
 

@@ -1,8 +1,8 @@
 """Start-up phases of an SGLang server, read from its log lines (reference sglang.md §1.2, §4.2).
 
-The phase order is fixed; a line can only move a launch forward, never back, because TP ranks
-print the same start-up lines at slightly different times and a late rank must not rewind the
-phase the operator sees.
+The phase order is fixed; a line can only move a launch forward, because TP ranks print the
+same start-up lines at slightly different times and a late rank must not rewind the phase the
+operator sees. The one step back is a draft model's weights loading after the target's.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ READY_LINE = "The server is fired up and ready to roll!"
 # (substring, phase entered). Matched on the message, so rank prefixes do not matter.
 _MARKERS: tuple[tuple[str, str], ...] = (
     ("Load weight begin", LOADING_WEIGHTS),
-    ("Load weight end", ALLOCATING_KV),
+    ("Load weight end", ALLOCATING_KV),  # SGLang prints nothing when KV allocation begins
     ("KV Cache is allocated", ALLOCATING_KV),
     ("Mamba Cache is allocated", ALLOCATING_KV),
     ("Memory pool end", ALLOCATING_KV),
@@ -67,6 +67,8 @@ def phase_index(phase: str | None) -> int:
 def advance(current: str | None, line: str) -> str | None:
     """The phase after seeing `line` when in `current`; only ever moves forward."""
     new = phase_of_line(line)
+    if new == LOADING_WEIGHTS and current == ALLOCATING_KV:
+        return new  # a draft model (MTP/EAGLE) loads its weights right after the target's
     if new is None or phase_index(new) <= phase_index(current):
         return current
     return new
