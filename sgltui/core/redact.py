@@ -203,7 +203,10 @@ class Redactor:
             for m in _FIELD_ASSIGN.finditer(s):
                 bare = m["bare"]
                 # Headers have their own rule (which keeps the "Bearer" scheme word readable).
-                if bare.isupper() or bare.lower() in _HEADER_NAMES or not is_secret_field(bare):
+                # A bare "token" in free text is a count far more often than a secret (SGLang's
+                # "#token: 8000"); structured fields named "token" are still masked by obj().
+                if bare.isupper() or bare.lower() in _HEADER_NAMES or bare.lower() == "token" \
+                        or not is_secret_field(bare):
                     continue
                 if m["val"] in _NOT_A_VALUE:
                     continue
@@ -281,13 +284,25 @@ class Redactor:
             yield self.text(line)
 
 
-_HINTS = re.compile(r"key|token|secret|pass|auth|://|pwd|cred|sig", re.IGNORECASE)
+# Cheap pre-check: could any rule match? Most log lines cannot (SGLang's batch stats say
+# "#token: 8000" and "token usage", uvicorn's access lines name no secret), and skipping the rules
+# for them keeps redaction at a few microseconds a line (bench/bench_session.py). Substring
+# tests on the lowered line are far cheaper than one big alternation regex.
+_HINT_WORDS = ("key", "secret", "pass", "auth", "pwd", "credential", "sig", "bearer", "@")
 
 
 def _might_hold_secret(s: str) -> bool:
-    # Cheap pre-check: most log lines (batch stats, uvicorn access lines) have none of these
-    # words, and skipping the seven regexes for them keeps redaction off the profile.
-    return _HINTS.search(s) is not None
+    low = s.lower()
+    for word in _HINT_WORDS:
+        if word in low:
+            return True
+    # "token" alone is a count ("#token: 8000"); only "_token", "-token" or "token=" can be a secret.
+    i = low.find("token")
+    while i >= 0:
+        if (i and low[i - 1] in "-_") or low.startswith("token=", i):
+            return True
+        i = low.find("token", i + 5)
+    return False
 
 
 # Stateless helpers for one-off use (reports, CLI): they do not remember values across calls.

@@ -101,3 +101,13 @@ def test_short_literal_secret_is_not_replaced_everywhere():
     r = Redactor(["ab"])
     assert r.text("absolutely fabulous") == "absolutely fabulous"
     assert "ab" not in r.argv(["--api-key", "ab"])[1]
+
+
+@pytest.mark.parametrize("line", [
+    "[2026-12-02 15:40:41] Decode batch, #running-req: 4, #token: 8000, token usage: 0.30, gen throughput (token/s): 181.20",
+    "[2026-12-02 15:40:40] Prefill batch, #new-seq: 1, #new-token: 512, #cached-token: 0, token usage: 0.01",
+    '[2026-12-02 15:40:09] INFO:     127.0.0.1:51234 - "GET /health HTTP/1.1" 200 OK',
+    "max_total_num_tokens=412160, chunked_prefill_size=8192, max_prefill_tokens=16384",
+])
+def test_ordinary_sglang_lines_pass_unchanged(line):
+    assert redact_text(line) == line
