@@ -17,7 +17,7 @@ import time
 
 from aiohttp import web
 
-from sgltui.sim import requests as rq
+from sgltui.sim import api_bodies as rq
 
 log = logging.getLogger("sglang")
 

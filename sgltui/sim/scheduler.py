@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from sgltui.sim.memory import MemoryPlan
 from sgltui.sim.prefix_cache import BLOCK, PrefixCache, block_keys
 from sgltui.sim.speed import SpeedModel
-from sgltui.sim.text import EOS_TOKEN_ID, WordStream, detokenize, token_text
+from sgltui.sim.text import EOS_TOKEN_ID, WordStream, token_text
 
 log = logging.getLogger("sglang")
 
@@ -546,4 +546,4 @@ class Scheduler:
         self.busy_since_snapshot = 0.0
 
 
-__all__ = ["Scheduler", "Req", "detokenize"]
+__all__ = ["Scheduler", "Req"]

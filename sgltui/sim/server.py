@@ -16,12 +16,11 @@ import os
 import signal
 import sys
 import time
-from types import SimpleNamespace
 
 from sgltui.sim.cli import parse_args
 from sgltui.sim.gpu_publish import GpuPublisher
 from sgltui.sim.hardware import get_gpu
-from sgltui.sim.logs import gb, setup_logging
+from sgltui.sim.logs import setup_logging
 from sgltui.sim.memory import StartupFailure, parse_context_length, plan_memory
 from sgltui.sim.models import ModelNotFound, resolve_draft, resolve_model
 
@@ -100,6 +99,7 @@ class SimServer:
         self._exit_code = 0
         self._runner = None
         self._dying = False
+        self.draining_done = False      # children are being stopped on purpose from here on
 
     @property
     def model_name(self) -> str:
@@ -316,12 +316,9 @@ class SimServer:
             st.meta.get("spec_verify_ct", 0))
 
     async def _publish_loop(self) -> None:
+        """Once a second: publish the simulated GPU, and notice children that died on their own."""
         while True:
-            if self.engine.reqs or self.engine.stats:
-                pass
             self.publisher.write(self.engine.pids, self.engine.stats)
-            if self.engine.stats:
-                self.last_output_at = max(self.last_output_at, 0.0)
             dead = self.engine.check_children()
             if dead and not self._dying and not self.draining_done:
                 name, pid, code = dead
@@ -329,8 +326,6 @@ class SimServer:
                           "Triggering SIGQUIT for cleanup...")
                 os.kill(os.getpid(), signal.SIGQUIT)
             await asyncio.sleep(1.0)
-
-    draining_done = False
 
     # ---- signals -------------------------------------------------------------------------------------
     def _kill_tree(self) -> None:
@@ -420,8 +415,6 @@ class SimServer:
             "cuda_graph_max_bs_decode": p.cuda_graph_max_bs,
             "page_size": int(self.args.page_size or 1),
         })
-        if "api_key" in out and out["api_key"]:
-            out["api_key"] = out["api_key"]
         if p.spec is not None:
             out.update({"speculative_algorithm": p.spec.algorithm, "speculative_num_steps": p.spec.num_steps,
                         "speculative_eagle_topk": p.spec.eagle_topk,
@@ -532,4 +525,4 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-__all__ = ["main", "SimServer", "SimpleNamespace", "gb"]
+__all__ = ["main", "SimServer"]
