@@ -141,14 +141,14 @@ def test_slow_start_multiplies_phase_durations(sim_server):
 
 # ---- signals ---------------------------------------------------------------------------------------
 def test_sigterm_drains_in_flight_requests_then_exits_zero(sim_server):
-    sim = sim_server(time_scale="0.2")
+    sim = sim_server(time_scale="0.05")
     children = tree(sim.pid)
     events: list = []
 
     def reader():
         with httpx.stream("POST", sim.url + "/generate", timeout=60,
                           json={"text": "long answer", "stream": True,
-                                "sampling_params": {"max_new_tokens": 1200, "ignore_eos": True}}) as r:
+                                "sampling_params": {"max_new_tokens": 4000, "ignore_eos": True}}) as r:
             events.extend(sse_events(r))
 
     t = threading.Thread(target=reader)
@@ -160,7 +160,7 @@ def test_sigterm_drains_in_flight_requests_then_exits_zero(sim_server):
     t.join(timeout=60)
     assert events[-1] == "[DONE]"
     final = events[-2]
-    assert final["meta_info"]["finish_reason"] == {"type": "length", "length": 1200}   # not cut short
+    assert final["meta_info"]["finish_reason"] == {"type": "length", "length": 4000}   # not cut short
     assert sim.wait_exit(timeout=30) == 0
     assert "Gracefully exiting... Remaining number of requests 1." in sim.text()
     assert wait_gone(children) == []
