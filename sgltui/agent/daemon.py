@@ -72,6 +72,9 @@ def _setup_logging(log_path: Path, foreground: bool) -> None:
     if foreground:
         root.addHandler(logging.StreamHandler(sys.stderr))
     root.setLevel(logging.INFO)
+    # One line per telemetry poll would bury the agent's own story.
+    for noisy in ("httpx", "httpcore", "aiohttp.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -225,6 +225,42 @@ def _sim_held(pids: set[int]) -> dict[int, int] | None:
     return out
 
 
+def sglang_on_gpus(cuda_visible: str | None, exclude: set[int]) -> list[int] | None:
+    """pids of sglang:: processes (not in `exclude`) holding memory on the target GPUs; None
+    without NVML, where nothing says which GPU a process holds."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    found: list[int] = []
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        try:
+            indexes = [int(x) for x in cuda_visible.split(",") if x.strip()] if cuda_visible else list(range(count))
+        except ValueError:
+            indexes = list(range(count))
+        for i in indexes:
+            if i >= count:
+                continue
+            for app in pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(i)):
+                if app.pid in exclude or app.pid in found:
+                    continue
+                try:
+                    if psutil.Process(app.pid).name().startswith("sglang::"):
+                        found.append(app.pid)
+                except psutil.Error:
+                    continue
+    except Exception:
+        return found
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+    return found
+
+
 def gpu_free_check(cuda_visible: str | None, need_fraction: float) -> str | None:
     """A one-line reason when the target GPUs lack `need_fraction` of their memory free (NVML only)."""
     try:

@@ -215,17 +215,25 @@ class Slot:
             raise LaunchError(causes._cause(
                 "port", f"port {port} is already in use" + (f" by {holder}" if holder else ""), [],
                 "stop what holds it or set `port` in the profile's [server]", None))
-        orphans = procs.orphan_sglang_processes(exclude_pids)
-        if orphans:
+        if profile.launcher == "sim":
+            return  # simulated GPUs: nothing real to hold or to be short of
+        visible = profile.env.get("CUDA_VISIBLE_DEVICES") or os.environ.get("CUDA_VISIBLE_DEVICES")
+        holders = procs.sglang_on_gpus(visible, exclude_pids)
+        if holders is None:
+            # No NVML: nothing says which GPU a process holds, so orphans only earn a warning.
+            orphans = procs.orphan_sglang_processes(exclude_pids)
+            if orphans:
+                log.warning("orphaned SGLang processes on this host: %s", procs.describe(orphans))
+        elif holders:
             raise LaunchError(causes._cause(
-                "oom", f"leftover SGLang processes hold GPUs: {procs.describe(orphans)}", [],
-                f"end them (kill -9 {' '.join(map(str, orphans))}) and start again", None))
+                "oom", f"leftover SGLang processes hold the target GPUs: {procs.describe(holders)}", [],
+                f"end them (kill -9 {' '.join(map(str, holders))}) and start again", None))
         frac = profile.server.get("mem-fraction-static")
         try:
             need = float(frac) if frac is not None else 0.5
         except (TypeError, ValueError):
             need = 0.5
-        problem = procs.gpu_free_check(profile.env.get("CUDA_VISIBLE_DEVICES") or os.environ.get("CUDA_VISIBLE_DEVICES"), need)
+        problem = procs.gpu_free_check(visible, need)
         if problem:
             raise LaunchError(causes._cause("oom", problem.split(";")[0], [], problem.split(";")[-1].strip(), None))
 
