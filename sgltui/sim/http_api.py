@@ -246,6 +246,13 @@ class Api:
             raise rq.BadRequest("The request body must be a JSON object.")
         return body
 
+    def _check_length(self, prompts) -> None:
+        ctx = self.s.plan.context_len
+        for ids in prompts:
+            if len(ids) >= ctx:
+                raise rq.BadRequest(f"The input ({len(ids)} tokens) is longer than the model's context length "
+                                    f"({ctx} tokens).")
+
     def _submit(self, ids, sampling, streaming, rid=None):
         self.s.requests_handled += 1
         return self.engine.submit(rid, ids, sampling, streaming)
@@ -270,6 +277,7 @@ class Api:
             body = await self._json(request)
             prompts, batch = rq.generate_prompts(body, self.vocab)
             sampling = rq.sampling_from_native(body.get("sampling_params"))
+            self._check_length(prompts)
         except rq.BadRequest as exc:
             return error_body(str(exc), 400)
         stream = bool(body.get("stream", False))
@@ -324,6 +332,7 @@ class Api:
             body = await self._json(request)
             prompts = rq.completion_prompts(body, self.vocab)
             sampling = rq.sampling_from_openai(body, chat=False)
+            self._check_length(prompts)
         except rq.BadRequest as exc:
             return error_body(str(exc), 400)
         if len(prompts) > 1 and body.get("stream"):
@@ -355,6 +364,7 @@ class Api:
             body = await self._json(request)
             ids = rq.chat_prompt(body, self.vocab)
             sampling = rq.sampling_from_openai(body, chat=True)
+            self._check_length([ids])
         except rq.BadRequest as exc:
             return error_body(str(exc), 400)
         if sampling["max_new_tokens"] is None:

@@ -151,6 +151,10 @@ class Scheduler:
             self._finish_abort(req, f"The input ({len(ids)} tokens) is longer than the model's context "
                                     f"length ({self.plan.context_len} tokens).", 400)
             return
+        limit = getattr(self.args, "max_queued_requests", None)
+        if limit is not None and len(self.waiting) >= int(limit):
+            self._finish_abort(req, "The request queue is full.", 503)
+            return
         req.keys = block_keys(ids)
         self.waiting.append(req)
 

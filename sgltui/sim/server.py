@@ -274,8 +274,13 @@ class SimServer:
         host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
         url = f"http://{host}:{args.port}"
         headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
+        # SGLANG_WARMUP_TIMEOUT (-1 -> 600 s), scaled like every other simulated wait.
+        limit = float(os.environ.get("SGLANG_WARMUP_TIMEOUT", "-1"))
+        limit = 600.0 if limit < 0 else limit
+        if self.scale > 0:
+            limit *= min(1.0, self.scale)
         try:
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as session:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=limit)) as session:
                 async with session.get(url + "/model_info", headers=headers) as r:
                     r.raise_for_status()
                 body = {"text": "The capital city of France is",
@@ -285,7 +290,10 @@ class SimServer:
                     await r.read()
             return True
         except Exception as exc:   # any failure is SGLang's "warmup error" and kills the server
-            log.error(f"Initialization failed. warmup error: {type(exc).__name__}: {exc}")
+            kind = "TimeoutError" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
+            log.error(f"Initialization failed. warmup error: Traceback (most recent call last):\n"
+                      f"  File \"sglang/srt/entrypoints/http_server.py\", line 1712, in _execute_server_warmup\n"
+                      f"{kind}: {exc or 'warmup request did not finish within ' + str(round(limit, 1)) + ' s'}")
             self._kill_tree()
             return False
 

@@ -202,6 +202,11 @@ def test_bad_generate_bodies_are_400(sim, body, needle):
     assert err["object"] == "error" and err["code"] == 400 and needle in err["message"]
 
 
+def test_prompt_longer_than_context_is_400(sim):
+    r = post_json(sim.url + "/v1/completions", {"prompt": [1] * 131072, "max_tokens": 1})
+    assert r.status_code == 400 and "longer than the model's context length (131072 tokens)" in r.json()["message"]
+
+
 def test_content_type_is_mandatory(sim):
     r = httpx.post(sim.url + "/v1/completions", content=b'{"prompt": "x"}', timeout=10,
                    headers={"Content-Type": "text/plain"})

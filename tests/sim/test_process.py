@@ -258,3 +258,10 @@ def test_simulated_gpu_file(sim_server):
     sim.signal(signal.SIGINT)
     sim.wait_exit(timeout=30)
     assert not path.exists()
+
+
+def test_hang_in_warmup_ends_in_warmup_error(sim_server):
+    sim = sim_server("--sim-hang-in", "warmup", wait_ready=False, env={"SGLANG_WARMUP_TIMEOUT": "50"})
+    assert sim.wait_exit(timeout=60) == -signal.SIGKILL       # the server kills its own tree
+    assert "Initialization failed. warmup error:" in sim.text()
+    assert "fired up" not in sim.text()

@@ -166,3 +166,15 @@ def test_speculative_accept_length_matches_chain():
     m = h.outs["s"]["meta"]
     assert m["spec_accept_length"] == pytest.approx(1 + 0.96 + 0.80 + 0.64, abs=0.15)
     assert m["spec_verify_ct"] == pytest.approx(2000 / 3.4, rel=0.1)
+
+
+def test_queue_limit_aborts_with_sglang_message():
+    h = Harness("--max-running-requests", "1", "--max-queued-requests", "2")
+    for i in range(5):
+        h.add(f"q{i}", [i + 1] * 10, 5)
+    h.run()
+    aborted = [r for r, o in h.outs.items() if o["finish"]["type"] == "abort"]
+    # All five arrive before the first forward: q0 and q1 fill the queue of 2, the rest bounce.
+    assert sorted(aborted) == ["q2", "q3", "q4"]
+    assert h.outs["q3"]["finish"]["message"] == "The request queue is full."
+    assert all(len(h.outs[r]["ids"]) == 5 for r in ("q0", "q1"))
