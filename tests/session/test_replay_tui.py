@@ -53,7 +53,9 @@ async def test_step_through_events_and_the_screen_follows(app):
         seen = []
         for _ in range(12):
             await pilot.press("right_square_bracket")
-            await until(pilot, lambda: slot0(app).get("state") == shown_at(app, src.t)["state"])
+            # The state comes with the event push, the profile with the STATUS re-read after it.
+            await until(pilot, lambda: (slot0(app).get("state"), slot0(app).get("profile"))
+                        == (shown_at(app, src.t)["state"], shown_at(app, src.t)["profile"]))
             seen.append((slot0(app)["profile"], slot0(app)["state"]))
         assert ("demo-no-mtp", "ready") in seen and ("demo-no-mtp", "draining") in seen
         assert ("demo-mtp", "launching") in seen
