@@ -148,3 +148,13 @@ def test_cli_list_report_and_errors(session_dir, tmp_path):
 def test_cli_report_without_sessions_says_what_to_do(isolated_env):
     out = _cli("report")
     assert out.returncode != 0 and "no sessions" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_cli_replay_bad_input_is_one_line(session_dir):
+    for args, needle in ((["replay", "nope"], "sgltui sessions list"),
+                         (["replay", session_dir.name, "--speed", "0"], "--speed must be > 0")):
+        out = _cli(*args)
+        assert out.returncode != 0 and needle in out.stderr
+        assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1
+    bare = _cli("sessions")
+    assert bare.returncode == 0 and session_dir.name in bare.stdout
