@@ -155,13 +155,14 @@ class Runner:
             "server_info": {},
         }
         self._last_post = 0.0
+        self._point = 0
 
     async def progress(self, force: bool = False, **fields: Any) -> None:
         now = time.monotonic()
         if not force and now - self._last_post < 0.5:
             return
         self._last_post = now
-        msg = {"run_id": self.run_id, **fields}
+        msg = {"run_id": self.run_id, "points": self.spec.points(), **fields}
         if self.on_progress is not None:
             r = self.on_progress(msg)
             if asyncio.iscoroutine(r):
@@ -242,6 +243,7 @@ class Runner:
             for profile in profiles:
                 if self.stopping:
                     break
+                self._point = point
                 try:
                     target = await self._target(profile)
                 except RunError as exc:
@@ -289,8 +291,14 @@ class Runner:
         if self.spec.url:
             target = Target(profile=None, base_url=self.spec.url, api_key=os.environ.get(API_KEY_ENV))
         else:
-            await self.progress(force=True, state="running", profile=profile, phase="swapping")
-            target = await ensure_ready(self.agent, self.spec, profile)
+            await self.progress(force=True, state="running", profile=profile, phase="swapping",
+                                point=self._point)
+            try:
+                target = await ensure_ready(self.agent, self.spec, profile)
+            except RunError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - AgentError and connection loss: one line per profile
+                raise RunError(f"agent: {exc}") from None
         target.server_info = await fetch_server_info(target)
         if target.server_info is None and self.spec.url:
             raise RunError(f"no SGLang server answers at {self.spec.url}/server_info; check --url")

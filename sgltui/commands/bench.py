@@ -124,6 +124,8 @@ class _Printer:
         if msg.get("state") in ("done", "stopped", "failed"):
             self._line(f"run {msg.get('run_id')} {msg['state']}", final=True)
             return
+        if not msg.get("phase") and msg.get("concurrency") is None:
+            return  # the run's opening message: nothing to show yet
         where = f"[{msg.get('point', 0)}/{msg.get('points', '?')}] {msg.get('profile') or 'server'}"
         if msg.get("concurrency") is not None:
             where += f" c={msg['concurrency']} r{msg.get('repeat', 0)}"

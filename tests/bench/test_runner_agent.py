@@ -1,0 +1,89 @@
+"""`sgltui bench` through the agent: two demo-derived simulator profiles swapped in turn,
+each measured, compared, tied to its command hash and capacity, recorded in the session."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sgltui.core.profiles import get_profile
+
+
+def write_demo_profiles(profiles_dir: Path, port: int) -> list[str]:
+    names = []
+    for base in ("demo-mtp", "demo-no-mtp"):
+        name = "b-" + base.removeprefix("demo-")
+        (profiles_dir / f"{name}.toml").write_text(
+            f'name = "{name}"\nextends = "{base}"\nlauncher = "sim"\n[server]\nport = {port}\nsim-time-scale = 0.01\n')
+        names.append(name)
+    return names
+
+
+def sgltui(agent, *args: str, timeout: float = 180.0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir), *args],
+                          capture_output=True, text=True, timeout=timeout, start_new_session=True,
+                          env=os.environ.copy())
+
+
+def test_bench_two_profiles_through_agent(agent, free_port, tmp_path):
+    names = write_demo_profiles(agent.profiles_dir, free_port)
+    out_csv = tmp_path / "cmp.csv"
+    r = sgltui(agent, "bench", "--profile", names[0], "--profile", names[1], "--concurrency", "2,6",
+               "--requests", "12", "--input-len", "16", "--output-len", "24",
+               "--job-completions", "902087", "--job-output-len", "24", "--export-csv", str(out_csv))
+    assert r.returncode == 0, r.stdout + r.stderr + agent.agent_log()
+    assert "Time to finish 902,087 completions" in r.stdout
+    assert any(line.startswith("Use b-") for line in r.stdout.splitlines())
+    path = Path(r.stdout.strip().splitlines()[-1].split("result: ", 1)[1])
+    session = Path(agent.status()["agent"]["session_dir"])
+    assert path.parent == session / "bench"
+    data = json.loads(path.read_text())
+    assert data["state"] == "done"
+    assert [(e["profile"], e["concurrency"]) for e in data["results"]] == [
+        (names[0], 2), (names[0], 6), (names[1], 2), (names[1], 6)]
+    for e in data["results"]:
+        prof = get_profile(e["profile"], [agent.profiles_dir])
+        assert e["command_hash"] == prof.command_hash()
+        assert e["server_version"] and e["capacity"]["max_running_requests"] >= 1
+        assert e["metrics"]["completed"] == 12 and e["metrics"]["total_output_tokens"] == 12 * 24
+        assert e["metrics"]["max_concurrent_requests"] == e["concurrency"]
+        assert (path.parent / e["requests_path"]).is_file()
+    caps = {e["profile"]: e["capacity"]["max_running_requests"] for e in data["results"]}
+    assert caps[names[0]] == 4  # the MTP profile's small batch, as its capacity card says
+    assert data["results"][0]["metrics"]["accept_length"] is not None  # speculative: from /server_info
+    assert len(list(csv.DictReader(out_csv.open()))) == 4
+    # the sweep left the last profile serving, and the session has the run's events
+    assert agent.slot()["profile"] == names[1]
+    types = [ev["type"] for ev in agent.events() if ev.get("run_id") == data["run_id"]]
+    assert types[0] == "bench.start" and "bench.progress" in types and types[-1] == "bench.done"
+
+
+def test_bench_stop_keeps_partial_results(agent, free_port):
+    names = write_demo_profiles(agent.profiles_dir, free_port)
+    r = sgltui(agent, "bench", "--profile", names[1], "--concurrency", "2", "--duration", "60",
+               "--input-len", "8", "--output-len", "8", "--detach")
+    assert r.returncode == 0, r.stderr
+    run_id = r.stdout.strip()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        run = {x["run_id"]: x for x in agent.call("bench_list")}[run_id]
+        if (run.get("progress") or {}).get("phase") == "measure":
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"run never reached the measure phase: {run}")
+    stop = sgltui(agent, "bench", "stop", run_id)
+    assert stop.returncode == 0 and "stopped" in stop.stdout
+    path = Path(run["path"])
+    deadline = time.monotonic() + 15
+    while json.loads(path.read_text())["state"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert json.loads(path.read_text())["state"] == "stopped"
+    # no load generator outlives the stop
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(path.parent / run_id) not in ps
