@@ -60,6 +60,9 @@ class Engine:
         self._counter = itertools.count()
         self.child_exit: tuple[str, int, int] | None = None   # (name, pid, exit code)
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Any output at all counts as a heartbeat for /health, as SGLang's last_receive_tstamp.
+        self.last_output_at = 0.0
+        self.last_output_wall = 0.0
 
     # ---- processes ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -131,6 +134,8 @@ class Engine:
         kind = msg[0]
         if kind == "out":
             now = time.monotonic()
+            self.last_output_at = now
+            self.last_output_wall = time.time()
             for rid, new, finish, meta in msg[1]:
                 st = self.reqs.get(rid)
                 if st is None:

@@ -128,11 +128,11 @@ class Api:
         try:
             while True:
                 await asyncio.sleep(poll)
-                if st.output_ids or st.finish or s.last_output_at > started:
+                if st.output_ids or st.finish or self.engine.last_output_at > started:
                     return web.Response(status=200)
                 if time.monotonic() - started > timeout:
                     tic = time.strftime("%H:%M:%S", time.localtime(time.time() - (time.monotonic() - started)))
-                    last = time.strftime("%H:%M:%S", time.localtime(s.last_output_wall or time.time()))
+                    last = time.strftime("%H:%M:%S", time.localtime(self.engine.last_output_wall or time.time()))
                     log.error(f"Health check failed. Server couldn't get a response from detokenizer for last "
                               f"{int(timeout)} seconds. tic start time: {tic}. last_heartbeat time: {last}")
                     s.status = "UnHealthy"

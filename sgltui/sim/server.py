@@ -88,8 +88,6 @@ class SimServer:
         self.draining = False
         self.paused = False
         self.requests_handled = 0
-        self.last_output_at = 0.0
-        self.last_output_wall = 0.0
         self.metrics = None
         self.engine = None
         self.publisher = None
@@ -313,8 +311,6 @@ class SimServer:
 
     def _on_request_done(self, st) -> None:
         now = time.monotonic()
-        self.last_output_at = now
-        self.last_output_wall = time.time()
         if self.metrics is None:
             return
         ttft = (st.first_token_at - st.created) if st.first_token_at else None

@@ -265,3 +265,22 @@ def test_hang_in_warmup_ends_in_warmup_error(sim_server):
     assert sim.wait_exit(timeout=60) == -signal.SIGKILL       # the server kills its own tree
     assert "Initialization failed. warmup error:" in sim.text()
     assert "fired up" not in sim.text()
+
+
+def test_health_passes_on_any_output_while_the_batch_is_full(sim_server):
+    # The health request itself queues behind the one running request; any output counts.
+    sim = sim_server("--max-running-requests", "1", time_scale="0.05")
+    done = threading.Event()
+
+    def long_request():
+        post_json(sim.url + "/generate", {"text": "busy", "sampling_params": {"max_new_tokens": 6000,
+                                                                            "ignore_eos": True}})
+        done.set()
+
+    t = threading.Thread(target=long_request, daemon=True)
+    t.start()
+    time.sleep(0.3)
+    assert httpx.get(sim.url + "/health", timeout=30).status_code == 200
+    assert not done.is_set()
+    httpx.post(sim.url + "/abort_request", json={"abort_all": True}, timeout=10)
+    t.join(timeout=30)
