@@ -320,6 +320,8 @@ def _describe(exc: OSError, target: Path) -> str:
     why = exc.strerror or str(exc)
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         fix = f"free disk space under {target.parent}"
+    elif exc.errno == errno.EFBIG:
+        fix = f"raise the file-size limit (ulimit -f) or lower {LIMITS_ENV}"
     elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         fix = f"make {target.parent} writable"
     else:

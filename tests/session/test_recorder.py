@@ -244,3 +244,26 @@ def test_reopen_scrubs_lines_written_while_no_agent_watched(tmp_path):
     again.maintain()
     assert KEY not in log.read_text() and KEY not in bench_log.read_text()
     assert log.read_text().startswith("--api-key ***")
+
+
+def test_real_write_limit_in_a_child_process(tmp_path):
+    """The kernel refuses writes past RLIMIT_FSIZE (EFBIG, after a short write at the limit):
+    a real partial write and a real error, without needing a full disk."""
+    code = (
+        "import json, resource, sys\n"
+        "from sgltui.agent.recorder import Recorder\n"
+        "r = Recorder.create(None, session_dir=sys.argv[1])\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))\n"
+        "for i in range(100):\n"
+        "    r.event('tick', n=i, pad='p' * 701)\n"
+        "print(json.dumps(r.disk))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], capture_output=True, text=True,
+                         timeout=60, start_new_session=True)
+    assert out.returncode == 0, out.stderr
+    disk = json.loads(out.stdout)
+    assert disk["ok"] is False and "EFBIG" in disk["error"] and "ulimit -f" in disk["error"]
+    data = (tmp_path / "s" / "events.jsonl").read_bytes()
+    assert len(data) <= 20000 and data.endswith(b"\n")  # the cut line was removed again
+    records, stats = read_jsonl(tmp_path / "s" / "events.jsonl")
+    assert stats.skipped == 0 and [r["n"] for r in records] == list(range(len(records))) and len(records) > 10
