@@ -207,6 +207,22 @@ class Slot:
 
     # ---- launch --------------------------------------------------------------------------------
 
+    @staticmethod
+    def validate(profile: Any) -> str | None:
+        """The first error the flag validator finds in `profile` (one line), before anything stops
+        or starts; None when it is valid or the validator is unavailable."""
+        try:
+            from sgltui.core.validate import check_profile
+            issues = check_profile(profile)
+        except Exception as exc:  # a validator problem must not block a launch that may work
+            log.warning("profile validation unavailable for %s: %s", getattr(profile, "name", "?"), exc)
+            return None
+        errors = [str(i).splitlines()[0] for i in issues if i.is_error]
+        if not errors:
+            return None
+        more = f" (+{len(errors) - 1} more: `sgltui profiles validate {profile.name}`)" if len(errors) > 1 else ""
+        return errors[0] + more
+
     def precheck(self, profile: Any, exclude_pids: set[int]) -> None:
         """Refuse a launch that cannot work before minutes are spent loading it."""
         host, port = profile.host, profile.port

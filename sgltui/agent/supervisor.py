@@ -277,6 +277,13 @@ class Supervisor:
         except ProfileError as exc:
             raise OpError(str(exc).splitlines()[0] if str(exc) else f"bad profile {name}") from None
 
+    def _get_valid_profile(self, name: str, args: dict) -> Any:
+        profile = self._get_profile(name, args)
+        problem = Slot.validate(profile)
+        if problem:
+            raise OpError(problem)
+        return profile
+
     def _try_profile(self, name: str | None) -> Any:
         if not name:
             return None
@@ -424,7 +431,7 @@ class Supervisor:
         if slot.state in RUNNING:
             raise OpError(f"slot {slot.id} already runs {slot.profile_name} ({slot.state}); "
                           f"use `sgltui swap PROFILE` or `sgltui stop` first")
-        profile = await asyncio.to_thread(self._get_profile, args.get("profile"), args)
+        profile = await asyncio.to_thread(self._get_valid_profile, args.get("profile"), args)
         try:
             await asyncio.to_thread(slot.precheck, profile, self._our_pids())
         except LaunchError as exc:
@@ -471,7 +478,7 @@ class Supervisor:
         self._refuse_if_busy(slot, "restart")
         if not slot.profile_name:
             raise OpError(f"slot {slot.id} has never run a profile; use `sgltui start PROFILE`")
-        profile = await asyncio.to_thread(self._get_profile, slot.profile_name, args)
+        profile = await asyncio.to_thread(self._get_valid_profile, slot.profile_name, args)
         self._start_swap(slot, profile, client, rollback=False, drain=_drain_arg(args), kind="restart")
         return self._reply(slot, args)
 
@@ -483,7 +490,7 @@ class Supervisor:
             raise OpError(f"swap refused: {job.desc} is already running (by {job.client or 'agent'}, {ago:.0f}s ago); "
                           f"wait for it to finish")
         self._refuse_if_busy(slot, "swap")
-        profile = await asyncio.to_thread(self._get_profile, args.get("profile"), args)
+        profile = await asyncio.to_thread(self._get_valid_profile, args.get("profile"), args)
         if slot.state == READY and slot.profile_name == profile.name:
             raise OpError(f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it")
         rollback = args.get("rollback", True)
