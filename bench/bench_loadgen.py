@@ -65,12 +65,11 @@ def sim_available() -> bool:
 
 def start_server(kind: str, port: int) -> tuple[subprocess.Popen, str]:
     if kind == "sim":
-        from sgltui.core.profiles import get_profile
-
-        prof = get_profile("demo-no-mtp")
-        prof.server.update({"port": port, "host": "127.0.0.1", "sim-time-scale": 0, "enable-metrics": True,
-                            "max-running-requests": 4096})
-        argv = prof.argv()
+        # A dense 8B model on the largest simulated GPU, so that 2,048 requests can all run at once
+        # (hybrid models cap the batch by their state cache, which would hide client-side limits).
+        argv = [sys.executable, "-m", "sgltui.sim", "--model-path", "meta-llama/Llama-3.1-8B-Instruct",
+                "--sim-gpu", "h200-141gb", "--sim-time-scale", "0", "--enable-metrics",
+                "--max-running-requests", "4096", "--host", "127.0.0.1", "--port", str(port)]
     else:
         argv = [sys.executable, "-m", "sgltui.bench.mock_server", "--port", str(port), "--tick", "0"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))

@@ -20,12 +20,13 @@ from sgltui.bench.apis import dumps
 
 
 class RecordWriter:
-    """Appends records; buffered, flushed every `flush_every` records and at close."""
+    """Writes one point's records to a fresh file; buffered, flushed every `flush_every`
+    records and at close."""
 
     def __init__(self, path: Path, flush_every: int = 256) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: IO[bytes] = self.path.open("ab")
+        self._fh: IO[bytes] = self.path.open("wb")  # a rerun of a point must not mix in old records
         self._pending = 0
         self._flush_every = flush_every
 

@@ -77,3 +77,12 @@ def test_unreachable_server_is_one_line_error(tmp_path, free_port):
 def test_bad_config_is_one_line_error(tmp_path):
     rc, lines = run_loadgen({"base_url": "http://x", "concurrency": 2}, tmp_path / "r.jsonl")
     assert rc == 2 and "requests or duration" in lines[-1]["message"]
+
+
+def test_rerun_of_a_point_replaces_its_records(mock_sse, tmp_path):
+    url = mock_sse()
+    cfg = {"base_url": url, "concurrency": 2, "requests": 6, "input_len": 8, "output_len": 5}
+    for _ in range(2):
+        rc, lines = run_loadgen(cfg, tmp_path / "r.jsonl")
+        assert rc == 0 and lines[-1]["metrics"]["completed"] == 6
+    assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 6
