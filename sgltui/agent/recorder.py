@@ -53,6 +53,7 @@ BENCH_DIR = "bench"
 BACKLOG_EVENTS = 5000
 RETRY_INTERVAL_S = 2.0
 SCRUB_INTERVAL_S = 0.5
+SCRUB_CHUNK = 4 * 1024 * 1024
 ROTATE_CHECK_INTERVAL_S = 10.0
 FREE_CHECK_INTERVAL_S = 30.0
 LOW_FREE_BYTES = 64 * 1024 * 1024
@@ -258,10 +259,14 @@ class ServerLog:
                 self.scrubbed = 0
             if size == self.scrubbed:
                 return 0
-            chunk = os.pread(fd, size - self.scrubbed, self.scrubbed)
+            # At most SCRUB_CHUNK per call: a re-adopting agent rescans whole logs, a little at a
+            # time, instead of stalling its event loop on one 64 MiB read.
+            chunk = os.pread(fd, min(size - self.scrubbed, SCRUB_CHUNK), self.scrubbed)
             end = chunk.rfind(b"\n") + 1  # only whole lines: a secret may still be half written
             if end == 0:
-                return 0
+                if len(chunk) < SCRUB_CHUNK:
+                    return 0
+                end = len(chunk)  # one line longer than a chunk: take it in pieces rather than stall
             # latin-1 maps bytes 1:1 to characters, so string offsets are file offsets.
             text = chunk[:end].decode("latin-1")
             for start, stop in redactor.secret_spans(text):
@@ -353,7 +358,6 @@ class Recorder:
         self._next_rotate_check = 0.0
         self._next_free_check = 0.0
         self._free_bytes: int | None = None
-        self._closed = False
         self._dirs_ok = False
         try:
             self._ensure_dirs()
@@ -369,6 +373,10 @@ class Recorder:
         limits, warnings = cls._limits(limits)
         if session_dir is None:
             base = Path(state_dir) / "sessions"
+            try:
+                base.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            except OSError:
+                pass  # reported by the recorder itself when it cannot make its directory
             stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{_host_name()}"
             session_dir = base / stem
             n = 2
@@ -522,7 +530,6 @@ class Recorder:
                     pass
             self._events.close()
             self._timeline.close()
-            self._closed = True
 
     # -- internals -----------------------------------------------------------------------------
     def _write_event_line(self, line: bytes) -> None:

@@ -267,3 +267,14 @@ def test_real_write_limit_in_a_child_process(tmp_path):
     assert len(data) <= 20000 and data.endswith(b"\n")  # the cut line was removed again
     records, stats = read_jsonl(tmp_path / "s" / "events.jsonl")
     assert stats.skipped == 0 and [r["n"] for r in records] == list(range(len(records))) and len(records) > 10
+
+
+def test_scrub_catches_up_in_chunks(tmp_path, monkeypatch):
+    monkeypatch.setattr(recorder_mod, "SCRUB_CHUNK", 1000)
+    rec = Recorder.create(tmp_path, session_dir=tmp_path / "s")
+    rec.add_secret(KEY)
+    log = rec.server_log_path("L1")
+    log.write_text("".join(f"line {i} {KEY}\n" for i in range(200)) + "x" * 2500 + "\n")
+    for _ in range(20):
+        rec.maintain()
+    assert KEY not in log.read_text() and log.read_text().count("line ") == 200
