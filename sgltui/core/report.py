@@ -10,6 +10,7 @@ a server's output may carry an API key (SGLang prints it in its server_args line
 
 from __future__ import annotations
 
+import bisect
 import csv
 import io
 import json
@@ -116,17 +117,29 @@ class SlotHistory:
                 c.update(ts=ts, state=str(ev["state"]), profile=ev.get("profile") or c["profile"])
         for slot, c in cur.items():
             self._close(slot, c, max(end_ts, c["ts"]))
+        # Interval starts per slot, for bisecting: a week of samples against many intervals.
+        self._starts = {slot: [iv[0] for iv in ivs] for slot, ivs in self.intervals.items()}
 
     def _close(self, slot: str, c: dict, ts: float) -> None:
         if ts > c["ts"]:
             self.intervals.setdefault(slot, []).append((c["ts"], ts, c["profile"], c["state"], c["launch_id"]))
 
+    def interval(self, slot: str, ts: float) -> tuple[float, float, str | None, str, str | None] | None:
+        """(start, end, profile, state, launch_id) of `slot` at `ts`, or None."""
+        starts = self._starts.get(slot)
+        if not starts:
+            return None
+        i = bisect.bisect_right(starts, ts) - 1
+        if i >= 0:
+            iv = self.intervals[slot][i]
+            if iv[0] <= ts < iv[1]:
+                return iv
+        return None
+
     def at(self, slot: str, ts: float) -> tuple[str | None, str] | None:
         """(profile, state) of `slot` at `ts`, or None if nothing was recorded then."""
-        for start, end, profile, state, _lid in self.intervals.get(slot, ()):
-            if start <= ts < end:
-                return profile, state
-        return None
+        iv = self.interval(slot, ts)
+        return (iv[2], iv[3]) if iv else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,7 +290,9 @@ def _time_in_profiles(history: SlotHistory, session_span: float) -> list[dict]:
     return rows
 
 
-def _throughput(session: Session, history: SlotHistory) -> list[dict]:
+def _throughput(session: Session, history: SlotHistory, max_running: dict[str, float]) -> list[dict]:
+    """Per-profile throughput while serving; fills `max_running` (launch id -> the engine's
+    effective max running requests) for launches whose capacity card was not recorded."""
     per: dict[str, dict[str, list]] = {}
     order: list[str] = []
     for sample in session.timeline:
@@ -289,10 +304,13 @@ def _throughput(session: Session, history: SlotHistory) -> list[dict]:
         for slot, eng in engine.items():
             if not isinstance(eng, dict):
                 continue
-            where = history.at(str(slot), ts)
-            if where is None or where[0] is None or where[1] not in SERVING_STATES:
+            where = history.interval(str(slot), ts)
+            if where is None or where[2] is None or where[3] not in SERVING_STATES:
                 continue
-            profile = where[0]
+            profile = where[2]
+            mrr = _num(eng.get("max_running_requests"))
+            if where[4] is not None and mrr is not None:
+                max_running[where[4]] = max(mrr, max_running.get(where[4], 0.0))
             if profile not in per:
                 per[profile] = {"gen": [], "running": [], "usage": [], "gpu": []}
                 order.append(profile)
@@ -413,6 +431,11 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
     agent_starts = [e for e in events if e.get("type") == "agent.start"]
     disk_errors = [{"ts": e.get("ts"), "error": e.get("error")} for e in events if e.get("type") == "disk.error"]
     launches = _launches(session, events, redactor)
+    max_running: dict[str, float] = {}
+    throughput = _throughput(session, history, max_running)
+    for launch in launches:
+        if launch["max_running_requests"] is None and launch["launch_id"] in max_running:
+            launch["max_running_requests"] = int(max_running[launch["launch_id"]])
     report = {
         "v": REPORT_VERSION,
         "session": {
@@ -426,7 +449,7 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
         "swaps": _swaps(events),
         "crashes": _crashes(session, events, launches, redactor),
         "time_in_profile": _time_in_profiles(history, span),
-        "throughput": _throughput(session, history),
+        "throughput": throughput,
         "bench": _bench(session),
         "disk_errors": disk_errors,
         "notes": list(session.notes),

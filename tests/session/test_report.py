@@ -34,6 +34,8 @@ def test_launches_and_start_times(report):
     assert [x["outcome"] for x in launches] == ["ready", "ready", "failed", "crashed"]
     assert launches[0]["start_s"] == pytest.approx(20.0) and launches[1]["start_s"] == pytest.approx(18.0)
     assert launches[0]["max_running_requests"] == 48
+    # No capacity event for L2: the engine's figure from the timeline stands in.
+    assert launches[1]["max_running_requests"] == 48 and launches[2]["max_running_requests"] is None
 
 
 def test_two_swaps_with_time_split(report):
