@@ -114,6 +114,7 @@ class Slot:
         self.ready_at: float | None = None
         self.cause: dict | None = None
         self.swap: dict | None = None
+        self.last_swap: dict | None = None     # outcome of the latest swap, kept for late readers
         self.command: list[str] = []
         self.command_hash: str | None = None
         self.server_host = "127.0.0.1"
@@ -147,7 +148,8 @@ class Slot:
             "started_at": self.started_at, "ready_at": self.ready_at,
             "uptime_s": round(now - self.started_at, 1) if self.started_at and self.state in RUNNING else None,
             "command": redact_argv(self.command), "command_hash": self.command_hash,
-            "cause": self.cause, "capacity": None, "swap": self.swap, "api_key_set": bool(self.api_key),
+            "cause": self.cause, "capacity": None, "swap": self.swap, "last_swap": self.last_swap,
+            "api_key_set": bool(self.api_key),
         }
 
     def record(self) -> dict | None:

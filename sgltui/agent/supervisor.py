@@ -130,7 +130,10 @@ class Supervisor:
             log.warning("telemetry unavailable: %s", exc)
             return
         try:
-            self.telemetry = Telemetry(on_sample=self._on_sample)
+            try:
+                self.telemetry = Telemetry(on_sample=self._on_sample, on_capacity=self._on_capacity)
+            except TypeError:  # an older Telemetry without the capacity callback
+                self.telemetry = Telemetry(on_sample=self._on_sample)
             await self.telemetry.start()
         except Exception:
             log.exception("telemetry failed to start; continuing without it")
@@ -251,6 +254,11 @@ class Supervisor:
             self.agent_state.save(str(self.recorder.path) if self.recorder else None, records)
         except OSError as exc:
             log.warning("cannot write %s: %s", self.agent_state.path, exc)
+
+    def _on_capacity(self, slot_id: str, card: dict) -> None:
+        slot = self.slots.get(slot_id)
+        self.emit("capacity", client=slot.client if slot else None, slot=slot_id,
+                  launch_id=slot.launch_id if slot else None, card=card)
 
     def _on_sample(self, sample: dict) -> None:
         try:
@@ -556,7 +564,9 @@ class Supervisor:
         timings["total"] = round(time.monotonic() - t0, 3)
         self.emit("swap.done", client=client, slot=slot.id, **{"from": frm, "to": to}, ok=ok,
                   rolled_back=rolled_back, timings_s=timings)
-        slot.swap = None
+        slot.swap = None  # None means "no swap in progress" to every viewer
+        slot.last_swap = {"from": frm, "to": to, "ok": ok, "rolled_back": rolled_back, "timings_s": timings,
+                          "cause": None if ok else slot.cause, "finished_at": time.time(), "client": client}
         self.state_changed()
         return {"state": slot.state, "ok": ok, "rolled_back": rolled_back, "timings_s": timings, "cause": slot.cause}
 
