@@ -22,6 +22,7 @@ from sgltui.sim.gpu_publish import GpuPublisher
 from sgltui.sim.hardware import get_gpu
 from sgltui.sim.logs import setup_logging
 from sgltui.sim.memory import StartupFailure, parse_context_length, plan_memory
+from sgltui.sim import startup_times
 from sgltui.sim.models import ModelNotFound, resolve_draft, resolve_model
 
 log = logging.getLogger("sglang")
@@ -92,6 +93,7 @@ class SimServer:
         self.engine = None
         self.publisher = None
         self.startup_timings: dict = {}
+        self.sim_startup_s = 0.0
         self.ready_at: float | None = None
         self._stop = None
         self._exit_code = 0
@@ -110,7 +112,7 @@ class SimServer:
         if not args.model_path:
             sys.stderr.write("Error: --model-path is required. Please provide the path to the model.\n")
             return 1
-        self._sleep_scaled(3.0)      # imports
+        self._sleep_scaled(startup_times.MAIN_IMPORTS_S)
         if args.sim_fail_at_start == "model-not-found":
             return self._model_not_found()
         try:
@@ -175,12 +177,12 @@ class SimServer:
             "draft_arch": "Qwen3_5MTP" if (plan and plan.spec and plan.spec.draft.kind == "mtp")
             else "LlamaForCausalLMEagle3",
             "kv_dtype": kv_dtype, "conv_share": conv_share,
-            "t_proc": 5.0,
-            "t_weights": model.weights_bytes / tp / 6e9 + 0.5,
-            "t_draft": ((plan.draft_weights_bytes / 6e9) + 0.5) if plan and plan.spec else 0.0,
-            "t_pools": 0.4 + pools / 100e9 + host / 20e9,
-            "t_graphs": 1.0 + 0.12 * graphs,
-            "t_warmup": 4.0,
+            "t_proc": startup_times.SCHEDULER_INIT_S,
+            "t_weights": startup_times.weights_s(model.weights_bytes / tp),
+            "t_draft": startup_times.draft_s(plan.draft_weights_bytes) if plan and plan.spec else 0.0,
+            "t_pools": startup_times.pools_s(pools, host),
+            "t_graphs": startup_times.graphs_s(graphs),
+            "t_warmup": startup_times.WARMUP_S,
             "crash_at": crash_at,
         }
 
@@ -218,9 +220,11 @@ class SimServer:
         timings = ready.get("timings", {})
         # Simulated seconds, as the real server would report them (wall time / scale would
         # include this machine's process start-up overheads, magnified).
-        sched_e2e = 3.0 + 5.0 + timings.get("load_weight", 0.0) + timings.get("kv_cache_allocation", 0.0) \
+        sched_e2e = startup_times.MAIN_IMPORTS_S + startup_times.SCHEDULER_INIT_S + timings.get("load_weight", 0.0) \
+            + timings.get("kv_cache_allocation", 0.0) \
             + sum(timings.get("cuda_graph", {}).values())
         graphs = ", ".join(f"{k}={v:.2f}" for k, v in timings.get("cuda_graph", {}).items())
+        self.sim_startup_s = sched_e2e + 0.4 + (0.0 if args.skip_server_warmup else startup_times.WARMUP_S)
         self.startup_timings = {"load_weight": timings.get("load_weight", 0.0),
                                 "kv_cache_allocation": timings.get("kv_cache_allocation", 0.0),
                                 "cuda_graph": timings.get("cuda_graph", {})}
@@ -302,7 +306,7 @@ class SimServer:
         self.publisher.phase = phase
         self.publisher.phase_started = time.monotonic()
         if phase == "loading weights":
-            cfg_weights = (self.model.weights_bytes / int(self.args.tp_size or 1)) / 6e9 + 0.5
+            cfg_weights = startup_times.weights_s(self.model.weights_bytes / int(self.args.tp_size or 1))
             self.publisher.phase_expected_s = max(1e-3, cfg_weights * self.scale * float(self.args.sim_slow_start or 1))
 
     def _on_stats(self, stats: dict) -> None:
@@ -438,7 +442,7 @@ class SimServer:
         p = self.plan
         s = self.engine.stats
         args = self.resolved_args()
-        startup = (self.ready_at - self.t0) if self.ready_at else None
+        startup = round(self.sim_startup_s, 2) if self.ready_at else None
         memory = {"weight": round(p.weights_bytes / (1 << 30), 2), "kvcache": round(p.kv_pool_bytes / (1 << 30), 2),
                   "startup_available": round(p.available_after_pools / (1 << 30), 2),
                   "token_capacity": p.max_total_num_tokens, "token_capacity_swa": None,
