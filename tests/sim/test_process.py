@@ -284,3 +284,22 @@ def test_health_passes_on_any_output_while_the_batch_is_full(sim_server):
     assert not done.is_set()
     httpx.post(sim.url + "/abort_request", json={"abort_all": True}, timeout=10)
     t.join(timeout=30)
+
+
+def test_health_is_503_until_warmup_finishes(sim_server):
+    sim = sim_server("--sim-hang-in", "warmup", wait_ready=False)
+    sim.wait_for_line("Uvicorn running on")
+    assert httpx.get(sim.url + "/health", timeout=10).status_code == 503
+    assert httpx.get(sim.url + "/ready", timeout=10).status_code == 503
+    assert httpx.get(sim.url + "/model_info", timeout=10).status_code == 200     # cheap, available early
+
+
+def test_memory_failure_is_sglangs_message_after_weights(sim_server):
+    sim = sim_server("--model-path", "Qwen/Qwen3-32B", "--mem-fraction-static", "0.7", wait_ready=False)
+    assert sim.wait_exit(timeout=60) == -signal.SIGKILL
+    lines = sim.lines()
+    fail = [i for i, ln in enumerate(lines) if "Loaded weights leave no GPU memory for the KV cache under "
+            "--mem-fraction-static=0.7." in ln]
+    weights = [i for i, ln in enumerate(lines) if "Load weight end." in ln]
+    assert fail and weights and weights[0] < fail[0]
+    assert any("Received sigquit from a child process" in ln for ln in lines)

@@ -178,3 +178,17 @@ def test_queue_limit_aborts_with_sglang_message():
     assert sorted(aborted) == ["q2", "q3", "q4"]
     assert h.outs["q3"]["finish"]["message"] == "The request queue is full."
     assert all(len(h.outs[r]["ids"]) == 5 for r in ("q0", "q1"))
+
+
+def test_text_is_deterministic_per_seed_and_word_like():
+    from sgltui.sim.text import WordStream, detokenize
+
+    def answer(seed, prompt):
+        w = WordStream(seed, prompt, 400)
+        return detokenize([w.next_id() for _ in range(40)])
+
+    a = answer(1, [5, 6, 7])
+    assert a == answer(1, [5, 6, 7])
+    assert a != answer(2, [5, 6, 7]) and a != answer(1, [5, 6, 8])
+    words = a.split()
+    assert len(words) >= 30 and all(w.strip(",.").isalpha() for w in words)
