@@ -21,6 +21,7 @@ from typing import Any, AsyncIterator, Sequence
 from sgltui.agent.daemon import paths
 
 START_TIMEOUT_S = 20.0
+READ_ONLY_OPS = frozenset({"ping", "status", "logs", "profiles", "timeline", "bench_list"})
 
 
 class AgentError(Exception):
@@ -181,4 +182,12 @@ def call_sync(state_dir: Path, op: str, autostart: bool = True, profiles_dirs: S
         finally:
             await client.close()
 
-    return asyncio.run(run())
+    try:
+        return asyncio.run(run())
+    except AgentError as exc:
+        # An agent that was just replaced (killed, restarted) may drop the first connection;
+        # a read-only question is safe to ask once more. Commands are never repeated.
+        if op not in READ_ONLY_OPS or not str(exc).startswith("connection to the agent lost"):
+            raise
+        time.sleep(0.2)
+        return asyncio.run(run())
