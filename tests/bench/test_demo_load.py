@@ -1,0 +1,38 @@
+"""Demo load through the agent: traffic reaches the ready slot-0 server; off stops it."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import httpx
+import psutil
+
+
+def streamed_requests(url: str) -> float:
+    text = httpx.get(url + "/metrics", timeout=10).text
+    return sum(float(m.group(1)) for m in
+               re.finditer(r'^sglang:num_requests_total\{[^}]*is_streaming="true"[^}]*\}\s+(\S+)$', text, re.M))
+
+
+def demo_pids(agent_pid: int) -> list[int]:
+    return [p.pid for p in psutil.Process(agent_pid).children(recursive=True)
+            if "sgltui.bench.demo_load" in " ".join(p.cmdline())]
+
+
+def test_demo_load_follows_slot_and_stops(agent):
+    name = agent.write_profile("t-demo", enable_metrics=True)
+    agent.call("start", profile=name)
+    slot = agent.wait_state("ready")
+    url = f"http://{slot['host']}:{slot['port']}"
+    assert agent.call("demo_load", on=True)["on"] is True
+    deadline = time.monotonic() + 30
+    while streamed_requests(url) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert streamed_requests(url) >= 3
+    assert len(demo_pids(agent.pid)) == 1
+    assert agent.call("demo_load", on=False)["on"] is False
+    assert demo_pids(agent.pid) == []
+    before = streamed_requests(url)
+    time.sleep(1.0)
+    assert streamed_requests(url) - before <= 3  # at most the streams that were in flight
