@@ -303,3 +303,14 @@ def test_memory_failure_is_sglangs_message_after_weights(sim_server):
     weights = [i for i, ln in enumerate(lines) if "Load weight end." in ln]
     assert fail and weights and weights[0] < fail[0]
     assert any("Received sigquit from a child process" in ln for ln in lines)
+
+
+def test_scheduler_killed_from_outside_is_noticed_by_the_watchdog(sim_server):
+    sim = sim_server()
+    sched = [c for c in tree(sim.pid) if c.name() == "sglang::schedul"][0]
+    sched.kill()                                       # e.g. the kernel's OOM killer
+    assert sim.wait_exit(timeout=30) == -signal.SIGKILL
+    text = sim.text()
+    assert f"Subprocess scheduler_0 (pid={sched.pid}) crashed with exit code -9. Triggering SIGQUIT for cleanup..." \
+        in text
+    assert "SIGQUIT received. signum=3" in text
