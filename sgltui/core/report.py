@@ -239,7 +239,7 @@ def _timings_from_steps(steps: list[tuple[float, str]], phases: list[tuple[float
     return out
 
 
-def _crashes(session: Session, events: list[dict], launches: list[dict], redactor: Redactor) -> list[dict]:
+def _crashes(session: Session, events: list[dict], redactor: Redactor) -> list[dict]:
     out = []
     current: dict[str, dict] = {}
     for ev in events:
@@ -447,7 +447,7 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
         },
         "launches": launches,
         "swaps": _swaps(events),
-        "crashes": _crashes(session, events, launches, redactor),
+        "crashes": _crashes(session, events, redactor),
         "time_in_profile": _time_in_profiles(history, span),
         "throughput": throughput,
         "bench": _bench(session),

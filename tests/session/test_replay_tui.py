@@ -8,7 +8,6 @@ import pytest
 
 from sgltui.tui.replay.app import make_replay_app
 from sgltui.tui.replay.bar import TimeCursorBar
-from sgltui.tui.widgets.activity import ActivityPane
 
 from . import builder
 

@@ -6,3 +6,7 @@ bar.py     TimeCursorBar: the widget that shows and moves the cursor.
 app.py     ReplayApp / make_replay_app: the main app with the bar and its keys added.
 run.py     run_replay: what `sgltui replay SESSION` calls.
 """
+
+from sgltui.tui.replay.source import ReplaySource
+
+__all__ = ["ReplaySource"]
