@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 
 from sgltui.sim.logs import gb, rank_prefix, setup_logging
 
@@ -35,7 +36,11 @@ def become_child(title: str) -> None:
 
 
 class _Crash(Exception):
-    pass
+    """--sim-crash-after fired."""
+
+
+class _SimulatedError(RuntimeError):
+    """A failure SGLang would raise here (the message is SGLang's); printed as a RuntimeError."""
 
 
 class Phases:
@@ -80,7 +85,7 @@ class Phases:
         pre = cfg["pre_bytes"]
         self.sleep(cfg["t_proc"])
         if fail == "cuda":
-            raise RuntimeError("CUDA error: no CUDA-capable device is detected\nCUDA kernel errors might "
+            raise _SimulatedError("CUDA error: no CUDA-capable device is detected\nCUDA kernel errors might "
                                "be asynchronously reported at some other API call, so the stacktrace below "
                                "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1")
         self.phase("loading weights")
@@ -89,7 +94,7 @@ class Phases:
             self.hang()
         if failure is not None and failure["phase"] == "weights":
             self.sleep(cfg["t_weights"] * 0.7)
-            raise RuntimeError(failure["lines"][-1])
+            raise _SimulatedError(failure["lines"][-1])
         weights = cfg["weights_bytes"]
         t = self.sleep(cfg["t_weights"])
         self.timings["load_weight"] = t
@@ -107,7 +112,7 @@ class Phases:
             self.hang()
         if failure is not None:
             self.sleep(0.3)
-            raise RuntimeError(failure["lines"][-1])
+            raise _SimulatedError(failure["lines"][-1])
         t = self.sleep(cfg["t_pools"])
         self.timings["kv_cache_allocation"] = t
         self._pool_lines(plan, model, cfg)
@@ -119,7 +124,7 @@ class Phases:
             self._graph_begin(plan, "target decode", 1)
             self.sleep(cfg["t_graphs"] * 0.3)
             free = plan.available_after_pools
-            raise RuntimeError(
+            raise _SimulatedError(
                 f"Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
                 f"capacity of {plan.gpu_total_bytes / (1 << 30):.2f} GiB of which {max(0, free) / (1 << 30) * 0.1:.2f}"
                 " GiB is free.\nPossible solutions:\n1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)"
@@ -212,10 +217,12 @@ def scheduler_main(conn, cfg: dict, rank: int) -> None:
     except _Crash:
         _fail("RuntimeError: CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be "
               "asynchronously reported at some other API call, so the stacktrace below might be incorrect.")
-    except (RuntimeError, ValueError) as exc:
-        _fail(f"{type(exc).__name__}: {exc}")
+    except _SimulatedError as exc:
+        _fail(f"RuntimeError: {exc}")
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
+    except Exception:   # a bug in the simulator: report it the way SGLang reports a scheduler crash
+        _fail(traceback.format_exc().split("\n", 1)[1])
 
 
 def _fail(last: str) -> None:
