@@ -141,6 +141,13 @@ class SimMetrics:
         return max(0.0, value - prev)
 
     def on_stats(self, s: dict) -> None:
+        """Counters follow every snapshot (SGLang counts at the event); gauges only the reports
+        SGLang publishes them at (prefill batches, decode-log intervals, idle refresh)."""
+        self._counters(s)
+        if s.get("report"):
+            self._gauges(s)
+
+    def _gauges(self, s: dict) -> None:
         lab = self.sched_labels
         for name, (gauge, key) in self.gauges.items():
             if key is not None:
@@ -153,6 +160,12 @@ class SimMetrics:
                 gauge.labels(**lab).set(0)
         self.spec_steps.labels(**lab).set(self.spec.num_steps if self.spec else 0)
         self.spec_draft.labels(**lab).set(self.spec.num_draft_tokens if self.spec else 0)
+        if self.hicache:
+            self.host_used.labels(**lab).set(s.get("hicache_host_used_tokens", 0))
+            self.host_total.labels(**lab).set(s.get("hicache_host_total_tokens", 0))
+
+    def _counters(self, s: dict) -> None:
+        lab = self.sched_labels
         for mode, v in s.get("realtime_tokens", {}).items():
             self.realtime.labels(**lab, mode=mode).inc(self._delta(f"rt:{mode}", v))
         for mode, v in s.get("prefill_effective", {}).items():
@@ -161,10 +174,9 @@ class SimMetrics:
         radix = {"cache_type": "HiRadixCache" if self.hicache else "RadixCache", "tp_rank": "0", "pp_rank": "0"}
         self.evicted.labels(**radix).inc(self._delta("evict", s.get("evicted_tokens_total", 0)))
         if self.hicache:
-            self.host_used.labels(**lab).set(s.get("hicache_host_used_tokens", 0))
-            self.host_total.labels(**lab).set(s.get("hicache_host_total_tokens", 0))
             self.load_back.labels(**radix, pool="kv").inc(
                 self._delta("lb", s.get("prefill_effective", {}).get("host_hit", 0)))
+            self.backup.labels(**radix, pool="kv").inc(self._delta("bk", s.get("hicache_backup_tokens_total", 0)))
 
     def on_request_done(self, streaming: bool, ttft: float | None, itls: list[float], e2e: float,
                         prompt: int, completion: int, cached: dict, aborted: bool, verify_ct: int) -> None:

@@ -541,6 +541,7 @@ class Scheduler:
             "pcie_rx_total_bytes": rx,
             "pcie_tx_total_bytes": tx,
             "evicted_tokens_total": self.cache.evicted_tokens,
+            "hicache_backup_tokens_total": self.cache.backup_tokens if self.plan.hicache_host_tokens else 0,
             "realtime_tokens": dict(self.realtime),
             "prefill_effective": dict(self.prefill_hits),
             "is_cuda_graph": 1 if self.running and len(self.running) <= max(self.plan.cuda_graph_bs) else 0,

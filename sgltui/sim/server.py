@@ -310,7 +310,7 @@ class SimServer:
             self.publisher.phase_expected_s = max(1e-3, cfg_weights * self.scale * float(self.args.sim_slow_start or 1))
 
     def _on_stats(self, stats: dict) -> None:
-        if self.metrics is not None and stats.get("report"):
+        if self.metrics is not None:
             self.metrics.on_stats(stats)
 
     def _on_request_done(self, st) -> None:

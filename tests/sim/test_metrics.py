@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -80,3 +82,13 @@ def test_speculative_and_hicache_gauges(sim_server):
     total = value(fams["sglang:hicache_host_total_tokens"])
     assert total == 2 * value(fams["sglang:max_total_num_tokens"])       # default ratio 2.0
     assert "sglang:mamba_usage" in fams
+    # Write-through: the finished request's blocks are backed up to the host tier; counters
+    # follow the scheduler's load snapshots (a few per second).
+    deadline = time.monotonic() + 5
+    while True:
+        backup = families(sim.url)["sglang:hicache_backup_tokens"]
+        total = sum(x.value for x in backup.samples if x.name.endswith("_total"))
+        if total > 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert backup.type == "counter" and total == 32     # 3 + 40 tokens -> two full 16-token blocks
