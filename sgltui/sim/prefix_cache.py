@@ -31,6 +31,7 @@ class PrefixCache:
         self.host: OrderedDict[int, None] = OrderedDict()
         self.backup_tokens = 0      # device->host copies since start (write-through)
         self.evicted_tokens = 0
+        self._locked_blocks = 0     # device blocks with a lock count > 0 (keeps evictable O(1))
 
     @property
     def device_tokens(self) -> int:
@@ -41,7 +42,7 @@ class PrefixCache:
         return len(self.host) * BLOCK
 
     def evictable_tokens(self) -> int:
-        return sum(1 for c in self.device.values() if c == 0) * BLOCK
+        return (len(self.device) - self._locked_blocks) * BLOCK
 
     def match(self, keys: list[int]) -> tuple[int, int]:
         """(device-hit blocks, host-only-hit blocks) of the longest cached prefix."""
@@ -60,6 +61,8 @@ class PrefixCache:
     def lock(self, keys: list[int]) -> None:
         for k in keys:
             if k in self.device:
+                if self.device[k] == 0:
+                    self._locked_blocks += 1
                 self.device[k] += 1
                 self.device.move_to_end(k)
 
@@ -67,10 +70,14 @@ class PrefixCache:
         for k in keys:
             if k in self.device and self.device[k] > 0:
                 self.device[k] -= 1
+                if self.device[k] == 0:
+                    self._locked_blocks -= 1
 
     def load_back(self, keys: list[int]) -> None:
         """Host-hit blocks become device blocks (the caller has made room), locked by the request."""
         for k in keys:
+            if self.device.get(k, 0) == 0:
+                self._locked_blocks += 1
             self.device[k] = self.device.get(k, 0) + 1
             self.host.move_to_end(k)
 
@@ -96,15 +103,19 @@ class PrefixCache:
 
     def evict(self, tokens: int) -> int:
         """Free at least `tokens` device tokens from unlocked blocks, oldest first."""
-        freed = 0
-        for k in [k for k, c in self.device.items() if c == 0]:
-            if freed >= tokens:
+        victims = []
+        for k, c in self.device.items():
+            if len(victims) * BLOCK >= tokens:
                 break
+            if c == 0:
+                victims.append(k)
+        for k in victims:
             del self.device[k]
-            freed += BLOCK
+        freed = len(victims) * BLOCK
         self.evicted_tokens += freed
         return freed
 
     def clear(self) -> None:
         self.device = OrderedDict((k, c) for k, c in self.device.items() if c > 0)
+        self._locked_blocks = len(self.device)
         self.host.clear()

@@ -192,3 +192,20 @@ def test_text_is_deterministic_per_seed_and_word_like():
     assert a != answer(2, [5, 6, 7]) and a != answer(1, [5, 6, 8])
     words = a.split()
     assert len(words) >= 30 and all(w.strip(",.").isalpha() for w in words)
+
+
+def test_prefix_cache_lock_accounting():
+    from sgltui.sim.prefix_cache import BLOCK, PrefixCache, block_keys
+
+    c = PrefixCache(True)
+    keys = block_keys(list(range(64)))
+    c.insert(keys)
+    assert c.evictable_tokens() == 4 * BLOCK
+    c.lock(keys[:2])
+    c.lock(keys[:1])
+    assert c.evictable_tokens() == 2 * BLOCK
+    assert c.evict(10 ** 6) == 2 * BLOCK and c.device_tokens == 2 * BLOCK
+    c.unlock(keys[:2])
+    assert c.evictable_tokens() == BLOCK             # keys[0] still held by the second lock
+    c.unlock(keys[:1])
+    assert c.evictable_tokens() == 2 * BLOCK
