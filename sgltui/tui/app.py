@@ -77,6 +77,8 @@ class SgltuiApp(App[str | None]):
         self._flush_scheduled = False
         self._status_scheduled = False
         self._demo_done = False
+        self._bindings_state: str | None = None
+        self._topbar = ""
         self.first_status = asyncio.Event()
 
     # -- layout ------------------------------------------------------------------------------
@@ -239,8 +241,11 @@ class SgltuiApp(App[str | None]):
     def _draw(self, dirty: set[str]) -> None:
         m = self.model
         if M.SERVERS in dirty:
-            self.query_one(ProfilesPane).show(m.profiles, m.slots, m.engine("0"))
-            self.refresh_bindings()
+            self.query_one(ProfilesPane).show(m.profiles, m.slots)
+            state = (m.slot("0") or {}).get("state")
+            if state != self._bindings_state:  # the footer rebuilds itself on refresh_bindings
+                self._bindings_state = state
+                self.refresh_bindings()
         if M.MEMORY in dirty:
             self.query_one(MemoryPane).show(m.telemetry)
         if M.CHART in dirty:
@@ -279,7 +284,10 @@ class SgltuiApp(App[str | None]):
         disk = agent.get("disk") or {}
         if disk and not disk.get("ok", True):
             parts.append(f"[b $error]disk: {escape(str(disk.get('error')))}[/]")
-        self.query_one("#topbar", Static).update(" · ".join(parts))
+        text = " · ".join(parts)
+        if text != self._topbar:
+            self._topbar = text
+            self.query_one("#topbar", Static).update(text, layout=False)
 
     def _update_log_title(self) -> None:
         # The tab label is the log pane's title: filter, level and follow state at a glance.

@@ -108,13 +108,27 @@ class TuiModel:
     # -- updating (each returns the set of areas that changed) ------------------------------
 
     def apply_status(self, status: dict[str, Any]) -> set[str]:
+        """Replace the snapshot; only the areas whose part of it changed are returned, because
+        the app polls STATUS and redrawing unchanged panes is most of an idle TUI's CPU."""
+        old = self.status
         self.status = dict(status)
+        changed: set[str] = set()
+        if old.get("slots") != status.get("slots") or old.get("profiles") != status.get("profiles"):
+            changed.add(SERVERS)
+        if old.get("agent") != status.get("agent"):
+            changed |= {HEADER, SERVERS}
+        if (old.get("telemetry") or {}).get("gpus") != self.telemetry.get("gpus") or \
+                (old.get("telemetry") or {}).get("host") != self.telemetry.get("host"):
+            changed.add(MEMORY)
+        if old.get("bench") != status.get("bench"):
+            changed.add(BENCH)
         for run in [status.get("bench")] if isinstance(status.get("bench"), dict) else []:
             self._bench_from_status(run)
         engine = (self.telemetry.get("engine") or {})
         if engine and not any(self.series.values()):
             self._append_series(self.telemetry.get("ts") or self.clock(), engine)
-        return {SERVERS, MEMORY, CHART, BENCH, HEADER}
+            changed.add(CHART)
+        return changed
 
     def apply_push(self, push: dict[str, Any]) -> set[str]:
         kind = push.get("push")
@@ -132,7 +146,7 @@ class TuiModel:
         if push.get("push") != "event":
             return False
         t = (push.get("data") or {}).get("type", "")
-        return t in _SLOT_EVENTS or t.startswith("bench.") or t in ("command", "agent.start")
+        return t in _SLOT_EVENTS or t in ("bench.start", "bench.done", "agent.start")
 
     def _apply_sample(self, sample: dict[str, Any]) -> set[str]:
         tel = dict(self.telemetry)
@@ -141,7 +155,7 @@ class TuiModel:
                 tel[key] = sample[key]
         self.status["telemetry"] = tel
         self._append_series(sample.get("ts") or self.clock(), sample.get("engine") or {})
-        return {MEMORY, CHART, SERVERS}
+        return {MEMORY, CHART}
 
     def _append_series(self, ts: float, engine: dict[str, Any]) -> None:
         if self._last_sample_ts is not None and ts <= self._last_sample_ts:

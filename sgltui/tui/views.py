@@ -54,7 +54,7 @@ def profile_option(profile: dict[str, Any], slots: list[dict[str, Any]]) -> str:
     return f"{keytxt} {name}{sim}{suffix}"
 
 
-def slot_details(slot: dict[str, Any] | None, engine: dict[str, Any] | None = None) -> str:
+def slot_details(slot: dict[str, Any] | None) -> str:
     """State, phase progress with ETA, swap step, capacity card, cause and fix of one slot."""
     if not slot:
         return "[dim]No server. Press a profile's key or [b]s[/b] to start the highlighted one.[/]"
@@ -82,10 +82,6 @@ def slot_details(slot: dict[str, Any] | None, engine: dict[str, Any] | None = No
         lines.extend(cause_lines(slot["cause"]))
     if slot.get("capacity") and state in ("ready", "draining", "launching"):
         lines.extend(capacity_lines(slot["capacity"]))
-    if engine and state in ("ready", "draining"):
-        lines.append(f"running {fmt.num(engine.get('num_running_reqs'))}"
-                     f"/{fmt.num(engine.get('max_running_requests'))}  queued {fmt.num(engine.get('num_queue_reqs'))}"
-                     f"  gen {fmt.num(engine.get('gen_throughput'))} tok/s")
     return "\n".join(lines)
 
 

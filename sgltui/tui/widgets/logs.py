@@ -6,7 +6,9 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import Reactive
 from textual.widgets import Input, RichLog
 from rich.text import Text
 
@@ -19,6 +21,17 @@ FILTER_DELAY_S = 0.25
 
 class LogView(RichLog):
     """A RichLog that follows the end only while the user is at the end (toolong's rule)."""
+
+    # Appending lines grows the virtual size. As a plain Widget reactive that costs a layout of
+    # the whole screen per batch of lines (most of an idle TUI's CPU); the view's own size never
+    # changes with it (height 1fr, both scrollbars always shown), so only its scrollbars need
+    # updating.
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
+
+    def watch_virtual_size(self, size: Size) -> None:
+        if self.is_mounted:
+            self._scroll_update(size)
+            self.refresh()
 
     class FollowChanged(Message):
         def __init__(self, following: bool) -> None:
@@ -41,7 +54,8 @@ class LogPane(Vertical):
     DEFAULT_CSS = """
     /* The horizontal scrollbar is always there: if it appeared with the first long line it
        would shrink the view after the scroll to the end and hide the newest lines. */
-    LogPane LogView { height: 1fr; background: transparent; overflow-x: scroll; scrollbar-size-horizontal: 1; }
+    LogPane LogView { height: 1fr; background: transparent; overflow-x: scroll; overflow-y: scroll;
+                      scrollbar-size-horizontal: 1; }
     LogPane #log-input { dock: bottom; display: none; height: 1; border: none; padding: 0 1; }
     LogPane #log-input.-open { display: block; }
     """

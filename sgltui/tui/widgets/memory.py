@@ -16,15 +16,23 @@ class MemoryPane(Widget, can_focus=True):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._telemetry: dict[str, Any] = {}
+        self._last = ""
 
     def show(self, telemetry: dict[str, Any]) -> None:
+        # A layout pass only when the number of GPUs (so the height) changes, and no repaint
+        # at all when the bars read the same as before (most samples on an idle server).
+        relayout = len(telemetry.get("gpus") or []) != len(self._telemetry.get("gpus") or [])
         self._telemetry = telemetry
-        self.refresh(layout=True)
+        markup = self._markup(self.content_region.width or 60)
+        if relayout or markup != self._last:
+            self.refresh(layout=relayout)
+
+    def _markup(self, width: int) -> str:
+        return "\n".join(views.gpu_lines(self._telemetry, width) + views.host_lines(self._telemetry, width))
 
     def render(self) -> Content:
-        width = self.content_region.width or 60
-        lines = views.gpu_lines(self._telemetry, width) + views.host_lines(self._telemetry, width)
-        return Content.from_markup("\n".join(lines))
+        self._last = self._markup(self.content_region.width or 60)
+        return Content.from_markup(self._last)
 
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]
         gpus = len(self._telemetry.get("gpus") or []) or 0.5

@@ -19,11 +19,13 @@ class ProfilesPane(Vertical, can_focus=False):
     ProfilesPane #slot-details { height: auto; padding: 0 1; }
     """
 
+    _details = ""
+
     def compose(self) -> ComposeResult:
         yield OptionList(id="profile-list")
         yield Static("", id="slot-details")
 
-    def show(self, profiles: list[dict[str, Any]], slots: list[dict[str, Any]], engine: dict[str, Any] | None) -> None:
+    def show(self, profiles: list[dict[str, Any]], slots: list[dict[str, Any]]) -> None:
         options = self.query_one("#profile-list", OptionList)
         highlighted = self.highlighted_profile()
         prompts = [(p["name"], views.profile_option(p, slots)) for p in profiles]
@@ -38,7 +40,10 @@ class ProfilesPane(Vertical, can_focus=False):
                 current = slots[0].get("profile") if slots else None
                 options.highlighted = names.index(current) if current in names else 0
         slot = slots[0] if slots else None
-        self.query_one("#slot-details", Static).update(views.slot_details(slot, engine))
+        text = views.slot_details(slot)
+        if text != self._details:  # an unchanged Static.update still costs a layout pass
+            self._details = text
+            self.query_one("#slot-details", Static).update(text)
 
     def highlighted_profile(self) -> str | None:
         options = self.query_one("#profile-list", OptionList)

@@ -36,6 +36,7 @@ class ThroughputPane(Vertical, can_focus=True):
     def __init__(self, window_points: int = 300, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.window_points = window_points
+        self._values: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
         for name, label, _ in ROWS:
@@ -49,7 +50,15 @@ class ThroughputPane(Vertical, can_focus=True):
             values = series.get(name) or []
             if name == "accept_length":
                 # Accept length exists only with speculative decoding: hide the row otherwise.
-                self.query_one(f"#row-{name}").display = has_spec
+                row = self.query_one(f"#row-{name}")
+                if row.display != has_spec:
+                    row.display = has_spec
             window = values[-self.window_points:]
-            self.query_one(f"#spark-{name}", Sparkline).data = window
-            self.query_one(f"#value-{name}", Label).update(form(values[-1]) if values else "-")
+            spark = self.query_one(f"#spark-{name}", Sparkline)
+            if spark.data != window:
+                spark.data = window
+            # Fixed-width value cells: no layout pass needed on update, no repaint if unchanged.
+            text = form(values[-1]) if values else "-"
+            if self._values.get(name) != text:
+                self._values[name] = text
+                self.query_one(f"#value-{name}", Label).update(text, layout=False)
