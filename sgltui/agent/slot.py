@@ -396,7 +396,8 @@ class Slot:
                         continue
                 if self._hung(now):
                     continue
-            await asyncio.sleep(poll)
+            # Fast while launching (every poll is added to the time-to-ready), relaxed after.
+            await asyncio.sleep(poll / 5 if self.state == LAUNCHING else poll * 2)
 
     def _consume(self, lines: list[str]) -> None:
         if not lines:
@@ -496,7 +497,8 @@ class Slot:
                 busy = await http_probe.load(self.server_host, self.port, self.api_key)
                 if not busy:
                     break
-                await asyncio.sleep(0.5)
+                log.info("slot %s: draining, %s requests still running or queued", self.id, busy)
+                await asyncio.sleep(0.1)  # cheap to ask; every poll interval is swap latency
         report["timings_s"]["drain"] = round(time.monotonic() - t0, 3)
         t1 = time.monotonic()
         step("stopping")
