@@ -151,6 +151,14 @@ class SgltuiApp(App[str | None]):
     async def _on_connected(self, status: dict[str, Any]) -> None:
         self.model.connected = True
         self.model.connection_note = "connected"
+        # Ask for the profile list explicitly: it makes the agent re-read the profile files
+        # (with our --profiles dirs), so edits and new files show up when the TUI opens.
+        try:
+            profiles = await self.source.call("profiles")
+            if isinstance(profiles, list):
+                status = {**status, "profiles": profiles}
+        except Exception:
+            pass
         self._mark(*self.model.apply_status(status))
         self.first_status.set()
         # Re-read the tail of each live server's log: lines written while we were away.

@@ -68,7 +68,7 @@ class LiveSource:
             from sgltui.agent.client import AgentError
 
             raise AgentError("not connected to the agent (reconnecting)")
-        if op in ("start", "swap") and self.profiles_dirs and "profiles_dirs" not in args:
+        if op in ("start", "swap", "profiles") and self.profiles_dirs and "profiles_dirs" not in args:
             args["profiles_dirs"] = self.profiles_dirs
         return await self._calls.call(op, **args)
 
