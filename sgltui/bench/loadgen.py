@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -56,6 +57,7 @@ class LoadConfig:
     ignore_eos: bool = True
     flush_cache: bool = True
     progress_interval: float = 0.5
+    transport: str = "httpx"             # "aiohttp": baseline for bench/bench_loadgen.py only
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -68,6 +70,8 @@ class LoadConfig:
     def validate(self) -> None:
         if self.api not in APIS:
             raise ValueError(f"unknown api {self.api!r}; use one of {', '.join(APIS)}")
+        if self.transport not in ("httpx", "aiohttp"):
+            raise ValueError("transport must be httpx or aiohttp")
         if self.concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if (self.requests is None) == (self.duration is None):
@@ -110,20 +114,37 @@ class LoadGenerator:
         self.itl = stats.LogHistogram()
         self.buckets = stats.TokenBuckets(self.origin)
         self.writer: RecordWriter | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._open = self._open_httpx
 
-    def _client(self) -> httpx.AsyncClient:
-        c = self.cfg.concurrency
+    def _session_for_load(self) -> aiohttp.ClientSession:
         # Explicit limits: aiohttp's and httpx's defaults (100) silently cap concurrency (§7.1).
-        session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=c, limit_per_host=0, keepalive_timeout=60),
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.cfg.concurrency, limit_per_host=0, keepalive_timeout=60),
             read_bufsize=10 * 1024 * 1024,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
         )
+
+    def _client(self) -> httpx.AsyncClient:
+        c = self.cfg.concurrency
         return httpx.AsyncClient(
-            transport=AiohttpTransport(client=session),
+            transport=AiohttpTransport(client=self._session_for_load()),
             timeout=httpx.Timeout(None, connect=10.0),
             limits=httpx.Limits(max_connections=c, max_keepalive_connections=c),
         )
+
+    @contextlib.asynccontextmanager
+    async def _open_httpx(self, client: httpx.AsyncClient, body: bytes):
+        async with client.stream("POST", self.url, content=body, headers=self.headers) as resp:
+            yield resp.status_code, resp.aiter_raw, resp.aread
+
+    @contextlib.asynccontextmanager
+    async def _open_aiohttp(self, client: httpx.AsyncClient, body: bytes):
+        # Baseline only (transport "aiohttp"): the same loop and bookkeeping on a bare aiohttp
+        # session, so bench/bench_loadgen.py can price the httpx layer by itself.
+        assert self._session is not None
+        async with self._session.post(self.url, data=body, headers=self.headers) as resp:
+            yield resp.status, resp.content.iter_any, resp.read
 
     async def _request(self, client: httpx.AsyncClient, i: int, measured: bool) -> None:
         cfg = self.cfg
@@ -141,13 +162,13 @@ class LoadGenerator:
             self.peak_in_flight = self.in_flight
         t_send = perf()
         try:
-            async with client.stream("POST", self.url, content=body, headers=self.headers) as resp:
-                if resp.status_code != 200:
-                    text = (await resp.aread())[:200].decode(errors="replace").strip().replace("\n", " ")
-                    error = f"HTTP {resp.status_code}: {text or resp.reason_phrase}"
+            async with self._open(client, body) as (status, raw_chunks, read_body):
+                if status != 200:
+                    text = (await read_body())[:200].decode(errors="replace").strip().replace("\n", " ")
+                    error = f"HTTP {status}: {text or 'no body'}"
                 else:
                     done = False
-                    async for raw in resp.aiter_raw():
+                    async for raw in raw_chunks():
                         now = perf()
                         for data in splitter.feed(raw):
                             if data == b"[DONE]":
@@ -262,6 +283,9 @@ class LoadGenerator:
         cfg = self.cfg
         warmup = cfg.concurrency if cfg.warmup is None else cfg.warmup
         client = self._client()
+        if cfg.transport == "aiohttp":
+            self._session = self._session_for_load()
+            self._open = self._open_aiohttp
         progress = asyncio.create_task(self._progress_loop())
         gc.collect()
         gc.freeze()  # GC pauses show up as ITL spikes (§7.7)
@@ -294,6 +318,8 @@ class LoadGenerator:
             if self.writer is not None:
                 self.writer.close()
             await client.aclose()
+            if self._session is not None:
+                await self._session.close()
         self._emit_progress()
         self.buckets.origin -= self.origin  # records are relative to the origin
         metrics = compute_metrics(read_records(records_path), self.itl, self.buckets)
@@ -305,6 +331,7 @@ class LoadGenerator:
             "warmup_output_tokens": warm_tokens,
             "cache_flushed": flushed,
             "api": cfg.api,
+            "transport": cfg.transport,
             "model": cfg.model,
             "dataset_digest": self.workload.digest,
             "client_cpu_s": cpu,

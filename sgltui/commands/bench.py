@@ -243,7 +243,9 @@ def _show(args: argparse.Namespace, path: Path, result: dict | None) -> int:
     except ValueError:
         raise CliError(f"{path} is not a bench result file (JSON)") from None
     if args.json:
-        print(json.dumps(data, indent=1, default=str))
+        from sgltui.bench.metrics import clean_json
+
+        print(json.dumps(clean_json(data), indent=1, default=str))
     else:
         measured = [r for r in data.get("results", []) if r.get("metrics")]
         if len(measured) == 1:

@@ -86,3 +86,16 @@ def test_rerun_of_a_point_replaces_its_records(mock_sse, tmp_path):
         rc, lines = run_loadgen(cfg, tmp_path / "r.jsonl")
         assert rc == 0 and lines[-1]["metrics"]["completed"] == 6
     assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 6
+
+
+def test_baseline_transport_measures_the_same(mock_sse, tmp_path):
+    # the bench script's baseline (same loop on bare aiohttp) must agree with the httpx path
+    url = mock_sse(tokens_per_chunk=2)
+    results = []
+    for transport in ("httpx", "aiohttp"):
+        rc, lines = run_loadgen({"base_url": url, "concurrency": 3, "requests": 9, "input_len": 8,
+                                 "output_len": 10, "transport": transport}, tmp_path / f"{transport}.jsonl")
+        assert rc == 0, lines
+        results.append(lines[-1]["metrics"])
+    for m in results:
+        assert (m["completed"], m["total_output_tokens"], m["max_concurrent_requests"]) == (9, 90, 3)
