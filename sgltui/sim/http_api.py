@@ -20,6 +20,8 @@ from aiohttp import web
 from sgltui.sim import api_bodies as rq
 
 log = logging.getLogger("sglang")
+# aiohttp's own error logs (e.g. writes to a client that left) are not SGLang output.
+logging.getLogger("aiohttp").addHandler(logging.NullHandler())
 
 OPEN_PREFIXES = ("/health", "/ready", "/metrics")
 ADMIN_PATHS = ("/flush_cache", "/abort_request", "/start_profile", "/stop_profile", "/pause_generation",
@@ -46,6 +48,8 @@ class Api:
         self.access_exclude = tuple(excl) if isinstance(excl, (list, tuple)) else (str(excl),)
         http_level = (self.args.log_level_http or self.args.log_level or "info").lower()
         self.access_log = http_level in ("debug", "info")
+        self._watched: dict = {}            # rid -> (request state, aiohttp request)
+        self._gone: set[str] = set()        # rids whose client disconnected
 
     # ---- app --------------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -68,7 +72,11 @@ class Api:
         r.add_post("/continue_generation", self.resume)
         r.add_post("/freeze_gc", self.freeze_gc)
         r.add_route("*", "/{tail:.*}", self.fallback)
+        app.on_startup.append(self._start_watcher)
         return app
+
+    async def _start_watcher(self, app) -> None:
+        app["disconnect_watcher"] = asyncio.get_running_loop().create_task(self.watch_disconnects())
 
     @web.middleware
     async def _access_mw(self, request: web.Request, handler):
@@ -77,6 +85,9 @@ class Api:
             resp = await handler(request)
             status = resp.status
             return resp
+        except ConnectionResetError:
+            status = 499             # the client went away; its request was aborted
+            return web.Response(status=499)
         except web.HTTPException as exc:
             status = exc.status
             raise
@@ -257,20 +268,42 @@ class Api:
         self.s.requests_handled += 1
         return self.engine.submit(rid, ids, sampling, streaming)
 
-    async def _progress(self, st):
-        """Yield (previous count, current count) each time `stream_interval` new tokens exist."""
+    async def _progress(self, st, request=None):
+        """Yield (previous count, current count) each time `stream_interval` new tokens exist.
+
+        A client that goes away aborts its request server-side, as in SGLang: the disconnect
+        watcher wakes the request, which aborts it here (non-streaming requests included).
+        """
         interval = max(1, int(self.args.stream_interval or 1))
         sent = 0
+        if request is not None:
+            self._watched[st.rid] = (st, request)
+        try:
+            while True:
+                await st.queue.get()
+                if st.finish is None and st.rid in self._gone:
+                    self.engine.abort(st.rid)
+                    raise ConnectionResetError("client disconnected")
+                while not st.queue.empty():
+                    st.queue.get_nowait()
+                n = len(st.output_ids)
+                if st.finish is not None or n - sent >= interval:
+                    yield sent, n
+                    sent = n
+                if st.finish is not None:
+                    return
+        finally:
+            self._watched.pop(st.rid, None)
+            self._gone.discard(st.rid)
+
+    async def watch_disconnects(self) -> None:
+        """Once a second, wake requests whose client connection has closed."""
         while True:
-            await st.queue.get()
-            while not st.queue.empty():
-                st.queue.get_nowait()
-            n = len(st.output_ids)
-            if st.finish is not None or n - sent >= interval:
-                yield sent, n
-                sent = n
-            if st.finish is not None:
-                return
+            await asyncio.sleep(1.0)
+            for rid, (st, request) in list(self._watched.items()):
+                if request.transport is None or request.transport.is_closing():
+                    self._gone.add(rid)
+                    st.queue.put_nowait(0)
 
     async def generate(self, request):
         try:
@@ -288,14 +321,14 @@ class Api:
             st = self._submit(prompts[0], sampling, stream, rids if isinstance(rids, str) else None)
             if stream:
                 return await self._generate_stream(request, st)
-            return web.json_response(await self._generate_one(st))
+            return web.json_response(await self._generate_one(st, request))
         states = [self._submit(p, sampling, False, rids[i] if isinstance(rids, list) and i < len(rids) else None)
                   for i, p in enumerate(prompts)]
-        return web.json_response(list(await asyncio.gather(*(self._generate_one(st) for st in states))))
+        return web.json_response(list(await asyncio.gather(*(self._generate_one(st, request) for st in states))))
 
-    async def _generate_one(self, st) -> dict:
+    async def _generate_one(self, st, request=None) -> dict:
         try:
-            async for _ in self._progress(st):
+            async for _ in self._progress(st, request):
                 pass
         except asyncio.CancelledError:
             self.engine.abort(st.rid)
@@ -310,7 +343,7 @@ class Api:
         incremental = bool(self.args.incremental_streaming_output)
         sent_text = ""
         try:
-            async for prev, n in self._progress(st):
+            async for prev, n in self._progress(st, request):
                 finished = st.finish is not None
                 text = rq.output_text(st.output_ids[:n], st.finish if finished else None)
                 e2e = time.monotonic() - st.created
@@ -340,7 +373,7 @@ class Api:
         states = [self._submit(p, sampling, bool(body.get("stream"))) for p in prompts]
         if body.get("stream"):
             return await self._openai_stream(request, states[0], body, chat=False)
-        results = await asyncio.gather(*(self._generate_one(st) for st in states))
+        results = await asyncio.gather(*(self._generate_one(st, request) for st in states))
         choices = []
         prompt_tok = completion_tok = cached = 0
         for i, (st, res) in enumerate(zip(states, results)):
@@ -372,7 +405,7 @@ class Api:
         st = self._submit(ids, sampling, bool(body.get("stream")))
         if body.get("stream"):
             return await self._openai_stream(request, st, body, chat=True)
-        res = await self._generate_one(st)
+        res = await self._generate_one(st, request)
         reason, matched = rq.finish_reason_openai(st.finish)
         meta = res["meta_info"]
         return web.json_response({
@@ -407,7 +440,7 @@ class Api:
         try:
             if chat:
                 await resp.write(b"data: " + json.dumps(chunk("", first=True)).encode() + b"\n\n")
-            async for _prev, n in self._progress(st):
+            async for _prev, n in self._progress(st, request):
                 finished = st.finish is not None
                 text = rq.output_text(st.output_ids[:n], st.finish if finished else None)
                 delta = text[len(sent_text):]

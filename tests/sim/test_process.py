@@ -314,3 +314,14 @@ def test_scheduler_killed_from_outside_is_noticed_by_the_watchdog(sim_server):
     assert f"Subprocess scheduler_0 (pid={sched.pid}) crashed with exit code -9. Triggering SIGQUIT for cleanup..." \
         in text
     assert "SIGQUIT received. signum=3" in text
+
+
+def test_client_disconnect_aborts_a_non_streaming_request(sim_server):
+    sim = sim_server("--max-running-requests", "1", time_scale="0.05")
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(sim.url + "/generate", timeout=0.5,
+                   json={"text": "forever", "sampling_params": {"max_new_tokens": 100000, "ignore_eos": True}})
+    # With the only slot freed by the abort, a short request runs instead of queueing for minutes.
+    r = post_json(sim.url + "/generate", {"text": "next", "sampling_params": {"max_new_tokens": 4}})
+    assert r.status_code == 200 and r.json()["meta_info"]["completion_tokens"] == 4
+    assert "Traceback" not in sim.text()
