@@ -72,7 +72,21 @@ def _add_fallback_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _add_sim_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("simulator (sgltui)")
+    group = p.add_argument_group("simulator (sgltui)")
+    existing = p._option_string_actions     # a catalog may already carry some --sim-* flags
+
+    class _Group:
+        @staticmethod
+        def add_argument(flag, **kw):
+            if flag in existing:
+                action = existing[flag]
+                action.default = kw.get("default", action.default)   # our defaults and choices win
+                if "choices" in kw:
+                    action.choices = kw["choices"]
+                return
+            group.add_argument(flag, **kw)
+
+    g = _Group()
     g.add_argument("--sim-gpu", default=DEFAULT_GPU, choices=sorted(GPU_PRESETS),
                    help="simulated GPU preset")
     g.add_argument("--sim-time-scale", type=float, default=1.0,

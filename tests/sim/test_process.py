@@ -325,3 +325,15 @@ def test_client_disconnect_aborts_a_non_streaming_request(sim_server):
     r = post_json(sim.url + "/generate", {"text": "next", "sampling_params": {"max_new_tokens": 4}})
     assert r.status_code == 200 and r.json()["meta_info"]["completion_tokens"] == 4
     assert "Traceback" not in sim.text()
+
+
+def test_stream_interval_sets_chunk_cadence(sim_server):
+    sim = sim_server("--stream-interval", "8", time_scale="0.1")
+    with httpx.stream("POST", sim.url + "/generate", timeout=30,
+                      json={"text": "cadence", "stream": True,
+                            "sampling_params": {"max_new_tokens": 50, "ignore_eos": True}}) as r:
+        chunks = sse_events(r)[:-1]
+    sizes = [len(c["output_ids"]) for c in chunks]
+    assert sizes[-1] == 50
+    steps = [b - a for a, b in zip([0] + sizes, sizes)]
+    assert all(s >= 8 for s in steps[:-1])            # never more often than every 8 tokens
