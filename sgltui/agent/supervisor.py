@@ -89,6 +89,7 @@ class Supervisor:
         self._profiles_cache: list[dict] = []
         self._learned_cache: dict[str, dict | None] = {}
         self._last_maintain = 0.0
+        self._profiles_at = 0.0
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -307,6 +308,7 @@ class Supervisor:
         except Exception as exc:
             log.warning("cannot list profiles: %s", exc)
             return self._profiles_cache
+        self._profiles_at = time.monotonic()
         self._profiles_cache = [{"name": p.name, "key": p.key, "description": p.description,
                                  "launcher": p.launcher, "port": _safe(lambda: p.port)}
                                 for p in sorted(profs.values(), key=lambda p: p.name)]
@@ -329,6 +331,8 @@ class Supervisor:
         if tele is None:
             tele = {"ts": time.time(), "gpus": [], "gpu_source": {"kind": "none", "message": "telemetry not running"},
                     "host": {}, "engine": {}}
+        if time.monotonic() - self._profiles_at > 5.0:
+            self._refresh_profiles()  # a new or edited profile file shows up without a restart
         latest = max(self.bench_runs.values(), key=lambda r: r["started"], default=None)
         return {
             "agent": {"pid": os.getpid(), "version": __version__, "started": self.started,
