@@ -67,6 +67,7 @@ class SgltuiApp(App[str | None]):
         self.demo = demo
         self.screenshot_dir = screenshot_dir
         self.model = TuiModel(own_client=own_client or getattr(source, "client_name", None), clock=clock)
+        self.model.demo_only = demo
         self.logbuf = LogBuffer(self.config.log_max_lines)
         self._themes = list(themes)
         self.user_theme_names = {t.name for t in self._themes}
@@ -149,8 +150,6 @@ class SgltuiApp(App[str | None]):
                 delay = min(delay * 2, 5.0)
 
     async def _on_connected(self, status: dict[str, Any]) -> None:
-        self.model.connected = True
-        self.model.connection_note = "connected"
         # Ask for the profile list explicitly: it makes the agent re-read the profile files
         # (with our --profiles dirs), so edits and new files show up when the TUI opens.
         try:
@@ -159,7 +158,9 @@ class SgltuiApp(App[str | None]):
                 status = {**status, "profiles": profiles}
         except Exception:
             pass
-        self._mark(*self.model.apply_status(status))
+        self.model.connected = True
+        self.model.connection_note = "connected"
+        self._mark(M.HEADER, *self.model.apply_status(status))
         self.first_status.set()
         # Re-read the tail of each live server's log: lines written while we were away.
         self.logbuf.clear()

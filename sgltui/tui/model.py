@@ -63,6 +63,7 @@ class TuiModel:
         self.activity_total = 0  # items ever added (the deque drops old ones; panes track this)
         self.bench: dict[str, BenchRun] = {}
         self.own_client = own_client
+        self.demo_only = False  # `sgltui demo`: show and key only the demo profiles
         self.connected = False
         self.connection_note = "connecting to the agent..."
         self.clock = clock
@@ -76,7 +77,14 @@ class TuiModel:
 
     @property
     def profiles(self) -> list[dict[str, Any]]:
-        return list(self.status.get("profiles") or [])
+        """Profiles in display order. The shipped demo profiles reuse the keys 1-5 of the real
+        ones, so a demo session lists only demo profiles and any other lists them last: a key
+        then always means the profile listed first with it."""
+        profiles = list(self.status.get("profiles") or [])
+        demo = [p for p in profiles if str(p.get("name", "")).startswith("demo-")]
+        if self.demo_only and demo:
+            return demo
+        return [p for p in profiles if p not in demo] + demo
 
     def slot(self, slot_id: str = "0") -> dict[str, Any] | None:
         for s in self.slots:

@@ -42,8 +42,8 @@ class DrainChoice(_Modal):
         with Vertical():
             yield Label(f"[b]{escape(self.what)}[/]: {self.running} request(s) in flight on "
                         f"[b]{escape(self.profile)}[/].")
-            yield Label("[b]d[/] drain: finish them first (bounded wait)   [b]f[/] force: cut them now   "
-                        "[b]c[/]/esc cancel")
+            yield Label("[b]d[/] drain: let them finish first (bounded wait)\n[b]f[/] force: cut them now\n"
+                        "[b]c[/] or esc: cancel")
             with Horizontal():
                 yield Button("Drain", id="wait", variant="primary")
                 yield Button("Force", id="force", variant="error")
@@ -124,7 +124,14 @@ class BenchDialog(_Modal):
         self.dismiss(None)
 
 
+def key_label(key: str) -> str:
+    """How a Textual key name reads to a person ("slash" -> "/")."""
+    names = {"slash": "/", "question_mark": "?", "enter": "enter", "escape": "esc"}
+    return ", ".join(names.get(k.strip(), k.strip()) for k in key.split(","))
+
+
 class HelpScreen(_Modal):
+    DEFAULT_CSS = "HelpScreen > Vertical { width: 100; }"
     BINDINGS = [Binding("escape,q,h,f1,question_mark", "close", "Close", id="modal.close")]
 
     def __init__(self, keymap: dict[str, str], profiles: list[dict[str, Any]]) -> None:
@@ -133,16 +140,16 @@ class HelpScreen(_Modal):
         self.profiles = profiles
 
     def compose(self) -> ComposeResult:
-        rows = ["[b]Keys[/] (remap by id in ~/.config/sgltui/config.toml [keymap])", ""]
+        rows = ["[b]Keys[/]  (remap by id in ~/.config/sgltui/config.toml, table \\[keymap])", ""]
         for p in self.profiles:
             if p.get("key"):
-                rows.append(f"  [b $accent]{escape(str(p['key'])):<12}[/] swap to {escape(str(p['name']))}")
-        rows.append(f"  [b $accent]{'enter':<12}[/] swap to / start the highlighted profile")
+                rows.append(f"  [b $accent]{escape(str(p['key'])):<10}[/] swap to {escape(str(p['name']))}")
+        rows.append(f"  [b $accent]{'enter':<10}[/] swap to / start the highlighted profile")
         for k in KEYS:
-            key = self.keymap.get(k.id, k.key)
-            rows.append(f"  [b $accent]{escape(key):<12}[/] {escape(k.tooltip)}  [dim]{k.id}[/]")
-        rows += ["", "  [b $accent]ctrl+p[/]       command palette: every action by name",
-                 "  [b $accent]tab[/]          move between panes; arrows scroll, pgup/pgdn page",
+            key = key_label(self.keymap.get(k.id, k.key))
+            rows.append(f"  [b $accent]{escape(key):<10}[/] {escape(k.tooltip):<70.70} [dim]{k.id}[/]")
+        rows += ["", f"  [b $accent]{'ctrl+p':<10}[/] command palette: every action by name",
+                 f"  [b $accent]{'tab':<10}[/] move between panes; arrows scroll, pgup/pgdn page",
                  "", "Quitting leaves servers running; `sgltui stop` stops them."]
         with Vertical():
             with VerticalScroll():

@@ -42,7 +42,9 @@ class LogView(RichLog):
         super().watch_scroll_y(old, new)
         # Only a move up pauses: following itself only ever scrolls down, and it can briefly
         # lag the end while lines arrive, which must not read as "the user scrolled back".
-        if new < old and self.auto_scroll:
+        # A view that grows (the pane above shrank) clamps scroll_y down to the new end: that
+        # is not a scroll back either.
+        if new < old and self.auto_scroll and new < self.max_scroll_y - 0.5:
             self.auto_scroll = False
             self.post_message(self.FollowChanged(False))
         elif new > old and not self.auto_scroll and new >= self.max_scroll_y - 0.5:
