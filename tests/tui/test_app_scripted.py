@@ -219,7 +219,7 @@ async def test_read_only_source_refuses_commands():
         await started(app, pilot)
         await pilot.press("1", "x", "s", "b")
         await pilot.pause(0.2)
-        assert [op for op, _ in src.calls if op not in ("status", "logs", "bench_list")] == []
+        assert [op for op, _ in src.calls if op not in ("status", "logs", "bench_list", "profiles")] == []
         assert app.exit_note() is None
         assert "REPLAY" in str(app.query_one("#topbar").render())
 
