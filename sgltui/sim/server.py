@@ -366,9 +366,11 @@ class SimServer:
         asyncio.get_running_loop().create_task(self._stop_http_then_kill())
 
     async def _stop_http_then_kill(self) -> None:
+        if self.draining_done:
+            return          # a second Ctrl-C while the first is still stopping
+        self.draining_done = True
         log.info("INFO:     Shutting down")
         await self._runner.cleanup()
-        self.draining_done = True
         self.engine.kill_children()
         self._exit_code = 0
         self._stop.set()
@@ -381,8 +383,8 @@ class SimServer:
             asyncio.get_running_loop().create_task(self._stop_http_then_kill())
             return
         if os.environ.get("SGL_FORCE_SHUTDOWN") or self.status == "UnHealthy":
-            log.info(f"Signal SIGTERM received while {'health check failed' if self.status == 'UnHealthy' else 'SGL_FORCE_SHUTDOWN is set'}. "
-                     "Force exiting.")
+            why = "health check failed" if self.status == "UnHealthy" else "SGL_FORCE_SHUTDOWN is set"
+            log.info(f"Signal SIGTERM received while {why}. Force exiting.")
             asyncio.get_running_loop().create_task(self._stop_http_then_kill())
             return
         log.info(f"SIGTERM received. signum={int(signal.SIGTERM)} frame={_FAKE_FRAME} "
