@@ -15,6 +15,7 @@ from typing import Any
 
 from sgltui.core import stats
 
+CLIENT_CPU_SUSPECT = 0.7  # benchmarking.md §7.5
 RANK_KEYS = ("steady_state_output_throughput", "output_throughput")
 
 
@@ -61,6 +62,7 @@ def build(results: list[dict], job_completions: int | None = None,
             "completed": int(sum(_values(ok, "completed"))),
             "failed": int(sum(_values(ok, "failed"))),
             "peak_in_flight": max(_values(ok, "max_concurrent_requests"), default=math.nan),
+            "client_cpu_share": max(_values(ok, "client_cpu_share"), default=math.nan),
         }
         rows.append(row)
     best: dict[str, dict] = {}
@@ -188,6 +190,10 @@ def render_text(comparison: dict) -> str:
     for r in comparison["rows"]:
         for err in r["errors"]:
             lines.append(f"! {r['profile']} c={r['concurrency']}: {err}")
+        if r.get("client_cpu_share", 0) > CLIENT_CPU_SUSPECT:
+            lines.append(f"! {r['profile']} c={r['concurrency']}: the load generator used "
+                         f"{r['client_cpu_share']:.0%} of a core; the client may have set the pace "
+                         "(use --stream-interval on the server or fewer, longer requests)")
     job = comparison.get("job")
     if job:
         lines.append("")

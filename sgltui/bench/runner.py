@@ -239,6 +239,7 @@ class Runner:
         await self.progress(force=True, state="running", point=0, points=spec.points())
         point = 0
         profiles: list[str | None] = list(spec.profiles) or [None]
+        finished = False
         try:
             for profile in profiles:
                 if self.stopping:
@@ -277,8 +278,10 @@ class Runner:
                             self._add(target, c, k, **res)
                         self.save()
                 self.result["server_info"][target.profile or "server"] = target.server_info
+            finished = True
         finally:
-            self.result["state"] = "stopped" if self.stopping else "done"
+            # an unexpected error still leaves a readable file that says the run failed
+            self.result["state"] = "stopped" if self.stopping else ("done" if finished else "failed")
             self.result["finished"] = time.time()
             self.result["comparison"] = compare.build(
                 self.result["results"], spec.job_completions, spec.job_output_len, spec.output_len)
