@@ -434,10 +434,18 @@ class Slot:
         else:
             expected = limit = NO_HISTORY_LIMIT_S.get(phase, 900.0)
         if self._ready_line_at is not None:
-            return False  # past the ready line only the probe is pending
-        if in_phase <= limit:
+            # Past the ready line only the probe is pending; a server that never answers it
+            # (bound elsewhere, firewalled) is as stuck as one that never loads.
+            silent = now - self._ready_line_at
+            if silent <= max(30.0, cfg.hang_min_s):
+                return False
+            cause = causes._cause(
+                "hang", f"printed its ready line {silent:.0f}s ago but /ready on {self.server_host}:{self.port} does not answer",
+                list(self._tail)[-causes.MAX_LINES:], "check host/port in the profile and what listens there", None)
+        elif in_phase <= limit:
             return False
-        cause = causes.hang(phase, in_phase, expected, list(self._tail))
+        else:
+            cause = causes.hang(phase, in_phase, expected, list(self._tail))
         log.warning("slot %s: %s", self.id, cause["summary"])
         self._stopping = True  # the watcher must not report the kill below as a crash
         asyncio.get_running_loop().create_task(self._fail_hung(cause))

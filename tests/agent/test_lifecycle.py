@@ -129,8 +129,9 @@ def test_swap_without_rollback_stays_failed(agent):
 
 
 def test_crash_after_ready_gives_cause(agent):
-    name = agent.write_profile("t-crash", sim_crash_after=1.5)
-    agent.call("start", profile=name, wait=True)
+    # The crash time counts from the simulator's start, so leave room for a slow start-up.
+    name = agent.write_profile("t-crash", sim_crash_after=8)
+    assert agent.call("start", profile=name, wait=True)["slot"]["state"] == "ready"
     slot = agent.wait_state("crashed", timeout=30)
     cause = slot["cause"]
     assert cause["kind"] in ("signal", "exit", "cuda", "oom") and cause["summary"]
