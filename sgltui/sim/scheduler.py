@@ -115,6 +115,11 @@ class Scheduler:
         return self.cache.device_tokens + self.owned_tokens
 
     @property
+    def busy_tokens(self) -> int:
+        """What SGLang reports as used: total - (available + evictable), i.e. without idle cache."""
+        return self.used_tokens - self.cache.evictable_tokens()
+
+    @property
     def available_tokens(self) -> int:
         return self.total_tokens - self.used_tokens
 
@@ -469,15 +474,15 @@ class Scheduler:
 
     # ---- logs and stats ---------------------------------------------------------------------------
     def _usage_parts(self, decode: bool) -> str:
-        usage = self.used_tokens / self.total_tokens if self.total_tokens else 0.0
+        usage = self.busy_tokens / self.total_tokens if self.total_tokens else 0.0
         if self.hybrid:
             mamba = self.slots_used / self.slots_total if self.slots_total else 0.0
             if decode:
-                return (f"#full token: {self.used_tokens}, full token usage: {usage:.2f}, "
+                return (f"#full token: {self.busy_tokens}, full token usage: {usage:.2f}, "
                         f"mamba num: {self.slots_used}, mamba usage: {mamba:.2f}")
             return f"full token usage: {usage:.2f}, mamba usage: {mamba:.2f}"
         if decode:
-            return f"#token: {self.used_tokens}, token usage: {usage:.2f}"
+            return f"#token: {self.busy_tokens}, token usage: {usage:.2f}"
         return f"token usage: {usage:.2f}"
 
     def _log_prefill(self, nseq: int, new_tokens: int, cached: int, throughput: float, running: int) -> None:
@@ -506,7 +511,7 @@ class Scheduler:
             return
         wall = max(1e-6, now - self.last_snapshot_wall) if self.last_snapshot_wall else 1.0
         self.last_snapshot_wall = now
-        usage = self.used_tokens / self.total_tokens if self.total_tokens else 0.0
+        usage = self.busy_tokens / self.total_tokens if self.total_tokens else 0.0
         mamba = self.slots_used / self.slots_total if self.slots_total else 0.0
         busy_wall = self.busy_since_snapshot * self.scale if self.scale > 0 else (0.0 if self.idle else wall)
         rx = self.pcie_rx_bytes
@@ -516,8 +521,8 @@ class Scheduler:
             "num_running_reqs": len(self.running) + (1 if self.chunked else 0),
             "num_queue_reqs": len(self.waiting),
             "num_waiting_uncached_tokens": sum(r.seq_len for r in self.waiting),
-            "num_used_tokens": self.used_tokens,
-            "kv_used_tokens": self.used_tokens - self.cache.evictable_tokens(),
+            "num_used_tokens": self.busy_tokens,
+            "kv_used_tokens": self.busy_tokens,
             "kv_evictable_tokens": self.cache.evictable_tokens(),
             "kv_available_tokens": self.available_tokens,
             "max_total_num_tokens": self.total_tokens,
