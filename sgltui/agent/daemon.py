@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import fcntl
 import logging
 import logging.handlers
@@ -94,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     if lock_fd is None:
         return 0  # another agent owns this state dir; clients will talk to it
     _setup_logging(p["log"], args.foreground)
+    # A crash in C code (NVML, psutil) would otherwise leave no trace at all.
+    crash_log = open(p["log"], "a")
+    faulthandler.enable(crash_log)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # an SSH drop must not end the agent
     for stale in (p["socket"], p["pid"]):
         try:
