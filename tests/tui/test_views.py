@@ -53,3 +53,15 @@ def test_capacity_card_says_when_limits_were_reset():
 def test_profile_names_with_markup_are_escaped():
     text = plain(views.profile_option({"name": "[b]odd", "key": "7"}, []))
     assert "[b]odd" in text
+
+
+def test_chart_buckets_average_and_keep_the_newest_on_the_right():
+    from sgltui.tui.widgets.throughput import buckets, spark_rows
+
+    assert buckets([1, 3, 5, 7], 2) == [2.0, 6.0]
+    assert buckets([1, 2], 10) == [1, 2]  # fewer points than columns: drawn as they are
+    rows = spark_rows([0, 5, 10], 3, 1)
+    assert rows == [" ▄█"]
+    tall = spark_rows([0, 5, 10], 3, 2)
+    assert tall == ["  █", " ██"]  # 5 of 10 fills the lower row; 10 fills both
+    assert spark_rows([0.01, 10], 2, 1)[0][0] == "▁"  # small but not zero is visible
