@@ -9,19 +9,16 @@ agent, not by the connection: a client that dies mid-command changes nothing.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import re
-import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from sgltui import __version__
+from sgltui.agent.children import ChildError, Children
 from sgltui.agent.slot import FAILED, READY, RUNNING, STOPPED, LaunchError, Slot, SlotConfig
 from sgltui.agent.state import AgentState, LaunchHistory
 
@@ -80,8 +77,7 @@ class Supervisor:
         self.history = LaunchHistory(state_dir)
         self.agent_state = AgentState(state_dir)
         self.subscribers: set[asyncio.Queue] = set()
-        self.bench_runs: dict[str, dict] = {}
-        self.demo_proc: subprocess.Popen | None = None
+        self.children = Children(self.emit, socket_path, state_dir, lambda: self.recorder)
         self.shutdown_requested = asyncio.Event()
         self.stop_servers_on_exit = False
         self._lock = asyncio.Lock()
@@ -152,7 +148,7 @@ class Supervisor:
                         await slot.stop("agent", drain="force")
                     except Exception:
                         log.exception("stopping slot %s", slot.id)
-        await self._stop_children()
+        await self.children.stop_all()
         for slot in self.slots.values():
             await slot.close()
         self.state_changed()
@@ -333,16 +329,15 @@ class Supervisor:
                     "host": {}, "engine": {}}
         if time.monotonic() - self._profiles_at > 5.0:
             self._refresh_profiles()  # a new or edited profile file shows up without a restart
-        latest = max(self.bench_runs.values(), key=lambda r: r["started"], default=None)
         return {
             "agent": {"pid": os.getpid(), "version": __version__, "started": self.started,
                       "state_dir": str(self.state_dir), "session_dir": str(self.recorder.path),
                       "socket": str(self.socket_path), "disk": _safe(lambda: self.recorder.disk) or {"ok": True, "error": None},
-                      "demo_load": self.demo_proc is not None and self.demo_proc.poll() is None},
+                      "demo_load": self.children.demo_on},
             "slots": slots,
             "profiles": self._profiles_cache,
             "telemetry": tele,
-            "bench": _bench_view(latest) if latest else None,
+            "bench": self.children.latest_bench(),
         }
 
     # ---- commands ------------------------------------------------------------------------------
@@ -608,81 +603,32 @@ class Supervisor:
         asyncio.get_running_loop().call_later(0.05, self.shutdown_requested.set)
         return {"stopping": True, "stop_servers": self.stop_servers_on_exit}
 
-    # ---- bench runs and demo load (children in their own process groups) -----------------------
-
-    def _spawn_child(self, argv: list[str], log_path: Path) -> subprocess.Popen:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as fh:
-            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                    start_new_session=True, close_fds=True)
+    # ---- bench runs and demo load (sgltui/agent/children.py) -----------------------------------
 
     async def op_bench_start(self, args: dict, client: str | None) -> dict:
-        spec = args.get("spec")
-        if not isinstance(spec, dict):
-            raise OpError("bench_start needs a spec object (see `sgltui bench --help`)")
-        running = [r for r in self.bench_runs.values() if r["state"] == "running"]
-        if running:
-            raise OpError(f"bench run {running[0]['run_id']} is still running; stop it first (`sgltui bench stop`)")
-        run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid() % 1000:03d}{len(self.bench_runs)}"
-        argv = [sys.executable, "-m", "sgltui.bench.runner", "--agent-socket", str(self.socket_path),
-                "--session-dir", str(self.recorder.path), "--run-id", run_id, "--spec-json", json.dumps(spec)]
-        proc = self._spawn_child(argv, Path(self.recorder.bench_path(run_id)).with_suffix(".log"))
-        run = {"run_id": run_id, "state": "running", "started": time.time(), "spec": spec, "client": client,
-               "proc": proc, "progress": None, "path": str(self.recorder.bench_path(run_id)), "exit_code": None}
-        self.bench_runs[run_id] = run
-        self.emit("bench.start", client=client, run_id=run_id, spec=spec, pid=proc.pid)
-        run["watch"] = asyncio.get_running_loop().create_task(self._watch_bench(run))
-        return {"run_id": run_id}
-
-    async def _watch_bench(self, run: dict) -> None:
-        proc: subprocess.Popen = run["proc"]
-        while proc.poll() is None:
-            await asyncio.sleep(0.2)
-        run["exit_code"] = proc.returncode
-        if run["state"] == "running":
-            run["state"] = "done" if proc.returncode == 0 else "failed"
-        self.emit("bench.done", client=run["client"], run_id=run["run_id"], path=run["path"],
-                  state=run["state"], exit_code=proc.returncode)
+        return self._child(lambda: self.children.bench_start(args.get("spec"), client))
 
     async def op_bench_progress(self, args: dict, client: str | None) -> dict:
-        run = self.bench_runs.get(str(args.get("run_id")))
-        fields = {k: v for k, v in args.items() if k not in ("run_id", "profiles_dirs")}
-        if run is not None:
-            run["progress"] = fields
-        self.emit("bench.progress", client=client, run_id=args.get("run_id"), **fields)
-        return {"ok": True}
+        return self.children.bench_progress(args, client)
 
     async def op_bench_stop(self, args: dict, client: str | None) -> dict:
-        run = self.bench_runs.get(str(args.get("run_id")))
-        if run is None:
-            raise OpError(f"no bench run {args.get('run_id')!r}; see `sgltui bench list`")
-        if run["state"] == "running":
-            run["state"] = "stopped"
-            await asyncio.to_thread(_stop_group, run["proc"], 5.0)
-        return _bench_view(run)
+        try:
+            return await self.children.bench_stop(args.get("run_id"))
+        except ChildError as exc:
+            raise OpError(str(exc)) from None
 
     async def op_bench_list(self, args: dict, client: str | None) -> list[dict]:
-        return [_bench_view(r) for r in sorted(self.bench_runs.values(), key=lambda r: r["started"])]
+        return self.children.bench_list()
 
     async def op_demo_load(self, args: dict, client: str | None) -> dict:
-        on = bool(args.get("on", True))
-        running = self.demo_proc is not None and self.demo_proc.poll() is None
-        if on and not running:
-            argv = [sys.executable, "-m", "sgltui.bench.demo_load", "--agent-socket", str(self.socket_path)]
-            self.demo_proc = self._spawn_child(argv, self.state_dir / "demo_load.log")
-        elif not on and running:
-            await asyncio.to_thread(_stop_group, self.demo_proc, 3.0)
-            self.demo_proc = None
-        return {"on": self.demo_proc is not None and self.demo_proc.poll() is None}
+        return await self.children.demo_load(bool(args.get("on", True)))
 
-    async def _stop_children(self) -> None:
-        for run in self.bench_runs.values():
-            if run["proc"].poll() is None:
-                run["state"] = "stopped"
-                await asyncio.to_thread(_stop_group, run["proc"], 3.0)
-        if self.demo_proc is not None:
-            await asyncio.to_thread(_stop_group, self.demo_proc, 3.0)
-            self.demo_proc = None
+    @staticmethod
+    def _child(fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except ChildError as exc:
+            raise OpError(str(exc)) from None
 
 
 class _Wait:
@@ -701,29 +647,6 @@ class _Wait:
             except asyncio.CancelledError:
                 result = {"cancelled": True}
         return {"slot": self.slot.status(), "result": result or job and job.result}
-
-
-def _stop_group(proc: subprocess.Popen, grace: float) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # also whatever the child left in its group
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        log.warning("child %s did not exit after SIGKILL", proc.pid)
-
-
-def _bench_view(run: dict) -> dict:
-    return {k: v for k, v in run.items() if k not in ("proc", "watch")}
 
 
 def _tail_file(path: Path, n: int) -> list[str]:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
-import pytest
 
 
 def sgltui(agent, *argv: str, timeout: float = 90) -> subprocess.CompletedProcess:

@@ -1,0 +1,146 @@
+"""The agent's other children: bench runs and the demo load.
+
+Each runs in its own session and process group, with its output in a file, so that stopping it
+(SIGTERM, then SIGKILL of the whole group) also ends whatever it started, and so that it outlives
+no agent: the supervisor stops them all at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+log = logging.getLogger("sgltui.agent.children")
+
+
+class ChildError(Exception):
+    """A refused request about a child (one line)."""
+
+
+def spawn_child(argv: list[str], log_path: Path) -> subprocess.Popen:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as fh:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True)
+
+
+def stop_group(proc: subprocess.Popen, grace: float) -> None:
+    """Blocking: SIGTERM the child's group, SIGKILL it after `grace`, reap the child."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # also whatever the child left in its group
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        log.warning("child %s did not exit after SIGKILL", proc.pid)
+
+
+def bench_view(run: dict) -> dict:
+    return {k: v for k, v in run.items() if k not in ("proc", "watch")}
+
+
+class Children:
+    def __init__(self, emit: Callable[..., dict], socket_path: Path, state_dir: Path,
+                 session: Callable[[], Any]) -> None:
+        self.emit = emit
+        self.socket_path = socket_path
+        self.state_dir = state_dir
+        self.session = session              # -> the recorder (its path and bench_path)
+        self.bench_runs: dict[str, dict] = {}
+        self.demo_proc: subprocess.Popen | None = None
+
+    # ---- bench runs --------------------------------------------------------------------------
+
+    def bench_start(self, spec: Any, client: str | None) -> dict:
+        if not isinstance(spec, dict):
+            raise ChildError("bench_start needs a spec object (see `sgltui bench --help`)")
+        running = [r for r in self.bench_runs.values() if r["state"] == "running"]
+        if running:
+            raise ChildError(f"bench run {running[0]['run_id']} is still running; stop it first (`sgltui bench stop`)")
+        rec = self.session()
+        run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid() % 1000:03d}{len(self.bench_runs)}"
+        path = Path(rec.bench_path(run_id))
+        argv = [sys.executable, "-m", "sgltui.bench.runner", "--agent-socket", str(self.socket_path),
+                "--session-dir", str(rec.path), "--run-id", run_id, "--spec-json", json.dumps(spec)]
+        proc = spawn_child(argv, path.with_suffix(".log"))
+        run = {"run_id": run_id, "state": "running", "started": time.time(), "spec": spec, "client": client,
+               "proc": proc, "progress": None, "path": str(path), "exit_code": None}
+        self.bench_runs[run_id] = run
+        self.emit("bench.start", client=client, run_id=run_id, spec=spec, pid=proc.pid)
+        run["watch"] = asyncio.get_running_loop().create_task(self._watch_bench(run))
+        return {"run_id": run_id}
+
+    async def _watch_bench(self, run: dict) -> None:
+        proc: subprocess.Popen = run["proc"]
+        while proc.poll() is None:
+            await asyncio.sleep(0.2)
+        run["exit_code"] = proc.returncode
+        if run["state"] == "running":
+            run["state"] = "done" if proc.returncode == 0 else "failed"
+        self.emit("bench.done", client=run["client"], run_id=run["run_id"], path=run["path"],
+                  state=run["state"], exit_code=proc.returncode)
+
+    def bench_progress(self, args: dict, client: str | None) -> dict:
+        run = self.bench_runs.get(str(args.get("run_id")))
+        fields = {k: v for k, v in args.items() if k not in ("run_id", "profiles_dirs")}
+        if run is not None:
+            run["progress"] = fields
+        self.emit("bench.progress", client=client, run_id=args.get("run_id"), **fields)
+        return {"ok": True}
+
+    async def bench_stop(self, run_id: Any) -> dict:
+        run = self.bench_runs.get(str(run_id))
+        if run is None:
+            raise ChildError(f"no bench run {run_id!r}; see `sgltui bench list`")
+        if run["state"] == "running":
+            run["state"] = "stopped"
+            await asyncio.to_thread(stop_group, run["proc"], 5.0)  # the runner saves partial results
+        return bench_view(run)
+
+    def bench_list(self) -> list[dict]:
+        return [bench_view(r) for r in sorted(self.bench_runs.values(), key=lambda r: r["started"])]
+
+    def latest_bench(self) -> dict | None:
+        latest = max(self.bench_runs.values(), key=lambda r: r["started"], default=None)
+        return bench_view(latest) if latest else None
+
+    # ---- demo load ----------------------------------------------------------------------------
+
+    @property
+    def demo_on(self) -> bool:
+        return self.demo_proc is not None and self.demo_proc.poll() is None
+
+    async def demo_load(self, on: bool) -> dict:
+        if on and not self.demo_on:
+            argv = [sys.executable, "-m", "sgltui.bench.demo_load", "--agent-socket", str(self.socket_path)]
+            self.demo_proc = spawn_child(argv, self.state_dir / "demo_load.log")
+        elif not on and self.demo_proc is not None:
+            await asyncio.to_thread(stop_group, self.demo_proc, 3.0)
+            self.demo_proc = None
+        return {"on": self.demo_on}
+
+    async def stop_all(self) -> None:
+        for run in self.bench_runs.values():
+            if run["proc"].poll() is None:
+                run["state"] = "stopped"
+                await asyncio.to_thread(stop_group, run["proc"], 3.0)
+        if self.demo_proc is not None:
+            await asyncio.to_thread(stop_group, self.demo_proc, 3.0)
+            self.demo_proc = None
