@@ -130,6 +130,8 @@ def _lifecycle(args: argparse.Namespace, op: str, **kw: Any) -> int:
         outcome = asyncio.run(_follow(args, op, kw))
     except AgentError as exc:
         raise _cli_error()(str(exc)) from None
+    except KeyboardInterrupt:
+        raise _cli_error()(f"stopped watching; the agent carries on with the {op} (see `sgltui status`)", 130) from None
     return _report(op, outcome)
 
 
