@@ -46,6 +46,7 @@ _SIM_FLAGS: dict[str, dict[str, Any]] = {
     "sim-crash-after": {"type": "float"},
     "sim-hang-in": {"type": "str", "choices": ["weights", "kv", "graphs", "warmup"]},
     "sim-slow-start": {"type": "float"},
+    "sim-host-memory-gb": {"type": "float"},
 }
 
 
