@@ -41,10 +41,12 @@ def build(results: list[dict], job_completions: int | None = None,
     groups: "OrderedDict[tuple[str, int], list[dict]]" = OrderedDict()
     for r in results:
         groups.setdefault((r.get("profile") or "server", int(r["concurrency"])), []).append(r)
+    # One ranking metric for the whole comparison: steady-state only where every point has one,
+    # so that no profile is ranked on a different yardstick than another.
+    rank = _rank_key([e for e in results if e.get("metrics")])
     rows = []
     for (profile, conc), entries in groups.items():
         ok = [e for e in entries if e.get("metrics")]
-        rank = _rank_key(ok) if ok else "output_throughput"
         row = {
             "profile": profile,
             "command_hash": entries[0].get("command_hash"),
@@ -121,7 +123,12 @@ def fmt_duration(seconds: float) -> str:
 def _range(e: dict) -> str:
     if math.isnan(e["seconds_low"]) or math.isnan(e["seconds_high"]):
         return "no CI: one run"
-    return f"95% CI {fmt_duration(e['seconds_low'])}-{fmt_duration(e['seconds_high'])}"
+    low, high = fmt_duration(e["seconds_low"]), fmt_duration(e["seconds_high"])
+    if low == high and math.isfinite(e["seconds_high"]) and e["seconds"] > 0:
+        # too narrow to show at this rounding: say how narrow
+        pct = (e["seconds_high"] - e["seconds_low"]) / 2 / e["seconds"] * 100
+        return f"95% CI ±{pct:.2g}%"
+    return f"95% CI {low}-{high}"
 
 
 def recommend(estimates: list[dict], n: int, out_len: int, bench_output_len: int | None) -> str:

@@ -83,3 +83,19 @@ def test_fmt_duration():
     assert compare.fmt_duration(600) == "10 min"
     assert compare.fmt_duration(5 * 3600) == "5.0 h"
     assert compare.fmt_duration(4 * 86400) == "4.0 days"
+
+
+def test_one_ranking_metric_for_all_profiles():
+    # a has no steady-state figure (run too short): every profile is ranked on output tok/s
+    a = entry("a", 8, 1000.0)
+    a["metrics"]["steady_state_output_throughput"] = None
+    b = entry("b", 8, 900.0, steady=5000.0)
+    cmp = compare.build([a, b], job_completions=100, job_output_len=10)
+    assert {r["rank_metric"] for r in cmp["rows"]} == {"output_throughput"}
+    assert cmp["job"]["estimates"][0]["profile"] == "a"
+
+
+def test_narrow_interval_is_shown_as_percent():
+    results = [entry("a", 8, v, k) for k, v in enumerate([1000.0, 1000.2, 1000.4])]
+    cmp = compare.build(results, job_completions=10**6, job_output_len=1000)
+    assert "95% CI ±0.05%" in cmp["job"]["recommendation"]
