@@ -20,6 +20,7 @@ class ProfilesPane(Vertical, can_focus=False):
     """
 
     _details = ""
+    _current: str | None = None
 
     def compose(self) -> ComposeResult:
         yield OptionList(id="profile-list")
@@ -28,17 +29,21 @@ class ProfilesPane(Vertical, can_focus=False):
     def show(self, profiles: list[dict[str, Any]], slots: list[dict[str, Any]]) -> None:
         options = self.query_one("#profile-list", OptionList)
         highlighted = self.highlighted_profile()
+        current = slots[0].get("profile") if slots else None
+        if current != self._current:
+            # The profile now in slot 0 changed (start, swap, another client): point at it.
+            self._current = current
+            highlighted = current
         prompts = [(p["name"], views.profile_option(p, slots)) for p in profiles]
         # Rebuild only when the rows change: rebuilding resets the highlight and costs a layout.
         if [o.id for o in options.options] != [n for n, _ in prompts] or \
                 [str(o.prompt) for o in options.options] != [t for _, t in prompts]:
             options.set_options([Option(text, id=name) for name, text in prompts])
-            names = [n for n, _ in prompts]
-            if highlighted in names:
-                options.highlighted = names.index(highlighted)
-            elif names:
-                current = slots[0].get("profile") if slots else None
-                options.highlighted = names.index(current) if current in names else 0
+        names = [n for n, _ in prompts]
+        if highlighted in names and highlighted != self.highlighted_profile():
+            options.highlighted = names.index(highlighted)
+        elif self.highlighted_profile() is None and names:
+            options.highlighted = 0
         slot = slots[0] if slots else None
         text = views.slot_details(slot)
         if text != self._details:  # an unchanged Static.update still costs a layout pass
