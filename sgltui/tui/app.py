@@ -80,6 +80,7 @@ class SgltuiApp(App[str | None]):
         self._demo_done = False
         self._bindings_state: str | None = None
         self._topbar = ""
+        self._launch_of: dict[str, str] = {}  # slot -> launch id of the log lines shown last
         self.first_status = asyncio.Event()
 
     # -- layout ------------------------------------------------------------------------------
@@ -172,6 +173,8 @@ class SgltuiApp(App[str | None]):
             except Exception:
                 continue
             self._new_lines.extend(self.logbuf.add(str(slot.get("id", "0")), (reply or {}).get("lines") or []))
+            if isinstance(reply, dict) and reply.get("launch_id"):
+                self._launch_of[str(slot.get("id", "0"))] = reply["launch_id"]
         self._redraw_logs = True
         self._mark(M.LOGS)
         # Results of bench runs finished before this TUI opened (or while it was away).
@@ -192,7 +195,13 @@ class SgltuiApp(App[str | None]):
         self._mark(*self.model.apply_push(push))
         if push.get("push") == "log":
             data = push.get("data") or {}
-            self._new_lines.extend(self.logbuf.add(str(data.get("slot", "0")), data.get("lines") or []))
+            slot, launch = str(data.get("slot", "0")), data.get("launch_id")
+            if launch and self._launch_of.get(slot) not in (None, launch):
+                # A new server's output follows: mark where, so a swap reads clearly in the tail.
+                self._new_lines.extend(self.logbuf.add(slot, [f"──── {launch} ────"]))
+            if launch:
+                self._launch_of[slot] = launch
+            self._new_lines.extend(self.logbuf.add(slot, data.get("lines") or []))
         elif push.get("push") == "event":
             ev = push.get("data") or {}
             if ev.get("type") == "bench.done" and ev.get("path"):

@@ -304,3 +304,14 @@ async def test_themes_switch_and_logs_follow_the_theme():
         await pilot.pause(0.3)
         night = list(view.lines[0])[0].style.color.triplet.hex
         assert night == app.theme_variables["error"].lower() and night != paper
+
+
+async def test_a_new_launch_is_marked_in_the_log():
+    src = ScriptedSource(status_with(), logs=[])
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        src.feed({"push": "log", "data": {"slot": "0", "launch_id": "L1", "lines": ["old server line"]}})
+        src.feed({"push": "log", "data": {"slot": "0", "launch_id": "L2", "lines": ["new server line"]}})
+        await until(pilot, lambda: len(app.logbuf.lines) == 3)
+        assert [l.text for l in app.logbuf.lines] == ["old server line", "──── L2 ────", "new server line"]
