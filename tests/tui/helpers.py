@@ -24,12 +24,13 @@ def app_with(source, **kw):
     return make_app(source, **kw)
 
 
-async def until(pilot, cond, timeout=5.0):
-    """Let the app run until cond() is true (the app works in workers and timers)."""
+async def until(pilot, cond, timeout=5.0, show=None):
+    """Let the app run until cond() is true (the app works in workers and timers).
+    `show()` says what the state was when it timed out."""
     deadline = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
+            raise AssertionError(f"condition not reached in {timeout}s" + (f": {show()}" if show else ""))
         await pilot.pause(0.02)
 
 

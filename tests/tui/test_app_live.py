@@ -42,7 +42,7 @@ async def test_start_swap_stop_and_filter_logs_against_the_simulator(agent):
 
         await pilot.press("8")  # a server runs, no requests: the key swaps at once
         await until(pilot, lambda: slot0(app).get("profile") == "tui-b" and slot0(app).get("state") == "ready"
-                    and not slot0(app).get("swap"), timeout=60)
+                    and not slot0(app).get("swap"), timeout=60, show=lambda: (slot0(app), list(app.model.activity)[-3:]))
         await asyncio.to_thread(agent.status)
         swaps = [e for e in await asyncio.to_thread(agent.events, "command") if e.get("op") == "swap"]
         assert swaps and swaps[-1]["args"]["profile"] == "tui-b" and swaps[-1]["client"].startswith("tui:")
