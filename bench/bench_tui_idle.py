@@ -51,7 +51,9 @@ def run_child(mode: str) -> None:
 
     # "app-static": the same screen with nothing arriving, to split layout cost from update cost.
     source = ScriptedSource(make_status(), live_interval=1.0 if mode == "app" else None)
-    app = make_app(source)
+    # Events come from this TUI's own client: a command from another client pops a notification,
+    # which is not what an idle screen does every few seconds.
+    app = make_app(source, own_client="tui:1@bench")
 
     async def events() -> None:
         import asyncio
@@ -61,7 +63,7 @@ def run_child(mode: str) -> None:
             await asyncio.sleep(3.0)
             n += 1
             source.feed({"push": "event", "data": {"v": 1, "ts": time.time(), "type": "command",
-                                                   "client": "cli:1@bench", "slot": "0", "op": "status", "args": {"n": n}}})
+                                                   "client": "tui:1@bench", "slot": "0", "op": "status", "args": {"n": n}}})
 
     if mode == "app":
         app.call_later(lambda: app.run_worker(events(), exit_on_error=False))
