@@ -49,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # area not built yet
             raise
         module.register(sub)
+        # An area may also claim options or the default action of the root parser (the TUI
+        # opens on a bare `sgltui`).
+        register_root = getattr(module, "register_root", None)
+        if register_root is not None:
+            register_root(parser)
     return parser
 
 

@@ -33,6 +33,13 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--theme", metavar="NAME", help="colour theme: a built-in Textual theme or one from themes/*.toml")
 
 
+def register_root(parser: argparse.ArgumentParser) -> None:
+    """A bare `sgltui` opens the app on this host's agent."""
+    parser.set_defaults(default_handler=open_tui)
+    if not any("--theme" in a.option_strings for a in parser._actions):
+        parser.add_argument("--theme", default=None, help="colour theme for the app (see themes/)")
+
+
 def open_tui(args: argparse.Namespace) -> int:
     """Handler for plain `sgltui` too (set as the root parser's default_handler)."""
     return _run(args, demo=False)
