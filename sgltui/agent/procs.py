@@ -72,7 +72,9 @@ class ProcTree:
         pids = {p for p, t in self.seen.items() if _same_process(p, t)}
         for proc in psutil.process_iter(["pid"]):
             try:
-                if proc.pid not in pids and os.getpgid(proc.pid) == self.pgid and proc.create_time() >= self.create_time - 1:
+                if (proc.pid not in pids and os.getpgid(proc.pid) == self.pgid
+                        and proc.create_time() >= self.create_time - 1 and proc.status() != psutil.STATUS_ZOMBIE):
+                    # A zombie holds nothing (no memory, no port); it only waits for its reaper.
                     pids.add(proc.pid)
                     self.seen.setdefault(proc.pid, proc.create_time())
             except (OSError, psutil.Error):

@@ -544,23 +544,36 @@ class Slot:
         """Blocking: SIGTERM the main process, SIGKILL everything after `grace`; live pids left."""
         tree = self.tree
         assert tree is not None
+        t0 = time.monotonic()
         tree.refresh()
         tree.signal_main(signal.SIGTERM)
+        log.info("slot %s: SIGTERM to %s (%d processes seen in its tree, refresh %.3fs)", self.id, tree.pid,
+                 len(tree.seen), time.monotonic() - t0)
         deadline = time.monotonic() + grace
+        main_gone_at = None
         while time.monotonic() < deadline:
             if self.popen is not None:
                 self.popen.poll()  # reap, so the main pid does not linger as a zombie
             if not tree.alive():
                 return []
+            if main_gone_at is None and not tree.main_alive():
+                main_gone_at = time.monotonic()
+            # SGLang's main process exits only after it has dealt with its children; whatever is
+            # still around shortly after is a leftover (orphans keep VRAM), so stop waiting.
+            if main_gone_at is not None and time.monotonic() - main_gone_at > 0.3:
+                log.info("slot %s: main process gone after %.2fs; killing leftovers", self.id, main_gone_at - t0)
+                break
             time.sleep(0.05)
-        for _ in range(50):  # 5 s of SIGKILL rounds: a process can be in uninterruptible sleep
+        log.info("slot %s: SIGKILL to process group %s after %.2fs", self.id, tree.pgid, time.monotonic() - t0)
+        for _ in range(250):  # 5 s of SIGKILL rounds: a process can be in uninterruptible sleep
             tree.kill_all()
             if self.popen is not None:
                 self.popen.poll()
             left = tree.alive()
             if not left:
+                log.info("slot %s: process tree gone after %.2fs", self.id, time.monotonic() - t0)
                 return []
-            time.sleep(0.1)
+            time.sleep(0.02)
         return tree.alive()
 
     async def _wait_released(self) -> tuple[int, bool]:
