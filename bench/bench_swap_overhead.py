@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -72,6 +73,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--time-scale", type=float, default=0.05)
+    ap.add_argument("--keep", action="store_true", help="keep the state dir (agent log, session) afterwards")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sgltui-bench-swap-"))
     print(f"state and logs: {tmp}")
@@ -101,6 +103,9 @@ def main() -> int:
             call_sync(state, "shutdown", autostart=False, stop_servers=True)
         except Exception as exc:  # the figures above are still worth printing
             print(f"shutdown: {exc}", file=sys.stderr)
+        if not args.keep:
+            time.sleep(0.5)  # let the agent finish its last writes
+            shutil.rmtree(tmp, ignore_errors=True)
     base, via = statistics.median(baseline), statistics.median(agent_s)
     # The old server's own shutdown (SIGTERM -> exit: SGLang releases its schedulers) is the
     # server's time, like its start-up; what remains is what the agent adds.
