@@ -116,6 +116,7 @@ async def ensure_ready(client: Any, spec: BenchSpec, profile: str | None) -> Tar
             state = slot.get("state") if slot else "absent"
             raise RunError(f"slot {spec.slot} is {state}; start a profile first (sgltui start PROFILE) or pass --profile")
         return _target_from_slot(slot, None, spec.profiles_dirs)
+    asked_at = time.time()
     if not (slot and slot.get("profile") == profile and slot.get("state") == "ready"):
         if slot is None or slot.get("state") in (None, "stopped", "failed", "crashed"):
             await client.call("start", profile=profile, slot=spec.slot, profiles_dirs=spec.profiles_dirs)
@@ -127,9 +128,14 @@ async def ensure_ready(client: Any, spec: BenchSpec, profile: str | None) -> Tar
         state, swap = slot.get("state"), slot.get("swap") or {}
         if slot.get("profile") == profile and state == "ready" and swap.get("step") in (None, "ready"):
             return _target_from_slot(slot, profile, spec.profiles_dirs)
-        if swap.get("step") in ("failed", "rolling back") or (
+        # A swap that failed and rolled back leaves the old profile ready with no swap in
+        # progress: only last_swap tells, so read it too (or we would wait out ready_timeout).
+        last = slot.get("last_swap") or {}
+        swap_failed = (last.get("to") == profile and last.get("ok") is False
+                       and (last.get("finished_at") or 0) >= asked_at)
+        if swap_failed or swap.get("step") in ("failed", "rolling back") or (
                 slot.get("profile") == profile and state in ("failed", "crashed")):
-            cause = (slot.get("cause") or {}).get("summary") or state or "failed"
+            cause = ((last.get("cause") if swap_failed else None) or slot.get("cause") or {}).get("summary") or state or "failed"
             raise RunError(f"profile {profile} did not come up: {cause}")
         if time.monotonic() > deadline:
             raise RunError(f"profile {profile} not ready after {spec.ready_timeout:.0f} s (state {state})")

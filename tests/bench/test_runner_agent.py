@@ -87,3 +87,26 @@ def test_bench_stop_keeps_partial_results(agent, free_port):
     # no load generator outlives the stop
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(path.parent / run_id) not in ps
+
+
+def test_bench_profile_that_fails_to_start_is_reported_and_sweep_goes_on(agent, free_port):
+    """A swap to a profile that cannot start rolls back to the previous one; the runner must see
+    that (through the slot's last_swap), record the failure for that profile and carry on, not
+    wait out its ready timeout."""
+    names = write_demo_profiles(agent.profiles_dir, free_port)
+    (agent.profiles_dir / "b-oom.toml").write_text(
+        f'name = "b-oom"\nextends = "demo-no-mtp"\nlauncher = "sim"\n[server]\nport = {free_port}\n'
+        'sim-time-scale = 0.01\nsim-fail-at-start = "oom"\n')
+    r = sgltui(agent, "bench", "--profile", names[1], "--profile", "b-oom", "--concurrency", "2",
+               "--requests", "4", "--input-len", "8", "--output-len", "8", "--json", timeout=150)
+    path = next(Path(p) for p in (Path(agent.status()["agent"]["session_dir"]) / "bench").glob("*.json"))
+    data = json.loads(path.read_text())
+    by_profile = {e["profile"]: e for e in data["results"]}
+    assert by_profile[names[1]]["metrics"]["completed"] == 4, r.stdout + r.stderr
+    failed = by_profile["b-oom"]
+    assert failed.get("error") and "b-oom" in failed["error"], failed
+    assert data["state"] == "done"
+    # the rollback brings the first profile back
+    slot = agent.wait_state("ready", timeout=60)
+    assert slot["profile"] == names[1]
+    assert slot["last_swap"]["to"] == "b-oom" and slot["last_swap"]["rolled_back"] is True
