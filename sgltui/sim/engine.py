@@ -3,6 +3,14 @@ to scheduler rank 0, and one state object per in-flight request.
 
 Messages on the pipe are small tuples; tokens come back one message per forward pass carrying
 every request that advanced, so the cost per token stays low at --sim-time-scale 0.
+
+The event loop never blocks on the pipe: messages to a scheduler go through an `_Outbox` whose
+own thread does the (possibly blocking) writes, coalescing whatever queued up meanwhile into one
+("batch", [...]) message, and the loop reads the scheduler's output only when the pipe is
+readable, in bounded slices. With a synchronous send on the loop, a scheduler that is itself
+blocked writing tokens back (a full pipe both ways, e.g. hundreds of streams arriving at
+--sim-time-scale 0) deadlocked the two processes; the scheduler side also reads its inbound
+pipe from a thread of its own (worker.py), so either side alone breaks the cycle.
 """
 
 from __future__ import annotations
@@ -12,7 +20,9 @@ import itertools
 import logging
 import multiprocessing
 import os
+import queue
 import signal
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -20,6 +30,55 @@ from dataclasses import dataclass, field
 from sgltui.sim.worker import detokenizer_main, scheduler_main
 
 log = logging.getLogger("sglang")
+
+_READ_SLICE_S = 0.02        # longest the event loop spends reading the pipe before serving HTTP again
+_MAX_BATCH = 4096           # messages coalesced into one write
+
+
+class _Outbox:
+    """Messages to one child, written by a thread of their own: `put` never blocks, so the event
+    loop keeps serving (and reading tokens) while the child is busy or its pipe is full. Order is
+    kept; whatever queued up during a write goes out as one ("batch", [...]) message."""
+
+    def __init__(self, conn, name: str):
+        self.conn = conn
+        self.closed = False
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def put(self, msg: tuple) -> None:
+        if not self.closed:
+            self._q.put(msg)
+
+    def close(self, timeout: float = 1.0) -> None:
+        """Send what is queued (up to `timeout`), then stop the thread."""
+        self._q.put(None)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            msg = self._q.get()
+            if msg is None:
+                return
+            batch = [msg]
+            stop = False
+            while len(batch) < _MAX_BATCH:
+                try:
+                    nxt = self._q.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stop = True
+                    break
+                batch.append(nxt)
+            try:
+                self.conn.send(batch[0] if len(batch) == 1 else ("batch", batch))
+            except (OSError, ValueError, EOFError):     # the child is gone (or the pipe closed)
+                self.closed = True
+                return
+            if stop:
+                return
 
 
 @dataclass
@@ -45,6 +104,7 @@ class Engine:
         self.ctx = multiprocessing.get_context("spawn")
         self.procs: list = []
         self.conns: list = []
+        self.outboxes: list[_Outbox] = []
         self.detok = None
         self.detok_conn = None
         self.reqs: dict[str, ReqState] = {}
@@ -75,6 +135,7 @@ class Engine:
             child.close()
             self.procs.append(p)
             self.conns.append(parent)
+            self.outboxes.append(_Outbox(parent, f"sim-send-{rank}"))
             self._loop.add_reader(parent.fileno(), self._on_readable, rank)
         parent, child = self.ctx.Pipe()
         self.detok = self.ctx.Process(target=detokenizer_main, args=(child,), name="detokenizer", daemon=False)
@@ -108,9 +169,11 @@ class Engine:
 
     def shutdown_children(self, timeout: float = 15.0) -> list[int]:
         """ShutdownReq to every child, wait up to `timeout`; returns pids that had to be killed."""
-        for c in self.conns + ([self.detok_conn] if self.detok_conn else []):
+        for box in self.outboxes:
+            box.put(("shutdown",))      # behind anything still queued, from the one writer thread
+        if self.detok_conn is not None:
             try:
-                c.send(("shutdown",))
+                self.detok_conn.send(("shutdown",))
             except (OSError, ValueError):
                 pass
         deadline = time.monotonic() + timeout
@@ -123,10 +186,16 @@ class Engine:
 
     # ---- pipe -------------------------------------------------------------------------------------
     def _on_readable(self, rank: int) -> None:
+        """Read what the scheduler sent, for at most _READ_SLICE_S: a scheduler at time scale 0
+        can produce output as fast as it is read, and the HTTP side must get its turns. What is
+        left keeps the pipe readable, so the loop calls back on its next iteration."""
         conn = self.conns[rank]
+        end = time.monotonic() + _READ_SLICE_S
         try:
             while conn.poll():
                 self._dispatch(rank, conn.recv())
+                if time.monotonic() >= end:
+                    break
         except (EOFError, OSError):
             self._loop.remove_reader(conn.fileno())
 
@@ -193,7 +262,7 @@ class Engine:
             rid = f"{rid}-{next(self._counter)}"
         st = ReqState(rid=rid, streaming=streaming, prompt_tokens=len(input_ids))
         self.reqs[rid] = st
-        self.conns[0].send(("add", {
+        self.outboxes[0].put(("add", {
             "rid": rid, "input_ids": input_ids,
             "max_new_tokens": sampling.get("max_new_tokens"),
             "ignore_eos": bool(sampling.get("ignore_eos", False)),
@@ -203,12 +272,12 @@ class Engine:
         return st
 
     def abort(self, rid: str | None) -> None:
-        self.conns[0].send(("abort", rid))
+        self.outboxes[0].put(("abort", rid))
 
     async def flush_cache(self) -> bool:
         fut = asyncio.get_running_loop().create_future()
         self._flush_waiters.append(fut)
-        self.conns[0].send(("flush",))
+        self.outboxes[0].put(("flush",))
         return await fut
 
     @property

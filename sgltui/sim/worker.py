@@ -11,8 +11,10 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import queue
 import signal
 import sys
+import threading
 import time
 import traceback
 
@@ -240,11 +242,43 @@ def _fail(last: str) -> None:
     os._exit(1)
 
 
+def _unbatch(msg: tuple) -> list[tuple]:
+    """The main process coalesces messages queued during a write into ("batch", [...])."""
+    return list(msg[1]) if msg[0] == "batch" else [msg]
+
+
+class _Inbox:
+    """The scheduler's inbound pipe, read by a thread of its own: requests keep being taken off
+    the pipe while the scheduler loop is blocked writing tokens to a main process that is busy,
+    so neither side can end up blocked on a full pipe waiting for the other."""
+
+    EOF = ("eof",)
+
+    def __init__(self, conn):
+        self.conn = conn
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="sim-recv", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                for m in _unbatch(self.conn.recv()):
+                    self._q.put(m)
+        except (EOFError, OSError, ValueError):
+            self._q.put(self.EOF)
+
+    def get(self, timeout: float) -> tuple | None:
+        """The next message, waiting up to `timeout` (0: do not wait); None if there is none."""
+        try:
+            return self._q.get(timeout=timeout) if timeout > 0 else self._q.get_nowait()
+        except queue.Empty:
+            return None
+
+
 def _wait_for_shutdown(conn, phases: Phases) -> None:
     while True:
         if conn.poll(0.5):
-            msg = conn.recv()
-            if msg[0] == "shutdown":
+            if any(m[0] == "shutdown" for m in _unbatch(conn.recv())):
                 return
         if phases.crash_at is not None and time.monotonic() >= phases.crash_at:
             raise _Crash()
@@ -265,15 +299,15 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
     if args.sim_hang_in == "warmup":
         sched.warmup_extra_s = float("inf")
     sched.snapshot(report=False)
+    inbox = _Inbox(conn)        # from here on only the inbox thread reads conn; this thread writes
     last_idle_refresh = time.monotonic()
     while True:
         if phases.crash_at is not None and time.monotonic() >= phases.crash_at:
             raise _Crash()
         was_idle = sched.idle
         timeout = 0.0 if not was_idle else 0.5
-        while conn.poll(timeout):
+        while (msg := inbox.get(timeout)) is not None:
             timeout = 0.0
-            msg = conn.recv()
             kind = msg[0]
             if kind == "add":
                 sched.add(msg[1])
@@ -283,6 +317,8 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
                 conn.send(("flush_result", sched.flush_cache()))
             elif kind == "shutdown":
                 return
+            elif msg is _Inbox.EOF:
+                raise EOFError
         if was_idle:
             sched.realign()     # work that arrives after a pause starts on the current clock
         if sched.idle:
