@@ -19,8 +19,10 @@ from typing import Any, Callable
 
 from sgltui import __version__
 from sgltui.agent.children import ChildError, Children
+from sgltui.agent.recorder import Recorder
 from sgltui.agent.slot import FAILED, READY, RUNNING, STOPPED, LaunchError, Slot, SlotConfig
 from sgltui.agent.state import AgentState, LaunchHistory
+from sgltui.core.redact import Redactor
 
 log = logging.getLogger("sgltui.agent")
 
@@ -42,24 +44,6 @@ class Job:
     result: dict | None = None
 
 
-def _load_recorder_class():
-    try:
-        from sgltui.agent.recorder import Recorder  # session area
-        return Recorder
-    except Exception as exc:  # absent or broken: keep the agent working with the fallback
-        log.warning("session recorder unavailable (%s); using the minimal recorder", exc)
-        from sgltui.agent.minirecorder import MiniRecorder
-        return MiniRecorder
-
-
-def _make_redactor():
-    try:
-        from sgltui.core.redact import Redactor
-        return Redactor()
-    except Exception:
-        return None
-
-
 class Supervisor:
     def __init__(self, state_dir: Path, socket_path: Path, profiles_dirs: list[Path] | None = None,
                  config: SlotConfig | None = None, slot_ids: tuple[str, ...] = ("0",),
@@ -73,7 +57,7 @@ class Supervisor:
         self.started = time.time()
         self.recorder: Any = None
         self.telemetry: Any = None
-        self.redactor = _make_redactor()
+        self.redactor = Redactor()
         self.history = LaunchHistory(state_dir)
         self.agent_state = AgentState(state_dir)
         self.subscribers: set[asyncio.Queue] = set()
@@ -91,15 +75,14 @@ class Supervisor:
 
     async def start(self) -> None:
         saved = self.agent_state.load()
-        recorder_cls = _load_recorder_class()
         previous = saved.get("session_dir")
         reopened = False
         # Same session only when servers live on from it; otherwise this is a new sitting.
         if self._session_dir_override is None and previous and Path(previous).is_dir() and saved.get("slots"):
-            self.recorder = recorder_cls.reopen(Path(previous))
+            self.recorder = Recorder.reopen(Path(previous))
             reopened = True
         else:
-            self.recorder = recorder_cls.create(self.state_dir, self._session_dir_override)
+            self.recorder = Recorder.create(self.state_dir, self._session_dir_override)
         if hasattr(self.recorder, "on_disk_change"):
             # disk.error / disk.ok may not reach the disk; viewers must still hear about them.
             self.recorder.on_disk_change = lambda ev: self.broadcast("event", ev)
@@ -196,13 +179,10 @@ class Supervisor:
             self.broadcast("log", {"slot": slot_id, "launch_id": launch_id, "lines": self._redact_lines(lines)})
 
     def _redact_lines(self, lines: list[str]) -> list[str]:
-        if self.redactor is None:
-            return lines
         return [self.redactor.text(ln) for ln in lines]
 
     def add_secret(self, secret: str) -> None:
-        if self.redactor is not None:
-            self.redactor.add_secret(secret)
+        self.redactor.add_secret(secret)
         try:
             self.recorder.add_secret(secret)
         except Exception:
