@@ -1,6 +1,6 @@
 """Find and load recorded sessions (read-only): listing, name resolution, loading for reports/replay.
 
-Layout (written by sgltui/agent/recorder.py; see docs/session.md):
+Layout (written by sgltui/agent/recorder.py; see README.md, "Sessions"):
 ``<state>/sessions/<YYYYmmdd-HHMMSS>-<host>/{events.jsonl, timeline.jsonl, servers/, bench/}``.
 Every read here tolerates a session that is still being written or was cut by kill -9.
 """
