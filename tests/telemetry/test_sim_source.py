@@ -81,6 +81,26 @@ def test_two_simulators_share_gpu_indices(sleeper):
     assert g["utilization_pct"] == 100.0
 
 
+def test_foreign_simulator_of_another_preset_adds_no_phantom_gpu(sleeper):
+    """A simulator of another GPU preset (someone else's, not managed here) is another machine:
+    it must not be summed into our GPU 0 (that once showed 232/151 GB), and once a managed server
+    runs only its preset is shown. A foreign simulator of the same preset is another process."""
+    ours, foreign, same = sleeper(), sleeper(), sleeper()
+    rtx = {"index": 0, "name": "NVIDIA RTX PRO 6000 (simulated)", "preset": "rtx-pro-6000-96gb",
+           "total_bytes": 96 * GB, "used_bytes": 80 * GB}
+    publish(ours, [ours], [rtx])
+    publish(foreign, [foreign], [gpu(0, 120 * GB)])
+    unmanaged = SimGpuSource().sample({})
+    assert sorted(g["preset"] for g in unmanaged.gpus) == ["h200-141gb", "rtx-pro-6000-96gb"]
+    reading = SimGpuSource().sample({"0": server_tree(ours)})
+    assert len(reading.gpus) == 1
+    g = reading.gpus[0]
+    assert g["preset"] == "rtx-pro-6000-96gb" and g["total_bytes"] == 96 * GB and g["used_bytes"] == 80 * GB
+    publish(same, [same], [dict(rtx, used_bytes=5 * GB)])
+    g = SimGpuSource().sample({"0": server_tree(ours)}).gpus[0]
+    assert g["used_bytes"] == 85 * GB and g["server_bytes"] == {"0": 80 * GB}
+
+
 def test_selector_prefers_sim_when_no_driver(sleeper, monkeypatch):
     import pynvml
 

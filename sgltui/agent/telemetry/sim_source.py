@@ -1,8 +1,11 @@
 """GPU readings published by running simulators (docs/CONTRACTS.md, "Simulated GPU publication").
 
 Each simulator writes sim_gpu_dir()/<pid>.json about once a second; a file whose pid is dead is
-stale and ignored. Several simulators on one host share "GPU i" the way real servers would, so
-entries with the same index are merged (memory summed). Every device is labelled simulated.
+stale and ignored. Several simulators of one GPU preset share "GPU i" the way real servers on
+one host would, so their entries with the same index are merged (memory summed; the others show
+as other processes). Simulators of another preset simulate another machine: once a managed
+server runs, only the preset(s) of managed servers are shown, so a foreign simulator elsewhere
+on the host does not add a phantom GPU. Every device is labelled simulated.
 """
 
 from __future__ import annotations
@@ -61,6 +64,14 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def _entries(pub: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for e in pub["gpus"] if isinstance(e, dict) and isinstance(e.get("index"), int)]
+
+
+def _preset(entry: dict[str, Any]) -> str:
+    return str(entry.get("preset") or entry.get("name") or "gpu")
+
+
 class SimGpuSource:
     kind = "sim"
 
@@ -72,18 +83,21 @@ class SimGpuSource:
 
     def sample(self, trees: dict[str, ProcTree]) -> GpuReading:
         pubs = read_publications(self.directory)
-        merged: dict[int, dict[str, Any]] = {}
-        pinned: dict[str, int] = {}
+        owners: list[tuple[dict[str, Any], str | None]] = []
         for pub in pubs:
             pids = {pub["pid"]} | {p for p in pub.get("pids") or [] if isinstance(p, int)}
-            slot = next((s for s, t in trees.items() if pids & (t.pids | {t.root})), None)
+            owners.append((pub, next((s for s, t in trees.items() if pids & (t.pids | {t.root})), None)))
+        managed = {_preset(e) for pub, slot in owners if slot is not None for e in _entries(pub)}
+        merged: dict[tuple[str, int], dict[str, Any]] = {}
+        pinned: dict[str, int] = {}
+        for pub, slot in owners:
             if slot is not None and isinstance(pub.get("host_pinned_bytes"), int):
                 pinned[slot] = pinned.get(slot, 0) + pub["host_pinned_bytes"]
-            for entry in pub["gpus"]:
-                if not isinstance(entry, dict) or not isinstance(entry.get("index"), int):
+            for entry in _entries(pub):
+                if managed and _preset(entry) not in managed:
                     continue
                 self._merge(merged, entry, pub, slot)
-        gpus = [merged[i] for i in sorted(merged)]
+        gpus = [merged[k] for k in sorted(merged, key=lambda k: (k[1], k[0]))]
         for g in gpus:
             if g["total_bytes"] is not None and g["used_bytes"] is not None:
                 g["free_bytes"] = max(0, g["total_bytes"] - g["used_bytes"])
@@ -92,15 +106,17 @@ class SimGpuSource:
         return GpuReading("sim", msg, gpus, pinned)
 
     @staticmethod
-    def _merge(merged: dict[int, dict[str, Any]], e: dict[str, Any], pub: dict[str, Any], slot: str | None) -> None:
+    def _merge(merged: dict[tuple[str, int], dict[str, Any]], e: dict[str, Any], pub: dict[str, Any],
+               slot: str | None) -> None:
         idx = e["index"]
         name = str(e.get("name") or f"GPU {idx}")
         if "simulated" not in name.lower():
             name += " (simulated)"
-        g = merged.get(idx)
+        key = (_preset(e), idx)
+        g = merged.get(key)
         used = _num(e.get("used_bytes"))
         if g is None:
-            g = merged[idx] = empty_gpu(idx, name, simulated=True)
+            g = merged[key] = empty_gpu(idx, name, simulated=True)
             g["uuid"] = f"SIM-{e.get('preset') or 'gpu'}-{idx}"
             g["preset"] = e.get("preset")
             g["total_bytes"] = int(_num(e.get("total_bytes")) or 0)
