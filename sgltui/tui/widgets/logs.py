@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from math import ceil
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import Reactive
+from textual.scrollbar import ScrollBar
+from textual.strip import Strip
 from textual.widgets import Input, RichLog
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 
 from sgltui.tui.logbuffer import LogBuffer, LogLine
@@ -19,8 +25,94 @@ from sgltui.tui.widgets.colors import level_style, search_style
 FILTER_DELAY_S = 0.25
 
 
+class QuietScrollBar(ScrollBar):
+    """A scrollbar that repaints only when what it draws changes.
+
+    Textual's scrollbar repaints (through Rich, about a millisecond) whenever the log grows by
+    a line, although the thumb of a long log moves by a cell only every few dozen lines.
+    """
+
+    window_virtual_size: Reactive[int] = Reactive(100, repaint=False)
+    window_size: Reactive[int] = Reactive(0, repaint=False)
+    position: Reactive[float] = Reactive(0, repaint=False)
+    _drawn: tuple | None = None
+
+    def _geometry(self) -> tuple:
+        size = self.size.height if self.vertical else self.size.width
+        virtual = ceil(self.window_virtual_size)
+        window = ceil(self.window_size if self.window_size < self.window_virtual_size else 0)
+        if not (window and size and virtual and size != virtual):
+            return (size, virtual, window)
+        # The thumb's first and last eighth of a cell, as ScrollBarRender.render_bar draws it.
+        thumb = max(1, window / (virtual / size))
+        start = int((size - thumb) * (self.position / (virtual - window)) * 8)
+        return (size, start, start + ceil(thumb * 8))
+
+    def _repaint_if_moved(self) -> None:
+        if self._geometry() != self._drawn:
+            self.refresh()
+
+    def watch_window_virtual_size(self) -> None:
+        self._repaint_if_moved()
+
+    def watch_window_size(self) -> None:
+        self._repaint_if_moved()
+
+    def watch_position(self) -> None:
+        self._repaint_if_moved()
+
+    _strips: list[Strip] = []
+    _strips_key: tuple | None = None
+
+    def render(self):
+        self._drawn = self._geometry()
+        return super().render()
+
+    def render_line(self, y: int) -> Strip:
+        # The bar's segments straight into Strips (ScrollBarRender.render_bar, as the Rich
+        # renderable would draw them) without a Rich console pass per repaint.
+        if self.screen.styles.scrollbar_color.a == 0:
+            return super().render_line(y)
+        parent = self.parent
+        styles = parent.styles
+        if self.grabbed:
+            background, color = styles.scrollbar_background_active, styles.scrollbar_color_active
+        elif self.mouse_over:
+            background, color = styles.scrollbar_background_hover, styles.scrollbar_color_hover
+        else:
+            background, color = styles.scrollbar_background, styles.scrollbar_color
+        if background.a < 1:
+            background = parent.background_colors[0] + background
+        color = background + color
+        width, height = self.size
+        geometry = self._geometry()
+        key = (geometry, width, height, color, background, self.visual_style)
+        if key != self._strips_key:
+            self._drawn = geometry
+            window = self.window_size if self.window_size < self.window_virtual_size else 0
+            bar = self.renderer.render_bar(
+                size=height if self.vertical else width, virtual_size=ceil(self.window_virtual_size),
+                window_size=ceil(window), position=self.position,
+                thickness=width if self.vertical else height, vertical=self.vertical,
+                back_color=background.rich_color, bar_color=color.rich_color)
+            base = self.visual_style.rich_style
+            if self.vertical:
+                self._strips = [Strip([seg], width).apply_style(base) for seg in bar.segments]
+            else:
+                self._strips = [Strip(line, width).apply_style(base) for line in Segment.split_lines(bar.segments)]
+            self._strips_key = key
+        if 0 <= y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(width)
+
+
 class LogView(RichLog):
-    """A RichLog that follows the end only while the user is at the end (toolong's rule)."""
+    """A RichLog that follows the end only while the user is at the end (toolong's rule).
+
+    Tuned for a tail that grows every second (an idle TUI must stay cheap): lines are turned
+    into Strips once, each visible line is a cache hit, the widget's style is looked up once
+    per frame instead of once per line, and scrollbars repaint only when their thumb moves.
+    """
 
     # Appending lines grows the virtual size. As a plain Widget reactive that costs a layout of
     # the whole screen per batch of lines (most of an idle TUI's CPU); the view's own size never
@@ -28,10 +120,94 @@ class LogView(RichLog):
     # updating.
     virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
 
-    def watch_virtual_size(self, size: Size) -> None:
-        if self.is_mounted:
-            self._scroll_update(size)
+    _frame_style: Style | None = None
+
+    def watch_virtual_size(self, old: Size, size: Size) -> None:
+        if not self.is_mounted:
+            return
+        self._update_scrollbars(size)
+        # Repaint only when the change can show: lines arriving below a view scrolled back
+        # change nothing on screen (following scrolls, and the scroll repaints).
+        height = self.scrollable_content_region.height
+        if old.width != size.width or min(old.height, size.height) < self.scroll_offset.y + height + 1:
             self.refresh()
+
+    def _update_scrollbars(self, virtual_size: Size) -> None:
+        # Widget._scroll_update without its unconditional scrollbar repaints.
+        self._refresh_scrollbars()
+        width, height = self.container_size
+        if self.show_vertical_scrollbar and self.styles.scrollbar_size_vertical:
+            bar = self.vertical_scrollbar
+            bar.window_virtual_size = virtual_size.height
+            bar.window_size = height - self.scrollbar_size_horizontal
+        if self.show_horizontal_scrollbar and self.styles.scrollbar_size_horizontal:
+            bar = self.horizontal_scrollbar
+            bar.window_virtual_size = virtual_size.width
+            bar.window_size = width - self.scrollbar_size_vertical
+        self.scroll_x = self.validate_scroll_x(self.scroll_x)
+        self.scroll_y = self.validate_scroll_y(self.scroll_y)
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        if self._vertical_scrollbar is None:
+            self._vertical_scrollbar = bar = QuietScrollBar(
+                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical)
+            bar.display = False
+            self.app._start_widget(self, bar)
+        return self._vertical_scrollbar
+
+    @property
+    def horizontal_scrollbar(self) -> ScrollBar:
+        if self._horizontal_scrollbar is None:
+            self._horizontal_scrollbar = bar = QuietScrollBar(
+                vertical=False, name="horizontal", thickness=self.scrollbar_size_horizontal)
+            bar.display = False
+            self.app._start_widget(self, bar)
+        return self._horizontal_scrollbar
+
+    def write_text(self, text: Text, scroll_end: bool | None = None) -> None:
+        """Append one unwrapped line of Rich Text: RichLog.write without measuring and
+        rendering through the console (the same Strip, for a tenth of the cost)."""
+        if not self._size_known or self.wrap or "\t" in text.plain:  # tabs: let Rich expand them
+            self.write(text, scroll_end=scroll_end)
+            return
+        console = self.app.console
+        if text.spans:
+            segments = list(text.render(console))
+        else:  # Text.render ignores the text's own style when it has no spans
+            segments = [Segment(text.plain, console.get_style(text.style) if text.style else None)] \
+                if text.plain else []
+        strip = Strip(segments, text.cell_len)
+        self.lines.append(strip)
+        if self.max_lines is not None and len(self.lines) > self.max_lines:
+            self._start_line += len(self.lines) - self.max_lines
+            self.refresh()
+            self.lines = self.lines[-self.max_lines:]
+        self._widest_line_width = max(self._widest_line_width, strip.cell_length, self.min_width)
+        self.virtual_size = Size(self._widest_line_width, len(self.lines))
+        if self.auto_scroll if scroll_end is None else scroll_end:
+            self.scroll_end(animate=False, immediate=False, x_axis=False)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # Looked up once per frame: rich_style walks every ancestor's styles.
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
+    def render_line(self, y: int) -> Strip:
+        style = self._frame_style or self.rich_style
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        index = scroll_y + y
+        if index >= len(self.lines):
+            return Strip.blank(width, style)
+        key = (index + self._start_line, scroll_x, width, self._widest_line_width)
+        line = self._line_cache.get(key)
+        if line is None:
+            line = self._line_cache[key] = self.lines[index].crop_extend(scroll_x, scroll_x + width, style)
+        return line.apply_style(style)
 
     class FollowChanged(Message):
         def __init__(self, following: bool) -> None:
@@ -124,7 +300,7 @@ class LogPane(Vertical):
         offset = 0 if line.slot == "0" else len(line.slot) + 3
         for a, b in self.buffer.search_spans(line.text):
             text.stylize(search_style(self.app), a + offset, b + offset)
-        self.view.write(text, scroll_end=scroll)
+        self.view.write_text(text, scroll_end=scroll)
         self._shown.append(line)
 
     # -- filter and search input ----------------------------------------------------------
