@@ -68,11 +68,24 @@ class QuietScrollBar(ScrollBar):
         self._drawn = self._geometry()
         return super().render()
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._plain = self.screen.styles.scrollbar_color.a == 0
+        if not self._plain:
+            self._build_strips()
+        return super().render_lines(crop)
+
+    _plain = True
+
     def render_line(self, y: int) -> Strip:
+        if self._plain:
+            return super().render_line(y)
+        if 0 <= y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(self.size.width)
+
+    def _build_strips(self) -> None:
         # The bar's segments straight into Strips (ScrollBarRender.render_bar, as the Rich
         # renderable would draw them) without a Rich console pass per repaint.
-        if self.screen.styles.scrollbar_color.a == 0:
-            return super().render_line(y)
         parent = self.parent
         styles = parent.styles
         if self.grabbed:
@@ -101,9 +114,6 @@ class QuietScrollBar(ScrollBar):
             else:
                 self._strips = [Strip(line, width).apply_style(base) for line in Segment.split_lines(bar.segments)]
             self._strips_key = key
-        if 0 <= y < len(self._strips):
-            return self._strips[y]
-        return Strip.blank(width)
 
 
 class LogView(RichLog):
