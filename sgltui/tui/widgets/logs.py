@@ -42,7 +42,7 @@ class QuietScrollBar(ScrollBar):
         virtual = ceil(self.window_virtual_size)
         window = ceil(self.window_size if self.window_size < self.window_virtual_size else 0)
         if not (window and size and virtual and size != virtual):
-            return (size, virtual, window)
+            return (size,)  # no thumb
         # The thumb's first and last eighth of a cell, as ScrollBarRender.render_bar draws it.
         thumb = max(1, window / (virtual / size))
         start = int((size - thumb) * (self.position / (virtual - window)) * 8)
@@ -125,10 +125,10 @@ class LogView(RichLog):
     """
 
     # Appending lines grows the virtual size. As a plain Widget reactive that costs a layout of
-    # the whole screen per batch of lines (most of an idle TUI's CPU); the view's own size never
-    # changes with it (height 1fr, both scrollbars always shown), so only its scrollbars need
-    # updating.
-    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
+    # the whole screen per batch of lines (most of an idle TUI's CPU) and a repaint of the whole
+    # view; the view's own size never changes with it (height 1fr, both scrollbars always
+    # shown), so the watcher updates the scrollbars and repaints only the rows that changed.
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False, repaint=False)
 
     _frame_style: Style | None = None
 
@@ -136,11 +136,18 @@ class LogView(RichLog):
         if not self.is_mounted:
             return
         self._update_scrollbars(size)
-        # Repaint only when the change can show: lines arriving below a view scrolled back
-        # change nothing on screen (following scrolls, and the scroll repaints).
-        height = self.scrollable_content_region.height
-        if old.width != size.width or min(old.height, size.height) < self.scroll_offset.y + height + 1:
+        # Repaint only the rows that can change: lines arriving below a view scrolled back
+        # change nothing on screen, lines arriving while the view is not yet full change only
+        # their own rows (following scrolls once the view is full, and the scroll repaints).
+        if old.width != size.width:
             self.refresh()
+            return
+        region = self.scrollable_content_region
+        top = self.scroll_offset.y
+        first = max(0, min(old.height, size.height) - top)
+        last = min(region.height, max(old.height, size.height) - top)  # rows past both are blank
+        if first < last:
+            self.refresh(Region(0, first, region.width, last - first))
 
     def _update_scrollbars(self, virtual_size: Size) -> None:
         # Widget._scroll_update without its unconditional scrollbar repaints.
