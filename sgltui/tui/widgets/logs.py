@@ -62,6 +62,7 @@ class QuietScrollBar(ScrollBar):
         self._repaint_if_moved()
 
     _strips: list[Strip] = []
+    _plain = False
     _strips_key: tuple | None = None
 
     def render(self):
@@ -69,14 +70,19 @@ class QuietScrollBar(ScrollBar):
         return super().render()
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        self._plain = self.screen.styles.scrollbar_color.a == 0
-        if not self._plain:
-            self._build_strips()
+        # Most frames find every line in the styles cache and never call render_line: the
+        # strips are checked (and rebuilt if the bar changed) only on the first line asked for.
+        self._checked = False
         return super().render_lines(crop)
 
-    _plain = True
+    _checked = False
 
     def render_line(self, y: int) -> Strip:
+        if not self._checked:
+            self._checked = True
+            self._plain = self.screen.styles.scrollbar_color.a == 0
+            if not self._plain:
+                self._build_strips()
         if self._plain:
             return super().render_line(y)
         if 0 <= y < len(self._strips):

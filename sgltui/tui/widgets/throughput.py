@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from rich.segment import Segment
 from rich.style import Style
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -76,7 +77,10 @@ class ThroughputPane(Widget, can_focus=True):
         self._series = {k: v[-self.window_points:] for k, v in series.items()}
         self._has_spec = has_spec
         self._key = None
-        self.refresh(layout=relayout)
+        if relayout:
+            self.refresh(layout=True)
+        else:  # only the rows inside the border: the titled border stays cached
+            self.refresh(Region(0, 0, *self.content_region.size))
 
     def _rows(self) -> list[tuple[str, str, Callable[[float], str], int]]:
         tall = 1 if self.screen.has_class("-short") else 2
