@@ -25,6 +25,7 @@ from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, Ta
 
 from sgltui.tui import fmt, model as M
 from sgltui.tui.bindings import ALL_KEYS, KEYS
+from sgltui.tui.compositor import MainScreen
 from sgltui.tui.config import TuiConfig
 from sgltui.tui.logbuffer import LogBuffer, LogLine
 from sgltui.tui.model import TuiModel
@@ -84,6 +85,9 @@ class SgltuiApp(App[str | None]):
         self.first_status = asyncio.Event()
 
     # -- layout ------------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield Static("", id="topbar")

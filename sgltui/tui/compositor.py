@@ -1,0 +1,54 @@
+"""A main screen whose partial updates render only the widgets that overlap what changed.
+
+Textual renders a partial update by cropping to the *union* of the dirty regions and asking
+every widget whose clip overlaps that rectangle for all of its lines. On the sgltui screen the
+chart (top right) and the log (bottom) change every second, so the union is nearly the whole
+screen and every one of its ~30 widgets is re-rendered from its cache each second: the
+largest part of an idle TUI's CPU. Here a widget takes part only when its visible area
+overlaps one of the dirty regions themselves. Only cells inside dirty regions are written
+(ChopsUpdate skips the rest), and every widget visible in such a cell overlaps that region,
+so the output is the same.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from textual._compositor import Compositor
+from textual.geometry import Region
+from textual.screen import Screen
+from textual.strip import Strip
+
+
+class SparseCompositor(Compositor):
+    _sparse: list[Region] | None = None
+
+    def render_partial_update(self):  # type: ignore[override]
+        self._sparse = list(self._dirty_regions)
+        try:
+            return super().render_partial_update()
+        finally:
+            self._sparse = None
+
+    def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
+        sparse = self._sparse
+        if not sparse or crop is None:
+            yield from super()._get_renders(crop)
+            return
+        intersection = Region.intersection
+        for widget, (region, clip) in list(self.visible_widgets.items()):
+            x, y, width, height = intersection(region, clip)
+            if not (width and height):
+                continue
+            shown = Region(x, y, width, height)
+            if not any(shown.overlaps(dirty) for dirty in sparse):
+                continue
+            yield region, clip, widget.render_lines(Region(x - region.x, y - region.y, width, height))
+
+
+class MainScreen(Screen):
+    """The app's default screen, with the sparse compositor."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._compositor = SparseCompositor()
