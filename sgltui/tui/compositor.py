@@ -5,9 +5,9 @@ every widget whose clip overlaps that rectangle for all of its lines. On the sgl
 chart (top right) and the log (bottom) change every second, so the union is nearly the whole
 screen and every one of its ~30 widgets is re-rendered from its cache each second: the
 largest part of an idle TUI's CPU. Here a widget takes part only when its visible area
-overlaps one of the dirty regions themselves. Only cells inside dirty regions are written
-(ChopsUpdate skips the rest), and every widget visible in such a cell overlaps that region,
-so the output is the same.
+overlaps one of the dirty regions themselves, and renders only the rows of those regions.
+Only cells inside dirty regions are written (ChopsUpdate skips the rest), and every widget
+visible in such a cell overlaps that region and renders that row, so the output is the same.
 """
 
 from __future__ import annotations
@@ -41,9 +41,25 @@ class SparseCompositor(Compositor):
             if not (width and height):
                 continue
             shown = Region(x, y, width, height)
-            if not any(shown.overlaps(dirty) for dirty in sparse):
+            # The rows of this widget inside dirty regions (full width, so that the strips
+            # line up with the compositor's cuts), as few row bands as possible.
+            bands: list[list[int]] = []
+            for dirty in sparse:
+                part = intersection(shown, dirty)
+                if part.height:
+                    bands.append([part.y, part.y + part.height])
+            if not bands:
                 continue
-            yield region, clip, widget.render_lines(Region(x - region.x, y - region.y, width, height))
+            bands.sort()
+            merged = [bands[0]]
+            for y1, y2 in bands[1:]:
+                if y1 <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], y2)
+                else:
+                    merged.append([y1, y2])
+            for y1, y2 in merged:
+                band = Region(x, y1, width, y2 - y1)
+                yield region, band, widget.render_lines(Region(x - region.x, y1 - region.y, width, y2 - y1))
 
 
 class MainScreen(Screen):
