@@ -76,11 +76,19 @@ class ThroughputPane(Widget, can_focus=True):
         relayout = has_spec != self._has_spec
         self._series = {k: v[-self.window_points:] for k, v in series.items()}
         self._has_spec = has_spec
+        width = self.content_region.width
+        if relayout or not width or self._key is None:
+            self._key = None
+            self.refresh(layout=relayout)
+            return
+        # Rebuild now and repaint only the rows that differ (often just the latest values:
+        # a five-minute sparkline moves by a block only now and then), inside the border.
+        old = self._strips
         self._key = None
-        if relayout:
-            self.refresh(layout=True)
-        else:  # only the rows inside the border: the titled border stays cached
-            self.refresh(Region(0, 0, *self.content_region.size))
+        self.render_line(0)
+        for y, strip in enumerate(self._strips):
+            if y >= len(old) or list(strip) != list(old[y]):
+                self.refresh(Region(0, y, width, 1))
 
     def _rows(self) -> list[tuple[str, str, Callable[[float], str], int]]:
         tall = 1 if self.screen.has_class("-short") else 2
