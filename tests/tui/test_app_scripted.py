@@ -131,16 +131,19 @@ async def test_follow_pauses_while_scrolled_back_and_resumes():
         view = app.query_one(LogView)
         await until(pilot, lambda: len(view.lines) > 200 and view.scroll_y == view.max_scroll_y > 0)
         view.scroll_to(y=10, animate=False)
-        await pilot.pause(0.1)
-        assert not app.query_one(LogPane).following
+        pane = app.query_one(LogPane)
+        # scrolling back pauses following (the app notices on its next refresh; wait for it)
+        await until(pilot, lambda: view.scroll_y == 10 and not pane.following,
+                    show=lambda: (view.scroll_y, pane.following))
         src.feed({"push": "log", "data": {"slot": "0", "lines": [f"more {i}" for i in range(20)]}})
         await until(pilot, lambda: len(view.lines) > 220)
+        tab = app.query_one("#lower").get_tab("tab-logs")
+        await until(pilot, lambda: "paused" in str(tab.label), show=lambda: str(tab.label))
         await pilot.pause(0.1)
         assert view.scroll_y == 10  # stayed where the user is reading
-        assert "paused" in str(app.query_one("#lower").get_tab("tab-logs").label)
         await pilot.press("l", "G")
         await until(pilot, lambda: view.scroll_y == view.max_scroll_y)
-        assert app.query_one(LogPane).following
+        assert pane.following
 
 
 async def test_log_is_bounded_by_config():
