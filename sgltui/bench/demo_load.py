@@ -60,7 +60,9 @@ class DemoLoad:
 
     def _update(self, status: dict) -> None:
         slot = next((s for s in status.get("slots") or [] if str(s.get("id")) == self.slot), None)
-        if slot and slot.get("state") == "ready" and not slot.get("swap"):
+        # A bench run measures the server alone: background traffic would skew its numbers.
+        benching = (status.get("bench") or {}).get("state") == "running"
+        if slot and slot.get("state") == "ready" and not slot.get("swap") and not benching:
             url = f"http://{slot.get('host') or '127.0.0.1'}:{slot.get('port') or 30000}"
             if url != self.base_url:
                 self.base_url = url

@@ -36,3 +36,18 @@ def test_demo_load_follows_slot_and_stops(agent):
     before = streamed_requests(url)
     time.sleep(1.0)
     assert streamed_requests(url) - before <= 3  # at most the streams that were in flight
+
+
+async def test_demo_load_pauses_while_a_bench_run_measures(tmp_path):
+    """Background traffic would skew a bench run, so the demo load stands aside while one runs
+    and comes back when it is over."""
+    from sgltui.bench.demo_load import DemoLoad
+
+    load = DemoLoad(tmp_path, streams=2, max_output=16)
+    slot = {"id": "0", "state": "ready", "host": "127.0.0.1", "port": 31234, "swap": None}
+    load._update({"slots": [slot], "bench": None})
+    assert load.ready.is_set() and load.base_url == "http://127.0.0.1:31234"
+    load._update({"slots": [slot], "bench": {"run_id": "r", "state": "running"}})
+    assert not load.ready.is_set() and load.base_url is None
+    load._update({"slots": [slot], "bench": {"run_id": "r", "state": "done"}})
+    assert load.ready.is_set() and load.base_url == "http://127.0.0.1:31234"
