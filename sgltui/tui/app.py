@@ -404,14 +404,20 @@ class SgltuiApp(App[str | None]):
         if event.option.id:
             self.swap_to(event.option.id)
 
-    def action_stop(self) -> None:
+    def _active_profile(self) -> str | None:
+        """The profile running in slot 0, or None after telling the user why nothing happens."""
         if self._read_only_refusal():
-            return
+            return None
         slot = self.model.slot("0")
         if not slot or slot.get("state") not in _ACTIVE:
             self.notify("no server is running in slot 0")
+            return None
+        return str(slot.get("profile"))
+
+    def action_stop(self) -> None:
+        name = self._active_profile()
+        if name is None:
             return
-        name = str(slot.get("profile"))
         running = self.model.running_requests("0")
         if running > 0:
             def chosen(drain: str | None) -> None:
@@ -425,13 +431,9 @@ class SgltuiApp(App[str | None]):
             self._op("stop", done=f"stopping {name}", slot="0", drain="wait")
 
     def action_restart(self) -> None:
-        if self._read_only_refusal():
+        name = self._active_profile()
+        if name is None:
             return
-        slot = self.model.slot("0")
-        if not slot or slot.get("state") not in _ACTIVE:
-            self.notify("no server is running in slot 0")
-            return
-        name = str(slot.get("profile"))
         running = self.model.running_requests("0")
         question = f"Restart [b]{escape(name)}[/]?" + (f" {running} request(s) in flight will be cut." if running else "")
         self.push_screen(Confirm(question), lambda yes: yes and self._op("restart", done=f"restarting {name}", slot="0"))
