@@ -210,7 +210,10 @@ class SgltuiApp(App[str | None]):
             ev = push.get("data") or {}
             if ev.get("type") == "bench.done" and ev.get("path"):
                 self._read_bench_result(ev.get("run_id", ""), ev["path"])
-            if ev.get("client") and ev.get("client") != self.model.own_client and ev.get("type") == "command":
+            # Live only: in a replay every recorded command is "another client's" and the toasts
+            # would bury the screen (the Activity tab lists them all the same).
+            if (ev.get("client") and ev.get("client") != self.model.own_client and ev.get("type") == "command"
+                    and not self.source.read_only):
                 self.notify(f"{ev.get('client')}: {ev.get('op')}", title="command from another client",
                             timeout=4, markup=False)
         if self.model.needs_status_refresh(push):

@@ -124,3 +124,16 @@ async def test_read_only(app):
         with pytest.raises(Exception, match="read-only replay"):
             await src.call("start", profile="demo-mtp")
         assert "REPLAY" in str(app.query_one("#topbar").render())
+
+
+async def test_replayed_commands_do_not_pop_up_notifications(app):
+    """Every recorded command is another client's in a replay: they belong in the Activity tab,
+    not in a toast each (at 20x they buried the screen)."""
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        for _ in range(12):
+            await pilot.press("right_square_bracket")
+        await pilot.pause(0.2)
+        activity = " ".join(item.text for item in app.model.activity)
+        assert "swap" in activity
+        assert not [n.message for n in app._notifications]
