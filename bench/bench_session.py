@@ -31,21 +31,58 @@ from sgltui.core.jsonl import JsonlIndex, read_jsonl  # noqa: E402
 from sgltui.core.redact import Redactor  # noqa: E402
 from sgltui.core.replay import Replay  # noqa: E402
 
-BATCH_LINE = ("[2026-12-02 15:40:41] Decode batch, #running-req: 4, #token: 8000, token usage: 0.30, "
-              "accept len: 2.61, accept rate: 0.54, cuda graph: True, gen throughput (token/s): 181.20, #queue-req: 2")
+BATCH_LINE = (
+    "[2026-12-02 15:40:41] Decode batch, #running-req: 4, #token: 8000, token usage: 0.30, "
+    "accept len: 2.61, accept rate: 0.54, cuda graph: True, gen throughput (token/s): 181.20, #queue-req: 2"
+)
 
 
 def sample(ts: float) -> dict:
-    return {"ts": ts, "gpus": [{"index": 0, "name": "NVIDIA H200", "uuid": "GPU-0", "simulated": False,
-                                "total_bytes": 141e9, "used_bytes": 80e9, "free_bytes": 61e9, "utilization_pct": 87.0,
-                                "power_w": 420.0, "temperature_c": 61.0, "pcie_rx_bytes_s": 0.0, "pcie_tx_bytes_s": 0.0,
-                                "server_bytes": {"0": 78e9}, "breakdown_bytes": None}],
-            "host": {"ram_total_bytes": 128e9, "ram_used_bytes": 40e9, "ram_available_bytes": 88e9,
-                     "swap_total_bytes": 0, "swap_used_bytes": 0, "cpu_pct": 12.0,
-                     "server_rss_bytes": {"0": 9e9}, "server_cpu_pct": {"0": 100.0}},
-            "engine": {"0": {"source": "metrics", "ts": ts, "gen_throughput": 181.2, "num_running_reqs": 4,
-                             "num_queue_reqs": 2, "token_usage": 0.3, "accept_length": 2.6,
-                             "max_running_requests": 4, "max_total_num_tokens": 412160, "cache_hit_rate": 0.4}}}
+    return {
+        "ts": ts,
+        "gpus": [
+            {
+                "index": 0,
+                "name": "NVIDIA H200",
+                "uuid": "GPU-0",
+                "simulated": False,
+                "total_bytes": 141e9,
+                "used_bytes": 80e9,
+                "free_bytes": 61e9,
+                "utilization_pct": 87.0,
+                "power_w": 420.0,
+                "temperature_c": 61.0,
+                "pcie_rx_bytes_s": 0.0,
+                "pcie_tx_bytes_s": 0.0,
+                "server_bytes": {"0": 78e9},
+                "breakdown_bytes": None,
+            }
+        ],
+        "host": {
+            "ram_total_bytes": 128e9,
+            "ram_used_bytes": 40e9,
+            "ram_available_bytes": 88e9,
+            "swap_total_bytes": 0,
+            "swap_used_bytes": 0,
+            "cpu_pct": 12.0,
+            "server_rss_bytes": {"0": 9e9},
+            "server_cpu_pct": {"0": 100.0},
+        },
+        "engine": {
+            "0": {
+                "source": "metrics",
+                "ts": ts,
+                "gen_throughput": 181.2,
+                "num_running_reqs": 4,
+                "num_queue_reqs": 2,
+                "token_usage": 0.3,
+                "accept_length": 2.6,
+                "max_running_requests": 4,
+                "max_total_num_tokens": 412160,
+                "cache_hit_rate": 0.4,
+            }
+        },
+    }
 
 
 def per_call_us(fn, n: int) -> float:
@@ -72,14 +109,29 @@ def main() -> int:
         rec.add_secret("sk-bench-0123456789")
         fd = os.open(tmp / "baseline.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         print(f"{'item':<28} {'sgltui':>10} {'baseline':>10}  {'ratio':>7}  unit")
-        ev = {"state": "ready", "prev": "launching", "reason": "server ready", "profile": "mtp", "launch_id": "L1"}
+        ev = {
+            "state": "ready",
+            "prev": "launching",
+            "reason": "server ready",
+            "profile": "mtp",
+            "launch_id": "L1",
+        }
         ours = per_call_us(lambda i: rec.event("slot.state", slot="0", **ev), args.events)
-        base = per_call_us(lambda i: os.write(fd, (json.dumps({"v": 1, "ts": time.time(), "type": "slot.state",
-                                                              **ev}) + "\n").encode()), args.events)
+        base = per_call_us(
+            lambda i: os.write(
+                fd,
+                (
+                    json.dumps({"v": 1, "ts": time.time(), "type": "slot.state", **ev}) + "\n"
+                ).encode(),
+            ),
+            args.events,
+        )
         row("event", ours, base, "us/event")
         t0 = time.time() - args.samples
         ours = per_call_us(lambda i: rec.sample(sample(t0 + i)), args.samples)
-        base = per_call_us(lambda i: os.write(fd, (json.dumps(sample(t0 + i)) + "\n").encode()), args.samples)
+        base = per_call_us(
+            lambda i: os.write(fd, (json.dumps(sample(t0 + i)) + "\n").encode()), args.samples
+        )
         row("sample", ours, base, "us/sample")
         red = Redactor(["sk-bench-0123456789"])
         ours = per_call_us(lambda i: red.text(BATCH_LINE), 50000)
@@ -110,8 +162,16 @@ def main() -> int:
 
         rp = Replay.open(tmp / "s")
         rnd = random.Random(1)
-        ms = per_call_us(lambda i: (rp.status_at(rnd.uniform(rp.start, rp.end)), rp.window(rnd.uniform(rp.start, rp.end))),
-                         50) / 1000
+        ms = (
+            per_call_us(
+                lambda i: (
+                    rp.status_at(rnd.uniform(rp.start, rp.end)),
+                    rp.window(rnd.uniform(rp.start, rp.end)),
+                ),
+                50,
+            )
+            / 1000
+        )
         row("seek (status + 5 min window)", ms, None, "ms/seek")
     finally:
         import shutil

@@ -42,11 +42,26 @@ def free_port() -> int:
 
 
 def direct_start(port: int, scale: float) -> float:
-    argv = [sys.executable, "-m", "sgltui.sim", "--model-path", MODEL, "--port", str(port),
-            "--sim-time-scale", str(scale)]
+    argv = [
+        sys.executable,
+        "-m",
+        "sgltui.sim",
+        "--model-path",
+        MODEL,
+        "--port",
+        str(port),
+        "--sim-time-scale",
+        str(scale),
+    ]
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         for line in proc.stdout:  # type: ignore[union-attr]
             if "The server is fired up and ready to roll!" in line:
@@ -66,14 +81,17 @@ def direct_start(port: int, scale: float) -> float:
 def write_profile(d: Path, name: str, port: int, scale: float) -> None:
     (d / f"{name}.toml").write_text(
         f'name = "{name}"\nlauncher = "sim"\n[server]\nmodel-path = "{MODEL}"\nport = {port}\n'
-        f"sim-time-scale = {scale}\n")
+        f"sim-time-scale = {scale}\n"
+    )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--time-scale", type=float, default=0.05)
-    ap.add_argument("--keep", action="store_true", help="keep the state dir (agent log, session) afterwards")
+    ap.add_argument(
+        "--keep", action="store_true", help="keep the state dir (agent log, session) afterwards"
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sgltui-bench-swap-"))
     print(f"state and logs: {tmp}")
@@ -91,7 +109,9 @@ def main() -> int:
         call_sync(state, "start", profile="bench-a", wait=True)
         for i in range(args.rounds):
             target = "bench-b" if i % 2 == 0 else "bench-a"
-            time.sleep(1.0)  # a person presses the key later than the ready line (the warm-up is done)
+            time.sleep(
+                1.0
+            )  # a person presses the key later than the ready line (the warm-up is done)
             t0 = time.monotonic()
             res = call_sync(state, "swap", profile=target, wait=True, drain="wait")
             agent_s.append(time.monotonic() - t0)
@@ -111,11 +131,15 @@ def main() -> int:
     # server's time, like its start-up; what remains is what the agent adds.
     own_stop = statistics.median(s.get("stop", 0.0) for s in steps)
     overhead = via - base - own_stop
-    print(f"server start alone (median of {args.rounds}): {base:.3f} s   {[round(x, 3) for x in baseline]}")
+    print(
+        f"server start alone (median of {args.rounds}): {base:.3f} s   {[round(x, 3) for x in baseline]}"
+    )
     print(f"swap through the agent (median):      {via:.3f} s   {[round(x, 3) for x in agent_s]}")
     print(f"old server's own shutdown (median): {own_stop:.3f} s")
-    print(f"agent overhead = swap - start - shutdown: {overhead:.3f} s (budget {BUDGET_S} s); ready-detection delay median "
-          f"{statistics.median(ready_delay) * 1000:.0f} ms")
+    print(
+        f"agent overhead = swap - start - shutdown: {overhead:.3f} s (budget {BUDGET_S} s); ready-detection delay median "
+        f"{statistics.median(ready_delay) * 1000:.0f} ms"
+    )
     for k in ("drain", "stop", "memory_release", "load", "ready"):
         print(f"  swap step {k:<15} median {statistics.median(s.get(k, 0.0) for s in steps):.3f} s")
     print("PASS" if overhead < BUDGET_S else "FAIL")

@@ -34,27 +34,49 @@ def gpu_reading(rng: random.Random) -> GpuReading:
     for i in range(2):
         g = empty_gpu(i, "NVIDIA H200 (simulated)", simulated=True)
         used = int(rng.uniform(80, 130) * GB)
-        g.update(total_bytes=141 * GB, used_bytes=used, free_bytes=141 * GB - used,
-                 utilization_pct=rng.uniform(0, 100), power_w=rng.uniform(100, 700), temperature_c=rng.uniform(30, 80),
-                 pcie_rx_bytes_s=rng.uniform(0, 1e10), pcie_tx_bytes_s=rng.uniform(0, 1e10),
-                 server_bytes={"0": used - GB}, breakdown_bytes={"weights": 55 * GB, "kv_cache": used - 56 * GB})
+        g.update(
+            total_bytes=141 * GB,
+            used_bytes=used,
+            free_bytes=141 * GB - used,
+            utilization_pct=rng.uniform(0, 100),
+            power_w=rng.uniform(100, 700),
+            temperature_c=rng.uniform(30, 80),
+            pcie_rx_bytes_s=rng.uniform(0, 1e10),
+            pcie_tx_bytes_s=rng.uniform(0, 1e10),
+            server_bytes={"0": used - GB},
+            breakdown_bytes={"weights": 55 * GB, "kv_cache": used - 56 * GB},
+        )
         gpus.append(g)
-    return GpuReading("sim", "simulated GPUs published by 1 running simulator", gpus, {"0": 30 * GB})
+    return GpuReading(
+        "sim", "simulated GPUs published by 1 running simulator", gpus, {"0": 30 * GB}
+    )
 
 
 def host_reading(rng: random.Random) -> dict:
-    return {"ram_total_bytes": 1000 * GB, "ram_used_bytes": int(rng.uniform(100, 200) * GB),
-            "ram_available_bytes": int(rng.uniform(800, 900) * GB), "swap_total_bytes": 0, "swap_used_bytes": 0,
-            "cpu_pct": rng.uniform(0, 100), "server_rss_bytes": {"0": 5 * GB}, "server_cpu_pct": {"0": 100.0},
-            "server_pinned_bytes": {"0": 30 * GB}}
+    return {
+        "ram_total_bytes": 1000 * GB,
+        "ram_used_bytes": int(rng.uniform(100, 200) * GB),
+        "ram_available_bytes": int(rng.uniform(800, 900) * GB),
+        "swap_total_bytes": 0,
+        "swap_used_bytes": 0,
+        "cpu_pct": rng.uniform(0, 100),
+        "server_rss_bytes": {"0": 5 * GB},
+        "server_cpu_pct": {"0": 100.0},
+        "server_pinned_bytes": {"0": 30 * GB},
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=100_000)
-    ap.add_argument("--ring", type=int, default=3600, help="points per series (default 3600 = 1 h at 1 Hz)")
-    ap.add_argument("--tracemalloc", action="store_true",
-                    help="trace every Python allocation (exact, ~3x slower); default: RSS and live block count")
+    ap.add_argument(
+        "--ring", type=int, default=3600, help="points per series (default 3600 = 1 h at 1 Hz)"
+    )
+    ap.add_argument(
+        "--tracemalloc",
+        action="store_true",
+        help="trace every Python allocation (exact, ~3x slower); default: RSS and live block count",
+    )
     args = ap.parse_args()
     if args.samples < 1000:
         print("--samples must be at least 1000", file=sys.stderr)
@@ -85,9 +107,12 @@ def main() -> int:
         ts = 1_700_000_000.0 + n
         tel.record_gpu(gpu_reading(rng), ts)
         tel.record_host(host_reading(rng), ts)
-        tel.on_log_line("0", f"[2026-10-01 12:00:43] Decode batch, #running-req: {rng.randint(0, 48)}, #token: 31488, "
-                             f"token usage: {rng.random():.2f}, accept len: 3.10, accept rate: 0.70, cuda graph: True, "
-                             f"gen throughput (token/s): {rng.uniform(100, 3000):.2f}, #queue-req: {rng.randint(0, 9)}")
+        tel.on_log_line(
+            "0",
+            f"[2026-10-01 12:00:43] Decode batch, #running-req: {rng.randint(0, 48)}, #token: 31488, "
+            f"token usage: {rng.random():.2f}, accept len: 3.10, accept rate: 0.70, cuda graph: True, "
+            f"gen throughput (token/s): {rng.uniform(100, 3000):.2f}, #queue-req: {rng.randint(0, 9)}",
+        )
         e = tel._slots["0"].engine(tel._stale_after)
         tel.record_engine("0", e, ts)
         on_sample({"v": 1, **tel.snapshot()})
@@ -100,9 +125,13 @@ def main() -> int:
         tracemalloc.stop()
 
     series = len(tel.rings.names())
-    print(f"samples: {args.samples}  series: {series}  ring: {args.ring} points  time: {elapsed:.1f} s "
-          f"({elapsed / args.samples * 1e6:.0f} us/sample incl. snapshot+json)")
-    print(f"ring storage: {tel.rings.nbytes() / 1024:.0f} KiB (bound {series * args.ring * 16 / 1024:.0f} KiB)")
+    print(
+        f"samples: {args.samples}  series: {series}  ring: {args.ring} points  time: {elapsed:.1f} s "
+        f"({elapsed / args.samples * 1e6:.0f} us/sample incl. snapshot+json)"
+    )
+    print(
+        f"ring storage: {tel.rings.nbytes() / 1024:.0f} KiB (bound {series * args.ring * 16 / 1024:.0f} KiB)"
+    )
     print("growth              first half (baseline: fills the rings)   second half (rings full)")
     names = ("traced (tracemalloc)", "RSS", "live Python blocks")
     flat = True
@@ -113,7 +142,9 @@ def main() -> int:
         second = marks[args.samples][k] - marks[half][k]
         unit = 1 if k == 2 else 1024
         suffix = "" if k == 2 else " KiB"
-        print(f"  {name:<20} {first / unit:>+14.1f}{suffix:<4}                      {second / unit:>+12.1f}{suffix}")
+        print(
+            f"  {name:<20} {first / unit:>+14.1f}{suffix:<4}                      {second / unit:>+12.1f}{suffix}"
+        )
         # Flat: the second half grows by under 2% of the first half's growth, or by a trivial amount
         # (RSS moves in pages and allocator arenas, so allow 256 KiB of noise there).
         noise = 1000 if k == 2 else 256 * 1024

@@ -62,8 +62,20 @@ def run_child(mode: str) -> None:
         while True:
             await asyncio.sleep(3.0)
             n += 1
-            source.feed({"push": "event", "data": {"v": 1, "ts": time.time(), "type": "command",
-                                                   "client": "tui:1@bench", "slot": "0", "op": "status", "args": {"n": n}}})
+            source.feed(
+                {
+                    "push": "event",
+                    "data": {
+                        "v": 1,
+                        "ts": time.time(),
+                        "type": "command",
+                        "client": "tui:1@bench",
+                        "slot": "0",
+                        "op": "status",
+                        "args": {"n": n},
+                    },
+                }
+            )
 
     if mode == "app":
         app.call_later(lambda: app.run_worker(events(), exit_on_error=False))
@@ -78,8 +90,15 @@ def measure(mode: str, seconds: float, warmup: float) -> float:
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     env = dict(os.environ, TERM="xterm-256color", COLORTERM="truecolor", PYTHONPATH=str(ROOT))
     env.pop("TEXTUAL", None)
-    proc = subprocess.Popen([sys.executable, __file__, "--child", mode], stdin=slave, stdout=slave, stderr=slave,
-                            env=env, start_new_session=True, close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", mode],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
     os.close(slave)
     stop = threading.Event()
 
@@ -102,7 +121,9 @@ def measure(mode: str, seconds: float, warmup: float) -> float:
         c1 = sum(p.cpu_times()[:2])
         t1 = time.monotonic()
         if proc.poll() is not None:
-            raise SystemExit(f"the {mode} app exited early (code {proc.returncode}); run it by hand to see why")
+            raise SystemExit(
+                f"the {mode} app exited early (code {proc.returncode}); run it by hand to see why"
+            )
         return (c1 - c0) / (t1 - t0)
     finally:
         stop.set()
@@ -120,9 +141,13 @@ def measure(mode: str, seconds: float, warmup: float) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=15.0, help="measured seconds per round (default 15)")
+    ap.add_argument(
+        "--seconds", type=float, default=15.0, help="measured seconds per round (default 15)"
+    )
     ap.add_argument("--rounds", type=int, default=2, help="alternating bare/app rounds (default 2)")
-    ap.add_argument("--warmup", type=float, default=3.0, help="seconds to let each app start first (default 3)")
+    ap.add_argument(
+        "--warmup", type=float, default=3.0, help="seconds to let each app start first (default 3)"
+    )
     ap.add_argument("--child", choices=("bare", "app", "app-static"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -135,8 +160,10 @@ def main() -> int:
         bare.append(measure("bare", args.seconds, args.warmup))
         app.append(measure("app", args.seconds, args.warmup))
         static.append(measure("app-static", args.seconds, args.warmup))
-        print(f"round {r + 1}: bare clock {bare[-1] * 100:5.2f}%   sgltui all panes live {app[-1] * 100:5.2f}%   "
-              f"sgltui, nothing arriving {static[-1] * 100:5.2f}%  (CPU of one core)")
+        print(
+            f"round {r + 1}: bare clock {bare[-1] * 100:5.2f}%   sgltui all panes live {app[-1] * 100:5.2f}%   "
+            f"sgltui, nothing arriving {static[-1] * 100:5.2f}%  (CPU of one core)"
+        )
     b, a, s = sum(bare) / len(bare), sum(app) / len(app), sum(static) / len(static)
     print(f"sgltui with nothing arriving (the screen alone):     {s * 100:.2f}% of one core")
     ratio = a / b if b > 0 else float("inf")

@@ -15,11 +15,11 @@ from sgltui import __version__
 
 # Modules under sgltui.commands, each exposing register(subparsers). Order = order in --help.
 COMMAND_MODULES = (
-    "tui",       # sgltui (no subcommand), sgltui demo
+    "tui",  # sgltui (no subcommand), sgltui demo
     "profiles",  # sgltui profiles list|show|validate|import
-    "server",    # sgltui start|stop|restart|swap|status|logs|agent
-    "telemetry", # sgltui top
-    "bench",     # sgltui bench
+    "server",  # sgltui start|stop|restart|swap|status|logs|agent
+    "telemetry",  # sgltui top
+    "bench",  # sgltui bench
     "sessions",  # sgltui sessions list, report, replay
 )
 
@@ -38,8 +38,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Terminal control panel for SGLang servers: launch, watch, hot-swap, benchmark, record.",
     )
     parser.add_argument("--version", action="version", version=f"sgltui {__version__}")
-    parser.add_argument("--state-dir", help="agent state directory (default: $SGLTUI_STATE_DIR or ~/.local/state/sgltui)")
-    parser.add_argument("--profiles", action="append", default=[], metavar="DIR", help="extra profile directory (repeatable)")
+    parser.add_argument(
+        "--state-dir",
+        help="agent state directory (default: $SGLTUI_STATE_DIR or ~/.local/state/sgltui)",
+    )
+    parser.add_argument(
+        "--profiles",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra profile directory (repeatable)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:

@@ -10,11 +10,11 @@ ROOMS = ["sgltui.core", "sgltui.agent", "sgltui.bench", "sgltui.sim"]
 
 @pytest.mark.parametrize("room", ROOMS)
 def test_room_does_not_import_textual(room):
-    import pkgutil
     import importlib
+    import pkgutil
 
     pkg = importlib.import_module(room)
-    modules = [room] + [f"{room}.{m.name}" for m in pkgutil.walk_packages(pkg.__path__, prefix="") ]
+    modules = [room] + [f"{room}.{m.name}" for m in pkgutil.walk_packages(pkg.__path__, prefix="")]
     code = (
         "import importlib, sys\n"
         f"for m in {modules!r}:\n"

@@ -33,17 +33,26 @@ def load_extractor():
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-o", "--output", help="output file (default: sgltui/core/catalog_sglang_<version>.json)")
+    ap.add_argument(
+        "-o", "--output", help="output file (default: sgltui/core/catalog_sglang_<version>.json)"
+    )
     args = ap.parse_args(argv)
     try:
         import sglang  # noqa: F401
     except ImportError:
-        print(f"gen_flag_catalog: sglang is not importable by {sys.executable}; "
-              "run this script with the interpreter that has SGLang", file=sys.stderr)
+        print(
+            f"gen_flag_catalog: sglang is not importable by {sys.executable}; "
+            "run this script with the interpreter that has SGLang",
+            file=sys.stderr,
+        )
         return 1
     catalog = load_extractor().extract()
     version = catalog["sglang_version"]
-    out = Path(args.output) if args.output else ROOT / "sgltui" / "core" / f"catalog_sglang_{version.replace('.', '_')}.json"
+    out = (
+        Path(args.output)
+        if args.output
+        else ROOT / "sgltui" / "core" / f"catalog_sglang_{version.replace('.', '_')}.json"
+    )
     out.write_text(json.dumps(catalog, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out} ({len(catalog['flags'])} flags, SGLang {version})")
     return 0

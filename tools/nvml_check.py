@@ -46,19 +46,23 @@ print(rank.pid, flush=True)
 rank.wait()
 """
 
-GIB = 2 ** 30
+GIB = 2**30
 
 
 def show(reading, label: str) -> None:
     print(f"--- {label}: source={reading.kind} message={reading.message!r}")
     for g in reading.gpus:
-        print(f"GPU {g['index']} {g['name']} uuid={g['uuid']} total={g['total_bytes'] / GIB:.2f} GiB "
-              f"used={g['used_bytes'] / GIB:.2f} GiB free={g['free_bytes'] / GIB:.2f} GiB util={g['utilization_pct']}% "
-              f"power={g['power_w']} W temp={g['temperature_c']} C pcie rx={g['pcie_rx_bytes_s']} tx={g['pcie_tx_bytes_s']} B/s")
+        print(
+            f"GPU {g['index']} {g['name']} uuid={g['uuid']} total={g['total_bytes'] / GIB:.2f} GiB "
+            f"used={g['used_bytes'] / GIB:.2f} GiB free={g['free_bytes'] / GIB:.2f} GiB util={g['utilization_pct']}% "
+            f"power={g['power_w']} W temp={g['temperature_c']} C pcie rx={g['pcie_rx_bytes_s']} tx={g['pcie_tx_bytes_s']} B/s"
+        )
         print(f"  server_bytes={ {k: f'{v / GIB:.2f} GiB' for k, v in g['server_bytes'].items()} }")
         for p in g["processes"]:
             used = f"{p['used_bytes'] / GIB:.2f} GiB" if p["used_bytes"] is not None else "n/a"
-            print(f"  process pid={p['pid']} used={used} slot={p['slot']} match={p['match']} nvml_name={p['name']}")
+            print(
+                f"  process pid={p['pid']} used={used} slot={p['slot']} match={p['match']} nvml_name={p['name']}"
+            )
 
 
 async def telemetry_view(main_pid: int) -> None:
@@ -72,7 +76,9 @@ async def telemetry_view(main_pid: int) -> None:
     print(f"--- Telemetry: gpu_source={snap['gpu_source']} samples recorded={len(samples)}")
     for g in snap["gpus"]:
         print(f"  GPU {g['index']}: server_bytes={g['server_bytes']}")
-    print(f"  host server_rss_bytes={snap['host']['server_rss_bytes']} server_cpu_pct={snap['host']['server_cpu_pct']}")
+    print(
+        f"  host server_rss_bytes={snap['host']['server_rss_bytes']} server_cpu_pct={snap['host']['server_cpu_pct']}"
+    )
     names = t.series()["series"]
     print(f"  series: {len(names)}: {sorted(names)[:12]} ...")
     print(f"  gpu.0.server_bytes.0 points: {names.get('gpu.0.server_bytes.0', [])[-3:]}")
@@ -87,11 +93,17 @@ def main() -> int:
         print(f"NVML unavailable: {msg}")
         return 1
     show(src.sample({}), "before the server starts")
-    server = subprocess.Popen([sys.executable, "-c", SERVER, RANK, str(args.gib)], stdout=subprocess.PIPE,
-                              text=True, start_new_session=True)
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, RANK, str(args.gib)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         rank_pid = int(server.stdout.readline())
-        print(f"server main pid={server.pid} (no GPU memory), rank pid={rank_pid} (allocating {args.gib} GiB)")
+        print(
+            f"server main pid={server.pid} (no GPU memory), rank pid={rank_pid} (allocating {args.gib} GiB)"
+        )
         deadline = time.time() + 120
         while time.time() < deadline and server.poll() is None:
             reading = src.sample({"0": server_tree(server.pid)})
@@ -103,8 +115,12 @@ def main() -> int:
         show(reading, "server holding memory")
         asyncio.run(telemetry_view(server.pid))
         if shutil.which("nvidia-smi"):
-            out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv"],
-                                 capture_output=True, text=True, timeout=30)
+            out = subprocess.run(
+                ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             print("--- nvidia-smi --query-compute-apps:\n" + out.stdout.strip())
     finally:
         try:

@@ -15,8 +15,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 log = logging.getLogger("sgltui.agent.children")
 
@@ -28,8 +29,14 @@ class ChildError(Exception):
 def spawn_child(argv: list[str], log_path: Path) -> subprocess.Popen:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as fh:
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True, close_fds=True)
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
 
 
 def stop_group(proc: subprocess.Popen, grace: float) -> None:
@@ -57,12 +64,17 @@ def bench_view(run: dict) -> dict:
 
 
 class Children:
-    def __init__(self, emit: Callable[..., dict], socket_path: Path, state_dir: Path,
-                 session: Callable[[], Any]) -> None:
+    def __init__(
+        self,
+        emit: Callable[..., dict],
+        socket_path: Path,
+        state_dir: Path,
+        session: Callable[[], Any],
+    ) -> None:
         self.emit = emit
         self.socket_path = socket_path
         self.state_dir = state_dir
-        self.session = session              # -> the recorder (its path and bench_path)
+        self.session = session  # -> the recorder (its path and bench_path)
         self.bench_runs: dict[str, dict] = {}
         self.demo_proc: subprocess.Popen | None = None
 
@@ -73,15 +85,37 @@ class Children:
             raise ChildError("bench_start needs a spec object (see `sgltui bench --help`)")
         running = [r for r in self.bench_runs.values() if r["state"] == "running"]
         if running:
-            raise ChildError(f"bench run {running[0]['run_id']} is still running; stop it first (`sgltui bench stop`)")
+            raise ChildError(
+                f"bench run {running[0]['run_id']} is still running; stop it first (`sgltui bench stop`)"
+            )
         rec = self.session()
         run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid() % 1000:03d}{len(self.bench_runs)}"
         path = Path(rec.bench_path(run_id))
-        argv = [sys.executable, "-m", "sgltui.bench.runner", "--agent-socket", str(self.socket_path),
-                "--session-dir", str(rec.path), "--run-id", run_id, "--spec-json", json.dumps(spec)]
+        argv = [
+            sys.executable,
+            "-m",
+            "sgltui.bench.runner",
+            "--agent-socket",
+            str(self.socket_path),
+            "--session-dir",
+            str(rec.path),
+            "--run-id",
+            run_id,
+            "--spec-json",
+            json.dumps(spec),
+        ]
         proc = spawn_child(argv, path.with_suffix(".log"))
-        run = {"run_id": run_id, "state": "running", "started": time.time(), "spec": spec, "client": client,
-               "proc": proc, "progress": None, "path": str(path), "exit_code": None}
+        run = {
+            "run_id": run_id,
+            "state": "running",
+            "started": time.time(),
+            "spec": spec,
+            "client": client,
+            "proc": proc,
+            "progress": None,
+            "path": str(path),
+            "exit_code": None,
+        }
         self.bench_runs[run_id] = run
         self.emit("bench.start", client=client, run_id=run_id, spec=spec, pid=proc.pid)
         run["watch"] = asyncio.get_running_loop().create_task(self._watch_bench(run))
@@ -94,8 +128,14 @@ class Children:
         run["exit_code"] = proc.returncode
         if run["state"] == "running":
             run["state"] = "done" if proc.returncode == 0 else "failed"
-        self.emit("bench.done", client=run["client"], run_id=run["run_id"], path=run["path"],
-                  state=run["state"], exit_code=proc.returncode)
+        self.emit(
+            "bench.done",
+            client=run["client"],
+            run_id=run["run_id"],
+            path=run["path"],
+            state=run["state"],
+            exit_code=proc.returncode,
+        )
 
     def bench_progress(self, args: dict, client: str | None) -> dict:
         run = self.bench_runs.get(str(args.get("run_id")))
@@ -111,7 +151,9 @@ class Children:
             raise ChildError(f"no bench run {run_id!r}; see `sgltui bench list`")
         if run["state"] == "running":
             run["state"] = "stopped"
-            await asyncio.to_thread(stop_group, run["proc"], 5.0)  # the runner saves partial results
+            await asyncio.to_thread(
+                stop_group, run["proc"], 5.0
+            )  # the runner saves partial results
         return bench_view(run)
 
     def bench_list(self) -> list[dict]:
@@ -129,7 +171,13 @@ class Children:
 
     async def demo_load(self, on: bool) -> dict:
         if on and not self.demo_on:
-            argv = [sys.executable, "-m", "sgltui.bench.demo_load", "--agent-socket", str(self.socket_path)]
+            argv = [
+                sys.executable,
+                "-m",
+                "sgltui.bench.demo_load",
+                "--agent-socket",
+                str(self.socket_path),
+            ]
             self.demo_proc = spawn_child(argv, self.state_dir / "demo_load.log")
         elif not on and self.demo_proc is not None:
             await asyncio.to_thread(stop_group, self.demo_proc, 3.0)

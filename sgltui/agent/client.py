@@ -15,8 +15,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any, AsyncIterator, Sequence
+from typing import Any
 
 from sgltui.agent.daemon import paths
 
@@ -38,12 +39,20 @@ def spawn_agent(state_dir: Path, profiles_dirs: Sequence[str | os.PathLike] = ()
     for d in profiles_dirs:
         argv += ["--profiles", str(d)]
     # The launcher double-forks and exits at once; waiting for it reaps it (no zombie).
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, close_fds=True)
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+    )
     _, err = proc.communicate(timeout=START_TIMEOUT_S)
     if proc.returncode != 0:
         msg = (err or b"").decode(errors="replace").strip().splitlines()
-        raise AgentError(f"the agent did not start: {msg[-1] if msg else f'exit code {proc.returncode}'}")
+        raise AgentError(
+            f"the agent did not start: {msg[-1] if msg else f'exit code {proc.returncode}'}"
+        )
 
 
 class AgentClient:
@@ -59,14 +68,18 @@ class AgentClient:
         self._read_task: asyncio.Task | None = None
         self._closed = False
 
-    async def connect(self, autostart: bool = True, profiles_dirs: Sequence[str | os.PathLike] = ()) -> None:
+    async def connect(
+        self, autostart: bool = True, profiles_dirs: Sequence[str | os.PathLike] = ()
+    ) -> None:
         try:
             await self._open()
             return
         except (FileNotFoundError, ConnectionRefusedError, OSError) as exc:
             if not autostart:
-                raise AgentError(f"no agent is running for {self.state_dir} ({_why(exc)}); "
-                                 f"any sgltui command that needs it starts one") from None
+                raise AgentError(
+                    f"no agent is running for {self.state_dir} ({_why(exc)}); "
+                    f"any sgltui command that needs it starts one"
+                ) from None
         await asyncio.to_thread(spawn_agent, self.state_dir, profiles_dirs)
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -75,12 +88,16 @@ class AgentClient:
                 return
             except (FileNotFoundError, ConnectionRefusedError, OSError):
                 if time.monotonic() > deadline:
-                    raise AgentError(f"the agent did not come up within {START_TIMEOUT_S:.0f}s; "
-                                     f"see {self.paths['log']}") from None
+                    raise AgentError(
+                        f"the agent did not come up within {START_TIMEOUT_S:.0f}s; "
+                        f"see {self.paths['log']}"
+                    ) from None
                 await asyncio.sleep(0.05)
 
     async def _open(self) -> None:
-        self._reader, self._writer = await asyncio.open_unix_connection(str(self.paths["socket"]), limit=8 << 20)
+        self._reader, self._writer = await asyncio.open_unix_connection(
+            str(self.paths["socket"]), limit=8 << 20
+        )
         self._closed = False
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
 
@@ -104,7 +121,9 @@ class AgentClient:
                     if msg.get("ok"):
                         fut.set_result(msg.get("result"))
                     else:
-                        fut.set_exception(AgentError(msg.get("error") or "the agent refused the command"))
+                        fut.set_exception(
+                            AgentError(msg.get("error") or "the agent refused the command")
+                        )
         except (ConnectionError, OSError, ValueError) as exc:
             error = f"connection to the agent lost ({_why(exc)})"
         except asyncio.CancelledError:
@@ -168,8 +187,14 @@ def _why(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
-def call_sync(state_dir: Path, op: str, autostart: bool = True, profiles_dirs: Sequence[str | os.PathLike] = (),
-              client_name: str = "cli", **args: Any) -> Any:
+def call_sync(
+    state_dir: Path,
+    op: str,
+    autostart: bool = True,
+    profiles_dirs: Sequence[str | os.PathLike] = (),
+    client_name: str = "cli",
+    **args: Any,
+) -> Any:
     """One request from synchronous code (CLI commands)."""
 
     async def run() -> Any:

@@ -26,18 +26,29 @@ SOCKET, PIDFILE, LOCKFILE, LOGFILE = "agent.sock", "agent.pid", "agent.lock", "a
 
 
 def paths(state_dir: Path) -> dict[str, Path]:
-    return {"socket": state_dir / SOCKET, "pid": state_dir / PIDFILE, "lock": state_dir / LOCKFILE,
-            "log": state_dir / LOGFILE}
+    return {
+        "socket": state_dir / SOCKET,
+        "pid": state_dir / PIDFILE,
+        "lock": state_dir / LOCKFILE,
+        "log": state_dir / LOGFILE,
+    }
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="sgltui-agent", description="sgltui agent (normally started on demand)")
+    p = argparse.ArgumentParser(
+        prog="sgltui-agent", description="sgltui agent (normally started on demand)"
+    )
     p.add_argument("--state-dir")
     p.add_argument("--profiles", action="append", default=[], metavar="DIR")
     p.add_argument("--session-dir", help="record into this session directory instead of a new one")
-    p.add_argument("--foreground", action="store_true", help="do not detach (for debugging and tests)")
-    p.add_argument("--slots", default=os.environ.get("SGLTUI_SLOTS", "0"),
-                   help="comma-separated slot ids, one per GPU set and port (default: $SGLTUI_SLOTS or 0)")
+    p.add_argument(
+        "--foreground", action="store_true", help="do not detach (for debugging and tests)"
+    )
+    p.add_argument(
+        "--slots",
+        default=os.environ.get("SGLTUI_SLOTS", "0"),
+        help="comma-separated slot ids, one per GPU set and port (default: $SGLTUI_SLOTS or 0)",
+    )
     return p.parse_args(argv)
 
 
@@ -125,9 +136,13 @@ async def _run(state_dir: Path, p: dict[str, Path], args: argparse.Namespace) ->
     from sgltui.agent.supervisor import Supervisor
 
     log = logging.getLogger("sgltui.agent")
-    sup = Supervisor(state_dir, p["socket"], profiles_dirs=[Path(d).expanduser() for d in args.profiles],
-                     session_dir=Path(args.session_dir) if args.session_dir else None,
-                     slot_ids=tuple(x.strip() for x in args.slots.split(",") if x.strip()) or ("0",))
+    sup = Supervisor(
+        state_dir,
+        p["socket"],
+        profiles_dirs=[Path(d).expanduser() for d in args.profiles],
+        session_dir=Path(args.session_dir) if args.session_dir else None,
+        slot_ids=tuple(x.strip() for x in args.slots.split(",") if x.strip()) or ("0",),
+    )
     await sup.start()
     server = AgentServer(sup, p["socket"])
     await server.start()

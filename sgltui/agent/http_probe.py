@@ -12,7 +12,9 @@ import json
 from typing import Any
 
 
-async def get(host: str, port: int, path: str, api_key: str | None = None, timeout: float = 2.0) -> tuple[int, bytes]:
+async def get(
+    host: str, port: int, path: str, api_key: str | None = None, timeout: float = 2.0
+) -> tuple[int, bytes]:
     """(status, body); status 0 when the server did not answer."""
     connect_host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
     try:
@@ -24,7 +26,12 @@ async def get(host: str, port: int, path: str, api_key: str | None = None, timeo
 async def _get(host: str, port: int, path: str, api_key: str | None) -> tuple[int, bytes]:
     reader, writer = await asyncio.open_connection(host, port)
     try:
-        headers = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close", "User-Agent: sgltui-agent"]
+        headers = [
+            f"GET {path} HTTP/1.1",
+            f"Host: {host}:{port}",
+            "Connection: close",
+            "User-Agent: sgltui-agent",
+        ]
         if api_key:
             headers.append(f"Authorization: Bearer {api_key}")
         writer.write(("\r\n".join(headers) + "\r\n\r\n").encode())
@@ -51,7 +58,7 @@ def _unchunk(body: bytes) -> bytes:
         if size == 0:
             break
         out += rest[:size]
-        body = rest[size + 2:]
+        body = rest[size + 2 :]
     return out
 
 
@@ -73,6 +80,9 @@ async def load(host: str, port: int, api_key: str | None) -> int | None:
         return None
     try:
         data: Any = json.loads(body)
-        return sum(int(r.get("num_running_reqs", 0)) + int(r.get("num_waiting_reqs", 0)) for r in data.get("loads", []))
+        return sum(
+            int(r.get("num_running_reqs", 0)) + int(r.get("num_waiting_reqs", 0))
+            for r in data.get("loads", [])
+        )
     except (ValueError, AttributeError, TypeError):
         return None

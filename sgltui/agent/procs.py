@@ -32,19 +32,25 @@ class ProcTree:
     seen: dict[int, float] = field(default_factory=dict)  # pid -> create_time
 
     @classmethod
-    def of(cls, pid: int) -> "ProcTree":
+    def of(cls, pid: int) -> ProcTree:
         proc = psutil.Process(pid)
         tree = cls(pid=pid, pgid=os.getpgid(pid), create_time=proc.create_time())
         tree.seen[pid] = tree.create_time
         return tree
 
     def to_json(self) -> dict:
-        return {"pid": self.pid, "pgid": self.pgid, "create_time": self.create_time,
-                "seen": [[p, t] for p, t in self.seen.items()]}
+        return {
+            "pid": self.pid,
+            "pgid": self.pgid,
+            "create_time": self.create_time,
+            "seen": [[p, t] for p, t in self.seen.items()],
+        }
 
     @classmethod
-    def from_json(cls, data: dict) -> "ProcTree":
-        tree = cls(pid=int(data["pid"]), pgid=int(data["pgid"]), create_time=float(data["create_time"]))
+    def from_json(cls, data: dict) -> ProcTree:
+        tree = cls(
+            pid=int(data["pid"]), pgid=int(data["pgid"]), create_time=float(data["create_time"])
+        )
         tree.seen = {int(p): float(t) for p, t in data.get("seen", [])}
         return tree
 
@@ -72,8 +78,12 @@ class ProcTree:
         pids = {p for p, t in self.seen.items() if _same_process(p, t)}
         for proc in psutil.process_iter(["pid"]):
             try:
-                if (proc.pid not in pids and os.getpgid(proc.pid) == self.pgid
-                        and proc.create_time() >= self.create_time - 1 and proc.status() != psutil.STATUS_ZOMBIE):
+                if (
+                    proc.pid not in pids
+                    and os.getpgid(proc.pid) == self.pgid
+                    and proc.create_time() >= self.create_time - 1
+                    and proc.status() != psutil.STATUS_ZOMBIE
+                ):
                     # A zombie holds nothing (no memory, no port); it only waits for its reaper.
                     pids.add(proc.pid)
                     self.seen.setdefault(proc.pid, proc.create_time())
@@ -104,7 +114,9 @@ class ProcTree:
 def _same_process(pid: int, create_time: float) -> bool:
     try:
         proc = psutil.Process(pid)
-        return abs(proc.create_time() - create_time) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE
+        return (
+            abs(proc.create_time() - create_time) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE
+        )
     except psutil.Error:
         return False
 
@@ -171,6 +183,7 @@ def orphan_sglang_processes(exclude: set[int] = frozenset()) -> list[int]:
 
 # ---- GPU memory held by processes -----------------------------------------------------------
 
+
 def gpu_bytes_held(pids: set[int]) -> dict[int, int] | None:
     """Bytes of GPU memory held per pid among `pids`; None when no GPU source exists at all.
 
@@ -189,6 +202,7 @@ def gpu_bytes_held(pids: set[int]) -> dict[int, int] | None:
 def _nvml_held(pids: set[int]) -> dict[int, int] | None:
     try:
         import pynvml
+
         pynvml.nvmlInit()
     except Exception:
         return None
@@ -232,6 +246,7 @@ def sglang_on_gpus(cuda_visible: str | None, exclude: set[int]) -> list[int] | N
     without NVML, where nothing says which GPU a process holds."""
     try:
         import pynvml
+
         pynvml.nvmlInit()
     except Exception:
         return None
@@ -239,13 +254,19 @@ def sglang_on_gpus(cuda_visible: str | None, exclude: set[int]) -> list[int] | N
     try:
         count = pynvml.nvmlDeviceGetCount()
         try:
-            indexes = [int(x) for x in cuda_visible.split(",") if x.strip()] if cuda_visible else list(range(count))
+            indexes = (
+                [int(x) for x in cuda_visible.split(",") if x.strip()]
+                if cuda_visible
+                else list(range(count))
+            )
         except ValueError:
             indexes = list(range(count))
         for i in indexes:
             if i >= count:
                 continue
-            for app in pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(i)):
+            for app in pynvml.nvmlDeviceGetComputeRunningProcesses(
+                pynvml.nvmlDeviceGetHandleByIndex(i)
+            ):
                 if app.pid in exclude or app.pid in found:
                     continue
                 try:
@@ -267,6 +288,7 @@ def gpu_free_check(cuda_visible: str | None, need_fraction: float) -> str | None
     """A one-line reason when the target GPUs lack `need_fraction` of their memory free (NVML only)."""
     try:
         import pynvml
+
         pynvml.nvmlInit()
     except Exception:
         return None
@@ -283,10 +305,17 @@ def gpu_free_check(cuda_visible: str | None, need_fraction: float) -> str | None
                 return f"GPU {i} from CUDA_VISIBLE_DEVICES does not exist (this host has {count}); fix [env] in the profile"
             mem = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(i))
             if mem.total and mem.free / mem.total < need_fraction:
-                users = [a.pid for a in pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(i))]
+                users = [
+                    a.pid
+                    for a in pynvml.nvmlDeviceGetComputeRunningProcesses(
+                        pynvml.nvmlDeviceGetHandleByIndex(i)
+                    )
+                ]
                 who = f"; held by {describe(users)}" if users else ""
-                return (f"GPU {i} has only {mem.free / 2**30:.1f} of {mem.total / 2**30:.1f} GiB free, the profile needs "
-                        f"{need_fraction:.0%}{who}; stop those processes or lower mem-fraction-static")
+                return (
+                    f"GPU {i} has only {mem.free / 2**30:.1f} of {mem.total / 2**30:.1f} GiB free, the profile needs "
+                    f"{need_fraction:.0%}{who}; stop those processes or lower mem-fraction-static"
+                )
         return None
     except Exception:
         return None

@@ -33,9 +33,10 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sgltui.core.redact import Redactor
 
@@ -64,6 +65,7 @@ LIMITS_ENV = "SGLTUI_SESSION_LIMITS"
 # ---------------------------------------------------------------------------------------------
 # Size limits
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RotationLimit:
@@ -99,9 +101,13 @@ class SessionLimits:
     server_log: RotationLimit = field(default_factory=lambda: RotationLimit(64 * 1024**2, 4))
 
     @classmethod
-    def parse(cls, spec: str) -> "SessionLimits":
+    def parse(cls, spec: str) -> SessionLimits:
         """``events=32M:8,timeline=64M:8,server_log=64M:4`` (any subset; SIZE or SIZE:KEEP)."""
-        values = {"events": cls().events, "timeline": cls().timeline, "server_log": cls().server_log}
+        values = {
+            "events": cls().events,
+            "timeline": cls().timeline,
+            "server_log": cls().server_log,
+        }
         for item in filter(None, (s.strip() for s in spec.split(","))):
             name, sep, rhs = item.partition("=")
             name = name.strip().replace("-", "_")
@@ -121,7 +127,7 @@ class SessionLimits:
         return cls(**values)
 
     @classmethod
-    def from_env(cls) -> "SessionLimits":
+    def from_env(cls) -> SessionLimits:
         spec = os.environ.get(LIMITS_ENV, "").strip()
         return cls.parse(spec) if spec else cls()
 
@@ -129,6 +135,7 @@ class SessionLimits:
 # ---------------------------------------------------------------------------------------------
 # One append-only, rotating file
 # ---------------------------------------------------------------------------------------------
+
 
 def rotate_parts(path: Path, keep: int) -> int:
     """Shift path.(k) -> path.(k+1), path -> path.1, delete beyond `keep`. Returns parts dropped."""
@@ -170,7 +177,9 @@ class AppendFile:
 
     def _open(self) -> int:
         if self._fd is None:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+            fd = os.open(
+                self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+            )
             try:
                 os.fchmod(fd, FILE_MODE)
                 size = os.fstat(fd).st_size
@@ -229,6 +238,7 @@ class AppendFile:
 # Server logs: written by the server itself, scrubbed and rotated by the recorder
 # ---------------------------------------------------------------------------------------------
 
+
 class ServerLog:
     """Book-keeping for one servers/<launch-id>.log: how far it has been scrubbed of secrets."""
 
@@ -266,7 +276,9 @@ class ServerLog:
             if end == 0:
                 if len(chunk) < SCRUB_CHUNK:
                     return 0
-                end = len(chunk)  # one line longer than a chunk: take it in pieces rather than stall
+                end = len(
+                    chunk
+                )  # one line longer than a chunk: take it in pieces rather than stall
             # latin-1 maps bytes 1:1 to characters, so string offsets are file offsets.
             text = chunk[:end].decode("latin-1")
             for start, stop in redactor.secret_spans(text):
@@ -309,6 +321,7 @@ class ServerLog:
 # The recorder
 # ---------------------------------------------------------------------------------------------
 
+
 def _host_name() -> str:
     name = socket.gethostname().split(".")[0] or "host"
     return re.sub(r"[^A-Za-z0-9_-]", "_", name)
@@ -337,7 +350,9 @@ def _describe(exc: OSError, target: Path) -> str:
 class Recorder:
     """Writes the session directory. Safe to call from the agent's loop and from threads."""
 
-    def __init__(self, path: Path, limits: SessionLimits | None = None, warnings: list[str] | None = None) -> None:
+    def __init__(
+        self, path: Path, limits: SessionLimits | None = None, warnings: list[str] | None = None
+    ) -> None:
         self.path = Path(path)
         self.limits = limits or SessionLimits()
         self.redactor = Redactor()
@@ -368,7 +383,9 @@ class Recorder:
 
     # -- construction --------------------------------------------------------------------------
     @classmethod
-    def create(cls, state_dir: Path, session_dir: Path | None = None, limits: SessionLimits | None = None) -> "Recorder":
+    def create(
+        cls, state_dir: Path, session_dir: Path | None = None, limits: SessionLimits | None = None
+    ) -> Recorder:
         """A new session under <state_dir>/sessions/<YYYYmmdd-HHMMSS>-<host>/ (or `session_dir`)."""
         limits, warnings = cls._limits(limits)
         if session_dir is None:
@@ -386,7 +403,7 @@ class Recorder:
         return cls(Path(session_dir), limits, warnings)
 
     @classmethod
-    def reopen(cls, session_dir: Path, limits: SessionLimits | None = None) -> "Recorder":
+    def reopen(cls, session_dir: Path, limits: SessionLimits | None = None) -> Recorder:
         """Continue an existing session (the re-adopting agent). Secrets recorded before are
         already redacted on disk; call :meth:`add_secret` again for live servers' keys."""
         limits, warnings = cls._limits(limits)
@@ -481,7 +498,9 @@ class Recorder:
                 self._ensure_dirs()
             except OSError as exc:
                 self._fail(exc, path)
-            self._server_logs.setdefault(f"{SERVERS_DIR}/{path.name}", ServerLog(path, self.limits.server_log))
+            self._server_logs.setdefault(
+                f"{SERVERS_DIR}/{path.name}", ServerLog(path, self.limits.server_log)
+            )
             self._next_scrub = 0.0  # the next sample/maintain call fixes its mode promptly
         return path
 
@@ -496,7 +515,9 @@ class Recorder:
             except OSError as exc:
                 self._fail(exc, self.path / BENCH_DIR)
             log = path.with_suffix(".log")
-            self._server_logs.setdefault(f"{BENCH_DIR}/{log.name}", ServerLog(log, self.limits.server_log))
+            self._server_logs.setdefault(
+                f"{BENCH_DIR}/{log.name}", ServerLog(log, self.limits.server_log)
+            )
         return path
 
     @property
@@ -571,17 +592,34 @@ class Recorder:
         self._retry_at = time.monotonic() + RETRY_INTERVAL_S
         if first:
             self._error_since = time.time()
-            ev = self.redactor.obj({"v": SCHEMA_VERSION, "ts": time.time(), "type": "disk.error", "client": None,
-                                     "slot": None, "error": self._error, "path": str(target)})
+            ev = self.redactor.obj(
+                {
+                    "v": SCHEMA_VERSION,
+                    "ts": time.time(),
+                    "type": "disk.error",
+                    "client": None,
+                    "slot": None,
+                    "error": self._error,
+                    "path": str(target),
+                }
+            )
             self._push_backlog(_dumps(ev))  # lands on disk after the outage, as evidence
             self._notify(ev)
 
     def _recover(self) -> None:
         if self._error is None:
             return
-        ev = {"v": SCHEMA_VERSION, "ts": time.time(), "type": "disk.ok", "client": None, "slot": None,
-              "was": self._error, "since": self._error_since,
-              "dropped_events": self._dropped_events, "dropped_samples": self._dropped_samples}
+        ev = {
+            "v": SCHEMA_VERSION,
+            "ts": time.time(),
+            "type": "disk.ok",
+            "client": None,
+            "slot": None,
+            "was": self._error,
+            "since": self._error_since,
+            "dropped_events": self._dropped_events,
+            "dropped_samples": self._dropped_samples,
+        }
         self._error = None
         self._error_since = None
         try:
@@ -612,9 +650,21 @@ class Recorder:
             for log in list(self._server_logs.values()):
                 try:
                     if log.rotate_if_needed(self.redactor):
-                        self._write_event_line(_dumps(self.redactor.obj({
-                            "v": SCHEMA_VERSION, "ts": time.time(), "type": "log.rotated", "client": None,
-                            "slot": None, "file": str(log.path.relative_to(self.path)), "keep": log.limit.keep})))
+                        self._write_event_line(
+                            _dumps(
+                                self.redactor.obj(
+                                    {
+                                        "v": SCHEMA_VERSION,
+                                        "ts": time.time(),
+                                        "type": "log.rotated",
+                                        "client": None,
+                                        "slot": None,
+                                        "file": str(log.path.relative_to(self.path)),
+                                        "keep": log.limit.keep,
+                                    }
+                                )
+                            )
+                        )
                 except OSError as exc:
                     self._fail(exc, log.path)
         if now >= self._next_free_check:
@@ -628,4 +678,6 @@ class Recorder:
 
 def _dumps(obj: Any) -> bytes:
     # default=str: an odd value (a Path, an exception) must never make recording fail.
-    return (json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    return (json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str) + "\n").encode(
+        "utf-8"
+    )

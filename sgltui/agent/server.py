@@ -18,8 +18,8 @@ from sgltui.agent.supervisor import OpError, Supervisor
 
 log = logging.getLogger("sgltui.agent.server")
 
-MAX_LINE = 8 << 20        # a bench spec or a push is small; a bigger line is a broken client
-SUBSCRIBER_QUEUE = 5000   # pushes buffered per client before a non-reading client is dropped
+MAX_LINE = 8 << 20  # a bench spec or a push is small; a bigger line is a broken client
+SUBSCRIBER_QUEUE = 5000  # pushes buffered per client before a non-reading client is dropped
 
 
 class AgentServer:
@@ -32,7 +32,9 @@ class AgentServer:
     async def start(self) -> None:
         old = os.umask(0o177)  # the socket is born 0600: no window where others can connect
         try:
-            self._server = await asyncio.start_unix_server(self._serve, path=str(self.path), limit=MAX_LINE)
+            self._server = await asyncio.start_unix_server(
+                self._serve, path=str(self.path), limit=MAX_LINE
+            )
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
@@ -69,7 +71,9 @@ class AgentServer:
 
 
 class _Conn:
-    def __init__(self, sup: Supervisor, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, sup: Supervisor, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         self.sup, self.reader, self.writer = sup, reader, writer
         self.queue: asyncio.Queue | None = None
         self.tasks: set[asyncio.Task] = set()
@@ -90,7 +94,13 @@ class _Conn:
                 if not isinstance(req, dict):
                     raise ValueError
             except ValueError:
-                await self.send({"id": None, "ok": False, "error": "bad request: one JSON object per line expected"})
+                await self.send(
+                    {
+                        "id": None,
+                        "ok": False,
+                        "error": "bad request: one JSON object per line expected",
+                    }
+                )
                 continue
             t = asyncio.get_running_loop().create_task(self.dispatch(req))
             self.tasks.add(t)
@@ -103,7 +113,13 @@ class _Conn:
         client = req.get("client")
         client = str(client)[:120] if client is not None else None
         if not isinstance(op, str) or not isinstance(args, dict):
-            await self.send({"id": rid, "ok": False, "error": "bad request: 'op' (string) and 'args' (object) expected"})
+            await self.send(
+                {
+                    "id": rid,
+                    "ok": False,
+                    "error": "bad request: 'op' (string) and 'args' (object) expected",
+                }
+            )
             return
         try:
             result: Any = await self.sup.handle(op, args, client)
@@ -114,7 +130,11 @@ class _Conn:
             reply = {"id": rid, "ok": False, "error": str(exc)}
         except Exception as exc:
             log.exception("op %s failed", op)
-            reply = {"id": rid, "ok": False, "error": f"internal error in {op}: {type(exc).__name__}: {exc}"}
+            reply = {
+                "id": rid,
+                "ok": False,
+                "error": f"internal error in {op}: {type(exc).__name__}: {exc}",
+            }
         await self.send(reply)
 
     def subscribe(self) -> None:

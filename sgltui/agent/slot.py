@@ -15,9 +15,10 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from sgltui.agent import http_probe, procs
 from sgltui.core import causes, phases
@@ -25,7 +26,14 @@ from sgltui.core import causes, phases
 log = logging.getLogger("sgltui.agent.slot")
 
 STOPPED, LAUNCHING, READY, DRAINING, STOPPING, FAILED, CRASHED = (
-    "stopped", "launching", "ready", "draining", "stopping", "failed", "crashed")
+    "stopped",
+    "launching",
+    "ready",
+    "draining",
+    "stopping",
+    "failed",
+    "crashed",
+)
 TERMINAL = (READY, STOPPED, FAILED, CRASHED)
 RUNNING = (LAUNCHING, READY, DRAINING)
 
@@ -44,17 +52,23 @@ NO_HISTORY_LIMIT_S = {
 class SlotConfig:
     """Timings the agent applies to every slot (env overrides let tests run in seconds)."""
 
-    hang_factor: float = 3.0        # hung when a phase takes this many times its learned duration...
-    hang_min_s: float = 60.0        # ...and at least this much longer than it
-    stop_grace_s: float = 20.0      # SIGTERM -> SIGKILL of the group (sglang.md §7.2: ~20-30 s)
+    hang_factor: float = 3.0  # hung when a phase takes this many times its learned duration...
+    hang_min_s: float = 60.0  # ...and at least this much longer than it
+    stop_grace_s: float = 20.0  # SIGTERM -> SIGKILL of the group (sglang.md §7.2: ~20-30 s)
     force_grace_s: float = 3.0
     release_timeout_s: float = 30.0  # wait for VRAM and the port after the processes are gone
     poll_s: float = 0.1
 
     @classmethod
-    def from_env(cls) -> "SlotConfig":
+    def from_env(cls) -> SlotConfig:
         cfg = cls()
-        for name in ("hang_factor", "hang_min_s", "stop_grace_s", "force_grace_s", "release_timeout_s"):
+        for name in (
+            "hang_factor",
+            "hang_min_s",
+            "stop_grace_s",
+            "force_grace_s",
+            "release_timeout_s",
+        ):
             raw = os.environ.get("SGLTUI_" + name.upper())
             if raw:
                 try:
@@ -74,7 +88,7 @@ class SlotHost(Protocol):
     def server_log_path(self, launch_id: str) -> Path: ...
     def learned(self, profile: str) -> dict[str, float] | None: ...
     def record_launch(self, profile: str, durations: dict[str, float]) -> None: ...
-    def telemetry_attach(self, slot: "Slot") -> None: ...
+    def telemetry_attach(self, slot: Slot) -> None: ...
     def telemetry_detach(self, slot_id: str) -> None: ...
     def telemetry_line(self, slot_id: str, line: str) -> None: ...
     def state_changed(self) -> None: ...
@@ -103,7 +117,7 @@ class Slot:
         self.host = host
         self.state = STOPPED
         self.phase: str | None = None
-        self.profile: Any = None            # sgltui.core.profiles.Profile of the current launch
+        self.profile: Any = None  # sgltui.core.profiles.Profile of the current launch
         self.profile_name: str | None = None
         self.tree: procs.ProcTree | None = None
         self.popen: subprocess.Popen | None = None
@@ -113,14 +127,14 @@ class Slot:
         self.ready_at: float | None = None
         self.cause: dict | None = None
         self.swap: dict | None = None
-        self.last_swap: dict | None = None     # outcome of the latest swap, kept for late readers
+        self.last_swap: dict | None = None  # outcome of the latest swap, kept for late readers
         self.command: list[str] = []
         self.command_hash: str | None = None
         self.server_host = "127.0.0.1"
         self.port = 30000
         self.api_key: str | None = None
         self.tp_size = 1
-        self.client: str | None = None      # who issued the command now driving this slot
+        self.client: str | None = None  # who issued the command now driving this slot
         self.timings: dict[str, float] = {}
         self._phase_started = 0.0
         self._phase_done: dict[str, float] = {}
@@ -140,14 +154,29 @@ class Slot:
         now = time.time()
         pids = self.tree.refresh() if self.tree and self.state in RUNNING + (STOPPING,) else []
         return {
-            "id": self.id, "profile": self.profile_name, "state": self.state, "phase": self.phase,
-            "progress": progress, "eta_s": eta, "host": self.server_host, "port": self.port,
-            "pid": self.tree.pid if self.tree else None, "pids": pids,
-            "launch_id": self.launch_id, "log_path": str(self.log_path) if self.log_path else None,
-            "started_at": self.started_at, "ready_at": self.ready_at,
-            "uptime_s": round(now - self.started_at, 1) if self.started_at and self.state in RUNNING else None,
-            "command": redact_argv(self.command), "command_hash": self.command_hash,
-            "cause": self.cause, "capacity": None, "swap": self.swap, "last_swap": self.last_swap,
+            "id": self.id,
+            "profile": self.profile_name,
+            "state": self.state,
+            "phase": self.phase,
+            "progress": progress,
+            "eta_s": eta,
+            "host": self.server_host,
+            "port": self.port,
+            "pid": self.tree.pid if self.tree else None,
+            "pids": pids,
+            "launch_id": self.launch_id,
+            "log_path": str(self.log_path) if self.log_path else None,
+            "started_at": self.started_at,
+            "ready_at": self.ready_at,
+            "uptime_s": round(now - self.started_at, 1)
+            if self.started_at and self.state in RUNNING
+            else None,
+            "command": redact_argv(self.command),
+            "command_hash": self.command_hash,
+            "cause": self.cause,
+            "capacity": None,
+            "swap": self.swap,
+            "last_swap": self.last_swap,
             "api_key_set": bool(self.api_key),
         }
 
@@ -155,11 +184,22 @@ class Slot:
         """What agent-state.json keeps to re-adopt this server (no secrets)."""
         if not self.tree or self.state not in RUNNING + (STOPPING,):
             return None
-        return {"profile": self.profile_name, "state": self.state, "phase": self.phase,
-                "tree": self.tree.to_json(), "launch_id": self.launch_id, "log_path": str(self.log_path),
-                "started_at": self.started_at, "ready_at": self.ready_at, "host": self.server_host,
-                "port": self.port, "command": redact_argv(self.command), "command_hash": self.command_hash,
-                "tp_size": self.tp_size, "phase_done": self._phase_done}
+        return {
+            "profile": self.profile_name,
+            "state": self.state,
+            "phase": self.phase,
+            "tree": self.tree.to_json(),
+            "launch_id": self.launch_id,
+            "log_path": str(self.log_path),
+            "started_at": self.started_at,
+            "ready_at": self.ready_at,
+            "host": self.server_host,
+            "port": self.port,
+            "command": redact_argv(self.command),
+            "command_hash": self.command_hash,
+            "tp_size": self.tp_size,
+            "phase_done": self._phase_done,
+        }
 
     def _estimate(self) -> tuple[float | None, float | None]:
         if self.state == READY:
@@ -167,7 +207,9 @@ class Slot:
         if self.state != LAUNCHING:
             return None, None
         in_phase = time.monotonic() - self._phase_started
-        progress, eta = phases.estimate(self.phase, in_phase, self._phase_done, self.host.learned(self.profile_name or ""))
+        progress, eta = phases.estimate(
+            self.phase, in_phase, self._phase_done, self.host.learned(self.profile_name or "")
+        )
         return round(progress, 3), (round(eta, 1) if eta is not None else None)
 
     # ---- state ---------------------------------------------------------------------------------
@@ -176,19 +218,37 @@ class Slot:
         prev, self.state = self.state, state
         if cause is not None or state in (LAUNCHING, READY, STOPPED):
             self.cause = cause
-        self.host.emit("slot.state", client=self.client, slot=self.id, state=state, prev=prev,
-                       phase=self.phase, reason=reason, cause=cause, profile=self.profile_name,
-                       launch_id=self.launch_id)
+        self.host.emit(
+            "slot.state",
+            client=self.client,
+            slot=self.id,
+            state=state,
+            prev=prev,
+            phase=self.phase,
+            reason=reason,
+            cause=cause,
+            profile=self.profile_name,
+            launch_id=self.launch_id,
+        )
         self.host.state_changed()
         self._changed.set()
 
     def _set_phase(self, phase: str) -> None:
         now = time.monotonic()
         if self.phase:
-            self._phase_done[self.phase] = self._phase_done.get(self.phase, 0.0) + now - self._phase_started
+            self._phase_done[self.phase] = (
+                self._phase_done.get(self.phase, 0.0) + now - self._phase_started
+            )
         self.phase, self._phase_started = phase, now
         progress, eta = self._estimate()
-        self.host.emit("slot.phase", client=self.client, slot=self.id, phase=phase, progress=progress, eta_s=eta)
+        self.host.emit(
+            "slot.phase",
+            client=self.client,
+            slot=self.id,
+            phase=phase,
+            progress=progress,
+            eta_s=eta,
+        )
         self.host.state_changed()
         self._changed.set()
 
@@ -214,14 +274,21 @@ class Slot:
         or starts; None when it is valid or the validator is unavailable."""
         try:
             from sgltui.core.validate import check_profile
+
             issues = check_profile(profile)
         except Exception as exc:  # a validator problem must not block a launch that may work
-            log.warning("profile validation unavailable for %s: %s", getattr(profile, "name", "?"), exc)
+            log.warning(
+                "profile validation unavailable for %s: %s", getattr(profile, "name", "?"), exc
+            )
             return None
         errors = [str(i).splitlines()[0] for i in issues if i.is_error]
         if not errors:
             return None
-        more = f" (+{len(errors) - 1} more: `sgltui profiles validate {profile.name}`)" if len(errors) > 1 else ""
+        more = (
+            f" (+{len(errors) - 1} more: `sgltui profiles validate {profile.name}`)"
+            if len(errors) > 1
+            else ""
+        )
         return errors[0] + more
 
     def precheck(self, profile: Any, exclude_pids: set[int]) -> None:
@@ -229,9 +296,15 @@ class Slot:
         host, port = profile.host, profile.port
         if not procs.port_free(host, port):
             holder = procs.port_holder(port)
-            raise LaunchError(causes._cause(
-                "port", f"port {port} is already in use" + (f" by {holder}" if holder else ""), [],
-                "stop what holds it or set `port` in the profile's [server]", None))
+            raise LaunchError(
+                causes._cause(
+                    "port",
+                    f"port {port} is already in use" + (f" by {holder}" if holder else ""),
+                    [],
+                    "stop what holds it or set `port` in the profile's [server]",
+                    None,
+                )
+            )
         if profile.launcher == "sim":
             return  # simulated GPUs: nothing real to hold or to be short of
         visible = profile.env.get("CUDA_VISIBLE_DEVICES") or os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -242,9 +315,15 @@ class Slot:
             if orphans:
                 log.warning("orphaned SGLang processes on this host: %s", procs.describe(orphans))
         elif holders:
-            raise LaunchError(causes._cause(
-                "oom", f"leftover SGLang processes hold the target GPUs: {procs.describe(holders)}", [],
-                f"end them (kill -9 {' '.join(map(str, holders))}) and start again", None))
+            raise LaunchError(
+                causes._cause(
+                    "oom",
+                    f"leftover SGLang processes hold the target GPUs: {procs.describe(holders)}",
+                    [],
+                    f"end them (kill -9 {' '.join(map(str, holders))}) and start again",
+                    None,
+                )
+            )
         frac = profile.server.get("mem-fraction-static")
         try:
             need = float(frac) if frac is not None else 0.5
@@ -252,7 +331,11 @@ class Slot:
             need = 0.5
         problem = procs.gpu_free_check(visible, need)
         if problem:
-            raise LaunchError(causes._cause("oom", problem.split(";")[0], [], problem.split(";")[-1].strip(), None))
+            raise LaunchError(
+                causes._cause(
+                    "oom", problem.split(";")[0], [], problem.split(";")[-1].strip(), None
+                )
+            )
 
     def launch(self, profile: Any, client: str | None, launch_id: str) -> None:
         """Spawn `profile` (the caller ran precheck). Returns once the process exists."""
@@ -262,7 +345,9 @@ class Slot:
         if self.api_key:
             self.host.add_secret(self.api_key)
         try:
-            self.tp_size = int(profile.server.get("tp-size") or profile.server.get("tensor-parallel-size") or 1)
+            self.tp_size = int(
+                profile.server.get("tp-size") or profile.server.get("tensor-parallel-size") or 1
+            )
         except (TypeError, ValueError):
             self.tp_size = 1
         self.command = profile.argv()
@@ -272,29 +357,53 @@ class Slot:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
         env.update({k: str(v) for k, v in (profile.env or {}).items()})
-        env.setdefault("PYTHONUNBUFFERED", "1")  # log lines reach the file (and the phases) as printed
+        env.setdefault(
+            "PYTHONUNBUFFERED", "1"
+        )  # log lines reach the file (and the phases) as printed
         self._reset_launch()
         # The server writes straight into the log file: nothing is lost if the agent dies.
         with open(self.log_path, "ab") as logf:
             self._log_pos = logf.tell()
             try:
-                self.popen = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=logf,
-                                              stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                                              close_fds=True)
+                self.popen = subprocess.Popen(
+                    self.command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=logf,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                    close_fds=True,
+                )
             except OSError as exc:
-                raise LaunchError(causes._cause(
-                    "exit", f"cannot run {self.command[0]}: {exc.strerror or exc}", [],
-                    "set `python` in the profile to an interpreter that has sglang installed", None)) from None
+                raise LaunchError(
+                    causes._cause(
+                        "exit",
+                        f"cannot run {self.command[0]}: {exc.strerror or exc}",
+                        [],
+                        "set `python` in the profile to an interpreter that has sglang installed",
+                        None,
+                    )
+                ) from None
         self.tree = procs.ProcTree.of(self.popen.pid)
         self.started_at = time.time()
-        self.host.emit("launch", client=client, slot=self.id, launch_id=launch_id, profile=profile.name,
-                       command=redact_argv(self.command), command_hash=self.command_hash, log_path=str(self.log_path),
-                       pid=self.popen.pid)
+        self.host.emit(
+            "launch",
+            client=client,
+            slot=self.id,
+            launch_id=launch_id,
+            profile=profile.name,
+            command=redact_argv(self.command),
+            command_hash=self.command_hash,
+            log_path=str(self.log_path),
+            pid=self.popen.pid,
+        )
         self.phase = None
         self._set_state(LAUNCHING, f"launching {profile.name}")
         self._set_phase(phases.SPAWNED)
         self.host.telemetry_attach(self)
-        self._monitor = asyncio.get_running_loop().create_task(self._watch(), name=f"slot-{self.id}-watch")
+        self._monitor = asyncio.get_running_loop().create_task(
+            self._watch(), name=f"slot-{self.id}-watch"
+        )
 
     def _reset_launch(self) -> None:
         self.cause, self.ready_at, self._ready_line_at = None, None, None
@@ -313,7 +422,10 @@ class Slot:
         self.profile, self.profile_name = profile, record.get("profile")
         self.launch_id, self.log_path = record.get("launch_id"), Path(record["log_path"])
         self.started_at, self.ready_at = record.get("started_at"), record.get("ready_at")
-        self.server_host, self.port = record.get("host", "127.0.0.1"), int(record.get("port", 30000))
+        self.server_host, self.port = (
+            record.get("host", "127.0.0.1"),
+            int(record.get("port", 30000)),
+        )
         self.command, self.command_hash = record.get("command") or [], record.get("command_hash")
         self.tp_size = int(record.get("tp_size") or 1)
         self.api_key = getattr(profile, "api_key", None) if profile else None
@@ -331,7 +443,9 @@ class Slot:
         self._phase_started = time.monotonic()
         self.state = READY if record.get("state") == READY else LAUNCHING
         self.host.telemetry_attach(self)
-        self._monitor = asyncio.get_running_loop().create_task(self._watch(), name=f"slot-{self.id}-watch")
+        self._monitor = asyncio.get_running_loop().create_task(
+            self._watch(), name=f"slot-{self.id}-watch"
+        )
         return True
 
     # ---- watching ------------------------------------------------------------------------------
@@ -415,10 +529,21 @@ class Slot:
     def _on_ready(self) -> None:
         now = time.monotonic()
         if self.phase:
-            self._phase_done[self.phase] = self._phase_done.get(self.phase, 0.0) + (self._ready_line_at or now) - self._phase_started
+            self._phase_done[self.phase] = (
+                self._phase_done.get(self.phase, 0.0)
+                + (self._ready_line_at or now)
+                - self._phase_started
+            )
         self.ready_at = time.time()
-        self.timings = {"load": round(self.ready_at - (self.started_at or self.ready_at) - (now - (self._ready_line_at or now)), 3),
-                        "ready": round(now - (self._ready_line_at or now), 3)}
+        self.timings = {
+            "load": round(
+                self.ready_at
+                - (self.started_at or self.ready_at)
+                - (now - (self._ready_line_at or now)),
+                3,
+            ),
+            "ready": round(now - (self._ready_line_at or now), 3),
+        }
         self.host.record_launch(self.profile_name or "", dict(self._phase_done))
         self._set_state(READY, f"{self.profile_name} ready on port {self.port}")
 
@@ -439,8 +564,12 @@ class Slot:
             if silent <= max(30.0, cfg.hang_min_s):
                 return False
             cause = causes._cause(
-                "hang", f"printed its ready line {silent:.0f}s ago but /ready on {self.server_host}:{self.port} does not answer",
-                list(self._tail)[-causes.MAX_LINES:], "check host/port in the profile and what listens there", None)
+                "hang",
+                f"printed its ready line {silent:.0f}s ago but /ready on {self.server_host}:{self.port} does not answer",
+                list(self._tail)[-causes.MAX_LINES :],
+                "check host/port in the profile and what listens there",
+                None,
+            )
         elif in_phase <= limit:
             return False
         else:
@@ -469,7 +598,9 @@ class Slot:
         await self._wait_released()
         self.host.telemetry_detach(self.id)
         if was == LAUNCHING:
-            self._set_state(FAILED, f"{self.profile_name} failed to start: {cause['summary']}", cause)
+            self._set_state(
+                FAILED, f"{self.profile_name} failed to start: {cause['summary']}", cause
+            )
         else:
             self._set_state(CRASHED, f"{self.profile_name} crashed: {cause['summary']}", cause)
 
@@ -482,15 +613,25 @@ class Slot:
 
     # ---- stopping ------------------------------------------------------------------------------
 
-    async def stop(self, client: str | None, drain: str = "wait", timeout: float = 30.0,
-                   on_step: Callable[[str], None] | None = None) -> dict:
+    async def stop(
+        self,
+        client: str | None,
+        drain: str = "wait",
+        timeout: float = 30.0,
+        on_step: Callable[[str], None] | None = None,
+    ) -> dict:
         """Drain (bounded), SIGTERM, SIGKILL the group after the grace period, verify nothing of the
         tree is left, wait (bounded) for its GPU memory and the port. Returns a report with
         timings and whatever is still held."""
         self.client = client
         step = on_step or (lambda s: None)
         t0 = time.monotonic()
-        report: dict[str, Any] = {"timings_s": {}, "left_pids": [], "gpu_bytes_held": 0, "port_free": True}
+        report: dict[str, Any] = {
+            "timings_s": {},
+            "left_pids": [],
+            "gpu_bytes_held": 0,
+            "port_free": True,
+        }
         if self.tree is None or self.state in (STOPPED,):
             self._stopping = False
             if self.state != STOPPED:
@@ -512,7 +653,9 @@ class Slot:
         self._stopping = True
         if self.state not in (FAILED, CRASHED):
             self._set_state(STOPPING, "force stop" if drain == "force" else "stop")
-        grace = self.host.config.force_grace_s if drain == "force" else self.host.config.stop_grace_s
+        grace = (
+            self.host.config.force_grace_s if drain == "force" else self.host.config.stop_grace_s
+        )
         left = await asyncio.to_thread(self._terminate_tree, grace)
         self._reap()
         if self._monitor and not self._monitor.done():
@@ -547,8 +690,13 @@ class Slot:
         t0 = time.monotonic()
         tree.refresh()
         tree.signal_main(signal.SIGTERM)
-        log.info("slot %s: SIGTERM to %s (%d processes seen in its tree, refresh %.3fs)", self.id, tree.pid,
-                 len(tree.seen), time.monotonic() - t0)
+        log.info(
+            "slot %s: SIGTERM to %s (%d processes seen in its tree, refresh %.3fs)",
+            self.id,
+            tree.pid,
+            len(tree.seen),
+            time.monotonic() - t0,
+        )
         deadline = time.monotonic() + grace
         main_gone_at = None
         while time.monotonic() < deadline:
@@ -561,10 +709,19 @@ class Slot:
             # SGLang's main process exits only after it has dealt with its children; whatever is
             # still around shortly after is a leftover (orphans keep VRAM), so stop waiting.
             if main_gone_at is not None and time.monotonic() - main_gone_at > 0.3:
-                log.info("slot %s: main process gone after %.2fs; killing leftovers", self.id, main_gone_at - t0)
+                log.info(
+                    "slot %s: main process gone after %.2fs; killing leftovers",
+                    self.id,
+                    main_gone_at - t0,
+                )
                 break
             time.sleep(0.05)
-        log.info("slot %s: SIGKILL to process group %s after %.2fs", self.id, tree.pgid, time.monotonic() - t0)
+        log.info(
+            "slot %s: SIGKILL to process group %s after %.2fs",
+            self.id,
+            tree.pgid,
+            time.monotonic() - t0,
+        )
         for _ in range(250):  # 5 s of SIGKILL rounds: a process can be in uninterruptible sleep
             tree.kill_all()
             if self.popen is not None:

@@ -71,7 +71,7 @@ class LaunchHistory:
         data = read_json(self.path, {})
         if not isinstance(data, dict):
             data = {}
-        runs = (data.get(profile) or [])[-(HISTORY_KEEP - 1):]
+        runs = (data.get(profile) or [])[-(HISTORY_KEEP - 1) :]
         runs.append({p: round(s, 3) for p, s in durations.items()})
         data[profile] = runs
         write_json_atomic(self.path, data)

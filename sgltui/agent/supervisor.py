@@ -13,9 +13,10 @@ import logging
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sgltui import __version__
 from sgltui.agent.children import ChildError, Children
@@ -27,7 +28,16 @@ from sgltui.core.redact import Redactor
 log = logging.getLogger("sgltui.agent")
 
 # Ops that only read: no "command" event for them (they would drown the session log).
-QUIET_OPS = {"ping", "status", "logs", "profiles", "timeline", "subscribe", "bench_progress", "bench_list"}
+QUIET_OPS = {
+    "ping",
+    "status",
+    "logs",
+    "profiles",
+    "timeline",
+    "subscribe",
+    "bench_progress",
+    "bench_list",
+}
 
 
 class OpError(Exception):
@@ -36,7 +46,7 @@ class OpError(Exception):
 
 @dataclass
 class Job:
-    kind: str                 # "launch" | "stop" | "swap" | "restart"
+    kind: str  # "launch" | "stop" | "swap" | "restart"
     desc: str
     client: str | None
     started: float
@@ -45,9 +55,15 @@ class Job:
 
 
 class Supervisor:
-    def __init__(self, state_dir: Path, socket_path: Path, profiles_dirs: list[Path] | None = None,
-                 config: SlotConfig | None = None, slot_ids: tuple[str, ...] = ("0",),
-                 session_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        socket_path: Path,
+        profiles_dirs: list[Path] | None = None,
+        config: SlotConfig | None = None,
+        slot_ids: tuple[str, ...] = ("0",),
+        session_dir: Path | None = None,
+    ) -> None:
         self.state_dir = state_dir
         self.socket_path = socket_path
         self.profiles_dirs = list(profiles_dirs or [])
@@ -78,7 +94,12 @@ class Supervisor:
         previous = saved.get("session_dir")
         reopened = False
         # Same session only when servers live on from it; otherwise this is a new sitting.
-        if self._session_dir_override is None and previous and Path(previous).is_dir() and saved.get("slots"):
+        if (
+            self._session_dir_override is None
+            and previous
+            and Path(previous).is_dir()
+            and saved.get("slots")
+        ):
             self.recorder = Recorder.reopen(Path(previous))
             reopened = True
         else:
@@ -87,8 +108,14 @@ class Supervisor:
             # disk.error / disk.ok may not reach the disk; viewers must still hear about them.
             self.recorder.on_disk_change = lambda ev: self.broadcast("event", ev)
         await self._start_telemetry()
-        self.emit("agent.start", pid=os.getpid(), version=__version__, session_dir=str(self.recorder.path),
-                  reopened=reopened, state_dir=str(self.state_dir))
+        self.emit(
+            "agent.start",
+            pid=os.getpid(),
+            version=__version__,
+            session_dir=str(self.recorder.path),
+            reopened=reopened,
+            state_dir=str(self.state_dir),
+        )
         for slot_id, record in (saved.get("slots") or {}).items():
             slot = self.slots.get(slot_id) or self.slots.setdefault(slot_id, Slot(slot_id, self))
             profile = self._try_profile(record.get("profile"))
@@ -97,9 +124,15 @@ class Supervisor:
             except Exception as exc:  # a corrupt record must not keep the agent from starting
                 log.warning("cannot adopt slot %s: %s", slot_id, exc)
                 ok = False
-            self.emit("agent.adopt", slot=slot_id, ok=ok, profile=record.get("profile"),
-                      launch_id=record.get("launch_id"), pid=(record.get("tree") or {}).get("pid"),
-                      state=slot.state if ok else None)
+            self.emit(
+                "agent.adopt",
+                slot=slot_id,
+                ok=ok,
+                profile=record.get("profile"),
+                launch_id=record.get("launch_id"),
+                pid=(record.get("tree") or {}).get("pid"),
+                state=slot.state if ok else None,
+            )
         self.state_changed()
         self._refresh_profiles()
 
@@ -135,8 +168,11 @@ class Supervisor:
         for slot in self.slots.values():
             await slot.close()
         self.state_changed()
-        self.emit("agent.stop", stop_servers=stop_servers,
-                  left_running=[s.id for s in self.slots.values() if s.state in RUNNING])
+        self.emit(
+            "agent.stop",
+            stop_servers=stop_servers,
+            left_running=[s.id for s in self.slots.values() if s.state in RUNNING],
+        )
         if self.telemetry is not None:
             try:
                 await self.telemetry.stop()
@@ -148,12 +184,21 @@ class Supervisor:
 
     # ---- what slots call back (SlotHost) ------------------------------------------------------
 
-    def emit(self, type: str, client: str | None = None, slot: str | None = None, **fields: Any) -> dict:
+    def emit(
+        self, type: str, client: str | None = None, slot: str | None = None, **fields: Any
+    ) -> dict:
         try:
             event = self.recorder.event(type, client=client, slot=slot, **fields)
         except Exception:  # the recorder promises not to raise; do not let it take the agent down
             log.exception("recording event %s", type)
-            event = {"v": 1, "ts": time.time(), "type": type, "client": client, "slot": slot, **fields}
+            event = {
+                "v": 1,
+                "ts": time.time(),
+                "type": type,
+                "client": client,
+                "slot": slot,
+                **fields,
+            }
         self.broadcast("event", event)
         return event
 
@@ -176,7 +221,9 @@ class Supervisor:
             except Exception:
                 log.exception("recorder maintenance")
         if self.subscribers:
-            self.broadcast("log", {"slot": slot_id, "launch_id": launch_id, "lines": self._redact_lines(lines)})
+            self.broadcast(
+                "log", {"slot": slot_id, "launch_id": launch_id, "lines": self._redact_lines(lines)}
+            )
 
     def _redact_lines(self, lines: list[str]) -> list[str]:
         return [self.redactor.text(ln) for ln in lines]
@@ -206,8 +253,13 @@ class Supervisor:
     def telemetry_attach(self, slot: Slot) -> None:
         if self.telemetry is not None and slot.tree is not None:
             try:
-                self.telemetry.attach(slot.id, slot.tree.pid, f"http://{_connect_host(slot.server_host)}:{slot.port}",
-                                      slot.api_key, tp_size=slot.tp_size)
+                self.telemetry.attach(
+                    slot.id,
+                    slot.tree.pid,
+                    f"http://{_connect_host(slot.server_host)}:{slot.port}",
+                    slot.api_key,
+                    tp_size=slot.tp_size,
+                )
             except Exception:
                 log.exception("telemetry attach")
 
@@ -234,8 +286,13 @@ class Supervisor:
 
     def _on_capacity(self, slot_id: str, card: dict) -> None:
         slot = self.slots.get(slot_id)
-        self.emit("capacity", client=slot.client if slot else None, slot=slot_id,
-                  launch_id=slot.launch_id if slot else None, card=card)
+        self.emit(
+            "capacity",
+            client=slot.client if slot else None,
+            slot=slot_id,
+            launch_id=slot.launch_id if slot else None,
+            card=card,
+        )
 
     def _on_sample(self, sample: dict) -> None:
         try:
@@ -256,7 +313,9 @@ class Supervisor:
         except ImportError as exc:
             raise OpError(f"profiles are not available in this install ({exc})") from None
         if not name or not isinstance(name, str):
-            raise OpError("a profile name is required, e.g. `sgltui start demo-mtp` (see `sgltui profiles list`)")
+            raise OpError(
+                "a profile name is required, e.g. `sgltui start demo-mtp` (see `sgltui profiles list`)"
+            )
         try:
             return get_profile(name, self._dirs(args))
         except ProfileError as exc:
@@ -280,14 +339,22 @@ class Supervisor:
     def _refresh_profiles(self, args: dict | None = None) -> list[dict]:
         try:
             from sgltui.core.profiles import load_profiles
+
             profs = load_profiles(self._dirs(args or {}))
         except Exception as exc:
             log.warning("cannot list profiles: %s", exc)
             return self._profiles_cache
         self._profiles_at = time.monotonic()
-        self._profiles_cache = [{"name": p.name, "key": p.key, "description": p.description,
-                                 "launcher": p.launcher, "port": _safe(lambda: p.port)}
-                                for p in sorted(profs.values(), key=lambda p: p.name)]
+        self._profiles_cache = [
+            {
+                "name": p.name,
+                "key": p.key,
+                "description": p.description,
+                "launcher": p.launcher,
+                "port": _safe(lambda: p.port),
+            }
+            for p in sorted(profs.values(), key=lambda p: p.name)
+        ]
         return self._profiles_cache
 
     # ---- status --------------------------------------------------------------------------------
@@ -305,15 +372,26 @@ class Supervisor:
         if self.telemetry is not None:
             tele = _safe(self.telemetry.snapshot)
         if tele is None:
-            tele = {"ts": time.time(), "gpus": [], "gpu_source": {"kind": "none", "message": "telemetry not running"},
-                    "host": {}, "engine": {}}
+            tele = {
+                "ts": time.time(),
+                "gpus": [],
+                "gpu_source": {"kind": "none", "message": "telemetry not running"},
+                "host": {},
+                "engine": {},
+            }
         if time.monotonic() - self._profiles_at > 5.0:
             self._refresh_profiles()  # a new or edited profile file shows up without a restart
         return {
-            "agent": {"pid": os.getpid(), "version": __version__, "started": self.started,
-                      "state_dir": str(self.state_dir), "session_dir": str(self.recorder.path),
-                      "socket": str(self.socket_path), "disk": _safe(lambda: self.recorder.disk) or {"ok": True, "error": None},
-                      "demo_load": self.children.demo_on},
+            "agent": {
+                "pid": os.getpid(),
+                "version": __version__,
+                "started": self.started,
+                "state_dir": str(self.state_dir),
+                "session_dir": str(self.recorder.path),
+                "socket": str(self.socket_path),
+                "disk": _safe(lambda: self.recorder.disk) or {"ok": True, "error": None},
+                "demo_load": self.children.demo_on,
+            },
             "slots": slots,
             "profiles": self._profiles_cache,
             "telemetry": tele,
@@ -329,11 +407,15 @@ class Supervisor:
         if op in QUIET_OPS:
             return await handler(args, client)
         async with self._lock:
-            self.emit("command", client=client, slot=args.get("slot"), op=op, args=_public_args(args))
+            self.emit(
+                "command", client=client, slot=args.get("slot"), op=op, args=_public_args(args)
+            )
             try:
                 result = await handler(args, client)
             except OpError as exc:
-                self.emit("command.refused", client=client, slot=args.get("slot"), op=op, reason=str(exc))
+                self.emit(
+                    "command.refused", client=client, slot=args.get("slot"), op=op, reason=str(exc)
+                )
                 raise
         if isinstance(result, _Wait):
             return await result.wait()
@@ -365,11 +447,15 @@ class Supervisor:
         job = self._busy(slot)
         if job:
             ago = time.time() - job.started
-            raise OpError(f"{what} refused: slot {slot.id} is busy with {job.desc} (by {job.client or 'agent'}, "
-                          f"{ago:.0f}s ago); wait for it or run `sgltui stop`")
+            raise OpError(
+                f"{what} refused: slot {slot.id} is busy with {job.desc} (by {job.client or 'agent'}, "
+                f"{ago:.0f}s ago); wait for it or run `sgltui stop`"
+            )
 
     def _run_job(self, slot: Slot, job: Job, coro) -> Job:
-        job.task = asyncio.get_running_loop().create_task(self._job_wrapper(slot, job, coro), name=f"job-{slot.id}-{job.kind}")
+        job.task = asyncio.get_running_loop().create_task(
+            self._job_wrapper(slot, job, coro), name=f"job-{slot.id}-{job.kind}"
+        )
         self.jobs[slot.id] = job
         return job
 
@@ -410,14 +496,18 @@ class Supervisor:
             slot.client = client
             slot.profile, slot.profile_name = profile, profile.name
             slot.tree, slot.popen = None, None
-            slot._set_state(FAILED, f"{profile.name} not launched: {exc.cause['summary']}", exc.cause)
+            slot._set_state(
+                FAILED, f"{profile.name} not launched: {exc.cause['summary']}", exc.cause
+            )
 
     async def op_start(self, args: dict, client: str | None) -> Any:
         slot = self._slot(args)
         self._refuse_if_busy(slot, "start")
         if slot.state in RUNNING:
-            raise OpError(f"slot {slot.id} already runs {slot.profile_name} ({slot.state}); "
-                          f"use `sgltui swap PROFILE` or `sgltui stop` first")
+            raise OpError(
+                f"slot {slot.id} already runs {slot.profile_name} ({slot.state}); "
+                f"use `sgltui swap PROFILE` or `sgltui stop` first"
+            )
         profile = await asyncio.to_thread(self._get_valid_profile, args.get("profile"), args)
         try:
             await asyncio.to_thread(slot.precheck, profile, self._our_pids())
@@ -439,7 +529,9 @@ class Supervisor:
         timeout = _num_arg(args, "timeout", 30.0)
         running = self._busy(slot)
         if running and running.kind == "stop":
-            raise OpError(f"slot {slot.id} is already stopping (by {running.client or 'agent'}); wait for it")
+            raise OpError(
+                f"slot {slot.id} is already stopping (by {running.client or 'agent'}); wait for it"
+            )
         if running:  # stop aborts a launch or a swap in progress (no rollback)
             running.task.cancel()
             try:
@@ -448,8 +540,16 @@ class Supervisor:
                 pass
             if slot.swap:
                 slot.swap = dict(slot.swap, step="failed")
-                self.emit("swap.done", client=client, slot=slot.id, **{"from": slot.swap.get("from"), "to": slot.swap.get("to")},
-                          ok=False, rolled_back=False, aborted=True, timings_s={})
+                self.emit(
+                    "swap.done",
+                    client=client,
+                    slot=slot.id,
+                    **{"from": slot.swap.get("from"), "to": slot.swap.get("to")},
+                    ok=False,
+                    rolled_back=False,
+                    aborted=True,
+                    timings_s={},
+                )
         if slot.state == STOPPED and slot.tree is None:
             raise OpError(f"slot {slot.id} is not running anything")
 
@@ -466,7 +566,9 @@ class Supervisor:
         if not slot.profile_name:
             raise OpError(f"slot {slot.id} has never run a profile; use `sgltui start PROFILE`")
         profile = await asyncio.to_thread(self._get_valid_profile, slot.profile_name, args)
-        self._start_swap(slot, profile, client, rollback=False, drain=_drain_arg(args), kind="restart")
+        self._start_swap(
+            slot, profile, client, rollback=False, drain=_drain_arg(args), kind="restart"
+        )
         return self._reply(slot, args)
 
     async def op_swap(self, args: dict, client: str | None) -> Any:
@@ -474,38 +576,72 @@ class Supervisor:
         job = self._busy(slot)
         if job and job.kind == "swap":
             ago = time.time() - job.started
-            raise OpError(f"swap refused: {job.desc} is already running (by {job.client or 'agent'}, {ago:.0f}s ago); "
-                          f"wait for it to finish")
+            raise OpError(
+                f"swap refused: {job.desc} is already running (by {job.client or 'agent'}, {ago:.0f}s ago); "
+                f"wait for it to finish"
+            )
         self._refuse_if_busy(slot, "swap")
         profile = await asyncio.to_thread(self._get_valid_profile, args.get("profile"), args)
         if slot.state == READY and slot.profile_name == profile.name:
-            raise OpError(f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it")
+            raise OpError(
+                f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it"
+            )
         rollback = args.get("rollback", True)
         if not isinstance(rollback, bool):
             raise OpError("rollback must be true or false")
-        self._start_swap(slot, profile, client, rollback=rollback, drain=_drain_arg(args), kind="swap")
+        self._start_swap(
+            slot, profile, client, rollback=rollback, drain=_drain_arg(args), kind="swap"
+        )
         return self._reply(slot, args)
 
-    def _start_swap(self, slot: Slot, profile: Any, client: str | None, rollback: bool, drain: str, kind: str) -> None:
+    def _start_swap(
+        self, slot: Slot, profile: Any, client: str | None, rollback: bool, drain: str, kind: str
+    ) -> None:
         old = slot.profile_name if slot.state in RUNNING else None
-        desc = f"{kind} {old or '-'} -> {profile.name}" if kind == "swap" else f"restart of {profile.name}"
+        desc = (
+            f"{kind} {old or '-'} -> {profile.name}"
+            if kind == "swap"
+            else f"restart of {profile.name}"
+        )
         job = Job(kind, desc, client, time.time())
-        slot.swap = {"from": old, "to": profile.name, "step": "stopping", "started_at": job.started,
-                     "rollback": rollback, "client": client}
+        slot.swap = {
+            "from": old,
+            "to": profile.name,
+            "step": "stopping",
+            "started_at": job.started,
+            "rollback": rollback,
+            "client": client,
+        }
         # Move the state now, before replying: whoever reads status next must see the swap.
         slot.client = client
-        self._run_job(slot, job, self._swap(slot, profile, old, client, rollback, drain, job.started))
+        self._run_job(
+            slot, job, self._swap(slot, profile, old, client, rollback, drain, job.started)
+        )
 
-    async def _swap(self, slot: Slot, target: Any, old: str | None, client: str | None,
-                    rollback: bool, drain: str, started: float) -> dict:
+    async def _swap(
+        self,
+        slot: Slot,
+        target: Any,
+        old: str | None,
+        client: str | None,
+        rollback: bool,
+        drain: str,
+        started: float,
+    ) -> dict:
         t0 = time.monotonic()
         timings: dict[str, float] = {}
         frm, to = old, target.name
 
         def step(name: str) -> None:
             slot.swap = dict(slot.swap or {}, step=name)
-            self.emit("swap.step", client=client, slot=slot.id, **{"from": frm, "to": to}, step=name,
-                      elapsed_s=round(time.monotonic() - t0, 3))
+            self.emit(
+                "swap.step",
+                client=client,
+                slot=slot.id,
+                **{"from": frm, "to": to},
+                step=name,
+                elapsed_s=round(time.monotonic() - t0, 3),
+            )
             self.state_changed()
 
         if slot.tree is not None and slot.state != STOPPED:
@@ -537,17 +673,44 @@ class Supervisor:
                 rolled_back = back == READY
                 step("ready" if rolled_back else "failed")
             slot.cause = slot.cause or failure
-            self.emit("swap.failure", client=client, slot=slot.id, **{"from": frm, "to": to}, cause=failure)
+            self.emit(
+                "swap.failure",
+                client=client,
+                slot=slot.id,
+                **{"from": frm, "to": to},
+                cause=failure,
+            )
         else:
             step("failed")
         timings["total"] = round(time.monotonic() - t0, 3)
-        self.emit("swap.done", client=client, slot=slot.id, **{"from": frm, "to": to}, ok=ok,
-                  rolled_back=rolled_back, timings_s=timings)
+        self.emit(
+            "swap.done",
+            client=client,
+            slot=slot.id,
+            **{"from": frm, "to": to},
+            ok=ok,
+            rolled_back=rolled_back,
+            timings_s=timings,
+        )
         slot.swap = None  # None means "no swap in progress" to every viewer
-        slot.last_swap = {"from": frm, "to": to, "ok": ok, "rolled_back": rolled_back, "timings_s": timings,
-                          "cause": None if ok else slot.cause, "finished_at": time.time(), "client": client}
+        slot.last_swap = {
+            "from": frm,
+            "to": to,
+            "ok": ok,
+            "rolled_back": rolled_back,
+            "timings_s": timings,
+            "cause": None if ok else slot.cause,
+            "finished_at": time.time(),
+            "client": client,
+        }
         self.state_changed()
-        return {"state": slot.state, "ok": ok, "rolled_back": rolled_back, "timings_s": timings, "cause": slot.cause}
+        return {
+            "state": slot.state,
+            "ok": ok,
+            "rolled_back": rolled_back,
+            "timings_s": timings,
+            "cause": slot.cause,
+        }
 
     def _reply(self, slot: Slot, args: dict) -> Any:
         if args.get("wait"):
@@ -565,10 +728,15 @@ class Supervisor:
             slot = self._slot(args)
             path = slot.log_path
             if path is None:
-                logs = sorted(Path(self.recorder.path, "servers").glob("*.log"), key=lambda p: p.stat().st_mtime)
+                logs = sorted(
+                    Path(self.recorder.path, "servers").glob("*.log"),
+                    key=lambda p: p.stat().st_mtime,
+                )
                 path = logs[-1] if logs else None
         if path is None or not Path(path).exists():
-            raise OpError("no server log yet in this session; start a profile first (`sgltui start PROFILE`)")
+            raise OpError(
+                "no server log yet in this session; start a profile first (`sgltui start PROFILE`)"
+            )
         lines = await asyncio.to_thread(_tail_file, Path(path), n)
         return {"lines": self._redact_lines(lines), "path": str(path), "launch_id": Path(path).stem}
 
@@ -576,7 +744,9 @@ class Supervisor:
         if self.telemetry is None:
             return {"series": {}}
         series = self.telemetry.series(args.get("series"), args.get("since"))
-        return series if isinstance(series, dict) and "series" in series else {"series": series or {}}
+        return (
+            series if isinstance(series, dict) and "series" in series else {"series": series or {}}
+        )
 
     async def op_shutdown(self, args: dict, client: str | None) -> dict:
         self.stop_servers_on_exit = bool(args.get("stop_servers", False))

@@ -35,17 +35,28 @@ class StreamError(Exception):
     """The server reported an error inside the stream."""
 
 
-def request_body(api: str, prompt: str | list, output_len: int, model: str | None,
-                 ignore_eos: bool = True, temperature: float = 0.0) -> bytes:
+def request_body(
+    api: str,
+    prompt: str | list,
+    output_len: int,
+    model: str | None,
+    ignore_eos: bool = True,
+    temperature: float = 0.0,
+) -> bytes:
     """JSON body of one streaming request; `prompt` is text, or chat messages for "chat"."""
     if api == "generate":
         text = prompt if isinstance(prompt, str) else _messages_text(prompt)
-        return dumps({
-            "text": text,
-            "sampling_params": {"max_new_tokens": output_len, "temperature": temperature,
-                                "ignore_eos": ignore_eos},
-            "stream": True,
-        })
+        return dumps(
+            {
+                "text": text,
+                "sampling_params": {
+                    "max_new_tokens": output_len,
+                    "temperature": temperature,
+                    "ignore_eos": ignore_eos,
+                },
+                "stream": True,
+            }
+        )
     # continuous_usage_stats puts a running completion_tokens in every chunk, so chunks that
     # carry several tokens (speculative decoding, --stream-interval > 1) are weighted right.
     body: dict[str, Any] = {
@@ -57,7 +68,9 @@ def request_body(api: str, prompt: str | list, output_len: int, model: str | Non
         "ignore_eos": ignore_eos,
     }
     if api == "chat":
-        body["messages"] = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+        body["messages"] = (
+            prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+        )
     else:
         body["prompt"] = prompt if isinstance(prompt, str) else _messages_text(prompt)
     return dumps(body)
@@ -73,8 +86,8 @@ class ChunkReader:
     __slots__ = ("counted", "server_tokens", "prompt_tokens", "cached_tokens", "finish_reason")
 
     def __init__(self) -> None:
-        self.counted = 0            # tokens attributed to content chunks so far
-        self.server_tokens = -1     # completion_tokens from the server; -1 = not reported
+        self.counted = 0  # tokens attributed to content chunks so far
+        self.server_tokens = -1  # completion_tokens from the server; -1 = not reported
         self.prompt_tokens = -1
         self.cached_tokens = 0
         self.finish_reason: Any = None

@@ -35,10 +35,14 @@ def _rank_key(entries: list[dict]) -> str:
     return "output_throughput"
 
 
-def build(results: list[dict], job_completions: int | None = None,
-          job_output_len: int | None = None, bench_output_len: int | None = None) -> dict[str, Any]:
+def build(
+    results: list[dict],
+    job_completions: int | None = None,
+    job_output_len: int | None = None,
+    bench_output_len: int | None = None,
+) -> dict[str, Any]:
     """Comparison dict (stored under "comparison" in the run file)."""
-    groups: "OrderedDict[tuple[str, int], list[dict]]" = OrderedDict()
+    groups: OrderedDict[tuple[str, int], list[dict]] = OrderedDict()
     for r in results:
         groups.setdefault((r.get("profile") or "server", int(r["concurrency"])), []).append(r)
     # One ranking metric for the whole comparison: steady-state only where every point has one,
@@ -76,36 +80,58 @@ def build(results: list[dict], job_completions: int | None = None,
             best[row["profile"]] = row
     comparison: dict[str, Any] = {
         "rows": rows,
-        "best": {p: {"concurrency": r["concurrency"], "tok_s": r["rank_tok_s"], "metric": r["rank_metric"]}
-                 for p, r in best.items()},
+        "best": {
+            p: {
+                "concurrency": r["concurrency"],
+                "tok_s": r["rank_tok_s"],
+                "metric": r["rank_metric"],
+            }
+            for p, r in best.items()
+        },
         "job": None,
     }
     if job_completions:
-        comparison["job"] = job_estimate(best, job_completions, job_output_len or bench_output_len or 0,
-                                         bench_output_len)
+        comparison["job"] = job_estimate(
+            best, job_completions, job_output_len or bench_output_len or 0, bench_output_len
+        )
     return comparison
 
 
-def job_estimate(best: dict[str, dict], n: int, out_len: int, bench_output_len: int | None) -> dict[str, Any]:
+def job_estimate(
+    best: dict[str, dict], n: int, out_len: int, bench_output_len: int | None
+) -> dict[str, Any]:
     """Time to finish n completions of out_len tokens at each profile's best concurrency."""
     tokens = n * out_len
     per_profile = []
     for profile, row in best.items():
         ci = row["rank_tok_s"]
         mean = ci["mean"]
-        est = {"profile": profile, "concurrency": row["concurrency"], "tok_s": mean,
-               "seconds": tokens / mean if mean > 0 else math.inf,
-               # a higher throughput bound gives the lower time bound
-               "seconds_low": tokens / ci["ci_high"] if ci["ci_high"] and ci["ci_high"] > 0 else math.nan,
-               "seconds_high": tokens / ci["ci_low"] if ci["ci_low"] and ci["ci_low"] > 0 else math.nan,
-               "repeats": ci["n"], "ci": ci}
+        est = {
+            "profile": profile,
+            "concurrency": row["concurrency"],
+            "tok_s": mean,
+            "seconds": tokens / mean if mean > 0 else math.inf,
+            # a higher throughput bound gives the lower time bound
+            "seconds_low": tokens / ci["ci_high"]
+            if ci["ci_high"] and ci["ci_high"] > 0
+            else math.nan,
+            "seconds_high": tokens / ci["ci_low"]
+            if ci["ci_low"] and ci["ci_low"] > 0
+            else math.nan,
+            "repeats": ci["n"],
+            "ci": ci,
+        }
         if not math.isnan(ci["ci_low"]) and ci["ci_low"] <= 0:
             est["seconds_high"] = math.inf
         per_profile.append(est)
     per_profile.sort(key=lambda e: e["seconds"])
-    return {"completions": n, "output_len": out_len, "bench_output_len": bench_output_len,
-            "estimates": per_profile,
-            "recommendation": recommend(per_profile, n, out_len, bench_output_len)}
+    return {
+        "completions": n,
+        "output_len": out_len,
+        "bench_output_len": bench_output_len,
+        "estimates": per_profile,
+        "recommendation": recommend(per_profile, n, out_len, bench_output_len),
+    }
 
 
 def fmt_duration(seconds: float) -> str:
@@ -137,33 +163,53 @@ def recommend(estimates: list[dict], n: int, out_len: int, bench_output_len: int
         return "No successful measurement: nothing to recommend; check the errors above."
     job = f"{n:,} completions of ~{out_len:,} output tokens"
     first = estimates[0]
-    text = (f"Use {first['profile']} at concurrency {first['concurrency']}: {job} take about "
-            f"{fmt_duration(first['seconds'])} ({_range(first)}).")
+    text = (
+        f"Use {first['profile']} at concurrency {first['concurrency']}: {job} take about "
+        f"{fmt_duration(first['seconds'])} ({_range(first)})."
+    )
     if len(estimates) > 1:
         second = estimates[1]
         ratio = second["seconds"] / first["seconds"] if first["seconds"] > 0 else math.nan
         tie = stats.intervals_overlap(first["ci"], second["ci"])
         if tie:
-            text += (f" {second['profile']} ({fmt_duration(second['seconds'])}) is a tie within the 95% CIs: "
-                     f"add repeats or longer runs to separate them.")
+            text += (
+                f" {second['profile']} ({fmt_duration(second['seconds'])}) is a tie within the 95% CIs: "
+                f"add repeats or longer runs to separate them."
+            )
         else:
             text += f" That is {ratio:.2f}x faster than {second['profile']} ({fmt_duration(second['seconds'])})."
     if any(e["repeats"] < 2 for e in estimates):
         text += " Uncertainty unknown for single runs: use --repeat 3 or more for a confidence interval."
     if bench_output_len and out_len and abs(out_len - bench_output_len) > 0.25 * bench_output_len:
-        text += (f" Measured with {bench_output_len}-token outputs; rerun with --output-len {out_len} "
-                 f"for a closer estimate.")
+        text += (
+            f" Measured with {bench_output_len}-token outputs; rerun with --output-len {out_len} "
+            f"for a closer estimate."
+        )
     return text
 
 
 # ---- rendering -------------------------------------------------------------------------------
 
-HEADERS = ("profile", "conc", "output tok/s", "steady tok/s", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "req/s",
-           "failed", "runs")
+HEADERS = (
+    "profile",
+    "conc",
+    "output tok/s",
+    "steady tok/s",
+    "TTFT p50 ms",
+    "TTFT p99 ms",
+    "TPOT p50 ms",
+    "req/s",
+    "failed",
+    "runs",
+)
 
 
 def _num(v: float, digits: int = 1) -> str:
-    return "n/a" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:,.{digits}f}"
+    return (
+        "n/a"
+        if v is None or (isinstance(v, float) and not math.isfinite(v))
+        else f"{v:,.{digits}f}"
+    )
 
 
 def _tok(ci: dict) -> str:
@@ -179,41 +225,75 @@ def table_rows(comparison: dict) -> list[list[str]]:
     for r in comparison["rows"]:
         best = comparison["best"].get(r["profile"], {}).get("concurrency") == r["concurrency"]
         steady = _tok(r["rank_tok_s"]) if r["rank_metric"].startswith("steady") else "n/a"
-        out.append([r["profile"], f"{r['concurrency']}{' *' if best else ''}", _tok(r["output_tok_s"]), steady,
-                    _num(r["ttft_p50_ms"]), _num(r["ttft_p99_ms"]), _num(r["tpot_p50_ms"], 2),
-                    _num(r["request_s"]["mean"], 2), str(r["failed"]), str(r["repeats"])])
+        out.append(
+            [
+                r["profile"],
+                f"{r['concurrency']}{' *' if best else ''}",
+                _tok(r["output_tok_s"]),
+                steady,
+                _num(r["ttft_p50_ms"]),
+                _num(r["ttft_p99_ms"]),
+                _num(r["tpot_p50_ms"], 2),
+                _num(r["request_s"]["mean"], 2),
+                str(r["failed"]),
+                str(r["repeats"]),
+            ]
+        )
     return out
 
 
 def render_text(comparison: dict) -> str:
     rows = table_rows(comparison)
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(HEADERS)]
-    lines = ["  ".join(h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(HEADERS, widths)))]
+    widths = [
+        max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
+        for i, h in enumerate(HEADERS)
+    ]
+    lines = [
+        "  ".join(
+            h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(HEADERS, widths))
+        )
+    ]
     for row in rows:
-        lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        lines.append(
+            "  ".join(
+                c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+            )
+        )
     steady = any(r["rank_metric"].startswith("steady") for r in comparison["rows"])
-    lines.append(f"* best concurrency per profile (by {'steady-state ' if steady else ''}output tok/s); "
-                 "± is the 95% CI half-width over repeats")
+    lines.append(
+        f"* best concurrency per profile (by {'steady-state ' if steady else ''}output tok/s); "
+        "± is the 95% CI half-width over repeats"
+    )
     for r in comparison["rows"]:
         for err in r["errors"]:
             lines.append(f"! {r['profile']} c={r['concurrency']}: {err}")
         if r.get("client_cpu_share", 0) > CLIENT_CPU_SUSPECT:
-            lines.append(f"! {r['profile']} c={r['concurrency']}: the load generator used "
-                         f"{r['client_cpu_share']:.0%} of a core; the client may have set the pace "
-                         "(use --stream-interval on the server or fewer, longer requests)")
+            lines.append(
+                f"! {r['profile']} c={r['concurrency']}: the load generator used "
+                f"{r['client_cpu_share']:.0%} of a core; the client may have set the pace "
+                "(use --stream-interval on the server or fewer, longer requests)"
+            )
     job = comparison.get("job")
     if job:
         lines.append("")
-        lines.append(f"Time to finish {job['completions']:,} completions of ~{job['output_len']:,} output tokens:")
+        lines.append(
+            f"Time to finish {job['completions']:,} completions of ~{job['output_len']:,} output tokens:"
+        )
         for e in job["estimates"]:
-            lines.append(f"  {e['profile']:<24} {fmt_duration(e['seconds']):>10}  at c={e['concurrency']}  ({_range(e)})")
+            lines.append(
+                f"  {e['profile']:<24} {fmt_duration(e['seconds']):>10}  at c={e['concurrency']}  ({_range(e)})"
+            )
         lines.append(job["recommendation"])
     return "\n".join(lines)
 
 
 def render_markdown(comparison: dict, title: str = "Benchmark comparison") -> str:
-    lines = [f"## {title}", "", "| " + " | ".join(HEADERS) + " |",
-             "|" + "|".join("---" if i < 2 else "---:" for i in range(len(HEADERS))) + "|"]
+    lines = [
+        f"## {title}",
+        "",
+        "| " + " | ".join(HEADERS) + " |",
+        "|" + "|".join("---" if i < 2 else "---:" for i in range(len(HEADERS))) + "|",
+    ]
     for row in table_rows(comparison):
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", "`*` best concurrency per profile; ± is the 95% CI half-width over repeats.", ""]
@@ -225,34 +305,66 @@ def render_markdown(comparison: dict, title: str = "Benchmark comparison") -> st
         lines.append("")
     job = comparison.get("job")
     if job:
-        lines.append(f"**Time to finish {job['completions']:,} completions of ~{job['output_len']:,} output tokens**")
+        lines.append(
+            f"**Time to finish {job['completions']:,} completions of ~{job['output_len']:,} output tokens**"
+        )
         lines.append("")
         lines.append("| profile | concurrency | time | uncertainty |")
         lines.append("|---|---:|---:|---|")
         for e in job["estimates"]:
-            lines.append(f"| {e['profile']} | {e['concurrency']} | {fmt_duration(e['seconds'])} | {_range(e)} |")
+            lines.append(
+                f"| {e['profile']} | {e['concurrency']} | {fmt_duration(e['seconds'])} | {_range(e)} |"
+            )
         lines += ["", job["recommendation"], ""]
     return "\n".join(lines)
 
 
-CSV_COLUMNS = ("profile", "command_hash", "server_version", "concurrency", "repeats", "output_tok_s",
-               "output_tok_s_ci_low", "output_tok_s_ci_high", "rank_metric", "rank_tok_s", "request_s",
-               "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "completed", "failed", "best")
+CSV_COLUMNS = (
+    "profile",
+    "command_hash",
+    "server_version",
+    "concurrency",
+    "repeats",
+    "output_tok_s",
+    "output_tok_s_ci_low",
+    "output_tok_s_ci_high",
+    "rank_metric",
+    "rank_tok_s",
+    "request_s",
+    "ttft_p50_ms",
+    "ttft_p99_ms",
+    "tpot_p50_ms",
+    "completed",
+    "failed",
+    "best",
+)
 
 
 def csv_rows(comparison: dict) -> list[dict[str, Any]]:
     out = []
     for r in comparison["rows"]:
-        out.append({
-            "profile": r["profile"], "command_hash": r["command_hash"] or "",
-            "server_version": r["server_version"] or "", "concurrency": r["concurrency"],
-            "repeats": r["repeats"], "output_tok_s": r["output_tok_s"]["mean"],
-            "output_tok_s_ci_low": r["output_tok_s"]["ci_low"], "output_tok_s_ci_high": r["output_tok_s"]["ci_high"],
-            "rank_metric": r["rank_metric"], "rank_tok_s": r["rank_tok_s"]["mean"],
-            "request_s": r["request_s"]["mean"], "ttft_p50_ms": r["ttft_p50_ms"], "ttft_p99_ms": r["ttft_p99_ms"],
-            "tpot_p50_ms": r["tpot_p50_ms"], "completed": r["completed"], "failed": r["failed"],
-            "best": comparison["best"].get(r["profile"], {}).get("concurrency") == r["concurrency"],
-        })
+        out.append(
+            {
+                "profile": r["profile"],
+                "command_hash": r["command_hash"] or "",
+                "server_version": r["server_version"] or "",
+                "concurrency": r["concurrency"],
+                "repeats": r["repeats"],
+                "output_tok_s": r["output_tok_s"]["mean"],
+                "output_tok_s_ci_low": r["output_tok_s"]["ci_low"],
+                "output_tok_s_ci_high": r["output_tok_s"]["ci_high"],
+                "rank_metric": r["rank_metric"],
+                "rank_tok_s": r["rank_tok_s"]["mean"],
+                "request_s": r["request_s"]["mean"],
+                "ttft_p50_ms": r["ttft_p50_ms"],
+                "ttft_p99_ms": r["ttft_p99_ms"],
+                "tpot_p50_ms": r["tpot_p50_ms"],
+                "completed": r["completed"],
+                "failed": r["failed"],
+                "best": comparison["best"].get(r["profile"], {}).get("concurrency")
+                == r["concurrency"],
+            }
+        )
     for row in out:
         for k, v in row.items():
             if isinstance(v, float) and not math.isfinite(v):

@@ -31,7 +31,7 @@ class DemoLoad:
         self.streams = streams
         self.max_output = max_output
         self.slot = slot
-        self.base_url: str | None = None       # None = no ready server: workers pause
+        self.base_url: str | None = None  # None = no ready server: workers pause
         self.api_key: str | None = None
         self.ready = asyncio.Event()
         self.rng = random.Random(os.getpid())
@@ -83,22 +83,30 @@ class DemoLoad:
             i = self.sent
             self.sent += 1
             out = self.rng.randint(max(8, self.max_output // 4), self.max_output)
-            body = request_body("completions", self.workload.item(i).prompt, out, None, ignore_eos=True)
+            body = request_body(
+                "completions", self.workload.item(i).prompt, out, None, ignore_eos=True
+            )
             headers = {"Content-Type": "application/json"}
             if self.api_key:
                 headers["Authorization"] = f"Bearer {self.api_key}"
             try:
-                async with client.stream("POST", url + "/v1/completions", content=body, headers=headers) as resp:
+                async with client.stream(
+                    "POST", url + "/v1/completions", content=body, headers=headers
+                ) as resp:
                     async for _ in resp.aiter_raw():
                         if self.base_url != url:
                             break  # the slot changed under us: drop this stream
             except (httpx.HTTPError, OSError):
-                await asyncio.sleep(1.0)  # server going down or swapping: back off, the watcher will tell
+                await asyncio.sleep(
+                    1.0
+                )  # server going down or swapping: back off, the watcher will tell
             await asyncio.sleep(self.rng.uniform(0.1, 0.8))
 
     async def run(self) -> None:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(None, connect=5.0),
-                                     limits=httpx.Limits(max_connections=self.streams + 2)) as client:
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(None, connect=5.0),
+            limits=httpx.Limits(max_connections=self.streams + 2),
+        ) as client:
             workers = [asyncio.create_task(self.worker(client, k)) for k in range(self.streams)]
             try:
                 await self.watch_agent()
@@ -113,23 +121,32 @@ def _api_key(slot: dict) -> str | None:
         return None
     try:
         from sgltui.core.profiles import get_profile
+
         return get_profile(slot["profile"]).api_key
     except Exception:  # noqa: BLE001 - without the key the server refuses; the load just idles
         return None
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sgltui.bench.demo_load", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m sgltui.bench.demo_load", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--agent-socket", required=True)
-    p.add_argument("--streams", type=int, default=3, help="concurrent streaming requests (default 3)")
-    p.add_argument("--max-output", type=int, default=96, help="longest output per request (default 96)")
+    p.add_argument(
+        "--streams", type=int, default=3, help="concurrent streaming requests (default 3)"
+    )
+    p.add_argument(
+        "--max-output", type=int, default=96, help="longest output per request (default 96)"
+    )
     p.add_argument("--slot", default="0")
     args = p.parse_args(argv)
     if args.streams < 1 or args.max_output < 8:
         print("demo load: --streams must be >= 1 and --max-output >= 8", file=sys.stderr)
         return 2
     try:
-        asyncio.run(DemoLoad(Path(args.agent_socket).parent, args.streams, args.max_output, args.slot).run())
+        asyncio.run(
+            DemoLoad(Path(args.agent_socket).parent, args.streams, args.max_output, args.slot).run()
+        )
     except KeyboardInterrupt:
         return 130
     return 0

@@ -46,9 +46,9 @@ class LoadConfig:
     base_url: str
     concurrency: int
     api: str = "completions"
-    requests: int | None = None          # measured requests (after warmup) ...
-    duration: float | None = None        # ... or seconds of issuing new requests
-    warmup: int | None = None            # default: one request per concurrent stream (§6)
+    requests: int | None = None  # measured requests (after warmup) ...
+    duration: float | None = None  # ... or seconds of issuing new requests
+    warmup: int | None = None  # default: one request per concurrent stream (§6)
     input_len: int = 256
     output_len: int = 128
     workload: str = "random"
@@ -57,11 +57,11 @@ class LoadConfig:
     ignore_eos: bool = True
     flush_cache: bool = True
     progress_interval: float = 0.5
-    transport: str = "httpx"             # "aiohttp": baseline for bench/bench_loadgen.py only
+    transport: str = "httpx"  # "aiohttp": baseline for bench/bench_loadgen.py only
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "LoadConfig":
+    def from_dict(cls, d: dict[str, Any]) -> LoadConfig:
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         cfg = cls(**known)
         cfg.validate()
@@ -92,8 +92,13 @@ def _one_line(exc: BaseException) -> str:
 
 
 class LoadGenerator:
-    def __init__(self, cfg: LoadConfig, workload: Workload, api_key: str | None = None,
-                 on_progress: Callable[[dict], None] | None = None) -> None:
+    def __init__(
+        self,
+        cfg: LoadConfig,
+        workload: Workload,
+        api_key: str | None = None,
+        on_progress: Callable[[dict], None] | None = None,
+    ) -> None:
         self.cfg = cfg
         self.workload = workload
         self.url = cfg.base_url.rstrip("/") + APIS[cfg.api]
@@ -123,7 +128,9 @@ class LoadGenerator:
     def _session_for_load(self) -> aiohttp.ClientSession:
         # Explicit limits: aiohttp's and httpx's defaults (100) silently cap concurrency (§7.1).
         return aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self.cfg.concurrency, limit_per_host=0, keepalive_timeout=60),
+            connector=aiohttp.TCPConnector(
+                limit=self.cfg.concurrency, limit_per_host=0, keepalive_timeout=60
+            ),
             read_bufsize=10 * 1024 * 1024,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
         )
@@ -142,8 +149,9 @@ class LoadGenerator:
         # httpx Request/Response straight on the transport: the client's per-request machinery
         # (URL merging, cookie jar, auth and redirect flows) cost ~0.3 ms a request and this
         # load needs none of it; the response stream is read as the transport delivers it.
-        request = httpx.Request("POST", self._httpx_url, content=body, headers=self.headers,
-                                extensions=self._httpx_ext)
+        request = httpx.Request(
+            "POST", self._httpx_url, content=body, headers=self.headers, extensions=self._httpx_ext
+        )
         resp = await self._transport.handle_async_request(request)
         try:
             yield resp.status_code, resp.stream.__aiter__, resp.aread
@@ -176,7 +184,12 @@ class LoadGenerator:
         try:
             async with self._open(client, body) as (status, raw_chunks, read_body):
                 if status != 200:
-                    text = (await read_body())[:200].decode(errors="replace").strip().replace("\n", " ")
+                    text = (
+                        (await read_body())[:200]
+                        .decode(errors="replace")
+                        .strip()
+                        .replace("\n", " ")
+                    )
                     error = f"HTTP {status}: {text or 'no body'}"
                 else:
                     done = False
@@ -224,17 +237,30 @@ class LoadGenerator:
         else:
             self.failed += 1
         if measured and self.writer is not None:
-            self.writer.write({
-                "i": i, "t_send": t_send - self.origin,
-                "ttft": ttft if ok else None,
-                "e2e": (t_last - t_send) if ok else None,
-                "in": reader.prompt_tokens, "out": out if ok else 0, "cached": reader.cached_tokens,
-                "chunks": chunks, "usage": "server" if from_server else "chunks",
-                "ok": ok, "error": error,
-            })
+            self.writer.write(
+                {
+                    "i": i,
+                    "t_send": t_send - self.origin,
+                    "ttft": ttft if ok else None,
+                    "e2e": (t_last - t_send) if ok else None,
+                    "in": reader.prompt_tokens,
+                    "out": out if ok else 0,
+                    "cached": reader.cached_tokens,
+                    "chunks": chunks,
+                    "usage": "server" if from_server else "chunks",
+                    "ok": ok,
+                    "error": error,
+                }
+            )
 
-    async def _phase(self, client: httpx.AsyncClient, start: int, count: int | None,
-                     deadline: float | None, measured: bool) -> None:
+    async def _phase(
+        self,
+        client: httpx.AsyncClient,
+        start: int,
+        count: int | None,
+        deadline: float | None,
+        measured: bool,
+    ) -> None:
         next_i = start
         end = start + count if count is not None else None
 
@@ -259,18 +285,32 @@ class LoadGenerator:
 
     def _emit_progress(self) -> None:
         if self.on_progress is not None:
-            self.on_progress({"type": "progress", "phase": self.phase, "done": self.done,
-                              "failed": self.failed, "total": self.total, "in_flight": self.in_flight,
-                              "out_tokens": self.out_tokens, "elapsed": perf() - self.origin})
+            self.on_progress(
+                {
+                    "type": "progress",
+                    "phase": self.phase,
+                    "done": self.done,
+                    "failed": self.failed,
+                    "total": self.total,
+                    "in_flight": self.in_flight,
+                    "out_tokens": self.out_tokens,
+                    "elapsed": perf() - self.origin,
+                }
+            )
 
     async def _preflight(self, client: httpx.AsyncClient) -> None:
         """Fail fast when nothing listens, and learn the served model name for OpenAI requests."""
         try:
-            resp = await client.get(self.cfg.base_url.rstrip("/") + "/v1/models", headers=self.headers,
-                                    timeout=httpx.Timeout(30.0, connect=10.0))
+            resp = await client.get(
+                self.cfg.base_url.rstrip("/") + "/v1/models",
+                headers=self.headers,
+                timeout=httpx.Timeout(30.0, connect=10.0),
+            )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
-            raise FatalLoadError(f"cannot connect to {self.cfg.base_url} ({_one_line(exc)}); "
-                                 "check the server is running and the URL") from None
+            raise FatalLoadError(
+                f"cannot connect to {self.cfg.base_url} ({_one_line(exc)}); "
+                "check the server is running and the URL"
+            ) from None
         except httpx.HTTPError:
             return  # the requests themselves will report what is wrong
         if self.cfg.model or self.cfg.api == "generate":
@@ -285,8 +325,11 @@ class LoadGenerator:
     async def _flush_cache(self, client: httpx.AsyncClient) -> bool:
         # Decide the prefix-cache state explicitly (§6): start every point from an empty cache.
         try:
-            resp = await client.post(self.cfg.base_url.rstrip("/") + "/flush_cache?timeout=30",
-                                     headers=self.headers, timeout=httpx.Timeout(40.0, connect=10.0))
+            resp = await client.post(
+                self.cfg.base_url.rstrip("/") + "/flush_cache?timeout=30",
+                headers=self.headers,
+                timeout=httpx.Timeout(40.0, connect=10.0),
+            )
             return resp.status_code == 200
         except httpx.HTTPError:
             return False
@@ -336,23 +379,25 @@ class LoadGenerator:
         self.buckets.origin -= self.origin  # records are relative to the origin
         metrics = compute_metrics(read_records(records_path), self.itl, self.buckets)
         out = metrics["total_output_tokens"]
-        metrics.update({
-            "max_concurrency": cfg.concurrency,
-            "warmup_requests": warmup,
-            "warmup_failed": warm_failed,
-            "warmup_output_tokens": warm_tokens,
-            "cache_flushed": flushed,
-            "api": cfg.api,
-            "transport": cfg.transport,
-            "model": cfg.model,
-            "dataset_digest": self.workload.digest,
-            "client_cpu_s": cpu,
-            "client_wall_s": wall,
-            "client_cpu_us_per_token": cpu / out * 1e6 if out else None,
-            # above ~0.7 of a core the client, not the server, may set the pace (§7.5)
-            "client_cpu_share": cpu / wall if wall > 0 else None,
-            "client_peak_in_flight": self.peak_in_flight,
-        })
+        metrics.update(
+            {
+                "max_concurrency": cfg.concurrency,
+                "warmup_requests": warmup,
+                "warmup_failed": warm_failed,
+                "warmup_output_tokens": warm_tokens,
+                "cache_flushed": flushed,
+                "api": cfg.api,
+                "transport": cfg.transport,
+                "model": cfg.model,
+                "dataset_digest": self.workload.digest,
+                "client_cpu_s": cpu,
+                "client_wall_s": wall,
+                "client_cpu_us_per_token": cpu / out * 1e6 if out else None,
+                # above ~0.7 of a core the client, not the server, may set the pace (§7.5)
+                "client_cpu_share": cpu / wall if wall > 0 else None,
+                "client_peak_in_flight": self.peak_in_flight,
+            }
+        )
         return clean_json(metrics)
 
 
@@ -396,12 +441,17 @@ def _emit(obj: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sgltui.bench.loadgen",
-                                description="Run one closed-loop load point and print JSON lines.")
+    p = argparse.ArgumentParser(
+        prog="python -m sgltui.bench.loadgen",
+        description="Run one closed-loop load point and print JSON lines.",
+    )
     p.add_argument("--config-json", required=True, help="LoadConfig as JSON")
     p.add_argument("--records", required=True, help="per-request JSONL output path")
-    p.add_argument("--exit-with-parent", action="store_true",
-                   help="exit when the parent (the sweep runner) goes away, so no load is orphaned")
+    p.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="exit when the parent (the sweep runner) goes away, so no load is orphaned",
+    )
     args = p.parse_args(argv)
     try:
         cfg = LoadConfig.from_dict(json.loads(args.config_json))

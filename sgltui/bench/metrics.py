@@ -13,13 +13,16 @@ from typing import Any
 
 from sgltui.core import stats
 
-
 # Shorter steady windows are dominated by bucket edges (0.1 s buckets) and say nothing.
 MIN_STEADY_WINDOW_S = 1.0
 
 
-def compute_metrics(records: Iterable[dict[str, Any]], itl: stats.LogHistogram,
-                    buckets: stats.TokenBuckets, ratio: float = 0.8) -> dict[str, Any]:
+def compute_metrics(
+    records: Iterable[dict[str, Any]],
+    itl: stats.LogHistogram,
+    buckets: stats.TokenBuckets,
+    ratio: float = 0.8,
+) -> dict[str, Any]:
     ttfts: list[float] = []
     e2es: list[float] = []
     tpots: list[float] = []
@@ -89,7 +92,9 @@ def compute_metrics(records: Iterable[dict[str, Any]], itl: stats.LogHistogram,
         m[f"{key}_itl_ms"] = h[key] * 1000.0
     m["max_itl_ms"] = h["max"] * 1000.0
     median_tpot = m["median_tpot_ms"]
-    m["per_user_tok_s"] = 1000.0 / median_tpot if median_tpot and not math.isnan(median_tpot) else math.nan
+    m["per_user_tok_s"] = (
+        1000.0 / median_tpot if median_tpot and not math.isnan(median_tpot) else math.nan
+    )
     return m
 
 

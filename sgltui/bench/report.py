@@ -15,7 +15,9 @@ def _v(value: Any, digits: int = 2) -> str:
     return f"{value:.{digits}f}"
 
 
-def format_point(m: dict[str, Any], backend: str = "sgltui", title: str = " Serving Benchmark Result ") -> str:
+def format_point(
+    m: dict[str, Any], backend: str = "sgltui", title: str = " Serving Benchmark Result "
+) -> str:
     lines = [title.center(50, "=")]
 
     def row(label: str, value: Any, digits: int = 2) -> None:
@@ -42,13 +44,21 @@ def format_point(m: dict[str, Any], backend: str = "sgltui", title: str = " Serv
     row("Steady-state output throughput (tok/s):", m.get("steady_state_output_throughput"))
     if m.get("accept_length") is not None:
         row("Accept length:", m.get("accept_length"))
-    for name, key, extra_max in (("End-to-End Latency", "e2e_latency", False),
-                                 ("Time to First Token", "ttft", False),
-                                 ("Time per Output Token (excl. 1st token)", "tpot", False),
-                                 ("Inter-Token Latency", "itl", True)):
+    for name, key, extra_max in (
+        ("End-to-End Latency", "e2e_latency", False),
+        ("Time to First Token", "ttft", False),
+        ("Time per Output Token (excl. 1st token)", "tpot", False),
+        ("Inter-Token Latency", "itl", True),
+    ):
         section(name)
         label = {"e2e_latency": "E2E Latency", "ttft": "TTFT", "tpot": "TPOT", "itl": "ITL"}[key]
-        for stat, word in (("mean", "Mean"), ("median", "Median"), ("p90", "P90"), ("p95", "P95"), ("p99", "P99")):
+        for stat, word in (
+            ("mean", "Mean"),
+            ("median", "Median"),
+            ("p90", "P90"),
+            ("p95", "P95"),
+            ("p99", "P99"),
+        ):
             row(f"{word} {label} (ms):", m.get(f"{stat}_{key}_ms"))
         if extra_max:
             row("Max ITL (ms):", m.get("max_itl_ms"))

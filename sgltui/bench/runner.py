@@ -79,11 +79,14 @@ def accept_length(info: dict | None) -> float | None:
     if not info:
         return None
     states = info.get("internal_states") or []
-    value = states[0].get("avg_spec_accept_length") if states and isinstance(states[0], dict) else None
+    value = (
+        states[0].get("avg_spec_accept_length") if states and isinstance(states[0], dict) else None
+    )
     return value if isinstance(value, (int, float)) else None
 
 
 # ---- agent side ------------------------------------------------------------------------------
+
 
 def _slot(status: dict, slot_id: str) -> dict | None:
     for slot in status.get("slots") or []:
@@ -95,6 +98,7 @@ def _slot(status: dict, slot_id: str) -> dict | None:
 def _profile_api_key(name: str, dirs: list[str]) -> str | None:
     try:
         from sgltui.core.profiles import get_profile
+
         return get_profile(name, [Path(d) for d in dirs]).api_key
     except Exception:  # noqa: BLE001 - the agent already validated it; no key is the safe default
         return None
@@ -102,9 +106,13 @@ def _profile_api_key(name: str, dirs: list[str]) -> str | None:
 
 def _target_from_slot(slot: dict, profile: str | None, dirs: list[str]) -> Target:
     name = profile or slot.get("profile")
-    return Target(profile=name, base_url=f"http://{slot.get('host') or '127.0.0.1'}:{slot.get('port') or 30000}",
-                  api_key=_profile_api_key(name, dirs) if name and slot.get("api_key_set") else None,
-                  command_hash=slot.get("command_hash"), capacity=slot.get("capacity"))
+    return Target(
+        profile=name,
+        base_url=f"http://{slot.get('host') or '127.0.0.1'}:{slot.get('port') or 30000}",
+        api_key=_profile_api_key(name, dirs) if name and slot.get("api_key_set") else None,
+        command_hash=slot.get("command_hash"),
+        capacity=slot.get("capacity"),
+    )
 
 
 async def ensure_ready(client: Any, spec: BenchSpec, profile: str | None) -> Target:
@@ -114,39 +122,70 @@ async def ensure_ready(client: Any, spec: BenchSpec, profile: str | None) -> Tar
     if profile is None:
         if not slot or slot.get("state") != "ready":
             state = slot.get("state") if slot else "absent"
-            raise RunError(f"slot {spec.slot} is {state}; start a profile first (sgltui start PROFILE) or pass --profile")
+            raise RunError(
+                f"slot {spec.slot} is {state}; start a profile first (sgltui start PROFILE) or pass --profile"
+            )
         return _target_from_slot(slot, None, spec.profiles_dirs)
     asked_at = time.time()
     if not (slot and slot.get("profile") == profile and slot.get("state") == "ready"):
         if slot is None or slot.get("state") in (None, "stopped", "failed", "crashed"):
-            await client.call("start", profile=profile, slot=spec.slot, profiles_dirs=spec.profiles_dirs)
+            await client.call(
+                "start", profile=profile, slot=spec.slot, profiles_dirs=spec.profiles_dirs
+            )
         else:
-            await client.call("swap", profile=profile, slot=spec.slot, profiles_dirs=spec.profiles_dirs)
+            await client.call(
+                "swap", profile=profile, slot=spec.slot, profiles_dirs=spec.profiles_dirs
+            )
     deadline = time.monotonic() + spec.ready_timeout
     while True:
         slot = _slot(await client.call("status"), spec.slot) or {}
         state, swap = slot.get("state"), slot.get("swap") or {}
-        if slot.get("profile") == profile and state == "ready" and swap.get("step") in (None, "ready"):
+        if (
+            slot.get("profile") == profile
+            and state == "ready"
+            and swap.get("step") in (None, "ready")
+        ):
             return _target_from_slot(slot, profile, spec.profiles_dirs)
         # A swap that failed and rolled back leaves the old profile ready with no swap in
         # progress: only last_swap tells, so read it too (or we would wait out ready_timeout).
         last = slot.get("last_swap") or {}
-        swap_failed = (last.get("to") == profile and last.get("ok") is False
-                       and (last.get("finished_at") or 0) >= asked_at)
-        if swap_failed or swap.get("step") in ("failed", "rolling back") or (
-                slot.get("profile") == profile and state in ("failed", "crashed")):
-            cause = ((last.get("cause") if swap_failed else None) or slot.get("cause") or {}).get("summary") or state or "failed"
+        swap_failed = (
+            last.get("to") == profile
+            and last.get("ok") is False
+            and (last.get("finished_at") or 0) >= asked_at
+        )
+        if (
+            swap_failed
+            or swap.get("step") in ("failed", "rolling back")
+            or (slot.get("profile") == profile and state in ("failed", "crashed"))
+        ):
+            cause = (
+                ((last.get("cause") if swap_failed else None) or slot.get("cause") or {}).get(
+                    "summary"
+                )
+                or state
+                or "failed"
+            )
             raise RunError(f"profile {profile} did not come up: {cause}")
         if time.monotonic() > deadline:
-            raise RunError(f"profile {profile} not ready after {spec.ready_timeout:.0f} s (state {state})")
+            raise RunError(
+                f"profile {profile} not ready after {spec.ready_timeout:.0f} s (state {state})"
+            )
         await asyncio.sleep(0.5)
 
 
 # ---- one point -------------------------------------------------------------------------------
 
+
 class Runner:
-    def __init__(self, spec: BenchSpec, out_path: Path, run_id: str, agent: Any = None,
-                 on_progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        spec: BenchSpec,
+        out_path: Path,
+        run_id: str,
+        agent: Any = None,
+        on_progress: Progress | None = None,
+    ) -> None:
         self.spec = spec
         self.out_path = out_path
         self.run_id = run_id
@@ -156,8 +195,15 @@ class Runner:
         self.proc: asyncio.subprocess.Process | None = None
         self.stopping = False
         self.result: dict[str, Any] = {
-            "v": 1, "run_id": run_id, "state": "running", "started": time.time(), "finished": None,
-            "host": socket.gethostname(), "spec": spec.to_dict(), "results": [], "comparison": None,
+            "v": 1,
+            "run_id": run_id,
+            "state": "running",
+            "started": time.time(),
+            "finished": None,
+            "host": socket.gethostname(),
+            "spec": spec.to_dict(),
+            "results": [],
+            "comparison": None,
             "server_info": {},
         }
         self._last_post = 0.0
@@ -190,10 +236,20 @@ class Runner:
         label = f"{target.profile or 'server'}-c{concurrency}-r{repeat}"
         records = self.records_dir / f"{label}.jsonl"
         records.unlink(missing_ok=True)
-        cfg = {"base_url": target.base_url, "concurrency": concurrency, "api": spec.api,
-               "requests": spec.requests, "duration": spec.duration, "warmup": spec.warmup,
-               "input_len": spec.input_len, "output_len": spec.output_len, "workload": spec.workload,
-               "seed": spec.seed, "ignore_eos": spec.ignore_eos, "flush_cache": spec.flush_cache}
+        cfg = {
+            "base_url": target.base_url,
+            "concurrency": concurrency,
+            "api": spec.api,
+            "requests": spec.requests,
+            "duration": spec.duration,
+            "warmup": spec.warmup,
+            "input_len": spec.input_len,
+            "output_len": spec.output_len,
+            "workload": spec.workload,
+            "seed": spec.seed,
+            "ignore_eos": spec.ignore_eos,
+            "flush_cache": spec.flush_cache,
+        }
         env = dict(os.environ)
         env.pop(API_KEY_ENV, None)
         if target.api_key:
@@ -202,9 +258,19 @@ class Runner:
         stderr_path = records.with_suffix(".stderr")
         with stderr_path.open("wb") as stderr:
             self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "sgltui.bench.loadgen", "--config-json", json.dumps(cfg),
-                "--records", str(records), "--exit-with-parent",
-                stdout=asyncio.subprocess.PIPE, stderr=stderr, env=env, start_new_session=True)
+                sys.executable,
+                "-m",
+                "sgltui.bench.loadgen",
+                "--config-json",
+                json.dumps(cfg),
+                "--records",
+                str(records),
+                "--exit-with-parent",
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                env=env,
+                start_new_session=True,
+            )
             final: dict | None = None
             assert self.proc.stdout is not None
             async for raw in self.proc.stdout:
@@ -213,10 +279,26 @@ class Runner:
                 except ValueError:
                     continue
                 if msg.get("type") == "progress":
-                    await self.progress(state="running", profile=target.profile, concurrency=concurrency,
-                                        repeat=repeat, point=point, points=spec.points(), **{
-                                            k: msg.get(k) for k in ("phase", "done", "failed", "total",
-                                                                    "in_flight", "out_tokens", "elapsed")})
+                    await self.progress(
+                        state="running",
+                        profile=target.profile,
+                        concurrency=concurrency,
+                        repeat=repeat,
+                        point=point,
+                        points=spec.points(),
+                        **{
+                            k: msg.get(k)
+                            for k in (
+                                "phase",
+                                "done",
+                                "failed",
+                                "total",
+                                "in_flight",
+                                "out_tokens",
+                                "elapsed",
+                            )
+                        },
+                    )
                 else:
                     final = msg
             rc = await self.proc.wait()
@@ -225,10 +307,17 @@ class Runner:
             raise RunError("stopped")
         if final and final.get("type") == "result":
             stderr_path.unlink(missing_ok=True)
-            return {"metrics": final["metrics"], "requests_path": str(records.relative_to(self.out_path.parent))}
+            return {
+                "metrics": final["metrics"],
+                "requests_path": str(records.relative_to(self.out_path.parent)),
+            }
         if final and final.get("type") == "error":
             raise RunError(final["message"])
-        tail = stderr_path.read_text(errors="replace").strip().splitlines()[-1:] if stderr_path.exists() else []
+        tail = (
+            stderr_path.read_text(errors="replace").strip().splitlines()[-1:]
+            if stderr_path.exists()
+            else []
+        )
         raise RunError(f"load generator exited with code {rc}" + (f": {tail[0]}" if tail else ""))
 
     def stop(self) -> None:
@@ -259,17 +348,30 @@ class Runner:
                             point += 1
                             self._add(Target(profile, ""), c, k, error=str(exc))
                     self.save()
-                    await self.progress(force=True, state="running", profile=profile, error=str(exc),
-                                        point=point, points=spec.points())
+                    await self.progress(
+                        force=True,
+                        state="running",
+                        profile=profile,
+                        error=str(exc),
+                        point=point,
+                        points=spec.points(),
+                    )
                     continue
                 for c in spec.concurrency:
                     for k in range(spec.repeat):
                         if self.stopping:
                             break
                         point += 1
-                        await self.progress(force=True, state="running", profile=target.profile,
-                                            concurrency=c, repeat=k, point=point, points=spec.points(),
-                                            phase="starting")
+                        await self.progress(
+                            force=True,
+                            state="running",
+                            profile=target.profile,
+                            concurrency=c,
+                            repeat=k,
+                            point=point,
+                            points=spec.points(),
+                            phase="starting",
+                        )
                         try:
                             res = await self.run_point(target, c, k, point)
                         except RunError as exc:
@@ -287,21 +389,32 @@ class Runner:
             finished = True
         finally:
             # an unexpected error still leaves a readable file that says the run failed
-            self.result["state"] = "stopped" if self.stopping else ("done" if finished else "failed")
+            self.result["state"] = (
+                "stopped" if self.stopping else ("done" if finished else "failed")
+            )
             self.result["finished"] = time.time()
             self.result["comparison"] = compare.build(
-                self.result["results"], spec.job_completions, spec.job_output_len, spec.output_len)
+                self.result["results"], spec.job_completions, spec.job_output_len, spec.output_len
+            )
             self.save()
-        await self.progress(force=True, state=self.result["state"], path=str(self.out_path),
-                            point=point, points=spec.points())
+        await self.progress(
+            force=True,
+            state=self.result["state"],
+            path=str(self.out_path),
+            point=point,
+            points=spec.points(),
+        )
         return self.result
 
     async def _target(self, profile: str | None) -> Target:
         if self.spec.url:
-            target = Target(profile=None, base_url=self.spec.url, api_key=os.environ.get(API_KEY_ENV))
+            target = Target(
+                profile=None, base_url=self.spec.url, api_key=os.environ.get(API_KEY_ENV)
+            )
         else:
-            await self.progress(force=True, state="running", profile=profile, phase="swapping",
-                                point=self._point)
+            await self.progress(
+                force=True, state="running", profile=profile, phase="swapping", point=self._point
+            )
             try:
                 target = await ensure_ready(self.agent, self.spec, profile)
             except RunError:
@@ -313,18 +426,38 @@ class Runner:
             raise RunError(f"no SGLang server answers at {self.spec.url}/server_info; check --url")
         return target
 
-    def _add(self, target: Target, concurrency: int, repeat: int, metrics: dict | None = None,
-             requests_path: str | None = None, error: str | None = None) -> None:
-        self.result["results"].append({
-            "profile": target.profile or "server", "command_hash": target.command_hash,
-            "capacity": target.capacity, "server_version": target.server_version,
-            "base_url": target.base_url, "concurrency": concurrency, "repeat": repeat,
-            "metrics": metrics, "requests_path": requests_path, "error": error,
-        })
+    def _add(
+        self,
+        target: Target,
+        concurrency: int,
+        repeat: int,
+        metrics: dict | None = None,
+        requests_path: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        self.result["results"].append(
+            {
+                "profile": target.profile or "server",
+                "command_hash": target.command_hash,
+                "capacity": target.capacity,
+                "server_version": target.server_version,
+                "base_url": target.base_url,
+                "concurrency": concurrency,
+                "repeat": repeat,
+                "metrics": metrics,
+                "requests_path": requests_path,
+                "error": error,
+            }
+        )
 
 
-async def run_sweep(spec: BenchSpec, out_path: Path, run_id: str, agent: Any = None,
-                    on_progress: Progress | None = None) -> dict:
+async def run_sweep(
+    spec: BenchSpec,
+    out_path: Path,
+    run_id: str,
+    agent: Any = None,
+    on_progress: Progress | None = None,
+) -> dict:
     """Run a whole sweep in this process (load points still run in their own processes)."""
     runner = Runner(spec, out_path, run_id, agent, on_progress)
     loop = asyncio.get_running_loop()
@@ -340,8 +473,12 @@ def load_result(path: Path) -> dict:
     """A run file, with its comparison rebuilt from the stored results (for `bench compare`)."""
     data = json.loads(Path(path).read_text())
     spec = data.get("spec") or {}
-    data["comparison"] = compare.build(data.get("results") or [], spec.get("job_completions"),
-                                       spec.get("job_output_len"), spec.get("output_len"))
+    data["comparison"] = compare.build(
+        data.get("results") or [],
+        spec.get("job_completions"),
+        spec.get("job_output_len"),
+        spec.get("output_len"),
+    )
     return data
 
 
@@ -350,6 +487,7 @@ async def _main_async(args: argparse.Namespace, spec: BenchSpec) -> int:
     agent = None
     if args.agent_socket:
         from sgltui.agent.client import AgentClient
+
         agent = AgentClient(Path(args.agent_socket).parent, client_name=f"bench:{os.getpid()}")
         await agent.connect(autostart=False)
     try:
@@ -361,7 +499,9 @@ async def _main_async(args: argparse.Namespace, spec: BenchSpec) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sgltui.bench.runner", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m sgltui.bench.runner", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--agent-socket")
     p.add_argument("--url")
     p.add_argument("--session-dir", required=True)
@@ -377,7 +517,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sgltui bench: invalid spec: {exc}", file=sys.stderr)
         return 2
     if not spec.url and not args.agent_socket:
-        print("sgltui bench: give --agent-socket (swap via the agent) or --url (a running server)", file=sys.stderr)
+        print(
+            "sgltui bench: give --agent-socket (swap via the agent) or --url (a running server)",
+            file=sys.stderr,
+        )
         return 2
     return asyncio.run(_main_async(args, spec))
 

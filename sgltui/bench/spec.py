@@ -14,7 +14,7 @@ class SpecError(Exception):
 
 @dataclass
 class BenchSpec:
-    profiles: list[str] = field(default_factory=list)   # empty: whatever slot `slot` serves now
+    profiles: list[str] = field(default_factory=list)  # empty: whatever slot `slot` serves now
     slot: str = "0"
     concurrency: list[int] = field(default_factory=lambda: [1, 4, 16, 64])
     input_len: int = 1024
@@ -24,8 +24,8 @@ class BenchSpec:
     repeat: int = 1
     workload: str = "random"
     api: str = "completions"
-    url: str | None = None             # bench this server directly, no agent, no swaps
-    warmup: int | None = None          # default: the concurrency (§6)
+    url: str | None = None  # bench this server directly, no agent, no swaps
+    warmup: int | None = None  # default: the concurrency (§6)
     seed: int = 42
     ignore_eos: bool = True
     flush_cache: bool = True
@@ -35,7 +35,7 @@ class BenchSpec:
     ready_timeout: float = 1800.0
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "BenchSpec":
+    def from_dict(cls, data: dict[str, Any]) -> BenchSpec:
         unknown = set(data) - set(cls.__dataclass_fields__)
         if unknown:
             raise SpecError(f"unknown bench spec field(s): {', '.join(sorted(unknown))}")
@@ -64,7 +64,9 @@ class BenchSpec:
         if self.api not in APIS:
             raise SpecError(f"--api must be one of {', '.join(APIS)}")
         if self.url and self.profiles:
-            raise SpecError("--url benches a running server directly; drop --profile, or drop --url to swap via the agent")
+            raise SpecError(
+                "--url benches a running server directly; drop --profile, or drop --url to swap via the agent"
+            )
         if self.job_completions is not None and self.job_completions < 1:
             raise SpecError("--job-completions must be at least 1")
         if self.job_output_len is not None and self.job_output_len < 1:

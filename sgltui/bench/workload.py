@@ -33,7 +33,7 @@ class WorkloadError(Exception):
 
 @dataclass(frozen=True)
 class Item:
-    prompt: str | list          # text, or chat messages from a file workload
+    prompt: str | list  # text, or chat messages from a file workload
     output_len: int
 
 
@@ -75,7 +75,9 @@ class RandomWorkload(Workload):
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256(f"random:{self.input_len}:{self.output_len}:{self.seed}".encode()).hexdigest()[:12]
+        return hashlib.sha256(
+            f"random:{self.input_len}:{self.output_len}:{self.seed}".encode()
+        ).hexdigest()[:12]
 
 
 class SharedPrefixWorkload(Workload):
@@ -89,7 +91,12 @@ class SharedPrefixWorkload(Workload):
             raise WorkloadError("shared-prefix needs --input-len >= 4 and --output-len >= 1")
         rng = random.Random(seed)
         prefix_len = input_len * 3 // 4
-        self.input_len, self.output_len, self.seed, self.groups = input_len, output_len, seed, groups
+        self.input_len, self.output_len, self.seed, self.groups = (
+            input_len,
+            output_len,
+            seed,
+            groups,
+        )
         self.prefixes = [_text(rng, prefix_len) for _ in range(groups)]
         self.suffix_len = max(1, input_len - prefix_len - 1)
         self.suffixes = [_text(rng, self.suffix_len) for _ in range(64)]
@@ -117,7 +124,9 @@ class FileWorkload(Workload):
         try:
             fh = self.path.open("rb")
         except OSError as exc:
-            raise WorkloadError(f"cannot read workload file {self.path}: {exc.strerror}; give a readable .jsonl file") from None
+            raise WorkloadError(
+                f"cannot read workload file {self.path}: {exc.strerror}; give a readable .jsonl file"
+            ) from None
         with fh:
             for lineno, raw in enumerate(fh, 1):
                 sha.update(raw)
@@ -126,19 +135,31 @@ class FileWorkload(Workload):
                 try:
                     obj = json.loads(raw)
                 except ValueError:
-                    raise WorkloadError(f"{self.path}:{lineno}: not JSON; each line must be an object like "
-                                        '{"prompt": "...", "output_len": 256}') from None
-                prompt = obj.get("messages") or obj.get("prompt") or obj.get("text") if isinstance(obj, dict) else None
+                    raise WorkloadError(
+                        f"{self.path}:{lineno}: not JSON; each line must be an object like "
+                        '{"prompt": "...", "output_len": 256}'
+                    ) from None
+                prompt = (
+                    obj.get("messages") or obj.get("prompt") or obj.get("text")
+                    if isinstance(obj, dict)
+                    else None
+                )
                 if not prompt:
-                    raise WorkloadError(f"{self.path}:{lineno}: no \"prompt\" or \"messages\"; add one to every line")
+                    raise WorkloadError(
+                        f'{self.path}:{lineno}: no "prompt" or "messages"; add one to every line'
+                    )
                 out = obj.get("output_len") or obj.get("max_tokens") or output_len
                 try:
                     out = int(out)
                 except (TypeError, ValueError):
-                    raise WorkloadError(f"{self.path}:{lineno}: output_len must be an integer") from None
+                    raise WorkloadError(
+                        f"{self.path}:{lineno}: output_len must be an integer"
+                    ) from None
                 self.items.append(Item(prompt, out))
         if not self.items:
-            raise WorkloadError(f"{self.path}: no prompts in the file; add JSONL lines with \"prompt\"")
+            raise WorkloadError(
+                f'{self.path}: no prompts in the file; add JSONL lines with "prompt"'
+            )
         self._digest = sha.hexdigest()[:12]
 
     def item(self, i: int) -> Item:

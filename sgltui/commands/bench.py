@@ -27,42 +27,96 @@ ACTIONS = ("run", "compare", "list", "stop")
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "bench", help="benchmark profiles: sweep concurrency, compare, time to finish a job",
+        "bench",
+        help="benchmark profiles: sweep concurrency, compare, time to finish a job",
         description="Benchmark one or more profiles (swapped in through the agent) or a running server (--url), "
-                    "then compare them. `sgltui bench compare RUN.json` re-prints a stored run.",
+        "then compare them. `sgltui bench compare RUN.json` re-prints a stored run.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
-               "  sgltui bench --profile demo-mtp --profile demo-no-mtp --concurrency 1,4,16 \\\n"
-               "      --input-len 512 --output-len 256 --requests 200 --job-completions 902087 --job-output-len 1000\n"
-               "  sgltui bench --url http://127.0.0.1:30000 --concurrency 8 --duration 60\n"
-               "  sgltui bench compare ~/.local/state/sgltui/sessions/.../bench/RUN.json --export-md cmp.md")
-    p.add_argument("action", nargs="?", default="run", choices=ACTIONS, help="run (default), compare, list, stop")
+        "  sgltui bench --profile demo-mtp --profile demo-no-mtp --concurrency 1,4,16 \\\n"
+        "      --input-len 512 --output-len 256 --requests 200 --job-completions 902087 --job-output-len 1000\n"
+        "  sgltui bench --url http://127.0.0.1:30000 --concurrency 8 --duration 60\n"
+        "  sgltui bench compare ~/.local/state/sgltui/sessions/.../bench/RUN.json --export-md cmp.md",
+    )
+    p.add_argument(
+        "action",
+        nargs="?",
+        default="run",
+        choices=ACTIONS,
+        help="run (default), compare, list, stop",
+    )
     p.add_argument("target", nargs="?", help="RUN.json for compare, RUN_ID for stop")
-    p.add_argument("--profile", action="append", default=[], metavar="P",
-                   help="profile to swap in and measure (repeatable); default: what slot 0 serves now")
+    p.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="P",
+        help="profile to swap in and measure (repeatable); default: what slot 0 serves now",
+    )
     p.add_argument("--slot", default="0", help="server slot to use (default 0)")
-    p.add_argument("--url", help="bench an already-running server at URL directly, without the agent")
-    p.add_argument("--concurrency", default="1,4,16,64", help="comma-separated concurrency levels (default 1,4,16,64)")
-    p.add_argument("--input-len", type=int, default=1024, metavar="L", help="prompt length in words (~tokens)")
-    p.add_argument("--output-len", type=int, default=1024, metavar="L", help="output tokens per request")
+    p.add_argument(
+        "--url", help="bench an already-running server at URL directly, without the agent"
+    )
+    p.add_argument(
+        "--concurrency",
+        default="1,4,16,64",
+        help="comma-separated concurrency levels (default 1,4,16,64)",
+    )
+    p.add_argument(
+        "--input-len", type=int, default=1024, metavar="L", help="prompt length in words (~tokens)"
+    )
+    p.add_argument(
+        "--output-len", type=int, default=1024, metavar="L", help="output tokens per request"
+    )
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--requests", type=int, metavar="N", help="measured requests per point (use >= 10x concurrency)")
+    g.add_argument(
+        "--requests",
+        type=int,
+        metavar="N",
+        help="measured requests per point (use >= 10x concurrency)",
+    )
     g.add_argument("--duration", type=float, metavar="S", help="seconds of load per point")
-    p.add_argument("--repeat", type=int, default=1, metavar="K", help="repeats per point; >= 3 gives a 95%% CI")
-    p.add_argument("--warmup", type=int, metavar="N", help="unmeasured warmup requests (default: the concurrency)")
-    p.add_argument("--workload", default="random", help="random, shared-prefix, or a FILE.jsonl of prompts")
-    p.add_argument("--api", default="completions", choices=("completions", "chat", "generate"),
-                   help="/v1/completions (default), /v1/chat/completions or native /generate")
+    p.add_argument(
+        "--repeat", type=int, default=1, metavar="K", help="repeats per point; >= 3 gives a 95%% CI"
+    )
+    p.add_argument(
+        "--warmup",
+        type=int,
+        metavar="N",
+        help="unmeasured warmup requests (default: the concurrency)",
+    )
+    p.add_argument(
+        "--workload", default="random", help="random, shared-prefix, or a FILE.jsonl of prompts"
+    )
+    p.add_argument(
+        "--api",
+        default="completions",
+        choices=("completions", "chat", "generate"),
+        help="/v1/completions (default), /v1/chat/completions or native /generate",
+    )
     p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--no-ignore-eos", action="store_true",
-                   help="let requests stop at EOS (use with real prompts for speculative decoding)")
-    p.add_argument("--no-flush-cache", action="store_true", help="keep the prefix cache between points")
-    p.add_argument("--job-completions", type=int, metavar="N", help="estimate the time to finish N completions")
-    p.add_argument("--job-output-len", type=int, metavar="L", help="output tokens per job completion")
+    p.add_argument(
+        "--no-ignore-eos",
+        action="store_true",
+        help="let requests stop at EOS (use with real prompts for speculative decoding)",
+    )
+    p.add_argument(
+        "--no-flush-cache", action="store_true", help="keep the prefix cache between points"
+    )
+    p.add_argument(
+        "--job-completions", type=int, metavar="N", help="estimate the time to finish N completions"
+    )
+    p.add_argument(
+        "--job-output-len", type=int, metavar="L", help="output tokens per job completion"
+    )
     p.add_argument("--export-md", metavar="F", help="write the comparison as Markdown to F")
     p.add_argument("--export-csv", metavar="F", help="write the comparison as CSV to F")
-    p.add_argument("--detach", action="store_true", help="start the run in the agent and return at once")
-    p.add_argument("--json", action="store_true", help="print the result file's JSON instead of tables")
+    p.add_argument(
+        "--detach", action="store_true", help="start the run in the agent and return at once"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the result file's JSON instead of tables"
+    )
     p.set_defaults(handler=handle)
 
 
@@ -74,7 +128,9 @@ def handle(args: argparse.Namespace) -> int:
     if args.action == "stop":
         return _stop(args)
     if args.target:
-        raise CliError(f"unexpected argument {args.target!r}; `sgltui bench` takes options only (see --help)")
+        raise CliError(
+            f"unexpected argument {args.target!r}; `sgltui bench` takes options only (see --help)"
+        )
     spec = _spec(args)
     if spec.url:
         return _run_direct(args, spec)
@@ -87,24 +143,43 @@ def _spec(args: argparse.Namespace):
     try:
         levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
     except ValueError:
-        raise CliError(f"--concurrency {args.concurrency!r}: give comma-separated integers, e.g. 1,4,16,64") from None
+        raise CliError(
+            f"--concurrency {args.concurrency!r}: give comma-separated integers, e.g. 1,4,16,64"
+        ) from None
     if args.requests is None and args.duration is None:
         raise CliError("give --requests N or --duration S (how much load per point)")
     if args.workload not in ("random", "shared-prefix"):
         path = Path(args.workload).expanduser()
         if not path.is_file():
-            raise CliError(f"--workload {args.workload}: no such file; use random, shared-prefix or a FILE.jsonl")
+            raise CliError(
+                f"--workload {args.workload}: no such file; use random, shared-prefix or a FILE.jsonl"
+            )
         args.workload = str(path.resolve())
     try:
-        return BenchSpec.from_dict({
-            "profiles": list(args.profile), "slot": str(args.slot), "concurrency": levels,
-            "input_len": args.input_len, "output_len": args.output_len, "requests": args.requests,
-            "duration": args.duration, "repeat": args.repeat, "workload": args.workload, "api": args.api,
-            "url": args.url, "warmup": args.warmup, "seed": args.seed, "ignore_eos": not args.no_ignore_eos,
-            "flush_cache": not args.no_flush_cache, "job_completions": args.job_completions,
-            "job_output_len": args.job_output_len,
-            "profiles_dirs": [str(Path(d).expanduser().resolve()) for d in (args.profiles or [])],
-        })
+        return BenchSpec.from_dict(
+            {
+                "profiles": list(args.profile),
+                "slot": str(args.slot),
+                "concurrency": levels,
+                "input_len": args.input_len,
+                "output_len": args.output_len,
+                "requests": args.requests,
+                "duration": args.duration,
+                "repeat": args.repeat,
+                "workload": args.workload,
+                "api": args.api,
+                "url": args.url,
+                "warmup": args.warmup,
+                "seed": args.seed,
+                "ignore_eos": not args.no_ignore_eos,
+                "flush_cache": not args.no_flush_cache,
+                "job_completions": args.job_completions,
+                "job_output_len": args.job_output_len,
+                "profiles_dirs": [
+                    str(Path(d).expanduser().resolve()) for d in (args.profiles or [])
+                ],
+            }
+        )
     except SpecError as exc:
         raise CliError(str(exc)) from None
 
@@ -133,8 +208,10 @@ class _Printer:
         key = (where, phase)
         if phase in ("warmup", "measure"):
             total = msg.get("total") or "?"
-            text = (f"{where}: {phase} {msg.get('done', 0)}/{total} done, {msg.get('failed', 0)} failed, "
-                    f"{msg.get('in_flight', 0)} in flight")
+            text = (
+                f"{where}: {phase} {msg.get('done', 0)}/{total} done, {msg.get('failed', 0)} failed, "
+                f"{msg.get('in_flight', 0)} in flight"
+            )
         else:
             text = f"{where}: {phase or 'starting'}"
         if self.tty:
@@ -189,8 +266,11 @@ def _run_agent(args: argparse.Namespace, spec) -> int:
     except AgentError as exc:
         raise CliError(str(exc)) from None
     except KeyboardInterrupt:
-        print("\nthe run goes on in the agent; `sgltui bench stop RUN_ID` stops it, "
-              "`sgltui bench list` shows it", file=sys.stderr)
+        print(
+            "\nthe run goes on in the agent; `sgltui bench stop RUN_ID` stops it, "
+            "`sgltui bench list` shows it",
+            file=sys.stderr,
+        )
         return 130
     if path is None:
         print(run_id)
@@ -214,7 +294,9 @@ async def _follow(client: Any, run_id: str) -> str | None:
                 return (run or {}).get("path")
             continue
         except StopAsyncIteration:
-            raise CliError("lost the connection to the agent; the run goes on: `sgltui bench list`") from None
+            raise CliError(
+                "lost the connection to the agent; the run goes on: `sgltui bench list`"
+            ) from None
         if push.get("push") != "event":
             continue
         ev = push.get("data") or {}
@@ -226,8 +308,10 @@ async def _follow(client: Any, run_id: str) -> str | None:
         elif ev.get("type") == "bench.done":
             printer.done()
             if ev.get("state") == "failed" and not Path(ev.get("path") or "").exists():
-                raise CliError(f"bench run {run_id} failed (exit code {ev.get('exit_code')}); "
-                               f"see its log next to {ev.get('path')}")
+                raise CliError(
+                    f"bench run {run_id} failed (exit code {ev.get('exit_code')}); "
+                    f"see its log next to {ev.get('path')}"
+                )
             return ev.get("path") or path
 
 
@@ -239,7 +323,9 @@ def _show(args: argparse.Namespace, path: Path, result: dict | None) -> int:
     try:
         data = load_result(path)
     except FileNotFoundError:
-        raise CliError(f"no result file at {path}; the run wrote nothing (see the bench log beside it)") from None
+        raise CliError(
+            f"no result file at {path}; the run wrote nothing (see the bench log beside it)"
+        ) from None
     except ValueError:
         raise CliError(f"{path} is not a bench result file (JSON)") from None
     if args.json:
@@ -249,7 +335,9 @@ def _show(args: argparse.Namespace, path: Path, result: dict | None) -> int:
     else:
         measured = [r for r in data.get("results", []) if r.get("metrics")]
         if len(measured) == 1:
-            print(format_point(measured[0]["metrics"], backend=f"sgltui {measured[0].get('profile')}"))
+            print(
+                format_point(measured[0]["metrics"], backend=f"sgltui {measured[0].get('profile')}")
+            )
             print()
         print(compare.render_text(data["comparison"]))
         print(f"\nresult: {path}")
@@ -272,7 +360,9 @@ def _export(args: argparse.Namespace, data: dict) -> None:
                 w.writeheader()
                 w.writerows(rows)
         except OSError as exc:
-            raise CliError(f"cannot write {args.export_csv}: {exc.strerror}; choose a writable path") from None
+            raise CliError(
+                f"cannot write {args.export_csv}: {exc.strerror}; choose a writable path"
+            ) from None
 
 
 def _write(path: str, text: str) -> None:
@@ -305,7 +395,9 @@ def _list(args: argparse.Namespace) -> int:
         print("no bench runs in this agent's session")
     for r in runs:
         prog = r.get("progress") or {}
-        print(f"{r['run_id']}  {r['state']:<8} point {prog.get('point', 0)}/{prog.get('points', '?')}  {r.get('path')}")
+        print(
+            f"{r['run_id']}  {r['state']:<8} point {prog.get('point', 0)}/{prog.get('points', '?')}  {r.get('path')}"
+        )
     return 0
 
 
@@ -315,7 +407,9 @@ def _stop(args: argparse.Namespace) -> int:
     if not args.target:
         raise CliError("give the run id: sgltui bench stop RUN_ID (see `sgltui bench list`)")
     try:
-        run = call_sync(state_dir(args.state_dir), "bench_stop", autostart=False, run_id=args.target)
+        run = call_sync(
+            state_dir(args.state_dir), "bench_stop", autostart=False, run_id=args.target
+        )
     except AgentError as exc:
         raise CliError(str(exc)) from None
     print(f"bench run {run['run_id']} {run['state']}; partial results: {run.get('path')}")

@@ -11,15 +11,25 @@ from typing import Any
 from sgltui.cli import CliError
 from sgltui.core.flags import Catalog, load_bundled_catalog, load_live_catalog
 from sgltui.core.profile_import import import_command, profile_to_toml
-from sgltui.core.profiles import Profile, ProfileError, ProfileSet, display_path, get_profile, read_raw, scan_profiles, search_dirs
+from sgltui.core.profiles import (
+    Profile,
+    ProfileError,
+    ProfileSet,
+    display_path,
+    get_profile,
+    read_raw,
+    scan_profiles,
+    search_dirs,
+)
 from sgltui.core.validate import Issue, check_profile, check_profile_set
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "profiles", help="list, show, validate and import serving profiles",
+        "profiles",
+        help="list, show, validate and import serving profiles",
         description="Serving profiles are TOML files whose [server] table holds SGLang's own flags. "
-                    "They are read from the profiles shipped with sgltui, ~/.config/sgltui/profiles and --profiles DIR.",
+        "They are read from the profiles shipped with sgltui, ~/.config/sgltui/profiles and --profiles DIR.",
     )
     sub = p.add_subparsers(dest="profiles_command", metavar="ACTION")
     p.set_defaults(handler=_list)
@@ -28,46 +38,75 @@ def register(subparsers: Any) -> None:
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     ls.set_defaults(handler=_list)
 
-    show = sub.add_parser("show", help="print a profile with inherited values resolved",
-                          description="Print NAME (a profile name or a .toml path) with `extends` resolved.")
+    show = sub.add_parser(
+        "show",
+        help="print a profile with inherited values resolved",
+        description="Print NAME (a profile name or a .toml path) with `extends` resolved.",
+    )
     show.add_argument("name", metavar="NAME", help="profile name or path to a .toml file")
-    show.add_argument("--command", action="store_true", help="print the command line it launches instead")
+    show.add_argument(
+        "--command", action="store_true", help="print the command line it launches instead"
+    )
     show.set_defaults(handler=_show)
 
-    val = sub.add_parser("validate", help="check profiles against the flags of the SGLang that will run them",
-                         description="Check profiles (all on the search path, or the given names, files or "
-                                     "directories) against the SGLang flag catalog of each profile's interpreter "
-                                     "(read live when SGLang is importable there, else the one bundled with sgltui).")
-    val.add_argument("paths", nargs="*", metavar="PATH", help="profile names, .toml files or directories (default: all)")
+    val = sub.add_parser(
+        "validate",
+        help="check profiles against the flags of the SGLang that will run them",
+        description="Check profiles (all on the search path, or the given names, files or "
+        "directories) against the SGLang flag catalog of each profile's interpreter "
+        "(read live when SGLang is importable there, else the one bundled with sgltui).",
+    )
+    val.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="profile names, .toml files or directories (default: all)",
+    )
     val.add_argument("--strict", action="store_true", help="fail on warnings too")
-    val.add_argument("--bundled", action="store_true", help="use the bundled catalog, do not ask any interpreter")
+    val.add_argument(
+        "--bundled", action="store_true", help="use the bundled catalog, do not ask any interpreter"
+    )
     val.set_defaults(handler=_validate)
 
     imp = sub.add_parser(
-        "import", help="turn an SGLang launch command line into a profile",
+        "import",
+        help="turn an SGLang launch command line into a profile",
         description="Read an existing SGLang launch command line and write it as a profile.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
-               "  sgltui profiles import -o mtp.toml -- python -m sglang.launch_server --model-path Qwen/Qwen3.6-27B \\\n"
-               "      --speculative-algorithm NEXTN --max-running-requests 4\n"
-               "  sgltui profiles import -- sglang serve Qwen/Qwen3.6-27B --port 30001\n"
-               "  sgltui profiles import -o copy.toml -- \"$(sgltui profiles show mtp --command)\"")
-    imp.add_argument("-o", "--output", metavar="FILE", help="write the TOML here (default: print it)")
-    imp.add_argument("--name", help="profile name (default: the output file's name, else 'imported')")
+        "  sgltui profiles import -o mtp.toml -- python -m sglang.launch_server --model-path Qwen/Qwen3.6-27B \\\n"
+        "      --speculative-algorithm NEXTN --max-running-requests 4\n"
+        "  sgltui profiles import -- sglang serve Qwen/Qwen3.6-27B --port 30001\n"
+        '  sgltui profiles import -o copy.toml -- "$(sgltui profiles show mtp --command)"',
+    )
+    imp.add_argument(
+        "-o", "--output", metavar="FILE", help="write the TOML here (default: print it)"
+    )
+    imp.add_argument(
+        "--name", help="profile name (default: the output file's name, else 'imported')"
+    )
     imp.add_argument("--description", default="", help="profile description")
     imp.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    imp.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the launch command line, after --")
+    imp.add_argument(
+        "cmd",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND",
+        help="the launch command line, after --",
+    )
     imp.set_defaults(handler=_import)
 
 
 # --- list / show ---------------------------------------------------------------------------------
+
 
 def _extra_dirs(args: argparse.Namespace) -> list[Path]:
     """--profiles DIRs, each checked: a typo there would silently hide profiles."""
     dirs = [Path(d).expanduser() for d in (getattr(args, "profiles", None) or ())]
     for d in dirs:
         if not d.is_dir():
-            raise CliError(f"--profiles {d}: no such directory; give a folder that holds profile .toml files")
+            raise CliError(
+                f"--profiles {d}: no such directory; give a folder that holds profile .toml files"
+            )
     return dirs
 
 
@@ -85,9 +124,24 @@ def _list(args: argparse.Namespace) -> int:
         except ProfileError as exc:
             broken.append(str(exc))
     if getattr(args, "json", False):
-        print(json.dumps([{"name": p.name, "key": p.key, "launcher": p.launcher, "extends": p.extends,
-                           "description": p.description, "path": str(p.source), "command_hash": p.command_hash()}
-                          for p in rows] + [{"error": b} for b in broken], indent=1))
+        print(
+            json.dumps(
+                [
+                    {
+                        "name": p.name,
+                        "key": p.key,
+                        "launcher": p.launcher,
+                        "extends": p.extends,
+                        "description": p.description,
+                        "path": str(p.source),
+                        "command_hash": p.command_hash(),
+                    }
+                    for p in rows
+                ]
+                + [{"error": b} for b in broken],
+                indent=1,
+            )
+        )
         return 0
     if not rows and not broken:
         dirs = ", ".join(str(d) for d in search_dirs(_extra_dirs(args)))
@@ -96,7 +150,9 @@ def _list(args: argparse.Namespace) -> int:
     width = max((len(p.name) for p in rows), default=4)
     print(f"{'KEY':3}  {'NAME':{width}}  {'LAUNCHER':8}  {'EXTENDS':14}  DESCRIPTION")
     for p in sorted(rows, key=lambda p: (p.launcher != "sglang", p.key or "~", p.name)):
-        print(f"{p.key or '-':3}  {p.name:{width}}  {p.launcher:8}  {p.extends or '-':14}  {p.description}")
+        print(
+            f"{p.key or '-':3}  {p.name:{width}}  {p.launcher:8}  {p.extends or '-':14}  {p.description}"
+        )
     for line in broken:
         print(f"sgltui: error: {line}", file=sys.stderr)
     return 0
@@ -115,13 +171,16 @@ def _show(args: argparse.Namespace) -> int:
         print(profile.command_line())
         return 0
     chain = " -> ".join((profile.name,) + profile.parents)
-    print(f"# {display_path(profile.source) if profile.source else profile.name}"
-          + (f"  (inherits: {chain}; values below are resolved)" if profile.parents else ""))
+    print(
+        f"# {display_path(profile.source) if profile.source else profile.name}"
+        + (f"  (inherits: {chain}; values below are resolved)" if profile.parents else "")
+    )
     print(profile_to_toml(profile, flatten=True), end="")
     return 0
 
 
 # --- validate ------------------------------------------------------------------------------------
+
 
 def _targets(args: argparse.Namespace) -> tuple[list[Profile], list[str]]:
     """The profiles to check and the load errors met on the way."""
@@ -139,7 +198,13 @@ def _targets(args: argparse.Namespace) -> tuple[list[Profile], list[str]]:
         return profiles, errors
     for target in args.paths:
         path = Path(target).expanduser()
-        files = sorted(path.rglob("*.toml")) if path.is_dir() else [path] if (path.suffix == ".toml" or path.exists()) else []
+        files = (
+            sorted(path.rglob("*.toml"))
+            if path.is_dir()
+            else [path]
+            if (path.suffix == ".toml" or path.exists())
+            else []
+        )
         if path.is_dir() and not files:
             errors.append(f"{target}: no .toml profiles in this directory")
             continue
@@ -184,8 +249,10 @@ def _validate(args: argparse.Namespace) -> int:
         print(issue)
     errors = len(load_errors) + sum(i.is_error for i in issues)
     warnings = sum(not i.is_error for i in issues)
-    print(f"{len(profiles)} profile{'s' if len(profiles) != 1 else ''} checked: "
-          f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}")
+    print(
+        f"{len(profiles)} profile{'s' if len(profiles) != 1 else ''} checked: "
+        f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}"
+    )
     if errors or (args.strict and warnings):
         return 1
     return 0
@@ -193,19 +260,25 @@ def _validate(args: argparse.Namespace) -> int:
 
 # --- import --------------------------------------------------------------------------------------
 
+
 def _import(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     if not cmd:
-        raise CliError("no command line given; write it after --, e.g. "
-                       "sgltui profiles import -o my.toml -- python -m sglang.launch_server --model-path ORG/MODEL", code=2)
+        raise CliError(
+            "no command line given; write it after --, e.g. "
+            "sgltui profiles import -o my.toml -- python -m sglang.launch_server --model-path ORG/MODEL",
+            code=2,
+        )
     out = Path(args.output).expanduser() if args.output else None
     if out is not None and out.exists() and not args.force:
         raise CliError(f"{out} exists; pass --force to overwrite it or choose another -o FILE")
     name = args.name or (out.stem if out else "imported")
     try:
-        profile = import_command(cmd, load_bundled_catalog(), name=name, description=args.description)
+        profile = import_command(
+            cmd, load_bundled_catalog(), name=name, description=args.description
+        )
     except ProfileError as exc:
         raise CliError(str(exc)) from None
     text = profile_to_toml(profile)

@@ -22,6 +22,7 @@ from sgltui.core import locations
 
 def _cli_error():
     from sgltui.cli import CliError
+
     return CliError
 
 
@@ -33,8 +34,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("stop", help="drain and stop the server in a slot")
     _slot_opts(p)
-    p.add_argument("--force", action="store_true", help="do not wait for running requests; shorter grace period")
-    p.add_argument("--timeout", type=float, default=30.0, help="longest drain wait in seconds (default 30)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="do not wait for running requests; shorter grace period",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=30.0, help="longest drain wait in seconds (default 30)"
+    )
     p.set_defaults(handler=cmd_stop)
 
     p = sub.add_parser("restart", help="stop and relaunch the slot's profile (re-read from disk)")
@@ -45,7 +52,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("swap", help="switch a slot to another profile, rolling back if it fails")
     p.add_argument("profile", help="profile name or .toml path")
     _slot_opts(p)
-    p.add_argument("--no-rollback", action="store_true", help="leave the slot failed instead of relaunching the old profile")
+    p.add_argument(
+        "--no-rollback",
+        action="store_true",
+        help="leave the slot failed instead of relaunching the old profile",
+    )
     p.add_argument("--force", action="store_true", help="do not wait for running requests")
     p.set_defaults(handler=cmd_swap)
 
@@ -80,7 +91,9 @@ def _usage(p: argparse.ArgumentParser) -> int:
 
 def _slot_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slot", default="0", help="slot id (default 0)")
-    p.add_argument("--no-wait", action="store_true", help="return once the agent accepted the command")
+    p.add_argument(
+        "--no-wait", action="store_true", help="return once the agent accepted the command"
+    )
 
 
 def _state(args: argparse.Namespace) -> Path:
@@ -100,6 +113,7 @@ def _call(args: argparse.Namespace, op: str, autostart: bool = True, **kw: Any) 
 
 # ---- lifecycle commands --------------------------------------------------------------------------
 
+
 def cmd_start(args: argparse.Namespace) -> int:
     return _lifecycle(args, "start", profile=args.profile)
 
@@ -113,8 +127,13 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 
 def cmd_swap(args: argparse.Namespace) -> int:
-    return _lifecycle(args, "swap", profile=args.profile, rollback=not args.no_rollback,
-                      drain="force" if args.force else "wait")
+    return _lifecycle(
+        args,
+        "swap",
+        profile=args.profile,
+        rollback=not args.no_rollback,
+        drain="force" if args.force else "wait",
+    )
 
 
 def _lifecycle(args: argparse.Namespace, op: str, **kw: Any) -> int:
@@ -124,14 +143,18 @@ def _lifecycle(args: argparse.Namespace, op: str, **kw: Any) -> int:
     if args.no_wait:
         res = _call(args, op, **kw)
         slot = res["slot"]
-        print(f"slot {slot['id']}: {op} accepted ({slot['state']}{', ' + slot['profile'] if slot['profile'] else ''})")
+        print(
+            f"slot {slot['id']}: {op} accepted ({slot['state']}{', ' + slot['profile'] if slot['profile'] else ''})"
+        )
         return 0
     try:
         outcome = asyncio.run(_follow(args, op, kw))
     except AgentError as exc:
         raise _cli_error()(str(exc)) from None
     except KeyboardInterrupt:
-        raise _cli_error()(f"stopped watching; the agent carries on with the {op} (see `sgltui status`)", 130) from None
+        raise _cli_error()(
+            f"stopped watching; the agent carries on with the {op} (see `sgltui status`)", 130
+        ) from None
     return _report(op, outcome)
 
 
@@ -171,7 +194,9 @@ class _Progress:
             return
         t = ev.get("type")
         if t == "launch":
-            self._out(f"launching {ev.get('profile')} (pid {ev.get('pid')}, log {ev.get('log_path')})")
+            self._out(
+                f"launching {ev.get('profile')} (pid {ev.get('pid')}, log {ev.get('log_path')})"
+            )
         elif t == "slot.phase":
             eta = f", eta {ev['eta_s']:.0f}s" if ev.get("eta_s") is not None else ""
             prog = f" {ev['progress']:.0%}" if ev.get("progress") is not None else ""
@@ -198,17 +223,23 @@ def _report(op: str, outcome: dict) -> int:
         return 1 if report.get("problems") else 0
     if op == "swap" and result.get("rolled_back"):
         _print_cause(result.get("cause"))
-        raise _cli_error()(f"swap failed: {(result.get('cause') or {}).get('summary', 'new profile did not start')}; "
-                           f"rolled back to {slot.get('profile')} (ready)")
+        raise _cli_error()(
+            f"swap failed: {(result.get('cause') or {}).get('summary', 'new profile did not start')}; "
+            f"rolled back to {slot.get('profile')} (ready)"
+        )
     if state == "ready":
         timings = result.get("timings_s") or {}
         took = f" in {timings['total']:.1f}s" if timings.get("total") else ""
-        print(f"slot {slot.get('id')}: {slot.get('profile')} ready on {slot.get('host')}:{slot.get('port')}{took}")
+        print(
+            f"slot {slot.get('id')}: {slot.get('profile')} ready on {slot.get('host')}:{slot.get('port')}{took}"
+        )
         return 0
     cause = slot.get("cause") or result.get("cause")
     _print_cause(cause)
     if cause:
-        raise _cli_error()(f"{slot.get('profile')} {state}: {cause['summary']}; fix: {cause['fix']}")
+        raise _cli_error()(
+            f"{slot.get('profile')} {state}: {cause['summary']}; fix: {cause['fix']}"
+        )
     raise _cli_error()(f"slot {slot.get('id')} ended {state}; see `sgltui logs`")
 
 
@@ -220,6 +251,7 @@ def _print_cause(cause: dict | None) -> None:
 
 
 # ---- status and logs ------------------------------------------------------------------------------
+
 
 def cmd_status(args: argparse.Namespace) -> int:
     st = _call(args, "status")
@@ -240,8 +272,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         pids = ",".join(map(str, s.get("pids") or [])) or "-"
         if len(pids) > 16:
             pids = pids[:15] + "…"
-        print(f"{s['id']:<5}{(s.get('profile') or '-'):<22}{s['state']:<11}{phase if s['state'] == 'launching' else '-':<24}"
-              f"{s.get('port') or '-':<7}{pids:<18}{_dur(s.get('uptime_s'))}")
+        print(
+            f"{s['id']:<5}{(s.get('profile') or '-'):<22}{s['state']:<11}{phase if s['state'] == 'launching' else '-':<24}"
+            f"{s.get('port') or '-':<7}{pids:<18}{_dur(s.get('uptime_s'))}"
+        )
         if s.get("swap"):
             sw = s["swap"]
             print(f"     swap {sw.get('from') or '-'} -> {sw.get('to')}: {sw.get('step')}")
@@ -308,6 +342,7 @@ async def _follow_logs(args: argparse.Namespace, kw: dict) -> None:
 
 # ---- the agent itself -------------------------------------------------------------------------
 
+
 def cmd_agent_status(args: argparse.Namespace) -> int:
     state = _state(args)
     try:
@@ -323,7 +358,9 @@ def cmd_agent_status(args: argparse.Namespace) -> int:
         print(json.dumps({"running": True, **agent}, default=str))
         return 0
     up = _dur(time.time() - agent["started"])
-    running = [f"{s['id']}:{s['profile']}({s['state']})" for s in st["slots"] if s["state"] != "stopped"]
+    running = [
+        f"{s['id']}:{s['profile']}({s['state']})" for s in st["slots"] if s["state"] != "stopped"
+    ]
     print(f"agent: running, pid {agent['pid']}, up {up}, version {agent['version']}")
     print(f"  socket  {paths(state)['socket']}")
     print(f"  log     {paths(state)['log']}")
@@ -345,10 +382,18 @@ def cmd_agent_stop(args: argparse.Namespace) -> int:
     while time.monotonic() < deadline and _alive(pid):
         time.sleep(0.1)
     if _alive(pid):
-        raise _cli_error()(f"the agent (pid {pid}) did not exit within 60s; see {paths(state)['log']}")
-    left = [f"{s['id']}:{s['profile']}" for s in st["slots"] if s["state"] in ("launching", "ready", "draining")]
+        raise _cli_error()(
+            f"the agent (pid {pid}) did not exit within 60s; see {paths(state)['log']}"
+        )
+    left = [
+        f"{s['id']}:{s['profile']}"
+        for s in st["slots"]
+        if s["state"] in ("launching", "ready", "draining")
+    ]
     if left and not args.stop_servers:
-        print(f"agent stopped; servers left running: {', '.join(left)} (the next agent re-adopts them)")
+        print(
+            f"agent stopped; servers left running: {', '.join(left)} (the next agent re-adopts them)"
+        )
     else:
         print("agent stopped")
     return 0
@@ -362,6 +407,7 @@ def cmd_agent_start(args: argparse.Namespace) -> int:
 
 def _alive(pid: int) -> bool:
     import psutil
+
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:

@@ -15,7 +15,13 @@ from pathlib import Path
 
 from sgltui.core import locations
 from sgltui.core.report import FORMATS, build_report, render
-from sgltui.core.sessiondir import SessionError, load_session, resolve_session, session_dirs, summarize
+from sgltui.core.sessiondir import (
+    SessionError,
+    load_session,
+    resolve_session,
+    session_dirs,
+    summarize,
+)
 
 
 def _cli_error(message: str):
@@ -25,7 +31,9 @@ def _cli_error(message: str):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    sessions = sub.add_parser("sessions", help="recorded sessions", description="List recorded sessions.")
+    sessions = sub.add_parser(
+        "sessions", help="recorded sessions", description="List recorded sessions."
+    )
     ssub = sessions.add_subparsers(dest="sessions_command", metavar="ACTION")
     lst = ssub.add_parser("list", help="list recorded sessions, newest last")
     lst.add_argument("--json", action="store_true", help="print JSON")
@@ -33,20 +41,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     sessions.set_defaults(handler=cmd_list, json=False)
 
     rep = sub.add_parser(
-        "report", help="report on a session (default: the latest)",
+        "report",
+        help="report on a session (default: the latest)",
         description="Launches, swaps (drain/stop/memory release/load/ready), crashes, time and throughput "
-                    "per profile, bench comparisons and the recommendation.",
+        "per profile, bench comparisons and the recommendation.",
     )
-    rep.add_argument("session", nargs="?", help="session name (or unique prefix) or directory; default: the latest")
-    rep.add_argument("--format", choices=FORMATS, help="md (default), json or csv; default from -o's extension")
-    rep.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (mode 0600)")
-    rep.add_argument("--save", action="store_true", help="also write report.<format> into the session directory")
+    rep.add_argument(
+        "session",
+        nargs="?",
+        help="session name (or unique prefix) or directory; default: the latest",
+    )
+    rep.add_argument(
+        "--format", choices=FORMATS, help="md (default), json or csv; default from -o's extension"
+    )
+    rep.add_argument(
+        "-o", "--output", metavar="FILE", help="write to FILE instead of stdout (mode 0600)"
+    )
+    rep.add_argument(
+        "--save", action="store_true", help="also write report.<format> into the session directory"
+    )
     rep.set_defaults(handler=cmd_report)
 
-    rp = sub.add_parser("replay", help="open the TUI on a recorded session (read-only, with a time cursor)")
-    rp.add_argument("session", nargs="?", help="session name (or unique prefix) or directory; default: the latest")
-    rp.add_argument("--speed", type=float, default=10.0, help="playback speed when playing (default 10x)")
-    rp.add_argument("--at", type=float, default=None, metavar="SECONDS", help="start this many seconds into the session")
+    rp = sub.add_parser(
+        "replay", help="open the TUI on a recorded session (read-only, with a time cursor)"
+    )
+    rp.add_argument(
+        "session",
+        nargs="?",
+        help="session name (or unique prefix) or directory; default: the latest",
+    )
+    rp.add_argument(
+        "--speed", type=float, default=10.0, help="playback speed when playing (default 10x)"
+    )
+    rp.add_argument(
+        "--at",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="start this many seconds into the session",
+    )
     rp.set_defaults(handler=cmd_replay)
 
 
@@ -85,9 +118,22 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = [("SESSION", "STARTED", "LAST EVENT", "LENGTH", "LAUNCHES", "BENCH", "SIZE", "STATE")]
     for s in summaries:
         length = (s.last_event - s.started) if s.started and s.last_event else None
-        rows.append((s.name, _when(s.started), _when(s.last_event),
-                     "-" if length is None else f"{length / 60:.0f} min" if length < 7200 else f"{length / 3600:.1f} h",
-                     str(s.launches), str(s.bench_runs), _size(s.size_bytes), "ended" if s.ended else "open"))
+        rows.append(
+            (
+                s.name,
+                _when(s.started),
+                _when(s.last_event),
+                "-"
+                if length is None
+                else f"{length / 60:.0f} min"
+                if length < 7200
+                else f"{length / 3600:.1f} h",
+                str(s.launches),
+                str(s.bench_runs),
+                _size(s.size_bytes),
+                "ended" if s.ended else "open",
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
@@ -129,7 +175,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         try:
             _write_private(target, text)
         except OSError as exc:
-            raise _cli_error(f"cannot write {target}: {exc.strerror or exc}; choose another -o FILE") from None
+            raise _cli_error(
+                f"cannot write {target}: {exc.strerror or exc}; choose another -o FILE"
+            ) from None
         print(f"wrote {target}", file=sys.stderr)
     if not args.output or args.output == "-":
         sys.stdout.write(text)
@@ -143,7 +191,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         from sgltui.tui.replay.run import run_replay
     except ImportError as exc:
-        raise _cli_error(f"the replay TUI is not available ({exc}); use `sgltui report {path.name}` instead") from None
+        raise _cli_error(
+            f"the replay TUI is not available ({exc}); use `sgltui report {path.name}` instead"
+        ) from None
     try:
         return int(run_replay(path, speed=args.speed, at=args.at) or 0)
     except SessionError as exc:

@@ -19,10 +19,16 @@ from sgltui.core import locations
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("top", help="GPU, host and engine readings as plain text (once or refreshing)")
+    p = sub.add_parser(
+        "top", help="GPU, host and engine readings as plain text (once or refreshing)"
+    )
     p.add_argument("--once", action="store_true", help="print one reading and exit")
-    p.add_argument("--interval", default="1.0", metavar="S", help="seconds between refreshes (default 1.0)")
-    p.add_argument("--json", action="store_true", help="print STATUS.telemetry as one JSON line per reading")
+    p.add_argument(
+        "--interval", default="1.0", metavar="S", help="seconds between refreshes (default 1.0)"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print STATUS.telemetry as one JSON line per reading"
+    )
     p.set_defaults(handler=cmd_top)
 
 

@@ -17,20 +17,32 @@ def _error(message: str) -> Exception:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    tui = sub.add_parser("tui", help="open the terminal UI (the same as plain `sgltui`)",
-                         description="Open the terminal UI. It is a client of the agent: quitting leaves servers running.")
+    tui = sub.add_parser(
+        "tui",
+        help="open the terminal UI (the same as plain `sgltui`)",
+        description="Open the terminal UI. It is a client of the agent: quitting leaves servers running.",
+    )
     _add_common(tui)
     tui.set_defaults(handler=open_tui)
-    demo = sub.add_parser("demo", help="start the simulator demo and open the UI",
-                          description="Start the agent with the shipped demo profiles (simulated GPU, faster start-up), "
-                                      "start the first one, send a light background load and open the UI.")
+    demo = sub.add_parser(
+        "demo",
+        help="start the simulator demo and open the UI",
+        description="Start the agent with the shipped demo profiles (simulated GPU, faster start-up), "
+        "start the first one, send a light background load and open the UI.",
+    )
     _add_common(demo)
-    demo.add_argument("--no-load", action="store_true", help="do not send the demo's background load")
+    demo.add_argument(
+        "--no-load", action="store_true", help="do not send the demo's background load"
+    )
     demo.set_defaults(handler=open_demo)
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--theme", metavar="NAME", help="colour theme: a built-in Textual theme or one from themes/*.toml")
+    parser.add_argument(
+        "--theme",
+        metavar="NAME",
+        help="colour theme: a built-in Textual theme or one from themes/*.toml",
+    )
 
 
 def register_root(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +63,9 @@ def open_demo(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, demo: bool) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise _error("the UI needs a terminal; for scripts use `sgltui status --json` or `sgltui top`")
+        raise _error(
+            "the UI needs a terminal; for scripts use `sgltui status --json` or `sgltui top`"
+        )
     from sgltui.core.locations import state_dir
     from sgltui.tui.config import ConfigError, load_config
 
@@ -63,14 +77,20 @@ def _run(args: argparse.Namespace, demo: bool) -> int:
     from sgltui.tui.source import LiveSource
     from sgltui.tui.themes import unknown_theme_message
 
-    source = LiveSource(state_dir(getattr(args, "state_dir", None)),
-                        profiles_dirs=[Path(p) for p in (getattr(args, "profiles", None) or [])])
+    source = LiveSource(
+        state_dir(getattr(args, "state_dir", None)),
+        profiles_dirs=[Path(p) for p in (getattr(args, "profiles", None) or [])],
+    )
     app = make_app(source, config=config, theme=getattr(args, "theme", None), demo=demo)
     if demo and getattr(args, "no_load", False):
         app.demo_load = False
     wanted = getattr(args, "theme", None) or config.theme
     if wanted and wanted not in app.available_themes and wanted not in app.user_theme_names:
-        raise _error(unknown_theme_message(wanted, sorted(set(app.available_themes) | set(app.user_theme_names))))
+        raise _error(
+            unknown_theme_message(
+                wanted, sorted(set(app.available_themes) | set(app.user_theme_names))
+            )
+        )
     for problem in app.theme_errors:
         print(f"sgltui: warning: {problem}", file=sys.stderr)
     note = app.run()

@@ -17,9 +17,17 @@ from typing import Any
 from sgltui.core.loglines import StartupLine, parse_startup_line
 
 CARD_FIELDS = (
-    "weights_gb", "kv_pool_tokens", "kv_pool_gb", "max_running_requests",
-    "requested_max_running_requests", "mamba_state_slots", "hicache_host_gb", "cuda_graph_bs",
-    "context_length", "draft_weights_gb", "notes",
+    "weights_gb",
+    "kv_pool_tokens",
+    "kv_pool_gb",
+    "max_running_requests",
+    "requested_max_running_requests",
+    "mamba_state_slots",
+    "hicache_host_gb",
+    "cuda_graph_bs",
+    "context_length",
+    "draft_weights_gb",
+    "notes",
 )
 
 
@@ -27,7 +35,7 @@ class CapacityBuilder:
     """Accumulates one launch's start-up lines and /server_info into a capacity card."""
 
     def __init__(self) -> None:
-        self._weights: list[float] = []       # first "Load weight end" = target, later ones = draft
+        self._weights: list[float] = []  # first "Load weight end" = target, later ones = draft
         self._kv: dict[str, Any] = {}
         self._draft_kv_gb: float | None = None
         self._mamba: dict[str, Any] = {}
@@ -108,7 +116,9 @@ class CapacityBuilder:
         draft_gb = sum(self._weights[1:]) if len(self._weights) > 1 else None
         kv_tokens = self._kv.get("tokens")
         if kv_tokens is None:
-            kv_tokens = _int(self._summary.get("max_total_num_tokens")) or _int(si.get("max_total_num_tokens"))
+            kv_tokens = _int(self._summary.get("max_total_num_tokens")) or _int(
+                si.get("max_total_num_tokens")
+            )
         kv_gb = self._kv.get("kv_gb")
         if kv_gb is None:
             kv_gb = _num(mem.get("kvcache"))
@@ -117,7 +127,11 @@ class CapacityBuilder:
         # per-DP effective value in server_info), never the requested flag.
         effective = _int(self._summary.get("max_running_requests"))
         if states:
-            per_dp = [_int(s.get("effective_max_running_requests_per_dp")) for s in states if isinstance(s, dict)]
+            per_dp = [
+                _int(s.get("effective_max_running_requests_per_dp"))
+                for s in states
+                if isinstance(s, dict)
+            ]
             if per_dp and all(p is not None for p in per_dp):
                 effective = sum(per_dp)  # type: ignore[arg-type]
         requested = self._server_args.get("max_running_requests") if self._server_args else None
@@ -141,7 +155,9 @@ class CapacityBuilder:
 
         notes = list(self._notes)
         if effective is not None and isinstance(requested, int) and effective < requested:
-            notes.append(f"effective max_running_requests {effective} is below the requested {requested}")
+            notes.append(
+                f"effective max_running_requests {effective} is below the requested {requested}"
+            )
         tp = _int(self._server_args.get("tp_size")) or _int(si.get("tp_size")) or 1
         if tp > 1:
             notes.append(f"memory figures are per GPU (TP rank 0 of {tp})")
@@ -153,7 +169,9 @@ class CapacityBuilder:
             "max_running_requests": effective,
             "requested_max_running_requests": requested,
             "mamba_state_slots": _int(self._mamba.get("slots")) if self._mamba else None,
-            "hicache_host_gb": round(sum(self._hicache_gb.values()), 3) if self._hicache_gb else None,
+            "hicache_host_gb": round(sum(self._hicache_gb.values()), 3)
+            if self._hicache_gb
+            else None,
             "cuda_graph_bs": graph_bs,
             "context_length": ctx,
             "draft_weights_gb": draft_gb,
@@ -162,15 +180,27 @@ class CapacityBuilder:
             "draft_kv_gb": self._draft_kv_gb,
             "kv_dtype": self._kv.get("dtype"),
             "mamba_state_gb": _mamba_gb(self._mamba),
-            "hicache_host_tokens": sum(self._hicache_tokens.values()) if self._hicache_tokens else None,
-            "graph_gb": round(sum((g.get("mem_gb") or 0.0) for g in self._graphs.values()), 3) if self._graphs else None,
+            "hicache_host_tokens": sum(self._hicache_tokens.values())
+            if self._hicache_tokens
+            else None,
+            "graph_gb": round(sum((g.get("mem_gb") or 0.0) for g in self._graphs.values()), 3)
+            if self._graphs
+            else None,
             "available_gpu_mem_gb": _num(self._summary.get("available_gpu_mem_gb")),
-            "chunked_prefill_size": _int(self._summary.get("chunked_prefill_size")) or _int(si.get("chunked_prefill_size")),
-            "speculative_algorithm": self._server_args.get("speculative_algorithm") or si.get("speculative_algorithm"),
+            "chunked_prefill_size": _int(self._summary.get("chunked_prefill_size"))
+            or _int(si.get("chunked_prefill_size")),
+            "speculative_algorithm": self._server_args.get("speculative_algorithm")
+            or si.get("speculative_algorithm"),
             "tp_size": tp,
             "startup_timings_s": self._timings or None,
-            "sources": [s for s, ok in (("log", bool(self._summary or self._kv or self._weights)),
-                                        ("server_info", self._server_info is not None)) if ok],
+            "sources": [
+                s
+                for s, ok in (
+                    ("log", bool(self._summary or self._kv or self._weights)),
+                    ("server_info", self._server_info is not None),
+                )
+                if ok
+            ],
         }
         return card
 
@@ -197,7 +227,9 @@ def _mamba_gb(m: dict[str, Any]) -> float | None:
     return round(sum(parts), 3) if parts else None
 
 
-def build_card(lines: list[str], server_info: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def build_card(
+    lines: list[str], server_info: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     """Convenience: a card from a whole log (e.g. a finished launch's log file)."""
     b = CapacityBuilder()
     for line in lines:

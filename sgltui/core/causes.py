@@ -8,8 +8,8 @@ checked in order, most specific first: an OOM during CUDA-graph capture also pri
 from __future__ import annotations
 
 import signal as _signal
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 
 @dataclass(frozen=True)
@@ -21,42 +21,96 @@ class _Rule:
 
 
 RULES: tuple[_Rule, ...] = (
-    _Rule("oom", ("Capture cuda graph failed",),
-          "out of GPU memory while capturing CUDA graphs",
-          "lower --mem-fraction-static (e.g. 0.8) or --cuda-graph-max-bs-decode, or disable decode graphs"),
-    _Rule("oom", ("Not enough memory. Please try to increase --mem-fraction-static",
-                  "leave no GPU memory for the KV cache",
-                  "Not enough GPU memory for hybrid",
-                  "Not enough space for mamba cache"),
-          "not enough GPU memory for the KV cache / state pools",
-          "raise --mem-fraction-static, lower --max-running-requests or --context-length, or free the GPU"),
-    _Rule("oom", ("CUDA out of memory", "OutOfMemoryError", "The memory capacity is unbalanced"),
-          "CUDA out of memory",
-          "lower --mem-fraction-static or --chunked-prefill-size, and check `nvidia-smi` for other processes on the GPU"),
-    _Rule("port", ("address already in use", "is not available in 30 seconds",
-                   "is used by a process already", "Port is already in use"),
-          "a port the server needs is already in use",
-          "stop whatever holds the port (often a leftover sglang:: process) or set another port in the profile"),
-    _Rule("flag", ("unrecognized arguments:", "invalid choice:", "ambiguous option:",
-                   "invalid int value", "invalid float value", "mutually exclusive",
-                   "Unknown speculative algorithm", "--model-path is required",
-                   "expected one argument"),
-          "the server rejected its command-line flags",
-          "fix the flag in the profile (`sgltui profiles validate NAME` names the nearest valid flag)"),
-    _Rule("model", ("is not a local folder and is not a valid model identifier", "Repository Not Found",
-                    "401 Client Error", "gated repo", "No such file or directory: '", "does not appear to have a file named"),
-          "model not found or not accessible",
-          "check model-path in the profile; for gated Hugging Face models set HF_TOKEN in the profile's [env]"),
-    _Rule("cuda", ("CUDA error", "NCCL error", "cudaErrorNoDevice", "no CUDA-capable device",
-                   "CUDA driver version is insufficient", "device-side assert"),
-          "CUDA / driver error",
-          "check `nvidia-smi`, CUDA_VISIBLE_DEVICES in the profile, and that the driver matches the torch build"),
+    _Rule(
+        "oom",
+        ("Capture cuda graph failed",),
+        "out of GPU memory while capturing CUDA graphs",
+        "lower --mem-fraction-static (e.g. 0.8) or --cuda-graph-max-bs-decode, or disable decode graphs",
+    ),
+    _Rule(
+        "oom",
+        (
+            "Not enough memory. Please try to increase --mem-fraction-static",
+            "leave no GPU memory for the KV cache",
+            "Not enough GPU memory for hybrid",
+            "Not enough space for mamba cache",
+        ),
+        "not enough GPU memory for the KV cache / state pools",
+        "raise --mem-fraction-static, lower --max-running-requests or --context-length, or free the GPU",
+    ),
+    _Rule(
+        "oom",
+        ("CUDA out of memory", "OutOfMemoryError", "The memory capacity is unbalanced"),
+        "CUDA out of memory",
+        "lower --mem-fraction-static or --chunked-prefill-size, and check `nvidia-smi` for other processes on the GPU",
+    ),
+    _Rule(
+        "port",
+        (
+            "address already in use",
+            "is not available in 30 seconds",
+            "is used by a process already",
+            "Port is already in use",
+        ),
+        "a port the server needs is already in use",
+        "stop whatever holds the port (often a leftover sglang:: process) or set another port in the profile",
+    ),
+    _Rule(
+        "flag",
+        (
+            "unrecognized arguments:",
+            "invalid choice:",
+            "ambiguous option:",
+            "invalid int value",
+            "invalid float value",
+            "mutually exclusive",
+            "Unknown speculative algorithm",
+            "--model-path is required",
+            "expected one argument",
+        ),
+        "the server rejected its command-line flags",
+        "fix the flag in the profile (`sgltui profiles validate NAME` names the nearest valid flag)",
+    ),
+    _Rule(
+        "model",
+        (
+            "is not a local folder and is not a valid model identifier",
+            "Repository Not Found",
+            "401 Client Error",
+            "gated repo",
+            "No such file or directory: '",
+            "does not appear to have a file named",
+        ),
+        "model not found or not accessible",
+        "check model-path in the profile; for gated Hugging Face models set HF_TOKEN in the profile's [env]",
+    ),
+    _Rule(
+        "cuda",
+        (
+            "CUDA error",
+            "NCCL error",
+            "cudaErrorNoDevice",
+            "no CUDA-capable device",
+            "CUDA driver version is insufficient",
+            "device-side assert",
+        ),
+        "CUDA / driver error",
+        "check `nvidia-smi`, CUDA_VISIBLE_DEVICES in the profile, and that the driver matches the torch build",
+    ),
 )
 
 # Lines that only say "something else failed first"; shown when nothing more specific matched.
-_GENERIC = ("Scheduler hit an exception", "crashed with exit code", "Initialization failed",
-            "Received sigquit", "SIGQUIT received", "watchdog timeout", "Traceback (most recent call last)",
-            "Error", "error:")
+_GENERIC = (
+    "Scheduler hit an exception",
+    "crashed with exit code",
+    "Initialization failed",
+    "Received sigquit",
+    "SIGQUIT received",
+    "watchdog timeout",
+    "Traceback (most recent call last)",
+    "Error",
+    "error:",
+)
 
 MAX_LINES = 6
 
@@ -81,13 +135,23 @@ def classify(exit_code: int | None, lines: Sequence[str], *, killed_by_us: bool 
     if exit_code is not None and (exit_code < 0 or exit_code in (128 + 9, 128 + 15)):
         num = -exit_code if exit_code < 0 else exit_code - 128
         name = _signal_name(num)
-        fix = ("look for the OOM killer in `dmesg` / `journalctl -k` (host RAM), or another user's kill"
-               if num == _signal.SIGKILL else "see who sent it; relaunch with `sgltui start`")
-        return _cause("signal", f"killed by {name}", _matching(lines, _GENERIC)[-MAX_LINES:], fix, exit_code)
+        fix = (
+            "look for the OOM killer in `dmesg` / `journalctl -k` (host RAM), or another user's kill"
+            if num == _signal.SIGKILL
+            else "see who sent it; relaunch with `sgltui start`"
+        )
+        return _cause(
+            "signal", f"killed by {name}", _matching(lines, _GENERIC)[-MAX_LINES:], fix, exit_code
+        )
     generic = _matching(lines, _GENERIC)
     code = "unknown exit status" if exit_code is None else f"exit code {exit_code}"
-    return _cause("exit", f"server exited ({code})", generic[-MAX_LINES:] or list(lines)[-MAX_LINES:],
-                  "read the server log (`sgltui logs`) for the first error", exit_code)
+    return _cause(
+        "exit",
+        f"server exited ({code})",
+        generic[-MAX_LINES:] or list(lines)[-MAX_LINES:],
+        "read the server log (`sgltui logs`) for the first error",
+        exit_code,
+    )
 
 
 def hang(phase: str, in_phase_s: float, expected_s: float, lines: Sequence[str]) -> dict:
@@ -106,5 +170,10 @@ def _matching(lines: Iterable[str], needles: tuple[str, ...]) -> list[str]:
 
 
 def _cause(kind: str, summary: str, lines: list[str], fix: str, exit_code: int | None) -> dict:
-    return {"kind": kind, "summary": summary, "lines": [ln.rstrip("\n")[:500] for ln in lines], "fix": fix,
-            "exit_code": exit_code}
+    return {
+        "kind": kind,
+        "summary": summary,
+        "lines": [ln.rstrip("\n")[:500] for ln in lines],
+        "fix": fix,
+        "exit_code": exit_code,
+    }

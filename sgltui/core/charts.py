@@ -7,7 +7,7 @@ dependency; eighth-block characters give 8 steps per cell so short bars still di
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
 _SPARK = "▁▂▃▄▅▆▇█"
@@ -42,7 +42,12 @@ def stacked_bar(parts: Sequence[tuple[float | None, str]], scale: float, width: 
     return "".join(out)
 
 
-def sparkline(values: Sequence[float | None], width: int = 60, lo: float | None = None, hi: float | None = None) -> str:
+def sparkline(
+    values: Sequence[float | None],
+    width: int = 60,
+    lo: float | None = None,
+    hi: float | None = None,
+) -> str:
     """Values squeezed into `width` cells (bucket means); None or NaN buckets print as a space."""
     if not values:
         return ""
@@ -50,7 +55,7 @@ def sparkline(values: Sequence[float | None], width: int = 60, lo: float | None 
     n = len(values)
     cells = min(width, n)
     for i in range(cells):
-        chunk = [v for v in values[i * n // cells:(i + 1) * n // cells] if _finite(v)]
+        chunk = [v for v in values[i * n // cells : (i + 1) * n // cells] if _finite(v)]
         buckets.append(sum(chunk) / len(chunk) if chunk else None)
     finite = [b for b in buckets if b is not None]
     if not finite:
@@ -65,5 +70,7 @@ def sparkline(values: Sequence[float | None], width: int = 60, lo: float | None 
         elif span <= 0:
             out.append(_SPARK[len(_SPARK) // 2] if hi > 0 else _SPARK[0])
         else:
-            out.append(_SPARK[min(len(_SPARK) - 1, max(0, int((b - lo) / span * (len(_SPARK) - 1) + 0.5)))])
+            out.append(
+                _SPARK[min(len(_SPARK) - 1, max(0, int((b - lo) / span * (len(_SPARK) - 1) + 0.5)))]
+            )
     return "".join(out)

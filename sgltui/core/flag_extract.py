@@ -115,7 +115,9 @@ def describe_action(action: argparse.Action) -> dict[str, Any] | None:
     if kind == "store_const":
         spec["const"] = _json_safe(getattr(action, "const_value", action.const))
     # SGLang's own Deprecated*Action classes, or argparse's deprecated=True (Python 3.13+).
-    deprecated = "Deprecated" in type(action).__name__ or getattr(action, "deprecated", False) is True
+    deprecated = (
+        "Deprecated" in type(action).__name__ or getattr(action, "deprecated", False) is True
+    )
     replacement = getattr(action, "new_flag", None)
     match = _DEPRECATED_USE.search(action.help or "") if isinstance(action.help, str) else None
     if match:
@@ -136,7 +138,9 @@ def speculative_algorithms() -> list[str] | None:
         from sglang.srt.speculative import spec_info, spec_registry
     except Exception:
         return None
-    names = [m for m in spec_info.SpeculativeAlgorithm.__members__ if m not in ("NONE", "FROZEN_KV_MTP")]
+    names = [
+        m for m in spec_info.SpeculativeAlgorithm.__members__ if m not in ("NONE", "FROZEN_KV_MTP")
+    ]
     names += sorted(getattr(spec_registry, "_RESERVED_ALIASES", ()))
     return names
 

@@ -32,7 +32,10 @@ EXTRACTOR_PATH = _HERE / "flag_extract.py"
 # piece of version history sgltui keeps itself. Applied to any catalog that lacks the old name.
 RENAMED: dict[str, tuple[str, str]] = {
     "mamba-scheduler-strategy": ("mamba-radix-cache-strategy", "renamed after 0.5.12"),
-    "cuda-graph-max-bs": ("cuda-graph-max-bs-decode", "split per phase after 0.5.12 (there is also cuda-graph-max-bs-prefill)"),
+    "cuda-graph-max-bs": (
+        "cuda-graph-max-bs-decode",
+        "split per phase after 0.5.12 (there is also cuda-graph-max-bs-prefill)",
+    ),
     "enable-mixed-priority-backend": ("", "no SGLang release has this flag"),
 }
 
@@ -42,7 +45,10 @@ _SIM_FLAGS: dict[str, dict[str, Any]] = {
     "sim-gpu": {"type": "str", "choices": list(SIM_GPU_PRESETS)},
     "sim-time-scale": {"type": "float"},
     "sim-seed": {"type": "int"},
-    "sim-fail-at-start": {"type": "str", "choices": ["oom", "port", "model-not-found", "cuda", "flag"]},
+    "sim-fail-at-start": {
+        "type": "str",
+        "choices": ["oom", "port", "model-not-found", "cuda", "flag"],
+    },
     "sim-crash-after": {"type": "float"},
     "sim-hang-in": {"type": "str", "choices": ["weights", "kv", "graphs", "warmup"]},
     "sim-slow-start": {"type": "float"},
@@ -57,8 +63,8 @@ class FlagSpec:
     name: str
     options: tuple[str, ...]
     dest: str
-    action: str = "store"          # store | store_true | store_false | store_const | boolean_optional | append | count
-    type: str | None = "str"       # str | int | float | human_int | json | json_list | None (no value)
+    action: str = "store"  # store | store_true | store_false | store_const | boolean_optional | append | count
+    type: str | None = "str"  # str | int | float | human_int | json | json_list | None (no value)
     nargs: int | str | None = None
     choices: tuple[Any, ...] | None = None
     default: Any = None
@@ -71,18 +77,28 @@ class FlagSpec:
     def aliases(self) -> tuple[str, ...]:
         """Other spellings of the flag (without dashes), e.g. model for model-path."""
         negated = {f"no-{self.name}"} if self.action == "boolean_optional" else set()
-        return tuple(o.lstrip("-") for o in self.options if o.lstrip("-") != self.name and o.lstrip("-") not in negated)
+        return tuple(
+            o.lstrip("-")
+            for o in self.options
+            if o.lstrip("-") != self.name and o.lstrip("-") not in negated
+        )
 
     @property
     def takes_value(self) -> bool:
-        return self.nargs != 0 and self.action not in ("store_true", "store_false", "store_const", "boolean_optional", "count")
+        return self.nargs != 0 and self.action not in (
+            "store_true",
+            "store_false",
+            "store_const",
+            "boolean_optional",
+            "count",
+        )
 
     @property
     def is_list(self) -> bool:
         return self.nargs in ("+", "*") or (isinstance(self.nargs, int) and self.nargs > 1)
 
     @classmethod
-    def from_json(cls, name: str, d: dict[str, Any], sim_only: bool = False) -> "FlagSpec":
+    def from_json(cls, name: str, d: dict[str, Any], sim_only: bool = False) -> FlagSpec:
         return cls(
             name=name,
             options=tuple(d.get("options") or (f"--{name}",)),
@@ -99,7 +115,9 @@ class FlagSpec:
         )
 
 
-SIM_FLAGS: dict[str, FlagSpec] = {n: FlagSpec.from_json(n, d, sim_only=True) for n, d in _SIM_FLAGS.items()}
+SIM_FLAGS: dict[str, FlagSpec] = {
+    n: FlagSpec.from_json(n, d, sim_only=True) for n, d in _SIM_FLAGS.items()
+}
 
 
 _SUFFIXED = re.compile(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)")
@@ -113,13 +131,17 @@ def human_int(text: str) -> int:
         number, suffix = m.groups()
         if suffix.endswith("i"):
             if "." in number:
-                raise argparse.ArgumentTypeError(f"decimals are not allowed with IEC suffix {suffix!r}")
+                raise argparse.ArgumentTypeError(
+                    f"decimals are not allowed with IEC suffix {suffix!r}"
+                )
             return int(number) * 1024 ** ("KMGT".index(suffix[0]) + 1)
         return int(float(number) * 1000 ** ("kMGT".index(suffix) + 1))
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer value: {text!r} (use 32768, 32k or 32Ki)") from None
+        raise argparse.ArgumentTypeError(
+            f"invalid integer value: {text!r} (use 32768, 32k or 32Ki)"
+        ) from None
 
 
 def _json_value(text: str) -> Any:
@@ -129,18 +151,27 @@ def _json_value(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"invalid JSON: {text!r}") from None
 
 
-_CONVERTERS = {"str": str, "int": int, "float": float, "human_int": human_int, "json": _json_value, "json_list": _json_value}
+_CONVERTERS = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "human_int": human_int,
+    "json": _json_value,
+    "json_list": _json_value,
+}
 
 
 @dataclass
 class Catalog:
     version: str
-    source: str                      # "bundled", or "live" (read from `python`), or "cached" (live, from the cache)
+    source: str  # "bundled", or "live" (read from `python`), or "cached" (live, from the cache)
     flags: dict[str, FlagSpec]
-    values: dict[str, dict[str, Any]] = field(default_factory=dict)   # value lists argparse does not enforce
+    values: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # value lists argparse does not enforce
     python: str | None = None
     path: Path | None = None
-    note: str | None = None          # why a live catalog was not used, when it was asked for
+    note: str | None = None  # why a live catalog was not used, when it was asked for
     _index: dict[str, FlagSpec] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -186,9 +217,13 @@ class Catalog:
 
     def describe(self) -> str:
         if self.source == "bundled":
-            return f"SGLang {self.version} flag catalog bundled with sgltui" + (f" ({self.note})" if self.note else "")
+            return f"SGLang {self.version} flag catalog bundled with sgltui" + (
+                f" ({self.note})" if self.note else ""
+            )
         where = f" from {self.python}" if self.python else ""
-        return f"SGLang {self.version} flag catalog read live{where}" + (" (cached)" if self.source == "cached" else "")
+        return f"SGLang {self.version} flag catalog read live{where}" + (
+            " (cached)" if self.source == "cached" else ""
+        )
 
     def add_to_argparse(self, parser: argparse.ArgumentParser, include_sim: bool = False) -> None:
         """Add every flag with SGLang's nargs/type/choices/action, so `parser` accepts what SGLang accepts."""
@@ -202,7 +237,9 @@ class Catalog:
                 kwargs["action"] = spec.action
                 options = list(spec.options)
             elif spec.action == "store_const" or spec.nargs == 0:
-                kwargs.update(action="store_const", const=spec.const if spec.const is not None else True)
+                kwargs.update(
+                    action="store_const", const=spec.const if spec.const is not None else True
+                )
                 options = list(spec.options)
             elif spec.action == "count":
                 kwargs["action"] = "count"
@@ -218,7 +255,9 @@ class Catalog:
             parser.add_argument(*options, **kwargs)
 
 
-def _catalog_from_json(data: dict[str, Any], source: str, python: str | None = None, path: Path | None = None) -> Catalog:
+def _catalog_from_json(
+    data: dict[str, Any], source: str, python: str | None = None, path: Path | None = None
+) -> Catalog:
     flags = {name: FlagSpec.from_json(name, d) for name, d in data["flags"].items()}
     return Catalog(
         version=str(data.get("sglang_version", "unknown")),
@@ -249,11 +288,17 @@ def sglang_version(python: str, timeout: float = 30.0) -> str | None:
     try:
         out = subprocess.run(
             [python, "-c", _VERSION_CODE],
-            capture_output=True, text=True, timeout=timeout, start_new_session=True, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    version = out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else ""
+    version = (
+        out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else ""
+    )
     return version if re.fullmatch(r"[0-9A-Za-z.+_-]+", version or "") else None
 
 
@@ -268,10 +313,16 @@ def extract_live(python: str, timeout: float = 180.0) -> dict[str, Any]:
         try:
             proc = subprocess.run(
                 [python, str(EXTRACTOR_PATH), str(out)],
-                capture_output=True, text=True, timeout=timeout, start_new_session=True, stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
             )
         except subprocess.TimeoutExpired:
-            raise RuntimeError(f"reading SGLang's flags with {python} took over {timeout:.0f} s") from None
+            raise RuntimeError(
+                f"reading SGLang's flags with {python} took over {timeout:.0f} s"
+            ) from None
         except OSError as exc:
             raise RuntimeError(f"cannot run {python}: {exc.strerror or exc}") from None
         if proc.returncode != 0 or not out.exists():
@@ -288,11 +339,15 @@ def load_live_catalog(python: str | None = None, refresh: bool = False) -> Catal
     python = os.path.expanduser(python) if python else sys.executable
     version = sglang_version(python)
     if version is None:
-        return replace(load_bundled_catalog(), note=f"SGLang is not importable by {python}", _index={})
+        return replace(
+            load_bundled_catalog(), note=f"SGLang is not importable by {python}", _index={}
+        )
     cached = _cache_file(version)
     if cached.exists() and not refresh:
         try:
-            return _catalog_from_json(json.loads(cached.read_text(encoding="utf-8")), "cached", python, cached)
+            return _catalog_from_json(
+                json.loads(cached.read_text(encoding="utf-8")), "cached", python, cached
+            )
         except (OSError, ValueError, KeyError):
             pass  # a damaged cache entry is rebuilt below
     try:

@@ -15,9 +15,10 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 _PART_SUFFIX = re.compile(r"\.(\d+)$")
 
@@ -30,7 +31,7 @@ def rotated_parts(path: Path) -> list[Path]:
         for candidate in path.parent.iterdir():
             name = candidate.name
             if name.startswith(path.name + "."):
-                m = _PART_SUFFIX.search(name[len(path.name):])
+                m = _PART_SUFFIX.search(name[len(path.name) :])
                 if m and name == f"{path.name}.{m.group(1)}":
                     numbered.append((int(m.group(1)), candidate))
     except OSError:
@@ -67,7 +68,9 @@ class ReadStats:
         return "skipped " + " and ".join(bits) if bits else None
 
 
-def iter_jsonl(path: Path, stats: ReadStats | None = None, rotated: bool = True) -> Iterator[dict[str, Any]]:
+def iter_jsonl(
+    path: Path, stats: ReadStats | None = None, rotated: bool = True
+) -> Iterator[dict[str, Any]]:
     """Yield each JSON object of `path` (and its rotated parts, oldest first).
 
     Lines that are not a complete JSON object are skipped and counted in `stats`. Only the very
@@ -167,6 +170,7 @@ def read_json(path: Path) -> tuple[Any, str | None]:
 # Indexed access: week-long sessions hold hundreds of thousands of samples and log lines; keep
 # only (time, part, offset) per line in memory and read the lines themselves on demand.
 # ---------------------------------------------------------------------------------------------
+
 
 class _Parts:
     """Open file handles of a rotated file's parts, for seek-and-read."""
@@ -291,8 +295,12 @@ class TextLineIndex:
         return len(self.ts)
 
     def lines(self, a: int, b: int) -> list[str]:
-        return [self._parts.read_line(self._part[i], self._off[i]).decode("utf-8", "replace").rstrip("\r\n")
-                for i in range(max(0, a), min(b, len(self.ts)))]
+        return [
+            self._parts.read_line(self._part[i], self._off[i])
+            .decode("utf-8", "replace")
+            .rstrip("\r\n")
+            for i in range(max(0, a), min(b, len(self.ts)))
+        ]
 
     def close(self) -> None:
         self._parts.close()

@@ -25,7 +25,9 @@ class LogLine:
 
     message: str
     time_text: str | None = None
-    ranks: dict[str, int] = field(default_factory=dict)  # {"TP": 0, "DP": 1, ...}; absent dimension = 0
+    ranks: dict[str, int] = field(
+        default_factory=dict
+    )  # {"TP": 0, "DP": 1, ...}; absent dimension = 0
 
     @property
     def tp_rank(self) -> int:
@@ -154,6 +156,7 @@ def parse_batch_line(line: str) -> BatchLine | None:
 # ---------------------------------------------------------------------------------------------
 # Start-up lines (§4.2)
 
+
 @dataclass
 class StartupLine:
     kind: str
@@ -189,9 +192,18 @@ _NOTE_MARKERS = (
 )
 
 _SERVER_ARGS_KEYS = (
-    "max_running_requests", "tp_size", "dp_size", "context_length", "speculative_algorithm",
-    "speculative_num_draft_tokens", "enable_hierarchical_cache", "hicache_ratio", "hicache_size",
-    "max_mamba_cache_size", "mem_fraction_static", "chunked_prefill_size",
+    "max_running_requests",
+    "tp_size",
+    "dp_size",
+    "context_length",
+    "speculative_algorithm",
+    "speculative_num_draft_tokens",
+    "enable_hierarchical_cache",
+    "hicache_ratio",
+    "hicache_size",
+    "max_mamba_cache_size",
+    "mem_fraction_static",
+    "chunked_prefill_size",
 )
 
 
@@ -232,39 +244,88 @@ def parse_startup_line(line: str) -> StartupLine | None:
         return mk("weights_begin", avail_gb=_f(r"avail mem=" + _NUM, msg))
     if msg.startswith("Load weight end"):
         t = re.search(r"type=([^,\s]+)", msg)
-        return mk("weights_end", mem_gb=_f(r"mem usage=" + _NUM, msg), avail_gb=_f(r"avail mem=" + _NUM, msg),
-                  elapsed_s=_f(r"elapsed=" + _NUM, msg), type=t.group(1) if t else None)
+        return mk(
+            "weights_end",
+            mem_gb=_f(r"mem usage=" + _NUM, msg),
+            avail_gb=_f(r"avail mem=" + _NUM, msg),
+            elapsed_s=_f(r"elapsed=" + _NUM, msg),
+            type=t.group(1) if t else None,
+        )
     if "Mamba Cache is allocated" in msg:
-        return mk("mamba_cache", slots=int(_f(r"max_mamba_cache_size: " + _NUM, msg) or 0),
-                  conv_gb=_f(r"conv_state size: " + _NUM, msg), ssm_gb=_f(r"\bssm_state size: " + _NUM, msg),
-                  intermediate_ssm_gb=_f(r"intermediate_ssm_state_cache size: " + _NUM, msg),
-                  intermediate_conv_gb=_f(r"intermediate_conv_window_cache size: " + _NUM, msg))
+        return mk(
+            "mamba_cache",
+            slots=int(_f(r"max_mamba_cache_size: " + _NUM, msg) or 0),
+            conv_gb=_f(r"conv_state size: " + _NUM, msg),
+            ssm_gb=_f(r"\bssm_state size: " + _NUM, msg),
+            intermediate_ssm_gb=_f(r"intermediate_ssm_state_cache size: " + _NUM, msg),
+            intermediate_conv_gb=_f(r"intermediate_conv_window_cache size: " + _NUM, msg),
+        )
     # Unified sizing: "... KV Cache VA upper bound ..." first (not a pool), then the real figure.
     m = re.match(r"Post-capture KV sizing: (?:(\S+) )?KV cache allocated\.", msg)
     if m:
-        return mk("kv_cache", label=m.group(1), dtype=_dtype(msg), tokens=_int(r"#tokens: (\d+)", msg),
-                  kv_gb=_f(r"KV size: " + _NUM, msg), avail_gb=_f(r"avail mem=" + _NUM, msg))
+        return mk(
+            "kv_cache",
+            label=m.group(1),
+            dtype=_dtype(msg),
+            tokens=_int(r"#tokens: (\d+)", msg),
+            kv_gb=_f(r"KV size: " + _NUM, msg),
+            avail_gb=_f(r"avail mem=" + _NUM, msg),
+        )
     m = re.match(r"(?:(.*?) )?KV Cache is allocated\.", msg)
     if m:
-        k, v, kv = _f(r"\bK size: " + _NUM, msg), _f(r"\bV size: " + _NUM, msg), _f(r"\bKV size: " + _NUM, msg)
-        total = kv if kv is not None else (None if k is None and v is None else (k or 0.0) + (v or 0.0))
-        return mk("kv_cache", label=m.group(1) or None, dtype=_dtype(msg),
-                  tokens=_int(r"#tokens: (\d+)", msg), kv_gb=total)
+        k, v, kv = (
+            _f(r"\bK size: " + _NUM, msg),
+            _f(r"\bV size: " + _NUM, msg),
+            _f(r"\bKV size: " + _NUM, msg),
+        )
+        total = (
+            kv if kv is not None else (None if k is None and v is None else (k or 0.0) + (v or 0.0))
+        )
+        return mk(
+            "kv_cache",
+            label=m.group(1) or None,
+            dtype=_dtype(msg),
+            tokens=_int(r"#tokens: (\d+)", msg),
+            kv_gb=total,
+        )
     if msg.startswith("Use sliding window memory pool"):
-        return mk("swa_pool", full_tokens=_int(r"full_layer_tokens=(\d+)", msg),
-                  swa_tokens=_int(r"swa_layer_tokens=(\d+)", msg))
+        return mk(
+            "swa_pool",
+            full_tokens=_int(r"full_layer_tokens=(\d+)", msg),
+            swa_tokens=_int(r"swa_layer_tokens=(\d+)", msg),
+        )
     # "Allocating kv hierarchical KV host pool: N tokens, X GB host memory." and token-less variants
     # for state pools ("Allocating mamba hierarchical host pool: X GB host memory.").
-    m = re.match(r"Allocating (?:(\S+) )?hierarchical (?:KV )?host pool:? (?:(\d+) tokens, )?" + _NUM + " GB host memory", msg)
+    m = re.match(
+        r"Allocating (?:(\S+) )?hierarchical (?:KV )?host pool:? (?:(\d+) tokens, )?"
+        + _NUM
+        + " GB host memory",
+        msg,
+    )
     if m:
-        return mk("hicache_host", label=m.group(1), tokens=int(m.group(2)) if m.group(2) else None, gb=float(m.group(3)))
+        return mk(
+            "hicache_host",
+            label=m.group(1),
+            tokens=int(m.group(2)) if m.group(2) else None,
+            gb=float(m.group(3)),
+        )
     # 0.5.12 KV wording, and 0.5.23's host state pool of hybrid models:
     # "Allocating 22.17 GB host memory for hierarchical Mamba cache (51 state slots, layout=...)."
-    m = re.match(r"Allocating " + _NUM + r" GB host memory for hierarchical (\S+) cache(?: \((\d+) state slots)?", msg)
+    m = re.match(
+        r"Allocating "
+        + _NUM
+        + r" GB host memory for hierarchical (\S+) cache(?: \((\d+) state slots)?",
+        msg,
+    )
     if m:
         label = None if m.group(2) == "KV" else m.group(2).lower()
-        return mk("hicache_host", label=label, tokens=None, gb=float(m.group(1)),
-                  state_slots=int(m.group(3)) if m.group(3) else None)
+        return mk(
+            "hicache_host",
+            label=label,
+            tokens=None,
+            gb=float(m.group(1)),
+            state_slots=int(m.group(3)) if m.group(3) else None,
+        )
     if msg.startswith("Memory pool end"):
         return mk("memory_pool_end", avail_gb=_f(r"avail mem=" + _NUM, msg))
     m = re.match(r"Capture (.*?)\s*(?:CUDA|cuda) graph (begin|end)", msg)
@@ -272,8 +333,13 @@ def parse_startup_line(line: str) -> StartupLine | None:
         which = m.group(1).strip() or "decode"  # 0.5.12: "Capture cuda graph begin." (decode)
         if m.group(2) == "begin":
             return mk("graph_begin", which=which, avail_gb=_f(r"avail mem=" + _NUM, msg))
-        return mk("graph_end", which=which, bs=_bs_list(msg), mem_gb=_f(r"mem usage=" + _NUM, msg),
-                  avail_gb=_f(r"avail mem=" + _NUM, msg))
+        return mk(
+            "graph_end",
+            which=which,
+            bs=_bs_list(msg),
+            mem_gb=_f(r"mem usage=" + _NUM, msg),
+            avail_gb=_f(r"avail mem=" + _NUM, msg),
+        )
     if msg.startswith("Engine startup timings (s):"):
         vals = {}
         for k, v in re.findall(r"(\w+)=([\d.]+)", msg.split(":", 1)[1]):

@@ -74,7 +74,9 @@ def advance(current: str | None, line: str) -> str | None:
     return new
 
 
-def estimate(phase: str | None, in_phase_s: float, done_s: dict[str, float], learned: dict[str, float] | None) -> tuple[float, float | None]:
+def estimate(
+    phase: str | None, in_phase_s: float, done_s: dict[str, float], learned: dict[str, float] | None
+) -> tuple[float, float | None]:
     """(progress 0..1, eta seconds or None) of a launch now in `phase` for `in_phase_s` seconds.
 
     `done_s` holds how long the finished phases of this launch took; `learned` the typical
@@ -84,7 +86,7 @@ def estimate(phase: str | None, in_phase_s: float, done_s: dict[str, float], lea
     idx = max(phase_index(phase), 0)
     if learned:
         remaining_here = max(learned.get(PHASES[idx], 0.0) - in_phase_s, 0.0)
-        eta = remaining_here + sum(learned.get(p, 0.0) for p in PHASES[idx + 1:])
+        eta = remaining_here + sum(learned.get(p, 0.0) for p in PHASES[idx + 1 :])
         elapsed = sum(done_s.values()) + in_phase_s
         total = elapsed + eta
         progress = elapsed / total if total > 0 else 0.0

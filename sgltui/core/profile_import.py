@@ -15,8 +15,9 @@ import re
 import shlex
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import tomli_w
 
@@ -33,7 +34,9 @@ def split_command(text: str) -> list[str]:
     try:
         return shlex.split(text)
     except ValueError as exc:
-        raise ProfileError(f"cannot split the command line: {exc}", fix="check the quotes") from None
+        raise ProfileError(
+            f"cannot split the command line: {exc}", fix="check the quotes"
+        ) from None
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -64,7 +67,10 @@ def _split_program(tokens: list[str]) -> tuple[str, str | None, list[str]]:
     base = Path(prog).name
     if base == "sglang":
         if not rest or rest[0] != "serve":
-            raise ProfileError("only `sglang serve` starts a server", fix="import `sglang serve ...` or `python -m sglang.launch_server ...`")
+            raise ProfileError(
+                "only `sglang serve` starts a server",
+                fix="import `sglang serve ...` or `python -m sglang.launch_server ...`",
+            )
         rest = rest[1:]
         if rest and not rest[0].startswith("-"):  # sglang serve MODEL: positional model path
             rest = ["--model-path", rest[0], *rest[1:]]
@@ -84,11 +90,19 @@ def _split_program(tokens: list[str]) -> tuple[str, str | None, list[str]]:
             module = rest[i + 1]
             for launcher, mod in LAUNCH_MODULES.items():
                 if module == mod:
-                    return launcher, (_interpreter(prog) if launcher == "sglang" else None), rest[i + 2:]
-            raise ProfileError(f"`python -m {module}` is not an SGLang server",
-                               fix="import `python -m sglang.launch_server ...` or `sglang serve ...`")
-    raise ProfileError(f"not an SGLang launch command: {prog!r}",
-                       fix="give `python -m sglang.launch_server ...`, `sglang serve ...` or just the flags")
+                    return (
+                        launcher,
+                        (_interpreter(prog) if launcher == "sglang" else None),
+                        rest[i + 2 :],
+                    )
+            raise ProfileError(
+                f"`python -m {module}` is not an SGLang server",
+                fix="import `python -m sglang.launch_server ...` or `sglang serve ...`",
+            )
+    raise ProfileError(
+        f"not an SGLang launch command: {prog!r}",
+        fix="give `python -m sglang.launch_server ...`, `sglang serve ...` or just the flags",
+    )
 
 
 def _convert(spec: FlagSpec, text: str) -> Any:
@@ -107,7 +121,11 @@ def _convert(spec: FlagSpec, text: str) -> Any:
             value = json.loads(text)
         except ValueError:
             return text
-        if isinstance(value, (dict, list)) and "null" not in text and json.dumps(value, separators=(",", ":")) == text:
+        if (
+            isinstance(value, (dict, list))
+            and "null" not in text
+            and json.dumps(value, separators=(",", ":")) == text
+        ):
             return value
     return text
 
@@ -128,9 +146,15 @@ def _lookup(catalog: Catalog, flag: str, sim: bool) -> tuple[str, FlagSpec]:
         return matches[0].name, matches[0]
     if len(matches) > 1:
         names = ", ".join(f"--{s.name}" for s in matches[:6])
-        raise ProfileError(f"{flag} is ambiguous (could be {names})", fix="write the full flag name")
+        raise ProfileError(
+            f"{flag} is ambiguous (could be {names})", fix="write the full flag name"
+        )
     near = catalog.nearest(name, sim=sim)
-    fix = f"did you mean {', '.join('--' + n for n in near)}?" if near else "check `sglang serve --help`"
+    fix = (
+        f"did you mean {', '.join('--' + n for n in near)}?"
+        if near
+        else "check `sglang serve --help`"
+    )
     raise ProfileError(f"unknown flag {flag} for SGLang {catalog.version}", fix=fix)
 
 
@@ -142,7 +166,10 @@ def parse_flags(tokens: Sequence[str], catalog: Catalog, sim: bool = False) -> d
         token = tokens[i]
         i += 1
         if not token.startswith("--") or token == "--":
-            raise ProfileError(f"unexpected argument {token!r}", fix="every SGLang setting is a --flag; quote values with spaces")
+            raise ProfileError(
+                f"unexpected argument {token!r}",
+                fix="every SGLang setting is a --flag; quote values with spaces",
+            )
         flag, eq, inline = token.partition("=")
         key, spec = _lookup(catalog, flag, sim)
         if not spec.takes_value:
@@ -169,7 +196,7 @@ def parse_flags(tokens: Sequence[str], catalog: Catalog, sim: bool = False) -> d
                 continue
         else:
             count = spec.nargs if isinstance(spec.nargs, int) else 1
-            values = tokens[i:i + count]
+            values = tokens[i : i + count]
             i += count
             if len(values) < count:
                 raise ProfileError(f"{flag} needs a value", fix=f"write {flag} VALUE")
@@ -182,8 +209,9 @@ def parse_flags(tokens: Sequence[str], catalog: Catalog, sim: bool = False) -> d
     return server
 
 
-def import_command(command: Sequence[str] | str, catalog: Catalog, name: str = "imported",
-                   description: str = "") -> Profile:
+def import_command(
+    command: Sequence[str] | str, catalog: Catalog, name: str = "imported", description: str = ""
+) -> Profile:
     tokens = split_command(command) if isinstance(command, str) else list(command)
     if len(tokens) == 1 and " " in tokens[0]:
         tokens = split_command(tokens[0])  # the whole command passed as one quoted word
@@ -198,7 +226,9 @@ def import_command(command: Sequence[str] | str, catalog: Catalog, name: str = "
         raise ProfileError("empty command line", fix="give the SGLang launch command after `--`")
     launcher, python, flag_tokens = _split_program(tokens)
     server = parse_flags(flag_tokens, catalog, sim=(launcher == "sim"))
-    return Profile(name=name, description=description, launcher=launcher, python=python, server=server, env=env)
+    return Profile(
+        name=name, description=description, launcher=launcher, python=python, server=server, env=env
+    )
 
 
 def profile_to_toml(profile: Profile, flatten: bool = True) -> str:

@@ -17,9 +17,10 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -42,8 +43,14 @@ Where = tuple[Path | None, int | None]
 class ProfileError(Exception):
     """One line: "path:line: key: problem; fix" (parts that are unknown are left out)."""
 
-    def __init__(self, problem: str, path: Path | str | None = None, line: int | None = None,
-                 key: str | None = None, fix: str | None = None) -> None:
+    def __init__(
+        self,
+        problem: str,
+        path: Path | str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+        fix: str | None = None,
+    ) -> None:
         self.problem = problem
         self.path = Path(path) if path is not None else None
         self.line = line
@@ -52,7 +59,9 @@ class ProfileError(Exception):
         super().__init__(format_location(self.path, line, key, problem, fix))
 
 
-def format_location(path: Path | None, line: int | None, key: str | None, problem: str, fix: str | None) -> str:
+def format_location(
+    path: Path | None, line: int | None, key: str | None, problem: str, fix: str | None
+) -> str:
     where = ""
     if path is not None:
         where = f"{display_path(path)}:{line}: " if line else f"{display_path(path)}: "
@@ -71,7 +80,9 @@ def display_path(path: Path) -> str:
 # --- reading TOML with line numbers --------------------------------------------------------------
 
 _HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
-_KEY = re.compile(r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=""")
+_KEY = re.compile(
+    r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*="""
+)
 _PART = re.compile(r"""\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+))\s*""")
 
 
@@ -108,7 +119,7 @@ def key_lines(text: str) -> dict[tuple[str, ...], int]:
         if m:
             full = table + tuple(_split_key(m.group(1)))
             lines.setdefault(full, number)
-            rest = raw[m.end():]
+            rest = raw[m.end() :]
             for quote in ('"""', "'''"):
                 if rest.count(quote) % 2 == 1:
                     in_multiline = quote
@@ -130,8 +141,12 @@ class RawProfile:
     def line(self, *key: str) -> int | None:
         return self.lines.get(tuple(key))
 
-    def error(self, problem: str, *key: str, fix: str | None = None, label: str | None = None) -> ProfileError:
-        return ProfileError(problem, self.path, self.line(*key), label or ".".join(key) or None, fix)
+    def error(
+        self, problem: str, *key: str, fix: str | None = None, label: str | None = None
+    ) -> ProfileError:
+        return ProfileError(
+            problem, self.path, self.line(*key), label or ".".join(key) or None, fix
+        )
 
 
 def read_raw(path: Path) -> RawProfile:
@@ -140,7 +155,9 @@ def read_raw(path: Path) -> RawProfile:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ProfileError("no such profile file", path, fix="check the path or run `sgltui profiles list`") from None
+        raise ProfileError(
+            "no such profile file", path, fix="check the path or run `sgltui profiles list`"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path) from None
     try:
@@ -148,10 +165,14 @@ def read_raw(path: Path) -> RawProfile:
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         m = re.search(r"\(at line (\d+), column (\d+)\)", message)
-        line = int(m.group(1)) if m else getattr(exc, "lineno", None)  # newer tomllib also has .lineno
+        line = (
+            int(m.group(1)) if m else getattr(exc, "lineno", None)
+        )  # newer tomllib also has .lineno
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", message) if m else message
         col = f" (column {m.group(2)})" if m else ""
-        raise ProfileError(f"invalid TOML: {message}{col}", path, line, fix="fix the TOML syntax on that line") from None
+        raise ProfileError(
+            f"invalid TOML: {message}{col}", path, line, fix="fix the TOML syntax on that line"
+        ) from None
     raw = RawProfile(path, data, key_lines(text))
     _check_shape(raw)
     return raw
@@ -167,24 +188,48 @@ def _check_shape(raw: RawProfile) -> None:
                 fix = f"SGLang flags go under [server] (write `{key} = ...` there); top-level keys are {', '.join(TOP_LEVEL_KEYS)}"
             raise raw.error("unknown top-level key", key, fix=fix)
         if key in _STRING_KEYS and not isinstance(value, str):
-            raise raw.error(f"must be a string, not {_toml_type(value)}", key, fix=f'quote it: {key} = "{value}"')
+            raise raw.error(
+                f"must be a string, not {_toml_type(value)}",
+                key,
+                fix=f'quote it: {key} = "{value}"',
+            )
     for table in ("server", "env"):
         if table in raw.data and not isinstance(raw.data[table], dict):
-            raise raw.error(f"must be a table, not {_toml_type(raw.data[table])}", table, fix=f"write it as a [{table}] section")
+            raise raw.error(
+                f"must be a table, not {_toml_type(raw.data[table])}",
+                table,
+                fix=f"write it as a [{table}] section",
+            )
     launcher = raw.data.get("launcher", "sglang")
     if launcher not in LAUNCHERS:
-        raise raw.error(f"unknown launcher {launcher!r}", "launcher", fix='use "sglang" (real SGLang) or "sim" (the built-in simulator)')
+        raise raw.error(
+            f"unknown launcher {launcher!r}",
+            "launcher",
+            fix='use "sglang" (real SGLang) or "sim" (the built-in simulator)',
+        )
     for env_key, value in raw.data.get("env", {}).items():
         if not isinstance(value, str):
-            raise raw.error(f"environment values must be strings, not {_toml_type(value)}", "env", env_key,
-                            fix=f'quote it: {env_key} = "{_toml_scalar(value)}"')
+            raise raw.error(
+                f"environment values must be strings, not {_toml_type(value)}",
+                "env",
+                env_key,
+                fix=f'quote it: {env_key} = "{_toml_scalar(value)}"',
+            )
     if "key" in raw.data and not raw.data["key"]:
-        raise raw.error("empty hot-swap key", "key", fix='use one key such as "1", or remove the line')
+        raise raw.error(
+            "empty hot-swap key", "key", fix='use one key such as "1", or remove the line'
+        )
 
 
 def _toml_type(value: Any) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
-            dict: "a table"}.get(type(value), type(value).__name__)
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
 
 
 def _toml_scalar(value: Any) -> str:
@@ -192,6 +237,7 @@ def _toml_scalar(value: Any) -> str:
 
 
 # --- profiles ------------------------------------------------------------------------------------
+
 
 @dataclass
 class Profile:
@@ -244,7 +290,11 @@ class Profile:
     @property
     def api_key(self) -> str | None:
         value = self.server.get("api-key")
-        return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) and value != "" else None
+        return (
+            str(value)
+            if isinstance(value, (str, int)) and not isinstance(value, bool) and value != ""
+            else None
+        )
 
     def to_toml_dict(self, flatten: bool = True) -> dict[str, Any]:
         """The profile as a TOML document (resolved values; `extends` dropped when flattened)."""
@@ -312,16 +362,25 @@ def _canonical(key: str) -> str:
 
 # --- the set of profiles on the search path -----------------------------------------------------
 
+
 def search_dirs(extra_dirs: Sequence[Path | str] = ()) -> list[Path]:
     """Shipped profiles, then ~/.config/sgltui/profiles, then --profiles DIRs (later wins)."""
-    return [locations.shipped_dir("profiles"), locations.config_dir() / "profiles", *(Path(d).expanduser() for d in extra_dirs)]
+    return [
+        locations.shipped_dir("profiles"),
+        locations.config_dir() / "profiles",
+        *(Path(d).expanduser() for d in extra_dirs),
+    ]
 
 
 @dataclass
 class ProfileSet:
     raw: dict[str, RawProfile] = field(default_factory=dict)
-    errors: dict[str, ProfileError] = field(default_factory=dict)   # file path -> why it was not loaded
-    failed_names: dict[str, str] = field(default_factory=dict)      # profile name (file stem) -> file path
+    errors: dict[str, ProfileError] = field(
+        default_factory=dict
+    )  # file path -> why it was not loaded
+    failed_names: dict[str, str] = field(
+        default_factory=dict
+    )  # profile name (file stem) -> file path
 
     def add_file(self, path: Path) -> None:
         try:
@@ -349,8 +408,12 @@ class ProfileSet:
         parent_name = raw.data.get("extends")
         if parent_name:
             if parent_name in seen:
-                cycle = " -> ".join(seen[seen.index(parent_name):] + (parent_name,))
-                raise raw.error(f"inheritance cycle {cycle}", "extends", fix="remove `extends` from one of these profiles")
+                cycle = " -> ".join(seen[seen.index(parent_name) :] + (parent_name,))
+                raise raw.error(
+                    f"inheritance cycle {cycle}",
+                    "extends",
+                    fix="remove `extends` from one of these profiles",
+                )
             parent_raw = self._find_parent(raw, parent_name)
             parent = self.resolve_raw(parent_raw, seen)
         else:
@@ -368,14 +431,22 @@ class ProfileSet:
         if parent_name in self.failed_names:
             raise self.errors[self.failed_names[parent_name]]
         near = difflib.get_close_matches(parent_name, self.names(), n=3)
-        fix = f"did you mean {', '.join(near)}?" if near else "run `sgltui profiles list` for the names"
+        fix = (
+            f"did you mean {', '.join(near)}?"
+            if near
+            else "run `sgltui profiles list` for the names"
+        )
         raise raw.error(f"parent profile {parent_name!r} not found", "extends", fix=fix)
 
 
 def unknown_profile(name: str, names: Iterable[str]) -> ProfileError:
     names = list(names)
     near = difflib.get_close_matches(name, names, n=3)
-    fix = f"did you mean {', '.join(near)}?" if near else f"known profiles: {', '.join(names) or 'none'}"
+    fix = (
+        f"did you mean {', '.join(near)}?"
+        if near
+        else f"known profiles: {', '.join(names) or 'none'}"
+    )
     return ProfileError(f"no profile named {name!r}", fix=fix)
 
 

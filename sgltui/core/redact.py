@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 MASK = "***"
 
@@ -48,7 +49,19 @@ _SECRET_FIELD = re.compile(
 # TOKENIZERS_PARALLELISM or KEYBOARD_LAYOUT are left alone while HF_TOKEN, OPENAI_API_KEY and
 # AWS_SECRET_ACCESS_KEY are caught.
 _SECRET_ENV_PARTS = frozenset(
-    {"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PWD", "CREDENTIAL", "CREDENTIALS", "AUTH"}
+    {
+        "KEY",
+        "APIKEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "PWD",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "AUTH",
+    }
 )
 _ENV_PWD_EXEMPT = frozenset({"PWD", "OLDPWD"})  # the shell's working directory, not a password
 
@@ -58,14 +71,18 @@ _FIELD_ASSIGN = re.compile(
     r"""(?P<val>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s,;)}\]&'"]+)"""
 )
 # --flag value / --flag=value inside free text (a logged command line).
-_FLAG_IN_TEXT = re.compile(r"(?P<flag>(?<![\w-])--?[A-Za-z][\w-]*)(?P<sep>=|\s+)(?P<val>'[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_FLAG_IN_TEXT = re.compile(
+    r"(?P<flag>(?<![\w-])--?[A-Za-z][\w-]*)(?P<sep>=|\s+)(?P<val>'[^']*'|\"[^\"]*\"|[^\s'\"]+)"
+)
 # Authorization: Bearer xxx / Authorization: Basic xxx / Authorization: xxx, also x-api-key: xxx.
 _AUTH_HEADER = re.compile(
     r"(?P<head>\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?)"
     r"(?P<val>[^\s\"',;]+)",
     re.IGNORECASE,
 )
-_API_KEY_HEADER = re.compile(r"(?P<head>\bx-api-key\b[\"']?\s*[:=]\s*[\"']?)(?P<val>[^\s\"',;]+)", re.IGNORECASE)
+_API_KEY_HEADER = re.compile(
+    r"(?P<head>\bx-api-key\b[\"']?\s*[:=]\s*[\"']?)(?P<val>[^\s\"',;]+)", re.IGNORECASE
+)
 # scheme://user:password@host
 _URL_USERINFO = re.compile(r"(?P<head>\b[a-zA-Z][\w+.-]*://[^\s/:@]+:)(?P<val>[^\s/@]+)(?P<at>@)")
 # ?token=...&api_key=... in URLs
@@ -74,7 +91,9 @@ _URL_QUERY = re.compile(
     re.IGNORECASE,
 )
 # KEY=value in free text (a logged `env` dump or shell line): only for secret-looking env names.
-_ENV_ASSIGN = re.compile(r"(?P<head>(?<![\w-])(?P<name>[A-Z][A-Z0-9_]*)=)(?P<val>[^\s'\"]+|'[^']*'|\"[^\"]*\")")
+_ENV_ASSIGN = re.compile(
+    r"(?P<head>(?<![\w-])(?P<name>[A-Z][A-Z0-9_]*)=)(?P<val>[^\s'\"]+|'[^']*'|\"[^\"]*\")"
+)
 
 
 _HEADER_NAMES = frozenset({"authorization", "proxy-authorization", "x-api-key", "x_api_key"})
@@ -205,8 +224,12 @@ class Redactor:
                 # Headers have their own rule (which keeps the "Bearer" scheme word readable).
                 # A bare "token" in free text is a count far more often than a secret (SGLang's
                 # "#token: 8000"); structured fields named "token" are still masked by obj().
-                if bare.isupper() or bare.lower() in _HEADER_NAMES or bare.lower() == "token" \
-                        or not is_secret_field(bare):
+                if (
+                    bare.isupper()
+                    or bare.lower() in _HEADER_NAMES
+                    or bare.lower() == "token"
+                    or not is_secret_field(bare)
+                ):
                     continue
                 if m["val"] in _NOT_A_VALUE:
                     continue

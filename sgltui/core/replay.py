@@ -17,28 +17,46 @@ import bisect
 import copy
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from sgltui.core.jsonl import TextLineIndex
 from sgltui.core.redact import Redactor
 from sgltui.core.sessiondir import Session, load_session
 
 CHECKPOINT_EVERY = 500
-CHART_WINDOW_S = 300.0   # the throughput pane shows the last 5 minutes
-ACTIVITY_BACKLOG = 200   # events replayed into the activity pane after a seek
-LOG_BACKLOG = 200        # log lines shown after a seek
+CHART_WINDOW_S = 300.0  # the throughput pane shows the last 5 minutes
+ACTIVITY_BACKLOG = 200  # events replayed into the activity pane after a seek
+LOG_BACKLOG = 200  # log lines shown after a seek
 
 _LOG_TS = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?")
 
 
 def _new_slot(slot_id: str) -> dict[str, Any]:
     return {
-        "id": slot_id, "profile": None, "state": "stopped", "phase": None, "progress": None, "eta_s": None,
-        "host": "127.0.0.1", "port": None, "pid": None, "pids": [], "launch_id": None, "log_path": None,
-        "started_at": None, "ready_at": None, "uptime_s": None, "command": [], "command_hash": None,
-        "cause": None, "capacity": None, "swap": None, "api_key_set": False,
+        "id": slot_id,
+        "profile": None,
+        "state": "stopped",
+        "phase": None,
+        "progress": None,
+        "eta_s": None,
+        "host": "127.0.0.1",
+        "port": None,
+        "pid": None,
+        "pids": [],
+        "launch_id": None,
+        "log_path": None,
+        "started_at": None,
+        "ready_at": None,
+        "uptime_s": None,
+        "command": [],
+        "command_hash": None,
+        "cause": None,
+        "capacity": None,
+        "swap": None,
+        "api_key_set": False,
     }
 
 
@@ -62,10 +80,10 @@ class _State:
     agent: dict[str, Any]
 
     @classmethod
-    def empty(cls) -> "_State":
+    def empty(cls) -> _State:
         return cls({}, {}, {}, {"ok": True, "error": None}, {})
 
-    def copy(self) -> "_State":
+    def copy(self) -> _State:
         return copy.deepcopy(self)
 
     def apply(self, ev: dict[str, Any], session_dir: Path) -> None:
@@ -77,20 +95,33 @@ class _State:
             slot = self.slots.setdefault(str(slot_id), _new_slot(str(slot_id)))
         if t in ("agent.start", "agent.adopt"):
             if t == "agent.start":
-                self.agent.update({k: ev.get(k) for k in ("pid", "version") if ev.get(k) is not None})
+                self.agent.update(
+                    {k: ev.get(k) for k in ("pid", "version") if ev.get(k) is not None}
+                )
                 self.agent["started"] = ts
             if t == "agent.adopt" and slot is not None and ev.get("profile"):
-                slot.update(profile=ev.get("profile"), launch_id=ev.get("launch_id") or slot["launch_id"])
+                slot.update(
+                    profile=ev.get("profile"), launch_id=ev.get("launch_id") or slot["launch_id"]
+                )
                 if ev.get("ok") and ev.get("state"):
                     slot["state"] = ev["state"]
         elif t == "launch" and slot is not None:
             command = ev.get("command") if isinstance(ev.get("command"), list) else []
             port = _flag(command, "--port")
             slot.update(
-                profile=ev.get("profile"), launch_id=ev.get("launch_id"), command=command,
-                command_hash=ev.get("command_hash"), log_path=ev.get("log_path"), started_at=ts, ready_at=None,
-                pid=ev.get("pid"), pids=[ev["pid"]] if ev.get("pid") else [], capacity=None, cause=None,
-                host=_flag(command, "--host") or "127.0.0.1", port=int(port) if port and port.isdigit() else 30000,
+                profile=ev.get("profile"),
+                launch_id=ev.get("launch_id"),
+                command=command,
+                command_hash=ev.get("command_hash"),
+                log_path=ev.get("log_path"),
+                started_at=ts,
+                ready_at=None,
+                pid=ev.get("pid"),
+                pids=[ev["pid"]] if ev.get("pid") else [],
+                capacity=None,
+                cause=None,
+                host=_flag(command, "--host") or "127.0.0.1",
+                port=int(port) if port and port.isdigit() else 30000,
                 api_key_set=_flag(command, "--api-key") is not None,
             )
             self._profile(ev.get("profile"))
@@ -115,7 +146,12 @@ class _State:
             started = (slot.get("swap") or {}).get("started_at")
             if started is None and isinstance(ts, (int, float)):
                 started = ts - float(ev.get("elapsed_s") or 0.0)
-            slot["swap"] = {"from": ev.get("from"), "to": ev.get("to"), "step": ev.get("step"), "started_at": started}
+            slot["swap"] = {
+                "from": ev.get("from"),
+                "to": ev.get("to"),
+                "step": ev.get("step"),
+                "started_at": started,
+            }
             self._profile(ev.get("from"))
             self._profile(ev.get("to"))
         elif t == "swap.done" and slot is not None:
@@ -126,10 +162,14 @@ class _State:
             self.bench[ev["run_id"]] = {"run_id": ev["run_id"], "state": "running", "started": ts}
         elif t == "bench.progress" and ev.get("run_id"):
             run = self.bench.setdefault(ev["run_id"], {"run_id": ev["run_id"], "state": "running"})
-            run["progress"] = {k: v for k, v in ev.items() if k not in ("v", "ts", "type", "client", "slot")}
+            run["progress"] = {
+                k: v for k, v in ev.items() if k not in ("v", "ts", "type", "client", "slot")
+            }
         elif t == "bench.done" and ev.get("run_id"):
             run = self.bench.setdefault(ev["run_id"], {"run_id": ev["run_id"]})
-            run["state"] = ev.get("state") or ("failed" if ev.get("ok") is False or ev.get("error") else "done")
+            run["state"] = ev.get("state") or (
+                "failed" if ev.get("ok") is False or ev.get("error") else "done"
+            )
             run["path"] = relocate_bench_path(ev, session_dir)
         elif t == "disk.error":
             self.disk = {"ok": False, "error": ev.get("error")}
@@ -138,7 +178,12 @@ class _State:
 
     def _profile(self, name: Any) -> None:
         if name and name not in self.profiles:
-            self.profiles[str(name)] = {"name": str(name), "key": None, "description": "", "launcher": None}
+            self.profiles[str(name)] = {
+                "name": str(name),
+                "key": None,
+                "description": "",
+                "launcher": None,
+            }
 
 
 def relocate_bench_path(ev: dict[str, Any], session_dir: Path) -> str | None:
@@ -171,7 +216,9 @@ def parse_log_ts(line: str) -> float | None:
 class _LaunchLog:
     """One server log, indexed by time (lines read from disk on demand, redacted on read)."""
 
-    def __init__(self, launch_id: str, slot: str, path: Path, launch_ts: float, redactor: Redactor) -> None:
+    def __init__(
+        self, launch_id: str, slot: str, path: Path, launch_ts: float, redactor: Redactor
+    ) -> None:
         self.launch_id = launch_id
         self.slot = slot
         self.index = TextLineIndex(path, parse_log_ts, launch_ts)
@@ -199,7 +246,12 @@ class Replay:
         self.event_ts = [float(e["ts"]) for e in self.events]
         self.samples = session.timeline  # JsonlIndex: sorted, read on demand
         self.sample_ts = self.samples.ts
-        stamps = self.event_ts[:1] + self.event_ts[-1:] + list(self.sample_ts[:1]) + list(self.sample_ts[-1:])
+        stamps = (
+            self.event_ts[:1]
+            + self.event_ts[-1:]
+            + list(self.sample_ts[:1])
+            + list(self.sample_ts[-1:])
+        )
         self.start = min(stamps) if stamps else 0.0
         self.end = max(stamps) if stamps else 0.0
         self._checkpoints: list[tuple[int, _State]] = []
@@ -208,7 +260,7 @@ class Replay:
         self._load_logs()
 
     @classmethod
-    def open(cls, path: Path) -> "Replay":
+    def open(cls, path: Path) -> Replay:
         return cls(load_session(Path(path)))
 
     @property
@@ -232,8 +284,13 @@ class Replay:
             if ev.get("type") != "launch" or not ev.get("launch_id"):
                 continue
             lid = str(ev["launch_id"])
-            self.logs[lid] = _LaunchLog(lid, str(ev.get("slot") or "0"), self.session.server_log(lid),
-                                        float(ev["ts"]), self.redactor)
+            self.logs[lid] = _LaunchLog(
+                lid,
+                str(ev.get("slot") or "0"),
+                self.session.server_log(lid),
+                float(ev["ts"]),
+                self.redactor,
+            )
 
     def _state_at(self, t: float) -> _State:
         n = bisect.bisect_right(self.event_ts, t)
@@ -266,16 +323,23 @@ class Replay:
             slots.append(_new_slot("0"))
         running_bench = [b for b in state.bench.values() if b.get("state") == "running"]
         return {
-            "agent": {"pid": state.agent.get("pid"), "version": state.agent.get("version"),
-                      "started": state.agent.get("started"), "state_dir": str(self.path.parent.parent),
-                      "session_dir": str(self.path), "disk": dict(state.disk),
-                      "replay": {"t": t, "start": self.start, "end": self.end}},
+            "agent": {
+                "pid": state.agent.get("pid"),
+                "version": state.agent.get("version"),
+                "started": state.agent.get("started"),
+                "state_dir": str(self.path.parent.parent),
+                "session_dir": str(self.path),
+                "disk": dict(state.disk),
+                "replay": {"t": t, "start": self.start, "end": self.end},
+            },
             "slots": slots,
             "profiles": list(state.profiles.values()),
             "telemetry": {
-                "ts": sample.get("ts", t), "gpus": sample.get("gpus") or [],
+                "ts": sample.get("ts", t),
+                "gpus": sample.get("gpus") or [],
                 "gpu_source": {"kind": "none", "message": "replay of a recorded session"},
-                "host": sample.get("host") or {}, "engine": sample.get("engine") or {},
+                "host": sample.get("host") or {},
+                "engine": sample.get("engine") or {},
             },
             "bench": dict(running_bench[-1]) if running_bench else None,
         }
@@ -305,11 +369,20 @@ class Replay:
         for log in self.logs.values():
             a, b = log.upto(t0), log.upto(t1)
             if b > a:
-                out.append({"slot": log.slot, "launch_id": log.launch_id, "lines": log.lines(a, b), "ts": log.ts[b - 1]})
+                out.append(
+                    {
+                        "slot": log.slot,
+                        "launch_id": log.launch_id,
+                        "lines": log.lines(a, b),
+                        "ts": log.ts[b - 1],
+                    }
+                )
         out.sort(key=lambda p: p["ts"])
         return out
 
-    def log_tail(self, slot: str, t: float, n: int = LOG_BACKLOG, launch_id: str | None = None) -> list[str]:
+    def log_tail(
+        self, slot: str, t: float, n: int = LOG_BACKLOG, launch_id: str | None = None
+    ) -> list[str]:
         """The agent's `logs` op at time t: the last n lines of the slot's current launch."""
         if launch_id is None:
             launch_id = (self._state_at(t).slots.get(slot) or {}).get("launch_id")
@@ -336,7 +409,10 @@ class Replay:
         """Pushes that rebuild a viewer after a seek: the last `seconds` of samples and the last
         ACTIVITY_BACKLOG events up to t (the chart and the activity pane have history)."""
         a = bisect.bisect_right(self.event_ts, t)
-        events = [{"push": "event", "data": self._public_event(e)} for e in self.events[max(0, a - ACTIVITY_BACKLOG):a]]
+        events = [
+            {"push": "event", "data": self._public_event(e)}
+            for e in self.events[max(0, a - ACTIVITY_BACKLOG) : a]
+        ]
         samples = [{"push": "sample", "data": s} for s in self.samples_between(t - seconds, t)]
         return events + samples
 
@@ -391,7 +467,9 @@ def parse_seek(text: str, now: float, start: float, end: float) -> float:
             if start - 1 <= candidate <= end + 1 and (s.startswith("@") or c is not None):
                 return clamp(candidate)
         if s.startswith("@"):
-            raise SeekError(f"{text.strip()} is outside the session ({_fmt_clock(start)} to {_fmt_clock(end)})")
+            raise SeekError(
+                f"{text.strip()} is outside the session ({_fmt_clock(start)} to {_fmt_clock(end)})"
+            )
         offset = (a * 3600 + b * 60 + int(c)) if c is not None else (a * 60 + b)
         return clamp(start + offset)
     raise SeekError(f"cannot read {text.strip()!r}; {_SEEK_HELP}")

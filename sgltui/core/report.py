@@ -17,7 +17,8 @@ import json
 import math
 import statistics
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from sgltui.core.charts import hbar, sparkline, stacked_bar
 from sgltui.core.redact import Redactor
@@ -27,11 +28,22 @@ REPORT_VERSION = 1
 FORMATS = ("md", "json", "csv")
 
 SWAP_PHASES = ("drain", "stop", "memory_release", "load", "ready")
-SWAP_PHASE_LABEL = {"drain": "drain", "stop": "stop", "memory_release": "memory release", "load": "load", "ready": "ready"}
+SWAP_PHASE_LABEL = {
+    "drain": "drain",
+    "stop": "stop",
+    "memory_release": "memory release",
+    "load": "load",
+    "ready": "ready",
+}
 SWAP_PHASE_CHAR = {"drain": "░", "stop": "▒", "memory_release": "▓", "load": "█", "ready": "▞"}
 _OTHER_CHAR = "·"
 # swap.step names (CONTRACTS.md, STATUS.slots[].swap.step) -> the phase they start.
-_STEP_PHASE = {"draining": "drain", "stopping": "stop", "releasing memory": "memory_release", "launching": "load"}
+_STEP_PHASE = {
+    "draining": "drain",
+    "stopping": "stop",
+    "releasing memory": "memory_release",
+    "launching": "load",
+}
 # slot.phase values after which a launching server is counted as "getting ready" rather than loading.
 _READY_PHASES = {"warming up"}
 
@@ -43,8 +55,13 @@ STARTING_STATES = {"launching"}
 # Small helpers
 # ---------------------------------------------------------------------------------------------
 
+
 def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    return (
+        float(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        else None
+    )
 
 
 def fmt_s(seconds: float | None) -> str:
@@ -94,6 +111,7 @@ def _quantile(values: list[float], q: float) -> float | None:
 # Slot history: who ran what, when
 # ---------------------------------------------------------------------------------------------
 
+
 class SlotHistory:
     """Per-slot intervals (start, end, profile, state, launch_id) rebuilt from events."""
 
@@ -106,12 +124,18 @@ class SlotHistory:
             if slot is None or ts is None:
                 continue
             slot = str(slot)
-            c = cur.setdefault(slot, {"ts": ts, "profile": None, "state": "stopped", "launch_id": None})
+            c = cur.setdefault(
+                slot, {"ts": ts, "profile": None, "state": "stopped", "launch_id": None}
+            )
             etype = ev.get("type")
             if etype == "launch":
                 self._close(slot, c, ts)
-                c.update(ts=ts, profile=ev.get("profile") or c["profile"], launch_id=ev.get("launch_id"),
-                         state=c["state"] if c["state"] != "stopped" else "launching")
+                c.update(
+                    ts=ts,
+                    profile=ev.get("profile") or c["profile"],
+                    launch_id=ev.get("launch_id"),
+                    state=c["state"] if c["state"] != "stopped" else "launching",
+                )
             elif etype == "slot.state" and ev.get("state"):
                 self._close(slot, c, ts)
                 c.update(ts=ts, state=str(ev["state"]), profile=ev.get("profile") or c["profile"])
@@ -122,9 +146,13 @@ class SlotHistory:
 
     def _close(self, slot: str, c: dict, ts: float) -> None:
         if ts > c["ts"]:
-            self.intervals.setdefault(slot, []).append((c["ts"], ts, c["profile"], c["state"], c["launch_id"]))
+            self.intervals.setdefault(slot, []).append(
+                (c["ts"], ts, c["profile"], c["state"], c["launch_id"])
+            )
 
-    def interval(self, slot: str, ts: float) -> tuple[float, float, str | None, str, str | None] | None:
+    def interval(
+        self, slot: str, ts: float
+    ) -> tuple[float, float, str | None, str, str | None] | None:
         """(start, end, profile, state, launch_id) of `slot` at `ts`, or None."""
         starts = self._starts.get(slot)
         if not starts:
@@ -146,6 +174,7 @@ class SlotHistory:
 # Sections
 # ---------------------------------------------------------------------------------------------
 
+
 def _launches(session: Session, events: list[dict], redactor: Redactor) -> list[dict]:
     launches: list[dict] = []
     by_slot: dict[str, dict] = {}
@@ -155,16 +184,30 @@ def _launches(session: Session, events: list[dict], redactor: Redactor) -> list[
         if etype == "launch":
             command = ev.get("command")
             rec = {
-                "launch_id": ev.get("launch_id"), "slot": slot, "profile": ev.get("profile"), "ts": ts,
-                "command": " ".join(redactor.argv(command)) if isinstance(command, list) else command,
-                "command_hash": ev.get("command_hash"), "outcome": "launching", "start_s": None,
-                "cause": None, "ended": None, "max_running_requests": None,
+                "launch_id": ev.get("launch_id"),
+                "slot": slot,
+                "profile": ev.get("profile"),
+                "ts": ts,
+                "command": " ".join(redactor.argv(command))
+                if isinstance(command, list)
+                else command,
+                "command_hash": ev.get("command_hash"),
+                "outcome": "launching",
+                "start_s": None,
+                "cause": None,
+                "ended": None,
+                "max_running_requests": None,
             }
             launches.append(rec)
             by_slot[slot] = rec
         elif etype == "slot.state" and slot in by_slot:
             rec, state = by_slot[slot], ev.get("state")
-            if state == "ready" and rec["start_s"] is None and ts is not None and rec["ts"] is not None:
+            if (
+                state == "ready"
+                and rec["start_s"] is None
+                and ts is not None
+                and rec["ts"] is not None
+            ):
                 rec["start_s"] = ts - rec["ts"]
                 rec["outcome"] = "ready"
             elif state in ("failed", "crashed"):
@@ -207,17 +250,25 @@ def _swaps(events: list[dict]) -> list[dict]:
             if timings.get("total") is None:
                 parts = [timings.get(k) for k in SWAP_PHASES if timings.get(k) is not None]
                 timings["total"] = sum(parts) if parts else None
-            swaps.append({
-                "ts": ts, "slot": slot, "from": ev.get("from"), "to": ev.get("to"), "ok": bool(ev.get("ok")),
-                "rolled_back": bool(ev.get("rolled_back")),
-                "timings_s": {k: timings.get(k) for k in (*SWAP_PHASES, "total")},
-            })
+            swaps.append(
+                {
+                    "ts": ts,
+                    "slot": slot,
+                    "from": ev.get("from"),
+                    "to": ev.get("to"),
+                    "ok": bool(ev.get("ok")),
+                    "rolled_back": bool(ev.get("rolled_back")),
+                    "timings_s": {k: timings.get(k) for k in (*SWAP_PHASES, "total")},
+                }
+            )
             steps.pop(slot, None)
             phases_seen.pop(slot, None)
     return swaps
 
 
-def _timings_from_steps(steps: list[tuple[float, str]], phases: list[tuple[float, str]], done_ts: float) -> dict:
+def _timings_from_steps(
+    steps: list[tuple[float, str]], phases: list[tuple[float, str]], done_ts: float
+) -> dict:
     """Phase durations from swap.step start times, for agents whose swap.done lacks timings."""
     if not steps:
         return {}
@@ -226,7 +277,9 @@ def _timings_from_steps(steps: list[tuple[float, str]], phases: list[tuple[float
         phase = _STEP_PHASE.get(step)
         if phase and phase not in starts:
             starts[phase] = ts
-    ready_start = next((ts for ts, ph in phases if ph in _READY_PHASES and ts >= starts.get("load", 0)), None)
+    ready_start = next(
+        (ts for ts, ph in phases if ph in _READY_PHASES and ts >= starts.get("load", 0)), None
+    )
     if ready_start is not None:
         starts["ready"] = ready_start
     ready_ts = next((ts for ts, s in steps if s == "ready"), done_ts)
@@ -253,13 +306,20 @@ def _crashes(session: Session, events: list[dict], redactor: Redactor) -> list[d
         lines = [str(x) for x in (cause.get("lines") or [])][-8:]
         if not lines and launch.get("launch_id"):
             lines = _log_tail(session, str(launch["launch_id"]), 8)
-        out.append({
-            "ts": _num(ev.get("ts")), "slot": slot, "state": ev.get("state"),
-            "profile": ev.get("profile") or launch.get("profile"), "launch_id": launch.get("launch_id"),
-            "kind": cause.get("kind"), "summary": cause.get("summary") or ev.get("reason"),
-            "fix": cause.get("fix"), "exit_code": cause.get("exit_code"),
-            "lines": [redactor.text(x) for x in lines],
-        })
+        out.append(
+            {
+                "ts": _num(ev.get("ts")),
+                "slot": slot,
+                "state": ev.get("state"),
+                "profile": ev.get("profile") or launch.get("profile"),
+                "launch_id": launch.get("launch_id"),
+                "kind": cause.get("kind"),
+                "summary": cause.get("summary") or ev.get("reason"),
+                "fix": cause.get("fix"),
+                "exit_code": cause.get("exit_code"),
+                "lines": [redactor.text(x) for x in lines],
+            }
+        )
     return out
 
 
@@ -279,18 +339,32 @@ def _time_in_profiles(history: SlotHistory, session_span: float) -> list[dict]:
             if profile is None or state == "stopped":
                 continue
             a = acc.setdefault(profile, {"serving_s": 0.0, "starting_s": 0.0, "other_s": 0.0})
-            key = "serving_s" if state in SERVING_STATES else "starting_s" if state in STARTING_STATES else "other_s"
+            key = (
+                "serving_s"
+                if state in SERVING_STATES
+                else "starting_s"
+                if state in STARTING_STATES
+                else "other_s"
+            )
             a[key] += end - start
     rows = []
     for profile, a in acc.items():
         total = a["serving_s"] + a["starting_s"] + a["other_s"]
-        rows.append({"profile": profile, **a, "total_s": total,
-                     "share": (a["serving_s"] / session_span) if session_span > 0 else None})
+        rows.append(
+            {
+                "profile": profile,
+                **a,
+                "total_s": total,
+                "share": (a["serving_s"] / session_span) if session_span > 0 else None,
+            }
+        )
     rows.sort(key=lambda r: r["serving_s"], reverse=True)
     return rows
 
 
-def _throughput(session: Session, history: SlotHistory, max_running: dict[str, float]) -> list[dict]:
+def _throughput(
+    session: Session, history: SlotHistory, max_running: dict[str, float]
+) -> list[dict]:
     """Per-profile throughput while serving; fills `max_running` (launch id -> the engine's
     effective max running requests) for launches whose capacity card was not recorded."""
     per: dict[str, dict[str, list]] = {}
@@ -300,7 +374,11 @@ def _throughput(session: Session, history: SlotHistory, max_running: dict[str, f
         engine = sample.get("engine") or {}
         if ts is None or not isinstance(engine, dict):
             continue
-        gpu_used = sum(_num(g.get("used_bytes")) or 0.0 for g in (sample.get("gpus") or []) if isinstance(g, dict))
+        gpu_used = sum(
+            _num(g.get("used_bytes")) or 0.0
+            for g in (sample.get("gpus") or [])
+            if isinstance(g, dict)
+        )
         for slot, eng in engine.items():
             if not isinstance(eng, dict):
                 continue
@@ -327,17 +405,21 @@ def _throughput(session: Session, history: SlotHistory, max_running: dict[str, f
         usage = [v for v in p["usage"] if v is not None]
         gpu = [v for v in p["gpu"] if v is not None]
         busy = [v for v in gen if v > 0]
-        rows.append({
-            "profile": profile, "samples": len(p["gen"]),
-            "gen_tok_s_mean": statistics.fmean(gen) if gen else None,
-            "gen_tok_s_busy_mean": statistics.fmean(busy) if busy else None,
-            "gen_tok_s_p50": _quantile(gen, 0.5), "gen_tok_s_max": max(gen) if gen else None,
-            "running_reqs_mean": statistics.fmean(running) if running else None,
-            "running_reqs_max": max(running) if running else None,
-            "token_usage_mean": statistics.fmean(usage) if usage else None,
-            "gpu_used_bytes_max": max(gpu) if gpu else None,
-            "series": p["gen"],
-        })
+        rows.append(
+            {
+                "profile": profile,
+                "samples": len(p["gen"]),
+                "gen_tok_s_mean": statistics.fmean(gen) if gen else None,
+                "gen_tok_s_busy_mean": statistics.fmean(busy) if busy else None,
+                "gen_tok_s_p50": _quantile(gen, 0.5),
+                "gen_tok_s_max": max(gen) if gen else None,
+                "running_reqs_mean": statistics.fmean(running) if running else None,
+                "running_reqs_max": max(running) if running else None,
+                "token_usage_mean": statistics.fmean(usage) if usage else None,
+                "gpu_used_bytes_max": max(gpu) if gpu else None,
+                "series": p["gen"],
+            }
+        )
     return rows
 
 
@@ -345,7 +427,9 @@ def _bench(session: Session) -> list[dict]:
     runs = []
     for run in session.bench:
         if run.data is None:
-            runs.append({"run_id": run.run_id, "error": run.error, "rows": [], "recommendation": None})
+            runs.append(
+                {"run_id": run.run_id, "error": run.error, "rows": [], "recommendation": None}
+            )
             continue
         data = run.data
         comparison = data.get("comparison") or {}
@@ -354,41 +438,82 @@ def _bench(session: Session) -> list[dict]:
             for r in comparison["rows"]:
                 tok = r.get("output_tok_s") or {}
                 rank = r.get("rank_tok_s") or {}
-                rows.append({
-                    "profile": r.get("profile"), "concurrency": r.get("concurrency"), "repeats": r.get("repeats"),
-                    "output_tok_s": _num(tok.get("mean") if isinstance(tok, dict) else tok),
-                    "output_tok_s_ci": [_num(tok.get("ci_low")), _num(tok.get("ci_high"))] if isinstance(tok, dict) else None,
-                    "rank_tok_s": _num(rank.get("mean") if isinstance(rank, dict) else rank),
-                    "request_s": _num((r.get("request_s") or {}).get("mean") if isinstance(r.get("request_s"), dict) else r.get("request_s")),
-                    "ttft_p50_ms": _num(r.get("ttft_p50_ms")), "tpot_p50_ms": _num(r.get("tpot_p50_ms")),
-                    "completed": r.get("completed"), "failed": r.get("failed"), "errors": r.get("errors") or [],
-                })
+                rows.append(
+                    {
+                        "profile": r.get("profile"),
+                        "concurrency": r.get("concurrency"),
+                        "repeats": r.get("repeats"),
+                        "output_tok_s": _num(tok.get("mean") if isinstance(tok, dict) else tok),
+                        "output_tok_s_ci": [_num(tok.get("ci_low")), _num(tok.get("ci_high"))]
+                        if isinstance(tok, dict)
+                        else None,
+                        "rank_tok_s": _num(rank.get("mean") if isinstance(rank, dict) else rank),
+                        "request_s": _num(
+                            (r.get("request_s") or {}).get("mean")
+                            if isinstance(r.get("request_s"), dict)
+                            else r.get("request_s")
+                        ),
+                        "ttft_p50_ms": _num(r.get("ttft_p50_ms")),
+                        "tpot_p50_ms": _num(r.get("tpot_p50_ms")),
+                        "completed": r.get("completed"),
+                        "failed": r.get("failed"),
+                        "errors": r.get("errors") or [],
+                    }
+                )
         else:
             # No comparison block (an interrupted run): one row per result entry.
             for r in data.get("results") or []:
                 m = r.get("metrics") or {}
-                rows.append({
-                    "profile": r.get("profile"), "concurrency": r.get("concurrency"), "repeats": 1,
-                    "output_tok_s": _num(m.get("output_throughput")), "output_tok_s_ci": None,
-                    "rank_tok_s": _num(m.get("steady_state_output_throughput")) or _num(m.get("output_throughput")),
-                    "request_s": _num(m.get("request_throughput")),
-                    "ttft_p50_ms": _num(m.get("median_ttft_ms")), "tpot_p50_ms": _num(m.get("median_tpot_ms")),
-                    "completed": m.get("completed"), "failed": m.get("failed"),
-                    "errors": [r["error"]] if r.get("error") else [],
-                })
+                rows.append(
+                    {
+                        "profile": r.get("profile"),
+                        "concurrency": r.get("concurrency"),
+                        "repeats": 1,
+                        "output_tok_s": _num(m.get("output_throughput")),
+                        "output_tok_s_ci": None,
+                        "rank_tok_s": _num(m.get("steady_state_output_throughput"))
+                        or _num(m.get("output_throughput")),
+                        "request_s": _num(m.get("request_throughput")),
+                        "ttft_p50_ms": _num(m.get("median_ttft_ms")),
+                        "tpot_p50_ms": _num(m.get("median_tpot_ms")),
+                        "completed": m.get("completed"),
+                        "failed": m.get("failed"),
+                        "errors": [r["error"]] if r.get("error") else [],
+                    }
+                )
         job = comparison.get("job") or {}
         recommendation = job.get("recommendation") or _fallback_recommendation(rows)
-        runs.append({
-            "run_id": data.get("run_id") or run.run_id, "error": None, "spec": _spec_summary(data.get("spec") or {}),
-            "rows": rows, "best": comparison.get("best") or {}, "job": {k: v for k, v in job.items() if k != "estimates"} or None,
-            "estimates": job.get("estimates") or [], "recommendation": recommendation,
-        })
+        runs.append(
+            {
+                "run_id": data.get("run_id") or run.run_id,
+                "error": None,
+                "spec": _spec_summary(data.get("spec") or {}),
+                "rows": rows,
+                "best": comparison.get("best") or {},
+                "job": {k: v for k, v in job.items() if k != "estimates"} or None,
+                "estimates": job.get("estimates") or [],
+                "recommendation": recommendation,
+            }
+        )
     return runs
 
 
 def _spec_summary(spec: dict) -> dict:
-    keep = ("profiles", "concurrency", "concurrencies", "num_prompts", "requests", "input_len", "output_len",
-            "repeat", "repeats", "workload", "dataset", "seed", "duration_s")
+    keep = (
+        "profiles",
+        "concurrency",
+        "concurrencies",
+        "num_prompts",
+        "requests",
+        "input_len",
+        "output_len",
+        "repeat",
+        "repeats",
+        "workload",
+        "dataset",
+        "seed",
+        "duration_s",
+    )
     return {k: spec[k] for k in keep if k in spec}
 
 
@@ -403,8 +528,10 @@ def _fallback_recommendation(rows: list[dict]) -> str | None:
             best_by_profile[r["profile"]] = r
     order = sorted(best_by_profile.values(), key=lambda r: r["rank_tok_s"], reverse=True)
     first = order[0]
-    text = (f"Highest measured throughput: {first['profile']} at concurrency {first['concurrency']} "
-            f"({first['rank_tok_s']:,.0f} tok/s).")
+    text = (
+        f"Highest measured throughput: {first['profile']} at concurrency {first['concurrency']} "
+        f"({first['rank_tok_s']:,.0f} tok/s)."
+    )
     if len(order) > 1:
         second = order[1]
         text += f" {first['rank_tok_s'] / second['rank_tok_s']:.2f}x {second['profile']} ({second['rank_tok_s']:,.0f} tok/s)."
@@ -414,6 +541,7 @@ def _fallback_recommendation(rows: list[dict]) -> str | None:
 # ---------------------------------------------------------------------------------------------
 # The report
 # ---------------------------------------------------------------------------------------------
+
 
 def build_report(session: Session, redactor: Redactor | None = None) -> dict[str, Any]:
     redactor = redactor or Redactor()
@@ -429,7 +557,11 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
     span = (last - started) if started is not None and last is not None else 0.0
     history = SlotHistory(events, last or 0.0)
     agent_starts = [e for e in events if e.get("type") == "agent.start"]
-    disk_errors = [{"ts": e.get("ts"), "error": e.get("error")} for e in events if e.get("type") == "disk.error"]
+    disk_errors = [
+        {"ts": e.get("ts"), "error": e.get("error")}
+        for e in events
+        if e.get("type") == "disk.error"
+    ]
     launches = _launches(session, events, redactor)
     max_running: dict[str, float] = {}
     throughput = _throughput(session, history, max_running)
@@ -439,11 +571,18 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
     report = {
         "v": REPORT_VERSION,
         "session": {
-            "name": session.name, "path": str(session.path), "started": started, "last_event": last,
-            "duration_s": span, "ended": bool(events) and events[-1].get("type") == "agent.stop",
-            "agent_versions": sorted({str(e.get("version")) for e in agent_starts if e.get("version")}),
+            "name": session.name,
+            "path": str(session.path),
+            "started": started,
+            "last_event": last,
+            "duration_s": span,
+            "ended": bool(events) and events[-1].get("type") == "agent.stop",
+            "agent_versions": sorted(
+                {str(e.get("version")) for e in agent_starts if e.get("version")}
+            ),
             "agent_restarts": max(0, len(agent_starts) - 1),
-            "events": len(events), "samples": len(session.timeline),
+            "events": len(events),
+            "samples": len(session.timeline),
         },
         "launches": launches,
         "swaps": _swaps(events),
@@ -461,6 +600,7 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
 # Rendering
 # ---------------------------------------------------------------------------------------------
 
+
 def render(report: dict, fmt: str) -> str:
     if fmt == "md":
         return render_markdown(report)
@@ -474,6 +614,7 @@ def render(report: dict, fmt: str) -> str:
 def _md_table(headers: list[str], rows: Iterable[list[Any]]) -> list[str]:
     def cell(v: Any) -> str:
         return str(v).replace("|", "\\|").replace("\n", " ")
+
     out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return out
@@ -482,11 +623,15 @@ def _md_table(headers: list[str], rows: Iterable[list[Any]]) -> list[str]:
 def render_markdown(r: dict) -> str:
     s = r["session"]
     out = [f"# sgltui session {s['name']}", ""]
-    out.append(f"- Recorded: {fmt_ts(s['started'])} to {fmt_ts(s['last_event'])} ({fmt_s(s['duration_s'])})"
-               + ("" if s["ended"] else ", agent still running or stopped abruptly"))
+    out.append(
+        f"- Recorded: {fmt_ts(s['started'])} to {fmt_ts(s['last_event'])} ({fmt_s(s['duration_s'])})"
+        + ("" if s["ended"] else ", agent still running or stopped abruptly")
+    )
     out.append(f"- Directory: `{s['path']}`")
-    out.append(f"- {s['events']} events, {s['samples']} timeline samples"
-               + (f", agent restarted {s['agent_restarts']} time(s)" if s["agent_restarts"] else ""))
+    out.append(
+        f"- {s['events']} events, {s['samples']} timeline samples"
+        + (f", agent restarted {s['agent_restarts']} time(s)" if s["agent_restarts"] else "")
+    )
     if s["agent_versions"]:
         out.append(f"- sgltui agent version: {', '.join(s['agent_versions'])}")
     out.append("")
@@ -495,10 +640,19 @@ def render_markdown(r: dict) -> str:
     if r["launches"]:
         out += _md_table(
             ["time", "slot", "profile", "outcome", "start time", "max running", "launch id"],
-            [[fmt_ts(x["ts"]), x["slot"], x["profile"] or "-",
-              x["outcome"] + (f": {x['cause']}" if x.get("cause") else ""), fmt_s(x["start_s"]),
-              x["max_running_requests"] if x["max_running_requests"] is not None else "-", f"`{x['launch_id']}`"]
-             for x in r["launches"]])
+            [
+                [
+                    fmt_ts(x["ts"]),
+                    x["slot"],
+                    x["profile"] or "-",
+                    x["outcome"] + (f": {x['cause']}" if x.get("cause") else ""),
+                    fmt_s(x["start_s"]),
+                    x["max_running_requests"] if x["max_running_requests"] is not None else "-",
+                    f"`{x['launch_id']}`",
+                ]
+                for x in r["launches"]
+            ],
+        )
     else:
         out.append("No server was launched in this session.")
     out.append("")
@@ -507,10 +661,17 @@ def render_markdown(r: dict) -> str:
     if r["swaps"]:
         out += _md_table(
             ["time", "from -> to", "result", *[SWAP_PHASE_LABEL[p] for p in SWAP_PHASES], "total"],
-            [[fmt_ts(x["ts"]), f"{x['from']} -> {x['to']}",
-              "ok" if x["ok"] else ("rolled back" if x["rolled_back"] else "failed"),
-              *[fmt_s(x["timings_s"].get(p)) for p in SWAP_PHASES], fmt_s(x["timings_s"].get("total"))]
-             for x in r["swaps"]])
+            [
+                [
+                    fmt_ts(x["ts"]),
+                    f"{x['from']} -> {x['to']}",
+                    "ok" if x["ok"] else ("rolled back" if x["rolled_back"] else "failed"),
+                    *[fmt_s(x["timings_s"].get(p)) for p in SWAP_PHASES],
+                    fmt_s(x["timings_s"].get("total")),
+                ]
+                for x in r["swaps"]
+            ],
+        )
         longest = max((x["timings_s"].get("total") or 0.0) for x in r["swaps"])
         if longest > 0:
             legend = "  ".join(f"{SWAP_PHASE_CHAR[p]} {SWAP_PHASE_LABEL[p]}" for p in SWAP_PHASES)
@@ -521,7 +682,9 @@ def render_markdown(r: dict) -> str:
                 total = x["timings_s"].get("total") or 0.0
                 parts.append((total - known if total - known > 0.05 * total else None, _OTHER_CHAR))
                 bar = stacked_bar(parts, longest, 48)
-                out.append(f"{_short(str(x['from']) + '->' + str(x['to']), 24):<24} {bar} {fmt_s(x['timings_s'].get('total'))}")
+                out.append(
+                    f"{_short(str(x['from']) + '->' + str(x['to']), 24):<24} {bar} {fmt_s(x['timings_s'].get('total'))}"
+                )
             out.append("```")
     else:
         out.append("No swaps.")
@@ -531,7 +694,9 @@ def render_markdown(r: dict) -> str:
     if r["crashes"]:
         for c in r["crashes"]:
             head = f"- **{c['state']}** {fmt_ts(c['ts'])}, slot {c['slot']}, profile {c['profile'] or '-'}"
-            head += f": {c['summary'] or 'no cause recorded'}" + (f" ({c['kind']})" if c.get("kind") else "")
+            head += f": {c['summary'] or 'no cause recorded'}" + (
+                f" ({c['kind']})" if c.get("kind") else ""
+            )
             if c.get("exit_code") is not None:
                 head += f", exit code {c['exit_code']}"
             out.append(head)
@@ -546,28 +711,65 @@ def render_markdown(r: dict) -> str:
     out += ["## Time in each profile", ""]
     if r["time_in_profile"]:
         top = max(x["serving_s"] for x in r["time_in_profile"]) or 1.0
-        out += _md_table(["profile", "serving", "starting", "other", "share of session", ""],
-                         [[x["profile"], fmt_s(x["serving_s"]), fmt_s(x["starting_s"]), fmt_s(x["other_s"]),
-                           f"{x['share'] * 100:.0f}%" if x["share"] is not None else "-", hbar(x["serving_s"], top, 20)]
-                          for x in r["time_in_profile"]])
+        out += _md_table(
+            ["profile", "serving", "starting", "other", "share of session", ""],
+            [
+                [
+                    x["profile"],
+                    fmt_s(x["serving_s"]),
+                    fmt_s(x["starting_s"]),
+                    fmt_s(x["other_s"]),
+                    f"{x['share'] * 100:.0f}%" if x["share"] is not None else "-",
+                    hbar(x["serving_s"], top, 20),
+                ]
+                for x in r["time_in_profile"]
+            ],
+        )
     else:
         out.append("No server ran.")
     out.append("")
 
     out += ["## Throughput per profile (from the timeline)", ""]
     if r["throughput"]:
-        out += _md_table(["profile", "samples", "gen tok/s mean", "mean while busy", "p50", "max",
-                          "running reqs mean / max", "KV usage mean", "GPU used max"],
-                         [[x["profile"], x["samples"], fmt_num(x["gen_tok_s_mean"]), fmt_num(x["gen_tok_s_busy_mean"]),
-                           fmt_num(x["gen_tok_s_p50"]), fmt_num(x["gen_tok_s_max"]),
-                           f"{fmt_num(x['running_reqs_mean'])} / {fmt_num(x['running_reqs_max'], 0)}",
-                           f"{x['token_usage_mean'] * 100:.0f}%" if x["token_usage_mean"] is not None else "-",
-                           f"{x['gpu_used_bytes_max'] / 1e9:.1f} GB" if x["gpu_used_bytes_max"] else "-"]
-                          for x in r["throughput"]])
+        out += _md_table(
+            [
+                "profile",
+                "samples",
+                "gen tok/s mean",
+                "mean while busy",
+                "p50",
+                "max",
+                "running reqs mean / max",
+                "KV usage mean",
+                "GPU used max",
+            ],
+            [
+                [
+                    x["profile"],
+                    x["samples"],
+                    fmt_num(x["gen_tok_s_mean"]),
+                    fmt_num(x["gen_tok_s_busy_mean"]),
+                    fmt_num(x["gen_tok_s_p50"]),
+                    fmt_num(x["gen_tok_s_max"]),
+                    f"{fmt_num(x['running_reqs_mean'])} / {fmt_num(x['running_reqs_max'], 0)}",
+                    f"{x['token_usage_mean'] * 100:.0f}%"
+                    if x["token_usage_mean"] is not None
+                    else "-",
+                    f"{x['gpu_used_bytes_max'] / 1e9:.1f} GB" if x["gpu_used_bytes_max"] else "-",
+                ]
+                for x in r["throughput"]
+            ],
+        )
         hi = max((x["gen_tok_s_max"] or 0.0) for x in r["throughput"])
-        out += ["", "```", f"gen tok/s while serving (each line spans that profile's samples; scale 0-{hi:,.0f})"]
+        out += [
+            "",
+            "```",
+            f"gen tok/s while serving (each line spans that profile's samples; scale 0-{hi:,.0f})",
+        ]
         for x in r["throughput"]:
-            out.append(f"{_short(x['profile'], 20):<20} {sparkline(x['series'], 56, lo=0.0, hi=hi or None)}")
+            out.append(
+                f"{_short(x['profile'], 20):<20} {sparkline(x['series'], 56, lo=0.0, hi=hi or None)}"
+            )
         out.append("```")
     else:
         out.append("No timeline samples while a server was ready.")
@@ -586,23 +788,58 @@ def render_markdown(r: dict) -> str:
         rows = run["rows"]
         if rows:
             hi = max((x["output_tok_s"] or 0.0) for x in rows) or 1.0
-            out += _md_table(["profile", "concurrency", "runs", "output tok/s", "95% CI", "req/s",
-                              "TTFT p50 ms", "TPOT p50 ms", "ok / failed", ""],
-                             [[x["profile"], x["concurrency"], x["repeats"], fmt_num(x["output_tok_s"]),
-                               _ci(x.get("output_tok_s_ci")), fmt_num(x["request_s"], 2), fmt_num(x["ttft_p50_ms"]),
-                               fmt_num(x["tpot_p50_ms"], 2), f"{x['completed']} / {x['failed']}",
-                               hbar(x["output_tok_s"], hi, 16)] for x in rows])
+            out += _md_table(
+                [
+                    "profile",
+                    "concurrency",
+                    "runs",
+                    "output tok/s",
+                    "95% CI",
+                    "req/s",
+                    "TTFT p50 ms",
+                    "TPOT p50 ms",
+                    "ok / failed",
+                    "",
+                ],
+                [
+                    [
+                        x["profile"],
+                        x["concurrency"],
+                        x["repeats"],
+                        fmt_num(x["output_tok_s"]),
+                        _ci(x.get("output_tok_s_ci")),
+                        fmt_num(x["request_s"], 2),
+                        fmt_num(x["ttft_p50_ms"]),
+                        fmt_num(x["tpot_p50_ms"], 2),
+                        f"{x['completed']} / {x['failed']}",
+                        hbar(x["output_tok_s"], hi, 16),
+                    ]
+                    for x in rows
+                ],
+            )
             out.append("")
         if run.get("estimates"):
             job = run.get("job") or {}
-            out.append(f"Job estimate ({job.get('completions', '?'):,} completions):"
-                       if isinstance(job.get("completions"), int) else "Job estimate:")
-            longest = max((e.get("seconds") or 0.0) for e in run["estimates"] if e.get("seconds") is not None) \
-                if any(e.get("seconds") is not None for e in run["estimates"]) else 0.0
+            out.append(
+                f"Job estimate ({job.get('completions', '?'):,} completions):"
+                if isinstance(job.get("completions"), int)
+                else "Job estimate:"
+            )
+            longest = (
+                max(
+                    (e.get("seconds") or 0.0)
+                    for e in run["estimates"]
+                    if e.get("seconds") is not None
+                )
+                if any(e.get("seconds") is not None for e in run["estimates"])
+                else 0.0
+            )
             out.append("```")
             for e in run["estimates"]:
-                out.append(f"{_short(str(e.get('profile')), 20):<20} c={e.get('concurrency'):<4} "
-                           f"{hbar(e.get('seconds'), longest, 30):<30} {fmt_s(e.get('seconds'))}")
+                out.append(
+                    f"{_short(str(e.get('profile')), 20):<20} c={e.get('concurrency'):<4} "
+                    f"{hbar(e.get('seconds'), longest, 30):<30} {fmt_s(e.get('seconds'))}"
+                )
             out += ["```", ""]
         if run.get("recommendation"):
             out += [f"**Recommendation:** {run['recommendation']}", ""]
@@ -611,7 +848,9 @@ def render_markdown(r: dict) -> str:
                 out.append(f"- {row['profile']} c={row['concurrency']}: {err}")
     out.append("")
 
-    notes = list(r["notes"]) + [f"disk error at {fmt_ts(d['ts'])}: {d['error']}" for d in r["disk_errors"]]
+    notes = list(r["notes"]) + [
+        f"disk error at {fmt_ts(d['ts'])}: {d['error']}" for d in r["disk_errors"]
+    ]
     if notes:
         out += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(out).rstrip("\n") + "\n"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Iterator
+from collections.abc import Iterator
 
 _NAN = float("nan")
 
@@ -69,7 +69,10 @@ class Ring:
 
     def nbytes(self) -> int:
         """Bytes held by the point columns (for the memory bench)."""
-        return self._ts.buffer_info()[1] * self._ts.itemsize + self._val.buffer_info()[1] * self._val.itemsize
+        return (
+            self._ts.buffer_info()[1] * self._ts.itemsize
+            + self._val.buffer_info()[1] * self._val.itemsize
+        )
 
 
 class RingSet:

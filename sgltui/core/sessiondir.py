@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from sgltui.core.jsonl import JsonlIndex, ReadStats, iter_jsonl, iter_text_lines, read_json, read_jsonl, rotated_parts
+from sgltui.core.jsonl import (
+    JsonlIndex,
+    ReadStats,
+    iter_jsonl,
+    iter_text_lines,
+    read_json,
+    read_jsonl,
+    rotated_parts,
+)
 
 EVENTS_FILE = "events.jsonl"
 TIMELINE_FILE = "timeline.jsonl"
@@ -48,7 +57,9 @@ def resolve_session(state_dir: Path, name: str | None) -> Path:
         as_path = Path(name).expanduser()
         if as_path.is_dir() and ("/" in name or as_path.is_absolute() or name.startswith(".")):
             if not is_session_dir(as_path):
-                raise SessionError(f"{as_path} is not a session directory (no events.jsonl); see `sgltui sessions list`")
+                raise SessionError(
+                    f"{as_path} is not a session directory (no events.jsonl); see `sgltui sessions list`"
+                )
             return as_path
         dirs = session_dirs(state_dir)
         exact = [d for d in dirs if d.name == name]
@@ -59,17 +70,22 @@ def resolve_session(state_dir: Path, name: str | None) -> Path:
             return matches[0]
         if len(matches) > 1:
             names = ", ".join(d.name for d in matches[:4])
-            raise SessionError(f"session {name!r} is ambiguous ({names}{', ...' if len(matches) > 4 else ''}); give more of the name")
+            raise SessionError(
+                f"session {name!r} is ambiguous ({names}{', ...' if len(matches) > 4 else ''}); give more of the name"
+            )
         raise SessionError(f"no session {name!r} under {root}; see `sgltui sessions list`")
     dirs = session_dirs(state_dir)
     if not dirs:
-        raise SessionError(f"no sessions under {root} yet; start a server (`sgltui start PROFILE`) to record one")
+        raise SessionError(
+            f"no sessions under {root} yet; start a server (`sgltui start PROFILE`) to record one"
+        )
     return dirs[-1]
 
 
 # ---------------------------------------------------------------------------------------------
 # Listing (cheap: first and last event only)
 # ---------------------------------------------------------------------------------------------
+
 
 def _first_event(path: Path) -> dict | None:
     for ev in iter_jsonl(path / EVENTS_FILE):
@@ -117,15 +133,22 @@ class SessionSummary:
     path: Path
     started: float | None
     last_event: float | None
-    ended: bool          # an agent.stop was the last event
+    ended: bool  # an agent.stop was the last event
     size_bytes: int
     launches: int
     bench_runs: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "path": str(self.path), "started": self.started, "last_event": self.last_event,
-                "ended": self.ended, "size_bytes": self.size_bytes, "launches": self.launches,
-                "bench_runs": self.bench_runs}
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "started": self.started,
+            "last_event": self.last_event,
+            "ended": self.ended,
+            "size_bytes": self.size_bytes,
+            "launches": self.launches,
+            "bench_runs": self.bench_runs,
+        }
 
 
 def summarize(path: Path) -> SessionSummary:
@@ -135,16 +158,21 @@ def summarize(path: Path) -> SessionSummary:
     launches = len([p for p in servers.glob("*.log")]) if servers.is_dir() else 0
     runs = len([p for p in bench.glob("*.json")]) if bench.is_dir() else 0
     return SessionSummary(
-        name=path.name, path=path,
-        started=(first or {}).get("ts"), last_event=(last or {}).get("ts"),
+        name=path.name,
+        path=path,
+        started=(first or {}).get("ts"),
+        last_event=(last or {}).get("ts"),
         ended=(last or {}).get("type") == "agent.stop",
-        size_bytes=_dir_size(path), launches=launches, bench_runs=runs,
+        size_bytes=_dir_size(path),
+        launches=launches,
+        bench_runs=runs,
     )
 
 
 # ---------------------------------------------------------------------------------------------
 # Loading a whole session
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass
 class BenchRun:
@@ -158,7 +186,7 @@ class BenchRun:
 class Session:
     path: Path
     events: list[dict]
-    timeline: JsonlIndex          # sorted by ts, read from disk on demand (sessions can be huge)
+    timeline: JsonlIndex  # sorted by ts, read from disk on demand (sessions can be huge)
     bench: list[BenchRun]
     events_stats: ReadStats
     timeline_stats: ReadStats
@@ -192,7 +220,9 @@ def load_session(path: Path, with_timeline: bool = True) -> Session:
             data, err = read_json(p)
             if data is not None and not isinstance(data, dict):
                 data, err = None, f"{p.name}: not a bench result object"
-            runs.append(BenchRun(run_id=(data or {}).get("run_id") or p.stem, path=p, data=data, error=err))
+            runs.append(
+                BenchRun(run_id=(data or {}).get("run_id") or p.stem, path=p, data=data, error=err)
+            )
     notes = []
     for label, st in (("events.jsonl", ev_stats), ("timeline.jsonl", tl_stats)):
         note = st.note()

@@ -14,10 +14,39 @@ from collections.abc import Iterable, Sequence
 # Two-sided 95% Student t quantiles by degrees of freedom; between table entries the next
 # smaller df is used (conservative: a wider interval).
 _T95 = {
-    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-    10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
-    18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
-    26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980,
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    11: 2.201,
+    12: 2.179,
+    13: 2.160,
+    14: 2.145,
+    15: 2.131,
+    16: 2.120,
+    17: 2.110,
+    18: 2.101,
+    19: 2.093,
+    20: 2.086,
+    21: 2.080,
+    22: 2.074,
+    23: 2.069,
+    24: 2.064,
+    25: 2.060,
+    26: 2.056,
+    27: 2.052,
+    28: 2.048,
+    29: 2.045,
+    30: 2.042,
+    40: 2.021,
+    60: 2.000,
+    120: 1.980,
 }
 
 
@@ -51,8 +80,17 @@ def summarize(values: Iterable[float]) -> dict[str, float]:
     data = sorted(values)
     n = len(data)
     if n == 0:
-        return {"count": 0, "mean": math.nan, "median": math.nan, "std": math.nan, "p90": math.nan,
-                "p95": math.nan, "p99": math.nan, "max": math.nan, "min": math.nan}
+        return {
+            "count": 0,
+            "mean": math.nan,
+            "median": math.nan,
+            "std": math.nan,
+            "p90": math.nan,
+            "p95": math.nan,
+            "p99": math.nan,
+            "max": math.nan,
+            "min": math.nan,
+        }
     mean = math.fsum(data) / n
     var = math.fsum((x - mean) ** 2 for x in data) / n
     return {
@@ -75,17 +113,38 @@ def mean_ci(values: Sequence[float]) -> dict[str, float]:
     """
     n = len(values)
     if n == 0:
-        return {"n": 0, "mean": math.nan, "std": math.nan, "cv": math.nan, "se": math.nan,
-                "ci_low": math.nan, "ci_high": math.nan}
+        return {
+            "n": 0,
+            "mean": math.nan,
+            "std": math.nan,
+            "cv": math.nan,
+            "se": math.nan,
+            "ci_low": math.nan,
+            "ci_high": math.nan,
+        }
     mean = math.fsum(values) / n
     if n == 1:
-        return {"n": 1, "mean": mean, "std": math.nan, "cv": math.nan, "se": math.nan,
-                "ci_low": math.nan, "ci_high": math.nan}
+        return {
+            "n": 1,
+            "mean": mean,
+            "std": math.nan,
+            "cv": math.nan,
+            "se": math.nan,
+            "ci_low": math.nan,
+            "ci_high": math.nan,
+        }
     std = math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1))
     se = std / math.sqrt(n)
     half = t95(n - 1) * se
-    return {"n": n, "mean": mean, "std": std, "cv": std / mean if mean else math.nan, "se": se,
-            "ci_low": mean - half, "ci_high": mean + half}
+    return {
+        "n": n,
+        "mean": mean,
+        "std": std,
+        "cv": std / mean if mean else math.nan,
+        "se": se,
+        "ci_low": mean - half,
+        "ci_high": mean + half,
+    }
 
 
 def intervals_overlap(a: dict[str, float], b: dict[str, float]) -> bool:
@@ -129,7 +188,9 @@ def peak_concurrency(intervals: Iterable[tuple[float, float]]) -> int:
     return max((n for _, n in in_flight_steps(intervals)), default=0)
 
 
-def steady_state_window(intervals: Sequence[tuple[float, float]], ratio: float = 0.8) -> tuple[float, float] | None:
+def steady_state_window(
+    intervals: Sequence[tuple[float, float]], ratio: float = 0.8
+) -> tuple[float, float] | None:
     """Longest [start, end) where in-flight >= ratio * peak in-flight; None without requests."""
     steps = in_flight_steps(intervals)
     peak = max((n for _, n in steps), default=0)
@@ -178,7 +239,7 @@ class TokenBuckets:
         per = max(1, round(window / self.width))
         best = 0.0
         for i in range(0, len(self.counts), per):
-            best = max(best, math.fsum(self.counts[i:i + per]))
+            best = max(best, math.fsum(self.counts[i : i + per]))
         return best / (per * self.width)
 
     def tokens_between(self, start: float, end: float) -> float:
@@ -200,14 +261,15 @@ class TokenBuckets:
         return {"origin": self.origin, "width": self.width, "counts": self.counts}
 
     @classmethod
-    def from_json(cls, data: dict) -> "TokenBuckets":
+    def from_json(cls, data: dict) -> TokenBuckets:
         tb = cls(data["origin"], data["width"])
         tb.counts = list(data["counts"])
         return tb
 
 
-def steady_state_throughput(intervals: Sequence[tuple[float, float]], buckets: TokenBuckets,
-                            ratio: float = 0.8) -> tuple[float, tuple[float, float] | None]:
+def steady_state_throughput(
+    intervals: Sequence[tuple[float, float]], buckets: TokenBuckets, ratio: float = 0.8
+) -> tuple[float, tuple[float, float] | None]:
     """Output tokens inside the steady-state window / window length, and the window."""
     window = steady_state_window(intervals, ratio)
     if window is None or window[1] <= window[0]:
@@ -260,8 +322,21 @@ class LogHistogram:
 
     def summary(self) -> dict[str, float]:
         if self.count == 0:
-            return {"count": 0, "mean": math.nan, "median": math.nan, "p90": math.nan,
-                    "p95": math.nan, "p99": math.nan, "max": math.nan}
-        return {"count": self.count, "mean": self.sum / self.count, "median": self.percentile(50),
-                "p90": self.percentile(90), "p95": self.percentile(95), "p99": self.percentile(99),
-                "max": self.max}
+            return {
+                "count": 0,
+                "mean": math.nan,
+                "median": math.nan,
+                "p90": math.nan,
+                "p95": math.nan,
+                "p99": math.nan,
+                "max": math.nan,
+            }
+        return {
+            "count": self.count,
+            "mean": self.sum / self.count,
+            "median": self.percentile(50),
+            "p90": self.percentile(90),
+            "p95": self.percentile(95),
+            "p99": self.percentile(99),
+            "max": self.max,
+        }

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from sgltui.core.flags import SIM_FLAGS, Catalog, FlagSpec, load_bundled_catalog, load_live_catalog
 from sgltui.core.profiles import Profile, format_location
@@ -60,17 +61,28 @@ class _Checker:
         self.catalog = catalog
         self.sim = profile.launcher == "sim"
         self.issues: list[Issue] = []
-        self.specs: dict[str, tuple[str, FlagSpec]] = {}   # canonical name -> (key as written, spec)
+        self.specs: dict[str, tuple[str, FlagSpec]] = {}  # canonical name -> (key as written, spec)
 
     # -- reporting ---------------------------------------------------------------------------
-    def add(self, severity: str, key: str, problem: str, fix: str | None = None, origin: str | None = None) -> None:
+    def add(
+        self,
+        severity: str,
+        key: str,
+        problem: str,
+        fix: str | None = None,
+        origin: str | None = None,
+    ) -> None:
         path, line = self.profile.where(origin or f"server.{key}")
         self.issues.append(Issue(severity, problem, key, path, line, fix))
 
-    def error(self, key: str, problem: str, fix: str | None = None, origin: str | None = None) -> None:
+    def error(
+        self, key: str, problem: str, fix: str | None = None, origin: str | None = None
+    ) -> None:
         self.add(ERROR, key, problem, fix, origin)
 
-    def warn(self, key: str, problem: str, fix: str | None = None, origin: str | None = None) -> None:
+    def warn(
+        self, key: str, problem: str, fix: str | None = None, origin: str | None = None
+    ) -> None:
         self.add(WARNING, key, problem, fix, origin)
 
     # -- values of the resolved profile, by canonical flag name ------------------------------
@@ -100,12 +112,20 @@ class _Checker:
             return
         if spec.name in self.specs:
             other = self.specs[spec.name][0]
-            self.error(key, f"sets the same flag as `{other}` (--{spec.name})", f"keep only one of `{other}` and `{key}`")
+            self.error(
+                key,
+                f"sets the same flag as `{other}` (--{spec.name})",
+                f"keep only one of `{other}` and `{key}`",
+            )
             return
         self.specs[spec.name] = (key, spec)
         if spec.deprecated and value is not False:
             fix = f"use {spec.replacement}" if spec.replacement else "remove it"
-            self.warn(key, f"deprecated in SGLang {self.catalog.version} (still accepted, with a warning)", fix)
+            self.warn(
+                key,
+                f"deprecated in SGLang {self.catalog.version} (still accepted, with a warning)",
+                fix,
+            )
         if self.catalog.is_negation(key):
             if not isinstance(value, bool):
                 self.error(key, "is an on/off flag", f"write {spec.name} = false instead")
@@ -115,7 +135,11 @@ class _Checker:
     def unknown_flag(self, key: str, value: Any) -> None:
         shown = _toml_value(value)
         if key in SIM_FLAGS:
-            self.error(key, "is a simulator flag; real SGLang rejects it", 'set launcher = "sim" or remove this line')
+            self.error(
+                key,
+                "is a simulator flag; real SGLang rejects it",
+                'set launcher = "sim" or remove this line',
+            )
             return
         renamed = self.catalog.renamed(key)
         if renamed:
@@ -130,8 +154,11 @@ class _Checker:
         prefixed = self.catalog.prefix_matches(key)
         if len(prefixed) == 1:
             spec = prefixed[0]
-            self.warn(key, f"abbreviation of --{spec.name}: accepted only while no other flag starts the same",
-                      f"write {spec.name} = {shown}")
+            self.warn(
+                key,
+                f"abbreviation of --{spec.name}: accepted only while no other flag starts the same",
+                f"write {spec.name} = {shown}",
+            )
             self.specs.setdefault(spec.name, (key, spec))
             self.check_value(key, spec, value)
             return
@@ -141,7 +168,11 @@ class _Checker:
             problem = f"ambiguous: SGLang {self.catalog.version} has no --{key}, and it could abbreviate several flags"
         else:
             problem = f"unknown flag for SGLang {self.catalog.version}"
-        fix = f"did you mean {', '.join(near)}?" if near else "see `python -m sglang.launch_server --help` for the flag names"
+        fix = (
+            f"did you mean {', '.join(near)}?"
+            if near
+            else "see `python -m sglang.launch_server --help` for the flag names"
+        )
         self.error(key, problem, fix)
 
     def check_value(self, key: str, spec: FlagSpec, value: Any) -> None:
@@ -149,21 +180,37 @@ class _Checker:
             return  # false = omitted, for every flag
         if not spec.takes_value:
             if not isinstance(value, bool):
-                self.error(key, f"is an on/off flag, not {_describe(value)}", f"write {key} = true (or false to leave it off)")
+                self.error(
+                    key,
+                    f"is an on/off flag, not {_describe(value)}",
+                    f"write {key} = true (or false to leave it off)",
+                )
             return
         if value is True:
             if spec.nargs == "?":
                 return
-            self.error(key, "needs a value (true only suits on/off flags)", f"write {key} = {_example(spec)}")
+            self.error(
+                key,
+                "needs a value (true only suits on/off flags)",
+                f"write {key} = {_example(spec)}",
+            )
             return
         if isinstance(value, list):
             if not spec.is_list and spec.type != "json_list":
-                self.error(key, "takes one value, not a list", f"write {key} = {_toml_value(value[0]) if value else _example(spec)}")
+                self.error(
+                    key,
+                    "takes one value, not a list",
+                    f"write {key} = {_toml_value(value[0]) if value else _example(spec)}",
+                )
                 return
             if spec.type == "json_list":
                 return
             if not value and spec.nargs == "+":
-                self.error(key, "needs at least one value", f"write {key} = [{_example(spec)}] or remove the line")
+                self.error(
+                    key,
+                    "needs at least one value",
+                    f"write {key} = [{_example(spec)}] or remove the line",
+                )
                 return
             for item in value:
                 if self.check_scalar(key, spec, item) is False:
@@ -171,14 +218,26 @@ class _Checker:
             return
         if isinstance(value, dict):
             if spec.type != "json":
-                self.error(key, f"takes {_type_words(spec)}, not a table", f"write {key} = {_example(spec)}")
+                self.error(
+                    key,
+                    f"takes {_type_words(spec)}, not a table",
+                    f"write {key} = {_example(spec)}",
+                )
             return
         self.check_scalar(key, spec, value)
 
     def check_scalar(self, key: str, spec: FlagSpec, value: Any) -> bool:
         """False when an error was reported."""
-        if isinstance(value, (dict, list)) or hasattr(value, "isoformat") or isinstance(value, bool):
-            self.error(key, f"takes {_type_words(spec)}, not {_describe(value)}", f"write {key} = {_example(spec)}")
+        if (
+            isinstance(value, (dict, list))
+            or hasattr(value, "isoformat")
+            or isinstance(value, bool)
+        ):
+            self.error(
+                key,
+                f"takes {_type_words(spec)}, not {_describe(value)}",
+                f"write {key} = {_example(spec)}",
+            )
             return False
         text = str(value)
         kind = spec.type or "str"
@@ -186,38 +245,62 @@ class _Checker:
             m = _SI.match(text) or _IEC.match(text)
             if m:
                 fix = f"write {key} = {_expand(text)}"
-                self.error(key, f"--{spec.name} takes a plain integer; SGLang rejects {text!r}", fix)
+                self.error(
+                    key, f"--{spec.name} takes a plain integer; SGLang rejects {text!r}", fix
+                )
             else:
-                self.error(key, f"takes an integer, not {_describe(value)}", f"write {key} = {_example(spec)}")
+                self.error(
+                    key,
+                    f"takes an integer, not {_describe(value)}",
+                    f"write {key} = {_example(spec)}",
+                )
             return False
         if kind == "human_int" and not (isinstance(value, int) or _INT_TEXT.match(text)):
             if _SI.match(text):
                 n = _expand(text)
                 binary = _binary(text)
-                self.warn(key, f"{text!r} means {n} to SGLang (k, M, G are powers of 1000), not {binary}",
-                          f'write {key} = {binary} (or "{_SI.match(text).group(1)}{_SI.match(text).group(2).upper()}i"), or {n} to keep it')
+                self.warn(
+                    key,
+                    f"{text!r} means {n} to SGLang (k, M, G are powers of 1000), not {binary}",
+                    f'write {key} = {binary} (or "{_SI.match(text).group(1)}{_SI.match(text).group(2).upper()}i"), or {n} to keep it',
+                )
                 return True
             if _IEC.match(text):
                 return True
             loose = _LOOSE_SUFFIX.match(text)
             if loose:
                 number, suffix = loose.groups()
-                self.error(key, f"SGLang does not accept {text!r} (suffixes are case-sensitive: k M G T = 1000s, Ki Mi Gi Ti = 1024s)",
-                           f'write {key} = "{number}Ki" for {number}x1024 or "{number}k" for {number}x1000')
+                self.error(
+                    key,
+                    f"SGLang does not accept {text!r} (suffixes are case-sensitive: k M G T = 1000s, Ki Mi Gi Ti = 1024s)",
+                    f'write {key} = "{number}Ki" for {number}x1024 or "{number}k" for {number}x1000',
+                )
             else:
-                self.error(key, f"takes an integer, not {_describe(value)}", f"write {key} = 32768 or \"32Ki\"")
+                self.error(
+                    key,
+                    f"takes an integer, not {_describe(value)}",
+                    f'write {key} = 32768 or "32Ki"',
+                )
             return False
         if kind == "float":
             try:
                 float(text)
             except ValueError:
-                self.error(key, f"takes a number, not {_describe(value)}", f"write {key} = {_example(spec)}")
+                self.error(
+                    key,
+                    f"takes a number, not {_describe(value)}",
+                    f"write {key} = {_example(spec)}",
+                )
                 return False
         if kind in ("json", "json_list") and isinstance(value, str):
             try:
                 parsed = json.loads(value)
             except ValueError:
-                self.error(key, "takes JSON, and this does not parse", "write it as a TOML table/array, or valid JSON text")
+                self.error(
+                    key,
+                    "takes JSON, and this does not parse",
+                    "write it as a TOML table/array, or valid JSON text",
+                )
                 return False
             if kind == "json_list" and not isinstance(parsed, list):
                 self.error(key, "takes a JSON list", f"write {key} = [...]")
@@ -232,26 +315,43 @@ class _Checker:
             if (text.upper() if known.get("case_insensitive") else text) not in folded:
                 self.bad_choice(key, text, values, at_startup=True)
                 return False
-        if spec.name in ("port", "grpc-port", "metrics-http-port") and (not _INT_TEXT.match(text) or not 0 < int(text) < 65536):
-            self.error(key, f"port {text} is out of range", f"write {key} = a port between 1 and 65535")
+        if spec.name in ("port", "grpc-port", "metrics-http-port") and (
+            not _INT_TEXT.match(text) or not 0 < int(text) < 65536
+        ):
+            self.error(
+                key, f"port {text} is out of range", f"write {key} = a port between 1 and 65535"
+            )
             return False
         return True
 
     def bad_choice(self, key: str, text: str, choices: list[str], at_startup: bool = False) -> None:
         if key.endswith("speculative-algorithm") and text.upper() == "MTP":
-            self.error(key, '"MTP" is not a speculative algorithm name in SGLang',
-                       'for the MTP layers shipped in the checkpoint write speculative-algorithm = "NEXTN"')
+            self.error(
+                key,
+                '"MTP" is not a speculative algorithm name in SGLang',
+                'for the MTP layers shipped in the checkpoint write speculative-algorithm = "NEXTN"',
+            )
             return
         same_case = [c for c in choices if c.lower() == text.lower()]
         hint = f'did you mean "{same_case[0]}"? ' if same_case else ""
         when = " (SGLang fails at start-up)" if at_startup else ""
-        self.error(key, f"invalid value {text!r}{when}", f"{hint}choose one of: {', '.join(choices)}")
+        self.error(
+            key, f"invalid value {text!r}{when}", f"{hint}choose one of: {', '.join(choices)}"
+        )
 
     def check_required(self) -> None:
         if self.get("model-path") is None and "model-path" in self.catalog.flags:
             path = self.profile.source
-            self.issues.append(Issue(ERROR, "no model: SGLang requires --model-path", "model-path", path, None,
-                                     'add model-path = "org/model" (a Hugging Face id or a local folder) to [server]'))
+            self.issues.append(
+                Issue(
+                    ERROR,
+                    "no model: SGLang requires --model-path",
+                    "model-path",
+                    path,
+                    None,
+                    'add model-path = "org/model" (a Hugging Face id or a local folder) to [server]',
+                )
+            )
 
     def check_combinations(self) -> None:
         get, key = self.get, self.key
@@ -261,80 +361,163 @@ class _Checker:
 
         # HiCache (sglang.md §6)
         if hicache and get("disable-radix-cache"):
-            self.error(key("disable-radix-cache"), "cannot be combined with enable-hierarchical-cache (SGLang: the two are mutually exclusive)",
-                       "remove disable-radix-cache, or turn the hierarchical cache off")
+            self.error(
+                key("disable-radix-cache"),
+                "cannot be combined with enable-hierarchical-cache (SGLang: the two are mutually exclusive)",
+                "remove disable-radix-cache, or turn the hierarchical cache off",
+            )
         if hicache and get("enable-lmcache"):
-            self.error(key("enable-lmcache"), "cannot be combined with enable-hierarchical-cache (mutually exclusive)", "keep only one of them")
+            self.error(
+                key("enable-lmcache"),
+                "cannot be combined with enable-hierarchical-cache (mutually exclusive)",
+                "keep only one of them",
+            )
         if hicache and get("enable-int8-mamba-checkpoint"):
-            self.error(key("enable-int8-mamba-checkpoint"), "not supported with enable-hierarchical-cache (the host-offload path is not int8-aware)",
-                       "disable one of them")
-        if hicache and get("hicache-host-memory-mode") == "buffer_only" and not get("hicache-storage-backend"):
-            self.error(key("hicache-host-memory-mode"), "buffer_only needs a storage backend", 'set hicache-storage-backend (e.g. "file"), or use "cache"')
+            self.error(
+                key("enable-int8-mamba-checkpoint"),
+                "not supported with enable-hierarchical-cache (the host-offload path is not int8-aware)",
+                "disable one of them",
+            )
+        if (
+            hicache
+            and get("hicache-host-memory-mode") == "buffer_only"
+            and not get("hicache-storage-backend")
+        ):
+            self.error(
+                key("hicache-host-memory-mode"),
+                "buffer_only needs a storage backend",
+                'set hicache-storage-backend (e.g. "file"), or use "cache"',
+            )
         if not hicache:
             for name, (k, _spec) in self.specs.items():
                 if name.startswith("hicache-") and get(name) is not None:
-                    self.warn(k, "has no effect without enable-hierarchical-cache", "add enable-hierarchical-cache = true, or remove this line")
+                    self.warn(
+                        k,
+                        "has no effect without enable-hierarchical-cache",
+                        "add enable-hierarchical-cache = true, or remove this line",
+                    )
         if hicache and algo_up in ("EAGLE", "EAGLE3", "NEXTN") and get("enable-unified-memory"):
-            self.error(key("enable-unified-memory"), "with EAGLE-family speculative decoding this does not support enable-hierarchical-cache",
-                       "remove one of them")
+            self.error(
+                key("enable-unified-memory"),
+                "with EAGLE-family speculative decoding this does not support enable-hierarchical-cache",
+                "remove one of them",
+            )
 
         # Speculative decoding
         trio = [n for n in _SPEC_TRIO if get(n) is not None]
         if trio and algo is None:
-            self.warn(key(trio[0]), "has no effect without speculative-algorithm", 'set speculative-algorithm (e.g. "NEXTN") or remove it')
+            self.warn(
+                key(trio[0]),
+                "has no effect without speculative-algorithm",
+                'set speculative-algorithm (e.g. "NEXTN") or remove it',
+            )
         elif 0 < len(trio) < 3:
             missing = [n for n in _SPEC_TRIO if n not in trio]
-            self.error(key(trio[0]), f"{', '.join(_SPEC_TRIO)} must be set all three or none (SGLang fails with a bare AssertionError)",
-                       f"also set {' and '.join(missing)}, or remove {' and '.join(trio)}")
+            self.error(
+                key(trio[0]),
+                f"{', '.join(_SPEC_TRIO)} must be set all three or none (SGLang fails with a bare AssertionError)",
+                f"also set {' and '.join(missing)}, or remove {' and '.join(trio)}",
+            )
         elif len(trio) == 3:
             steps, topk, draft = (_as_int(get(n)) for n in _SPEC_TRIO)
             if topk == 1 and steps is not None and draft is not None and draft != steps + 1:
-                self.warn(key("speculative-num-draft-tokens"), f"SGLang changes it to speculative-num-steps + 1 = {steps + 1} when speculative-eagle-topk is 1",
-                          f"write speculative-num-draft-tokens = {steps + 1}")
+                self.warn(
+                    key("speculative-num-draft-tokens"),
+                    f"SGLang changes it to speculative-num-steps + 1 = {steps + 1} when speculative-eagle-topk is 1",
+                    f"write speculative-num-draft-tokens = {steps + 1}",
+                )
             if topk is not None and topk > 1 and get("attention-backend") == "trtllm_mha":
-                self.error(key("speculative-eagle-topk"), "trtllm_mha supports only speculative-eagle-topk = 1", "set it to 1 or pick another attention-backend")
+                self.error(
+                    key("speculative-eagle-topk"),
+                    "trtllm_mha supports only speculative-eagle-topk = 1",
+                    "set it to 1 or pick another attention-backend",
+                )
         if algo is not None:
             if get("max-running-requests") is None:
-                self.warn(key("speculative-algorithm"),
-                          "without max-running-requests SGLang silently caps running requests at 48 for speculative decoding "
-                          "(and on a hybrid model the draft state for 48 may not fit)",
-                          "set max-running-requests explicitly (4 is SGLang's own recipe on one GPU)")
+                self.warn(
+                    key("speculative-algorithm"),
+                    "without max-running-requests SGLang silently caps running requests at 48 for speculative decoding "
+                    "(and on a hybrid model the draft state for 48 may not fit)",
+                    "set max-running-requests explicitly (4 is SGLang's own recipe on one GPU)",
+                )
             draft_path = get("speculative-draft-model-path")
             if algo_up == "DFLASH" and not draft_path:
-                self.error(key("speculative-algorithm"), "DFLASH requires a draft model", "set speculative-draft-model-path")
+                self.error(
+                    key("speculative-algorithm"),
+                    "DFLASH requires a draft model",
+                    "set speculative-draft-model-path",
+                )
             if algo_up == "UNO" and draft_path:
-                self.error(key("speculative-draft-model-path"), "UNO reuses the target model and does not accept a draft model path", "remove this line")
+                self.error(
+                    key("speculative-draft-model-path"),
+                    "UNO reuses the target model and does not accept a draft model path",
+                    "remove this line",
+                )
             if algo_up in ("EAGLE", "EAGLE3", "STANDALONE") and not draft_path:
-                self.warn(key("speculative-algorithm"), f"{algo_up} needs a draft model (only some models ship one inside the checkpoint)",
-                          'set speculative-draft-model-path, or use "NEXTN" for MTP layers inside the checkpoint')
+                self.warn(
+                    key("speculative-algorithm"),
+                    f"{algo_up} needs a draft model (only some models ship one inside the checkpoint)",
+                    'set speculative-draft-model-path, or use "NEXTN" for MTP layers inside the checkpoint',
+                )
             if get("enable-mixed-chunk"):
-                self.warn(key("enable-mixed-chunk"), "ignored: SGLang turns mixed chunked prefill off with speculative decoding", "remove this line")
+                self.warn(
+                    key("enable-mixed-chunk"),
+                    "ignored: SGLang turns mixed chunked prefill off with speculative decoding",
+                    "remove this line",
+                )
             if get("enable-lmcache"):
-                self.error(key("enable-lmcache"), "LMCache does not support speculative decoding", "remove one of them")
+                self.error(
+                    key("enable-lmcache"),
+                    "LMCache does not support speculative decoding",
+                    "remove one of them",
+                )
             attn_dp = _as_int(get("attn-dp-size")) or 1
             if algo_up in ("STANDALONE", "NGRAM") and (attn_dp > 1 or get("enable-dp-attention")):
-                self.error(key("speculative-algorithm"), f"{algo_up} speculative decoding does not support DP attention", "remove attn-dp-size or pick another algorithm")
+                self.error(
+                    key("speculative-algorithm"),
+                    f"{algo_up} speculative decoding does not support DP attention",
+                    "remove attn-dp-size or pick another algorithm",
+                )
 
         # Hybrid (mamba / linear attention) state cache
         strategy = get("mamba-radix-cache-strategy")
         if strategy == "no_buffer":
             if not get("disable-overlap-schedule"):
-                self.error(key("mamba-radix-cache-strategy"), "no_buffer does not support overlap scheduling (SGLang asserts at start-up)",
-                           'add disable-overlap-schedule = true, or use "auto"')
+                self.error(
+                    key("mamba-radix-cache-strategy"),
+                    "no_buffer does not support overlap scheduling (SGLang asserts at start-up)",
+                    'add disable-overlap-schedule = true, or use "auto"',
+                )
             page = _as_int(get("page-size"))
             if page is not None and page > 1:
-                self.error(key("page-size"), "no_buffer supports only page-size 1", 'set page-size = 1 or use mamba-radix-cache-strategy = "extra_buffer"')
+                self.error(
+                    key("page-size"),
+                    "no_buffer supports only page-size 1",
+                    'set page-size = 1 or use mamba-radix-cache-strategy = "extra_buffer"',
+                )
             if get("attention-backend") == "trtllm_mha":
-                self.error(key("attention-backend"), "no_buffer does not support trtllm_mha", "pick another attention-backend")
+                self.error(
+                    key("attention-backend"),
+                    "no_buffer does not support trtllm_mha",
+                    "pick another attention-backend",
+                )
         if strategy in ("extra_buffer", "extra_buffer_lazy"):
             interval = _as_int(get("mamba-track-interval"))
             draft = _as_int(get("speculative-num-draft-tokens"))
             if interval is not None and draft is not None and interval < draft:
-                self.error(key("mamba-track-interval"), f"must be at least speculative-num-draft-tokens ({draft})", f"write mamba-track-interval = {max(draft, 256)}")
+                self.error(
+                    key("mamba-track-interval"),
+                    f"must be at least speculative-num-draft-tokens ({draft})",
+                    f"write mamba-track-interval = {max(draft, 256)}",
+                )
 
         port, grpc = _as_int(get("port")), _as_int(get("grpc-port"))
         if grpc is not None and grpc == (port or 30000):
-            self.error(key("grpc-port"), f"--grpc-port ({grpc}) must differ from --port", "pick another port")
+            self.error(
+                key("grpc-port"),
+                f"--grpc-port ({grpc}) must differ from --port",
+                "pick another port",
+            )
 
 
 def check_profile(profile: Profile, catalog: Catalog | None = None) -> list[Issue]:
@@ -354,14 +537,23 @@ def check_profile_set(profiles: Iterable[Profile]) -> list[Issue]:
         group = (profile.launcher, profile.key)
         if group in seen:
             path, line = profile.where("key")
-            issues.append(Issue(ERROR, f'hot-swap key "{profile.key}" is also used by profile {seen[group]}', "key", path, line,
-                                "give each profile its own key"))
+            issues.append(
+                Issue(
+                    ERROR,
+                    f'hot-swap key "{profile.key}" is also used by profile {seen[group]}',
+                    "key",
+                    path,
+                    line,
+                    "give each profile its own key",
+                )
+            )
         else:
             seen[group] = profile.name
     return issues
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
 
 def _as_int(value: Any) -> int | None:
     if isinstance(value, bool) or value is None:
@@ -400,16 +592,29 @@ def _describe(value: Any) -> str:
 
 
 def _type_words(spec: FlagSpec) -> str:
-    return {"int": "an integer", "human_int": "an integer", "float": "a number", "json": "JSON",
-            "json_list": "a JSON list"}.get(spec.type or "str", "a string")
+    return {
+        "int": "an integer",
+        "human_int": "an integer",
+        "float": "a number",
+        "json": "JSON",
+        "json_list": "a JSON list",
+    }.get(spec.type or "str", "a string")
 
 
 def _example(spec: FlagSpec) -> str:
     if spec.choices:
         return f'"{spec.choices[0]}"'
-    if spec.default not in (None, "", [], False) and not isinstance(spec.default, (dict, list, bool)):
+    if spec.default not in (None, "", [], False) and not isinstance(
+        spec.default, (dict, list, bool)
+    ):
         return _toml_value(spec.default)
-    return {"int": "1", "human_int": "32768", "float": "0.5", "json": "{...}", "json_list": "[...]"}.get(spec.type or "str", '"..."')
+    return {
+        "int": "1",
+        "human_int": "32768",
+        "float": "0.5",
+        "json": "{...}",
+        "json_list": "[...]",
+    }.get(spec.type or "str", '"..."')
 
 
 def _toml_value(value: Any) -> str:

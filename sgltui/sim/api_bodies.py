@@ -40,7 +40,10 @@ def generate_prompts(body: dict, vocab: int) -> tuple[list[list[int]], bool]:
 
 def sampling_from_native(sp: dict | None) -> dict:
     sp = dict(sp or {})
-    out = {"max_new_tokens": sp.get("max_new_tokens", 128), "ignore_eos": bool(sp.get("ignore_eos", False))}
+    out = {
+        "max_new_tokens": sp.get("max_new_tokens", 128),
+        "ignore_eos": bool(sp.get("ignore_eos", False)),
+    }
     _check_sampling(sp, "max_new_tokens")
     stop = sp.get("stop")
     out["stop"] = [stop] if isinstance(stop, str) else list(stop or [])
@@ -61,7 +64,11 @@ def _check_sampling(sp: dict, max_key: str) -> None:
 
 
 def sampling_from_openai(body: dict, chat: bool) -> dict:
-    key = "max_completion_tokens" if chat and body.get("max_completion_tokens") is not None else "max_tokens"
+    key = (
+        "max_completion_tokens"
+        if chat and body.get("max_completion_tokens") is not None
+        else "max_tokens"
+    )
     _check_sampling(body, key)
     mx = body.get(key)
     if mx is None:
@@ -129,8 +136,13 @@ def native_meta(st, finished: bool, e2e: float | None) -> dict:
         "num_retractions": m.get("num_retractions", 0),
         "cached_tokens_details": m.get("cached_tokens_details"),
     }
-    for k in ("spec_accept_rate", "spec_accept_length", "spec_num_correct_drafts", "spec_num_proposed_drafts",
-              "spec_verify_ct"):
+    for k in (
+        "spec_accept_rate",
+        "spec_accept_length",
+        "spec_num_correct_drafts",
+        "spec_num_proposed_drafts",
+        "spec_verify_ct",
+    ):
         if k in m:
             meta[k] = m[k]
     if finished and e2e is not None:
@@ -150,8 +162,13 @@ def finish_reason_openai(finish: dict | None) -> tuple[str | None, object]:
 
 
 def usage(prompt: int, completion: int, cached: int, cache_report: bool) -> dict:
-    u = {"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion,
-         "prompt_tokens_details": {"cached_tokens": cached} if cache_report else None, "reasoning_tokens": 0}
+    u = {
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + completion,
+        "completion_tokens": completion,
+        "prompt_tokens_details": {"cached_tokens": cached} if cache_report else None,
+        "reasoning_tokens": 0,
+    }
     return u
 
 

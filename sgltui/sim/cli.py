@@ -45,13 +45,21 @@ def _add_fallback_flags(p: argparse.ArgumentParser) -> None:
     add("--enable-hierarchical-cache", "--enable-hicache", action="store_true")
     add("--hicache-ratio", type=float, default=None)
     add("--hicache-size", type=int, default=0)
-    add("--hicache-write-policy", type=str, default="write_through",
-        choices=["write_back", "write_through", "write_through_selective"])
+    add(
+        "--hicache-write-policy",
+        type=str,
+        default="write_through",
+        choices=["write_back", "write_through", "write_through_selective"],
+    )
     add("--max-mamba-cache-size", type=int, default=None)
     add("--mamba-ssm-dtype", type=str, default=None, choices=["float32", "bfloat16", "float16"])
     add("--mamba-full-memory-ratio", type=float, default=None)
-    add("--mamba-radix-cache-strategy", type=str, default="auto",
-        choices=["auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"])
+    add(
+        "--mamba-radix-cache-strategy",
+        type=str,
+        default="auto",
+        choices=["auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"],
+    )
     add("--disable-radix-cache", action="store_true")
     add("--enable-metrics", action="store_true")
     add("--decode-log-interval", type=int, default=40)
@@ -73,35 +81,60 @@ def _add_fallback_flags(p: argparse.ArgumentParser) -> None:
 
 def _add_sim_flags(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("simulator (sgltui)")
-    existing = p._option_string_actions     # a catalog may already carry some --sim-* flags
+    existing = p._option_string_actions  # a catalog may already carry some --sim-* flags
 
     class _Group:
         @staticmethod
         def add_argument(flag, **kw):
             if flag in existing:
                 action = existing[flag]
-                action.default = kw.get("default", action.default)   # our defaults and choices win
+                action.default = kw.get("default", action.default)  # our defaults and choices win
                 if "choices" in kw:
                     action.choices = kw["choices"]
                 return
             group.add_argument(flag, **kw)
 
     g = _Group()
-    g.add_argument("--sim-gpu", default=DEFAULT_GPU, choices=sorted(GPU_PRESETS),
-                   help="simulated GPU preset")
-    g.add_argument("--sim-time-scale", type=float, default=1.0,
-                   help="multiply start-up and token timing by this; 0 = no delays at all")
+    g.add_argument(
+        "--sim-gpu", default=DEFAULT_GPU, choices=sorted(GPU_PRESETS), help="simulated GPU preset"
+    )
+    g.add_argument(
+        "--sim-time-scale",
+        type=float,
+        default=1.0,
+        help="multiply start-up and token timing by this; 0 = no delays at all",
+    )
     g.add_argument("--sim-seed", type=int, default=0, help="seed of the generated text")
-    g.add_argument("--sim-fail-at-start", choices=FAIL_CAUSES, default=None,
-                   help="fail during start-up with this cause")
-    g.add_argument("--sim-crash-after", type=float, default=None,
-                   help="scheduler crashes this many (wall) seconds after the process started")
-    g.add_argument("--sim-hang-in", choices=HANG_PHASES, default=None,
-                   help="stop making progress in this start-up phase")
-    g.add_argument("--sim-slow-start", type=float, default=1.0,
-                   help="multiply start-up phase durations by this")
-    g.add_argument("--sim-host-memory-gb", type=float, default=512.0,
-                   help="simulated host RAM (HiCache host pool limit)")
+    g.add_argument(
+        "--sim-fail-at-start",
+        choices=FAIL_CAUSES,
+        default=None,
+        help="fail during start-up with this cause",
+    )
+    g.add_argument(
+        "--sim-crash-after",
+        type=float,
+        default=None,
+        help="scheduler crashes this many (wall) seconds after the process started",
+    )
+    g.add_argument(
+        "--sim-hang-in",
+        choices=HANG_PHASES,
+        default=None,
+        help="stop making progress in this start-up phase",
+    )
+    g.add_argument(
+        "--sim-slow-start",
+        type=float,
+        default=1.0,
+        help="multiply start-up phase durations by this",
+    )
+    g.add_argument(
+        "--sim-host-memory-gb",
+        type=float,
+        default=512.0,
+        help="simulated host RAM (HiCache host pool limit)",
+    )
 
 
 def _catalog_available(p: argparse.ArgumentParser) -> bool:

@@ -31,8 +31,8 @@ from sgltui.sim.worker import detokenizer_main, scheduler_main
 
 log = logging.getLogger("sglang")
 
-_READ_SLICE_S = 0.02        # longest the event loop spends reading the pipe before serving HTTP again
-_MAX_BATCH = 4096           # messages coalesced into one write
+_READ_SLICE_S = 0.02  # longest the event loop spends reading the pipe before serving HTTP again
+_MAX_BATCH = 4096  # messages coalesced into one write
 
 
 class _Outbox:
@@ -74,7 +74,7 @@ class _Outbox:
                 batch.append(nxt)
             try:
                 self.conn.send(batch[0] if len(batch) == 1 else ("batch", batch))
-            except (OSError, ValueError, EOFError):     # the child is gone (or the pipe closed)
+            except (OSError, ValueError, EOFError):  # the child is gone (or the pipe closed)
                 self.closed = True
                 return
             if stop:
@@ -118,7 +118,7 @@ class Engine:
         self._ranks_ready = 0
         self._flush_waiters: list[asyncio.Future] = []
         self._counter = itertools.count()
-        self.child_exit: tuple[str, int, int] | None = None   # (name, pid, exit code)
+        self.child_exit: tuple[str, int, int] | None = None  # (name, pid, exit code)
         self._loop: asyncio.AbstractEventLoop | None = None
         # Any output at all counts as a heartbeat for /health, as SGLang's last_receive_tstamp.
         self.last_output_at = 0.0
@@ -129,8 +129,12 @@ class Engine:
         self._loop = asyncio.get_running_loop()
         for rank in range(self.tp):
             parent, child = self.ctx.Pipe()
-            p = self.ctx.Process(target=scheduler_main, args=(child, self.cfg, rank),
-                                 name=f"scheduler_{rank}", daemon=False)
+            p = self.ctx.Process(
+                target=scheduler_main,
+                args=(child, self.cfg, rank),
+                name=f"scheduler_{rank}",
+                daemon=False,
+            )
             p.start()
             child.close()
             self.procs.append(p)
@@ -138,7 +142,9 @@ class Engine:
             self.outboxes.append(_Outbox(parent, f"sim-send-{rank}"))
             self._loop.add_reader(parent.fileno(), self._on_readable, rank)
         parent, child = self.ctx.Pipe()
-        self.detok = self.ctx.Process(target=detokenizer_main, args=(child,), name="detokenizer", daemon=False)
+        self.detok = self.ctx.Process(
+            target=detokenizer_main, args=(child,), name="detokenizer", daemon=False
+        )
         self.detok.start()
         child.close()
         self.detok_conn = parent
@@ -170,7 +176,7 @@ class Engine:
     def shutdown_children(self, timeout: float = 15.0) -> list[int]:
         """ShutdownReq to every child, wait up to `timeout`; returns pids that had to be killed."""
         for box in self.outboxes:
-            box.put(("shutdown",))      # behind anything still queued, from the one writer thread
+            box.put(("shutdown",))  # behind anything still queued, from the one writer thread
         if self.detok_conn is not None:
             try:
                 self.detok_conn.send(("shutdown",))
@@ -256,19 +262,27 @@ class Engine:
     def new_rid(self) -> str:
         return uuid.uuid4().hex
 
-    def submit(self, rid: str | None, input_ids: list[int], sampling: dict, streaming: bool) -> ReqState:
+    def submit(
+        self, rid: str | None, input_ids: list[int], sampling: dict, streaming: bool
+    ) -> ReqState:
         rid = rid or self.new_rid()
         if rid in self.reqs:
             rid = f"{rid}-{next(self._counter)}"
         st = ReqState(rid=rid, streaming=streaming, prompt_tokens=len(input_ids))
         self.reqs[rid] = st
-        self.outboxes[0].put(("add", {
-            "rid": rid, "input_ids": input_ids,
-            "max_new_tokens": sampling.get("max_new_tokens"),
-            "ignore_eos": bool(sampling.get("ignore_eos", False)),
-            "stop": sampling.get("stop"),
-            "stop_token_ids": sampling.get("stop_token_ids"),
-        }))
+        self.outboxes[0].put(
+            (
+                "add",
+                {
+                    "rid": rid,
+                    "input_ids": input_ids,
+                    "max_new_tokens": sampling.get("max_new_tokens"),
+                    "ignore_eos": bool(sampling.get("ignore_eos", False)),
+                    "stop": sampling.get("stop"),
+                    "stop_token_ids": sampling.get("stop_token_ids"),
+                },
+            )
+        )
         return st
 
     def abort(self, rid: str | None) -> None:

@@ -42,13 +42,22 @@ class GpuPublisher:
 
     def breakdown(self) -> dict[str, int]:
         parts = _PHASE_PARTS.get(self.phase, _PHASE_PARTS["ready"])
-        zero = {"weights": 0, "kv_cache": 0, "draft": 0, "state": 0, "cuda_graph": 0, "other": CONTEXT_BYTES}
+        zero = {
+            "weights": 0,
+            "kv_cache": 0,
+            "draft": 0,
+            "state": 0,
+            "cuda_graph": 0,
+            "other": CONTEXT_BYTES,
+        }
         p = self.plan
         if p is None:
             return zero
         out = dict(zero)
         if "weights_partial" in parts:
-            frac = min(1.0, (time.monotonic() - self.phase_started) / max(1e-3, self.phase_expected_s))
+            frac = min(
+                1.0, (time.monotonic() - self.phase_started) / max(1e-3, self.phase_expected_s)
+            )
             out["weights"] = int(p.weights_bytes * frac)
         if "weights" in parts:
             out["weights"] = int(p.weights_bytes)
@@ -66,11 +75,18 @@ class GpuPublisher:
 
     def write(self, pids: list[int], stats: dict | None) -> None:
         stats = stats or {}
-        util = float(stats.get("utilization", 0.0)) if self.phase == "ready" else (
-            0.35 if self.phase in ("capturing CUDA graphs", "warming up") else 0.0)
+        util = (
+            float(stats.get("utilization", 0.0))
+            if self.phase == "ready"
+            else (0.35 if self.phase in ("capturing CUDA graphs", "warming up") else 0.0)
+        )
         rx = tx = 0.0
         now = time.monotonic()
-        io = (now, float(stats.get("pcie_rx_total_bytes", 0.0)), float(stats.get("pcie_tx_total_bytes", 0.0)))
+        io = (
+            now,
+            float(stats.get("pcie_rx_total_bytes", 0.0)),
+            float(stats.get("pcie_tx_total_bytes", 0.0)),
+        )
         if self._last_io is not None and now > self._last_io[0]:
             dt = now - self._last_io[0]
             rx = max(0.0, (io[1] - self._last_io[1]) / dt)
@@ -82,26 +98,43 @@ class GpuPublisher:
         used = min(self.gpu.total_bytes, sum(bd.values()))
         gpus = []
         for i in range(self.tp):
-            gpus.append({
-                "index": i, "name": f"{self.gpu.name} (simulated)", "preset": self.gpu.key,
-                "total_bytes": self.gpu.total_bytes, "used_bytes": used, "breakdown_bytes": bd,
-                "utilization_pct": round(util * 100, 1),
-                "power_w": round(self.gpu.idle_w + util * (self.gpu.tdp_w - self.gpu.idle_w) * 0.9, 1),
-                "temperature_c": round(32 + util * 38, 1),
-                "pcie_rx_bytes_s": rx, "pcie_tx_bytes_s": tx,
-            })
+            gpus.append(
+                {
+                    "index": i,
+                    "name": f"{self.gpu.name} (simulated)",
+                    "preset": self.gpu.key,
+                    "total_bytes": self.gpu.total_bytes,
+                    "used_bytes": used,
+                    "breakdown_bytes": bd,
+                    "utilization_pct": round(util * 100, 1),
+                    "power_w": round(
+                        self.gpu.idle_w + util * (self.gpu.tdp_w - self.gpu.idle_w) * 0.9, 1
+                    ),
+                    "temperature_c": round(32 + util * 38, 1),
+                    "pcie_rx_bytes_s": rx,
+                    "pcie_tx_bytes_s": tx,
+                }
+            )
         host_pinned = 0
         if self.plan is not None and self.phase in ("capturing CUDA graphs", "warming up", "ready"):
             host_pinned = int(self.plan.hicache_host_bytes + self.plan.hicache_state_host_bytes)
-        doc = {"v": 1, "pid": os.getpid(), "pids": pids, "port": self.port, "simulated": True,
-               "ts": time.time(), "gpus": gpus, "host_pinned_bytes": host_pinned}
+        doc = {
+            "v": 1,
+            "pid": os.getpid(),
+            "pids": pids,
+            "port": self.port,
+            "simulated": True,
+            "ts": time.time(),
+            "gpus": gpus,
+            "host_pinned_bytes": host_pinned,
+        }
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             tmp = self.dir / f".{os.getpid()}.json.tmp"
             tmp.write_text(json.dumps(doc))
             os.replace(tmp, self.path)
         except OSError:
-            pass   # telemetry is best effort; serving must go on
+            pass  # telemetry is best effort; serving must go on
 
     def remove(self) -> None:
         for p in (self.path, self.dir / f".{os.getpid()}.json.tmp"):

@@ -24,22 +24,42 @@ log = logging.getLogger("sglang")
 logging.getLogger("aiohttp").addHandler(logging.NullHandler())
 
 OPEN_PREFIXES = ("/health", "/ready", "/metrics")
-ADMIN_PATHS = ("/flush_cache", "/abort_request", "/start_profile", "/stop_profile", "/pause_generation",
-               "/continue_generation", "/hicache", "/update_weights", "/set_internal_state",
-               "/configure_logging", "/release_memory_occupation", "/resume_memory_occupation",
-               "/load_lora_adapter", "/unload_lora_adapter")
+ADMIN_PATHS = (
+    "/flush_cache",
+    "/abort_request",
+    "/start_profile",
+    "/stop_profile",
+    "/pause_generation",
+    "/continue_generation",
+    "/hicache",
+    "/update_weights",
+    "/set_internal_state",
+    "/configure_logging",
+    "/release_memory_occupation",
+    "/resume_memory_occupation",
+    "/load_lora_adapter",
+    "/unload_lora_adapter",
+)
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
 
 def error_body(message: str, status: int, kind: str | None = None) -> web.Response:
     phrase = http.HTTPStatus(status).phrase.replace(" ", "")
-    return web.json_response({"object": "error", "message": message, "type": kind or phrase,
-                              "param": None, "code": status}, status=status)
+    return web.json_response(
+        {
+            "object": "error",
+            "message": message,
+            "type": kind or phrase,
+            "param": None,
+            "code": status,
+        },
+        status=status,
+    )
 
 
 class Api:
     def __init__(self, server):
-        self.s = server                      # sgltui.sim.server.SimServer
+        self.s = server  # sgltui.sim.server.SimServer
         self.engine = server.engine
         self.args = server.args
         self.model_name = server.model_name
@@ -48,19 +68,28 @@ class Api:
         self.access_exclude = tuple(excl) if isinstance(excl, (list, tuple)) else (str(excl),)
         http_level = (self.args.log_level_http or self.args.log_level or "info").lower()
         self.access_log = http_level in ("debug", "info")
-        self._watched: dict = {}            # rid -> (request state, aiohttp request)
-        self._gone: set[str] = set()        # rids whose client disconnected
+        self._watched: dict = {}  # rid -> (request state, aiohttp request)
+        self._gone: set[str] = set()  # rids whose client disconnected
 
     # ---- app --------------------------------------------------------------------------------------
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._access_mw, self._auth_mw], client_max_size=64 << 20)
+        app = web.Application(
+            middlewares=[self._access_mw, self._auth_mw], client_max_size=64 << 20
+        )
         r = app.router
-        for path, fn in (("/health", self.health), ("/health_generate", self.health),
-                         ("/ready", self.ready), ("/ping", self.ping),
-                         ("/model_info", self.model_info), ("/get_model_info", self.model_info),
-                         ("/server_info", self.server_info), ("/get_server_info", self.server_info),
-                         ("/v1/loads", self.loads), ("/v1/models", self.models),
-                         ("/v1/models/{model_id:.+}", self.model_card)):
+        for path, fn in (
+            ("/health", self.health),
+            ("/health_generate", self.health),
+            ("/ready", self.ready),
+            ("/ping", self.ping),
+            ("/model_info", self.model_info),
+            ("/get_model_info", self.model_info),
+            ("/server_info", self.server_info),
+            ("/get_server_info", self.server_info),
+            ("/v1/loads", self.loads),
+            ("/v1/models", self.models),
+            ("/v1/models/{model_id:.+}", self.model_card),
+        ):
             r.add_get(path, fn)
         r.add_route("*", "/flush_cache", self.flush_cache)
         r.add_post("/abort_request", self.abort_request)
@@ -86,22 +115,26 @@ class Api:
             status = resp.status
             return resp
         except ConnectionResetError:
-            status = 499             # the client went away; its request was aborted
+            status = 499  # the client went away; its request was aborted
             return web.Response(status=499)
         except web.HTTPException as exc:
             status = exc.status
             raise
         finally:
             path = request.rel_url.path
-            if self.access_log and not (self.access_exclude and path.startswith(self.access_exclude)):
+            if self.access_log and not (
+                self.access_exclude and path.startswith(self.access_exclude)
+            ):
                 peer = request.transport.get_extra_info("peername") if request.transport else None
                 client = f"{peer[0]}:{peer[1]}" if peer else "-"
                 try:
                     phrase = http.HTTPStatus(status).phrase
                 except ValueError:
                     phrase = ""
-                log.info(f'INFO:     {client} - "{request.method} {request.rel_url} HTTP/'
-                         f'{request.version.major}.{request.version.minor}" {status} {phrase}')
+                log.info(
+                    f'INFO:     {client} - "{request.method} {request.rel_url} HTTP/'
+                    f'{request.version.major}.{request.version.minor}" {status} {phrase}'
+                )
 
     @web.middleware
     async def _auth_mw(self, request: web.Request, handler):
@@ -128,7 +161,8 @@ class Api:
         if s.status != "Up" or s.draining:
             return web.Response(status=503)
         if request.rel_url.path == "/health" and os.environ.get(
-                "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "true").lower() in ("0", "false"):
+            "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "true"
+        ).lower() in ("0", "false"):
             return web.Response(status=200)
         started = time.monotonic()
         rid = f"HEALTH_CHECK_{self.engine.new_rid()}"
@@ -142,10 +176,16 @@ class Api:
                 if st.output_ids or st.finish or self.engine.last_output_at > started:
                     return web.Response(status=200)
                 if time.monotonic() - started > timeout:
-                    tic = time.strftime("%H:%M:%S", time.localtime(time.time() - (time.monotonic() - started)))
-                    last = time.strftime("%H:%M:%S", time.localtime(self.engine.last_output_wall or time.time()))
-                    log.error(f"Health check failed. Server couldn't get a response from detokenizer for last "
-                              f"{int(timeout)} seconds. tic start time: {tic}. last_heartbeat time: {last}")
+                    tic = time.strftime(
+                        "%H:%M:%S", time.localtime(time.time() - (time.monotonic() - started))
+                    )
+                    last = time.strftime(
+                        "%H:%M:%S", time.localtime(self.engine.last_output_wall or time.time())
+                    )
+                    log.error(
+                        f"Health check failed. Server couldn't get a response from detokenizer for last "
+                        f"{int(timeout)} seconds. tic start time: {tic}. last_heartbeat time: {last}"
+                    )
                     s.status = "UnHealthy"
                     return web.Response(status=503)
         finally:
@@ -166,22 +206,36 @@ class Api:
     # ---- info ----------------------------------------------------------------------------------------
     async def model_info(self, request):
         if request.rel_url.path == "/get_model_info":
-            log.warning("Endpoint '/get_model_info' is deprecated and will be removed in a future version. "
-                        "Please use '/model_info' instead.")
+            log.warning(
+                "Endpoint '/get_model_info' is deprecated and will be removed in a future version. "
+                "Please use '/model_info' instead."
+            )
         m = self.s.model
-        return web.json_response({
-            "model_path": self.args.model_path, "served_model_name": self.model_name,
-            "tokenizer_path": self.args.tokenizer_path or self.args.model_path, "is_generation": True,
-            "preferred_sampling_params": None, "weight_version": "default", "load_format": "auto",
-            "reasoning_parser": None, "tool_call_parser": None, "disaggregation_mode": "null",
-            "has_image_understanding": m.is_multimodal, "has_audio_understanding": False,
-            "model_type": m.model_type, "architectures": list(m.architectures),
-        })
+        return web.json_response(
+            {
+                "model_path": self.args.model_path,
+                "served_model_name": self.model_name,
+                "tokenizer_path": self.args.tokenizer_path or self.args.model_path,
+                "is_generation": True,
+                "preferred_sampling_params": None,
+                "weight_version": "default",
+                "load_format": "auto",
+                "reasoning_parser": None,
+                "tool_call_parser": None,
+                "disaggregation_mode": "null",
+                "has_image_understanding": m.is_multimodal,
+                "has_audio_understanding": False,
+                "model_type": m.model_type,
+                "architectures": list(m.architectures),
+            }
+        )
 
     async def server_info(self, request):
         if request.rel_url.path == "/get_server_info":
-            log.warning("Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
-                        "Please use '/server_info' instead.")
+            log.warning(
+                "Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
+                "Please use '/server_info' instead."
+            )
         return web.json_response(self.s.server_info())
 
     async def loads(self, request):
@@ -192,23 +246,39 @@ class Api:
         return web.json_response(body)
 
     async def metrics(self, request):
-        return web.Response(body=self.s.metrics.render(),
-                            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+        return web.Response(
+            body=self.s.metrics.render(),
+            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+        )
 
     async def models(self, request):
         return web.json_response({"object": "list", "data": [self._card()]})
 
     async def model_card(self, request):
         if request.match_info["model_id"] != self.model_name:
-            return web.json_response({"error": {"message": f"The model '{request.match_info['model_id']}' does "
-                                                           "not exist", "type": "invalid_request_error",
-                                                "param": "model", "code": "model_not_found"}}, status=404)
+            return web.json_response(
+                {
+                    "error": {
+                        "message": f"The model '{request.match_info['model_id']}' does not exist",
+                        "type": "invalid_request_error",
+                        "param": "model",
+                        "code": "model_not_found",
+                    }
+                },
+                status=404,
+            )
         return web.json_response(self._card())
 
     def _card(self) -> dict:
-        return {"id": self.model_name, "object": "model", "created": int(self.s.started_wall),
-                "owned_by": "sglang", "root": self.model_name, "parent": None,
-                "max_model_len": self.s.plan.context_len}
+        return {
+            "id": self.model_name,
+            "object": "model",
+            "created": int(self.s.started_wall),
+            "owned_by": "sglang",
+            "root": self.model_name,
+            "parent": None,
+            "max_model_len": self.s.plan.context_len,
+        }
 
     # ---- admin ---------------------------------------------------------------------------------------
     async def flush_cache(self, request):
@@ -222,8 +292,10 @@ class Api:
         if not ok:
             return web.Response(text="Flush cache failed.", status=400)
         log.info("Cache flushed successfully!")
-        return web.Response(text="Cache flushed.\nPlease check backend logs for more details. (When there are "
-                                 "running or waiting requests, the operation will not be performed.)\n")
+        return web.Response(
+            text="Cache flushed.\nPlease check backend logs for more details. (When there are "
+            "running or waiting requests, the operation will not be performed.)\n"
+        )
 
     async def abort_request(self, request):
         try:
@@ -261,8 +333,10 @@ class Api:
         ctx = self.s.plan.context_len
         for ids in prompts:
             if len(ids) >= ctx:
-                raise rq.BadRequest(f"The input ({len(ids)} tokens) is longer than the model's context length "
-                                    f"({ctx} tokens).")
+                raise rq.BadRequest(
+                    f"The input ({len(ids)} tokens) is longer than the model's context length "
+                    f"({ctx} tokens)."
+                )
 
     def _submit(self, ids, sampling, streaming, rid=None):
         self.s.requests_handled += 1
@@ -316,15 +390,23 @@ class Api:
         stream = bool(body.get("stream", False))
         rids = body.get("rid")
         if stream and batch:
-            return error_body("Streaming a batch of prompts is not supported; send one request per prompt.", 400)
+            return error_body(
+                "Streaming a batch of prompts is not supported; send one request per prompt.", 400
+            )
         if not batch:
             st = self._submit(prompts[0], sampling, stream, rids if isinstance(rids, str) else None)
             if stream:
                 return await self._generate_stream(request, st)
             return web.json_response(await self._generate_one(st, request))
-        states = [self._submit(p, sampling, False, rids[i] if isinstance(rids, list) and i < len(rids) else None)
-                  for i, p in enumerate(prompts)]
-        return web.json_response(list(await asyncio.gather(*(self._generate_one(st, request) for st in states))))
+        states = [
+            self._submit(
+                p, sampling, False, rids[i] if isinstance(rids, list) and i < len(rids) else None
+            )
+            for i, p in enumerate(prompts)
+        ]
+        return web.json_response(
+            list(await asyncio.gather(*(self._generate_one(st, request) for st in states)))
+        )
 
     async def _generate_one(self, st, request=None) -> dict:
         try:
@@ -334,8 +416,11 @@ class Api:
             self.engine.abort(st.rid)
             raise
         e2e = time.monotonic() - st.created
-        return {"text": rq.output_text(st.output_ids, st.finish), "output_ids": list(st.output_ids),
-                "meta_info": rq.native_meta(st, True, e2e)}
+        return {
+            "text": rq.output_text(st.output_ids, st.finish),
+            "output_ids": list(st.output_ids),
+            "meta_info": rq.native_meta(st, True, e2e),
+        }
 
     async def _generate_stream(self, request, st):
         resp = web.StreamResponse(headers=SSE_HEADERS)
@@ -348,7 +433,7 @@ class Api:
                 text = rq.output_text(st.output_ids[:n], st.finish if finished else None)
                 e2e = time.monotonic() - st.created
                 if incremental:
-                    chunk = {"text": text[len(sent_text):], "output_ids": st.output_ids[prev:n]}
+                    chunk = {"text": text[len(sent_text) :], "output_ids": st.output_ids[prev:n]}
                 else:
                     chunk = {"text": text, "output_ids": st.output_ids[:n]}
                 sent_text = text
@@ -381,16 +466,30 @@ class Api:
             text = res["text"]
             if body.get("echo"):
                 text = rq.echo_text(prompts[i]) + text
-            choices.append({"index": i, "text": text, "logprobs": None, "finish_reason": reason,
-                            "matched_stop": matched})
+            choices.append(
+                {
+                    "index": i,
+                    "text": text,
+                    "logprobs": None,
+                    "finish_reason": reason,
+                    "matched_stop": matched,
+                }
+            )
             prompt_tok += res["meta_info"]["prompt_tokens"]
             completion_tok += res["meta_info"]["completion_tokens"]
             cached += res["meta_info"]["cached_tokens"]
-        return web.json_response({
-            "id": states[0].rid, "object": "text_completion", "created": rq.now(), "model": self.model_name,
-            "choices": choices,
-            "usage": rq.usage(prompt_tok, completion_tok, cached, bool(self.args.enable_cache_report)),
-        })
+        return web.json_response(
+            {
+                "id": states[0].rid,
+                "object": "text_completion",
+                "created": rq.now(),
+                "model": self.model_name,
+                "choices": choices,
+                "usage": rq.usage(
+                    prompt_tok, completion_tok, cached, bool(self.args.enable_cache_report)
+                ),
+            }
+        )
 
     async def chat_completions(self, request):
         try:
@@ -408,33 +507,75 @@ class Api:
         res = await self._generate_one(st, request)
         reason, matched = rq.finish_reason_openai(st.finish)
         meta = res["meta_info"]
-        return web.json_response({
-            "id": st.rid, "object": "chat.completion", "created": rq.now(), "model": self.model_name,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": res["text"],
-                                                 "reasoning_content": None, "tool_calls": None},
-                         "logprobs": None, "finish_reason": reason, "matched_stop": matched}],
-            "usage": rq.usage(meta["prompt_tokens"], meta["completion_tokens"], meta["cached_tokens"],
-                              bool(self.args.enable_cache_report)),
-        })
+        return web.json_response(
+            {
+                "id": st.rid,
+                "object": "chat.completion",
+                "created": rq.now(),
+                "model": self.model_name,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {
+                            "role": "assistant",
+                            "content": res["text"],
+                            "reasoning_content": None,
+                            "tool_calls": None,
+                        },
+                        "logprobs": None,
+                        "finish_reason": reason,
+                        "matched_stop": matched,
+                    }
+                ],
+                "usage": rq.usage(
+                    meta["prompt_tokens"],
+                    meta["completion_tokens"],
+                    meta["cached_tokens"],
+                    bool(self.args.enable_cache_report),
+                ),
+            }
+        )
 
     async def _openai_stream(self, request, st, body: dict, chat: bool):
         resp = web.StreamResponse(headers=SSE_HEADERS)
         await resp.prepare(request)
         opts = body.get("stream_options") or {}
-        include_usage = bool(opts.get("include_usage")) or bool(self.args.stream_response_default_include_usage)
+        include_usage = bool(opts.get("include_usage")) or bool(
+            self.args.stream_response_default_include_usage
+        )
         created = rq.now()
         obj = "chat.completion.chunk" if chat else "text_completion"
 
         def chunk(delta_text, reason=None, matched=None, first=False):
             if chat:
-                delta = {"role": "assistant", "content": delta_text} if first else {"content": delta_text}
-                choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason,
-                          "matched_stop": matched}
+                delta = (
+                    {"role": "assistant", "content": delta_text}
+                    if first
+                    else {"content": delta_text}
+                )
+                choice = {
+                    "index": 0,
+                    "delta": delta,
+                    "logprobs": None,
+                    "finish_reason": reason,
+                    "matched_stop": matched,
+                }
             else:
-                choice = {"index": 0, "text": delta_text, "logprobs": None, "finish_reason": reason,
-                          "matched_stop": matched}
-            return {"id": st.rid, "object": obj, "created": created, "model": self.model_name,
-                    "choices": [choice], "usage": None}
+                choice = {
+                    "index": 0,
+                    "text": delta_text,
+                    "logprobs": None,
+                    "finish_reason": reason,
+                    "matched_stop": matched,
+                }
+            return {
+                "id": st.rid,
+                "object": obj,
+                "created": created,
+                "model": self.model_name,
+                "choices": [choice],
+                "usage": None,
+            }
 
         sent_text = ""
         try:
@@ -443,18 +584,30 @@ class Api:
             async for _prev, n in self._progress(st, request):
                 finished = st.finish is not None
                 text = rq.output_text(st.output_ids[:n], st.finish if finished else None)
-                delta = text[len(sent_text):]
+                delta = text[len(sent_text) :]
                 sent_text = text
                 if delta:
                     await resp.write(b"data: " + json.dumps(chunk(delta)).encode() + b"\n\n")
                 if finished:
                     reason, matched = rq.finish_reason_openai(st.finish)
-                    await resp.write(b"data: " + json.dumps(chunk("", reason, matched)).encode() + b"\n\n")
+                    await resp.write(
+                        b"data: " + json.dumps(chunk("", reason, matched)).encode() + b"\n\n"
+                    )
             if include_usage:
                 meta = rq.native_meta(st, True, None)
-                final = {"id": st.rid, "object": obj, "created": created, "model": self.model_name,
-                         "choices": [], "usage": rq.usage(meta["prompt_tokens"], meta["completion_tokens"],
-                                                          meta["cached_tokens"], bool(self.args.enable_cache_report))}
+                final = {
+                    "id": st.rid,
+                    "object": obj,
+                    "created": created,
+                    "model": self.model_name,
+                    "choices": [],
+                    "usage": rq.usage(
+                        meta["prompt_tokens"],
+                        meta["completion_tokens"],
+                        meta["cached_tokens"],
+                        bool(self.args.enable_cache_report),
+                    ),
+                }
                 await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
             await resp.write(b"data: [DONE]\n\n")
         except (ConnectionResetError, asyncio.CancelledError):
@@ -471,7 +624,11 @@ def _loads_prometheus(body: dict) -> str:
         for key, val in load.items():
             items = val.items() if isinstance(val, dict) else [(None, val)]
             for sub, v in items:
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or key in ("dp_rank", "timestamp"):
+                if (
+                    isinstance(v, bool)
+                    or not isinstance(v, (int, float))
+                    or key in ("dp_rank", "timestamp")
+                ):
                     continue
                 name = f"sglang_{key}" if sub is None else f"sglang_{key}_{sub}"
                 if name not in seen:

@@ -43,26 +43,26 @@ class SpecConfig:
 @dataclass
 class MemoryPlan:
     gpu_total_bytes: int
-    pre_bytes: int                       # free before load (M_pre)
+    pre_bytes: int  # free before load (M_pre)
     mem_fraction_static: float
     chunked_prefill_size: int
     cuda_graph_max_bs: int
     weights_bytes: float
     draft_weights_bytes: float
     free_after_load: float
-    rest_bytes: float                    # KV + state budget
-    kv_cell_bytes: int                   # target cell_size
-    kv_cell_eff_bytes: float             # cell_size incl. draft KV share
+    rest_bytes: float  # KV + state budget
+    kv_cell_bytes: int  # target cell_size
+    kv_cell_eff_bytes: float  # cell_size incl. draft KV share
     max_total_num_tokens: int
     kv_pool_bytes: float
     draft_kv_bytes: float
     state_bytes_per_slot: int
-    mamba_slots: int                     # K (0 for dense models)
-    mamba_slots_per_req: int             # S
+    mamba_slots: int  # K (0 for dense models)
+    mamba_slots_per_req: int  # S
     mamba_pool_bytes: float
     requested_max_running_requests: int | None
     req_pool_size: int
-    max_running_requests: int            # effective
+    max_running_requests: int  # effective
     context_len: int
     max_prefill_tokens: int
     cuda_graph_bs: list[int]
@@ -76,13 +76,27 @@ class MemoryPlan:
 
     @property
     def used_bytes(self) -> float:
-        return (CONTEXT_BYTES + self.weights_bytes + self.draft_weights_bytes + self.kv_pool_bytes
-                + self.draft_kv_bytes + self.mamba_pool_bytes + self.graph_bytes + self.activation_bytes)
+        return (
+            CONTEXT_BYTES
+            + self.weights_bytes
+            + self.draft_weights_bytes
+            + self.kv_pool_bytes
+            + self.draft_kv_bytes
+            + self.mamba_pool_bytes
+            + self.graph_bytes
+            + self.activation_bytes
+        )
 
     @property
     def available_after_pools(self) -> float:
-        return self.pre_bytes - self.weights_bytes - self.draft_weights_bytes - self.kv_pool_bytes \
-            - self.draft_kv_bytes - self.mamba_pool_bytes
+        return (
+            self.pre_bytes
+            - self.weights_bytes
+            - self.draft_weights_bytes
+            - self.kv_pool_bytes
+            - self.draft_kv_bytes
+            - self.mamba_pool_bytes
+        )
 
     def breakdown(self) -> dict[str, int]:
         return {
@@ -122,7 +136,12 @@ def default_mem_fraction(total_mib: int, chunk: int, graph_bs: int, tp: int, pp:
 def capture_batch_sizes(max_bs: int, speculative: bool) -> list[int]:
     """Decode CUDA-graph batch sizes (§1.5), clamped to max_bs."""
     if speculative:
-        sizes = list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 65, 4)) + list(range(72, 257, 8))
+        sizes = (
+            list(range(1, 9))
+            + list(range(10, 33, 2))
+            + list(range(40, 65, 4))
+            + list(range(72, 257, 8))
+        )
     else:
         sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8))
     sizes += list(range(272, 513, 16)) + list(range(544, 1025, 32))
@@ -135,14 +154,16 @@ def parse_context_length(value) -> int | None:
         return None
     s = str(value).strip()
     mult = 1
-    for suffix, m in (("Ki", 1024), ("Mi", 1024 ** 2), ("k", 1000), ("K", 1000), ("M", 10 ** 6)):
+    for suffix, m in (("Ki", 1024), ("Mi", 1024**2), ("k", 1000), ("K", 1000), ("M", 10**6)):
         if s.endswith(suffix):
             s, mult = s[: -len(suffix)], m
             break
     return int(float(s) * mult)
 
 
-def resolve_spec(args, model: ModelSpec, draft: DraftSpec | None, warnings: list[str]) -> SpecConfig | None:
+def resolve_spec(
+    args, model: ModelSpec, draft: DraftSpec | None, warnings: list[str]
+) -> SpecConfig | None:
     algo = getattr(args, "speculative_algorithm", None)
     if not algo:
         return None
@@ -151,24 +172,32 @@ def resolve_spec(args, model: ModelSpec, draft: DraftSpec | None, warnings: list
     topk = args.speculative_eagle_topk
     ndraft = args.speculative_num_draft_tokens
     if steps is None and (topk is not None or ndraft is not None):
-        raise StartupFailure(["Traceback (most recent call last):",
-                              '  File "sglang/srt/arg_groups/speculative_hook.py", line 88, in resolve',
-                              "AssertionError"], phase="args")
+        raise StartupFailure(
+            [
+                "Traceback (most recent call last):",
+                '  File "sglang/srt/arg_groups/speculative_hook.py", line 88, in resolve',
+                "AssertionError",
+            ],
+            phase="args",
+        )
     if steps is None:
         steps, topk, ndraft = model.spec_default
     topk = topk or 1
     if topk == 1 and ndraft != steps + 1:
         if ndraft is not None:
-            warnings.append("speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 "
-                            "when speculative_eagle_topk == 1")
+            warnings.append(
+                "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 "
+                "when speculative_eagle_topk == 1"
+            )
         ndraft = steps + 1
     ndraft = ndraft or steps + 1
     assert draft is not None
     return SpecConfig(algo, steps, topk, ndraft, draft)
 
 
-def plan_memory(args, gpu: GpuPreset, model: ModelSpec, draft: DraftSpec | None,
-                host_ram_bytes: float) -> MemoryPlan:
+def plan_memory(
+    args, gpu: GpuPreset, model: ModelSpec, draft: DraftSpec | None, host_ram_bytes: float
+) -> MemoryPlan:
     """Size every pool; raise StartupFailure with SGLang's message when it does not fit."""
     warnings: list[str] = []
     tp = max(1, int(getattr(args, "tp_size", 1) or 1))
@@ -180,25 +209,37 @@ def plan_memory(args, gpu: GpuPreset, model: ModelSpec, draft: DraftSpec | None,
     mfs = args.mem_fraction_static
     if mfs is None:
         mfs = default_mem_fraction(total_mib, chunk if chunk > 0 else 2048, graph_max_bs, tp)
-        mfs = round(mfs * vit_mfs_factor(model), 3) if not getattr(args, "language_only", False) else mfs
+        mfs = (
+            round(mfs * vit_mfs_factor(model), 3)
+            if not getattr(args, "language_only", False)
+            else mfs
+        )
 
     total = gpu.total_bytes
     pre = total - CONTEXT_BYTES
     weights = model.weights_bytes / tp
     draft_weights = (spec.draft.weights_bytes / tp) if spec else 0.0
     if weights + draft_weights > pre:
-        raise StartupFailure([
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total "
-            f"capacity of {total / GIB:.2f} GiB of which {max(0.0, pre - weights) / GIB:.2f} GiB is free. "
-            f"Of the allocated memory {min(weights, pre) / GIB:.2f} GiB is allocated by PyTorch."], phase="weights")
+        raise StartupFailure(
+            [
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total "
+                f"capacity of {total / GIB:.2f} GiB of which {max(0.0, pre - weights) / GIB:.2f} GiB is free. "
+                f"Of the allocated memory {min(weights, pre) / GIB:.2f} GiB is allocated by PyTorch."
+            ],
+            phase="weights",
+        )
     free_after_load = pre - weights - draft_weights
     rest = free_after_load - pre * (1 - mfs)
     if rest <= 0:
         minimum = 1 - free_after_load / pre
-        raise StartupFailure([
-            f"Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static={mfs}. "
-            f"Raise --mem-fraction-static above {minimum:.3f} (minimum viable = 1 - available/pre = "
-            f"{minimum:.3f}). If using speculative decoding, draft weights are now counted."], phase="kv")
+        raise StartupFailure(
+            [
+                f"Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static={mfs}. "
+                f"Raise --mem-fraction-static above {minimum:.3f} (minimum viable = 1 - available/pre = "
+                f"{minimum:.3f}). If using speculative decoding, draft weights are now counted."
+            ],
+            phase="kv",
+        )
 
     kv_dtype = str(getattr(args, "kv_cache_dtype", "auto") or "auto")
     dtype_bytes = 1 if kv_dtype.startswith("fp8") else 2
@@ -212,8 +253,10 @@ def plan_memory(args, gpu: GpuPreset, model: ModelSpec, draft: DraftSpec | None,
     requested_mrr = args.max_running_requests
     if spec and requested_mrr is None:
         requested_mrr = 48
-        warnings.append("Max running requests is reset to 48 for speculative decoding. You can override "
-                        "this by explicitly setting --max-running-requests.")
+        warnings.append(
+            "Max running requests is reset to 48 for speculative decoding. You can override "
+            "this by explicitly setting --max-running-requests."
+        )
 
     # Hybrid state pool (§1.6): split the budget, solve for state slots K jointly with draft states.
     state_b = 0
@@ -249,13 +292,19 @@ def plan_memory(args, gpu: GpuPreset, model: ModelSpec, draft: DraftSpec | None,
                     slots = math.floor(per_budget - 1 - (requested_mrr + 1) * d)
             else:
                 slots = math.floor(per_budget - 1)
-        cap_reqs = min(requested_mrr, slots // per_req) if requested_mrr is not None else slots // per_req
+        cap_reqs = (
+            min(requested_mrr, slots // per_req) if requested_mrr is not None else slots // per_req
+        )
         mamba_bytes = (slots + 1) * state_b + ((cap_reqs + 1) * d * state_b if d else 0)
         if slots <= 0 or cap_reqs < 1 or mamba_bytes >= rest:
-            raise StartupFailure([
-                "Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed "
-                f"max_mamba_cache_size={slots}. Reduce --max-running-requests, raise "
-                "--mem-fraction-static, or reduce --speculative-num-draft-tokens."], phase="kv")
+            raise StartupFailure(
+                [
+                    "Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed "
+                    f"max_mamba_cache_size={slots}. Reduce --max-running-requests, raise "
+                    "--mem-fraction-static, or reduce --speculative-num-draft-tokens."
+                ],
+                phase="kv",
+            )
 
     kv_budget = rest - mamba_bytes
     tokens = int(kv_budget // cell_eff)
@@ -264,9 +313,13 @@ def plan_memory(args, gpu: GpuPreset, model: ModelSpec, draft: DraftSpec | None,
     if args.max_total_tokens:
         tokens = min(tokens, int(args.max_total_tokens))
     if tokens <= 0:
-        raise StartupFailure([
-            f"Not enough memory. Please try to increase --mem-fraction-static. Current value: "
-            f"mem_fraction_static={mfs}"], phase="kv")
+        raise StartupFailure(
+            [
+                f"Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+                f"mem_fraction_static={mfs}"
+            ],
+            phase="kv",
+        )
     kv_bytes = tokens * cell
     draft_kv = tokens * (cell_eff - cell)
 
@@ -279,19 +332,26 @@ def plan_memory(args, gpu: GpuPreset, model: ModelSpec, draft: DraftSpec | None,
     if model.is_hybrid and per_req:
         cap = slots // per_req
         if cap < effective:
-            warnings.append(f"max_running_requests is capped to {cap} by the mamba state cache "
-                            f"(max_mamba_cache_size={slots}, {per_req} slots per request).")
+            warnings.append(
+                f"max_running_requests is capped to {cap} by the mamba state cache "
+                f"(max_mamba_cache_size={slots}, {per_req} slots per request)."
+            )
             effective = cap
     effective = max(1, effective)
     if tokens < ctx:
-        warnings.append(f"KV pool holds {tokens} tokens, fewer than --context-length {ctx}. One full-length "
-                        "request cannot fit, lower --context-length or raise --mem-fraction-static.")
+        warnings.append(
+            f"KV pool holds {tokens} tokens, fewer than --context-length {ctx}. One full-length "
+            "request cannot fit, lower --context-length or raise --mem-fraction-static."
+        )
 
     graph_bs = capture_batch_sizes(min(graph_max_bs, effective), spec is not None)
     graph_sets = 3 if spec else 1
     graph_bytes = len(graph_bs) * graph_sets * 3.5 * MIB + 64 * MIB
     # Runtime slack in use: activations for one prefill chunk and the request-to-token table.
-    activation = 1.5 * MIB * max(chunk, 2048) * 0.5 + pool * (ctx + 4 + (spec.num_draft_tokens if spec else 0)) * 4
+    activation = (
+        1.5 * MIB * max(chunk, 2048) * 0.5
+        + pool * (ctx + 4 + (spec.num_draft_tokens if spec else 0)) * 4
+    )
 
     host_tokens = 0
     host_bytes = 0.0
@@ -312,25 +372,51 @@ def plan_memory(args, gpu: GpuPreset, model: ModelSpec, draft: DraftSpec | None,
         need = host_bytes + host_state
         avail = host_ram_bytes - HOST_RESERVE_BYTES
         if need > avail:
-            raise StartupFailure([
-                f"Not enough host memory available. Requesting {need / 1e9:.2f} GB but only have "
-                f"{max(0.0, avail) / 1e9:.2f} GB free. Please reduce the size of the hierarchical cache."],
-                phase="kv")
+            raise StartupFailure(
+                [
+                    f"Not enough host memory available. Requesting {need / 1e9:.2f} GB but only have "
+                    f"{max(0.0, avail) / 1e9:.2f} GB free. Please reduce the size of the hierarchical cache."
+                ],
+                phase="kv",
+            )
         if host_tokens <= tokens:
-            warnings.append(f"HiCache kv host pool ({host_tokens} tokens) is smaller than the device pool "
-                            f"({tokens} tokens);L2 cache effectiveness is reduced.Consider increasing "
-                            "--hicache-ratio (or --hicache-size) ...")
+            warnings.append(
+                f"HiCache kv host pool ({host_tokens} tokens) is smaller than the device pool "
+                f"({tokens} tokens);L2 cache effectiveness is reduced.Consider increasing "
+                "--hicache-ratio (or --hicache-size) ..."
+            )
 
     max_prefill = int(getattr(args, "max_prefill_tokens", None) or 16384)
     return MemoryPlan(
-        gpu_total_bytes=total, pre_bytes=pre, mem_fraction_static=mfs, chunked_prefill_size=chunk,
-        cuda_graph_max_bs=graph_max_bs, weights_bytes=weights, draft_weights_bytes=draft_weights,
-        free_after_load=free_after_load, rest_bytes=rest, kv_cell_bytes=cell, kv_cell_eff_bytes=cell_eff,
-        max_total_num_tokens=tokens, kv_pool_bytes=kv_bytes, draft_kv_bytes=draft_kv,
-        state_bytes_per_slot=state_b, mamba_slots=slots, mamba_slots_per_req=per_req,
-        mamba_pool_bytes=mamba_bytes, requested_max_running_requests=requested_mrr,
-        req_pool_size=pool, max_running_requests=effective, context_len=ctx,
-        max_prefill_tokens=max_prefill, cuda_graph_bs=graph_bs, graph_bytes=graph_bytes,
-        activation_bytes=activation, hicache_host_tokens=host_tokens, hicache_host_bytes=host_bytes,
-        hicache_state_host_bytes=host_state, spec=spec, warnings=warnings,
+        gpu_total_bytes=total,
+        pre_bytes=pre,
+        mem_fraction_static=mfs,
+        chunked_prefill_size=chunk,
+        cuda_graph_max_bs=graph_max_bs,
+        weights_bytes=weights,
+        draft_weights_bytes=draft_weights,
+        free_after_load=free_after_load,
+        rest_bytes=rest,
+        kv_cell_bytes=cell,
+        kv_cell_eff_bytes=cell_eff,
+        max_total_num_tokens=tokens,
+        kv_pool_bytes=kv_bytes,
+        draft_kv_bytes=draft_kv,
+        state_bytes_per_slot=state_b,
+        mamba_slots=slots,
+        mamba_slots_per_req=per_req,
+        mamba_pool_bytes=mamba_bytes,
+        requested_max_running_requests=requested_mrr,
+        req_pool_size=pool,
+        max_running_requests=effective,
+        context_len=ctx,
+        max_prefill_tokens=max_prefill,
+        cuda_graph_bs=graph_bs,
+        graph_bytes=graph_bytes,
+        activation_bytes=activation,
+        hicache_host_tokens=host_tokens,
+        hicache_host_bytes=host_bytes,
+        hicache_state_host_bytes=host_state,
+        spec=spec,
+        warnings=warnings,
     )

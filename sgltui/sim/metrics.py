@@ -9,14 +9,104 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-_TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0,
-                 100.0, 200.0, 400.0)
-_ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08,
-                0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0)
-_E2E_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0,
-                200.0, 400.0, 600.0, 1200.0, 1800.0, 2400.0)
-_TOKEN_BUCKETS = (100, 300, 500, 1000, 1200, 1500, 1700, 2000, 2500, 3000, 3500, 4000, 4500, 5000,
-                  6000, 7000, 8000, 9000, 10000, 12000, 15000, 20000, 22000, 25000, 30000, 35000, 40000)
+_TTFT_BUCKETS = (
+    0.1,
+    0.2,
+    0.4,
+    0.6,
+    0.8,
+    1.0,
+    2.0,
+    4.0,
+    6.0,
+    8.0,
+    10.0,
+    20.0,
+    40.0,
+    60.0,
+    80.0,
+    100.0,
+    200.0,
+    400.0,
+)
+_ITL_BUCKETS = (
+    0.002,
+    0.004,
+    0.006,
+    0.008,
+    0.01,
+    0.015,
+    0.02,
+    0.025,
+    0.03,
+    0.035,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.2,
+    0.4,
+    0.6,
+    0.8,
+    1.0,
+    2.0,
+    4.0,
+    6.0,
+    8.0,
+)
+_E2E_BUCKETS = (
+    0.1,
+    0.2,
+    0.4,
+    0.6,
+    0.8,
+    1.0,
+    2.0,
+    4.0,
+    6.0,
+    8.0,
+    10.0,
+    20.0,
+    40.0,
+    60.0,
+    80.0,
+    100.0,
+    200.0,
+    400.0,
+    600.0,
+    1200.0,
+    1800.0,
+    2400.0,
+)
+_TOKEN_BUCKETS = (
+    100,
+    300,
+    500,
+    1000,
+    1200,
+    1500,
+    1700,
+    2000,
+    2500,
+    3000,
+    3500,
+    4000,
+    4500,
+    5000,
+    6000,
+    7000,
+    8000,
+    9000,
+    10000,
+    12000,
+    15000,
+    20000,
+    22000,
+    25000,
+    30000,
+    35000,
+    40000,
+)
 
 _SCHED_LABELS = ("model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank")
 _TOK_LABELS = ("model_name", "engine_type")
@@ -42,8 +132,16 @@ _SCHED_GAUGES = (
     ("utilization", "utilization", "The utilization."),
     ("new_token_ratio", "new_token_ratio", "The new token ratio."),
     ("is_cuda_graph", "is_cuda_graph", "Whether the batch is using CUDA graph."),
-    ("spec_accept_length", "spec_accept_length", "The average acceptance length of speculative decoding."),
-    ("spec_accept_rate", "spec_accept_rate", "The average acceptance rate of speculative decoding."),
+    (
+        "spec_accept_length",
+        "spec_accept_length",
+        "The average acceptance length of speculative decoding.",
+    ),
+    (
+        "spec_accept_rate",
+        "spec_accept_rate",
+        "The average acceptance rate of speculative decoding.",
+    ),
 )
 
 
@@ -54,71 +152,179 @@ class SimMetrics:
         self.hicache = hicache
         self.spec = spec
         r = self.registry
-        self.sched_labels = {"model_name": model_name, "engine_type": "unified", "tp_rank": "0",
-                             "pp_rank": "0", "moe_ep_rank": "0"}
+        self.sched_labels = {
+            "model_name": model_name,
+            "engine_type": "unified",
+            "tp_rank": "0",
+            "pp_rank": "0",
+            "moe_ep_rank": "0",
+        }
         self.tok_labels = {"model_name": model_name, "engine_type": "unified"}
-        self.gauges = {name: (Gauge(f"sglang:{name}", doc, _SCHED_LABELS, registry=r), key)
-                       for name, key, doc in _SCHED_GAUGES}
+        self.gauges = {
+            name: (Gauge(f"sglang:{name}", doc, _SCHED_LABELS, registry=r), key)
+            for name, key, doc in _SCHED_GAUGES
+        }
         if hybrid:
             for name in ("mamba_available_tokens", "mamba_evictable_tokens", "mamba_used_tokens"):
-                self.gauges[name] = (Gauge(f"sglang:{name}", "Mamba state pool slots.", _SCHED_LABELS,
-                                           registry=r), None)
-        self.spec_steps = Gauge("sglang:spec_num_steps", "Active speculative steps.", _SCHED_LABELS, registry=r)
-        self.spec_draft = Gauge("sglang:spec_num_draft_tokens", "Active draft tokens.", _SCHED_LABELS, registry=r)
+                self.gauges[name] = (
+                    Gauge(f"sglang:{name}", "Mamba state pool slots.", _SCHED_LABELS, registry=r),
+                    None,
+                )
+        self.spec_steps = Gauge(
+            "sglang:spec_num_steps", "Active speculative steps.", _SCHED_LABELS, registry=r
+        )
+        self.spec_draft = Gauge(
+            "sglang:spec_num_draft_tokens", "Active draft tokens.", _SCHED_LABELS, registry=r
+        )
         if hicache:
-            self.host_used = Gauge("sglang:hicache_host_used_tokens", "Host KV pool used tokens.",
-                                   _SCHED_LABELS, registry=r)
-            self.host_total = Gauge("sglang:hicache_host_total_tokens", "Host KV pool total tokens.",
-                                    _SCHED_LABELS, registry=r)
+            self.host_used = Gauge(
+                "sglang:hicache_host_used_tokens",
+                "Host KV pool used tokens.",
+                _SCHED_LABELS,
+                registry=r,
+            )
+            self.host_total = Gauge(
+                "sglang:hicache_host_total_tokens",
+                "Host KV pool total tokens.",
+                _SCHED_LABELS,
+                registry=r,
+            )
             radix = ("cache_type", "tp_rank", "pp_rank")
-            self.load_back = Counter("sglang:load_back_tokens", "Host->device loaded tokens.",
-                                     radix + ("pool",), registry=r)
-            self.backup = Counter("sglang:hicache_backup_tokens", "Device->host backed-up tokens.",
-                                  radix + ("pool",), registry=r)
+            self.load_back = Counter(
+                "sglang:load_back_tokens",
+                "Host->device loaded tokens.",
+                radix + ("pool",),
+                registry=r,
+            )
+            self.backup = Counter(
+                "sglang:hicache_backup_tokens",
+                "Device->host backed-up tokens.",
+                radix + ("pool",),
+                registry=r,
+            )
             self.radix_labels = {"cache_type": "HiRadixCache", "tp_rank": "0", "pp_rank": "0"}
-        self.evicted = Counter("sglang:evicted_tokens", "Device slots freed by eviction.",
-                               ("cache_type", "tp_rank", "pp_rank"), registry=r)
-        self.retracted_total = Counter("sglang:num_retracted_requests", "Retracted requests.",
-                                       _SCHED_LABELS, registry=r)
-        self.realtime = Counter("sglang:realtime_tokens", "Tokens processed.", _SCHED_LABELS + ("mode",), registry=r)
-        self.prefill_eff = Counter("sglang:prefill_effective_tokens", "Prefill tokens by cache source.",
-                                   _SCHED_LABELS + ("mode",), registry=r)
+        self.evicted = Counter(
+            "sglang:evicted_tokens",
+            "Device slots freed by eviction.",
+            ("cache_type", "tp_rank", "pp_rank"),
+            registry=r,
+        )
+        self.retracted_total = Counter(
+            "sglang:num_retracted_requests", "Retracted requests.", _SCHED_LABELS, registry=r
+        )
+        self.realtime = Counter(
+            "sglang:realtime_tokens", "Tokens processed.", _SCHED_LABELS + ("mode",), registry=r
+        )
+        self.prefill_eff = Counter(
+            "sglang:prefill_effective_tokens",
+            "Prefill tokens by cache source.",
+            _SCHED_LABELS + ("mode",),
+            registry=r,
+        )
         # Start-up constants.
-        self.max_total = Gauge("sglang:max_total_num_tokens", "Maximum total tokens.", _SCHED_LABELS, registry=r)
-        self.weight_gb = Gauge("sglang:weight_memory_usage_gb", "Weight memory (GB).", _SCHED_LABELS, registry=r)
-        self.kv_gb = Gauge("sglang:kv_cache_memory_usage_gb", "KV cache memory (GB).", _SCHED_LABELS, registry=r)
-        self.graph_gb = Gauge("sglang:graph_memory_usage_gb", "CUDA graph memory (GB).", _SCHED_LABELS + ("phase",),
-                              registry=r)
+        self.max_total = Gauge(
+            "sglang:max_total_num_tokens", "Maximum total tokens.", _SCHED_LABELS, registry=r
+        )
+        self.weight_gb = Gauge(
+            "sglang:weight_memory_usage_gb", "Weight memory (GB).", _SCHED_LABELS, registry=r
+        )
+        self.kv_gb = Gauge(
+            "sglang:kv_cache_memory_usage_gb", "KV cache memory (GB).", _SCHED_LABELS, registry=r
+        )
+        self.graph_gb = Gauge(
+            "sglang:graph_memory_usage_gb",
+            "CUDA graph memory (GB).",
+            _SCHED_LABELS + ("phase",),
+            registry=r,
+        )
         self.page_size = Gauge("sglang:page_size", "Page size.", _SCHED_LABELS, registry=r)
         self.num_pages = Gauge("sglang:num_pages", "Number of pages.", _SCHED_LABELS, registry=r)
         self.context_len = Gauge("sglang:context_len", "Context length.", _SCHED_LABELS, registry=r)
-        self.avail_gb = Gauge("sglang:startup_available_gpu_memory_gb", "Available GPU memory at start-up (GB).",
-                              _SCHED_LABELS, registry=r)
-        self.startup_time = Gauge("sglang:startup_time_seconds", "Start-up time per phase.", _SCHED_LABELS + ("phase",),
-                                  registry=r)
+        self.avail_gb = Gauge(
+            "sglang:startup_available_gpu_memory_gb",
+            "Available GPU memory at start-up (GB).",
+            _SCHED_LABELS,
+            registry=r,
+        )
+        self.startup_time = Gauge(
+            "sglang:startup_time_seconds",
+            "Start-up time per phase.",
+            _SCHED_LABELS + ("phase",),
+            registry=r,
+        )
         # Request-level (tokenizer) metrics.
-        self.ttft = Histogram("sglang:time_to_first_token_seconds", "Time to first token.",
-                              _TOK_LABELS + ("is_streaming",), buckets=_TTFT_BUCKETS, registry=r)
-        self.itl = Histogram("sglang:inter_token_latency_seconds", "Inter-token latency.", _TOK_LABELS,
-                             buckets=_ITL_BUCKETS, registry=r)
-        self.tpot = Histogram("sglang:request_time_per_output_token_seconds", "Time per output token.",
-                              _TOK_LABELS + ("is_streaming",), buckets=_ITL_BUCKETS, registry=r)
-        self.e2e = Histogram("sglang:e2e_request_latency_seconds", "End-to-end request latency.",
-                             _TOK_LABELS + ("is_streaming",), buckets=_E2E_BUCKETS, registry=r)
-        self.prompt_tokens = Counter("sglang:prompt_tokens", "Prefill tokens processed.",
-                                     _TOK_LABELS + ("is_streaming",), registry=r)
-        self.generation_tokens = Counter("sglang:generation_tokens", "Generation tokens processed.",
-                                         _TOK_LABELS + ("is_streaming",), registry=r)
-        self.num_requests = Counter("sglang:num_requests", "Requests processed.", _TOK_LABELS + ("is_streaming",),
-                                    registry=r)
-        self.cached_tokens = Counter("sglang:cached_tokens", "Prompt tokens served from cache.",
-                                     _TOK_LABELS + ("cache_source",), registry=r)
-        self.prompt_hist = Histogram("sglang:prompt_tokens_histogram", "Prompt tokens per request.", _TOK_LABELS,
-                                     buckets=_TOKEN_BUCKETS, registry=r)
-        self.gen_hist = Histogram("sglang:generation_tokens_histogram", "Generation tokens per request.",
-                                  _TOK_LABELS, buckets=_TOKEN_BUCKETS, registry=r)
-        self.aborted = Counter("sglang:num_aborted_requests", "Aborted requests.", _TOK_LABELS, registry=r)
-        self.spec_verify = Counter("sglang:spec_verify_calls", "Speculative verify calls.", _TOK_LABELS, registry=r)
+        self.ttft = Histogram(
+            "sglang:time_to_first_token_seconds",
+            "Time to first token.",
+            _TOK_LABELS + ("is_streaming",),
+            buckets=_TTFT_BUCKETS,
+            registry=r,
+        )
+        self.itl = Histogram(
+            "sglang:inter_token_latency_seconds",
+            "Inter-token latency.",
+            _TOK_LABELS,
+            buckets=_ITL_BUCKETS,
+            registry=r,
+        )
+        self.tpot = Histogram(
+            "sglang:request_time_per_output_token_seconds",
+            "Time per output token.",
+            _TOK_LABELS + ("is_streaming",),
+            buckets=_ITL_BUCKETS,
+            registry=r,
+        )
+        self.e2e = Histogram(
+            "sglang:e2e_request_latency_seconds",
+            "End-to-end request latency.",
+            _TOK_LABELS + ("is_streaming",),
+            buckets=_E2E_BUCKETS,
+            registry=r,
+        )
+        self.prompt_tokens = Counter(
+            "sglang:prompt_tokens",
+            "Prefill tokens processed.",
+            _TOK_LABELS + ("is_streaming",),
+            registry=r,
+        )
+        self.generation_tokens = Counter(
+            "sglang:generation_tokens",
+            "Generation tokens processed.",
+            _TOK_LABELS + ("is_streaming",),
+            registry=r,
+        )
+        self.num_requests = Counter(
+            "sglang:num_requests",
+            "Requests processed.",
+            _TOK_LABELS + ("is_streaming",),
+            registry=r,
+        )
+        self.cached_tokens = Counter(
+            "sglang:cached_tokens",
+            "Prompt tokens served from cache.",
+            _TOK_LABELS + ("cache_source",),
+            registry=r,
+        )
+        self.prompt_hist = Histogram(
+            "sglang:prompt_tokens_histogram",
+            "Prompt tokens per request.",
+            _TOK_LABELS,
+            buckets=_TOKEN_BUCKETS,
+            registry=r,
+        )
+        self.gen_hist = Histogram(
+            "sglang:generation_tokens_histogram",
+            "Generation tokens per request.",
+            _TOK_LABELS,
+            buckets=_TOKEN_BUCKETS,
+            registry=r,
+        )
+        self.aborted = Counter(
+            "sglang:num_aborted_requests", "Aborted requests.", _TOK_LABELS, registry=r
+        )
+        self.spec_verify = Counter(
+            "sglang:spec_verify_calls", "Speculative verify calls.", _TOK_LABELS, registry=r
+        )
         self._last_counts: dict[str, float] = {}
 
     def set_constants(self, plan, timings: dict) -> None:
@@ -130,7 +336,9 @@ class SimMetrics:
         self.page_size.labels(**lab).set(1)
         self.num_pages.labels(**lab).set(plan.max_total_num_tokens)
         self.context_len.labels(**lab).set(plan.context_len)
-        self.avail_gb.labels(**lab).set(round((plan.available_after_pools - plan.graph_bytes) / (1 << 30), 2))
+        self.avail_gb.labels(**lab).set(
+            round((plan.available_after_pools - plan.graph_bytes) / (1 << 30), 2)
+        )
         for phase in ("load_weight", "kv_cache_allocation"):
             if phase in timings:
                 self.startup_time.labels(**lab, phase=phase).set(timings[phase])
@@ -170,16 +378,35 @@ class SimMetrics:
             self.realtime.labels(**lab, mode=mode).inc(self._delta(f"rt:{mode}", v))
         for mode, v in s.get("prefill_effective", {}).items():
             self.prefill_eff.labels(**lab, mode=mode).inc(self._delta(f"pe:{mode}", v))
-        self.retracted_total.labels(**lab).inc(self._delta("retract", s.get("num_retracted_reqs_total", 0)))
-        radix = {"cache_type": "HiRadixCache" if self.hicache else "RadixCache", "tp_rank": "0", "pp_rank": "0"}
+        self.retracted_total.labels(**lab).inc(
+            self._delta("retract", s.get("num_retracted_reqs_total", 0))
+        )
+        radix = {
+            "cache_type": "HiRadixCache" if self.hicache else "RadixCache",
+            "tp_rank": "0",
+            "pp_rank": "0",
+        }
         self.evicted.labels(**radix).inc(self._delta("evict", s.get("evicted_tokens_total", 0)))
         if self.hicache:
             self.load_back.labels(**radix, pool="kv").inc(
-                self._delta("lb", s.get("prefill_effective", {}).get("host_hit", 0)))
-            self.backup.labels(**radix, pool="kv").inc(self._delta("bk", s.get("hicache_backup_tokens_total", 0)))
+                self._delta("lb", s.get("prefill_effective", {}).get("host_hit", 0))
+            )
+            self.backup.labels(**radix, pool="kv").inc(
+                self._delta("bk", s.get("hicache_backup_tokens_total", 0))
+            )
 
-    def on_request_done(self, streaming: bool, ttft: float | None, itls: list[float], e2e: float,
-                        prompt: int, completion: int, cached: dict, aborted: bool, verify_ct: int) -> None:
+    def on_request_done(
+        self,
+        streaming: bool,
+        ttft: float | None,
+        itls: list[float],
+        e2e: float,
+        prompt: int,
+        completion: int,
+        cached: dict,
+        aborted: bool,
+        verify_ct: int,
+    ) -> None:
         lab = self.tok_labels
         st = "true" if streaming else "false"
         if aborted:

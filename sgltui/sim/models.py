@@ -22,17 +22,17 @@ class ModelSpec:
     name: str
     architectures: tuple[str, ...]
     model_type: str
-    num_layers: int                 # decoder layers of the target
-    full_attn_layers: int           # layers that keep KV (all of them for a dense model)
+    num_layers: int  # decoder layers of the target
+    full_attn_layers: int  # layers that keep KV (all of them for a dense model)
     hidden: int
     num_heads: int
     kv_heads: int
     head_dim: int
     vocab: int
     context_length: int
-    weights_bytes: float            # checkpoint bytes loaded onto the GPU (BF16)
-    active_params: float            # parameters touched per token (FLOPs = 2 x this)
-    embed_bytes: float = 0.0        # embedding table: loaded but not streamed per decode step
+    weights_bytes: float  # checkpoint bytes loaded onto the GPU (BF16)
+    active_params: float  # parameters touched per token (FLOPs = 2 x this)
+    embed_bytes: float = 0.0  # embedding table: loaded but not streamed per decode step
     # Hybrid linear-attention (GDN) layers; 0 for dense models.
     linear_layers: int = 0
     lin_k_heads: int = 0
@@ -48,8 +48,8 @@ class ModelSpec:
     mtp_bytes: float = 0.0
     # Per-position cumulative acceptance of a draft chain: P(draft token j accepted).
     accept_chain: tuple[float, ...] = (0.8, 0.6, 0.45, 0.33, 0.24, 0.17, 0.12)
-    spec_default: tuple[int, int, int] = (3, 1, 4)   # steps, topk, draft tokens when none given
-    stop_mean_tokens: int = 400     # typical answer length when EOS is not ignored
+    spec_default: tuple[int, int, int] = (3, 1, 4)  # steps, topk, draft tokens when none given
+    stop_mean_tokens: int = 400  # typical answer length when EOS is not ignored
 
     @property
     def is_hybrid(self) -> bool:
@@ -81,10 +81,11 @@ class ModelSpec:
 @dataclass(frozen=True)
 class DraftSpec:
     """The draft side of speculative decoding."""
-    kind: str               # "mtp" (in the target checkpoint), "eagle" (small head), "model" (STANDALONE)
+
+    kind: str  # "mtp" (in the target checkpoint), "eagle" (small head), "model" (STANDALONE)
     weights_bytes: float
-    layers: int             # attention layers that keep draft KV
-    read_bytes: float       # bytes streamed per draft step (head + the lm_head it uses)
+    layers: int  # attention layers that keep draft KV
+    read_bytes: float  # bytes streamed per draft step (head + the lm_head it uses)
     flops_per_token: float
 
 
@@ -92,12 +93,27 @@ _QWEN36_27B = ModelSpec(
     name="Qwen/Qwen3.6-27B",
     architectures=("Qwen3_5ForConditionalGeneration",),
     model_type="qwen3_5",
-    num_layers=64, full_attn_layers=16, hidden=5120, num_heads=24, kv_heads=4, head_dim=256,
-    vocab=248320, context_length=262144,
-    weights_bytes=55.6e9, active_params=27e9, embed_bytes=248320 * 5120 * 2,
-    linear_layers=48, lin_k_heads=16, lin_v_heads=48, lin_k_dim=128, lin_v_dim=128, conv_kernel=4,
-    vit_layers=27, vit_hidden=1152,
-    mtp_layers=1, mtp_bytes=0.85e9,
+    num_layers=64,
+    full_attn_layers=16,
+    hidden=5120,
+    num_heads=24,
+    kv_heads=4,
+    head_dim=256,
+    vocab=248320,
+    context_length=262144,
+    weights_bytes=55.6e9,
+    active_params=27e9,
+    embed_bytes=248320 * 5120 * 2,
+    linear_layers=48,
+    lin_k_heads=16,
+    lin_v_heads=48,
+    lin_k_dim=128,
+    lin_v_dim=128,
+    conv_kernel=4,
+    vit_layers=27,
+    vit_hidden=1152,
+    mtp_layers=1,
+    mtp_bytes=0.85e9,
     accept_chain=(0.96, 0.80, 0.64, 0.5, 0.38, 0.28, 0.2),
 )
 
@@ -105,18 +121,34 @@ _QWEN3_32B = ModelSpec(
     name="Qwen/Qwen3-32B",
     architectures=("Qwen3ForCausalLM",),
     model_type="qwen3",
-    num_layers=64, full_attn_layers=64, hidden=5120, num_heads=64, kv_heads=8, head_dim=128,
-    vocab=151936, context_length=40960,
-    weights_bytes=65.5e9, active_params=32.8e9, embed_bytes=151936 * 5120 * 2,
+    num_layers=64,
+    full_attn_layers=64,
+    hidden=5120,
+    num_heads=64,
+    kv_heads=8,
+    head_dim=128,
+    vocab=151936,
+    context_length=40960,
+    weights_bytes=65.5e9,
+    active_params=32.8e9,
+    embed_bytes=151936 * 5120 * 2,
 )
 
 _LLAMA31_8B = ModelSpec(
     name="meta-llama/Llama-3.1-8B-Instruct",
     architectures=("LlamaForCausalLM",),
     model_type="llama",
-    num_layers=32, full_attn_layers=32, hidden=4096, num_heads=32, kv_heads=8, head_dim=128,
-    vocab=128256, context_length=131072,
-    weights_bytes=16.06e9, active_params=8.03e9, embed_bytes=128256 * 4096 * 2,
+    num_layers=32,
+    full_attn_layers=32,
+    hidden=4096,
+    num_heads=32,
+    kv_heads=8,
+    head_dim=128,
+    vocab=128256,
+    context_length=131072,
+    weights_bytes=16.06e9,
+    active_params=8.03e9,
+    embed_bytes=128256 * 4096 * 2,
     accept_chain=(0.88, 0.74, 0.6, 0.47, 0.36, 0.27, 0.2),
     spec_default=(5, 4, 8),
 )
@@ -145,10 +177,20 @@ def _dense_from_size(path: str, billions: float) -> ModelSpec:
     layers = max(8, round(billions * 1e9 / (12.5 * hidden * hidden)))
     vocab = 128256
     return ModelSpec(
-        name=path, architectures=("LlamaForCausalLM",), model_type="llama",
-        num_layers=layers, full_attn_layers=layers, hidden=hidden, num_heads=hidden // 128,
-        kv_heads=8, head_dim=128, vocab=vocab, context_length=131072,
-        weights_bytes=billions * 1e9 * 2, active_params=billions * 1e9, embed_bytes=vocab * hidden * 2,
+        name=path,
+        architectures=("LlamaForCausalLM",),
+        model_type="llama",
+        num_layers=layers,
+        full_attn_layers=layers,
+        hidden=hidden,
+        num_heads=hidden // 128,
+        kv_heads=8,
+        head_dim=128,
+        vocab=vocab,
+        context_length=131072,
+        weights_bytes=billions * 1e9 * 2,
+        active_params=billions * 1e9,
+        embed_bytes=vocab * hidden * 2,
     )
 
 
@@ -178,11 +220,20 @@ def _from_config(path: Path) -> ModelSpec:
     params = layers * per_layer + embed * (1 if tied else 2)
     vision = cfg.get("vision_config") or {}
     return ModelSpec(
-        name=str(path), architectures=tuple(cfg.get("architectures") or ["LlamaForCausalLM"]),
+        name=str(path),
+        architectures=tuple(cfg.get("architectures") or ["LlamaForCausalLM"]),
         model_type=str(cfg.get("model_type", "llama")),
-        num_layers=layers, full_attn_layers=full, hidden=hidden, num_heads=heads, kv_heads=kv_heads,
-        head_dim=head_dim, vocab=vocab, context_length=ctx,
-        weights_bytes=params * 2, active_params=params - embed, embed_bytes=embed * 2,
+        num_layers=layers,
+        full_attn_layers=full,
+        hidden=hidden,
+        num_heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        vocab=vocab,
+        context_length=ctx,
+        weights_bytes=params * 2,
+        active_params=params - embed,
+        embed_bytes=embed * 2,
         linear_layers=linear,
         lin_k_heads=int(text.get("linear_num_key_heads", 16)) if linear else 0,
         lin_v_heads=int(text.get("linear_num_value_heads", 32)) if linear else 0,
@@ -191,7 +242,9 @@ def _from_config(path: Path) -> ModelSpec:
         conv_kernel=int(text.get("linear_conv_kernel_dim", 4)),
         vit_layers=int(vision.get("depth", vision.get("num_hidden_layers", 0)) or 0),
         vit_hidden=int(vision.get("hidden_size", 0) or 0),
-        mtp_layers=int(text.get("mtp_num_hidden_layers", text.get("num_nextn_predict_layers", 0)) or 0),
+        mtp_layers=int(
+            text.get("mtp_num_hidden_layers", text.get("num_nextn_predict_layers", 0)) or 0
+        ),
         mtp_bytes=per_layer * 2.0,
     )
 
@@ -219,8 +272,9 @@ def resolve_draft(algorithm: str, target: ModelSpec, draft_path: str | None) -> 
     lm_head = target.vocab * target.hidden * 2
     if algo == "STANDALONE" and draft_path:
         d = resolve_model(draft_path)
-        return DraftSpec("model", d.weights_bytes, d.full_attn_layers, d.read_bytes_per_step,
-                         2 * d.active_params)
+        return DraftSpec(
+            "model", d.weights_bytes, d.full_attn_layers, d.read_bytes_per_step, 2 * d.active_params
+        )
     if algo in ("EAGLE", "EAGLE3") and draft_path and "eagle" in draft_path.lower():
         # An EAGLE head: one decoder layer, a fusion fc and a reduced-vocab lm_head (~2.2 GB
         # logged for the Llama-3.1-8B EAGLE-3 head).
@@ -236,11 +290,16 @@ def vit_mfs_factor(model: ModelSpec) -> float:
     """MFS x 0.95 x clamp(1 - 0.1 x (c - 1), 0.8, 1.05), c = vit_layers x vit_hidden^2 / (24 x 1024^2)."""
     if not model.is_multimodal:
         return 1.0
-    c = model.vit_layers * model.vit_hidden ** 2 / (24 * 1024 ** 2)
+    c = model.vit_layers * model.vit_hidden**2 / (24 * 1024**2)
     return 0.95 * min(1.05, max(0.8, 1 - 0.1 * (c - 1)))
 
 
 __all__ = [
-    "ModelSpec", "DraftSpec", "ModelNotFound", "MODEL_PRESETS", "resolve_model", "resolve_draft",
+    "ModelSpec",
+    "DraftSpec",
+    "ModelNotFound",
+    "MODEL_PRESETS",
+    "resolve_model",
+    "resolve_draft",
     "vit_mfs_factor",
 ]

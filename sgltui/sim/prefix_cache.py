@@ -18,7 +18,7 @@ def block_keys(ids) -> list[int]:
     keys = []
     h = 0x9E3779B97F4A7C15
     for start in range(0, len(ids) - BLOCK + 1, BLOCK):
-        h = hash((h, tuple(ids[start:start + BLOCK])))
+        h = hash((h, tuple(ids[start : start + BLOCK])))
         keys.append(h)
     return keys
 
@@ -27,11 +27,11 @@ class PrefixCache:
     def __init__(self, enabled: bool, host_capacity_tokens: int = 0):
         self.enabled = enabled
         self.host_capacity = host_capacity_tokens
-        self.device: OrderedDict[int, int] = OrderedDict()   # key -> lock count
+        self.device: OrderedDict[int, int] = OrderedDict()  # key -> lock count
         self.host: OrderedDict[int, None] = OrderedDict()
-        self.backup_tokens = 0      # device->host copies since start (write-through)
+        self.backup_tokens = 0  # device->host copies since start (write-through)
         self.evicted_tokens = 0
-        self._locked_blocks = 0     # device blocks with a lock count > 0 (keeps evictable O(1))
+        self._locked_blocks = 0  # device blocks with a lock count > 0 (keeps evictable O(1))
 
     @property
     def device_tokens(self) -> int:

@@ -23,8 +23,8 @@ from sgltui.sim.text import EOS_TOKEN_ID, WordStream, token_text
 
 log = logging.getLogger("sglang")
 
-RESERVE_CAP = 4096          # min(max_new, 4096) in SGLang's admission check
-STATS_PERIOD_S = 0.25       # wall seconds between load snapshots to the main process
+RESERVE_CAP = 4096  # min(max_new, 4096) in SGLang's admission check
+STATS_PERIOD_S = 0.25  # wall seconds between load snapshots to the main process
 
 
 @dataclass
@@ -38,15 +38,15 @@ class Req:
     words: WordStream
     keys: list[int] = field(default_factory=list)
     output_ids: list[int] = field(default_factory=list)
-    dev_hit: int = 0            # prompt tokens found in the device cache
-    host_hit: int = 0           # prompt tokens loaded back from the host tier
+    dev_hit: int = 0  # prompt tokens found in the device cache
+    host_hit: int = 0  # prompt tokens loaded back from the host tier
     locked: list[int] = field(default_factory=list)
-    prefilled: int = 0          # tokens of (prompt + kept output) already in the KV pool
-    owned: int = 0              # KV tokens this request holds outside the shared cache
+    prefilled: int = 0  # tokens of (prompt + kept output) already in the KV pool
+    owned: int = 0  # KV tokens this request holds outside the shared cache
     verify_ct: int = 0
-    accepted: int = 0           # accepted draft tokens
+    accepted: int = 0  # accepted draft tokens
     retractions: int = 0
-    tail: str = ""              # recent output text, for stop strings
+    tail: str = ""  # recent output text, for stop strings
     finish: dict | None = None
 
     @property
@@ -59,12 +59,20 @@ class Req:
 
 
 class Scheduler:
-    def __init__(self, plan: MemoryPlan, speed: SpeedModel, args, emit, is_hybrid: bool,
-                 seed: int, mean_answer: int):
+    def __init__(
+        self,
+        plan: MemoryPlan,
+        speed: SpeedModel,
+        args,
+        emit,
+        is_hybrid: bool,
+        seed: int,
+        mean_answer: int,
+    ):
         self.plan = plan
         self.speed = speed
         self.args = args
-        self.emit = emit                  # emit(kind, payload) -> main process
+        self.emit = emit  # emit(kind, payload) -> main process
         self.hybrid = is_hybrid
         self.seed = seed
         self.mean_answer = mean_answer
@@ -84,7 +92,7 @@ class Scheduler:
         self.min_ratio = 0.14 * start_ratio
         self.new_token_ratio = start_ratio
         self.last_was_prefill = False
-        self.warmup_extra_s = 0.0         # first forward pays JIT/Triton compilation
+        self.warmup_extra_s = 0.0  # first forward pays JIT/Triton compilation
         # Virtual clock.
         self.vclock = 0.0
         self.wall0 = time.monotonic()
@@ -149,12 +157,22 @@ class Scheduler:
         max_new = int(r.get("max_new_tokens") if r.get("max_new_tokens") is not None else 128)
         if len(ids) + max_new > self.plan.context_len:
             max_new = max(0, self.plan.context_len - len(ids))
-        req = Req(rid=r["rid"], input_ids=ids, max_new=max_new, ignore_eos=bool(r.get("ignore_eos")),
-                  stop=[s for s in (r.get("stop") or []) if s], stop_ids=set(r.get("stop_token_ids") or []),
-                  words=WordStream(self.seed, ids, self.mean_answer))
+        req = Req(
+            rid=r["rid"],
+            input_ids=ids,
+            max_new=max_new,
+            ignore_eos=bool(r.get("ignore_eos")),
+            stop=[s for s in (r.get("stop") or []) if s],
+            stop_ids=set(r.get("stop_token_ids") or []),
+            words=WordStream(self.seed, ids, self.mean_answer),
+        )
         if len(ids) >= self.plan.context_len:
-            self._finish_abort(req, f"The input ({len(ids)} tokens) is longer than the model's context "
-                                    f"length ({self.plan.context_len} tokens).", 400)
+            self._finish_abort(
+                req,
+                f"The input ({len(ids)} tokens) is longer than the model's context "
+                f"length ({self.plan.context_len} tokens).",
+                400,
+            )
             return
         limit = getattr(self.args, "max_queued_requests", None)
         if limit is not None and len(self.waiting) >= int(limit):
@@ -164,8 +182,11 @@ class Scheduler:
         self.waiting.append(req)
 
     def abort(self, rid: str | None) -> None:
-        victims = [q for q in list(self.waiting) + self.running + ([self.chunked] if self.chunked else [])
-                   if rid is None or q.rid == rid]
+        victims = [
+            q
+            for q in list(self.waiting) + self.running + ([self.chunked] if self.chunked else [])
+            if rid is None or q.rid == rid
+        ]
         for req in victims:
             if req in self.waiting:
                 self.waiting.remove(req)
@@ -175,7 +196,11 @@ class Scheduler:
                 else:
                     self.running.remove(req)
                 self._release(req, insert=False)
-            self._finish_abort(req, "Abort in waiting queue" if req.prefilled == 0 else "Abort before finished", 499)
+            self._finish_abort(
+                req,
+                "Abort in waiting queue" if req.prefilled == 0 else "Abort before finished",
+                499,
+            )
 
     def _finish_abort(self, req: Req, message: str, status: int) -> None:
         req.finish = {"type": "abort", "message": message, "status_code": status, "err_type": None}
@@ -194,8 +219,12 @@ class Scheduler:
         req = self.waiting[0]
         if req.seq_len + 1 > self.total_tokens:
             self.waiting.popleft()
-            self._finish_abort(req, f"Input length ({req.seq_len} tokens) exceeds the KV pool "
-                                    f"({self.total_tokens} tokens).", 400)
+            self._finish_abort(
+                req,
+                f"Input length ({req.seq_len} tokens) exceeds the KV pool "
+                f"({self.total_tokens} tokens).",
+                400,
+            )
 
     @property
     def idle(self) -> bool:
@@ -217,7 +246,7 @@ class Scheduler:
             self.last_was_prefill = False
         else:
             self.last_was_prefill = False
-            return False   # waiting requests that do not fit yet: wait for memory or arrivals
+            return False  # waiting requests that do not fit yet: wait for memory or arrivals
         dt += self.warmup_extra_s
         self.warmup_extra_s = 0.0
         self._advance(dt)
@@ -268,22 +297,24 @@ class Scheduler:
             host_tokens = min(host * BLOCK, full - 1 - dev_tokens)
             extend = full - dev_tokens - host_tokens
             need = extend + host_tokens + min(req.remaining, RESERVE_CAP)
-            room = self.available_tokens + self.cache.evictable_tokens() - self._reserved_for_running()
+            room = (
+                self.available_tokens + self.cache.evictable_tokens() - self._reserved_for_running()
+            )
             if need > room and (self.running or batch):
                 break
             if extend + host_tokens > self.available_tokens + self.cache.evictable_tokens():
-                break   # cannot even hold the prompt: wait for running requests to finish
+                break  # cannot even hold the prompt: wait for running requests to finish
             self.waiting.popleft()
             # Lock the device hit first, so making room for the host span cannot evict it.
             req.locked = req.keys[: dev_tokens // BLOCK]
             self.cache.lock(req.locked)
             if host_tokens and not self._alloc(host_tokens):
-                host_tokens = 0   # no room to load the host copy back: recompute that span instead
+                host_tokens = 0  # no room to load the host copy back: recompute that span instead
                 extend = full - dev_tokens
             elif host_tokens:
                 # The loaded span becomes device cache (counted there, not as owned tokens).
                 self.owned_tokens -= host_tokens
-                loaded = req.keys[dev_tokens // BLOCK: (dev_tokens + host_tokens) // BLOCK]
+                loaded = req.keys[dev_tokens // BLOCK : (dev_tokens + host_tokens) // BLOCK]
                 self.cache.load_back(loaded)
                 req.locked += loaded
             req.dev_hit, req.host_hit = dev_tokens, host_tokens
@@ -294,12 +325,14 @@ class Scheduler:
             batch.append((req, todo))
             budget -= todo
             if todo < extend:
-                break   # this request continues as the chunked request
+                break  # this request continues as the chunked request
         return batch
 
     def _run_prefill(self, batch: list[tuple[Req, int]]):
         new_tokens = sum(t for _, t in batch)
-        cached = sum(r.dev_hit + r.host_hit for r, _ in batch if r.prefilled == r.dev_hit + r.host_hit)
+        cached = sum(
+            r.dev_hit + r.host_hit for r, _ in batch if r.prefilled == r.dev_hit + r.host_hit
+        )
         ctx = max(1, sum(r.seq_len for r, _ in batch) // max(1, len(batch)))
         dt = self.speed.prefill(new_tokens, ctx)
         host_hit = sum(r.host_hit for r, _ in batch if r.prefilled == r.dev_hit + r.host_hit)
@@ -344,7 +377,9 @@ class Scheduler:
         self.cache_hit_rate = cached / max(1, cached + new_tokens)
         gap = max(dt, self.vclock + dt - self.last_prefill_v) if self.last_prefill_v else dt
         self.last_prefill_v = self.vclock + dt
-        self._log_prefill(len(batch), new_tokens, cached, new_tokens / gap if gap > 0 else 0.0, running_before)
+        self._log_prefill(
+            len(batch), new_tokens, cached, new_tokens / gap if gap > 0 else 0.0, running_before
+        )
         self.snapshot(report=True)
         return dt, outs
 
@@ -363,8 +398,10 @@ class Scheduler:
             retracted += 1
         if retracted:
             self.new_token_ratio = min(1.0, self.new_token_ratio + 0.2 * retracted)
-            log.info(f"KV cache pool is full. Retract requests. #retracted_reqs: {retracted}, "
-                     f"#new_token_ratio: {old_ratio:.4f} -> {self.new_token_ratio:.4f}")
+            log.info(
+                f"KV cache pool is full. Retract requests. #retracted_reqs: {retracted}, "
+                f"#new_token_ratio: {old_ratio:.4f} -> {self.new_token_ratio:.4f}"
+            )
         batch = len(self.running)
         ctx = sum(r.seq_len for r in self.running)
         dt = self.speed.decode_step(batch, ctx)
@@ -389,8 +426,9 @@ class Scheduler:
                 self.running.remove(req)
                 self._release(req, insert=True)
             outs.append(self._out(req, new))
-        self.new_token_ratio = max(self.min_ratio,
-                                   self.new_token_ratio - (self.init_ratio - self.min_ratio) / 600)
+        self.new_token_ratio = max(
+            self.min_ratio, self.new_token_ratio - (self.init_ratio - self.min_ratio) / 600
+        )
         self.decode_steps += 1
         self.interval_tokens += produced
         self.realtime["decode"] += produced
@@ -468,7 +506,9 @@ class Scheduler:
             meta["spec_verify_ct"] = req.verify_ct
             meta["spec_num_correct_drafts"] = req.accepted
             meta["spec_num_proposed_drafts"] = req.verify_ct * self.spec.num_steps
-            meta["spec_accept_length"] = (req.accepted + req.verify_ct) / req.verify_ct if req.verify_ct else 1.0
+            meta["spec_accept_length"] = (
+                (req.accepted + req.verify_ct) / req.verify_ct if req.verify_ct else 1.0
+            )
             meta["spec_accept_rate"] = req.accepted / max(1, req.verify_ct * self.spec.num_steps)
         return (req.rid, new, req.finish, meta)
 
@@ -478,28 +518,36 @@ class Scheduler:
         if self.hybrid:
             mamba = self.slots_used / self.slots_total if self.slots_total else 0.0
             if decode:
-                return (f"#full token: {self.busy_tokens}, full token usage: {usage:.2f}, "
-                        f"mamba num: {self.slots_used}, mamba usage: {mamba:.2f}")
+                return (
+                    f"#full token: {self.busy_tokens}, full token usage: {usage:.2f}, "
+                    f"mamba num: {self.slots_used}, mamba usage: {mamba:.2f}"
+                )
             return f"full token usage: {usage:.2f}, mamba usage: {mamba:.2f}"
         if decode:
             return f"#token: {self.busy_tokens}, token usage: {usage:.2f}"
         return f"token usage: {usage:.2f}"
 
-    def _log_prefill(self, nseq: int, new_tokens: int, cached: int, throughput: float, running: int) -> None:
+    def _log_prefill(
+        self, nseq: int, new_tokens: int, cached: int, throughput: float, running: int
+    ) -> None:
         pending = sum(r.seq_len for r in self.waiting)
-        log.info(f"Prefill batch, #new-seq: {nseq}, #new-token: {new_tokens}, #cached-token: {cached}, "
-                 f"{self._usage_parts(False)}, #running-req: {running}, "
-                 f"#queue-req: {len(self.waiting)}, #pending-token: {pending}, cuda graph: False, "
-                 f"input throughput (token/s): {throughput:.2f}")
+        log.info(
+            f"Prefill batch, #new-seq: {nseq}, #new-token: {new_tokens}, #cached-token: {cached}, "
+            f"{self._usage_parts(False)}, #running-req: {running}, "
+            f"#queue-req: {len(self.waiting)}, #pending-token: {pending}, cuda graph: False, "
+            f"input throughput (token/s): {throughput:.2f}"
+        )
 
     def _log_decode(self) -> None:
         spec = ""
         if self.spec:
             spec = f"accept len: {self.spec_accept_length:.2f}, accept rate: {self.spec_accept_rate:.2f}, "
         graph = len(self.running) <= max(self.plan.cuda_graph_bs)
-        log.info(f"Decode batch, #running-req: {len(self.running)}, {self._usage_parts(True)}, {spec}"
-                 f"cuda graph: {graph}, gen throughput (token/s): {self.last_gen_throughput:.2f}, "
-                 f"#queue-req: {len(self.waiting)}")
+        log.info(
+            f"Decode batch, #running-req: {len(self.running)}, {self._usage_parts(True)}, {spec}"
+            f"cuda graph: {graph}, gen throughput (token/s): {self.last_gen_throughput:.2f}, "
+            f"#queue-req: {len(self.waiting)}"
+        )
 
     def idle_refresh(self) -> None:
         self.last_gen_throughput = 0.0
@@ -513,46 +561,57 @@ class Scheduler:
         self.last_snapshot_wall = now
         usage = self.busy_tokens / self.total_tokens if self.total_tokens else 0.0
         mamba = self.slots_used / self.slots_total if self.slots_total else 0.0
-        busy_wall = self.busy_since_snapshot * self.scale if self.scale > 0 else (0.0 if self.idle else wall)
+        busy_wall = (
+            self.busy_since_snapshot * self.scale
+            if self.scale > 0
+            else (0.0 if self.idle else wall)
+        )
         rx = self.pcie_rx_bytes
         tx = self.cache.backup_tokens * self.plan.kv_cell_eff_bytes
-        self.emit("stats", {
-            "report": report,
-            "num_running_reqs": len(self.running) + (1 if self.chunked else 0),
-            "num_queue_reqs": len(self.waiting),
-            "num_waiting_uncached_tokens": sum(r.seq_len for r in self.waiting),
-            "num_used_tokens": self.busy_tokens,
-            "kv_used_tokens": self.busy_tokens,
-            "kv_evictable_tokens": self.cache.evictable_tokens(),
-            "kv_available_tokens": self.available_tokens,
-            "max_total_num_tokens": self.total_tokens,
-            "token_usage": max(usage, mamba),
-            "full_token_usage": usage,
-            "mamba_usage": mamba,
-            "mamba_used": self.slots_used,
-            "mamba_total": self.slots_total,
-            "gen_throughput": self.last_gen_throughput,
-            "cache_hit_rate": self.cache_hit_rate,
-            "spec_accept_length": self.spec_accept_length if self.spec else 0.0,
-            "spec_accept_rate": self.spec_accept_rate if self.spec else 0.0,
-            "new_token_ratio": self.new_token_ratio,
-            "num_retracted_reqs_total": self.retracted_total,
-            "decode_sum_seq_lens": sum(r.seq_len for r in self.running),
-            "utilization": min(1.0, busy_wall / wall),
-            "total_prefill_uncached_tokens": self.total_prefill_uncached,
-            "total_prefill_busy_us": int(self.total_prefill_busy_s * 1e6),
-            "hicache_host_used_tokens": self.cache.host_tokens,
-            "hicache_host_total_tokens": self.plan.hicache_host_tokens,
-            "pcie_rx_total_bytes": rx,
-            "pcie_tx_total_bytes": tx,
-            "evicted_tokens_total": self.cache.evicted_tokens,
-            "hicache_backup_tokens_total": self.cache.backup_tokens if self.plan.hicache_host_tokens else 0,
-            "realtime_tokens": dict(self.realtime),
-            "prefill_effective": dict(self.prefill_hits),
-            "is_cuda_graph": 1 if self.running and len(self.running) <= max(self.plan.cuda_graph_bs) else 0,
-            "vclock": self.vclock,
-            "ts": time.time(),
-        })
+        self.emit(
+            "stats",
+            {
+                "report": report,
+                "num_running_reqs": len(self.running) + (1 if self.chunked else 0),
+                "num_queue_reqs": len(self.waiting),
+                "num_waiting_uncached_tokens": sum(r.seq_len for r in self.waiting),
+                "num_used_tokens": self.busy_tokens,
+                "kv_used_tokens": self.busy_tokens,
+                "kv_evictable_tokens": self.cache.evictable_tokens(),
+                "kv_available_tokens": self.available_tokens,
+                "max_total_num_tokens": self.total_tokens,
+                "token_usage": max(usage, mamba),
+                "full_token_usage": usage,
+                "mamba_usage": mamba,
+                "mamba_used": self.slots_used,
+                "mamba_total": self.slots_total,
+                "gen_throughput": self.last_gen_throughput,
+                "cache_hit_rate": self.cache_hit_rate,
+                "spec_accept_length": self.spec_accept_length if self.spec else 0.0,
+                "spec_accept_rate": self.spec_accept_rate if self.spec else 0.0,
+                "new_token_ratio": self.new_token_ratio,
+                "num_retracted_reqs_total": self.retracted_total,
+                "decode_sum_seq_lens": sum(r.seq_len for r in self.running),
+                "utilization": min(1.0, busy_wall / wall),
+                "total_prefill_uncached_tokens": self.total_prefill_uncached,
+                "total_prefill_busy_us": int(self.total_prefill_busy_s * 1e6),
+                "hicache_host_used_tokens": self.cache.host_tokens,
+                "hicache_host_total_tokens": self.plan.hicache_host_tokens,
+                "pcie_rx_total_bytes": rx,
+                "pcie_tx_total_bytes": tx,
+                "evicted_tokens_total": self.cache.evicted_tokens,
+                "hicache_backup_tokens_total": self.cache.backup_tokens
+                if self.plan.hicache_host_tokens
+                else 0,
+                "realtime_tokens": dict(self.realtime),
+                "prefill_effective": dict(self.prefill_hits),
+                "is_cuda_graph": 1
+                if self.running and len(self.running) <= max(self.plan.cuda_graph_bs)
+                else 0,
+                "vclock": self.vclock,
+                "ts": time.time(),
+            },
+        )
         self.busy_since_snapshot = 0.0
 
 

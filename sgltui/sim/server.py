@@ -17,29 +17,33 @@ import signal
 import sys
 import time
 
+from sgltui.sim import startup_times
 from sgltui.sim.cli import parse_args
 from sgltui.sim.gpu_publish import GpuPublisher
 from sgltui.sim.hardware import get_gpu
 from sgltui.sim.logs import setup_logging
 from sgltui.sim.memory import StartupFailure, parse_context_length, plan_memory
-from sgltui.sim import startup_times
 from sgltui.sim.models import ModelNotFound, resolve_draft, resolve_model
 
 log = logging.getLogger("sglang")
 
 SGLANG_VERSION = "0.5.23"
 KNOWN_SPEC = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO")
-_FAKE_FRAME = "<frame at 0x7f3a2c1d5a40, file '/usr/lib/python3.12/selectors.py', line 468, code select>"
+_FAKE_FRAME = (
+    "<frame at 0x7f3a2c1d5a40, file '/usr/lib/python3.12/selectors.py', line 468, code select>"
+)
 
 
 def _traceback_exit(last_line: str, where: str = "sglang/srt/server_args.py", code: int = 1) -> int:
     """Print an uncaught-exception traceback the way SGLang's launcher dies on bad input."""
     sys.stdout.flush()
-    sys.stderr.write("Traceback (most recent call last):\n"
-                     '  File "/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py", line 32, in <module>\n'
-                     "    server_args = prepare_server_args(sys.argv[1:])\n"
-                     f'  File "/usr/local/lib/python3.12/dist-packages/{where}", line 5120, in __post_init__\n'
-                     "    self._handle_args()\n" + last_line + "\n")
+    sys.stderr.write(
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py", line 32, in <module>\n'
+        "    server_args = prepare_server_args(sys.argv[1:])\n"
+        f'  File "/usr/local/lib/python3.12/dist-packages/{where}", line 5120, in __post_init__\n'
+        "    self._handle_args()\n" + last_line + "\n"
+    )
     sys.stderr.flush()
     return code
 
@@ -47,25 +51,39 @@ def _traceback_exit(last_line: str, where: str = "sglang/srt/server_args.py", co
 def _check_flags(args, model) -> str | None:
     """SGLang's start-up compatibility rules (sglang.md §6) that the simulator can hit."""
     if args.enable_hierarchical_cache and args.disable_radix_cache:
-        return ("ValueError: The arguments enable-hierarchical-cache and disable-radix-cache are mutually "
-                "exclusive and cannot be used at the same time. Please use only one of them.")
+        return (
+            "ValueError: The arguments enable-hierarchical-cache and disable-radix-cache are mutually "
+            "exclusive and cannot be used at the same time. Please use only one of them."
+        )
     algo = args.speculative_algorithm
     if algo and str(algo).upper() not in KNOWN_SPEC:
         return f"ValueError: Unknown speculative algorithm name: {algo}"
     if algo and str(algo).upper() == "DFLASH" and not args.speculative_draft_model_path:
         return "ValueError: DFLASH speculative decoding requires setting --speculative-draft-model-path."
-    if algo and str(algo).upper() in ("EAGLE", "EAGLE3", "STANDALONE") and not args.speculative_draft_model_path \
-            and not model.mtp_layers:
-        return (f"ValueError: {str(algo).upper()} speculative decoding requires setting "
-                "--speculative-draft-model-path.")
+    if (
+        algo
+        and str(algo).upper() in ("EAGLE", "EAGLE3", "STANDALONE")
+        and not args.speculative_draft_model_path
+        and not model.mtp_layers
+    ):
+        return (
+            f"ValueError: {str(algo).upper()} speculative decoding requires setting "
+            "--speculative-draft-model-path."
+        )
     try:
         ctx = parse_context_length(args.context_length)
     except ValueError:
         return f"ValueError: invalid --context-length {args.context_length!r}"
-    if ctx and ctx > model.context_length and not os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"):
-        return (f"ValueError: User-specified context_length ({ctx}) is greater than the derived context_length "
-                f"({model.context_length}). This may lead to incorrect model outputs or CUDA errors. To allow "
-                "overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+    if (
+        ctx
+        and ctx > model.context_length
+        and not os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN")
+    ):
+        return (
+            f"ValueError: User-specified context_length ({ctx}) is greater than the derived context_length "
+            f"({model.context_length}). This may lead to incorrect model outputs or CUDA errors. To allow "
+            "overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+        )
     return None
 
 
@@ -99,7 +117,7 @@ class SimServer:
         self._exit_code = 0
         self._runner = None
         self._dying = False
-        self.draining_done = False      # children are being stopped on purpose from here on
+        self.draining_done = False  # children are being stopped on purpose from here on
 
     @property
     def model_name(self) -> str:
@@ -110,7 +128,9 @@ class SimServer:
         """Validate and size everything; returns an exit code if start-up ends here."""
         args = self.args
         if not args.model_path:
-            sys.stderr.write("Error: --model-path is required. Please provide the path to the model.\n")
+            sys.stderr.write(
+                "Error: --model-path is required. Please provide the path to the model.\n"
+            )
             return 1
         self._sleep_scaled(startup_times.MAIN_IMPORTS_S)
         if args.sim_fail_at_start == "model-not-found":
@@ -121,24 +141,34 @@ class SimServer:
             return self._model_not_found()
         problem = _check_flags(args, self.model)
         if problem is None and args.sim_fail_at_start == "flag":
-            problem = ("ValueError: The arguments enable-hierarchical-cache and disable-radix-cache are mutually "
-                       "exclusive and cannot be used at the same time. Please use only one of them.")
+            problem = (
+                "ValueError: The arguments enable-hierarchical-cache and disable-radix-cache are mutually "
+                "exclusive and cannot be used at the same time. Please use only one of them."
+            )
         if problem:
             log.info(f"server_args={_server_args_repr(args)}")
             return _traceback_exit(problem)
         log.info(f"server_args={_server_args_repr(args)}")
         draft = None
         if args.speculative_algorithm:
-            draft = resolve_draft(args.speculative_algorithm, self.model, args.speculative_draft_model_path)
+            draft = resolve_draft(
+                args.speculative_algorithm, self.model, args.speculative_draft_model_path
+            )
         try:
-            self.plan = plan_memory(args, self.gpu, self.model, draft, args.sim_host_memory_gb * 1e9)
+            self.plan = plan_memory(
+                args, self.gpu, self.model, draft, args.sim_host_memory_gb * 1e9
+            )
         except StartupFailure as exc:
             if exc.phase == "args":
-                return _traceback_exit("\n".join(exc.lines[1:]) if len(exc.lines) > 1 else exc.lines[-1])
+                return _traceback_exit(
+                    "\n".join(exc.lines[1:]) if len(exc.lines) > 1 else exc.lines[-1]
+                )
             self.failure = {"lines": exc.lines, "phase": exc.phase}
         if self.plan is not None:
             for w in self.plan.warnings:
-                if w.startswith("Max running requests is reset") or w.startswith("speculative_num_draft"):
+                if w.startswith("Max running requests is reset") or w.startswith(
+                    "speculative_num_draft"
+                ):
                     log.warning(w)
         return None
 
@@ -148,7 +178,8 @@ class SimServer:
             f"OSError: {path} is not a local folder and is not a valid model identifier listed on "
             "'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a token having "
             "permission to this repo either by logging in with `hf auth login` or by passing `token=<your_token>`",
-            where="transformers/utils/hub.py")
+            where="transformers/utils/hub.py",
+        )
 
     def _sleep_scaled(self, sim_seconds: float) -> None:
         t = sim_seconds * self.scale * float(self.args.sim_slow_start or 1.0)
@@ -158,12 +189,19 @@ class SimServer:
     def child_config(self) -> dict:
         args, plan, model = self.args, self.plan, self.model
         tp = int(args.tp_size or 1)
-        weights = (plan.weights_bytes if plan else model.weights_bytes / tp)
-        kv_dtype = "torch.float8_e4m3fn" if str(args.kv_cache_dtype or "").startswith("fp8") else "torch.bfloat16"
+        weights = plan.weights_bytes if plan else model.weights_bytes / tp
+        kv_dtype = (
+            "torch.float8_e4m3fn"
+            if str(args.kv_cache_dtype or "").startswith("fp8")
+            else "torch.bfloat16"
+        )
         conv_share = 0.0
         if model.is_hybrid:
-            conv = (2 * model.lin_k_heads * model.lin_k_dim + model.lin_v_heads * model.lin_v_dim) * \
-                (model.conv_kernel - 1) * 2
+            conv = (
+                (2 * model.lin_k_heads * model.lin_k_dim + model.lin_v_heads * model.lin_v_dim)
+                * (model.conv_kernel - 1)
+                * 2
+            )
             conv_share = conv / max(1, model.state_bytes_per_slot(1) / model.linear_layers)
         graphs = len(plan.cuda_graph_bs) * (3 if plan.spec else 1) if plan else 0
         host = (plan.hicache_host_bytes + plan.hicache_state_host_bytes) if plan else 0
@@ -172,14 +210,23 @@ class SimServer:
         if args.sim_crash_after is not None:
             crash_at = self.t0 + float(args.sim_crash_after)
         return {
-            "args": args, "plan": plan, "model": model, "gpu": self.gpu, "failure": self.failure,
-            "pre_bytes": self.gpu.total_bytes - int(0.6 * (1 << 30)), "weights_bytes": weights,
-            "draft_arch": "Qwen3_5MTP" if (plan and plan.spec and plan.spec.draft.kind == "mtp")
+            "args": args,
+            "plan": plan,
+            "model": model,
+            "gpu": self.gpu,
+            "failure": self.failure,
+            "pre_bytes": self.gpu.total_bytes - int(0.6 * (1 << 30)),
+            "weights_bytes": weights,
+            "draft_arch": "Qwen3_5MTP"
+            if (plan and plan.spec and plan.spec.draft.kind == "mtp")
             else "LlamaForCausalLMEagle3",
-            "kv_dtype": kv_dtype, "conv_share": conv_share,
+            "kv_dtype": kv_dtype,
+            "conv_share": conv_share,
             "t_proc": startup_times.SCHEDULER_INIT_S,
             "t_weights": startup_times.weights_s(model.weights_bytes / tp),
-            "t_draft": startup_times.draft_s(plan.draft_weights_bytes) if plan and plan.spec else 0.0,
+            "t_draft": startup_times.draft_s(plan.draft_weights_bytes)
+            if plan and plan.spec
+            else 0.0,
             "t_pools": startup_times.pools_s(pools, host),
             "t_graphs": startup_times.graphs_s(graphs),
             "t_warmup": startup_times.WARMUP_S,
@@ -195,8 +242,13 @@ class SimServer:
         self._stop = asyncio.Event()
         cfg = self.child_config()
         if self.args.enable_metrics and self.plan is not None:
-            self.metrics = SimMetrics(self.model_name, int(self.args.tp_size or 1), self.model.is_hybrid,
-                                      bool(self.args.enable_hierarchical_cache), self.plan.spec)
+            self.metrics = SimMetrics(
+                self.model_name,
+                int(self.args.tp_size or 1),
+                self.model.is_hybrid,
+                bool(self.args.enable_hierarchical_cache),
+                self.plan.spec,
+            )
         self.engine = Engine(cfg, on_stats=self._on_stats, on_request_done=self._on_request_done)
         self.engine.on_phase = self._on_phase
         self.publisher = GpuPublisher(self.gpu, int(self.args.tp_size or 1), int(self.args.port))
@@ -220,24 +272,36 @@ class SimServer:
         timings = ready.get("timings", {})
         # Simulated seconds, as the real server would report them (wall time / scale would
         # include this machine's process start-up overheads, magnified).
-        sched_e2e = startup_times.MAIN_IMPORTS_S + startup_times.SCHEDULER_INIT_S + timings.get("load_weight", 0.0) \
-            + timings.get("kv_cache_allocation", 0.0) \
+        sched_e2e = (
+            startup_times.MAIN_IMPORTS_S
+            + startup_times.SCHEDULER_INIT_S
+            + timings.get("load_weight", 0.0)
+            + timings.get("kv_cache_allocation", 0.0)
             + sum(timings.get("cuda_graph", {}).values())
+        )
         graphs = ", ".join(f"{k}={v:.2f}" for k, v in timings.get("cuda_graph", {}).items())
-        self.sim_startup_s = sched_e2e + 0.4 + (0.0 if args.skip_server_warmup else startup_times.WARMUP_S)
-        self.startup_timings = {"load_weight": timings.get("load_weight", 0.0),
-                                "kv_cache_allocation": timings.get("kv_cache_allocation", 0.0),
-                                "cuda_graph": timings.get("cuda_graph", {})}
-        log.info(f"Engine startup timings (s): load_weight={timings.get('load_weight', 0.0):.2f}, "
-                 f"kv_cache_allocation={timings.get('kv_cache_allocation', 0.0):.2f}, "
-                 f"scheduler_e2e={sched_e2e:.2f}, "
-                 f"cuda_graph={{{graphs}}}, tokenizer_e2e={sched_e2e + 0.4:.2f}")
+        self.sim_startup_s = (
+            sched_e2e + 0.4 + (0.0 if args.skip_server_warmup else startup_times.WARMUP_S)
+        )
+        self.startup_timings = {
+            "load_weight": timings.get("load_weight", 0.0),
+            "kv_cache_allocation": timings.get("kv_cache_allocation", 0.0),
+            "cuda_graph": timings.get("cuda_graph", {}),
+        }
+        log.info(
+            f"Engine startup timings (s): load_weight={timings.get('load_weight', 0.0):.2f}, "
+            f"kv_cache_allocation={timings.get('kv_cache_allocation', 0.0):.2f}, "
+            f"scheduler_e2e={sched_e2e:.2f}, "
+            f"cuda_graph={{{graphs}}}, tokenizer_e2e={sched_e2e + 0.4:.2f}"
+        )
         if self.metrics is not None:
             self.metrics.set_constants(self.plan, self.startup_timings)
         self._on_phase("warming up")
         if args.sim_fail_at_start == "port":
-            log.error(f"ERROR:    [Errno 98] error while attempting to bind on address ('{args.host}', {args.port}): "
-                      "address already in use")
+            log.error(
+                f"ERROR:    [Errno 98] error while attempting to bind on address ('{args.host}', {args.port}): "
+                "address already in use"
+            )
             self.engine.kill_children()
             return 1
         from aiohttp import web
@@ -256,7 +320,9 @@ class SimServer:
         log.info(f"INFO:     Started server process [{os.getpid()}]")
         log.info("INFO:     Waiting for application startup.")
         log.info("INFO:     Application startup complete.")
-        log.info(f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)")
+        log.info(
+            f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)"
+        )
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._on_sigterm)
         if not args.skip_server_warmup:
             ok = await self._warmup()
@@ -285,17 +351,21 @@ class SimServer:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=limit)) as session:
                 async with session.get(url + "/model_info", headers=headers) as r:
                     r.raise_for_status()
-                body = {"text": "The capital city of France is",
-                        "sampling_params": {"temperature": 0, "max_new_tokens": 8}}
+                body = {
+                    "text": "The capital city of France is",
+                    "sampling_params": {"temperature": 0, "max_new_tokens": 8},
+                }
                 async with session.post(url + "/generate", json=body, headers=headers) as r:
                     r.raise_for_status()
                     await r.read()
             return True
-        except Exception as exc:   # any failure is SGLang's "warmup error" and kills the server
+        except Exception as exc:  # any failure is SGLang's "warmup error" and kills the server
             kind = "TimeoutError" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
-            log.error(f"Initialization failed. warmup error: Traceback (most recent call last):\n"
-                      f"  File \"sglang/srt/entrypoints/http_server.py\", line 1712, in _execute_server_warmup\n"
-                      f"{kind}: {exc or 'warmup request did not finish within ' + str(round(limit, 1)) + ' s'}")
+            log.error(
+                f"Initialization failed. warmup error: Traceback (most recent call last):\n"
+                f'  File "sglang/srt/entrypoints/http_server.py", line 1712, in _execute_server_warmup\n'
+                f"{kind}: {exc or 'warmup request did not finish within ' + str(round(limit, 1)) + ' s'}"
+            )
             self._kill_tree()
             return False
 
@@ -306,8 +376,12 @@ class SimServer:
         self.publisher.phase = phase
         self.publisher.phase_started = time.monotonic()
         if phase == "loading weights":
-            cfg_weights = startup_times.weights_s(self.model.weights_bytes / int(self.args.tp_size or 1))
-            self.publisher.phase_expected_s = max(1e-3, cfg_weights * self.scale * float(self.args.sim_slow_start or 1))
+            cfg_weights = startup_times.weights_s(
+                self.model.weights_bytes / int(self.args.tp_size or 1)
+            )
+            self.publisher.phase_expected_s = max(
+                1e-3, cfg_weights * self.scale * float(self.args.sim_slow_start or 1)
+            )
 
     def _on_stats(self, stats: dict) -> None:
         if self.metrics is not None:
@@ -319,9 +393,16 @@ class SimServer:
             return
         ttft = (st.first_token_at - st.created) if st.first_token_at else None
         self.metrics.on_request_done(
-            st.streaming, ttft, st.itls, now - st.created, st.prompt_tokens, len(st.output_ids),
-            (st.meta.get("cached_tokens_details") or {}), (st.finish or {}).get("type") == "abort",
-            st.meta.get("spec_verify_ct", 0))
+            st.streaming,
+            ttft,
+            st.itls,
+            now - st.created,
+            st.prompt_tokens,
+            len(st.output_ids),
+            (st.meta.get("cached_tokens_details") or {}),
+            (st.finish or {}).get("type") == "abort",
+            st.meta.get("spec_verify_ct", 0),
+        )
 
     async def _publish_loop(self) -> None:
         """Once a second: publish the simulated GPU, and notice children that died on their own."""
@@ -330,8 +411,10 @@ class SimServer:
             dead = self.engine.check_children()
             if dead and not self._dying and not self.draining_done:
                 name, pid, code = dead
-                log.error(f"Subprocess {name} (pid={pid}) crashed with exit code {code}. "
-                          "Triggering SIGQUIT for cleanup...")
+                log.error(
+                    f"Subprocess {name} (pid={pid}) crashed with exit code {code}. "
+                    "Triggering SIGQUIT for cleanup..."
+                )
                 os.kill(os.getpid(), signal.SIGQUIT)
             await asyncio.sleep(1.0)
 
@@ -351,8 +434,10 @@ class SimServer:
         if self.status == "Starting" and self.ready_at is None:
             log.error("Received sigquit from a child process. It usually means the child failed.")
         else:
-            log.error(f"SIGQUIT received. signum={int(signal.SIGQUIT)}, frame={_FAKE_FRAME}. "
-                      "It usually means one child failed.")
+            log.error(
+                f"SIGQUIT received. signum={int(signal.SIGQUIT)}, frame={_FAKE_FRAME}. "
+                "It usually means one child failed."
+            )
         self._kill_tree()
 
     def _on_sigint(self) -> None:
@@ -367,7 +452,7 @@ class SimServer:
 
     async def _stop_http_then_kill(self) -> None:
         if self.draining_done:
-            return          # a second Ctrl-C while the first is still stopping
+            return  # a second Ctrl-C while the first is still stopping
         self.draining_done = True
         log.info("INFO:     Shutting down")
         await self._runner.cleanup()
@@ -383,12 +468,16 @@ class SimServer:
             asyncio.get_running_loop().create_task(self._stop_http_then_kill())
             return
         if os.environ.get("SGL_FORCE_SHUTDOWN") or self.status == "UnHealthy":
-            why = "health check failed" if self.status == "UnHealthy" else "SGL_FORCE_SHUTDOWN is set"
+            why = (
+                "health check failed" if self.status == "UnHealthy" else "SGL_FORCE_SHUTDOWN is set"
+            )
             log.info(f"Signal SIGTERM received while {why}. Force exiting.")
             asyncio.get_running_loop().create_task(self._stop_http_then_kill())
             return
-        log.info(f"SIGTERM received. signum={int(signal.SIGTERM)} frame={_FAKE_FRAME} "
-                 "Draining requests and shutting down...")
+        log.info(
+            f"SIGTERM received. signum={int(signal.SIGTERM)} frame={_FAKE_FRAME} "
+            "Draining requests and shutting down..."
+        )
         self.draining = True
         asyncio.get_running_loop().create_task(self._drain())
 
@@ -400,12 +489,18 @@ class SimServer:
             active = [r for r in self.engine.reqs if not r.startswith("HEALTH_CHECK")]
             if not active:
                 break
-            log.info(f"Gracefully exiting... Remaining number of requests {len(active)}. "
-                     f"Remaining requests remaining_rids={active[:20]}.")
+            log.info(
+                f"Gracefully exiting... Remaining number of requests {len(active)}. "
+                f"Remaining requests remaining_rids={active[:20]}."
+            )
         self.draining_done = True
-        stuck = await asyncio.get_running_loop().run_in_executor(None, self.engine.shutdown_children, 15.0)
+        stuck = await asyncio.get_running_loop().run_in_executor(
+            None, self.engine.shutdown_children, 15.0
+        )
         if stuck:
-            log.warning(f"Schedulers still alive 15s after ShutdownReq, killing them before they released: {stuck}")
+            log.warning(
+                f"Schedulers still alive 15s after ShutdownReq, killing them before they released: {stuck}"
+            )
         await self._runner.cleanup()
         self._exit_code = 0
         self._stop.set()
@@ -414,21 +509,28 @@ class SimServer:
     def resolved_args(self) -> dict:
         out = {k: v for k, v in vars(self.args).items() if not k.startswith("sim_")}
         p = self.plan
-        out.update({
-            "served_model_name": self.model_name,
-            "tokenizer_path": self.args.tokenizer_path or self.args.model_path,
-            "mem_fraction_static": p.mem_fraction_static,
-            "chunked_prefill_size": p.chunked_prefill_size,
-            "max_prefill_tokens": p.max_prefill_tokens,
-            "context_length": p.context_len,
-            "max_running_requests": p.requested_max_running_requests,
-            "cuda_graph_max_bs_decode": p.cuda_graph_max_bs,
-            "page_size": int(self.args.page_size or 1),
-        })
+        out.update(
+            {
+                "served_model_name": self.model_name,
+                "tokenizer_path": self.args.tokenizer_path or self.args.model_path,
+                "mem_fraction_static": p.mem_fraction_static,
+                "chunked_prefill_size": p.chunked_prefill_size,
+                "max_prefill_tokens": p.max_prefill_tokens,
+                "context_length": p.context_len,
+                "max_running_requests": p.requested_max_running_requests,
+                "cuda_graph_max_bs_decode": p.cuda_graph_max_bs,
+                "page_size": int(self.args.page_size or 1),
+            }
+        )
         if p.spec is not None:
-            out.update({"speculative_algorithm": p.spec.algorithm, "speculative_num_steps": p.spec.num_steps,
-                        "speculative_eagle_topk": p.spec.eagle_topk,
-                        "speculative_num_draft_tokens": p.spec.num_draft_tokens})
+            out.update(
+                {
+                    "speculative_algorithm": p.spec.algorithm,
+                    "speculative_num_steps": p.spec.num_steps,
+                    "speculative_eagle_topk": p.spec.eagle_topk,
+                    "speculative_num_draft_tokens": p.spec.num_draft_tokens,
+                }
+            )
         if self.args.enable_hierarchical_cache and not self.args.hicache_size:
             out["hicache_ratio"] = self.args.hicache_ratio or 2.0
         if self.model.is_hybrid:
@@ -445,30 +547,45 @@ class SimServer:
         s = self.engine.stats
         args = self.resolved_args()
         startup = round(self.sim_startup_s, 2) if self.ready_at else None
-        memory = {"weight": round(p.weights_bytes / (1 << 30), 2), "kvcache": round(p.kv_pool_bytes / (1 << 30), 2),
-                  "startup_available": round(p.available_after_pools / (1 << 30), 2),
-                  "token_capacity": p.max_total_num_tokens, "token_capacity_swa": None,
-                  "graph": {"decode": round(p.graph_bytes / (1 << 30), 2)}}
+        memory = {
+            "weight": round(p.weights_bytes / (1 << 30), 2),
+            "kvcache": round(p.kv_pool_bytes / (1 << 30), 2),
+            "startup_available": round(p.available_after_pools / (1 << 30), 2),
+            "token_capacity": p.max_total_num_tokens,
+            "token_capacity_swa": None,
+            "graph": {"decode": round(p.graph_bytes / (1 << 30), 2)},
+        }
         state = dict(args)
-        state.update({
-            "world_size": int(self.args.tp_size or 1),
-            "effective_max_running_requests_per_dp": p.max_running_requests,
-            "last_gen_throughput": s.get("gen_throughput", 0.0),
-            "memory_usage": memory, "startup_time": startup,
-            "decode_cuda_graph_bs": p.cuda_graph_bs, "disaggregation_mode": "null",
-        })
+        state.update(
+            {
+                "world_size": int(self.args.tp_size or 1),
+                "effective_max_running_requests_per_dp": p.max_running_requests,
+                "last_gen_throughput": s.get("gen_throughput", 0.0),
+                "memory_usage": memory,
+                "startup_time": startup,
+                "decode_cuda_graph_bs": p.cuda_graph_bs,
+                "disaggregation_mode": "null",
+            }
+        )
         if p.spec is not None:
             state["avg_spec_accept_length"] = s.get("spec_accept_length", 0.0)
         info = dict(args)
-        info.update({
-            "launch_command": " ".join(["python", "-m", "sglang.launch_server"] + self.argv_sglang()),
-            "status": self.status if not self.draining else "Draining",
-            "max_total_num_tokens": p.max_total_num_tokens,
-            "max_req_input_len": p.context_len - 5,
-            "hicache_object_layout": None, "kv_events": None,
-            "startup_time": startup, "internal_states": [state],
-            "version": SGLANG_VERSION, "frontend": "python",
-        })
+        info.update(
+            {
+                "launch_command": " ".join(
+                    ["python", "-m", "sglang.launch_server"] + self.argv_sglang()
+                ),
+                "status": self.status if not self.draining else "Draining",
+                "max_total_num_tokens": p.max_total_num_tokens,
+                "max_req_input_len": p.context_len - 5,
+                "hicache_object_layout": None,
+                "kv_events": None,
+                "startup_time": startup,
+                "internal_states": [state],
+                "version": SGLANG_VERSION,
+                "frontend": "python",
+            }
+        )
         return info
 
     def argv_sglang(self) -> list[str]:
@@ -482,47 +599,65 @@ class SimServer:
         ts = datetime.datetime.now(datetime.timezone.utc).isoformat()
         load: dict = {"timestamp": ts, "dp_rank": 0}
         if "core" in sections or not sections:
-            load.update({
-                "num_running_reqs": s.get("num_running_reqs", 0),
-                "num_waiting_reqs": s.get("num_queue_reqs", 0),
-                "num_waiting_uncached_tokens": s.get("num_waiting_uncached_tokens", 0),
-                "num_used_tokens": s.get("num_used_tokens", 0),
-                "num_total_tokens": p.max_total_num_tokens,
-                "num_active_tokens": s.get("kv_used_tokens", 0),
-                "num_prealloc_ready_tokens": 0,
-                "max_total_num_tokens": p.max_total_num_tokens,
-                "max_running_requests": p.max_running_requests,
-                "token_usage": round(s.get("token_usage", 0.0), 4),
-                "gen_throughput": round(s.get("gen_throughput", 0.0), 2),
-                "cache_hit_rate": round(s.get("cache_hit_rate", 0.0), 4),
-                "utilization": round(s.get("utilization", 0.0), 4),
-                "total_prefill_uncached_tokens": s.get("total_prefill_uncached_tokens", 0),
-                "total_prefill_busy_us": s.get("total_prefill_busy_us", 0),
-                "decode_moments": None,
-            })
+            load.update(
+                {
+                    "num_running_reqs": s.get("num_running_reqs", 0),
+                    "num_waiting_reqs": s.get("num_queue_reqs", 0),
+                    "num_waiting_uncached_tokens": s.get("num_waiting_uncached_tokens", 0),
+                    "num_used_tokens": s.get("num_used_tokens", 0),
+                    "num_total_tokens": p.max_total_num_tokens,
+                    "num_active_tokens": s.get("kv_used_tokens", 0),
+                    "num_prealloc_ready_tokens": 0,
+                    "max_total_num_tokens": p.max_total_num_tokens,
+                    "max_running_requests": p.max_running_requests,
+                    "token_usage": round(s.get("token_usage", 0.0), 4),
+                    "gen_throughput": round(s.get("gen_throughput", 0.0), 2),
+                    "cache_hit_rate": round(s.get("cache_hit_rate", 0.0), 4),
+                    "utilization": round(s.get("utilization", 0.0), 4),
+                    "total_prefill_uncached_tokens": s.get("total_prefill_uncached_tokens", 0),
+                    "total_prefill_busy_us": s.get("total_prefill_busy_us", 0),
+                    "decode_moments": None,
+                }
+            )
         if "memory" in sections:
-            load["memory"] = {"weight_gb": round(p.weights_bytes / (1 << 30), 2),
-                              "kv_cache_gb": round(p.kv_pool_bytes / (1 << 30), 2),
-                              "graph_gb": round(p.graph_bytes / (1 << 30), 2),
-                              "token_capacity": p.max_total_num_tokens}
+            load["memory"] = {
+                "weight_gb": round(p.weights_bytes / (1 << 30), 2),
+                "kv_cache_gb": round(p.kv_pool_bytes / (1 << 30), 2),
+                "graph_gb": round(p.graph_bytes / (1 << 30), 2),
+                "token_capacity": p.max_total_num_tokens,
+            }
         if "spec" in sections and p.spec is not None:
-            load["speculative"] = {"accept_length": round(s.get("spec_accept_length", 0.0), 3),
-                                   "accept_rate": round(s.get("spec_accept_rate", 0.0), 3)}
+            load["speculative"] = {
+                "accept_length": round(s.get("spec_accept_length", 0.0), 3),
+                "accept_rate": round(s.get("spec_accept_rate", 0.0), 3),
+            }
         if "queues" in sections:
-            load["queues"] = {"waiting": s.get("num_queue_reqs", 0), "grammar": 0, "paused": 0,
-                              "retracted": 0, "prealloc_ready": 0}
+            load["queues"] = {
+                "waiting": s.get("num_queue_reqs", 0),
+                "grammar": 0,
+                "paused": 0,
+                "retracted": 0,
+                "prealloc_ready": 0,
+            }
         loads = [load]
         if dp_rank not in (None, "", "0"):
             loads = []
-        return {"timestamp": ts, "version": SGLANG_VERSION, "accelerator": "cuda",
-                "num_accelerators": int(self.args.tp_size or 1), "loads": loads}
+        return {
+            "timestamp": ts,
+            "version": SGLANG_VERSION,
+            "accelerator": "cuda",
+            "num_accelerators": int(self.args.tp_size or 1),
+            "loads": loads,
+        }
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)          # argparse prints SGLang's error text and exits 2 itself
+    args = parse_args(argv)  # argparse prints SGLang's error text and exits 2 itself
     if args.sim_time_scale < 0 or args.sim_slow_start is None or args.sim_slow_start <= 0:
-        sys.stderr.write("sglang serve: error: --sim-time-scale must be >= 0 and --sim-slow-start > 0\n")
+        sys.stderr.write(
+            "sglang serve: error: --sim-time-scale must be >= 0 and --sim-slow-start > 0\n"
+        )
         return 2
     setup_logging("", args.log_level)
     server = SimServer(args, argv)

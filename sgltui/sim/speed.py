@@ -15,11 +15,11 @@ from sgltui.sim.hardware import GpuPreset
 from sgltui.sim.memory import MemoryPlan
 from sgltui.sim.models import ModelSpec
 
-ETA_BW = 0.8        # achieved fraction of HBM bandwidth on coalesced weight reads
-MFU = 0.6           # achieved fraction of dense BF16 peak
-T_OVERHEAD = 1.0e-3     # per target forward with CUDA graphs
+ETA_BW = 0.8  # achieved fraction of HBM bandwidth on coalesced weight reads
+MFU = 0.6  # achieved fraction of dense BF16 peak
+T_OVERHEAD = 1.0e-3  # per target forward with CUDA graphs
 T_DRAFT_OVERHEAD = 0.3e-3
-PCIE_EFF = 0.8      # HiCache IO kernels reach ~80% of the measured link rate
+PCIE_EFF = 0.8  # HiCache IO kernels reach ~80% of the measured link rate
 
 
 @dataclass
@@ -46,7 +46,7 @@ class SpeedModel:
         if state:
             bytes_ += batch * 2 * state
             if tokens_per_req > 1:
-                bytes_ += batch * tokens_per_req * state   # verify writes D intermediate states
+                bytes_ += batch * tokens_per_req * state  # verify writes D intermediate states
         flops = 2 * self.model.active_params / self.tp * batch * tokens_per_req
         return max(bytes_ / self._bw, flops / self._flops) + T_OVERHEAD
 
@@ -75,12 +75,20 @@ class SpeedModel:
             return 0.0
         linear = 2 * self.model.active_params / self.tp * new_tokens
         # Quadratic part: only the full-attention layers, QK^T and PV.
-        attn = 4 * new_tokens * max(ctx_tokens, new_tokens) * self.model.num_heads * self.model.head_dim \
-            * self.model.full_attn_layers / self.tp / 2
+        attn = (
+            4
+            * new_tokens
+            * max(ctx_tokens, new_tokens)
+            * self.model.num_heads
+            * self.model.head_dim
+            * self.model.full_attn_layers
+            / self.tp
+            / 2
+        )
         compute = (linear + attn) / self._flops
         stream = self.model.read_bytes_per_step / self.tp / self._bw
         extra = 0.0
-        if self.plan.spec is not None:   # the draft extends over the same tokens
+        if self.plan.spec is not None:  # the draft extends over the same tokens
             extra = self.draft_step(1, 0, new_tokens)
         return max(compute, stream) + T_OVERHEAD + extra
 

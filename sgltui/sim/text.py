@@ -23,7 +23,7 @@ _WORDS = (
 ).split()
 _PUNCT = (",", ".", "\n")
 
-VOCAB_OFFSET = 1000         # output word ids start here (ids below are "special"/prompt ids)
+VOCAB_OFFSET = 1000  # output word ids start here (ids below are "special"/prompt ids)
 EOS_TOKEN_ID = 2
 _PIECE_RE = re.compile(r"\w+|[^\w\s]")
 
@@ -57,7 +57,9 @@ class WordStream:
     """The answer one request produces, token by token, deterministically."""
 
     def __init__(self, seed: int, prompt_ids, mean_len: int):
-        key = zlib.crc32(bytes(str(list(prompt_ids[:64])), "ascii")) ^ (seed * 2654435761 & 0xFFFFFFFF)
+        key = zlib.crc32(bytes(str(list(prompt_ids[:64])), "ascii")) ^ (
+            seed * 2654435761 & 0xFFFFFFFF
+        )
         self._rng = random.Random(key)
         # Where the model would emit EOS when not told to ignore it.
         self.natural_len = max(1, int(self._rng.lognormvariate(0, 0.6) * mean_len))
@@ -67,8 +69,11 @@ class WordStream:
         self._since_punct += 1
         if self._since_punct > 4 and self._rng.random() < 0.15:
             self._since_punct = 0
-            return VOCAB_OFFSET + len(_WORDS) + (0 if self._rng.random() < 0.6 else
-                                                  (1 if self._rng.random() < 0.8 else 2))
+            return (
+                VOCAB_OFFSET
+                + len(_WORDS)
+                + (0 if self._rng.random() < 0.6 else (1 if self._rng.random() < 0.8 else 2))
+            )
         return VOCAB_OFFSET + self._rng.randrange(len(_WORDS))
 
     def random(self) -> float:

@@ -28,7 +28,7 @@ _PR_SET_PDEATHSIG = 1
 
 def become_child(title: str) -> None:
     """Die with the parent; show an SGLang-like name in ps/top (comm is 15 bytes at most)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the main process's business
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's business
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -55,7 +55,7 @@ class Phases:
         self.args = cfg["args"]
         self.slow = float(self.args.sim_slow_start or 1.0)
         self.scale = float(self.args.sim_time_scale) * self.slow
-        self.crash_at = cfg.get("crash_at")      # monotonic deadline, or None
+        self.crash_at = cfg.get("crash_at")  # monotonic deadline, or None
         self.timings: dict[str, float] = {}
 
     def sleep(self, sim_seconds: float) -> float:
@@ -87,9 +87,11 @@ class Phases:
         pre = cfg["pre_bytes"]
         self.sleep(cfg["t_proc"])
         if fail == "cuda":
-            raise _SimulatedError("CUDA error: no CUDA-capable device is detected\nCUDA kernel errors might "
-                               "be asynchronously reported at some other API call, so the stacktrace below "
-                               "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1")
+            raise _SimulatedError(
+                "CUDA error: no CUDA-capable device is detected\nCUDA kernel errors might "
+                "be asynchronously reported at some other API call, so the stacktrace below "
+                "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+            )
         self.phase("loading weights")
         log.info(f"Load weight begin. avail mem={gb(pre)} GB")
         if hang == "weights":
@@ -100,15 +102,19 @@ class Phases:
         weights = cfg["weights_bytes"]
         t = self.sleep(cfg["t_weights"])
         self.timings["load_weight"] = t
-        log.info(f"Load weight end. elapsed={t:.2f} s, type={model.architectures[0]}, "
-                 f"avail mem={gb(pre - weights)} GB, mem usage={gb(weights)} GB.")
+        log.info(
+            f"Load weight end. elapsed={t:.2f} s, type={model.architectures[0]}, "
+            f"avail mem={gb(pre - weights)} GB, mem usage={gb(weights)} GB."
+        )
         if plan is not None and plan.spec is not None:
             dw = plan.draft_weights_bytes
             log.info(f"Load weight begin. avail mem={gb(pre - weights)} GB")
             t2 = self.sleep(cfg["t_draft"])
             self.timings["load_weight"] += t2
-            log.info(f"Load weight end. elapsed={t2:.2f} s, type={cfg['draft_arch']}, "
-                     f"avail mem={gb(pre - weights - dw)} GB, mem usage={gb(dw)} GB.")
+            log.info(
+                f"Load weight end. elapsed={t2:.2f} s, type={cfg['draft_arch']}, "
+                f"avail mem={gb(pre - weights - dw)} GB, mem usage={gb(dw)} GB."
+            )
         self.phase("allocating KV cache")
         if hang == "kv":
             self.hang()
@@ -132,14 +138,17 @@ class Phases:
                 " GiB is free.\nPossible solutions:\n1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)"
                 "\n2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)\n3. disable decode CUDA graph by "
                 "--cuda-graph-backend-decode=disabled.\nOpen an issue on GitHub "
-                "https://github.com/sgl-project/sglang/issues/new/choose")
+                "https://github.com/sgl-project/sglang/issues/new/choose"
+            )
         graphs = self._graphs(plan, cfg)
         self.timings["cuda_graph"] = graphs
         if self.rank == 0:
-            log.info(f"max_total_num_tokens={plan.max_total_num_tokens}, chunked_prefill_size="
-                     f"{plan.chunked_prefill_size}, max_prefill_tokens={plan.max_prefill_tokens}, "
-                     f"max_running_requests={plan.max_running_requests}, context_len={plan.context_len}, "
-                     f"available_gpu_mem={gb(plan.available_after_pools - plan.graph_bytes)} GB")
+            log.info(
+                f"max_total_num_tokens={plan.max_total_num_tokens}, chunked_prefill_size="
+                f"{plan.chunked_prefill_size}, max_prefill_tokens={plan.max_prefill_tokens}, "
+                f"max_running_requests={plan.max_running_requests}, context_len={plan.context_len}, "
+                f"available_gpu_mem={gb(plan.available_after_pools - plan.graph_bytes)} GB"
+            )
 
     def _pool_lines(self, plan, model, cfg) -> None:
         pre = cfg["pre_bytes"]
@@ -150,27 +159,42 @@ class Phases:
             extra = ""
             if plan.spec is not None:
                 inter = plan.mamba_pool_bytes - base
-                extra = (f" intermediate_ssm_state_cache size: {gb(inter * (1 - conv_share))}GB "
-                         f"intermediate_conv_window_cache size: {gb(inter * conv_share)}GB ")
-            log.info(f"Mamba Cache is allocated. max_mamba_cache_size: {plan.mamba_slots}, conv_state size: "
-                     f"{gb(base * conv_share)}GB, ssm_state size: {gb(base * (1 - conv_share))}GB{extra}")
+                extra = (
+                    f" intermediate_ssm_state_cache size: {gb(inter * (1 - conv_share))}GB "
+                    f"intermediate_conv_window_cache size: {gb(inter * conv_share)}GB "
+                )
+            log.info(
+                f"Mamba Cache is allocated. max_mamba_cache_size: {plan.mamba_slots}, conv_state size: "
+                f"{gb(base * conv_share)}GB, ssm_state size: {gb(base * (1 - conv_share))}GB{extra}"
+            )
         half = plan.kv_pool_bytes / 2
-        log.info(f"KV Cache is allocated. dtype: {cfg['kv_dtype']}, #tokens: {plan.max_total_num_tokens}, "
-                 f"K size: {gb(half)} GB, V size: {gb(half)} GB")
+        log.info(
+            f"KV Cache is allocated. dtype: {cfg['kv_dtype']}, #tokens: {plan.max_total_num_tokens}, "
+            f"K size: {gb(half)} GB, V size: {gb(half)} GB"
+        )
         if plan.draft_kv_bytes:
             dh = plan.draft_kv_bytes / 2
-            log.info(f"draft KV Cache is allocated. dtype: {cfg['kv_dtype']}, #tokens: "
-                     f"{plan.max_total_num_tokens}, K size: {gb(dh)} GB, V size: {gb(dh)} GB")
+            log.info(
+                f"draft KV Cache is allocated. dtype: {cfg['kv_dtype']}, #tokens: "
+                f"{plan.max_total_num_tokens}, K size: {gb(dh)} GB, V size: {gb(dh)} GB"
+            )
         for w in plan.warnings:
-            if not w.startswith("Max running requests is reset") and not w.startswith("HiCache") \
-                    and not w.startswith("speculative_num_draft"):
+            if (
+                not w.startswith("Max running requests is reset")
+                and not w.startswith("HiCache")
+                and not w.startswith("speculative_num_draft")
+            ):
                 log.warning(w)
         if plan.hicache_host_tokens:
-            log.info(f"Allocating kv hierarchical KV host pool: {plan.hicache_host_tokens} tokens, "
-                     f"{plan.hicache_host_bytes / 1e9:.2f} GB host memory.")
+            log.info(
+                f"Allocating kv hierarchical KV host pool: {plan.hicache_host_tokens} tokens, "
+                f"{plan.hicache_host_bytes / 1e9:.2f} GB host memory."
+            )
             if plan.hicache_state_host_bytes:
-                log.info(f"Allocating mamba hierarchical host pool: "
-                         f"{plan.hicache_state_host_bytes / 1e9:.2f} GB host memory.")
+                log.info(
+                    f"Allocating mamba hierarchical host pool: "
+                    f"{plan.hicache_state_host_bytes / 1e9:.2f} GB host memory."
+                )
             for w in plan.warnings:
                 if w.startswith("HiCache"):
                     log.warning(w)
@@ -178,15 +202,19 @@ class Phases:
         del pre
 
     def _graph_begin(self, plan, label: str, per_req: int) -> None:
-        log.info(f"Capture {label} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, "
-                 f"avail mem={gb(plan.available_after_pools)} GB")
+        log.info(
+            f"Capture {label} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, "
+            f"avail mem={gb(plan.available_after_pools)} GB"
+        )
 
     def _graphs(self, plan, cfg) -> dict[str, float]:
         sets = [("target decode", 1, "decode")]
         if plan.spec is not None:
-            sets = [("target verify", plan.spec.num_draft_tokens, "target_verify"),
-                    ("draft decode", plan.spec.eagle_topk, "draft"),
-                    ("draft extend", plan.spec.num_steps + 1, "draft_extend")]
+            sets = [
+                ("target verify", plan.spec.num_draft_tokens, "target_verify"),
+                ("draft decode", plan.spec.eagle_topk, "draft"),
+                ("draft extend", plan.spec.num_steps + 1, "draft_extend"),
+            ]
         out = {}
         avail = plan.available_after_pools
         per_set = plan.graph_bytes / len(sets)
@@ -194,8 +222,10 @@ class Phases:
             self._graph_begin(plan, label, per_req)
             t = self.sleep(cfg["t_graphs"] / len(sets))
             avail -= per_set
-            log.info(f"Capture {label} CUDA graph end. bs={plan.cuda_graph_bs}, elapsed={t:.2f} s, "
-                     f"mem usage={gb(per_set)} GB, avail mem={gb(avail)} GB.")
+            log.info(
+                f"Capture {label} CUDA graph end. bs={plan.cuda_graph_bs}, elapsed={t:.2f} s, "
+                f"mem usage={gb(per_set)} GB, avail mem={gb(avail)} GB."
+            )
             out[key] = t
         return out
 
@@ -217,22 +247,26 @@ def scheduler_main(conn, cfg: dict, rank: int) -> None:
         conn.send(("ready", {"timings": phases.timings}))
         _serve(conn, cfg, phases)
     except _Crash:
-        _fail("RuntimeError: CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be "
-              "asynchronously reported at some other API call, so the stacktrace below might be incorrect.")
+        _fail(
+            "RuntimeError: CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be "
+            "asynchronously reported at some other API call, so the stacktrace below might be incorrect."
+        )
     except _SimulatedError as exc:
         _fail(f"RuntimeError: {exc}")
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
-    except Exception:   # a bug in the simulator: report it the way SGLang reports a scheduler crash
+    except Exception:  # a bug in the simulator: report it the way SGLang reports a scheduler crash
         _fail(traceback.format_exc().split("\n", 1)[1])
 
 
 def _fail(last: str) -> None:
-    tb = ("Traceback (most recent call last):\n"
-          '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", line 3187, '
-          "in run_scheduler_process\n    scheduler = Scheduler(\n"
-          '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/tp_worker.py", line 241, '
-          "in __init__\n    self.model_runner = ModelRunner(\n" + last)
+    tb = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", line 3187, '
+        "in run_scheduler_process\n    scheduler = Scheduler(\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/tp_worker.py", line 241, '
+        "in __init__\n    self.model_runner = ModelRunner(\n" + last
+    )
     log.error(f"Scheduler hit an exception: {tb}")
     sys.stdout.flush()
     try:
@@ -294,12 +328,14 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
     def emit(kind, payload):
         conn.send((kind, payload))
 
-    sched = Scheduler(plan, speed, args, emit, model.is_hybrid, int(args.sim_seed), model.stop_mean_tokens)
+    sched = Scheduler(
+        plan, speed, args, emit, model.is_hybrid, int(args.sim_seed), model.stop_mean_tokens
+    )
     sched.warmup_extra_s = cfg["t_warmup"] * (float(args.sim_slow_start or 1.0))
     if args.sim_hang_in == "warmup":
         sched.warmup_extra_s = float("inf")
     sched.snapshot(report=False)
-    inbox = _Inbox(conn)        # from here on only the inbox thread reads conn; this thread writes
+    inbox = _Inbox(conn)  # from here on only the inbox thread reads conn; this thread writes
     last_idle_refresh = time.monotonic()
     while True:
         if phases.crash_at is not None and time.monotonic() >= phases.crash_at:
@@ -320,7 +356,7 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
             elif msg is _Inbox.EOF:
                 raise EOFError
         if was_idle:
-            sched.realign()     # work that arrives after a pause starts on the current clock
+            sched.realign()  # work that arrives after a pause starts on the current clock
         if sched.idle:
             sched.snapshot(report=False)
             if time.monotonic() - last_idle_refresh > 30:

@@ -10,20 +10,21 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.events import Key, Resize
 from textual.css.query import NoMatches
+from textual.events import Key, Resize
 from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 
-from sgltui.tui import fmt, model as M
+from sgltui.tui import model as M
 from sgltui.tui.bindings import ALL_KEYS, KEYS
 from sgltui.tui.compositor import MainScreen
 from sgltui.tui.config import TuiConfig
@@ -56,18 +57,30 @@ class SgltuiApp(App[str | None]):
     TITLE = "sgltui"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
-        Binding(k.key, k.action, k.description, show=k.show, tooltip=k.tooltip, id=k.id) for k in ALL_KEYS
+        Binding(k.key, k.action, k.description, show=k.show, tooltip=k.tooltip, id=k.id)
+        for k in ALL_KEYS
     ]
 
-    def __init__(self, source: TuiSource, *, config: TuiConfig | None = None, theme: str | None = None,
-                 themes: Iterable[Any] = (), demo: bool = False, screenshot_dir: Path | None = None,
-                 own_client: str | None = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        source: TuiSource,
+        *,
+        config: TuiConfig | None = None,
+        theme: str | None = None,
+        themes: Iterable[Any] = (),
+        demo: bool = False,
+        screenshot_dir: Path | None = None,
+        own_client: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__()
         self.source = source
         self.config = config or TuiConfig()
         self.demo = demo
         self.screenshot_dir = screenshot_dir
-        self.model = TuiModel(own_client=own_client or getattr(source, "client_name", None), clock=clock)
+        self.model = TuiModel(
+            own_client=own_client or getattr(source, "client_name", None), clock=clock
+        )
         self.model.demo_only = demo
         self.logbuf = LogBuffer(self.config.log_max_lines)
         self._themes = list(themes)
@@ -108,7 +121,9 @@ class SgltuiApp(App[str | None]):
     def on_mount(self) -> None:
         for theme in self._themes:
             self.register_theme(theme)
-        self.theme = self._theme_name if self._theme_name in self.available_themes else "textual-dark"
+        self.theme = (
+            self._theme_name if self._theme_name in self.available_themes else "textual-dark"
+        )
         if self.config.keymap:
             self.set_keymap(self.config.keymap)
         self.query_one("#profiles").border_title = "profiles · server"
@@ -145,7 +160,9 @@ class SgltuiApp(App[str | None]):
                 raise
             except Exception as exc:  # any failure of the link: show it and retry
                 self.model.connected = False
-                self.model.connection_note = f"agent unreachable: {one_line(exc)}; retrying every {delay:.0f}s"
+                self.model.connection_note = (
+                    f"agent unreachable: {one_line(exc)}; retrying every {delay:.0f}s"
+                )
                 self._mark(M.HEADER)
                 try:
                     await self.source.close()
@@ -176,7 +193,9 @@ class SgltuiApp(App[str | None]):
                 reply = await self.source.call("logs", slot=str(slot.get("id", "0")), lines=200)
             except Exception:
                 continue
-            self._new_lines.extend(self.logbuf.add(str(slot.get("id", "0")), (reply or {}).get("lines") or []))
+            self._new_lines.extend(
+                self.logbuf.add(str(slot.get("id", "0")), (reply or {}).get("lines") or [])
+            )
             if isinstance(reply, dict) and reply.get("launch_id"):
                 self._launch_of[str(slot.get("id", "0"))] = reply["launch_id"]
         self._redraw_logs = True
@@ -187,13 +206,21 @@ class SgltuiApp(App[str | None]):
         except Exception:
             runs = []
         for run in runs if isinstance(runs, list) else []:
-            if run.get("run_id") and run.get("path") and run.get("state") != "running" \
-                    and run["run_id"] not in self.model.bench:
-                self.model.bench[run["run_id"]] = M.BenchRun(run["run_id"], run.get("state", "done"), path=run["path"])
+            if (
+                run.get("run_id")
+                and run.get("path")
+                and run.get("state") != "running"
+                and run["run_id"] not in self.model.bench
+            ):
+                self.model.bench[run["run_id"]] = M.BenchRun(
+                    run["run_id"], run.get("state", "done"), path=run["path"]
+                )
                 self._read_bench_result(run["run_id"], run["path"])
         if self.demo and not self._demo_done:
             self._demo_done = True
-            self.run_worker(self._start_demo(), group="ops", exit_on_error=False, description="demo start")
+            self.run_worker(
+                self._start_demo(), group="ops", exit_on_error=False, description="demo start"
+            )
 
     def _on_push(self, push: dict[str, Any]) -> None:
         self._mark(*self.model.apply_push(push))
@@ -212,10 +239,18 @@ class SgltuiApp(App[str | None]):
                 self._read_bench_result(ev.get("run_id", ""), ev["path"])
             # Live only: in a replay every recorded command is "another client's" and the toasts
             # would bury the screen (the Activity tab lists them all the same).
-            if (ev.get("client") and ev.get("client") != self.model.own_client and ev.get("type") == "command"
-                    and not self.source.read_only):
-                self.notify(f"{ev.get('client')}: {ev.get('op')}", title="command from another client",
-                            timeout=4, markup=False)
+            if (
+                ev.get("client")
+                and ev.get("client") != self.model.own_client
+                and ev.get("type") == "command"
+                and not self.source.read_only
+            ):
+                self.notify(
+                    f"{ev.get('client')}: {ev.get('op')}",
+                    title="command from another client",
+                    timeout=4,
+                    markup=False,
+                )
         if self.model.needs_status_refresh(push):
             self._refresh_status_soon()
 
@@ -248,8 +283,12 @@ class SgltuiApp(App[str | None]):
         try:
             result = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            self.call_from_thread(self.notify, f"cannot read bench result {path}: {one_line(exc)}",
-                                  severity="warning", markup=False)
+            self.call_from_thread(
+                self.notify,
+                f"cannot read bench result {path}: {one_line(exc)}",
+                severity="warning",
+                markup=False,
+            )
             return
         self.call_from_thread(lambda: self._mark(*self.model.set_bench_result(run_id, result)))
 
@@ -351,11 +390,14 @@ class SgltuiApp(App[str | None]):
             try:
                 await self.source.call(op, **args)
             except Exception as exc:
-                self.notify(one_line(exc), title=f"{op} failed", severity="error", markup=False, timeout=8)
+                self.notify(
+                    one_line(exc), title=f"{op} failed", severity="error", markup=False, timeout=8
+                )
                 return
             if done:
                 self.notify(done, timeout=3, markup=False)
             self._refresh_status_soon()
+
         self.run_worker(run(), group="ops", exit_on_error=False, description=f"op {op}")
 
     def _read_only_refusal(self) -> bool:
@@ -388,17 +430,29 @@ class SgltuiApp(App[str | None]):
             return
         running = self.model.running_requests("0")
         if running > 0:
+
             def chosen(drain: str | None) -> None:
                 if drain:
-                    self._op("swap", done=f"swapping to {name} ({drain})", profile=name, slot="0", drain=drain)
-            self.push_screen(DrainChoice(f"Swap to {name}", str(slot.get("profile")), running), chosen)
+                    self._op(
+                        "swap",
+                        done=f"swapping to {name} ({drain})",
+                        profile=name,
+                        slot="0",
+                        drain=drain,
+                    )
+
+            self.push_screen(
+                DrainChoice(f"Swap to {name}", str(slot.get("profile")), running), chosen
+            )
             return
         self._op("swap", done=f"swapping to {name}", profile=name, slot="0", drain="wait")
 
     def action_start(self) -> None:
         name = self.query_one(ProfilesPane).highlighted_profile()
         if name is None:
-            self.notify("no profile to start: add profiles, see `sgltui profiles list`", severity="warning")
+            self.notify(
+                "no profile to start: add profiles, see `sgltui profiles list`", severity="warning"
+            )
             return
         self.swap_to(name)
 
@@ -423,13 +477,19 @@ class SgltuiApp(App[str | None]):
             return
         running = self.model.running_requests("0")
         if running > 0:
+
             def chosen(drain: str | None) -> None:
                 if drain:
                     self._op("stop", done=f"stopping {name} ({drain})", slot="0", drain=drain)
+
             self.push_screen(DrainChoice(f"Stop {name}", name, running), chosen)
         elif self.config.confirm_stop:
-            self.push_screen(Confirm(f"Stop [b]{escape(name)}[/]? No requests are in flight."),
-                             lambda yes: yes and self._op("stop", done=f"stopping {name}", slot="0", drain="wait"))
+            self.push_screen(
+                Confirm(f"Stop [b]{escape(name)}[/]? No requests are in flight."),
+                lambda yes: (
+                    yes and self._op("stop", done=f"stopping {name}", slot="0", drain="wait")
+                ),
+            )
         else:
             self._op("stop", done=f"stopping {name}", slot="0", drain="wait")
 
@@ -438,8 +498,13 @@ class SgltuiApp(App[str | None]):
         if name is None:
             return
         running = self.model.running_requests("0")
-        question = f"Restart [b]{escape(name)}[/]?" + (f" {running} request(s) in flight will be cut." if running else "")
-        self.push_screen(Confirm(question), lambda yes: yes and self._op("restart", done=f"restarting {name}", slot="0"))
+        question = f"Restart [b]{escape(name)}[/]?" + (
+            f" {running} request(s) in flight will be cut." if running else ""
+        )
+        self.push_screen(
+            Confirm(question),
+            lambda yes: yes and self._op("restart", done=f"restarting {name}", slot="0"),
+        )
 
     def action_bench(self) -> None:
         if self._read_only_refusal():
@@ -453,6 +518,7 @@ class SgltuiApp(App[str | None]):
             if spec:
                 self._op("bench_start", done="bench started", spec=spec)
                 self.action_focus_pane("bench")
+
         self.push_screen(BenchDialog([current] if current else []), chosen)
 
     def action_bench_stop(self) -> None:
@@ -467,8 +533,14 @@ class SgltuiApp(App[str | None]):
         self._op("demo_load", done=f"demo load {'on' if on else 'off'}", on=on)
 
     async def _start_demo(self) -> None:
-        demo = sorted((p for p in self.model.profiles if str(p.get("name", "")).startswith("demo-") and p.get("key")),
-                      key=lambda p: str(p.get("key")))
+        demo = sorted(
+            (
+                p
+                for p in self.model.profiles
+                if str(p.get("name", "")).startswith("demo-") and p.get("key")
+            ),
+            key=lambda p: str(p.get("key")),
+        )
         if not demo:
             self.notify("no demo profiles found (profiles/demo)", severity="error")
             return
@@ -477,7 +549,9 @@ class SgltuiApp(App[str | None]):
             try:
                 await self.source.call("start", profile=demo[0]["name"], slot="0")
             except Exception as exc:
-                self.notify(one_line(exc), title="demo start failed", severity="error", markup=False)
+                self.notify(
+                    one_line(exc), title="demo start failed", severity="error", markup=False
+                )
                 return
         if not self.demo_load:
             self._refresh_status_soon()
@@ -511,11 +585,17 @@ class SgltuiApp(App[str | None]):
 
     def action_search_next(self) -> None:
         if not self.query_one(LogPane).search(backwards=False):
-            self.notify("no match" if self.logbuf.search_text else "no search yet: ctrl+f to search", timeout=2)
+            self.notify(
+                "no match" if self.logbuf.search_text else "no search yet: ctrl+f to search",
+                timeout=2,
+            )
 
     def action_search_prev(self) -> None:
         if not self.query_one(LogPane).search(backwards=True):
-            self.notify("no match" if self.logbuf.search_text else "no search yet: ctrl+f to search", timeout=2)
+            self.notify(
+                "no match" if self.logbuf.search_text else "no search yet: ctrl+f to search",
+                timeout=2,
+            )
 
     def action_cycle_log_level(self) -> None:
         order = ["info", "warning", "error"]
@@ -526,7 +606,11 @@ class SgltuiApp(App[str | None]):
         self.query_one(LogPane).follow()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(dict(getattr(self, "_keymap", {}) or self.config.keymap), self.model.profiles))
+        self.push_screen(
+            HelpScreen(
+                dict(getattr(self, "_keymap", {}) or self.config.keymap), self.model.profiles
+            )
+        )
 
     def action_screenshot_to_session(self) -> None:
         svg = self.export_screenshot()
@@ -541,8 +625,12 @@ class SgltuiApp(App[str | None]):
             folder.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(svg, encoding="utf-8")
         except OSError as exc:
-            self.call_from_thread(self.notify, f"screenshot not saved: {exc.strerror} ({folder})",
-                                  severity="error", markup=False)
+            self.call_from_thread(
+                self.notify,
+                f"screenshot not saved: {exc.strerror} ({folder})",
+                severity="error",
+                markup=False,
+            )
             return
         self.call_from_thread(self.notify, f"screenshot saved: {folder / name}", markup=False)
 
@@ -556,8 +644,11 @@ class SgltuiApp(App[str | None]):
         running = [s for s in self.model.slots if s.get("state") in _ACTIVE]
         if not running:
             return "sgltui: closed; no server is running (the agent stays up; `sgltui agent stop` ends it)."
-        desc = ", ".join(f"slot {s.get('id')}: {s.get('profile')} {s.get('state')} on "
-                         f"{s.get('host', '127.0.0.1')}:{s.get('port')}" for s in running)
+        desc = ", ".join(
+            f"slot {s.get('id')}: {s.get('profile')} {s.get('state')} on "
+            f"{s.get('host', '127.0.0.1')}:{s.get('port')}"
+            for s in running
+        )
         return f"sgltui: closed; servers keep running ({desc}). Reopen with `sgltui`; stop with `sgltui stop`."
 
     def on_key(self, event: Key) -> None:
@@ -578,15 +669,24 @@ class SgltuiApp(App[str | None]):
         for k in KEYS:
             if k.id == "app.quit" or self.check_action(k.action.split("(")[0], ()) is False:
                 continue
-            yield SystemCommand(f"{k.description} ({self._key_of(k.id)})", k.tooltip,
-                                lambda a=k.action: self.call_later(self.run_action, a))
+            yield SystemCommand(
+                f"{k.description} ({self._key_of(k.id)})",
+                k.tooltip,
+                lambda a=k.action: self.call_later(self.run_action, a),
+            )
         if not self.source.read_only:
             for p in self.model.profiles:
                 key = f" ({p['key']})" if p.get("key") else ""
-                yield SystemCommand(f"Swap to {p['name']}{key}", str(p.get("description") or "start or swap slot 0"),
-                                    lambda n=p["name"]: self.swap_to(n))
-        yield SystemCommand("Quit sgltui (servers keep running)", "Close the TUI; the agent and servers stay up",
-                            self.action_quit_app)
+                yield SystemCommand(
+                    f"Swap to {p['name']}{key}",
+                    str(p.get("description") or "start or swap slot 0"),
+                    lambda n=p["name"]: self.swap_to(n),
+                )
+        yield SystemCommand(
+            "Quit sgltui (servers keep running)",
+            "Close the TUI; the agent and servers stay up",
+            self.action_quit_app,
+        )
 
     def _key_of(self, binding_id: str) -> str:
         keymap = getattr(self, "_keymap", None) or {}
@@ -595,14 +695,28 @@ class SgltuiApp(App[str | None]):
         return next(k.key for k in ALL_KEYS if k.id == binding_id)
 
 
-def make_app(source: TuiSource, *, config: TuiConfig | None = None, theme: str | None = None,
-             demo: bool = False, screenshot_dir: Path | None = None, own_client: str | None = None,
-             load_user_themes: bool = True) -> SgltuiApp:
+def make_app(
+    source: TuiSource,
+    *,
+    config: TuiConfig | None = None,
+    theme: str | None = None,
+    demo: bool = False,
+    screenshot_dir: Path | None = None,
+    own_client: str | None = None,
+    load_user_themes: bool = True,
+) -> SgltuiApp:
     """Build the app the way `sgltui`, `sgltui demo`, `sgltui replay` and the tests all do."""
     from sgltui.tui.themes import load_themes
 
     themes, errors = load_themes() if load_user_themes else ({}, [])
-    app = SgltuiApp(source, config=config, theme=theme, themes=themes.values(), demo=demo,
-                    screenshot_dir=screenshot_dir, own_client=own_client)
+    app = SgltuiApp(
+        source,
+        config=config,
+        theme=theme,
+        themes=themes.values(),
+        demo=demo,
+        screenshot_dir=screenshot_dir,
+        own_client=own_client,
+    )
     app.theme_errors = errors
     return app

@@ -21,24 +21,108 @@ class Key:
 
 KEYS: tuple[Key, ...] = (
     Key("server.start", "s", "start", "Start", "Start the highlighted profile in slot 0"),
-    Key("server.stop", "x", "stop", "Stop", "Stop the server in slot 0 (asks how when requests are running)"),
-    Key("server.restart", "r", "restart", "Restart", "Restart the server in slot 0 with its profile re-read"),
+    Key(
+        "server.stop",
+        "x",
+        "stop",
+        "Stop",
+        "Stop the server in slot 0 (asks how when requests are running)",
+    ),
+    Key(
+        "server.restart",
+        "r",
+        "restart",
+        "Restart",
+        "Restart the server in slot 0 with its profile re-read",
+    ),
     Key("bench.start", "b", "bench", "Bench", "Run a benchmark of the current profile"),
     Key("bench.stop", "B", "bench_stop", "Stop bench", "Stop the running benchmark", show=False),
-    Key("demo.load", "D", "toggle_demo_load", "Demo load", "Turn the demo's background load on or off", show=False),
-    Key("logs.filter", "slash", "filter_logs", "Filter", "Show only log lines containing some text"),
-    Key("logs.search", "ctrl+f", "search_logs", "Search", "Highlight and jump to text in the log", show=False),
+    Key(
+        "demo.load",
+        "D",
+        "toggle_demo_load",
+        "Demo load",
+        "Turn the demo's background load on or off",
+        show=False,
+    ),
+    Key(
+        "logs.filter", "slash", "filter_logs", "Filter", "Show only log lines containing some text"
+    ),
+    Key(
+        "logs.search",
+        "ctrl+f",
+        "search_logs",
+        "Search",
+        "Highlight and jump to text in the log",
+        show=False,
+    ),
     Key("logs.next", "n", "search_next", "Next match", "Jump to the next search match", show=False),
-    Key("logs.prev", "N", "search_prev", "Previous match", "Jump to the previous search match", show=False),
-    Key("logs.level", "w", "cycle_log_level", "Warn/err", "Cycle the log level shown: all, warnings+errors, errors", show=False),
-    Key("logs.follow", "G", "follow_logs", "Follow", "Jump to the end of the log and follow it", show=False),
-    Key("focus.profiles", "p", "focus_pane('profiles')", "Profiles", "Focus the profiles pane", show=False),
+    Key(
+        "logs.prev",
+        "N",
+        "search_prev",
+        "Previous match",
+        "Jump to the previous search match",
+        show=False,
+    ),
+    Key(
+        "logs.level",
+        "w",
+        "cycle_log_level",
+        "Warn/err",
+        "Cycle the log level shown: all, warnings+errors, errors",
+        show=False,
+    ),
+    Key(
+        "logs.follow",
+        "G",
+        "follow_logs",
+        "Follow",
+        "Jump to the end of the log and follow it",
+        show=False,
+    ),
+    Key(
+        "focus.profiles",
+        "p",
+        "focus_pane('profiles')",
+        "Profiles",
+        "Focus the profiles pane",
+        show=False,
+    ),
     Key("focus.memory", "m", "focus_pane('memory')", "Memory", "Focus the memory pane", show=False),
-    Key("focus.chart", "t", "focus_pane('chart')", "Throughput", "Focus the throughput pane", show=False),
+    Key(
+        "focus.chart",
+        "t",
+        "focus_pane('chart')",
+        "Throughput",
+        "Focus the throughput pane",
+        show=False,
+    ),
     Key("focus.logs", "l", "focus_pane('logs')", "Logs", "Focus the log pane", show=False),
-    Key("focus.bench", "c", "focus_pane('bench')", "Compare", "Focus the bench results and comparison", show=False),
-    Key("focus.activity", "a", "focus_pane('activity')", "Activity", "Focus the activity pane (commands from all clients)", show=False),
-    Key("app.screenshot", "S", "screenshot_to_session", "Screenshot", "Save an SVG screenshot into the session directory", show=False),
+    Key(
+        "focus.bench",
+        "c",
+        "focus_pane('bench')",
+        "Compare",
+        "Focus the bench results and comparison",
+        show=False,
+    ),
+    Key(
+        "focus.activity",
+        "a",
+        "focus_pane('activity')",
+        "Activity",
+        "Focus the activity pane (commands from all clients)",
+        show=False,
+    ),
+    Key(
+        "app.screenshot",
+        "S",
+        "screenshot_to_session",
+        "Screenshot",
+        "Save an SVG screenshot into the session directory",
+        show=False,
+    ),
     Key("app.help", "h,f1,question_mark", "help", "Help", "Show all keys"),
     Key("app.quit", "q", "quit_app", "Quit", "Quit the TUI; servers keep running"),
 )
@@ -46,7 +130,14 @@ KEYS: tuple[Key, ...] = (
 # Profiles are swapped to by their own `key` (profile TOML). Digits 1-9 are bound here so the
 # footer and keymap know them; a profile with another key is caught in App.on_key.
 PROFILE_KEYS: tuple[Key, ...] = tuple(
-    Key(f"profile.key{d}", str(d), f"profile_key('{d}')", f"Profile {d}", f"Swap to the profile whose key is {d}", show=False)
+    Key(
+        f"profile.key{d}",
+        str(d),
+        f"profile_key('{d}')",
+        f"Profile {d}",
+        f"Swap to the profile whose key is {d}",
+        show=False,
+    )
     for d in range(1, 10)
 )
 

@@ -12,7 +12,7 @@ visible in such a cell overlaps that region and renders that row, so the output 
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from textual._compositor import Compositor
 from textual.geometry import Region
@@ -30,7 +30,9 @@ class SparseCompositor(Compositor):
         finally:
             self._sparse = None
 
-    def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
+    def _get_renders(
+        self, crop: Region | None = None
+    ) -> Iterable[tuple[Region, Region, list[Strip]]]:
         sparse = self._sparse
         if not sparse or crop is None:
             yield from super()._get_renders(crop)
@@ -59,7 +61,11 @@ class SparseCompositor(Compositor):
                     merged.append([y1, y2])
             for y1, y2 in merged:
                 band = Region(x, y1, width, y2 - y1)
-                yield region, band, widget.render_lines(Region(x - region.x, y1 - region.y, width, y2 - y1))
+                yield (
+                    region,
+                    band,
+                    widget.render_lines(Region(x - region.x, y1 - region.y, width, y2 - y1)),
+                )
 
 
 class MainScreen(Screen):

@@ -63,22 +63,26 @@ def load_config(path: Path | None = None) -> TuiConfig:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc}); fix the syntax or move the file away") from None
+        raise ConfigError(
+            f"{path}: not valid TOML ({exc}); fix the syntax or move the file away"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror}); check its permissions") from None
     cfg = TuiConfig(path=path)
     _check_keys(path, "", data, _TOP)
     if "theme" in data:
         if not isinstance(data["theme"], str) or not data["theme"]:
-            raise ConfigError(f"{path}: theme: must be a theme name string, e.g. theme = \"sgltui-night\"")
+            raise ConfigError(
+                f'{path}: theme: must be a theme name string, e.g. theme = "sgltui-night"'
+            )
         cfg.theme = data["theme"]
     keymap = data.get("keymap", {})
     if not isinstance(keymap, dict):
-        raise ConfigError(f"{path}: keymap: must be a table of binding id = \"key\"")
+        raise ConfigError(f'{path}: keymap: must be a table of binding id = "key"')
     _check_keys(path, "keymap.", keymap, BINDING_IDS)
     for bid, key in keymap.items():
         if not isinstance(key, str) or not key.strip():
-            raise ConfigError(f"{path}: keymap.{bid}: must be a key name such as \"ctrl+x\" or \"f5\"")
+            raise ConfigError(f'{path}: keymap.{bid}: must be a key name such as "ctrl+x" or "f5"')
         cfg.keymap[bid] = key.strip()
     logs = data.get("logs", {})
     _check_keys(path, "logs.", logs, _LOGS)
@@ -102,5 +106,9 @@ def _check_keys(path: Path, prefix: str, table: Any, allowed: set[str] | frozens
     for key in table:
         if key not in allowed:
             near = difflib.get_close_matches(key, sorted(allowed), n=1)
-            hint = f"did you mean {prefix}{near[0]}?" if near else f"valid: {', '.join(sorted(allowed))}"
+            hint = (
+                f"did you mean {prefix}{near[0]}?"
+                if near
+                else f"valid: {', '.join(sorted(allowed))}"
+            )
             raise ConfigError(f"{path}: unknown setting {prefix}{key}; {hint}")

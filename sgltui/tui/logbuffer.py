@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 # SGLang does not print a level (its prefix is only the time and ranks, reference sglang.md §1.3),
 # so the level is read from what the line says. Order matters: errors win over warnings.
@@ -18,7 +18,9 @@ _ERROR_RE = re.compile(
     r"address already in use|Not enough memory|watchdog timeout|Killed",
     re.IGNORECASE,
 )
-_WARNING_RE = re.compile(r"\bWARNING\b|\bWARN\b|deprecated|is reset to|fewer than|unbalanced|Warning:")
+_WARNING_RE = re.compile(
+    r"\bWARNING\b|\bWARN\b|deprecated|is reset to|fewer than|unbalanced|Warning:"
+)
 
 
 def line_level(text: str) -> str:

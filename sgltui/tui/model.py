@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 # Series drawn by the throughput pane: name -> key of ENGINE in STATUS/SAMPLE.
 SERIES = {
@@ -23,12 +24,26 @@ SERIES = {
 
 # Areas a change can dirty; each maps to one pane (the app refreshes only those).
 SERVERS, MEMORY, CHART, LOGS, ACTIVITY, BENCH, HEADER = (
-    "servers", "memory", "chart", "logs", "activity", "bench", "header",
+    "servers",
+    "memory",
+    "chart",
+    "logs",
+    "activity",
+    "bench",
+    "header",
 )
 
 # Event types that change a slot; after one of these the app re-reads STATUS (debounced) because
 # an event carries only the fields that changed.
-_SLOT_EVENTS = {"slot.state", "slot.phase", "swap.step", "swap.done", "launch", "capacity", "agent.adopt"}
+_SLOT_EVENTS = {
+    "slot.state",
+    "slot.phase",
+    "swap.step",
+    "swap.done",
+    "launch",
+    "capacity",
+    "agent.adopt",
+}
 
 
 @dataclass
@@ -54,11 +69,19 @@ class BenchRun:
 class TuiModel:
     """The TUI's view of one agent (or one replayed session)."""
 
-    def __init__(self, *, history_points: int = 600, activity_items: int = 200, own_client: str | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        *,
+        history_points: int = 600,
+        activity_items: int = 200,
+        own_client: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.status: dict[str, Any] = {}
         self.history_points = history_points
-        self.series: dict[str, deque[tuple[float, float]]] = {n: deque(maxlen=history_points) for n in SERIES}
+        self.series: dict[str, deque[tuple[float, float]]] = {
+            n: deque(maxlen=history_points) for n in SERIES
+        }
         self.activity: deque[ActivityItem] = deque(maxlen=activity_items)
         self.activity_total = 0  # items ever added (the deque drops old ones; panes track this)
         self.bench: dict[str, BenchRun] = {}
@@ -125,14 +148,15 @@ class TuiModel:
             changed.add(SERVERS)
         if old.get("agent") != status.get("agent"):
             changed |= {HEADER, SERVERS}
-        if (old.get("telemetry") or {}).get("gpus") != self.telemetry.get("gpus") or \
-                (old.get("telemetry") or {}).get("host") != self.telemetry.get("host"):
+        if (old.get("telemetry") or {}).get("gpus") != self.telemetry.get("gpus") or (
+            old.get("telemetry") or {}
+        ).get("host") != self.telemetry.get("host"):
             changed.add(MEMORY)
         if old.get("bench") != status.get("bench"):
             changed.add(BENCH)
         for run in [status.get("bench")] if isinstance(status.get("bench"), dict) else []:
             self._bench_from_status(run)
-        engine = (self.telemetry.get("engine") or {})
+        engine = self.telemetry.get("engine") or {}
         if engine and not any(self.series.values()):
             self._append_series(self.telemetry.get("ts") or self.clock(), engine)
             changed.add(CHART)
@@ -193,8 +217,13 @@ class TuiModel:
                     slot[k] = ev[k]
             changed.add(SERVERS)
         elif t == "swap.step" and slot is not None:
-            slot["swap"] = {"from": ev.get("from"), "to": ev.get("to"), "step": ev.get("step"),
-                            "started_at": ev.get("ts"), "elapsed_s": ev.get("elapsed_s")}
+            slot["swap"] = {
+                "from": ev.get("from"),
+                "to": ev.get("to"),
+                "step": ev.get("step"),
+                "started_at": ev.get("ts"),
+                "elapsed_s": ev.get("elapsed_s"),
+            }
             changed.add(SERVERS)
         elif t == "swap.done" and slot is not None:
             slot["swap"] = None
@@ -219,9 +248,13 @@ class TuiModel:
         if t == "bench.start":
             run.state = "running"
         elif t == "bench.progress":
-            run.progress = {k: v for k, v in ev.items() if k not in ("v", "ts", "type", "client", "slot")}
+            run.progress = {
+                k: v for k, v in ev.items() if k not in ("v", "ts", "type", "client", "slot")
+            }
         elif t == "bench.done":
-            run.state = ev.get("state") or ("failed" if ev.get("ok") is False or ev.get("error") else "done")
+            run.state = ev.get("state") or (
+                "failed" if ev.get("ok") is False or ev.get("error") else "done"
+            )
             run.path = ev.get("path")
         return {BENCH}
 
@@ -244,10 +277,18 @@ class TuiModel:
         ts = float(ev.get("ts") or self.clock())
         if t == "command":
             args = ev.get("args") or {}
-            shown = " ".join(f"{k}={v}" for k, v in args.items() if k not in ("profiles_dirs", "spec"))
+            shown = " ".join(
+                f"{k}={v}" for k, v in args.items() if k not in ("profiles_dirs", "spec")
+            )
             return ActivityItem(ts, client, f"{ev.get('op', '?')} {shown}".strip(), "info", foreign)
         if t == "command.refused":
-            return ActivityItem(ts, client, f"refused {ev.get('op', '?')}: {ev.get('reason', '')}", "warning", foreign)
+            return ActivityItem(
+                ts,
+                client,
+                f"refused {ev.get('op', '?')}: {ev.get('reason', '')}",
+                "warning",
+                foreign,
+            )
         if t == "slot.state":
             st = ev.get("state")
             level = "error" if st in ("failed", "crashed") else "info"
@@ -260,14 +301,25 @@ class TuiModel:
             return ActivityItem(ts, client, text, level, False)
         if t == "swap.done":
             total = (ev.get("timings_s") or {}).get("total")
-            verdict = "done" if ev.get("ok") else ("rolled back" if ev.get("rolled_back") else "failed")
+            verdict = (
+                "done" if ev.get("ok") else ("rolled back" if ev.get("rolled_back") else "failed")
+            )
             extra = f" in {total:.1f} s" if isinstance(total, (int, float)) else ""
-            return ActivityItem(ts, client, f"swap {ev.get('from')} -> {ev.get('to')} {verdict}{extra}",
-                                "info" if ev.get("ok") else "error", False)
+            return ActivityItem(
+                ts,
+                client,
+                f"swap {ev.get('from')} -> {ev.get('to')} {verdict}{extra}",
+                "info" if ev.get("ok") else "error",
+                False,
+            )
         if t in ("bench.start", "bench.done"):
-            return ActivityItem(ts, client, f"{t.replace('.', ' ')} {ev.get('run_id', '')}".strip(), "info", foreign)
+            return ActivityItem(
+                ts, client, f"{t.replace('.', ' ')} {ev.get('run_id', '')}".strip(), "info", foreign
+            )
         if t == "disk.error":
-            return ActivityItem(ts, client, f"session disk error: {ev.get('error', '')}", "error", False)
+            return ActivityItem(
+                ts, client, f"session disk error: {ev.get('error', '')}", "error", False
+            )
         if t in ("agent.start", "agent.stop", "agent.adopt"):
             return ActivityItem(ts, client, t.replace(".", " "), "info", False)
         return None

@@ -40,10 +40,14 @@ class DrainChoice(_Modal):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"[b]{escape(self.what)}[/]: {self.running} request(s) in flight on "
-                        f"[b]{escape(self.profile)}[/].")
-            yield Label("[b]d[/] drain: let them finish first (bounded wait)\n[b]f[/] force: cut them now\n"
-                        "[b]c[/] or esc: cancel")
+            yield Label(
+                f"[b]{escape(self.what)}[/]: {self.running} request(s) in flight on "
+                f"[b]{escape(self.profile)}[/]."
+            )
+            yield Label(
+                "[b]d[/] drain: let them finish first (bounded wait)\n[b]f[/] force: cut them now\n"
+                "[b]c[/] or esc: cancel"
+            )
             with Horizontal():
                 yield Button("Drain", id="wait", variant="primary")
                 yield Button("Force", id="force", variant="error")
@@ -106,16 +110,28 @@ class BenchDialog(_Modal):
 
     @on(Input.Submitted)
     def _submit(self) -> None:
-        profiles = [p.strip() for p in self.query_one("#bench-profiles", Input).value.split(",") if p.strip()]
+        profiles = [
+            p.strip()
+            for p in self.query_one("#bench-profiles", Input).value.split(",")
+            if p.strip()
+        ]
         try:
-            conc = [int(c) for c in self.query_one("#bench-concurrency", Input).value.split(",") if c.strip()]
+            conc = [
+                int(c)
+                for c in self.query_one("#bench-concurrency", Input).value.split(",")
+                if c.strip()
+            ]
             n = int(self.query_one("#bench-requests", Input).value)
             out = int(self.query_one("#bench-output", Input).value)
         except ValueError:
-            self.query_one("#bench-error", Static).update("[$error]concurrency and requests must be whole numbers[/]")
+            self.query_one("#bench-error", Static).update(
+                "[$error]concurrency and requests must be whole numbers[/]"
+            )
             return
         if not profiles or not conc or n <= 0 or out <= 0 or min(conc) <= 0:
-            self.query_one("#bench-error", Static).update("[$error]give at least one profile, concurrency and request count[/]")
+            self.query_one("#bench-error", Static).update(
+                "[$error]give at least one profile, concurrency and request count[/]"
+            )
             return
         # Field names of sgltui.bench.spec.BenchSpec; the agent validates the rest.
         self.dismiss({"profiles": profiles, "concurrency": conc, "requests": n, "output_len": out})
@@ -143,14 +159,22 @@ class HelpScreen(_Modal):
         rows = ["[b]Keys[/]  (remap by id in ~/.config/sgltui/config.toml, table \\[keymap])", ""]
         for p in self.profiles:
             if p.get("key"):
-                rows.append(f"  [b $accent]{escape(str(p['key'])):<10}[/] swap to {escape(str(p['name']))}")
+                rows.append(
+                    f"  [b $accent]{escape(str(p['key'])):<10}[/] swap to {escape(str(p['name']))}"
+                )
         rows.append(f"  [b $accent]{'enter':<10}[/] swap to / start the highlighted profile")
         for k in KEYS:
             key = key_label(self.keymap.get(k.id, k.key))
-            rows.append(f"  [b $accent]{escape(key):<10}[/] {escape(k.tooltip):<70.70} [dim]{k.id}[/]")
-        rows += ["", f"  [b $accent]{'ctrl+p':<10}[/] command palette: every action by name",
-                 f"  [b $accent]{'tab':<10}[/] move between panes; arrows scroll, pgup/pgdn page",
-                 "", "Quitting leaves servers running; `sgltui stop` stops them."]
+            rows.append(
+                f"  [b $accent]{escape(key):<10}[/] {escape(k.tooltip):<70.70} [dim]{k.id}[/]"
+            )
+        rows += [
+            "",
+            f"  [b $accent]{'ctrl+p':<10}[/] command palette: every action by name",
+            f"  [b $accent]{'tab':<10}[/] move between panes; arrows scroll, pgup/pgdn page",
+            "",
+            "Quitting leaves servers running; `sgltui stop` stops them.",
+        ]
         with Vertical():
             with VerticalScroll():
                 yield Static("\n".join(rows))

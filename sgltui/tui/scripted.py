@@ -10,34 +10,77 @@ from __future__ import annotations
 import asyncio
 import copy
 import math
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 GB = 10**9
 T0 = 1764690000.0  # fixed clock for deterministic screens
 
 PROFILES = [
-    {"name": "demo-no-mtp", "key": "1", "description": "plain decoding, many requests", "launcher": "sim"},
-    {"name": "demo-mtp", "key": "2", "description": "NEXTN speculative decoding", "launcher": "sim"},
-    {"name": "demo-mtp-hicache", "key": "3", "description": "MTP + hierarchical cache", "launcher": "sim"},
-    {"name": "demo-no-mtp-hicache", "key": "4", "description": "plain + hierarchical cache", "launcher": "sim"},
+    {
+        "name": "demo-no-mtp",
+        "key": "1",
+        "description": "plain decoding, many requests",
+        "launcher": "sim",
+    },
+    {
+        "name": "demo-mtp",
+        "key": "2",
+        "description": "NEXTN speculative decoding",
+        "launcher": "sim",
+    },
+    {
+        "name": "demo-mtp-hicache",
+        "key": "3",
+        "description": "MTP + hierarchical cache",
+        "launcher": "sim",
+    },
+    {
+        "name": "demo-no-mtp-hicache",
+        "key": "4",
+        "description": "plain + hierarchical cache",
+        "launcher": "sim",
+    },
 ]
 
 CAPACITY = {
-    "weights_gb": 54.2, "kv_pool_tokens": 412160, "kv_pool_gb": 24.1, "max_running_requests": 4,
-    "requested_max_running_requests": 8, "mamba_state_slots": 12, "hicache_host_gb": None,
-    "cuda_graph_bs": [1, 2, 4], "context_length": 131072, "draft_weights_gb": 1.6,
+    "weights_gb": 54.2,
+    "kv_pool_tokens": 412160,
+    "kv_pool_gb": 24.1,
+    "max_running_requests": 4,
+    "requested_max_running_requests": 8,
+    "mamba_state_slots": 12,
+    "hicache_host_gb": None,
+    "cuda_graph_bs": [1, 2, 4],
+    "context_length": 131072,
+    "draft_weights_gb": 1.6,
     "notes": ["Max running requests is reset to 4 for speculative decoding."],
 }
 
 
 def make_slot(profile: str = "demo-mtp", state: str = "ready", **extra: Any) -> dict[str, Any]:
     slot = {
-        "id": "0", "profile": profile, "state": state, "phase": None, "progress": None, "eta_s": None,
-        "host": "127.0.0.1", "port": 30000, "pid": 4242, "pids": [4242, 4243],
-        "launch_id": f"20261202-154000-{profile}", "log_path": "/tmp/x.log", "started_at": T0 - 125,
-        "ready_at": T0 - 100 if state == "ready" else None, "uptime_s": 125.0 if state == "ready" else None,
-        "command": ["python", "-m", "sgltui.sim"], "command_hash": "abc123def456", "cause": None,
-        "capacity": CAPACITY if state == "ready" else None, "swap": None, "api_key_set": False,
+        "id": "0",
+        "profile": profile,
+        "state": state,
+        "phase": None,
+        "progress": None,
+        "eta_s": None,
+        "host": "127.0.0.1",
+        "port": 30000,
+        "pid": 4242,
+        "pids": [4242, 4243],
+        "launch_id": f"20261202-154000-{profile}",
+        "log_path": "/tmp/x.log",
+        "started_at": T0 - 125,
+        "ready_at": T0 - 100 if state == "ready" else None,
+        "uptime_s": 125.0 if state == "ready" else None,
+        "command": ["python", "-m", "sgltui.sim"],
+        "command_hash": "abc123def456",
+        "cause": None,
+        "capacity": CAPACITY if state == "ready" else None,
+        "swap": None,
+        "api_key_set": False,
     }
     slot.update(extra)
     return slot
@@ -45,47 +88,84 @@ def make_slot(profile: str = "demo-mtp", state: str = "ready", **extra: Any) -> 
 
 def make_engine(t: float = 0.0, running: int = 4) -> dict[str, Any]:
     return {
-        "source": "metrics", "ts": T0 + t,
+        "source": "metrics",
+        "ts": T0 + t,
         "gen_throughput": round(180 + 60 * math.sin(t / 7.0), 2),
-        "num_running_reqs": running, "num_queue_reqs": int(2 + 2 * math.sin(t / 5.0)),
+        "num_running_reqs": running,
+        "num_queue_reqs": int(2 + 2 * math.sin(t / 5.0)),
         "token_usage": round(0.30 + 0.1 * math.sin(t / 11.0), 2),
         "accept_length": round(2.6 + 0.3 * math.sin(t / 3.0), 2),
-        "max_running_requests": 4, "max_total_num_tokens": 412160, "cache_hit_rate": 0.4,
+        "max_running_requests": 4,
+        "max_total_num_tokens": 412160,
+        "cache_hit_rate": 0.4,
     }
 
 
-def make_telemetry(t: float = 0.0, simulated: bool = True, server_gb: float = 80.0,
-                   engine: dict[str, Any] | None = None) -> dict[str, Any]:
+def make_telemetry(
+    t: float = 0.0,
+    simulated: bool = True,
+    server_gb: float = 80.0,
+    engine: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     total = 141 * GB
     server = int(server_gb * GB)
     gpu = {
-        "index": 0, "name": "NVIDIA H200 (simulated)" if simulated else "NVIDIA H200", "uuid": "GPU-0",
-        "simulated": simulated, "total_bytes": total, "used_bytes": server + 2 * GB,
-        "free_bytes": total - server - 2 * GB, "utilization_pct": 87.0, "power_w": 420.0,
-        "temperature_c": 61.0, "pcie_rx_bytes_s": 0.0, "pcie_tx_bytes_s": 0.0,
-        "server_bytes": {"0": server} if server else {}, "breakdown_bytes": None,
+        "index": 0,
+        "name": "NVIDIA H200 (simulated)" if simulated else "NVIDIA H200",
+        "uuid": "GPU-0",
+        "simulated": simulated,
+        "total_bytes": total,
+        "used_bytes": server + 2 * GB,
+        "free_bytes": total - server - 2 * GB,
+        "utilization_pct": 87.0,
+        "power_w": 420.0,
+        "temperature_c": 61.0,
+        "pcie_rx_bytes_s": 0.0,
+        "pcie_tx_bytes_s": 0.0,
+        "server_bytes": {"0": server} if server else {},
+        "breakdown_bytes": None,
     }
     host = {
-        "ram_total_bytes": 128 * GB, "ram_used_bytes": 40 * GB, "ram_available_bytes": 88 * GB,
-        "swap_total_bytes": 0, "swap_used_bytes": 0, "cpu_pct": 12.0,
-        "server_rss_bytes": {"0": 9 * GB} if server else {}, "server_cpu_pct": {"0": 100.0},
+        "ram_total_bytes": 128 * GB,
+        "ram_used_bytes": 40 * GB,
+        "ram_available_bytes": 88 * GB,
+        "swap_total_bytes": 0,
+        "swap_used_bytes": 0,
+        "cpu_pct": 12.0,
+        "server_rss_bytes": {"0": 9 * GB} if server else {},
+        "server_cpu_pct": {"0": 100.0},
     }
     return {
-        "ts": T0 + t, "gpus": [gpu],
-        "gpu_source": {"kind": "sim" if simulated else "nvml", "message": "simulated GPU from the simulator"},
-        "host": host, "engine": {"0": engine or make_engine(t)} if server else {},
+        "ts": T0 + t,
+        "gpus": [gpu],
+        "gpu_source": {
+            "kind": "sim" if simulated else "nvml",
+            "message": "simulated GPU from the simulator",
+        },
+        "host": host,
+        "engine": {"0": engine or make_engine(t)} if server else {},
     }
 
 
-def make_status(slots: list[dict[str, Any]] | None = None, t: float = 0.0, **tel: Any) -> dict[str, Any]:
+def make_status(
+    slots: list[dict[str, Any]] | None = None, t: float = 0.0, **tel: Any
+) -> dict[str, Any]:
     slots = slots if slots is not None else [make_slot()]
     running = any(s.get("state") in ("ready", "draining") for s in slots)
     return {
-        "agent": {"pid": 4000, "version": "0.1.0", "started": T0 - 300, "state_dir": "/tmp/state",
-                  "session_dir": "/tmp/state/sessions/20261202-154000-host", "disk": {"ok": True, "error": None}},
+        "agent": {
+            "pid": 4000,
+            "version": "0.1.0",
+            "started": T0 - 300,
+            "state_dir": "/tmp/state",
+            "session_dir": "/tmp/state/sessions/20261202-154000-host",
+            "disk": {"ok": True, "error": None},
+        },
         "slots": slots,
         "profiles": copy.deepcopy(PROFILES),
-        "telemetry": make_telemetry(t, server_gb=80.0 if running else tel.pop("server_gb", 0.0), **tel),
+        "telemetry": make_telemetry(
+            t, server_gb=80.0 if running else tel.pop("server_gb", 0.0), **tel
+        ),
         "bench": None,
     }
 
@@ -117,9 +197,15 @@ class ScriptedSource:
 
     read_only = False
 
-    def __init__(self, status: dict[str, Any], script: list[Any] | None = None, *,
-                 live_interval: float | None = None, logs: list[str] | None = None,
-                 on_call: Callable[[str, dict[str, Any], "ScriptedSource"], Any] | None = None) -> None:
+    def __init__(
+        self,
+        status: dict[str, Any],
+        script: list[Any] | None = None,
+        *,
+        live_interval: float | None = None,
+        logs: list[str] | None = None,
+        on_call: Callable[[str, dict[str, Any], ScriptedSource], Any] | None = None,
+    ) -> None:
         self.status = status
         self.script = list(script or [])
         self.live_interval = live_interval
@@ -156,9 +242,17 @@ class ScriptedSource:
                 pass
             t += self.live_interval
             yield {"push": "sample", "data": make_sample(t)}
-            yield {"push": "log", "data": {"slot": "0", "launch_id": "x", "lines": [
-                f"[2026-12-02 15:41:{int(t) % 60:02d}] Decode batch, #running-req: 4, token usage: 0.31, "
-                f"gen throughput (token/s): {180 + t % 7:.2f}, #queue-req: 1"]}}
+            yield {
+                "push": "log",
+                "data": {
+                    "slot": "0",
+                    "launch_id": "x",
+                    "lines": [
+                        f"[2026-12-02 15:41:{int(t) % 60:02d}] Decode batch, #running-req: 4, token usage: 0.31, "
+                        f"gen throughput (token/s): {180 + t % 7:.2f}, #queue-req: 1"
+                    ],
+                },
+            }
 
     async def call(self, op: str, **args: Any) -> Any:
         self.calls.append((op, args))

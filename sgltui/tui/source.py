@@ -7,8 +7,9 @@ the idle benchmark use ScriptedSource (sgltui/tui/scripted.py).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any, AsyncIterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @runtime_checkable
@@ -22,8 +23,6 @@ class TuiSource(Protocol):
     async def close(self) -> None: ...
 
 
-
-
 class LiveSource:
     """The agent, over its unix socket: one connection for calls, one for pushes.
 
@@ -34,7 +33,9 @@ class LiveSource:
 
     read_only = False
 
-    def __init__(self, state_dir: Path, profiles_dirs: Sequence[Path | str] = (), autostart: bool = True) -> None:
+    def __init__(
+        self, state_dir: Path, profiles_dirs: Sequence[Path | str] = (), autostart: bool = True
+    ) -> None:
         from sgltui.agent.client import client_id
 
         self.state_dir = Path(state_dir)
@@ -47,7 +48,9 @@ class LiveSource:
         self._subs: Any = None
 
     async def connect(self) -> None:
-        from sgltui.agent.client import AgentClient  # deferred: the agent area may be absent in tests
+        from sgltui.agent.client import (
+            AgentClient,  # deferred: the agent area may be absent in tests
+        )
 
         await self.close()
         calls = AgentClient(self.state_dir, client_name="tui")
@@ -68,7 +71,11 @@ class LiveSource:
             from sgltui.agent.client import AgentError
 
             raise AgentError("not connected to the agent (reconnecting)")
-        if op in ("start", "swap", "profiles") and self.profiles_dirs and "profiles_dirs" not in args:
+        if (
+            op in ("start", "swap", "profiles")
+            and self.profiles_dirs
+            and "profiles_dirs" not in args
+        ):
             args["profiles_dirs"] = self.profiles_dirs
         return await self._calls.call(op, **args)
 

@@ -37,8 +37,19 @@ from textual.theme import Theme
 from sgltui.core.locations import config_dir, shipped_dir
 
 DEFAULT_THEME = "sgltui-night"
-_COLOR_KEYS = ("primary", "secondary", "accent", "warning", "error", "success",
-               "foreground", "background", "surface", "panel", "boost")
+_COLOR_KEYS = (
+    "primary",
+    "secondary",
+    "accent",
+    "warning",
+    "error",
+    "success",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "boost",
+)
 
 
 class ThemeError(Exception):
@@ -56,18 +67,24 @@ def load_theme_file(path: Path) -> Theme:
         raise ThemeError(f"{path}: cannot read theme ({exc}); fix the file or remove it") from None
     unknown = set(data) - {"name", "dark", "colors", "variables"}
     if unknown:
-        raise ThemeError(f"{path}: unknown key {sorted(unknown)[0]!r}; valid: name, dark, colors, variables")
+        raise ThemeError(
+            f"{path}: unknown key {sorted(unknown)[0]!r}; valid: name, dark, colors, variables"
+        )
     colors = data.get("colors") or {}
     if "primary" not in colors:
-        raise ThemeError(f"{path}: [colors] needs at least primary = \"#rrggbb\"")
+        raise ThemeError(f'{path}: [colors] needs at least primary = "#rrggbb"')
     for key, value in colors.items():
         if key not in _COLOR_KEYS:
             near = difflib.get_close_matches(key, _COLOR_KEYS, n=1)
-            raise ThemeError(f"{path}: unknown colour {key!r}" + (f"; did you mean {near[0]!r}?" if near else ""))
+            raise ThemeError(
+                f"{path}: unknown colour {key!r}" + (f"; did you mean {near[0]!r}?" if near else "")
+            )
         try:
             Color.parse(value)
         except (ColorParseError, TypeError):
-            raise ThemeError(f"{path}: colors.{key}: {value!r} is not a colour; use \"#rrggbb\"") from None
+            raise ThemeError(
+                f'{path}: colors.{key}: {value!r} is not a colour; use "#rrggbb"'
+            ) from None
     variables = data.get("variables") or {}
     if not isinstance(variables, dict) or not all(isinstance(v, str) for v in variables.values()):
         raise ThemeError(f"{path}: [variables] must map names to strings")

@@ -24,8 +24,13 @@ STATE_STYLE = {
 }
 
 STATE_MARK = {
-    "ready": "●", "launching": "◐", "draining": "◑", "stopping": "◑",
-    "stopped": "○", "failed": "✖", "crashed": "✖",
+    "ready": "●",
+    "launching": "◐",
+    "draining": "◑",
+    "stopping": "◑",
+    "stopped": "○",
+    "failed": "✖",
+    "crashed": "✖",
 }
 
 
@@ -47,8 +52,14 @@ def profile_option(profile: dict[str, Any], slots: list[dict[str, Any]]) -> str:
     key = profile.get("key")
     keytxt = f"[b $accent]{escape(str(key))}[/]" if key else " "
     name = escape(str(profile.get("name", "?")))
-    running = next((s for s in slots if s.get("profile") == profile.get("name")
-                    and s.get("state") not in (None, "stopped")), None)
+    running = next(
+        (
+            s
+            for s in slots
+            if s.get("profile") == profile.get("name") and s.get("state") not in (None, "stopped")
+        ),
+        None,
+    )
     suffix = f"  {state_label(running.get('state'))}" if running else ""
     sim = " [dim](sim)[/]" if profile.get("launcher") == "sim" else ""
     return f"{keytxt} {name}{sim}{suffix}"
@@ -71,8 +82,10 @@ def slot_details(slot: dict[str, Any] | None) -> str:
     if swap:
         elapsed = swap.get("elapsed_s")
         el = f" ({fmt.duration(elapsed)})" if isinstance(elapsed, (int, float)) else ""
-        lines.append(f"[b $warning]swap[/] {escape(str(swap.get('from')))} → {escape(str(swap.get('to')))}: "
-                     f"{escape(str(swap.get('step')))}{el}")
+        lines.append(
+            f"[b $warning]swap[/] {escape(str(swap.get('from')))} → {escape(str(swap.get('to')))}: "
+            f"{escape(str(swap.get('step')))}{el}"
+        )
     if state == "launching":
         eta = slot.get("eta_s")
         eta_txt = f" ETA {fmt.duration(eta)}" if eta is not None else ""
@@ -86,7 +99,9 @@ def slot_details(slot: dict[str, Any] | None) -> str:
 
 
 def cause_lines(cause: dict[str, Any]) -> list[str]:
-    out = [f"[b $error]cause[/] [$error]{escape(str(cause.get('summary') or cause.get('kind') or 'unknown'))}[/]"]
+    out = [
+        f"[b $error]cause[/] [$error]{escape(str(cause.get('summary') or cause.get('kind') or 'unknown'))}[/]"
+    ]
     if cause.get("fix"):
         out.append(f"[b]fix[/]   {escape(str(cause['fix']))}")
     for line in (cause.get("lines") or [])[-3:]:
@@ -127,7 +142,9 @@ def capacity_lines(card: dict[str, Any]) -> list[str]:
     return out
 
 
-def gpu_lines(telemetry: dict[str, Any], width: int, slot_names: dict[str, str] | None = None) -> list[str]:
+def gpu_lines(
+    telemetry: dict[str, Any], width: int, slot_names: dict[str, str] | None = None
+) -> list[str]:
     """One bar per GPU: the servers' share, other processes, free; plus a legend line."""
     src = telemetry.get("gpu_source") or {}
     gpus = telemetry.get("gpus") or []
@@ -150,9 +167,15 @@ def gpu_lines(telemetry: dict[str, Any], width: int, slot_names: dict[str, str] 
         label = f"GPU{g.get('index', '?')}"
         out.append(f"{label:<5}{bar} {fmt.gb(used)}/{fmt.gb(total)} GB")
         name = escape(str(g.get("name") or ""))
-        sim = " [b $warning](simulated)[/]" if g.get("simulated") and "simulated" not in name.lower() else ""
+        sim = (
+            " [b $warning](simulated)[/]"
+            if g.get("simulated") and "simulated" not in name.lower()
+            else ""
+        )
         util = g.get("utilization_pct")
-        shares = ", ".join(f"slot {escape(str(k))} {fmt.gb(v)}G" for k, v in (g.get("server_bytes") or {}).items())
+        shares = ", ".join(
+            f"slot {escape(str(k))} {fmt.gb(v)}G" for k, v in (g.get("server_bytes") or {}).items()
+        )
         detail = f"     [dim]{name}[/]{sim}"
         if util is not None:
             detail += f" {util:.0f}%"

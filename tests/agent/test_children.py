@@ -50,8 +50,17 @@ def test_demo_load_on_off_and_shutdown(agent):
 def test_bench_run_is_spawned_tracked_and_stopped(agent):
     a = agent.write_profile("t-a")
     agent.call("start", profile=a, wait=True)
-    spec = {"profiles": [], "slot": "0", "concurrency": [1], "input_len": 16, "output_len": 4000,
-            "requests": 500, "repeat": 1, "workload": "random", "api": "completions"}
+    spec = {
+        "profiles": [],
+        "slot": "0",
+        "concurrency": [1],
+        "input_len": 16,
+        "output_len": 4000,
+        "requests": 500,
+        "repeat": 1,
+        "workload": "random",
+        "api": "completions",
+    }
     run_id = agent.call("bench_start", spec=spec)["run_id"]
     runs = agent.call("bench_list")
     assert [r["run_id"] for r in runs] == [run_id]

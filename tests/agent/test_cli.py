@@ -7,10 +7,14 @@ import subprocess
 import sys
 
 
-
 def sgltui(agent, *argv: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir), *argv],
-                          capture_output=True, text=True, timeout=timeout, start_new_session=True)
+    return subprocess.run(
+        [sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir), *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+    )
 
 
 def _one_error_line(proc: subprocess.CompletedProcess) -> str:
@@ -24,7 +28,9 @@ def test_cli_start_status_logs_swap_stop(agent):
     a, b = agent.write_profile("t-a"), agent.write_profile("t-b")
     r = sgltui(agent, "start", a)
     assert r.returncode == 0, r.stderr + r.stdout
-    assert "loading weights" in r.stdout and f"t-a ready on 127.0.0.1:{agent.ports['t-a']}" in r.stdout
+    assert (
+        "loading weights" in r.stdout and f"t-a ready on 127.0.0.1:{agent.ports['t-a']}" in r.stdout
+    )
 
     r = sgltui(agent, "status")
     assert r.returncode == 0
@@ -97,8 +103,13 @@ def test_cli_agent_status_and_stop(agent_handle):
 def test_cli_bad_state_dir_is_one_line(agent_handle, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    r = subprocess.run([sys.executable, "-m", "sgltui", "--state-dir", str(blocker / "x"), "status"],
-                       capture_output=True, text=True, timeout=60, start_new_session=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "sgltui", "--state-dir", str(blocker / "x"), "status"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,
+    )
     assert r.returncode != 0
     line = _one_error_line(r)
     assert "state dir" in line or "agent" in line

@@ -45,14 +45,27 @@ def test_start_reaches_ready_with_phases_events_and_log(agent):
 
     # Every phase was announced in order, and each state change names the client.
     phases = [e["phase"] for e in agent.events("slot.phase")]
-    assert phases == ["spawned", "loading weights", "allocating KV cache", "capturing CUDA graphs", "warming up"]
+    assert phases == [
+        "spawned",
+        "loading weights",
+        "allocating KV cache",
+        "capturing CUDA graphs",
+        "warming up",
+    ]
     states = [(e["prev"], e["state"]) for e in agent.events("slot.state")]
     assert states == [("stopped", "launching"), ("launching", "ready")]
     assert all(e["client"].startswith("test:") for e in agent.events("slot.state"))
     cmd = agent.events("command")[0]
-    assert cmd["op"] == "start" and cmd["args"]["profile"] == "t-a" and cmd["client"].startswith("test:")
+    assert (
+        cmd["op"] == "start"
+        and cmd["args"]["profile"] == "t-a"
+        and cmd["client"].startswith("test:")
+    )
     launch = agent.events("launch")[0]
-    assert launch["launch_id"] == slot["launch_id"] and launch["command"][1:3] == ["-m", "sgltui.sim"]
+    assert launch["launch_id"] == slot["launch_id"] and launch["command"][1:3] == [
+        "-m",
+        "sgltui.sim",
+    ]
 
     # A second start on a busy slot is refused with what to do instead.
     with pytest.raises(AgentError, match="already runs t-a.*swap"):
@@ -87,7 +100,9 @@ def test_swap_to_ready_and_second_swap_refused(agent):
     a_pids = agent.call("start", profile=a, wait=True)["slot"]["pids"]
     res = agent.call("swap", profile=b)
     assert res["accepted"] and res["slot"]["swap"]["to"] == "t-b"
-    with pytest.raises(AgentError, match=r"swap refused: swap t-a -> t-b is already running \(by test:"):
+    with pytest.raises(
+        AgentError, match=r"swap refused: swap t-a -> t-b is already running \(by test:"
+    ):
         agent.call("swap", profile=a)
     slot = agent.wait_state("ready")
     assert slot["profile"] == "t-b" and slot["swap"] is None
@@ -141,7 +156,9 @@ def test_crash_after_ready_gives_cause(agent):
     assert crashed and crashed[0]["prev"] == "ready"
 
 
-@pytest.mark.parametrize("fail,kind", [("port", "port"), ("model-not-found", "model"), ("cuda", "cuda")])
+@pytest.mark.parametrize(
+    "fail,kind", [("port", "port"), ("model-not-found", "model"), ("cuda", "cuda")]
+)
 def test_start_failure_causes(agent, fail, kind):
     name = agent.write_profile(f"t-{fail}", sim_fail_at_start=fail)
     res = agent.call("start", profile=name, wait=True)
@@ -169,6 +186,7 @@ def test_hang_is_detected_past_learned_eta(agent_handle, monkeypatch):
 
 def test_port_in_use_is_refused_before_launch(agent):
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()

@@ -31,16 +31,27 @@ def test_phases_follow_startup_and_never_rewind_on_late_ranks():
         if new != phase:
             seen.append(new)
             phase = new
-    assert seen == ["loading weights", "allocating KV cache", "loading weights", "allocating KV cache",
-                    "capturing CUDA graphs", "warming up"]
+    assert seen == [
+        "loading weights",
+        "allocating KV cache",
+        "loading weights",
+        "allocating KV cache",
+        "capturing CUDA graphs",
+        "warming up",
+    ]
     assert phases.is_ready_line(STARTUP[-1]) and not phases.is_ready_line(STARTUP[-2])
     # A late TP1 "Load weight end" while capturing graphs does not move the phase back.
     assert phases.advance("capturing CUDA graphs", STARTUP[6]) == "capturing CUDA graphs"
 
 
 def test_estimate_uses_learned_durations():
-    learned = {"spawned": 2.0, "loading weights": 10.0, "allocating KV cache": 1.0,
-               "capturing CUDA graphs": 5.0, "warming up": 2.0}
+    learned = {
+        "spawned": 2.0,
+        "loading weights": 10.0,
+        "allocating KV cache": 1.0,
+        "capturing CUDA graphs": 5.0,
+        "warming up": 2.0,
+    }
     progress, eta = phases.estimate("loading weights", 4.0, {"spawned": 2.0}, learned)
     assert eta == pytest.approx(6.0 + 1.0 + 5.0 + 2.0)
     assert progress == pytest.approx(6.0 / 20.0)
@@ -48,34 +59,57 @@ def test_estimate_uses_learned_durations():
     assert eta0 is None and 0.1 < p0 < 0.6
 
 
-@pytest.mark.parametrize("line,kind", [
-    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "oom"),
-    ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.5", "oom"),
-    ("ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use", "port"),
-    ("nccl_port at 31000 is not available in 30 seconds. nccl_port is used by a process already.", "port"),
-    ("sglang serve: error: unrecognized arguments: --cuda-graph-max-bs 8", "flag"),
-    ("sglang serve: error: argument --kv-cache-dtype: invalid choice: 'fp9'", "flag"),
-    ("OSError: foo/bar is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'", "model"),
-    ("RuntimeError: CUDA error: no CUDA-capable device is detected", "cuda"),
-])
+@pytest.mark.parametrize(
+    "line,kind",
+    [
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "oom"),
+        (
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.5",
+            "oom",
+        ),
+        (
+            "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use",
+            "port",
+        ),
+        (
+            "nccl_port at 31000 is not available in 30 seconds. nccl_port is used by a process already.",
+            "port",
+        ),
+        ("sglang serve: error: unrecognized arguments: --cuda-graph-max-bs 8", "flag"),
+        ("sglang serve: error: argument --kv-cache-dtype: invalid choice: 'fp9'", "flag"),
+        (
+            "OSError: foo/bar is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'",
+            "model",
+        ),
+        ("RuntimeError: CUDA error: no CUDA-capable device is detected", "cuda"),
+    ],
+)
 def test_causes_from_sglang_messages(line, kind):
-    lines = ["[2026-10-01 12:00:00] server_args=ServerArgs(...)", line, "Traceback (most recent call last):"]
+    lines = [
+        "[2026-10-01 12:00:00] server_args=ServerArgs(...)",
+        line,
+        "Traceback (most recent call last):",
+    ]
     cause = causes.classify(1, lines)
     assert cause["kind"] == kind
     assert line in cause["lines"] and cause["fix"] and cause["exit_code"] == 1
 
 
 def test_oom_during_graph_capture_wins_over_the_cascade():
-    lines = ["Scheduler hit an exception: Traceback ...",
-             "Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB",
-             "Received sigquit from a child process. It usually means the child failed."]
+    lines = [
+        "Scheduler hit an exception: Traceback ...",
+        "Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "Received sigquit from a child process. It usually means the child failed.",
+    ]
     cause = causes.classify(-9, lines)
     assert cause["kind"] == "oom" and "CUDA graphs" in cause["summary"]
 
 
 def test_signal_and_plain_exit():
     cause = causes.classify(-9, ["[..] Decode batch, #running-req: 3"])
-    assert cause["kind"] == "signal" and "SIGKILL" in cause["summary"] and "OOM killer" in cause["fix"]
+    assert (
+        cause["kind"] == "signal" and "SIGKILL" in cause["summary"] and "OOM killer" in cause["fix"]
+    )
     cause = causes.classify(3, ["something odd", "ValueError: boom"])
     assert cause["kind"] == "exit" and "exit code 3" in cause["summary"] and cause["lines"]
     cause = causes.classify(None, [])
@@ -85,10 +119,17 @@ def test_signal_and_plain_exit():
 REAL_PY = Path("/tmp/sglang-cpu-env/bin/python")
 
 
-@pytest.mark.skipif(not REAL_PY.exists(), reason="real SGLang venv absent (/tmp/sglang-cpu-env): dev-only check")
+@pytest.mark.skipif(
+    not REAL_PY.exists(), reason="real SGLang venv absent (/tmp/sglang-cpu-env): dev-only check"
+)
 def test_real_sglang_flag_error_is_classified():
-    out = subprocess.run([str(REAL_PY), "-m", "sglang.launch_server", "--model-path", "x", "--no-such-flag", "1"],
-                         capture_output=True, text=True, timeout=120, start_new_session=True)
+    out = subprocess.run(
+        [str(REAL_PY), "-m", "sglang.launch_server", "--model-path", "x", "--no-such-flag", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        start_new_session=True,
+    )
     cause = causes.classify(out.returncode, (out.stdout + out.stderr).splitlines())
     assert out.returncode == 2
     assert cause["kind"] == "flag" and any("unrecognized arguments" in ln for ln in cause["lines"])

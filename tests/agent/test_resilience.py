@@ -63,8 +63,12 @@ def test_kill9_of_a_client_changes_nothing(agent):
     a, b = agent.write_profile("t-a"), agent.write_profile("t-b")
     agent.call("start", profile=a, wait=True)
     # A CLI swap, killed -9 while it is waiting for the new server.
-    cli = subprocess.Popen([sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir), "swap", b],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir), "swap", b],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not agent.events("swap.step"):
@@ -99,7 +103,11 @@ def test_kill9_of_the_agent_then_readopt_same_session(agent):
     new = st["slots"][0]
     assert st["agent"]["pid"] != old_pid
     assert st["agent"]["session_dir"] == session
-    assert new["state"] == "ready" and new["pid"] == slot["pid"] and new["launch_id"] == slot["launch_id"]
+    assert (
+        new["state"] == "ready"
+        and new["pid"] == slot["pid"]
+        and new["launch_id"] == slot["launch_id"]
+    )
     adopt = agent.events("agent.adopt")
     assert adopt and adopt[-1]["ok"] and adopt[-1]["pid"] == slot["pid"]
     starts = agent.events("agent.start")
@@ -120,7 +128,9 @@ def test_agent_stop_leaves_servers_then_next_agent_adopts(agent):
     deadline = time.monotonic() + 15
     while _alive(old) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(old) and not agent.paths["socket"].exists() and not agent.paths["pid"].exists()
+    assert (
+        not _alive(old) and not agent.paths["socket"].exists() and not agent.paths["pid"].exists()
+    )
     assert all(_alive(p) for p in slot["pids"])
     st = agent.call("status", autostart=True)
     agent.wait_pid()
@@ -133,10 +143,15 @@ def test_one_agent_per_state_dir_and_sighup_survival(agent):
     first = agent.pid
     # A second launch for the same state dir backs off: the lock is held.
     from sgltui.agent.client import spawn_agent
+
     spawn_agent(agent.state_dir, [agent.profiles_dir])
     time.sleep(1.0)
-    agents = [p.pid for p in psutil.process_iter(["cmdline"])
-              if "sgltui.agent" in " ".join(p.info["cmdline"] or []) and str(agent.state_dir) in " ".join(p.info["cmdline"] or [])]
+    agents = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if "sgltui.agent" in " ".join(p.info["cmdline"] or [])
+        and str(agent.state_dir) in " ".join(p.info["cmdline"] or [])
+    ]
     assert agents == [first]
     os.kill(first, signal.SIGHUP)
     time.sleep(0.3)
@@ -166,6 +181,7 @@ def test_bad_requests_get_one_line_errors(agent):
         agent.call("start", profile="x", slot="7")
     # A raw garbage line does not take the agent down.
     import socket as so
+
     s = so.socket(so.AF_UNIX)
     s.connect(str(agent.paths["socket"]))
     s.sendall(b"this is not json\n")

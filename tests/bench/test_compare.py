@@ -10,11 +10,25 @@ from sgltui.bench import compare
 
 
 def entry(profile, conc, tok_s, repeat=0, ttft=10.0, tpot=5.0, steady=None):
-    return {"profile": profile, "command_hash": f"h-{profile}", "server_version": "0.5.23",
-            "concurrency": conc, "repeat": repeat, "error": None,
-            "metrics": {"output_throughput": tok_s, "steady_state_output_throughput": steady if steady else tok_s,
-                        "request_throughput": tok_s / 100, "median_ttft_ms": ttft, "p99_ttft_ms": ttft * 3,
-                        "median_tpot_ms": tpot, "completed": 100, "failed": 0, "max_concurrent_requests": conc}}
+    return {
+        "profile": profile,
+        "command_hash": f"h-{profile}",
+        "server_version": "0.5.23",
+        "concurrency": conc,
+        "repeat": repeat,
+        "error": None,
+        "metrics": {
+            "output_throughput": tok_s,
+            "steady_state_output_throughput": steady if steady else tok_s,
+            "request_throughput": tok_s / 100,
+            "median_ttft_ms": ttft,
+            "p99_ttft_ms": ttft * 3,
+            "median_tpot_ms": tpot,
+            "completed": 100,
+            "failed": 0,
+            "max_concurrent_requests": conc,
+        },
+    }
 
 
 def test_best_concurrency_and_job_time_with_ci():
@@ -22,7 +36,9 @@ def test_best_concurrency_and_job_time_with_ci():
     for k, (a, b) in enumerate([(900.0, 1900.0), (1000.0, 2000.0), (1100.0, 2100.0)]):
         results += [entry("mtp", 4, a, k), entry("mtp", 16, a * 0.9, k)]
         results += [entry("no-mtp", 4, b / 3, k), entry("no-mtp", 16, b, k)]
-    cmp = compare.build(results, job_completions=1_000_000, job_output_len=1000, bench_output_len=1000)
+    cmp = compare.build(
+        results, job_completions=1_000_000, job_output_len=1000, bench_output_len=1000
+    )
     assert cmp["best"]["mtp"]["concurrency"] == 4
     assert cmp["best"]["no-mtp"]["concurrency"] == 16
     job = cmp["job"]
@@ -58,8 +74,16 @@ def test_single_runs_say_uncertainty_is_unknown_and_length_mismatch():
 
 
 def test_failed_profile_is_shown_not_ranked():
-    results = [entry("a", 8, 1000.0),
-               {"profile": "b", "concurrency": 8, "repeat": 0, "metrics": None, "error": "profile b did not come up: oom"}]
+    results = [
+        entry("a", 8, 1000.0),
+        {
+            "profile": "b",
+            "concurrency": 8,
+            "repeat": 0,
+            "metrics": None,
+            "error": "profile b did not come up: oom",
+        },
+    ]
     cmp = compare.build(results, job_completions=10, job_output_len=10)
     assert list(cmp["best"]) == ["a"]
     text = compare.render_text(cmp)

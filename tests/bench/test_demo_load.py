@@ -11,13 +11,20 @@ import psutil
 
 def streamed_requests(url: str) -> float:
     text = httpx.get(url + "/metrics", timeout=10).text
-    return sum(float(m.group(1)) for m in
-               re.finditer(r'^sglang:num_requests_total\{[^}]*is_streaming="true"[^}]*\}\s+(\S+)$', text, re.M))
+    return sum(
+        float(m.group(1))
+        for m in re.finditer(
+            r'^sglang:num_requests_total\{[^}]*is_streaming="true"[^}]*\}\s+(\S+)$', text, re.M
+        )
+    )
 
 
 def demo_pids(agent_pid: int) -> list[int]:
-    return [p.pid for p in psutil.Process(agent_pid).children(recursive=True)
-            if "sgltui.bench.demo_load" in " ".join(p.cmdline())]
+    return [
+        p.pid
+        for p in psutil.Process(agent_pid).children(recursive=True)
+        if "sgltui.bench.demo_load" in " ".join(p.cmdline())
+    ]
 
 
 def test_demo_load_follows_slot_and_stops(agent):

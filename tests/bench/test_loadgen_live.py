@@ -14,8 +14,18 @@ from tests.fixtures.bench import get_json
 def test_token_counts_come_from_server_usage(mock_sse, tmp_path, api):
     # 3 tokens per chunk: counting chunks would give a third of the true count
     url = mock_sse(tokens_per_chunk=3)
-    rc, lines = run_loadgen({"base_url": url, "api": api, "concurrency": 4, "requests": 24, "warmup": 4,
-                             "input_len": 16, "output_len": 30}, tmp_path / "r.jsonl")
+    rc, lines = run_loadgen(
+        {
+            "base_url": url,
+            "api": api,
+            "concurrency": 4,
+            "requests": 24,
+            "warmup": 4,
+            "input_len": 16,
+            "output_len": 30,
+        },
+        tmp_path / "r.jsonl",
+    )
     assert rc == 0, lines
     m = lines[-1]["metrics"]
     assert m["completed"] == 24 and m["failed"] == 0
@@ -34,8 +44,10 @@ def test_token_counts_come_from_server_usage(mock_sse, tmp_path, api):
 
 def test_in_flight_equals_concurrency(mock_sse, tmp_path):
     url = mock_sse(tick=0.01)
-    rc, lines = run_loadgen({"base_url": url, "concurrency": 32, "requests": 96, "input_len": 8,
-                             "output_len": 20}, tmp_path / "r.jsonl")
+    rc, lines = run_loadgen(
+        {"base_url": url, "concurrency": 32, "requests": 96, "input_len": 8, "output_len": 20},
+        tmp_path / "r.jsonl",
+    )
     assert rc == 0, lines
     m = lines[-1]["metrics"]
     assert m["max_concurrent_requests"] == 32
@@ -46,20 +58,32 @@ def test_in_flight_equals_concurrency(mock_sse, tmp_path):
 
 def test_failures_are_counted_and_shown(mock_sse, tmp_path):
     url = mock_sse(fail_every=5)
-    rc, lines = run_loadgen({"base_url": url, "concurrency": 1, "requests": 20, "warmup": 0,
-                             "input_len": 8, "output_len": 5, "flush_cache": False}, tmp_path / "r.jsonl")
+    rc, lines = run_loadgen(
+        {
+            "base_url": url,
+            "concurrency": 1,
+            "requests": 20,
+            "warmup": 0,
+            "input_len": 8,
+            "output_len": 5,
+            "flush_cache": False,
+        },
+        tmp_path / "r.jsonl",
+    )
     assert rc == 0, lines
     m = lines[-1]["metrics"]
     assert m["failed"] == 4 and m["completed"] == 16
     assert m["total_output_tokens"] == 16 * 5
-    (msg, count), = m["errors"].items()
+    ((msg, count),) = m["errors"].items()
     assert count == 4 and msg.startswith("HTTP 400") and "mock failure" in msg
 
 
 def test_duration_mode_stops_issuing(mock_sse, tmp_path):
     url = mock_sse(tick=0.005)
-    rc, lines = run_loadgen({"base_url": url, "concurrency": 4, "duration": 1.0, "input_len": 8,
-                             "output_len": 10}, tmp_path / "r.jsonl")
+    rc, lines = run_loadgen(
+        {"base_url": url, "concurrency": 4, "duration": 1.0, "input_len": 8, "output_len": 10},
+        tmp_path / "r.jsonl",
+    )
     assert rc == 0, lines
     m = lines[-1]["metrics"]
     assert m["completed"] > 8
@@ -67,8 +91,10 @@ def test_duration_mode_stops_issuing(mock_sse, tmp_path):
 
 
 def test_unreachable_server_is_one_line_error(tmp_path, free_port):
-    rc, lines = run_loadgen({"base_url": f"http://127.0.0.1:{free_port}", "concurrency": 2, "requests": 4},
-                            tmp_path / "r.jsonl")
+    rc, lines = run_loadgen(
+        {"base_url": f"http://127.0.0.1:{free_port}", "concurrency": 2, "requests": 4},
+        tmp_path / "r.jsonl",
+    )
     assert rc == 2
     assert lines[-1]["type"] == "error"
     assert "cannot connect" in lines[-1]["message"] and "\n" not in lines[-1]["message"]
@@ -93,9 +119,22 @@ def test_baseline_transport_measures_the_same(mock_sse, tmp_path):
     url = mock_sse(tokens_per_chunk=2)
     results = []
     for transport in ("httpx", "aiohttp"):
-        rc, lines = run_loadgen({"base_url": url, "concurrency": 3, "requests": 9, "input_len": 8,
-                                 "output_len": 10, "transport": transport}, tmp_path / f"{transport}.jsonl")
+        rc, lines = run_loadgen(
+            {
+                "base_url": url,
+                "concurrency": 3,
+                "requests": 9,
+                "input_len": 8,
+                "output_len": 10,
+                "transport": transport,
+            },
+            tmp_path / f"{transport}.jsonl",
+        )
         assert rc == 0, lines
         results.append(lines[-1]["metrics"])
     for m in results:
-        assert (m["completed"], m["total_output_tokens"], m["max_concurrent_requests"]) == (9, 90, 3)
+        assert (m["completed"], m["total_output_tokens"], m["max_concurrent_requests"]) == (
+            9,
+            90,
+            3,
+        )

@@ -19,23 +19,48 @@ def write_demo_profiles(profiles_dir: Path, port: int) -> list[str]:
     for base in ("demo-mtp", "demo-no-mtp"):
         name = "b-" + base.removeprefix("demo-")
         (profiles_dir / f"{name}.toml").write_text(
-            f'name = "{name}"\nextends = "{base}"\nlauncher = "sim"\n[server]\nport = {port}\nsim-time-scale = 0.01\n')
+            f'name = "{name}"\nextends = "{base}"\nlauncher = "sim"\n[server]\nport = {port}\nsim-time-scale = 0.01\n'
+        )
         names.append(name)
     return names
 
 
 def sgltui(agent, *args: str, timeout: float = 180.0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir), *args],
-                          capture_output=True, text=True, timeout=timeout, start_new_session=True,
-                          env=os.environ.copy())
+    return subprocess.run(
+        [sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+        env=os.environ.copy(),
+    )
 
 
 def test_bench_two_profiles_through_agent(agent, free_port, tmp_path):
     names = write_demo_profiles(agent.profiles_dir, free_port)
     out_csv = tmp_path / "cmp.csv"
-    r = sgltui(agent, "bench", "--profile", names[0], "--profile", names[1], "--concurrency", "2,6",
-               "--requests", "12", "--input-len", "16", "--output-len", "24",
-               "--job-completions", "902087", "--job-output-len", "24", "--export-csv", str(out_csv))
+    r = sgltui(
+        agent,
+        "bench",
+        "--profile",
+        names[0],
+        "--profile",
+        names[1],
+        "--concurrency",
+        "2,6",
+        "--requests",
+        "12",
+        "--input-len",
+        "16",
+        "--output-len",
+        "24",
+        "--job-completions",
+        "902087",
+        "--job-output-len",
+        "24",
+        "--export-csv",
+        str(out_csv),
+    )
     assert r.returncode == 0, r.stdout + r.stderr + agent.agent_log()
     assert "Time to finish 902,087 completions" in r.stdout
     assert any(line.startswith("Use b-") for line in r.stdout.splitlines())
@@ -45,7 +70,11 @@ def test_bench_two_profiles_through_agent(agent, free_port, tmp_path):
     data = json.loads(path.read_text())
     assert data["state"] == "done"
     assert [(e["profile"], e["concurrency"]) for e in data["results"]] == [
-        (names[0], 2), (names[0], 6), (names[1], 2), (names[1], 6)]
+        (names[0], 2),
+        (names[0], 6),
+        (names[1], 2),
+        (names[1], 6),
+    ]
     for e in data["results"]:
         prof = get_profile(e["profile"], [agent.profiles_dir])
         assert e["command_hash"] == prof.command_hash()
@@ -55,7 +84,9 @@ def test_bench_two_profiles_through_agent(agent, free_port, tmp_path):
         assert (path.parent / e["requests_path"]).is_file()
     caps = {e["profile"]: e["capacity"]["max_running_requests"] for e in data["results"]}
     assert caps[names[0]] == 4  # the MTP profile's small batch, as its capacity card says
-    assert data["results"][0]["metrics"]["accept_length"] is not None  # speculative: from /server_info
+    assert (
+        data["results"][0]["metrics"]["accept_length"] is not None
+    )  # speculative: from /server_info
     assert len(list(csv.DictReader(out_csv.open()))) == 4
     # the sweep left the last profile serving, and the session has the run's events
     assert agent.slot()["profile"] == names[1]
@@ -65,8 +96,21 @@ def test_bench_two_profiles_through_agent(agent, free_port, tmp_path):
 
 def test_bench_stop_keeps_partial_results(agent, free_port):
     names = write_demo_profiles(agent.profiles_dir, free_port)
-    r = sgltui(agent, "bench", "--profile", names[1], "--concurrency", "2", "--duration", "60",
-               "--input-len", "8", "--output-len", "8", "--detach")
+    r = sgltui(
+        agent,
+        "bench",
+        "--profile",
+        names[1],
+        "--concurrency",
+        "2",
+        "--duration",
+        "60",
+        "--input-len",
+        "8",
+        "--output-len",
+        "8",
+        "--detach",
+    )
     assert r.returncode == 0, r.stderr
     run_id = r.stdout.strip()
     deadline = time.monotonic() + 60
@@ -96,10 +140,29 @@ def test_bench_profile_that_fails_to_start_is_reported_and_sweep_goes_on(agent, 
     names = write_demo_profiles(agent.profiles_dir, free_port)
     (agent.profiles_dir / "b-oom.toml").write_text(
         f'name = "b-oom"\nextends = "demo-no-mtp"\nlauncher = "sim"\n[server]\nport = {free_port}\n'
-        'sim-time-scale = 0.01\nsim-fail-at-start = "oom"\n')
-    r = sgltui(agent, "bench", "--profile", names[1], "--profile", "b-oom", "--concurrency", "2",
-               "--requests", "4", "--input-len", "8", "--output-len", "8", "--json", timeout=150)
-    path = next(Path(p) for p in (Path(agent.status()["agent"]["session_dir"]) / "bench").glob("*.json"))
+        'sim-time-scale = 0.01\nsim-fail-at-start = "oom"\n'
+    )
+    r = sgltui(
+        agent,
+        "bench",
+        "--profile",
+        names[1],
+        "--profile",
+        "b-oom",
+        "--concurrency",
+        "2",
+        "--requests",
+        "4",
+        "--input-len",
+        "8",
+        "--output-len",
+        "8",
+        "--json",
+        timeout=150,
+    )
+    path = next(
+        Path(p) for p in (Path(agent.status()["agent"]["session_dir"]) / "bench").glob("*.json")
+    )
     data = json.loads(path.read_text())
     by_profile = {e["profile"]: e for e in data["results"]}
     assert by_profile[names[1]]["metrics"]["completed"] == 4, r.stdout + r.stderr

@@ -12,7 +12,9 @@ def test_random_is_deterministic_and_unique_per_request():
     b = make_workload("random", 50, 10, seed=1)
     assert [a.item(i) for i in range(5)] == [b.item(i) for i in range(5)]
     assert a.digest == b.digest != make_workload("random", 50, 10, seed=2).digest
-    assert len({a.item(i).prompt.split(" ", 1)[0] for i in range(100)}) == 100  # no shared first token
+    assert (
+        len({a.item(i).prompt.split(" ", 1)[0] for i in range(100)}) == 100
+    )  # no shared first token
     assert len(a.item(3).prompt.split()) == 50
 
 
@@ -24,7 +26,9 @@ def test_shared_prefix_groups_share_a_prefix():
 
 def test_file_workload(tmp_path):
     f = tmp_path / "w.jsonl"
-    f.write_text('{"prompt": "hello", "output_len": 7}\n\n{"messages": [{"role": "user", "content": "x"}]}\n')
+    f.write_text(
+        '{"prompt": "hello", "output_len": 7}\n\n{"messages": [{"role": "user", "content": "x"}]}\n'
+    )
     w = make_workload(str(f), 1, 99)
     assert w.item(0).prompt == "hello" and w.item(0).output_len == 7
     assert w.item(1).output_len == 99 and w.item(2) == w.item(0)

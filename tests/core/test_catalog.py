@@ -56,7 +56,10 @@ def test_no_help_text_is_committed():
     walk(data)
 
 
-@pytest.mark.parametrize("text, value", [("32768", 32768), ("32k", 32000), ("32Ki", 32768), ("1.5M", 1500000), ("2Gi", 2 * 1024 ** 3)])
+@pytest.mark.parametrize(
+    "text, value",
+    [("32768", 32768), ("32k", 32000), ("32Ki", 32768), ("1.5M", 1500000), ("2Gi", 2 * 1024**3)],
+)
 def test_human_int_matches_sglangs_rules(text, value):
     assert human_int(text) == value
 
@@ -75,9 +78,28 @@ def test_argparse_builder_accepts_every_bundled_profile():
         assert ns.model_path == "Qwen/Qwen3.6-27B", name
         assert ns.port == 30000
         assert ns.uvicorn_access_log_exclude_prefixes == ["/metrics", "/health", "/v1/loads"]
-    ns = parser.parse_args(["--model", "m", "--context-length", "32k", "--no-dllm-fdfo", "--cuda-graph-bs-decode", "1", "2",
-                            "--sim-gpu", "h200-141gb", "--sim-time-scale", "0"])
-    assert (ns.model_path, ns.context_length, ns.dllm_fdfo, ns.cuda_graph_bs_decode) == ("m", 32000, False, [1, 2])
+    ns = parser.parse_args(
+        [
+            "--model",
+            "m",
+            "--context-length",
+            "32k",
+            "--no-dllm-fdfo",
+            "--cuda-graph-bs-decode",
+            "1",
+            "2",
+            "--sim-gpu",
+            "h200-141gb",
+            "--sim-time-scale",
+            "0",
+        ]
+    )
+    assert (ns.model_path, ns.context_length, ns.dllm_fdfo, ns.cuda_graph_bs_decode) == (
+        "m",
+        32000,
+        False,
+        [1, 2],
+    )
     assert (ns.sim_gpu, ns.sim_time_scale) == ("h200-141gb", 0.0)
     assert ns.max_running_requests is None and ns.schedule_policy == "fcfs", "defaults are SGLang's"
     with pytest.raises(argparse.ArgumentError):
@@ -95,18 +117,21 @@ def test_live_catalog_falls_back_to_bundled_and_says_why(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     cat = load_live_catalog(sys.executable)  # the test interpreter has no sglang
     assert cat.source == "bundled"
-    assert cat.describe() == f"SGLang 0.5.23 flag catalog bundled with sgltui (SGLang is not importable by {sys.executable})"
+    assert (
+        cat.describe()
+        == f"SGLang 0.5.23 flag catalog bundled with sgltui (SGLang is not importable by {sys.executable})"
+    )
     assert load_live_catalog(str(tmp_path / "no-such-python")).source == "bundled"
 
 
-FAKE_SERVER_ARGS = '''
+FAKE_SERVER_ARGS = """
 class ServerArgs:
     @staticmethod
     def add_cli_args(parser):
         parser.add_argument("--model-path", "--model", type=str)
         parser.add_argument("--brand-new-flag", type=int, default=7)
         parser.add_argument("--shiny", action="store_true", help="(Deprecated, use --brand-new-flag) old")
-'''
+"""
 
 
 def _fake_sglang(root: Path, version: str) -> None:
@@ -130,7 +155,9 @@ def test_live_catalog_is_read_from_the_interpreter_and_cached_per_version(tmp_pa
     assert live.describe() == f"SGLang 9.9.9 flag catalog read live from {sys.executable}"
     assert set(live.flags) == {"model-path", "brand-new-flag", "shiny"}
     assert live.lookup("brand-new-flag").default == 7 and live.lookup("model").name == "model-path"
-    assert live.lookup("shiny").deprecated and live.lookup("shiny").replacement == "--brand-new-flag"
+    assert (
+        live.lookup("shiny").deprecated and live.lookup("shiny").replacement == "--brand-new-flag"
+    )
     cached = tmp_path / "cache" / "sgltui" / "flag-catalogs" / "sglang-9.9.9.json"
     assert cached.exists()
     # The second read comes from the cache: break the package, the catalog still loads.
@@ -138,6 +165,8 @@ def test_live_catalog_is_read_from_the_interpreter_and_cached_per_version(tmp_pa
     again = load_live_catalog(sys.executable)
     assert again.source == "cached" and set(again.flags) == set(live.flags)
     # Another version is another cache entry; a failing extraction falls back to bundled, saying why.
-    (site / "sglang-9.9.9.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 9.9.10\n")
+    (site / "sglang-9.9.9.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: sglang\nVersion: 9.9.10\n"
+    )
     fallback = load_live_catalog(sys.executable)
     assert fallback.source == "bundled" and "broken" in fallback.describe()

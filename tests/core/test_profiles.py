@@ -11,7 +11,10 @@ from tests.core.helpers import line_of, write
 
 
 def test_extends_merges_server_and_env_child_wins(tmp_path):
-    write(tmp_path, "parent.toml", """
+    write(
+        tmp_path,
+        "parent.toml",
+        """
         name = "parent"
         key = "p"
         description = "the parent"
@@ -23,8 +26,12 @@ def test_extends_merges_server_and_env_child_wins(tmp_path):
         [env]
         A = "1"
         B = "2"
-    """)
-    child_path = write(tmp_path, "child.toml", """
+    """,
+    )
+    child_path = write(
+        tmp_path,
+        "child.toml",
+        """
         name = "child"
         extends = "parent"
         [server]
@@ -32,17 +39,28 @@ def test_extends_merges_server_and_env_child_wins(tmp_path):
         enable-metrics = true
         [env]
         B = "3"
-    """)
+    """,
+    )
     child = get_profile("child", [tmp_path])
-    assert child.server == {"model-path": "org/m", "port": 30001, "max-running-requests": 4, "enable-metrics": True}
-    assert list(child.server) == ["model-path", "port", "max-running-requests", "enable-metrics"], "parent order kept"
+    assert child.server == {
+        "model-path": "org/m",
+        "port": 30001,
+        "max-running-requests": 4,
+        "enable-metrics": True,
+    }
+    assert list(child.server) == ["model-path", "port", "max-running-requests", "enable-metrics"], (
+        "parent order kept"
+    )
     assert child.env == {"A": "1", "B": "3"}
     assert child.python == "/opt/sglang/bin/python", "the interpreter is inherited"
     assert child.key is None and child.description == "", "key and description belong to one file"
     assert child.parents == ("parent",)
     assert child.port == 30001 and child.host == "127.0.0.1"
     # Each value remembers the file and line where it was written.
-    assert child.where("server.max-running-requests") == (child_path, line_of(child_path, "max-running-requests"))
+    assert child.where("server.max-running-requests") == (
+        child_path,
+        line_of(child_path, "max-running-requests"),
+    )
     parent_path = tmp_path / "parent.toml"
     assert child.where("server.model-path") == (parent_path, line_of(parent_path, "model-path"))
 
@@ -55,14 +73,21 @@ def test_child_alias_replaces_inherited_spelling(tmp_path):
     assert b.flag_argv() == ["--model", "two"]
 
 
-@pytest.mark.parametrize("files, start, cycle", [
-    ({"a": "b", "b": "a"}, "a", "a -> b -> a"),
-    ({"s": "s"}, "s", "s -> s"),
-    ({"x": "y", "y": "z", "z": "y"}, "x", "y -> z -> y"),
-])
+@pytest.mark.parametrize(
+    "files, start, cycle",
+    [
+        ({"a": "b", "b": "a"}, "a", "a -> b -> a"),
+        ({"s": "s"}, "s", "s -> s"),
+        ({"x": "y", "y": "z", "z": "y"}, "x", "y -> z -> y"),
+    ],
+)
 def test_extends_cycles_are_errors_with_the_line(tmp_path, files, start, cycle):
     for name, parent in files.items():
-        write(tmp_path, f"{name}.toml", f'name = "{name}"\nextends = "{parent}"\n[server]\nmodel-path = "m"\n')
+        write(
+            tmp_path,
+            f"{name}.toml",
+            f'name = "{name}"\nextends = "{parent}"\n[server]\nmodel-path = "m"\n',
+        )
     with pytest.raises(ProfileError) as err:
         get_profile(start, [tmp_path])
     message = str(err.value)
@@ -73,7 +98,10 @@ def test_extends_cycles_are_errors_with_the_line(tmp_path, files, start, cycle):
 
 def test_unknown_parent_suggests_names(tmp_path):
     write(tmp_path, "kid.toml", 'extends = "bsae"\n[server]\nmodel-path = "m"\n')
-    with pytest.raises(ProfileError, match=r"kid.toml:1: extends: parent profile 'bsae' not found; did you mean base"):
+    with pytest.raises(
+        ProfileError,
+        match=r"kid.toml:1: extends: parent profile 'bsae' not found; did you mean base",
+    ):
         get_profile("kid", [tmp_path])
 
 
@@ -89,14 +117,23 @@ def test_malformed_toml_reports_the_toml_error_and_line(tmp_path):
         get_profile("broken", [tmp_path])
 
 
-@pytest.mark.parametrize("text, message", [
-    ('model-path = "m"\n', r":1: model-path: unknown top-level key; SGLang flags go under \[server\]"),
-    ('launcher = "docker"\n', r":1: launcher: unknown launcher 'docker'; use \"sglang\""),
-    ('key = 3\n', r":1: key: must be a string, not an integer; quote it: key = \"3\""),
-    ('[env]\nCUDA_VISIBLE_DEVICES = 0\n', r":2: env.CUDA_VISIBLE_DEVICES: environment values must be strings"),
-    ('server = 3\n', r":1: server: must be a table"),
-    ('descripton = "x"\n', r"did you mean `description`"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            'model-path = "m"\n',
+            r":1: model-path: unknown top-level key; SGLang flags go under \[server\]",
+        ),
+        ('launcher = "docker"\n', r":1: launcher: unknown launcher 'docker'; use \"sglang\""),
+        ("key = 3\n", r":1: key: must be a string, not an integer; quote it: key = \"3\""),
+        (
+            "[env]\nCUDA_VISIBLE_DEVICES = 0\n",
+            r":2: env.CUDA_VISIBLE_DEVICES: environment values must be strings",
+        ),
+        ("server = 3\n", r":1: server: must be a table"),
+        ('descripton = "x"\n', r"did you mean `description`"),
+    ],
+)
 def test_shape_errors_name_line_key_and_fix(tmp_path, text, message):
     path = write(tmp_path, "p.toml", text)
     with pytest.raises(ProfileError, match=message):
@@ -104,7 +141,10 @@ def test_shape_errors_name_line_key_and_fix(tmp_path, text, message):
 
 
 def test_argv_rendering_true_false_lists_and_negations(tmp_path):
-    write(tmp_path, "r.toml", """
+    write(
+        tmp_path,
+        "r.toml",
+        """
         name = "r"
         [server]
         model-path = "org/m"
@@ -115,26 +155,52 @@ def test_argv_rendering_true_false_lists_and_negations(tmp_path):
         uvicorn-access-log-exclude-prefixes = ["/metrics", "/health"]
         cuda-graph-bs-decode = [1, 2, 4]
         json-model-override-args = '{"a": 1}'
-    """)
+    """,
+    )
     p = get_profile("r", [tmp_path])
     assert p.flag_argv() == [
-        "--model-path", "org/m", "--enable-metrics",
+        "--model-path",
+        "org/m",
+        "--enable-metrics",
         "--no-dllm-fdfo",  # false on SGLang's --X/--no-X flags is explicit, not omitted
-        "--mem-fraction-static", "0.85",
-        "--uvicorn-access-log-exclude-prefixes", "/metrics", "/health",
-        "--cuda-graph-bs-decode", "1", "2", "4",
-        "--json-model-override-args", '{"a": 1}',
+        "--mem-fraction-static",
+        "0.85",
+        "--uvicorn-access-log-exclude-prefixes",
+        "/metrics",
+        "/health",
+        "--cuda-graph-bs-decode",
+        "1",
+        "2",
+        "4",
+        "--json-model-override-args",
+        '{"a": 1}',
     ]
     assert p.argv()[:3] == [sys.executable, "-m", "sglang.launch_server"]
     assert p.argv()[3:] == p.flag_argv()
 
 
 def test_launchers_and_python(tmp_path):
-    write(tmp_path, "s.toml", 'launcher = "sim"\npython = "/nope/python"\n[server]\nmodel-path = "m"\nsim-time-scale = 0\n')
+    write(
+        tmp_path,
+        "s.toml",
+        'launcher = "sim"\npython = "/nope/python"\n[server]\nmodel-path = "m"\nsim-time-scale = 0\n',
+    )
     write(tmp_path, "g.toml", 'python = "/opt/py/bin/python"\n[server]\nmodel-path = "m"\n')
     sim = get_profile("s", [tmp_path])
-    assert sim.argv() == [sys.executable, "-m", "sgltui.sim", "--model-path", "m", "--sim-time-scale", "0"]
-    assert get_profile("g", [tmp_path]).argv()[:3] == ["/opt/py/bin/python", "-m", "sglang.launch_server"]
+    assert sim.argv() == [
+        sys.executable,
+        "-m",
+        "sgltui.sim",
+        "--model-path",
+        "m",
+        "--sim-time-scale",
+        "0",
+    ]
+    assert get_profile("g", [tmp_path]).argv()[:3] == [
+        "/opt/py/bin/python",
+        "-m",
+        "sglang.launch_server",
+    ]
 
 
 def test_command_hash_follows_the_flags(tmp_path):
@@ -156,10 +222,16 @@ def test_api_key_and_defaults(tmp_path):
 def test_search_path_later_directories_override(tmp_path, monkeypatch):
     config = tmp_path / "config"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
-    write(config / "sgltui" / "profiles", "base.toml", 'name = "base"\ndescription = "mine"\n[server]\nmodel-path = "m"\n')
+    write(
+        config / "sgltui" / "profiles",
+        "base.toml",
+        'name = "base"\ndescription = "mine"\n[server]\nmodel-path = "m"\n',
+    )
     profiles = load_profiles()
     assert profiles["base"].description == "mine"
-    assert profiles["mtp"].server["model-path"] == "m", "shipped children now extend the user's base"
+    assert profiles["mtp"].server["model-path"] == "m", (
+        "shipped children now extend the user's base"
+    )
     extra = tmp_path / "extra"
     write(extra, "base.toml", 'name = "base"\ndescription = "extra"\n[server]\nmodel-path = "e"\n')
     assert load_profiles([extra])["base"].description == "extra"

@@ -55,22 +55,36 @@ def _sglang_python() -> str | None:
 PYTHON = _sglang_python()
 
 
-@pytest.mark.skipif(PYTHON is None, reason="SGLang is not importable here (set SGLTUI_SGLANG_PYTHON or build "
-                                           "/tmp/sglang-cpu-env with ../shared/tools/sglang-cpu-env.sh); "
-                                           "bundled profiles not checked against the real parser")
+@pytest.mark.skipif(
+    PYTHON is None,
+    reason="SGLang is not importable here (set SGLTUI_SGLANG_PYTHON or build "
+    "/tmp/sglang-cpu-env with ../shared/tools/sglang-cpu-env.sh); "
+    "bundled profiles not checked against the real parser",
+)
 def test_bundled_profiles_parse_with_real_sglang_and_catalog_is_current():
     profiles = {n: p.flag_argv() for n, p in load_profiles().items() if p.launcher == "sglang"}
     assert len(profiles) >= 5
     env = dict(os.environ, PYTHONPATH="")  # the SGLang env must not see this checkout's packages
-    proc = subprocess.run([PYTHON, "-c", CHECK], input=json.dumps({"profiles": profiles, "extractor": str(EXTRACTOR_PATH)}),
-                          capture_output=True, text=True, timeout=300, env=env, start_new_session=True)
+    proc = subprocess.run(
+        [PYTHON, "-c", CHECK],
+        input=json.dumps({"profiles": profiles, "extractor": str(EXTRACTOR_PATH)}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        start_new_session=True,
+    )
     lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-2000:]
-    result = json.loads(lines[-1][len("RESULT "):])
+    result = json.loads(lines[-1][len("RESULT ") :])
     assert result["profiles"] == {name: "ok" for name in profiles}
     live = result["catalog"]
     bundled = load_bundled_catalog()
     if live["sglang_version"] != bundled.version:
-        pytest.skip(f"SGLang {live['sglang_version']} here; the bundled catalog is for {bundled.version}")
+        pytest.skip(
+            f"SGLang {live['sglang_version']} here; the bundled catalog is for {bundled.version}"
+        )
     stale = json.loads(Path(bundled.path).read_text())
-    assert live == stale, "bundled catalog is out of date: run tools/gen_flag_catalog.py with this SGLang"
+    assert live == stale, (
+        "bundled catalog is out of date: run tools/gen_flag_catalog.py with this SGLang"
+    )

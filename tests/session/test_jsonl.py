@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from sgltui.core.jsonl import iter_text_lines, read_json, read_jsonl, rotated_parts, write_json_private
+from sgltui.core.jsonl import (
+    iter_text_lines,
+    read_json,
+    read_jsonl,
+    rotated_parts,
+    write_json_private,
+)
 
 
 def _write(path, lines):
@@ -32,7 +38,17 @@ def test_complete_json_without_newline_counts_as_torn(tmp_path):
 
 def test_bad_lines_in_the_middle_are_skipped(tmp_path):
     p = tmp_path / "events.jsonl"
-    _write(p, ['{"n": 1}\n', '{"n": 2, "to\n', "[1, 2]\n", "\n", b"\xff\xfe".decode("latin-1") + "\n", '{"n": 3}\n'])
+    _write(
+        p,
+        [
+            '{"n": 1}\n',
+            '{"n": 2, "to\n',
+            "[1, 2]\n",
+            "\n",
+            b"\xff\xfe".decode("latin-1") + "\n",
+            '{"n": 3}\n',
+        ],
+    )
     records, stats = read_jsonl(p)
     assert [r["n"] for r in records] == [1, 3]
     assert stats.bad_lines == 3 and not stats.torn_tail
@@ -49,10 +65,16 @@ def test_clean_file_has_no_note(tmp_path):
 def test_rotated_parts_are_read_oldest_first(tmp_path):
     p = tmp_path / "timeline.jsonl"
     (tmp_path / "timeline.jsonl.2").write_text('{"n": 1}\n')
-    (tmp_path / "timeline.jsonl.1").write_text('{"n": 2}\n{"n": 3}')  # no newline in an old part: still whole
+    (tmp_path / "timeline.jsonl.1").write_text(
+        '{"n": 2}\n{"n": 3}'
+    )  # no newline in an old part: still whole
     p.write_text('{"n": 4}\n')
     (tmp_path / "timeline.jsonl.bak").write_text('{"n": 99}\n')  # not a part
-    assert [x.name for x in rotated_parts(p)] == ["timeline.jsonl.2", "timeline.jsonl.1", "timeline.jsonl"]
+    assert [x.name for x in rotated_parts(p)] == [
+        "timeline.jsonl.2",
+        "timeline.jsonl.1",
+        "timeline.jsonl",
+    ]
     records, stats = read_jsonl(p)
     assert [r["n"] for r in records] == [1, 2, 3, 4] and stats.parts == 3
 
@@ -86,7 +108,9 @@ def test_jsonl_index_sorts_by_time_reads_lazily_and_skips_bad_lines(tmp_path):
 
     p = tmp_path / "timeline.jsonl"
     (tmp_path / "timeline.jsonl.1").write_text('{"ts": 1.0, "n": 1}\n{"ts": 3.0, "n": 3}\n')
-    p.write_text('{"ts": 2.0, "n": 2}\n{"no_ts": true}\nnot json\n{"ts": 4.0, "n": 4}\n{"ts": 5.0, "n"')
+    p.write_text(
+        '{"ts": 2.0, "n": 2}\n{"no_ts": true}\nnot json\n{"ts": 4.0, "n": 4}\n{"ts": 5.0, "n"'
+    )
     stats = ReadStats()
     idx = JsonlIndex(p, stats)
     assert list(idx.ts) == [1.0, 2.0, 3.0, 4.0] and len(idx) == 4

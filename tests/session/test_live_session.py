@@ -50,7 +50,10 @@ def _slot(state: Path) -> dict:
 def _settled(state: Path, profile: str):
     def check():
         s = _slot(state)
-        return s if (s["profile"] == profile and s["state"] == "ready" and not s.get("swap")) else None
+        return (
+            s if (s["profile"] == profile and s["state"] == "ready" and not s.get("swap")) else None
+        )
+
     return check
 
 
@@ -60,7 +63,9 @@ def _start_when_no_orphans(state: Path, profiles: Path) -> None:
     deadline = time.monotonic() + 90
     while True:
         try:
-            client.call_sync(state, "start", autostart=False, profile="e2e-a", profiles_dirs=[profiles])
+            client.call_sync(
+                state, "start", autostart=False, profile="e2e-a", profiles_dirs=[profiles]
+            )
             return
         except client.AgentError as exc:
             if "leftover SGLang processes" not in str(exc) or time.monotonic() > deadline:
@@ -68,16 +73,32 @@ def _start_when_no_orphans(state: Path, profiles: Path) -> None:
             time.sleep(1.0)
 
 
-def test_live_session_keeps_the_api_key_off_disk_and_reports_two_swaps(isolated_env, tmp_path, spawn, free_port):
+def test_live_session_keeps_the_api_key_off_disk_and_reports_two_swaps(
+    isolated_env, tmp_path, spawn, free_port
+):
     state = isolated_env
     profiles = tmp_path / "profiles"
     profiles.mkdir()
     (profiles / "e2e-a.toml").write_text(_profile("e2e-a", "demo-no-mtp", "7", free_port))
     (profiles / "e2e-b.toml").write_text(_profile("e2e-b", "demo-mtp", "8", free_port))
     agent_log = open(tmp_path / "agent.out", "wb")
-    agent = spawn([sys.executable, "-m", "sgltui.agent", "--state-dir", str(state), "--profiles", str(profiles),
-                   "--foreground"], stdout=agent_log, stderr=agent_log)
-    _wait(lambda: (state / "agent.sock").exists() or agent.poll() is not None, 30, "the agent socket")
+    agent = spawn(
+        [
+            sys.executable,
+            "-m",
+            "sgltui.agent",
+            "--state-dir",
+            str(state),
+            "--profiles",
+            str(profiles),
+            "--foreground",
+        ],
+        stdout=agent_log,
+        stderr=agent_log,
+    )
+    _wait(
+        lambda: (state / "agent.sock").exists() or agent.poll() is not None, 30, "the agent socket"
+    )
     assert agent.poll() is None, (tmp_path / "agent.out").read_text()
 
     _start_when_no_orphans(state, profiles)
@@ -94,7 +115,9 @@ def test_live_session_keeps_the_api_key_off_disk_and_reports_two_swaps(isolated_
     (session,) = session_dirs(state)
     # The server did print its key (SGLang's server_args line), so the scrubber had work to do.
     logs = sorted((session / "servers").glob("*.log"))
-    assert len(logs) == 3 and "api_key='***" in logs[0].read_text().replace("*" * len(API_KEY), "***")
+    assert len(logs) == 3 and "api_key='***" in logs[0].read_text().replace(
+        "*" * len(API_KEY), "***"
+    )
     report = build_report(load_session(session))
     rendered = {fmt: render(report, fmt) for fmt in ("md", "json", "csv")}
 
@@ -111,9 +134,15 @@ def test_live_session_keeps_the_api_key_off_disk_and_reports_two_swaps(isolated_
     assert leaks == []
 
     assert [x["profile"] for x in report["launches"]] == ["e2e-a", "e2e-b", "e2e-a"]
-    assert all(x["outcome"] in ("ready", "stopped") and x["start_s"] and x["start_s"] > 0 for x in report["launches"])
+    assert all(
+        x["outcome"] in ("ready", "stopped") and x["start_s"] and x["start_s"] > 0
+        for x in report["launches"]
+    )
     swaps = report["swaps"]
-    assert [(s["from"], s["to"], s["ok"]) for s in swaps] == [("e2e-a", "e2e-b", True), ("e2e-b", "e2e-a", True)]
+    assert [(s["from"], s["to"], s["ok"]) for s in swaps] == [
+        ("e2e-a", "e2e-b", True),
+        ("e2e-b", "e2e-a", True),
+    ]
     for s in swaps:
         assert s["timings_s"]["total"] > 0 and s["timings_s"]["load"] is not None
     served = {x["profile"]: x["serving_s"] for x in report["time_in_profile"]}

@@ -57,7 +57,12 @@ def test_two_sessions_in_one_second_get_distinct_dirs(tmp_path):
 def test_event_shape_and_flush_per_event(tmp_path):
     rec = Recorder.create(tmp_path, session_dir=tmp_path / "s")
     ev = rec.event("slot.state", slot="0", client="cli:1@h", state="ready", prev="launching")
-    assert ev["v"] == 1 and ev["type"] == "slot.state" and ev["slot"] == "0" and ev["client"] == "cli:1@h"
+    assert (
+        ev["v"] == 1
+        and ev["type"] == "slot.state"
+        and ev["slot"] == "0"
+        and ev["client"] == "cli:1@h"
+    )
     assert isinstance(ev["ts"], float) and abs(ev["ts"] - time.time()) < 5
     # Readable by another reader immediately, without closing or flushing the recorder.
     records, stats = read_jsonl(tmp_path / "s" / "events.jsonl")
@@ -66,8 +71,13 @@ def test_event_shape_and_flush_per_event(tmp_path):
 
 def test_events_and_samples_are_redacted_on_disk(tmp_path):
     rec = Recorder.create(tmp_path, session_dir=tmp_path / "s")
-    ev = rec.event("launch", slot="0", launch_id="L1", command=["python", "-m", "sgltui.sim", "--api-key", KEY],
-                   env={"HF_TOKEN": "hf_abcdefghij"})
+    ev = rec.event(
+        "launch",
+        slot="0",
+        launch_id="L1",
+        command=["python", "-m", "sgltui.sim", "--api-key", KEY],
+        env={"HF_TOKEN": "hf_abcdefghij"},
+    )
     rec.event("command", op="start", args={"note": f"key {KEY} given"})
     rec.sample({"engine": {"0": {"source": f"http://u:{KEY}@h/metrics"}}})
     assert KEY not in json.dumps(ev)
@@ -83,7 +93,9 @@ def test_server_log_scrubbed_in_place_with_same_length(tmp_path):
     log = rec.server_log_path("L1")
     # The server writes through its own O_APPEND descriptor, as the agent spawns it.
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.write(fd, f"[2026-12-02 15:00:00] server_args=ServerArgs(api_key='{KEY}', port=30000)\n".encode())
+    os.write(
+        fd, f"[2026-12-02 15:00:00] server_args=ServerArgs(api_key='{KEY}', port=30000)\n".encode()
+    )
     os.write(fd, b"half a line with " + KEY[:6].encode())  # no newline yet: left for the next pass
     before = log.stat().st_size
     rec.maintain()
@@ -157,7 +169,11 @@ def test_disk_full_reports_keeps_serving_and_damages_nothing(tmp_path, monkeypat
     assert ev["type"] == "launch"
     rec.sample({"ts": 2.0})
     disk = rec.disk
-    assert disk["ok"] is False and "No space left on device" in disk["error"] and "ENOSPC" in disk["error"]
+    assert (
+        disk["ok"] is False
+        and "No space left on device" in disk["error"]
+        and "ENOSPC" in disk["error"]
+    )
     assert "free disk space" in disk["error"] and disk["dropped_samples"] == 1
     assert [e["type"] for e in seen] == ["disk.error"]
     assert (tmp_path / "s" / "events.jsonl").read_bytes() == events_before  # partial line cut off
@@ -167,7 +183,13 @@ def test_disk_full_reports_keeps_serving_and_damages_nothing(tmp_path, monkeypat
     rec.event("slot.state", slot="0", state="ready")
     assert rec.disk["ok"] is True
     records, stats = read_jsonl(tmp_path / "s" / "events.jsonl")
-    assert [r["type"] for r in records] == ["agent.start", "launch", "disk.error", "disk.ok", "slot.state"]
+    assert [r["type"] for r in records] == [
+        "agent.start",
+        "launch",
+        "disk.error",
+        "disk.ok",
+        "slot.state",
+    ]
     assert stats.skipped == 0
     assert [e["type"] for e in seen] == ["disk.error", "disk.ok"]
 
@@ -184,8 +206,11 @@ def test_unwritable_session_dir_does_not_raise(tmp_path):
 
 
 def test_event_and_timeline_rotation_is_bounded_and_ordered(tmp_path):
-    limits = SessionLimits(events=RotationLimit(4096, 2), timeline=RotationLimit(4096, 1),
-                           server_log=RotationLimit(4096, 1))
+    limits = SessionLimits(
+        events=RotationLimit(4096, 2),
+        timeline=RotationLimit(4096, 1),
+        server_log=RotationLimit(4096, 1),
+    )
     rec = Recorder.create(tmp_path, session_dir=tmp_path / "s", limits=limits)
     for i in range(200):
         rec.event("tick", n=i, pad="y" * 100)
@@ -228,7 +253,9 @@ def test_bad_limits_env_falls_back_with_a_warning_event(tmp_path, monkeypatch):
     rec = Recorder.create(tmp_path, session_dir=tmp_path / "s")
     assert rec.limits == SessionLimits()
     records, _ = read_jsonl(tmp_path / "s" / "events.jsonl")
-    assert records[0]["type"] == "session.warning" and "SGLTUI_SESSION_LIMITS" in records[0]["message"]
+    assert (
+        records[0]["type"] == "session.warning" and "SGLTUI_SESSION_LIMITS" in records[0]["message"]
+    )
 
 
 def test_reopen_scrubs_lines_written_while_no_agent_watched(tmp_path):
@@ -258,15 +285,24 @@ def test_real_write_limit_in_a_child_process(tmp_path):
         "    r.event('tick', n=i, pad='p' * 701)\n"
         "print(json.dumps(r.disk))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], capture_output=True, text=True,
-                         timeout=60, start_new_session=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,
+    )
     assert out.returncode == 0, out.stderr
     disk = json.loads(out.stdout)
     assert disk["ok"] is False and "EFBIG" in disk["error"] and "ulimit -f" in disk["error"]
     data = (tmp_path / "s" / "events.jsonl").read_bytes()
     assert len(data) <= 20000 and data.endswith(b"\n")  # the cut line was removed again
     records, stats = read_jsonl(tmp_path / "s" / "events.jsonl")
-    assert stats.skipped == 0 and [r["n"] for r in records] == list(range(len(records))) and len(records) > 10
+    assert (
+        stats.skipped == 0
+        and [r["n"] for r in records] == list(range(len(records)))
+        and len(records) > 10
+    )
 
 
 def test_scrub_catches_up_in_chunks(tmp_path, monkeypatch):

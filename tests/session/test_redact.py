@@ -26,7 +26,14 @@ def test_argv_secret_values_are_masked_and_the_rest_kept(argv, hidden):
 
 
 def test_size_flags_that_mention_tokens_are_not_secrets():
-    argv = ["--max-total-tokens", "4096", "--bucket-time-to-first-token", "0.1", "--speculative-num-draft-tokens", "4"]
+    argv = [
+        "--max-total-tokens",
+        "4096",
+        "--bucket-time-to-first-token",
+        "0.1",
+        "--speculative-num-draft-tokens",
+        "4",
+    ]
     assert Redactor().argv(argv) == argv
     assert not is_secret_flag("--max-total-tokens")
     assert is_secret_flag("--api-key")
@@ -39,7 +46,9 @@ def test_sglang_server_args_log_line():
     )
     out = redact_text(line)
     assert KEY not in out and "pw-123456" not in out
-    assert "admin_api_key=None" in out and "port=30000" in out and "model_path='Qwen/Qwen3-8B'" in out
+    assert (
+        "admin_api_key=None" in out and "port=30000" in out and "model_path='Qwen/Qwen3-8B'" in out
+    )
 
 
 def test_json_dump_fields():
@@ -49,8 +58,16 @@ def test_json_dump_fields():
 
 @pytest.mark.parametrize(
     "name, secret",
-    [("HF_TOKEN", True), ("OPENAI_API_KEY", True), ("AWS_SECRET_ACCESS_KEY", True), ("DB_PASSWORD", True),
-     ("TOKENIZERS_PARALLELISM", False), ("CUDA_VISIBLE_DEVICES", False), ("PWD", False), ("KEYBOARD", False)],
+    [
+        ("HF_TOKEN", True),
+        ("OPENAI_API_KEY", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("DB_PASSWORD", True),
+        ("TOKENIZERS_PARALLELISM", False),
+        ("CUDA_VISIBLE_DEVICES", False),
+        ("PWD", False),
+        ("KEYBOARD", False),
+    ],
 )
 def test_env_names(name, secret):
     assert is_secret_env(name) is secret
@@ -82,8 +99,14 @@ def test_learnt_secret_is_masked_in_later_free_text():
 
 def test_obj_walks_events_and_keeps_hot_swap_key():
     r = Redactor()
-    ev = {"type": "launch", "key": "3", "api_key_set": True, "command": ["python", "--api-key", KEY],
-          "env": {"HF_TOKEN": "hf_zzzzzz"}, "nested": [{"authorization": "Bearer x-y-z-1"}]}
+    ev = {
+        "type": "launch",
+        "key": "3",
+        "api_key_set": True,
+        "command": ["python", "--api-key", KEY],
+        "env": {"HF_TOKEN": "hf_zzzzzz"},
+        "nested": [{"authorization": "Bearer x-y-z-1"}],
+    }
     out = r.obj(ev)
     flat = repr(out)
     assert KEY not in flat and "hf_zzzzzz" not in flat and "x-y-z-1" not in flat
@@ -103,11 +126,14 @@ def test_short_literal_secret_is_not_replaced_everywhere():
     assert "ab" not in r.argv(["--api-key", "ab"])[1]
 
 
-@pytest.mark.parametrize("line", [
-    "[2026-12-02 15:40:41] Decode batch, #running-req: 4, #token: 8000, token usage: 0.30, gen throughput (token/s): 181.20",
-    "[2026-12-02 15:40:40] Prefill batch, #new-seq: 1, #new-token: 512, #cached-token: 0, token usage: 0.01",
-    '[2026-12-02 15:40:09] INFO:     127.0.0.1:51234 - "GET /health HTTP/1.1" 200 OK',
-    "max_total_num_tokens=412160, chunked_prefill_size=8192, max_prefill_tokens=16384",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[2026-12-02 15:40:41] Decode batch, #running-req: 4, #token: 8000, token usage: 0.30, gen throughput (token/s): 181.20",
+        "[2026-12-02 15:40:40] Prefill batch, #new-seq: 1, #new-token: 512, #cached-token: 0, token usage: 0.01",
+        '[2026-12-02 15:40:09] INFO:     127.0.0.1:51234 - "GET /health HTTP/1.1" 200 OK',
+        "max_total_num_tokens=412160, chunked_prefill_size=8192, max_prefill_tokens=16384",
+    ],
+)
 def test_ordinary_sglang_lines_pass_unchanged(line):
     assert redact_text(line) == line

@@ -45,9 +45,16 @@ def test_status_details(rp):
     st = rp.status_at(T0 + 50)
     slot = st["slots"][0]
     assert slot["uptime_s"] == pytest.approx(29.0) and slot["launch_id"] == "L1"
-    assert slot["capacity"] == {"max_running_requests": 48} and slot["port"] == 30000 and slot["api_key_set"]
+    assert (
+        slot["capacity"] == {"max_running_requests": 48}
+        and slot["port"] == 30000
+        and slot["api_key_set"]
+    )
     assert builder.API_KEY not in repr(st)
-    assert st["agent"]["session_dir"] == str(rp.path) and st["agent"]["disk"] == {"ok": True, "error": None}
+    assert st["agent"]["session_dir"] == str(rp.path) and st["agent"]["disk"] == {
+        "ok": True,
+        "error": None,
+    }
     crashed = rp.status_at(T0 + 255)["slots"][0]
     assert crashed["cause"]["kind"] == "cuda"
     assert rp.status_at(T0 + 130)["bench"]["state"] == "running"
@@ -62,7 +69,12 @@ def test_pushes_in_steps_equal_pushes_at_once(rp):
     while t < rp.end:
         stepped += rp.pushes_between(t, t + 7.3)
         t += 7.3
-    key = lambda p: (p["push"], p["data"].get("ts"), p["data"].get("type"), tuple(p["data"].get("lines") or ()))
+    key = lambda p: (
+        p["push"],
+        p["data"].get("ts"),
+        p["data"].get("type"),
+        tuple(p["data"].get("lines") or ()),
+    )
     assert sorted(map(key, stepped)) == sorted(map(key, whole))
     kinds = {p["push"] for p in whole}
     assert kinds == {"event", "sample", "log"}
@@ -76,7 +88,9 @@ def test_log_tail_follows_the_current_launch(rp):
     first = rp.log_tail("0", T0 + 30)
     assert len(first) == 2 and "api_key='***" in first[0].replace("*" * 18, "***")
     assert builder.API_KEY not in " ".join(first)
-    assert rp.log_tail("0", T0 + 255) == ["RuntimeError: CUDA error: an illegal memory access was encountered"]
+    assert rp.log_tail("0", T0 + 255) == [
+        "RuntimeError: CUDA error: an illegal memory access was encountered"
+    ]
 
 
 def test_checkpoints_give_the_same_answer(isolated_env, monkeypatch):
@@ -114,7 +128,9 @@ def test_parse_seek_forms():
     with pytest.raises(SeekError, match="outside the session"):
         parse_seek("@" + off_clock, now, start, end)
     assert parse_seek("50%", now, start, end) == start + 2000
-    assert parse_seek("end", now, start, end) == end and parse_seek("start", now, start, end) == start
+    assert (
+        parse_seek("end", now, start, end) == end and parse_seek("start", now, start, end) == start
+    )
     assert parse_seek("+99h", now, start, end) == end  # clamped
     for bad in ("", "soon", "@99:99"):
         with pytest.raises(SeekError):

@@ -53,8 +53,13 @@ async def test_step_through_events_and_the_screen_follows(app):
         for _ in range(12):
             await pilot.press("right_square_bracket")
             # The state comes with the event push, the profile with the STATUS re-read after it.
-            await until(pilot, lambda: (slot0(app).get("state"), slot0(app).get("profile"))
-                        == (shown_at(app, src.t)["state"], shown_at(app, src.t)["profile"]))
+            await until(
+                pilot,
+                lambda: (
+                    (slot0(app).get("state"), slot0(app).get("profile"))
+                    == (shown_at(app, src.t)["state"], shown_at(app, src.t)["profile"])
+                ),
+            )
             seen.append((slot0(app)["profile"], slot0(app)["state"]))
         assert ("demo-no-mtp", "ready") in seen and ("demo-no-mtp", "draining") in seen
         assert ("demo-mtp", "launching") in seen
@@ -98,7 +103,10 @@ async def test_goto_box_and_arrow_steps(app):
         await pilot.press("g")
         await pilot.press(*"2:10", "enter")  # offset 130 s: demo-mtp serving, bench running
         await until(pilot, lambda: src.t == src.start + 130)
-        await until(pilot, lambda: slot0(app).get("profile") == "demo-mtp" and slot0(app).get("state") == "ready")
+        await until(
+            pilot,
+            lambda: slot0(app).get("profile") == "demo-mtp" and slot0(app).get("state") == "ready",
+        )
         await pilot.press("right")
         assert src.t == src.start + 131
         await pilot.press("left", "left")

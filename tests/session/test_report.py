@@ -30,9 +30,16 @@ def report(session_dir):
 
 def test_launches_and_start_times(report):
     launches = report["launches"]
-    assert [x["profile"] for x in launches] == ["demo-no-mtp", "demo-mtp", "demo-mtp-hicache", "demo-mtp"]
+    assert [x["profile"] for x in launches] == [
+        "demo-no-mtp",
+        "demo-mtp",
+        "demo-mtp-hicache",
+        "demo-mtp",
+    ]
     assert [x["outcome"] for x in launches] == ["ready", "ready", "failed", "crashed"]
-    assert launches[0]["start_s"] == pytest.approx(20.0) and launches[1]["start_s"] == pytest.approx(18.0)
+    assert launches[0]["start_s"] == pytest.approx(20.0) and launches[1][
+        "start_s"
+    ] == pytest.approx(18.0)
     assert launches[0]["max_running_requests"] == 48
     # No capacity event for L2: the engine's figure from the timeline stands in.
     assert launches[1]["max_running_requests"] == 48 and launches[2]["max_running_requests"] is None
@@ -41,13 +48,28 @@ def test_launches_and_start_times(report):
 def test_two_swaps_with_time_split(report):
     ok, rolled = report["swaps"]
     assert (ok["from"], ok["to"], ok["ok"]) == ("demo-no-mtp", "demo-mtp", True)
-    assert ok["timings_s"] == {"drain": 2.0, "stop": 1.0, "memory_release": 3.0, "load": 14.0, "ready": 4.0, "total": 24.0}
-    assert rolled["ok"] is False and rolled["rolled_back"] is True and rolled["timings_s"]["total"] == 30.0
+    assert ok["timings_s"] == {
+        "drain": 2.0,
+        "stop": 1.0,
+        "memory_release": 3.0,
+        "load": 14.0,
+        "ready": 4.0,
+        "total": 24.0,
+    }
+    assert (
+        rolled["ok"] is False
+        and rolled["rolled_back"] is True
+        and rolled["timings_s"]["total"] == 30.0
+    )
 
 
 def test_crashes_with_causes_and_log_lines(report):
     failed, crashed = report["crashes"]
-    assert failed["kind"] == "oom" and failed["profile"] == "demo-mtp-hicache" and "lower" in failed["fix"]
+    assert (
+        failed["kind"] == "oom"
+        and failed["profile"] == "demo-mtp-hicache"
+        and "lower" in failed["fix"]
+    )
     assert crashed["kind"] == "cuda" and crashed["exit_code"] == 1
     # No lines in the cause: the tail of that launch's server log stands in.
     assert any("illegal memory access" in line for line in crashed["lines"])
@@ -57,9 +79,13 @@ def test_time_in_profile_and_throughput(report):
     t = {x["profile"]: x for x in report["time_in_profile"]}
     assert t["demo-no-mtp"]["serving_s"] == pytest.approx(59.0)
     assert t["demo-mtp"]["serving_s"] == pytest.approx(56.0 + 60.0)
-    assert t["demo-mtp-hicache"]["serving_s"] == 0.0 and t["demo-mtp-hicache"]["starting_s"] == pytest.approx(7.0)
+    assert t["demo-mtp-hicache"]["serving_s"] == 0.0 and t["demo-mtp-hicache"][
+        "starting_s"
+    ] == pytest.approx(7.0)
     tp = {x["profile"]: x for x in report["throughput"]}
-    assert tp["demo-no-mtp"]["samples"] == 59 and tp["demo-no-mtp"]["gen_tok_s_mean"] == pytest.approx(1002.0, abs=0.2)
+    assert tp["demo-no-mtp"]["samples"] == 59 and tp["demo-no-mtp"][
+        "gen_tok_s_mean"
+    ] == pytest.approx(1002.0, abs=0.2)
     assert tp["demo-mtp"]["samples"] == 116 and 400 <= tp["demo-mtp"]["gen_tok_s_mean"] <= 402
     assert tp["demo-mtp"]["running_reqs_max"] == 4 and "demo-mtp-hicache" not in tp
 
@@ -74,12 +100,22 @@ def test_bench_comparison_and_recommendation(report):
 
 def test_markdown_has_every_section_and_unicode_charts(report):
     md = render(report, "md")
-    for heading in ("## Launches", "## Swaps", "## Crashes and failures", "## Time in each profile",
-                    "## Throughput per profile", "## Bench runs", "**Recommendation:**"):
+    for heading in (
+        "## Launches",
+        "## Swaps",
+        "## Crashes and failures",
+        "## Time in each profile",
+        "## Throughput per profile",
+        "## Bench runs",
+        "**Recommendation:**",
+    ):
         assert heading in md
-    assert "░" in md and "█" in md and "▞" in md          # stacked swap bars
-    assert any(ch in md for ch in "▁▂▃▄▅▆▇")               # sparklines
-    assert "| demo-no-mtp -> demo-mtp | ok | 2.00 s | 1.00 s | 3.00 s | 14.0 s | 4.00 s | 24.0 s |" in md
+    assert "░" in md and "█" in md and "▞" in md  # stacked swap bars
+    assert any(ch in md for ch in "▁▂▃▄▅▆▇")  # sparklines
+    assert (
+        "| demo-no-mtp -> demo-mtp | ok | 2.00 s | 1.00 s | 3.00 s | 14.0 s | 4.00 s | 24.0 s |"
+        in md
+    )
 
 
 def test_json_and_csv_agree(report):
@@ -98,19 +134,35 @@ def test_api_key_appears_in_no_file_and_no_report(session_dir, report):
             assert builder.API_KEY.encode() not in data, f
     for fmt in ("md", "json", "csv"):
         assert builder.API_KEY not in render(report, fmt)
-    assert "api_key='" in (session_dir / "servers" / "L1.log").read_text()  # the line survives, the value not
+    assert (
+        "api_key='" in (session_dir / "servers" / "L1.log").read_text()
+    )  # the line survives, the value not
 
 
 def test_swap_timings_derived_from_steps_when_missing(tmp_path):
     rec = Recorder.create(tmp_path, session_dir=tmp_path / "s")
     t = 1_000.0
-    for dt, step in ((0, "draining"), (1.5, "stopping"), (2.0, "releasing memory"), (4.0, "launching")):
+    for dt, step in (
+        (0, "draining"),
+        (1.5, "stopping"),
+        (2.0, "releasing memory"),
+        (4.0, "launching"),
+    ):
         rec.event("swap.step", ts=t + dt, slot="0", step=step, **{"from": "a", "to": "b"})
     rec.event("slot.phase", ts=t + 9.0, slot="0", phase="warming up")
     rec.event("slot.state", ts=t + 10.0, slot="0", state="ready")
-    rec.event("swap.done", ts=t + 10.0, slot="0", ok=True, rolled_back=False, **{"from": "a", "to": "b"})
+    rec.event(
+        "swap.done", ts=t + 10.0, slot="0", ok=True, rolled_back=False, **{"from": "a", "to": "b"}
+    )
     (swap,) = build_report(load_session(tmp_path / "s"))["swaps"]
-    assert swap["timings_s"] == {"drain": 1.5, "stop": 0.5, "memory_release": 2.0, "load": 5.0, "ready": 1.0, "total": 10.0}
+    assert swap["timings_s"] == {
+        "drain": 1.5,
+        "stop": 0.5,
+        "memory_release": 2.0,
+        "load": 5.0,
+        "ready": 1.0,
+        "total": 10.0,
+    }
 
 
 def test_torn_and_bad_lines_are_noted(session_dir):
@@ -122,8 +174,14 @@ def test_torn_and_bad_lines_are_noted(session_dir):
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "sgltui", *args], capture_output=True, text=True, timeout=60,
-                          env=env, start_new_session=True)
+    return subprocess.run(
+        [sys.executable, "-m", "sgltui", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        start_new_session=True,
+    )
 
 
 def test_cli_list_report_and_errors(session_dir, tmp_path):
@@ -153,8 +211,10 @@ def test_cli_report_without_sessions_says_what_to_do(isolated_env):
 
 
 def test_cli_replay_bad_input_is_one_line(session_dir):
-    for args, needle in ((["replay", "nope"], "sgltui sessions list"),
-                         (["replay", session_dir.name, "--speed", "0"], "--speed must be > 0")):
+    for args, needle in (
+        (["replay", "nope"], "sgltui sessions list"),
+        (["replay", session_dir.name, "--speed", "0"], "--speed must be > 0"),
+    ):
         out = _cli(*args)
         assert out.returncode != 0 and needle in out.stderr
         assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1

@@ -14,7 +14,7 @@ def sse_events(resp: httpx.Response) -> list:
         if not line.startswith("data: "):
             assert line == "", f"unexpected SSE line {line!r}"
             continue
-        data = line[len("data: "):]
+        data = line[len("data: ") :]
         out.append(data if data == "[DONE]" else json.loads(data))
     return out
 

@@ -14,8 +14,14 @@ MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory):
     gpu_dir = tmp_path_factory.mktemp("simgpu")
-    s = start_sim("--model-path", MODEL, "--enable-metrics", "--enable-cache-report",
-                  time_scale="0.1", env={"SGLTUI_SIM_GPU_DIR": str(gpu_dir)})
+    s = start_sim(
+        "--model-path",
+        MODEL,
+        "--enable-metrics",
+        "--enable-cache-report",
+        time_scale="0.1",
+        env={"SGLTUI_SIM_GPU_DIR": str(gpu_dir)},
+    )
     yield s
     stop_sim(s)
 
@@ -49,15 +55,26 @@ def test_server_info(sim):
     assert "avg_spec_accept_length" not in state
     assert info["status"] == "Up"
     assert not any(k.startswith("sim_") for k in info)
-    assert get(sim, "/get_server_info").json()["max_total_num_tokens"] == info["max_total_num_tokens"]
+    assert (
+        get(sim, "/get_server_info").json()["max_total_num_tokens"] == info["max_total_num_tokens"]
+    )
 
 
 def test_v1_loads_sections_and_prometheus(sim):
     body = get(sim, "/v1/loads").json()
     assert body["version"] == "0.5.23" and body["num_accelerators"] == 1
     load = body["loads"][0]
-    for key in ("num_running_reqs", "num_waiting_reqs", "num_used_tokens", "max_total_num_tokens",
-                "max_running_requests", "token_usage", "gen_throughput", "cache_hit_rate", "utilization"):
+    for key in (
+        "num_running_reqs",
+        "num_waiting_reqs",
+        "num_used_tokens",
+        "max_total_num_tokens",
+        "max_running_requests",
+        "token_usage",
+        "gen_throughput",
+        "cache_hit_rate",
+        "utilization",
+    ):
         assert key in load
     full = get(sim, "/v1/loads", params={"include": "all"}).json()["loads"][0]
     assert full["memory"]["token_capacity"] == load["max_total_num_tokens"]
@@ -81,8 +98,10 @@ def test_removed_and_unknown_paths_are_404(sim):
 
 
 def test_completions_non_stream(sim):
-    r = post_json(sim.url + "/v1/completions", {"model": MODEL, "prompt": "Say something", "max_tokens": 7,
-                                                "ignore_eos": True})
+    r = post_json(
+        sim.url + "/v1/completions",
+        {"model": MODEL, "prompt": "Say something", "max_tokens": 7, "ignore_eos": True},
+    )
     body = r.json()
     assert r.status_code == 200 and body["object"] == "text_completion"
     choice = body["choices"][0]
@@ -92,47 +111,74 @@ def test_completions_non_stream(sim):
 
 
 def test_completions_stream_with_usage(sim):
-    with httpx.stream("POST", sim.url + "/v1/completions", timeout=30,
-                      json={"prompt": "Stream this", "max_tokens": 5, "stream": True, "ignore_eos": True,
-                            "stream_options": {"include_usage": True}}) as r:
+    with httpx.stream(
+        "POST",
+        sim.url + "/v1/completions",
+        timeout=30,
+        json={
+            "prompt": "Stream this",
+            "max_tokens": 5,
+            "stream": True,
+            "ignore_eos": True,
+            "stream_options": {"include_usage": True},
+        },
+    ) as r:
         assert r.headers["content-type"].startswith("text/event-stream")
         events = sse_events(r)
     assert events[-1] == "[DONE]"
     usage = events[-2]
     assert usage["choices"] == [] and usage["usage"]["completion_tokens"] == 5
     streamed = "".join(e["choices"][0]["text"] for e in events[:-2])
-    whole = post_json(sim.url + "/v1/completions", {"prompt": "Stream this", "max_tokens": 5,
-                                                    "ignore_eos": True}).json()
-    assert streamed == whole["choices"][0]["text"] != ""   # deltas add up to the same answer
+    whole = post_json(
+        sim.url + "/v1/completions", {"prompt": "Stream this", "max_tokens": 5, "ignore_eos": True}
+    ).json()
+    assert streamed == whole["choices"][0]["text"] != ""  # deltas add up to the same answer
     assert events[-3]["choices"][0]["finish_reason"] == "length"
     assert all(e["usage"] is None for e in events[:-2])
 
 
 def test_completions_stream_without_usage_has_none(sim):
-    with httpx.stream("POST", sim.url + "/v1/completions", timeout=30,
-                      json={"prompt": "x", "max_tokens": 3, "stream": True, "ignore_eos": True}) as r:
+    with httpx.stream(
+        "POST",
+        sim.url + "/v1/completions",
+        timeout=30,
+        json={"prompt": "x", "max_tokens": 3, "stream": True, "ignore_eos": True},
+    ) as r:
         events = sse_events(r)
     assert all(e == "[DONE]" or e["choices"] for e in events)
 
 
 def test_chat_completions(sim):
-    body = {"model": MODEL, "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 6,
-            "ignore_eos": True}
+    body = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "Hello!"}],
+        "max_tokens": 6,
+        "ignore_eos": True,
+    }
     r = post_json(sim.url + "/v1/chat/completions", body).json()
     assert r["object"] == "chat.completion"
-    assert r["choices"][0]["message"]["role"] == "assistant" and r["choices"][0]["message"]["content"]
+    assert (
+        r["choices"][0]["message"]["role"] == "assistant" and r["choices"][0]["message"]["content"]
+    )
     assert r["usage"]["completion_tokens"] == 6
-    with httpx.stream("POST", sim.url + "/v1/chat/completions", json={**body, "stream": True}, timeout=30) as s:
+    with httpx.stream(
+        "POST", sim.url + "/v1/chat/completions", json={**body, "stream": True}, timeout=30
+    ) as s:
         events = sse_events(s)
     assert events[0]["choices"][0]["delta"]["role"] == "assistant"
     assert events[0]["object"] == "chat.completion.chunk"
     content = "".join(e["choices"][0]["delta"].get("content") or "" for e in events[:-1])
-    assert content == r["choices"][0]["message"]["content"]      # same seed, same prompt, same answer
+    assert content == r["choices"][0]["message"]["content"]  # same seed, same prompt, same answer
 
 
 def test_generate_native_and_meta_info(sim):
-    r = post_json(sim.url + "/generate", {"text": "The capital of France is",
-                                          "sampling_params": {"max_new_tokens": 9, "ignore_eos": True}}).json()
+    r = post_json(
+        sim.url + "/generate",
+        {
+            "text": "The capital of France is",
+            "sampling_params": {"max_new_tokens": 9, "ignore_eos": True},
+        },
+    ).json()
     assert len(r["output_ids"]) == 9
     meta = r["meta_info"]
     assert meta["finish_reason"] == {"type": "length", "length": 9}
@@ -142,41 +188,65 @@ def test_generate_native_and_meta_info(sim):
 
 
 def test_generate_stream_is_cumulative_by_default(sim):
-    with httpx.stream("POST", sim.url + "/generate", timeout=30,
-                      json={"input_ids": [5, 6, 7, 8], "stream": True,
-                            "sampling_params": {"max_new_tokens": 40, "ignore_eos": True}}) as r:
+    with httpx.stream(
+        "POST",
+        sim.url + "/generate",
+        timeout=30,
+        json={
+            "input_ids": [5, 6, 7, 8],
+            "stream": True,
+            "sampling_params": {"max_new_tokens": 40, "ignore_eos": True},
+        },
+    ) as r:
         events = sse_events(r)
     chunks = events[:-1]
     # Tokens that arrive while the client is slow are coalesced, so count chunks loosely.
     assert events[-1] == "[DONE]" and 2 <= len(chunks) <= 40
     assert len(chunks[-1]["output_ids"]) == 40
     for a, b in zip(chunks, chunks[1:]):
-        assert b["text"].startswith(a["text"]) and b["output_ids"][:len(a["output_ids"])] == a["output_ids"]
+        assert (
+            b["text"].startswith(a["text"])
+            and b["output_ids"][: len(a["output_ids"])] == a["output_ids"]
+        )
         assert len(b["output_ids"]) > len(a["output_ids"])
     assert all(c["meta_info"]["finish_reason"] is None for c in chunks[:-1])
     assert chunks[-1]["meta_info"]["finish_reason"]["type"] == "length"
 
 
 def test_generate_batch_returns_a_list(sim):
-    r = post_json(sim.url + "/generate", {"input_ids": [[1, 2, 3], [4, 5, 6, 7]],
-                                          "sampling_params": {"max_new_tokens": 3, "ignore_eos": True}}).json()
+    r = post_json(
+        sim.url + "/generate",
+        {
+            "input_ids": [[1, 2, 3], [4, 5, 6, 7]],
+            "sampling_params": {"max_new_tokens": 3, "ignore_eos": True},
+        },
+    ).json()
     assert isinstance(r, list) and [x["meta_info"]["prompt_tokens"] for x in r] == [3, 4]
 
 
 def test_stop_string_ends_and_is_not_returned(sim):
-    base = post_json(sim.url + "/generate", {"text": "stop test", "sampling_params":
-                                             {"max_new_tokens": 30, "ignore_eos": True}}).json()
+    base = post_json(
+        sim.url + "/generate",
+        {"text": "stop test", "sampling_params": {"max_new_tokens": 30, "ignore_eos": True}},
+    ).json()
     words = base["text"].split()
     stop = " " + words[3]
-    r = post_json(sim.url + "/generate", {"text": "stop test", "sampling_params":
-                                          {"max_new_tokens": 30, "ignore_eos": True, "stop": [stop]}}).json()
+    r = post_json(
+        sim.url + "/generate",
+        {
+            "text": "stop test",
+            "sampling_params": {"max_new_tokens": 30, "ignore_eos": True, "stop": [stop]},
+        },
+    ).json()
     assert r["meta_info"]["finish_reason"] == {"type": "stop", "matched": stop}
     assert stop not in r["text"] and base["text"].startswith(r["text"])
 
 
 def test_eos_ends_answers_unless_ignored(sim):
-    r = post_json(sim.url + "/generate", {"text": "tell me a long story",
-                                          "sampling_params": {"max_new_tokens": 100000}}).json()
+    r = post_json(
+        sim.url + "/generate",
+        {"text": "tell me a long story", "sampling_params": {"max_new_tokens": 100000}},
+    ).json()
     assert r["meta_info"]["finish_reason"]["type"] == "stop"
     assert 0 < r["meta_info"]["completion_tokens"] < 100000
 
@@ -190,11 +260,14 @@ def test_prefix_cache_is_reported(sim):
     assert second["usage"]["prompt_tokens_details"]["cached_tokens"] == 63
 
 
-@pytest.mark.parametrize("body,needle", [
-    ({"sampling_params": {}}, "Either text or input_ids"),
-    ({"text": "x", "sampling_params": {"max_new_tokens": -1}}, "max_new_tokens"),
-    ({"text": 5}, "text must be"),
-])
+@pytest.mark.parametrize(
+    "body,needle",
+    [
+        ({"sampling_params": {}}, "Either text or input_ids"),
+        ({"text": "x", "sampling_params": {"max_new_tokens": -1}}, "max_new_tokens"),
+        ({"text": 5}, "text must be"),
+    ],
+)
 def test_bad_generate_bodies_are_400(sim, body, needle):
     r = post_json(sim.url + "/generate", body)
     assert r.status_code == 400
@@ -204,19 +277,29 @@ def test_bad_generate_bodies_are_400(sim, body, needle):
 
 def test_prompt_longer_than_context_is_400(sim):
     r = post_json(sim.url + "/v1/completions", {"prompt": [1] * 131072, "max_tokens": 1})
-    assert r.status_code == 400 and "longer than the model's context length (131072 tokens)" in r.json()["message"]
+    assert (
+        r.status_code == 400
+        and "longer than the model's context length (131072 tokens)" in r.json()["message"]
+    )
 
 
 def test_content_type_is_mandatory(sim):
-    r = httpx.post(sim.url + "/v1/completions", content=b'{"prompt": "x"}', timeout=10,
-                   headers={"Content-Type": "text/plain"})
+    r = httpx.post(
+        sim.url + "/v1/completions",
+        content=b'{"prompt": "x"}',
+        timeout=10,
+        headers={"Content-Type": "text/plain"},
+    )
     assert r.status_code == 400 and "application/json" in r.json()["message"]
 
 
 def test_flush_cache_and_abort(sim):
     r = httpx.post(sim.url + "/flush_cache", timeout=10)
     assert r.status_code == 200 and r.text.startswith("Cache flushed.")
-    assert httpx.post(sim.url + "/abort_request", json={"rid": "unknown"}, timeout=10).status_code == 200
+    assert (
+        httpx.post(sim.url + "/abort_request", json={"rid": "unknown"}, timeout=10).status_code
+        == 200
+    )
 
 
 def test_abort_request_ends_a_stream(sim):
@@ -226,15 +309,26 @@ def test_abort_request_ends_a_stream(sim):
     events = []
 
     def reader():
-        with httpx.stream("POST", sim.url + "/generate", timeout=30,
-                          json={"text": "long", "rid": "to-abort", "stream": True,
-                                "sampling_params": {"max_new_tokens": 100000, "ignore_eos": True}}) as r:
+        with httpx.stream(
+            "POST",
+            sim.url + "/generate",
+            timeout=30,
+            json={
+                "text": "long",
+                "rid": "to-abort",
+                "stream": True,
+                "sampling_params": {"max_new_tokens": 100000, "ignore_eos": True},
+            },
+        ) as r:
             events.extend(sse_events(r))
 
     t = threading.Thread(target=reader)
     t.start()
     time.sleep(0.5)
-    assert httpx.post(sim.url + "/abort_request", json={"rid": "to-abort"}, timeout=10).status_code == 200
+    assert (
+        httpx.post(sim.url + "/abort_request", json={"rid": "to-abort"}, timeout=10).status_code
+        == 200
+    )
     t.join(timeout=20)
     assert not t.is_alive()
     assert events[-1] == "[DONE]"

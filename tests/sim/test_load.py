@@ -29,15 +29,23 @@ async def _drive(url: str) -> dict:
         nonlocal peak
         while not stop.is_set():
             try:
-                async with session.get(url + "/v1/loads", timeout=aiohttp.ClientTimeout(total=5)) as r:
+                async with session.get(
+                    url + "/v1/loads", timeout=aiohttp.ClientTimeout(total=5)
+                ) as r:
                     peak = max(peak, (await r.json())["loads"][0]["num_running_reqs"])
             except (aiohttp.ClientError, asyncio.TimeoutError):
                 pass
             await asyncio.sleep(0.05)
 
     async def one(session: aiohttp.ClientSession, i: int) -> None:
-        body = {"model": "m", "prompt": f"request {i}: tell me a story", "max_tokens": OUTPUT_LEN,
-                "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}
+        body = {
+            "model": "m",
+            "prompt": f"request {i}: tell me a story",
+            "max_tokens": OUTPUT_LEN,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         tokens, finished = None, False
         async with session.post(url + "/v1/completions", json=body) as r:
             assert r.status == 200, await r.text()
@@ -52,11 +60,15 @@ async def _drive(url: str) -> dict:
         done.append(i)
 
     connector = aiohttp.TCPConnector(limit=STREAMS + 8)
-    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=None)
+    ) as session:
         poller = asyncio.create_task(poll(session))
         t0 = time.monotonic()
         try:
-            await asyncio.wait_for(asyncio.gather(*(one(session, i) for i in range(STREAMS))), LIMIT_S)
+            await asyncio.wait_for(
+                asyncio.gather(*(one(session, i) for i in range(STREAMS))), LIMIT_S
+            )
             timed_out = False
         except asyncio.TimeoutError:
             timed_out = True
@@ -67,20 +79,33 @@ async def _drive(url: str) -> dict:
 
 
 def test_hundreds_of_concurrent_streams_at_time_scale_zero(sim_server):
-    sim = sim_server("--sim-time-scale", "0", "--sim-gpu", "h200-141gb", "--max-running-requests", "2048",
-                     "--enable-metrics")
+    sim = sim_server(
+        "--sim-time-scale",
+        "0",
+        "--sim-gpu",
+        "h200-141gb",
+        "--max-running-requests",
+        "2048",
+        "--enable-metrics",
+    )
     r = asyncio.run(_drive(sim.url))
-    assert not r["timed_out"], (f"server froze: {r['done']}/{STREAMS} streams finished in {LIMIT_S:.0f} s "
-                                f"(peak running {r['peak']})\n" + "\n".join(sim.lines()[-10:]))
+    assert not r["timed_out"], (
+        f"server froze: {r['done']}/{STREAMS} streams finished in {LIMIT_S:.0f} s "
+        f"(peak running {r['peak']})\n" + "\n".join(sim.lines()[-10:])
+    )
     assert r["done"] == STREAMS
     # The running batch really grew far past 64: polled /v1/loads, and the scheduler's batch log lines.
-    logged = [int(m.group(1)) for m in map(re.compile(r"#running-req: (\d+)").search, sim.lines()) if m]
+    logged = [
+        int(m.group(1)) for m in map(re.compile(r"#running-req: (\d+)").search, sim.lines()) if m
+    ]
     peak = max([r["peak"], *logged])
     assert peak >= STREAMS // 2, (r, logged[-5:])
     # Still healthy and serving after the burst.
     metrics = asyncio.run(_get(sim.url + "/metrics"))
-    total = sum(float(m.group(1)) for m in re.finditer(r"^sglang:generation_tokens_total\{[^}]*\} (\S+)$",
-                                                     metrics, re.M))
+    total = sum(
+        float(m.group(1))
+        for m in re.finditer(r"^sglang:generation_tokens_total\{[^}]*\} (\S+)$", metrics, re.M)
+    )
     assert total >= STREAMS * OUTPUT_LEN
 
 

@@ -26,23 +26,48 @@ def value(fam, **labels) -> float:
 
 
 def test_metrics_names_types_labels_and_counts(sim_server):
-    sim = sim_server("--enable-metrics", "--decode-log-interval", "5", "--served-model-name", "llama-8b")
+    sim = sim_server(
+        "--enable-metrics", "--decode-log-interval", "5", "--served-model-name", "llama-8b"
+    )
     prompts = [[1, 2, 3, 4, 5], [7, 8, 9]]
     for p in prompts:
-        post_json(sim.url + "/generate", {"input_ids": p, "sampling_params": {"max_new_tokens": 12, "ignore_eos": True}})
-    with httpx.stream("POST", sim.url + "/generate", timeout=30,
-                      json={"input_ids": [4, 4, 4], "stream": True,
-                            "sampling_params": {"max_new_tokens": 12, "ignore_eos": True}}) as r:
+        post_json(
+            sim.url + "/generate",
+            {"input_ids": p, "sampling_params": {"max_new_tokens": 12, "ignore_eos": True}},
+        )
+    with httpx.stream(
+        "POST",
+        sim.url + "/generate",
+        timeout=30,
+        json={
+            "input_ids": [4, 4, 4],
+            "stream": True,
+            "sampling_params": {"max_new_tokens": 12, "ignore_eos": True},
+        },
+    ) as r:
         r.read()
     fams = families(sim.url)
-    for name in ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:gen_throughput", "sglang:token_usage",
-                 "sglang:cache_hit_rate", "sglang:num_used_tokens", "sglang:spec_accept_length",
-                 "sglang:max_total_num_tokens", "sglang:context_len", "sglang:weight_memory_usage_gb"):
+    for name in (
+        "sglang:num_running_reqs",
+        "sglang:num_queue_reqs",
+        "sglang:gen_throughput",
+        "sglang:token_usage",
+        "sglang:cache_hit_rate",
+        "sglang:num_used_tokens",
+        "sglang:spec_accept_length",
+        "sglang:max_total_num_tokens",
+        "sglang:context_len",
+        "sglang:weight_memory_usage_gb",
+    ):
         assert fams[name].type == "gauge", name
         assert {k for s in fams[name].samples for k in s.labels} == SCHED_LABELS, name
     lab = fams["sglang:num_running_reqs"].samples[0].labels
-    assert lab["model_name"] == "llama-8b" and lab["engine_type"] == "unified" and lab["tp_rank"] == "0"
-    assert value(fams["sglang:spec_accept_length"]) == 0.0           # exported as 0 without speculation
+    assert (
+        lab["model_name"] == "llama-8b"
+        and lab["engine_type"] == "unified"
+        and lab["tp_rank"] == "0"
+    )
+    assert value(fams["sglang:spec_accept_length"]) == 0.0  # exported as 0 without speculation
     assert value(fams["sglang:gen_throughput"]) > 0
     info = httpx.get(sim.url + "/server_info", timeout=30).json()
     assert value(fams["sglang:max_total_num_tokens"]) == info["max_total_num_tokens"]
@@ -57,11 +82,14 @@ def test_metrics_names_types_labels_and_counts(sim_server):
     assert sum(s.value for s in e2e.samples if s.name.endswith("_count")) == 4
     prompt = fams["sglang:prompt_tokens"]
     assert prompt.type == "counter"
-    assert sum(s.value for s in prompt.samples if s.name == "sglang:prompt_tokens_total") == 6 + 5 + 3 + 3
+    assert (
+        sum(s.value for s in prompt.samples if s.name == "sglang:prompt_tokens_total")
+        == 6 + 5 + 3 + 3
+    )
     gen = fams["sglang:generation_tokens"]
     assert sum(s.value for s in gen.samples if s.name == "sglang:generation_tokens_total") == 8 + 36
     assert fams["sglang:inter_token_latency_seconds"].type == "histogram"
-    assert "sglang:hicache_host_used_tokens" not in fams                 # only with HiCache
+    assert "sglang:hicache_host_used_tokens" not in fams  # only with HiCache
     # Prefix-matched mount, as FastAPI's.
     assert httpx.get(sim.url + "/metrics/", timeout=30).status_code == 200
 
@@ -72,15 +100,29 @@ def test_metrics_absent_without_flag(sim_server):
 
 
 def test_speculative_and_hicache_gauges(sim_server):
-    sim = sim_server("--model-path", "Qwen/Qwen3.6-27B", "--sim-gpu", "h200-141gb", "--enable-metrics",
-                     "--speculative-algorithm", "NEXTN", "--max-running-requests", "4",
-                     "--enable-hierarchical-cache", "--decode-log-interval", "4")
-    post_json(sim.url + "/generate", {"text": "a b c", "sampling_params": {"max_new_tokens": 40, "ignore_eos": True}})
+    sim = sim_server(
+        "--model-path",
+        "Qwen/Qwen3.6-27B",
+        "--sim-gpu",
+        "h200-141gb",
+        "--enable-metrics",
+        "--speculative-algorithm",
+        "NEXTN",
+        "--max-running-requests",
+        "4",
+        "--enable-hierarchical-cache",
+        "--decode-log-interval",
+        "4",
+    )
+    post_json(
+        sim.url + "/generate",
+        {"text": "a b c", "sampling_params": {"max_new_tokens": 40, "ignore_eos": True}},
+    )
     fams = families(sim.url)
     assert 1.0 < value(fams["sglang:spec_accept_length"]) <= 4.0
     assert value(fams["sglang:spec_num_draft_tokens"]) == 4
     total = value(fams["sglang:hicache_host_total_tokens"])
-    assert total == 2 * value(fams["sglang:max_total_num_tokens"])       # default ratio 2.0
+    assert total == 2 * value(fams["sglang:max_total_num_tokens"])  # default ratio 2.0
     assert "sglang:mamba_usage" in fams
     # Write-through: the finished request's blocks are backed up to the host tier; counters
     # follow the scheduler's load snapshots (a few per second).
@@ -91,4 +133,4 @@ def test_speculative_and_hicache_gauges(sim_server):
         if total > 0 or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert backup.type == "counter" and total == 32     # 3 + 40 tokens -> two full 16-token blocks
+    assert backup.type == "counter" and total == 32  # 3 + 40 tokens -> two full 16-token blocks

@@ -17,15 +17,22 @@ from sgltui.sim.speed import SpeedModel
 
 class Harness:
     def __init__(self, *flags: str):
-        args = parse_args(["--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--sim-time-scale", "0", *flags])
+        args = parse_args(
+            ["--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--sim-time-scale", "0", *flags]
+        )
         model = resolve_model(args.model_path)
-        draft = resolve_draft(args.speculative_algorithm, model, args.speculative_draft_model_path) \
-            if args.speculative_algorithm else None
+        draft = (
+            resolve_draft(args.speculative_algorithm, model, args.speculative_draft_model_path)
+            if args.speculative_algorithm
+            else None
+        )
         gpu = GPU_PRESETS[args.sim_gpu]
         self.plan = plan_memory(args, gpu, model, draft, 512e9)
         self.outs: dict[str, dict] = {}
         self.stats: list[dict] = []
-        self.sched = Scheduler(self.plan, SpeedModel(gpu, model, self.plan), args, self.emit, model.is_hybrid, 0, 400)
+        self.sched = Scheduler(
+            self.plan, SpeedModel(gpu, model, self.plan), args, self.emit, model.is_hybrid, 0, 400
+        )
         self.max_running = 0
         self.max_used = 0
 
@@ -40,7 +47,9 @@ class Harness:
             self.stats.append(payload)
 
     def add(self, rid: str, prompt: list[int], max_new: int):
-        self.sched.add({"rid": rid, "input_ids": prompt, "max_new_tokens": max_new, "ignore_eos": True})
+        self.sched.add(
+            {"rid": rid, "input_ids": prompt, "max_new_tokens": max_new, "ignore_eos": True}
+        )
 
     def run(self, max_steps: int = 100_000):
         for _ in range(max_steps):
@@ -84,7 +93,7 @@ def test_kv_pool_limits_admission_and_nothing_overflows():
         h.add(f"r{i}", list(range(i * 1000, i * 1000 + 600)), 300)
     h.run()
     assert h.max_used <= 3000
-    assert 2 <= h.max_running < 12                  # the pool, not the request cap, held requests back
+    assert 2 <= h.max_running < 12  # the pool, not the request cap, held requests back
     assert all(len(h.outs[f"r{i}"]["ids"]) == 300 for i in range(12))
 
 
@@ -105,7 +114,11 @@ def test_chunked_prefill_splits_long_prompts(lines):
     h = Harness("--chunked-prefill-size", "256")
     h.add("long", list(range(1000)), 2)
     h.run()
-    new_tokens = [int(ln.split("#new-token: ")[1].split(",")[0]) for ln in lines if ln.startswith("Prefill batch")]
+    new_tokens = [
+        int(ln.split("#new-token: ")[1].split(",")[0])
+        for ln in lines
+        if ln.startswith("Prefill batch")
+    ]
     assert new_tokens == [256, 256, 256, 232]
 
 
@@ -122,12 +135,14 @@ def test_prefix_cache_hits_on_device():
 
 @pytest.mark.parametrize("hicache", [True, False])
 def test_hicache_keeps_evicted_prefixes_on_host(hicache):
-    flags = ["--max-total-tokens", "1024"] + (["--enable-hierarchical-cache", "--hicache-ratio", "8"] if hicache else [])
+    flags = ["--max-total-tokens", "1024"] + (
+        ["--enable-hierarchical-cache", "--hicache-ratio", "8"] if hicache else []
+    )
     h = Harness(*flags)
     shared = list(range(7000, 7512))
     h.add("first", shared, 4)
     h.run()
-    for i in range(6):                                  # other prompts push `shared` out of the GPU pool
+    for i in range(6):  # other prompts push `shared` out of the GPU pool
         h.add(f"other{i}", list(range(20000 + i * 600, 20000 + i * 600 + 500)), 4)
         h.run()
     h.add("again", shared + [9], 4)
@@ -135,7 +150,7 @@ def test_hicache_keeps_evicted_prefixes_on_host(hicache):
     details = h.outs["again"]["meta"]["cached_tokens_details"]
     assert details["device"] == 0
     if hicache:
-        assert details["host"] == 512                   # loaded back over PCIe instead of recomputed
+        assert details["host"] == 512  # loaded back over PCIe instead of recomputed
         assert h.stats[-1]["pcie_rx_total_bytes"] == pytest.approx(512 * h.plan.kv_cell_eff_bytes)
         assert h.stats[-1]["hicache_host_used_tokens"] > 1024
     else:
@@ -148,7 +163,7 @@ def test_hicache_hit_is_faster_than_recompute():
         big = list(range(30000))
         h.add("a", big, 2)
         h.run()
-        h.sched.cache.evict(10 ** 9)                    # drop the GPU copy only
+        h.sched.cache.evict(10**9)  # drop the GPU copy only
         t0 = h.sched.vclock
         h.add("b", big + [1], 2)
         h.run()
@@ -160,7 +175,14 @@ def test_hicache_hit_is_faster_than_recompute():
 
 
 def test_speculative_accept_length_matches_chain():
-    h = Harness("--model-path", "Qwen/Qwen3.6-27B", "--sim-gpu", "h200-141gb", "--speculative-algorithm", "NEXTN")
+    h = Harness(
+        "--model-path",
+        "Qwen/Qwen3.6-27B",
+        "--sim-gpu",
+        "h200-141gb",
+        "--speculative-algorithm",
+        "NEXTN",
+    )
     h.add("s", [1, 2, 3], 2000)
     h.run()
     m = h.outs["s"]["meta"]
@@ -204,8 +226,8 @@ def test_prefix_cache_lock_accounting():
     c.lock(keys[:2])
     c.lock(keys[:1])
     assert c.evictable_tokens() == 2 * BLOCK
-    assert c.evict(10 ** 6) == 2 * BLOCK and c.device_tokens == 2 * BLOCK
+    assert c.evict(10**6) == 2 * BLOCK and c.device_tokens == 2 * BLOCK
     c.unlock(keys[:2])
-    assert c.evictable_tokens() == BLOCK             # keys[0] still held by the second lock
+    assert c.evictable_tokens() == BLOCK  # keys[0] still held by the second lock
     c.unlock(keys[:1])
     assert c.evictable_tokens() == 2 * BLOCK

@@ -21,8 +21,12 @@ OUT_TOKENS = 48
 
 async def _measure(url: str, concurrency: int, rounds: int = 2) -> float:
     """Output tokens per simulated second with `concurrency` clients each sending `rounds` requests."""
-    body = {"input_ids": list(range(10, 74)), "sampling_params": {"max_new_tokens": OUT_TOKENS, "ignore_eos": True}}
+    body = {
+        "input_ids": list(range(10, 74)),
+        "sampling_params": {"max_new_tokens": OUT_TOKENS, "ignore_eos": True},
+    }
     async with aiohttp.ClientSession() as session:
+
         async def client():
             n = 0
             for _ in range(rounds):
@@ -37,22 +41,36 @@ async def _measure(url: str, concurrency: int, rounds: int = 2) -> float:
 
 
 def test_throughput_rises_then_flattens_at_max_running_requests(sim_server):
-    sim = sim_server("--max-running-requests", "8", "--disable-radix-cache", "--decode-log-interval", "10",
-                     time_scale=str(SCALE))
+    sim = sim_server(
+        "--max-running-requests",
+        "8",
+        "--disable-radix-cache",
+        "--decode-log-interval",
+        "10",
+        time_scale=str(SCALE),
+    )
     thr = {c: asyncio.run(_measure(sim.url, c)) for c in (1, 2, 4, 8, 16)}
     assert thr[2] > 1.5 * thr[1]
     assert thr[4] > 1.5 * thr[2]
-    assert thr[8] > 4 * thr[1]                                     # memory-bound: batching is almost free
-    assert 0.75 < thr[16] / thr[8] < 1.3                           # capped by max_running_requests
+    assert thr[8] > 4 * thr[1]  # memory-bound: batching is almost free
+    assert 0.75 < thr[16] / thr[8] < 1.3  # capped by max_running_requests
     # The cap is the reason: at 16 clients the log shows 8 running and the rest queued.
-    capped = [ln for ln in sim.lines() if re.search(r"Decode batch, #running-req: 8, .*#queue-req: [1-9]", ln)]
+    capped = [
+        ln
+        for ln in sim.lines()
+        if re.search(r"Decode batch, #running-req: 8, .*#queue-req: [1-9]", ln)
+    ]
     assert capped, "\n".join(sim.lines()[-20:])
 
 
 def _speed(*flags):
     args = parse_args(list(flags))
     model = resolve_model(args.model_path)
-    draft = resolve_draft(args.speculative_algorithm, model, None) if args.speculative_algorithm else None
+    draft = (
+        resolve_draft(args.speculative_algorithm, model, None)
+        if args.speculative_algorithm
+        else None
+    )
     gpu = GPU_PRESETS[args.sim_gpu]
     return SpeedModel(gpu, model, plan_memory(args, gpu, model, draft, 512e9))
 
@@ -73,13 +91,29 @@ def _speedup(plain, spec, tau, batch, ctx_per_req=2048):
 
 
 def test_speculative_gain_shrinks_with_batch_on_hybrid_model():
-    plain = _speed("--model-path", "Qwen/Qwen3.6-27B", "--sim-gpu", "h100-80gb", "--max-running-requests", "256",
-                   "--mamba-radix-cache-strategy", "no_buffer")
-    mtp = _speed("--model-path", "Qwen/Qwen3.6-27B", "--sim-gpu", "h100-80gb", "--speculative-algorithm", "NEXTN",
-                 "--max-running-requests", "256")
-    tau = 1 + 0.96 + 0.80 + 0.64                                   # §2: Qwen3.6 MTP, 3 draft positions
+    plain = _speed(
+        "--model-path",
+        "Qwen/Qwen3.6-27B",
+        "--sim-gpu",
+        "h100-80gb",
+        "--max-running-requests",
+        "256",
+        "--mamba-radix-cache-strategy",
+        "no_buffer",
+    )
+    mtp = _speed(
+        "--model-path",
+        "Qwen/Qwen3.6-27B",
+        "--sim-gpu",
+        "h100-80gb",
+        "--speculative-algorithm",
+        "NEXTN",
+        "--max-running-requests",
+        "256",
+    )
+    tau = 1 + 0.96 + 0.80 + 0.64  # §2: Qwen3.6 MTP, 3 draft positions
     s1, s32, s256 = (_speedup(plain, mtp, tau, b) for b in (1, 32, 256))
-    assert 2.0 < s1 < 3.4                                           # memory-bound: ~ tau / (1 + k r)
+    assert 2.0 < s1 < 3.4  # memory-bound: ~ tau / (1 + k r)
     assert s1 > s32 > s256
     # Hybrid verify also streams D intermediate states per request, so the gain keeps shrinking
     # even though decode stays memory-bound on this model.
@@ -87,12 +121,20 @@ def test_speculative_gain_shrinks_with_batch_on_hybrid_model():
 
 
 def test_speculative_gain_falls_below_one_when_compute_bound():
-    plain = _speed("--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--max-running-requests", "512")
-    eagle = _speed("--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--max-running-requests", "512",
-                   "--speculative-algorithm", "EAGLE3")
+    plain = _speed(
+        "--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--max-running-requests", "512"
+    )
+    eagle = _speed(
+        "--model-path",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--max-running-requests",
+        "512",
+        "--speculative-algorithm",
+        "EAGLE3",
+    )
     tau = 3.5
-    assert _speedup(plain, eagle, tau, 1) > 1.8                     # published: 373 vs 158 tok/s at bs 1
-    assert _speedup(plain, eagle, tau, 512, 512) < 1.0              # verify ~ D x plain: tends to tau / D
+    assert _speedup(plain, eagle, tau, 1) > 1.8  # published: 373 vs 158 tok/s at bs 1
+    assert _speedup(plain, eagle, tau, 512, 512) < 1.0  # verify ~ D x plain: tends to tau / D
 
 
 def test_prefill_is_compute_bound_and_chunked():
@@ -100,12 +142,18 @@ def test_prefill_is_compute_bound_and_chunked():
     one = s.prefill(8192, 8192)
     # 2 x 32.8e9 x 8192 FLOPs at 0.6 x 989 TF ~ 0.9 s, plus the quadratic attention part
     assert 0.85 < one < 1.3
-    assert s.prefill(16384, 16384) > 2 * one                        # attention grows faster than linear
+    assert s.prefill(16384, 16384) > 2 * one  # attention grows faster than linear
 
 
 def test_hicache_load_back_costs_pcie_time():
-    s = _speed("--model-path", "Qwen/Qwen3.6-27B", "--sim-gpu", "rtx-pro-6000-96gb", "--language-only",
-               "--enable-hierarchical-cache")
+    s = _speed(
+        "--model-path",
+        "Qwen/Qwen3.6-27B",
+        "--sim-gpu",
+        "rtx-pro-6000-96gb",
+        "--language-only",
+        "--enable-hierarchical-cache",
+    )
     # §3.4: a 32k-token prefix is 2 GiB of KV (+ one state); ~45 GB/s -> ~50 ms, vs ~6 s to recompute
     load = s.host_load(32768, 1)
     assert 0.04 < load < 0.07

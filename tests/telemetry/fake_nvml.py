@@ -23,8 +23,13 @@ class FakeGpu:
 
 
 class FakeNvml:
-    def __init__(self, monkeypatch, gpus: list[FakeGpu], init_error: int | None = None,
-                 process_names: dict[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        monkeypatch,
+        gpus: list[FakeGpu],
+        init_error: int | None = None,
+        process_names: dict[int, str] | None = None,
+    ) -> None:
         self.gpus = gpus
         self.init_error = init_error
         self.lost = False
@@ -39,7 +44,11 @@ class FakeNvml:
         mp.setattr(pynvml, "nvmlDeviceGetName", lambda h: self.gpus[h].name)
         mp.setattr(pynvml, "nvmlDeviceGetUUID", lambda h: self.gpus[h].uuid)
         mp.setattr(pynvml, "nvmlDeviceGetMemoryInfo", self.memory)
-        mp.setattr(pynvml, "nvmlDeviceGetUtilizationRates", lambda h: SimpleNamespace(gpu=self.gpus[h].util, memory=0))
+        mp.setattr(
+            pynvml,
+            "nvmlDeviceGetUtilizationRates",
+            lambda h: SimpleNamespace(gpu=self.gpus[h].util, memory=0),
+        )
         mp.setattr(pynvml, "nvmlDeviceGetPowerUsage", lambda h: self._opt(self.gpus[h].power_mw))
         mp.setattr(pynvml, "nvmlDeviceGetTemperature", lambda h, sensor: self.gpus[h].temp)
         mp.setattr(pynvml, "nvmlDeviceGetPcieThroughput", self.pcie)

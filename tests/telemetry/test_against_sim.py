@@ -12,18 +12,34 @@ import json
 
 import httpx
 import psutil
-import pytest
 
 from sgltui.agent.telemetry import Telemetry
 from sgltui.agent.telemetry.engine_parse import parse_metrics_text
 from sgltui.agent.telemetry.sim_source import read_publications
 from sgltui.core.loglines import parse_batch_line
 
-MTP_HICACHE = ("--model-path", "Qwen/Qwen3.6-27B", "--sim-gpu", "rtx-pro-6000-96gb",
-               "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
-               "--speculative-num-draft-tokens", "4", "--max-running-requests", "4",
-               "--enable-hierarchical-cache", "--hicache-ratio", "2.0")
-FAST = dict(gpu_interval=0.1, host_interval=0.1, record_interval=0.2, engine_interval=0.1, gpu_source="sim")
+MTP_HICACHE = (
+    "--model-path",
+    "Qwen/Qwen3.6-27B",
+    "--sim-gpu",
+    "rtx-pro-6000-96gb",
+    "--speculative-algorithm",
+    "NEXTN",
+    "--speculative-num-steps",
+    "3",
+    "--speculative-eagle-topk",
+    "1",
+    "--speculative-num-draft-tokens",
+    "4",
+    "--max-running-requests",
+    "4",
+    "--enable-hierarchical-cache",
+    "--hicache-ratio",
+    "2.0",
+)
+FAST = dict(
+    gpu_interval=0.1, host_interval=0.1, record_interval=0.2, engine_interval=0.1, gpu_source="sim"
+)
 
 
 class Tail:
@@ -34,17 +50,24 @@ class Tail:
 
     def pump(self) -> None:
         lines = self.sim.lines()
-        for line in lines[self.pos:]:
+        for line in lines[self.pos :]:
             self.tel.on_log_line(self.slot, line)
         self.pos = len(lines)
 
 
 async def load(url: str, n: int = 6, tokens: int = 400) -> None:
     async with httpx.AsyncClient(timeout=60) as c:
+
         async def one(i: int) -> None:
-            r = await c.post(url + "/generate", json={"text": f"request {i} " * 20,
-                                                      "sampling_params": {"max_new_tokens": tokens, "ignore_eos": True}})
+            r = await c.post(
+                url + "/generate",
+                json={
+                    "text": f"request {i} " * 20,
+                    "sampling_params": {"max_new_tokens": tokens, "ignore_eos": True},
+                },
+            )
             assert r.status_code == 200, r.text
+
         await asyncio.gather(*(one(i) for i in range(n)))
 
 
@@ -90,8 +113,15 @@ async def test_mtp_hicache_with_metrics_every_series(sim_server):
     assert g["total_bytes"] == pub["gpus"][0]["total_bytes"]
     assert g["server_bytes"]["0"] == g["used_bytes"] > 0
     assert g["breakdown_bytes"]["weights"] == pub["gpus"][0]["breakdown_bytes"]["weights"]
-    for key in ("used_bytes", "utilization_pct", "power_w", "temperature_c", "pcie_rx_bytes_s", "pcie_tx_bytes_s",
-                "server_bytes.0"):
+    for key in (
+        "used_bytes",
+        "utilization_pct",
+        "power_w",
+        "temperature_c",
+        "pcie_rx_bytes_s",
+        "pcie_tx_bytes_s",
+        "server_bytes.0",
+    ):
         assert values(tel, f"gpu.0.{key}"), key
     assert max(values(tel, "gpu.0.utilization_pct")) > 0  # load shows as utilization
 
@@ -101,8 +131,15 @@ async def test_mtp_hicache_with_metrics_every_series(sim_server):
     tree_rss = sum(psutil.Process(p).memory_info().rss for p in pub["pids"] if psutil.pid_exists(p))
     assert 0.5 * tree_rss < host["server_rss_bytes"]["0"] < 2 * tree_rss
     assert host["server_pinned_bytes"]["0"] == pub["host_pinned_bytes"] > 0
-    for key in ("ram_used_bytes", "ram_available_bytes", "swap_used_bytes", "cpu_pct", "server_rss_bytes.0",
-                "server_cpu_pct.0", "server_pinned_bytes.0"):
+    for key in (
+        "ram_used_bytes",
+        "ram_available_bytes",
+        "swap_used_bytes",
+        "cpu_pct",
+        "server_rss_bytes.0",
+        "server_cpu_pct.0",
+        "server_pinned_bytes.0",
+    ):
         assert values(tel, f"host.{key}"), key
 
     # Engine from /metrics: saw the load, and agrees with the server's own constants.
@@ -126,7 +163,10 @@ async def test_mtp_hicache_with_metrics_every_series(sim_server):
     assert card["kv_pool_tokens"] == loads["max_total_num_tokens"]
     assert card["weights_gb"] == sum(metrics["sglang:weight_memory_usage_gb"]["0"])
     assert card["context_length"] == int(sum(metrics["sglang:context_len"]["0"]))
-    slots = metrics["sglang:mamba_available_tokens"]["0"][0] + metrics["sglang:mamba_used_tokens"]["0"][0]
+    slots = (
+        metrics["sglang:mamba_available_tokens"]["0"][0]
+        + metrics["sglang:mamba_used_tokens"]["0"][0]
+    )
     assert card["mamba_state_slots"] == slots
     assert abs(card["hicache_host_gb"] * 1e9 - pub["host_pinned_bytes"]) < 0.05e9
     assert card["draft_weights_gb"] and card["draft_weights_gb"] > 0
@@ -140,8 +180,15 @@ async def test_mtp_hicache_with_metrics_every_series(sim_server):
 
 
 async def test_plain_server_without_metrics_uses_v1_loads(sim_server):
-    sim = sim_server("--model-path", "Qwen/Qwen3.6-27B", "--sim-gpu", "h200-141gb", "--max-running-requests", "3",
-                     time_scale="0.05")
+    sim = sim_server(
+        "--model-path",
+        "Qwen/Qwen3.6-27B",
+        "--sim-gpu",
+        "h200-141gb",
+        "--max-running-requests",
+        "3",
+        time_scale="0.05",
+    )
     assert httpx.get(sim.url + "/metrics").status_code == 404
     tel = Telemetry(lambda s: None, **FAST)
     await run_with_load(sim, tel, n=5)
@@ -151,7 +198,9 @@ async def test_plain_server_without_metrics_uses_v1_loads(sim_server):
     assert e["max_running_requests"] == loads["max_running_requests"] == 3
     assert max(values(tel, "engine.0.num_running_reqs")) == 3
     assert max(values(tel, "engine.0.gen_throughput")) > 0
-    assert e["accept_length"] is None and values(tel, "engine.0.accept_length") == []  # no speculation
+    assert (
+        e["accept_length"] is None and values(tel, "engine.0.accept_length") == []
+    )  # no speculation
     assert tel.snapshot()["gpus"][0]["name"].endswith("(simulated)")
 
 
@@ -173,7 +222,9 @@ async def test_log_lines_alone_when_http_is_unreachable(sim_server, free_port):
         await tel.stop()
     e = tel.snapshot()["engine"]["0"]
     assert e["source"] == "log" and "connection refused" in e["error"]
-    decodes = [b for b in map(parse_batch_line, sim.lines()) if b is not None and b.kind == "decode"]
+    decodes = [
+        b for b in map(parse_batch_line, sim.lines()) if b is not None and b.kind == "decode"
+    ]
     assert decodes, "the simulator printed no Decode batch line"
     assert e["accept_length"] == decodes[-1].accept_length
     assert e["gen_throughput"] == decodes[-1].gen_throughput
@@ -182,8 +233,15 @@ async def test_log_lines_alone_when_http_is_unreachable(sim_server, free_port):
 
 
 async def test_tensor_parallel_gpus_all_attributed(sim_server):
-    sim = sim_server("--model-path", "Qwen/Qwen3.6-27B", "--sim-gpu", "h100-80gb", "--tp-size", "2",
-                     time_scale="0.002")
+    sim = sim_server(
+        "--model-path",
+        "Qwen/Qwen3.6-27B",
+        "--sim-gpu",
+        "h100-80gb",
+        "--tp-size",
+        "2",
+        time_scale="0.002",
+    )
     tel = Telemetry(lambda s: None, **FAST)
     tail = Tail(sim, tel)
     tail.pump()
@@ -205,9 +263,13 @@ async def test_tensor_parallel_gpus_all_attributed(sim_server):
 
 
 async def test_capacity_callback_and_detach_keeps_the_card(sim_server):
-    sim = sim_server("--model-path", "Qwen/Qwen3.6-27B", "--max-running-requests", "7", time_scale="0.002")
+    sim = sim_server(
+        "--model-path", "Qwen/Qwen3.6-27B", "--max-running-requests", "7", time_scale="0.002"
+    )
     cards: list[tuple[str, dict]] = []
-    tel = Telemetry(lambda s: None, on_capacity=lambda slot, card: cards.append((slot, card)), **FAST)
+    tel = Telemetry(
+        lambda s: None, on_capacity=lambda slot, card: cards.append((slot, card)), **FAST
+    )
     tail = Tail(sim, tel)
     tel.attach("0", sim.pid, sim.url, None)
     tail.pump()
@@ -224,12 +286,17 @@ async def test_capacity_callback_and_detach_keeps_the_card(sim_server):
     effective = int(summary.split("max_running_requests=")[1].split(",")[0])
     first = cards[0][1]
     assert first["sources"] == ["log"]
-    assert first["max_running_requests"] == effective and first["requested_max_running_requests"] == 7
+    assert (
+        first["max_running_requests"] == effective and first["requested_max_running_requests"] == 7
+    )
     if effective < 7:  # the hybrid model's state pool caps it: the card must say so
         assert any("below the requested 7" in n for n in first["notes"])
     assert "server_info" in cards[-1][1]["sources"]  # a second call once /server_info was read
     tel.detach("0")
-    tel.on_log_line("0", "Decode batch, #running-req: 99, #token: 1, token usage: 0.50, cuda graph: True, "
-                         "gen throughput (token/s): 1.0, #queue-req: 0")  # late output of a stopped server
+    tel.on_log_line(
+        "0",
+        "Decode batch, #running-req: 99, #token: 1, token usage: 0.50, cuda graph: True, "
+        "gen throughput (token/s): 1.0, #queue-req: 0",
+    )  # late output of a stopped server
     assert tel.snapshot()["engine"] == {}
     assert tel.capacity("0")["max_running_requests"] == effective

@@ -66,19 +66,26 @@ def test_only_rank0_lines_count_with_tensor_parallelism():
         b.feed_line(line)
     b.feed_server_info({"tp_size": 2})
     card = b.card()
-    assert card["weights_gb"] == 20.0 and card["draft_weights_gb"] is None  # TP1's weights are not a draft
+    assert (
+        card["weights_gb"] == 20.0 and card["draft_weights_gb"] is None
+    )  # TP1's weights are not a draft
     assert card["kv_pool_tokens"] == 500000
     assert any("per GPU" in n for n in card["notes"])
 
 
 def test_server_info_fills_the_card_and_effective_beats_requested():
     info = {
-        "max_running_requests": 48, "context_length": 131072, "tp_size": 1, "max_total_num_tokens": 400000,
-        "internal_states": [{
-            "effective_max_running_requests_per_dp": 10,
-            "memory_usage": {"weight": 55.6, "kvcache": 20.5, "graph": {"decode": 0.4}},
-            "decode_cuda_graph_bs": [1, 2, 4, 8],
-        }],
+        "max_running_requests": 48,
+        "context_length": 131072,
+        "tp_size": 1,
+        "max_total_num_tokens": 400000,
+        "internal_states": [
+            {
+                "effective_max_running_requests_per_dp": 10,
+                "memory_usage": {"weight": 55.6, "kvcache": 20.5, "graph": {"decode": 0.4}},
+                "decode_cuda_graph_bs": [1, 2, 4, 8],
+            }
+        ],
     }
     card = build_card([], info)
     assert card["weights_gb"] == 55.6 and card["kv_pool_gb"] == 20.5

@@ -77,14 +77,34 @@ sglang:spec_accept_length{dp_rank="1",tp_rank="0"} 2.0
 
 
 def test_loads_per_dp_rank():
-    data = {"timestamp": "x", "version": "0.5.23", "loads": [
-        {"dp_rank": 0, "num_running_reqs": 4, "num_waiting_reqs": 2, "token_usage": 0.4, "gen_throughput": 100.0,
-         "cache_hit_rate": 0.2, "max_running_requests": 4, "max_total_num_tokens": 1000,
-         "speculative": {"accept_length": 3.2, "accept_rate": 0.7}},
-        {"dp_rank": 1, "num_running_reqs": 1, "num_waiting_reqs": 0, "token_usage": 0.1, "gen_throughput": 50.0,
-         "cache_hit_rate": 0.4, "max_running_requests": 4, "max_total_num_tokens": 1000,
-         "speculative": {"accept_length": 2.8, "accept_rate": 0.6}},
-    ]}
+    data = {
+        "timestamp": "x",
+        "version": "0.5.23",
+        "loads": [
+            {
+                "dp_rank": 0,
+                "num_running_reqs": 4,
+                "num_waiting_reqs": 2,
+                "token_usage": 0.4,
+                "gen_throughput": 100.0,
+                "cache_hit_rate": 0.2,
+                "max_running_requests": 4,
+                "max_total_num_tokens": 1000,
+                "speculative": {"accept_length": 3.2, "accept_rate": 0.7},
+            },
+            {
+                "dp_rank": 1,
+                "num_running_reqs": 1,
+                "num_waiting_reqs": 0,
+                "token_usage": 0.1,
+                "gen_throughput": 50.0,
+                "cache_hit_rate": 0.4,
+                "max_running_requests": 4,
+                "max_total_num_tokens": 1000,
+                "speculative": {"accept_length": 2.8, "accept_rate": 0.6},
+            },
+        ],
+    }
     e = engine_from_loads(data, 1.0)
     assert e["source"] == "loads"
     assert e["num_running_reqs"] == 5 and e["num_queue_reqs"] == 2

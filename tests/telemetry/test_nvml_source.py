@@ -41,12 +41,27 @@ def fake_server(spawn):
 def test_readings_and_attribution_to_every_tp_rank(monkeypatch, fake_server):
     main, ranks = fake_server
     other = os.getpid()  # a process on the GPU that is not the server's
-    FakeNvml(monkeypatch, [
-        FakeGpu(used=70_000_000_000, util=87, power_mw=312_500, temp=54, rx_kbs=2048, tx_kbs=1024,
-                procs=[(ranks[0], 60_000_000_000), (other, 1_000_000_000)]),
-        FakeGpu(uuid="GPU-1111", used=61_000_000_000, power_mw=None, rx_kbs=None,
-                procs=[(ranks[1], 60_500_000_000)]),
-    ])
+    FakeNvml(
+        monkeypatch,
+        [
+            FakeGpu(
+                used=70_000_000_000,
+                util=87,
+                power_mw=312_500,
+                temp=54,
+                rx_kbs=2048,
+                tx_kbs=1024,
+                procs=[(ranks[0], 60_000_000_000), (other, 1_000_000_000)],
+            ),
+            FakeGpu(
+                uuid="GPU-1111",
+                used=61_000_000_000,
+                power_mw=None,
+                rx_kbs=None,
+                procs=[(ranks[1], 60_500_000_000)],
+            ),
+        ],
+    )
     src, msg = open_nvml()
     assert src is not None and msg == ""
     reading = src.sample({"0": server_tree(main)})
@@ -61,7 +76,11 @@ def test_readings_and_attribution_to_every_tp_rank(monkeypatch, fake_server):
     assert {p["pid"]: p["slot"] for p in g0["processes"]} == {ranks[0]: "0", other: None}
     # Rank 1 lives on GPU 1; unsupported readings are None, not errors.
     assert g1["server_bytes"] == {"0": 60_500_000_000}
-    assert g1["power_w"] is None and g1["pcie_rx_bytes_s"] is None and g1["pcie_tx_bytes_s"] == 500 * 1024
+    assert (
+        g1["power_w"] is None
+        and g1["pcie_rx_bytes_s"] is None
+        and g1["pcie_tx_bytes_s"] == 500 * 1024
+    )
 
 
 def test_orphaned_rank_still_counts_through_the_session(monkeypatch, fake_server):
@@ -71,7 +90,9 @@ def test_orphaned_rank_still_counts_through_the_session(monkeypatch, fake_server
     deadline = time.time() + 5
     while time.time() < deadline and psutil.Process(ranks[1]).ppid() == main:
         time.sleep(0.05)
-    assert psutil.Process(ranks[1]).ppid() != main  # really an orphan now: not a descendant any more
+    assert (
+        psutil.Process(ranks[1]).ppid() != main
+    )  # really an orphan now: not a descendant any more
     src, _ = open_nvml()
     reading = src.sample({"0": server_tree(main)})
     assert reading.gpus[0]["server_bytes"] == {"0": 10}
@@ -81,8 +102,11 @@ def test_container_pid_namespace_falls_back_to_process_names(monkeypatch, fake_s
     main, ranks = fake_server
     host_pid = 4_000_000  # beyond pid_max: a PID of another namespace
     assert not psutil.pid_exists(host_pid)
-    FakeNvml(monkeypatch, [FakeGpu(used=5_000, procs=[(host_pid, 4_000), (host_pid + 1, 1_000)])],
-             process_names={host_pid: "sglang::scheduler_TP1", host_pid + 1: "some-other-job"})
+    FakeNvml(
+        monkeypatch,
+        [FakeGpu(used=5_000, procs=[(host_pid, 4_000), (host_pid + 1, 1_000)])],
+        process_names={host_pid: "sglang::scheduler_TP1", host_pid + 1: "some-other-job"},
+    )
     src, _ = open_nvml()
     reading = src.sample({"0": server_tree(main)})
     g = reading.gpus[0]
@@ -92,12 +116,15 @@ def test_container_pid_namespace_falls_back_to_process_names(monkeypatch, fake_s
     assert "PID namespace" in reading.message
 
 
-@pytest.mark.parametrize("code, words", [
-    (pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, "no NVIDIA driver found: GPU pane disabled"),
-    (pynvml.NVML_ERROR_DRIVER_NOT_LOADED, "driver not loaded"),
-    (pynvml.NVML_ERROR_NO_PERMISSION, "no permission"),
-    (pynvml.NVML_ERROR_UNKNOWN, "NVML error"),
-])
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        (pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, "no NVIDIA driver found: GPU pane disabled"),
+        (pynvml.NVML_ERROR_DRIVER_NOT_LOADED, "driver not loaded"),
+        (pynvml.NVML_ERROR_NO_PERMISSION, "no permission"),
+        (pynvml.NVML_ERROR_UNKNOWN, "NVML error"),
+    ],
+)
 def test_init_failures_are_plain_one_line_states(monkeypatch, code, words):
     FakeNvml(monkeypatch, [], init_error=code)
     reading = GpuSelector("auto").sample({})
@@ -135,7 +162,10 @@ async def test_telemetry_with_no_driver_shows_state_and_keeps_sampling_host(monk
     finally:
         await t.stop()
     snap = t.snapshot()
-    assert snap["gpu_source"] == {"kind": "none", "message": "no NVIDIA driver found: GPU pane disabled"}
+    assert snap["gpu_source"] == {
+        "kind": "none",
+        "message": "no NVIDIA driver found: GPU pane disabled",
+    }
     assert snap["gpus"] == []
     assert snap["host"]["ram_total_bytes"] > 0
     assert samples and samples[-1]["v"] == 1 and samples[-1]["gpu_source"]["kind"] == "none"
@@ -167,12 +197,18 @@ async def test_telemetry_nvml_series_and_snapshot(monkeypatch, fake_server):
 def test_container_match_by_executable_path_as_nvml_reports_it(monkeypatch, fake_server):
     main, ranks = fake_server
     host_pid = 4_000_002
-    FakeNvml(monkeypatch, [FakeGpu(used=9, procs=[(host_pid, 9)])],
-             process_names={host_pid: psutil.Process(ranks[0]).exe()})
+    FakeNvml(
+        monkeypatch,
+        [FakeGpu(used=9, procs=[(host_pid, 9)])],
+        process_names={host_pid: psutil.Process(ranks[0]).exe()},
+    )
     src, _ = open_nvml()
     assert src.sample({"0": server_tree(main)}).gpus[0]["server_bytes"] == {"0": 9}
     # The same executable in two servers' trees says nothing about which one holds the memory.
-    assert src.sample({"0": server_tree(main), "1": server_tree(os.getpid())}).gpus[0]["server_bytes"] == {}
+    assert (
+        src.sample({"0": server_tree(main), "1": server_tree(os.getpid())}).gpus[0]["server_bytes"]
+        == {}
+    )
 
 
 async def test_a_stuck_driver_blocks_neither_the_event_loop_nor_host_sampling(monkeypatch):

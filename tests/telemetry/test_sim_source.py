@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import sys
 
 import pytest
@@ -24,23 +22,51 @@ def publish(pid: int, pids: list[int], gpus: list[dict], pinned: int = 0) -> Non
     d = sim_gpu_dir()
     d.mkdir(parents=True, exist_ok=True)
     tmp = d / f".{pid}.tmp"
-    tmp.write_text(json.dumps({"v": 1, "pid": pid, "pids": pids, "port": 30000, "simulated": True, "ts": 0.0,
-                               "gpus": gpus, "host_pinned_bytes": pinned}))
+    tmp.write_text(
+        json.dumps(
+            {
+                "v": 1,
+                "pid": pid,
+                "pids": pids,
+                "port": 30000,
+                "simulated": True,
+                "ts": 0.0,
+                "gpus": gpus,
+                "host_pinned_bytes": pinned,
+            }
+        )
+    )
     tmp.rename(d / f"{pid}.json")
 
 
 def gpu(index: int, used: int, util: float = 50.0, name: str = "NVIDIA H200 (simulated)") -> dict:
-    return {"index": index, "name": name, "preset": "h200-141gb", "total_bytes": 141 * GB, "used_bytes": used,
-            "breakdown_bytes": {"weights": used // 2, "kv_cache": used // 2, "draft": 0, "state": 0,
-                                "cuda_graph": 0, "other": 0},
-            "utilization_pct": util, "power_w": 300.0, "temperature_c": 60.0,
-            "pcie_rx_bytes_s": 1e6, "pcie_tx_bytes_s": 2e6}
+    return {
+        "index": index,
+        "name": name,
+        "preset": "h200-141gb",
+        "total_bytes": 141 * GB,
+        "used_bytes": used,
+        "breakdown_bytes": {
+            "weights": used // 2,
+            "kv_cache": used // 2,
+            "draft": 0,
+            "state": 0,
+            "cuda_graph": 0,
+            "other": 0,
+        },
+        "utilization_pct": util,
+        "power_w": 300.0,
+        "temperature_c": 60.0,
+        "pcie_rx_bytes_s": 1e6,
+        "pcie_tx_bytes_s": 2e6,
+    }
 
 
 @pytest.fixture
 def sleeper(spawn):
     def make() -> int:
         return spawn([sys.executable, "-c", "import time; time.sleep(60)"]).pid
+
     return make
 
 
@@ -86,8 +112,13 @@ def test_foreign_simulator_of_another_preset_adds_no_phantom_gpu(sleeper):
     it must not be summed into our GPU 0 (that once showed 232/151 GB), and once a managed server
     runs only its preset is shown. A foreign simulator of the same preset is another process."""
     ours, foreign, same = sleeper(), sleeper(), sleeper()
-    rtx = {"index": 0, "name": "NVIDIA RTX PRO 6000 (simulated)", "preset": "rtx-pro-6000-96gb",
-           "total_bytes": 96 * GB, "used_bytes": 80 * GB}
+    rtx = {
+        "index": 0,
+        "name": "NVIDIA RTX PRO 6000 (simulated)",
+        "preset": "rtx-pro-6000-96gb",
+        "total_bytes": 96 * GB,
+        "used_bytes": 80 * GB,
+    }
     publish(ours, [ours], [rtx])
     publish(foreign, [foreign], [gpu(0, 120 * GB)])
     unmanaged = SimGpuSource().sample({})
@@ -95,7 +126,11 @@ def test_foreign_simulator_of_another_preset_adds_no_phantom_gpu(sleeper):
     reading = SimGpuSource().sample({"0": server_tree(ours)})
     assert len(reading.gpus) == 1
     g = reading.gpus[0]
-    assert g["preset"] == "rtx-pro-6000-96gb" and g["total_bytes"] == 96 * GB and g["used_bytes"] == 80 * GB
+    assert (
+        g["preset"] == "rtx-pro-6000-96gb"
+        and g["total_bytes"] == 96 * GB
+        and g["used_bytes"] == 80 * GB
+    )
     publish(same, [same], [dict(rtx, used_bytes=5 * GB)])
     g = SimGpuSource().sample({"0": server_tree(ours)}).gpus[0]
     assert g["used_bytes"] == 85 * GB and g["server_bytes"] == {"0": 80 * GB}
@@ -104,8 +139,11 @@ def test_foreign_simulator_of_another_preset_adds_no_phantom_gpu(sleeper):
 def test_selector_prefers_sim_when_no_driver(sleeper, monkeypatch):
     import pynvml
 
-    monkeypatch.setattr(pynvml, "nvmlInit", lambda: (_ for _ in ()).throw(
-        pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)))
+    monkeypatch.setattr(
+        pynvml,
+        "nvmlInit",
+        lambda: (_ for _ in ()).throw(pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)),
+    )
     sel = GpuSelector("auto")
     assert sel.sample({}).kind == "none"
     a = sleeper()
@@ -117,7 +155,9 @@ async def test_telemetry_records_sim_gpu_and_pinned_host_series(sleeper):
     a = sleeper()
     publish(a, [a], [gpu(0, 10 * GB)], pinned=5 * GB)
     samples = []
-    t = Telemetry(samples.append, gpu_interval=0.05, host_interval=0.05, record_interval=0.1, gpu_source="sim")
+    t = Telemetry(
+        samples.append, gpu_interval=0.05, host_interval=0.05, record_interval=0.1, gpu_source="sim"
+    )
     t.attach("0", a, "http://127.0.0.1:9", None)
     await t.start()
     try:

@@ -30,7 +30,9 @@ async def until(pilot, cond, timeout=5.0, show=None):
     deadline = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition not reached in {timeout}s" + (f": {show()}" if show else ""))
+            raise AssertionError(
+                f"condition not reached in {timeout}s" + (f": {show()}" if show else "")
+            )
         await pilot.pause(0.02)
 
 

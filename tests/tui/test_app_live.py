@@ -36,21 +36,44 @@ async def test_start_swap_stop_and_filter_logs_against_the_simulator(agent):
         await until(pilot, lambda: app.model.profile_for_key("7"), timeout=20)
 
         await pilot.press("7")  # nothing runs: the key starts the profile
-        await until(pilot, lambda: slot0(app).get("profile") == "tui-a" and slot0(app).get("state") == "ready",
-                    timeout=40)
+        await until(
+            pilot,
+            lambda: slot0(app).get("profile") == "tui-a" and slot0(app).get("state") == "ready",
+            timeout=40,
+        )
         await asyncio.to_thread(agent.status)  # lets the fixture note the server's process group
 
         await pilot.press("8")  # a server runs, no requests: the key swaps at once
-        await until(pilot, lambda: slot0(app).get("profile") == "tui-b" and slot0(app).get("state") == "ready"
-                    and not slot0(app).get("swap"), timeout=60, show=lambda: (slot0(app), list(app.model.activity)[-3:]))
+        await until(
+            pilot,
+            lambda: (
+                slot0(app).get("profile") == "tui-b"
+                and slot0(app).get("state") == "ready"
+                and not slot0(app).get("swap")
+            ),
+            timeout=60,
+            show=lambda: (slot0(app), list(app.model.activity)[-3:]),
+        )
         await asyncio.to_thread(agent.status)
-        swaps = [e for e in await asyncio.to_thread(agent.events, "command") if e.get("op") == "swap"]
-        assert swaps and swaps[-1]["args"]["profile"] == "tui-b" and swaps[-1]["client"].startswith("tui:")
-        assert any(i.text.startswith("swap") and "tui-a -> tui-b" in i.text for i in app.model.activity)
+        swaps = [
+            e for e in await asyncio.to_thread(agent.events, "command") if e.get("op") == "swap"
+        ]
+        assert (
+            swaps
+            and swaps[-1]["args"]["profile"] == "tui-b"
+            and swaps[-1]["client"].startswith("tui:")
+        )
+        assert any(
+            i.text.startswith("swap") and "tui-a -> tui-b" in i.text for i in app.model.activity
+        )
 
         # The log pane shows the new server's own output; filter it down to the readiness line.
         view = app.query_one(LogView)
-        await until(pilot, lambda: any("ready to roll" in line.text for line in app.logbuf.lines), timeout=20)
+        await until(
+            pilot,
+            lambda: any("ready to roll" in line.text for line in app.logbuf.lines),
+            timeout=20,
+        )
         await pilot.press("slash", *"ready to roll", "enter")
         await until(pilot, lambda: app.logbuf.filter_text == "ready to roll")
         await pilot.pause(0.2)
@@ -77,4 +100,8 @@ async def test_reconnects_when_the_agent_restarts(agent):
         await until(pilot, lambda: not app.model.connected, timeout=20)
         assert "agent unreachable" in app.model.connection_note
         await asyncio.to_thread(agent.start)
-        await until(pilot, lambda: app.model.connected and app.model.status["agent"]["pid"] != first, timeout=30)
+        await until(
+            pilot,
+            lambda: app.model.connected and app.model.status["agent"]["pid"] != first,
+            timeout=30,
+        )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from textual.widgets import OptionList
 
 from sgltui.tui.config import TuiConfig
@@ -111,7 +109,12 @@ async def test_log_filter_level_and_clear():
         assert len(view.lines) == 2
         assert "filter 'Load w'" in str(app.query_one("#lower").get_tab("tab-logs").label)
         # Lines arriving later are filtered too.
-        src.feed({"push": "log", "data": {"slot": "0", "lines": ["Load weight begin. again", "other line"]}})
+        src.feed(
+            {
+                "push": "log",
+                "data": {"slot": "0", "lines": ["Load weight begin. again", "other line"]},
+            }
+        )
         await until(pilot, lambda: len(view.lines) == 3)
         await pilot.press("w")  # warnings and errors only, on top of the filter
         await pilot.pause(0.1)
@@ -133,8 +136,11 @@ async def test_follow_pauses_while_scrolled_back_and_resumes():
         view.scroll_to(y=10, animate=False)
         pane = app.query_one(LogPane)
         # scrolling back pauses following (the app notices on its next refresh; wait for it)
-        await until(pilot, lambda: view.scroll_y == 10 and not pane.following,
-                    show=lambda: (view.scroll_y, pane.following))
+        await until(
+            pilot,
+            lambda: view.scroll_y == 10 and not pane.following,
+            show=lambda: (view.scroll_y, pane.following),
+        )
         src.feed({"push": "log", "data": {"slot": "0", "lines": [f"more {i}" for i in range(20)]}})
         await until(pilot, lambda: len(view.lines) > 220)
         tab = app.query_one("#lower").get_tab("tab-logs")
@@ -158,7 +164,9 @@ async def test_log_is_bounded_by_config():
 
 
 async def test_search_jumps_to_match():
-    src = ScriptedSource(status_with(), logs=[f"row {i}" for i in range(300)] + ["needle here"] + ["x"] * 50)
+    src = ScriptedSource(
+        status_with(), logs=[f"row {i}" for i in range(300)] + ["needle here"] + ["x"] * 50
+    )
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
@@ -175,8 +183,20 @@ async def test_commands_from_other_clients_show_in_activity():
     app = app_with(src, own_client="tui:1@h")
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await started(app, pilot)
-        src.feed({"push": "event", "data": {"v": 1, "ts": 1764690000.0, "type": "command", "client": "cli:77@box",
-                                            "slot": "0", "op": "swap", "args": {"profile": "demo-no-mtp"}}})
+        src.feed(
+            {
+                "push": "event",
+                "data": {
+                    "v": 1,
+                    "ts": 1764690000.0,
+                    "type": "command",
+                    "client": "cli:77@box",
+                    "slot": "0",
+                    "op": "swap",
+                    "args": {"profile": "demo-no-mtp"},
+                },
+            }
+        )
         await until(pilot, lambda: app.model.activity_total == 1)
         await pilot.press("a")  # the activity tab
         pane = app.query_one(ActivityPane)
@@ -222,7 +242,9 @@ async def test_read_only_source_refuses_commands():
         await started(app, pilot)
         await pilot.press("1", "x", "s", "b")
         await pilot.pause(0.2)
-        assert [op for op, _ in src.calls if op not in ("status", "logs", "bench_list", "profiles")] == []
+        assert [
+            op for op, _ in src.calls if op not in ("status", "logs", "bench_list", "profiles")
+        ] == []
         assert app.exit_note() is None
         assert "REPLAY" in str(app.query_one("#topbar").render())
 
@@ -237,23 +259,55 @@ async def test_bench_dialog_starts_a_run_with_a_spec():
         await pilot.press("enter")
         await until(pilot, lambda: ops(src, "bench_start"))
         spec = ops(src, "bench_start")[0]["spec"]
-        assert spec["profiles"] == ["demo-mtp"] and spec["concurrency"] == [1, 4, 16] and spec["requests"] == 64
+        assert (
+            spec["profiles"] == ["demo-mtp"]
+            and spec["concurrency"] == [1, 4, 16]
+            and spec["requests"] == 64
+        )
 
 
 async def test_bench_results_fill_the_comparison(tmp_path):
-    result = {"v": 1, "run_id": "r1", "results": [
-        {"profile": "demo-mtp", "concurrency": 4, "metrics": {"output_throughput": 400.0, "median_ttft_ms": 50.0},
-         "capacity": {"max_running_requests": 4}},
-        {"profile": "demo-no-mtp", "concurrency": 4, "metrics": {"output_throughput": 800.0}, "capacity": None}]}
+    result = {
+        "v": 1,
+        "run_id": "r1",
+        "results": [
+            {
+                "profile": "demo-mtp",
+                "concurrency": 4,
+                "metrics": {"output_throughput": 400.0, "median_ttft_ms": 50.0},
+                "capacity": {"max_running_requests": 4},
+            },
+            {
+                "profile": "demo-no-mtp",
+                "concurrency": 4,
+                "metrics": {"output_throughput": 800.0},
+                "capacity": None,
+            },
+        ],
+    }
     path = tmp_path / "r1.json"
     import json
+
     path.write_text(json.dumps(result))
     src = ScriptedSource(status_with())
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        src.feed({"push": "event", "data": {"v": 1, "ts": 1.0, "type": "bench.done", "client": None, "slot": None,
-                                            "run_id": "r1", "path": str(path), "state": "done"}})
+        src.feed(
+            {
+                "push": "event",
+                "data": {
+                    "v": 1,
+                    "ts": 1.0,
+                    "type": "bench.done",
+                    "client": None,
+                    "slot": None,
+                    "run_id": "r1",
+                    "path": str(path),
+                    "state": "done",
+                },
+            }
+        )
         table = app.query_one("#bench-table")
         await until(pilot, lambda: table.row_count == 2)
         first = [str(c) for c in table.get_row_at(0)]
@@ -280,7 +334,10 @@ async def test_quit_says_servers_keep_running():
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         await pilot.press("q")
-    assert "servers keep running" in app.return_value and "demo-mtp ready on 127.0.0.1:30000" in app.return_value
+    assert (
+        "servers keep running" in app.return_value
+        and "demo-mtp ready on 127.0.0.1:30000" in app.return_value
+    )
 
 
 async def test_command_palette_offers_every_action_and_profile():
@@ -289,8 +346,16 @@ async def test_command_palette_offers_every_action_and_profile():
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        for want in ("Start (s)", "Stop (x)", "Restart (r)", "Bench (b)", "Filter (slash)", "Swap to demo-no-mtp (1)",
-                     "Logs (l)", "Screenshot (S)"):
+        for want in (
+            "Start (s)",
+            "Stop (x)",
+            "Restart (r)",
+            "Bench (b)",
+            "Filter (slash)",
+            "Swap to demo-no-mtp (1)",
+            "Logs (l)",
+            "Screenshot (S)",
+        ):
             assert want in titles, want
 
 
@@ -314,7 +379,15 @@ async def test_a_new_launch_is_marked_in_the_log():
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        src.feed({"push": "log", "data": {"slot": "0", "launch_id": "L1", "lines": ["old server line"]}})
-        src.feed({"push": "log", "data": {"slot": "0", "launch_id": "L2", "lines": ["new server line"]}})
+        src.feed(
+            {"push": "log", "data": {"slot": "0", "launch_id": "L1", "lines": ["old server line"]}}
+        )
+        src.feed(
+            {"push": "log", "data": {"slot": "0", "launch_id": "L2", "lines": ["new server line"]}}
+        )
         await until(pilot, lambda: len(app.logbuf.lines) == 3)
-        assert [l.text for l in app.logbuf.lines] == ["old server line", "──── L2 ────", "new server line"]
+        assert [l.text for l in app.logbuf.lines] == [
+            "old server line",
+            "──── L2 ────",
+            "new server line",
+        ]

@@ -13,8 +13,13 @@ from sgltui.commands import tui as command
 
 
 def test_without_a_terminal_it_says_what_to_use_instead():
-    out = subprocess.run([sys.executable, "-m", "sgltui", "tui"], stdin=subprocess.DEVNULL, capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "sgltui", "tui"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "needs a terminal" in lines[0] and "sgltui status" in lines[0]

@@ -13,7 +13,11 @@ from .helpers import ScriptedSource, app_with, status_with
 
 async def test_sparse_partial_updates_match_textuals(monkeypatch):
     compared = {"updates": 0, "different": 0}
-    src = ScriptedSource(status_with(running=2), live_interval=0.2, logs=[f"line {i} Decode batch" for i in range(40)])
+    src = ScriptedSource(
+        status_with(running=2),
+        live_interval=0.2,
+        logs=[f"line {i} Decode batch" for i in range(40)],
+    )
     app = app_with(src)
     sparse = SparseCompositor.render_partial_update
 

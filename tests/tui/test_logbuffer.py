@@ -4,11 +4,24 @@ from sgltui.tui.logbuffer import LogBuffer, line_level
 
 
 def test_levels_from_sglang_lines():
-    assert line_level("[2026-10-01 12:00:41] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate") == "error"
-    assert line_level("[Errno 98] error while attempting to bind on address: address already in use") == "error"
+    assert (
+        line_level(
+            "[2026-10-01 12:00:41] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate"
+        )
+        == "error"
+    )
+    assert (
+        line_level("[Errno 98] error while attempting to bind on address: address already in use")
+        == "error"
+    )
     assert line_level("Max running requests is reset to 48 for speculative decoding.") == "warning"
     assert line_level("'--foo' is deprecated and will be removed in a future release.") == "warning"
-    assert line_level("Decode batch, #running-req: 4, token usage: 0.30, gen throughput (token/s): 10.0") == "info"
+    assert (
+        line_level(
+            "Decode batch, #running-req: 4, token usage: 0.30, gen throughput (token/s): 10.0"
+        )
+        == "info"
+    )
 
 
 def test_bounded_and_sequenced():
@@ -20,7 +33,15 @@ def test_bounded_and_sequenced():
 
 def test_filter_smart_case_and_level():
     buf = LogBuffer()
-    buf.add("0", ["Decode batch a", "decode later", "WARNING low memory", "Traceback (most recent call last):"])
+    buf.add(
+        "0",
+        [
+            "Decode batch a",
+            "decode later",
+            "WARNING low memory",
+            "Traceback (most recent call last):",
+        ],
+    )
     buf.set_filter("decode")
     assert [l.text for l in buf.visible()] == ["Decode batch a", "decode later"]
     buf.set_filter("Decode")  # a capital makes it case-sensitive

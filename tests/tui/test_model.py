@@ -6,7 +6,10 @@ from sgltui.tui.scripted import make_sample, make_slot, make_status
 
 
 def ev(type_, **fields):
-    return {"push": "event", "data": {"v": 1, "ts": 100.0, "type": type_, "client": None, "slot": "0", **fields}}
+    return {
+        "push": "event",
+        "data": {"v": 1, "ts": 100.0, "type": type_, "client": None, "slot": "0", **fields},
+    }
 
 
 def test_samples_feed_bounded_series_in_time_order():
@@ -30,7 +33,12 @@ def test_slot_events_patch_state_and_ask_for_a_fresh_status():
     assert M.SERVERS in m.apply_push(push)
     assert m.slot("0")["phase"] == "loading weights" and m.slot("0")["eta_s"] == 12.0
     assert m.needs_status_refresh(push)
-    cause = {"kind": "oom", "summary": "CUDA out of memory", "fix": "lower --mem-fraction-static", "lines": []}
+    cause = {
+        "kind": "oom",
+        "summary": "CUDA out of memory",
+        "fix": "lower --mem-fraction-static",
+        "lines": [],
+    }
     m.apply_push(ev("slot.state", state="failed", prev="launching", cause=cause))
     assert m.slot("0")["state"] == "failed" and m.slot("0")["cause"]["kind"] == "oom"
     assert m.activity[-1].level == "error" and "CUDA out of memory" in m.activity[-1].text
@@ -40,10 +48,25 @@ def test_slot_events_patch_state_and_ask_for_a_fresh_status():
 def test_swap_steps_show_then_clear():
     m = TuiModel()
     m.apply_status(make_status())
-    m.apply_push(ev("swap.step", **{"from": "demo-mtp", "to": "demo-no-mtp", "step": "draining", "elapsed_s": 0.5}))
+    m.apply_push(
+        ev(
+            "swap.step",
+            **{"from": "demo-mtp", "to": "demo-no-mtp", "step": "draining", "elapsed_s": 0.5},
+        )
+    )
     assert m.slot("0")["swap"]["step"] == "draining"
-    m.apply_push(ev("swap.done", **{"from": "demo-mtp", "to": "demo-no-mtp", "ok": True, "rolled_back": False,
-                                    "timings_s": {"total": 4.2}}))
+    m.apply_push(
+        ev(
+            "swap.done",
+            **{
+                "from": "demo-mtp",
+                "to": "demo-no-mtp",
+                "ok": True,
+                "rolled_back": False,
+                "timings_s": {"total": 4.2},
+            },
+        )
+    )
     assert m.slot("0")["swap"] is None
     assert "in 4.2 s" in m.activity[-1].text
 
@@ -51,10 +74,19 @@ def test_swap_steps_show_then_clear():
 def test_commands_from_other_clients_are_marked_foreign():
     m = TuiModel(own_client="tui:1@h")
     m.apply_status(make_status())
-    m.apply_push(ev("command", client="cli:9@h", op="swap", args={"profile": "demo-no-mtp", "profiles_dirs": []}))
+    m.apply_push(
+        ev(
+            "command",
+            client="cli:9@h",
+            op="swap",
+            args={"profile": "demo-no-mtp", "profiles_dirs": []},
+        )
+    )
     m.apply_push(ev("command", client="tui:1@h", op="stop", args={"slot": "0"}))
     theirs, mine = list(m.activity)[-2:]
-    assert theirs.foreign and theirs.client == "cli:9@h" and theirs.text == "swap profile=demo-no-mtp"
+    assert (
+        theirs.foreign and theirs.client == "cli:9@h" and theirs.text == "swap profile=demo-no-mtp"
+    )
     assert not mine.foreign
     assert m.activity_total == 2
 
@@ -69,7 +101,9 @@ def test_activity_is_bounded_but_counts_everything():
 def test_bench_events_track_a_run():
     m = TuiModel()
     m.apply_push(ev("bench.start", run_id="r1"))
-    m.apply_push(ev("bench.progress", run_id="r1", profile="demo-mtp", concurrency=4, point=1, points=3))
+    m.apply_push(
+        ev("bench.progress", run_id="r1", profile="demo-mtp", concurrency=4, point=1, points=3)
+    )
     assert m.bench["r1"].state == "running" and m.bench["r1"].progress["concurrency"] == 4
     m.apply_push(ev("bench.done", run_id="r1", path="/x/r1.json", state="done"))
     assert m.bench["r1"].state == "done" and m.bench["r1"].path == "/x/r1.json"

@@ -19,13 +19,16 @@ def test_bar_cells_keep_small_shares_visible_and_sum_right():
 def test_gpu_bar_shows_server_share_and_simulated_label():
     lines = [plain(l) for l in views.gpu_lines(make_telemetry(server_gb=70.5), 80)]
     assert "82.5/141.0 GB".replace("82.5", fmt.gb(72.5e9)) in lines[0]
-    bar = lines[0][5:lines[0].index(" ", 6)]
+    bar = lines[0][5 : lines[0].index(" ", 6)]
     assert bar.count("█") == round(70.5 / 141 * (80 - 26))
     assert "simulated" in lines[1] and "slot 0 70.5G" in lines[1]
 
 
 def test_no_gpu_source_is_a_plain_message():
-    tel = {"gpus": [], "gpu_source": {"kind": "none", "message": "no NVIDIA driver (NVML not found)"}}
+    tel = {
+        "gpus": [],
+        "gpu_source": {"kind": "none", "message": "no NVIDIA driver (NVML not found)"},
+    }
     assert plain(views.gpu_lines(tel, 80)[0]) == "GPU: no NVIDIA driver (NVML not found)"
 
 
@@ -37,16 +40,31 @@ def test_launching_slot_shows_phase_progress_and_eta():
 
 
 def test_failed_slot_shows_cause_fix_and_evidence():
-    cause = {"kind": "port", "summary": "port 30000 is already in use", "fix": "stop the other server or set port",
-             "lines": ["[Errno 98] error while attempting to bind on address"], "exit_code": 1}
+    cause = {
+        "kind": "port",
+        "summary": "port 30000 is already in use",
+        "fix": "stop the other server or set port",
+        "lines": ["[Errno 98] error while attempting to bind on address"],
+        "exit_code": 1,
+    }
     text = plain(views.slot_details(make_slot(state="failed", cause=cause)))
     assert "failed" in text and "cause port 30000 is already in use" in text
     assert "fix   stop the other server or set port" in text and "[Errno 98]" in text
 
 
 def test_capacity_card_says_when_limits_were_reset():
-    text = plain("\n".join(views.capacity_lines({"max_running_requests": 4, "requested_max_running_requests": 8,
-                                                 "kv_pool_tokens": 1000, "notes": ["reset to 4"]})))
+    text = plain(
+        "\n".join(
+            views.capacity_lines(
+                {
+                    "max_running_requests": 4,
+                    "requested_max_running_requests": 8,
+                    "kv_pool_tokens": 1000,
+                    "notes": ["reset to 4"],
+                }
+            )
+        )
+    )
     assert "max running 4 (asked 8)" in text and "KV 1,000 tok" in text and "! reset to 4" in text
 
 

@@ -9,12 +9,16 @@ fills what the others lack (e.g. accept length without metrics). The start-up li
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 
 from sgltui.agent.telemetry.engine_parse import (
-    empty_engine, engine_from_loads, engine_from_metrics, merge_engine,
+    empty_engine,
+    engine_from_loads,
+    engine_from_metrics,
+    merge_engine,
 )
 from sgltui.core.capacity import CapacityBuilder
 from sgltui.core.loglines import parse_batch_line
@@ -32,8 +36,11 @@ class LogEngineState:
         if b is None:
             return False
         r = self._ranks.setdefault(b.dp_rank, {})
-        for key, val in (("num_running_reqs", b.num_running_reqs), ("num_queue_reqs", b.num_queue_reqs),
-                         ("token_usage", b.token_usage)):
+        for key, val in (
+            ("num_running_reqs", b.num_running_reqs),
+            ("num_queue_reqs", b.num_queue_reqs),
+            ("token_usage", b.token_usage),
+        ):
             if val is not None:
                 r[key] = val
         if b.kind == "decode":
@@ -56,8 +63,13 @@ class LogEngineState:
         def col(key: str) -> list[float]:
             return [r[key] for r in ranks if r.get(key) is not None]
 
-        for key, how in (("num_running_reqs", sum), ("num_queue_reqs", sum), ("gen_throughput", sum),
-                         ("token_usage", max), ("input_throughput", sum)):
+        for key, how in (
+            ("num_running_reqs", sum),
+            ("num_queue_reqs", sum),
+            ("gen_throughput", sum),
+            ("token_usage", max),
+            ("input_throughput", sum),
+        ):
             v = col(key)
             e[key] = how(v) if v else None
         for key in ("cache_hit_rate", "accept_length", "accept_rate"):
@@ -71,21 +83,23 @@ class SlotWatch:
 
     SERVER_INFO_RETRY_S = 10.0
 
-    def __init__(self, slot_id: str, pid: int, base_url: str, api_key: str | None, tp_size: int = 1) -> None:
+    def __init__(
+        self, slot_id: str, pid: int, base_url: str, api_key: str | None, tp_size: int = 1
+    ) -> None:
         self.slot_id = slot_id
         self.pid = pid
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.tp_size = tp_size
-        self.mode: str | None = None          # "metrics" | "loads" once known
+        self.mode: str | None = None  # "metrics" | "loads" once known
         self.polled: dict[str, Any] | None = None
-        self.polled_at = 0.0                  # monotonic time of the last good poll
+        self.polled_at = 0.0  # monotonic time of the last good poll
         self.error: str | None = None
         self.log = LogEngineState()
         self.capacity = CapacityBuilder()
         self.server_info_done = False
         self._server_info_tried = 0.0
-        self.log_seq = 0                      # bumps on every batch line (new data for the timeline)
+        self.log_seq = 0  # bumps on every batch line (new data for the timeline)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -130,7 +144,9 @@ class SlotWatch:
             return False
         self._server_info_tried = now
         try:
-            r = await client.get(self.base_url + "/server_info", headers=self.headers, timeout=timeout)
+            r = await client.get(
+                self.base_url + "/server_info", headers=self.headers, timeout=timeout
+            )
             if r.status_code != 200:
                 return False
             info = r.json()
@@ -141,7 +157,11 @@ class SlotWatch:
         return True
 
     def engine(self, stale_after: float) -> dict[str, Any] | None:
-        fresh = self.polled if self.polled is not None and time.monotonic() - self.polled_at <= stale_after else None
+        fresh = (
+            self.polled
+            if self.polled is not None and time.monotonic() - self.polled_at <= stale_after
+            else None
+        )
         merged = merge_engine(fresh, [self.log.engine()])
         if merged is None:
             return None

@@ -11,7 +11,8 @@ are skipped in favour of the totals (priority=""). Missing series are simply Non
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -19,8 +20,14 @@ from prometheus_client.parser import text_string_to_metric_families
 _RANK_LABELS = ("tp_rank", "pp_rank", "moe_ep_rank", "attn_cp_rank")
 
 ENGINE_KEYS = (
-    "gen_throughput", "num_running_reqs", "num_queue_reqs", "token_usage", "accept_length",
-    "max_running_requests", "max_total_num_tokens", "cache_hit_rate",
+    "gen_throughput",
+    "num_running_reqs",
+    "num_queue_reqs",
+    "token_usage",
+    "accept_length",
+    "max_running_requests",
+    "max_total_num_tokens",
+    "cache_hit_rate",
 )
 
 
@@ -32,7 +39,10 @@ def empty_engine(source: str, ts: float) -> dict[str, Any]:
 
 
 def _rank0(labels: dict[str, str]) -> bool:
-    return all(labels.get(k, "0") in ("0", "") for k in _RANK_LABELS) and labels.get("priority", "") == ""
+    return (
+        all(labels.get(k, "0") in ("0", "") for k in _RANK_LABELS)
+        and labels.get("priority", "") == ""
+    )
 
 
 def parse_metrics_text(text: str) -> dict[str, dict[str, list[float]]]:
@@ -79,13 +89,18 @@ def engine_from_metrics(text: str, ts: float) -> dict[str, Any]:
     e["token_usage"] = _max(m, "sglang:token_usage")
     e["cache_hit_rate"] = _mean(m, "sglang:cache_hit_rate")
     accept = _mean(m, "sglang:spec_accept_length")
-    e["accept_length"] = accept if accept is not None and accept >= 1.0 else None  # exported as 0 when unused
+    e["accept_length"] = (
+        accept if accept is not None and accept >= 1.0 else None
+    )  # exported as 0 when unused
     e["max_total_num_tokens"] = _int(_sum(m, "sglang:max_total_num_tokens"))
     rate = _mean(m, "sglang:spec_accept_rate")
     e["accept_rate"] = rate if e["accept_length"] is not None else None
     e["num_retracted_reqs"] = _int(_sum(m, "sglang:num_retracted_reqs"))
     e["mamba_usage"] = _max(m, "sglang:mamba_usage")
-    used, total = _sum(m, "sglang:hicache_host_used_tokens"), _sum(m, "sglang:hicache_host_total_tokens")
+    used, total = (
+        _sum(m, "sglang:hicache_host_used_tokens"),
+        _sum(m, "sglang:hicache_host_total_tokens"),
+    )
     e["hicache_host_usage"] = used / total if used is not None and total else None
     e["context_len"] = _int(_max(m, "sglang:context_len"))
     e["requests_total"] = _int(_sum(m, "sglang:num_requests_total"))
@@ -96,7 +111,11 @@ def engine_from_metrics(text: str, ts: float) -> dict[str, Any]:
 
 def engine_from_loads(data: dict[str, Any], ts: float) -> dict[str, Any]:
     """/v1/loads: one entry per DP rank (reference sglang.md §2.2)."""
-    loads = [x for x in (data.get("loads") or []) if isinstance(x, dict)] if isinstance(data, dict) else []
+    loads = (
+        [x for x in (data.get("loads") or []) if isinstance(x, dict)]
+        if isinstance(data, dict)
+        else []
+    )
     e = empty_engine("loads", ts)
     if not loads:
         return e
@@ -130,7 +149,9 @@ def engine_from_loads(data: dict[str, Any], ts: float) -> dict[str, Any]:
     return e
 
 
-def merge_engine(primary: dict[str, Any] | None, secondary: Iterable[dict[str, Any] | None]) -> dict[str, Any] | None:
+def merge_engine(
+    primary: dict[str, Any] | None, secondary: Iterable[dict[str, Any] | None]
+) -> dict[str, Any] | None:
     """The primary reading with its missing fields filled from the others (e.g. accept length
     from the log when /v1/loads lacks it). `source` stays the primary's."""
     others = [s for s in secondary if s is not None]

@@ -20,10 +20,12 @@ from sgltui.agent.telemetry.proctree import ProcTree
 
 @dataclass
 class GpuReading:
-    kind: str                                   # "nvml" | "sim" | "none"
+    kind: str  # "nvml" | "sim" | "none"
     message: str
     gpus: list[dict[str, Any]] = field(default_factory=list)
-    host_pinned_bytes: dict[str, int] = field(default_factory=dict)  # slot -> bytes (simulated hicache pools)
+    host_pinned_bytes: dict[str, int] = field(
+        default_factory=dict
+    )  # slot -> bytes (simulated hicache pools)
 
 
 class GpuSourceError(Exception):
@@ -41,11 +43,21 @@ class GpuSource(Protocol):
 def empty_gpu(index: int, name: str, simulated: bool) -> dict[str, Any]:
     """A GPU dict (docs/CONTRACTS.md GPU shape) with every reading unknown."""
     return {
-        "index": index, "name": name, "uuid": None, "simulated": simulated,
-        "total_bytes": None, "used_bytes": None, "free_bytes": None,
-        "utilization_pct": None, "power_w": None, "temperature_c": None,
-        "pcie_rx_bytes_s": None, "pcie_tx_bytes_s": None,
-        "server_bytes": {}, "breakdown_bytes": None, "processes": [],
+        "index": index,
+        "name": name,
+        "uuid": None,
+        "simulated": simulated,
+        "total_bytes": None,
+        "used_bytes": None,
+        "free_bytes": None,
+        "utilization_pct": None,
+        "power_w": None,
+        "temperature_c": None,
+        "pcie_rx_bytes_s": None,
+        "pcie_tx_bytes_s": None,
+        "server_bytes": {},
+        "breakdown_bytes": None,
+        "processes": [],
     }
 
 
@@ -84,7 +96,9 @@ class GpuSelector:
             except GpuSourceError as exc:
                 self._nvml.close()
                 self._nvml = None
-                self._nvml_message = f"{exc}: GPU pane paused, retrying every {int(self.NVML_RETRY_S)} s"
+                self._nvml_message = (
+                    f"{exc}: GPU pane paused, retrying every {int(self.NVML_RETRY_S)} s"
+                )
                 self._nvml_tried_at = time.monotonic()
                 return GpuReading("none", self._nvml_message)
         if self.prefer == "nvml":
@@ -97,7 +111,9 @@ class GpuSelector:
         if reading.gpus:
             return reading
         if self.prefer == "sim":
-            return GpuReading("none", "no simulator is publishing GPUs: GPU pane empty until one runs")
+            return GpuReading(
+                "none", "no simulator is publishing GPUs: GPU pane empty until one runs"
+            )
         return GpuReading("none", self._nvml_message or "no GPU source: GPU pane disabled")
 
     def close(self) -> None:

@@ -20,7 +20,9 @@ class HostSampler:
         self._procs: dict[int, psutil.Process] = {}
         psutil.cpu_percent(interval=None)  # prime: the first call always returns 0.0
 
-    def sample(self, trees: dict[str, ProcTree], pinned: dict[str, int] | None = None) -> dict[str, Any]:
+    def sample(
+        self, trees: dict[str, ProcTree], pinned: dict[str, int] | None = None
+    ) -> dict[str, Any]:
         vm = psutil.virtual_memory()
         sw = psutil.swap_memory()
         host: dict[str, Any] = {

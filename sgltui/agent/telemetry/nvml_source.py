@@ -40,7 +40,7 @@ def init_failure_message(exc: Exception) -> str:
     return f"NVML error: {exc}: GPU pane disabled"
 
 
-def open_nvml() -> tuple["NvmlSource | None", str]:
+def open_nvml() -> tuple[NvmlSource | None, str]:
     """Start NVML. Returns (source, "") or (None, message saying why the GPU pane is off)."""
     if pynvml is None:
         return None, "nvidia-ml-py is not installed (pip install nvidia-ml-py): GPU pane disabled"
@@ -97,8 +97,10 @@ class NvmlSource:
         except pynvml.NVMLError as exc:
             raise GpuSourceError(f"NVML error: {exc}") from exc
         if self.foreign_pids:
-            notes.append("NVML reports PIDs from another PID namespace (container): "
-                         "server processes matched by process name")
+            notes.append(
+                "NVML reports PIDs from another PID namespace (container): "
+                "server processes matched by process name"
+            )
         return GpuReading("nvml", "; ".join(notes), gpus)
 
     def _device(self, i: int, trees: dict[str, ProcTree]) -> dict[str, Any]:
@@ -106,12 +108,19 @@ class NvmlSource:
         if i not in self._static:
             name = self._opt(pynvml.nvmlDeviceGetName, h)
             uuid = self._opt(pynvml.nvmlDeviceGetUUID, h)
-            self._static[i] = (_text(name) if name is not None else f"GPU {i}", _text(uuid) if uuid is not None else None)
+            self._static[i] = (
+                _text(name) if name is not None else f"GPU {i}",
+                _text(uuid) if uuid is not None else None,
+            )
         name, uuid = self._static[i]
         g = empty_gpu(i, name, simulated=False)
         g["uuid"] = uuid
         mem = pynvml.nvmlDeviceGetMemoryInfo(h)  # a failure here is a source failure, not optional
-        g["total_bytes"], g["used_bytes"], g["free_bytes"] = int(mem.total), int(mem.used), int(mem.free)
+        g["total_bytes"], g["used_bytes"], g["free_bytes"] = (
+            int(mem.total),
+            int(mem.used),
+            int(mem.free),
+        )
         util = self._opt(pynvml.nvmlDeviceGetUtilizationRates, h)
         g["utilization_pct"] = float(util.gpu) if util is not None else None
         power_mw = self._opt(pynvml.nvmlDeviceGetPowerUsage, h)
@@ -127,13 +136,17 @@ class NvmlSource:
         g["processes"], g["server_bytes"] = self._attribute(procs, trees)
         return g
 
-    def _attribute(self, procs: list, trees: dict[str, ProcTree]) -> tuple[list[dict], dict[str, int]]:
+    def _attribute(
+        self, procs: list, trees: dict[str, ProcTree]
+    ) -> tuple[list[dict], dict[str, int]]:
         out: list[dict[str, Any]] = []
         per_slot: dict[str, int] = {}
         for p in procs:
             pid = int(p.pid)
             used = getattr(p, "usedGpuMemory", None)
-            used = int(used) if isinstance(used, int) and used >= 0 else None  # None: not available (MIG, Windows)
+            used = (
+                int(used) if isinstance(used, int) and used >= 0 else None
+            )  # None: not available (MIG, Windows)
             slot, how = None, None
             for slot_id, tree in trees.items():
                 if pid in tree.pids:
@@ -144,12 +157,16 @@ class NvmlSource:
                 self.foreign_pids = True
                 nvml_name = self._opt(pynvml.nvmlSystemGetProcessName, pid)
                 nvml_name = _text(nvml_name) if nvml_name is not None else None
-                matches = [s for s, t in trees.items() if nvml_name and t.match_name(nvml_name) is not None]
+                matches = [
+                    s for s, t in trees.items() if nvml_name and t.match_name(nvml_name) is not None
+                ]
                 if len(matches) == 1:  # a name shared by two servers' trees says nothing
                     slot, how = matches[0], "name"
             if slot is not None and used is not None:
                 per_slot[slot] = per_slot.get(slot, 0) + used
-            out.append({"pid": pid, "used_bytes": used, "slot": slot, "match": how, "name": nvml_name})
+            out.append(
+                {"pid": pid, "used_bytes": used, "slot": slot, "match": how, "name": nvml_name}
+            )
         return out, per_slot
 
     @staticmethod

@@ -19,7 +19,9 @@ import psutil
 class ProcTree:
     root: int
     pids: set[int] = field(default_factory=set)
-    names: dict[int, str] = field(default_factory=dict)  # pid -> process name (comm, 15 chars at most)
+    names: dict[int, str] = field(
+        default_factory=dict
+    )  # pid -> process name (comm, 15 chars at most)
     # pid -> names a foreign tool may know the process by: comm, argv[0] and its basename
     # (SGLang retitles schedulers "sglang::scheduler_TP<r>", which lands in argv[0]), exe path.
     labels: dict[int, tuple[str, ...]] = field(default_factory=dict)
@@ -32,7 +34,9 @@ class ProcTree:
         candidates = {name, name.rsplit("/", 1)[-1]}
         for pid, labels in self.labels.items():
             for label in labels:
-                if label in candidates or any(len(label) == 15 and c.startswith(label) for c in candidates):
+                if label in candidates or any(
+                    len(label) == 15 and c.startswith(label) for c in candidates
+                ):
                     return pid
         return None
 

@@ -86,7 +86,9 @@ class SimGpuSource:
         owners: list[tuple[dict[str, Any], str | None]] = []
         for pub in pubs:
             pids = {pub["pid"]} | {p for p in pub.get("pids") or [] if isinstance(p, int)}
-            owners.append((pub, next((s for s, t in trees.items() if pids & (t.pids | {t.root})), None)))
+            owners.append(
+                (pub, next((s for s, t in trees.items() if pids & (t.pids | {t.root})), None))
+            )
         managed = {_preset(e) for pub, slot in owners if slot is not None for e in _entries(pub)}
         merged: dict[tuple[str, int], dict[str, Any]] = {}
         pinned: dict[str, int] = {}
@@ -102,12 +104,18 @@ class SimGpuSource:
             if g["total_bytes"] is not None and g["used_bytes"] is not None:
                 g["free_bytes"] = max(0, g["total_bytes"] - g["used_bytes"])
         n = len(pubs)
-        msg = f"simulated GPUs published by {n} running simulator{'s' if n != 1 else ''}" if n else ""
+        msg = (
+            f"simulated GPUs published by {n} running simulator{'s' if n != 1 else ''}" if n else ""
+        )
         return GpuReading("sim", msg, gpus, pinned)
 
     @staticmethod
-    def _merge(merged: dict[tuple[str, int], dict[str, Any]], e: dict[str, Any], pub: dict[str, Any],
-               slot: str | None) -> None:
+    def _merge(
+        merged: dict[tuple[str, int], dict[str, Any]],
+        e: dict[str, Any],
+        pub: dict[str, Any],
+        slot: str | None,
+    ) -> None:
         idx = e["index"]
         name = str(e.get("name") or f"GPU {idx}")
         if "simulated" not in name.lower():
@@ -122,19 +130,34 @@ class SimGpuSource:
             g["total_bytes"] = int(_num(e.get("total_bytes")) or 0)
             g["used_bytes"] = 0
             g["breakdown_bytes"] = {}
-            for key in ("utilization_pct", "power_w", "temperature_c", "pcie_rx_bytes_s", "pcie_tx_bytes_s"):
+            for key in (
+                "utilization_pct",
+                "power_w",
+                "temperature_c",
+                "pcie_rx_bytes_s",
+                "pcie_tx_bytes_s",
+            ):
                 g[key] = 0.0
         g["used_bytes"] += int(used or 0)
         for k, v in (e.get("breakdown_bytes") or {}).items():
             if _num(v) is not None:
                 g["breakdown_bytes"][k] = g["breakdown_bytes"].get(k, 0) + int(v)
         # Two servers on one GPU: utilization and power add up (capped), temperature is the hottest.
-        g["utilization_pct"] = min(100.0, g["utilization_pct"] + (_num(e.get("utilization_pct")) or 0.0))
+        g["utilization_pct"] = min(
+            100.0, g["utilization_pct"] + (_num(e.get("utilization_pct")) or 0.0)
+        )
         g["power_w"] += _num(e.get("power_w")) or 0.0
         g["temperature_c"] = max(g["temperature_c"], _num(e.get("temperature_c")) or 0.0)
         g["pcie_rx_bytes_s"] += _num(e.get("pcie_rx_bytes_s")) or 0.0
         g["pcie_tx_bytes_s"] += _num(e.get("pcie_tx_bytes_s")) or 0.0
-        g["processes"].append({"pid": pub["pid"], "used_bytes": int(used or 0), "slot": slot, "match": "pid" if slot else None,
-                               "name": "sgltui.sim"})
+        g["processes"].append(
+            {
+                "pid": pub["pid"],
+                "used_bytes": int(used or 0),
+                "slot": slot,
+                "match": "pid" if slot else None,
+                "name": "sgltui.sim",
+            }
+        )
         if slot is not None:
             g["server_bytes"][slot] = g["server_bytes"].get(slot, 0) + int(used or 0)

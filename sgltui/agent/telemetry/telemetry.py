@@ -25,8 +25,9 @@ import fnmatch
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import httpx
 
@@ -38,10 +39,24 @@ from sgltui.core.ring import RingSet
 
 log = logging.getLogger(__name__)
 
-GPU_SERIES = ("used_bytes", "utilization_pct", "power_w", "temperature_c", "pcie_rx_bytes_s", "pcie_tx_bytes_s")
+GPU_SERIES = (
+    "used_bytes",
+    "utilization_pct",
+    "power_w",
+    "temperature_c",
+    "pcie_rx_bytes_s",
+    "pcie_tx_bytes_s",
+)
 HOST_SERIES = ("ram_used_bytes", "ram_available_bytes", "swap_used_bytes", "cpu_pct")
 HOST_SLOT_SERIES = ("server_rss_bytes", "server_cpu_pct", "server_pinned_bytes")
-ENGINE_SERIES = ("gen_throughput", "num_running_reqs", "num_queue_reqs", "token_usage", "accept_length", "cache_hit_rate")
+ENGINE_SERIES = (
+    "gen_throughput",
+    "num_running_reqs",
+    "num_queue_reqs",
+    "token_usage",
+    "accept_length",
+    "cache_hit_rate",
+)
 
 
 class _TreeCache:
@@ -94,8 +109,10 @@ class Telemetry:
         self._host_sampler: HostSampler | None = None
         self._trees = _TreeCache()
         self._slots: dict[str, SlotWatch] = {}
-        self._cards: dict[str, dict] = {}  # last card per slot, kept after detach until the next attach
-        self._detached: set[str] = set()   # slots whose server is gone: their late output is ignored
+        self._cards: dict[
+            str, dict
+        ] = {}  # last card per slot, kept after detach until the next attach
+        self._detached: set[str] = set()  # slots whose server is gone: their late output is ignored
         self._gpu: GpuReading = GpuReading("none", "first GPU reading pending")
         self._host: dict[str, Any] | None = None
         self._tasks: list[asyncio.Task] = []
@@ -114,9 +131,16 @@ class Telemetry:
         self._host_exec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sgltui-host")
         self._client = httpx.AsyncClient(timeout=self.http_timeout, trust_env=False)
         self._tasks = [
-            asyncio.create_task(self._every(self.gpu_interval, self._sample_gpu), name="telemetry-gpu"),
-            asyncio.create_task(self._every(self.host_interval, self._sample_host), name="telemetry-host"),
-            asyncio.create_task(self._every(self.record_interval, self._record, first_delay=True), name="telemetry-record"),
+            asyncio.create_task(
+                self._every(self.gpu_interval, self._sample_gpu), name="telemetry-gpu"
+            ),
+            asyncio.create_task(
+                self._every(self.host_interval, self._sample_host), name="telemetry-host"
+            ),
+            asyncio.create_task(
+                self._every(self.record_interval, self._record, first_delay=True),
+                name="telemetry-record",
+            ),
         ]
         for slot_id in self._slots:
             self._start_engine(slot_id)
@@ -136,7 +160,9 @@ class Telemetry:
         loop = asyncio.get_running_loop()
         if self._gpu_exec is not None:
             try:
-                await asyncio.wait_for(loop.run_in_executor(self._gpu_exec, self._selector.close), 5.0)
+                await asyncio.wait_for(
+                    loop.run_in_executor(self._gpu_exec, self._selector.close), 5.0
+                )
             except (asyncio.TimeoutError, RuntimeError):
                 pass
             self._gpu_exec.shutdown(wait=False, cancel_futures=True)
@@ -144,7 +170,9 @@ class Telemetry:
             self._host_exec.shutdown(wait=False, cancel_futures=True)
         self._gpu_exec = self._host_exec = None
 
-    async def _every(self, interval: float, fn: Callable[[], Any], first_delay: bool = False) -> None:
+    async def _every(
+        self, interval: float, fn: Callable[[], Any], first_delay: bool = False
+    ) -> None:
         loop = asyncio.get_running_loop()
         next_at = loop.time() + (interval if first_delay else 0.0)
         while True:
@@ -158,12 +186,16 @@ class Telemetry:
             except Exception:  # a sampler bug must not end the timeline; it shows in the agent log
                 log.exception("telemetry sampler %s failed", getattr(fn, "__name__", fn))
             next_at += interval
-            if next_at < loop.time():  # fell behind (slow driver): skip missed ticks, keep the phase
+            if (
+                next_at < loop.time()
+            ):  # fell behind (slow driver): skip missed ticks, keep the phase
                 missed = int((loop.time() - next_at) / interval) + 1
                 next_at += missed * interval
 
     # -- slots ----------------------------------------------------------------------------------
-    def attach(self, slot_id: str, pid: int, base_url: str, api_key: str | None, tp_size: int = 1) -> None:
+    def attach(
+        self, slot_id: str, pid: int, base_url: str, api_key: str | None, tp_size: int = 1
+    ) -> None:
         """Watch a (newly launched) server; a previous launch in the same slot is forgotten."""
         old = self._slots.get(slot_id)
         # Lines may arrive before attach (held on a pid -1 placeholder): keep them for this launch.
@@ -202,7 +234,11 @@ class Telemetry:
             watch.log_seq += 1
             return
         had_summary = watch.capacity.summary_seen
-        if watch.capacity.feed_line(line) is not None and watch.capacity.summary_seen and not had_summary:
+        if (
+            watch.capacity.feed_line(line) is not None
+            and watch.capacity.summary_seen
+            and not had_summary
+        ):
             self._capacity_changed(watch)
 
     def _capacity_changed(self, watch: SlotWatch) -> None:
@@ -218,7 +254,9 @@ class Telemetry:
         watch = self._slots[slot_id]
         if watch.pid <= 0 or not watch.base_url:
             return
-        self._engine_tasks[slot_id] = asyncio.create_task(self._engine_loop(watch), name=f"telemetry-engine-{slot_id}")
+        self._engine_tasks[slot_id] = asyncio.create_task(
+            self._engine_loop(watch), name=f"telemetry-engine-{slot_id}"
+        )
 
     async def _engine_loop(self, watch: SlotWatch) -> None:
         last_seq = -1
@@ -231,7 +269,9 @@ class Telemetry:
             if await watch.fetch_server_info(self._client):
                 self._capacity_changed(watch)
             poll_ts = watch.polled["ts"] if watch.polled else None
-            if poll_ts != last_poll_ts or watch.log_seq != last_seq:  # only new data goes on the timeline
+            if (
+                poll_ts != last_poll_ts or watch.log_seq != last_seq
+            ):  # only new data goes on the timeline
                 last_poll_ts, last_seq = poll_ts, watch.log_seq
                 e = watch.engine(self._stale_after)
                 if e is not None:
@@ -254,7 +294,9 @@ class Telemetry:
     async def _sample_gpu(self) -> None:
         slots = self._slot_pids()
         loop = asyncio.get_running_loop()
-        reading = await loop.run_in_executor(self._gpu_exec, lambda: self._selector.sample(self._trees.trees(slots)))
+        reading = await loop.run_in_executor(
+            self._gpu_exec, lambda: self._selector.sample(self._trees.trees(slots))
+        )
         self.record_gpu(reading, time.time())
 
     def record_gpu(self, reading: GpuReading, ts: float) -> None:
@@ -328,7 +370,9 @@ class Telemetry:
             chosen = all_names
         else:
             pats = list(names)
-            chosen = [n for n in all_names if any(n == p or fnmatch.fnmatchcase(n, p) for p in pats)]
+            chosen = [
+                n for n in all_names if any(n == p or fnmatch.fnmatchcase(n, p) for p in pats)
+            ]
         out = {}
         for n in chosen:
             ring = self.rings.get(n)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-GIB = 1024 ** 3
+GIB = 1024**3
 
 
 def gib(b: Any) -> str:
@@ -49,11 +49,17 @@ def duration(s: Any) -> str:
 def render_gpus(tel: dict[str, Any]) -> list[str]:
     src = tel.get("gpu_source") or {}
     kind, msg = src.get("kind") or "none", src.get("message") or ""
-    head = {"nvml": "GPU (NVML)", "sim": "GPU (SIMULATED)", "none": "GPU (none)"}.get(kind, f"GPU ({kind})")
+    head = {"nvml": "GPU (NVML)", "sim": "GPU (SIMULATED)", "none": "GPU (none)"}.get(
+        kind, f"GPU ({kind})"
+    )
     lines = [head + (f"  {msg}" if msg else "")]
     for g in tel.get("gpus") or []:
         total, used = g.get("total_bytes"), g.get("used_bytes")
-        frac = used / total if isinstance(total, (int, float)) and total and isinstance(used, (int, float)) else None
+        frac = (
+            used / total
+            if isinstance(total, (int, float)) and total and isinstance(used, (int, float))
+            else None
+        )
         label = g.get("name") or f"GPU {g.get('index')}"
         if g.get("simulated") and "simulated" not in label.lower():
             label += " (simulated)"
@@ -61,28 +67,41 @@ def render_gpus(tel: dict[str, Any]) -> list[str]:
         lines.append(
             f"  {g.get('index')}  {label}  mem {gib(used)}/{gib(total)} GiB {pct(frac, 100)} {bar(frac)}"
             f"  util {pct(g.get('utilization_pct'))}  {num(g.get('power_w'))} W"
-            f"  {num(temp)} C  pcie rx {rate(g.get('pcie_rx_bytes_s'))} tx {rate(g.get('pcie_tx_bytes_s'))}")
+            f"  {num(temp)} C  pcie rx {rate(g.get('pcie_rx_bytes_s'))} tx {rate(g.get('pcie_tx_bytes_s'))}"
+        )
         for slot, b in sorted((g.get("server_bytes") or {}).items()):
             bd = g.get("breakdown_bytes") or {}
             parts = ", ".join(f"{k} {gib(v)}" for k, v in bd.items() if v)
             lines.append(f"     slot {slot}: {gib(b)} GiB" + (f"  ({parts})" if parts else ""))
-        strays = [p for p in g.get("processes") or [] if p.get("slot") is None and p.get("used_bytes")]
+        strays = [
+            p for p in g.get("processes") or [] if p.get("slot") is None and p.get("used_bytes")
+        ]
         for p in strays:
-            lines.append(f"     other pid {p.get('pid')}: {gib(p.get('used_bytes'))} GiB"
-                         + (f" ({p['name']})" if p.get("name") else ""))
+            lines.append(
+                f"     other pid {p.get('pid')}: {gib(p.get('used_bytes'))} GiB"
+                + (f" ({p['name']})" if p.get("name") else "")
+            )
     return lines
 
 
 def render_host(host: dict[str, Any] | None) -> list[str]:
     if not host:
         return ["HOST  (no reading yet)"]
-    lines = [f"HOST  ram {gib(host.get('ram_used_bytes'))}/{gib(host.get('ram_total_bytes'))} GiB used"
-             f" ({gib(host.get('ram_available_bytes'))} available)  swap {gib(host.get('swap_used_bytes'))}/"
-             f"{gib(host.get('swap_total_bytes'))} GiB  cpu {pct(host.get('cpu_pct'))}"]
-    rss, cpu, pinned = host.get("server_rss_bytes") or {}, host.get("server_cpu_pct") or {}, host.get("server_pinned_bytes") or {}
+    lines = [
+        f"HOST  ram {gib(host.get('ram_used_bytes'))}/{gib(host.get('ram_total_bytes'))} GiB used"
+        f" ({gib(host.get('ram_available_bytes'))} available)  swap {gib(host.get('swap_used_bytes'))}/"
+        f"{gib(host.get('swap_total_bytes'))} GiB  cpu {pct(host.get('cpu_pct'))}"
+    ]
+    rss, cpu, pinned = (
+        host.get("server_rss_bytes") or {},
+        host.get("server_cpu_pct") or {},
+        host.get("server_pinned_bytes") or {},
+    )
     for slot in sorted(set(rss) | set(cpu)):
         extra = f"  pinned {gib(pinned[slot])} GiB" if pinned.get(slot) else ""
-        lines.append(f"     slot {slot}: rss {gib(rss.get(slot))} GiB  cpu {pct(cpu.get(slot))}{extra}")
+        lines.append(
+            f"     slot {slot}: rss {gib(rss.get(slot))} GiB  cpu {pct(cpu.get(slot))}{extra}"
+        )
     return lines
 
 
@@ -92,10 +111,12 @@ def render_engine(e: dict[str, Any] | None, now: float) -> str:
     age = now - e["ts"] if isinstance(e.get("ts"), (int, float)) else None
     mrr = e.get("max_running_requests")
     running = num(e.get("num_running_reqs")) + (f"/{mrr}" if isinstance(mrr, int) else "")
-    line = (f"     engine ({e.get('source')}, {num(age, '{:.1f}')} s ago): running {running}"
-            f"  queued {num(e.get('num_queue_reqs'))}  gen {num(e.get('gen_throughput'), '{:.1f}')} tok/s"
-            f"  token usage {pct(e.get('token_usage'), 100)}  accept {num(e.get('accept_length'), '{:.2f}')}"
-            f"  cache hit {pct(e.get('cache_hit_rate'), 100)}")
+    line = (
+        f"     engine ({e.get('source')}, {num(age, '{:.1f}')} s ago): running {running}"
+        f"  queued {num(e.get('num_queue_reqs'))}  gen {num(e.get('gen_throughput'), '{:.1f}')} tok/s"
+        f"  token usage {pct(e.get('token_usage'), 100)}  accept {num(e.get('accept_length'), '{:.2f}')}"
+        f"  cache hit {pct(e.get('cache_hit_rate'), 100)}"
+    )
     if e.get("error"):
         line += f"  [{e['error']}]"
     return line
@@ -109,7 +130,11 @@ def render_capacity(card: dict[str, Any] | None) -> list[str]:
     kv_tokens = card.get("kv_pool_tokens")
     lines = [
         f"     capacity: weights {num(card.get('weights_gb'), '{:.1f}')} GB"
-        + (f" + draft {num(card.get('draft_weights_gb'), '{:.1f}')} GB" if card.get("draft_weights_gb") else "")
+        + (
+            f" + draft {num(card.get('draft_weights_gb'), '{:.1f}')} GB"
+            if card.get("draft_weights_gb")
+            else ""
+        )
         + f" | KV {f'{kv_tokens:,}' if isinstance(kv_tokens, int) else '-'} tok ({num(card.get('kv_pool_gb'), '{:.1f}')} GB)"
         + f" | max running {num(card.get('max_running_requests'))}"
         + f" (requested {num(card.get('requested_max_running_requests'))})"
@@ -126,7 +151,9 @@ def render(status: dict[str, Any], now: float | None = None) -> str:
     now = time.time() if now is None else now
     tel = status.get("telemetry") or {}
     agent = status.get("agent") or {}
-    out = [f"sgltui top  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}  agent pid {agent.get('pid', '-')}"]
+    out = [
+        f"sgltui top  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}  agent pid {agent.get('pid', '-')}"
+    ]
     out += render_gpus(tel)
     out += render_host(tel.get("host"))
     slots = status.get("slots") or []
@@ -137,8 +164,10 @@ def render(status: dict[str, Any], now: float | None = None) -> str:
         state = s.get("state") or "-"
         if state == "launching" and s.get("phase"):
             state += f" ({s['phase']})"
-        out.append(f"  {sid}  {s.get('profile') or '-'}  {state}  {s.get('host') or '-'}:{s.get('port') or '-'}"
-                   f"  pid {s.get('pid') or '-'}  up {duration(s.get('uptime_s'))}")
+        out.append(
+            f"  {sid}  {s.get('profile') or '-'}  {state}  {s.get('host') or '-'}:{s.get('port') or '-'}"
+            f"  pid {s.get('pid') or '-'}  up {duration(s.get('uptime_s'))}"
+        )
         if sid in engines or state.startswith(("ready", "draining", "launching")):
             out.append(render_engine(engines.get(sid), now))
         out += render_capacity(s.get("capacity"))

@@ -33,15 +33,58 @@ class ReplayApp(SgltuiApp):
     """
     BINDINGS = SgltuiApp.BINDINGS + [
         Binding("space", "replay_toggle", "Play/pause", priority=True, id="replay.play"),
-        Binding("right,full_stop", "replay_step(1)", "Step", show=False, priority=True, id="replay.forward"),
-        Binding("left,comma", "replay_step(-1)", "Back", show=False, priority=True, id="replay.back"),
-        Binding("shift+right,greater_than_sign", "replay_step(10)", "Step x10", show=False, priority=True, id="replay.forward10"),
-        Binding("shift+left,less_than_sign", "replay_step(-10)", "Back x10", show=False, priority=True, id="replay.back10"),
-        Binding("right_square_bracket", "replay_event(1)", "Next event", priority=True, id="replay.next"),
-        Binding("left_square_bracket", "replay_event(-1)", "Prev event", show=False, priority=True, id="replay.prev"),
-        Binding("plus,equals_sign", "replay_speed(1)", "Faster", show=False, priority=True, id="replay.faster"),
-        Binding("minus", "replay_speed(-1)", "Slower", show=False, priority=True, id="replay.slower"),
-        Binding("home", "replay_seek('start')", "Start", show=False, priority=True, id="replay.start"),
+        Binding(
+            "right,full_stop",
+            "replay_step(1)",
+            "Step",
+            show=False,
+            priority=True,
+            id="replay.forward",
+        ),
+        Binding(
+            "left,comma", "replay_step(-1)", "Back", show=False, priority=True, id="replay.back"
+        ),
+        Binding(
+            "shift+right,greater_than_sign",
+            "replay_step(10)",
+            "Step x10",
+            show=False,
+            priority=True,
+            id="replay.forward10",
+        ),
+        Binding(
+            "shift+left,less_than_sign",
+            "replay_step(-10)",
+            "Back x10",
+            show=False,
+            priority=True,
+            id="replay.back10",
+        ),
+        Binding(
+            "right_square_bracket", "replay_event(1)", "Next event", priority=True, id="replay.next"
+        ),
+        Binding(
+            "left_square_bracket",
+            "replay_event(-1)",
+            "Prev event",
+            show=False,
+            priority=True,
+            id="replay.prev",
+        ),
+        Binding(
+            "plus,equals_sign",
+            "replay_speed(1)",
+            "Faster",
+            show=False,
+            priority=True,
+            id="replay.faster",
+        ),
+        Binding(
+            "minus", "replay_speed(-1)", "Slower", show=False, priority=True, id="replay.slower"
+        ),
+        Binding(
+            "home", "replay_seek('start')", "Start", show=False, priority=True, id="replay.start"
+        ),
         Binding("end", "replay_seek('end')", "End", show=False, priority=True, id="replay.end"),
         Binding("g", "replay_goto", "Go to", priority=True, id="replay.goto"),
     ]
@@ -62,8 +105,10 @@ class ReplayApp(SgltuiApp):
         for widget in super().compose():
             if isinstance(widget, Footer):
                 with Horizontal(id="replay-goto-row"):
-                    yield Input(placeholder="go to: +30  -2m  1:30  50%  @15:04:05  start  end   (esc cancels)",
-                                id="replay-goto")
+                    yield Input(
+                        placeholder="go to: +30  -2m  1:30  50%  @15:04:05  start  end   (esc cancels)",
+                        id="replay-goto",
+                    )
                 yield TimeCursorBar(self.replay_source, id="replay-bar")
             yield widget
 
@@ -75,7 +120,9 @@ class ReplayApp(SgltuiApp):
     async def reset_view(self, t: float) -> None:
         """Start the panes over at time t: STATUS then, the recent history, the log tail."""
         old = self.model
-        self.model = TuiModel(history_points=old.history_points, own_client=old.own_client, clock=old.clock)
+        self.model = TuiModel(
+            history_points=old.history_points, own_client=old.own_client, clock=old.clock
+        )
         self.model.bench = {}
         replay = self.replay_source.replay
         await self._on_connected(replay.status_at(t))
@@ -93,7 +140,9 @@ class ReplayApp(SgltuiApp):
 
     def action_replay_event(self, direction: int) -> None:
         self.replay_source.pause()
-        moved = self.replay_source.next_event() if direction > 0 else self.replay_source.prev_event()
+        moved = (
+            self.replay_source.next_event() if direction > 0 else self.replay_source.prev_event()
+        )
         if not moved:
             self.notify("no more events that way", timeout=2)
 
@@ -141,12 +190,22 @@ class ReplayApp(SgltuiApp):
         self.exit(None)
 
 
-def make_replay_app(session: Path | ReplaySource, *, at: float | None = None, speed: float = 10.0,
-                    load_user_themes: bool = True, **kwargs: Any) -> ReplayApp:
+def make_replay_app(
+    session: Path | ReplaySource,
+    *,
+    at: float | None = None,
+    speed: float = 10.0,
+    load_user_themes: bool = True,
+    **kwargs: Any,
+) -> ReplayApp:
     """Build the replay app the way `sgltui replay` and the tests do."""
     from sgltui.tui.themes import load_themes
 
-    source = session if isinstance(session, ReplaySource) else ReplaySource.open(Path(session), at=at, speed=speed)
+    source = (
+        session
+        if isinstance(session, ReplaySource)
+        else ReplaySource.open(Path(session), at=at, speed=speed)
+    )
     themes, errors = load_themes() if load_user_themes else ({}, [])
     app = ReplayApp(source, themes=themes.values(), **kwargs)
     app.theme_errors = errors

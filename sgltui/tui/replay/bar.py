@@ -20,7 +20,11 @@ _MARKS = (  # (event test, glyph, style): later rows win when two events share a
     (lambda e: e.get("type") == "launch", "▲", "$accent"),
     (lambda e: e.get("type") in ("bench.start", "bench.done"), "■", "$secondary"),
     (lambda e: e.get("type") == "swap.done", "◆", "$primary"),
-    (lambda e: e.get("type") == "slot.state" and e.get("state") in ("failed", "crashed"), "✖", "$error"),
+    (
+        lambda e: e.get("type") == "slot.state" and e.get("state") in ("failed", "crashed"),
+        "✖",
+        "$error",
+    ),
     (lambda e: e.get("type") == "disk.error", "!", "$error"),
 )
 _HELP = "space play · ←/→ step · [ ] events · -/+ speed · g go to"
@@ -89,8 +93,14 @@ class TimeCursorBar(Widget, can_focus=False):
         track_w = max(8, width - len(head) - len(help_text))
         self._track_x, self._track_w = len(head) + 1, track_w  # +1: left padding
         span = (s.end - s.start) or 1.0
-        cursor = min(track_w - 1, int((s.t - s.start) / span * (track_w - 1) + 0.5)) if s.end > s.start else 0
-        cells = [("━", self._style("$accent")) if i < cursor else ("─", "dim") for i in range(track_w)]
+        cursor = (
+            min(track_w - 1, int((s.t - s.start) / span * (track_w - 1) + 0.5))
+            if s.end > s.start
+            else 0
+        )
+        cells = [
+            ("━", self._style("$accent")) if i < cursor else ("─", "dim") for i in range(track_w)
+        ]
         for ts, glyph, style in self._marks:
             i = min(track_w - 1, max(0, int((ts - s.start) / span * (track_w - 1) + 0.5)))
             cells[i] = (glyph, self._style(style))

@@ -13,16 +13,26 @@ from __future__ import annotations
 import asyncio
 import bisect
 import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from sgltui.core.replay import CHART_WINDOW_S, Replay
 
 # A forward move longer than this (session seconds) rebuilds instead of replaying every push.
 MAX_INCREMENTAL_S = CHART_WINDOW_S
-PLAY_TICK_S = 0.1         # wall-clock seconds between playback steps
+PLAY_TICK_S = 0.1  # wall-clock seconds between playback steps
 SPEEDS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
-NOTABLE = ("launch", "slot.state", "swap.done", "bench.start", "bench.done", "disk.error", "agent.start", "agent.stop")
+NOTABLE = (
+    "launch",
+    "slot.state",
+    "swap.done",
+    "bench.start",
+    "bench.done",
+    "disk.error",
+    "agent.start",
+    "agent.stop",
+)
 
 _RESET = object()
 
@@ -44,14 +54,14 @@ class ReplaySource:
         self.t = replay.clamp(replay.start + at if at is not None else replay.start)
         self.speed = float(speed)
         self.playing = False
-        self.listeners: list[Callable[["ReplaySource"], Any]] = []
+        self.listeners: list[Callable[[ReplaySource], Any]] = []
         self.on_reset: Callable[[float], Awaitable[None] | None] | None = None
         self._queue: asyncio.Queue[Any] | None = None
         self._play_task: asyncio.Task | None = None
         self._notable = replay.event_times(NOTABLE)
 
     @classmethod
-    def open(cls, path: Path, at: float | None = None, speed: float = 10.0) -> "ReplaySource":
+    def open(cls, path: Path, at: float | None = None, speed: float = 10.0) -> ReplaySource:
         return cls(Replay.open(path), at=at, speed=speed)
 
     # -- TuiSource ---------------------------------------------------------------------------
@@ -86,7 +96,11 @@ class ReplaySource:
             return {"pong": True, "replay": True}
         if op == "logs":
             slot = str(args.get("slot", "0"))
-            return {"lines": self.replay.log_tail(slot, t, int(args.get("lines") or 200), args.get("launch_id"))}
+            return {
+                "lines": self.replay.log_tail(
+                    slot, t, int(args.get("lines") or 200), args.get("launch_id")
+                )
+            }
         if op == "bench_list":
             return self.replay.bench_runs_at(t)
         if op == "profiles":
@@ -171,7 +185,9 @@ class ReplaySource:
         if self.t >= self.end:
             self.seek(self.start)  # play at the end starts over, like a media player
         self.playing = True
-        self._play_task = asyncio.get_running_loop().create_task(self._play_loop(), name="replay-play")
+        self._play_task = asyncio.get_running_loop().create_task(
+            self._play_loop(), name="replay-play"
+        )
         self._moved()
 
     def pause(self) -> None:

@@ -19,7 +19,7 @@ class ActivityPane(RichLog):
         """`total` counts every item ever added, so new ones are found even after old ones
         fell out of the bounded list."""
         count = min(total - self._shown_total, len(items))
-        for item in items[len(items) - count:] if count > 0 else []:
+        for item in items[len(items) - count :] if count > 0 else []:
             line = Text(f"{fmt.clock(item.ts)} ")
             who = item.client or "agent"
             line.append(f"{who:<20.20} ", style="bold" if item.foreign else "dim")

@@ -6,8 +6,8 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
 from textual.markup import escape
+from textual.widgets import DataTable, Static
 
 from sgltui.tui import fmt
 from sgltui.tui.model import BenchRun
@@ -44,22 +44,45 @@ def comparison_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
         if out is not None:
             best[r.get("concurrency")] = max(best.get(r.get("concurrency"), 0.0), out)
     rows = []
-    for r in sorted(results, key=lambda r: (r.get("concurrency") or 0, -(metric(r.get("metrics") or {}, "out_tok_s") or 0))):
+    for r in sorted(
+        results,
+        key=lambda r: (
+            r.get("concurrency") or 0,
+            -(metric(r.get("metrics") or {}, "out_tok_s") or 0),
+        ),
+    ):
         m = r.get("metrics") or {}
         out = metric(m, "out_tok_s")
         b = best.get(r.get("concurrency"))
         share = f"{out / b * 100:.0f}%" if out is not None and b else "-"
         mark = "★ " if out is not None and b and out >= b else "  "
-        rows.append((
-            mark + str(r.get("profile", "?")), str(r.get("concurrency", "-")), fmt.num(out), share,
-            fmt.num(metric(m, "req_s"), 2), fmt.num(metric(m, "ttft"), 0), fmt.num(metric(m, "tpot"), 1),
-            fmt.num(metric(m, "accept"), 2),
-            str((r.get("capacity") or {}).get("max_running_requests", "-")),
-        ))
+        rows.append(
+            (
+                mark + str(r.get("profile", "?")),
+                str(r.get("concurrency", "-")),
+                fmt.num(out),
+                share,
+                fmt.num(metric(m, "req_s"), 2),
+                fmt.num(metric(m, "ttft"), 0),
+                fmt.num(metric(m, "tpot"), 1),
+                fmt.num(metric(m, "accept"), 2),
+                str((r.get("capacity") or {}).get("max_running_requests", "-")),
+            )
+        )
     return rows
 
 
-COLUMNS = ("profile", "conc", "out tok/s", "of best", "req/s", "TTFT ms", "TPOT ms", "accept", "max run")
+COLUMNS = (
+    "profile",
+    "conc",
+    "out tok/s",
+    "of best",
+    "req/s",
+    "TTFT ms",
+    "TPOT ms",
+    "accept",
+    "max run",
+)
 
 
 class BenchPane(Vertical, can_focus=False):
@@ -69,7 +92,10 @@ class BenchPane(Vertical, can_focus=False):
     """
 
     def compose(self) -> ComposeResult:
-        yield Static("[dim]No bench runs yet. Press [b]b[/b] to benchmark the current profile.[/]", id="bench-status")
+        yield Static(
+            "[dim]No bench runs yet. Press [b]b[/b] to benchmark the current profile.[/]",
+            id="bench-status",
+        )
         table = DataTable(id="bench-table", cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS)
         yield table
@@ -83,8 +109,11 @@ class BenchPane(Vertical, can_focus=False):
         line = f"run [b]{escape(latest.run_id)}[/] {escape(latest.state)}"
         prog = latest.progress
         if latest.state == "running" and prog:
-            bits = [f"{k} {escape(str(prog[k]))}" for k in ("profile", "concurrency", "phase")
-                    if prog.get(k) is not None]
+            bits = [
+                f"{k} {escape(str(prog[k]))}"
+                for k in ("profile", "concurrency", "phase")
+                if prog.get(k) is not None
+            ]
             if prog.get("points"):
                 bits.append(f"point {prog.get('point', 0)}/{prog['points']}")
             if prog.get("total"):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from math import ceil
 
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,13 +17,9 @@ from textual.reactive import Reactive
 from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widgets import Input, RichLog
-from rich.segment import Segment
-from rich.style import Style
-from rich.text import Text
 
 from sgltui.tui.logbuffer import LogBuffer, LogLine
 from sgltui.tui.widgets.colors import level_style, search_style
-
 
 FILTER_DELAY_S = 0.25
 
@@ -110,15 +109,23 @@ class QuietScrollBar(ScrollBar):
             self._drawn = geometry
             window = self.window_size if self.window_size < self.window_virtual_size else 0
             bar = self.renderer.render_bar(
-                size=height if self.vertical else width, virtual_size=ceil(self.window_virtual_size),
-                window_size=ceil(window), position=self.position,
-                thickness=width if self.vertical else height, vertical=self.vertical,
-                back_color=background.rich_color, bar_color=color.rich_color)
+                size=height if self.vertical else width,
+                virtual_size=ceil(self.window_virtual_size),
+                window_size=ceil(window),
+                position=self.position,
+                thickness=width if self.vertical else height,
+                vertical=self.vertical,
+                back_color=background.rich_color,
+                bar_color=color.rich_color,
+            )
             base = self.visual_style.rich_style
             if self.vertical:
                 self._strips = [Strip([seg], width).apply_style(base) for seg in bar.segments]
             else:
-                self._strips = [Strip(line, width).apply_style(base) for line in Segment.split_lines(bar.segments)]
+                self._strips = [
+                    Strip(line, width).apply_style(base)
+                    for line in Segment.split_lines(bar.segments)
+                ]
             self._strips_key = key
 
 
@@ -174,7 +181,8 @@ class LogView(RichLog):
     def vertical_scrollbar(self) -> ScrollBar:
         if self._vertical_scrollbar is None:
             self._vertical_scrollbar = bar = QuietScrollBar(
-                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical)
+                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
+            )
             bar.display = False
             self.app._start_widget(self, bar)
         return self._vertical_scrollbar
@@ -183,7 +191,8 @@ class LogView(RichLog):
     def horizontal_scrollbar(self) -> ScrollBar:
         if self._horizontal_scrollbar is None:
             self._horizontal_scrollbar = bar = QuietScrollBar(
-                vertical=False, name="horizontal", thickness=self.scrollbar_size_horizontal)
+                vertical=False, name="horizontal", thickness=self.scrollbar_size_horizontal
+            )
             bar.display = False
             self.app._start_widget(self, bar)
         return self._horizontal_scrollbar
@@ -198,14 +207,17 @@ class LogView(RichLog):
         if text.spans:
             segments = list(text.render(console))
         else:  # Text.render ignores the text's own style when it has no spans
-            segments = [Segment(text.plain, console.get_style(text.style) if text.style else None)] \
-                if text.plain else []
+            segments = (
+                [Segment(text.plain, console.get_style(text.style) if text.style else None)]
+                if text.plain
+                else []
+            )
         strip = Strip(segments, text.cell_len)
         self.lines.append(strip)
         if self.max_lines is not None and len(self.lines) > self.max_lines:
             self._start_line += len(self.lines) - self.max_lines
             self.refresh()
-            self.lines = self.lines[-self.max_lines:]
+            self.lines = self.lines[-self.max_lines :]
         self._widest_line_width = max(self._widest_line_width, strip.cell_length, self.min_width)
         self.virtual_size = Size(self._widest_line_width, len(self.lines))
         if self.auto_scroll if scroll_end is None else scroll_end:
@@ -229,7 +241,9 @@ class LogView(RichLog):
         key = (index + self._start_line, scroll_x, width, self._widest_line_width)
         line = self._line_cache.get(key)
         if line is None:
-            line = self._line_cache[key] = self.lines[index].crop_extend(scroll_x, scroll_x + width, style)
+            line = self._line_cache[key] = self.lines[index].crop_extend(
+                scroll_x, scroll_x + width, style
+            )
         return line.apply_style(style)
 
     class FollowChanged(Message):
@@ -274,7 +288,13 @@ class LogPane(Vertical):
         self._filter_timer = None
 
     def compose(self) -> ComposeResult:
-        yield LogView(max_lines=self.buffer.lines.maxlen, wrap=False, markup=False, highlight=False, id="log-view")
+        yield LogView(
+            max_lines=self.buffer.lines.maxlen,
+            wrap=False,
+            markup=False,
+            highlight=False,
+            id="log-view",
+        )
         yield Input(id="log-input")
 
     @property
@@ -291,7 +311,11 @@ class LogPane(Vertical):
         if self.buffer.filter_text:
             parts.append(f"filter '{self.buffer.filter_text}'")
         if self.buffer.min_level != "info":
-            parts.append(f"{self.buffer.min_level}s+" if self.buffer.min_level == "warning" else "errors only")
+            parts.append(
+                f"{self.buffer.min_level}s+"
+                if self.buffer.min_level == "warning"
+                else "errors only"
+            )
         if self.buffer.search_text:
             parts.append(f"search '{self.buffer.search_text}'")
         parts.append("following" if self.following else "paused (G: follow)")
@@ -318,8 +342,11 @@ class LogPane(Vertical):
         self.post_message(self.StateChanged())
 
     def _write(self, line: LogLine, scroll: bool | None = None) -> None:
-        text = Text(line.text if line.slot == "0" else f"[{line.slot}] {line.text}",
-                    style=level_style(self.app, line.level), no_wrap=True)
+        text = Text(
+            line.text if line.slot == "0" else f"[{line.slot}] {line.text}",
+            style=level_style(self.app, line.level),
+            no_wrap=True,
+        )
         offset = 0 if line.slot == "0" else len(line.slot) + 3
         for a, b in self.buffer.search_spans(line.text):
             text.stylize(search_style(self.app), a + offset, b + offset)
@@ -331,8 +358,11 @@ class LogPane(Vertical):
     def open_input(self, mode: str) -> None:
         self._input_mode = mode
         box = self.query_one("#log-input", Input)
-        box.placeholder = ("filter: show only lines containing... (enter: keep, esc: clear)" if mode == "filter"
-                           else "search: highlight and jump (enter: next, n/N later, esc: clear)")
+        box.placeholder = (
+            "filter: show only lines containing... (enter: keep, esc: clear)"
+            if mode == "filter"
+            else "search: highlight and jump (enter: next, n/N later, esc: clear)"
+        )
         box.value = self.buffer.filter_text if mode == "filter" else self.buffer.search_text
         box.add_class("-open")
         box.focus()
@@ -362,7 +392,9 @@ class LogPane(Vertical):
             return
         if self._filter_timer is not None:
             self._filter_timer.stop()
-        self._filter_timer = self.set_timer(FILTER_DELAY_S, lambda v=event.value: self._apply_filter(v))
+        self._filter_timer = self.set_timer(
+            FILTER_DELAY_S, lambda v=event.value: self._apply_filter(v)
+        )
 
     def _apply_filter(self, value: str) -> None:
         self._filter_timer = None
@@ -391,7 +423,9 @@ class LogPane(Vertical):
 
     def search(self, backwards: bool) -> bool:
         """Scroll to the next (or previous) match; pauses following so the match stays put."""
-        start = self._match if self._match is not None else (len(self._shown) if not backwards else 0)
+        start = (
+            self._match if self._match is not None else (len(self._shown) if not backwards else 0)
+        )
         if self._match is None and not backwards:
             start = self._current_top() - 1
         found = self.buffer.search(self._shown, start, backwards=backwards)
@@ -401,8 +435,11 @@ class LogPane(Vertical):
         view = self.view
         view.auto_scroll = False
         # After the refresh: a redraw just before may still have a scroll pending.
-        view.call_after_refresh(view.scroll_to, y=max(0, found - view.scrollable_content_region.height // 2),
-                                animate=False)
+        view.call_after_refresh(
+            view.scroll_to,
+            y=max(0, found - view.scrollable_content_region.height // 2),
+            animate=False,
+        )
         self.post_message(self.StateChanged())
         return True
 

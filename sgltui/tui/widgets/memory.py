@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual.widget import Widget
 from textual.content import Content
+from textual.widget import Widget
 
 from sgltui.tui import views
 
@@ -28,7 +28,9 @@ class MemoryPane(Widget, can_focus=True):
             self.refresh(layout=relayout)
 
     def _markup(self, width: int) -> str:
-        return "\n".join(views.gpu_lines(self._telemetry, width) + views.host_lines(self._telemetry, width))
+        return "\n".join(
+            views.gpu_lines(self._telemetry, width) + views.host_lines(self._telemetry, width)
+        )
 
     def render(self) -> Content:
         self._last = self._markup(self.content_region.width or 60)

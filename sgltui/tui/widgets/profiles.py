@@ -36,8 +36,9 @@ class ProfilesPane(Vertical, can_focus=False):
             highlighted = current
         prompts = [(p["name"], views.profile_option(p, slots)) for p in profiles]
         # Rebuild only when the rows change: rebuilding resets the highlight and costs a layout.
-        if [o.id for o in options.options] != [n for n, _ in prompts] or \
-                [str(o.prompt) for o in options.options] != [t for _, t in prompts]:
+        if [o.id for o in options.options] != [n for n, _ in prompts] or [
+            str(o.prompt) for o in options.options
+        ] != [t for _, t in prompts]:
             options.set_options([Option(text, id=name) for name, text in prompts])
         names = [n for n, _ in prompts]
         if highlighted in names and highlighted != self.highlighted_profile():

@@ -7,7 +7,8 @@ Lines are built once per change (cached Strips) and served by render_line.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -74,7 +75,7 @@ class ThroughputPane(Widget, can_focus=True):
 
     def show(self, series: dict[str, list[float]], has_spec: bool) -> None:
         relayout = has_spec != self._has_spec
-        self._series = {k: v[-self.window_points:] for k, v in series.items()}
+        self._series = {k: v[-self.window_points :] for k, v in series.items()}
         self._has_spec = has_spec
         width = self.content_region.width
         if relayout or not width or self._key is None:
@@ -92,8 +93,11 @@ class ThroughputPane(Widget, can_focus=True):
 
     def _rows(self) -> list[tuple[str, str, Callable[[float], str], int]]:
         tall = 1 if self.screen.has_class("-short") else 2
-        return [(n, label, form, tall if n == "gen_throughput" else 1) for n, label, form in ROWS
-                if n != "accept_length" or self._has_spec]
+        return [
+            (n, label, form, tall if n == "gen_throughput" else 1)
+            for n, label, form in ROWS
+            if n != "accept_length" or self._has_spec
+        ]
 
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]
         return sum(h for *_, h in self._rows())
@@ -110,9 +114,11 @@ class ThroughputPane(Widget, can_focus=True):
             value = form(values[-1]) if values else "-"
             for i, text in enumerate(spark_rows(values, spark_w, height)):
                 first = i == 0
-                segs = [Segment((label if first else "").ljust(LABEL_W)[:LABEL_W], base),
-                        Segment(text, bar if values else dim),
-                        Segment((value if first else "").rjust(VALUE_W)[:VALUE_W], base)]
+                segs = [
+                    Segment((label if first else "").ljust(LABEL_W)[:LABEL_W], base),
+                    Segment(text, bar if values else dim),
+                    Segment((value if first else "").rjust(VALUE_W)[:VALUE_W], base),
+                ]
                 strips.append(Strip(segs, width))
         return strips
 

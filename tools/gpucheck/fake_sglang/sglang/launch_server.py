@@ -16,8 +16,15 @@ while True:
 """
 
 if __name__ == "__main__":
-    subprocess.Popen([sys.executable, "-c", HOLD])  # same process group: the agent's stop must get it
-    sys.argv = [sys.argv[0], *sys.argv[1:], "--sim-time-scale", os.environ.get("SIM_TIME_SCALE", "0.05")]
+    subprocess.Popen(
+        [sys.executable, "-c", HOLD]
+    )  # same process group: the agent's stop must get it
+    sys.argv = [
+        sys.argv[0],
+        *sys.argv[1:],
+        "--sim-time-scale",
+        os.environ.get("SIM_TIME_SCALE", "0.05"),
+    ]
     from sgltui.sim.server import main
 
     sys.exit(main())
