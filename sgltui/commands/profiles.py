@@ -21,7 +21,11 @@ from sgltui.core.profiles import (
     scan_profiles,
     search_dirs,
 )
+from sgltui.core.safe_text import printable
 from sgltui.core.validate import Issue, check_profile, check_profile_set
+
+# A description longer than this is cut in the table (`show` and --json give all of it).
+DESCRIPTION_WIDTH = 80
 
 
 def register(subparsers: Any) -> None:
@@ -147,14 +151,20 @@ def _list(args: argparse.Namespace) -> int:
         dirs = ", ".join(str(d) for d in search_dirs(_extra_dirs(args)))
         print(f"no profiles found (searched {dirs})")
         return 0
+    # Every cell is text from a file: escaped (no terminal control reaches the screen) and cut.
     width = max((len(p.name) for p in rows), default=4)
     print(f"{'KEY':3}  {'NAME':{width}}  {'LAUNCHER':8}  {'EXTENDS':14}  DESCRIPTION")
     for p in sorted(rows, key=lambda p: (p.launcher != "sglang", p.key or "~", p.name)):
-        print(
-            f"{p.key or '-':3}  {p.name:{width}}  {p.launcher:8}  {p.extends or '-':14}  {p.description}"
+        cells = (
+            f"{printable(p.key or '-'):3}",
+            f"{printable(p.name):{width}}",
+            f"{p.launcher:8}",
+            f"{printable(p.extends or '-', 40):14}",
+            printable(p.description, DESCRIPTION_WIDTH),
         )
+        print("  ".join(cells))
     for line in broken:
-        print(f"sgltui: error: {line}", file=sys.stderr)
+        print(f"sgltui: error: {printable(line)}", file=sys.stderr)
     return 0
 
 
@@ -171,10 +181,10 @@ def _show(args: argparse.Namespace) -> int:
         print(profile.command_line())
         return 0
     chain = " -> ".join((profile.name,) + profile.parents)
-    print(
-        f"# {display_path(profile.source) if profile.source else profile.name}"
-        + (f"  (inherits: {chain}; values below are resolved)" if profile.parents else "")
+    header = f"# {display_path(profile.source) if profile.source else profile.name}" + (
+        f"  (inherits: {chain}; values below are resolved)" if profile.parents else ""
     )
+    print(printable(header))
     print(profile_to_toml(profile, flatten=True), end="")
     return 0
 
@@ -206,7 +216,7 @@ def _targets(args: argparse.Namespace) -> tuple[list[Profile], list[str]]:
             else []
         )
         if path.is_dir() and not files:
-            errors.append(f"{target}: no .toml profiles in this directory")
+            errors.append(f"{printable(target)}: no .toml profiles in this directory")
             continue
         try:
             if files:

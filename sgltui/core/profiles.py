@@ -28,6 +28,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from sgltui.core import locations
+from sgltui.core.safe_text import printable
 
 LAUNCHERS = ("sglang", "sim")
 DEFAULT_PORT = 30000
@@ -38,6 +39,18 @@ _STRING_KEYS = ("name", "description", "key", "extends", "launcher", "python")
 LAUNCH_MODULES = {"sglang": "sglang.launch_server", "sim": "sgltui.sim"}
 
 Where = tuple[Path | None, int | None]
+
+# Names are shown in tables, used as file stems and typed on command lines: keep them short and
+# plain. `extends` goes at most this deep (the shipped profiles use 2 levels); it is resolved with
+# a loop, so a longer chain is a clean error, never a RecursionError.
+MAX_NAME_LENGTH = 64
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+MAX_EXTENDS_DEPTH = 32
+MAX_KEY_LENGTH = 16
+MAX_PATH_LENGTH = 4096
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# How much of user-written text an error line echoes (a 5 MB key must not become a 5 MB error).
+_SHOWN_PATH, _SHOWN_KEY, _SHOWN_TEXT = 300, 80, 600
 
 
 class ProfileError(Exception):
@@ -62,11 +75,15 @@ class ProfileError(Exception):
 def format_location(
     path: Path | None, line: int | None, key: str | None, problem: str, fix: str | None
 ) -> str:
+    # Every part may hold user-written text: control characters are shown escaped, and each
+    # part is cut, so the line stays one short line whatever the file holds.
     where = ""
     if path is not None:
-        where = f"{display_path(path)}:{line}: " if line else f"{display_path(path)}: "
-    text = f"{where}{key}: {problem}" if key else f"{where}{problem}"
-    return f"{text}; {fix}" if fix else text
+        shown = printable(display_path(path), _SHOWN_PATH)
+        where = f"{shown}:{line}: " if line else f"{shown}: "
+    problem = printable(problem, _SHOWN_TEXT)
+    text = f"{where}{printable(key, _SHOWN_KEY)}: {problem}" if key else f"{where}{problem}"
+    return f"{text}; {printable(fix, _SHOWN_TEXT)}" if fix else text
 
 
 def display_path(path: Path) -> str:
@@ -219,6 +236,95 @@ def _check_shape(raw: RawProfile) -> None:
         raise raw.error(
             "empty hot-swap key", "key", fix='use one key such as "1", or remove the line'
         )
+    _check_text(raw)
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot be a profile name, or None when it can."""
+    if len(name) > MAX_NAME_LENGTH:
+        return f"longer than {MAX_NAME_LENGTH} characters"
+    if not NAME_PATTERN.fullmatch(name):
+        return (
+            f"{printable(name, 40)!r} is not a profile name (letters, digits and . _ + -, "
+            "starting with a letter or digit)"
+        )
+    return None
+
+
+def _check_text(raw: RawProfile) -> None:
+    """Names, keys and strings that would break a table, a command line or the environment."""
+    data = raw.data
+    if "name" in data:
+        problem = name_problem(data["name"])
+        if problem:
+            raise raw.error(problem, "name", fix='use a short name such as "my-profile"')
+    else:
+        problem = name_problem(raw.path.stem)
+        if problem:
+            raise raw.error(
+                f"the file name is not a profile name: {problem}",
+                fix='set name = "my-profile" in the file, or rename the file',
+            )
+    key = data.get("key")
+    if key is not None and (len(key) > MAX_KEY_LENGTH or not key.isprintable() or " " in key):
+        raise raw.error(
+            f"a hot-swap key is a few printable characters without spaces (at most {MAX_KEY_LENGTH})",
+            "key",
+            fix='use one key such as "1"',
+        )
+    parent = data.get("extends")
+    if parent is not None:
+        if parent.endswith(".toml"):
+            bad = len(parent) > MAX_PATH_LENGTH or not parent.isprintable()
+        else:
+            bad = name_problem(parent) is not None
+        if bad:
+            raise raw.error(
+                "must be a profile name or a .toml path",
+                "extends",
+                fix='write extends = "base" (a name from `sgltui profiles list`)',
+            )
+    for env_key, value in data.get("env", {}).items():
+        if not ENV_NAME.fullmatch(env_key):
+            raise raw.error(
+                "is not an environment variable name",
+                "env",
+                env_key,
+                label=f"env.{env_key}",
+                fix="use letters, digits and _ (e.g. HF_HOME)",
+            )
+        if "\0" in value:
+            raise raw.error(
+                "holds a NUL character, which no environment can carry",
+                "env",
+                env_key,
+                fix="remove the \\u0000",
+            )
+    python = data.get("python")
+    if python is not None and ("\0" in python or len(python) > MAX_PATH_LENGTH):
+        raise raw.error("is not a usable interpreter path", "python", fix="give a python path")
+    for flag, value in data.get("server", {}).items():
+        if any("\0" in text for text in _strings(flag, value)):
+            raise raw.error(
+                "holds a NUL character, which no command line can carry",
+                "server",
+                flag,
+                fix="remove the \\u0000",
+            )
+
+
+def _strings(*values: Any) -> Iterable[str]:
+    """Every string inside `values` (TOML tables and arrays included)."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
 
 
 def _toml_type(value: Any) -> str:
@@ -381,44 +487,71 @@ class ProfileSet:
     failed_names: dict[str, str] = field(
         default_factory=dict
     )  # profile name (file stem) -> file path
+    # (search directory, profile name) -> the file that gave the name there first.
+    _given: dict[tuple[str, str], Path] = field(default_factory=dict, repr=False)
 
-    def add_file(self, path: Path) -> None:
+    def add_file(self, path: Path, folder: Path | None = None) -> None:
+        """Add one file. A later folder overrides an earlier one's profile of the same name (that
+        is how a user's folder replaces a shipped profile); two files of one folder that give
+        the same name are an error on the second, which is not loaded."""
         try:
             raw = read_raw(path)
         except ProfileError as exc:
             self.errors[str(path)] = exc
             self.failed_names[path.stem] = str(path)
             return
-        self.raw[raw.name] = raw  # a later directory overrides an earlier one of the same name
+        if folder is not None:
+            first = self._given.setdefault((str(folder), raw.name), raw.path)
+            if first != raw.path:
+                self.errors[str(path)] = raw.error(
+                    f"profile name {raw.name!r} is also given by {display_path(first)}",
+                    "name",
+                    fix="give each profile file its own name",
+                )
+                return
+        self.raw[raw.name] = raw
         self.failed_names.pop(raw.name, None)
 
     def names(self) -> list[str]:
         return sorted(self.raw)
 
-    def resolve(self, name: str, _seen: tuple[str, ...] = ()) -> Profile:
+    def resolve(self, name: str) -> Profile:
         raw = self.raw.get(name)
         if raw is None:
             if name in self.failed_names:
                 raise self.errors[self.failed_names[name]]
             raise unknown_profile(name, self.names())
-        return self.resolve_raw(raw, _seen)
+        return self.resolve_raw(raw)
 
-    def resolve_raw(self, raw: RawProfile, _seen: tuple[str, ...] = ()) -> Profile:
-        seen = _seen + (raw.name,)
-        parent_name = raw.data.get("extends")
-        if parent_name:
+    def resolve_raw(self, raw: RawProfile) -> Profile:
+        """`raw` with its `extends` chain merged in (a loop: a deep chain cannot overflow)."""
+        chain = [raw]  # child first
+        seen = [raw.name]
+        while True:
+            child = chain[-1]
+            parent_name = child.data.get("extends")
+            if not parent_name:
+                break
             if parent_name in seen:
-                cycle = " -> ".join(seen[seen.index(parent_name) :] + (parent_name,))
-                raise raw.error(
+                cycle = " -> ".join(seen[seen.index(parent_name) :] + [parent_name])
+                raise child.error(
                     f"inheritance cycle {cycle}",
                     "extends",
                     fix="remove `extends` from one of these profiles",
                 )
-            parent_raw = self._find_parent(raw, parent_name)
-            parent = self.resolve_raw(parent_raw, seen)
-        else:
-            parent = None
-        return _merge(raw, parent)
+            if len(chain) > MAX_EXTENDS_DEPTH:
+                raise raw.error(
+                    f"`extends` goes more than {MAX_EXTENDS_DEPTH} levels deep",
+                    "extends",
+                    fix="extend a profile nearer the base (or flatten it: "
+                    "`sgltui profiles show NAME` prints it resolved)",
+                )
+            chain.append(self._find_parent(child, parent_name))
+            seen.append(chain[-1].name)
+        profile = None
+        for link in reversed(chain):
+            profile = _merge(link, profile)
+        return profile
 
     def _find_parent(self, raw: RawProfile, parent_name: str) -> RawProfile:
         if parent_name.endswith(".toml"):
@@ -494,7 +627,7 @@ def scan_profiles(extra_dirs: Sequence[Path | str] = ()) -> ProfileSet:
         if not directory.is_dir():
             continue
         for path in sorted(directory.rglob("*.toml")):
-            found.add_file(path)
+            found.add_file(path, directory)
     return found
 
 
