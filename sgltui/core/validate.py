@@ -9,12 +9,14 @@ after minutes of model loading; warnings are accepted settings that do not do wh
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sgltui.core.flag_ranges import is_port_flag, range_for
 from sgltui.core.flags import SIM_FLAGS, Catalog, FlagSpec, load_bundled_catalog, load_live_catalog
 from sgltui.core.profiles import Profile, format_location
 
@@ -106,6 +108,15 @@ class _Checker:
         return self.issues
 
     def check_flag(self, key: str, value: Any) -> None:
+        if key.startswith("-"):
+            # The catalog lookup would forgive the dashes; the rendered argv would not (----port).
+            bare = key.lstrip("-") or "name"
+            self.error(
+                key,
+                "write the flag name without leading dashes",
+                f"write {bare} = {_toml_value(value)}",
+            )
+            return
         spec = self.catalog.lookup(key, sim=self.sim)
         if spec is None:
             self.unknown_flag(key, value)
@@ -241,6 +252,12 @@ class _Checker:
             return False
         text = str(value)
         kind = spec.type or "str"
+        if isinstance(value, float) and not math.isfinite(value):
+            # TOML has nan and inf literals; no SGLang flag means either.
+            self.error(
+                key, f"must be a finite number, not {text}", f"write {key} = {_example(spec)}"
+            )
+            return False
         if kind == "int" and not (isinstance(value, int) or _INT_TEXT.match(text)):
             m = _SI.match(text) or _IEC.match(text)
             if m:
@@ -284,11 +301,18 @@ class _Checker:
             return False
         if kind == "float":
             try:
-                float(text)
+                number = float(text)
             except ValueError:
                 self.error(
                     key,
                     f"takes a number, not {_describe(value)}",
+                    f"write {key} = {_example(spec)}",
+                )
+                return False
+            if not math.isfinite(number):
+                self.error(
+                    key,
+                    f"must be a finite number, not {text.strip().lower()}",
                     f"write {key} = {_example(spec)}",
                 )
                 return False
@@ -309,18 +333,40 @@ class _Checker:
             self.bad_choice(key, text, [str(c) for c in spec.choices])
             return False
         known = self.catalog.values.get(spec.name)
-        if known and isinstance(value, str):
+        if known:  # a number is checked too: speculative-algorithm = 7 is no algorithm
             values = [str(v) for v in known.get("values", [])]
             folded = {v.upper() for v in values} if known.get("case_insensitive") else set(values)
             if (text.upper() if known.get("case_insensitive") else text) not in folded:
                 self.bad_choice(key, text, values, at_startup=True)
                 return False
-        if spec.name in ("port", "grpc-port", "metrics-http-port") and (
-            not _INT_TEXT.match(text) or not 0 < int(text) < 65536
-        ):
-            self.error(
-                key, f"port {text} is out of range", f"write {key} = a port between 1 and 65535"
+        return self.check_range(key, spec, kind, text)
+
+    def check_range(self, key: str, spec: FlagSpec, kind: str, text: str) -> bool:
+        """Numbers the type accepts but SGLang (or the hardware) cannot use: tp-size = 0,
+        mem-fraction-static = 7.0. Only for flags the given catalog types as numbers."""
+        if kind not in ("int", "human_int", "float"):
+            return True
+        try:
+            number: float = (
+                _expand(text)
+                if kind == "human_int"
+                else (int(text) if kind == "int" else float(text))
             )
+        except ValueError:
+            return True  # its type error was reported above
+        if kind == "int" and is_port_flag(spec.name):
+            if not 0 < number < 65536:
+                self.error(
+                    key,
+                    f"port {text} is out of range",
+                    f"write {key} = a port between 1 and 65535",
+                )
+                return False
+            return True
+        limits = range_for(spec.name, kind)
+        problem = limits.problem(number) if limits else None
+        if problem:
+            self.error(key, problem, f"write {key} = {_example(spec)}")
             return False
         return True
 
