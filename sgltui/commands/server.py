@@ -105,8 +105,11 @@ def _dirs(args: argparse.Namespace) -> list[str]:
 
 
 def _call(args: argparse.Namespace, op: str, autostart: bool = True, **kw: Any) -> Any:
+    # call_sync sends its profiles_dirs with the ops that take them: passing them once more in
+    # the op's arguments was the `--no-wait` crash ("multiple values for 'profiles_dirs'").
+    dirs = kw.pop("profiles_dirs", None) or _dirs(args)
     try:
-        return call_sync(_state(args), op, autostart=autostart, profiles_dirs=_dirs(args), **kw)
+        return call_sync(_state(args), op, autostart=autostart, profiles_dirs=dirs, **kw)
     except AgentError as exc:
         raise _cli_error()(str(exc)) from None
 

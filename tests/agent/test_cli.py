@@ -113,3 +113,16 @@ def test_cli_bad_state_dir_is_one_line(agent_handle, tmp_path):
     assert r.returncode != 0
     line = _one_error_line(r)
     assert "state dir" in line or "agent" in line
+
+
+def test_cli_no_wait_start_swap_restart(agent):
+    """Issue 18 #2: `--no-wait` crashed with "call_sync() got multiple values for keyword argument
+    'profiles_dirs'" on start, swap and restart, with a traceback and nothing sent."""
+    a, b = agent.write_profile("t-a"), agent.write_profile("t-b")
+    for argv, profile in (("start", a), ("swap", b), ("restart", None)):
+        r = sgltui(agent, argv, *([profile] if profile else []), "--no-wait")
+        assert r.returncode == 0, r.stderr
+        assert "Traceback" not in r.stderr
+        assert f"slot 0: {argv} accepted" in r.stdout
+        ready = agent.wait_state("ready")
+        assert ready["profile"] == (profile or b)
