@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "telemetry",  # sgltui top
     "bench",  # sgltui bench
     "sessions",  # sgltui sessions list, report, replay
+    "web",  # sgltui web (the TUI in a browser tab)
 )
 
 

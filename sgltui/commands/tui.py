@@ -6,6 +6,7 @@ Textual is imported only when the app is about to open, so other commands stay f
 from __future__ import annotations
 
 import argparse
+import secrets
 import sys
 from pathlib import Path
 
@@ -23,6 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Open the terminal UI. It is a client of the agent: quitting leaves servers running.",
     )
     _add_common(tui)
+    tui.add_argument(
+        "--read-only",
+        action="store_true",
+        help="watch only: start, stop, swap, restart and bench are disabled",
+    )
+    # Set by `sgltui web` for each browser tab's app process (stdio are pipes to the browser).
+    tui.add_argument("--web-tab", action="store_true", help=argparse.SUPPRESS)
     tui.set_defaults(handler=open_tui)
     demo = sub.add_parser(
         "demo",
@@ -62,7 +70,8 @@ def open_demo(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, demo: bool) -> int:
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    web_tab = bool(getattr(args, "web_tab", False))
+    if not web_tab and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise _error(
             "the UI needs a terminal; for scripts use `sgltui status --json` or `sgltui top`"
         )
@@ -80,6 +89,9 @@ def _run(args: argparse.Namespace, demo: bool) -> int:
     source = LiveSource(
         state_dir(getattr(args, "state_dir", None)),
         profiles_dirs=[Path(p) for p in (getattr(args, "profiles", None) or [])],
+        # A browser tab's commands are attributed to it in the session log: "web:<tab id>:...".
+        client_name=f"web:{secrets.token_hex(4)}" if web_tab else "tui",
+        read_only=bool(getattr(args, "read_only", False)),
     )
     app = make_app(source, config=config, theme=getattr(args, "theme", None), demo=demo)
     if demo and getattr(args, "no_load", False):

@@ -336,7 +336,7 @@ class SgltuiApp(App[str | None]):
         agent = m.status.get("agent") or {}
         parts = ["[b]sgltui[/]"]
         if self.source.read_only:
-            parts.append("[b $warning]REPLAY · read-only[/]")
+            parts.append(f"[b $warning]{self.source.read_only_label}[/]")
         if m.connected:
             parts.append("[$success]● connected[/]")
             if agent.get("pid"):
@@ -402,7 +402,7 @@ class SgltuiApp(App[str | None]):
 
     def _read_only_refusal(self) -> bool:
         if self.source.read_only:
-            self.notify("read-only replay: commands are disabled", severity="warning")
+            self.notify(f"{self.source.read_only_label}: commands are disabled", severity="warning")
             return True
         return False
 

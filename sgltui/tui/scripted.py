@@ -196,6 +196,7 @@ class ScriptedSource:
     """
 
     read_only = False
+    read_only_label = "READ-ONLY"
 
     def __init__(
         self,

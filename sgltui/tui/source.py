@@ -15,6 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 @runtime_checkable
 class TuiSource(Protocol):
     read_only: bool
+    # What the top bar and refusals call a read-only source ("REPLAY", "READ-ONLY").
+    read_only_label: str
 
     async def connect(self) -> None: ...
     async def snapshot(self) -> dict: ...
@@ -31,18 +33,25 @@ class LiveSource:
     later it was stopped on purpose or is restarting, and reconnecting must not race it.
     """
 
-    read_only = False
+    read_only_label = "READ-ONLY"
 
     def __init__(
-        self, state_dir: Path, profiles_dirs: Sequence[Path | str] = (), autostart: bool = True
+        self,
+        state_dir: Path,
+        profiles_dirs: Sequence[Path | str] = (),
+        autostart: bool = True,
+        client_name: str = "tui",
+        read_only: bool = False,
     ) -> None:
         from sgltui.agent.client import client_id
 
         self.state_dir = Path(state_dir)
         self.profiles_dirs = [str(p) for p in profiles_dirs]
+        self.read_only = read_only
         # How the agent labels this TUI's commands in events ("tui:pid@host"), so the app can
         # tell its own commands from those of other clients.
-        self.client_name = client_id("tui")
+        self._name = client_name
+        self.client_name = client_id(client_name)
         self._autostart = autostart
         self._calls: Any = None
         self._subs: Any = None
@@ -53,10 +62,10 @@ class LiveSource:
         )
 
         await self.close()
-        calls = AgentClient(self.state_dir, client_name="tui")
+        calls = AgentClient(self.state_dir, client_name=self._name)
         await calls.connect(autostart=self._autostart, profiles_dirs=self.profiles_dirs)
         self._autostart = False
-        subs = AgentClient(self.state_dir, client_name="tui")
+        subs = AgentClient(self.state_dir, client_name=self._name)
         await subs.connect(autostart=False)
         self._calls, self._subs = calls, subs
 
@@ -67,10 +76,13 @@ class LiveSource:
         return self._subs.subscribe()
 
     async def call(self, op: str, **args: Any) -> Any:
-        if self._calls is None:
-            from sgltui.agent.client import AgentError
+        from sgltui.agent.client import READ_ONLY_OPS, AgentError
 
+        if self._calls is None:
             raise AgentError("not connected to the agent (reconnecting)")
+        if self.read_only and op not in READ_ONLY_OPS:
+            # The app disables these actions already; this keeps any other path from a command.
+            raise AgentError(f"read-only: {op} is not available")
         if (
             op in ("start", "swap", "profiles")
             and self.profiles_dirs

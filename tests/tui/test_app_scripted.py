@@ -246,7 +246,7 @@ async def test_read_only_source_refuses_commands():
             op for op, _ in src.calls if op not in ("status", "logs", "bench_list", "profiles")
         ] == []
         assert app.exit_note() is None
-        assert "REPLAY" in str(app.query_one("#topbar").render())
+        assert src.read_only_label in str(app.query_one("#topbar").render())
 
 
 async def test_bench_dialog_starts_a_run_with_a_spec():

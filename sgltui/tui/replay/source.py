@@ -47,6 +47,7 @@ def _read_only_error(op: str) -> Exception:
 
 class ReplaySource:
     read_only = True
+    read_only_label = "REPLAY · read-only"
 
     def __init__(self, replay: Replay, at: float | None = None, speed: float = 10.0) -> None:
         self.replay = replay
