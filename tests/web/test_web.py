@@ -282,3 +282,12 @@ def test_browser_read_only_tab_cannot_swap(agent, web_factory, tmp_path):
     time.sleep(1)
     assert agent.slot()["profile"] == "r-a"
     assert _commands_from_web(agent) == []
+
+
+def test_without_the_web_extra_says_how_to_install(monkeypatch, capsys):
+    from sgltui.cli import main
+
+    monkeypatch.setitem(sys.modules, "textual_serve", None)  # as if sgltui[web] were absent
+    assert main(["web", "--port", str(_free_port())]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "sgltui: error: sgltui web needs the web extra: pip install 'sgltui[web]'"
