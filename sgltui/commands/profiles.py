@@ -1,4 +1,5 @@
-"""`sgltui profiles list | show NAME [--command] | validate [PATHS...] | import [-o FILE] -- CMD`."""
+"""`sgltui profiles list | show NAME [--command] | validate [PATHS...] | import [-o FILE] -- CMD
+| migrate NAME|PATH [--to VERSION] [--write]`."""
 
 from __future__ import annotations
 
@@ -98,6 +99,22 @@ def register(subparsers: Any) -> None:
         help="the launch command line, after --",
     )
     imp.set_defaults(handler=_import)
+
+    mig = sub.add_parser(
+        "migrate",
+        help="rewrite deprecated and renamed SGLang flags into their successors",
+        description="Print a diff of NAME (a profile name or a .toml path) with deprecated and "
+        "renamed flags replaced by their successors (same meaning), comments and order kept, "
+        "and check the result. --write saves it, keeping the old file as FILE.bak.",
+    )
+    mig.add_argument("name", metavar="NAME|PATH", help="profile name or path to a .toml file")
+    mig.add_argument(
+        "--to",
+        metavar="VERSION",
+        help="SGLang release to migrate to (default: the one the profile's interpreter has)",
+    )
+    mig.add_argument("--write", action="store_true", help="save the result (with a backup)")
+    mig.set_defaults(handler=_migrate)
 
 
 # --- list / show ---------------------------------------------------------------------------------
@@ -304,3 +321,12 @@ def _import(args: argparse.Namespace) -> int:
         print(f"sgltui: {issue}", file=sys.stderr)
     # Imported as written; SGLang would refuse it, so say so through the exit code too.
     return 1 if any(i.is_error for i in issues) else 0
+
+
+# --- migrate -------------------------------------------------------------------------------------
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from sgltui.commands.profiles_migrate import run_migrate
+
+    return run_migrate(args, _load_one(args.name, args), _extra_dirs(args))

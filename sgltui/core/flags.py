@@ -1,10 +1,13 @@
 """The catalog of SGLang server flags that profiles are checked against.
 
-Two sources, same shape: the catalog bundled with sgltui (generated from SGLang 0.5.23's own
-parser by tools/gen_flag_catalog.py) and a live one read from the interpreter that will run a
-profile, when SGLang is importable there (cached per SGLang version, because importing SGLang
-takes seconds). Anything that cannot produce a live catalog falls back to the bundled one, and the
-Catalog says which one it is, so a validation report can name it.
+Two sources, same shape: the catalogs bundled with sgltui (one per SGLang release, generated from
+that release's own parser by tools/gen_flag_catalog.py) and a live one read from the interpreter
+that will run a profile (cached per SGLang version, because importing SGLang takes seconds).
+
+Which one: the interpreter's SGLang version is read from its package metadata (no import). A
+version with a bundled catalog uses it; another version is read live; when that fails, the
+nearest bundled release stands in and the Catalog says so (`note`), so a validation report can
+name exactly which SGLang it checked against.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 _HERE = Path(__file__).resolve().parent
-BUNDLED_VERSION = "0.5.23"
+BUNDLED_VERSION = "0.5.23"  # the newest bundled catalog: the default for the simulator and import
 BUNDLED_PATH = _HERE / "catalog_sglang_0_5_23.json"
+_BUNDLED_FILE = re.compile(r"catalog_sglang_(\d+(?:_\d+)*)\.json")
 EXTRACTOR_PATH = _HERE / "flag_extract.py"
 
 # Flags that older SGLang releases accepted and 0.5.23's parser rejects, with the flag that took
@@ -172,6 +176,9 @@ class Catalog:
     python: str | None = None
     path: Path | None = None
     note: str | None = None  # why a live catalog was not used, when it was asked for
+    installed: str | None = (
+        None  # the SGLang version really installed, when another catalog stands in
+    )
     _index: dict[str, FlagSpec] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -215,9 +222,17 @@ class Catalog:
             return None
         return RENAMED.get(key)
 
+    @property
+    def label(self) -> str:
+        """How validation messages name the SGLang they checked against."""
+        if self.installed and self.installed != self.version:
+            return f"SGLang {self.installed} (checked with the {self.version} catalog)"
+        return f"SGLang {self.version}"
+
     def describe(self) -> str:
         if self.source == "bundled":
-            return f"SGLang {self.version} flag catalog bundled with sgltui" + (
+            where = f" for {self.python}" if self.python and not self.note else ""
+            return f"SGLang {self.version} flag catalog bundled with sgltui{where}" + (
                 f" ({self.note})" if self.note else ""
             )
         where = f" from {self.python}" if self.python else ""
@@ -269,10 +284,65 @@ def _catalog_from_json(
     )
 
 
+def version_key(version: str) -> tuple[int, ...]:
+    """ "0.5.23" -> (0, 5, 23); "0.5.23.post1" / "0.5.24rc1" -> their release numbers (0, 5, 23) / (0, 5, 24)."""
+    parts: list[int] = []
+    for piece in version.split("."):
+        m = re.match(r"\d+", piece)
+        if not m:
+            break
+        parts.append(int(m.group()))
+        if m.end() != len(piece):
+            break
+    return tuple(parts)
+
+
 @lru_cache(maxsize=1)
-def load_bundled_catalog() -> Catalog:
-    data = json.loads(BUNDLED_PATH.read_text(encoding="utf-8"))
-    return _catalog_from_json(data, "bundled", path=BUNDLED_PATH)
+def bundled_versions() -> tuple[str, ...]:
+    """SGLang releases with a catalog shipped in sgltui, oldest first."""
+    found = []
+    for path in _HERE.glob("catalog_sglang_*.json"):
+        m = _BUNDLED_FILE.fullmatch(path.name)
+        if m:
+            found.append(m.group(1).replace("_", "."))
+    return tuple(sorted(found, key=version_key))
+
+
+def nearest_bundled_version(version: str) -> str:
+    """The bundled release closest to `version`: the newest one not after it (a newer SGLang
+    mostly keeps the flags of the one before), else the oldest bundled one."""
+    versions = bundled_versions()
+    key = version_key(version)
+    older = [v for v in versions if version_key(v) <= key]
+    return older[-1] if older else versions[0]
+
+
+@lru_cache(maxsize=8)
+def load_bundled_catalog(version: str | None = None) -> Catalog:
+    """The bundled catalog of SGLang `version` (default: the newest bundled). ValueError when
+    that release has no bundled catalog (see nearest_bundled_version)."""
+    version = version or BUNDLED_VERSION
+    if version not in bundled_versions():
+        raise ValueError(
+            f"no bundled catalog for SGLang {version} (bundled: {', '.join(bundled_versions())})"
+        )
+    path = _HERE / f"catalog_sglang_{version.replace('.', '_')}.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return _catalog_from_json(data, "bundled", path=path)
+
+
+def nearest_bundled_catalog(version: str, why: str | None = None) -> Catalog:
+    """The bundled catalog for `version`, or the nearest one with a note that says so."""
+    if version in bundled_versions():
+        return load_bundled_catalog(version)
+    near = nearest_bundled_version(version)
+    note = f"SGLang {version} is installed; no catalog for it, using the nearest ({near})"
+    return replace(
+        load_bundled_catalog(near),
+        note=f"{note}: {why}" if why else note,
+        installed=version,
+        _index={},
+    )
 
 
 def cache_dir() -> Path:
@@ -332,9 +402,12 @@ def extract_live(python: str, timeout: float = 180.0) -> dict[str, Any]:
 
 
 def load_live_catalog(python: str | None = None, refresh: bool = False) -> Catalog:
-    """The catalog of the SGLang installed for `python` (cached per version), else the bundled one.
+    """The catalog of the SGLang installed for `python`.
 
-    The returned Catalog's `source` says which: "live", "cached" or "bundled".
+    Its version comes from package metadata. A bundled release is used as is (no import);
+    another version is read live (cached per version); if that fails, the nearest bundled
+    catalog stands in, its note saying so. The Catalog's `source` says which: "bundled", "live"
+    or "cached". `refresh` reads live even for a bundled version.
     """
     python = os.path.expanduser(python) if python else sys.executable
     version = sglang_version(python)
@@ -342,6 +415,8 @@ def load_live_catalog(python: str | None = None, refresh: bool = False) -> Catal
         return replace(
             load_bundled_catalog(), note=f"SGLang is not importable by {python}", _index={}
         )
+    if version in bundled_versions() and not refresh:
+        return replace(load_bundled_catalog(version), python=python, _index={})
     cached = _cache_file(version)
     if cached.exists() and not refresh:
         try:
@@ -353,7 +428,7 @@ def load_live_catalog(python: str | None = None, refresh: bool = False) -> Catal
     try:
         data = extract_live(python)
     except (RuntimeError, ValueError) as exc:
-        return replace(load_bundled_catalog(), note=str(exc), _index={})
+        return nearest_bundled_catalog(version, why=str(exc))
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(f".tmp{os.getpid()}")

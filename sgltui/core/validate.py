@@ -18,6 +18,7 @@ from typing import Any
 
 from sgltui.core.flag_ranges import is_port_flag, range_for
 from sgltui.core.flags import SIM_FLAGS, Catalog, FlagSpec, load_bundled_catalog, load_live_catalog
+from sgltui.core.migrate import canonical_elsewhere, change_for
 from sgltui.core.profiles import Profile, format_location
 
 ERROR = "error"
@@ -49,9 +50,10 @@ class Issue:
 
 
 def catalog_for(profile: Profile) -> Catalog:
-    """The catalog of the SGLang that will run `profile`: live from its interpreter when SGLang is
-    importable there (cached per version), else the bundled one. The simulator takes the bundled
-    catalog's flags, so sim profiles use that."""
+    """The catalog of the SGLang that will run `profile`, picked by the version its interpreter
+    has installed (package metadata, no import): that release's bundled catalog, else one read
+    live, else the nearest bundled release (flags.load_live_catalog). The simulator follows the
+    newest bundled release, so sim profiles use that."""
     if profile.launcher == "sim":
         return load_bundled_catalog()
     return load_live_catalog(profile.python)
@@ -131,10 +133,14 @@ class _Checker:
             return
         self.specs[spec.name] = (key, spec)
         if spec.deprecated and value is not False:
-            fix = f"use {spec.replacement}" if spec.replacement else "remove it"
+            change = change_for(key, value, self.catalog, self.profile.server)
+            if change is not None:
+                fix = f"{change.fix_text()} (`sgltui profiles migrate` rewrites it)"
+            else:
+                fix = f"use {spec.replacement}" if spec.replacement else "remove it"
             self.warn(
                 key,
-                f"deprecated in SGLang {self.catalog.version} (still accepted, with a warning)",
+                f"deprecated in {self.catalog.label} (still accepted, with a warning)",
                 fix,
             )
         if self.catalog.is_negation(key):
@@ -156,7 +162,15 @@ class _Checker:
         if renamed:
             new, why = renamed
             fix = f"write {new} = {shown}" if new else "remove this line"
-            self.error(key, f"not accepted by SGLang {self.catalog.version}: {why}", fix)
+            self.error(key, f"not accepted by {self.catalog.label}: {why}", fix)
+            return
+        other = canonical_elsewhere(key, self.catalog)
+        if other:
+            self.error(
+                key,
+                f"not accepted by {self.catalog.label}: another SGLang release's spelling of {other}",
+                f"write {other} = {shown} (`sgltui profiles migrate` rewrites it)",
+            )
             return
         dashed = key.replace("_", "-")
         if dashed != key and self.catalog.lookup(dashed, sim=self.sim):
@@ -176,9 +190,9 @@ class _Checker:
         near = self.catalog.nearest(key, sim=self.sim)
         if len(prefixed) > 1:
             near = [s.name for s in prefixed[:4]]
-            problem = f"ambiguous: SGLang {self.catalog.version} has no --{key}, and it could abbreviate several flags"
+            problem = f"ambiguous: {self.catalog.label} has no --{key}, and it could abbreviate several flags"
         else:
-            problem = f"unknown flag for SGLang {self.catalog.version}"
+            problem = f"unknown flag for {self.catalog.label}"
         fix = (
             f"did you mean {', '.join(near)}?"
             if near

@@ -130,7 +130,7 @@ CASES = [
     (
         "deprecated flag",
         "disable-cuda-graph = true\n",
-        "disable-cuda-graph: warning: deprecated in SGLang 0.5.23 (still accepted, with a warning); use --cuda-graph-backend-{decode,prefill}=disabled",
+        'disable-cuda-graph: warning: deprecated in SGLang 0.5.23 (still accepted, with a warning); write cuda-graph-backend-decode = "disabled" and cuda-graph-backend-prefill = "disabled" instead (`sgltui profiles migrate` rewrites it)',
     ),
     (
         "abbreviation",
