@@ -424,10 +424,17 @@ def _scalar_arg(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(",", ":"))
+        # TOML dates and times inside a table or array are written as ISO text, as alone.
+        return json.dumps(value, separators=(",", ":"), default=_iso)
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return str(value)
+
+
+def _iso(value: Any) -> str:
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
 def render_flags(server: dict[str, Any]) -> list[str]:

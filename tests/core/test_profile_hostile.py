@@ -136,3 +136,17 @@ def test_a_later_folder_still_overrides_an_earlier_one(tmp_path):
     found = scan_profiles([first, second])
     assert found.resolve("x").server["model-path"] == "b"
     assert not found.errors
+
+
+def test_dates_inside_tables_and_arrays_render(tmp_path):
+    """Found by the fuzz test: a TOML date inside an array raised TypeError from json.dumps."""
+    path = write(
+        tmp_path,
+        "d.toml",
+        'name = "d"\n[server]\nmodel-path = "m"\njson-model-override-args = {at = 1979-05-27}\n'
+        "x = [07:32:00]\n",
+    )
+    from sgltui.core.profiles import get_profile
+
+    argv = get_profile(str(path)).flag_argv()
+    assert argv[-3:] == ['{"at":"1979-05-27"}', "--x", "07:32:00"]
