@@ -62,12 +62,14 @@ def _unchunk(body: bytes) -> bytes:
     return out
 
 
-async def ready(host: str, port: int, api_key: str | None) -> bool:
-    """The cheap readiness probe: /ready (0.5.23), else /model_info (older). Never /health."""
-    status, _ = await get(host, port, "/ready", api_key)
+async def ready(host: str, port: int, api_key: str | None, fallback: bool = True) -> bool:
+    """The cheap readiness probe: /ready (0.5.23), else (`fallback`) /model_info (older, which
+    answers as soon as the HTTP server is up, so only meaningful after the ready line). Never
+    /health."""
+    status, _ = await get(host, port, "/ready", api_key, timeout=1.0)
     if status == 200:
         return True
-    if status in (404, 405):
+    if fallback and status in (404, 405):
         status, _ = await get(host, port, "/model_info", api_key)
         return status == 200
     return False

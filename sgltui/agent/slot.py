@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,6 +77,14 @@ class SlotConfig:
                 except ValueError:
                     log.warning("ignoring SGLTUI_%s=%r: not a number", name.upper(), raw)
         return cfg
+
+
+# Relays whose server left an orphan holding the pipe: reaped once they end (never zombies).
+_orphan_relays: list[subprocess.Popen] = []
+
+
+def _reap_relays() -> None:
+    _orphan_relays[:] = [r for r in _orphan_relays if r.poll() is None]
 
 
 class SlotHost(Protocol):
@@ -142,6 +151,9 @@ class Slot:
         self._tail: collections.deque[str] = collections.deque(maxlen=300)
         self._log_pos = 0
         self._partial = b""
+        self._relay: subprocess.Popen | None = None
+        self._pipe: int | None = None  # read end of the relay's pipe (non-blocking)
+        self.pipe_closed = False
         self._monitor: asyncio.Task | None = None
         self._stopping = False
         self._changed = asyncio.Event()
@@ -202,8 +214,6 @@ class Slot:
         }
 
     def _estimate(self) -> tuple[float | None, float | None]:
-        if self.state == READY:
-            return 1.0, 0.0
         if self.state != LAUNCHING:
             return None, None
         in_phase = time.monotonic() - self._phase_started
@@ -361,29 +371,7 @@ class Slot:
             "PYTHONUNBUFFERED", "1"
         )  # log lines reach the file (and the phases) as printed
         self._reset_launch()
-        # The server writes straight into the log file: nothing is lost if the agent dies.
-        with open(self.log_path, "ab") as logf:
-            self._log_pos = logf.tell()
-            try:
-                self.popen = subprocess.Popen(
-                    self.command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=logf,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                    close_fds=True,
-                )
-            except OSError as exc:
-                raise LaunchError(
-                    causes._cause(
-                        "exit",
-                        f"cannot run {self.command[0]}: {exc.strerror or exc}",
-                        [],
-                        "set `python` in the profile to an interpreter that has sglang installed",
-                        None,
-                    )
-                ) from None
+        self.popen = self._spawn(env)
         self.tree = procs.ProcTree.of(self.popen.pid)
         self.started_at = time.time()
         self.host.emit(
@@ -405,7 +393,78 @@ class Slot:
             self._watch(), name=f"slot-{self.id}-watch"
         )
 
+    def _spawn(self, env: dict[str, str]) -> subprocess.Popen:
+        """Start the server with its output on a pipe to a log relay (sgltui/agent/logrelay.py):
+        the agent reads phases from the relay, never from the disk, and the relay keeps the log
+        file for whoever re-adopts the server. Without a relay the server writes the file."""
+        assert self.log_path is not None
+        read_end, write_end = os.pipe()
+        try:
+            try:
+                self._relay = subprocess.Popen(
+                    [sys.executable, "-m", "sgltui.agent.logrelay", str(self.log_path)],
+                    stdin=read_end,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,  # not in the server's group: it outlives its kill
+                    close_fds=True,
+                )
+            except OSError as exc:
+                log.warning("no log relay (%s); the server writes its log file itself", exc)
+                self._relay = None
+            if self._relay is not None:
+                assert self._relay.stdout is not None
+                self._pipe = self._relay.stdout.fileno()
+                os.set_blocking(self._pipe, False)
+                out: Any = write_end
+            else:
+                out = open(self.log_path, "ab")  # noqa: SIM115 - closed right after the spawn
+            try:
+                return subprocess.Popen(
+                    self.command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            except OSError as exc:
+                self._close_relay()
+                raise LaunchError(
+                    causes._cause(
+                        "exit",
+                        f"cannot run {self.command[0]}: {exc.strerror or exc}",
+                        [],
+                        "set `python` in the profile to an interpreter that has sglang installed",
+                        None,
+                    )
+                ) from None
+            finally:
+                if out is not write_end:
+                    out.close()
+        finally:
+            os.close(read_end)
+            os.close(write_end)
+
+    def _close_relay(self, wait: float = 0.0) -> None:
+        """Stop reading the relay; reap it (it ends by itself once the server's tree is gone)."""
+        relay, self._relay, self._pipe = self._relay, None, None
+        if relay is None:
+            return
+        if relay.stdout is not None:
+            relay.stdout.close()
+        try:
+            relay.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            # Something of the server's tree still holds the pipe; the relay ends with it.
+            # Reaped later by _reap_relays so it never lingers as a zombie.
+            _orphan_relays.append(relay)
+        _reap_relays()
+
     def _reset_launch(self) -> None:
+        self._close_relay()
+        self.pipe_closed = False
         self.cause, self.ready_at, self._ready_line_at = None, None, None
         self._phase_done, self.timings = {}, {}
         self._tail.clear()
@@ -451,8 +510,38 @@ class Slot:
     # ---- watching ------------------------------------------------------------------------------
 
     def _read_new_lines(self) -> list[str]:
-        if not self.log_path:
+        """Complete lines the server printed since the last call: from the relay's pipe while
+        there is one, else (a re-adopted server) from the log file."""
+        if self._pipe is not None:
+            data = self._read_pipe()
+        else:
+            data = self._read_file()
+        if not data:
             return []
+        data = self._partial + data
+        *lines, self._partial = data.split(b"\n")
+        return [ln.decode("utf-8", "replace").rstrip("\r") for ln in lines]
+
+    def _read_pipe(self) -> bytes:
+        chunks, total = [], 0
+        while total < 4 << 20:
+            try:
+                data = os.read(self._pipe, 1 << 16)
+            except BlockingIOError:
+                break
+            except OSError:
+                data = b""
+            if not data:  # EOF: the relay is done (the server's tree closed its output)
+                self.pipe_closed = True
+                self._close_relay()
+                break
+            chunks.append(data)
+            total += len(data)
+        return b"".join(chunks)
+
+    def _read_file(self) -> bytes:
+        if not self.log_path:
+            return b""
         try:
             with open(self.log_path, "rb") as fh:
                 if os.fstat(fh.fileno()).st_size < self._log_pos:
@@ -461,12 +550,24 @@ class Slot:
                 data = fh.read(4 << 20)
                 self._log_pos = fh.tell()
         except OSError:
-            return []
-        if not data:
-            return []
-        data = self._partial + data
-        *lines, self._partial = data.split(b"\n")
-        return [ln.decode("utf-8", "replace").rstrip("\r") for ln in lines]
+            return b""
+        return data
+
+    async def _drain_output(self, timeout: float, close: bool = False) -> None:
+        """After the server exited: take what the relay still carries (the lines that explain
+        the exit), bounded, since an orphan may hold the pipe open; `close` then stops reading
+        the relay (the tree is gone)."""
+        deadline = time.monotonic() + timeout
+        while self._pipe is not None and time.monotonic() < deadline:
+            self._consume(self._read_new_lines())
+            if self._pipe is not None:
+                await asyncio.sleep(0.02)
+        self._consume(self._read_new_lines())
+        if self._partial and (close or self._pipe is None):
+            self._consume([self._partial.decode("utf-8", "replace")])
+            self._partial = b""
+        if close:
+            self._close_relay()
 
     def _exit_code(self) -> tuple[bool, int | None]:
         """(exited, returncode) of the main process; code None when it is not our child."""
@@ -494,17 +595,21 @@ class Slot:
                 self.tree.refresh()
             exited, rc = self._exit_code()
             if exited:
-                self._consume(self._read_new_lines())
-                if self._partial:
-                    self._consume([self._partial.decode("utf-8", "replace")])
-                    self._partial = b""
                 if not self._stopping:
+                    await self._drain_output(1.0)
                     await self._on_unexpected_exit(rc)
                 return
             if self.state == LAUNCHING and not self._stopping:
-                if self._ready_line_at is not None and now >= next_probe:
-                    next_probe = now + 0.2
-                    if await http_probe.ready(self.server_host, self.port, self.api_key):
+                # /ready is asked whether or not the ready line was seen: lines may be lost (a
+                # full disk under a re-adopted server's log, a relay that fell behind), and a
+                # launch must never wait on them. Before the line only the strict /ready counts
+                # (an older server's /model_info answers before warm-up).
+                if now >= next_probe:
+                    seen = self._ready_line_at is not None
+                    next_probe = now + (0.2 if seen else 0.5)
+                    if await http_probe.ready(
+                        self.server_host, self.port, self.api_key, fallback=seen
+                    ):
                         self._on_ready()
                         continue
                 if self._hung(now):
@@ -545,6 +650,7 @@ class Slot:
             "ready": round(now - (self._ready_line_at or now), 3),
         }
         self.host.record_launch(self.profile_name or "", dict(self._phase_done))
+        self.phase = None  # a ready server is in no start-up phase (and has no progress to show)
         self._set_state(READY, f"{self.profile_name} ready on port {self.port}")
 
     def _hung(self, now: float) -> bool:
@@ -584,6 +690,7 @@ class Slot:
         # failure, so that a rollback started on "failed" finds both free.
         await asyncio.to_thread(self._terminate_tree, self.host.config.force_grace_s)
         self._reap()
+        await self._drain_output(0.5, close=True)
         await self._wait_released()
         self.host.telemetry_detach(self.id)
         self._set_state(FAILED, cause["summary"], cause)
@@ -595,6 +702,7 @@ class Slot:
         if self.tree:
             await asyncio.to_thread(self.tree.kill_all)
         self._reap()
+        await self._drain_output(0.5, close=True)
         await self._wait_released()
         self.host.telemetry_detach(self.id)
         if was == LAUNCHING:
@@ -641,11 +749,17 @@ class Slot:
             step("draining")
             self._set_state(DRAINING, f"waiting up to {timeout:.0f}s for running requests")
             deadline = time.monotonic() + timeout
+            said: tuple[int | None, float] = (None, 0.0)
             while time.monotonic() < deadline and not self._exit_code()[0]:
                 busy = await http_probe.load(self.server_host, self.port, self.api_key)
                 if not busy:
                     break
-                log.info("slot %s: draining, %s requests still running or queued", self.id, busy)
+                # One line when the count changes or every 5 s, not one per 0.1 s poll.
+                if busy != said[0] or time.monotonic() - said[1] >= 5.0:
+                    said = (busy, time.monotonic())
+                    log.info(
+                        "slot %s: draining, %s requests still running or queued", self.id, busy
+                    )
                 await asyncio.sleep(0.1)  # cheap to ask; every poll interval is swap latency
         report["timings_s"]["drain"] = round(time.monotonic() - t0, 3)
         t1 = time.monotonic()
@@ -660,7 +774,7 @@ class Slot:
         self._reap()
         if self._monitor and not self._monitor.done():
             self._monitor.cancel()
-        self._consume(self._read_new_lines())
+        await self._drain_output(1.0, close=True)
         report["timings_s"]["stop"] = round(time.monotonic() - t1, 3)
         report["left_pids"] = left
         t2 = time.monotonic()

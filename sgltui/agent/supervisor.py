@@ -86,6 +86,8 @@ class Supervisor:
         self._learned_cache: dict[str, dict | None] = {}
         self._last_maintain = 0.0
         self._profiles_at = 0.0
+        self._state_save_failing = False
+        self._state_retry: asyncio.TimerHandle | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -278,11 +280,38 @@ class Supervisor:
                 log.exception("telemetry log line")
 
     def state_changed(self) -> None:
+        """Save the slots to re-adopt. A failed save (full disk) keeps the last good file, is
+        said once per outage, and is retried every second until the disk takes it."""
         records = {sid: r for sid, s in self.slots.items() if (r := s.record())}
         try:
             self.agent_state.save(str(self.recorder.path) if self.recorder else None, records)
         except OSError as exc:
-            log.warning("cannot write %s: %s", self.agent_state.path, exc)
+            if not self._state_save_failing:
+                log.warning(
+                    "cannot write %s (%s); keeping its last good copy, retrying every second",
+                    self.agent_state.path,
+                    exc.strerror or exc,
+                )
+            self._state_save_failing = True
+            self._retry_state_save()
+            return
+        if self._state_save_failing:
+            log.info("%s written again", self.agent_state.path)
+        self._state_save_failing = False
+
+    def _retry_state_save(self) -> None:
+        if self._state_retry is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+
+        def retry() -> None:
+            self._state_retry = None
+            self.state_changed()
+
+        self._state_retry = loop.call_later(1.0, retry)
 
     def _on_capacity(self, slot_id: str, card: dict) -> None:
         slot = self.slots.get(slot_id)
