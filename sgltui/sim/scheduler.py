@@ -103,6 +103,8 @@ class Scheduler:
         self.interval_verify = 0
         self.interval_accepted_tokens = 0
         self.last_gen_throughput = 0.0
+        self.reported_running = 0  # the gauges as last published (report=True snapshots)
+        self.reported_gen_throughput = 0.0
         self.last_prefill_v = 0.0
         self.cache_hit_rate = 0.0
         self.total_prefill_uncached = 0
@@ -553,6 +555,16 @@ class Scheduler:
         self.last_gen_throughput = 0.0
         self.snapshot(report=True)
 
+    @property
+    def gauges_stale(self) -> bool:
+        """The last published gauges still show work the scheduler no longer has. SGLang 0.5.23
+        republishes at once then, with gen_throughput 0 (scheduler_components/metrics_reporter.py,
+        _maybe_log_idle_metrics: `gauge_stale`), instead of waiting out its 30 s idle window."""
+        running = len(self.running) + (1 if self.chunked else 0)
+        return self.reported_running != running or (
+            self.idle and self.reported_gen_throughput != 0.0
+        )
+
     def snapshot(self, report: bool) -> None:
         now = time.monotonic()
         if not report and now - self.last_snapshot_wall < STATS_PERIOD_S:
@@ -568,6 +580,9 @@ class Scheduler:
         )
         rx = self.pcie_rx_bytes
         tx = self.cache.backup_tokens * self.plan.kv_cell_eff_bytes
+        if report:
+            self.reported_running = len(self.running) + (1 if self.chunked else 0)
+            self.reported_gen_throughput = self.last_gen_throughput
         self.emit(
             "stats",
             {

@@ -359,7 +359,7 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
             sched.realign()  # work that arrives after a pause starts on the current clock
         if sched.idle:
             sched.snapshot(report=False)
-            if time.monotonic() - last_idle_refresh > 30:
+            if sched.gauges_stale or time.monotonic() - last_idle_refresh > 30:
                 sched.idle_refresh()
                 last_idle_refresh = time.monotonic()
             continue

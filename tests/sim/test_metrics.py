@@ -134,3 +134,33 @@ def test_speculative_and_hicache_gauges(sim_server):
             break
         time.sleep(0.2)
     assert backup.type == "counter" and total == 32  # 3 + 40 tokens -> two full 16-token blocks
+
+
+def test_idle_gauges_fall_to_zero_when_a_load_ends(sim_server):
+    """SGLang republishes stale gauges as soon as it idles; the simulator once kept
+    num_running_reqs 1 and gen_throughput ~28 for 30 s after the last request."""
+    sim = sim_server("--enable-metrics", "--decode-log-interval", "5")
+    body = {"input_ids": [1, 2, 3], "sampling_params": {"max_new_tokens": 80, "ignore_eos": True}}
+    with httpx.stream(
+        "POST", sim.url + "/generate", timeout=60, json={**body, "stream": True}
+    ) as r:
+        busy = None
+        lines = r.iter_lines()
+        for _chunk in lines:
+            fams = families(sim.url)
+            if value(fams["sglang:num_running_reqs"]) >= 1 and value(fams["sglang:gen_throughput"]):
+                busy = fams
+                break
+        for _chunk in lines:
+            pass  # let the request finish
+    assert busy is not None, "the gauges never showed the running request"
+    deadline = time.monotonic() + 10  # well inside SGLang's 30 s idle window
+    while True:
+        fams = families(sim.url)
+        running = value(fams["sglang:num_running_reqs"])
+        throughput = value(fams["sglang:gen_throughput"])
+        if running == 0 and throughput == 0:
+            break
+        assert time.monotonic() < deadline, f"idle server still shows {running=} {throughput=}"
+        time.sleep(0.1)
+    assert httpx.get(sim.url + "/v1/loads", timeout=10).status_code == 200
