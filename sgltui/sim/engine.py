@@ -25,7 +25,9 @@ import signal
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 
 from sgltui.sim.worker import detokenizer_main, scheduler_main
 
@@ -105,12 +107,12 @@ class Engine:
         self.procs: list = []
         self.conns: list = []
         self.outboxes: list[_Outbox] = []
-        self.detok = None
-        self.detok_conn = None
+        self.detok: multiprocessing.process.BaseProcess | None = None
+        self.detok_conn: Connection | None = None
         self.reqs: dict[str, ReqState] = {}
         self.stats: dict = {}
         self.phase = "spawned"
-        self.on_phase = None
+        self.on_phase: Callable[[str], None] | None = None
         self.on_stats = on_stats
         self.on_request_done = on_request_done
         self.ready_info: dict | None = None
@@ -126,7 +128,7 @@ class Engine:
 
     # ---- processes ------------------------------------------------------------------------------
     def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
         for rank in range(self.tp):
             parent, child = self.ctx.Pipe()
             p = self.ctx.Process(
@@ -140,12 +142,12 @@ class Engine:
             self.procs.append(p)
             self.conns.append(parent)
             self.outboxes.append(_Outbox(parent, f"sim-send-{rank}"))
-            self._loop.add_reader(parent.fileno(), self._on_readable, rank)
+            loop.add_reader(parent.fileno(), self._on_readable, rank)
         parent, child = self.ctx.Pipe()
-        self.detok = self.ctx.Process(
+        self.detok = detok = self.ctx.Process(
             target=detokenizer_main, args=(child,), name="detokenizer", daemon=False
         )
-        self.detok.start()
+        detok.start()
         child.close()
         self.detok_conn = parent
 
@@ -203,7 +205,7 @@ class Engine:
                 if time.monotonic() >= end:
                     break
         except (EOFError, OSError):
-            self._loop.remove_reader(conn.fileno())
+            asyncio.get_running_loop().remove_reader(conn.fileno())
 
     def _dispatch(self, rank: int, msg) -> None:
         kind = msg[0]

@@ -103,7 +103,7 @@ class PrefixCache:
 
     def evict(self, tokens: int) -> int:
         """Free at least `tokens` device tokens from unlocked blocks, oldest first."""
-        victims = []
+        victims: list[int] = []
         for k, c in self.device.items():
             if len(victims) * BLOCK >= tokens:
                 break

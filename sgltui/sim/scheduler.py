@@ -156,7 +156,8 @@ class Scheduler:
     # ---- requests in --------------------------------------------------------------------------
     def add(self, r: dict) -> None:
         ids = list(r["input_ids"])
-        max_new = int(r.get("max_new_tokens") if r.get("max_new_tokens") is not None else 128)
+        max_new = r.get("max_new_tokens")
+        max_new = int(max_new) if max_new is not None else 128
         if len(ids) + max_new > self.plan.context_len:
             max_new = max(0, self.plan.context_len - len(ids))
         req = Req(
@@ -454,6 +455,7 @@ class Scheduler:
     def _accept_length(self, req: Req) -> int:
         """1 bonus token + accepted drafts along the chain (per-position cumulative acceptance)."""
         chain = self.speed.model.accept_chain
+        assert self.spec is not None, "only speculative requests get an accept length"
         topk_boost = 1.0 + 0.05 * (self.spec.eagle_topk - 1)
         n = 1
         prev = 1.0

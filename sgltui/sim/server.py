@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING, Any
 
 from sgltui.sim import startup_times
 from sgltui.sim.cli import parse_args
@@ -24,6 +25,14 @@ from sgltui.sim.hardware import get_gpu
 from sgltui.sim.logs import setup_logging
 from sgltui.sim.memory import StartupFailure, parse_context_length, plan_memory
 from sgltui.sim.models import ModelNotFound, resolve_draft, resolve_model
+
+if TYPE_CHECKING:  # imported lazily at run time: the engine and aiohttp load only once needed
+    from aiohttp import web
+
+    from sgltui.sim.engine import Engine
+    from sgltui.sim.memory import MemoryPlan
+    from sgltui.sim.metrics import SimMetrics
+    from sgltui.sim.models import ModelSpec
 
 log = logging.getLogger("sglang")
 
@@ -100,24 +109,40 @@ class SimServer:
         self.started_wall = time.time()
         self.scale = float(args.sim_time_scale)
         self.gpu = get_gpu(args.sim_gpu)
-        self.model = None
-        self.plan = None
-        self.failure = None
+        self.model: ModelSpec | None = None
+        self.plan: MemoryPlan | None = None
+        self.failure: dict[str, Any] | None = None
         self.status = "Starting"
         self.draining = False
         self.paused = False
         self.requests_handled = 0
-        self.metrics = None
-        self.engine = None
-        self.publisher = None
+        self.metrics: SimMetrics | None = None
+        self.engine: Engine | None = None
+        self.publisher: GpuPublisher | None = None
         self.startup_timings: dict = {}
         self.sim_startup_s = 0.0
         self.ready_at: float | None = None
-        self._stop = None
+        self._stop = asyncio.Event()  # binds to the running loop on first use
         self._exit_code = 0
-        self._runner = None
+        self._runner: web.AppRunner | None = None
         self._dying = False
         self.draining_done = False  # children are being stopped on purpose from here on
+
+    # Set by prepare() and run(); everything after start-up may rely on them.
+    @property
+    def the_model(self) -> ModelSpec:
+        assert self.model is not None, "prepare() resolves the model first"
+        return self.model
+
+    @property
+    def the_plan(self) -> MemoryPlan:
+        assert self.plan is not None, "prepare() plans memory first"
+        return self.plan
+
+    @property
+    def the_engine(self) -> Engine:
+        assert self.engine is not None, "run() starts the engine first"
+        return self.engine
 
     @property
     def model_name(self) -> str:
@@ -165,7 +190,7 @@ class SimServer:
                 )
             self.failure = {"lines": exc.lines, "phase": exc.phase}
         if self.plan is not None:
-            for w in self.plan.warnings:
+            for w in self.the_plan.warnings:
                 if w.startswith("Max running requests is reset") or w.startswith(
                     "speculative_num_draft"
                 ):
@@ -187,7 +212,7 @@ class SimServer:
             time.sleep(t)
 
     def child_config(self) -> dict:
-        args, plan, model = self.args, self.plan, self.model
+        args, plan, model = self.args, self.plan, self.the_model
         tp = int(args.tp_size or 1)
         weights = plan.weights_bytes if plan else model.weights_bytes / tp
         kv_dtype = (
@@ -239,26 +264,27 @@ class SimServer:
         from sgltui.sim.metrics import SimMetrics
 
         loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
         cfg = self.child_config()
         if self.args.enable_metrics and self.plan is not None:
             self.metrics = SimMetrics(
                 self.model_name,
                 int(self.args.tp_size or 1),
-                self.model.is_hybrid,
+                self.the_model.is_hybrid,
                 bool(self.args.enable_hierarchical_cache),
-                self.plan.spec,
+                self.the_plan.spec,
             )
         self.engine = Engine(cfg, on_stats=self._on_stats, on_request_done=self._on_request_done)
-        self.engine.on_phase = self._on_phase
-        self.publisher = GpuPublisher(self.gpu, int(self.args.tp_size or 1), int(self.args.port))
-        self.publisher.plan = self.plan
+        self.the_engine.on_phase = self._on_phase
+        self.publisher = publisher = GpuPublisher(
+            self.gpu, int(self.args.tp_size or 1), int(self.args.port)
+        )
+        publisher.plan = self.plan
         loop.add_signal_handler(signal.SIGQUIT, self._on_sigquit)
         loop.add_signal_handler(signal.SIGINT, self._on_sigint)
-        self.engine.start()
+        self.the_engine.start()
         pub = asyncio.create_task(self._publish_loop())
         try:
-            ready = await self.engine.wait_ready()
+            ready = await self.the_engine.wait_ready()
             if self._dying:
                 await asyncio.Event().wait()
             code = await self._serve(ready)
@@ -302,20 +328,22 @@ class SimServer:
                 f"ERROR:    [Errno 98] error while attempting to bind on address ('{args.host}', {args.port}): "
                 "address already in use"
             )
-            self.engine.kill_children()
+            self.the_engine.kill_children()
             return 1
         from aiohttp import web
 
         from sgltui.sim.http_api import Api
 
-        self._runner = web.AppRunner(Api(self).app(), access_log=None, handle_signals=False)
-        await self._runner.setup()
+        self._runner = runner = web.AppRunner(
+            Api(self).app(), access_log=None, handle_signals=False
+        )
+        await runner.setup()
         try:
-            await web.TCPSite(self._runner, args.host, int(args.port)).start()
+            await web.TCPSite(runner, args.host, int(args.port)).start()
         except OSError as exc:
             log.error(f"ERROR:    {exc}")
-            self.engine.kill_children()
-            await self._runner.cleanup()
+            self.the_engine.kill_children()
+            await runner.cleanup()
             return 1
         log.info(f"INFO:     Started server process [{os.getpid()}]")
         log.info("INFO:     Waiting for application startup.")
@@ -377,7 +405,7 @@ class SimServer:
         self.publisher.phase_started = time.monotonic()
         if phase == "loading weights":
             cfg_weights = startup_times.weights_s(
-                self.model.weights_bytes / int(self.args.tp_size or 1)
+                self.the_model.weights_bytes / int(self.args.tp_size or 1)
             )
             self.publisher.phase_expected_s = max(
                 1e-3, cfg_weights * self.scale * float(self.args.sim_slow_start or 1)
@@ -406,9 +434,11 @@ class SimServer:
 
     async def _publish_loop(self) -> None:
         """Once a second: publish the simulated GPU, and notice children that died on their own."""
+        publisher = self.publisher
+        assert publisher is not None, "run() makes the publisher first"
         while True:
-            self.publisher.write(self.engine.pids, self.engine.stats)
-            dead = self.engine.check_children()
+            publisher.write(self.the_engine.pids, self.the_engine.stats)
+            dead = self.the_engine.check_children()
             if dead and not self._dying and not self.draining_done:
                 name, pid, code = dead
                 log.error(
@@ -425,7 +455,7 @@ class SimServer:
         if self.publisher is not None:
             self.publisher.remove()
         sys.stdout.flush()
-        self.engine.kill_children()
+        self.the_engine.kill_children()
         os.kill(os.getpid(), signal.SIGKILL)
 
     def _on_sigquit(self) -> None:
@@ -443,8 +473,9 @@ class SimServer:
     def _on_sigint(self) -> None:
         if self._runner is None:
             # Still loading: KeyboardInterrupt in the launcher, whose finally kills the children.
-            self.engine.kill_children()
-            self.publisher.remove()
+            self.the_engine.kill_children()
+            if self.publisher is not None:
+                self.publisher.remove()
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGINT)
             return
@@ -455,8 +486,9 @@ class SimServer:
             return  # a second Ctrl-C while the first is still stopping
         self.draining_done = True
         log.info("INFO:     Shutting down")
-        await self._runner.cleanup()
-        self.engine.kill_children()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        self.the_engine.kill_children()
         self._exit_code = 0
         self._stop.set()
 
@@ -486,7 +518,7 @@ class SimServer:
         poll = max(0.05, poll)
         while True:
             await asyncio.sleep(poll)
-            active = [r for r in self.engine.reqs if not r.startswith("HEALTH_CHECK")]
+            active = [r for r in self.the_engine.reqs if not r.startswith("HEALTH_CHECK")]
             if not active:
                 break
             log.info(
@@ -495,20 +527,21 @@ class SimServer:
             )
         self.draining_done = True
         stuck = await asyncio.get_running_loop().run_in_executor(
-            None, self.engine.shutdown_children, 15.0
+            None, self.the_engine.shutdown_children, 15.0
         )
         if stuck:
             log.warning(
                 f"Schedulers still alive 15s after ShutdownReq, killing them before they released: {stuck}"
             )
-        await self._runner.cleanup()
+        if self._runner is not None:
+            await self._runner.cleanup()
         self._exit_code = 0
         self._stop.set()
 
     # ---- info bodies -----------------------------------------------------------------------------------
     def resolved_args(self) -> dict:
         out = {k: v for k, v in vars(self.args).items() if not k.startswith("sim_")}
-        p = self.plan
+        p = self.the_plan
         out.update(
             {
                 "served_model_name": self.model_name,
@@ -533,7 +566,7 @@ class SimServer:
             )
         if self.args.enable_hierarchical_cache and not self.args.hicache_size:
             out["hicache_ratio"] = self.args.hicache_ratio or 2.0
-        if self.model.is_hybrid:
+        if self.the_model.is_hybrid:
             out["mamba_full_memory_ratio"] = self.args.mamba_full_memory_ratio or 0.9
             out["max_mamba_cache_size"] = p.mamba_slots
             strategy = self.args.mamba_radix_cache_strategy or "auto"
@@ -543,8 +576,8 @@ class SimServer:
         return out
 
     def server_info(self) -> dict:
-        p = self.plan
-        s = self.engine.stats
+        p = self.the_plan
+        s = self.the_engine.stats
         args = self.resolved_args()
         startup = round(self.sim_startup_s, 2) if self.ready_at else None
         memory = {
@@ -592,7 +625,7 @@ class SimServer:
         return [a for a in self.argv if not a.startswith("--sim-")]
 
     def loads(self, include: str, dp_rank) -> dict:
-        p, s = self.plan, self.engine.stats
+        p, s = self.the_plan, self.the_engine.stats
         sections = {x.strip() for x in include.split(",") if x.strip()}
         if "all" in sections:
             sections = {"core", "memory", "spec", "lora", "disagg", "queues"}

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import traceback
+from typing import Any
 
 from sgltui.sim.logs import gb, rank_prefix, setup_logging
 
@@ -56,7 +57,7 @@ class Phases:
         self.slow = float(self.args.sim_slow_start or 1.0)
         self.scale = float(self.args.sim_time_scale) * self.slow
         self.crash_at = cfg.get("crash_at")  # monotonic deadline, or None
-        self.timings: dict[str, float] = {}
+        self.timings: dict[str, Any] = {}  # seconds per phase; cuda_graph: seconds per graph
 
     def sleep(self, sim_seconds: float) -> float:
         """Sleep the scaled duration; returns the simulated elapsed time for the log (a slow
