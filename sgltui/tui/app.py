@@ -26,7 +26,6 @@ from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, Ta
 
 from sgltui.tui import model as M
 from sgltui.tui.bindings import ALL_KEYS, KEYS
-from sgltui.tui.compositor import MainScreen
 from sgltui.tui.config import TuiConfig
 from sgltui.tui.logbuffer import LogBuffer, LogLine
 from sgltui.tui.model import TuiModel
@@ -96,11 +95,10 @@ class SgltuiApp(App[str | None]):
         self._topbar = ""
         self._launch_of: dict[str, str] = {}  # slot -> launch id of the log lines shown last
         self.first_status = asyncio.Event()
+        # The keymap in force (binding id -> keys): kept here, Textual's own copy is private.
+        self.user_keymap: dict[str, str] = dict(self.config.keymap or {})
 
     # -- layout ------------------------------------------------------------------------------
-
-    def get_default_screen(self) -> Screen:
-        return MainScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield Static("", id="topbar")
@@ -124,8 +122,8 @@ class SgltuiApp(App[str | None]):
         self.theme = (
             self._theme_name if self._theme_name in self.available_themes else "textual-dark"
         )
-        if self.config.keymap:
-            self.set_keymap(self.config.keymap)
+        if self.user_keymap:
+            self.set_keymap(self.user_keymap)
         self.query_one("#profiles").border_title = "profiles · server"
         self.query_one("#memory").border_title = "memory"
         self.query_one("#chart").border_title = "throughput · last 5 min"
@@ -584,22 +582,29 @@ class SgltuiApp(App[str | None]):
         self.call_after_refresh(self.query_one(LogPane).open_input, "search")
 
     def action_search_next(self) -> None:
-        if not self.query_one(LogPane).search(backwards=False):
-            self.notify(
-                "no match" if self.logbuf.search_text else "no search yet: ctrl+f to search",
-                timeout=2,
-            )
+        self._search(older=True)
 
     def action_search_prev(self) -> None:
-        if not self.query_one(LogPane).search(backwards=True):
-            self.notify(
-                "no match" if self.logbuf.search_text else "no search yet: ctrl+f to search",
-                timeout=2,
-            )
+        self._search(older=False)
+
+    def _search(self, older: bool) -> None:
+        pane = self.query_one(LogPane)
+        if not self.logbuf.search_text:
+            key = self._key_of("logs.search")
+            self.notify(f"no search yet: {key} to search the log", timeout=2, markup=False)
+            return
+        pane.search(older=older)  # the Logs tab says "3/17" or "no matches"
 
     def action_cycle_log_level(self) -> None:
         order = ["info", "warning", "error"]
         self.logbuf.min_level = order[(order.index(self.logbuf.min_level) + 1) % 3]
+        self.query_one(LogPane).redraw()
+
+    def action_toggle_wrap(self) -> None:
+        self.query_one(LogPane).toggle_wrap()
+
+    def action_toggle_noise(self) -> None:
+        self.logbuf.show_noise = not self.logbuf.show_noise
         self.query_one(LogPane).redraw()
 
     def action_follow_logs(self) -> None:
@@ -607,9 +612,7 @@ class SgltuiApp(App[str | None]):
 
     def action_help(self) -> None:
         self.push_screen(
-            HelpScreen(
-                dict(getattr(self, "_keymap", {}) or self.config.keymap), self.model.profiles
-            )
+            HelpScreen({k.id: self._key_of(k.id) for k in ALL_KEYS}, self.model.profiles)
         )
 
     def action_screenshot_to_session(self) -> None:
@@ -689,10 +692,12 @@ class SgltuiApp(App[str | None]):
         )
 
     def _key_of(self, binding_id: str) -> str:
-        keymap = getattr(self, "_keymap", None) or {}
-        if binding_id in keymap:
-            return keymap[binding_id]
-        return next(k.key for k in ALL_KEYS if k.id == binding_id)
+        """The key bound to `binding_id` as a person reads it ("/" not "slash")."""
+        keys = self.user_keymap.get(binding_id) or next(
+            k.key for k in ALL_KEYS if k.id == binding_id
+        )
+        first = keys.split(",")[0].strip()
+        return self.get_key_display(Binding(first, binding_id))
 
 
 def make_app(

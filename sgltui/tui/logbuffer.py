@@ -23,6 +23,19 @@ _WARNING_RE = re.compile(
 )
 
 
+# Lines that repeat every request or every scheduler step: folded away by default so the
+# tail shows what happened (a key shows them again).
+_NOISE_RE = re.compile(
+    r'^INFO:\s+\S+ - "[A-Z]+ \S+ HTTP/[\d.]+" \d{3}'  # uvicorn access lines
+    r"|(?:Prefill|Decode) batch(?: \[\d+\])?, "  # SGLang's per-batch lines
+)
+
+
+def is_noise(text: str) -> bool:
+    """An access line or a per-batch line (folded by default)."""
+    return _NOISE_RE.search(text) is not None
+
+
 def line_level(text: str) -> str:
     """'error', 'warning' or 'info' for one log line."""
     if _ERROR_RE.search(text):
@@ -38,6 +51,7 @@ class LogLine:
     slot: str
     text: str
     level: str
+    noise: bool = False
 
 
 class LogBuffer:
@@ -49,13 +63,15 @@ class LogBuffer:
         self.filter_text = ""
         self.min_level = "info"  # "warning" shows warnings and errors only
         self.search_text = ""
+        self.show_noise = False  # access and per-batch lines are folded away by default
 
     def add(self, slot: str, texts: Iterable[str]) -> list[LogLine]:
         added = []
         for text in texts:
             text = text.rstrip("\r\n")
             self._seq += 1
-            line = LogLine(self._seq, slot, text, line_level(text))
+            level = line_level(text)
+            line = LogLine(self._seq, slot, text, level, level == "info" and is_noise(text))
             self.lines.append(line)
             added.append(line)
         return added
@@ -67,6 +83,8 @@ class LogBuffer:
         self.filter_text = text.strip()
 
     def matches(self, line: LogLine) -> bool:
+        if line.noise and not self.show_noise:
+            return False
         if self.min_level == "warning" and line.level == "info":
             return False
         if self.min_level == "error" and line.level != "error":
@@ -89,6 +107,10 @@ class LogBuffer:
             if _contains(lines[i].text, self.search_text):
                 return i
         return None
+
+    def contains(self, text: str) -> bool:
+        """Whether `text` contains the search text."""
+        return bool(self.search_text) and _contains(text, self.search_text)
 
     def search_spans(self, text: str) -> Iterator[tuple[int, int]]:
         """(start, end) of each occurrence of the search text in `text`, for highlighting."""

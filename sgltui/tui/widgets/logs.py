@@ -1,262 +1,272 @@
-"""The log tail: coloured by level, filter, search, and follow that pauses while scrolled back."""
+"""The log tail: coloured by level, filter, fold, wrap, search from the tail, follow that pauses.
+
+`LogView` is a Line API widget (ScrollView + render_line, as Toolong does) on Textual's public
+API only. It is tuned for a tail that grows every second while the TUI is otherwise idle:
+
+- each line becomes a Strip once (segments built directly, no Rich console pass);
+- appending changes the virtual size without a layout of the screen (the view's own size
+  never depends on its content) and repaints only the rows that changed on screen;
+- the scrollbar is drawn by the view itself in its last column, so a growing log never
+  repaints a separate scrollbar widget through Rich.
+"""
 
 from __future__ import annotations
 
-from math import ceil
+import re
+from bisect import bisect_left
+from collections.abc import Iterable
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.containers import Vertical
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import Reactive
-from textual.scrollbar import ScrollBar
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Input, RichLog
+from textual.widgets import Input
 
 from sgltui.tui.logbuffer import LogBuffer, LogLine
 from sgltui.tui.widgets.colors import level_style, search_style
 
 FILTER_DELAY_S = 0.25
+# C0/C1 control characters (a server can print escape codes); tabs are expanded first.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 
 
-class QuietScrollBar(ScrollBar):
-    """A scrollbar that repaints only when what it draws changes.
+class LogView(ScrollView, can_focus=True):
+    """The lines of the tail, one Strip each (several when wrapped), following the end
+    only while the user is at the end (Toolong's rule)."""
 
-    Textual's scrollbar repaints (through Rich, about a millisecond) whenever the log grows by
-    a line, although the thumb of a long log moves by a cell only every few dozen lines.
+    DEFAULT_CSS = """
+    LogView { overflow-y: scroll; overflow-x: hidden;
+              scrollbar-size-vertical: 0; scrollbar-size-horizontal: 0; }
     """
+    BINDINGS = [
+        Binding("left", "scroll_left", "Scroll left", show=False),
+        Binding("right", "scroll_right", "Scroll right", show=False),
+    ]
 
-    window_virtual_size: Reactive[int] = Reactive(100, repaint=False)
-    window_size: Reactive[int] = Reactive(0, repaint=False)
-    position: Reactive[float] = Reactive(0, repaint=False)
-    _drawn: tuple | None = None
-
-    def _geometry(self) -> tuple:
-        size = self.size.height if self.vertical else self.size.width
-        virtual = ceil(self.window_virtual_size)
-        window = ceil(self.window_size if self.window_size < self.window_virtual_size else 0)
-        if not (window and size and virtual and size != virtual):
-            return (size,)  # no thumb
-        # The thumb's first and last eighth of a cell, as ScrollBarRender.render_bar draws it.
-        thumb = max(1, window / (virtual / size))
-        start = int((size - thumb) * (self.position / (virtual - window)) * 8)
-        return (size, start, start + ceil(thumb * 8))
-
-    def _repaint_if_moved(self) -> None:
-        if self._geometry() != self._drawn:
-            self.refresh()
-
-    def watch_window_virtual_size(self) -> None:
-        self._repaint_if_moved()
-
-    def watch_window_size(self) -> None:
-        self._repaint_if_moved()
-
-    def watch_position(self) -> None:
-        self._repaint_if_moved()
-
-    _strips: list[Strip] = []
-    _plain = False
-    _strips_key: tuple | None = None
-
-    def render(self):
-        self._drawn = self._geometry()
-        return super().render()
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        # Most frames find every line in the styles cache and never call render_line: the
-        # strips are checked (and rebuilt if the bar changed) only on the first line asked for.
-        self._checked = False
-        return super().render_lines(crop)
-
-    _checked = False
-
-    def render_line(self, y: int) -> Strip:
-        if not self._checked:
-            self._checked = True
-            self._plain = self.screen.styles.scrollbar_color.a == 0
-            if not self._plain:
-                self._build_strips()
-        if self._plain:
-            return super().render_line(y)
-        if 0 <= y < len(self._strips):
-            return self._strips[y]
-        return Strip.blank(self.size.width)
-
-    def _build_strips(self) -> None:
-        # The bar's segments straight into Strips (ScrollBarRender.render_bar, as the Rich
-        # renderable would draw them) without a Rich console pass per repaint.
-        parent = self.parent
-        styles = parent.styles
-        if self.grabbed:
-            background, color = styles.scrollbar_background_active, styles.scrollbar_color_active
-        elif self.mouse_over:
-            background, color = styles.scrollbar_background_hover, styles.scrollbar_color_hover
-        else:
-            background, color = styles.scrollbar_background, styles.scrollbar_color
-        if background.a < 1:
-            background = parent.background_colors[0] + background
-        color = background + color
-        width, height = self.size
-        geometry = self._geometry()
-        key = (geometry, width, height, color, background, self.visual_style)
-        if key != self._strips_key:
-            self._drawn = geometry
-            window = self.window_size if self.window_size < self.window_virtual_size else 0
-            bar = self.renderer.render_bar(
-                size=height if self.vertical else width,
-                virtual_size=ceil(self.window_virtual_size),
-                window_size=ceil(window),
-                position=self.position,
-                thickness=width if self.vertical else height,
-                vertical=self.vertical,
-                back_color=background.rich_color,
-                bar_color=color.rich_color,
-            )
-            base = self.visual_style.rich_style
-            if self.vertical:
-                self._strips = [Strip([seg], width).apply_style(base) for seg in bar.segments]
-            else:
-                self._strips = [
-                    Strip(line, width).apply_style(base)
-                    for line in Segment.split_lines(bar.segments)
-                ]
-            self._strips_key = key
-
-
-class LogView(RichLog):
-    """A RichLog that follows the end only while the user is at the end (toolong's rule).
-
-    Tuned for a tail that grows every second (an idle TUI must stay cheap): lines are turned
-    into Strips once, each visible line is a cache hit, the widget's style is looked up once
-    per frame instead of once per line, and scrollbars repaint only when their thumb moves.
-    """
-
-    # Appending lines grows the virtual size. As a plain Widget reactive that costs a layout of
-    # the whole screen per batch of lines (most of an idle TUI's CPU) and a repaint of the whole
-    # view; the view's own size never changes with it (height 1fr, both scrollbars always
-    # shown), so the watcher updates the scrollbars and repaints only the rows that changed.
+    # The content never sizes the view (height 1fr): a new virtual size needs no layout of the
+    # screen, only a repaint of the rows it changes (appended() decides which).
     virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False, repaint=False)
-
-    _frame_style: Style | None = None
-
-    def watch_virtual_size(self, old: Size, size: Size) -> None:
-        if not self.is_mounted:
-            return
-        self._update_scrollbars(size)
-        # Repaint only the rows that can change: lines arriving below a view scrolled back
-        # change nothing on screen, lines arriving while the view is not yet full change only
-        # their own rows (following scrolls once the view is full, and the scroll repaints).
-        if old.width != size.width:
-            self.refresh()
-            return
-        region = self.scrollable_content_region
-        top = self.scroll_offset.y
-        first = max(0, min(old.height, size.height) - top)
-        last = min(region.height, max(old.height, size.height) - top)  # rows past both are blank
-        if first < last:
-            self.refresh(Region(0, first, region.width, last - first))
-
-    def _update_scrollbars(self, virtual_size: Size) -> None:
-        # Widget._scroll_update without its unconditional scrollbar repaints.
-        self._refresh_scrollbars()
-        width, height = self.container_size
-        if self.show_vertical_scrollbar and self.styles.scrollbar_size_vertical:
-            bar = self.vertical_scrollbar
-            bar.window_virtual_size = virtual_size.height
-            bar.window_size = height - self.scrollbar_size_horizontal
-        if self.show_horizontal_scrollbar and self.styles.scrollbar_size_horizontal:
-            bar = self.horizontal_scrollbar
-            bar.window_virtual_size = virtual_size.width
-            bar.window_size = width - self.scrollbar_size_vertical
-        self.scroll_x = self.validate_scroll_x(self.scroll_x)
-        self.scroll_y = self.validate_scroll_y(self.scroll_y)
-
-    @property
-    def vertical_scrollbar(self) -> ScrollBar:
-        if self._vertical_scrollbar is None:
-            self._vertical_scrollbar = bar = QuietScrollBar(
-                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
-            )
-            bar.display = False
-            self.app._start_widget(self, bar)
-        return self._vertical_scrollbar
-
-    @property
-    def horizontal_scrollbar(self) -> ScrollBar:
-        if self._horizontal_scrollbar is None:
-            self._horizontal_scrollbar = bar = QuietScrollBar(
-                vertical=False, name="horizontal", thickness=self.scrollbar_size_horizontal
-            )
-            bar.display = False
-            self.app._start_widget(self, bar)
-        return self._horizontal_scrollbar
-
-    def write_text(self, text: Text, scroll_end: bool | None = None) -> None:
-        """Append one unwrapped line of Rich Text: RichLog.write without measuring and
-        rendering through the console (the same Strip, for a tenth of the cost)."""
-        if not self._size_known or self.wrap or "\t" in text.plain:  # tabs: let Rich expand them
-            self.write(text, scroll_end=scroll_end)
-            return
-        console = self.app.console
-        if text.spans:
-            segments = list(text.render(console))
-        else:  # Text.render ignores the text's own style when it has no spans
-            segments = (
-                [Segment(text.plain, console.get_style(text.style) if text.style else None)]
-                if text.plain
-                else []
-            )
-        strip = Strip(segments, text.cell_len)
-        self.lines.append(strip)
-        if self.max_lines is not None and len(self.lines) > self.max_lines:
-            self._start_line += len(self.lines) - self.max_lines
-            self.refresh()
-            self.lines = self.lines[-self.max_lines :]
-        self._widest_line_width = max(self._widest_line_width, strip.cell_length, self.min_width)
-        self.virtual_size = Size(self._widest_line_width, len(self.lines))
-        if self.auto_scroll if scroll_end is None else scroll_end:
-            self.scroll_end(animate=False, immediate=False, x_axis=False)
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        # Looked up once per frame: rich_style walks every ancestor's styles.
-        self._frame_style = self.rich_style
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._frame_style = None
-
-    def render_line(self, y: int) -> Strip:
-        style = self._frame_style or self.rich_style
-        scroll_x, scroll_y = self.scroll_offset
-        width = self.scrollable_content_region.width
-        index = scroll_y + y
-        if index >= len(self.lines):
-            return Strip.blank(width, style)
-        key = (index + self._start_line, scroll_x, width, self._widest_line_width)
-        line = self._line_cache.get(key)
-        if line is None:
-            line = self._line_cache[key] = self.lines[index].crop_extend(
-                scroll_x, scroll_x + width, style
-            )
-        return line.apply_style(style)
 
     class FollowChanged(Message):
         def __init__(self, following: bool) -> None:
             super().__init__()
             self.following = following
 
+    def __init__(self, max_lines: int | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.max_lines = max_lines
+        self.wrap = False
+        self.auto_scroll = True
+        self.current_seq: int | None = None  # the line of the current search match
+        self._line_strips: list[Strip] = []  # one per shown line
+        self._seqs: list[int] = []
+        self._rows: list[Strip] = []  # display rows (a wrapped line has several)
+        self._row_seq: list[int] = []  # the line (seq) of each row, ascending
+        self._base = 0  # rows dropped from the front so far: cache keys stay valid
+        self._widest = 0
+        self._cache: LRUCache[tuple[int, int, int], Strip] = LRUCache(1024)
+        self._cache_style: Style | None = None
+        self._frame: tuple | None = None  # per-frame values computed in render_lines
+
+    # -- content ----------------------------------------------------------------------------
+
+    @property
+    def lines(self) -> list[Strip]:
+        """One Strip per shown line (unwrapped)."""
+        return self._line_strips
+
+    @property
+    def seqs(self) -> list[int]:
+        return self._seqs
+
+    def clear(self) -> None:
+        self._line_strips, self._seqs, self._rows, self._row_seq = [], [], [], []
+        self._widest = 0
+        self._base = 0
+        self._cache.clear()
+        self.virtual_size = Size(0, 0)
+        self.scroll_to(0, 0, animate=False)
+        self.refresh()
+
+    def _text_width(self) -> int:
+        width = self.scrollable_content_region.width
+        # The scrollbar column is there only while the rows overflow the view.
+        return max(1, width - (1 if len(self._rows) > self.scrollable_content_region.height else 0))
+
+    def _split(self, strip: Strip, width: int) -> list[Strip]:
+        if not self.wrap or strip.cell_length <= width:
+            return [strip]
+        return strip.divide(range(width, strip.cell_length + width, width))
+
+    def append(self, items: Iterable[tuple[int, Strip]]) -> None:
+        """Add lines (seq, strip) at the end, dropping the oldest past max_lines."""
+        region = self.scrollable_content_region
+        height = region.height
+        old_rows = len(self._rows)
+        old_top = round(self.scroll_y)
+        had_bar = old_rows > height
+        # Wrap at the width the rows will have once the view overflows (its scrollbar column).
+        wrap_width = max(1, region.width - 1)
+        for seq, strip in items:
+            self._line_strips.append(strip)
+            self._seqs.append(seq)
+            rows = self._split(strip, wrap_width)
+            self._rows.extend(rows)
+            self._row_seq.extend([seq] * len(rows))
+            if strip.cell_length > self._widest:
+                self._widest = strip.cell_length
+        trimmed = 0
+        if self.max_lines is not None and len(self._line_strips) > self.max_lines:
+            drop = len(self._line_strips) - self.max_lines
+            first_kept = self._seqs[drop]
+            del self._line_strips[:drop], self._seqs[:drop]
+            trimmed = bisect_left(self._row_seq, first_kept)
+            del self._rows[:trimmed], self._row_seq[:trimmed]
+            self._base += trimmed
+        new_rows = len(self._rows)
+        if new_rows == old_rows and not trimmed:
+            return
+        self.virtual_size = Size(region.width if self.wrap else self._widest + 1, new_rows)
+        if not self.is_mounted or not height:
+            return
+        if (new_rows > height) != had_bar:  # the scrollbar column appears: every row is narrower
+            self._cache.clear()
+            self.refresh()
+        if self.auto_scroll:
+            top = max(0, new_rows - height)
+            if top != old_top:
+                self.scroll_to(y=top, animate=False)  # repaints the view
+            elif trimmed:
+                self.refresh()
+            else:  # the view is not full yet: only the new rows
+                self._refresh_rows(old_rows - top, new_rows - top)
+            return
+        # Scrolled back: keep the same lines on screen; only the scrollbar's thumb moves.
+        if trimmed:
+            if old_top >= trimmed:
+                self.scroll_to(y=old_top - trimmed, animate=False)
+            self.refresh()
+            return
+        self._refresh_rows(old_rows - old_top, new_rows - old_top)
+        self.refresh(Region(region.width - 1, 0, 1, height))
+
+    def _refresh_rows(self, first: int, last: int) -> None:
+        region = self.scrollable_content_region
+        first, last = max(0, first), min(region.height, last)
+        if first < last:
+            self.refresh(Region(0, first, region.width, last - first))
+
+    def rewrap(self) -> None:
+        """Rebuild the rows after a wrap toggle or a width change."""
+        width = max(1, self.scrollable_content_region.width - 1)
+        self._rows, self._row_seq = [], []
+        for seq, strip in zip(self._seqs, self._line_strips, strict=True):
+            rows = self._split(strip, width)
+            self._rows.extend(rows)
+            self._row_seq.extend([seq] * len(rows))
+        self._cache.clear()
+        self._base = 0
+        region = self.scrollable_content_region
+        self.virtual_size = Size(region.width if self.wrap else self._widest + 1, len(self._rows))
+        if self.wrap:
+            self.scroll_to(x=0, animate=False)
+        if self.auto_scroll:
+            self.scroll_to(y=self.max_scroll_y, animate=False)
+        self.refresh()
+
+    def row_of(self, seq: int) -> int:
+        """The first display row of line `seq`."""
+        return bisect_left(self._row_seq, seq)
+
+    def show_row(self, row: int) -> None:
+        """Scroll so that `row` is in the middle of the view."""
+        height = self.scrollable_content_region.height
+        self.scroll_to(y=max(0, min(self.max_scroll_y, row - height // 2)), animate=False)
+        self.refresh()
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.wrap:
+            self.rewrap()
+        else:
+            self._cache.clear()
+            if self.auto_scroll:
+                self.scroll_to(y=self.max_scroll_y, animate=False)
+
+    # -- drawing ----------------------------------------------------------------------------
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # Per frame: the widget's style (a walk over every ancestor's styles) and the
+        # scrollbar's geometry and colours, not per line.
+        style = self.rich_style
+        if style != self._cache_style:
+            self._cache.clear()
+            self._cache_style = style
+        region = self.scrollable_content_region
+        height = region.height
+        rows = len(self._rows)
+        bar = None
+        if rows > height and height > 0:
+            thumb = max(1, round(height * height / rows))
+            span = max(1, rows - height)
+            start = round((height - thumb) * min(1.0, self.scroll_y / span))
+            back = self.background_colors[1]
+            track = Style(bgcolor=(back + self.styles.scrollbar_background).rich_color)
+            knob = Style(
+                color=(back + self.styles.scrollbar_color).rich_color,
+                bgcolor=(back + self.styles.scrollbar_background).rich_color,
+            )
+            bar = (start, start + thumb, Segment(" ", track), Segment("█", knob))
+        current = Style(underline=True, bold=True)
+        self._frame = (style, bar, current)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def render_line(self, y: int) -> Strip:
+        style, bar, current = self._frame or (self.rich_style, None, None)
+        width = self.scrollable_content_region.width - (1 if bar else 0)
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        if index < len(self._rows):
+            key = (index + self._base, scroll_x, width)
+            line = self._cache.get(key)
+            if line is None:
+                line = self._rows[index].crop_extend(scroll_x, scroll_x + width, style)
+                line = line.apply_style(style)
+                self._cache[key] = line
+            if current is not None and self._row_seq[index] == self.current_seq:
+                line = line.apply_style(current)
+        else:
+            line = Strip.blank(width, style)
+        if bar:
+            start, end, track, knob = bar
+            line = Strip.join([line, Strip([knob if start <= y < end else track], 1)])
+        return line
+
+    def on_click(self, event: events.Click) -> None:
+        # A click in the scrollbar column jumps there (the thumb cannot be dragged).
+        region = self.scrollable_content_region
+        if len(self._rows) > region.height and event.x >= region.width - 1:
+            self.scroll_to(
+                y=self.max_scroll_y * event.y / max(1, region.height - 1), animate=False
+            )
+
+    # -- follow -----------------------------------------------------------------------------
+
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        # Only a move up pauses: following itself only ever scrolls down, and it can briefly
-        # lag the end while lines arrive, which must not read as "the user scrolled back".
-        # A view that grows (the pane above shrank) clamps scroll_y down to the new end: that
-        # is not a scroll back either.
+        # Only a move up pauses: following itself only ever scrolls down. A view that grows
+        # (the pane above shrank) clamps scroll_y down to the new end: not a scroll back.
         if new < old and self.auto_scroll and new < self.max_scroll_y - 0.5:
             self.auto_scroll = False
             self.post_message(self.FollowChanged(False))
@@ -267,34 +277,28 @@ class LogView(RichLog):
 
 class LogPane(Vertical):
     DEFAULT_CSS = """
-    /* The horizontal scrollbar is always there: if it appeared with the first long line it
-       would shrink the view after the scroll to the end and hide the newest lines. */
-    LogPane LogView { height: 1fr; background: transparent; overflow-x: scroll; overflow-y: scroll;
-                      scrollbar-size-horizontal: 1; }
+    LogPane LogView { height: 1fr; background: transparent; }
     LogPane #log-input { dock: bottom; display: none; height: 1; border: none; padding: 0 1; }
     LogPane #log-input.-open { display: block; }
     """
     BINDINGS = [Binding("escape", "close_input", "Close", show=False)]
 
     class StateChanged(Message):
-        """The pane's title should change (filter, level, follow)."""
+        """The pane's title should change (filter, level, follow, search)."""
 
     def __init__(self, buffer: LogBuffer, **kwargs) -> None:
         super().__init__(**kwargs)
         self.buffer = buffer
         self._shown: list[LogLine] = []
         self._input_mode: str | None = None  # "filter" | "search"
-        self._match: int | None = None
+        self._match: int | None = None  # index in _shown of the current match
+        self._matches = 0  # lines among _shown that contain the search text
         self._filter_timer = None
+        self._styles: dict[str, Style] = {}
+        self._hl: Style | None = None
 
     def compose(self) -> ComposeResult:
-        yield LogView(
-            max_lines=self.buffer.lines.maxlen,
-            wrap=False,
-            markup=False,
-            highlight=False,
-            id="log-view",
-        )
+        yield LogView(max_lines=self.buffer.lines.maxlen, id="log-view")
         yield Input(id="log-input")
 
     @property
@@ -306,52 +310,109 @@ class LogPane(Vertical):
         return self.view.auto_scroll
 
     def describe(self) -> str:
-        """The pane's title: what is shown and whether it follows."""
+        """The pane's title: what is shown, the search position and whether it follows."""
+        buf = self.buffer
         parts = ["logs"]
-        if self.buffer.filter_text:
-            parts.append(f"filter '{self.buffer.filter_text}'")
-        if self.buffer.min_level != "info":
-            parts.append(
-                f"{self.buffer.min_level}s+"
-                if self.buffer.min_level == "warning"
-                else "errors only"
-            )
-        if self.buffer.search_text:
-            parts.append(f"search '{self.buffer.search_text}'")
+        if buf.filter_text:
+            parts.append(f"filter '{buf.filter_text}'")
+        if buf.min_level != "info":
+            parts.append("warnings+" if buf.min_level == "warning" else "errors only")
+        if buf.search_text:
+            if not self._matches:
+                parts.append(f"'{buf.search_text}': no matches")
+            elif self._match is None:
+                parts.append(f"'{buf.search_text}' {self._matches} matches (n/N)")
+            else:
+                parts.append(f"'{buf.search_text}' {self.match_number()}/{self._matches}")
+        if not buf.show_noise:
+            parts.append("access/batch lines hidden (z)")
+        if self.view.wrap:
+            parts.append("wrap")
         parts.append("following" if self.following else "paused (G: follow)")
         return " · ".join(parts)
 
+    def match_number(self) -> int:
+        """1-based position of the current match among all matches (1 = oldest)."""
+        if self._match is None:
+            return 0
+        return sum(1 for line in self._shown[: self._match + 1] if self.buffer.contains(line.text))
+
+    # -- lines ------------------------------------------------------------------------------
+
+    def _strip(self, line: LogLine) -> Strip:
+        text = line.text if line.slot == "0" else f"[{line.slot}] {line.text}"
+        if "\t" in text:
+            text = text.expandtabs(8)
+        if not text.isprintable():
+            text = _CONTROL.sub("", text)
+        style = self._styles.get(line.level)
+        if style is None:
+            style = self._styles[line.level] = Style.parse(level_style(self.app, line.level))
+        offset = len(text) - len(line.text) if line.slot != "0" else 0
+        spans = list(self.buffer.search_spans(text[offset:])) if self.buffer.search_text else []
+        if not spans:
+            return Strip([Segment(text, style)] if text else [], cell_len(text))
+        if self._hl is None:
+            self._hl = style + Style.parse(search_style(self.app))
+        segments, pos = [], 0
+        for a, b in spans:
+            a, b = a + offset, b + offset
+            if a > pos:
+                segments.append(Segment(text[pos:a], style))
+            segments.append(Segment(text[a:b], style + self._hl))
+            pos = b
+        if pos < len(text):
+            segments.append(Segment(text[pos:], style))
+        return Strip(segments, cell_len(text))
+
     def append(self, lines: list[LogLine]) -> None:
-        for line in lines:
-            if self.buffer.matches(line):
-                self._write(line)
+        shown = [line for line in lines if self.buffer.matches(line)]
+        if not shown:
+            return
+        before = self._matches
+        if self.buffer.search_text:
+            self._matches += sum(1 for line in shown if self.buffer.contains(line.text))
+        self._shown.extend(shown)
         cap = self.buffer.lines.maxlen or len(self._shown)
         if len(self._shown) > cap:
-            del self._shown[: len(self._shown) - cap]
+            drop = len(self._shown) - cap
+            if self.buffer.search_text:
+                gone = self._shown[:drop]
+                self._matches -= sum(1 for line in gone if self.buffer.contains(line.text))
+            del self._shown[:drop]
+            if self._match is not None:
+                self._match = self._match - drop if self._match >= drop else None
+        self.view.append((line.seq, self._strip(line)) for line in shown)
+        if self._matches != before:
+            self.post_message(self.StateChanged())
 
     def redraw(self) -> None:
-        """Re-render from the buffer (after a filter, level, search or theme change)."""
+        """Re-render from the buffer (after a filter, level, fold, search or theme change)."""
         view = self.view
         following = view.auto_scroll
+        self._styles, self._hl = {}, None
         view.clear()
-        self._shown = []
-        for line in self.buffer.visible():
-            self._write(line, scroll=False)
+        view.auto_scroll = following
+        self._shown = self.buffer.visible()
+        self._matches = (
+            sum(1 for line in self._shown if self.buffer.contains(line.text))
+            if self.buffer.search_text
+            else 0
+        )
+        self._match = None
+        view.current_seq = None
+        view.append((line.seq, self._strip(line)) for line in self._shown)
         if following:
-            view.scroll_end(animate=False, immediate=False)
+            view.scroll_to(y=view.max_scroll_y, animate=False)
         self.post_message(self.StateChanged())
 
-    def _write(self, line: LogLine, scroll: bool | None = None) -> None:
-        text = Text(
-            line.text if line.slot == "0" else f"[{line.slot}] {line.text}",
-            style=level_style(self.app, line.level),
-            no_wrap=True,
-        )
-        offset = 0 if line.slot == "0" else len(line.slot) + 3
-        for a, b in self.buffer.search_spans(line.text):
-            text.stylize(search_style(self.app), a + offset, b + offset)
-        self.view.write_text(text, scroll_end=scroll)
-        self._shown.append(line)
+    def toggle_wrap(self) -> None:
+        view = self.view
+        view.wrap = not view.wrap
+        view.rewrap()
+        if self._match is not None:
+            view.show_row(view.row_of(self._shown[self._match].seq))
+        self.post_message(self.StateChanged())
 
     # -- filter and search input ----------------------------------------------------------
 
@@ -361,7 +422,7 @@ class LogPane(Vertical):
         box.placeholder = (
             "filter: show only lines containing... (enter: keep, esc: clear)"
             if mode == "filter"
-            else "search: highlight and jump (enter: next, n/N later, esc: clear)"
+            else "search from the newest line (enter: jump, n: older, N: newer, esc: clear)"
         )
         box.value = self.buffer.filter_text if mode == "filter" else self.buffer.search_text
         box.add_class("-open")
@@ -370,18 +431,25 @@ class LogPane(Vertical):
     def action_close_input(self) -> None:
         box = self.query_one("#log-input", Input)
         if not box.has_class("-open"):
+            if self.buffer.search_text:  # esc in the log clears the search
+                self.clear_search()
             return
         if self._filter_timer is not None:
             self._filter_timer.stop()
             self._filter_timer = None
-        if self._input_mode == "filter":
-            self.buffer.set_filter("")
-        elif self._input_mode == "search":
-            self.buffer.search_text = ""
+        mode = self._input_mode
         box.remove_class("-open")
         self._input_mode = None
-        self.redraw()
+        if mode == "filter":
+            self.buffer.set_filter("")
+            self.redraw()
+        elif mode == "search":
+            self.clear_search()
         self.view.focus()
+
+    def clear_search(self) -> None:
+        self.buffer.search_text = ""
+        self.redraw()
 
     @on(Input.Changed, "#log-input")
     def _typed(self, event: Input.Changed) -> None:
@@ -415,42 +483,39 @@ class LogPane(Vertical):
             self._apply_filter(event.value)
         elif mode == "search":
             self.buffer.search_text = event.value.strip()
-            self._match = None
-            self.view.auto_scroll = False  # stay on the match, not on the end
             self.redraw()
-            self.search(backwards=False)
+            if self.buffer.search_text:
+                self.search(older=True)  # from the tail: the newest match first
         self.post_message(self.StateChanged())
 
-    def search(self, backwards: bool) -> bool:
-        """Scroll to the next (or previous) match; pauses following so the match stays put."""
-        start = (
-            self._match if self._match is not None else (len(self._shown) if not backwards else 0)
-        )
-        if self._match is None and not backwards:
-            start = self._current_top() - 1
-        found = self.buffer.search(self._shown, start, backwards=backwards)
+    def search(self, older: bool) -> bool:
+        """Move to the next match toward older (n) or newer (N) lines; the first search
+        starts at the tail. Pauses following so the match stays put."""
+        if not self.buffer.search_text or not self._matches:
+            self.post_message(self.StateChanged())
+            return False
+        if self._match is None:
+            start = len(self._shown) if older else -1
+        else:
+            start = self._match
+        found = self.buffer.search(self._shown, start, backwards=older)
         if found is None:
             return False
         self._match = found
         view = self.view
         view.auto_scroll = False
-        # After the refresh: a redraw just before may still have a scroll pending.
-        view.call_after_refresh(
-            view.scroll_to,
-            y=max(0, found - view.scrollable_content_region.height // 2),
-            animate=False,
-        )
+        view.current_seq = self._shown[found].seq
+        view.show_row(view.row_of(self._shown[found].seq))
         self.post_message(self.StateChanged())
         return True
-
-    def _current_top(self) -> int:
-        return int(self.view.scroll_y)
 
     def follow(self) -> None:
         view = self.view
         view.auto_scroll = True
         self._match = None
-        view.scroll_end(animate=False)
+        view.current_seq = None
+        view.scroll_to(y=view.max_scroll_y, animate=False)
+        view.refresh()
         self.post_message(self.StateChanged())
 
     @on(LogView.FollowChanged)

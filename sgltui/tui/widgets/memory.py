@@ -23,17 +23,17 @@ class MemoryPane(Widget, can_focus=True):
         # at all when the bars read the same as before (most samples on an idle server).
         relayout = len(telemetry.get("gpus") or []) != len(self._telemetry.get("gpus") or [])
         self._telemetry = telemetry
-        markup = self._markup(self.content_region.width or 60)
+        markup = self._bars_markup(self.content_region.width or 60)
         if relayout or markup != self._last:
             self.refresh(layout=relayout)
 
-    def _markup(self, width: int) -> str:
+    def _bars_markup(self, width: int) -> str:
         return "\n".join(
             views.gpu_lines(self._telemetry, width) + views.host_lines(self._telemetry, width)
         )
 
     def render(self) -> Content:
-        self._last = self._markup(self.content_region.width or 60)
+        self._last = self._bars_markup(self.content_region.width or 60)
         return Content.from_markup(self._last)
 
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]

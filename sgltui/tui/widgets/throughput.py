@@ -102,7 +102,7 @@ class ThroughputPane(Widget, can_focus=True):
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]
         return sum(h for *_, h in self._rows())
 
-    def _build(self, width: int) -> list[Strip]:
+    def _build_rows(self, width: int) -> list[Strip]:
         theme = self.app.theme_variables
         base = self.rich_style
         bar = base + Style.parse(theme.get("accent", "yellow"))
@@ -126,7 +126,7 @@ class ThroughputPane(Widget, can_focus=True):
         width = self.content_region.width
         key = (width, self.app.theme, self.screen.has_class("-short"))
         if key != self._key:
-            self._strips = self._build(width)
+            self._strips = self._build_rows(width)
             self._key = key
         if 0 <= y < len(self._strips):
             return self._strips[y]
