@@ -257,9 +257,7 @@ class LogView(ScrollView, can_focus=True):
         # A click in the scrollbar column jumps there (the thumb cannot be dragged).
         region = self.scrollable_content_region
         if len(self._rows) > region.height and event.x >= region.width - 1:
-            self.scroll_to(
-                y=self.max_scroll_y * event.y / max(1, region.height - 1), animate=False
-            )
+            self.scroll_to(y=self.max_scroll_y * event.y / max(1, region.height - 1), animate=False)
 
     # -- follow -----------------------------------------------------------------------------
 
