@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "bench",  # sgltui bench
     "sessions",  # sgltui sessions list, report, replay
     "web",  # sgltui web (the TUI in a browser tab)
+    "jobs",  # sgltui job run|status|list|pause|resume|cancel|set|verify
 )
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from sgltui import __version__
 from sgltui.agent.children import ChildError, Children
+from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.recorder import Recorder
 from sgltui.agent.slot import FAILED, READY, RUNNING, STOPPED, LaunchError, Slot, SlotConfig
 from sgltui.agent.state import AgentState, LaunchHistory
@@ -37,6 +38,8 @@ QUIET_OPS = {
     "subscribe",
     "bench_progress",
     "bench_list",
+    "job_status",
+    "job_list",
 }
 
 
@@ -78,6 +81,7 @@ class Supervisor:
         self.agent_state = AgentState(state_dir)
         self.subscribers: set[asyncio.Queue] = set()
         self.children = Children(self.emit, socket_path, state_dir, lambda: self.recorder)
+        self.batch = JobsHost(self)  # batch jobs (sgltui/agent/jobs_host.py)
         self.shutdown_requested = asyncio.Event()
         self.stop_servers_on_exit = False
         self._lock = asyncio.Lock()
@@ -137,6 +141,7 @@ class Supervisor:
             )
         self.state_changed()
         self._refresh_profiles()
+        await self.batch.start()  # after the slots: a resumed job finds its server
 
     async def _start_telemetry(self) -> None:
         try:
@@ -159,6 +164,7 @@ class Supervisor:
         for job in list(self.jobs.values()):
             if job.task and not job.task.done() and not stop_servers:
                 job.task.cancel()
+        await self.batch.close()
         if stop_servers:
             for slot in self.slots.values():
                 if slot.state != STOPPED:
@@ -425,6 +431,7 @@ class Supervisor:
             "profiles": self._profiles_cache,
             "telemetry": tele,
             "bench": self.children.latest_bench(),
+            "jobs": self.batch.views(),
         }
 
     # ---- commands ------------------------------------------------------------------------------
@@ -446,8 +453,11 @@ class Supervisor:
                     "command.refused", client=client, slot=args.get("slot"), op=op, reason=str(exc)
                 )
                 raise
-        if isinstance(result, _Wait):
-            return await result.wait()
+        if isinstance(result, (_Wait, Deferred)):
+            try:
+                return await result.wait()
+            except JobError as exc:
+                raise OpError(str(exc)) from None
         return result
 
     async def op_ping(self, args: dict, client: str | None) -> dict:
@@ -479,6 +489,16 @@ class Supervisor:
             raise OpError(
                 f"{what} refused: slot {slot.id} is busy with {job.desc} (by {job.client or 'agent'}, "
                 f"{ago:.0f}s ago); wait for it or run `sgltui stop`"
+            )
+
+    def _refuse_if_pinned(self, slot: Slot, args: dict, what: str) -> None:
+        """A pinned batch job asks first: the swap needs confirm=true (`--yes`)."""
+        rec = self.batch.pinned_on(slot.id)
+        if rec is not None and not args.get("confirm"):
+            raise OpError(
+                f"{what} refused: batch job {rec['name']} ({rec['id']}) is pinned to slot {slot.id}; "
+                f"confirm with `--yes` (the job pauses and resumes on the new server) "
+                f"or unpin it with `sgltui job set --unpin`"
             )
 
     def _run_job(self, slot: Slot, job: Job, coro) -> Job:
@@ -595,6 +615,7 @@ class Supervisor:
         if not slot.profile_name:
             raise OpError(f"slot {slot.id} has never run a profile; use `sgltui start PROFILE`")
         profile = await asyncio.to_thread(self._get_valid_profile, slot.profile_name, args)
+        self._refuse_if_pinned(slot, args, "restart")
         self._start_swap(
             slot, profile, client, rollback=False, drain=_drain_arg(args), kind="restart"
         )
@@ -618,6 +639,7 @@ class Supervisor:
         rollback = args.get("rollback", True)
         if not isinstance(rollback, bool):
             raise OpError("rollback must be true or false")
+        self._refuse_if_pinned(slot, args, "swap")
         self._start_swap(
             slot, profile, client, rollback=rollback, drain=_drain_arg(args), kind="swap"
         )
@@ -673,6 +695,9 @@ class Supervisor:
             )
             self.state_changed()
 
+        # Batch jobs on this slot stop sending and let (or, forced, make) their requests in
+        # flight finish before the server goes; they resume on the new one (after_swap below).
+        await self.batch.before_swap(slot.id, force=drain == "force")
         if slot.tree is not None and slot.state != STOPPED:
             report = await slot.stop(client, drain=drain, on_step=step)
             timings.update(report["timings_s"])
@@ -722,6 +747,7 @@ class Supervisor:
             timings_s=timings,
         )
         slot.swap = None  # None means "no swap in progress" to every viewer
+        self.batch.after_swap(slot.id)
         slot.last_swap = {
             "from": frm,
             "to": to,
@@ -801,6 +827,35 @@ class Supervisor:
 
     async def op_demo_load(self, args: dict, client: str | None) -> dict:
         return await self.children.demo_load(bool(args.get("on", True)))
+
+    # ---- batch jobs (sgltui/agent/jobs_host.py) ----------------------------------------------
+
+    async def _job_op(self, name: str, args: dict, client: str | None) -> Any:
+        try:
+            return await getattr(self.batch, f"op_{name}")(args, client)
+        except JobError as exc:
+            raise OpError(str(exc)) from None
+
+    async def op_job_run(self, args: dict, client: str | None) -> Any:
+        return await self._job_op("run", args, client)
+
+    async def op_job_status(self, args: dict, client: str | None) -> Any:
+        return await self._job_op("status", args, client)
+
+    async def op_job_list(self, args: dict, client: str | None) -> Any:
+        return await self._job_op("list", args, client)
+
+    async def op_job_pause(self, args: dict, client: str | None) -> Any:
+        return await self._job_op("pause", args, client)
+
+    async def op_job_resume(self, args: dict, client: str | None) -> Any:
+        return await self._job_op("resume", args, client)
+
+    async def op_job_cancel(self, args: dict, client: str | None) -> Any:
+        return await self._job_op("cancel", args, client)
+
+    async def op_job_set(self, args: dict, client: str | None) -> Any:
+        return await self._job_op("set", args, client)
 
     @staticmethod
     def _child(fn: Callable[[], Any]) -> Any:

@@ -82,6 +82,40 @@ class LoadConfig:
             raise ValueError("duration must be positive")
 
 
+def client_session(limit: int) -> aiohttp.ClientSession:
+    """The load generator's aiohttp session (also the transport of sgltui/jobs/).
+
+    Explicit limits: aiohttp's and httpx's defaults (100) silently cap concurrency (§7.1);
+    `limit=0` means no cap, for callers that bound concurrency themselves.
+    """
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=limit, limit_per_host=0, keepalive_timeout=60),
+        read_bufsize=10 * 1024 * 1024,
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+    )
+
+
+def open_transport(limit: int) -> AiohttpTransport:
+    """httpx's transport on the aiohttp session: what every request of the bench goes through."""
+    return AiohttpTransport(client=client_session(limit))
+
+
+NO_READ_TIMEOUT = {"timeout": httpx.Timeout(None, connect=10.0).as_dict()}
+
+
+async def post_bytes(
+    transport: AiohttpTransport, url: httpx.URL, body: bytes, headers: dict[str, str]
+) -> tuple[int, bytes]:
+    """One non-streamed POST straight on the transport (no client machinery, as _open_httpx):
+    the status and the whole body."""
+    request = httpx.Request("POST", url, content=body, headers=headers, extensions=NO_READ_TIMEOUT)
+    resp = await transport.handle_async_request(request)
+    try:
+        return resp.status_code, await resp.aread()
+    finally:
+        await resp.aclose()
+
+
 class FatalLoadError(Exception):
     """The run cannot go on (server unreachable, every request refused)."""
 
@@ -126,14 +160,7 @@ class LoadGenerator:
         self._httpx_ext = {"timeout": httpx.Timeout(None, connect=10.0).as_dict()}
 
     def _session_for_load(self) -> aiohttp.ClientSession:
-        # Explicit limits: aiohttp's and httpx's defaults (100) silently cap concurrency (§7.1).
-        return aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(
-                limit=self.cfg.concurrency, limit_per_host=0, keepalive_timeout=60
-            ),
-            read_bufsize=10 * 1024 * 1024,
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
-        )
+        return client_session(self.cfg.concurrency)
 
     def _client(self) -> httpx.AsyncClient:
         c = self.cfg.concurrency
@@ -433,6 +460,11 @@ def _watch_parent(ppid: int) -> None:
                 os._exit(3)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+# Public names for the other load sender (sgltui/jobs/worker.py): the same process set-up.
+raise_fd_limit = _raise_fd_limit
+install_uvloop = _install_uvloop
 
 
 def _emit(obj: dict) -> None:

@@ -47,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("restart", help="stop and relaunch the slot's profile (re-read from disk)")
     _slot_opts(p)
     p.add_argument("--force", action="store_true", help="do not wait for running requests")
+    p.add_argument(
+        "--yes", action="store_true", help="go ahead although a batch job is pinned to the slot"
+    )
     p.set_defaults(handler=cmd_restart)
 
     p = sub.add_parser("swap", help="switch a slot to another profile, rolling back if it fails")
@@ -58,6 +61,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="leave the slot failed instead of relaunching the old profile",
     )
     p.add_argument("--force", action="store_true", help="do not wait for running requests")
+    p.add_argument(
+        "--yes", action="store_true", help="go ahead although a batch job is pinned to the slot"
+    )
     p.set_defaults(handler=cmd_swap)
 
     p = sub.add_parser("status", help="slots, profiles, phases, ports, pids, uptime")
@@ -126,7 +132,9 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_restart(args: argparse.Namespace) -> int:
-    return _lifecycle(args, "restart", drain="force" if args.force else "wait")
+    return _lifecycle(
+        args, "restart", drain="force" if args.force else "wait", confirm=bool(args.yes)
+    )
 
 
 def cmd_swap(args: argparse.Namespace) -> int:
@@ -136,6 +144,7 @@ def cmd_swap(args: argparse.Namespace) -> int:
         profile=args.profile,
         rollback=not args.no_rollback,
         drain="force" if args.force else "wait",
+        confirm=bool(args.yes),
     )
 
 

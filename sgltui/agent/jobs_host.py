@@ -1,0 +1,753 @@
+"""Batch jobs in the agent: one runner child per job (sgltui/jobs/worker.py), driven from here.
+
+Why a child process: the runner's HTTP and JSON work (thousands of completions a second against
+a fast server) would otherwise share the agent's event loop with every viewer; here the agent
+reads two progress lines a second per job and writes a few control lines.
+
+What this holds:
+- each job's record in STATE_DIR/jobs/ID.json (atomic writes), so a restarted agent (crash,
+  kill -9, reboot) starts a new runner that resumes from the output file;
+- when a job may send: not paused by the user, its slot ready, no swap of the slot under way.
+  `before_swap` holds the slot's jobs and waits until nothing is in flight (or, forced, cancels
+  and requeues what is), `after_swap` points them at the new server and lets them go;
+- per-profile segments (completions, tokens, time on each launch) for status and the report;
+- the ops: job_run, job_status, job_list, job_pause, job_resume, job_cancel, job_set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sgltui.agent.state import read_json, write_json_atomic
+from sgltui.jobs.output import default_output, errors_path
+from sgltui.jobs.progress import Rates, eta_s
+
+log = logging.getLogger("sgltui.agent.jobs")
+
+ACTIVE = ("checking", "waiting", "running", "paused")
+FINISHED = ("done", "cancelled", "failed")
+DRAIN_TIMEOUT_S = float(os.environ.get("SGLTUI_JOB_DRAIN_S", "120"))
+CHECK_TIMEOUT_S = 600.0
+PERSIST_S = 5.0
+PROGRESS_EVENT_S = 15.0
+RESPAWN_MAX = 5
+MAX_CONCURRENCY = 4096
+DEFAULT_CONCURRENCY = 16
+
+
+class JobError(Exception):
+    """A refused job command: one line for the client."""
+
+
+class Deferred:
+    """A reply computed after the command lock is released (like the supervisor's _Wait)."""
+
+    def __init__(self, coro: Any) -> None:
+        self.coro = coro
+
+    async def wait(self) -> Any:
+        return await self.coro
+
+
+class _Runner:
+    """The agent's side of one runner child."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.progress: dict = {}
+        self.checked: dict | None = None
+        self.checked_ev = asyncio.Event()
+        self.paused_ev = asyncio.Event()
+        self.error: str | None = None
+        self.final: dict | None = None
+        self.url: str | None = None
+        self.sent_paused: bool | None = None
+        self.concurrency: int | None = None
+        self.reader: asyncio.Task | None = None
+
+    def send(self, msg: dict) -> None:
+        stdin = self.proc.stdin
+        if stdin is None or stdin.is_closing():
+            return
+        with contextlib.suppress(ConnectionError, RuntimeError, OSError):
+            stdin.write(json.dumps(msg).encode() + b"\n")
+
+
+class JobsHost:
+    def __init__(self, sup: Any) -> None:
+        self.sup = sup
+        self.dir = Path(sup.state_dir) / "jobs"
+        self.jobs: dict[str, dict] = {}  # id -> record (what is persisted)
+        self.runners: dict[str, _Runner] = {}
+        self.rates: dict[str, Rates] = {}
+        self._tick_task: asyncio.Task | None = None
+        self._closing = False
+        self._persisted: dict[str, float] = {}
+        self._progress_ev: dict[str, float] = {}
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for path in sorted(self.dir.glob("*.json")):
+            rec = read_json(path, None)
+            if not isinstance(rec, dict) or "id" not in rec:
+                continue
+            self.jobs[rec["id"]] = rec
+            self.rates[rec["id"]] = Rates()
+            if rec.get("state") in ACTIVE:
+                rec["respawns"] = 0
+                self._emit("job.resume_after_restart", rec, answered=self._answered(rec))
+                await self._spawn(rec)
+        self._tick_task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def close(self) -> None:
+        """Agent exit: runners stop (what they hold is written); records stay resumable."""
+        self._closing = True
+        if self._tick_task:
+            self._tick_task.cancel()
+        for r in list(self.runners.values()):
+            r.send({"op": "stop"})
+        for jid, r in list(self.runners.items()):
+            await self._reap(r, 10.0)
+            self._persist(self.jobs[jid], force=True)
+
+    async def _reap(self, r: _Runner, timeout: float) -> None:
+        try:
+            await asyncio.wait_for(r.proc.wait(), timeout)
+        except asyncio.TimeoutError:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(r.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(r.proc.wait(), 5.0)
+
+    # ---- records ---------------------------------------------------------------------------
+
+    def _path(self, jid: str) -> Path:
+        return self.dir / f"{jid}.json"
+
+    def _persist(self, rec: dict, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._persisted.get(rec["id"], 0.0) < PERSIST_S:
+            return
+        self._persisted[rec["id"]] = now
+        try:
+            write_json_atomic(self._path(rec["id"]), rec)
+        except OSError as exc:
+            log.warning("cannot write job record %s: %s", rec["id"], exc)
+
+    def _emit(self, type: str, rec: dict, **fields: Any) -> None:
+        self.sup.emit(type, client=rec.get("client"), slot=rec.get("slot"), job=rec["id"], **fields)
+
+    @staticmethod
+    def _answered(rec: dict) -> int:
+        return int(rec.get("base_ok", 0)) + int(rec.get("run_done", 0))
+
+    @staticmethod
+    def _failed(rec: dict) -> int:
+        return int(rec.get("base_failed", 0)) + int(rec.get("run_failed", 0))
+
+    def find(self, ref: Any) -> dict:
+        """A job by id or name; without one, the newest active job (else the newest)."""
+        if ref:
+            ref = str(ref)
+            if ref in self.jobs:
+                return self.jobs[ref]
+            named = [j for j in self.jobs.values() if j.get("name") == ref]
+            if named:
+                return max(named, key=lambda j: j["created"])
+            raise JobError(f"no job {ref!r}; see `sgltui job list`")
+        if not self.jobs:
+            raise JobError("no job yet; start one with `sgltui job run INPUT.jsonl`")
+        active = [j for j in self.jobs.values() if j.get("state") in ACTIVE]
+        return max(active or self.jobs.values(), key=lambda j: j["created"])
+
+    # ---- the runner child ------------------------------------------------------------------
+
+    async def _spawn(self, rec: dict) -> _Runner:
+        log_path = self.dir / f"{rec['id']}.log"
+        spec = {
+            "id": rec["id"],
+            "input": rec["input"],
+            "output": rec["output"],
+            "concurrency": rec["concurrency"],
+            "max_concurrency": MAX_CONCURRENCY,
+        }
+        with open(log_path, "ab") as err:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "sgltui.jobs.worker",
+                "--spec-json",
+                json.dumps(spec),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=err,
+                start_new_session=True,  # its own group: stopped as a whole, never by a ^C
+                limit=1 << 20,
+            )
+        r = _Runner(proc)
+        r.concurrency = rec["concurrency"]
+        self.runners[rec["id"]] = r
+        rec["state"] = "checking"
+        rec["pid"] = proc.pid
+        r.reader = asyncio.get_running_loop().create_task(self._read(rec, r))
+        return r
+
+    async def _read(self, rec: dict, r: _Runner) -> None:
+        assert r.proc.stdout is not None
+        try:
+            while True:
+                raw = await r.proc.stdout.readline()
+                if not raw:
+                    break
+                try:
+                    msg = json.loads(raw)
+                except ValueError:
+                    continue
+                self._on_message(rec, r, msg)
+        finally:
+            await r.proc.wait()
+            await self._on_exit(rec, r)
+
+    def _on_message(self, rec: dict, r: _Runner, msg: dict) -> None:
+        t = msg.get("t")
+        if t == "checked":
+            r.checked = msg
+            rec["total"] = msg["total"]
+            rec["base_ok"] = msg["resumed_ok"]
+            rec["base_failed"] = msg["resumed_failed"]
+            rec["base_out_tokens"] = msg["resumed_out_tokens"]
+            rec["run_done"] = rec["run_failed"] = rec["run_out_tokens"] = 0
+            rec["state"] = "waiting"
+            if msg.get("repaired_bytes"):
+                self._emit("job.repaired", rec, cut_bytes=msg["repaired_bytes"])
+            self._emit(
+                "job.checked",
+                rec,
+                total=msg["total"],
+                already_answered=msg["resumed_ok"],
+                already_failed=msg["resumed_failed"],
+            )
+            r.checked_ev.set()
+            self._sync(rec)
+            self._persist(rec, force=True)
+        elif t in ("progress", "paused", "done"):
+            self._on_progress(rec, r, msg)
+            if t == "paused":
+                r.paused_ev.set()
+            if t == "done":
+                r.final = msg
+        elif t == "error":
+            r.error = str(msg.get("message"))
+            r.checked_ev.set()
+
+    def _on_progress(self, rec: dict, r: _Runner, msg: dict) -> None:
+        prev = r.progress
+        r.progress = msg
+        d_done = msg["done"] - prev.get("done", 0)
+        d_failed = msg["failed"] - prev.get("failed", 0)
+        d_out = msg["out_tokens"] - prev.get("out_tokens", 0)
+        d_in = msg["in_tokens"] - prev.get("in_tokens", 0)
+        rec["run_done"], rec["run_failed"] = msg["done"], msg["failed"]
+        rec["run_out_tokens"] = msg["out_tokens"]
+        if d_done or d_failed:
+            seg = self._segment(rec)
+            if seg is not None:
+                seg["completions"] += d_done
+                seg["failed"] += d_failed
+                seg["out_tokens"] += d_out
+                seg["in_tokens"] += d_in
+                seg["last"] = time.time()
+        answered = self._answered(rec)
+        self.rates[rec["id"]].add(
+            time.monotonic(), answered, self._out_tokens(rec), wall=time.time()
+        )
+        rec["rate_history"] = list(self.rates[rec["id"]].history)
+        now = time.monotonic()
+        if now - self._progress_ev.get(rec["id"], 0.0) >= PROGRESS_EVENT_S:
+            self._progress_ev[rec["id"]] = now
+            v = self.view(rec)
+            self._emit(
+                "job.progress",
+                rec,
+                answered=answered,
+                failed=self._failed(rec),
+                total=rec.get("total"),
+                completions_s=v["completions_s"],
+                tok_s=v["tok_s"],
+                in_flight=msg["in_flight"],
+            )
+        self._persist(rec)
+
+    @staticmethod
+    def _out_tokens(rec: dict) -> int:
+        return int(rec.get("base_out_tokens", 0)) + int(rec.get("run_out_tokens", 0))
+
+    def _segment(self, rec: dict) -> dict | None:
+        """The segment of the launch the job sends to now (a new one when the launch changed)."""
+        slot = self.sup.slots.get(rec["slot"])
+        if slot is None or not slot.launch_id:
+            return None
+        segs = rec.setdefault("segments", [])
+        if segs and segs[-1]["launch_id"] == slot.launch_id:
+            return segs[-1]
+        if segs:
+            self._close_segment(rec, segs[-1])
+        seg = {
+            "profile": slot.profile_name,
+            "launch_id": slot.launch_id,
+            "started": time.time(),
+            "last": time.time(),
+            "completions": 0,
+            "failed": 0,
+            "out_tokens": 0,
+            "in_tokens": 0,
+        }
+        segs.append(seg)
+        self._emit("job.segment.start", rec, profile=seg["profile"], launch_id=seg["launch_id"])
+        return seg
+
+    def _close_segment(self, rec: dict, seg: dict) -> None:
+        if seg.get("closed"):
+            return
+        seg["closed"] = True
+        secs = max(0.0, seg["last"] - seg["started"])
+        self._emit(
+            "job.segment",
+            rec,
+            profile=seg["profile"],
+            launch_id=seg["launch_id"],
+            completions=seg["completions"],
+            failed=seg["failed"],
+            out_tokens=seg["out_tokens"],
+            in_tokens=seg["in_tokens"],
+            seconds=round(secs, 3),
+            tok_s=round(seg["out_tokens"] / secs, 1) if secs > 0 else None,
+        )
+
+    async def _on_exit(self, rec: dict, r: _Runner) -> None:
+        if self.runners.get(rec["id"]) is r:
+            del self.runners[rec["id"]]
+        rec["pid"] = None
+        if r.error is not None:
+            rec["state"], rec["error"] = "failed", r.error
+            rec["finished"] = time.time()
+            self._emit("job.error", rec, message=r.error)
+        elif r.final is not None and r.final.get("state") in ("done", "cancelled"):
+            rec["state"] = r.final["state"]
+            rec["finished"] = time.time()
+            for seg in rec.get("segments") or []:
+                self._close_segment(rec, seg)
+            self._emit(
+                "job.done",
+                rec,
+                state=rec["state"],
+                answered=self._answered(rec),
+                failed=self._failed(rec),
+                total=rec.get("total"),
+                out_tokens=self._out_tokens(rec),
+                seconds=round(rec["finished"] - rec["created"], 3),
+            )
+        elif self._closing:
+            pass  # the agent exits; the next one resumes the job
+        elif rec.get("state") in ACTIVE:
+            # the runner died (crash, OOM, killed): resume from the output file
+            rec["respawns"] = int(rec.get("respawns", 0)) + 1
+            code = r.proc.returncode
+            if rec["respawns"] > RESPAWN_MAX:
+                rec["state"], rec["finished"] = "failed", time.time()
+                rec["error"] = (
+                    f"the runner exited {RESPAWN_MAX} times (last code {code}); "
+                    f"see {self.dir / (rec['id'] + '.log')} and `sgltui job resume` to try again"
+                )
+                self._emit("job.error", rec, message=rec["error"])
+            else:
+                self._emit("job.runner_exit", rec, code=code, respawn=rec["respawns"])
+                await asyncio.sleep(min(2.0 * rec["respawns"], 10.0))
+                if not self._closing and rec.get("state") in ACTIVE:
+                    await self._spawn(rec)
+        self._persist(rec, force=True)
+
+    # ---- when a job may send ----------------------------------------------------------------
+
+    def _target(self, rec: dict) -> tuple[str | None, str | None, str]:
+        """(url, api_key, why not) for the job's slot now."""
+        slot = self.sup.slots.get(rec["slot"])
+        if slot is None:
+            return None, None, f"slot {rec['slot']} does not exist"
+        if slot.swap is not None or rec.get("hold"):
+            return None, None, "held for a swap"
+        if slot.state != "ready":
+            return None, None, f"waiting for slot {slot.id} to be ready ({slot.state})"
+        st = slot.status()
+        front = st.get("front")
+        if isinstance(front, dict):
+            front = front.get("url")
+        if isinstance(front, str) and front:
+            url = front  # the slot's stable front: it holds requests during a swap itself
+        else:
+            host = slot.server_host
+            host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+            url = f"http://{host}:{slot.port}"
+        return url, slot.api_key, ""
+
+    def _sync(self, rec: dict) -> None:
+        """Tell the runner what it may do now (idempotent; called on every change and each second)."""
+        r = self.runners.get(rec["id"])
+        if r is None or r.checked is None:
+            return
+        url, key, why = self._target(rec)
+        want_pause = rec.get("user_paused") or url is None
+        if url is not None and url != r.url:
+            r.url = url
+            r.send({"op": "target", "url": url, "api_key": key})
+            self.rates[rec["id"]].reset()
+        if want_pause != r.sent_paused:
+            r.sent_paused = bool(want_pause)
+            if want_pause:
+                r.paused_ev.clear()
+            r.send({"op": "pause"} if want_pause else {"op": "resume"})
+        if r.concurrency != rec["concurrency"]:
+            r.concurrency = rec["concurrency"]
+            r.send({"op": "concurrency", "n": rec["concurrency"]})
+        new_state = (
+            "paused" if rec.get("user_paused") else ("waiting" if url is None else "running")
+        )
+        rec["waiting_for"] = why or None
+        if new_state != rec.get("state"):
+            rec["state"] = new_state
+            self._persist(rec, force=True)
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            for rec in list(self.jobs.values()):
+                if rec.get("state") in ACTIVE:
+                    self._maybe_auto(rec)
+                    self._sync(rec)
+
+    def _maybe_auto(self, rec: dict) -> None:
+        if rec.get("concurrency_mode") != "auto":
+            return
+        slot = self.sup.slots.get(rec["slot"])
+        if slot is None or slot.state != "ready" or rec.get("auto_for") == slot.launch_id:
+            return
+        n, why = self.auto_concurrency(rec["slot"])
+        if why.startswith("default") and slot.launch_id and not rec.get("auto_tries"):
+            rec["auto_tries"] = 1  # the capacity card may come a moment after ready
+            return
+        rec["auto_for"] = slot.launch_id
+        rec.pop("auto_tries", None)
+        if n != rec["concurrency"]:
+            rec["concurrency"] = n
+            self._emit("job.concurrency", rec, concurrency=n, why=why)
+
+    def auto_concurrency(self, slot_id: str) -> tuple[int, str]:
+        slot = self.sup.slots.get(slot_id)
+        profile = slot.profile_name if slot else None
+        best = self._bench_best(profile) if profile else None
+        if best:
+            return min(best, MAX_CONCURRENCY), f"the last bench's best point for {profile}"
+        card = None
+        if self.sup.telemetry is not None:
+            with contextlib.suppress(AttributeError, KeyError, TypeError, ValueError):
+                card = self.sup.telemetry.capacity(slot_id)
+        mrr = (card or {}).get("max_running_requests")
+        if isinstance(mrr, int) and mrr > 0:
+            # what the scheduler admits at once: more would only wait in its queue
+            return min(mrr, MAX_CONCURRENCY), f"the effective max_running_requests of {profile}"
+        return DEFAULT_CONCURRENCY, "default (no capacity card or bench for this profile yet)"
+
+    def _bench_best(self, profile: str) -> int | None:
+        runs = sorted(self.sup.children.bench_runs.values(), key=lambda r: r["started"])
+        for run in reversed(runs):
+            data = read_json(Path(run["path"]), {})
+            best = ((data.get("comparison") or {}).get("best") or {}).get(profile)
+            if best and best.get("concurrency"):
+                return int(best["concurrency"])
+        return None
+
+    async def before_swap(self, slot_id: str, force: bool) -> None:
+        """A swap of `slot_id` is about to stop its server: hold its jobs, let (or make) what
+        is in flight finish. Bounded by DRAIN_TIMEOUT_S, after which in-flight is cancelled."""
+        waits = []
+        for rec in self.jobs.values():
+            if rec.get("slot") != slot_id or rec.get("state") not in ACTIVE:
+                continue
+            rec["hold"] = "swap"
+            r = self.runners.get(rec["id"])
+            self._emit("job.hold", rec, reason="swap", force=force)
+            if r is None or r.checked is None:
+                continue
+            r.paused_ev.clear()
+            r.sent_paused = True
+            r.send({"op": "pause", "force": force})
+            waits.append((rec, r))
+        for rec, r in waits:
+            try:
+                await asyncio.wait_for(r.paused_ev.wait(), DRAIN_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                r.send({"op": "pause", "force": True})
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(r.paused_ev.wait(), 10.0)
+            self._emit("job.held", rec, in_flight=r.progress.get("in_flight", 0))
+
+    def after_swap(self, slot_id: str) -> None:
+        for rec in self.jobs.values():
+            if rec.get("slot") == slot_id and rec.pop("hold", None):
+                self._emit("job.release", rec)
+                r = self.runners.get(rec["id"])
+                if r is not None:
+                    r.url = None  # a new server: a new connection pool, even on the same port
+                self._maybe_auto(rec)
+                self._sync(rec)
+
+    def pinned_on(self, slot_id: str) -> dict | None:
+        for rec in self.jobs.values():
+            if rec.get("slot") == slot_id and rec.get("pinned") and rec.get("state") in ACTIVE:
+                return rec
+        return None
+
+    # ---- views -----------------------------------------------------------------------------
+
+    def view(self, rec: dict, full: bool = False) -> dict:
+        rates = self.rates.get(rec["id"]) or Rates()
+        answered, failed = self._answered(rec), self._failed(rec)
+        total = rec.get("total")
+        running = rec.get("state") == "running"
+        tok_s = rates.tok_s() if running else 0.0
+        comp_s = rates.completions_s() if running else 0.0
+        remaining = (total - answered - failed) if total is not None else None
+        r = self.runners.get(rec["id"])
+        v = {
+            "id": rec["id"],
+            "name": rec.get("name"),
+            "state": rec.get("state"),
+            "slot": rec.get("slot"),
+            "input": rec.get("input"),
+            "output": rec.get("output"),
+            "errors_output": str(errors_path(Path(rec["output"]))),
+            "pinned": bool(rec.get("pinned")),
+            "hold": rec.get("hold"),
+            "waiting_for": rec.get("waiting_for"),
+            "concurrency": rec.get("concurrency"),
+            "concurrency_mode": rec.get("concurrency_mode"),
+            "total": total,
+            "answered": answered,
+            "failed": failed,
+            "remaining": remaining,
+            "in_flight": (r.progress.get("in_flight", 0) if r else 0),
+            # the runner said it stopped sending and nothing is in flight
+            "quiet": bool(r is None or (r.sent_paused and r.paused_ev.is_set())),
+            "out_tokens": self._out_tokens(rec),
+            "retries": (r.progress.get("retries", 0) if r else 0),
+            "conn_errors": (r.progress.get("conn_errors", 0) if r else 0),
+            "completions_s": round(comp_s, 2),
+            "tok_s": round(tok_s, 1),
+            "eta_s": eta_s(remaining, answered, self._out_tokens(rec), tok_s)
+            if remaining is not None and running
+            else (0.0 if remaining == 0 else None),
+            "created": rec.get("created"),
+            "finished": rec.get("finished"),
+            "error": rec.get("error"),
+            "segments": [
+                {
+                    k: s[k]
+                    for k in (
+                        "profile",
+                        "launch_id",
+                        "started",
+                        "last",
+                        "completions",
+                        "failed",
+                        "out_tokens",
+                    )
+                }
+                for s in rec.get("segments") or []
+            ],
+            "runner_pid": rec.get("pid"),
+        }
+        if full:
+            v["rate_history"] = rec.get("rate_history") or []
+        return v
+
+    def views(self) -> list[dict]:
+        return [self.view(j) for j in sorted(self.jobs.values(), key=lambda j: j["created"])]
+
+    # ---- ops -------------------------------------------------------------------------------
+
+    async def op_run(self, args: dict, client: str | None) -> Any:
+        raw_input = args.get("input")
+        if not raw_input or not isinstance(raw_input, str):
+            raise JobError("job_run needs input: the path of an OpenAI batch file (JSONL)")
+        inp = Path(raw_input).expanduser()
+        if not inp.is_absolute():
+            raise JobError(f"input must be an absolute path, not {raw_input!r}")
+        if not inp.is_file():
+            raise JobError(f"{inp} does not exist or is not a file; check the path")
+        out = Path(args.get("output") or default_output(inp)).expanduser()
+        if not out.is_absolute():
+            raise JobError(f"output must be an absolute path, not {out}")
+        if out.resolve() == inp.resolve():
+            raise JobError("the output must not be the input file; choose another -o")
+        if not out.parent.is_dir():
+            raise JobError(f"{out.parent} does not exist; create it or choose another -o")
+        for other in self.jobs.values():
+            if other.get("state") in ACTIVE and Path(other["output"]) == out:
+                raise JobError(
+                    f"job {other['id']} ({other.get('name')}) already writes {out}; "
+                    "wait for it, cancel it, or choose another -o"
+                )
+        slot_id = str(args.get("slot", "0"))
+        if slot_id not in self.sup.slots:
+            raise JobError(f"no slot {slot_id!r}; slots: {', '.join(self.sup.slots)}")
+        conc_arg = args.get("concurrency", "auto")
+        if conc_arg in (None, "auto"):
+            mode = "auto"
+            conc, why = self.auto_concurrency(slot_id)
+        else:
+            mode = "fixed"
+            conc, why = _concurrency(conc_arg), "given"
+        jid = time.strftime("%Y%m%d-%H%M%S") + f"-{len(self.jobs) % 100:02d}"
+        while jid in self.jobs:
+            jid += "x"
+        rec = {
+            "v": 1,
+            "id": jid,
+            "name": str(args.get("name") or inp.stem)[:80],
+            "input": str(inp),
+            "output": str(out),
+            "slot": slot_id,
+            "concurrency": conc,
+            "concurrency_mode": mode,
+            "pinned": bool(args.get("pinned")),
+            "client": client,
+            "created": time.time(),
+            "state": "checking",
+            "segments": [],
+        }
+        self.jobs[jid] = rec
+        self.rates[jid] = Rates()
+        slot = self.sup.slots[slot_id]
+        if mode == "auto" and slot.state == "ready":
+            rec["auto_for"] = slot.launch_id
+        self._emit(
+            "job.start",
+            rec,
+            name=rec["name"],
+            input=rec["input"],
+            output=rec["output"],
+            concurrency=conc,
+            concurrency_why=why,
+            pinned=rec["pinned"],
+        )
+        r = await self._spawn(rec)
+        return Deferred(self._await_checked(rec, r))
+
+    async def _await_checked(self, rec: dict, r: _Runner) -> dict:
+        try:
+            await asyncio.wait_for(r.checked_ev.wait(), CHECK_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            pass
+        if r.error is not None:
+            await r.proc.wait()
+            # nothing was sent or written: the job leaves no record behind
+            self.jobs.pop(rec["id"], None)
+            with contextlib.suppress(OSError):
+                self._path(rec["id"]).unlink()
+            raise JobError(r.error)
+        return self.view(rec)
+
+    async def op_status(self, args: dict, client: str | None) -> dict:
+        return self.view(self.find(args.get("job")), full=True)
+
+    async def op_list(self, args: dict, client: str | None) -> list[dict]:
+        return self.views()
+
+    async def op_pause(self, args: dict, client: str | None) -> dict:
+        rec = self.find(args.get("job"))
+        if rec.get("state") not in ACTIVE:
+            raise JobError(f"job {rec['id']} is {rec.get('state')}; nothing to pause")
+        rec["user_paused"] = True
+        self._emit("job.pause", rec)
+        self._sync(rec)
+        self._persist(rec, force=True)
+        return self.view(rec)
+
+    async def op_resume(self, args: dict, client: str | None) -> dict:
+        rec = self.find(args.get("job"))
+        if rec.get("state") == "failed" or (
+            rec.get("state") in ACTIVE and rec["id"] not in self.runners
+        ):
+            rec["respawns"] = 0
+            rec.pop("error", None)
+            rec["user_paused"] = False
+            self._emit("job.resume", rec, restart=True)
+            await self._spawn(rec)
+            return self.view(rec)
+        if rec.get("state") not in ACTIVE:
+            raise JobError(
+                f"job {rec['id']} is {rec.get('state')}; start a new one with `sgltui job run`"
+            )
+        rec["user_paused"] = False
+        self._emit("job.resume", rec)
+        self._sync(rec)
+        self._persist(rec, force=True)
+        return self.view(rec)
+
+    async def op_cancel(self, args: dict, client: str | None) -> dict:
+        rec = self.find(args.get("job"))
+        if rec.get("state") not in ACTIVE:
+            raise JobError(f"job {rec['id']} is already {rec.get('state')}")
+        r = self.runners.get(rec["id"])
+        self._emit("job.cancel", rec)
+        if r is None:
+            rec["state"], rec["finished"] = "cancelled", time.time()
+            self._persist(rec, force=True)
+            return self.view(rec)
+        r.send({"op": "cancel"})
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(r.reader), 15.0)  # type: ignore[arg-type]
+        return self.view(rec)
+
+    async def op_set(self, args: dict, client: str | None) -> dict:
+        rec = self.find(args.get("job"))
+        changed = {}
+        if "concurrency" in args:
+            raw = args["concurrency"]
+            if raw == "auto":
+                rec["concurrency_mode"] = "auto"
+                rec.pop("auto_for", None)
+                n, _ = self.auto_concurrency(rec["slot"])
+            else:
+                n = _concurrency(raw)
+                rec["concurrency_mode"] = "fixed"
+            rec["concurrency"] = changed["concurrency"] = n
+        if "pinned" in args:
+            rec["pinned"] = changed["pinned"] = bool(args["pinned"])
+        if not changed:
+            raise JobError("job_set needs concurrency (N or auto) or pinned (true/false)")
+        self._emit("job.set", rec, **changed)
+        self._sync(rec)
+        self._persist(rec, force=True)
+        return self.view(rec)
+
+
+def _concurrency(raw: Any) -> int:
+    try:
+        n = int(raw)
+    except (TypeError, ValueError):
+        raise JobError(f"concurrency must be a whole number or auto, not {raw!r}") from None
+    if not 1 <= n <= MAX_CONCURRENCY:
+        raise JobError(f"concurrency must be between 1 and {MAX_CONCURRENCY}, not {n}")
+    return n

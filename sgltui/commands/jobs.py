@@ -1,0 +1,236 @@
+"""`sgltui job`: batch jobs run by the agent (OpenAI Batch files in and out, resumable).
+
+sgltui job run INPUT.jsonl [-o OUTPUT.jsonl] [--slot ID] [--concurrency N|auto] [--name NAME]
+               [--pin] [--no-wait]
+sgltui job status [JOB] [--json]      sgltui job list [--json]
+sgltui job pause|resume|cancel [JOB]  sgltui job set [JOB] [--concurrency N|auto] [--pin|--unpin]
+sgltui job verify INPUT OUTPUT [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sgltui.cli import CliError
+from sgltui.core.locations import state_dir
+
+ACTIONS = ("run", "status", "list", "pause", "resume", "cancel", "set", "verify")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "job",
+        help="run an OpenAI batch file through a slot's server, resumable, exactly once",
+        description="Batch jobs run in the agent: they outlive this command, the TUI and SSH, "
+        "pause across swaps and resume after a crash from the output file.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  sgltui job run prompts.jsonl -o answers.jsonl --concurrency auto\n"
+        "  sgltui job status --json\n"
+        "  sgltui job set --concurrency 64\n"
+        "  sgltui job verify prompts.jsonl answers.jsonl",
+    )
+    p.add_argument("action", choices=ACTIONS, help=", ".join(ACTIONS))
+    p.add_argument("target", nargs="?", help="INPUT for run and verify; JOB (id or name) otherwise")
+    p.add_argument("target2", nargs="?", help="OUTPUT for verify")
+    p.add_argument("-o", "--output", help="output file (default INPUT.output.jsonl)")
+    p.add_argument("--slot", default="0", help="server slot (default 0)")
+    p.add_argument(
+        "--concurrency",
+        help="requests in flight: N, or auto (the bench's best point, else the server's "
+        "effective max running requests); default auto",
+    )
+    p.add_argument("--name", help="a name for the job (default: the input's file name)")
+    p.add_argument("--pin", action="store_true", help="a swap of the slot must be confirmed")
+    p.add_argument("--unpin", action="store_true", help="(set) swaps no longer ask")
+    p.add_argument("--no-wait", action="store_true", help="(run) return once the job is started")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=handle)
+
+
+def _call(args: argparse.Namespace, op: str, autostart: bool = False, **kw: Any) -> Any:
+    from sgltui.agent.client import AgentError, call_sync
+
+    try:
+        return call_sync(state_dir(args.state_dir), op, autostart=autostart, **kw)
+    except AgentError as exc:
+        raise CliError(str(exc)) from None
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.action == "verify":
+        return _verify(args)
+    if args.action == "run":
+        return _run(args)
+    if args.action == "list":
+        return _list(args)
+    if args.action == "status":
+        view = _call(args, "job_status", job=args.target)
+        if args.json:
+            print(json.dumps(view, indent=1))
+        else:
+            print(render_status(view))
+        return 0
+    if args.action == "set":
+        kw: dict[str, Any] = {}
+        if args.concurrency:
+            kw["concurrency"] = args.concurrency
+        if args.pin or args.unpin:
+            kw["pinned"] = bool(args.pin)
+        if not kw:
+            raise CliError("job set needs --concurrency N|auto, --pin or --unpin")
+        view = _call(args, "job_set", job=args.target, **kw)
+        print(f"job {view['id']}: concurrency {view['concurrency']}, pinned {view['pinned']}")
+        return 0
+    view = _call(args, f"job_{args.action}", job=args.target)
+    print(f"job {view['id']} ({view['name']}): {view['state']}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not args.target:
+        raise CliError("job run needs INPUT.jsonl (an OpenAI batch input file)")
+    inp = Path(args.target).expanduser().resolve()
+    kw: dict[str, Any] = {"input": str(inp), "slot": args.slot, "pinned": bool(args.pin)}
+    if args.output:
+        kw["output"] = str(Path(args.output).expanduser().resolve())
+    if args.concurrency:
+        kw["concurrency"] = args.concurrency
+    if args.name:
+        kw["name"] = args.name
+    view = _call(args, "job_run", autostart=True, **kw)
+    print(
+        f"job {view['id']} ({view['name']}): {view['total']:,} requests checked; "
+        f"{view['answered']:,} already answered in {view['output']}; "
+        f"concurrency {view['concurrency']} ({view['concurrency_mode']})"
+    )
+    if args.no_wait:
+        print(f"it runs in the agent: `sgltui job status {view['id']}`")
+        return 0
+    return watch(args, view["id"])
+
+
+def watch(args: argparse.Namespace, jid: str) -> int:
+    """A progress line until the job ends; Ctrl-C only stops watching."""
+    tty = sys.stdout.isatty()
+    last = ""
+    try:
+        while True:
+            view = _call(args, "job_status", job=jid)
+            line = progress_line(view)
+            if tty:
+                sys.stdout.write("\r" + line.ljust(len(last)))
+                sys.stdout.flush()
+            elif line != last:
+                print(line, flush=True)
+            last = line
+            if view["state"] in ("done", "cancelled", "failed"):
+                break
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        if tty:
+            print()
+        print(f"stopped watching; the job goes on in the agent (`sgltui job status {jid}`)")
+        return 0
+    if tty:
+        print()
+    print(render_status(view))
+    return 0 if view["state"] == "done" and not view["failed"] else 1
+
+
+def fmt_eta(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "n/a"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def progress_line(v: dict) -> str:
+    total = v.get("total") or 0
+    done = v["answered"] + v["failed"]
+    frac = done / total if total else 0.0
+    width = 24
+    filled = int(frac * width)
+    bar = "#" * filled + "-" * (width - filled)
+    state = v["state"]
+    if v.get("hold"):
+        state = f"held ({v['hold']})"
+    elif state == "waiting" and v.get("waiting_for"):
+        state = v["waiting_for"]
+    return (
+        f"[{bar}] {done:,}/{total:,} {frac:6.1%}  {v['completions_s']:.1f} compl/s  "
+        f"{v['tok_s']:,.0f} tok/s  ETA {fmt_eta(v.get('eta_s'))}  {state}"
+        + (f"  failed {v['failed']:,}" if v["failed"] else "")
+    )
+
+
+def render_status(v: dict) -> str:
+    lines = [
+        f"job {v['id']} ({v['name']}): {v['state']}"
+        + (f", held for a {v['hold']}" if v.get("hold") else "")
+        + (" [pinned]" if v.get("pinned") else ""),
+        f"  input  {v['input']}",
+        f"  output {v['output']}  (failures: {v['errors_output']})",
+        f"  slot {v['slot']}, concurrency {v['concurrency']} ({v['concurrency_mode']}), "
+        f"in flight {v['in_flight']}",
+        "  " + progress_line(v),
+    ]
+    if v.get("waiting_for"):
+        lines.append(f"  {v['waiting_for']}")
+    if v.get("error"):
+        lines.append(f"  error: {v['error']}")
+    for s in v.get("segments") or []:
+        secs = max(0.0, (s.get("last") or 0) - (s.get("started") or 0))
+        rate = s["out_tokens"] / secs if secs > 0 else 0.0
+        lines.append(
+            f"  segment {s['profile']} ({s['launch_id']}): {s['completions']:,} completions, "
+            f"{s['out_tokens']:,} tokens in {fmt_eta(secs)} ({rate:,.0f} tok/s)"
+            + (f", {s['failed']} failed" if s.get("failed") else "")
+        )
+    return "\n".join(lines)
+
+
+def _list(args: argparse.Namespace) -> int:
+    views = _call(args, "job_list")
+    if args.json:
+        print(json.dumps(views, indent=1))
+        return 0
+    if not views:
+        print("no jobs; start one with `sgltui job run INPUT.jsonl`")
+        return 0
+    for v in views:
+        total = v.get("total") or 0
+        print(
+            f"{v['id']}  {v['name'][:24]:24}  {v['state']:9}  "
+            f"{v['answered']:,}/{total:,} answered  {v['failed']:,} failed  slot {v['slot']}"
+        )
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from sgltui.jobs.batchfile import InputError
+    from sgltui.jobs.verify import render, verify
+
+    if not args.target or not args.target2:
+        raise CliError("job verify needs INPUT and OUTPUT")
+    inp, out = Path(args.target).expanduser(), Path(args.target2).expanduser()
+    if not out.exists():
+        raise CliError(f"{out} does not exist; check the output path")
+    try:
+        verdict = verify(inp, out)
+    except InputError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print(json.dumps(verdict.to_json(), indent=1))
+    else:
+        print(render(verdict, inp, out))
+    return 0 if verdict.ok else 1

@@ -1,0 +1,223 @@
+"""OpenAI Batch output files: the only record of what is done.
+
+Exactly once rests on three rules:
+- a line is written only by the one process that holds the output's lock (`OutputLock`), so two
+  runners (an orphan and its successor) never append to the same file;
+- a line is written whole, in one `write` of a batch of whole lines, and a torn last line (a
+  crash in the middle of that write) is cut off before anything else is appended;
+- on resume the custom_ids in the output and errors files are skipped: a request whose response
+  arrived but whose line was not yet flushed at a crash is sent again, and its line written once.
+
+Lines are appended as each completes and flushed in batches (at most FLUSH_LINES lines or
+FLUSH_S seconds are lost to a kill -9), fsynced at most once a second; files are mode 0600.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+FLUSH_LINES = 256
+FLUSH_S = 0.25
+FSYNC_S = 1.0
+
+
+class OutputError(Exception):
+    """The output file cannot be used: one line that says what to do."""
+
+
+def errors_path(output: Path) -> Path:
+    """OUTPUT.jsonl -> OUTPUT.errors.jsonl (requests that still failed after retries)."""
+    name = output.name
+    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    return output.with_name(stem + ".errors.jsonl")
+
+
+def default_output(input_path: Path) -> Path:
+    name = input_path.name
+    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    return input_path.with_name(stem + ".output.jsonl")
+
+
+class OutputLock:
+    """An exclusive flock on OUTPUT.lock, held for the writer's whole life."""
+
+    def __init__(self, output: Path) -> None:
+        self.path = output.with_name(output.name + ".lock")
+        self.fd: int | None = None
+
+    def acquire(self, timeout: float = 30.0) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    raise OutputError(
+                        f"{self.path} is held by another runner still writing this output; "
+                        "stop it (`sgltui job cancel`) or wait for it to exit"
+                    ) from None
+                time.sleep(0.05)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing drops the lock
+            self.fd = None
+
+
+@dataclass
+class Scan:
+    done: set[str] = field(default_factory=set)  # custom_ids with a line (output or errors)
+    ok: int = 0
+    failed: int = 0
+    out_tokens: int = 0
+    repaired_bytes: int = 0  # cut off a torn last line
+    duplicates: int = 0
+
+
+def repair(path: Path) -> int:
+    """Cut a torn last line (no trailing newline) off `path`; the number of bytes removed."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return 0
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return 0
+        pos, tail = size, b""
+        while pos > 0:
+            step = min(65536, pos)
+            pos -= step
+            chunk = os.pread(fd, step, pos)
+            if not tail and chunk.endswith(b"\n"):
+                return 0
+            tail = chunk + tail
+            nl = tail.rfind(b"\n")
+            if nl >= 0:
+                keep = pos + nl + 1
+                os.ftruncate(fd, keep)
+                os.fsync(fd)
+                return size - keep
+        os.ftruncate(fd, 0)
+        return size
+    finally:
+        os.close(fd)
+
+
+def _scan_file(path: Path, scan: Scan, failed_file: bool) -> None:
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                obj = orjson.loads(raw)
+                cid = obj["custom_id"]
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                raise OutputError(
+                    f"{path}:{lineno}: not a batch output line; move the file aside or fix the line"
+                ) from None
+            if cid in scan.done:
+                scan.duplicates += 1
+                continue
+            scan.done.add(cid)
+            resp = obj.get("response") or {}
+            if failed_file or obj.get("error") or resp.get("status_code") != 200:
+                scan.failed += 1
+            else:
+                scan.ok += 1
+                usage = (resp.get("body") or {}).get("usage") or {}
+                scan.out_tokens += int(usage.get("completion_tokens") or 0)
+
+
+def scan(output: Path) -> Scan:
+    """Repair both files' last lines, then read which custom_ids are done."""
+    result = Scan()
+    for path, failed in ((output, False), (errors_path(output), True)):
+        result.repaired_bytes += repair(path)
+        _scan_file(path, result, failed)
+    return result
+
+
+def _open_append(path: Path) -> int:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file too: responses may hold what the prompts held
+    return fd
+
+
+class OutputWriter:
+    """Appends whole lines to the output (or errors) file in batches."""
+
+    def __init__(self, output: Path) -> None:
+        self.output = output
+        self.errors = errors_path(output)
+        self._fds: dict[bool, int] = {}
+        self._buf: dict[bool, list[bytes]] = {False: [], True: []}
+        self._pending = 0
+        self._last_flush = time.monotonic()
+        self._last_sync = self._last_flush
+        self.written = 0
+
+    def add(self, line: bytes, failed: bool = False) -> None:
+        self._buf[failed].append(line)
+        self._pending += 1
+        if self._pending >= FLUSH_LINES:
+            self.flush()
+
+    def due(self) -> bool:
+        return self._pending > 0 and time.monotonic() - self._last_flush >= FLUSH_S
+
+    def flush(self) -> None:
+        now = time.monotonic()
+        for failed, lines in self._buf.items():
+            if not lines:
+                continue
+            fd = self._fds.get(failed)
+            if fd is None:
+                fd = self._fds[failed] = _open_append(self.errors if failed else self.output)
+            data = b"".join(lines)
+            view = memoryview(data)
+            while view:  # a short write (disk nearly full) goes on where it stopped
+                n = os.write(fd, view)
+                view = view[n:]
+            self.written += len(lines)
+            lines.clear()
+        self._pending = 0
+        self._last_flush = now
+        if now - self._last_sync >= FSYNC_S:
+            self.sync()
+
+    def sync(self) -> None:
+        self._last_sync = time.monotonic()
+        for fd in self._fds.values():
+            os.fsync(fd)
+
+    def close(self) -> None:
+        self.flush()
+        self.sync()
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+
+def ensure_writable(output: Path) -> None:
+    """Refuse early an output the runner could not write (missing folder, not a file)."""
+    if not output.parent.is_dir():
+        raise OutputError(f"{output.parent} does not exist; create it or choose another -o")
+    if output.exists() and not output.is_file():
+        raise OutputError(f"{output} is not a regular file; choose another -o")
+    if not os.access(output.parent, os.W_OK):
+        raise OutputError(f"cannot write in {output.parent}; choose another -o")

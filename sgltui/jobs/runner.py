@@ -1,0 +1,364 @@
+"""The job runner: sends a checked batch file through one server, writes each answer once.
+
+Closed loop like the bench's load generator (one task per concurrent stream, the same httpx on
+aiohttp transport and the same request path), with what a long job needs on top:
+- concurrency changes live (`set_concurrency`): extra streams start, surplus ones end after
+  their current request;
+- `pause()` stops new sends and reports paused once nothing is in flight; `pause(force=True)`
+  cancels what is in flight and sends it again after `resume()` (a swap's --force);
+- `set_target(url)` points it at another server (after a swap) on a fresh connection pool;
+- connection errors (refused, connect timeout: a server going away or not up yet) are retried
+  without limit and never counted; 5xx, 408/429, broken responses and SGLang aborts are retried
+  MAX_RETRIES times with backoff; other 4xx are final and go to the errors file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+import orjson
+
+from sgltui.bench.loadgen import open_transport, post_bytes
+from sgltui.jobs import batchfile
+from sgltui.jobs.output import OutputLock, OutputWriter, scan
+
+MAX_RETRIES = 8
+BACKOFF_S = 0.5
+BACKOFF_MAX_S = 30.0
+CONNECT_BACKOFF_MAX_S = 2.0
+PROGRESS_S = 0.5
+
+OK, FINAL, TRANSIENT, CONNECT = "ok", "final", "transient", "connect"
+
+
+@dataclass
+class Counters:
+    done: int = 0  # answered (200) by this run
+    failed: int = 0  # final failures written to the errors file by this run
+    out_tokens: int = 0
+    in_tokens: int = 0
+    retries: int = 0  # transient errors retried
+    conn_errors: int = 0  # connection errors retried (not failures)
+    requeued: int = 0  # in flight when a forced pause cancelled them
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _json_str(s: str | None) -> bytes:
+    return orjson.dumps(s)
+
+
+class Runner:
+    def __init__(
+        self,
+        input_path: Path,
+        output: Path,
+        concurrency: int,
+        emit: Callable[[dict], None],
+        job_id: str = "job",
+    ) -> None:
+        self.input_path = input_path
+        self.output = output
+        self.concurrency = max(1, int(concurrency))
+        self.emit = emit
+        self.job_id = job_id
+        self.c = Counters()
+        self.total = 0
+        self.resumed = 0
+        self.in_flight = 0
+        self.paused = False
+        self.stopping: str | None = None  # "cancelled" | "stopped"
+        self.url: str | None = None
+        self.headers = {"Content-Type": "application/json"}
+        self._go = asyncio.Event()  # set when sending may go on (not paused, a target known)
+        self._transport: Any = None
+        self._old_transports: list[Any] = []
+        self._urls: dict[str, httpx.URL] = {}
+        self._items: Iterator[batchfile.Item] | None = None
+        self._workers: dict[int, asyncio.Task] = {}
+        self._inflight: set[asyncio.Task] = set()
+        self._writer: OutputWriter | None = None
+        self._lock = OutputLock(output)
+        self._seq = 0
+        self._prefix = f"batch_req_{os.getpid():x}{int(time.time()):x}_".encode()
+        self._all_done = asyncio.Event()
+        self._active = 0
+        self._exhausted = False
+        self._paused_reported = False
+
+    # ---- control (from the agent) ---------------------------------------------------------------
+
+    def set_target(self, url: str, api_key: str | None = None) -> None:
+        url = url.rstrip("/")
+        if self._transport is not None:
+            self._old_transports.append(self._transport)  # closed once nothing is in flight
+        # Always a fresh pool: after a swap the keep-alive connections (same URL or not) lead to
+        # a server that is gone.
+        self._transport = open_transport(0)
+        self.url = url
+        self._urls = {u: httpx.URL(url + u) for u in batchfile.URLS}
+        if api_key:
+            self.headers["Authorization"] = f"Bearer {api_key}"
+        else:
+            self.headers.pop("Authorization", None)
+        self._update_go()
+
+    def pause(self, force: bool = False) -> None:
+        self.paused = True
+        self._paused_reported = False
+        self._update_go()
+        if force:
+            for t in list(self._inflight):
+                t.cancel()
+        self._maybe_report_paused()
+
+    def resume(self) -> None:
+        self.paused = False
+        self._update_go()
+
+    def set_concurrency(self, n: int) -> None:
+        self.concurrency = max(1, int(n))
+        self._spawn_workers()
+
+    def stop(self, why: str = "stopped") -> None:
+        """End the run: nothing new is sent, what is in flight is dropped (sent again on resume)."""
+        if self.stopping is None:
+            self.stopping = why
+        self._go.set()  # wake waiting workers so they see `stopping`
+        for t in list(self._inflight):
+            t.cancel()
+
+    def _update_go(self) -> None:
+        if (not self.paused and self.url is not None) or self.stopping:
+            self._go.set()
+        else:
+            self._go.clear()
+
+    def _maybe_report_paused(self) -> None:
+        if self.paused and self.in_flight == 0 and not self._paused_reported:
+            self._paused_reported = True
+            self.emit({"t": "paused", **self.progress()})
+
+    # ---- the run ------------------------------------------------------------------------------
+
+    def progress(self) -> dict:
+        c = self.c
+        return {
+            "total": self.total,
+            "resumed": self.resumed,
+            "done": c.done,
+            "failed": c.failed,
+            "out_tokens": c.out_tokens,
+            "in_tokens": c.in_tokens,
+            "retries": c.retries,
+            "conn_errors": c.conn_errors,
+            "requeued": c.requeued,
+            "in_flight": self.in_flight,
+            "paused": self.paused,
+            "waiting": self.url is None,
+            "concurrency": self.concurrency,
+            "cpu_s": time.process_time(),
+            "written": self._writer.written if self._writer else 0,
+        }
+
+    def prepare(self) -> dict:
+        """Check the input whole, take the output's lock, repair and read the output (blocking)."""
+        checked = batchfile.check(self.input_path)
+        self.total = checked.total
+        self._lock.acquire()
+        done = scan(self.output)
+        self.resumed = len(done.done)
+        self._items = batchfile.items(self.input_path, skip=done.done)
+        self._skip = done.done  # kept only for the lifetime of the iterator
+        return {
+            "total": checked.total,
+            "urls": checked.urls,
+            "resumed": self.resumed,
+            "resumed_ok": done.ok,
+            "resumed_failed": done.failed,
+            "resumed_out_tokens": done.out_tokens,
+            "repaired_bytes": done.repaired_bytes,
+            "duplicates_found": done.duplicates,
+        }
+
+    async def run(self) -> str:
+        assert self._items is not None, "prepare() first"
+        self._writer = OutputWriter(self.output)
+        ticker = asyncio.get_running_loop().create_task(self._tick())
+        try:
+            self._spawn_workers()
+            await self._all_done.wait()
+            state = self.stopping or "done"
+        finally:
+            ticker.cancel()
+            for t in self._workers.values():
+                t.cancel()
+            for t in self._workers.values():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+            self._writer.close()
+            self._lock.release()
+            await self.close_transports()
+        return state
+
+    async def close_transports(self) -> None:
+        for tr in self._old_transports + [self._transport]:
+            if tr is not None:
+                with contextlib.suppress(aiohttp.ClientError, OSError, RuntimeError):
+                    await tr.aclose()
+        self._old_transports.clear()
+        self._transport = None
+
+    async def _tick(self) -> None:
+        last = 0.0
+        while True:
+            await asyncio.sleep(0.05)
+            if self._writer is not None and self._writer.due():
+                self._writer.flush()
+            now = time.monotonic()
+            if now - last >= PROGRESS_S:
+                last = now
+                self.emit({"t": "progress", **self.progress()})
+            if self._old_transports and self.in_flight == 0:
+                old, self._old_transports = self._old_transports, []
+                for tr in old:
+                    with contextlib.suppress(aiohttp.ClientError, OSError, RuntimeError):
+                        await tr.aclose()
+
+    def _spawn_workers(self) -> None:
+        if self._items is None or self._writer is None:
+            return
+        loop = asyncio.get_running_loop()
+        for wid in range(self.concurrency):
+            t = self._workers.get(wid)
+            if t is None or t.done():
+                self._workers[wid] = loop.create_task(self._worker(wid))
+
+    async def _worker(self, wid: int) -> None:
+        self._active += 1
+        try:
+            while wid < self.concurrency and not self.stopping:
+                item = next(self._items, None)  # type: ignore[arg-type]
+                if item is None:
+                    self._exhausted = True
+                    break
+                await self._handle(item)
+        finally:
+            self._active -= 1
+            # a surplus stream ending (concurrency lowered) is not the end of the job
+            if self._active == 0 and (self._exhausted or self.stopping):
+                self._all_done.set()
+
+    async def _handle(self, item: batchfile.Item) -> None:
+        attempts = 0
+        connect_wait = 0.1
+        while True:
+            await self._go.wait()
+            if self.stopping:
+                return  # not answered: the next run sends it again
+            t = asyncio.get_running_loop().create_task(self._send(item))
+            self._inflight.add(t)
+            self.in_flight += 1
+            try:
+                await asyncio.wait((t,))
+            finally:
+                self._inflight.discard(t)
+                self.in_flight -= 1
+                self._maybe_report_paused()
+            if t.cancelled():
+                if self.stopping:
+                    return
+                self.c.requeued += 1
+                continue
+            kind, status, data, info = t.result()
+            if kind == OK:
+                self._write_ok(item, data, info)
+                return
+            if kind == FINAL:
+                self._write_failed(item, status, data, info)
+                return
+            if kind == CONNECT:
+                self.c.conn_errors += 1
+                await asyncio.sleep(connect_wait)
+                connect_wait = min(connect_wait * 2, CONNECT_BACKOFF_MAX_S)
+                continue
+            attempts += 1
+            if attempts > MAX_RETRIES:
+                self._write_failed(item, status, data, f"{info} (after {MAX_RETRIES} retries)")
+                return
+            self.c.retries += 1
+            await asyncio.sleep(min(BACKOFF_S * (2 ** (attempts - 1)), BACKOFF_MAX_S))
+
+    async def _send(self, item: batchfile.Item) -> tuple[str, int, Any, Any]:
+        try:
+            status, data = await post_bytes(
+                self._transport, self._urls[item.url], item.body, self.headers
+            )
+        except (httpx.ConnectError, httpx.ConnectTimeout, aiohttp.ClientConnectorError) as exc:
+            return CONNECT, 0, None, _one_line(exc)
+        except (httpx.HTTPError, aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            return TRANSIENT, 0, None, _one_line(exc)
+        if status == 200:
+            try:
+                obj = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                return TRANSIENT, status, data, "the server's answer is not JSON"
+            choices = obj.get("choices") or []
+            if any(ch.get("finish_reason") == "abort" for ch in choices if isinstance(ch, dict)):
+                return TRANSIENT, status, data, "aborted by the server (abort or retract)"
+            return OK, status, data, obj
+        if status >= 500 or status in (408, 429):
+            return TRANSIENT, status, data, f"HTTP {status}"
+        return FINAL, status, data, f"HTTP {status}"
+
+    def _line_id(self) -> bytes:
+        self._seq += 1
+        return self._prefix + str(self._seq).encode()
+
+    def _write_ok(self, item: batchfile.Item, data: bytes, obj: dict) -> None:
+        usage = obj.get("usage") or {}
+        self.c.done += 1
+        self.c.out_tokens += int(usage.get("completion_tokens") or 0)
+        self.c.in_tokens += int(usage.get("prompt_tokens") or 0)
+        if b"\n" in data:  # one response per line, whatever the server's formatting
+            data = orjson.dumps(obj)
+        self._writer.add(  # type: ignore[union-attr]
+            b'{"id":"'
+            + self._line_id()
+            + b'","custom_id":'
+            + _json_str(item.custom_id)
+            + b',"response":{"status_code":200,"request_id":'
+            + _json_str(str(obj.get("id") or ""))
+            + b',"body":'
+            + data
+            + b'},"error":null}\n'
+        )
+
+    def _write_failed(self, item: batchfile.Item, status: int, data: Any, why: str) -> None:
+        self.c.failed += 1
+        response = None
+        if status:
+            try:
+                body: Any = orjson.loads(data) if data else None
+            except orjson.JSONDecodeError:
+                body = (data or b"")[:2000].decode(errors="replace")
+            response = {"status_code": status, "request_id": None, "body": body}
+        line = {
+            "id": self._line_id().decode(),
+            "custom_id": item.custom_id,
+            "response": response,
+            "error": {"code": f"http_{status}" if status else "request_failed", "message": why},
+        }
+        self._writer.add(orjson.dumps(line) + b"\n", failed=True)  # type: ignore[union-attr]
