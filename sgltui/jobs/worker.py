@@ -21,6 +21,7 @@ import asyncio
 import gc
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from sgltui.bench.loadgen import install_uvloop, raise_fd_limit
@@ -32,7 +33,7 @@ from sgltui.jobs.runner import Runner
 class _Out:
     def __init__(self) -> None:
         self.broken = False
-        self.on_broken = None
+        self.on_broken: Callable[[], None] | None = None
 
     def __call__(self, obj: dict) -> None:
         if self.broken:
