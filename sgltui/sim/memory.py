@@ -72,6 +72,7 @@ class MemoryPlan:
     hicache_host_bytes: float
     hicache_state_host_bytes: float
     spec: SpecConfig | None
+    hicache_host_mamba_states: int = 0  # host mamba pool slots (hybrid + HiCache)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -356,6 +357,7 @@ def plan_memory(
     host_tokens = 0
     host_bytes = 0.0
     host_state = 0.0
+    host_states = 0
     if getattr(args, "enable_hierarchical_cache", False):
         if getattr(args, "hicache_size", 0):
             host_tokens = int(args.hicache_size * 1e9 / cell)
@@ -369,6 +371,13 @@ def plan_memory(
             host_state = ratio * mamba_bytes if model.is_hybrid else 0.0
         host_tokens = host_tokens // page * page
         host_bytes = host_tokens * cell
+        if model.is_hybrid and state_b:
+            # MambaPoolHost: hicache-size GB / state bytes, else device slots (K) x hicache-ratio;
+            # page size 1, plus one page (sglang/srt/mem_cache/pool_host/mamba.py).
+            if getattr(args, "hicache_size", 0):
+                host_states = int(host_state // state_b) + 1
+            else:
+                host_states = int(slots * (getattr(args, "hicache_ratio", None) or 2.0)) + 1
         need = host_bytes + host_state
         avail = host_ram_bytes - HOST_RESERVE_BYTES
         if need > avail:
@@ -417,6 +426,7 @@ def plan_memory(
         hicache_host_tokens=host_tokens,
         hicache_host_bytes=host_bytes,
         hicache_state_host_bytes=host_state,
+        hicache_host_mamba_states=host_states,
         spec=spec,
         warnings=warnings,
     )

@@ -189,6 +189,19 @@ class SimMetrics:
                 _SCHED_LABELS,
                 registry=r,
             )
+            if hybrid:
+                self.host_mamba_used = Gauge(
+                    "sglang:hicache_host_mamba_used_states",
+                    "Number of state slots currently used in the host Mamba cache (hybrid-SSM models only).",
+                    _SCHED_LABELS,
+                    registry=r,
+                )
+                self.host_mamba_total = Gauge(
+                    "sglang:hicache_host_mamba_total_states",
+                    "Total capacity of the host Mamba cache in state slots (hybrid-SSM models only).",
+                    _SCHED_LABELS,
+                    registry=r,
+                )
             radix = ("cache_type", "tp_rank", "pp_rank")
             self.load_back = Counter(
                 "sglang:load_back_tokens",
@@ -371,6 +384,9 @@ class SimMetrics:
         if self.hicache:
             self.host_used.labels(**lab).set(s.get("hicache_host_used_tokens", 0))
             self.host_total.labels(**lab).set(s.get("hicache_host_total_tokens", 0))
+            if self.hybrid and s.get("hicache_host_mamba_total_states", 0) > 0:
+                self.host_mamba_used.labels(**lab).set(s.get("hicache_host_mamba_used_states", 0))
+                self.host_mamba_total.labels(**lab).set(s["hicache_host_mamba_total_states"])
 
     def _counters(self, s: dict) -> None:
         lab = self.sched_labels

@@ -24,9 +24,13 @@ def block_keys(ids) -> list[int]:
 
 
 class PrefixCache:
-    def __init__(self, enabled: bool, host_capacity_tokens: int = 0):
+    def __init__(self, enabled: bool, host_capacity_tokens: int = 0, host_state_capacity: int = 0):
         self.enabled = enabled
         self.host_capacity = host_capacity_tokens
+        # Hybrid models: the host mamba pool keeps one state per cached sequence end (the node a
+        # later request resumes from), LRU like the host KV blocks (pool_host/mamba.py).
+        self.host_state_capacity = host_state_capacity
+        self.host_states: OrderedDict[int, None] = OrderedDict()
         self.device: OrderedDict[int, int] = OrderedDict()  # key -> lock count
         self.host: OrderedDict[int, None] = OrderedDict()
         self.backup_tokens = 0  # device->host copies since start (write-through)
@@ -98,7 +102,13 @@ class PrefixCache:
                     self.host[k] = None
                 self.host.move_to_end(k)
         while self.host_capacity and len(self.host) * BLOCK > self.host_capacity:
-            self.host.popitem(last=False)
+            dropped, _ = self.host.popitem(last=False)
+            self.host_states.pop(dropped, None)
+        if self.host_state_capacity and keys and keys[-1] in self.host:
+            self.host_states[keys[-1]] = None
+            self.host_states.move_to_end(keys[-1])
+            while len(self.host_states) > self.host_state_capacity:
+                self.host_states.popitem(last=False)
         return new
 
     def evict(self, tokens: int) -> int:
@@ -119,3 +129,4 @@ class PrefixCache:
         self.device = OrderedDict((k, c) for k, c in self.device.items() if c > 0)
         self._locked_blocks = len(self.device)
         self.host.clear()
+        self.host_states.clear()

@@ -81,7 +81,9 @@ class Scheduler:
         self.running: list[Req] = []
         self.chunked: Req | None = None
         host_tokens = plan.hicache_host_tokens
-        self.cache = PrefixCache(not args.disable_radix_cache, host_tokens)
+        self.cache = PrefixCache(
+            not args.disable_radix_cache, host_tokens, plan.hicache_host_mamba_states
+        )
         self.total_tokens = plan.max_total_num_tokens
         self.owned_tokens = 0
         self.slots_total = plan.mamba_slots
@@ -614,6 +616,8 @@ class Scheduler:
                 "total_prefill_busy_us": int(self.total_prefill_busy_s * 1e6),
                 "hicache_host_used_tokens": self.cache.host_tokens,
                 "hicache_host_total_tokens": self.plan.hicache_host_tokens,
+                "hicache_host_mamba_used_states": len(self.cache.host_states),
+                "hicache_host_mamba_total_states": self.plan.hicache_host_mamba_states,
                 "pcie_rx_total_bytes": rx,
                 "pcie_tx_total_bytes": tx,
                 "evicted_tokens_total": self.cache.evicted_tokens,

@@ -18,7 +18,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from sgltui.sim import startup_times
+from sgltui.sim import deprecations, startup_times
 from sgltui.sim.cli import parse_args
 from sgltui.sim.gpu_publish import GpuPublisher
 from sgltui.sim.hardware import get_gpu
@@ -686,6 +686,7 @@ class SimServer:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    deprecations.print_parse_time_warnings(argv)  # SGLang's parser prints them as it meets them
     args = parse_args(argv)  # argparse prints SGLang's error text and exits 2 itself
     if args.sim_time_scale < 0 or args.sim_slow_start is None or args.sim_slow_start <= 0:
         sys.stderr.write(
@@ -693,6 +694,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     setup_logging("", args.log_level)
+    for line in deprecations.resolve(args):
+        log.warning(line)
     server = SimServer(args, argv)
     code = server.prepare()
     if code is not None:

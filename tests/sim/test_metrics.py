@@ -164,3 +164,48 @@ def test_idle_gauges_fall_to_zero_when_a_load_ends(sim_server):
         assert time.monotonic() < deadline, f"idle server still shows {running=} {throughput=}"
         time.sleep(0.1)
     assert httpx.get(sim.url + "/v1/loads", timeout=10).status_code == 200
+
+
+def test_0_5_23_cache_metrics_by_source_and_host_mamba_states(sim_server):
+    """Names from SGLang 0.5.23's metrics_collector.py: cached_tokens_total{cache_source},
+    prefill_effective_tokens_total{mode}, hicache_host_mamba_{used,total}_states."""
+    sim = sim_server(
+        "--model-path",
+        "Qwen/Qwen3.6-27B",
+        "--sim-gpu",
+        "h200-141gb",
+        "--enable-metrics",
+        "--enable-hicache",
+        "--decode-log-interval",
+        "4",
+    )
+    prompt = list(range(1, 200))
+    for _ in range(2):  # the second request hits the first one's prefix on the device
+        post_json(
+            sim.url + "/generate",
+            {"input_ids": prompt, "sampling_params": {"max_new_tokens": 8, "ignore_eos": True}},
+        )
+    info = httpx.get(sim.url + "/server_info", timeout=10).json()
+    deadline = time.monotonic() + 10
+    while True:
+        fams = families(sim.url)
+        used = fams.get("sglang:hicache_host_mamba_used_states")
+        if used is not None and value(used) >= 1:
+            break
+        assert time.monotonic() < deadline, "host mamba states never reported"
+        time.sleep(0.2)
+    # Device slots x hicache-ratio 2.0, plus the pool's one padding page.
+    assert (
+        value(fams["sglang:hicache_host_mamba_total_states"])
+        == 2 * info["max_mamba_cache_size"] + 1
+    )
+    cached = fams["sglang:cached_tokens"]
+    assert cached.type == "counter"
+    device = [
+        x.value
+        for x in cached.samples
+        if x.name == "sglang:cached_tokens_total" and x.labels["cache_source"] == "device"
+    ]
+    assert device == [192]  # 12 full 16-token blocks of the prefix
+    modes = {s.labels["mode"] for s in fams["sglang:prefill_effective_tokens"].samples}
+    assert {"input", "device_hit"} <= modes
