@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from sgltui.agent import http_probe, procs
+from sgltui.agent import http_probe, procs, secret_config
 from sgltui.core import causes, phases
 
 log = logging.getLogger("sgltui.agent.slot")
@@ -102,6 +102,8 @@ class SlotHost(Protocol):
     def telemetry_line(self, slot_id: str, line: str) -> None: ...
     def state_changed(self) -> None: ...
     def add_secret(self, secret: str) -> None: ...
+
+    state_dir: Path
 
 
 class LaunchError(Exception):
@@ -360,7 +362,10 @@ class Slot:
             )
         except (TypeError, ValueError):
             self.tp_size = 1
-        self.command = profile.argv()
+        # Secrets go in a 0600 --config file removed once read, never in argv (ps shows argv).
+        self.command = secret_config.launch_argv(
+            profile, self.host.state_dir, lambda: self.state != LAUNCHING
+        )
         self.command_hash = profile.command_hash()
         self.launch_id = launch_id
         self.log_path = self.host.server_log_path(launch_id)

@@ -367,12 +367,15 @@ class Profile:
     def flag_argv(self) -> list[str]:
         return render_flags(self.server)
 
-    def argv(self) -> list[str]:
+    def argv(self, server: dict[str, Any] | None = None) -> list[str]:
+        """The launch command; `server` replaces the [server] flags (the agent passes them less
+        the secrets, which travel in a --config file: see launch_secrets.py)."""
+        flags = render_flags(self.server if server is None else server)
         if self.launcher == "sim":
             # The simulator is part of sgltui, so it runs in sgltui's own interpreter.
-            return [sys.executable, "-m", LAUNCH_MODULES["sim"], *self.flag_argv()]
+            return [sys.executable, "-m", LAUNCH_MODULES["sim"], *flags]
         python = os.path.expanduser(self.python) if self.python else sys.executable
-        return [python, "-m", LAUNCH_MODULES["sglang"], *self.flag_argv()]
+        return [python, "-m", LAUNCH_MODULES["sglang"], *flags]
 
     def command_line(self) -> str:
         """The shell command (env assignments first) that `sgltui profiles import` reads back."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui.core.jsonl import TextLineIndex
+from sgltui.core.launch_secrets import FILE_PREFIX
 from sgltui.core.redact import Redactor
 from sgltui.core.sessiondir import Session, load_session
 
@@ -122,7 +123,9 @@ class _State:
                 cause=None,
                 host=_flag(command, "--host") or "127.0.0.1",
                 port=int(port) if port and port.isdigit() else 30000,
-                api_key_set=_flag(command, "--api-key") is not None,
+                # Keys travel in sgltui's --config secrets file (launch_secrets.py), not argv.
+                api_key_set=_flag(command, "--api-key") is not None
+                or FILE_PREFIX in (_flag(command, "--config") or ""),
             )
             self._profile(ev.get("profile"))
         elif t == "slot.state" and slot is not None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from sgltui.core.flag_ranges import is_port_flag, range_for
 from sgltui.core.flags import SIM_FLAGS, Catalog, FlagSpec, load_bundled_catalog, load_live_catalog
+from sgltui.core.launch_secrets import CONFIG_FLAG, SECRET_FLAGS, secret_problem
 from sgltui.core.migrate import canonical_elsewhere, change_for
 from sgltui.core.profiles import Profile, format_location
 
@@ -107,7 +108,24 @@ class _Checker:
             self.check_flag(key, value)
         self.check_required()
         self.check_combinations()
+        self.check_secrets()
         return self.issues
+
+    def check_secrets(self) -> None:
+        """API keys travel in a --config file sgltui writes (launch_secrets.py): they must be
+        plain header text, and the profile cannot bring its own --config as well."""
+        hidden = [n for n in SECRET_FLAGS if isinstance(self.get(n), (str, int, float))]
+        for name in hidden:
+            problem = secret_problem(str(self.get(name)))
+            if problem:
+                self.error(self.key(name), problem, "write another key")
+        if hidden and self.get(CONFIG_FLAG) is not None:
+            self.error(
+                self.key(CONFIG_FLAG),
+                f"cannot be combined with {self.key(hidden[0])}: sgltui passes API keys in its "
+                "own --config file (never in the command line), and SGLang takes only one",
+                "put the flags of that YAML file in [server] instead",
+            )
 
     def check_flag(self, key: str, value: Any) -> None:
         if key.startswith("-"):

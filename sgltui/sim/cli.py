@@ -8,6 +8,9 @@ detection sees the same text it would see from a real server.
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
+from typing import Any
 
 from sgltui.sim.hardware import DEFAULT_GPU, GPU_PRESETS
 
@@ -159,7 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if "--config" in argv:
+        argv = merge_config(parser, list(argv))
+    args = parser.parse_args(argv)
     # Catalog parsers may lack a flag the fallback has; give every attribute the simulator reads
     # a default so a thin catalog cannot crash it.
     fallback = argparse.ArgumentParser(add_help=False)
@@ -168,3 +174,89 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if not hasattr(args, action.dest):
             setattr(args, action.dest, action.default)
     return args
+
+
+# --- --config FILE.yaml, read as SGLang 0.5.23 reads it --------------------------------------
+# server_args_config_parser.ConfigArgumentMerger: one --config only; the file must end in .yaml
+# or .yml and hold a mapping; each key becomes --key (true -> bare flag for store_true flags,
+# false -> left out; lists -> --key v1 v2; tables -> JSON); the file's flags go before the
+# command line's, so the command line wins. sgltui passes API keys this way (never in argv).
+
+
+def merge_config(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """argv with `--config FILE` replaced by the file's flags, placed first. Errors exit 2 the
+    way argparse does (SGLang raises ValueError there; the message is the same)."""
+    where = [i for i, a in enumerate(argv) if a == "--config"]
+    if len(where) > 1:
+        parser.error("Multiple config files specified! Only one allowed.")
+    index = where[0]
+    if index == len(argv) - 1:
+        parser.error("No config file specified after --config flag!")
+    path = Path(argv[index + 1])
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        parser.error(f"Config file must be YAML format, got: {path.suffix}")
+    if not path.exists():
+        parser.error(f"Config file not found: {path}")
+    try:
+        data = read_yaml_mapping(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        parser.error(f"Failed to read config file {path}: {exc}")
+    flags: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, bool):
+            if _is_store_true(key):
+                if value:
+                    flags.append(f"--{key}")
+            else:
+                flags.extend([f"--{key}", str(value).lower()])
+        elif isinstance(value, list):
+            if value:
+                flags.append(f"--{key}")
+                flags.extend(str(v) for v in value)
+        elif isinstance(value, dict):
+            flags.extend([f"--{key}", json.dumps(value)])
+        else:
+            flags.extend([f"--{key}", str(value)])
+    return flags + argv[:index] + argv[index + 2 :]
+
+
+def _is_store_true(key: str) -> bool:
+    try:
+        from sgltui.core.flags import load_bundled_catalog
+    except ImportError:
+        return True  # without the catalog, treat every boolean as an on/off flag
+    spec = load_bundled_catalog().lookup(key.replace("_", "-"), sim=True)
+    return spec is None or spec.action == "store_true"
+
+
+def read_yaml_mapping(text: str) -> dict[str, Any]:
+    """The top-level mapping of a YAML file. PyYAML's safe_load when it is installed (SGLang's own
+    reader); else the flat subset sgltui writes: `key: value` lines whose value is a JSON scalar
+    or list, or a bare word."""
+    try:
+        import yaml
+    except ImportError:
+        yaml = None
+    if yaml is not None:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(str(exc).splitlines()[0]) from None
+    else:
+        data = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            key, sep, raw = line.partition(":")
+            if not sep or not key.strip():
+                raise ValueError(f"line {number}: expected `key: value`")
+            raw = raw.strip()
+            try:
+                data[key.strip()] = json.loads(raw) if raw else None
+            except ValueError:
+                data[key.strip()] = raw
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError("Config file must contain a dictionary at root level")
+    return {str(k): v for k, v in data.items()}

@@ -1,0 +1,121 @@
+"""Secret flags (the API keys) reach the server through a --config file, never its argv.
+
+A process's argv is readable by every user on the machine (`ps -eo args`, /proc/PID/cmdline).
+SGLang's `prepare_server_args` reads `--config FILE.yaml` itself (server_args_config_parser.py:
+the YAML's keys become flags placed before the command line's, so the command line still wins)
+and keeps the merged flags in memory only; the simulator reads it the same way (sim/cli.py).
+So a profile's secret flags are written to a YAML file of mode 0600 in a 0700 folder of the
+state directory, the command line names only that file, and the agent removes the file as soon
+as the server has read it (agent/secret_config.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+from sgltui.core.profiles import Profile, ProfileError
+
+# SGLang 0.5.23's flags whose value is a secret (sglang.md §2.1; redact.py hides the same).
+SECRET_FLAGS = ("api-key", "admin-api-key", "ssl-keyfile-password")
+CONFIG_FLAG = "config"
+FILE_PREFIX = "sglang-secrets-"
+# SGLang accepts only .yaml/.yml config files.
+FILE_SUFFIX = ".yaml"
+# A file left by an agent that died before its server read it is swept after this long.
+STALE_AFTER_S = 600.0
+
+
+def _canonical(key: str) -> str:
+    from sgltui.core.flags import load_bundled_catalog
+
+    spec = load_bundled_catalog().lookup(key, sim=True)
+    return spec.name if spec else key.lstrip("-")
+
+
+def split_secrets(server: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """[server] -> (the flags for argv, {canonical secret flag: value}). A secret set to false or
+    true is not a secret value (validation reports `true`), so it stays in argv as written."""
+    public: dict[str, Any] = {}
+    hidden: dict[str, str] = {}
+    for key, value in server.items():
+        name = _canonical(key)
+        if name in SECRET_FLAGS and not isinstance(value, (bool, dict, list)) and value != "":
+            hidden[name] = str(value)
+        else:
+            public[key] = value
+    return public, hidden
+
+
+def secret_problem(value: str) -> str | None:
+    """Why `value` cannot be an API key, or None. A key travels in an HTTP header, so it is
+    printable ASCII without spaces (and then it is also a plain YAML scalar)."""
+    if not value:
+        return "is empty"
+    if not (value.isascii() and value.isprintable()) or " " in value:
+        return "must be printable ASCII without spaces (it is sent in an HTTP header)"
+    return None
+
+
+def config_text(hidden: dict[str, str]) -> str:
+    # A JSON string of printable ASCII is a double-quoted YAML scalar with the same value.
+    return "".join(f"{name}: {json.dumps(value)}\n" for name, value in hidden.items())
+
+
+def write_config(folder: Path, hidden: dict[str, str]) -> Path:
+    """A new 0600 YAML file in `folder` (made 0700) holding `hidden`. Created with O_EXCL and
+    O_NOFOLLOW, so nothing planted under that name is followed or reused."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(folder, 0o700)
+    path = folder / f"{FILE_PREFIX}{secrets.token_hex(8)}{FILE_SUFFIX}"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, config_text(hidden).encode("ascii"))
+    finally:
+        os.close(fd)
+    return path
+
+
+def launch_command(profile: Profile, folder: Path) -> tuple[list[str], Path | None]:
+    """(argv, the secrets file or None). Raises ProfileError for a key that cannot be passed."""
+    public, hidden = split_secrets(profile.server)
+    if not hidden:
+        return profile.argv(), None
+    for name, value in hidden.items():
+        problem = secret_problem(value)
+        if problem:
+            path, line = profile.where(f"server.{name}")
+            raise ProfileError(problem, path, line, name, "write another key")
+    if any(_canonical(k) == CONFIG_FLAG for k in public):
+        path, line = profile.where(f"server.{CONFIG_FLAG}")
+        raise ProfileError(
+            "sgltui passes the API key in its own --config file, and SGLang takes only one",
+            path,
+            line,
+            CONFIG_FLAG,
+            "put the flags of that YAML file in [server] instead",
+        )
+    config = write_config(folder, hidden)
+    return [*profile.argv(public), f"--{CONFIG_FLAG}", str(config)], config
+
+
+def sweep(folder: Path, older_than_s: float = STALE_AFTER_S) -> int:
+    """Remove secrets files older than `older_than_s` (left by an agent that died)."""
+    removed = 0
+    try:
+        entries = list(folder.glob(f"{FILE_PREFIX}*{FILE_SUFFIX}"))
+    except OSError:
+        return 0
+    now = time.time()
+    for path in entries:
+        try:
+            if now - path.lstat().st_mtime > older_than_s:
+                path.unlink()
+                removed += 1
+        except OSError:
+            continue  # gone already, or not ours to remove
+    return removed
