@@ -18,28 +18,12 @@ import time
 from aiohttp import web
 
 from sgltui.sim import api_bodies as rq
+from sgltui.sim import auth
 
 log = logging.getLogger("sglang")
 # aiohttp's own error logs (e.g. writes to a client that left) are not SGLang output.
 logging.getLogger("aiohttp").addHandler(logging.NullHandler())
 
-OPEN_PREFIXES = ("/health", "/ready", "/metrics")
-ADMIN_PATHS = (
-    "/flush_cache",
-    "/abort_request",
-    "/start_profile",
-    "/stop_profile",
-    "/pause_generation",
-    "/continue_generation",
-    "/hicache",
-    "/update_weights",
-    "/set_internal_state",
-    "/configure_logging",
-    "/release_memory_occupation",
-    "/resume_memory_occupation",
-    "/load_lora_adapter",
-    "/unload_lora_adapter",
-)
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
 
@@ -138,16 +122,17 @@ class Api:
 
     @web.middleware
     async def _auth_mw(self, request: web.Request, handler):
-        path = request.rel_url.path
-        if path.startswith(OPEN_PREFIXES) or request.method == "OPTIONS":
-            return await handler(request)
-        api_key, admin_key = self.args.api_key, self.args.admin_api_key
-        is_admin = path.startswith(ADMIN_PATHS)
-        need = admin_key if (is_admin and admin_key) else api_key
-        if need:
-            got = request.headers.get("Authorization", "")
-            if got != f"Bearer {need}":
-                return web.json_response({"error": "Unauthorized"}, status=401)
+        refused = auth.decide(
+            request.method,
+            request.rel_url.path,
+            request.headers.get("Authorization"),
+            request.headers.get("x-api-key"),
+            self.args.api_key,
+            self.args.admin_api_key,
+        )
+        if refused is not None:
+            error = "Unauthorized" if refused == 401 else "Forbidden"
+            return web.json_response({"error": error}, status=refused)
         return await handler(request)
 
     async def fallback(self, request: web.Request):
