@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from sgltui.core import locations
+from sgltui.core.files import keep_private, private_dir, write_atomic
 
 SOCKET, PIDFILE, LOCKFILE, LOGFILE = "agent.sock", "agent.pid", "agent.lock", "agent.log"
 
@@ -93,9 +94,10 @@ def _setup_logging(log_path: Path, foreground: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    keep_private()
     state_dir = locations.state_dir(args.state_dir)
     try:
-        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(state_dir)
     except OSError as exc:
         print(f"sgltui agent: cannot create state dir {state_dir}: {exc.strerror}", file=sys.stderr)
         return 1
@@ -146,9 +148,7 @@ async def _run(state_dir: Path, p: dict[str, Path], args: argparse.Namespace) ->
     await sup.start()
     server = AgentServer(sup, p["socket"])
     await server.start()
-    tmp = p["pid"].with_name(f".{PIDFILE}.tmp")
-    tmp.write_text(f"{os.getpid()}\n")
-    os.replace(tmp, p["pid"])
+    write_atomic(p["pid"], f"{os.getpid()}\n")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, sup.shutdown_requested.set)

@@ -505,7 +505,7 @@ class Recorder:
         return path
 
     def bench_path(self, run_id: str) -> Path:
-        """bench/<run-id>.json (the bench runner writes it; core.jsonl.write_json_private does it
+        """bench/<run-id>.json (the bench runner writes it; core.files.write_json_atomic does it
         atomically with mode 0600). Its output log, bench/<run-id>.log, is scrubbed of secrets
         and rotated like a server log."""
         path = self.path / BENCH_DIR / f"{safe_name(run_id)}.json"

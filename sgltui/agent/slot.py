@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sgltui.agent import http_probe, procs, secret_config
-from sgltui.core import causes, phases
+from sgltui.core import causes, files, phases
 
 log = logging.getLogger("sgltui.agent.slot")
 
@@ -433,6 +433,7 @@ class Slot:
                     env=env,
                     start_new_session=True,
                     close_fds=True,
+                    umask=files.inherited_umask(),  # its caches are the user's own files
                 )
             except OSError as exc:
                 self._close_relay()

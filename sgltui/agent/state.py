@@ -7,33 +7,15 @@ file, never half of one. No secrets: an API key is re-read from the profile when
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from sgltui.core.files import write_json_atomic
 
 STATE_FILE = "agent-state.json"
 HISTORY_FILE = "launch-history.json"
 HISTORY_KEEP = 5  # launches per profile the ETA is learned from
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Replace `path` with `data`, or leave the last good copy: a write that fails (a full
-    disk) removes its tmp file and raises OSError; the old file is untouched."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    text = json.dumps(data, indent=1)
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def read_json(path: Path, default: Any) -> Any:

@@ -30,6 +30,7 @@ from sgltui.bench import compare
 from sgltui.bench.loadgen import API_KEY_ENV
 from sgltui.bench.metrics import clean_json
 from sgltui.bench.spec import BenchSpec, SpecError
+from sgltui.core.files import private_dir, write_json_atomic
 
 Progress = Callable[[dict[str, Any]], Awaitable[None] | None]
 
@@ -226,10 +227,8 @@ class Runner:
                 pass
 
     def save(self) -> None:
-        self.out_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.out_path.with_name(self.out_path.name + ".tmp")
-        tmp.write_text(json.dumps(clean_json(self.result), indent=1))
-        os.replace(tmp, self.out_path)
+        private_dir(self.out_path.parent)
+        write_json_atomic(self.out_path, clean_json(self.result), indent=1)
 
     async def run_point(self, target: Target, concurrency: int, repeat: int, point: int) -> dict:
         spec = self.spec

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import sys
 from pathlib import Path
 
 from sgltui.cli import CliError
+from sgltui.core.files import write_atomic
 from sgltui.core.flags import (
     Catalog,
     bundled_versions,
@@ -108,9 +108,8 @@ def run_migrate(args: argparse.Namespace, profile: Profile, extra_dirs: list[Pat
     if args.write:
         backup = backup_path(path)
         backup.write_text(original, encoding="utf-8")
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        tmp.write_text(migration.text, encoding="utf-8")
-        os.replace(tmp, path)
+        # The user's own file: it keeps the mode it had.
+        write_atomic(path, migration.text, mode=path.stat().st_mode & 0o777)
         print(
             f"wrote {display_path(path)} (the old file is {display_path(backup)})", file=sys.stderr
         )

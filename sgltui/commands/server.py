@@ -266,7 +266,15 @@ def _print_cause(cause: dict | None) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    st = _call(args, "status")
+    # Never starts an agent: one started only to answer "what runs?" would open an empty session.
+    try:
+        st = call_sync(_state(args), "status", autostart=False)
+    except AgentError:
+        raise _cli_error()(
+            f"no agent is running for {_state(args)}: no servers; "
+            "`sgltui start PROFILE` or `sgltui` starts one",
+            3,
+        ) from None
     if args.json:
         print(json.dumps(st, indent=1, default=str))
         return 0

@@ -25,6 +25,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from sgltui.core.files import write_json_atomic
+
 _HERE = Path(__file__).resolve().parent
 BUNDLED_VERSION = "0.5.23"  # the newest bundled catalog: the default for the simulator and import
 BUNDLED_PATH = _HERE / "catalog_sglang_0_5_23.json"
@@ -431,9 +433,7 @@ def load_live_catalog(python: str | None = None, refresh: bool = False) -> Catal
         return nearest_bundled_catalog(version, why=str(exc))
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(data) + "\n", encoding="utf-8")
-        os.replace(tmp, cached)
+        write_json_atomic(cached, data, indent=None, mode=0o644)  # a cache of public facts
     except OSError:
         pass  # an unwritable cache only costs time on the next run
     return _catalog_from_json(data, "live", python, cached)

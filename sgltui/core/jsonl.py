@@ -12,9 +12,7 @@ Rotation: ``events.jsonl`` is the live part; older parts are ``events.jsonl.1`` 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,28 +127,6 @@ def iter_text_lines(path: Path, rotated: bool = True) -> Iterator[str]:
         with fh:
             for line in fh:
                 yield line.rstrip("\r\n")
-
-
-def write_json_private(path: Path, obj: Any) -> None:
-    """Write JSON atomically (temp file + rename) with mode 0600.
-
-    For whole-file records such as bench/<run-id>.json: a reader never sees half a file, and
-    nobody else on the host can read it. Raises OSError like any write.
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=1, default=str)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def read_json(path: Path) -> tuple[Any, str | None]:

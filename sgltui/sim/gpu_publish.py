@@ -7,11 +7,11 @@ reader never sees half a file) and removes it at exit.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import time
-from pathlib import Path
 
+from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.locations import sim_gpu_dir
 from sgltui.sim.hardware import GpuPreset
 from sgltui.sim.memory import CONTEXT_BYTES, MemoryPlan
@@ -129,16 +129,12 @@ class GpuPublisher:
             "host_pinned_bytes": host_pinned,
         }
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            tmp = self.dir / f".{os.getpid()}.json.tmp"
-            tmp.write_text(json.dumps(doc))
-            os.replace(tmp, self.path)
+            private_dir(self.dir)
+            # Rewritten every second and worthless after a crash: no fsync.
+            write_json_atomic(self.path, doc, indent=None, fsync=False)
         except OSError:
             pass  # telemetry is best effort; serving must go on
 
     def remove(self) -> None:
-        for p in (self.path, self.dir / f".{os.getpid()}.json.tmp"):
-            try:
-                Path(p).unlink()
-            except OSError:
-                pass
+        with contextlib.suppress(OSError):
+            self.path.unlink()

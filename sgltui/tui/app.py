@@ -24,6 +24,7 @@ from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 
+from sgltui.core.files import private_dir, write_atomic
 from sgltui.tui import model as M
 from sgltui.tui.bindings import ALL_KEYS, KEYS
 from sgltui.tui.config import TuiConfig
@@ -618,15 +619,20 @@ class SgltuiApp(App[str | None]):
     def action_screenshot_to_session(self) -> None:
         svg = self.export_screenshot()
         session = (self.model.status.get("agent") or {}).get("session_dir")
+        in_session = self.screenshot_dir is None and bool(session)
         folder = self.screenshot_dir or (Path(session) / "screenshots" if session else Path.cwd())
         name = time.strftime("sgltui-%Y%m%d-%H%M%S.svg")
-        self._write_screenshot(folder, name, svg)
+        self._write_screenshot(folder, name, svg, in_session)
 
     @work(thread=True, exit_on_error=False, description="write screenshot")
-    def _write_screenshot(self, folder: Path, name: str, svg: str) -> None:
+    def _write_screenshot(self, folder: Path, name: str, svg: str, in_session: bool) -> None:
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_text(svg, encoding="utf-8")
+            # The session's folders are private; a folder the user chose keeps its own mode.
+            if in_session:
+                private_dir(folder)
+            else:
+                folder.mkdir(parents=True, exist_ok=True)
+            write_atomic(folder / name, svg)
         except OSError as exc:
             self.call_from_thread(
                 self.notify,

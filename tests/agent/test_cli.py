@@ -88,7 +88,10 @@ def test_cli_agent_status_and_stop(agent_handle):
     assert r.returncode == 3 and "not running" in r.stdout
     assert not agent.paths["socket"].exists()  # agent status does not start one
 
-    r = sgltui(agent, "status")  # any real command starts it on demand
+    r = sgltui(agent, "status")  # status does not start one either (it would open a session)
+    assert r.returncode == 3 and "no agent is running" in r.stderr
+    assert not agent.paths["socket"].exists()
+    r = sgltui(agent, "agent", "start")
     assert r.returncode == 0, r.stderr
     pid = agent.wait_pid()
     r = sgltui(agent, "agent", "status")

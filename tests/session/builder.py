@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from sgltui.agent.recorder import Recorder
-from sgltui.core.jsonl import write_json_private
+from sgltui.core.files import write_json_atomic
 
 T0 = 1_800_000_000.0
 API_KEY = "sk-test-4d1f9a77c0"
@@ -211,7 +211,7 @@ def build(root: Path) -> Path:
     # bench run
     ev(120, "bench.start", run_id="b1")
     bench = _bench_file()
-    write_json_private(rec.bench_path("b1"), bench)
+    write_json_atomic(rec.bench_path("b1"), bench)
     ev(200, "bench.done", run_id="b1", path="bench/b1.json")
 
     with open(rec.server_log_path("L4"), "ab") as fh:

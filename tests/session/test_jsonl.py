@@ -6,12 +6,12 @@ import json
 
 import pytest
 
+from sgltui.core.files import write_json_atomic
 from sgltui.core.jsonl import (
     iter_text_lines,
     read_json,
     read_jsonl,
     rotated_parts,
-    write_json_private,
 )
 
 
@@ -92,9 +92,9 @@ def test_text_lines_across_parts_with_bad_bytes(tmp_path):
     assert lines[0] == "first" and lines[-1] == "third" and "second" in lines[1]
 
 
-def test_write_json_private_is_0600_and_atomic(tmp_path):
+def test_write_json_atomic_is_0600_and_atomic(tmp_path):
     p = tmp_path / "r.json"
-    write_json_private(p, {"x": 1})
+    write_json_atomic(p, {"x": 1})
     assert (p.stat().st_mode & 0o777) == 0o600
     assert read_json(p) == ({"x": 1}, None)
     assert [x.name for x in tmp_path.iterdir()] == ["r.json"]

@@ -95,6 +95,18 @@ def test_dead_and_garbage_publications_are_ignored(sleeper, spawn):
     assert reading.kind == "none" and "no simulator is publishing" in reading.message
 
 
+def test_a_dead_simulators_publication_is_removed(sleeper, spawn):
+    """issue 18 #8: a simulator killed with -9 cannot remove its file; the reader does."""
+    dead = spawn([sys.executable, "-c", "pass"])
+    dead.wait()
+    alive = sleeper()
+    publish(dead.pid, [dead.pid], [gpu(0, 1)])
+    publish(alive, [alive], [gpu(0, 1)])
+    assert len(SimGpuSource().sample({}).gpus) == 1
+    names = sorted(p.name for p in sim_gpu_dir().iterdir())
+    assert names == [f"{alive}.json"]
+
+
 def test_two_simulators_share_gpu_indices(sleeper):
     a, b = sleeper(), sleeper()
     publish(a, [a], [gpu(0, 30 * GB, util=40.0)])

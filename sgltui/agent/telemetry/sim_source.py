@@ -10,6 +10,7 @@ on the host does not add a phantom GPU. Every device is labelled simulated.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -53,7 +54,12 @@ def read_publications(directory: Path | None = None) -> list[dict[str, Any]]:
         if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
             continue
         pid = data.get("pid")
-        if not isinstance(pid, int) or not _alive(pid):
+        if not isinstance(pid, int):
+            continue
+        if not _alive(pid):
+            # Its simulator ended without removing it (kill -9): nobody else ever will.
+            with contextlib.suppress(OSError):
+                path.unlink()
             continue
         pubs.append(data)
     pubs.sort(key=lambda p: p["pid"])
