@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sgltui.core import mamba_slots
 from sgltui.core.loglines import StartupLine, parse_startup_line
 
 CARD_FIELDS = (
@@ -162,13 +163,23 @@ class CapacityBuilder:
         if tp > 1:
             notes.append(f"memory figures are per GPU (TP rank 0 of {tp})")
 
+        args: dict[str, Any] = {
+            k: v for k, v in si.items() if not isinstance(v, (dict, list)) or k == "internal_states"
+        }
+        args.update(self._server_args)
+        slots = _int(self._mamba.get("slots")) if self._mamba else None
+        if slots is None:
+            slots = _int(si.get("max_mamba_cache_size"))
+        hybrid = slots is not None
+        reset_to_48 = any("reset to 48 for speculative decoding" in n for n in notes)
+
         card: dict[str, Any] = {
             "weights_gb": weights_gb,
             "kv_pool_tokens": kv_tokens,
             "kv_pool_gb": kv_gb,
             "max_running_requests": effective,
             "requested_max_running_requests": requested,
-            "mamba_state_slots": _int(self._mamba.get("slots")) if self._mamba else None,
+            "mamba_state_slots": slots,
             "hicache_host_gb": round(sum(self._hicache_gb.values()), 3)
             if self._hicache_gb
             else None,
@@ -193,6 +204,9 @@ class CapacityBuilder:
             or si.get("speculative_algorithm"),
             "tp_size": tp,
             "startup_timings_s": self._timings or None,
+            "mamba_strategy": mamba_slots.strategy(args) if hybrid else None,
+            "mamba_slots_per_request": mamba_slots.per_request(args) if hybrid else None,
+            "mamba_slots_held_per_request": mamba_slots.held_per_request(args) if hybrid else None,
             "sources": [
                 s
                 for s, ok in (
@@ -202,7 +216,44 @@ class CapacityBuilder:
                 if ok
             ],
         }
+        card["bound"] = bound(card, args, speculative_default=reset_to_48)
         return card
+
+
+def bound(
+    card: dict[str, Any], args: dict[str, Any] | None = None, speculative_default: bool = False
+) -> dict[str, Any] | None:
+    """What bounds max running requests, as {"by": kv | mamba | flag | speculative | pool,
+    "text": one line}. `args` are the server's resolved arguments (mamba strategy, ...)."""
+    effective = card.get("max_running_requests")
+    if not isinstance(effective, int):
+        return None
+    args = args or {}
+    requested = card.get("requested_max_running_requests")
+    slots = card.get("mamba_state_slots")
+    kv = card.get("kv_pool_tokens")
+    if isinstance(slots, int) and slots > 0:
+        s = mamba_slots.per_request(args)
+        cap = slots // s
+        if effective == cap and not (isinstance(requested, int) and requested == cap):
+            return {
+                "by": "mamba",
+                "text": f"mamba state slots: {slots} slots / {s} per request "
+                f"({mamba_slots.strategy(args)}) = {cap} running",
+            }
+    if isinstance(requested, int) and effective == requested:
+        if speculative_default:
+            return {
+                "by": "speculative",
+                "text": "speculative cap: SGLang sets 48 when max-running-requests is unset",
+            }
+        return {"by": "flag", "text": f"the flag: max-running-requests = {requested}"}
+    if isinstance(kv, int) and kv > 0 and effective == kv // 2:
+        return {"by": "kv", "text": f"KV pool: {kv} tokens / 2 = {effective} running"}
+    return {
+        "by": "pool",
+        "text": f"request pool: {effective} (sized from the KV pool and the context length)",
+    }
 
 
 def _num(v: Any) -> float | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from sgltui.core import mamba_slots
 from sgltui.sim.hardware import GIB, MIB, GpuPreset
 from sgltui.sim.models import DraftSpec, ModelSpec, vit_mfs_factor
 
@@ -58,7 +59,8 @@ class MemoryPlan:
     draft_kv_bytes: float
     state_bytes_per_slot: int
     mamba_slots: int  # K (0 for dense models)
-    mamba_slots_per_req: int  # S
+    mamba_slots_per_req: int  # S (budgeted per request: the MRR cap is K // S)
+    mamba_slots_held_per_req: int  # slots a running request holds (working + tracking)
     mamba_pool_bytes: float
     requested_max_running_requests: int | None
     req_pool_size: int
@@ -160,6 +162,11 @@ def parse_context_length(value) -> int | None:
             s, mult = s[: -len(suffix)], m
             break
     return int(float(s) * mult)
+
+
+def mamba_strategy(args) -> str:
+    """The radix strategy SGLang runs with (core/mamba_slots.py; docs/mamba-slots.md)."""
+    return mamba_slots.strategy(args)
 
 
 def resolve_spec(
@@ -265,32 +272,26 @@ def plan_memory(
     per_req = 0
     mamba_bytes = 0.0
     radix_off = bool(getattr(args, "disable_radix_cache", False))
+    held = 0
     if model.is_hybrid:
         ssm_dtype = getattr(args, "mamba_ssm_dtype", None) or "float32"
         state_b = model.state_bytes_per_slot(tp, 4 if ssm_dtype == "float32" else 2)
-        strategy = getattr(args, "mamba_radix_cache_strategy", "auto") or "auto"
-        if radix_off:
-            per_req = 1
-        elif strategy in ("auto", "extra_buffer"):
-            per_req = 5
-        elif strategy == "extra_buffer_lazy":
-            per_req = 4
-        else:
-            per_req = 3
+        per_req = mamba_slots.per_request(args)
+        held = mamba_slots.held_per_request(args)
         d = spec.num_draft_tokens if spec else 0
         pinned = getattr(args, "max_mamba_cache_size", None)
         if pinned:
             slots = int(pinned)
-        elif radix_off and args.max_running_requests:
-            slots = int(args.max_running_requests)
+        elif radix_off and requested_mrr:
+            slots = int(requested_mrr)
         else:
             ratio = getattr(args, "mamba_full_memory_ratio", None) or 0.9
             budget = rest * ratio / (1 + ratio)
             per_budget = budget / state_b
             if d:
+                # Joint solve of main slots and draft states (docs/mamba-slots.md §2); a small
+                # MRR does not enlarge K: the unused draft share goes back to the KV pool.
                 slots = math.floor((per_budget - (1 + d)) / (1 + d / per_req))
-                if requested_mrr is not None and requested_mrr < slots / per_req:
-                    slots = math.floor(per_budget - 1 - (requested_mrr + 1) * d)
             else:
                 slots = math.floor(per_budget - 1)
         cap_reqs = (
@@ -414,6 +415,7 @@ def plan_memory(
         state_bytes_per_slot=state_b,
         mamba_slots=slots,
         mamba_slots_per_req=per_req,
+        mamba_slots_held_per_req=held,
         mamba_pool_bytes=mamba_bytes,
         requested_max_running_requests=requested_mrr,
         req_pool_size=pool,

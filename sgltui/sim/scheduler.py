@@ -153,7 +153,7 @@ class Scheduler:
         req.owned = 0
         req.locked = []
         if self.hybrid:
-            self.slots_used -= self.plan.mamba_slots_per_req
+            self.slots_used -= self.plan.mamba_slots_held_per_req
 
     # ---- requests in --------------------------------------------------------------------------
     def add(self, r: dict) -> None:
@@ -293,7 +293,7 @@ class Scheduler:
         while self.waiting and budget > 0:
             if len(self.running) + len(batch) >= mrr:
                 break
-            if self.hybrid and self.slots_total - self.slots_used < self.plan.mamba_slots_per_req:
+            if self.hybrid and self.slots_total - self.slots_used < self.plan.mamba_slots_held_per_req:
                 break
             req = self.waiting[0]
             dev, host = self.cache.match(req.keys)
@@ -325,7 +325,7 @@ class Scheduler:
             req.dev_hit, req.host_hit = dev_tokens, host_tokens
             req.prefilled = dev_tokens + host_tokens
             if self.hybrid:
-                self.slots_used += self.plan.mamba_slots_per_req
+                self.slots_used += self.plan.mamba_slots_held_per_req
             todo = min(extend, budget)
             batch.append((req, todo))
             budget -= todo

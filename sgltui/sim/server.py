@@ -23,7 +23,12 @@ from sgltui.sim.cli import parse_args
 from sgltui.sim.gpu_publish import GpuPublisher
 from sgltui.sim.hardware import get_gpu
 from sgltui.sim.logs import setup_logging
-from sgltui.sim.memory import StartupFailure, parse_context_length, plan_memory
+from sgltui.sim.memory import (
+    StartupFailure,
+    mamba_strategy,
+    parse_context_length,
+    plan_memory,
+)
 from sgltui.sim.models import ModelNotFound, resolve_draft, resolve_model
 
 if TYPE_CHECKING:  # imported lazily at run time: the engine and aiohttp load only once needed
@@ -569,10 +574,11 @@ class SimServer:
         if self.the_model.is_hybrid:
             out["mamba_full_memory_ratio"] = self.args.mamba_full_memory_ratio or 0.9
             out["max_mamba_cache_size"] = p.mamba_slots
-            strategy = self.args.mamba_radix_cache_strategy or "auto"
-            if strategy == "auto":
-                strategy = "extra_buffer"
-            out["mamba_radix_cache_strategy"] = strategy
+            strategy = mamba_strategy(self.args)
+            if strategy != "off":
+                out["mamba_radix_cache_strategy"] = strategy
+                if strategy == "no_buffer":
+                    out["disable_overlap_schedule"] = True
         return out
 
     def server_info(self) -> dict:

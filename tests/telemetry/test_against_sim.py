@@ -172,6 +172,10 @@ async def test_mtp_hicache_with_metrics_every_series(sim_server):
     assert card["draft_weights_gb"] and card["draft_weights_gb"] > 0
     assert card["cuda_graph_bs"] and max(card["cuda_graph_bs"]) <= card["max_running_requests"]
     assert "server_info" in card["sources"] and "log" in card["sources"]
+    # Slot accounting from core/mamba_slots.py, the same rule the simulator sized with.
+    assert (card["mamba_strategy"], card["mamba_slots_per_request"]) == ("extra_buffer", 5)
+    assert card["mamba_slots_held_per_request"] == 3
+    assert card["bound"] == {"by": "flag", "text": "the flag: max-running-requests = 4"}
 
     # Recorded samples: the SAMPLE shape, at the record rate, JSON-clean.
     assert samples and all(s["v"] == 1 for s in samples)

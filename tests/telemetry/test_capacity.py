@@ -100,3 +100,24 @@ def test_server_info_fills_the_card_and_effective_beats_requested():
 
 def test_no_lines_no_card():
     assert build_card(["hello", "INFO: something"]) is None
+
+
+def test_bound_names_what_limits_max_running_requests():
+    from sgltui.core.capacity import bound
+
+    hybrid = {"max_running_requests": 19, "mamba_state_slots": 98, "kv_pool_tokens": 260000}
+    assert bound(hybrid) == {
+        "by": "mamba",
+        "text": "mamba state slots: 98 slots / 5 per request (extra_buffer) = 19 running",
+    }
+    no_buffer = dict(hybrid, max_running_requests=32)
+    assert bound(no_buffer, {"mamba_radix_cache_strategy": "no_buffer"})["text"] == (
+        "mamba state slots: 98 slots / 3 per request (no_buffer) = 32 running"
+    )
+    flag = dict(hybrid, max_running_requests=4, requested_max_running_requests=4)
+    assert bound(flag)["by"] == "flag"
+    spec = dict(hybrid, max_running_requests=48, requested_max_running_requests=48)
+    assert bound(spec, speculative_default=True)["by"] == "speculative"
+    dense = {"max_running_requests": 10246, "kv_pool_tokens": 20492}
+    assert bound(dense)["text"] == "KV pool: 20492 tokens / 2 = 10246 running"
+    assert bound({"max_running_requests": 2048, "kv_pool_tokens": 20492})["by"] == "pool"
