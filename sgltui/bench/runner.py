@@ -64,16 +64,31 @@ def _redact(obj: Any, secret: str | None) -> Any:
 
 
 async def fetch_server_info(target: Target) -> dict | None:
+    return (await probe_server_info(target))[1]
+
+
+async def probe_server_info(target: Target) -> tuple[int | None, dict | None]:
+    """(HTTP status or None when nothing answered, /server_info's JSON when it was 200)."""
     headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
     try:
         async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=10.0)) as client:
             resp = await client.get(target.base_url.rstrip("/") + "/server_info", headers=headers)
             if resp.status_code != 200:
-                return None
+                return resp.status_code, None
             info = resp.json()
-    except (httpx.HTTPError, ValueError):
-        return None
-    return _redact(info, target.api_key) if isinstance(info, dict) else None
+    except httpx.HTTPError:
+        return None, None
+    except ValueError:
+        return 200, None
+    return 200, (_redact(info, target.api_key) if isinstance(info, dict) else None)
+
+
+def auth_error(url: str, status: int, key_sent: bool) -> str:
+    """The one line for a server that refused us for want of the right API key."""
+    how = f"set {API_KEY_ENV}=KEY or pass --api-key-file FILE (the key is never a flag: ps shows argv)"
+    if key_sent:
+        return f"the server at {url} refused the API key ({status}); check the key: {how}"
+    return f"the server at {url} needs an API key ({status} without one); {how}"
 
 
 def accept_length(info: dict | None) -> float | None:
@@ -420,7 +435,9 @@ class Runner:
                 raise
             except Exception as exc:  # noqa: BLE001 - AgentError and connection loss: one line per profile
                 raise RunError(f"agent: {exc}") from None
-        target.server_info = await fetch_server_info(target)
+        status, target.server_info = await probe_server_info(target)
+        if self.spec.url and status in (401, 403):
+            raise RunError(auth_error(self.spec.url, status, bool(target.api_key)))
         if target.server_info is None and self.spec.url:
             raise RunError(f"no SGLang server answers at {self.spec.url}/server_info; check --url")
         return target

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import csv
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,6 +22,9 @@ from typing import Any
 
 from sgltui.cli import CliError
 from sgltui.core.locations import state_dir
+
+# sgltui.bench.loadgen.API_KEY_ENV (not imported here: the CLI starts without the bench stack).
+API_KEY_ENV = "SGLTUI_BENCH_API_KEY"
 
 ACTIONS = ("run", "compare", "list", "stop")
 
@@ -55,7 +59,15 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--slot", default="0", help="server slot to use (default 0)")
     p.add_argument(
-        "--url", help="bench an already-running server at URL directly, without the agent"
+        "--url",
+        help="bench an already-running server at URL directly, without the agent; its API key "
+        f"comes from ${API_KEY_ENV} or --api-key-file",
+    )
+    p.add_argument(
+        "--api-key-file",
+        metavar="FILE",
+        help=f"with --url: read the server's API key from FILE (or set ${API_KEY_ENV}); there is "
+        "no --api-key flag because every user can read a process's flags with ps",
     )
     p.add_argument(
         "--concurrency",
@@ -134,6 +146,10 @@ def handle(args: argparse.Namespace) -> int:
     spec = _spec(args)
     if spec.url:
         return _run_direct(args, spec)
+    if getattr(args, "api_key_file", None):
+        raise CliError(
+            "--api-key-file goes with --url; through the agent the key comes from the profile"
+        )
     return _run_agent(args, spec)
 
 
@@ -233,8 +249,26 @@ class _Printer:
             sys.stderr.flush()
 
 
+def _api_key_from_file(path: str) -> str:
+    try:
+        key = Path(path).expanduser().read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(
+            f"--api-key-file {path}: cannot read it ({getattr(exc, 'strerror', None) or exc}); "
+            "give a file that holds the key"
+        ) from None
+    if not key or len(key.splitlines()) > 1:
+        raise CliError(f"--api-key-file {path}: the file must hold the key on one line")
+    return key
+
+
 def _run_direct(args: argparse.Namespace, spec) -> int:
     from sgltui.bench.runner import run_sweep
+
+    if getattr(args, "api_key_file", None):
+        # The runner and its load generators take the key from the environment (only this user
+        # can read a process's environment; everyone can read its argv).
+        os.environ[API_KEY_ENV] = _api_key_from_file(args.api_key_file)
 
     run_id = time.strftime("%Y%m%d-%H%M%S") + "-url"
     out_path = state_dir(args.state_dir) / "bench" / f"{run_id}.json"
