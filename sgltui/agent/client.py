@@ -22,7 +22,9 @@ from typing import Any
 from sgltui.agent.daemon import paths
 
 START_TIMEOUT_S = 20.0
-READ_ONLY_OPS = frozenset({"ping", "status", "logs", "profiles", "timeline", "bench_list"})
+READ_ONLY_OPS = frozenset(
+    {"ping", "status", "logs", "profiles", "timeline", "bench_list", "job_status", "job_list"}
+)
 
 
 class AgentError(Exception):

@@ -181,6 +181,7 @@ class JobsHost:
             "output": rec["output"],
             "concurrency": rec["concurrency"],
             "max_concurrency": MAX_CONCURRENCY,
+            "stamp": rec.get("stamp"),  # the input's earlier check: unchanged -> not re-read
         }
         with open(log_path, "ab") as err:
             proc = await asyncio.create_subprocess_exec(
@@ -223,7 +224,16 @@ class JobsHost:
         t = msg.get("t")
         if t == "checked":
             r.checked = msg
+            # The output file is the truth: what the last runner wrote after the record was last
+            # saved (a kill -9 of the agent) belongs to the segment it was written in.
+            segs = rec.get("segments") or []
+            if segs:
+                seg = segs[-1]
+                seg["completions"] += max(0, msg["resumed_ok"] - self._answered(rec))
+                seg["failed"] += max(0, msg["resumed_failed"] - self._failed(rec))
+                seg["out_tokens"] += max(0, msg["resumed_out_tokens"] - self._out_tokens(rec))
             rec["total"] = msg["total"]
+            rec["stamp"] = msg.get("stamp")
             rec["base_ok"] = msg["resumed_ok"]
             rec["base_failed"] = msg["resumed_failed"]
             rec["base_out_tokens"] = msg["resumed_out_tokens"]
@@ -258,16 +268,21 @@ class JobsHost:
         d_failed = msg["failed"] - prev.get("failed", 0)
         d_out = msg["out_tokens"] - prev.get("out_tokens", 0)
         d_in = msg["in_tokens"] - prev.get("in_tokens", 0)
-        rec["run_done"], rec["run_failed"] = msg["done"], msg["failed"]
-        rec["run_out_tokens"] = msg["out_tokens"]
+        new_segment = False
         if d_done or d_failed:
+            n_segs = len(rec.get("segments") or [])
             seg = self._segment(rec)
+            new_segment = len(rec.get("segments") or []) != n_segs
             if seg is not None:
                 seg["completions"] += d_done
                 seg["failed"] += d_failed
                 seg["out_tokens"] += d_out
                 seg["in_tokens"] += d_in
                 seg["last"] = time.time()
+        # the totals and the segments change together: a record saved between the two would
+        # count answers a restarted agent could not place in any segment
+        rec["run_done"], rec["run_failed"] = msg["done"], msg["failed"]
+        rec["run_out_tokens"] = msg["out_tokens"]
         answered = self._answered(rec)
         self.rates[rec["id"]].add(
             time.monotonic(), answered, self._out_tokens(rec), wall=time.time()
@@ -287,25 +302,27 @@ class JobsHost:
                 tok_s=v["tok_s"],
                 in_flight=msg["in_flight"],
             )
-        self._persist(rec)
+        # a new segment is saved at once: a restarted agent must not close the old one again
+        self._persist(rec, force=new_segment)
 
     @staticmethod
     def _out_tokens(rec: dict) -> int:
         return int(rec.get("base_out_tokens", 0)) + int(rec.get("run_out_tokens", 0))
 
     def _segment(self, rec: dict) -> dict | None:
-        """The segment of the launch the job sends to now (a new one when the launch changed)."""
-        slot = self.sup.slots.get(rec["slot"])
-        if slot is None or not slot.launch_id:
-            return None
+        """The segment of the launch the runner was pointed at (a new one when that changed):
+        answers reported after a swap began still belong to the server that gave them."""
         segs = rec.setdefault("segments", [])
-        if segs and segs[-1]["launch_id"] == slot.launch_id:
+        launch_id, profile = rec.get("target_launch"), rec.get("target_profile")
+        if not launch_id:
+            return segs[-1] if segs else None
+        if segs and segs[-1]["launch_id"] == launch_id:
             return segs[-1]
         if segs:
             self._close_segment(rec, segs[-1])
         seg = {
-            "profile": slot.profile_name,
-            "launch_id": slot.launch_id,
+            "profile": profile,
+            "launch_id": launch_id,
             "started": time.time(),
             "last": time.time(),
             "completions": 0,
@@ -410,6 +427,8 @@ class JobsHost:
         want_pause = rec.get("user_paused") or url is None
         if url is not None and url != r.url:
             r.url = url
+            slot = self.sup.slots[rec["slot"]]
+            rec["target_launch"], rec["target_profile"] = slot.launch_id, slot.profile_name
             r.send({"op": "target", "url": url, "api_key": key})
             self.rates[rec["id"]].reset()
         if want_pause != r.sent_paused:
@@ -576,6 +595,7 @@ class JobsHost:
                 for s in rec.get("segments") or []
             ],
             "runner_pid": rec.get("pid"),
+            "runner_cpu_s": (r.progress.get("cpu_run_s") if r else None),
         }
         if full:
             v["rate_history"] = rec.get("rate_history") or []

@@ -543,6 +543,39 @@ def _fallback_recommendation(rows: list[dict]) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 
+def _jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Batch jobs (sgltui/agent/jobs_host.py events): each job's outcome and its segments, one
+    per launch it sent to (completions, tokens, time and rate per profile)."""
+    jobs: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        t = ev.get("type") or ""
+        if not t.startswith("job.") or not ev.get("job"):
+            continue
+        job = jobs.setdefault(
+            str(ev["job"]),
+            {"job": str(ev["job"]), "name": None, "started": None, "state": None,
+             "total": None, "answered": None, "failed": None, "segments": []},
+        )  # fmt: skip
+        if t == "job.start":
+            job["name"], job["started"] = ev.get("name"), ev.get("ts")
+        elif t == "job.checked":
+            job["total"] = ev.get("total")
+        elif t == "job.segment":
+            seg = {k: ev.get(k) for k in ("profile", "launch_id", "completions", "failed",
+                                          "out_tokens", "seconds", "tok_s")}  # fmt: skip
+            # one segment per launch: a later event for the same launch is the fuller count
+            segs = [x for x in job["segments"] if x["launch_id"] != seg["launch_id"]]
+            job["segments"] = segs + [seg]
+        elif t == "job.done":
+            job.update(
+                state=ev.get("state"), answered=ev.get("answered"), failed=ev.get("failed"),
+                total=ev.get("total", job["total"]), seconds=ev.get("seconds"),
+            )  # fmt: skip
+        elif t == "job.progress" and job["state"] is None:
+            job.update(answered=ev.get("answered"), failed=ev.get("failed"), state="running")
+    return list(jobs.values())
+
+
 def build_report(session: Session, redactor: Redactor | None = None) -> dict[str, Any]:
     redactor = redactor or Redactor()
     events = session.events
@@ -590,6 +623,7 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
         "time_in_profile": _time_in_profiles(history, span),
         "throughput": throughput,
         "bench": _bench(session),
+        "jobs": _jobs(events),
         "disk_errors": disk_errors,
         "notes": list(session.notes),
     }
@@ -775,6 +809,27 @@ def render_markdown(r: dict) -> str:
         out.append("No timeline samples while a server was ready.")
     out.append("")
 
+    out += ["## Batch jobs", ""]
+    if not r.get("jobs"):
+        out += ["No batch jobs.", ""]
+    for job in r.get("jobs") or []:
+        out.append(
+            f"### {job['name'] or job['job']} ({job['job']}): {job['state'] or 'running'}, "
+            f"{job['answered'] if job['answered'] is not None else '?'} of "
+            f"{job['total'] if job['total'] is not None else '?'} answered, "
+            f"{job['failed'] or 0} failed"
+        )
+        out.append("")
+        if job["segments"]:
+            out += _md_table(
+                ["profile", "launch", "completions", "failed", "output tokens", "time", "tok/s"],
+                (
+                    [x["profile"], x["launch_id"], x["completions"], x["failed"],
+                     x["out_tokens"], fmt_s(x["seconds"]), fmt_num(x["tok_s"])]
+                    for x in job["segments"]
+                ),
+            )  # fmt: skip
+            out.append("")
     out += ["## Bench runs", ""]
     if not r["bench"]:
         out.append("No bench runs.")
@@ -902,6 +957,12 @@ def render_csv(r: dict) -> str:
                 w.writerow(["bench", item, k, _csv_value(v)])
         if run.get("recommendation"):
             w.writerow(["bench", run["run_id"], "recommendation", run["recommendation"]])
+    for job in r.get("jobs") or []:
+        for k in ("name", "state", "total", "answered", "failed"):
+            w.writerow(["job", job["job"], k, _csv_value(job[k])])
+        for i, x in enumerate(job["segments"], 1):
+            for k, v in x.items():
+                w.writerow(["job_segment", f"{job['job']}:{i}:{x['profile']}", k, _csv_value(v)])
     for n in r["notes"]:
         w.writerow(["note", "", "", n])
     return buf.getvalue()

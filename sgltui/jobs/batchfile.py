@@ -23,8 +23,33 @@ class InputError(Exception):
 @dataclass
 class Checked:
     total: int  # requests in the file
-    size: int  # bytes, to notice a file changed under a running job
+    size: int  # bytes and modification time: a resumed job re-checks only a changed file
+    mtime_ns: int
     urls: dict[str, int]
+
+    def stamp(self) -> dict:
+        return {
+            "total": self.total,
+            "size": self.size,
+            "mtime_ns": self.mtime_ns,
+            "urls": self.urls,
+        }
+
+
+def unchanged(path: Path, stamp: dict | None) -> Checked | None:
+    """The earlier check of `path` if the file has not changed since (same size and mtime)."""
+    if not isinstance(stamp, dict):
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if st.st_size != stamp.get("size") or st.st_mtime_ns != stamp.get("mtime_ns"):
+        return None
+    return Checked(
+        total=int(stamp["total"]), size=st.st_size, mtime_ns=st.st_mtime_ns,
+        urls=dict(stamp.get("urls") or {}),
+    )  # fmt: skip
 
 
 @dataclass
@@ -76,6 +101,7 @@ def check(path: Path) -> Checked:
     seen: dict[str, int] = {}
     urls: dict[str, int] = {}
     total = 0
+    st = path.stat() if path.exists() else None
     for lineno, raw in _lines(path):
         cid, url, _ = _parse(path, lineno, raw)
         first = seen.setdefault(cid, lineno)
@@ -85,7 +111,8 @@ def check(path: Path) -> Checked:
         total += 1
     if total == 0:
         raise InputError(f"{path}: no requests in the file; nothing was sent")
-    return Checked(total=total, size=path.stat().st_size, urls=urls)
+    assert st is not None
+    return Checked(total=total, size=st.st_size, mtime_ns=st.st_mtime_ns, urls=urls)
 
 
 def items(path: Path, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Item]:

@@ -42,6 +42,8 @@ OK, FINAL, TRANSIENT, CONNECT = "ok", "final", "transient", "connect"
 
 @dataclass
 class Counters:
+    # done, failed and the token counts are of lines that reached the output file: what the
+    # agent records per segment is then what a resume will find
     done: int = 0  # answered (200) by this run
     failed: int = 0  # final failures written to the errors file by this run
     out_tokens: int = 0
@@ -75,6 +77,7 @@ class Runner:
         self.emit = emit
         self.job_id = job_id
         self.c = Counters()
+        self._unflushed = Counters()  # written to the buffer, not yet to the file
         self.total = 0
         self.resumed = 0
         self.in_flight = 0
@@ -95,6 +98,8 @@ class Runner:
         self._prefix = f"batch_req_{os.getpid():x}{int(time.time()):x}_".encode()
         self._all_done = asyncio.Event()
         self._active = 0
+        self._cpu0: float | None = None
+        self._t0: float | None = None
         self._exhausted = False
         self._paused_reported = False
 
@@ -170,12 +175,16 @@ class Runner:
             "waiting": self.url is None,
             "concurrency": self.concurrency,
             "cpu_s": time.process_time(),
+            # CPU of sending and writing only (not the input check or the resume scan)
+            "cpu_run_s": time.process_time() - self._cpu0 if self._cpu0 is not None else 0.0,
+            "run_s": time.monotonic() - self._t0 if self._t0 is not None else 0.0,
             "written": self._writer.written if self._writer else 0,
         }
 
-    def prepare(self) -> dict:
-        """Check the input whole, take the output's lock, repair and read the output (blocking)."""
-        checked = batchfile.check(self.input_path)
+    def prepare(self, stamp: dict | None = None) -> dict:
+        """Check the input whole (unless `stamp`, an earlier check, says the file is unchanged),
+        take the output's lock, repair and read the output (blocking)."""
+        checked = batchfile.unchanged(self.input_path, stamp) or batchfile.check(self.input_path)
         self.total = checked.total
         self._lock.acquire()
         done = scan(self.output)
@@ -185,6 +194,7 @@ class Runner:
         return {
             "total": checked.total,
             "urls": checked.urls,
+            "stamp": checked.stamp(),
             "resumed": self.resumed,
             "resumed_ok": done.ok,
             "resumed_failed": done.failed,
@@ -193,9 +203,15 @@ class Runner:
             "duplicates_found": done.duplicates,
         }
 
+    def release(self) -> None:
+        """Give the output's lock back without running (after prepare() only)."""
+        self._lock.release()
+
     async def run(self) -> str:
         assert self._items is not None, "prepare() first"
         self._writer = OutputWriter(self.output)
+        self._writer.on_flush = self._commit
+        self._cpu0, self._t0 = time.process_time(), time.monotonic()
         ticker = asyncio.get_running_loop().create_task(self._tick())
         try:
             self._spawn_workers()
@@ -323,15 +339,24 @@ class Runner:
             return TRANSIENT, status, data, f"HTTP {status}"
         return FINAL, status, data, f"HTTP {status}"
 
+    def _commit(self) -> None:
+        c, p = self.c, self._unflushed
+        c.done += p.done
+        c.failed += p.failed
+        c.out_tokens += p.out_tokens
+        c.in_tokens += p.in_tokens
+        self._unflushed = Counters()
+
     def _line_id(self) -> bytes:
         self._seq += 1
         return self._prefix + str(self._seq).encode()
 
     def _write_ok(self, item: batchfile.Item, data: bytes, obj: dict) -> None:
         usage = obj.get("usage") or {}
-        self.c.done += 1
-        self.c.out_tokens += int(usage.get("completion_tokens") or 0)
-        self.c.in_tokens += int(usage.get("prompt_tokens") or 0)
+        p = self._unflushed
+        p.done += 1
+        p.out_tokens += int(usage.get("completion_tokens") or 0)
+        p.in_tokens += int(usage.get("prompt_tokens") or 0)
         if b"\n" in data:  # one response per line, whatever the server's formatting
             data = orjson.dumps(obj)
         self._writer.add(  # type: ignore[union-attr]
@@ -347,7 +372,7 @@ class Runner:
         )
 
     def _write_failed(self, item: batchfile.Item, status: int, data: Any, why: str) -> None:
-        self.c.failed += 1
+        self._unflushed.failed += 1
         response = None
         if status:
             try:

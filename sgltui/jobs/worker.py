@@ -86,7 +86,7 @@ async def _main(spec: dict, out: _Out) -> int:
     out.on_broken = lambda: runner.stop("stopped")
     control = asyncio.get_running_loop().create_task(_control(runner, out))
     try:
-        checked = await asyncio.to_thread(runner.prepare)
+        checked = await asyncio.to_thread(runner.prepare, spec.get("stamp"))
     except (InputError, OutputError) as exc:
         out({"t": "error", "message": str(exc)})
         control.cancel()

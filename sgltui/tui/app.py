@@ -35,6 +35,7 @@ from sgltui.tui.source import TuiSource
 from sgltui.tui.themes import DEFAULT_THEME
 from sgltui.tui.widgets.activity import ActivityPane
 from sgltui.tui.widgets.bench import BenchPane
+from sgltui.tui.widgets.jobs import JobsPane
 from sgltui.tui.widgets.logs import LogPane
 from sgltui.tui.widgets.memory import MemoryPane
 from sgltui.tui.widgets.profiles import ProfilesPane
@@ -115,6 +116,8 @@ class SgltuiApp(App[str | None]):
                 yield BenchPane(id="bench")
             with TabPane("Activity", id="tab-activity"):
                 yield ActivityPane(id="activity")
+            with TabPane("Jobs", id="tab-jobs"):
+                yield JobsPane(id="jobs")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -562,10 +565,20 @@ class SgltuiApp(App[str | None]):
         self._refresh_status_soon()
 
     def action_focus_pane(self, pane: str) -> None:
-        tabs = {"logs": "tab-logs", "bench": "tab-bench", "activity": "tab-activity"}
+        tabs = {
+            "logs": "tab-logs",
+            "bench": "tab-bench",
+            "activity": "tab-activity",
+            "jobs": "tab-jobs",
+        }
         if pane in tabs:
             self.query_one(TabbedContent).active = tabs[pane]
-            target = {"logs": "#log-view", "bench": "#bench-table", "activity": "#activity"}[pane]
+            target = {
+                "logs": "#log-view",
+                "bench": "#bench-table",
+                "activity": "#activity",
+                "jobs": "#jobs",
+            }[pane]
             self.call_after_refresh(self.query_one(target).focus)
         elif pane == "profiles":
             self.query_one("#profile-list").focus()

@@ -124,6 +124,14 @@ KEYS: tuple[Key, ...] = (
         show=False,
     ),
     Key(
+        "focus.jobs",
+        "j",
+        "focus_pane('jobs')",
+        "Jobs",
+        "Focus the batch jobs (space pauses or resumes, + and - change the concurrency)",
+        show=False,
+    ),
+    Key(
         "focus.activity",
         "a",
         "focus_pane('activity')",

@@ -153,3 +153,27 @@ def test_runner_resumes_after_a_torn_line_each_answered_once(tmp_path, sim_serve
     counts = Counter(line["custom_id"] for line in read_output(out))
     assert set(counts) == set(ids) and set(counts.values()) == {1}
     assert verify(inp, out).ok
+
+
+def test_scan_fast_path_agrees_with_a_full_parse(tmp_path):
+    """The resume scan reads the runner's own success lines without parsing their bodies; it
+    must find what parsing every line finds (custom_ids, token counts), escapes included."""
+    from sgltui.jobs.runner import Runner
+
+    out = tmp_path / "out.jsonl"
+    r = Runner(tmp_path / "in.jsonl", out, 1, lambda m: None)
+    r._writer = OutputWriter(out)  # noqa: SLF001 - the writer without a server
+    weird = ["plain", 'with "quotes", and ,"response": inside', "uni\u00e9 \\ back", "x" * 300]
+    for n, cid in enumerate(weird):
+        item = type("I", (), {"custom_id": cid})()
+        body = {
+            "id": f"c{n}",
+            "choices": [{"text": '"completion_tokens": 999'}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": n + 1},
+        }
+        r._write_ok(item, json.dumps(body).encode(), body)  # noqa: SLF001
+    r._writer.close()  # noqa: SLF001
+    s = scan(out)
+    lines = read_output(out)
+    assert s.done == {x["custom_id"] for x in lines} == set(weird)
+    assert s.out_tokens == sum(x["response"]["body"]["usage"]["completion_tokens"] for x in lines)

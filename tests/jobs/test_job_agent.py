@@ -111,6 +111,22 @@ def test_two_swaps_and_kill9_every_custom_id_answered_once(agent, tmp_path):
     profiles = [s["profile"] for s in final["segments"]]
     assert b in profiles and a in profiles
 
+    # the report: the job's segments per profile, their completions adding up to the job
+    session = agent.status()["agent"]["session_dir"]
+    rep = subprocess.run(
+        [sys.executable, "-m", "sgltui", "report", session, "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert rep.returncode == 0, rep.stderr
+    (job,) = [j for j in json.loads(rep.stdout)["jobs"] if j["job"] == jid]
+    assert job["state"] == "done" and job["answered"] == 3000
+    segs = job["segments"]
+    assert {x["profile"] for x in segs} >= {a, b}
+    assert sum(x["completions"] for x in segs) == 3000, (segs, final["segments"])
+    assert all(x["tok_s"] and x["tok_s"] > 0 for x in segs if x["completions"])
+
 
 def test_bad_input_is_one_error_and_nothing_is_written(agent, tmp_path):
     a = agent.write_profile("t-a")

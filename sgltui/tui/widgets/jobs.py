@@ -1,0 +1,162 @@
+"""Jobs: the agent's batch jobs (sgltui/agent/jobs_host.py): progress, ETA, rate over time,
+per-profile segments and failures; space pauses or resumes, + and - change the concurrency.
+
+The pane asks the agent for the jobs once a second, and only while it is on screen (a hidden
+tab costs nothing); the ETA is the agent's, computed with the bench's estimator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.markup import escape
+from textual.widget import Widget
+from textual.widgets import Static
+
+from sgltui.agent.client import AgentError
+from sgltui.core.charts import sparkline
+from sgltui.tui import fmt
+
+POLL_S = 1.0
+BAR = 30
+
+
+def _bar(frac: float, width: int = BAR) -> str:
+    filled = max(0, min(width, int(frac * width)))
+    return "█" * filled + "░" * (width - filled)
+
+
+def render_job(v: dict[str, Any]) -> str:
+    total = v.get("total") or 0
+    done = int(v.get("answered") or 0) + int(v.get("failed") or 0)
+    frac = done / total if total else 0.0
+    state = str(v.get("state"))
+    if v.get("hold"):
+        state = f"held for a {v['hold']}"
+    elif state == "waiting" and v.get("waiting_for"):
+        state = str(v["waiting_for"])
+    lines = [
+        f"[b]{escape(str(v.get('name')))}[/] [dim]{escape(str(v.get('id')))}[/]  {escape(state)}"
+        + ("  [b]pinned[/]" if v.get("pinned") else ""),
+        f"{_bar(frac)} {done:,}/{total:,} {frac:.1%}",
+        f"{fmt.num(v.get('completions_s'), 1)} compl/s  {fmt.num(v.get('tok_s'))} tok/s  "
+        f"ETA {fmt.duration(v.get('eta_s')) if v.get('eta_s') is not None else 'n/a'}  "
+        f"in flight {v.get('in_flight', 0)}  concurrency {v.get('concurrency')} "
+        f"({v.get('concurrency_mode')})",
+    ]
+    failed = int(v.get("failed") or 0)
+    retries = int(v.get("retries") or 0)
+    if failed or retries or v.get("error"):
+        lines.append(
+            f"[b]failed {failed:,}[/] [dim]→ {escape(str(v.get('errors_output')))}[/]  "
+            f"retries {retries:,}"
+            + (f"  [b]{escape(str(v['error']))}[/]" if v.get("error") else "")
+        )
+    hist = [p[1] for p in v.get("rate_history") or []]
+    if len(hist) > 1:
+        lines.append(
+            f"tok/s [dim]{escape(sparkline(hist, 48, lo=0.0))}[/] {fmt.num(max(hist))} max"
+        )
+    for s in v.get("segments") or []:
+        secs = max(0.0, float(s.get("last") or 0) - float(s.get("started") or 0))
+        rate = s["out_tokens"] / secs if secs > 0 else None
+        lines.append(
+            f"  {escape(str(s.get('profile'))):<20} {s['completions']:>9,} compl  "
+            f"{s['out_tokens']:>11,} tok  {fmt.duration(secs):>7}  {fmt.num(rate)} tok/s"
+        )
+    lines.append(f"[dim]{escape(str(v.get('output')))}[/]")
+    return "\n".join(lines)
+
+
+class JobsPane(VerticalScroll, can_focus=True):
+    DEFAULT_CSS = """
+    JobsPane { padding: 0 1; }
+    JobsPane #jobs-body { height: auto; }
+    """
+    BINDINGS = [
+        Binding("space", "toggle_pause", "Pause/resume job"),
+        Binding("plus,equals_sign", "concurrency(2.0)", "More concurrency"),
+        Binding("minus", "concurrency(0.5)", "Less concurrency"),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.job: dict[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(
+            "[dim]No batch jobs. Start one with `sgltui job run INPUT.jsonl`.[/]", id="jobs-body"
+        )
+
+    def on_mount(self) -> None:
+        self.set_interval(POLL_S, self._poll)
+
+    def _shown(self) -> bool:
+        node: Any = self
+        while isinstance(node, Widget):
+            if not node.display:
+                return False
+            node = node.parent
+        return True
+
+    def _poll(self) -> None:
+        if self._shown():
+            self.refresh_jobs()
+
+    @work(exclusive=True, group="jobs", exit_on_error=False, description="batch jobs")
+    async def refresh_jobs(self) -> None:
+        source = getattr(self.app, "source", None)
+        if source is None:
+            return
+        try:
+            views = await source.call("job_list")
+            active = [v for v in views if v.get("state") not in ("done", "cancelled", "failed")]
+            pick = (active or views)[-1] if views else None
+            if pick is not None:
+                pick = await source.call("job_status", job=pick["id"])
+        except (AgentError, ConnectionError, OSError) as exc:  # a replay, an older agent
+            self.query_one("#jobs-body", Static).update(
+                f"[dim]jobs unavailable: {escape(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}[/]"
+            )
+            return
+        self.job = pick
+        body = self.query_one("#jobs-body", Static)
+        if pick is None:
+            return
+        others = [v for v in views if v["id"] != pick["id"]]
+        text = render_job(pick)
+        if others:
+            text += "\n\n" + "\n".join(
+                f"[dim]{escape(v['id'])} {escape(str(v.get('name')))}: {v.get('state')}, "
+                f"{v.get('answered', 0):,}/{v.get('total') or 0:,}[/]"
+                for v in others[-5:]
+            )
+        body.update(text)
+
+    async def _call(self, op: str, **args: Any) -> None:
+        try:
+            await self.app.source.call(op, **args)  # type: ignore[attr-defined]
+        except (AgentError, ConnectionError, OSError) as exc:  # the agent's one-line refusal
+            self.notify(str(exc).splitlines()[0], title=op, severity="warning", markup=False)
+        self.refresh_jobs()
+
+    @work(group="jobs-cmd", exit_on_error=False)
+    async def action_toggle_pause(self) -> None:
+        if self.job is None:
+            return
+        op = "job_resume" if self.job.get("state") == "paused" else "job_pause"
+        await self._call(op, job=self.job["id"])
+
+    @work(group="jobs-cmd", exit_on_error=False)
+    async def action_concurrency(self, factor: float) -> None:
+        if self.job is None:
+            return
+        cur = int(self.job.get("concurrency") or 1)
+        new = max(1, int(round(cur * factor)))
+        if new == cur:
+            new = cur + 1 if factor > 1 else max(1, cur - 1)
+        await self._call("job_set", job=self.job["id"], concurrency=new)

@@ -1,0 +1,52 @@
+"""The Jobs tab against a real agent running a real job: progress shown, space pauses and
+resumes, + raises the concurrency live."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual.widgets import Static
+
+from sgltui.tui.source import LiveSource
+from sgltui.tui.widgets.jobs import JobsPane
+from tests.jobs.batch_input import write_input
+from tests.tui.helpers import app_with, until
+
+
+async def test_jobs_tab_shows_progress_and_pauses_with_space(agent, tmp_path):
+    a = agent.write_profile("t-a")
+    await asyncio.to_thread(agent.call, "start", profile=a, wait=True)
+    inp = tmp_path / "tui.jsonl"
+    write_input(inp, 3000, max_tokens=64)
+    view = await asyncio.to_thread(
+        agent.call, "job_run", input=str(inp), output=str(tmp_path / "o.jsonl"),
+        concurrency=4, name="tui-job",
+    )  # fmt: skip
+    source = LiveSource(agent.state_dir, profiles_dirs=[agent.profiles_dir], autostart=False)
+    app = app_with(source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.model.connected, timeout=20)
+        await pilot.press("j")
+        pane = app.query_one(JobsPane)
+        body = app.query_one("#jobs-body", Static)
+
+        def text() -> str:
+            return str(body.render())
+
+        await until(pilot, lambda: "tui-job" in text() and "compl/s" in text(), timeout=20,
+                    show=text)  # fmt: skip
+        await until(pilot, lambda: app.focused is pane, timeout=5)
+        await pilot.press("space")
+
+        def state() -> str:  # what the pane last read from the agent (once a second)
+            return (pane.job or {}).get("state")
+
+        await until(pilot, lambda: state() == "paused", timeout=20, show=text)
+        await until(pilot, lambda: "paused" in text(), timeout=20, show=text)
+        await pilot.press("plus")
+        await until(pilot, lambda: (pane.job or {}).get("concurrency") == 8, timeout=20)
+        await pilot.press("space")
+        await until(pilot, lambda: state() == "running", timeout=20, show=text)
+    final = await asyncio.to_thread(agent.call, "job_status", job=view["id"])
+    assert final["concurrency"] == 8 and final["state"] == "running"
+    await asyncio.to_thread(agent.call, "job_cancel", job=view["id"])
