@@ -87,6 +87,12 @@ def _reap_relays() -> None:
     _orphan_relays[:] = [r for r in _orphan_relays if r.poll() is None]
 
 
+def _describe(profile: Any) -> dict | None:
+    """The resolved profile a slot runs (sgltui/agent/resolved.py), without secrets."""
+    describe = getattr(profile, "describe", None)
+    return describe() if callable(describe) else None
+
+
 class SlotHost(Protocol):
     """What a slot needs from the agent around it."""
 
@@ -136,7 +142,8 @@ class Slot:
         self.log_path: Path | None = None
         self.started_at: float | None = None
         self.ready_at: float | None = None
-        self.cause: dict | None = None
+        self.cause: dict | None = None  # why the slot is failed/crashed; None when healthy
+        self.last_failure: dict | None = None  # the latest failure, kept after recovery
         self.swap: dict | None = None
         self.last_swap: dict | None = None  # outcome of the latest swap, kept for late readers
         self.command: list[str] = []
@@ -188,10 +195,12 @@ class Slot:
             "command": redact_argv(self.command),
             "command_hash": self.command_hash,
             "cause": self.cause,
+            "last_failure": self.last_failure,
             "capacity": None,
             "swap": self.swap,
             "last_swap": self.last_swap,
             "api_key_set": bool(self.api_key),
+            "resolved": _describe(self.profile),
         }
 
     def record(self) -> dict | None:
@@ -213,6 +222,7 @@ class Slot:
             "command_hash": self.command_hash,
             "tp_size": self.tp_size,
             "phase_done": self._phase_done,
+            "resolved": _describe(self.profile),
         }
 
     def _estimate(self) -> tuple[float | None, float | None]:
@@ -230,6 +240,8 @@ class Slot:
         prev, self.state = self.state, state
         if cause is not None or state in (LAUNCHING, READY, STOPPED):
             self.cause = cause
+        if cause is not None:
+            self.last_failure = dict(cause, profile=self.profile_name, at=time.time())
         self.host.emit(
             "slot.state",
             client=self.client,

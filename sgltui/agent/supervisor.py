@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from sgltui import __version__
+from sgltui.agent import preflight
 from sgltui.agent.children import ChildError, Children
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.recorder import Recorder
+from sgltui.agent.resolved import ProfileIndex, Resolved
 from sgltui.agent.slot import FAILED, READY, RUNNING, STOPPED, LaunchError, Slot, SlotConfig
 from sgltui.agent.state import AgentState, LaunchHistory
 from sgltui.core.redact import Redactor
@@ -40,6 +42,7 @@ QUIET_OPS = {
     "bench_list",
     "job_status",
     "job_list",
+    "preflight",
 }
 
 
@@ -70,6 +73,8 @@ class Supervisor:
         self.state_dir = state_dir
         self.socket_path = socket_path
         self.profiles_dirs = list(profiles_dirs or [])
+        self.index = ProfileIndex(self.profiles_dirs)
+        self._profiles_refresh: asyncio.Task | None = None
         self.config = config or SlotConfig.from_env()
         self.slots: dict[str, Slot] = {sid: Slot(sid, self) for sid in slot_ids}
         self.jobs: dict[str, Job] = {}
@@ -124,7 +129,7 @@ class Supervisor:
         )
         for slot_id, record in (saved.get("slots") or {}).items():
             slot = self.slots.get(slot_id) or self.slots.setdefault(slot_id, Slot(slot_id, self))
-            profile = self._try_profile(record.get("profile"))
+            profile = await asyncio.to_thread(self._try_profile, record.get("profile"))
             try:
                 ok = slot.adopt(record, profile)
             except Exception as exc:  # a corrupt record must not keep the agent from starting
@@ -140,7 +145,7 @@ class Supervisor:
                 state=slot.state if ok else None,
             )
         self.state_changed()
-        self._refresh_profiles()
+        await asyncio.to_thread(self._refresh_profiles)
         await self.batch.start()  # after the slots: a resumed job finds its server
 
     async def _start_telemetry(self) -> None:
@@ -342,9 +347,13 @@ class Supervisor:
         extra = [Path(d).expanduser() for d in (args.get("profiles_dirs") or [])]
         return self.profiles_dirs + [d for d in extra if d not in self.profiles_dirs]
 
-    def _get_profile(self, name: str, args: dict) -> Any:
+    def _extra_dirs(self, args: dict) -> list[Path]:
+        return [d for d in self._dirs(args) if d not in self.profiles_dirs]
+
+    def _get_profile(self, name: str, args: dict) -> Resolved:
+        """Resolve once (blocking file reads: call from a worker thread)."""
         try:
-            from sgltui.core.profiles import ProfileError, get_profile
+            from sgltui.core.profiles import ProfileError
         except ImportError as exc:
             raise OpError(f"profiles are not available in this install ({exc})") from None
         if not name or not isinstance(name, str):
@@ -352,18 +361,11 @@ class Supervisor:
                 "a profile name is required, e.g. `sgltui start demo-mtp` (see `sgltui profiles list`)"
             )
         try:
-            return get_profile(name, self._dirs(args))
+            return self.index.resolve(name, self._extra_dirs(args))
         except ProfileError as exc:
             raise OpError(str(exc).splitlines()[0] if str(exc) else f"bad profile {name}") from None
 
-    def _get_valid_profile(self, name: str, args: dict) -> Any:
-        profile = self._get_profile(name, args)
-        problem = Slot.validate(profile)
-        if problem:
-            raise OpError(problem)
-        return profile
-
-    def _try_profile(self, name: str | None) -> Any:
+    def _try_profile(self, name: str | None) -> Resolved | None:
         if not name:
             return None
         try:
@@ -371,12 +373,41 @@ class Supervisor:
         except OpError:
             return None
 
-    def _refresh_profiles(self, args: dict | None = None) -> list[dict]:
-        try:
-            from sgltui.core.profiles import load_profiles
+    def _current(self, slot: Slot) -> preflight.Current:
+        """What a launch on `slot` replaces, for the preflight checks."""
+        mine = set(slot.tree.seen) if slot.tree and slot.state != STOPPED else set()
+        others = self._our_pids() - mine
+        return preflight.Current(
+            host=slot.server_host if mine else None,
+            port=slot.port if mine else None,
+            pids=frozenset(mine),
+            other_pids=frozenset(others),
+        )
 
-            profs = load_profiles(self._dirs(args or {}))
-        except Exception as exc:
+    async def _accept(self, slot: Slot, name: str, args: dict) -> Resolved:
+        """Resolve `name` once and preflight it, before anything running is touched. A failed
+        check refuses the command with its one line."""
+        force = _force_arg(args)
+        target = await asyncio.to_thread(self._get_profile, name, args)
+        checks = await asyncio.to_thread(preflight.run, target, self._current(slot), force)
+        self.emit(
+            "preflight",
+            slot=slot.id,
+            profile=target.name,
+            ok=preflight.first_failure(checks) is None,
+            checks=[c.to_dict() for c in checks],
+        )
+        failed = preflight.first_failure(checks)
+        if failed:
+            raise OpError(failed.line())
+        return target
+
+    def _refresh_profiles(self, args: dict | None = None) -> list[dict]:
+        """Rescan the profile folders (blocking: from a worker thread)."""
+        try:
+            self.index.rescan(self._extra_dirs(args or {}))
+            profs = self.index.profiles()
+        except (OSError, ValueError) as exc:
             log.warning("cannot list profiles: %s", exc)
             return self._profiles_cache
         self._profiles_at = time.monotonic()
@@ -386,11 +417,20 @@ class Supervisor:
                 "key": p.key,
                 "description": p.description,
                 "launcher": p.launcher,
-                "port": _safe(lambda: p.port),
+                "port": _safe(lambda p=p: p.port),
             }
             for p in sorted(profs.values(), key=lambda p: p.name)
         ]
         return self._profiles_cache
+
+    def _refresh_profiles_soon(self) -> None:
+        """Rescan in a worker thread, at most one at a time, never on the event loop."""
+        if self._profiles_refresh is not None and not self._profiles_refresh.done():
+            return
+        self._profiles_at = time.monotonic()
+        self._profiles_refresh = asyncio.get_running_loop().create_task(
+            asyncio.to_thread(self._refresh_profiles), name="profiles-rescan"
+        )
 
     # ---- status --------------------------------------------------------------------------------
 
@@ -415,7 +455,7 @@ class Supervisor:
                 "engine": {},
             }
         if time.monotonic() - self._profiles_at > 5.0:
-            self._refresh_profiles()  # a new or edited profile file shows up without a restart
+            self._refresh_profiles_soon()  # a new or edited profile file shows up by itself
         return {
             "agent": {
                 "pid": os.getpid(),
@@ -557,7 +597,7 @@ class Supervisor:
                 f"slot {slot.id} already runs {slot.profile_name} ({slot.state}); "
                 f"use `sgltui swap PROFILE` or `sgltui stop` first"
             )
-        profile = await asyncio.to_thread(self._get_valid_profile, args.get("profile"), args)
+        profile = await self._accept(slot, args.get("profile"), args)
         try:
             await asyncio.to_thread(slot.precheck, profile, self._our_pids())
         except LaunchError as exc:
@@ -571,6 +611,24 @@ class Supervisor:
 
         self._run_job(slot, Job("launch", f"launch of {profile.name}", client, time.time()), job())
         return self._reply(slot, args)
+
+    async def op_preflight(self, args: dict, client: str | None) -> dict:
+        """The checks a start/swap of `profile` on the slot would run, all of them, stopping
+        nothing: for the TUI's swap dialog and `--dry-run`."""
+        slot = self._slot(args)
+        target = await asyncio.to_thread(self._get_profile, args.get("profile"), args)
+        checks = await asyncio.to_thread(
+            preflight.run, target, self._current(slot), _force_arg(args)
+        )
+        failed = preflight.first_failure(checks)
+        return {
+            "profile": target.name,
+            "launcher": target.launcher,
+            "ok": failed is None,
+            "error": failed.line() if failed else None,
+            "checks": [c.to_dict() for c in checks],
+            "resolved": target.describe(),
+        }
 
     async def op_stop(self, args: dict, client: str | None) -> Any:
         slot = self._slot(args)
@@ -614,12 +672,29 @@ class Supervisor:
         self._refuse_if_busy(slot, "restart")
         if not slot.profile_name:
             raise OpError(f"slot {slot.id} has never run a profile; use `sgltui start PROFILE`")
-        profile = await asyncio.to_thread(self._get_valid_profile, slot.profile_name, args)
+        # Restart re-reads the profile on purpose (that is how an edit is applied) and says so.
+        before = slot.profile if isinstance(slot.profile, Resolved) else None
+        source = str(before.source) if before is not None and before.source else None
+        profile = await self._accept(slot, slot.profile_name, args)
+        changed = before is not None and before.content_hash != profile.content_hash
+        if changed:
+            self.emit(
+                "profile.changed",
+                client=client,
+                slot=slot.id,
+                profile=profile.name,
+                source=source,
+                old_hash=before.content_hash,
+                new_hash=profile.content_hash,
+            )
         self._refuse_if_pinned(slot, args, "restart")
         self._start_swap(
             slot, profile, client, rollback=False, drain=_drain_arg(args), kind="restart"
         )
-        return self._reply(slot, args)
+        reply = self._reply(slot, args)
+        if isinstance(reply, dict):
+            reply["profile_changed"] = changed
+        return reply
 
     async def op_swap(self, args: dict, client: str | None) -> Any:
         slot = self._slot(args)
@@ -631,7 +706,12 @@ class Supervisor:
                 f"wait for it to finish"
             )
         self._refuse_if_busy(slot, "swap")
-        profile = await asyncio.to_thread(self._get_valid_profile, args.get("profile"), args)
+        name = args.get("profile")
+        if slot.state == READY and slot.profile_name == name:
+            raise OpError(
+                f"slot {slot.id} already runs {name}; use `sgltui restart` to relaunch it"
+            )
+        profile = await self._accept(slot, name, args)
         if slot.state == READY and slot.profile_name == profile.name:
             raise OpError(
                 f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it"
@@ -682,6 +762,9 @@ class Supervisor:
         t0 = time.monotonic()
         timings: dict[str, float] = {}
         frm, to = old, target.name
+        # Rollback relaunches exactly what ran (resolved when it was accepted), even if its file
+        # has been edited or deleted since.
+        previous = slot.profile if old and slot.profile is not None else None
 
         def step(name: str) -> None:
             slot.swap = dict(slot.swap or {}, step=name)
@@ -711,14 +794,13 @@ class Supervisor:
         timings["ready"] = slot.timings.get("ready", 0.0)
         rolled_back = False
         ok = state == READY
+        failure = None if ok else slot.cause
         if ok:
             step("ready")
         elif rollback and old:
-            failure = slot.cause
             step("rolling back")
             if slot.tree is not None and slot.state not in (STOPPED,):
                 await slot.stop(client, drain="force")
-            previous = self._try_profile(old)
             if previous is None:
                 step("failed")
             else:
@@ -726,7 +808,9 @@ class Supervisor:
                 back = await slot.wait_settled()
                 rolled_back = back == READY
                 step("ready" if rolled_back else "failed")
-            slot.cause = slot.cause or failure
+            # A healthy rolled-back slot has no cause; the failure stays in last_failure.
+            if failure is not None and slot.state != READY:
+                slot.cause = slot.cause or failure
             self.emit(
                 "swap.failure",
                 client=client,
@@ -754,7 +838,7 @@ class Supervisor:
             "ok": ok,
             "rolled_back": rolled_back,
             "timings_s": timings,
-            "cause": None if ok else slot.cause,
+            "cause": None if ok else (failure or slot.cause),
             "finished_at": time.time(),
             "client": client,
         }
@@ -764,7 +848,7 @@ class Supervisor:
             "ok": ok,
             "rolled_back": rolled_back,
             "timings_s": timings,
-            "cause": slot.cause,
+            "cause": None if ok else (failure if rolled_back else slot.cause),
         }
 
     def _reply(self, slot: Slot, args: dict) -> Any:
@@ -902,6 +986,20 @@ def _drain_arg(args: dict) -> str:
     if drain not in ("wait", "force"):
         raise OpError(f"drain must be 'wait' or 'force', not {drain!r}")
     return drain
+
+
+def _force_arg(args: dict) -> frozenset[str]:
+    raw = args.get("force") or []
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
+        raise OpError("force must be a list of check names")
+    unknown = [x for x in raw if x not in preflight.CHECKS]
+    if unknown:
+        raise OpError(
+            f"unknown preflight check {unknown[0]!r}; checks: {', '.join(preflight.CHECKS)}"
+        )
+    return frozenset(raw)
 
 
 def _num_arg(args: dict, name: str, default: float) -> float:

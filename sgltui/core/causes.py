@@ -1,12 +1,14 @@
 """Why a server failed: exit code + log lines -> a cause the operator can act on (sglang.md §8).
 
-A cause is `{"kind", "summary", "lines", "fix", "exit_code"}` (docs/CONTRACTS.md). Rules are
+A cause is `{"kind", "summary", "lines", "fix", "exit_code"}` (docs/CONTRACTS.md); kinds: oom,
+port, flag, model, cuda, import (SGLang or a dependency missing), signal, hang, exit. Rules are
 checked in order, most specific first: an OOM during CUDA-graph capture also prints a generic
 "Scheduler hit an exception", and the operator needs the OOM, not the cascade.
 """
 
 from __future__ import annotations
 
+import re
 import signal as _signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -122,12 +124,48 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
+SGLANG_INSTALL_FIX = (
+    "install SGLang into the profile's interpreter (`pip install 'sgltui[sglang]'`) or set "
+    "`python` in the profile to an interpreter that has SGLang"
+)
+_NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?([\w.]+)'?")
+
+
+def _missing_module(lines: Sequence[str], exit_code: int | None) -> dict | None:
+    """A launch that died importing: SGLang itself missing, or one of its dependencies."""
+    for line in lines:
+        m = _NO_MODULE.search(line)
+        if not m:
+            continue
+        module = m.group(1)
+        if module.split(".")[0] == "sglang":
+            return _cause(
+                "import",
+                "SGLang is not installed in the server's interpreter",
+                [line],
+                SGLANG_INSTALL_FIX,
+                exit_code,
+            )
+        return _cause(
+            "import",
+            f"the server cannot import {module}",
+            [line],
+            f"install {module.split('.')[0]} into the profile's interpreter (`python`), "
+            "or use one where SGLang's dependencies are complete",
+            exit_code,
+        )
+    return None
+
+
 def classify(exit_code: int | None, lines: Sequence[str], *, killed_by_us: bool = False) -> dict:
     """The cause of a failure from the process's exit status and the tail of its log.
 
     `exit_code` follows Popen.returncode (negative = killed by that signal; None = unknown, e.g. a
     server re-adopted after an agent restart).
     """
+    missing = _missing_module(lines, exit_code)
+    if missing:
+        return missing
     for rule in RULES:
         hits = _matching(lines, rule.needles)
         if hits:

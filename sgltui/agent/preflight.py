@@ -1,0 +1,395 @@
+"""Checks a launch target must pass before anything running is stopped (issue 12).
+
+A swap that stops a ready server and then finds the target cannot start costs the operator the
+minutes of reloading the old model. Each check here answers in well under a second (the
+interpreter probe is cached) and names its fix; a failed one refuses the command while the
+running server is untouched. `--force NAME` skips a check the operator knows better about.
+
+Checks, in order: flags (valid for the SGLang of the target interpreter), interpreter (exists and
+can find the launcher's module), model (a local path exists; a hub id: is it in the hub cache),
+port (free, or held by the server being replaced), gpu-memory (the target GPUs' memory once the
+replaced server has released its own; leftover SGLang processes on them), host-memory (the
+HiCache host pool within the host's available RAM, as SGLang refuses at start-up).
+
+Blocking (subprocesses, NVML): run from a worker thread.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sgltui.agent import procs
+
+log = logging.getLogger("sgltui.agent.preflight")
+
+CHECKS = ("flags", "interpreter", "model", "port", "gpu-memory", "host-memory")
+HOST_RESERVE_BYTES = 10 * (1 << 30)  # SGLang keeps 10 GiB of host RAM for everything else
+SIM_HOST_MEMORY_GB = 512.0  # the simulator's default simulated host RAM (--sim-host-memory-gb)
+SGLANG_INSTALL_FIX = (
+    "install SGLang into it (`pip install 'sgltui[sglang]'`) or set `python` in the profile "
+    "to an interpreter that has SGLang"
+)
+
+# Interpreter probe: find the launcher's module without importing SGLang (that takes seconds).
+_PROBE = r"""
+import importlib.util, json, os, sys
+mod = sys.argv[1]
+top, _, rest = mod.partition(".")
+out = {"python": sys.version.split()[0], "found": False, "error": None}
+try:
+    spec = importlib.util.find_spec(top)
+except (ImportError, ValueError) as exc:
+    spec, out["error"] = None, f"{type(exc).__name__}: {exc}"
+if spec is None:
+    out["error"] = out["error"] or f"ModuleNotFoundError: No module named '{top}'"
+elif rest:
+    dirs = list(spec.submodule_search_locations or [])
+    leaf = rest.replace(".", os.sep)
+    out["found"] = any(os.path.exists(os.path.join(d, leaf + ".py")) or
+                       os.path.isdir(os.path.join(d, leaf)) for d in dirs)
+    if not out["found"]:
+        out["error"] = f"ModuleNotFoundError: No module named '{mod}'"
+else:
+    out["found"] = True
+print(json.dumps(out))
+"""
+
+# Positive probe results per (interpreter, its mtime, module): installing SGLang later is seen
+# at once because failures are never cached.
+_interp_cache: dict[tuple[str, int, str], dict] = {}
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    message: str
+    fix: str = ""
+    skipped: bool = False  # --force named it
+
+    def line(self) -> str:
+        fix = f"; {self.fix}" if self.fix else ""
+        return (
+            f"preflight {self.name}: {self.message}{fix} (or skip this check: --force {self.name})"
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Current:
+    """The server the target replaces (nothing to replace: pids empty, port None)."""
+
+    host: str | None = None
+    port: int | None = None
+    pids: frozenset[int] = frozenset()
+    other_pids: frozenset[int] = frozenset()  # servers of the agent's other slots
+
+
+def run(
+    target: Any, current: Current, force: set[str] | frozenset[str] = frozenset()
+) -> list[Check]:
+    """Every check, in order (each one runs: the TUI shows them all)."""
+    out = []
+    for name, fn in (
+        ("flags", _flags),
+        ("interpreter", _interpreter),
+        ("model", _model),
+        ("port", _port),
+        ("gpu-memory", _gpu_memory),
+        ("host-memory", _host_memory),
+    ):
+        if name in force:
+            out.append(Check(name, True, "skipped (--force)", skipped=True))
+            continue
+        try:
+            out.append(fn(target, current))
+        except (OSError, ValueError, TypeError, RuntimeError, ImportError) as exc:
+            # A check that cannot run must not block a launch that may work: say so, pass.
+            log.warning("preflight %s could not run: %s", name, exc)
+            out.append(Check(name, True, f"not checked ({type(exc).__name__}: {exc})"))
+    return out
+
+
+def first_failure(checks: list[Check]) -> Check | None:
+    return next((c for c in checks if not c.ok), None)
+
+
+# ---- the checks ----------------------------------------------------------------------------------
+
+
+def _flags(target: Any, current: Current) -> Check:
+    from sgltui.core.validate import check_profile
+
+    profile = getattr(target, "profile", target)
+    errors = [i for i in check_profile(profile) if i.is_error]
+    if not errors:
+        return Check("flags", True, "valid for the target's SGLang")
+    first = str(errors[0]).splitlines()[0]
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    return Check(
+        "flags", False, first + more, f"run `sgltui profiles validate {target.name}` for all"
+    )
+
+
+def _module_for(target: Any) -> str:
+    from sgltui.core.profiles import LAUNCH_MODULES
+
+    return LAUNCH_MODULES.get(target.launcher, LAUNCH_MODULES["sglang"])
+
+
+def probe_interpreter(python: str, module: str, timeout: float = 10.0) -> dict:
+    """{"found": bool, "error": str | None, "python": version}; cached when found."""
+    try:
+        mtime = os.stat(python).st_mtime_ns
+    except OSError as exc:
+        return {"found": False, "error": f"{python}: {exc.strerror}", "missing": True}
+    key = (python, mtime, module)
+    if key in _interp_cache:
+        return _interp_cache[key]
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        top = module.partition(".")[0]
+        found = importlib.util.find_spec(top) is not None
+        res = {
+            "found": found,
+            "error": None if found else f"ModuleNotFoundError: No module named '{top}'",
+        }
+        if found and "." in module:
+            res = _run_probe(python, module, timeout)
+    else:
+        res = _run_probe(python, module, timeout)
+    if res.get("found"):
+        _interp_cache[key] = res
+    return res
+
+
+def _run_probe(python: str, module: str, timeout: float) -> dict:
+    try:
+        proc = subprocess.run(
+            [python, "-c", _PROBE, module],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired:
+        return {"found": False, "error": f"{python} did not answer within {timeout:.0f}s"}
+    except OSError as exc:
+        return {"found": False, "error": f"cannot run {python}: {exc.strerror or exc}"}
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        return {"found": False, "error": f"{python} failed: {tail[0][:200]}"}
+
+
+def _interpreter(target: Any, current: Current) -> Check:
+    python = os.path.expanduser(target.argv()[0])
+    module = _module_for(target)
+    res = probe_interpreter(python, module)
+    if res.get("missing"):
+        return Check(
+            "interpreter",
+            False,
+            f"{res['error']}",
+            "set `python` in the profile to an existing interpreter",
+        )
+    if not res.get("found"):
+        fix = SGLANG_INSTALL_FIX if module.startswith("sglang") else "reinstall sgltui"
+        return Check("interpreter", False, f"{python} cannot import {module}: {res['error']}", fix)
+    return Check("interpreter", True, f"{python} has {module}")
+
+
+def _looks_local(path: str) -> bool:
+    return path.startswith(("/", "./", "../", "~")) or os.path.exists(os.path.expanduser(path))
+
+
+def hub_cache_dir() -> Path:
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
+    )
+    return Path(home).expanduser() / "hub"
+
+
+def _model(target: Any, current: Current) -> Check:
+    model = target.server.get("model-path") or target.server.get("model")
+    if not model or not isinstance(model, str):
+        return Check("model", True, "no model-path (the flags check reports it when required)")
+    if _looks_local(model):
+        path = Path(model).expanduser()
+        if not path.exists():
+            return Check(
+                "model",
+                False,
+                f"model path {model} does not exist",
+                "fix model-path in the profile (a local folder or a Hugging Face id)",
+            )
+        return Check("model", True, f"local model {model}")
+    if target.launcher == "sim":
+        return Check("model", True, f"{model} (simulated)")
+    if not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", model):
+        return Check(
+            "model",
+            False,
+            f"model-path {model!r} is neither a local folder nor a Hugging Face id",
+            "fix model-path in the profile",
+        )
+    cached = (hub_cache_dir() / ("models--" + model.replace("/", "--"))).is_dir()
+    where = (
+        "in the local hub cache" if cached else "not in the local hub cache: the start downloads it"
+    )
+    return Check("model", True, f"hub id {model}, {where}")
+
+
+def _port(target: Any, current: Current) -> Check:
+    host, port = target.host, target.port
+    if current.port == port and current.pids:
+        return Check("port", True, f"port {port} is held by the server being replaced")
+    if procs.port_free(host, port):
+        return Check("port", True, f"port {port} is free")
+    holder = procs.port_holder(port)
+    return Check(
+        "port",
+        False,
+        f"port {port} is already in use" + (f" by {holder}" if holder else ""),
+        "stop what holds it or set `port` in the profile's [server]",
+    )
+
+
+def _visible(target: Any) -> str | None:
+    return target.env.get("CUDA_VISIBLE_DEVICES") or os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def _gpu_memory(target: Any, current: Current) -> Check:
+    if target.launcher == "sim":
+        return Check("gpu-memory", True, "simulated GPUs")
+    visible = _visible(target)
+    ours = set(current.pids) | set(current.other_pids)
+    holders = procs.sglang_on_gpus(visible, ours)
+    if holders:
+        return Check(
+            "gpu-memory",
+            False,
+            f"leftover SGLang processes hold the target GPUs: {procs.describe(holders)}",
+            f"end them (kill -9 {' '.join(map(str, holders))}) and start again",
+        )
+    frac = target.server.get("mem-fraction-static")
+    try:
+        need = float(frac) if frac is not None else 0.5
+    except (TypeError, ValueError):
+        need = 0.5
+    problem = _gpu_free(visible, need, set(current.pids))
+    if problem:
+        return Check("gpu-memory", False, problem[0], problem[1])
+    return Check(
+        "gpu-memory", True, f"{need:.0%} of each target GPU free once the old server is gone"
+    )
+
+
+def _gpu_free(visible: str | None, need: float, freed_pids: set[int]) -> tuple[str, str] | None:
+    """(problem, fix) when a target GPU lacks `need` of its memory, counting what the replaced
+    server's processes hold as free (it is released before the launch). NVML only."""
+    try:
+        import pynvml
+    except ImportError:
+        return None  # no NVML: nothing to check against
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        indexes: Any = range(count)
+        if visible:
+            try:
+                indexes = [int(x) for x in visible.split(",") if x.strip()]
+            except ValueError:
+                indexes = range(count)
+        for i in indexes:
+            if i >= count:
+                return (
+                    f"GPU {i} from CUDA_VISIBLE_DEVICES does not exist (this host has {count})",
+                    "fix CUDA_VISIBLE_DEVICES in the profile's [env]",
+                )
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            users = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+            freed = sum(int(u.usedGpuMemory or 0) for u in users if u.pid in freed_pids)
+            free = mem.free + freed
+            if mem.total and free / mem.total < need:
+                others = [u.pid for u in users if u.pid not in freed_pids]
+                who = f" (held by {procs.describe(others)})" if others else ""
+                return (
+                    f"GPU {i} will have {free / 2**30:.1f} of {mem.total / 2**30:.1f} GiB free, "
+                    f"the profile needs {need:.0%}{who}",
+                    "stop those processes or lower mem-fraction-static",
+                )
+        return None
+    except pynvml.NVMLError as exc:
+        log.warning("preflight gpu-memory: NVML: %s", exc)
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _host_memory(target: Any, current: Current) -> Check:
+    server = target.server
+    if not (server.get("enable-hierarchical-cache") or server.get("enable-hicache")):
+        return Check("host-memory", True, "no HiCache host pool")
+    size_gb = _num(server.get("hicache-size")) or 0.0
+    tp = int(_num(server.get("tp-size") or server.get("tensor-parallel-size")) or 1)
+    if size_gb <= 0:
+        # Sized from the device pool (hicache-ratio), which only the start-up measures.
+        return Check("host-memory", True, "host pool sized by --hicache-ratio at start-up")
+    if target.launcher == "sim":
+        # The simulator checks each rank against its simulated RAM, as SGLang checks the host's.
+        ram = (_num(server.get("sim-host-memory-gb")) or SIM_HOST_MEMORY_GB) * 1e9
+        need, avail = size_gb * 1e9, ram - HOST_RESERVE_BYTES
+        what = "simulated host RAM"
+    else:
+        import psutil
+
+        freed = 0
+        for pid in current.pids:
+            try:
+                freed += psutil.Process(pid).memory_info().rss
+            except psutil.Error:
+                pass
+        # Every rank allocates its own pool at the same time: all of them must fit.
+        need = size_gb * 1e9 * tp
+        avail = psutil.virtual_memory().available + freed - HOST_RESERVE_BYTES
+        what = "host RAM"
+    if need > avail:
+        return Check(
+            "host-memory",
+            False,
+            f"Not enough host memory available. Requesting {need / 1e9:.2f} GB but only have "
+            f"{max(0.0, avail) / 1e9:.2f} GB free ({what}, 10 GiB kept back)",
+            "lower hicache-size (GB per rank) in the profile",
+        )
+    return Check("host-memory", True, f"HiCache host pool {need / 1e9:.1f} GB fits in {what}")

@@ -1,0 +1,194 @@
+"""A profile resolved once, when the agent accepts a command, and the index it is looked up in.
+
+`Resolved` is what a slot runs: the profile as it was when the command was accepted (argv, env,
+launcher, interpreter, key, a hash of its content, the files it came from). Rollback and
+re-adoption use this value, not a fresh lookup by name, so deleting or editing a profile's file
+after a launch cannot change what "go back to the previous server" means (issue 12).
+
+`ProfileIndex` keeps the last scan of the profile folders and re-reads only the files a lookup
+touches when they changed on disk: no full rescan on the swap path. It does blocking file I/O:
+call it from a worker thread, never on the agent's event loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sgltui.core import profiles as core_profiles
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """One immutable resolution of a profile. Duck-types the parts of core Profile a slot uses."""
+
+    profile: core_profiles.Profile = field(repr=False, compare=False)
+    name: str
+    launcher: str
+    interpreter: str
+    key: str | None
+    sources: tuple[str, ...]
+    content_hash: str
+    resolved_at: float
+
+    @classmethod
+    def of(cls, profile: core_profiles.Profile) -> Resolved:
+        argv = profile.argv()
+        sources = sorted({str(p) for p, _ in profile.origins.values() if p} | _own(profile))
+        doc = profile.to_toml_dict()
+        content = json.dumps({"doc": doc, "argv": argv}, sort_keys=True, default=str)
+        return cls(
+            profile=profile,
+            name=profile.name,
+            launcher=profile.launcher,
+            interpreter=argv[0] if argv else sys.executable,
+            key=profile.key,
+            sources=tuple(sources),
+            content_hash=hashlib.sha256(content.encode()).hexdigest()[:16],
+            resolved_at=time.time(),
+        )
+
+    # What the slot reads (the same names as core Profile).
+    @property
+    def server(self) -> dict[str, Any]:
+        return self.profile.server
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self.profile.env
+
+    @property
+    def host(self) -> str:
+        return self.profile.host
+
+    @property
+    def port(self) -> int:
+        return self.profile.port
+
+    @property
+    def api_key(self) -> str | None:
+        return self.profile.api_key
+
+    @property
+    def python(self) -> str | None:
+        return self.profile.python
+
+    @property
+    def source(self) -> Path | None:
+        return self.profile.source
+
+    def argv(self) -> list[str]:
+        return self.profile.argv()
+
+    def command_hash(self) -> str:
+        return self.profile.command_hash()
+
+    def describe(self) -> dict[str, Any]:
+        """For status and agent-state.json: no secrets (argv is not here; the slot redacts it)."""
+        return {
+            "name": self.name,
+            "launcher": self.launcher,
+            "interpreter": self.interpreter,
+            "key": self.key,
+            "sources": list(self.sources),
+            "content_hash": self.content_hash,
+            "resolved_at": self.resolved_at,
+        }
+
+
+def _own(profile: core_profiles.Profile) -> set[str]:
+    return {str(profile.source)} if profile.source else set()
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+class ProfileIndex:
+    """The profile folders' last scan, refreshed whole only when asked or when a name is new."""
+
+    def __init__(self, dirs: list[Path]) -> None:
+        self.dirs = list(dirs)
+        self._lock = threading.Lock()
+        self._set: core_profiles.ProfileSet | None = None
+        self._stamps: dict[str, tuple[int, int] | None] = {}
+        self._dirs_key: tuple[str, ...] = ()
+        self.scanned_at = 0.0
+
+    def rescan(self, extra: list[Path] | None = None) -> core_profiles.ProfileSet:
+        dirs = self.dirs + [d for d in (extra or []) if d not in self.dirs]
+        found = core_profiles.scan_profiles(dirs)
+        stamps = {str(raw.path): _stamp(raw.path) for raw in found.raw.values()}
+        with self._lock:
+            self._set, self._stamps = found, stamps
+            self._dirs_key = tuple(str(d) for d in dirs)
+            self.scanned_at = time.monotonic()
+        return found
+
+    def profiles(self) -> dict[str, core_profiles.Profile]:
+        found = self._set or self.rescan()
+        out = {}
+        for name in found.names():
+            try:
+                out[name] = found.resolve(name)
+            except core_profiles.ProfileError:
+                continue
+        return out
+
+    def resolve(self, name_or_path: str, extra: list[Path] | None = None) -> Resolved:
+        """Resolve by name (or a .toml path). Raises core ProfileError with one line to show."""
+        looks_like_path = name_or_path.endswith(".toml") or "/" in name_or_path
+        dirs_key = tuple(
+            str(d) for d in self.dirs + [d for d in (extra or []) if d not in self.dirs]
+        )
+        found = self._set
+        if found is None or dirs_key != self._dirs_key:
+            found = self.rescan(extra)
+        if looks_like_path:
+            raw = core_profiles.read_raw(Path(name_or_path).expanduser())
+            return Resolved.of(found.resolve_raw(raw))
+        if name_or_path not in found.raw:
+            found = self.rescan(extra)  # a file added since the last scan
+            return Resolved.of(found.resolve(name_or_path))
+        profile = found.resolve(name_or_path)
+        if self._refresh_changed(found, profile):
+            profile = found.resolve(name_or_path)
+        return Resolved.of(profile)
+
+    def _refresh_changed(self, found: core_profiles.ProfileSet, profile: Any) -> bool:
+        """Re-read the files of `profile`'s chain that changed since the scan; True if any."""
+        changed = False
+        files = {str(p) for p, _ in profile.origins.values() if p} | _own(profile)
+        for path in files:
+            now = _stamp(Path(path))
+            if now == self._stamps.get(path):
+                continue
+            changed = True
+            if now is None:  # deleted: the next lookup rescans (a name may live elsewhere)
+                self.rescan()
+                return True
+            try:
+                raw = core_profiles.read_raw(Path(path))
+            except core_profiles.ProfileError:
+                self.rescan()
+                return True
+            with self._lock:
+                found.raw[raw.name] = raw
+                self._stamps[path] = now
+        return changed
+
+
+def env_interpreter(resolved: Resolved) -> str:
+    """The interpreter the server will run in, expanded as the launch expands it."""
+    return os.path.expanduser(resolved.interpreter)

@@ -1,0 +1,152 @@
+"""Preflight: a swap to a target that cannot start is refused before the running server is
+touched (issue 12). Each case drives the real agent and simulator and checks the server that was
+running is the same process, still ready, afterwards."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import urllib.request
+
+import pytest
+
+from sgltui.agent.client import AgentError
+
+
+def _ready_http(port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=5) as r:
+        return r.status
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _real_profile(agent, name: str, python: str = sys.executable, **server) -> str:
+    """A launcher="sglang" profile (SGLang is not installed in the test interpreter)."""
+    port = server.pop("port", None) or _free_port()
+    lines = [
+        f'name = "{name}"',
+        'launcher = "sglang"',
+        f'python = "{python}"',
+        "[server]",
+        'model-path = "meta-llama/Llama-3.1-8B-Instruct"',
+        f"port = {port}",
+    ]
+    lines += [f"{k.replace('_', '-')} = {v!r}" for k, v in server.items()]
+    (agent.profiles_dir / f"{name}.toml").write_text("\n".join(lines) + "\n")
+    return name
+
+
+@pytest.fixture
+def running(agent):
+    """A ready simulator in slot 0; yields (agent, its status)."""
+    a = agent.write_profile("pf-a")
+    slot = agent.call("start", profile=a, wait=True)["slot"]
+    assert slot["state"] == "ready"
+    return agent, slot
+
+
+def _untouched(agent, before: dict) -> None:
+    after = agent.slot()
+    assert after["state"] == "ready" and after["pid"] == before["pid"], after
+    assert after["launch_id"] == before["launch_id"] and after["profile"] == before["profile"]
+    assert _ready_http(after["port"]) == 200
+    assert not [e for e in agent.events("slot.state") if e["state"] in ("draining", "stopping")]
+
+
+def test_missing_sglang_is_refused_and_server_untouched(running):
+    agent, before = running
+    name = _real_profile(agent, "pf-nosglang")
+    with pytest.raises(AgentError) as exc:
+        agent.call("swap", profile=name)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    assert msg.startswith("preflight interpreter:") and "No module named 'sglang'" in msg, msg
+    assert "pip install 'sgltui[sglang]'" in msg and "--force interpreter" in msg
+    _untouched(agent, before)
+    ev = agent.events("preflight")[-1]
+    assert ev["ok"] is False and {c["name"] for c in ev["checks"]} >= {"interpreter", "port"}
+
+
+def test_hicache_host_pool_too_big_is_refused_and_server_untouched(running):
+    agent, before = running
+    name = agent.write_profile("pf-hicache", enable_hierarchical_cache=True, hicache_size=100000)
+    with pytest.raises(AgentError, match=r"preflight host-memory: Not enough host memory") as exc:
+        agent.call("swap", profile=name)
+    assert "Requesting 100000.00 GB" in str(exc.value)
+    _untouched(agent, before)
+
+
+def test_busy_target_port_is_refused_and_server_untouched(running):
+    agent, before = running
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        name = agent.write_profile("pf-busy", port=port)
+        with pytest.raises(AgentError, match=rf"preflight port: port {port} is already in use"):
+            agent.call("swap", profile=name)
+    _untouched(agent, before)
+
+
+def test_missing_local_model_is_refused_and_server_untouched(running, tmp_path):
+    agent, before = running
+    name = agent.write_profile("pf-nomodel", model=str(tmp_path / "no-such-model"))
+    with pytest.raises(
+        AgentError, match=r"preflight model: model path .*no-such-model does not exist"
+    ):
+        agent.call("swap", profile=name)
+    _untouched(agent, before)
+
+
+def test_same_port_as_the_replaced_server_is_fine(running):
+    agent, before = running
+    name = agent.write_profile("pf-same", port=before["port"])
+    res = agent.call("preflight", profile=name)
+    assert res["ok"], res
+    port = next(c for c in res["checks"] if c["name"] == "port")
+    assert "held by the server being replaced" in port["message"]
+
+
+def test_force_skips_a_check_and_missing_sglang_is_its_own_cause(running):
+    agent, before = running
+    name = _real_profile(agent, "pf-forced")
+    res = agent.call("swap", profile=name, force=["interpreter"], wait=True)
+    result = res["result"]
+    assert result["ok"] is False and result["rolled_back"] is True, res
+    cause = result["cause"]
+    assert cause["kind"] == "import" and "SGLang is not installed" in cause["summary"], cause
+    assert "pip install 'sgltui[sglang]'" in cause["fix"]
+    slot = res["slot"]
+    # Rolled back and healthy: the failure is history, not the cause of a ready slot.
+    assert slot["state"] == "ready" and slot["cause"] is None and slot["phase"] is None
+    assert slot["last_failure"]["kind"] == "import"
+    with pytest.raises(AgentError, match="unknown preflight check 'nope'"):
+        agent.call("swap", profile=name, force=["nope"])
+
+
+def test_rollback_uses_the_resolved_profile_after_its_file_is_deleted(running):
+    agent, before = running
+    bad = agent.write_profile("pf-oom", sim_fail_at_start="oom")
+    (agent.profiles_dir / "pf-a.toml").unlink()
+    res = agent.call("swap", profile=bad, wait=True)
+    slot = res["slot"]
+    assert res["result"]["rolled_back"] is True, res
+    assert slot["state"] == "ready" and slot["profile"] == "pf-a"
+    assert slot["resolved"]["name"] == "pf-a" and slot["resolved"]["content_hash"]
+    assert slot["cause"] is None and slot["last_failure"]["kind"] == "oom"
+
+
+def test_restart_says_when_the_profile_changed(running):
+    agent, before = running
+    res = agent.call("restart")
+    assert res["profile_changed"] is False
+    agent.wait_state("ready")
+    agent.write_profile("pf-a", max_running_requests=8)
+    res = agent.call("restart")
+    assert res["profile_changed"] is True
+    agent.wait_state("ready")
+    assert agent.events("profile.changed")
