@@ -429,7 +429,9 @@ class SeekError(ValueError):
     """A seek target that cannot be understood; the message says which forms work."""
 
 
-_SEEK_HELP = "use +30, -2m, 1:30 (from the start), 50%, 15:04:05 (clock time), start or end"
+_SEEK_HELP = (
+    "use +30, -2m, 1:30 or +1:30 (from the start), 50%, 15:04:05 (clock time), start or end"
+)
 _UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 
@@ -450,6 +452,12 @@ def parse_seek(text: str, now: float, start: float, end: float) -> float:
         return start
     if s in ("end", "last"):
         return end
+    # "+1:40" is a position as the replay bar prints it ("+1:44 / 4:20"): from the start.
+    m = re.fullmatch(r"\+\s*(\d+):(\d{2})(?::(\d{2}))?", s)
+    if m:
+        a, b, c = int(m.group(1)), int(m.group(2)), m.group(3)
+        offset = a * 3600 + b * 60 + int(c) if c is not None else a * 60 + b
+        return clamp(start + offset)
     m = re.fullmatch(r"([+-])\s*(\d+(?:\.\d+)?)\s*(s|m|min|h)?", s)
     if m:
         delta = float(m.group(2)) * _UNIT[m.group(3) or ""]

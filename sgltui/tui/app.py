@@ -89,6 +89,7 @@ class SgltuiApp(App[str | None]):
         self.demo_load = True  # `sgltui demo --no-load` turns the background load off
         self._theme_name = theme or self.config.theme or DEFAULT_THEME
         self._dirty: set[str] = set()
+        self._hidden_dirty: set[str] = set()  # areas of tabs not on screen, drawn when shown
         self._new_lines: list[LogLine] = []
         self._flush_scheduled = False
         self._status_scheduled = False
@@ -299,7 +300,12 @@ class SgltuiApp(App[str | None]):
     def _flush_dirty(self) -> None:
         self._flush_scheduled = False
         dirty, self._dirty = self._dirty, set()
+        # The Activity tab is drawn when shown: a hidden RichLog still lays the whole screen
+        # out on every write (an event every few seconds).
         try:
+            if M.ACTIVITY in dirty and self.query_one(TabbedContent).active != "tab-activity":
+                dirty.discard(M.ACTIVITY)
+                self._hidden_dirty.add(M.ACTIVITY)
             self._draw(dirty)
         except NoMatches:
             pass  # the app is shutting down and its panes are already gone
@@ -360,6 +366,12 @@ class SgltuiApp(App[str | None]):
         tab = self.query_one(TabbedContent).get_tab("tab-logs")
         text = self.query_one(LogPane).describe()
         tab.label = text[:1].upper() + text[1:]
+
+    @on(TabbedContent.TabActivated)
+    def _tab_shown(self) -> None:
+        if self._hidden_dirty:
+            areas, self._hidden_dirty = self._hidden_dirty, set()
+            self._mark(*areas)
 
     @on(LogPane.StateChanged)
     def _log_state(self) -> None:

@@ -118,6 +118,9 @@ def test_parse_seek_forms():
     assert parse_seek("-2m", now, start, end) == now - 120
     assert parse_seek("90", now, start, end) == start + 90
     assert parse_seek("1:30", now, start, end) == start + 90
+    # The bar prints positions as "+1:44 / 4:20": typing one back goes there (issue 15).
+    assert parse_seek("+1:40", now, start, end) == start + 100
+    assert parse_seek("+ 1:00:05", now, start, end) == start + 3605
     mid = start + 3000.0
     clock = time.strftime("%H:%M:%S", time.localtime(mid))
     # h:mm:ss is a clock time when the session covers it, else an offset from the start.

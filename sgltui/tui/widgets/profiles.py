@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from textual.app import ComposeResult
@@ -10,6 +11,10 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from sgltui.tui import views
+
+
+def _shape(text: str) -> str:
+    return re.sub(r"\S", "x", text)
 
 
 class ProfilesPane(Vertical, can_focus=False):
@@ -48,8 +53,11 @@ class ProfilesPane(Vertical, can_focus=False):
         slot = slots[0] if slots else None
         text = views.slot_details(slot)
         if text != self._details:  # an unchanged Static.update still costs a layout pass
+            # A layout only when the text's shape changes (line lengths, word breaks, so its
+            # wrapped height may): the uptime ticks every poll and needs a repaint only.
+            relayout = _shape(text) != _shape(self._details) or not self._details
             self._details = text
-            self.query_one("#slot-details", Static).update(text)
+            self.query_one("#slot-details", Static).update(text, layout=relayout)
 
     def highlighted_profile(self) -> str | None:
         options = self.query_one("#profile-list", OptionList)
