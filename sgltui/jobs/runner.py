@@ -7,9 +7,10 @@ aiohttp transport and the same request path), with what a long job needs on top:
 - `pause()` stops new sends and reports paused once nothing is in flight; `pause(force=True)`
   cancels what is in flight and sends it again after `resume()` (a swap's --force);
 - `set_target(url)` points it at another server (after a swap) on a fresh connection pool;
-- connection errors (refused, connect timeout: a server going away or not up yet) are retried
-  without limit and never counted; 5xx, 408/429, broken responses and SGLang aborts are retried
-  MAX_RETRIES times with backoff; other 4xx are final and go to the errors file.
+- connection errors (refused, connect timeout, the server closing the connection: a server
+  going away or not up yet, as in a swap) are retried without limit and never counted; 5xx,
+  408/429, broken responses and SGLang aborts are retried MAX_RETRIES times with backoff; other
+  4xx are final and go to the errors file.
 """
 
 from __future__ import annotations

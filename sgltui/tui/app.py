@@ -44,6 +44,7 @@ from sgltui.tui.widgets.throughput import ThroughputPane
 # Actions that change servers or start work: disabled in a read-only (replay) source.
 _MUTATING = {"start", "stop", "restart", "bench", "bench_stop", "toggle_demo_load", "profile_key"}
 _ACTIVE = ("launching", "ready", "draining", "stopping")
+PINNED = "is pinned to slot"  # the agent's refusal of a swap under a pinned batch job
 FLUSH_DELAY_S = 0.1  # pushes arriving within this window are drawn in one go
 STATUS_POLL_S = 5.0  # safety net for uptime and anything a missed event would leave stale
 
@@ -404,6 +405,9 @@ class SgltuiApp(App[str | None]):
             try:
                 await self.source.call(op, **args)
             except Exception as exc:
+                if op in ("swap", "restart") and PINNED in str(exc) and not args.get("confirm"):
+                    self._confirm_pinned(op, done, args, one_line(exc))
+                    return
                 self.notify(
                     one_line(exc), title=f"{op} failed", severity="error", markup=False, timeout=8
                 )
@@ -413,6 +417,16 @@ class SgltuiApp(App[str | None]):
             self._refresh_status_soon()
 
         self.run_worker(run(), group="ops", exit_on_error=False, description=f"op {op}")
+
+    def _confirm_pinned(self, op: str, done: str | None, args: dict[str, Any], why: str) -> None:
+        """A batch job pinned to the slot: the swap asks first (the job pauses and resumes on
+        the new server when it goes ahead)."""
+
+        def chosen(yes: bool | None) -> None:
+            if yes:
+                self._op(op, done=done, **{**args, "confirm": True})
+
+        self.push_screen(Confirm(f"{escape(why)}\n\n{op.capitalize()} anyway?"), chosen)
 
     def _read_only_refusal(self) -> bool:
         if self.source.read_only:

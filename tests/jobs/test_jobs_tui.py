@@ -50,3 +50,39 @@ async def test_jobs_tab_shows_progress_and_pauses_with_space(agent, tmp_path):
     final = await asyncio.to_thread(agent.call, "job_status", job=view["id"])
     assert final["concurrency"] == 8 and final["state"] == "running"
     await asyncio.to_thread(agent.call, "job_cancel", job=view["id"])
+
+
+async def test_swap_key_under_a_pinned_job_asks_first(agent, tmp_path):
+    from sgltui.tui.screens import Confirm, DrainChoice
+
+    a = agent.write_profile("t-a", key="7")
+    b = agent.write_profile("t-b", key="8")
+    await asyncio.to_thread(agent.call, "start", profile=a, wait=True)
+    inp = tmp_path / "pin.jsonl"
+    write_input(inp, 3000, max_tokens=64)
+    view = await asyncio.to_thread(
+        agent.call, "job_run", input=str(inp), output=str(tmp_path / "pin.out.jsonl"),
+        concurrency=4, pinned=True,
+    )  # fmt: skip
+    source = LiveSource(agent.state_dir, profiles_dirs=[agent.profiles_dir], autostart=False)
+    app = app_with(source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.model.connected, timeout=20)
+        await until(pilot, lambda: app.model.profile_for_key("8"), timeout=20)
+        await pilot.press("8")
+        if isinstance(app.screen, DrainChoice):  # requests are running: drain them
+            await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, Confirm), timeout=20)
+        assert (await asyncio.to_thread(agent.slot))["profile"] == a  # nothing happened yet
+        await pilot.press("y")
+        await until(
+            pilot,
+            lambda: (
+                (app.model.slot("0") or {}).get("profile") == b
+                and (app.model.slot("0") or {}).get("state") == "ready"
+            ),
+            timeout=60,
+        )
+    final = await asyncio.to_thread(agent.call, "job_status", job=view["id"])
+    assert final["state"] in ("running", "done") and final["failed"] == 0
+    await asyncio.to_thread(agent.call, "job_cancel", job=view["id"])

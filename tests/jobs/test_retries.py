@@ -1,0 +1,108 @@
+"""The runner's retries against a server that misbehaves on purpose: 5xx, SGLang aborts and
+dropped connections are retried; 4xx are final; connection refused waits and is never counted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+
+from aiohttp import web
+
+from sgltui.jobs.runner import Runner
+from sgltui.jobs.verify import verify
+from tests.jobs.batch_input import read_output, write_input
+
+
+def _answer(cid: str, reason: str = "length") -> dict:
+    return {
+        "id": f"cmpl-{cid}",
+        "object": "text_completion",
+        "choices": [{"index": 0, "text": "ok", "finish_reason": reason}],
+        "usage": {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5},
+    }
+
+
+async def _serve(handler) -> tuple[web.AppRunner, int]:
+    app = web.Application()
+    app.router.add_post("/v1/completions", handler)
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001 - aiohttp has no public getter
+    return runner, port
+
+
+async def test_transient_errors_are_retried_and_4xx_are_final(tmp_path):
+    attempts: Counter[str] = Counter()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        key = json.dumps(body, sort_keys=True)
+        attempts[key] += 1
+        n = attempts[key]
+        if "messages" not in body and "prompt" not in body:
+            return web.json_response({"error": "bad request"}, status=400)
+        if n == 1:
+            return web.json_response({"error": "overloaded"}, status=503)
+        if n == 2:
+            return web.json_response(_answer("x", reason="abort"))  # SGLang abort / retract
+        if n == 3:
+            request.transport.close()  # the connection drops mid-request
+            return web.Response()
+        return web.json_response(_answer("x"))
+
+    server, port = await _serve(handler)
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_input(inp, 20, bad=(4,))
+    events: list[dict] = []
+    import sgltui.jobs.runner as R
+
+    R.BACKOFF_S = 0.01  # the policy, not the waiting, is under test
+    r = Runner(inp, out, 4, events.append)
+    r.prepare()
+    r.set_target(f"http://127.0.0.1:{port}")
+    try:
+        assert await asyncio.wait_for(r.run(), 60) == "done"
+    finally:
+        await server.cleanup()
+        R.BACKOFF_S = 0.5
+    assert r.c.done == 19 and r.c.failed == 1
+    assert r.c.retries == 19 * 2  # the 503 and the abort
+    assert r.c.conn_errors == 19  # the dropped connection: retried, never counted against it
+    errors = read_output(tmp_path / "out.errors.jsonl")
+    assert [e["custom_id"] for e in errors] == ["req-000004"]
+    assert errors[0]["response"]["status_code"] == 400
+    v = verify(inp, out)
+    assert v.answered == 19 and v.n_failed == 1 and v.n_missing == 0 and v.n_duplicates == 0
+
+
+async def test_connection_refused_waits_for_the_server_and_is_not_a_failure(tmp_path, free_port):
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_input(inp, 10)
+    r = Runner(inp, out, 2, lambda m: None)
+    r.prepare()
+    r.set_target(f"http://127.0.0.1:{free_port}")  # nothing listens yet
+    task = asyncio.get_running_loop().create_task(r.run())
+    deadline = asyncio.get_running_loop().time() + 20
+    while r.c.conn_errors < 6:
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.05)
+
+    async def ok(request: web.Request) -> web.Response:
+        return web.json_response(_answer("x"))
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", ok)
+    app.router.add_post("/v1/chat/completions", ok)
+    server = web.AppRunner(app)
+    await server.setup()
+    await web.TCPSite(server, "127.0.0.1", free_port).start()
+    try:
+        assert await asyncio.wait_for(task, 30) == "done"
+    finally:
+        await server.cleanup()
+    assert r.c.done == 10 and r.c.failed == 0 and r.c.retries == 0
+    assert verify(inp, out).ok
