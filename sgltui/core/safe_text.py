@@ -41,3 +41,17 @@ def printable(text: object, limit: int | None = None) -> str:
         if limit is not None and len(text) > limit:
             text, cut = text[: max(limit - 1, 0)], True
     return text + ELLIPSIS if cut else text
+
+
+# Text fields of a profile row (agent `profiles` op, `sgltui profiles list --json`) and how much
+# of each a display shows. Names and keys are validated plain at load; descriptions are free text.
+PROFILE_TEXT_FIELDS = {"name": 64, "key": 16, "extends": 64, "description": 200}
+
+
+def printable_profile_row(row: dict) -> dict:
+    """`row` with its text fields made printable and cut, for the TUI and other displays."""
+    out = dict(row)
+    for name, limit in PROFILE_TEXT_FIELDS.items():
+        if isinstance(out.get(name), str):
+            out[name] = printable(out[name], limit)
+    return out

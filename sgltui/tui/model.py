@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sgltui.core.safe_text import printable_profile_row
+
 # Series drawn by the throughput pane: name -> key of ENGINE in STATUS/SAMPLE.
 SERIES = {
     "gen_throughput": "gen_throughput",
@@ -103,7 +105,7 @@ class TuiModel:
         """Profiles in display order. The shipped demo profiles reuse the keys 1-5 of the real
         ones, so a demo session lists only demo profiles and any other lists them last: a key
         then always means the profile listed first with it."""
-        profiles = list(self.status.get("profiles") or [])
+        profiles = [printable_profile_row(p) for p in self.status.get("profiles") or []]
         demo = [p for p in profiles if str(p.get("name", "")).startswith("demo-")]
         if self.demo_only and demo:
             return demo
