@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sgltui.agent.recorder import Recorder  # noqa: E402
-from sgltui.core.jsonl import JsonlIndex, read_jsonl  # noqa: E402
 from sgltui.core.redact import Redactor  # noqa: E402
 from sgltui.core.replay import Replay  # noqa: E402
+from sgltui.session.jsonl import JsonlIndex, read_jsonl  # noqa: E402
+from sgltui.session.writer import Recorder  # noqa: E402
 
 BATCH_LINE = (
     "[2026-12-02 15:40:41] Decode batch, #running-req: 4, #token: 8000, token usage: 0.30, "

@@ -22,11 +22,12 @@ from sgltui import __version__
 from sgltui.agent import preflight
 from sgltui.agent.children import ChildError, Children
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
-from sgltui.agent.recorder import Recorder
 from sgltui.agent.resolved import ProfileIndex, Resolved
 from sgltui.agent.slot import FAILED, READY, RUNNING, STOPPED, LaunchError, Slot, SlotConfig
 from sgltui.agent.state import AgentState, LaunchHistory
 from sgltui.core.redact import Redactor
+from sgltui.session.layout import SERVERS_DIR
+from sgltui.session.writer import Recorder
 
 log = logging.getLogger("sgltui.agent")
 
@@ -562,7 +563,7 @@ class Supervisor:
     def _launch_id(self, profile_name: str) -> str:
         base = time.strftime("%Y%m%d-%H%M%S") + "-" + re.sub(r"[^A-Za-z0-9._-]", "_", profile_name)
         candidate, n = base, 1
-        servers = Path(self.recorder.path) / "servers"
+        servers = Path(self.recorder.path) / SERVERS_DIR
         # Checked directly: the recorder's server_log_path() creates the file it names.
         while (servers / f"{candidate}.log").exists():
             n += 1
@@ -868,7 +869,7 @@ class Supervisor:
             path = slot.log_path
             if path is None:
                 logs = sorted(
-                    Path(self.recorder.path, "servers").glob("*.log"),
+                    Path(self.recorder.path, SERVERS_DIR).glob("*.log"),
                     key=lambda p: p.stat().st_mtime,
                 )
                 path = logs[-1] if logs else None

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from sgltui.core import locations
 from sgltui.core.report import FORMATS, build_report, render
-from sgltui.core.sessiondir import (
+from sgltui.session.layout import sessions_root
+from sgltui.session.reader import (
     SessionError,
     load_session,
     resolve_session,
@@ -113,7 +114,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(json.dumps([s.as_dict() for s in summaries], indent=2))
         return 0
     if not summaries:
-        print(f"No sessions under {locations.sessions_dir(_state(args))} yet.")
+        print(f"No sessions under {sessions_root(_state(args))} yet.")
         return 0
     rows = [("SESSION", "STARTED", "LAST EVENT", "LENGTH", "LAUNCHES", "BENCH", "SIZE", "STATE")]
     for s in summaries:

@@ -38,10 +38,6 @@ def state_dir(override: str | os.PathLike[str] | None = None) -> Path:
     return Path(base) / "sgltui"
 
 
-def sessions_dir(state: Path) -> Path:
-    return state / "sessions"
-
-
 def sim_gpu_dir() -> Path:
     """Where running simulators publish their simulated GPU (one JSON file per simulator pid)."""
     env = os.environ.get("SGLTUI_SIM_GPU_DIR")

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sgltui.core.jsonl import TextLineIndex
 from sgltui.core.launch_secrets import FILE_PREFIX
 from sgltui.core.redact import Redactor
-from sgltui.core.sessiondir import Session, load_session
+from sgltui.session.jsonl import TextLineIndex
+from sgltui.session.reader import Session, load_session
 
 CHECKPOINT_EVERY = 500
 CHART_WINDOW_S = 300.0  # the throughput pane shows the last 5 minutes

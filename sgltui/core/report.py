@@ -1,6 +1,6 @@
 """`sgltui report`: what happened in a session, from its directory alone.
 
-build_report() turns a loaded session (core/sessiondir.py) into one plain dict: launches, swaps
+build_report() turns a loaded session (session/reader.py) into one plain dict: launches, swaps
 with their time split (drain / stop / memory release / load / ready), crashes and their causes,
 time in each profile, throughput per profile from the timeline, bench comparisons and the
 recommendation. render() prints that dict as Markdown (with Unicode charts), JSON or CSV, so the
@@ -22,7 +22,7 @@ from typing import Any
 
 from sgltui.core.charts import hbar, sparkline, stacked_bar
 from sgltui.core.redact import Redactor
-from sgltui.core.sessiondir import Session
+from sgltui.session.reader import Session
 
 REPORT_VERSION = 1
 FORMATS = ("md", "json", "csv")

@@ -25,6 +25,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 
 from sgltui.core.files import private_dir, write_atomic
+from sgltui.session.layout import SCREENSHOTS_DIR
 from sgltui.tui import model as M
 from sgltui.tui.bindings import ALL_KEYS, KEYS
 from sgltui.tui.config import TuiConfig
@@ -659,7 +660,7 @@ class SgltuiApp(App[str | None]):
         svg = self.export_screenshot()
         session = (self.model.status.get("agent") or {}).get("session_dir")
         in_session = self.screenshot_dir is None and bool(session)
-        folder = self.screenshot_dir or (Path(session) / "screenshots" if session else Path.cwd())
+        folder = self.screenshot_dir or (Path(session) / SCREENSHOTS_DIR if session else Path.cwd())
         name = time.strftime("sgltui-%Y%m%d-%H%M%S.svg")
         self._write_screenshot(folder, name, svg, in_session)
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sgltui.agent.recorder import Recorder
 from sgltui.core.files import write_json_atomic
+from sgltui.session.writer import Recorder
 
 T0 = 1_800_000_000.0
 API_KEY = "sk-test-4d1f9a77c0"

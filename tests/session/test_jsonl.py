@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sgltui.core.files import write_json_atomic
-from sgltui.core.jsonl import (
+from sgltui.session.jsonl import (
     iter_text_lines,
     read_json,
     read_jsonl,
@@ -104,7 +104,7 @@ def test_write_json_atomic_is_0600_and_atomic(tmp_path):
 
 
 def test_jsonl_index_sorts_by_time_reads_lazily_and_skips_bad_lines(tmp_path):
-    from sgltui.core.jsonl import JsonlIndex, ReadStats
+    from sgltui.session.jsonl import JsonlIndex, ReadStats
 
     p = tmp_path / "timeline.jsonl"
     (tmp_path / "timeline.jsonl.1").write_text('{"ts": 1.0, "n": 1}\n{"ts": 3.0, "n": 3}\n')
@@ -123,7 +123,7 @@ def test_jsonl_index_sorts_by_time_reads_lazily_and_skips_bad_lines(tmp_path):
 
 
 def test_text_line_index_times_lines_and_never_goes_back(tmp_path):
-    from sgltui.core.jsonl import TextLineIndex
+    from sgltui.session.jsonl import TextLineIndex
 
     p = tmp_path / "a.log"
     p.write_text("no stamp\n@5 five\ncontinued\n@3 from another clock\n@9 nine\n")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sgltui.core.report import build_report, render
-from sgltui.core.sessiondir import load_session, session_dirs
+from sgltui.session.reader import load_session, session_dirs
 
 pytest.importorskip("sgltui.agent.daemon", reason="agent area not in this tree")
 pytest.importorskip("sgltui.sim.server", reason="simulator area not in this tree")

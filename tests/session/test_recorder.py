@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from sgltui.agent import recorder as recorder_mod
-from sgltui.agent.recorder import Recorder, RotationLimit, SessionLimits
-from sgltui.core.jsonl import read_jsonl, rotated_parts
+from sgltui.session import writer as recorder_mod
+from sgltui.session.jsonl import read_jsonl, rotated_parts
+from sgltui.session.writer import Recorder, RotationLimit, SessionLimits
 
 KEY = "sk-proj-QkA8f2hx91"
 
@@ -111,7 +111,7 @@ def test_kill_9_loses_at_most_the_line_being_written(tmp_path):
     sdir = tmp_path / "s"
     code = (
         "import sys\n"
-        "from sgltui.agent.recorder import Recorder\n"
+        "from sgltui.session.writer import Recorder\n"
         "r = Recorder.create(None, session_dir=sys.argv[1])\n"
         "i = 0\n"
         "while True:\n"
@@ -278,7 +278,7 @@ def test_real_write_limit_in_a_child_process(tmp_path):
     a real partial write and a real error, without needing a full disk."""
     code = (
         "import json, resource, sys\n"
-        "from sgltui.agent.recorder import Recorder\n"
+        "from sgltui.session.writer import Recorder\n"
         "r = Recorder.create(None, session_dir=sys.argv[1])\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))\n"
         "for i in range(100):\n"

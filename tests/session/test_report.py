@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from sgltui.agent.recorder import Recorder
 from sgltui.core.report import build_report, render
-from sgltui.core.sessiondir import load_session
+from sgltui.session.reader import load_session
+from sgltui.session.writer import Recorder
 
 from . import builder
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -231,7 +231,8 @@ class JsonlIndex:
             i += len(self.ts)
         if not 0 <= i < len(self.ts):
             raise IndexError(i)
-        return json.loads(self._parts.read_line(self._part[i], self._off[i]))
+        obj: dict[str, Any] = json.loads(self._parts.read_line(self._part[i], self._off[i]))
+        return obj
 
     def slice(self, a: int, b: int) -> list[dict[str, Any]]:
         return [self[i] for i in range(max(0, a), min(b, len(self.ts)))]
@@ -250,7 +251,13 @@ class TextLineIndex:
     `stamp(line) -> float | None` gives a line's own time; lines without one inherit the
     previous line's (first lines: `start`), and time never goes backwards."""
 
-    def __init__(self, path: Path, stamp, start: float, rotated: bool = True) -> None:
+    def __init__(
+        self,
+        path: Path,
+        stamp: Callable[[str], float | None],
+        start: float,
+        rotated: bool = True,
+    ) -> None:
         from array import array
 
         parts = rotated_parts(path) if rotated else ([Path(path)] if Path(path).exists() else [])

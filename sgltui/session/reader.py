@@ -1,6 +1,6 @@
 """Find and load recorded sessions (read-only): listing, name resolution, loading for reports/replay.
 
-Layout (written by sgltui/agent/recorder.py; see README.md, "Sessions"):
+Layout (written by sgltui/session/writer.py; see README.md, "Sessions"):
 ``<state>/sessions/<YYYYmmdd-HHMMSS>-<host>/{events.jsonl, timeline.jsonl, servers/, bench/}``.
 Every read here tolerates a session that is still being written or was cut by kill -9.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sgltui.core.jsonl import (
+from sgltui.session.jsonl import (
     JsonlIndex,
     ReadStats,
     iter_jsonl,
@@ -23,21 +23,23 @@ from sgltui.core.jsonl import (
     read_jsonl,
     rotated_parts,
 )
-
-EVENTS_FILE = "events.jsonl"
-TIMELINE_FILE = "timeline.jsonl"
+from sgltui.session.layout import (
+    BENCH_DIR,
+    EVENTS_FILE,
+    SERVERS_DIR,
+    TIMELINE_FILE,
+    sessions_root,
+)
 
 
 class SessionError(Exception):
     """One-line, user-facing: what is wrong and what to do."""
 
 
-def sessions_root(state_dir: Path) -> Path:
-    return Path(state_dir) / "sessions"
-
-
 def is_session_dir(path: Path) -> bool:
-    return path.is_dir() and (any(rotated_parts(path / EVENTS_FILE)) or (path / "servers").is_dir())
+    return path.is_dir() and (
+        any(rotated_parts(path / EVENTS_FILE)) or (path / SERVERS_DIR).is_dir()
+    )
 
 
 def session_dirs(state_dir: Path) -> list[Path]:
@@ -87,13 +89,13 @@ def resolve_session(state_dir: Path, name: str | None) -> Path:
 # ---------------------------------------------------------------------------------------------
 
 
-def _first_event(path: Path) -> dict | None:
+def _first_event(path: Path) -> dict[str, Any] | None:
     for ev in iter_jsonl(path / EVENTS_FILE):
         return ev
     return None
 
 
-def _last_event(path: Path) -> dict | None:
+def _last_event(path: Path) -> dict[str, Any] | None:
     """The last whole event line, read from the end of the live part (sessions can be large)."""
     for part in reversed(rotated_parts(path / EVENTS_FILE)):
         try:
@@ -153,8 +155,8 @@ class SessionSummary:
 
 def summarize(path: Path) -> SessionSummary:
     first, last = _first_event(path), _last_event(path)
-    servers = path / "servers"
-    bench = path / "bench"
+    servers = path / SERVERS_DIR
+    bench = path / BENCH_DIR
     launches = len([p for p in servers.glob("*.log")]) if servers.is_dir() else 0
     runs = len([p for p in bench.glob("*.json")]) if bench.is_dir() else 0
     return SessionSummary(
@@ -178,14 +180,14 @@ def summarize(path: Path) -> SessionSummary:
 class BenchRun:
     run_id: str
     path: Path
-    data: dict | None
+    data: dict[str, Any] | None
     error: str | None
 
 
 @dataclass
 class Session:
     path: Path
-    events: list[dict]
+    events: list[dict[str, Any]]
     timeline: JsonlIndex  # sorted by ts, read from disk on demand (sessions can be huge)
     bench: list[BenchRun]
     events_stats: ReadStats
@@ -197,7 +199,7 @@ class Session:
         return self.path.name
 
     def server_log(self, launch_id: str) -> Path:
-        return self.path / "servers" / f"{launch_id}.log"
+        return self.path / SERVERS_DIR / f"{launch_id}.log"
 
     def server_log_lines(self, launch_id: str) -> Iterator[str]:
         """Raw lines (rotated parts included); callers redact before showing or copying them."""
@@ -214,7 +216,7 @@ def load_session(path: Path, with_timeline: bool = True) -> Session:
     timeline = JsonlIndex(path / (TIMELINE_FILE if with_timeline else ".no-timeline"), tl_stats)
     events.sort(key=lambda e: e.get("ts") or 0.0)  # backlog after a disk outage may be out of order
     runs = []
-    bench_dir = path / "bench"
+    bench_dir = path / BENCH_DIR
     if bench_dir.is_dir():
         for p in sorted(bench_dir.glob("*.json")):
             data, err = read_json(p)
@@ -224,7 +226,7 @@ def load_session(path: Path, with_timeline: bool = True) -> Session:
                 BenchRun(run_id=(data or {}).get("run_id") or p.stem, path=p, data=data, error=err)
             )
     notes = []
-    for label, st in (("events.jsonl", ev_stats), ("timeline.jsonl", tl_stats)):
+    for label, st in ((EVENTS_FILE, ev_stats), (TIMELINE_FILE, tl_stats)):
         note = st.note()
         if note:
             notes.append(f"{label}: {note}")

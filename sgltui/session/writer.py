@@ -1,15 +1,9 @@
-"""The session recorder: the agent's evidence on disk (design.md, "The session directory").
-
-    <sessions>/<YYYYmmdd-HHMMSS>-<host>/        mode 0700
-        events.jsonl[.1 .. .N]                  one EVENT per line, flushed per event
-        timeline.jsonl[.1 .. .N]                one SAMPLE per line
-        servers/<launch-id>.log[.1 ..]          each server's own output (written by the server)
-        bench/<run-id>.json                     bench results (written by the bench runner)
+"""The session writer (the agent's recorder): its evidence on disk, in the format of layout.py.
 
 Rules this module keeps, and why:
 
 * Every line is written with a single ``os.write`` on an ``O_APPEND`` descriptor, so a kill -9
-  loses at most the line being written and never interleaves; readers (core/jsonl.py) skip a
+  loses at most the line being written and never interleaves; readers (session/jsonl.py) skip a
   torn last line. A partial write (disk full mid-line) is cut back off, so nothing that was
   complete before is ever damaged.
 * Secrets never reach disk: every event and sample goes through a :class:`Redactor` that learns
@@ -26,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import re
 import shutil
@@ -38,19 +33,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sgltui.core.files import PRIVATE_DIR as DIR_MODE
+from sgltui.core.files import PRIVATE_FILE as FILE_MODE
 from sgltui.core.redact import Redactor
-
-SCHEMA_VERSION = 1
-DIR_MODE = 0o700
-FILE_MODE = 0o600
-
-EVENTS_FILE = "events.jsonl"
-TIMELINE_FILE = "timeline.jsonl"
-SERVERS_DIR = "servers"
-BENCH_DIR = "bench"
+from sgltui.session.layout import (
+    BENCH_DIR,
+    EVENTS_FILE,
+    SERVERS_DIR,
+    TIMELINE_FILE,
+    sessions_root,
+)
+from sgltui.session.layout import FORMAT_VERSION as SCHEMA_VERSION
 
 # While the disk refuses writes, events wait here (oldest dropped first) and are retried at most
 # this often, so a full disk is not hammered once per sample.
+log = logging.getLogger(__name__)
+
 BACKLOG_EVENTS = 5000
 RETRY_INTERVAL_S = 2.0
 SCRUB_INTERVAL_S = 0.5
@@ -358,7 +356,7 @@ class Recorder:
         self.redactor = Redactor()
         # Called with a disk.error / disk.ok EVENT when the disk state flips, so the agent can push
         # it to viewers even though it may not (yet) be on disk.
-        self.on_disk_change: Callable[[dict], None] | None = None
+        self.on_disk_change: Callable[[dict[str, Any]], None] | None = None
         self._lock = threading.RLock()
         self._events = AppendFile(self.path / EVENTS_FILE, self.limits.events)
         self._timeline = AppendFile(self.path / TIMELINE_FILE, self.limits.timeline)
@@ -389,7 +387,7 @@ class Recorder:
         """A new session under <state_dir>/sessions/<YYYYmmdd-HHMMSS>-<host>/ (or `session_dir`)."""
         limits, warnings = cls._limits(limits)
         if session_dir is None:
-            base = Path(state_dir) / "sessions"
+            base = sessions_root(state_dir)
             try:
                 base.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
             except OSError:
@@ -441,7 +439,7 @@ class Recorder:
         self.redactor.add_secret(secret)
         self._next_scrub = 0.0
 
-    def event(self, type: str, **fields: Any) -> dict:
+    def event(self, type: str, **fields: Any) -> dict[str, Any]:
         """Add v/ts, redact, append and flush one EVENT; return it (as written)."""
         ts = fields.pop("ts", None)
         ev: dict[str, Any] = {
@@ -458,7 +456,7 @@ class Recorder:
             self._write_event_line(line)
         return ev
 
-    def sample(self, sample: dict) -> None:
+    def sample(self, sample: dict[str, Any]) -> None:
         """Append one SAMPLE to timeline.jsonl (dropped and counted while the disk refuses)."""
         sample = dict(sample)
         sample.setdefault("v", SCHEMA_VERSION)
@@ -521,7 +519,7 @@ class Recorder:
         return path
 
     @property
-    def disk(self) -> dict:
+    def disk(self) -> dict[str, Any]:
         """{"ok", "error", "path", "since", "free_bytes", "warning", "dropped_events",
         "dropped_samples", "backlog"}: ok is False while writes fail."""
         with self._lock:
@@ -629,13 +627,13 @@ class Recorder:
             return
         self._notify(ev)
 
-    def _notify(self, ev: dict) -> None:
+    def _notify(self, ev: dict[str, Any]) -> None:
         cb = self.on_disk_change
         if cb is not None:
             try:
                 cb(ev)
-            except Exception:  # a viewer-side bug must not break recording
-                pass
+            except Exception:  # noqa: BLE001 - a viewer-side bug must not break recording
+                log.exception("disk-state callback failed")
 
     def _maintain_locked(self, now: float, force_scrub: bool = False) -> None:
         if force_scrub or now >= self._next_scrub:
