@@ -87,6 +87,26 @@ def _reap_relays() -> None:
     _orphan_relays[:] = [r for r in _orphan_relays if r.poll() is None]
 
 
+def _zombie_returncode(pid: int) -> int | None:
+    """Popen-style returncode of `pid` if it is a zombie (its wait status is in /proc/PID/stat
+    until the parent reaps it: field 52, Linux >= 3.5); None when it runs or is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state is field 3
+    if not fields or fields[0] != "Z" or len(fields) < 50:
+        return None
+    try:
+        status = int(fields[-1])
+    except ValueError:
+        return None
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+
+
 def _describe(profile: Any) -> dict | None:
     """The resolved profile a slot runs (sgltui/agent/resolved.py), without secrets."""
     describe = getattr(profile, "describe", None)
@@ -588,11 +608,17 @@ class Slot:
             self._close_relay()
 
     def _exit_code(self) -> tuple[bool, int | None]:
-        """(exited, returncode) of the main process; code None when it is not our child."""
+        """(exited, returncode) of the main process; for a re-adopted server (not our child) the
+        code is read from /proc while it is a zombie, else None."""
         if self.popen is not None:
             rc = self.popen.poll()
             return rc is not None, rc
-        return (not self.tree.main_alive()) if self.tree else True, None
+        if not self.tree:
+            return True, None
+        zombie_rc = _zombie_returncode(self.tree.pid)
+        if zombie_rc is not None:
+            return True, zombie_rc
+        return not self.tree.main_alive(), None
 
     async def _watch(self) -> None:
         try:

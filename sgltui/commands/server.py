@@ -30,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("start", help="launch a profile into a slot and wait until it is ready")
     p.add_argument("profile", help="profile name or .toml path")
     _slot_opts(p)
+    _force_opt(p, drain=False)
     p.set_defaults(handler=cmd_start)
 
     p = sub.add_parser("stop", help="drain and stop the server in a slot")
@@ -46,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("restart", help="stop and relaunch the slot's profile (re-read from disk)")
     _slot_opts(p)
-    p.add_argument("--force", action="store_true", help="do not wait for running requests")
+    _force_opt(p)
     p.add_argument(
         "--yes", action="store_true", help="go ahead although a batch job is pinned to the slot"
     )
@@ -60,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="leave the slot failed instead of relaunching the old profile",
     )
-    p.add_argument("--force", action="store_true", help="do not wait for running requests")
+    _force_opt(p)
     p.add_argument(
         "--yes", action="store_true", help="go ahead although a batch job is pinned to the slot"
     )
@@ -88,6 +89,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     a = asub.add_parser("start", help="start the agent now (any command starts it on demand)")
     a.set_defaults(handler=cmd_agent_start)
     p.set_defaults(handler=lambda args: _usage(p))
+
+
+PREFLIGHT_CHECKS = ("flags", "interpreter", "model", "port", "gpu-memory", "host-memory")
+
+
+def _force_opt(p: argparse.ArgumentParser, drain: bool = True) -> None:
+    what = "bare: do not wait for running requests; " if drain else ""
+    p.add_argument(
+        "--force",
+        nargs="?",
+        const="drain",
+        action="append",
+        default=[],
+        metavar="CHECK",
+        help=f"{what}--force CHECK skips that preflight check ({', '.join(PREFLIGHT_CHECKS)}); "
+        "repeatable",
+    )
+
+
+def _forced(args: argparse.Namespace, drain: bool = True) -> tuple[str, dict]:
+    """(drain mode, {"force": [checks]} or {}) from --force / --force CHECK."""
+    values = list(getattr(args, "force", None) or [])
+    allowed = PREFLIGHT_CHECKS + (("drain",) if drain else ())
+    for v in values:
+        if v not in allowed:
+            raise _cli_error()(
+                f"--force takes a preflight check ({', '.join(PREFLIGHT_CHECKS)})"
+                + (" or nothing (do not wait for running requests)" if drain else "")
+                + f", not {v!r}; put the profile name before --force",
+                2,
+            )
+    skip = [v for v in values if v != "drain"]
+    return ("force" if "drain" in values else "wait"), ({"force": skip} if skip else {})
 
 
 def _usage(p: argparse.ArgumentParser) -> int:
@@ -124,7 +158,7 @@ def _call(args: argparse.Namespace, op: str, autostart: bool = True, **kw: Any) 
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    return _lifecycle(args, "start", profile=args.profile)
+    return _lifecycle(args, "start", profile=args.profile, **_forced(args, drain=False)[1])
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
@@ -132,9 +166,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_restart(args: argparse.Namespace) -> int:
-    return _lifecycle(
-        args, "restart", drain="force" if args.force else "wait", confirm=bool(args.yes)
-    )
+    drain, skip = _forced(args)
+    return _lifecycle(args, "restart", drain=drain, confirm=bool(args.yes), **skip)
 
 
 def cmd_swap(args: argparse.Namespace) -> int:
@@ -143,8 +176,9 @@ def cmd_swap(args: argparse.Namespace) -> int:
         "swap",
         profile=args.profile,
         rollback=not args.no_rollback,
-        drain="force" if args.force else "wait",
+        drain=_forced(args)[0],
         confirm=bool(args.yes),
+        **_forced(args)[1],
     )
 
 

@@ -182,6 +182,17 @@ def classify(exit_code: int | None, lines: Sequence[str], *, killed_by_us: bool 
             "signal", f"killed by {name}", _matching(lines, _GENERIC)[-MAX_LINES:], fix, exit_code
         )
     generic = _matching(lines, _GENERIC)
+    if exit_code is None and not generic:
+        # A re-adopted server is not our child: its exit status is gone with its parent. One
+        # that ends without a single error line was almost always killed (SIGKILL leaves none).
+        return _cause(
+            "signal",
+            "ended with no error in its log: most likely killed by a signal (SIGKILL); "
+            "the exit status of a re-adopted server cannot be read",
+            list(lines)[-MAX_LINES:],
+            "look for the OOM killer in `dmesg` / `journalctl -k` (host RAM), or another user's kill",
+            None,
+        )
     code = "unknown exit status" if exit_code is None else f"exit code {exit_code}"
     return _cause(
         "exit",

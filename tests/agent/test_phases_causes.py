@@ -112,8 +112,19 @@ def test_signal_and_plain_exit():
     )
     cause = causes.classify(3, ["something odd", "ValueError: boom"])
     assert cause["kind"] == "exit" and "exit code 3" in cause["summary"] and cause["lines"]
-    cause = causes.classify(None, [])
-    assert "unknown exit status" in cause["summary"]
+    # A re-adopted server's exit status cannot be read: silence in its log means a kill.
+    cause = causes.classify(None, ["[..] Decode batch, #running-req: 3"])
+    assert cause["kind"] == "signal" and "killed by a signal" in cause["summary"]
+    cause = causes.classify(None, ["Traceback (most recent call last):", "ValueError: boom"])
+    assert cause["kind"] == "exit" and "unknown exit status" in cause["summary"]
+
+
+def test_missing_sglang_and_missing_dependency_are_import_causes():
+    cause = causes.classify(1, ["ModuleNotFoundError: No module named 'sglang'"])
+    assert cause["kind"] == "import" and "SGLang is not installed" in cause["summary"]
+    assert "pip install 'sgltui[sglang]'" in cause["fix"] and cause["fix"].count("fix") == 0
+    cause = causes.classify(1, ["ModuleNotFoundError: No module named 'flashinfer.jit'"])
+    assert cause["kind"] == "import" and "flashinfer.jit" in cause["summary"]
 
 
 REAL_PY = Path("/tmp/sglang-cpu-env/bin/python")

@@ -209,3 +209,21 @@ async def test_subscribe_streams_events_and_log_lines(agent):
         assert any("Load weight begin" in ln for ln in logs)
         ready = events[-1]
         assert ready["client"].startswith("driver:") and ready["slot"] == "0"
+
+
+def test_kill9_of_an_adopted_server_says_killed_by_a_signal(agent):
+    a = agent.write_profile("t-adopt-kill")
+    slot = agent.call("start", profile=a, wait=True)["slot"]
+    os.kill(agent.pid, signal.SIGKILL)
+    old = agent.pid
+    deadline = time.monotonic() + 10
+    while _alive(old) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    st = agent.call("status", autostart=True)
+    agent.wait_pid()
+    assert st["slots"][0]["state"] == "ready" and st["slots"][0]["pid"] == slot["pid"]
+    os.killpg(os.getpgid(slot["pid"]), signal.SIGKILL)
+    crashed = agent.wait_state("crashed", timeout=30)
+    cause = crashed["cause"]
+    assert cause["kind"] == "signal" and "unknown exit status" not in cause["summary"], cause
+    assert "SIGKILL" in cause["summary"], cause
