@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import os
 import socket
 import subprocess
@@ -19,12 +18,10 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from sgltui import __version__, protocol
 from sgltui.agent.daemon import paths
 
 START_TIMEOUT_S = 20.0
-READ_ONLY_OPS = frozenset(
-    {"ping", "status", "logs", "profiles", "timeline", "bench_list", "job_status", "job_list"}
-)
 
 
 class AgentError(Exception):
@@ -71,8 +68,37 @@ class AgentClient:
         self._closed = False
 
     async def connect(
-        self, autostart: bool = True, profiles_dirs: Sequence[str | os.PathLike] = ()
+        self,
+        autostart: bool = True,
+        profiles_dirs: Sequence[str | os.PathLike] = (),
+        check_version: bool = True,
     ) -> None:
+        """Connect (starting an agent if none runs and `autostart`), then check that the agent
+        is of this version: one AgentError line otherwise (`check_version=False` is for the
+        commands that must work anyway: finding and stopping an agent of another version)."""
+        await self._connect(autostart, profiles_dirs)
+        if check_version:
+            await self._hello()
+
+    async def _hello(self) -> None:
+        try:
+            res = await self.call("hello", version=__version__, protocol=protocol.PROTOCOL_VERSION)
+        except AgentError as exc:
+            await self.close()
+            if str(exc).startswith("unknown op 'hello'"):  # an agent from before the handshake
+                raise AgentError(protocol.version_mismatch("(older)", 1) or "") from None
+            raise
+        problem = protocol.version_mismatch(
+            str(res.get("version", "")),
+            int(res.get("protocol", 0)),
+            __version__,
+            protocol.PROTOCOL_VERSION,
+        )
+        if problem:
+            await self.close()
+            raise AgentError(problem)
+
+    async def _connect(self, autostart: bool, profiles_dirs: Sequence[str | os.PathLike]) -> None:
         try:
             await self._open()
             return
@@ -112,20 +138,18 @@ class AgentClient:
                 if not line:
                     break
                 try:
-                    msg = json.loads(line)
-                except ValueError:
+                    msg = protocol.decode_message(line)
+                except protocol.ProtocolError:
                     continue
-                if "push" in msg:
-                    self._pushes.put_nowait(msg)
+                if isinstance(msg, protocol.Push):
+                    self._pushes.put_nowait({"push": msg.push, "data": msg.data})
                     continue
-                fut = self._pending.pop(msg.get("id"), None)
+                fut = self._pending.pop(msg.id, None) if isinstance(msg.id, int) else None
                 if fut is not None and not fut.done():
-                    if msg.get("ok"):
-                        fut.set_result(msg.get("result"))
+                    if msg.ok:
+                        fut.set_result(msg.result)
                     else:
-                        fut.set_exception(
-                            AgentError(msg.get("error") or "the agent refused the command")
-                        )
+                        fut.set_exception(AgentError(msg.error or "the agent refused the command"))
         except (ConnectionError, OSError, ValueError) as exc:
             error = f"connection to the agent lost ({_why(exc)})"
         except asyncio.CancelledError:
@@ -143,9 +167,9 @@ class AgentClient:
         rid = next(self._ids)
         fut = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
-        req = {"id": rid, "op": op, "args": args, "client": self.client}
+        req = protocol.Request(id=rid, op=op, args=args, client=self.client)
         try:
-            self._writer.write(json.dumps(req).encode() + b"\n")
+            self._writer.write(protocol.encode(req))
             await self._writer.drain()
         except (ConnectionError, OSError) as exc:
             self._pending.pop(rid, None)
@@ -195,15 +219,20 @@ def call_sync(
     autostart: bool = True,
     profiles_dirs: Sequence[str | os.PathLike] = (),
     client_name: str = "cli",
+    check_version: bool = True,
     **args: Any,
 ) -> Any:
-    """One request from synchronous code (CLI commands)."""
+    """One request from synchronous code (CLI commands). `profiles_dirs` is where an agent it
+    starts looks for profiles, and goes with the ops that take it."""
 
     async def run() -> Any:
         client = AgentClient(state_dir, client_name)
-        await client.connect(autostart=autostart, profiles_dirs=profiles_dirs)
+        await client.connect(
+            autostart=autostart, profiles_dirs=profiles_dirs, check_version=check_version
+        )
         try:
-            if profiles_dirs and op in ("start", "swap", "restart", "profiles"):
+            spec = protocol.OPS.get(op)
+            if profiles_dirs and spec and "profiles_dirs" in spec.args.__struct_fields__:
                 args.setdefault("profiles_dirs", [str(d) for d in profiles_dirs])
             return await client.call(op, **args)
         finally:
@@ -214,7 +243,9 @@ def call_sync(
     except AgentError as exc:
         # An agent that was just replaced (killed, restarted) may drop the first connection;
         # a read-only question is safe to ask once more. Commands are never repeated.
-        if op not in READ_ONLY_OPS or not str(exc).startswith("connection to the agent lost"):
+        if op not in protocol.READ_ONLY_OPS or not str(exc).startswith(
+            "connection to the agent lost"
+        ):
             raise
         time.sleep(0.2)
         return asyncio.run(run())

@@ -1,25 +1,34 @@
-"""The agent's unix-socket API: newline-delimited JSON requests, replies and pushes.
+"""The agent's unix-socket API: one request, reply or push a line (sgltui/protocol.py).
 
 Each request runs as its own task, so a long `swap ... wait=true` does not hold up a `status`
 on the same connection, and a reply is written whenever its command finishes (matched by id).
 A connection that goes away mid-command is simply forgotten; the command carries on.
+
+One client must not stall the agent or grow its memory: a connection has at most
+MAX_IN_FLIGHT requests running, and the next line is not read until one finishes (the client's
+writes then block in its own socket buffer: backpressure); a reply or push that the client does
+not read within SEND_TIMEOUT_S drops the connection.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 import logging
 import os
 from pathlib import Path
 from typing import Any
 
+from sgltui import protocol
 from sgltui.agent.supervisor import OpError, Supervisor
 
 log = logging.getLogger("sgltui.agent.server")
 
 MAX_LINE = 8 << 20  # a bench spec or a push is small; a bigger line is a broken client
 SUBSCRIBER_QUEUE = 5000  # pushes buffered per client before a non-reading client is dropped
+MAX_IN_FLIGHT = 16  # requests of one connection running at once
+# A client that reads nothing for this long is dropped (shorter in tests).
+SEND_TIMEOUT_S = float(os.environ.get("SGLTUI_SEND_TIMEOUT_S", "10"))
 
 
 class AgentServer:
@@ -79,62 +88,46 @@ class _Conn:
         self.tasks: set[asyncio.Task] = set()
         self.pusher: asyncio.Task | None = None
         self.closed = False
+        self.slots = asyncio.Semaphore(MAX_IN_FLIGHT)
 
     async def run(self) -> None:
-        while True:
+        while not self.closed:
+            await self.slots.acquire()  # backpressure: read on only when a request is done
             try:
                 raw = await self.reader.readline()
             except (asyncio.LimitOverrunError, ValueError):
-                await self.send({"id": None, "ok": False, "error": "request line too long"})
+                self.slots.release()
+                await self.send(protocol.Reply(id=None, ok=False, error="request line too long"))
                 return
             if not raw:
+                self.slots.release()
                 return
-            try:
-                req = json.loads(raw)
-                if not isinstance(req, dict):
-                    raise ValueError
-            except ValueError:
-                await self.send(
-                    {
-                        "id": None,
-                        "ok": False,
-                        "error": "bad request: one JSON object per line expected",
-                    }
-                )
-                continue
-            t = asyncio.get_running_loop().create_task(self.dispatch(req))
+            t = asyncio.get_running_loop().create_task(self.dispatch(raw))
             self.tasks.add(t)
-            t.add_done_callback(self.tasks.discard)
+            t.add_done_callback(self._done)
 
-    async def dispatch(self, req: dict) -> None:
-        rid = req.get("id")
-        op = req.get("op")
-        args = req.get("args") or {}
-        client = req.get("client")
-        client = str(client)[:120] if client is not None else None
-        if not isinstance(op, str) or not isinstance(args, dict):
-            await self.send(
-                {
-                    "id": rid,
-                    "ok": False,
-                    "error": "bad request: 'op' (string) and 'args' (object) expected",
-                }
-            )
-            return
+    def _done(self, task: asyncio.Task) -> None:
+        self.tasks.discard(task)
+        self.slots.release()
+
+    async def dispatch(self, raw: bytes) -> None:
+        rid: protocol.RequestId = None
+        op = "?"
         try:
-            result: Any = await self.sup.handle(op, args, client)
+            req = protocol.decode_request(raw)
+            rid, op = req.id, req.op
+            args = protocol.args_dict(protocol.parse_args(op, req.args))
+            result: Any = await self.sup.handle(op, args, req.client)
             if op == "subscribe":
                 self.subscribe()
-            reply = {"id": rid, "ok": True, "result": result}
-        except OpError as exc:
-            reply = {"id": rid, "ok": False, "error": str(exc)}
-        except Exception as exc:
+            reply = protocol.Reply(id=rid, ok=True, result=result)
+        except (protocol.ProtocolError, OpError) as exc:
+            reply = protocol.Reply(id=rid, ok=False, error=str(exc))
+        except Exception as exc:  # a bug in a handler: logged with its traceback, one line back
             log.exception("op %s failed", op)
-            reply = {
-                "id": rid,
-                "ok": False,
-                "error": f"internal error in {op}: {type(exc).__name__}: {exc}",
-            }
+            reply = protocol.Reply(
+                id=rid, ok=False, error=f"internal error in {op}: {type(exc).__name__}: {exc}"
+            )
         await self.send(reply)
 
     def subscribe(self) -> None:
@@ -154,14 +147,23 @@ class _Conn:
             msg = await self.queue.get()
             await self.send(msg)
 
-    async def send(self, obj: dict) -> None:
+    async def send(self, msg: protocol.Reply | dict) -> None:
         if self.closed:
             return
         try:
-            self.writer.write(json.dumps(obj, default=str).encode() + b"\n")
-            await self.writer.drain()
+            self.writer.write(protocol.encode(msg))
+            await asyncio.wait_for(self.writer.drain(), SEND_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            log.warning("dropping a client that read nothing for %.0fs", SEND_TIMEOUT_S)
+            self.drop()
         except (ConnectionError, RuntimeError, OSError):
             self.closed = True
+
+    def drop(self) -> None:
+        """Close now, unsent data discarded: what a client that does not read has queued."""
+        self.closed = True
+        with contextlib.suppress(OSError, RuntimeError):
+            self.writer.transport.abort()
 
     def shutdown(self) -> None:
         self.closed = True
@@ -170,7 +172,5 @@ class _Conn:
         if self.pusher:
             self.pusher.cancel()
         # Commands already running go on (they are the agent's jobs); only replies are lost.
-        try:
+        with contextlib.suppress(OSError, RuntimeError):
             self.writer.close()
-        except Exception:
-            pass

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sgltui import __version__
+from sgltui import __version__, protocol
 from sgltui.agent import preflight
 from sgltui.agent.children import ChildError, Children
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
@@ -30,21 +30,6 @@ from sgltui.session.layout import SERVERS_DIR
 from sgltui.session.writer import Recorder
 
 log = logging.getLogger("sgltui.agent")
-
-# Ops that only read: no "command" event for them (they would drown the session log).
-QUIET_OPS = {
-    "ping",
-    "status",
-    "logs",
-    "profiles",
-    "timeline",
-    "subscribe",
-    "bench_progress",
-    "bench_list",
-    "job_status",
-    "job_list",
-    "preflight",
-}
 
 
 class OpError(Exception):
@@ -478,10 +463,11 @@ class Supervisor:
     # ---- commands ------------------------------------------------------------------------------
 
     async def handle(self, op: str, args: dict, client: str | None) -> Any:
-        handler: Callable | None = getattr(self, f"op_{op}", None)
-        if handler is None or op.startswith("_"):
-            raise OpError(f"unknown op {op!r}; this agent knows: {', '.join(sorted(_ops(self)))}")
-        if op in QUIET_OPS:
+        # The ops and their arguments' types are protocol.OPS; the server checked `args` already.
+        handler: Callable | None = getattr(self, f"op_{op}", None) if op in protocol.OPS else None
+        if handler is None:
+            raise OpError(f"unknown op {op!r}; this agent knows: {', '.join(sorted(protocol.OPS))}")
+        if op in protocol.READ_ONLY_OPS:  # no "command" event: they would drown the session log
             return await handler(args, client)
         async with self._lock:
             self.emit(
@@ -500,6 +486,14 @@ class Supervisor:
             except JobError as exc:
                 raise OpError(str(exc)) from None
         return result
+
+    async def op_hello(self, args: dict, client: str | None) -> dict:
+        problem = protocol.version_mismatch(
+            __version__, protocol.PROTOCOL_VERSION, args["version"], args["protocol"]
+        )
+        if problem:
+            raise OpError(problem)
+        return {"version": __version__, "protocol": protocol.PROTOCOL_VERSION, "pid": os.getpid()}
 
     async def op_ping(self, args: dict, client: str | None) -> dict:
         return {"pong": True, "pid": os.getpid(), "version": __version__}
@@ -1016,10 +1010,6 @@ def _num_arg(args: dict, name: str, default: float) -> float:
 
 def _public_args(args: dict) -> dict:
     return {k: v for k, v in args.items() if k not in ("profiles_dirs",)}
-
-
-def _ops(sup: Supervisor) -> list[str]:
-    return [n[3:] for n in dir(sup) if n.startswith("op_")]
 
 
 def _connect_host(host: str) -> str:

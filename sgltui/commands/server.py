@@ -400,7 +400,7 @@ async def _follow_logs(args: argparse.Namespace, kw: dict) -> None:
 def cmd_agent_status(args: argparse.Namespace) -> int:
     state = _state(args)
     try:
-        st = call_sync(state, "status", autostart=False)
+        st = call_sync(state, "status", autostart=False, check_version=False)
     except AgentError:
         if args.json:
             print(json.dumps({"running": False, "state_dir": str(state)}))
@@ -426,8 +426,15 @@ def cmd_agent_status(args: argparse.Namespace) -> int:
 def cmd_agent_stop(args: argparse.Namespace) -> int:
     state = _state(args)
     try:
-        st = call_sync(state, "status", autostart=False)
-        call_sync(state, "shutdown", autostart=False, stop_servers=args.stop_servers)
+        # Without the version check: this is how an agent of another version is replaced.
+        st = call_sync(state, "status", autostart=False, check_version=False)
+        call_sync(
+            state,
+            "shutdown",
+            autostart=False,
+            check_version=False,
+            stop_servers=args.stop_servers,
+        )
     except AgentError:
         print(f"agent: not running (state dir {state})")
         return 0

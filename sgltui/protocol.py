@@ -1,0 +1,869 @@
+"""The agent's wire protocol and the one reducer of its event stream (stdlib + msgspec only).
+
+Everything that crosses the agent's unix socket is defined here, and encoded and decoded here:
+
+- a request is one JSON object a line, ``{"id", "op", "args", "client"}``; ``OPS`` is the one
+  list of ops, each with the Struct its arguments must match (so a wrong type is one clear error,
+  never a traceback deep in the agent) and whether it only reads;
+- a reply is ``{"id", "ok", "result"}`` or ``{"id", "ok": false, "error"}``;
+- a push is ``{"push": "event" | "sample" | "log", "data"}``;
+- an event (what the agent records in ``events.jsonl`` and pushes) is one Struct per ``type``.
+
+A client opens with ``hello``: agent and client of different versions refuse each other with one
+line that says which versions and how to restart the agent (``version_mismatch``).
+
+``apply(state, event) -> state`` is the only fold of the event stream: the TUI model, replay,
+report and ``status`` all use it, so that they cannot disagree about what an event means.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, Literal, TypeAlias
+
+import msgspec
+from msgspec import Meta, Struct, field
+
+from sgltui import __version__
+
+# Bumped whenever a message changes shape; a client and an agent of different protocol (or
+# package) versions refuse to talk (see `version_mismatch`).
+PROTOCOL_VERSION: Final = 2
+# Schema version of recorded events (the "v" of each events.jsonl line).
+EVENT_SCHEMA: Final = 1
+
+MAX_CLIENT_NAME: Final = 120
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # pragma: no cover - Python 3.10
+
+    class StrEnum(str, enum.Enum):
+        def __str__(self) -> str:
+            return str(self.value)
+
+
+class SlotState(StrEnum):
+    STOPPED = "stopped"
+    LAUNCHING = "launching"
+    READY = "ready"
+    DRAINING = "draining"
+    STOPPING = "stopping"
+    FAILED = "failed"
+    CRASHED = "crashed"
+
+
+class CauseKind(StrEnum):
+    """Why a server failed (sgltui/core/causes.py); `Cause.kind` holds one of these."""
+
+    OOM = "oom"
+    PORT = "port"
+    FLAG = "flag"
+    MODEL = "model"
+    CUDA = "cuda"
+    EXIT = "exit"
+    HANG = "hang"
+    SIGNAL = "signal"
+    PREFLIGHT = "preflight"
+
+
+class Drain(StrEnum):
+    WAIT = "wait"
+    FORCE = "force"
+
+
+class BenchState(StrEnum):
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+class ProtocolError(Exception):
+    """A message that does not follow the protocol: one line for the peer."""
+
+
+# ---- op arguments ------------------------------------------------------------------------------
+# Unknown argument names are refused (a typo must not be silently ignored).
+
+NonNegative = Annotated[float, Meta(ge=0)]
+SlotId = Annotated[str, Meta(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_-]+$")]
+Name = Annotated[str, Meta(min_length=1, max_length=4096)]
+Dirs = list[Annotated[str, Meta(min_length=1, max_length=4096)]]
+
+
+class Args(Struct, forbid_unknown_fields=True, kw_only=True):
+    """Arguments of an op without any."""
+
+
+class HelloArgs(Args):
+    version: str = ""
+    protocol: int = 0
+
+
+class ProfilesArgs(Args):
+    profiles_dirs: Dirs = []
+
+
+class LogsArgs(Args):
+    slot: SlotId = "0"
+    lines: Annotated[int, Meta(ge=0, le=100_000)] = 200
+    launch_id: Annotated[str, Meta(pattern=r"^[A-Za-z0-9._-]+$", max_length=255)] | None = None
+
+
+class TimelineArgs(Args):
+    series: list[Annotated[str, Meta(max_length=255)]] | Name | None = None
+    since: float | None = None
+
+
+# The profile is checked by the agent (its message says how to list profiles).
+ProfileName = Annotated[str, Meta(max_length=4096)]
+# Preflight checks to skip (`--force CHECK`); the agent knows their names (agent/preflight.py).
+CheckName = Annotated[str, Meta(max_length=64)]
+Force = list[CheckName] | CheckName
+
+
+class PreflightArgs(Args):
+    profile: ProfileName = ""
+    slot: SlotId = "0"
+    profiles_dirs: Dirs = []
+    force: Force = []
+
+
+class StartArgs(Args):
+    profile: ProfileName = ""
+    slot: SlotId = "0"
+    profiles_dirs: Dirs = []
+    force: Force = []
+    wait: bool = False
+
+
+class StopArgs(Args):
+    slot: SlotId = "0"
+    drain: Drain = Drain.WAIT
+    timeout: NonNegative = 30.0
+    wait: bool = False
+
+
+class RestartArgs(Args):
+    slot: SlotId = "0"
+    drain: Drain = Drain.WAIT
+    profiles_dirs: Dirs = []
+    force: Force = []
+    wait: bool = False
+
+
+class SwapArgs(Args):
+    profile: ProfileName = ""
+    slot: SlotId = "0"
+    rollback: bool = True
+    drain: Drain = Drain.WAIT
+    profiles_dirs: Dirs = []
+    force: Force = []
+    wait: bool = False
+
+
+class ShutdownArgs(Args):
+    stop_servers: bool = False
+
+
+class BenchStartArgs(Args):
+    spec: dict[str, Any]
+
+
+Scalar: TypeAlias = str | int | float | bool | None
+
+
+class BenchProgressArgs(Args, forbid_unknown_fields=False):
+    """A bench runner's progress; the agent passes the fields on as a `bench.progress` event."""
+
+    run_id: Name
+    state: BenchState | None = None
+    profile: str | None = None
+    concurrency: int | None = None
+    repeat: int | None = None
+    point: int | None = None
+    points: int | None = None
+    phase: str | None = None
+    done: int | None = None
+    failed: int | None = None
+    total: int | None = None
+    in_flight: int | None = None
+    out_tokens: int | None = None
+    elapsed: float | None = None
+    error: str | None = None
+    path: str | None = None
+
+
+class BenchStopArgs(Args):
+    run_id: Name
+
+
+class DemoLoadArgs(Args):
+    on: bool = True
+
+
+JobRef = Annotated[str, Meta(max_length=255)] | None
+# A number, or its text as the CLI passes it, or "auto"; the jobs host checks the range.
+Concurrency = int | Annotated[str, Meta(pattern=r"^(auto|[0-9]{1,7})$")]
+
+
+class JobRunArgs(Args):
+    input: Annotated[str, Meta(max_length=4096)] = ""
+    output: Annotated[str, Meta(max_length=4096)] | None = None
+    slot: SlotId = "0"
+    concurrency: Concurrency | None = "auto"
+    name: Annotated[str, Meta(max_length=255)] | None = None
+    pinned: bool = False
+
+
+class JobArgs(Args):
+    job: JobRef = None
+
+
+class JobSetArgs(Args):
+    """Only what is given changes (UNSET fields are left out of the handler's dict)."""
+
+    job: JobRef = None
+    concurrency: Concurrency | msgspec.UnsetType = msgspec.UNSET
+    pinned: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class Op(Struct, frozen=True):
+    args: type[Args]
+    read_only: bool = False  # safe to ask again after a dropped connection; no "command" event
+    doc: str = ""
+
+
+# The one list of ops. The agent's handler for op X is Supervisor.op_X (a test checks both ways).
+OPS: Final[Mapping[str, Op]] = {
+    "hello": Op(HelloArgs, True, "version handshake; the first request of every connection"),
+    "ping": Op(Args, True, "is the agent alive: pid and version"),
+    "status": Op(Args, True, "the STATUS object: agent, slots, profiles, telemetry, bench"),
+    "profiles": Op(ProfilesArgs, True, "profiles found in the agent's and the given folders"),
+    "logs": Op(LogsArgs, True, "the last lines of a slot's (or a launch's) server log"),
+    "timeline": Op(TimelineArgs, True, "recorded telemetry series"),
+    "subscribe": Op(Args, True, "pushes (events, samples, log lines) on this connection"),
+    "bench_list": Op(Args, True, "bench runs of this agent"),
+    "bench_progress": Op(BenchProgressArgs, True, "a bench runner reports progress"),
+    "preflight": Op(PreflightArgs, True, "the checks a launch of a profile would run"),
+    "start": Op(StartArgs, False, "launch a profile into a stopped slot"),
+    "stop": Op(StopArgs, False, "drain and stop a slot's server"),
+    "restart": Op(RestartArgs, False, "stop and relaunch the slot's profile"),
+    "swap": Op(SwapArgs, False, "switch a slot to another profile (rollback on failure)"),
+    "shutdown": Op(ShutdownArgs, False, "stop the agent (and its servers with stop_servers)"),
+    "bench_start": Op(BenchStartArgs, False, "start a bench run from a spec"),
+    "bench_stop": Op(BenchStopArgs, False, "stop a bench run (partial results are kept)"),
+    "demo_load": Op(DemoLoadArgs, False, "turn the demo load on or off"),
+    "job_run": Op(JobRunArgs, False, "start a batch job from an OpenAI batch file"),
+    "job_status": Op(JobArgs, True, "one batch job, in full"),
+    "job_list": Op(Args, True, "every batch job of this agent"),
+    "job_pause": Op(JobArgs, False, "pause a batch job"),
+    "job_resume": Op(JobArgs, False, "resume a paused batch job"),
+    "job_cancel": Op(JobArgs, False, "cancel a batch job (answers so far are kept)"),
+    "job_set": Op(JobSetArgs, False, "change a job's concurrency or pinning"),
+}
+READ_ONLY_OPS: Final = frozenset(name for name, op in OPS.items() if op.read_only)
+# Ops that work whatever the versions: enough to find and stop an agent of another version.
+VERSIONLESS_OPS: Final = frozenset({"hello", "ping", "shutdown"})
+
+
+# ---- envelopes ---------------------------------------------------------------------------------
+
+RequestId: TypeAlias = int | str | None
+
+
+class Request(Struct, kw_only=True):
+    op: str
+    id: RequestId = None
+    args: dict[str, Any] | None = None
+    client: str | None = None
+
+
+class Reply(Struct, kw_only=True, omit_defaults=True):
+    id: RequestId
+    ok: bool
+    result: Any = None
+    error: str | None = None
+
+
+class Push(Struct, kw_only=True):
+    push: Literal["event", "sample", "log"]
+    data: Any
+
+
+class LogLines(Struct, kw_only=True):
+    slot: str
+    launch_id: str | None = None
+    lines: list[str] = []
+
+
+_encoder = msgspec.json.Encoder(enc_hook=str)  # paths and the like go out as their text
+
+
+def encode(msg: Reply | Push | Request | Mapping[str, Any]) -> bytes:
+    """One message as one line (newline included)."""
+    return _encoder.encode(msg) + b"\n"
+
+
+def decode_request(raw: bytes) -> Request:
+    """A request line -> Request (the op's arguments still a dict: see `parse_args`)."""
+    try:
+        req = msgspec.json.decode(raw, type=Request)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"bad request: {exc}") from None
+    except RecursionError:  # the decoder's own depth guard: a 100k-deep document
+        raise ProtocolError("bad request: JSON nested too deeply") from None
+    except msgspec.DecodeError:
+        raise ProtocolError(
+            'bad request: one JSON object per line expected, like {"id": 1, "op": "status"}'
+        ) from None
+    if req.client is not None:
+        req.client = req.client[:MAX_CLIENT_NAME]
+    return req
+
+
+def parse_args(op: str, args: Mapping[str, Any] | None) -> Args:
+    """The op's arguments checked against its Struct; a ProtocolError names the first problem."""
+    spec = OPS.get(op)
+    if spec is None:
+        raise ProtocolError(f"unknown op {op!r}; this agent knows: {', '.join(sorted(OPS))}")
+    try:
+        return msgspec.convert(args or {}, spec.args)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"bad arguments for {op}: {_explain(spec.args, exc)}") from None
+
+
+def _explain(args_type: type[Args], exc: msgspec.ValidationError) -> str:
+    """msgspec's "Expected `bool`, got `str` - at `$.on`" as "on: expected `bool`, got `str`",
+    with the choices when the argument is one of a few words."""
+    text = str(exc)
+    msg, sep, where = text.rpartition(" - at `$.")
+    if not sep:
+        return text
+    name = where.rstrip("`").split(".")[0].split("[")[0]
+    hint = ""
+    ftype = {f.name: f.type for f in msgspec.structs.fields(args_type)}.get(name)
+    if isinstance(ftype, type) and issubclass(ftype, enum.Enum):
+        hint = " (one of: " + ", ".join(str(m.value) for m in ftype) + ")"
+    return f"{where.rstrip('`')}: {msg[:1].lower()}{msg[1:]}{hint}"
+
+
+def args_dict(args: Args) -> dict[str, Any]:
+    """Checked arguments as the dict the agent's handlers take (defaults filled in)."""
+    out = {f: getattr(args, f) for f in args.__struct_fields__}
+    return {
+        k: (str(v) if isinstance(v, StrEnum) else v)
+        for k, v in out.items()
+        if v is not msgspec.UNSET
+    }
+
+
+def decode_message(raw: bytes) -> Reply | Push:
+    """A line from the agent (client side)."""
+    try:
+        obj = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        raise ProtocolError("the agent sent a line that is not JSON") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError("the agent sent a line that is not a JSON object")
+    try:
+        if "push" in obj:
+            return msgspec.convert(obj, Push)
+        return msgspec.convert(obj, Reply)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"the agent sent a malformed message: {exc}") from None
+
+
+def version_mismatch(
+    agent_version: str,
+    agent_protocol: int,
+    client_version: str = __version__,
+    client_protocol: int = PROTOCOL_VERSION,
+) -> str | None:
+    """The one line a client and an agent of different versions get, or None when they match."""
+    if agent_version == client_version and agent_protocol == client_protocol:
+        return None
+    return (
+        f"the agent runs sgltui {agent_version or '(unknown)'} (protocol {agent_protocol}), "
+        f"this is sgltui {client_version or '(unknown)'} (protocol {client_protocol}): "
+        f"restart the agent with `sgltui agent stop` (its servers keep running), "
+        f"then any sgltui command starts the new one and re-adopts them"
+    )
+
+
+# ---- events ------------------------------------------------------------------------------------
+
+
+class Cause(Struct, kw_only=True):
+    """Why a server failed or was refused; `kind` is a CauseKind value."""
+
+    kind: str = CauseKind.EXIT.value
+    summary: str = ""
+    lines: list[str] = []
+    fix: str = ""
+    exit_code: int | None = None
+
+
+class EventBase(Struct, kw_only=True, tag_field="type"):
+    v: int = EVENT_SCHEMA
+    ts: float = 0.0
+    client: str | None = None
+    slot: str | None = None
+
+
+class AgentStart(EventBase, tag="agent.start"):
+    pid: int | None = None
+    version: str | None = None
+    session_dir: str | None = None
+    state_dir: str | None = None
+    reopened: bool = False
+
+
+class AgentAdopt(EventBase, tag="agent.adopt"):
+    ok: bool = False
+    profile: str | None = None
+    launch_id: str | None = None
+    pid: int | None = None
+    state: SlotState | None = None
+
+
+class AgentStop(EventBase, tag="agent.stop"):
+    stop_servers: bool = False
+    left_running: list[str] = []
+
+
+class Command(EventBase, tag="command"):
+    op: str = ""
+    args: dict[str, Any] = {}
+
+
+class CommandRefused(EventBase, tag="command.refused"):
+    op: str = ""
+    reason: str = ""
+
+
+class PreflightDone(EventBase, tag="preflight"):
+    profile: str | None = None
+    ok: bool = True
+    checks: list[dict[str, Any]] = []
+
+
+class Launch(EventBase, tag="launch"):
+    launch_id: str | None = None
+    profile: str | None = None
+    command: list[str] = []
+    command_hash: str | None = None
+    log_path: str | None = None
+    pid: int | None = None
+    host: str | None = None
+    port: int | None = None
+
+
+class SlotStateChanged(EventBase, tag="slot.state"):
+    state: SlotState | None = None
+    prev: SlotState | None = None
+    phase: str | None = None
+    reason: str | None = None
+    cause: Cause | None = None
+    profile: str | None = None
+    launch_id: str | None = None
+
+
+class SlotPhase(EventBase, tag="slot.phase"):
+    phase: str | None = None
+    progress: float | None = None
+    eta_s: float | None = None
+
+
+class SwapStep(EventBase, tag="swap.step", rename={"from_": "from"}):
+    from_: str | None = None
+    to: str | None = None
+    step: str = ""
+    elapsed_s: float | None = None
+
+
+class SwapDone(EventBase, tag="swap.done", rename={"from_": "from"}):
+    from_: str | None = None
+    to: str | None = None
+    ok: bool = False
+    rolled_back: bool = False
+    aborted: bool = False
+    timings_s: dict[str, float | None] = {}
+
+
+class SwapFailure(EventBase, tag="swap.failure", rename={"from_": "from"}):
+    from_: str | None = None
+    to: str | None = None
+    cause: Cause | None = None
+
+
+class Capacity(EventBase, tag="capacity"):
+    launch_id: str | None = None
+    card: dict[str, Any] | None = None
+
+
+class BenchStart(EventBase, tag="bench.start"):
+    run_id: str = ""
+    spec: dict[str, Any] = {}
+    pid: int | None = None
+
+
+class BenchProgress(EventBase, tag="bench.progress", forbid_unknown_fields=False):
+    run_id: str = ""
+    state: str | None = None
+    profile: str | None = None
+    concurrency: int | None = None
+    repeat: int | None = None
+    point: int | None = None
+    points: int | None = None
+    phase: str | None = None
+    done: int | None = None
+    failed: int | None = None
+    total: int | None = None
+    in_flight: int | None = None
+    out_tokens: int | None = None
+    elapsed: float | None = None
+    error: str | None = None
+    path: str | None = None
+
+
+class BenchDone(EventBase, tag="bench.done"):
+    run_id: str = ""
+    path: str | None = None
+    state: BenchState | None = None
+    ok: bool | None = None
+    error: str | None = None
+    exit_code: int | None = None
+
+
+class DiskError(EventBase, tag="disk.error"):
+    error: str | None = None
+
+
+class DiskOk(EventBase, tag="disk.ok"):
+    pass
+
+
+class LogRotated(EventBase, tag="log.rotated"):
+    file: str = ""
+    keep: int | None = None
+
+
+class OtherEvent(EventBase, tag="other"):
+    """An event type this version does not know (a newer agent, an older session): kept as
+    recorded (`raw`), folded into nothing."""
+
+    name: str = ""
+    raw: dict[str, Any] = {}
+
+
+Event: TypeAlias = (
+    AgentStart
+    | AgentAdopt
+    | AgentStop
+    | Command
+    | CommandRefused
+    | PreflightDone
+    | Launch
+    | SlotStateChanged
+    | SlotPhase
+    | SwapStep
+    | SwapDone
+    | SwapFailure
+    | Capacity
+    | BenchStart
+    | BenchProgress
+    | BenchDone
+    | DiskError
+    | DiskOk
+    | LogRotated
+    | OtherEvent
+)
+
+EVENT_TYPES: Final[Mapping[str, type[EventBase]]] = {
+    str(t.__struct_config__.tag): t
+    for t in (
+        AgentStart,
+        AgentAdopt,
+        AgentStop,
+        Command,
+        CommandRefused,
+        PreflightDone,
+        Launch,
+        SlotStateChanged,
+        SlotPhase,
+        SwapStep,
+        SwapDone,
+        SwapFailure,
+        Capacity,
+        BenchStart,
+        BenchProgress,
+        BenchDone,
+        DiskError,
+        DiskOk,
+        LogRotated,
+    )
+}
+
+
+def decode_event(data: Mapping[str, Any]) -> EventBase:
+    """A recorded or pushed event (a dict) -> its Struct. Lenient, because sessions outlive
+    versions: an unknown type or a field of the wrong type gives an OtherEvent, never an error."""
+    name = data.get("type")
+    raw_ts = data.get("ts")
+    ts = float(raw_ts) if isinstance(raw_ts, (int, float)) and not isinstance(raw_ts, bool) else 0.0
+    client = data.get("client") if isinstance(data.get("client"), str) else None
+    slot = str(data["slot"]) if data.get("slot") is not None else None
+    cls = EVENT_TYPES.get(name) if isinstance(name, str) else None
+    if cls is not None:
+        try:
+            return msgspec.convert(
+                {**data, "ts": ts, "client": client, "slot": slot}, cls, strict=False
+            )
+        except msgspec.ValidationError:
+            pass
+    return OtherEvent(ts=ts, client=client, slot=slot, name=str(name), raw=dict(data))
+
+
+def event_dict(event: EventBase) -> dict[str, Any]:
+    """An event as recorded and pushed (a dict with its "type")."""
+    if isinstance(event, OtherEvent):
+        return dict(event.raw)
+    out: dict[str, Any] = msgspec.to_builtins(event)
+    return out
+
+
+# ---- the state the events fold into -----------------------------------------------------------
+
+
+class SwapView(Struct, kw_only=True, rename={"from_": "from"}):
+    from_: str | None = None
+    to: str | None = None
+    step: str = ""
+    started_at: float | None = None
+    elapsed_s: float | None = None
+
+
+class SlotView(Struct, kw_only=True):
+    """A slot as STATUS shows it; the fields events determine (pids, uptime and the like are
+    the live agent's)."""
+
+    id: str
+    profile: str | None = None
+    state: SlotState = SlotState.STOPPED
+    phase: str | None = None
+    progress: float | None = None
+    eta_s: float | None = None
+    host: str = "127.0.0.1"
+    port: int | None = None
+    pid: int | None = None
+    pids: list[int] = []
+    launch_id: str | None = None
+    log_path: str | None = None
+    started_at: float | None = None
+    ready_at: float | None = None
+    command: list[str] = []
+    command_hash: str | None = None
+    cause: Cause | None = None
+    capacity: dict[str, Any] | None = None
+    swap: SwapView | None = None
+    api_key_set: bool = False
+
+
+class BenchView(Struct, kw_only=True):
+    run_id: str
+    state: BenchState = BenchState.RUNNING
+    started: float | None = None
+    path: str | None = None
+    progress: dict[str, Any] | None = None
+
+
+class DiskView(Struct, kw_only=True):
+    ok: bool = True
+    error: str | None = None
+
+
+class AgentView(Struct, kw_only=True):
+    pid: int | None = None
+    version: str | None = None
+    started: float | None = None
+
+
+class ProfileSeen(Struct, kw_only=True):
+    name: str
+    key: str | None = None
+    description: str = ""
+    launcher: str | None = None
+
+
+class SessionState(Struct, kw_only=True, frozen=True):
+    """What the events up to some point say. Treated as immutable: `apply` returns a new state
+    that shares every part the event did not change (cheap checkpoints for replay)."""
+
+    agent: AgentView = field(default_factory=AgentView)
+    slots: dict[str, SlotView] = {}
+    profiles: dict[str, ProfileSeen] = {}
+    bench: dict[str, BenchView] = {}
+    disk: DiskView = field(default_factory=DiskView)
+
+
+_ENDED = (SlotState.STOPPED, SlotState.FAILED, SlotState.CRASHED)
+_CLEARS_CAUSE = (SlotState.LAUNCHING, SlotState.READY, SlotState.STOPPED)
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    for i, word in enumerate(argv):
+        if word == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith(name + "="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def _with_profiles(state: SessionState, *names: str | None) -> dict[str, ProfileSeen]:
+    new = [n for n in names if n and n not in state.profiles]
+    if not new:
+        return state.profiles
+    return {**state.profiles, **{n: ProfileSeen(name=n) for n in new}}
+
+
+def _slot_event(slot: SlotView, ev: EventBase) -> SlotView:
+    """The slot after one of its events (the same object when the event changes nothing)."""
+    r = msgspec.structs.replace
+    if isinstance(ev, Launch):
+        port = ev.port
+        if port is None:
+            text = _flag(ev.command, "--port")
+            port = int(text) if text and text.isdigit() else 30000
+        return r(
+            slot,
+            profile=ev.profile,
+            launch_id=ev.launch_id,
+            command=list(ev.command),
+            command_hash=ev.command_hash,
+            log_path=ev.log_path,
+            started_at=ev.ts,
+            ready_at=None,
+            pid=ev.pid,
+            pids=[ev.pid] if ev.pid else [],
+            capacity=None,
+            cause=None,
+            host=ev.host or _flag(ev.command, "--host") or "127.0.0.1",
+            port=port,
+            api_key_set=_flag(ev.command, "--api-key") is not None,
+        )
+    if isinstance(ev, SlotStateChanged):
+        state = ev.state or slot.state
+        changes: dict[str, Any] = {"state": state, "phase": ev.phase}
+        if ev.profile:
+            changes["profile"] = ev.profile
+        if ev.launch_id:
+            changes["launch_id"] = ev.launch_id
+        # As the agent's slot does: a state without a cause clears it only when it starts over.
+        if ev.cause is not None or state in _CLEARS_CAUSE:
+            changes["cause"] = ev.cause
+        if state == SlotState.READY:
+            changes.update(ready_at=ev.ts, progress=1.0, eta_s=0.0)
+        elif state != SlotState.LAUNCHING:
+            changes.update(progress=None, eta_s=None)
+        if state in _ENDED:
+            changes.update(pid=None, pids=[])
+        return r(slot, **changes)
+    if isinstance(ev, SlotPhase):
+        return r(slot, phase=ev.phase, progress=ev.progress, eta_s=ev.eta_s)
+    if isinstance(ev, SwapStep):
+        started = slot.swap.started_at if slot.swap else None
+        if started is None and ev.ts:
+            started = ev.ts - (ev.elapsed_s or 0.0)
+        swap = SwapView(
+            from_=ev.from_, to=ev.to, step=ev.step, started_at=started, elapsed_s=ev.elapsed_s
+        )
+        return r(slot, swap=swap)
+    if isinstance(ev, SwapDone):
+        return r(slot, swap=None) if slot.swap is not None else slot
+    if isinstance(ev, Capacity):
+        return r(slot, capacity=ev.card)
+    if isinstance(ev, AgentAdopt):
+        if not ev.profile:
+            return slot
+        changes = {"profile": ev.profile, "launch_id": ev.launch_id or slot.launch_id}
+        if ev.ok and ev.state:
+            changes["state"] = ev.state
+        return r(slot, **changes)
+    return slot
+
+
+def _bench_event(state: SessionState, ev: EventBase) -> dict[str, BenchView]:
+    r = msgspec.structs.replace
+    if isinstance(ev, BenchStart) and ev.run_id:
+        return {**state.bench, ev.run_id: BenchView(run_id=ev.run_id, started=ev.ts)}
+    if isinstance(ev, BenchProgress) and ev.run_id:
+        run = state.bench.get(ev.run_id) or BenchView(run_id=ev.run_id)
+        fields = event_dict(ev)
+        for k in ("v", "ts", "type", "client", "slot"):
+            fields.pop(k, None)
+        return {**state.bench, ev.run_id: r(run, progress=fields)}
+    if isinstance(ev, BenchDone) and ev.run_id:
+        run = state.bench.get(ev.run_id) or BenchView(run_id=ev.run_id)
+        done = ev.state or (BenchState.FAILED if ev.ok is False or ev.error else BenchState.DONE)
+        return {**state.bench, ev.run_id: r(run, state=done, path=ev.path)}
+    return state.bench
+
+
+def apply(state: SessionState, ev: EventBase) -> SessionState:
+    """The state after one event. Pure: `state` is not changed."""
+    r = msgspec.structs.replace
+    if isinstance(ev, AgentStart):
+        agent = AgentView(
+            pid=ev.pid if ev.pid is not None else state.agent.pid,
+            version=ev.version if ev.version is not None else state.agent.version,
+            started=ev.ts,
+        )
+        return r(state, agent=agent)
+    if isinstance(ev, DiskError):
+        return r(state, disk=DiskView(ok=False, error=ev.error))
+    if isinstance(ev, DiskOk):
+        return r(state, disk=DiskView())
+    if isinstance(ev, (BenchStart, BenchProgress, BenchDone)):
+        return r(state, bench=_bench_event(state, ev))
+    if ev.slot is None or isinstance(ev, (Command, CommandRefused, SwapFailure, OtherEvent)):
+        return state
+    slot = state.slots.get(ev.slot) or SlotView(id=ev.slot)
+    new = _slot_event(slot, ev)
+    if new is slot and ev.slot in state.slots:
+        return state
+    profiles = state.profiles
+    if isinstance(ev, Launch):
+        profiles = _with_profiles(state, ev.profile)
+    elif isinstance(ev, SwapStep):
+        profiles = _with_profiles(state, ev.from_, ev.to)
+    return r(state, slots={**state.slots, ev.slot: new}, profiles=profiles)
+
+
+def fold(events: Any, state: SessionState | None = None) -> SessionState:
+    """`apply` over an iterable of events (Structs or recorded dicts)."""
+    state = state or SessionState()
+    for ev in events:
+        state = apply(state, ev if isinstance(ev, EventBase) else decode_event(ev))
+    return state
+
+
+def slot_from_status(data: Mapping[str, Any]) -> SlotView:
+    """A slot of a live STATUS as a SlotView (unknown keys ignored; bad values reset)."""
+    try:
+        return msgspec.convert(data, SlotView, strict=False)
+    except msgspec.ValidationError:
+        return SlotView(id=str(data.get("id", "0")))
+
+
+def slot_dict(slot: SlotView) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(slot)
+    return out
+
+
+def to_builtins(obj: Any) -> Any:
+    """Structs -> plain JSON-able values (what dict-reading code and the wire take)."""
+    return msgspec.to_builtins(obj, enc_hook=str)

@@ -1,0 +1,96 @@
+"""sgltui/protocol.py: requests and their arguments are checked by type, in one place."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from sgltui import protocol
+from sgltui.agent.supervisor import Supervisor
+from sgltui.core import causes
+
+
+def test_every_op_has_a_handler_and_every_handler_an_op():
+    handlers = {n[3:] for n, _ in inspect.getmembers(Supervisor) if n.startswith("op_")}
+    assert handlers == set(protocol.OPS)
+
+
+@pytest.mark.parametrize(
+    ("op", "args", "expect"),
+    [
+        ("demo_load", {"on": "maybe"}, "on: expected `bool`, got `str`"),
+        ("timeline", {"series": 5}, "series: expected"),
+        ("start", {"profile": "a", "profiles_dirs": "/etc"}, "profiles_dirs: expected `array`"),
+        ("stop", {"drain": "maybe"}, "(one of: wait, force)"),
+        ("logs", {"lines": -1}, "lines: expected `int` >= 0"),
+        ("start", {"profile": "a", "bogus": 1}, "unknown field `bogus`"),
+        ("stop", {"slot": 0}, "slot: expected `str`"),
+        ("frobnicate", {}, "unknown op 'frobnicate'"),
+    ],
+)
+def test_bad_arguments_are_one_line(op, args, expect):
+    """Issue 18 #5: loose types walked a string, turned the load on, raised TypeError."""
+    with pytest.raises(protocol.ProtocolError) as exc:
+        protocol.parse_args(op, args)
+    assert expect in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_good_arguments_get_their_defaults():
+    args = protocol.args_dict(protocol.parse_args("swap", {"profile": "b", "drain": "force"}))
+    assert args == {
+        "profile": "b",
+        "slot": "0",
+        "rollback": True,
+        "drain": "force",
+        "profiles_dirs": [],
+        "force": [],
+        "wait": False,
+    }
+    assert type(args["drain"]) is str
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        b"not json",
+        b"[1, 2]",
+        b'{"op": 5}',
+        b'{"id": {}, "op": "x"}',
+    ],
+)
+def test_bad_request_lines_are_one_line(raw):
+    with pytest.raises(protocol.ProtocolError) as exc:
+        protocol.decode_request(raw)
+    assert str(exc.value).startswith("bad request") and "\n" not in str(exc.value)
+
+
+def test_version_mismatch_says_which_and_how_to_restart():
+    assert protocol.version_mismatch("0.1.0", protocol.PROTOCOL_VERSION, "0.1.0") is None
+    line = protocol.version_mismatch("0.0.9", 1, "0.1.0", protocol.PROTOCOL_VERSION)
+    assert line and "0.0.9 (protocol 1)" in line and "0.1.0" in line
+    assert "sgltui agent stop" in line and "\n" not in line
+
+
+def test_events_decode_leniently():
+    ev = protocol.decode_event({"type": "swap.step", "ts": 5, "slot": 0, "from": "a", "to": "b"})
+    assert isinstance(ev, protocol.SwapStep) and ev.from_ == "a" and ev.slot == "0"
+    assert protocol.event_dict(ev)["from"] == "a"
+    odd = protocol.decode_event({"type": "slot.state", "state": "sideways", "ts": 1})
+    assert isinstance(odd, protocol.OtherEvent) and odd.raw["state"] == "sideways"
+    new = protocol.decode_event({"type": "from.the.future", "x": 1})
+    assert isinstance(new, protocol.OtherEvent) and protocol.event_dict(new)["x"] == 1
+
+
+def test_every_cause_kind_is_known():
+    assert {r.kind for r in causes.RULES} <= {k.value for k in protocol.CauseKind}
+
+
+def test_encode_round_trip():
+    line = protocol.encode(protocol.Reply(id=3, ok=False, error="no"))
+    assert line.endswith(b"\n")
+    msg = protocol.decode_message(line)
+    assert isinstance(msg, protocol.Reply) and msg.id == 3 and msg.error == "no"
+    push = protocol.decode_message(protocol.encode({"push": "log", "data": {"lines": []}}))
+    assert isinstance(push, protocol.Push) and push.push == "log"
