@@ -153,6 +153,7 @@ class RestartArgs(Args):
     profiles_dirs: Dirs = []
     force: Force = []
     wait: bool = False
+    confirm: bool = False  # a pinned batch job on the slot asks first
 
 
 class SwapArgs(Args):
@@ -163,6 +164,7 @@ class SwapArgs(Args):
     profiles_dirs: Dirs = []
     force: Force = []
     wait: bool = False
+    confirm: bool = False  # a pinned batch job on the slot asks first
 
 
 class ShutdownArgs(Args):

@@ -46,6 +46,7 @@ def test_good_arguments_get_their_defaults():
         "profiles_dirs": [],
         "force": [],
         "wait": False,
+        "confirm": False,
     }
     assert type(args["drain"]) is str
 
