@@ -22,6 +22,7 @@ from sgltui import __version__, protocol
 from sgltui.agent.daemon import paths
 
 START_TIMEOUT_S = 20.0
+READ_ONLY_OPS = protocol.READ_ONLY_OPS  # where the TUI's source looks for them
 
 
 class AgentError(Exception):
