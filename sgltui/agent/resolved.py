@@ -84,8 +84,12 @@ class Resolved:
     def source(self) -> Path | None:
         return self.profile.source
 
-    def argv(self) -> list[str]:
-        return self.profile.argv()
+    def argv(self, server: dict[str, Any] | None = None) -> list[str]:
+        # `server`: the flags less the secrets, which go in a --config file (launch_secrets.py)
+        return self.profile.argv(server)
+
+    def where(self, key: str) -> core_profiles.Where:
+        return self.profile.where(key)
 
     def command_hash(self) -> str:
         return self.profile.command_hash()

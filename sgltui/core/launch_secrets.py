@@ -99,8 +99,9 @@ def launch_command(profile: Profile, folder: Path) -> tuple[list[str], Path | No
             CONFIG_FLAG,
             "put the flags of that YAML file in [server] instead",
         )
+    argv = profile.argv(public)  # before the file exists: nothing is left if this raises
     config = write_config(folder, hidden)
-    return [*profile.argv(public), f"--{CONFIG_FLAG}", str(config)], config
+    return [*argv, f"--{CONFIG_FLAG}", str(config)], config
 
 
 def sweep(folder: Path, older_than_s: float = STALE_AFTER_S) -> int:

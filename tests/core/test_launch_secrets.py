@@ -112,3 +112,12 @@ def test_the_sims_own_reader_without_pyyaml(tmp_path, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "yaml", None)  # import yaml -> ImportError
     text = launch_secrets.config_text({"api-key": KEY}) + "# note\nport: 30001\nx: word\n"
     assert read_yaml_mapping(text) == {"api-key": KEY, "port": 30001, "x": "word"}
+
+
+def test_the_agents_resolved_profile_takes_the_same_channel(tmp_path):
+    """The agent launches a Resolved (agent/resolved.py), not a core Profile: it must pass the
+    flags less the secrets through (a launch with a key failed with a TypeError otherwise)."""
+    from sgltui.agent.resolved import Resolved
+
+    argv, path = launch_secrets.launch_command(Resolved.of(_profile(tmp_path)), tmp_path / "s")
+    assert KEY not in " ".join(argv) and argv[-2:] == ["--config", str(path)]
