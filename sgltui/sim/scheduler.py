@@ -293,7 +293,10 @@ class Scheduler:
         while self.waiting and budget > 0:
             if len(self.running) + len(batch) >= mrr:
                 break
-            if self.hybrid and self.slots_total - self.slots_used < self.plan.mamba_slots_held_per_req:
+            if (
+                self.hybrid
+                and self.slots_total - self.slots_used < self.plan.mamba_slots_held_per_req
+            ):
                 break
             req = self.waiting[0]
             dev, host = self.cache.match(req.keys)
@@ -353,7 +356,8 @@ class Scheduler:
             if req.prefilled == req.dev_hit + req.host_hit:
                 self.prefill_hits["device_hit"] += req.dev_hit
                 self.prefill_hits["host_hit"] += req.host_hit
-                self.prefill_hits["input"] += req.seq_len
+                # SGLang's "input" mode counts the uncached extend tokens (raw_extend_input_len).
+                self.prefill_hits["input"] += req.seq_len - req.dev_hit - req.host_hit
             if not self._alloc(todo):
                 # Admission reserved room, so this only happens under retraction churn: make
                 # room by retracting decodes, as SGLang does, and take the memory.

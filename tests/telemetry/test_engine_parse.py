@@ -126,3 +126,32 @@ def test_merge_fills_gaps_from_log_but_keeps_primary_source():
     assert m["source"] == "loads" and m["num_running_reqs"] == 3 and m["accept_length"] == 3.1
     assert merge_engine(None, [None, log])["source"] == "log"
     assert merge_engine(None, [None]) is None
+
+
+METRICS_0_5_23_CACHE = """\
+# HELP sglang:cached_tokens_total Number of cached prompt tokens by source (device/host/storage).
+# TYPE sglang:cached_tokens_total counter
+sglang:cached_tokens_total{cache_source="device",engine_type="unified",model_name="m"} 1200.0
+sglang:cached_tokens_total{cache_source="host",engine_type="unified",model_name="m"} 300.0
+# HELP sglang:prefill_effective_tokens_total p
+# TYPE sglang:prefill_effective_tokens_total counter
+sglang:prefill_effective_tokens_total{mode="input",engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="0"} 500.0
+sglang:prefill_effective_tokens_total{mode="device_hit",engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="0"} 1200.0
+sglang:prefill_effective_tokens_total{mode="device_hit",engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="1"} 1200.0
+sglang:prefill_effective_tokens_total{mode="host_hit",engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="0"} 300.0
+# HELP sglang:hicache_host_mamba_used_states u
+# TYPE sglang:hicache_host_mamba_used_states gauge
+sglang:hicache_host_mamba_used_states{engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="0"} 7.0
+# HELP sglang:hicache_host_mamba_total_states t
+# TYPE sglang:hicache_host_mamba_total_states gauge
+sglang:hicache_host_mamba_total_states{engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="0"} 197.0
+"""
+
+
+def test_0_5_23_cache_counters_by_source_and_host_mamba_states():
+    e = engine_from_metrics(METRICS_0_5_23_CACHE, 1.0)
+    assert e["cached_tokens_by_source"] == {"device": 1200, "host": 300}
+    # Rank 1's copy of the counter is not added to rank 0's.
+    assert e["prefill_tokens_by_mode"] == {"input": 500, "device_hit": 1200, "host_hit": 300}
+    assert (e["hicache_host_mamba_used_states"], e["hicache_host_mamba_total_states"]) == (7, 197)
+    assert engine_from_metrics(METRICS_TP2, 1.0)["cached_tokens_by_source"] is None

@@ -45,15 +45,33 @@ def _rank0(labels: dict[str, str]) -> bool:
     )
 
 
-def parse_metrics_text(text: str) -> dict[str, dict[str, list[float]]]:
-    """{metric sample name: {dp_rank: [values of rank-0 series]}} for every sample in the text."""
+# Series read per label value too (SGLang 0.5.23 metrics_collector.py): sample name -> label.
+_BY_LABEL = {
+    "sglang:cached_tokens_total": "cache_source",  # device | host | storage
+    "sglang:prefill_effective_tokens_total": "mode",  # input | device_hit | host_hit | storage_hit
+}
+
+
+def parse_metrics(
+    text: str,
+) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, float]]]:
+    """(parse_metrics_text's dict, {sample name: {label value: rank-0 sum over DP}} for _BY_LABEL)."""
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    labelled: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             if not _rank0(s.labels):
                 continue
             out[s.name][s.labels.get("dp_rank", "0")].append(float(s.value))
-    return out
+            label = _BY_LABEL.get(s.name)
+            if label and label in s.labels:
+                labelled[s.name][s.labels[label]] += float(s.value)
+    return out, labelled
+
+
+def parse_metrics_text(text: str) -> dict[str, dict[str, list[float]]]:
+    """{metric sample name: {dp_rank: [values of rank-0 series]}} for every sample in the text."""
+    return parse_metrics(text)[0]
 
 
 def _per_dp(m: dict, name: str) -> list[float]:
@@ -81,7 +99,7 @@ def _int(v: float | None) -> int | None:
 
 
 def engine_from_metrics(text: str, ts: float) -> dict[str, Any]:
-    m = parse_metrics_text(text)
+    m, labelled = parse_metrics(text)
     e = empty_engine("metrics", ts)
     e["gen_throughput"] = _sum(m, "sglang:gen_throughput")
     e["num_running_reqs"] = _int(_sum(m, "sglang:num_running_reqs"))
@@ -102,6 +120,16 @@ def engine_from_metrics(text: str, ts: float) -> dict[str, Any]:
         _sum(m, "sglang:hicache_host_total_tokens"),
     )
     e["hicache_host_usage"] = used / total if used is not None and total else None
+    e["hicache_host_used_tokens"] = _int(used)
+    e["hicache_host_total_tokens"] = _int(total)
+    e["hicache_host_mamba_used_states"] = _int(_sum(m, "sglang:hicache_host_mamba_used_states"))
+    e["hicache_host_mamba_total_states"] = _int(_sum(m, "sglang:hicache_host_mamba_total_states"))
+    # Cumulative counters by source: prompt tokens served from each cache tier, and prefill
+    # tokens by how they were obtained (computed = "input", or a hit in a tier).
+    cached = labelled.get("sglang:cached_tokens_total")
+    e["cached_tokens_by_source"] = {k: int(v) for k, v in cached.items()} if cached else None
+    prefill = labelled.get("sglang:prefill_effective_tokens_total")
+    e["prefill_tokens_by_mode"] = {k: int(v) for k, v in prefill.items()} if prefill else None
     e["context_len"] = _int(_max(m, "sglang:context_len"))
     e["requests_total"] = _int(_sum(m, "sglang:num_requests_total"))
     e["generation_tokens_total"] = _int(_sum(m, "sglang:generation_tokens_total"))

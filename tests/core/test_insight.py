@@ -1,0 +1,108 @@
+"""The insight card's computation: comparisons only where both profiles were measured."""
+
+from __future__ import annotations
+
+from sgltui.core.insight import Ledger, card
+
+MTP_CARD = {
+    "max_running_requests": 4,
+    "speculative_algorithm": "NEXTN",
+    "bound": {"by": "flag", "text": "the flag: max-running-requests = 4"},
+}
+PLAIN_CARD = {
+    "max_running_requests": 19,
+    "bound": {"by": "mamba", "text": "mamba state slots: 98 slots / 5 per request = 19 running"},
+}
+
+
+def _live(ledger, name, running, throughput, n=3, **extra):
+    for _ in range(n):
+        ledger.observe_engine(
+            name, {"num_running_reqs": running, "gen_throughput": throughput, **extra}
+        )
+
+
+def test_speculative_verdict_per_request_speedup_then_where_the_baseline_wins():
+    ledger = Ledger()
+    ledger.observe_card("demo-mtp", MTP_CARD)
+    ledger.observe_card("demo-no-mtp", PLAIN_CARD)
+    _live(ledger, "demo-mtp", 1, 60.0, accept_length=2.8, accept_rate=0.6)
+    _live(ledger, "demo-no-mtp", 1, 25.0)
+    ledger.observe_bench(
+        {
+            "results": [
+                {
+                    "profile": "demo-mtp",
+                    "concurrency": 4,
+                    "metrics": {"per_user_tok_s": 45.0, "output_throughput": 180.0},
+                },
+                {
+                    "profile": "demo-no-mtp",
+                    "concurrency": 8,
+                    "metrics": {"per_user_tok_s": 24.0, "output_throughput": 190.0},
+                },
+            ]
+        }
+    )
+    c = card(ledger, "demo-mtp")
+    assert c["kinds"] == ["speculative"] and c["bound"] == "the flag: max-running-requests = 4"
+    (section,) = c["sections"]
+    assert section["lines"] == [
+        "accept length 2.80, rate 60%",
+        "per request vs demo-no-mtp: 2.4x at c=1",
+    ]
+    assert section["verdict"] == (
+        "MTP 2.4x per request at c=1, but max running 4: at c>=8 demo-no-mtp finishes the job first"
+    )
+    # The baseline itself is neither speculative nor hicache: only its bound line.
+    assert card(ledger, "demo-no-mtp") == {
+        "profile": "demo-no-mtp",
+        "kinds": [],
+        "bound": PLAIN_CARD["bound"]["text"],
+        "sections": [],
+    }
+
+
+def test_speculative_without_a_comparable_baseline_says_what_is_missing():
+    ledger = Ledger()
+    ledger.observe_card("mtp", MTP_CARD)
+    _live(ledger, "mtp", 2, 90.0, accept_length=2.5)
+    verdict = card(ledger, "mtp")["sections"][0]["verdict"]
+    assert verdict.startswith("no non-speculative profile measured yet")
+    ledger.observe_card("no-mtp", PLAIN_CARD)
+    _live(ledger, "no-mtp", 3, 60.0)
+    verdict = card(ledger, "mtp")["sections"][0]["verdict"]
+    assert (
+        verdict
+        == "not yet comparable with no-mtp at the same concurrency (this one measured at c=2)"
+    )
+    _live(ledger, "no-mtp", 2, 50.0, n=2)  # fewer than 3 readings do not count
+    assert "not yet comparable" in card(ledger, "mtp")["sections"][0]["verdict"]
+
+
+def test_hicache_section_host_pool_hit_rate_by_source_and_unchanged_concurrency():
+    ledger = Ledger()
+    ledger.observe_card("demo-mtp", MTP_CARD)
+    ledger.observe_card("demo-mtp-hicache", dict(MTP_CARD, hicache_host_gb=33.0))
+    ledger.observe_engine(
+        "demo-mtp-hicache",
+        {
+            "num_running_reqs": 0,
+            "hicache_host_used_tokens": 12800,
+            "hicache_host_total_tokens": 520000,
+            "hicache_host_mamba_used_states": 7,
+            "hicache_host_mamba_total_states": 103,
+            "prefill_tokens_by_mode": {"input": 500, "device_hit": 1200, "host_hit": 300},
+            "accept_length": 2.6,
+        },
+    )
+    c = card(ledger, "demo-mtp-hicache")
+    assert c["kinds"] == ["speculative", "hicache"]
+    hicache = c["sections"][1]
+    assert hicache["lines"] == [
+        "host pool 13k / 520k tokens, mamba states 7 / 103",
+        "hit rate device 60%, host 15%; prefill tokens saved 1500",
+    ]
+    assert hicache["verdict"] == (
+        "max running 4 (without HiCache, demo-mtp: 4): HiCache saves prefill, it does not raise concurrency"
+    )
