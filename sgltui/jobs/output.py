@@ -14,6 +14,7 @@ FLUSH_S seconds are lost to a kill -9), fsynced at most once a second; files are
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
@@ -69,8 +70,13 @@ class OutputLock:
                 time.sleep(0.05)
         self.fd = fd
 
-    def release(self) -> None:
+    def release(self, remove: bool = False) -> None:
+        """Drop the lock; `remove` also deletes the lock file (the job is over: no runner will
+        want it again, and a finished output should not leave a stray file beside it)."""
         if self.fd is not None:
+            if remove:
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
             os.close(self.fd)  # closing drops the lock
             self.fd = None
 

@@ -226,7 +226,7 @@ class Runner:
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
             self._writer.close()
-            self._lock.release()
+            self._lock.release(remove=self._exhausted and not self.stopping)
             await self.close_transports()
         return state
 

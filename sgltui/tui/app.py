@@ -427,7 +427,14 @@ class SgltuiApp(App[str | None]):
             if yes:
                 self._op(op, done=done, **{**args, "confirm": True})
 
-        self.push_screen(Confirm(f"{escape(why)}\n\n{op.capitalize()} anyway?"), chosen)
+        what = why.split(";")[0].split("refused: ")[-1]  # the CLI's `--yes` hint is not for us
+        self.push_screen(
+            Confirm(
+                f"{escape(what)}.\nIt pauses, then resumes on the new server.\n\n"
+                f"{op.capitalize()} anyway?"
+            ),
+            chosen,
+        )
 
     def _read_only_refusal(self) -> bool:
         if self.source.read_only:

@@ -100,6 +100,7 @@ def test_two_swaps_and_kill9_every_custom_id_answered_once(agent, tmp_path):
     assert all(line["response"]["body"]["choices"] for line in lines)
     assert read_output(tmp_path / "answers.errors.jsonl") == []
     assert oct(out.stat().st_mode & 0o777) == "0o600"
+    assert not (tmp_path / "answers.jsonl.lock").exists()  # a finished job leaves no lock file
 
     verdict = _verify_cli(inp, out)
     assert verdict.returncode == 0, verdict.stdout + verdict.stderr

@@ -43,8 +43,13 @@ async def test_jobs_tab_shows_progress_and_pauses_with_space(agent, tmp_path):
 
         await until(pilot, lambda: state() == "paused", timeout=20, show=text)
         await until(pilot, lambda: "paused" in text(), timeout=20, show=text)
+        st = await asyncio.to_thread(agent.call, "job_status", job=view["id"])
+        assert st["state"] == "paused"  # the agent's word, not the pane's copy
         await pilot.press("plus")
         await until(pilot, lambda: (pane.job or {}).get("concurrency") == 8, timeout=20)
+        await pilot.press("minus", "minus")
+        await until(pilot, lambda: (pane.job or {}).get("concurrency") == 2, timeout=20)
+        await pilot.press("plus", "plus")
         await pilot.press("space")
         await until(pilot, lambda: state() == "running", timeout=20, show=text)
     final = await asyncio.to_thread(agent.call, "job_status", job=view["id"])

@@ -137,6 +137,7 @@ class JobsPane(VerticalScroll, can_focus=True):
             )
         body.update(text)
 
+    @work(group="jobs-cmd", exit_on_error=False)
     async def _call(self, op: str, **args: Any) -> None:
         try:
             await self.app.source.call(op, **args)  # type: ignore[attr-defined]
@@ -144,19 +145,22 @@ class JobsPane(VerticalScroll, can_focus=True):
             self.notify(str(exc).splitlines()[0], title=op, severity="warning", markup=False)
         self.refresh_jobs()
 
-    @work(group="jobs-cmd", exit_on_error=False)
-    async def action_toggle_pause(self) -> None:
+    # The actions change the pane's copy at once, so that keys pressed faster than the pane
+    # re-reads the agent build on each other (+ + doubles twice).
+
+    def action_toggle_pause(self) -> None:
         if self.job is None:
             return
         op = "job_resume" if self.job.get("state") == "paused" else "job_pause"
-        await self._call(op, job=self.job["id"])
+        self.job["state"] = "paused" if op == "job_pause" else "running"
+        self._call(op, job=self.job["id"])
 
-    @work(group="jobs-cmd", exit_on_error=False)
-    async def action_concurrency(self, factor: float) -> None:
+    def action_concurrency(self, factor: float) -> None:
         if self.job is None:
             return
         cur = int(self.job.get("concurrency") or 1)
         new = max(1, int(round(cur * factor)))
         if new == cur:
             new = cur + 1 if factor > 1 else max(1, cur - 1)
-        await self._call("job_set", job=self.job["id"], concurrency=new)
+        self.job["concurrency"] = new
+        self._call("job_set", job=self.job["id"], concurrency=new)
