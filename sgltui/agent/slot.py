@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import logging
 import os
 import signal
@@ -173,6 +174,8 @@ class Slot:
         self.api_key: str | None = None
         self.tp_size = 1
         self.client: str | None = None  # who issued the command now driving this slot
+        self.front: Any = None  # the slot's stable endpoint (agent/front.py), set by the agent
+        self.last_stop: dict | None = None  # how the latest stop went: signal, requests cut
         self.timings: dict[str, float] = {}
         self._phase_started = 0.0
         self._phase_done: dict[str, float] = {}
@@ -185,6 +188,7 @@ class Slot:
         self.pipe_closed = False
         self._monitor: asyncio.Task | None = None
         self._stopping = False
+        self._kill: dict | None = None  # set by _terminate_tree when a SIGKILL was needed
         self._changed = asyncio.Event()
         self._last_refresh = 0.0
 
@@ -221,6 +225,8 @@ class Slot:
             "last_swap": self.last_swap,
             "api_key_set": bool(self.api_key),
             "resolved": _describe(self.profile),
+            "front": self.front.status() if self.front else None,
+            "last_stop": self.last_stop,
         }
 
     def record(self) -> dict | None:
@@ -794,9 +800,12 @@ class Slot:
             self._set_state(DRAINING, f"waiting up to {timeout:.0f}s for running requests")
             deadline = time.monotonic() + timeout
             said: tuple[int | None, float] = (None, 0.0)
-            while time.monotonic() < deadline and not self._exit_code()[0]:
-                busy = await http_probe.load(self.server_host, self.port, self.api_key)
+            while not self._exit_code()[0]:
+                busy = await self._busy()
                 if not busy:
+                    break
+                if time.monotonic() >= deadline:
+                    report["drain_timed_out"] = True
                     break
                 # One line when the count changes or every 5 s, not one per 0.1 s poll.
                 if busy != said[0] or time.monotonic() - said[1] >= 5.0:
@@ -806,6 +815,7 @@ class Slot:
                     )
                 await asyncio.sleep(0.1)  # cheap to ask; every poll interval is swap latency
         report["timings_s"]["drain"] = round(time.monotonic() - t0, 3)
+        report["requests_at_sigterm"] = await self._busy() if not self._exit_code()[0] else 0
         t1 = time.monotonic()
         step("stopping")
         self._stopping = True
@@ -814,7 +824,9 @@ class Slot:
         grace = (
             self.host.config.force_grace_s if drain == "force" else self.host.config.stop_grace_s
         )
-        left = await asyncio.to_thread(self._terminate_tree, grace)
+        loop = asyncio.get_running_loop()
+        self._kill = None
+        left = await asyncio.to_thread(self._terminate_tree, grace, loop)
         self._reap()
         if self._monitor and not self._monitor.done():
             self._monitor.cancel()
@@ -834,19 +846,80 @@ class Slot:
             problems.append(f"{held / 2**30:.1f} GiB of GPU memory still held")
         if not port_ok:
             problems.append(f"port {self.port} still in use")
-        reason = "stopped" + (" but " + "; ".join(problems) if problems else "")
         report["problems"] = problems
-        keep_cause = self.cause if self.state in (FAILED, CRASHED) else None
+        report["signal"], kill_cause = self._stop_outcome(report)
+        reason = {
+            "SIGTERM": "stopped (exited on SIGTERM)",
+            "SIGKILL": "stopped by SIGKILL"
+            if kill_cause
+            else "stopped (SIGTERM, leftovers SIGKILLed)",
+            None: "stopped (it had already exited)",
+        }[report["signal"]]
+        if kill_cause:
+            reason += f": {kill_cause['summary']}"
+        if problems:
+            reason += " but " + "; ".join(problems)
+        keep_cause = self.cause if self.state in (FAILED, CRASHED) else kill_cause
+        self.last_stop = {
+            "at": time.time(),
+            "launch_id": self.launch_id,
+            "signal": report["signal"],
+            "drain": drain,
+            "drain_timed_out": bool(report.get("drain_timed_out")),
+            "requests_at_sigterm": report.get("requests_at_sigterm"),
+            "requests_at_sigkill": report.get("requests_at_sigkill"),
+            "timings_s": dict(report["timings_s"]),
+        }
         self.tree, self.popen = None, None
         self._set_state(STOPPED, reason, keep_cause)
         return report
 
-    def _terminate_tree(self, grace: float) -> list[int]:
-        """Blocking: SIGTERM the main process, SIGKILL everything after `grace`; live pids left."""
+    async def _busy(self) -> int:
+        """Requests the server runs or queues, plus those the front passed to it and that have
+        not reached it yet (a drain that only asked the server could stop under them)."""
+        load = await http_probe.load(self.server_host, self.port, self.api_key)
+        front = self.front.in_flight((self.server_host, self.port)) if self.front else 0
+        return (load or 0) + front
+
+    def _stop_outcome(self, report: dict) -> tuple[str | None, dict | None]:
+        """Which signal ended the server, and a cause when it took a SIGKILL with work running."""
+        kill = self._kill or {}
+        if kill.get("signal") == "none":
+            return None, None
+        if kill.get("signal") != "SIGKILL":
+            return "SIGTERM", None
+        running = kill.get("requests")
+        report["requests_at_sigkill"] = running
+        after = kill.get("after_s", 0.0)
+        if kill.get("leftovers_only"):
+            # The server itself exited on SIGTERM; what it left behind is no failure of it.
+            return "SIGKILL", None
+        if running:
+            summary = (
+                f"SIGKILL after {after:.0f}s: it did not exit on SIGTERM and "
+                f"{running} requests still running were cut"
+            )
+        else:
+            summary = f"SIGKILL after {after:.0f}s: it did not exit on SIGTERM"
+        fix = (
+            "send no new requests during a stop (use the slot's front endpoint) or raise "
+            "SGLTUI_STOP_GRACE_S; `sgltui stop` drains before stopping"
+        )
+        return "SIGKILL", causes._cause("signal", summary, [], fix, -signal.SIGKILL)
+
+    def _terminate_tree(
+        self, grace: float, loop: asyncio.AbstractEventLoop | None = None
+    ) -> list[int]:
+        """Blocking: SIGTERM the main process, SIGKILL everything after `grace`; live pids left.
+        Records in self._kill whether a SIGKILL was needed and how many requests it cut (asked
+        of the server through `loop` just before the kill)."""
         tree = self.tree
         assert tree is not None
         t0 = time.monotonic()
         tree.refresh()
+        if not tree.alive():
+            self._kill = {"signal": "none"}  # it had already exited (crashed, failed)
+            return []
         tree.signal_main(signal.SIGTERM)
         log.info(
             "slot %s: SIGTERM to %s (%d processes seen in its tree, refresh %.3fs)",
@@ -874,11 +947,26 @@ class Slot:
                 )
                 break
             time.sleep(0.05)
+        after = time.monotonic() - t0
+        requests = None
+        if main_gone_at is None and loop is not None:
+            future = asyncio.run_coroutine_threadsafe(self._busy(), loop)
+            try:  # the last word on what the kill cuts; bounded, never holds the kill up long
+                requests = future.result(3.0)
+            except (concurrent.futures.TimeoutError, RuntimeError, OSError):
+                future.cancel()
+        self._kill = {
+            "signal": "SIGKILL",
+            "after_s": round(after, 2),
+            "requests": requests,
+            "leftovers_only": main_gone_at is not None,
+        }
         log.info(
-            "slot %s: SIGKILL to process group %s after %.2fs",
+            "slot %s: SIGKILL to process group %s after %.2fs (%s requests still running)",
             self.id,
             tree.pgid,
-            time.monotonic() - t0,
+            after,
+            "?" if requests is None else requests,
         )
         for _ in range(250):  # 5 s of SIGKILL rounds: a process can be in uninterruptible sleep
             tree.kill_all()

@@ -21,9 +21,19 @@ from typing import Any
 from sgltui import __version__, protocol
 from sgltui.agent import preflight
 from sgltui.agent.children import ChildError, Children
+from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.resolved import ProfileIndex, Resolved
-from sgltui.agent.slot import FAILED, READY, RUNNING, STOPPED, LaunchError, Slot, SlotConfig
+from sgltui.agent.slot import (
+    FAILED,
+    LAUNCHING,
+    READY,
+    RUNNING,
+    STOPPED,
+    LaunchError,
+    Slot,
+    SlotConfig,
+)
 from sgltui.agent.state import AgentState, LaunchHistory
 from sgltui.core.redact import Redactor
 from sgltui.session.layout import SERVERS_DIR
@@ -73,6 +83,7 @@ class Supervisor:
         self.subscribers: set[asyncio.Queue] = set()
         self.children = Children(self.emit, socket_path, state_dir, lambda: self.recorder)
         self.batch = JobsHost(self)  # batch jobs (sgltui/agent/jobs_host.py)
+        self.front_config = FrontConfig.from_env(dict(os.environ))
         self.shutdown_requested = asyncio.Event()
         self.stop_servers_on_exit = False
         self._lock = asyncio.Lock()
@@ -105,6 +116,7 @@ class Supervisor:
             # disk.error / disk.ok may not reach the disk; viewers must still hear about them.
             self.recorder.on_disk_change = lambda ev: self.broadcast("event", ev)
         await self._start_telemetry()
+        await self._start_fronts()
         self.emit(
             "agent.start",
             pid=os.getpid(),
@@ -133,6 +145,42 @@ class Supervisor:
         self.state_changed()
         await asyncio.to_thread(self._refresh_profiles)
         await self.batch.start()  # after the slots: a resumed job finds its server
+
+    async def _start_fronts(self) -> None:
+        """One front endpoint per slot, on FrontConfig.port + the slot's index (agent/front.py)."""
+        cfg = self.front_config
+        if cfg.port is None:
+            return
+        for i, slot in enumerate(self.slots.values()):
+            front = Front(slot.id, cfg.host, cfg.port + i, cfg, on_event=self._front_event)
+            await front.start()  # a port already taken leaves front.error for status to show
+            slot.front = front
+
+    def _front_event(self, type: str, slot: str | None = None, **fields: Any) -> None:
+        s = self.slots.get(slot or "")
+        self.emit(type, client=s.client if s else None, slot=slot, **fields)
+
+    def _sync_front(self, slot: Slot) -> None:
+        """Point the slot's front at what the slot runs: a ready server gets the requests; while a
+        swap or a launch is on they are held (bounded); otherwise they get 503 at once."""
+        front = slot.front
+        if front is None or front.error:
+            return
+        swapping = bool(slot.swap) and slot.swap.get("step") != "failed"
+        if slot.state == READY and not (swapping and slot.launch_id == front.held_from):
+            front.route_to(slot.server_host, slot.port)
+        elif swapping or slot.state == LAUNCHING:
+            front.hold(
+                f"slot {slot.id}: " + ("swap" if swapping else "launch") + " in progress",
+                held_from=slot.launch_id,
+            )
+        else:
+            cause = (slot.cause or {}).get("summary")
+            front.release(
+                f"no server runs on this slot ({slot.state}"
+                + (f": {cause}" if cause else "")
+                + "); start one with `sgltui start PROFILE`"
+            )
 
     async def _start_telemetry(self) -> None:
         try:
@@ -166,6 +214,8 @@ class Supervisor:
         await self.children.stop_all()
         for slot in self.slots.values():
             await slot.close()
+            if slot.front is not None:
+                await slot.front.close()
         self.state_changed()
         self.emit(
             "agent.stop",
@@ -279,6 +329,8 @@ class Supervisor:
     def state_changed(self) -> None:
         """Save the slots to re-adopt. A failed save (full disk) keeps the last good file, is
         said once per outage, and is retried every second until the disk takes it."""
+        for slot in self.slots.values():
+            self._sync_front(slot)
         records = {sid: r for sid, s in self.slots.items() if (r := s.record())}
         try:
             self.agent_state.save(str(self.recorder.path) if self.recorder else None, records)
@@ -740,6 +792,9 @@ class Supervisor:
         }
         # Move the state now, before replying: whoever reads status next must see the swap.
         slot.client = client
+        if slot.front is not None:
+            # From here new requests wait at the front: the old server only drains.
+            slot.front.hold(f"slot {slot.id}: {desc}", held_from=slot.launch_id)
         self._run_job(
             slot, job, self._swap(slot, profile, old, client, rollback, drain, job.started)
         )

@@ -276,8 +276,10 @@ def _report(op: str, outcome: dict) -> int:
     if state == "ready":
         timings = result.get("timings_s") or {}
         took = f" in {timings['total']:.1f}s" if timings.get("total") else ""
+        front = (slot.get("front") or {}).get("url")
         print(
             f"slot {slot.get('id')}: {slot.get('profile')} ready on {slot.get('host')}:{slot.get('port')}{took}"
+            + (f" (clients: {front}, the same across swaps)" if front else "")
         )
         return 0
     cause = slot.get("cause") or result.get("cause")
@@ -330,6 +332,14 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"{s['id']:<5}{(s.get('profile') or '-'):<22}{s['state']:<11}{phase if s['state'] == 'launching' else '-':<24}"
             f"{s.get('port') or '-':<7}{pids:<18}{_dur(s.get('uptime_s'))}"
         )
+        front = s.get("front")
+        if front:
+            if front.get("error"):
+                print(f"     front: {front['error']}")
+            else:
+                to = front.get("backend") or "-"
+                held = f", holding {front['held_now']}" if front.get("held_now") else ""
+                print(f"     front: {front['url']} ({front['state']} -> {to}{held})")
         if s.get("swap"):
             sw = s["swap"]
             print(f"     swap {sw.get('from') or '-'} -> {sw.get('to')}: {sw.get('step')}")

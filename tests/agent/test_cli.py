@@ -36,12 +36,15 @@ def test_cli_start_status_logs_swap_stop(agent):
     assert r.returncode == 0
     row = next(ln for ln in r.stdout.splitlines() if ln.startswith("0 "))
     assert "t-a" in row and "ready" in row and str(agent.ports["t-a"]) in row
+    front = f"front: {agent.front_url} (routing -> http://127.0.0.1:{agent.ports['t-a']})"
+    assert front in r.stdout, r.stdout
 
     r = sgltui(agent, "status", "--json")
     st = json.loads(r.stdout)
     slot = st["slots"][0]
     assert slot["state"] == "ready" and slot["pid"] in slot["pids"] and slot["uptime_s"] >= 0
     assert st["agent"]["pid"] == agent.pid
+    assert slot["front"]["url"] == agent.front_url and slot["front"]["state"] == "routing"
 
     r = sgltui(agent, "logs", "-n", "5")
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 5

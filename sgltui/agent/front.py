@@ -1,0 +1,351 @@
+"""A slot's stable front endpoint: one port that stays the same across swaps.
+
+Clients talk to the front; the front passes each request through to the slot's current server.
+While a swap runs the front *holds* new requests (bounded in count and in time, then 503 with
+Retry-After) and sends them to the new server once it is ready; requests already passed through
+keep streaming from the old server while it drains, and the drain can empty because the front
+admits nothing new to it. Why not sglang-router: docs/front.md.
+
+Pass-through costs one read and one write per chunk the server sends (no parsing, no
+re-encoding): the overhead is measured against going direct by bench/bench_front_swap.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+log = logging.getLogger("sgltui.agent.front")
+
+# Headers that describe one hop, not the message (RFC 9110 §7.6.1), plus those aiohttp sets
+# itself from the body it sends.
+_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+_HOP_RESPONSE = _HOP - {"content-length"}  # kept: the client gets the server's framing
+_UPSTREAM_ERRORS = (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError)
+
+Backend = tuple[str, int]
+
+
+@dataclass
+class FrontConfig:
+    """Where fronts listen and how long they hold; `SGLTUI_FRONT_*` in the agent's environment."""
+
+    port: int | None = 30080  # the first slot's front; the next slots get port+1, +2, ...
+    host: str = "127.0.0.1"
+    hold_s: float = 300.0  # a held request waits this long for the new server, then 503
+    hold_max: int = 4096  # at most this many requests held at once; more get 503 at once
+    retry_after_s: int = 5
+
+    @classmethod
+    def from_env(cls, env: dict[str, str]) -> FrontConfig:
+        cfg = cls()
+        raw = env.get("SGLTUI_FRONT_PORT", "").strip().lower()
+        if raw in ("off", "0", "none", "no"):
+            cfg.port = None
+        elif raw:
+            try:
+                cfg.port = int(raw)
+            except ValueError:
+                log.warning("ignoring SGLTUI_FRONT_PORT=%r: not a port number or 'off'", raw)
+        cfg.host = env.get("SGLTUI_FRONT_HOST", "").strip() or cfg.host
+        for name, kind in (("hold_s", float), ("hold_max", int), ("retry_after_s", int)):
+            value = env.get("SGLTUI_FRONT_" + name.upper(), "").strip()
+            if value:
+                try:
+                    setattr(cfg, name, kind(value))
+                except ValueError:
+                    log.warning("ignoring SGLTUI_FRONT_%s=%r: not a number", name.upper(), value)
+        return cfg
+
+
+def _connect_host(host: str) -> str:
+    return "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+
+
+class Front:
+    """The front of one slot. hold() / route_to() / release() are called by the supervisor."""
+
+    def __init__(
+        self,
+        slot_id: str,
+        host: str,
+        port: int,
+        config: FrontConfig | None = None,
+        on_event: Callable[..., Any] | None = None,
+    ) -> None:
+        self.slot_id = slot_id
+        self.host, self.port = host, port
+        self.config = config or FrontConfig()
+        self.on_event = on_event or (lambda type, **fields: None)
+        self.backend: Backend | None = None
+        self.held_from: str | None = None  # the launch a hold takes requests away from
+        self.error: str | None = None
+        self.why_closed = "no server runs on this slot yet; start one with `sgltui start PROFILE`"
+        self._gate = asyncio.Event()  # set: requests pass; clear: a swap is on, hold them
+        self._gate.set()
+        self._hold_started: float | None = None
+        self._held = 0
+        self._in_flight: collections.Counter[Backend] = collections.Counter()
+        self.counts = {"served": 0, "held": 0, "rejected": 0, "cut": 0, "upstream_errors": 0}
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    # ---- life ----------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://{_connect_host(self.host)}:{self.port}"
+
+    async def start(self) -> bool:
+        """Listen; False (and `error` says why) when the port cannot be had."""
+        app = web.Application(client_max_size=256 << 20)  # long prompts, base64 images
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self.host, self.port, reuse_address=True).start()
+        except OSError as exc:
+            await runner.cleanup()
+            self.error = (
+                f"front port {self.host}:{self.port} unavailable ({exc.strerror or exc}); "
+                f"set SGLTUI_FRONT_PORT to a free port (or off) and restart the agent"
+            )
+            log.warning("slot %s: %s", self.slot_id, self.error)
+            return False
+        self._runner = runner
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),  # one client's cookies must never reach another
+            skip_auto_headers=("User-Agent", "Accept-Encoding"),
+        )
+        log.info("slot %s: front listening on %s", self.slot_id, self.url)
+        return True
+
+    async def close(self) -> None:
+        self._gate.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # ---- what the supervisor calls -------------------------------------------------------------
+
+    @property
+    def holding(self) -> bool:
+        return not self._gate.is_set()
+
+    def hold(self, why: str = "a swap is running", held_from: str | None = None) -> None:
+        """New requests wait (bounded) until route_to() or release(); those in flight go on.
+        `held_from` names the launch the hold takes requests away from (the old server)."""
+        if not self._gate.is_set():
+            return
+        self.held_from = held_from
+        self._gate.clear()
+        self._hold_started = time.monotonic()
+        self.on_event("front.hold", slot=self.slot_id, why=why, in_flight=self.in_flight())
+
+    def route_to(self, host: str, port: int) -> None:
+        """Send new and held requests to the server on host:port from now on."""
+        backend = (_connect_host(host), int(port))
+        if backend == self.backend and self._gate.is_set():
+            return
+        self.backend = backend
+        self._open("front.route", backend=f"http://{backend[0]}:{backend[1]}")
+
+    def release(self, why: str = "no server runs on this slot") -> None:
+        """No server will come: held and new requests get 503 (with Retry-After) right away."""
+        if self.backend is None and self._gate.is_set():
+            return
+        self.backend, self.why_closed = None, why
+        self._open("front.release", why=why)
+
+    def _open(self, type: str, **fields: Any) -> None:
+        held_s = time.monotonic() - self._hold_started if self._hold_started else None
+        self._hold_started, self.held_from = None, None
+        self._gate.set()
+        self.on_event(
+            type,
+            slot=self.slot_id,
+            held=self._held,
+            held_s=round(held_s, 3) if held_s is not None else None,
+            **fields,
+        )
+
+    def in_flight(self, backend: tuple[str, int] | None = None) -> int:
+        """Requests passed through and not finished: to `backend` (host, port), or to all."""
+        if backend is None:
+            return sum(self._in_flight.values())
+        return self._in_flight.get((_connect_host(backend[0]), int(backend[1])), 0)
+
+    def status(self) -> dict:
+        if self.error:
+            state = "error"
+        elif not self._gate.is_set():
+            state = "holding"
+        elif self.backend is None:
+            state = "no server"
+        else:
+            state = "routing"
+        return {
+            "url": None if self.error else self.url,
+            "state": state,
+            "backend": f"http://{self.backend[0]}:{self.backend[1]}" if self.backend else None,
+            "held_now": self._held,
+            "holding_for_s": round(time.monotonic() - self._hold_started, 1)
+            if self._hold_started
+            else None,
+            "in_flight": self.in_flight(),
+            "hold_s": self.config.hold_s,
+            "hold_max": self.config.hold_max,
+            "error": self.error,
+            **self.counts,
+        }
+
+    # ---- requests ------------------------------------------------------------------------------
+
+    def _unavailable(self, message: str) -> web.Response:
+        self.counts["rejected"] += 1
+        return web.json_response(
+            {"error": {"message": message, "type": "unavailable", "code": 503}},
+            status=503,
+            headers={"Retry-After": str(self.config.retry_after_s)},
+        )
+
+    async def _wait_gate(self) -> web.Response | None:
+        """Hold the request while a swap runs; a 503 when the hold is full or takes too long."""
+        if self._gate.is_set():
+            return None
+        if self._held >= self.config.hold_max:
+            return self._unavailable(
+                f"slot {self.slot_id} is swapping servers and already holds "
+                f"{self._held} requests; retry later"
+            )
+        self._held += 1
+        self.counts["held"] += 1
+        try:
+            await asyncio.wait_for(self._gate.wait(), self.config.hold_s)
+        except asyncio.TimeoutError:
+            return self._unavailable(
+                f"slot {self.slot_id} is still swapping servers after {self.config.hold_s:.0f}s; "
+                f"retry later"
+            )
+        finally:
+            self._held -= 1
+        return None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        refused = await self._wait_gate()
+        if refused is not None:
+            return refused
+        body = await request.read()
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
+        for attempt in (1, 2):
+            backend = self.backend
+            if backend is None:
+                return self._unavailable(f"slot {self.slot_id}: {self.why_closed}")
+            self._in_flight[backend] += 1
+            try:
+                return await self._pass(request, backend, headers, body)
+            except aiohttp.ClientConnectorError as exc:
+                # Nothing was sent. A swap that began since this request was routed takes the old
+                # server away: wait for the new one and try once more.
+                if attempt == 1 and (not self._gate.is_set() or self.backend != backend):
+                    refused = await self._wait_gate()
+                    if refused is not None:
+                        return refused
+                    continue
+                self.counts["upstream_errors"] += 1
+                return self._bad_gateway(backend, f"does not answer ({exc.os_error})")
+            finally:
+                self._in_flight[backend] -= 1
+                if not self._in_flight[backend]:
+                    del self._in_flight[backend]
+        raise AssertionError("unreachable")
+
+    async def _pass(
+        self, request: web.Request, backend: Backend, headers: dict, body: bytes
+    ) -> web.StreamResponse:
+        assert self._session is not None
+        url = f"http://{backend[0]}:{backend[1]}{request.rel_url}"
+        try:
+            upstream = await self._session.request(
+                request.method, url, headers=headers, data=body or None, allow_redirects=False
+            )
+        except aiohttp.ClientConnectorError:
+            raise  # nothing was sent: the caller may wait for the next server and retry
+        except _UPSTREAM_ERRORS as exc:
+            self.counts["upstream_errors"] += 1
+            return self._bad_gateway(backend, f"it failed before answering: {exc!r}")
+        done = False
+        try:
+            out = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+            for k, v in upstream.headers.items():
+                if k.lower() not in _HOP_RESPONSE:
+                    out.headers.add(k, v)
+            await out.prepare(request)
+            content = upstream.content
+            while True:
+                try:
+                    chunk = await content.readany()
+                except _UPSTREAM_ERRORS as exc:
+                    # The server died mid-response (killed, crashed): the client must see a cut
+                    # stream, never a complete-looking one, so the connection is dropped without
+                    # the closing chunk.
+                    self.counts["cut"] += 1
+                    log.warning("slot %s: stream from %s:%s cut: %r", self.slot_id, *backend, exc)
+                    if request.transport is not None:
+                        request.transport.close()
+                    return out
+                if not chunk:
+                    break
+                try:
+                    await out.write(chunk)
+                except ConnectionError:
+                    return out  # the client went away; closing upstream tells the server
+            await out.write_eof()
+            done = True
+            self.counts["served"] += 1
+            return out
+        finally:
+            if done:
+                upstream.release()
+            else:
+                upstream.close()
+
+    def _bad_gateway(self, backend: Backend, what: str) -> web.Response:
+        return web.json_response(
+            {
+                "error": {
+                    "message": f"slot {self.slot_id}: the server on {backend[0]}:{backend[1]} "
+                    f"{what}; see `sgltui status`",
+                    "type": "bad_gateway",
+                    "code": 502,
+                }
+            },
+            status=502,
+        )
