@@ -604,6 +604,9 @@ class Supervisor:
         except Exception as exc:
             log.exception("job %s on slot %s", job.desc, slot.id)
             job.result = {"error": f"{type(exc).__name__}: {exc}"}
+            if slot.swap:  # a swap that broke is over: its front must not hold any longer
+                slot.swap = dict(slot.swap, step="failed")
+                self.state_changed()
         return job.result
 
     def _launch_id(self, profile_name: str) -> str:
@@ -792,9 +795,6 @@ class Supervisor:
         }
         # Move the state now, before replying: whoever reads status next must see the swap.
         slot.client = client
-        if slot.front is not None:
-            # From here new requests wait at the front: the old server only drains.
-            slot.front.hold(f"slot {slot.id}: {desc}", held_from=slot.launch_id)
         self._run_job(
             slot, job, self._swap(slot, profile, old, client, rollback, drain, job.started)
         )
@@ -831,6 +831,11 @@ class Supervisor:
         # Batch jobs on this slot stop sending and let (or, forced, make) their requests in
         # flight finish before the server goes; they resume on the new one (after_swap below).
         await self.batch.before_swap(slot.id, force=drain == "force")
+        if slot.front is not None:
+            # From here new requests wait at the front (agent/front.py): the old server only
+            # drains. Not before the jobs have paused: their requests held here would be in
+            # flight for them, and they wait for those to finish.
+            slot.front.hold(f"slot {slot.id}: {frm or '-'} -> {to}", held_from=slot.launch_id)
         if slot.tree is not None and slot.state != STOPPED:
             report = await slot.stop(client, drain=drain, on_step=step)
             timings.update(report["timings_s"])
