@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sgltui.agent import procs
+from sgltui.agent import gpu, procs
 
 log = logging.getLogger("sgltui.agent.preflight")
 
@@ -278,7 +278,7 @@ def _gpu_memory(target: Any, current: Current) -> Check:
         return Check("gpu-memory", True, "simulated GPUs")
     visible = _visible(target)
     ours = set(current.pids) | set(current.other_pids)
-    holders = procs.sglang_on_gpus(visible, ours)
+    holders = gpu.sglang_on_gpus(visible, ours)
     if holders:
         return Check(
             "gpu-memory",

@@ -9,7 +9,6 @@ process group, which survives reparenting.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import signal
 import socket
@@ -18,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
-
-from sgltui.core import locations
 
 
 @dataclass
@@ -161,7 +158,7 @@ def port_holder(port: int) -> str | None:
     return None
 
 
-def orphan_sglang_processes(exclude: set[int] = frozenset()) -> list[int]:
+def orphan_sglang_processes(exclude: set[int] | frozenset[int] = frozenset()) -> list[int]:
     """sglang:: processes (schedulers, detokenizers) whose launcher is gone: reparented to init or
     to a subreaper, so nobody will ever stop them and they hold GPU memory."""
     found = []
@@ -179,151 +176,6 @@ def orphan_sglang_processes(exclude: set[int] = frozenset()) -> list[int]:
         except psutil.Error:
             continue
     return found
-
-
-# ---- GPU memory held by processes -----------------------------------------------------------
-
-
-def gpu_bytes_held(pids: set[int]) -> dict[int, int] | None:
-    """Bytes of GPU memory held per pid among `pids`; None when no GPU source exists at all.
-
-    NVML on real GPUs; the simulators' published files otherwise (docs/CONTRACTS.md, sim)."""
-    held = _nvml_held(pids)
-    sim = _sim_held(pids)
-    if held is None and sim is None:
-        return None
-    out: dict[int, int] = {}
-    for part in (held or {}, sim or {}):
-        for pid, b in part.items():
-            out[pid] = out.get(pid, 0) + b
-    return out
-
-
-def _nvml_held(pids: set[int]) -> dict[int, int] | None:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    out: dict[int, int] = {}
-    try:
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            for app in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
-                if app.pid in pids:
-                    out[app.pid] = out.get(app.pid, 0) + int(app.usedGpuMemory or 0)
-    except Exception:
-        return out
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
-    return out
-
-
-def _sim_held(pids: set[int]) -> dict[int, int] | None:
-    folder = locations.sim_gpu_dir()
-    if not folder.is_dir():
-        return None
-    out: dict[int, int] = {}
-    for path in folder.glob("*.json"):
-        try:
-            data = json.loads(path.read_text())
-            pid = int(data.get("pid", 0))
-        except (OSError, ValueError):
-            continue
-        owners = {pid, *[int(p) for p in data.get("pids", [])]}
-        if not owners & pids or not psutil.pid_exists(pid):
-            continue
-        out[pid] = out.get(pid, 0) + sum(int(g.get("used_bytes", 0)) for g in data.get("gpus", []))
-    return out
-
-
-def sglang_on_gpus(cuda_visible: str | None, exclude: set[int]) -> list[int] | None:
-    """pids of sglang:: processes (not in `exclude`) holding memory on the target GPUs; None
-    without NVML, where nothing says which GPU a process holds."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    found: list[int] = []
-    try:
-        count = pynvml.nvmlDeviceGetCount()
-        try:
-            indexes = (
-                [int(x) for x in cuda_visible.split(",") if x.strip()]
-                if cuda_visible
-                else list(range(count))
-            )
-        except ValueError:
-            indexes = list(range(count))
-        for i in indexes:
-            if i >= count:
-                continue
-            for app in pynvml.nvmlDeviceGetComputeRunningProcesses(
-                pynvml.nvmlDeviceGetHandleByIndex(i)
-            ):
-                if app.pid in exclude or app.pid in found:
-                    continue
-                try:
-                    if psutil.Process(app.pid).name().startswith("sglang::"):
-                        found.append(app.pid)
-                except psutil.Error:
-                    continue
-    except Exception:
-        return found
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
-    return found
-
-
-def gpu_free_check(cuda_visible: str | None, need_fraction: float) -> str | None:
-    """A one-line reason when the target GPUs lack `need_fraction` of their memory free (NVML only)."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    try:
-        count = pynvml.nvmlDeviceGetCount()
-        indexes = range(count)
-        if cuda_visible:
-            try:
-                indexes = [int(x) for x in cuda_visible.split(",") if x.strip()]
-            except ValueError:
-                indexes = range(count)
-        for i in indexes:
-            if i >= count:
-                return f"GPU {i} from CUDA_VISIBLE_DEVICES does not exist (this host has {count}); fix [env] in the profile"
-            mem = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(i))
-            if mem.total and mem.free / mem.total < need_fraction:
-                users = [
-                    a.pid
-                    for a in pynvml.nvmlDeviceGetComputeRunningProcesses(
-                        pynvml.nvmlDeviceGetHandleByIndex(i)
-                    )
-                ]
-                who = f"; held by {describe(users)}" if users else ""
-                return (
-                    f"GPU {i} has only {mem.free / 2**30:.1f} of {mem.total / 2**30:.1f} GiB free, the profile needs "
-                    f"{need_fraction:.0%}{who}; stop those processes or lower mem-fraction-static"
-                )
-        return None
-    except Exception:
-        return None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
 
 
 def wait_until(pred, timeout: float, interval: float = 0.1) -> bool:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from sgltui.agent import http_probe, procs, secret_config
+from sgltui.agent import gpu, http_probe, procs, secret_config
 from sgltui.core import causes, files, phases
 
 log = logging.getLogger("sgltui.agent.slot")
@@ -158,6 +158,8 @@ class Slot:
         self.profile: Any = None  # sgltui.core.profiles.Profile of the current launch
         self.profile_name: str | None = None
         self.tree: procs.ProcTree | None = None
+        # Used bytes per target GPU just before the launch (None: simulated, or no NVML).
+        self.gpu_baseline: dict[int, int] | None = None
         self.popen: subprocess.Popen | None = None
         self.launch_id: str | None = None
         self.log_path: Path | None = None
@@ -247,6 +249,7 @@ class Slot:
             "command": redact_argv(self.command),
             "command_hash": self.command_hash,
             "tp_size": self.tp_size,
+            "gpu_baseline": {str(i): b for i, b in (self.gpu_baseline or {}).items()} or None,
             "phase_done": self._phase_done,
             "resolved": _describe(self.profile),
         }
@@ -355,10 +358,11 @@ class Slot:
                     None,
                 )
             )
+        self.gpu_baseline = None
         if profile.launcher == "sim":
             return  # simulated GPUs: nothing real to hold or to be short of
         visible = profile.env.get("CUDA_VISIBLE_DEVICES") or os.environ.get("CUDA_VISIBLE_DEVICES")
-        holders = procs.sglang_on_gpus(visible, exclude_pids)
+        holders = gpu.sglang_on_gpus(visible, exclude_pids)
         if holders is None:
             # No NVML: nothing says which GPU a process holds, so orphans only earn a warning.
             orphans = procs.orphan_sglang_processes(exclude_pids)
@@ -379,13 +383,16 @@ class Slot:
             need = float(frac) if frac is not None else 0.5
         except (TypeError, ValueError):
             need = 0.5
-        problem = procs.gpu_free_check(visible, need)
+        problem = gpu.free_check(visible, need)
         if problem:
             raise LaunchError(
                 causes._cause(
                     "oom", problem.split(";")[0], [], problem.split(";")[-1].strip(), None
                 )
             )
+        # What the target GPUs use before this server exists: where NVML's pids cannot be
+        # matched to ours (a container), its release is this figure coming back (gpu.py).
+        self.gpu_baseline = gpu.used_bytes(visible)
 
     def launch(self, profile: Any, client: str | None, launch_id: str) -> None:
         """Spawn `profile` (the caller ran precheck). Returns once the process exists."""
@@ -531,6 +538,10 @@ class Slot:
         )
         self.command, self.command_hash = record.get("command") or [], record.get("command_hash")
         self.tp_size = int(record.get("tp_size") or 1)
+        baseline = record.get("gpu_baseline")
+        self.gpu_baseline = (
+            {int(i): int(b) for i, b in baseline.items()} if isinstance(baseline, dict) else None
+        )
         self.api_key = getattr(profile, "api_key", None) if profile else None
         if self.api_key:
             self.host.add_secret(self.api_key)
@@ -835,15 +846,16 @@ class Slot:
         report["left_pids"] = left
         t2 = time.monotonic()
         step("releasing memory")
-        held, port_ok = await self._wait_released()
+        held, port_ok, method = await self._wait_released()
         report["timings_s"]["memory_release"] = round(time.monotonic() - t2, 3)
         report["gpu_bytes_held"], report["port_free"] = held, port_ok
+        report["release_method"] = method
         self.host.telemetry_detach(self.id)
         problems = []
         if left:
             problems.append(f"processes still alive: {procs.describe(left)}")
         if held:
-            problems.append(f"{held / 2**30:.1f} GiB of GPU memory still held")
+            problems.append(f"{held / 2**30:.1f} GiB of GPU memory still held (by {method})")
         if not port_ok:
             problems.append(f"port {self.port} still in use")
         report["problems"] = problems
@@ -979,17 +991,27 @@ class Slot:
             time.sleep(0.02)
         return tree.alive()
 
-    async def _wait_released(self) -> tuple[int, bool]:
-        """Wait (bounded) until the tree's GPU memory is released and the port is free."""
+    async def _wait_released(self) -> tuple[int, bool, str]:
+        """Wait (bounded) until the tree's GPU memory is released and the port is free.
+        -> (bytes still held, port free, how release was told: gpu.Release.method)."""
         pids = set(self.tree.seen) if self.tree else set()
+        simulated = getattr(self.profile, "launcher", None) == "sim"
+        env = getattr(self.profile, "env", None) or {}
+        visible = env.get("CUDA_VISIBLE_DEVICES") or os.environ.get("CUDA_VISIBLE_DEVICES")
         deadline = time.monotonic() + self.host.config.release_timeout_s
-        held, port_ok = 0, True
         while True:
-            held_map = await asyncio.to_thread(procs.gpu_bytes_held, pids)
-            held = sum((held_map or {}).values())
+            release = await asyncio.to_thread(
+                gpu.release_state, pids, self.gpu_baseline, visible, simulated
+            )
             port_ok = procs.port_free(self.server_host, self.port)
-            if (not held and port_ok) or time.monotonic() >= deadline:
-                return held, port_ok
+            if (not release.held_bytes and port_ok) or time.monotonic() >= deadline:
+                if release.method == "used-memory":
+                    log.info(
+                        "slot %s: GPU release told by used memory against the launch baseline "
+                        "(NVML's pids are not ours: container PID namespace)",
+                        self.id,
+                    )
+                return release.held_bytes, port_ok, release.method
             await asyncio.sleep(0.2)
 
     async def close(self) -> None:
