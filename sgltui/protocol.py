@@ -502,6 +502,29 @@ class SwapFailure(EventBase, tag="swap.failure", rename={"from_": "from"}):
     cause: Cause | None = None
 
 
+class FrontHold(EventBase, tag="front.hold"):
+    """The slot's front endpoint holds new requests (a swap or a launch is on)."""
+
+    why: str = ""
+    in_flight: int = 0
+
+
+class FrontRoute(EventBase, tag="front.route"):
+    """The front sends new and held requests to `backend` from now on."""
+
+    backend: str | None = None
+    held: int = 0
+    held_s: float | None = None
+
+
+class FrontRelease(EventBase, tag="front.release"):
+    """No server will come: the front answers 503 with Retry-After."""
+
+    why: str = ""
+    held: int = 0
+    held_s: float | None = None
+
+
 class Capacity(EventBase, tag="capacity"):
     launch_id: str | None = None
     card: dict[str, Any] | None = None
@@ -575,6 +598,9 @@ Event: TypeAlias = (
     | SwapStep
     | SwapDone
     | SwapFailure
+    | FrontHold
+    | FrontRoute
+    | FrontRelease
     | Capacity
     | BenchStart
     | BenchProgress
@@ -600,6 +626,9 @@ EVENT_TYPES: Final[Mapping[str, type[EventBase]]] = {
         SwapStep,
         SwapDone,
         SwapFailure,
+        FrontHold,
+        FrontRoute,
+        FrontRelease,
         Capacity,
         BenchStart,
         BenchProgress,
@@ -649,6 +678,39 @@ class SwapView(Struct, kw_only=True, rename={"from_": "from"}):
     elapsed_s: float | None = None
 
 
+class FrontView(Struct, kw_only=True):
+    """The slot's stable front endpoint (sgltui/agent/front.py). Counts are since the agent
+    started; `held_now` and `in_flight` are the live agent's."""
+
+    url: str | None = None
+    state: Literal["routing", "holding", "no server", "error"] = "no server"
+    backend: str | None = None
+    held_now: int = 0
+    holding_for_s: float | None = None
+    in_flight: int = 0
+    hold_s: float | None = None
+    hold_max: int | None = None
+    error: str | None = None
+    served: int = 0
+    held: int = 0
+    rejected: int = 0
+    cut: int = 0
+    upstream_errors: int = 0
+
+
+class StopView(Struct, kw_only=True):
+    """How the slot's latest stop went: which signal ended the server and what it cut."""
+
+    at: float | None = None
+    launch_id: str | None = None
+    signal: Literal["SIGTERM", "SIGKILL"] | None = None
+    drain: str | None = None
+    drain_timed_out: bool = False
+    requests_at_sigterm: int | None = None
+    requests_at_sigkill: int | None = None
+    timings_s: dict[str, float | None] = {}
+
+
 class SlotView(Struct, kw_only=True):
     """A slot as STATUS shows it; the fields events determine (pids, uptime and the like are
     the live agent's)."""
@@ -673,6 +735,8 @@ class SlotView(Struct, kw_only=True):
     capacity: dict[str, Any] | None = None
     swap: SwapView | None = None
     api_key_set: bool = False
+    front: FrontView | None = None
+    last_stop: StopView | None = None
 
 
 class BenchView(Struct, kw_only=True):
@@ -786,6 +850,15 @@ def _slot_event(slot: SlotView, ev: EventBase) -> SlotView:
         return r(slot, swap=swap)
     if isinstance(ev, SwapDone):
         return r(slot, swap=None) if slot.swap is not None else slot
+    if isinstance(ev, (FrontHold, FrontRoute, FrontRelease)):
+        front = slot.front or FrontView()
+        if isinstance(ev, FrontHold):
+            front = r(front, state="holding")
+        elif isinstance(ev, FrontRoute):
+            front = r(front, state="routing", backend=ev.backend)
+        else:
+            front = r(front, state="no server", backend=None)
+        return r(slot, front=front)
     if isinstance(ev, Capacity):
         return r(slot, capacity=ev.card)
     if isinstance(ev, AgentAdopt):
