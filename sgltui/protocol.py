@@ -462,6 +462,7 @@ class Launch(EventBase, tag="launch"):
     pid: int | None = None
     host: str | None = None
     port: int | None = None
+    api_key_set: bool | None = None
 
 
 class SlotStateChanged(EventBase, tag="slot.state"):
@@ -776,6 +777,10 @@ class SessionState(Struct, kw_only=True, frozen=True):
     disk: DiskView = field(default_factory=DiskView)
 
 
+# The name of the --config file that carries a launch's API key (core/launch_secrets.py, where a
+# test checks that both say the same): a key in a launch, without the key in the argv.
+SECRETS_FILE_PREFIX: Final = "sglang-secrets-"
+
 _ENDED = (SlotState.STOPPED, SlotState.FAILED, SlotState.CRASHED)
 _CLEARS_CAUSE = (SlotState.LAUNCHING, SlotState.READY, SlotState.STOPPED)
 
@@ -819,7 +824,10 @@ def _slot_event(slot: SlotView, ev: EventBase) -> SlotView:
             cause=None,
             host=ev.host or _flag(ev.command, "--host") or "127.0.0.1",
             port=port,
-            api_key_set=_flag(ev.command, "--api-key") is not None,
+            api_key_set=ev.api_key_set
+            if ev.api_key_set is not None
+            else _flag(ev.command, "--api-key") is not None
+            or SECRETS_FILE_PREFIX in (_flag(ev.command, "--config") or ""),
         )
     if isinstance(ev, SlotStateChanged):
         state = ev.state or slot.state
@@ -832,8 +840,8 @@ def _slot_event(slot: SlotView, ev: EventBase) -> SlotView:
         if ev.cause is not None or state in _CLEARS_CAUSE:
             changes["cause"] = ev.cause
         if state == SlotState.READY:
-            changes.update(ready_at=ev.ts, progress=1.0, eta_s=0.0)
-        elif state != SlotState.LAUNCHING:
+            changes["ready_at"] = ev.ts
+        if state != SlotState.LAUNCHING:  # progress is a launch's (agent/slot.py _estimate)
             changes.update(progress=None, eta_s=None)
         if state in _ENDED:
             changes.update(pid=None, pids=[])
@@ -927,16 +935,42 @@ def fold(events: Any, state: SessionState | None = None) -> SessionState:
 
 
 def slot_from_status(data: Mapping[str, Any]) -> SlotView:
-    """A slot of a live STATUS as a SlotView (unknown keys ignored; bad values reset)."""
+    """A slot of a live STATUS as a SlotView: unknown keys ignored, and a value this version
+    cannot read (a newer agent's) left at its default rather than losing the whole slot."""
     try:
         return msgspec.convert(data, SlotView, strict=False)
     except msgspec.ValidationError:
-        return SlotView(id=str(data.get("id", "0")))
+        pass
+    good: dict[str, Any] = {"id": str(data.get("id", "0"))}
+    for name in SlotView.__struct_fields__:
+        if name in data and name != "id":
+            try:
+                msgspec.convert({**good, name: data[name]}, SlotView, strict=False)
+                good[name] = data[name]
+            except msgspec.ValidationError:
+                continue
+    return msgspec.convert(good, SlotView, strict=False)
 
 
 def slot_dict(slot: SlotView) -> dict[str, Any]:
     out: dict[str, Any] = msgspec.to_builtins(slot)
     return out
+
+
+def apply_to_status_slot(data: dict[str, Any], ev: EventBase) -> bool:
+    """Fold one event into a live STATUS slot (a dict, changed in place): only the fields the
+    event changed are written, so keys this version does not know are kept. True if any."""
+    before = slot_from_status(data)
+    after = _slot_event(before, ev)
+    if after is before:
+        return False
+    new = slot_dict(after)
+    changed = False
+    for name in SlotView.__struct_fields__:
+        if getattr(before, name) != getattr(after, name):
+            data[name] = new[name]
+            changed = True
+    return changed
 
 
 def to_builtins(obj: Any) -> Any:

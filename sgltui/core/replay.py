@@ -14,15 +14,13 @@ week-long session costs at most that many event applications.
 from __future__ import annotations
 
 import bisect
-import copy
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sgltui.core.launch_secrets import FILE_PREFIX
+from sgltui import protocol
 from sgltui.core.redact import Redactor
 from sgltui.session.jsonl import TextLineIndex
 from sgltui.session.reader import Session, load_session
@@ -36,157 +34,12 @@ _LOG_TS = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?"
 
 
 def _new_slot(slot_id: str) -> dict[str, Any]:
-    return {
-        "id": slot_id,
-        "profile": None,
-        "state": "stopped",
-        "phase": None,
-        "progress": None,
-        "eta_s": None,
-        "host": "127.0.0.1",
-        "port": None,
-        "pid": None,
-        "pids": [],
-        "launch_id": None,
-        "log_path": None,
-        "started_at": None,
-        "ready_at": None,
-        "uptime_s": None,
-        "command": [],
-        "command_hash": None,
-        "cause": None,
-        "capacity": None,
-        "swap": None,
-        "api_key_set": False,
-    }
+    return _slot_status(protocol.SlotView(id=slot_id))
 
 
-def _flag(argv: list[Any], name: str) -> str | None:
-    for i, word in enumerate(argv):
-        if word == name and i + 1 < len(argv):
-            return str(argv[i + 1])
-        if isinstance(word, str) and word.startswith(name + "="):
-            return word.split("=", 1)[1]
-    return None
-
-
-@dataclass
-class _State:
-    """What the events up to some index say: slots, profiles seen, bench runs, disk."""
-
-    slots: dict[str, dict[str, Any]]
-    profiles: dict[str, dict[str, Any]]
-    bench: dict[str, dict[str, Any]]
-    disk: dict[str, Any]
-    agent: dict[str, Any]
-
-    @classmethod
-    def empty(cls) -> _State:
-        return cls({}, {}, {}, {"ok": True, "error": None}, {})
-
-    def copy(self) -> _State:
-        return copy.deepcopy(self)
-
-    def apply(self, ev: dict[str, Any], session_dir: Path) -> None:
-        t = ev.get("type")
-        ts = ev.get("ts")
-        slot_id = ev.get("slot")
-        slot = None
-        if slot_id is not None:
-            slot = self.slots.setdefault(str(slot_id), _new_slot(str(slot_id)))
-        if t in ("agent.start", "agent.adopt"):
-            if t == "agent.start":
-                self.agent.update(
-                    {k: ev.get(k) for k in ("pid", "version") if ev.get(k) is not None}
-                )
-                self.agent["started"] = ts
-            if t == "agent.adopt" and slot is not None and ev.get("profile"):
-                slot.update(
-                    profile=ev.get("profile"), launch_id=ev.get("launch_id") or slot["launch_id"]
-                )
-                if ev.get("ok") and ev.get("state"):
-                    slot["state"] = ev["state"]
-        elif t == "launch" and slot is not None:
-            command = ev.get("command") if isinstance(ev.get("command"), list) else []
-            port = _flag(command, "--port")
-            slot.update(
-                profile=ev.get("profile"),
-                launch_id=ev.get("launch_id"),
-                command=command,
-                command_hash=ev.get("command_hash"),
-                log_path=ev.get("log_path"),
-                started_at=ts,
-                ready_at=None,
-                pid=ev.get("pid"),
-                pids=[ev["pid"]] if ev.get("pid") else [],
-                capacity=None,
-                cause=None,
-                host=_flag(command, "--host") or "127.0.0.1",
-                port=int(port) if port and port.isdigit() else 30000,
-                # Keys travel in sgltui's --config secrets file (launch_secrets.py), not argv.
-                api_key_set=_flag(command, "--api-key") is not None
-                or FILE_PREFIX in (_flag(command, "--config") or ""),
-            )
-            self._profile(ev.get("profile"))
-        elif t == "slot.state" and slot is not None:
-            state = ev.get("state") or slot["state"]
-            slot["state"] = state
-            slot["phase"] = ev.get("phase") if state == "launching" else None
-            if ev.get("profile"):
-                slot["profile"] = ev["profile"]
-            if "cause" in ev or state in ("launching", "ready", "stopped"):
-                slot["cause"] = ev.get("cause")
-            if state == "ready":
-                slot["ready_at"] = ts
-                slot["progress"], slot["eta_s"] = None, None
-            if state in ("stopped", "failed", "crashed"):
-                slot["pid"], slot["pids"] = None, []
-        elif t == "slot.phase" and slot is not None:
-            for k in ("phase", "progress", "eta_s"):
-                if k in ev:
-                    slot[k] = ev[k]
-        elif t == "swap.step" and slot is not None:
-            started = (slot.get("swap") or {}).get("started_at")
-            if started is None and isinstance(ts, (int, float)):
-                started = ts - float(ev.get("elapsed_s") or 0.0)
-            slot["swap"] = {
-                "from": ev.get("from"),
-                "to": ev.get("to"),
-                "step": ev.get("step"),
-                "started_at": started,
-            }
-            self._profile(ev.get("from"))
-            self._profile(ev.get("to"))
-        elif t == "swap.done" and slot is not None:
-            slot["swap"] = None
-        elif t == "capacity" and slot is not None:
-            slot["capacity"] = ev.get("card")
-        elif t == "bench.start" and ev.get("run_id"):
-            self.bench[ev["run_id"]] = {"run_id": ev["run_id"], "state": "running", "started": ts}
-        elif t == "bench.progress" and ev.get("run_id"):
-            run = self.bench.setdefault(ev["run_id"], {"run_id": ev["run_id"], "state": "running"})
-            run["progress"] = {
-                k: v for k, v in ev.items() if k not in ("v", "ts", "type", "client", "slot")
-            }
-        elif t == "bench.done" and ev.get("run_id"):
-            run = self.bench.setdefault(ev["run_id"], {"run_id": ev["run_id"]})
-            run["state"] = ev.get("state") or (
-                "failed" if ev.get("ok") is False or ev.get("error") else "done"
-            )
-            run["path"] = relocate_bench_path(ev, session_dir)
-        elif t == "disk.error":
-            self.disk = {"ok": False, "error": ev.get("error")}
-        elif t == "disk.ok":
-            self.disk = {"ok": True, "error": None}
-
-    def _profile(self, name: Any) -> None:
-        if name and name not in self.profiles:
-            self.profiles[str(name)] = {
-                "name": str(name),
-                "key": None,
-                "description": "",
-                "launcher": None,
-            }
+def _slot_status(slot: protocol.SlotView) -> dict[str, Any]:
+    """A folded slot in the shape of the agent's STATUS (uptime filled in by status_at)."""
+    return {**protocol.slot_dict(slot), "uptime_s": None}
 
 
 def relocate_bench_path(ev: dict[str, Any], session_dir: Path) -> str | None:
@@ -257,7 +110,10 @@ class Replay:
         )
         self.start = min(stamps) if stamps else 0.0
         self.end = max(stamps) if stamps else 0.0
-        self._checkpoints: list[tuple[int, _State]] = []
+        # Events folded by the one reducer (sgltui/protocol.py); its states share what an event
+        # does not change, so a checkpoint is a reference, not a copy.
+        self._decoded = [protocol.decode_event(e) for e in self.events]
+        self._checkpoints: list[tuple[int, protocol.SessionState]] = []
         self._build_checkpoints()
         self.logs: dict[str, _LaunchLog] = {}
         self._load_logs()
@@ -275,12 +131,12 @@ class Replay:
 
     # -- building ------------------------------------------------------------------------------
     def _build_checkpoints(self) -> None:
-        state = _State.empty()
-        self._checkpoints.append((0, state.copy()))
-        for i, ev in enumerate(self.events, 1):
-            state.apply(ev, self.path)
+        state = protocol.SessionState()
+        self._checkpoints.append((0, state))
+        for i, ev in enumerate(self._decoded, 1):
+            state = protocol.apply(state, ev)
             if i % CHECKPOINT_EVERY == 0:
-                self._checkpoints.append((i, state.copy()))
+                self._checkpoints.append((i, state))
 
     def _load_logs(self) -> None:
         for ev in self.events:
@@ -295,14 +151,20 @@ class Replay:
                 self.redactor,
             )
 
-    def _state_at(self, t: float) -> _State:
+    def _state_at(self, t: float) -> protocol.SessionState:
         n = bisect.bisect_right(self.event_ts, t)
         idx = bisect.bisect_right([c[0] for c in self._checkpoints], n) - 1
-        start, base = self._checkpoints[idx]
-        state = base.copy()
-        for ev in self.events[start:n]:
-            state.apply(ev, self.path)
-        return state
+        start, state = self._checkpoints[idx]
+        return protocol.fold(self._decoded[start:n], state)
+
+    def _bench_runs(self, state: protocol.SessionState) -> list[dict[str, Any]]:
+        out = []
+        for run in state.bench.values():
+            b = protocol.to_builtins(run)
+            if run.state != protocol.BenchState.RUNNING or run.path:
+                b["path"] = relocate_bench_path({"run_id": run.run_id, "path": run.path}, self.path)
+            out.append({k: v for k, v in b.items() if v is not None})
+        return out
 
     # -- queries -------------------------------------------------------------------------------
     def sample_at(self, t: float) -> dict[str, Any] | None:
@@ -314,8 +176,8 @@ class Replay:
         state = self._state_at(t)
         sample = self.sample_at(t) or {}
         slots = []
-        for slot in sorted(state.slots.values(), key=lambda s: s["id"]):
-            s = dict(slot)
+        for slot in sorted(state.slots.values(), key=lambda s: s.id):
+            s = _slot_status(slot)
             if s["state"] == "ready" and s.get("ready_at"):
                 s["uptime_s"] = max(0.0, t - s["ready_at"])
             elif s.get("started_at") and s["state"] in ("launching", "draining", "stopping"):
@@ -324,19 +186,19 @@ class Replay:
             slots.append(s)
         if not slots:
             slots.append(_new_slot("0"))
-        running_bench = [b for b in state.bench.values() if b.get("state") == "running"]
+        running_bench = [b for b in self._bench_runs(state) if b.get("state") == "running"]
         return {
             "agent": {
-                "pid": state.agent.get("pid"),
-                "version": state.agent.get("version"),
-                "started": state.agent.get("started"),
+                "pid": state.agent.pid,
+                "version": state.agent.version,
+                "started": state.agent.started,
                 "state_dir": str(self.path.parent.parent),
                 "session_dir": str(self.path),
-                "disk": dict(state.disk),
+                "disk": protocol.to_builtins(state.disk),
                 "replay": {"t": t, "start": self.start, "end": self.end},
             },
             "slots": slots,
-            "profiles": list(state.profiles.values()),
+            "profiles": [protocol.to_builtins(p) for p in state.profiles.values()],
             "telemetry": {
                 "ts": sample.get("ts", t),
                 "gpus": sample.get("gpus") or [],
@@ -344,12 +206,12 @@ class Replay:
                 "host": sample.get("host") or {},
                 "engine": sample.get("engine") or {},
             },
-            "bench": dict(running_bench[-1]) if running_bench else None,
+            "bench": running_bench[-1] if running_bench else None,
         }
 
     def bench_runs_at(self, t: float) -> list[dict[str, Any]]:
         """The agent's `bench_list` as of t."""
-        return [dict(b) for b in self._state_at(t).bench.values()]
+        return self._bench_runs(self._state_at(t))
 
     def events_between(self, t0: float, t1: float) -> list[dict[str, Any]]:
         a = bisect.bisect_right(self.event_ts, t0)
@@ -388,7 +250,8 @@ class Replay:
     ) -> list[str]:
         """The agent's `logs` op at time t: the last n lines of the slot's current launch."""
         if launch_id is None:
-            launch_id = (self._state_at(t).slots.get(slot) or {}).get("launch_id")
+            folded = self._state_at(t).slots.get(slot)
+            launch_id = folded.launch_id if folded else None
         log = self.logs.get(str(launch_id)) if launch_id else None
         if log is None:
             return []

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from sgltui import protocol
 from sgltui.core.charts import hbar, sparkline, stacked_bar
 from sgltui.core.redact import Redactor
 from sgltui.session.reader import Session
@@ -117,38 +118,34 @@ class SlotHistory:
 
     def __init__(self, events: list[dict], end_ts: float) -> None:
         self.intervals: dict[str, list[tuple[float, float, str | None, str, str | None]]] = {}
-        cur: dict[str, dict] = {}
+        # (since, profile, state, launch_id) per slot, from the one reducer (protocol.apply):
+        # an interval ends whenever the folded slot's profile, state or launch changes.
+        cur: dict[str, tuple[float, str | None, str, str | None]] = {}
+        state = protocol.SessionState()
         for ev in events:
-            slot = ev.get("slot")
-            ts = _num(ev.get("ts"))
-            if slot is None or ts is None:
+            event = protocol.decode_event(ev)
+            if event.slot is None or _num(ev.get("ts")) is None:
                 continue
-            slot = str(slot)
-            c = cur.setdefault(
-                slot, {"ts": ts, "profile": None, "state": "stopped", "launch_id": None}
-            )
-            etype = ev.get("type")
-            if etype == "launch":
-                self._close(slot, c, ts)
-                c.update(
-                    ts=ts,
-                    profile=ev.get("profile") or c["profile"],
-                    launch_id=ev.get("launch_id"),
-                    state=c["state"] if c["state"] != "stopped" else "launching",
-                )
-            elif etype == "slot.state" and ev.get("state"):
-                self._close(slot, c, ts)
-                c.update(ts=ts, state=str(ev["state"]), profile=ev.get("profile") or c["profile"])
-        for slot, c in cur.items():
-            self._close(slot, c, max(end_ts, c["ts"]))
+            state = protocol.apply(state, event)
+            view = state.slots.get(event.slot)
+            if view is None:
+                continue
+            now = (event.ts, view.profile, str(view.state), view.launch_id)
+            before = cur.get(event.slot)
+            if before is None or before[1:] != now[1:]:
+                if before is not None:
+                    self._close(event.slot, before, event.ts)
+                cur[event.slot] = now
+        for slot, since in cur.items():
+            self._close(slot, since, max(end_ts, since[0]))
         # Interval starts per slot, for bisecting: a week of samples against many intervals.
         self._starts = {slot: [iv[0] for iv in ivs] for slot, ivs in self.intervals.items()}
 
-    def _close(self, slot: str, c: dict, ts: float) -> None:
-        if ts > c["ts"]:
-            self.intervals.setdefault(slot, []).append(
-                (c["ts"], ts, c["profile"], c["state"], c["launch_id"])
-            )
+    def _close(
+        self, slot: str, since: tuple[float, str | None, str, str | None], ts: float
+    ) -> None:
+        if ts > since[0]:
+            self.intervals.setdefault(slot, []).append((since[0], ts, *since[1:]))
 
     def interval(
         self, slot: str, ts: float

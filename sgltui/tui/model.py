@@ -7,12 +7,14 @@ that; widgets only ever read it. Every buffer is bounded: a 24 h session must no
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sgltui import protocol
 from sgltui.core.safe_text import printable_profile_row
 
 # Series drawn by the throughput pane: name -> key of ENGINE in STATUS/SAMPLE.
@@ -204,37 +206,15 @@ class TuiModel:
             self.series[name].append((ts, float(value) if value is not None else 0.0))
 
     def _apply_event(self, ev: dict[str, Any]) -> set[str]:
-        t = ev.get("type", "")
+        # What an event means for a slot or a bench run is protocol.apply's to say (the same
+        # fold as replay and report); the model only routes it to its panes.
+        event = protocol.decode_event(ev)
         changed: set[str] = set()
-        slot = self.slot(str(ev.get("slot"))) if ev.get("slot") is not None else None
-        if t == "slot.state" and slot is not None:
-            slot["state"] = ev.get("state", slot.get("state"))
-            slot["phase"] = ev.get("phase")
-            if "cause" in ev:
-                slot["cause"] = ev.get("cause")
+        slot = self.slot(event.slot) if event.slot is not None else None
+        if slot is not None and protocol.apply_to_status_slot(slot, event):
             changed.add(SERVERS)
-        elif t == "slot.phase" and slot is not None:
-            for k in ("phase", "progress", "eta_s"):
-                if k in ev:
-                    slot[k] = ev[k]
-            changed.add(SERVERS)
-        elif t == "swap.step" and slot is not None:
-            slot["swap"] = {
-                "from": ev.get("from"),
-                "to": ev.get("to"),
-                "step": ev.get("step"),
-                "started_at": ev.get("ts"),
-                "elapsed_s": ev.get("elapsed_s"),
-            }
-            changed.add(SERVERS)
-        elif t == "swap.done" and slot is not None:
-            slot["swap"] = None
-            changed.add(SERVERS)
-        elif t == "capacity" and slot is not None:
-            slot["capacity"] = ev.get("card")
-            changed.add(SERVERS)
-        elif t.startswith("bench."):
-            changed |= self._apply_bench_event(t, ev)
+        if isinstance(event, (protocol.BenchStart, protocol.BenchProgress, protocol.BenchDone)):
+            changed |= self._apply_bench_event(event)
         item = self._activity_item(ev)
         if item is not None:
             self.activity.append(item)
@@ -242,22 +222,18 @@ class TuiModel:
             changed.add(ACTIVITY)
         return changed
 
-    def _apply_bench_event(self, t: str, ev: dict[str, Any]) -> set[str]:
-        run_id = ev.get("run_id")
+    def _apply_bench_event(self, event: protocol.EventBase) -> set[str]:
+        run_id = getattr(event, "run_id", "")
         if not run_id:
             return set()
         run = self.bench.setdefault(run_id, BenchRun(run_id))
-        if t == "bench.start":
-            run.state = "running"
-        elif t == "bench.progress":
-            run.progress = {
-                k: v for k, v in ev.items() if k not in ("v", "ts", "type", "client", "slot")
-            }
-        elif t == "bench.done":
-            run.state = ev.get("state") or (
-                "failed" if ev.get("ok") is False or ev.get("error") else "done"
-            )
-            run.path = ev.get("path")
+        known = protocol.BenchView(run_id=run_id, path=run.path, progress=run.progress or None)
+        with contextlib.suppress(ValueError):
+            known.state = protocol.BenchState(run.state)
+        after = protocol.apply(protocol.SessionState(bench={run_id: known}), event).bench[run_id]
+        run.state = str(after.state)
+        run.progress = dict(after.progress or {})
+        run.path = after.path
         return {BENCH}
 
     def _bench_from_status(self, info: dict[str, Any]) -> None:

@@ -95,3 +95,9 @@ def test_encode_round_trip():
     assert isinstance(msg, protocol.Reply) and msg.id == 3 and msg.error == "no"
     push = protocol.decode_message(protocol.encode({"push": "log", "data": {"lines": []}}))
     assert isinstance(push, protocol.Push) and push.push == "log"
+
+
+def test_secrets_file_prefix_is_the_launchers():
+    from sgltui.core.launch_secrets import FILE_PREFIX
+
+    assert protocol.SECRETS_FILE_PREFIX == FILE_PREFIX

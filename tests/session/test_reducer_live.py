@@ -1,0 +1,71 @@
+"""The one reducer (protocol.apply) against the live agent: a recorded session folded by it
+says what the agent's own `status` said at the same moments (issue 14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sgltui import protocol
+from sgltui.core.replay import Replay
+
+# What events determine; pids, uptime and capacity are the live agent's (processes, telemetry).
+FIELDS = (
+    "id",
+    "profile",
+    "state",
+    "phase",
+    "progress",
+    "eta_s",
+    "host",
+    "port",
+    "pid",
+    "launch_id",
+    "log_path",
+    "command",
+    "command_hash",
+    "swap",
+    "api_key_set",
+)
+
+
+def _fields(slot: dict) -> dict:
+    out = {k: slot.get(k) for k in FIELDS}
+    cause = slot.get("cause")
+    out["cause"] = (cause or {}).get("kind"), (cause or {}).get("summary")
+    return out
+
+
+def _folded(agent) -> dict:
+    state = protocol.fold(agent.events())
+    return _fields(protocol.slot_dict(state.slots["0"]))
+
+
+def test_recorded_events_fold_to_the_live_status(agent):
+    a = agent.write_profile("r-a", api_key="sk-reducer-1234")
+    b = agent.write_profile("r-b")
+    bad = agent.write_profile("r-oom", sim_fail_at_start="oom")
+    moments = []
+
+    def check() -> None:
+        live = agent.wait_state(("ready", "stopped", "failed"))
+        assert _folded(agent) == _fields(live), live
+        moments.append((agent.events()[-1]["ts"], _fields(live)))
+
+    agent.call("start", profile=a, wait=True)
+    check()
+    agent.call("swap", profile=b, wait=True)
+    check()
+    agent.call("swap", profile=bad, wait=True)  # fails, rolls back to r-b
+    check()
+    agent.call("stop", wait=True)
+    check()
+    agent.call("start", profile=bad, wait=True)  # fails: a cause
+    check()
+    assert [m[1]["state"] for m in moments] == ["ready", "ready", "ready", "stopped", "failed"]
+    assert moments[-1][1]["cause"][0] == "oom"
+    assert moments[0][1]["api_key_set"] is True
+
+    # The replay of the session (the same reducer) agrees at each of those moments.
+    replay = Replay.open(Path(agent.status()["agent"]["session_dir"]))
+    for ts, live in moments:
+        assert _fields(replay.status_at(ts)["slots"][0]) == live
