@@ -843,8 +843,10 @@ def _slot_event(slot: SlotView, ev: EventBase) -> SlotView:
             changes["ready_at"] = ev.ts
         if state != SlotState.LAUNCHING:  # progress is a launch's (agent/slot.py _estimate)
             changes.update(progress=None, eta_s=None)
-        if state in _ENDED:
-            changes.update(pid=None, pids=[])
+        if state in _ENDED:  # a failed server's pid stays on show (what died), as the agent's
+            changes["pids"] = []
+            if state == SlotState.STOPPED:
+                changes["pid"] = None
         return r(slot, **changes)
     if isinstance(ev, SlotPhase):
         return r(slot, phase=ev.phase, progress=ev.progress, eta_s=ev.eta_s)
