@@ -659,8 +659,8 @@ class JobsHost:
         self.jobs[jid] = rec
         self.rates[jid] = Rates()
         slot = self.sup.slots[slot_id]
-        if mode == "auto" and slot.state == "ready":
-            rec["auto_for"] = slot.launch_id
+        if mode == "auto" and slot.state == "ready" and not why.startswith("default"):
+            rec["auto_for"] = slot.launch_id  # else: chosen again once the capacity card comes
         self._emit(
             "job.start",
             rec,

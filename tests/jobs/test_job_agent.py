@@ -160,7 +160,14 @@ def test_final_failures_go_to_the_errors_file_and_verify_says_so(agent, tmp_path
     agent.call("start", profile=a, wait=True)
     inp, out = tmp_path / "mixed.jsonl", tmp_path / "mixed.out.jsonl"
     write_input(inp, 40, bad=(5, 17))
-    view = agent.call("job_run", input=str(inp), output=str(out), concurrency=4)
+    deadline = time.monotonic() + 30
+    while not (agent.slot().get("capacity") or {}).get("max_running_requests"):
+        assert time.monotonic() < deadline, "no capacity card"
+        time.sleep(0.1)
+    mrr = agent.slot()["capacity"]["max_running_requests"]
+    view = agent.call("job_run", input=str(inp), output=str(out))  # concurrency auto
+    # auto: no bench of this profile yet, so the server's effective max_running_requests
+    assert view["concurrency_mode"] == "auto" and view["concurrency"] == mrr
     final = _wait_job(agent, lambda v: v["state"] == "done", "done", job=view["id"])
     assert final["answered"] == 38 and final["failed"] == 2
     errors = read_output(tmp_path / "mixed.out.errors.jsonl")
