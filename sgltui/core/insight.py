@@ -71,18 +71,26 @@ class Ledger:
     def figures(self, name: str) -> Figures:
         return self.profiles.setdefault(name, Figures(name))
 
-    def observe_engine(self, name: str, engine: dict[str, Any] | None) -> None:
+    def observe_engine(self, name: str, engine: dict[str, Any] | None, point: bool = True) -> None:
+        """The latest ENGINE reading of `name`; also a live point unless `point` is False
+        (when the caller feeds the points from a timeline with observe_point)."""
         if not engine:
             return
-        f = self.figures(name)
-        f.engine = engine
-        running = engine.get("num_running_reqs")
-        throughput = engine.get("gen_throughput")
-        if isinstance(running, int) and running > 0 and isinstance(throughput, (int, float)):
-            if throughput > 0:
-                bucket = f.live.setdefault(running, [0.0, 0])
-                bucket[0] += throughput / running
-                bucket[1] += 1
+        self.figures(name).engine = engine
+        if point:
+            self.observe_point(name, engine.get("num_running_reqs"), engine.get("gen_throughput"))
+
+    def observe_point(self, name: str, running: Any, throughput: Any) -> None:
+        """One live reading: `throughput` tok/s shared by `running` requests."""
+        if isinstance(running, float) and running.is_integer():
+            running = int(running)
+        if not isinstance(running, int) or running <= 0:
+            return
+        if not isinstance(throughput, (int, float)) or throughput <= 0:
+            return
+        bucket = self.figures(name).live.setdefault(running, [0.0, 0])
+        bucket[0] += throughput / running
+        bucket[1] += 1
 
     def observe_card(self, name: str, card: dict[str, Any] | None) -> None:
         if card:

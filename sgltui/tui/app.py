@@ -36,6 +36,7 @@ from sgltui.tui.source import TuiSource
 from sgltui.tui.themes import DEFAULT_THEME
 from sgltui.tui.widgets.activity import ActivityPane
 from sgltui.tui.widgets.bench import BenchPane
+from sgltui.tui.widgets.insight import InsightPane
 from sgltui.tui.widgets.jobs import JobsPane
 from sgltui.tui.widgets.logs import LogPane
 from sgltui.tui.widgets.memory import MemoryPane
@@ -121,6 +122,8 @@ class SgltuiApp(App[str | None]):
                 yield ActivityPane(id="activity")
             with TabPane("Jobs", id="tab-jobs"):
                 yield JobsPane(id="jobs")
+            with TabPane("Insight", id="tab-insight"):
+                yield InsightPane(id="insight")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -338,6 +341,8 @@ class SgltuiApp(App[str | None]):
             self.query_one(ActivityPane).show(list(m.activity), m.activity_total)
         if M.BENCH in dirty:
             self.query_one(BenchPane).show(m.bench)
+        if dirty & {M.MEMORY, M.SERVERS, M.BENCH}:
+            self.query_one(InsightPane).show(m)
         if M.HEADER in dirty or M.SERVERS in dirty:
             self._update_topbar()
 
@@ -604,6 +609,7 @@ class SgltuiApp(App[str | None]):
             "bench": "tab-bench",
             "activity": "tab-activity",
             "jobs": "tab-jobs",
+            "insight": "tab-insight",
         }
         if pane in tabs:
             self.query_one(TabbedContent).active = tabs[pane]
@@ -612,6 +618,7 @@ class SgltuiApp(App[str | None]):
                 "bench": "#bench-table",
                 "activity": "#activity",
                 "jobs": "#jobs",
+                "insight": "#insight",
             }[pane]
             self.call_after_refresh(self.query_one(target).focus)
         elif pane == "profiles":

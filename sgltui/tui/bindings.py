@@ -132,6 +132,14 @@ KEYS: tuple[Key, ...] = (
         show=False,
     ),
     Key(
+        "focus.insight",
+        "i",
+        "focus_pane('insight')",
+        "Insight",
+        "Show whether MTP / HiCache pay off and what bounds max running requests",
+        show=False,
+    ),
+    Key(
         "focus.activity",
         "a",
         "focus_pane('activity')",

@@ -1,0 +1,124 @@
+"""The insight card on the main screen (its own tab, key i): snapshots of a speculative and a
+hicache profile from scripted, fixed-time sources, plus the feeding rules."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from sgltui.tui.scripted import (
+    CAPACITY,
+    ScriptedSource,
+    make_sample,
+    make_slot,
+    make_status,
+)
+from sgltui.tui.widgets.insight import InsightPane
+
+from .helpers import app_with, until
+
+MTP_CARD = dict(
+    CAPACITY,
+    requested_max_running_requests=4,
+    speculative_algorithm="NEXTN",
+    bound={"by": "flag", "text": "the flag: max-running-requests = 4"},
+)
+HICACHE_CARD = dict(
+    MTP_CARD,
+    hicache_host_gb=33.0,
+    hicache_host_tokens=824320,
+)
+NO_MTP_CARD = dict(
+    CAPACITY,
+    max_running_requests=19,
+    requested_max_running_requests=None,
+    bound={
+        "by": "mamba",
+        "text": "mamba state slots: 98 slots / 5 per request (extra_buffer) = 19 running",
+    },
+)
+BENCH = {
+    "results": [
+        {
+            "profile": p,
+            "concurrency": c,
+            "capacity": card,
+            "metrics": {"per_user_tok_s": per, "output_throughput": per * min(c, mrr)},
+        }
+        for p, card, mrr, points in (
+            ("demo-mtp", MTP_CARD, 4, ((1, 64.0), (4, 52.0), (8, 52.0))),
+            ("demo-no-mtp", NO_MTP_CARD, 19, ((1, 27.0), (4, 26.0), (8, 25.0), (16, 24.0))),
+        )
+        for c, per in points
+    ]
+}
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def _app(profile, card, engine_extra=None):
+    def sample(t):
+        s = make_sample(t)
+        s["engine"]["0"].update(engine_extra or {})
+        return s
+
+    status = make_status([make_slot(profile=profile, capacity=card)])
+    status["telemetry"]["engine"]["0"].update(engine_extra or {})
+    return app_with(
+        ScriptedSource(status, [{"push": "sample", "data": sample(t)} for t in range(1, 30)])
+    )
+
+
+def _settle(app, bench=None):
+    async def run_before(pilot):
+        await until(
+            pilot, lambda: app.model.connected and len(app.model.series["gen_throughput"]) > 1
+        )
+        if bench:
+            app.model.set_bench_result("run-1", bench)
+        await pilot.press("i")
+        app.query_one(InsightPane).show(app.model)
+        await pilot.pause(0.3)
+        await pilot.wait_for_scheduled_animations()
+
+    return run_before
+
+
+def test_insight_speculative_profile(snap_compare):
+    app = _app("demo-mtp", MTP_CARD, {"accept_rate": 0.54})
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_settle(app, BENCH))
+
+
+def test_insight_hicache_profile(snap_compare):
+    engine = {
+        "hicache_host_used_tokens": 96000,
+        "hicache_host_total_tokens": 824320,
+        "hicache_host_mamba_used_states": 9,
+        "hicache_host_mamba_total_states": 25,
+        "prefill_tokens_by_mode": {"input": 41000, "device_hit": 52000, "host_hit": 9000},
+        "accept_rate": 0.54,
+    }
+    app = _app("demo-mtp-hicache", HICACHE_CARD, engine)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_settle(app, BENCH))
+
+
+async def test_readings_count_once_and_the_card_follows_the_running_profile():
+    app = _app("demo-mtp", MTP_CARD)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: len(app.model.series["gen_throughput"]) >= 29)
+        await pilot.pause(0.2)
+        pane = app.query_one(InsightPane)
+        figures = pane.ledger.figures("demo-mtp")
+        readings = sum(n for _s, n in figures.live.values())
+        pane.show(app.model)  # the same reading again (a status refresh): not counted twice
+        assert sum(n for _s, n in figures.live.values()) == readings
+        assert "demo-mtp" in pane._text and "the flag: max-running-requests = 4" in pane._text
+        assert "accept length" in pane._text
