@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sgltui.agent.client import call_sync, spawn_agent  # noqa: E402
+from sgltui.agent.client import AgentError, call_sync, spawn_agent  # noqa: E402
 
 BUDGET_S = 0.5
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -121,7 +121,7 @@ def main() -> int:
     finally:
         try:
             call_sync(state, "shutdown", autostart=False, stop_servers=True)
-        except Exception as exc:  # the figures above are still worth printing
+        except AgentError as exc:  # the figures above are still worth printing
             print(f"shutdown: {exc}", file=sys.stderr)
         if not args.keep:
             time.sleep(0.5)  # let the agent finish its last writes

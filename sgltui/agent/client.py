@@ -202,7 +202,7 @@ class AgentClient:
             self._read_task.cancel()
             try:
                 await self._read_task
-            except (asyncio.CancelledError, Exception):
+            except (asyncio.CancelledError, ConnectionError, OSError, AgentError):
                 pass
 
 

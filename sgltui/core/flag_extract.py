@@ -136,7 +136,9 @@ def speculative_algorithms() -> list[str] | None:
     """Names --speculative-algorithm accepts (checked by SGLang at start-up, not by argparse)."""
     try:
         from sglang.srt.speculative import spec_info, spec_registry
-    except Exception:
+    except (ImportError, AttributeError, RuntimeError, OSError):
+        # Not installed, or an SGLang without this module (older), or its import failed on
+        # this host (CUDA, torch): the bundled catalog's names apply then.
         return None
     names = [
         m for m in spec_info.SpeculativeAlgorithm.__members__ if m not in ("NONE", "FROZEN_KV_MTP")

@@ -141,14 +141,12 @@ def _add_sim_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _catalog_available(p: argparse.ArgumentParser) -> bool:
-    try:
-        from sgltui.core.flags import load_bundled_catalog
-    except ImportError:
-        return False
+    from sgltui.core.flags import load_bundled_catalog
+
     try:
         load_bundled_catalog().add_to_argparse(p)
-    except Exception:
-        return False
+    except (OSError, ValueError, KeyError, TypeError, argparse.ArgumentError):
+        return False  # a damaged catalog file: the simulator still takes the common flags
     return True
 
 

@@ -13,14 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import psutil
+import pynvml
 
 from sgltui.agent.telemetry.gpu_source import GpuReading, GpuSourceError, empty_gpu
 from sgltui.agent.telemetry.proctree import ProcTree
-
-try:  # the dependency is declared, but a broken install must still give a shown state
-    import pynvml
-except Exception:  # pragma: no cover - exercised only on a broken install
-    pynvml = None  # type: ignore[assignment]
 
 
 def _text(v: Any) -> str:
@@ -29,28 +25,24 @@ def _text(v: Any) -> str:
 
 def init_failure_message(exc: Exception) -> str:
     """A one-line, plain message for an NVML start-up failure."""
-    err = pynvml
-    if err is not None:
-        if isinstance(exc, getattr(err, "NVMLError_LibraryNotFound", ())):
-            return "no NVIDIA driver found: GPU pane disabled"
-        if isinstance(exc, getattr(err, "NVMLError_DriverNotLoaded", ())):
-            return "NVIDIA driver not loaded (is the kernel module up?): GPU pane disabled"
-        if isinstance(exc, getattr(err, "NVMLError_NoPermission", ())):
-            return "no permission to query the NVIDIA driver: GPU pane disabled"
+    if isinstance(exc, pynvml.NVMLError_LibraryNotFound):
+        return "no NVIDIA driver found: GPU pane disabled"
+    if isinstance(exc, pynvml.NVMLError_DriverNotLoaded):
+        return "NVIDIA driver not loaded (is the kernel module up?): GPU pane disabled"
+    if isinstance(exc, pynvml.NVMLError_NoPermission):
+        return "no permission to query the NVIDIA driver: GPU pane disabled"
     return f"NVML error: {exc}: GPU pane disabled"
 
 
 def open_nvml() -> tuple[NvmlSource | None, str]:
     """Start NVML. Returns (source, "") or (None, message saying why the GPU pane is off)."""
-    if pynvml is None:
-        return None, "nvidia-ml-py is not installed (pip install nvidia-ml-py): GPU pane disabled"
     try:
         pynvml.nvmlInit()
-    except Exception as exc:  # NVMLError subclasses, OSError from a broken library
+    except (pynvml.NVMLError, OSError) as exc:  # OSError: a broken driver library
         return None, init_failure_message(exc)
     try:
         count = pynvml.nvmlDeviceGetCount()
-    except Exception as exc:
+    except pynvml.NVMLError as exc:
         _shutdown()
         return None, init_failure_message(exc)
     if count <= 0:
@@ -62,7 +54,7 @@ def open_nvml() -> tuple[NvmlSource | None, str]:
 def _shutdown() -> None:
     try:
         pynvml.nvmlShutdown()
-    except Exception:
+    except pynvml.NVMLError:
         pass
 
 
@@ -82,7 +74,7 @@ class NvmlSource:
         try:
             return fn(*args)
         except pynvml.NVMLError as exc:
-            if isinstance(exc, getattr(pynvml, "NVMLError_GpuIsLost", ())):
+            if isinstance(exc, pynvml.NVMLError_GpuIsLost):
                 raise GpuSourceError(f"NVML: GPU is lost ({exc})") from exc
             return None
 
