@@ -453,6 +453,15 @@ class PreflightDone(EventBase, tag="preflight"):
     checks: list[dict[str, Any]] = []
 
 
+class ProfileChanged(EventBase, tag="profile.changed"):
+    """A restart re-read an edited profile file."""
+
+    profile: str | None = None
+    source: str | None = None
+    old_hash: str | None = None
+    new_hash: str | None = None
+
+
 class Launch(EventBase, tag="launch"):
     launch_id: str | None = None
     profile: str | None = None
@@ -578,6 +587,104 @@ class LogRotated(EventBase, tag="log.rotated"):
     keep: int | None = None
 
 
+class JobEvent(EventBase, tag="job"):
+    """A batch job's event (agent/jobs_host.py); `job` is its id. Jobs keep their own state in
+    the agent (`job_status`), so these fold into nothing here; they are typed for readers."""
+
+    job: str = ""
+    name: str | None = None
+    state: str | None = None
+    input: str | None = None
+    output: str | None = None
+    profile: str | None = None
+    launch_id: str | None = None
+    total: int | None = None
+    answered: int | None = None
+    failed: int | None = None
+    already_answered: int | None = None
+    already_failed: int | None = None
+    in_flight: int | None = None
+    concurrency: int | None = None
+    completions: int | None = None
+    completions_s: float | None = None
+    force: bool | None = None
+    restart: bool | None = None
+    respawn: int | None = None
+    code: int | None = None
+    cut_bytes: int | None = None
+    message: str | None = None
+    reason: str | None = None
+    why: str | None = None
+
+
+class JobStart(JobEvent, tag="job.start"):
+    pass
+
+
+class JobChecked(JobEvent, tag="job.checked"):
+    pass
+
+
+class JobProgress(JobEvent, tag="job.progress"):
+    pass
+
+
+class JobDone(JobEvent, tag="job.done"):
+    pass
+
+
+class JobError(JobEvent, tag="job.error"):
+    pass
+
+
+class JobCancel(JobEvent, tag="job.cancel"):
+    pass
+
+
+class JobConcurrency(JobEvent, tag="job.concurrency"):
+    pass
+
+
+class JobHeld(JobEvent, tag="job.held"):
+    pass
+
+
+class JobHold(JobEvent, tag="job.hold"):
+    pass
+
+
+class JobPause(JobEvent, tag="job.pause"):
+    pass
+
+
+class JobRelease(JobEvent, tag="job.release"):
+    pass
+
+
+class JobRepaired(JobEvent, tag="job.repaired"):
+    pass
+
+
+class JobResume(JobEvent, tag="job.resume"):
+    pass
+
+
+class JobResumeAfterRestart(JobEvent, tag="job.resume_after_restart"):
+    pass
+
+
+class JobRunnerExit(JobEvent, tag="job.runner_exit"):
+    pass
+
+
+class JobSegmentStart(JobEvent, tag="job.segment.start"):
+    pass
+
+
+class JobSet(JobEvent, tag="job.set"):
+    pass
+
+
 class OtherEvent(EventBase, tag="other"):
     """An event type this version does not know (a newer agent, an older session): kept as
     recorded (`raw`), folded into nothing."""
@@ -621,6 +728,7 @@ EVENT_TYPES: Final[Mapping[str, type[EventBase]]] = {
         Command,
         CommandRefused,
         PreflightDone,
+        ProfileChanged,
         Launch,
         SlotStateChanged,
         SlotPhase,
@@ -637,6 +745,23 @@ EVENT_TYPES: Final[Mapping[str, type[EventBase]]] = {
         DiskError,
         DiskOk,
         LogRotated,
+        JobStart,
+        JobChecked,
+        JobProgress,
+        JobDone,
+        JobError,
+        JobCancel,
+        JobConcurrency,
+        JobHeld,
+        JobHold,
+        JobPause,
+        JobRelease,
+        JobRepaired,
+        JobResume,
+        JobResumeAfterRestart,
+        JobRunnerExit,
+        JobSegmentStart,
+        JobSet,
     )
 }
 

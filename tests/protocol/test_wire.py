@@ -101,3 +101,20 @@ def test_secrets_file_prefix_is_the_launchers():
     from sgltui.core.launch_secrets import FILE_PREFIX
 
     assert protocol.SECRETS_FILE_PREFIX == FILE_PREFIX
+
+
+def test_every_event_the_agent_emits_has_a_type():
+    """An event type added in agent/ without its Struct here would reach readers untyped."""
+    import re
+    from pathlib import Path
+
+    import sgltui
+
+    root = Path(sgltui.__file__).parent
+    emitted = set()
+    for path in [*root.glob("agent/**/*.py"), *root.glob("session/**/*.py")]:
+        emitted |= set(re.findall(r"\bemit\(\s*\"([a-z_.]+)\"", path.read_text()))
+        # recorder-written events ({"v": .., "ts": .., "type": ...}); not HTTP error bodies
+        emitted |= set(re.findall(r"\"ts\": [^,]+,\s*\"type\": \"([a-z_.]+)\"", path.read_text()))
+    assert emitted, "no emit() calls found: the pattern is stale"
+    assert emitted - set(protocol.EVENT_TYPES) == set()
