@@ -67,6 +67,7 @@ class CauseKind(StrEnum):
     HANG = "hang"
     SIGNAL = "signal"
     PREFLIGHT = "preflight"
+    IMPORT = "import"  # SGLang (or a module it needs) missing from the server's interpreter
 
 
 class Drain(StrEnum):
@@ -863,6 +864,8 @@ class SlotView(Struct, kw_only=True):
     api_key_set: bool = False
     front: FrontView | None = None
     last_stop: StopView | None = None
+    last_failure: dict[str, Any] | None = None  # the latest failure, kept after a recovery
+    resolved: dict[str, Any] | None = None  # the resolved profile it runs (agent/resolved.py)
 
 
 class BenchView(Struct, kw_only=True):

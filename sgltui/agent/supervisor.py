@@ -449,6 +449,9 @@ class Supervisor:
             log.warning("cannot list profiles: %s", exc)
             return self._profiles_cache
         self._profiles_at = time.monotonic()
+        from sgltui.core.validate import key_clashes
+
+        clashes = key_clashes(profs.values())
         self._profiles_cache = [
             {
                 "name": p.name,
@@ -456,6 +459,10 @@ class Supervisor:
                 "description": p.description,
                 "launcher": p.launcher,
                 "port": _safe(lambda p=p: p.port),
+                # Other profiles on the same hot-swap key: the key does nothing until fixed.
+                "key_clash": [n for n in clashes.get(str(p.key), []) if n != p.name]
+                if p.key
+                else [],
             }
             for p in sorted(profs.values(), key=lambda p: p.name)
         ]

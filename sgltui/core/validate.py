@@ -605,28 +605,40 @@ def check_profile(profile: Profile, catalog: Catalog | None = None) -> list[Issu
     return sorted(issues, key=lambda i: (str(i.path or ""), i.line or 0))
 
 
+def key_clashes(profiles: Iterable[Profile]) -> dict[str, list[str]]:
+    """Hot-swap keys given to more than one profile: key -> the profiles' names, sorted. A key
+    belongs to one profile whatever its launcher: a press must never start a real SGLang server
+    where the user meant the demo's simulator."""
+    by_key: dict[str, list[str]] = {}
+    for profile in profiles:
+        if profile.key:
+            by_key.setdefault(str(profile.key), []).append(profile.name)
+    return {k: sorted(v) for k, v in by_key.items() if len(v) > 1}
+
+
 def check_profile_set(profiles: Iterable[Profile]) -> list[Issue]:
-    """Problems between profiles: two profiles of one launcher on the same hot-swap key."""
+    """Problems between profiles: two profiles on the same hot-swap key (an error on each one
+    after the first; the key does nothing in the TUI until it is fixed)."""
     issues: list[Issue] = []
-    seen: dict[tuple[str, str], str] = {}
+    seen: dict[str, str] = {}
     for profile in profiles:
         if not profile.key:
             continue
-        group = (profile.launcher, profile.key)
-        if group in seen:
+        key = str(profile.key)
+        if key in seen:
             path, line = profile.where("key")
             issues.append(
                 Issue(
                     ERROR,
-                    f'hot-swap key "{profile.key}" is also used by profile {seen[group]}',
+                    f'hot-swap key "{profile.key}" is also used by profile {seen[key]}',
                     "key",
                     path,
                     line,
-                    "give each profile its own key",
+                    "give each profile its own key (the key does nothing until then)",
                 )
             )
         else:
-            seen[group] = profile.name
+            seen[key] = profile.name
     return issues
 
 

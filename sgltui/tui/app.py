@@ -448,14 +448,50 @@ class SgltuiApp(App[str | None]):
         return False
 
     def action_profile_key(self, key: str) -> None:
-        profile = self.model.profile_for_key(key)
-        if profile is None:
+        self._key_pressed(key)
+
+    def _key_pressed(self, key: str) -> None:
+        """A profile's hot-swap key: refused on a clash; asks before the launcher changes."""
+        found = self.model.profiles_for_key(key)
+        if not found:
             self.notify(f"no profile has key {key}", severity="warning", markup=False)
+            return
+        if len(found) > 1:
+            names = ", ".join(str(p.get("name")) for p in found)
+            self.notify(
+                f"key {key} is given to {names}: it does nothing until each has its own key "
+                "(`sgltui profiles validate`)",
+                severity="error",
+                markup=False,
+                timeout=8,
+            )
+            return
+        profile = found[0]
+        slot = self.model.slot("0") or {}
+        current = slot.get("profile") if slot.get("state") in _ACTIVE else None
+        now = next((p for p in self.model.profiles if p.get("name") == current), None)
+        was = (slot.get("resolved") or {}).get("launcher") or (now or {}).get("launcher")
+        new = profile.get("launcher")
+        if current and was and new and was != new and current != profile["name"]:
+            # sim -> real SGLang (or back) is a different machine's worth of work: ask first.
+            def chosen(yes: bool | None) -> None:
+                if yes:
+                    self.swap_to(profile["name"])
+
+            self.push_screen(
+                Confirm(
+                    f"Replace [b]{escape(str(current))}[/] ({escape(_launcher_word(was))}) with "
+                    f"[b]{escape(str(profile['name']))}[/] ({escape(_launcher_word(new))})?"
+                ),
+                chosen,
+            )
             return
         self.swap_to(profile["name"])
 
     def swap_to(self, name: str) -> None:
-        """Start `name`, or swap slot 0 to it; asks how to treat requests in flight."""
+        """Start `name`, or swap slot 0 to it: the agent's preflight checks run first (a target
+        that cannot start is refused before any dialog or stop), then it asks how to treat
+        requests in flight."""
         if self._read_only_refusal():
             return
         slot = self.model.slot("0")
@@ -463,11 +499,36 @@ class SgltuiApp(App[str | None]):
         if slot and slot.get("swap"):
             self.notify("a swap is already in progress", severity="warning")
             return
+        if state in _ACTIVE and slot.get("profile") == name and state in ("launching", "ready"):
+            self.notify(f"{name} is already {state}", markup=False)
+            return
+
+        async def check() -> None:
+            from sgltui.agent.client import AgentError
+
+            try:
+                res = await self.source.call("preflight", profile=name, slot="0")
+            except (AgentError, OSError) as exc:  # shown; nothing is started or stopped
+                self.notify(one_line(exc), title="preflight", severity="error", markup=False)
+                return
+            if isinstance(res, dict) and res.get("ok") is False:
+                self.notify(
+                    str(res.get("error")),
+                    title="not started",
+                    severity="error",
+                    markup=False,
+                    timeout=10,
+                )
+                return
+            self._swap_checked(name)
+
+        self.run_worker(check(), group="ops", exit_on_error=False, description="preflight")
+
+    def _swap_checked(self, name: str) -> None:
+        slot = self.model.slot("0")
+        state = (slot or {}).get("state")
         if state not in _ACTIVE:
             self._op("start", done=f"starting {name}", profile=name, slot="0")
-            return
-        if slot.get("profile") == name and state in ("launching", "ready"):
-            self.notify(f"{name} is already {state}", markup=False)
             return
         running = self.model.running_requests("0")
         if running > 0:
@@ -720,10 +781,9 @@ class SgltuiApp(App[str | None]):
         char = event.character
         if not char or char.isdigit() or isinstance(self.focused, Input):
             return
-        profile = self.model.profile_for_key(char)
-        if profile is not None and not any(char in k.key.split(",") for k in KEYS):
+        if self.model.profiles_for_key(char) and not any(char in k.key.split(",") for k in KEYS):
             event.stop()
-            self.swap_to(profile["name"])
+            self._key_pressed(char)
 
     # -- command palette ---------------------------------------------------------------------
 
@@ -758,6 +818,10 @@ class SgltuiApp(App[str | None]):
         )
         first = keys.split(",")[0].strip()
         return self.get_key_display(Binding(first, binding_id))
+
+
+def _launcher_word(launcher: str) -> str:
+    return {"sim": "simulator", "sglang": "real SGLang"}.get(launcher, launcher)
 
 
 def make_app(

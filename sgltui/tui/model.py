@@ -104,9 +104,8 @@ class TuiModel:
 
     @property
     def profiles(self) -> list[dict[str, Any]]:
-        """Profiles in display order. The shipped demo profiles reuse the keys 1-5 of the real
-        ones, so a demo session lists only demo profiles and any other lists them last: a key
-        then always means the profile listed first with it."""
+        """Profiles in display order: a demo session lists only the demo profiles, any other lists
+        them last. (Keys never depend on the order: a key given to two profiles does nothing.)"""
         profiles = [printable_profile_row(p) for p in self.status.get("profiles") or []]
         demo = [p for p in profiles if str(p.get("name", "")).startswith("demo-")]
         if self.demo_only and demo:
@@ -132,10 +131,13 @@ class TuiModel:
         return int(eng.get("num_running_reqs") or 0) + int(eng.get("num_queue_reqs") or 0)
 
     def profile_for_key(self, key: str) -> dict[str, Any] | None:
-        for p in self.profiles:
-            if p.get("key") and str(p["key"]) == key:
-                return p
-        return None
+        """The one profile on `key`; None when none or several have it (a clash: the key does
+        nothing until the profiles are fixed)."""
+        found = self.profiles_for_key(key)
+        return found[0] if len(found) == 1 else None
+
+    def profiles_for_key(self, key: str) -> list[dict[str, Any]]:
+        return [p for p in self.profiles if p.get("key") and str(p["key"]) == key]
 
     def series_values(self, name: str) -> list[float]:
         return [v for _, v in self.series[name]]

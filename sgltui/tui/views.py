@@ -62,6 +62,13 @@ def profile_option(profile: dict[str, Any], slots: list[dict[str, Any]]) -> str:
     )
     suffix = f"  {state_label(running.get('state'))}" if running else ""
     sim = " [dim](sim)[/]" if profile.get("launcher") == "sim" else ""
+    clash = profile.get("key_clash") or []
+    if key and clash:
+        # The key does nothing while another profile has it too (core/validate.py).
+        keytxt = f"[b $error strike]{escape(str(key))}[/]"
+        suffix += (
+            f"  [$error]key {escape(str(key))} also on {escape(', '.join(map(str, clash)))}[/]"
+        )
     return f"{keytxt} {name}{sim}{suffix}"
 
 

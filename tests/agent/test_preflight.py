@@ -176,3 +176,15 @@ def test_cli_refused_swap_is_one_line_exit_1_and_force_names_a_check(running):
     r = cli("swap", name, "--force", "nonsense")
     assert r.returncode == 2 and "--force takes a preflight check" in r.stderr, r.stderr
     _untouched(agent, before)
+
+
+def test_profiles_list_marks_key_clashes_across_launchers(agent):
+    agent.write_profile("pf-k1", key="x")
+    agent.write_profile("pf-k2", key="x")
+    agent.write_profile("pf-k3", key="y")
+    rows = {p["name"]: p for p in agent.call("profiles")}
+    assert rows["pf-k1"]["key_clash"] == ["pf-k2"] and rows["pf-k2"]["key_clash"] == ["pf-k1"]
+    assert rows["pf-k3"]["key_clash"] == []
+    # The shipped demo and real profiles never share a key.
+    shipped = [p for p in rows.values() if not p["name"].startswith("pf-")]
+    assert shipped and all(p["key_clash"] == [] for p in shipped)

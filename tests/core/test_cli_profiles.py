@@ -24,7 +24,7 @@ def test_list_shows_keys_names_launchers(capsys):
     assert rc == 0 and err == ""
     rows = [line.split() for line in out.splitlines()[1:]]
     by_name = {r[1]: r for r in rows}
-    assert by_name["mtp"][:4] == ["3", "mtp", "sglang", "base"]
+    assert by_name["mtp"][:4] == ["#", "mtp", "sglang", "base"]
     assert by_name["demo-mtp"][:4] == ["3", "demo-mtp", "sim", "mtp"]
     assert len(rows) == 10
 

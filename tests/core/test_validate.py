@@ -8,7 +8,7 @@ import pytest
 
 from sgltui.core.flags import load_bundled_catalog
 from sgltui.core.profiles import get_profile, load_profiles
-from sgltui.core.validate import check_profile, check_profile_set
+from sgltui.core.validate import check_profile, check_profile_set, key_clashes
 from tests.core.helpers import line_of, write
 
 CATALOG = load_bundled_catalog()
@@ -244,16 +244,19 @@ def test_clean_profile_has_no_findings(tmp_path):
     assert texts == []
 
 
-def test_duplicate_hot_swap_keys_within_a_launcher(tmp_path):
+def test_duplicate_hot_swap_keys_across_launchers(tmp_path):
     write(tmp_path, "a.toml", 'name = "a"\nkey = "7"\n[server]\nmodel-path = "m"\n')
     b = write(tmp_path, "b.toml", 'name = "b"\nkey = "7"\n[server]\nmodel-path = "m"\n')
-    write(
+    c = write(
         tmp_path, "c.toml", 'name = "c"\nkey = "7"\nlauncher = "sim"\n[server]\nmodel-path = "m"\n'
     )
     profiles = [get_profile(n, [tmp_path]) for n in "abc"]
+    fix = "give each profile its own key (the key does nothing until then)"
     assert [str(i) for i in check_profile_set(profiles)] == [
-        f'{b}:2: key: hot-swap key "7" is also used by profile a; give each profile its own key'
+        f'{b}:2: key: hot-swap key "7" is also used by profile a; {fix}',
+        f'{c}:2: key: hot-swap key "7" is also used by profile a; {fix}',
     ]
+    assert key_clashes(profiles) == {"7": ["a", "b", "c"]}
 
 
 def test_every_bundled_profile_validates_cleanly():
@@ -280,10 +283,15 @@ def test_bundled_scenario_shape():
             demo.server["sim-gpu"] == "rtx-pro-6000-96gb"
             and 0 < demo.server["sim-time-scale"] <= 0.2
         )
-        assert "sped up" in demo.description.lower() and demo.key == real.key
+        assert "sped up" in demo.description.lower() and demo.key != real.key
+    # The demo's keys and the real profiles' keys never clash (issue 12: after `sgltui demo` a
+    # plain `sgltui` shows both sets, and a press must start what the user meant).
     assert sorted(
         p[f"demo-{n}"].key for n in ("base", "no-mtp", "mtp", "mtp-hicache", "no-mtp-hicache")
     ) == list("12345")
+    assert [p[n].key for n in ("base", "no-mtp", "mtp", "mtp-hicache", "no-mtp-hicache")] == list(
+        "!@#$%"
+    )
     assert (
         p["mtp"].server["speculative-algorithm"] == "NEXTN"
         and p["mtp"].server["max-running-requests"] == 4
