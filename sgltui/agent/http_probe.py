@@ -1,8 +1,8 @@
-"""Tiny HTTP/1.1 GETs for readiness and drain checks, on asyncio streams.
+"""The agent's HTTP questions to a server it runs (readiness, load during a drain), via httpx.
 
-Kept dependency-free and one-shot (Connection: close): the agent asks a server a handful of
-questions during a launch or a drain, not a stream of them, and must never hang on a wedged
-server, so every call has a hard timeout.
+A handful of GETs during a launch or a drain, each with a hard timeout: a wedged server must
+never hang the agent. One client per event loop keeps its connection (polls come every 0.1 s
+while draining); proxies from the environment are ignored, since the server is local.
 """
 
 from __future__ import annotations
@@ -11,55 +11,38 @@ import asyncio
 import json
 from typing import Any
 
+import httpx
+
+_clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
+
+
+def _client() -> httpx.AsyncClient:
+    loop = asyncio.get_running_loop()
+    hit = _clients.get(id(loop))
+    if hit is None or hit[0] is not loop or hit[1].is_closed:
+        for key, (old_loop, _) in list(_clients.items()):
+            if old_loop.is_closed():
+                del _clients[key]  # its client's connections died with that loop
+        hit = (loop, httpx.AsyncClient(trust_env=False, headers={"User-Agent": "sgltui-agent"}))
+        _clients[id(loop)] = hit
+    return hit[1]
+
 
 async def get(
     host: str, port: int, path: str, api_key: str | None = None, timeout: float = 2.0
 ) -> tuple[int, bytes]:
     """(status, body); status 0 when the server did not answer."""
     connect_host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+    if ":" in connect_host:
+        connect_host = f"[{connect_host}]"
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    url = f"http://{connect_host}:{port}{path}"
     try:
-        return await asyncio.wait_for(_get(connect_host, port, path, api_key), timeout)
-    except (OSError, asyncio.TimeoutError, ValueError, IndexError):
+        # httpx's timeout bounds each phase; wait_for bounds the whole answer (a trickling body).
+        r = await asyncio.wait_for(_client().get(url, headers=headers, timeout=timeout), timeout)
+    except (httpx.HTTPError, asyncio.TimeoutError):
         return 0, b""
-
-
-async def _get(host: str, port: int, path: str, api_key: str | None) -> tuple[int, bytes]:
-    reader, writer = await asyncio.open_connection(host, port)
-    try:
-        headers = [
-            f"GET {path} HTTP/1.1",
-            f"Host: {host}:{port}",
-            "Connection: close",
-            "User-Agent: sgltui-agent",
-        ]
-        if api_key:
-            headers.append(f"Authorization: Bearer {api_key}")
-        writer.write(("\r\n".join(headers) + "\r\n\r\n").encode())
-        await writer.drain()
-        raw = await reader.read(-1)
-    finally:
-        writer.close()
-        try:
-            await writer.wait_closed()
-        except OSError:
-            pass
-    head, _, body = raw.partition(b"\r\n\r\n")
-    status = int(head.split(b" ", 2)[1])
-    if b"transfer-encoding: chunked" in head.lower():
-        body = _unchunk(body)
-    return status, body
-
-
-def _unchunk(body: bytes) -> bytes:
-    out = b""
-    while body:
-        size_line, _, rest = body.partition(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            break
-        out += rest[:size]
-        body = rest[size + 2 :]
-    return out
+    return r.status_code, r.content
 
 
 async def ready(host: str, port: int, api_key: str | None, fallback: bool = True) -> bool:
