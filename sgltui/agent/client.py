@@ -29,6 +29,10 @@ class AgentError(Exception):
     """One-line message from the agent or about the connection to it."""
 
 
+class VersionMismatch(AgentError):
+    """The agent runs another version; the message says which and how to restart it."""
+
+
 def client_id(name: str = "cli") -> str:
     return f"{name}:{os.getpid()}@{socket.gethostname().split('.')[0]}"
 
@@ -87,7 +91,9 @@ class AgentClient:
         except AgentError as exc:
             await self.close()
             if str(exc).startswith("unknown op 'hello'"):  # an agent from before the handshake
-                raise AgentError(protocol.version_mismatch("(older)", 1) or "") from None
+                raise VersionMismatch(protocol.version_mismatch("(older)", 1) or "") from None
+            if str(exc).startswith("the agent runs sgltui"):  # the agent refused our version
+                raise VersionMismatch(str(exc)) from None
             raise
         problem = protocol.version_mismatch(
             str(res.get("version", "")),
@@ -97,7 +103,7 @@ class AgentClient:
         )
         if problem:
             await self.close()
-            raise AgentError(problem)
+            raise VersionMismatch(problem)
 
     async def _connect(self, autostart: bool, profiles_dirs: Sequence[str | os.PathLike]) -> None:
         try:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sgltui.agent.client import AgentClient, AgentError, call_sync
+from sgltui.agent.client import AgentClient, AgentError, VersionMismatch, call_sync
 from sgltui.agent.daemon import paths
 from sgltui.core import locations
 
@@ -305,6 +305,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     # Never starts an agent: one started only to answer "what runs?" would open an empty session.
     try:
         st = call_sync(_state(args), "status", autostart=False)
+    except VersionMismatch as exc:
+        raise _cli_error()(str(exc)) from None
     except AgentError:
         raise _cli_error()(
             f"no agent is running for {_state(args)}: no servers; "

@@ -111,13 +111,18 @@ def test_fuzzed_socket_messages_get_one_line_errors_and_no_traceback(agent):
     assert "Traceback" not in agent.paths["log"].read_text()
 
 
-def test_client_of_another_version_gets_one_line(agent, monkeypatch):
+def test_client_of_another_version_gets_one_line(agent, monkeypatch, capsys):
     monkeypatch.setattr(protocol, "PROTOCOL_VERSION", protocol.PROTOCOL_VERSION + 1)
     with pytest.raises(AgentError) as exc:
         call_sync(agent.state_dir, "status", autostart=False)
     line = str(exc.value)
     assert f"protocol {protocol.PROTOCOL_VERSION - 1}), this is sgltui" in line
     assert "sgltui agent stop" in line and "\n" not in line
+    from sgltui.cli import main
+
+    assert main(["--state-dir", str(agent.state_dir), "status"]) != 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0] == f"sgltui: error: {line}"
     # What the line says to do works across versions.
     assert call_sync(agent.state_dir, "ping", autostart=False, check_version=False)["pong"]
 
