@@ -161,3 +161,25 @@ def test_a_client_that_never_reads_does_not_stall_the_agent(agent):
     grew = psutil.Process(agent.pid).memory_info().rss - rss0
     assert grew < 40 << 20, f"agent RSS grew by {grew >> 20} MB"
     assert agent.call("ping")["pong"]
+
+
+@pytest.mark.parametrize(
+    ("line", "expect"),
+    [
+        (b'{"id": 1, "op": "profiles", "args": {"profiles_dirs": "/etc"}}', "profiles_dirs"),
+        (b'{"id": 1, "op": "demo_load", "args": {"on": "maybe"}}', "on: expected `bool`"),
+        (b'{"id": 1, "op": "timeline", "args": {"series": 5}}', "series: expected"),
+        (b'{"id": 1, "op": "status", "args": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}", ""),
+    ],
+    ids=["profiles_dirs-string", "demo_load-maybe", "timeline-series-5", "deep-json"],
+)
+def test_the_reported_loose_types_are_refused(agent, line, expect):
+    """Issue 18 #5, the four cases as reported: a string walked a character at a time, "maybe"
+    turned the demo load on, a TypeError traceback, a RecursionError."""
+    s = _connect(agent)
+    s.sendall(line + b"\n")
+    reply = json.loads(s.makefile("rb").readline())
+    s.close()
+    assert reply["ok"] is False and expect in reply["error"] and "\n" not in reply["error"]
+    assert agent.status()["agent"]["demo_load"] is False
+    assert "Traceback" not in agent.paths["log"].read_text()
