@@ -175,11 +175,11 @@ def resume_time(lines: int, tmp: Path) -> dict:
                 "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
                 "usage": {"prompt_tokens": 32, "completion_tokens": 128, "total_tokens": 160},
             }  # fmt: skip
+            # the runner's own line format around the server's body, as a resumed job finds it
             fh.write(
-                json.dumps({"id": f"b{i}", "custom_id": f"r{i}", "response": {
-                    "status_code": 200, "request_id": f"cmpl-{i}", "body": body}, "error": None})
-                + "\n"
-            )  # fmt: skip
+                f'{{"id":"batch_req_1_{i}","custom_id":"r{i}","response":{{"status_code":200,'
+                f'"request_id":"cmpl-{i}","body":{json.dumps(body)}}},"error":null}}\n'
+            )
         fh.write('{"id": "torn", "custom_id": "r' + str(lines - 1) + '", "resp')
     r = Runner(inp, out, 8, lambda m: None)
     t0 = time.perf_counter()
@@ -188,11 +188,11 @@ def resume_time(lines: int, tmp: Path) -> dict:
     repaired = info["repaired_bytes"] > 0
     r.release()  # the bench only measures prepare()
     r = Runner(inp, out, 8, lambda m: None)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     info = r.prepare(info["stamp"])  # the usual resume: the input unchanged since its check
-    secs = time.perf_counter() - t0
+    secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     r.release()
-    return {"seconds": secs, "full_seconds": full, "resumed": info["resumed"],
+    return {"seconds": secs, "cpu_seconds": cpu, "full_seconds": full, "resumed": info["resumed"],
             "repaired": repaired, "output_mb": out.stat().st_size / 1e6}  # fmt: skip
 
 
@@ -241,7 +241,8 @@ def main() -> int:
         if "resume" not in skip:
             res = resume_time(args.resume_lines, tmp)
             print(f"3. resume from {res['resumed']:,} lines ({res['output_mb']:.0f} MB, torn last "
-                  f"line repaired: {res['repaired']}): {res['seconds']:.2f} s (goal < 5 s); "
+                  f"line repaired: {res['repaired']}): {res['seconds']:.2f} s, {res['cpu_seconds']:.2f} s "
+                  f"CPU (goal < 5 s); "
                   f"{res['full_seconds']:.2f} s with the input checked again")  # fmt: skip
         if "rt" not in skip:
             rc, rn, rl = args.rt_concurrency, args.rt_requests, args.rt_output_len

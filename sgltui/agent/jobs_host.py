@@ -406,12 +406,13 @@ class JobsHost:
             return None, None, "held for a swap"
         if slot.state != "ready":
             return None, None, f"waiting for slot {slot.id} to be ready ({slot.state})"
-        st = slot.status()
-        front = st.get("front")
-        if isinstance(front, dict):
-            front = front.get("url")
-        if isinstance(front, str) and front:
-            url = front  # the slot's stable front: it holds requests during a swap itself
+        # Through the slot's stable front (agent/front.py) when it routes: the same URL across
+        # swaps, and the swap's drain counts the job's requests it passed on. Read from the
+        # front itself, not from slot.status(), which walks the process tree (this runs each
+        # second).
+        front = getattr(slot, "front", None)
+        if front is not None and not front.error and front.backend is not None:
+            url = front.url
         else:
             host = slot.server_host
             host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
