@@ -42,6 +42,7 @@ PROGRESS_EVENT_S = 15.0
 RESPAWN_MAX = 5
 MAX_CONCURRENCY = 4096
 DEFAULT_CONCURRENCY = 16
+VIA_FRONT = os.environ.get("SGLTUI_JOB_VIA_FRONT", "") in ("1", "true", "yes")
 
 
 class JobError(Exception):
@@ -406,11 +407,13 @@ class JobsHost:
             return None, None, "held for a swap"
         if slot.state != "ready":
             return None, None, f"waiting for slot {slot.id} to be ready ({slot.state})"
-        # Through the slot's stable front (agent/front.py) when it routes: the same URL across
-        # swaps, and the swap's drain counts the job's requests it passed on. Read from the
-        # front itself, not from slot.status(), which walks the process tree (this runs each
-        # second).
-        front = getattr(slot, "front", None)
+        # Straight to the server by default: the job holds itself across swaps (so the front's
+        # holding adds nothing), and the front passes every answer through the agent's own
+        # event loop: measured at zero time scale (bench/bench_job.py part 2), 5,000 requests
+        # took 24 s through the front with the agent at 15% of a core, 16.5 s direct at 4%.
+        # SGLTUI_JOB_VIA_FRONT=1 sends through the slot's front when it routes (read from the
+        # front itself: slot.status() walks the process tree, and this runs every second).
+        front = getattr(slot, "front", None) if VIA_FRONT else None
         if front is not None and not front.error and front.backend is not None:
             url = front.url
         else:
