@@ -111,7 +111,8 @@ class CapacityBuilder:
         si = self._server_info or {}
         states = si.get("internal_states") if isinstance(si.get("internal_states"), list) else []
         st0 = states[0] if states and isinstance(states[0], dict) else {}
-        mem = st0.get("memory_usage") if isinstance(st0.get("memory_usage"), dict) else {}
+        usage = st0.get("memory_usage")
+        mem: dict[str, Any] = usage if isinstance(usage, dict) else {}
 
         weights_gb = self._weights[0] if self._weights else _num(mem.get("weight"))
         draft_gb = sum(self._weights[1:]) if len(self._weights) > 1 else None
@@ -273,8 +274,8 @@ def _int(v: Any) -> int | None:
 def _mamba_gb(m: dict[str, Any]) -> float | None:
     if not m:
         return None
-    parts = [m.get(k) for k in ("conv_gb", "ssm_gb", "intermediate_ssm_gb", "intermediate_conv_gb")]
-    parts = [p for p in parts if isinstance(p, (int, float))]
+    keys = ("conv_gb", "ssm_gb", "intermediate_ssm_gb", "intermediate_conv_gb")
+    parts = [float(p) for p in (m.get(k) for k in keys) if isinstance(p, (int, float))]
     return round(sum(parts), 3) if parts else None
 
 

@@ -12,6 +12,7 @@ import re
 import signal as _signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ SGLANG_INSTALL_FIX = (
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?([\w.]+)'?")
 
 
-def _missing_module(lines: Sequence[str], exit_code: int | None) -> dict | None:
+def _missing_module(lines: Sequence[str], exit_code: int | None) -> dict[str, Any] | None:
     """A launch that died importing: SGLang itself missing, or one of its dependencies."""
     for line in lines:
         m = _NO_MODULE.search(line)
@@ -157,7 +158,9 @@ def _missing_module(lines: Sequence[str], exit_code: int | None) -> dict | None:
     return None
 
 
-def classify(exit_code: int | None, lines: Sequence[str], *, killed_by_us: bool = False) -> dict:
+def classify(
+    exit_code: int | None, lines: Sequence[str], *, killed_by_us: bool = False
+) -> dict[str, Any]:
     """The cause of a failure from the process's exit status and the tail of its log.
 
     `exit_code` follows Popen.returncode (negative = killed by that signal; None = unknown, e.g. a
@@ -203,7 +206,7 @@ def classify(exit_code: int | None, lines: Sequence[str], *, killed_by_us: bool 
     )
 
 
-def hang(phase: str, in_phase_s: float, expected_s: float, lines: Sequence[str]) -> dict:
+def hang(phase: str, in_phase_s: float, expected_s: float, lines: Sequence[str]) -> dict[str, Any]:
     """The cause for a launch stuck in `phase` well past its usual duration."""
     return _cause(
         "hang",
@@ -218,7 +221,9 @@ def _matching(lines: Iterable[str], needles: tuple[str, ...]) -> list[str]:
     return [ln for ln in lines if any(n in ln for n in needles)][:MAX_LINES]
 
 
-def _cause(kind: str, summary: str, lines: list[str], fix: str, exit_code: int | None) -> dict:
+def _cause(
+    kind: str, summary: str, lines: list[str], fix: str, exit_code: int | None
+) -> dict[str, Any]:
     return {
         "kind": kind,
         "summary": summary,

@@ -55,7 +55,11 @@ def sparkline(
     n = len(values)
     cells = min(width, n)
     for i in range(cells):
-        chunk = [v for v in values[i * n // cells : (i + 1) * n // cells] if _finite(v)]
+        chunk = [
+            float(v)
+            for v in values[i * n // cells : (i + 1) * n // cells]
+            if v is not None and _finite(v)
+        ]
         buckets.append(sum(chunk) / len(chunk) if chunk else None)
     finite = [b for b in buckets if b is not None]
     if not finite:

@@ -56,8 +56,8 @@ def _choices(choices: Any) -> list[Any] | None:
         return None
     if isinstance(choices, (set, frozenset)):
         # Some of SGLang's choices are sets: sort them so the catalog is the same on every run.
-        return sorted(_json_safe(list(choices)), key=str)
-    return _json_safe(list(choices))
+        return sorted(list(_json_safe(list(choices))), key=str)
+    return list(_json_safe(list(choices)))
 
 
 def _action_kind(action: argparse.Action) -> str:

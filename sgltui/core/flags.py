@@ -140,7 +140,7 @@ def human_int(text: str) -> int:
                 raise argparse.ArgumentTypeError(
                     f"decimals are not allowed with IEC suffix {suffix!r}"
                 )
-            return int(number) * 1024 ** ("KMGT".index(suffix[0]) + 1)
+            return int(number) * int(1024 ** ("KMGT".index(suffix[0]) + 1))
         return int(float(number) * 1000 ** ("kMGT".index(suffix) + 1))
     try:
         return int(text)
@@ -400,7 +400,8 @@ def extract_live(python: str, timeout: float = 180.0) -> dict[str, Any]:
         if proc.returncode != 0 or not out.exists():
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise RuntimeError(f"reading SGLang's flags with {python} failed: {last}")
-        return json.loads(out.read_text(encoding="utf-8"))
+        data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+        return data
 
 
 def load_live_catalog(python: str | None = None, refresh: bool = False) -> Catalog:

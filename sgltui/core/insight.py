@@ -155,7 +155,11 @@ def speculative_lines(me: Figures, base: Figures | None) -> tuple[list[str], str
         seen = sorted(me.concurrencies())
         where = f" (this one measured at c={','.join(map(str, seen))})" if seen else ""
         return lines, f"not yet comparable with {base.name} at the same concurrency{where}"
-    ratios = {c: me.per_request(c) / base.per_request(c) for c in shared if base.per_request(c)}
+    ratios = {
+        c: mine / theirs
+        for c in shared
+        if (mine := me.per_request(c)) is not None and (theirs := base.per_request(c))
+    }
     lines.append(
         "per request vs "
         + base.name

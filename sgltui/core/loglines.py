@@ -105,8 +105,7 @@ class BatchLine:
 
     @property
     def token_usage(self) -> float | None:
-        vals = [self._num(k) for k in _USAGE_KEYS]
-        vals = [v for v in vals if v is not None]
+        vals = [v for v in (self._num(k) for k in _USAGE_KEYS) if v is not None]
         return max(vals) if vals else None
 
     @property
@@ -273,13 +272,13 @@ def parse_startup_line(line: str) -> StartupLine | None:
         )
     m = re.match(r"(?:(.*?) )?KV Cache is allocated\.", msg)
     if m:
-        k, v, kv = (
-            _f(r"\bK size: " + _NUM, msg),
-            _f(r"\bV size: " + _NUM, msg),
-            _f(r"\bKV size: " + _NUM, msg),
-        )
+        k_gb = _f(r"\bK size: " + _NUM, msg)
+        v_gb = _f(r"\bV size: " + _NUM, msg)
+        kv = _f(r"\bKV size: " + _NUM, msg)
         total = (
-            kv if kv is not None else (None if k is None and v is None else (k or 0.0) + (v or 0.0))
+            kv
+            if kv is not None
+            else (None if k_gb is None and v_gb is None else (k_gb or 0.0) + (v_gb or 0.0))
         )
         return mk(
             "kv_cache",

@@ -125,8 +125,8 @@ def canonical_elsewhere(key: str, target: Catalog) -> str | None:
     """A spelling another bundled release knows (an alias, or a flag's old name) -> the target's
     name for the same flag."""
     renamed = RENAMED.get(key)
-    if renamed and renamed[0] and target.lookup(renamed[0]):
-        return target.lookup(renamed[0]).name
+    if renamed and renamed[0] and (spec := target.lookup(renamed[0])):
+        return spec.name
     for version in bundled_versions():
         other = load_bundled_catalog(version).lookup(key)
         if other is None:
@@ -237,7 +237,7 @@ def apply(raw: RawProfile, original: str, plan: Plan) -> Migration:
     for change in plan.changes:
         start = where[("server", change.key)] - 1
         end = _value_extent(lines, start)
-        indent = re.match(r"\s*", lines[start]).group()
+        indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
         comment = _trailing_comment(lines[start]) if end == start + 1 else ""
         new_lines = [
             indent + tomli_w.dumps({k: v}).strip()

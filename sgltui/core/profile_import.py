@@ -218,8 +218,8 @@ def import_command(
     if tokens and tokens[0] == "env":
         tokens = tokens[1:]
     env: dict[str, str] = {}
-    while tokens and _ENV_WORD.match(tokens[0]):
-        var, value = _ENV_WORD.match(tokens[0]).groups()
+    while tokens and (word := _ENV_WORD.match(tokens[0])):
+        var, value = word.groups()
         env[var] = value
         tokens = tokens[1:]
     if not tokens:

@@ -430,13 +430,13 @@ def _scalar_arg(value: Any) -> str:
         # TOML dates and times inside a table or array are written as ISO text, as alone.
         return json.dumps(value, separators=(",", ":"), default=_iso)
     if hasattr(value, "isoformat"):
-        return value.isoformat()
+        return str(value.isoformat())
     return str(value)
 
 
 def _iso(value: Any) -> str:
     if hasattr(value, "isoformat"):
-        return value.isoformat()
+        return str(value.isoformat())
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
@@ -561,6 +561,7 @@ class ProfileSet:
         profile = None
         for link in reversed(chain):
             profile = _merge(link, profile)
+        assert profile is not None, "a chain holds at least the profile itself"
         return profile
 
     def _find_parent(self, raw: RawProfile, parent_name: str) -> RawProfile:

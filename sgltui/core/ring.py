@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterator
+from typing import Any
 
 _NAN = float("nan")
 
@@ -49,9 +50,9 @@ class Ring:
         for k in range(n):
             yield (start + k) % self.capacity
 
-    def items(self, since: float | None = None) -> list[list]:
+    def items(self, since: float | None = None) -> list[list[Any]]:
         """Points oldest first as [ts, value|None]; with `since`, only points strictly after it."""
-        out: list[list] = []
+        out: list[list[Any]] = []
         for i in self._indices():
             ts = self._ts[i]
             if since is not None and ts <= since:

@@ -9,6 +9,7 @@ escaped (so the user can see and fix them) and cuts long text to a limit.
 from __future__ import annotations
 
 import unicodedata
+from typing import Any
 
 ELLIPSIS = "…"
 
@@ -48,7 +49,7 @@ def printable(text: object, limit: int | None = None) -> str:
 PROFILE_TEXT_FIELDS = {"name": 64, "key": 16, "extends": 64, "description": 200}
 
 
-def printable_profile_row(row: dict) -> dict:
+def printable_profile_row(row: dict[str, Any]) -> dict[str, Any]:
     """`row` with its text fields made printable and cut, for the TUI and other displays."""
     out = dict(row)
     for name, limit in PROFILE_TEXT_FIELDS.items():

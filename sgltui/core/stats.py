@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 # Two-sided 95% Student t quantiles by degrees of freedom; between table entries the next
 # smaller df is used (conservative: a wider interval).
@@ -257,11 +258,11 @@ class TokenBuckets:
                 total += self.counts[i] * overlap / self.width
         return total
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"origin": self.origin, "width": self.width, "counts": self.counts}
 
     @classmethod
-    def from_json(cls, data: dict) -> TokenBuckets:
+    def from_json(cls, data: dict[str, Any]) -> TokenBuckets:
         tb = cls(data["origin"], data["width"])
         tb.counts = list(data["counts"])
         return tb

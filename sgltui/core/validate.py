@@ -308,10 +308,12 @@ class _Checker:
             if _SI.match(text):
                 n = _expand(text)
                 binary = _binary(text)
+                si = _SI.match(text)
+                assert si is not None  # _binary matched it
                 self.warn(
                     key,
                     f"{text!r} means {n} to SGLang (k, M, G are powers of 1000), not {binary}",
-                    f'write {key} = {binary} (or "{_SI.match(text).group(1)}{_SI.match(text).group(2).upper()}i"), or {n} to keep it',
+                    f'write {key} = {binary} (or "{si.group(1)}{si.group(2).upper()}i"), or {n} to keep it',
                 )
                 return True
             if _IEC.match(text):
@@ -660,12 +662,13 @@ def _expand(text: str) -> int:
         return int(float(m.group(1)) * 1000 ** ("kMGT".index(m.group(2)) + 1))
     m = _IEC.match(text)
     if m:
-        return int(m.group(1)) * 1024 ** ("KMGT".index(m.group(2)[0]) + 1)
+        return int(m.group(1)) * int(1024 ** ("KMGT".index(m.group(2)[0]) + 1))
     return int(text)
 
 
 def _binary(text: str) -> int:
     m = _SI.match(text)
+    assert m is not None, "called for SI-suffixed sizes only"
     return int(float(m.group(1)) * 1024 ** ("kMGT".index(m.group(2)) + 1))
 
 
