@@ -180,6 +180,7 @@ class Front:
     def release(self, why: str = "no server runs on this slot") -> None:
         """No server will come: held and new requests get 503 (with Retry-After) right away."""
         if self.backend is None and self._gate.is_set():
+            self.why_closed = why  # already closed: only the reason moves on (draining -> stopped)
             return
         self.backend, self.why_closed = None, why
         self._open("front.release", why=why)

@@ -25,6 +25,7 @@ from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.resolved import ProfileIndex, Resolved
 from sgltui.agent.slot import (
+    CRASHED,
     FAILED,
     LAUNCHING,
     READY,
@@ -176,11 +177,13 @@ class Supervisor:
             )
         else:
             cause = (slot.cause or {}).get("summary")
-            front.release(
-                f"no server runs on this slot ({slot.state}"
-                + (f": {cause}" if cause else "")
-                + "); start one with `sgltui start PROFILE`"
-            )
+            if slot.state in (STOPPED, FAILED, CRASHED):
+                what = f"no server runs on this slot ({slot.state}" + (
+                    f": {cause})" if cause else ")"
+                )
+            else:
+                what = f"its server is {slot.state} and takes no new requests"
+            front.release(what + "; start one with `sgltui start PROFILE`")
 
     async def _start_telemetry(self) -> None:
         try:

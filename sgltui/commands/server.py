@@ -339,9 +339,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             if front.get("error"):
                 print(f"     front: {front['error']}")
             else:
-                to = front.get("backend") or "-"
+                to = f" -> {front['backend']}" if front.get("backend") else ""
                 held = f", holding {front['held_now']}" if front.get("held_now") else ""
-                print(f"     front: {front['url']} ({front['state']} -> {to}{held})")
+                print(f"     front: {front['url']} ({front['state']}{to}{held})")
         if s.get("swap"):
             sw = s["swap"]
             print(f"     swap {sw.get('from') or '-'} -> {sw.get('to')}: {sw.get('step')}")

@@ -7,8 +7,11 @@ import asyncio
 import json
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import aiohttp
+import pytest
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 TOKENS = 64
@@ -148,3 +151,8 @@ def test_stop_that_sigkills_says_so_with_the_requests_it_cut(agent):
     assert "SIGKILL" in ev["reason"] and "2 requests still running were cut" in ev["reason"]
     assert ev["cause"]["kind"] == "signal" and ev["cause"]["exit_code"] == -9
     assert res["result"]["report"]["signal"] == "SIGKILL"
+    # Nothing is coming back: the front says so at once, with when to retry.
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(agent.front_url + "/v1/models", timeout=10)
+    assert err.value.code == 503 and err.value.headers["Retry-After"]
+    assert "no server runs on this slot (stopped" in err.value.read().decode()
