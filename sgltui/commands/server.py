@@ -308,6 +308,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     except VersionMismatch as exc:
         raise _cli_error()(str(exc)) from None
     except AgentError:
+        left = _left_running(_state(args))
+        if left:
+            raise _cli_error()(
+                f"no agent is running for {_state(args)}; its last session recorded "
+                f"{', '.join(left)} still running: `sgltui agent start` re-adopts them",
+                3,
+            ) from None
         raise _cli_error()(
             f"no agent is running for {_state(args)}: no servers; "
             "`sgltui start PROFILE` or `sgltui` starts one",
@@ -349,6 +356,28 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"     cause: {s['cause']['summary']}")
             print(f"     fix:   {s['cause']['fix']}")
     return 0
+
+
+def _left_running(state: Path) -> list[str]:
+    """Servers the latest session's events leave running (folded by protocol.apply, as the TUI,
+    replay and report do): what an agent that was stopped without --stop-servers left behind.
+    Read-only: no session is opened or created."""
+    from sgltui import protocol
+    from sgltui.session.reader import SessionError, load_session, session_dirs
+
+    dirs = session_dirs(state)
+    if not dirs:
+        return []
+    try:
+        events = load_session(dirs[-1], with_timeline=False).events
+    except (SessionError, OSError):
+        return []
+    running = (protocol.SlotState.LAUNCHING, protocol.SlotState.READY, protocol.SlotState.DRAINING)
+    return [
+        f"slot {s.id}: {s.profile} ({s.state}{f', pid {s.pid}' if s.pid else ''})"
+        for s in protocol.fold(events).slots.values()
+        if s.state in running
+    ]
 
 
 def _dur(secs: float | None) -> str:

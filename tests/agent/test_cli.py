@@ -132,3 +132,18 @@ def test_cli_no_wait_start_swap_restart(agent):
         assert f"slot 0: {argv} accepted" in r.stdout
         ready = agent.wait_state("ready")
         assert ready["profile"] == (profile or b)
+
+
+def test_status_without_agent_tells_of_servers_left_running(agent):
+    """`status` with no agent folds the last session (protocol.apply): servers that an agent
+    stopped without --stop-servers left behind are named, and no session is created."""
+    a = agent.write_profile("t-a")
+    assert sgltui(agent, "start", a).returncode == 0
+    ready = agent.wait_state("ready")
+    assert sgltui(agent, "agent", "stop").returncode == 0
+    sessions = sorted((agent.state_dir / "sessions").iterdir())
+    r = sgltui(agent, "status")
+    assert r.returncode == 3
+    line = _one_error_line(r)
+    assert f"slot 0: t-a (ready, pid {ready['pid']})" in line and "agent start" in line
+    assert sorted((agent.state_dir / "sessions").iterdir()) == sessions
