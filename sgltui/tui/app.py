@@ -48,7 +48,40 @@ _MUTATING = {"start", "stop", "restart", "bench", "bench_stop", "toggle_demo_loa
 _ACTIVE = ("launching", "ready", "draining", "stopping")
 PINNED = "is pinned to slot"  # the agent's refusal of a swap under a pinned batch job
 FLUSH_DELAY_S = 0.1  # pushes arriving within this window are drawn in one go
+HISTORY_S = 300.0  # the chart's window: what a re-attach asks the agent for
 STATUS_POLL_S = 5.0  # safety net for uptime and anything a missed event would leave stale
+
+
+def recent_events(path: Path, limit: int = 200, max_bytes: int = 256 * 1024) -> list[dict]:
+    """The last `limit` events of a session's events.jsonl (reads only its tail)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - max_bytes))
+            tail = f.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    if size > max_bytes:
+        tail = tail[1:]  # the first line is cut
+    out = []
+    for line in tail[-limit:]:
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(ev, dict):
+            out.append(ev)
+    return out
+
+
+def bench_files(folder: Path, limit: int = 10) -> list[Path]:
+    """The newest `limit` bench result files of a session, oldest first."""
+    try:
+        files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    except OSError:
+        return []
+    return files[-limit:]
 
 
 def one_line(exc: BaseException) -> str:
@@ -92,7 +125,8 @@ class SgltuiApp(App[str | None]):
         self.demo_load = True  # `sgltui demo --no-load` turns the background load off
         self._theme_name = theme or self.config.theme or DEFAULT_THEME
         self._dirty: set[str] = set()
-        self._hidden_dirty: set[str] = set()  # areas of tabs not on screen, drawn when shown
+        self._hidden_dirty: set[str] = set()
+        self._bench_return: str | None = None  # areas of tabs not on screen, drawn when shown
         self._new_lines: list[LogLine] = []
         self._flush_scheduled = False
         self._status_scheduled = False
@@ -208,6 +242,7 @@ class SgltuiApp(App[str | None]):
                 self._launch_of[str(slot.get("id", "0"))] = reply["launch_id"]
         self._redraw_logs = True
         self._mark(M.LOGS)
+        await self._load_history()
         # Results of bench runs finished before this TUI opened (or while it was away).
         try:
             runs = await self.source.call("bench_list")
@@ -224,11 +259,35 @@ class SgltuiApp(App[str | None]):
                     run["run_id"], run.get("state", "done"), path=run["path"]
                 )
                 self._read_bench_result(run["run_id"], run["path"])
+        # Runs of this session the agent no longer lists (it restarted): their result files.
+        session = (self.model.status.get("agent") or {}).get("session_dir")
+        if session and not self.source.read_only:
+            for path in await asyncio.to_thread(bench_files, Path(session) / "bench"):
+                if path.stem not in self.model.bench:
+                    self.model.bench[path.stem] = M.BenchRun(path.stem, "done", path=str(path))
+                    self._read_bench_result(path.stem, str(path))
         if self.demo and not self._demo_done:
             self._demo_done = True
             self.run_worker(
                 self._start_demo(), group="ops", exit_on_error=False, description="demo start"
             )
+
+    async def _load_history(self) -> None:
+        """What the agent holds from before this TUI opened (a re-attach): the last minutes
+        of the chart, and the Activity of the session's recent events."""
+        try:
+            timeline = await self.source.call(
+                "timeline", series=["engine.0.*"], since=self.model.clock() - HISTORY_S
+            )
+        except Exception:  # an agent without the op, a replay: the chart starts empty
+            timeline = {}
+        session = (self.model.status.get("agent") or {}).get("session_dir")
+        events = []
+        if session and not self.source.read_only:
+            events = await asyncio.to_thread(recent_events, Path(session) / "events.jsonl")
+        self._mark(
+            *M.load_history(self.model, timeline if isinstance(timeline, dict) else {}, events)
+        )
 
     def _on_push(self, push: dict[str, Any]) -> None:
         self._mark(*self.model.apply_push(push))
@@ -245,6 +304,8 @@ class SgltuiApp(App[str | None]):
             ev = push.get("data") or {}
             if ev.get("type") == "bench.done" and ev.get("path"):
                 self._read_bench_result(ev.get("run_id", ""), ev["path"])
+            if ev.get("type") == "bench.done" and self._bench_return:
+                self.set_timer(1.0, self._bench_finished)  # after the status shows the slot
             # Live only: in a replay every recorded command is "another client's" and the toasts
             # would bury the screen (the Activity tab lists them all the same).
             if (
@@ -618,10 +679,29 @@ class SgltuiApp(App[str | None]):
 
         def chosen(spec: dict[str, Any] | None) -> None:
             if spec:
+                # Where slot 0 goes back to when the bench has swapped other profiles in.
+                self._bench_return = (slot or {}).get("profile")
                 self._op("bench_start", done="bench started", spec=spec)
                 self.action_focus_pane("bench")
 
-        self.push_screen(BenchDialog([current] if current else []), chosen)
+        recent = [v for v in self.model.series_values("gen_throughput")[-60:] if v > 0]
+        self.push_screen(
+            BenchDialog([current] if current else [], max(recent) if recent else None), chosen
+        )
+
+    def _bench_finished(self) -> None:
+        """After a bench that swapped profiles: back to the profile slot 0 had, if asked."""
+        back, self._bench_return = self._bench_return, None
+        now = (self.model.slot("0") or {}).get("profile")
+        if not back or now == back or self.source.read_only:
+            return
+        self.push_screen(
+            Confirm(
+                f"The bench is done; slot 0 now runs [b]{escape(str(now))}[/]. "
+                f"Swap back to [b]{escape(back)}[/], the profile it had?"
+            ),
+            lambda yes: yes and self.swap_to(back),
+        )
 
     def action_bench_stop(self) -> None:
         running = [r for r in self.model.bench.values() if r.state == "running"]

@@ -303,3 +303,34 @@ class TuiModel:
         if t in ("agent.start", "agent.stop", "agent.adopt"):
             return ActivityItem(ts, client, t.replace(".", " "), "info", False)
         return None
+
+
+def load_history(
+    model: TuiModel, timeline: dict[str, Any], events: list[dict[str, Any]]
+) -> set[str]:
+    """Fill a freshly connected model with what the agent holds from before: the chart series
+    (`timeline` op: {"series": {"engine.0.<key>": [[ts, value], ...]}}) and the Activity
+    items of recent session events. Returns the areas to redraw."""
+    changed: set[str] = set()
+    series = (timeline or {}).get("series") or {}
+    points: dict[float, dict[str, float]] = {}
+    for name, key in SERIES.items():
+        for item in series.get(f"engine.0.{key}") or []:
+            if isinstance(item, (list, tuple)) and len(item) == 2 and item[1] is not None:
+                points.setdefault(float(item[0]), {})[name] = float(item[1])
+    if points:
+        for values in model.series.values():
+            values.clear()
+        for ts in sorted(points):
+            for name in SERIES:
+                model.series[name].append((ts, points[ts].get(name, 0.0)))
+        model._last_sample_ts = max(points)
+        changed.add(CHART)
+    if events and not model.activity:
+        for ev in events:
+            item = model._activity_item(ev)
+            if item is not None:
+                model.activity.append(item)
+                model.activity_total += 1
+        changed.add(ACTIVITY)
+    return changed

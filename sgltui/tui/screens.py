@@ -87,57 +87,134 @@ class Confirm(_Modal):
 
 
 class BenchDialog(_Modal):
-    """Bench settings; returns a spec dict or None."""
+    """Bench settings with an estimate of how long the run takes; returns a spec dict or None.
 
+    Field names are those of sgltui.bench.spec.BenchSpec (the agent validates the rest)."""
+
+    DEFAULT_CSS = """
+    BenchDialog Grid { grid-size: 4; grid-columns: auto 1fr auto 1fr; grid-gutter: 0 1;
+                       height: auto; }
+    BenchDialog Grid Label { padding: 0 0 0 0; }
+    BenchDialog Input, BenchDialog Input:focus { height: 1; border: none; padding: 0 1; }
+    BenchDialog Input:focus { background: $boost; text-style: bold; }
+    BenchDialog #bench-estimate { margin-top: 1; }
+    """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]
 
-    def __init__(self, profiles: list[str]) -> None:
+    def __init__(self, profiles: list[str], tok_s: float | None = None) -> None:
         super().__init__()
         self.profiles = profiles
+        self.tok_s = tok_s  # the recent output throughput, to estimate the duration
 
     def compose(self) -> ComposeResult:
+        from textual.containers import Grid
+
         with Vertical():
-            yield Label("[b]Benchmark[/] (enter: run, esc: cancel)")
-            yield Label("profiles (comma-separated; each is swapped in, in turn)")
+            yield Label("[b]Benchmark[/]  (enter: run, esc: cancel, tab: next field)")
+            yield Label("profiles, comma-separated (each is swapped in, in turn)")
             yield Input(",".join(self.profiles), id="bench-profiles")
-            yield Label("concurrency levels")
-            yield Input("1,4,16", id="bench-concurrency")
-            yield Label("requests per level")
-            yield Input("64", id="bench-requests", type="integer")
-            yield Label("output tokens per request")
-            yield Input("256", id="bench-output", type="integer")
+            with Grid():
+                yield Label("concurrencies")
+                yield Input("1,4,16", id="bench-concurrency")
+                yield Label("requests/level")
+                yield Input("64", id="bench-requests", type="integer")
+                yield Label("input tokens")
+                yield Input("1024", id="bench-input", type="integer")
+                yield Label("output tokens")
+                yield Input("256", id="bench-output", type="integer")
+                yield Label("repeats")
+                yield Input("1", id="bench-repeat", type="integer")
+                yield Label("job size")
+                yield Input("", id="bench-job", placeholder="completions", type="integer")
+            yield Label("workload file (JSONL; empty: random prompts of those lengths)")
+            yield Input("", id="bench-workload", placeholder="path/to/prompts.jsonl")
+            yield Static("", id="bench-estimate")
             yield Static("", id="bench-error")
 
-    @on(Input.Submitted)
-    def _submit(self) -> None:
+    def on_mount(self) -> None:
+        self._estimate()
+
+    @on(Input.Changed)
+    def _changed(self) -> None:
+        self._estimate()
+
+    def _spec_from_fields(self) -> dict[str, Any]:
+        """The spec from the fields; ValueError with what to fix."""
+
+        def ints(field: str, what: str, allow_empty: bool = False) -> list[int]:
+            raw = self.query_one(f"#bench-{field}", Input).value
+            try:
+                values = [int(v) for v in raw.replace(" ", "").split(",") if v]
+            except ValueError:
+                raise ValueError(f"{what} must be whole numbers (e.g. 1,4,16)") from None
+            if (not values and not allow_empty) or any(v <= 0 for v in values):
+                raise ValueError(f"{what}: give positive whole numbers")
+            return values
+
         profiles = [
             p.strip()
             for p in self.query_one("#bench-profiles", Input).value.split(",")
             if p.strip()
         ]
+        if not profiles:
+            raise ValueError("give at least one profile")
+        spec: dict[str, Any] = {
+            "profiles": profiles,
+            "concurrency": ints("concurrency", "concurrencies"),
+            "requests": ints("requests", "requests")[0],
+            "input_len": ints("input", "input tokens")[0],
+            "output_len": ints("output", "output tokens")[0],
+            "repeat": ints("repeat", "repeats")[0],
+        }
+        job = ints("job", "job size", allow_empty=True)
+        if job:
+            spec["job_completions"] = job[0]
+        workload = self.query_one("#bench-workload", Input).value.strip()
+        if workload:
+            spec["workload"] = workload
+        return spec
+
+    def _estimate(self) -> None:
+        box = self.query_one("#bench-estimate", Static)
         try:
-            conc = [
-                int(c)
-                for c in self.query_one("#bench-concurrency", Input).value.split(",")
-                if c.strip()
-            ]
-            n = int(self.query_one("#bench-requests", Input).value)
-            out = int(self.query_one("#bench-output", Input).value)
+            spec = self._spec_from_fields()
         except ValueError:
-            self.query_one("#bench-error", Static).update(
-                "[$error]concurrency and requests must be whole numbers[/]"
-            )
+            box.update("")
             return
-        if not profiles or not conc or n <= 0 or out <= 0 or min(conc) <= 0:
-            self.query_one("#bench-error", Static).update(
-                "[$error]give at least one profile, concurrency and request count[/]"
+        points = len(spec["profiles"]) * len(spec["concurrency"]) * spec["repeat"]
+        tokens = points * spec["requests"] * spec["output_len"]
+        if self.tok_s and self.tok_s > 0:
+            box.update(
+                f"{points} point(s), {tokens:,} output tokens: about "
+                f"[b]{_duration(tokens / self.tok_s)}[/] at the {self.tok_s:,.0f} tok/s seen "
+                f"lately (low concurrencies run slower), plus a server start per profile"
             )
+        else:
+            box.update(
+                f"{points} point(s), {tokens:,} output tokens; no throughput seen yet to "
+                "estimate the duration"
+            )
+
+    @on(Input.Submitted)
+    def _submit(self) -> None:
+        try:
+            spec = self._spec_from_fields()
+        except ValueError as exc:
+            self.query_one("#bench-error", Static).update(f"[$error]{escape(str(exc))}[/]")
             return
-        # Field names of sgltui.bench.spec.BenchSpec; the agent validates the rest.
-        self.dismiss({"profiles": profiles, "concurrency": conc, "requests": n, "output_len": out})
+        self.dismiss(spec)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 90:
+        return f"{seconds}s"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def key_label(key: str) -> str:

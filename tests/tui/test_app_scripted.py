@@ -243,7 +243,9 @@ async def test_read_only_source_refuses_commands():
         await pilot.press("1", "x", "s", "b")
         await pilot.pause(0.2)
         assert [
-            op for op, _ in src.calls if op not in ("status", "logs", "bench_list", "profiles")
+            op
+            for op, _ in src.calls
+            if op not in ("status", "logs", "bench_list", "profiles", "timeline")
         ] == []
         assert app.exit_note() is None
         assert src.read_only_label in str(app.query_one("#topbar").render())
@@ -392,3 +394,49 @@ async def test_a_new_launch_is_marked_in_the_log():
             "──── L2 ────",
             "new server line",
         ]
+
+
+async def test_bench_pane_shows_the_bench_comparison_and_a_try_higher_hint(tmp_path):
+    """The TUI shows the comparison the bench computed (the CLI's table and ranking), not a
+    ranking of its own, and says when the best point is the highest concurrency tried."""
+    import json
+
+    from sgltui.bench import compare
+
+    results = [
+        {"profile": "demo-mtp", "concurrency": c, "metrics": {"output_throughput": tok}}
+        for c, tok in ((1, 100.0), (4, 300.0))
+    ] + [
+        {"profile": "demo-no-mtp", "concurrency": c, "metrics": {"output_throughput": tok}}
+        for c, tok in ((1, 120.0), (4, 90.0))
+    ]
+    comparison = compare.build(results, job_completions=1000, bench_output_len=256)
+    path = tmp_path / "r2.json"
+    path.write_text(
+        json.dumps({"v": 1, "run_id": "r2", "results": results, "comparison": comparison})
+    )
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        src.feed(
+            {
+                "push": "event",
+                "data": {
+                    "v": 1,
+                    "ts": 1.0,
+                    "type": "bench.done",
+                    "run_id": "r2",
+                    "path": str(path),
+                },
+            }
+        )
+        await pilot.press("c")
+        table = app.query_one("#bench-table")
+        await until(pilot, lambda: table.row_count == 4)
+        cli = compare.table_rows(comparison)
+        assert [[str(c) for c in table.get_row_at(i)] for i in range(4)] == cli
+        status = str(app.query_one("#bench-status").render())
+        assert comparison["job"]["recommendation"][:40] in status.replace("\n", " ")
+        assert "demo-mtp was fastest at the highest concurrency tried (4): try higher" in status
+        assert "demo-no-mtp was fastest" not in status

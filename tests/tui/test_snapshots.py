@@ -86,3 +86,92 @@ def test_failure_with_cause(snap_compare):
 def test_layout_80x24(snap_compare):
     app = app_with(ScriptedSource(make_status(), samples()))
     assert snap_compare(app, terminal_size=(80, 24), run_before=settle(app))
+
+
+@pytest.mark.parametrize("size", [(100, 30), (160, 50)])
+def test_layout_sizes(snap_compare, size):
+    app = app_with(ScriptedSource(make_status(), samples()))
+    assert snap_compare(app, terminal_size=size, run_before=settle(app))
+
+
+def test_log_search(snap_compare):
+    logs = [f"[2026-12-02 15:40:{i % 60:02d}] request {i} finished" for i in range(120)]
+    logs[40] += " after a retry"
+    logs[100] += " after a retry"
+    app = app_with(ScriptedSource(make_status(), samples(20), logs=logs))
+
+    async def run_before(pilot):
+        await settle(app)(pilot)
+        await pilot.press("ctrl+f", *"retry", "enter", "n")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def test_bench_dialog(snap_compare):
+    app = app_with(ScriptedSource(make_status(), samples()))
+
+    async def run_before(pilot):
+        await settle(app)(pilot)
+        await pilot.press("b")
+        await pilot.pause(0.3)
+        from textual.widgets import Input
+
+        for box in app.screen.query(Input):  # a blinking cursor would make the snapshot flaky
+            box.cursor_blink = False
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def test_reattach_shows_the_agents_history(snap_compare, tmp_path):
+    """A TUI opening on a running agent: the chart's last minutes come from the agent's
+    timeline, the Activity from the session's events, the Bench tab from its result files."""
+    import json
+
+    from sgltui.bench import compare
+
+    session = tmp_path / "20261202-154000-host"
+    (session / "bench").mkdir(parents=True)
+    events = [
+        {"v": 1, "ts": 1000.0 + i * 30, "type": "command", "client": "cli:42@host", "op": op}
+        for i, op in enumerate(["start", "swap", "bench_start"])
+    ]
+    (session / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    results = [
+        {"profile": p, "concurrency": c, "metrics": {"output_throughput": tok}}
+        for p, c, tok in (
+            ("demo-mtp", 4, 380.0),
+            ("demo-mtp", 16, 700.0),
+            ("demo-no-mtp", 4, 300.0),
+        )
+    ]
+    (session / "bench" / "r1.json").write_text(
+        json.dumps(
+            {"v": 1, "run_id": "r1", "results": results, "comparison": compare.build(results)}
+        )
+    )
+    status = make_status()
+    status["agent"]["session_dir"] = str(session)
+    history = {
+        "series": {
+            f"engine.0.{key}": [[1000.0 + t, value(t)] for t in range(0, 300, 2)]
+            for key, value in (
+                ("gen_throughput", lambda t: 150 + 60 * ((t // 20) % 3)),
+                ("num_running_reqs", lambda t: 4.0),
+                ("num_queue_reqs", lambda t: float(t // 40 % 2)),
+                ("token_usage", lambda t: 0.3 + t / 1000),
+                ("accept_length", lambda t: 2.4),
+            )
+        }
+    }
+    src = ScriptedSource(status, on_call=lambda op, args, s: history if op == "timeline" else {})
+    app = app_with(src)
+
+    async def run_before(pilot):
+        await until(pilot, lambda: len(app.model.series["gen_throughput"]) >= 150)
+        await until(pilot, lambda: len(app.model.activity) >= 3 and "r1" in app.model.bench)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+    assert app.model.bench["r1"].result is not None

@@ -72,6 +72,31 @@ def comparison_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     return rows
 
 
+def summary(comparison: dict[str, Any]) -> str:
+    """The recommendation (the bench's own, for a job size) or each profile's best point, and
+    a hint where the best point is the highest concurrency measured (it may go higher)."""
+    best = comparison.get("best") or {}
+    job = comparison.get("job")
+    if job and job.get("recommendation"):
+        text = job["recommendation"]
+    elif best:
+        ranked = sorted(best.items(), key=lambda kv: -(kv[1]["tok_s"].get("mean") or 0))
+        text = "Best: " + "; ".join(
+            f"{p} at concurrency {b['concurrency']} ({fmt.num(b['tok_s'].get('mean'))} tok/s)"
+            for p, b in ranked
+        )
+    else:
+        text = "No successful measurement."
+    for profile, b in best.items():
+        tried = [r["concurrency"] for r in comparison.get("rows", []) if r["profile"] == profile]
+        if len(tried) > 1 and b["concurrency"] == max(tried):
+            text += (
+                f" {profile} was fastest at the highest concurrency tried ({b['concurrency']}):"
+                " try higher."
+            )
+    return text
+
+
 COLUMNS = (
     "profile",
     "conc",
@@ -121,14 +146,24 @@ class BenchPane(Vertical, can_focus=False):
             line += "  " + "  ".join(bits)
         if latest.path:
             line += f"  [dim]{escape(latest.path)}[/]"
-        status.update(line)
-        results: list[dict[str, Any]] = []
-        for run in runs.values():
-            if run.result:
+        done = [r for r in runs.values() if r.result]
+        comparison = (done[-1].result or {}).get("comparison") if done else None
+        if comparison and comparison.get("rows"):
+            # The bench's own comparison: the same table, ranking and recommendation as
+            # `sgltui bench` prints, for the latest run.
+            from sgltui.bench import compare
+
+            columns, rows = compare.HEADERS, [tuple(r) for r in compare.table_rows(comparison)]
+            line += "\n" + escape(summary(comparison))
+        else:
+            results: list[dict[str, Any]] = []
+            for run in done:
                 results.extend(run.result.get("results") or [])
-        rows = comparison_rows(results)
-        if rows != getattr(self, "_rows", None):
-            self._rows = rows
-            table.clear()
+            columns, rows = COLUMNS, comparison_rows(results)
+        status.update(line)
+        if (columns, rows) != getattr(self, "_rows", None):
+            self._rows = (columns, rows)
+            table.clear(columns=True)
+            table.add_columns(*columns)
             for row in rows:
                 table.add_row(*row)

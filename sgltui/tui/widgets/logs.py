@@ -105,7 +105,8 @@ class LogView(ScrollView, can_focus=True):
     def _split(self, strip: Strip, width: int) -> list[Strip]:
         if not self.wrap or strip.cell_length <= width:
             return [strip]
-        return strip.divide(range(width, strip.cell_length + width, width))
+        length = strip.cell_length
+        return strip.divide([*range(width, length, width), length])
 
     def append(self, items: Iterable[tuple[int, Strip]]) -> None:
         """Add lines (seq, strip) at the end, dropping the oldest past max_lines."""

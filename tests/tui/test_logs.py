@@ -1,0 +1,121 @@
+"""The log pane as people expect from k9s/lazydocker/Toolong (issue 15): access and per-batch
+lines folded by default (z shows them), wrap toggle, search from the tail with n/N and a
+match counter, "no matches", follow that pauses on scroll and says so."""
+
+from __future__ import annotations
+
+from sgltui.tui.widgets.logs import LogPane, LogView
+
+from .helpers import ScriptedSource, app_with, status_with, until
+
+SIZE = (120, 40)
+ACCESS = 'INFO:     127.0.0.1:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+BATCH = "[2026-12-02 15:41:00] Decode batch, #running-req: 4, #token: 8000, token usage: 0.30"
+
+
+async def opened(app, pilot):
+    await until(pilot, lambda: app.model.connected and app.first_status.is_set())
+    await pilot.pause(0.15)
+
+
+def label(app) -> str:
+    return str(app.query_one("#lower").get_tab("tab-logs").label)
+
+
+async def test_access_and_batch_lines_are_folded_until_z():
+    logs = ["server started", ACCESS, BATCH, "a warning: fewer than asked", ACCESS]
+    app = app_with(ScriptedSource(status_with(), logs=logs))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        view = app.query_one(LogView)
+        assert len(view.lines) == 2
+        assert "access/batch lines hidden (z)" in label(app)
+        await pilot.press("l", "z")
+        await until(pilot, lambda: len(view.lines) == 5)
+        assert "hidden" not in label(app)
+        await pilot.press("z")
+        await until(pilot, lambda: len(view.lines) == 2)
+
+
+async def test_search_starts_at_the_tail_counts_matches_and_n_goes_older():
+    logs = [f"row {i}" + (" needle" if i % 50 == 0 else "") for i in range(300)]
+    app = app_with(ScriptedSource(status_with(), logs=logs))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        pane, view = app.query_one(LogPane), app.query_one(LogView)
+        await pilot.press("ctrl+f", *"needle", "enter")
+        # Six matches (rows 0, 50, ... 250); the first jump is the newest one.
+        await until(pilot, lambda: "'needle' 6/6" in label(app), show=lambda: label(app))
+        height = view.scrollable_content_region.height
+        assert int(view.scroll_y) <= 250 < int(view.scroll_y) + height
+        assert not pane.following and "paused" in label(app)
+        await pilot.press("n")  # older
+        await until(pilot, lambda: "'needle' 5/6" in label(app), show=lambda: label(app))
+        assert int(view.scroll_y) <= 200 < int(view.scroll_y) + height
+        await pilot.press("N", "N")  # newer, then wraps to the oldest
+        await until(pilot, lambda: "'needle' 1/6" in label(app), show=lambda: label(app))
+        await pilot.press("escape")  # in the log: clears the search (no stale label)
+        await until(pilot, lambda: "needle" not in label(app), show=lambda: label(app))
+
+
+async def test_search_without_a_match_says_so():
+    app = app_with(ScriptedSource(status_with(), logs=["alpha", "beta"]))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        await pilot.press("ctrl+f", *"gamma", "enter")
+        await until(pilot, lambda: "'gamma': no matches" in label(app), show=lambda: label(app))
+        await pilot.press("n")
+        assert "no matches" in label(app)
+
+
+async def test_wrap_shows_a_long_line_on_several_rows():
+    long = "x" * 300
+    app = app_with(ScriptedSource(status_with(), logs=["short", long]))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        view = app.query_one(LogView)
+        assert view.virtual_size.height == 2
+        await pilot.press("l", "w")
+        width = view.scrollable_content_region.width - 1  # the scrollbar column
+        await until(
+            pilot,
+            lambda: view.virtual_size.height == 1 + -(-300 // width),
+            show=lambda: (view.virtual_size, width),
+        )
+        assert "wrap" in label(app)
+        await pilot.press("w")
+        await until(pilot, lambda: view.virtual_size.height == 2)
+
+
+async def test_follow_pauses_on_a_scroll_up_and_new_lines_keep_the_view():
+    src = ScriptedSource(status_with(), logs=[f"line {i}" for i in range(200)])
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        view = app.query_one(LogView)
+        await pilot.press("l")
+        await until(pilot, lambda: view.scroll_y == view.max_scroll_y > 0)
+        await pilot.press("pageup")
+        await until(pilot, lambda: "paused (G: follow)" in label(app), show=lambda: label(app))
+        top = view.scroll_y
+        src.feed({"push": "log", "data": {"slot": "0", "lines": ["late line"] * 5}})
+        await until(pilot, lambda: len(view.lines) == 205)
+        assert view.scroll_y == top
+        await pilot.press("G")
+        await until(pilot, lambda: view.scroll_y == view.max_scroll_y and "following" in label(app))
+
+
+async def test_the_buffer_stays_bounded_and_the_view_follows_it():
+    from sgltui.tui.config import TuiConfig
+
+    src = ScriptedSource(status_with(), logs=[])
+    app = app_with(src, config=TuiConfig(log_max_lines=100))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        view = app.query_one(LogView)
+        for k in range(5):
+            src.feed(
+                {"push": "log", "data": {"slot": "0", "lines": [f"b{k} {i}" for i in range(60)]}}
+            )
+        await until(pilot, lambda: view.lines and len(view.seqs) == 100 and view.seqs[-1] == 300)
+        assert view.virtual_size.height == 100 and view.scroll_y == view.max_scroll_y
