@@ -838,6 +838,19 @@ class StopView(Struct, kw_only=True):
     timings_s: dict[str, float | None] = {}
 
 
+class LastSwap(Struct, kw_only=True, rename={"from_": "from"}):
+    """How the slot's latest swap or restart ended (the agent's `last_swap`)."""
+
+    from_: str | None = None
+    to: str | None = None
+    ok: bool = False
+    rolled_back: bool = False
+    timings_s: dict[str, float | None] = {}
+    cause: Cause | None = None
+    finished_at: float | None = None
+    client: str | None = None
+
+
 class SlotView(Struct, kw_only=True):
     """A slot as STATUS shows it; the fields events determine (pids, uptime and the like are
     the live agent's)."""
@@ -866,6 +879,7 @@ class SlotView(Struct, kw_only=True):
     last_stop: StopView | None = None
     last_failure: dict[str, Any] | None = None  # the latest failure, kept after a recovery
     resolved: dict[str, Any] | None = None  # the resolved profile it runs (agent/resolved.py)
+    last_swap: LastSwap | None = None
 
 
 class BenchView(Struct, kw_only=True):
@@ -986,8 +1000,25 @@ def _slot_event(slot: SlotView, ev: EventBase) -> SlotView:
             from_=ev.from_, to=ev.to, step=ev.step, started_at=started, elapsed_s=ev.elapsed_s
         )
         return r(slot, swap=swap)
+    if isinstance(ev, SwapFailure):  # the new profile's failure; swap.done follows
+        pending = LastSwap(from_=ev.from_, to=ev.to, cause=ev.cause, client=ev.client)
+        return r(slot, last_swap=pending)
     if isinstance(ev, SwapDone):
-        return r(slot, swap=None) if slot.swap is not None else slot
+        if ev.aborted:  # a stop cut the swap short: the agent keeps the previous last_swap
+            return r(slot, swap=None) if slot.swap is not None else slot
+        prev = slot.last_swap
+        failure = prev.cause if prev and prev.finished_at is None and prev.to == ev.to else None
+        done = LastSwap(
+            from_=ev.from_,
+            to=ev.to,
+            ok=ev.ok,
+            rolled_back=ev.rolled_back,
+            timings_s=dict(ev.timings_s),
+            cause=None if ev.ok else (failure or slot.cause),
+            finished_at=ev.ts,
+            client=ev.client,
+        )
+        return r(slot, swap=None, last_swap=done)
     if isinstance(ev, (FrontHold, FrontRoute, FrontRelease)):
         front = slot.front or FrontView()
         if isinstance(ev, FrontHold):
@@ -1042,7 +1073,7 @@ def apply(state: SessionState, ev: EventBase) -> SessionState:
         return r(state, disk=DiskView())
     if isinstance(ev, (BenchStart, BenchProgress, BenchDone)):
         return r(state, bench=_bench_event(state, ev))
-    if ev.slot is None or isinstance(ev, (Command, CommandRefused, SwapFailure, OtherEvent)):
+    if ev.slot is None or isinstance(ev, (Command, CommandRefused, OtherEvent)):
         return state
     slot = state.slots.get(ev.slot) or SlotView(id=ev.slot)
     new = _slot_event(slot, ev)

@@ -32,6 +32,11 @@ def _fields(slot: dict) -> dict:
     out = {k: slot.get(k) for k in FIELDS}
     cause = slot.get("cause")
     out["cause"] = (cause or {}).get("kind"), (cause or {}).get("summary")
+    last = dict(slot.get("last_swap") or {})
+    last.pop("finished_at", None)  # the agent's clock at the end vs the event's stamp
+    if last.get("cause"):
+        last["cause"] = last["cause"]["kind"], last["cause"]["summary"]
+    out["last_swap"] = last
     return out
 
 
