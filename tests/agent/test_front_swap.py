@@ -156,3 +156,33 @@ def test_stop_that_sigkills_says_so_with_the_requests_it_cut(agent):
         urllib.request.urlopen(agent.front_url + "/v1/models", timeout=10)
     assert err.value.code == 503 and err.value.headers["Retry-After"]
     assert "no server runs on this slot (stopped" in err.value.read().decode()
+
+
+def test_failed_swap_rolls_back_and_held_requests_reach_the_old_profile(agent):
+    a = agent.write_profile("front-ok", **SLOW_TOKENS)
+    bad = agent.write_profile("front-bad", sim_fail_at_start="cuda", **SLOW_TOKENS)
+    agent.call("start", profile=a, wait=True)
+    load = Load(agent.front_url)
+    try:
+        load.wait_ok(8)
+        res = agent.call("swap", profile=bad, wait=True)
+        assert res["result"]["rolled_back"] and res["slot"]["profile"] == a, res
+        load.wait_ok(8)
+    finally:
+        out = load.finish()
+    assert out["errors"] == [] and out["truncated"] == 0 and out["ok"] == out["sent"], out
+    assert agent.slot()["front"]["state"] == "routing"
+
+
+def test_front_before_start_says_how_and_holds_during_a_launch(agent):
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(agent.front_url + "/v1/models", timeout=10)
+    assert err.value.code == 503 and "sgltui start" in err.value.read().decode()
+    a = agent.write_profile("front-first", **SLOW_TOKENS)
+    agent.call("start", profile=a, wait=False)
+    # Sent while the server is still launching: answered once it is ready, not refused.
+    with urllib.request.urlopen(agent.front_url + "/v1/models", timeout=60) as resp:
+        assert resp.status == 200 and json.loads(resp.read())["data"]
+    assert agent.slot()["state"] == "ready"
+    held = [e for e in agent.events("front.route") if e["held"]]
+    assert held, agent.events("front.route")
