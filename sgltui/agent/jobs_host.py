@@ -456,8 +456,19 @@ class JobsHost:
             await asyncio.sleep(1.0)
             for rec in list(self.jobs.values()):
                 if rec.get("state") in ACTIVE:
+                    self._release_stale_hold(rec)
                     self._maybe_auto(rec)
                     self._sync(rec)
+
+    def _release_stale_hold(self, rec: dict) -> None:
+        """A hold whose swap or stop is over without saying so (cancelled, failed): let go."""
+        if not rec.get("hold"):
+            return
+        slot = self.sup.slots.get(rec["slot"])
+        job = self.sup.jobs.get(rec["slot"])  # the slot's lifecycle command, if any
+        busy = job is not None and job.task is not None and not job.task.done()
+        if slot is not None and slot.swap is None and not busy:
+            self.after_swap(rec["slot"])
 
     def _maybe_auto(self, rec: dict) -> None:
         if rec.get("concurrency_mode") != "auto":

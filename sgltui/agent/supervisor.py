@@ -721,7 +721,12 @@ class Supervisor:
             raise OpError(f"slot {slot.id} is not running anything")
 
         async def job() -> dict:
-            report = await slot.stop(client, drain=drain, timeout=timeout)
+            # batch jobs stop sending first (their requests finish, or are re-sent later)
+            await self.batch.before_swap(slot.id, force=drain == "force")
+            try:
+                report = await slot.stop(client, drain=drain, timeout=timeout)
+            finally:
+                self.batch.after_swap(slot.id)  # they wait for the slot to be ready again
             return {"state": slot.state, "report": report}
 
         self._run_job(slot, Job("stop", f"stop of {slot.profile_name}", client, time.time()), job())

@@ -213,3 +213,24 @@ def test_pinned_job_makes_a_swap_ask_first(agent, tmp_path):
     st = agent.status()
     assert [j["state"] for j in st["jobs"]] == ["cancelled"]
     assert json.dumps(st)  # status --json carries the job
+
+
+def test_a_stop_holds_the_job_and_a_start_resumes_it(agent, tmp_path):
+    a = agent.write_profile("t-a")
+    agent.call("start", profile=a, wait=True)
+    inp, out = tmp_path / "s.jsonl", tmp_path / "s.out.jsonl"
+    write_input(inp, 600, max_tokens=32)
+    view = agent.call("job_run", input=str(inp), output=str(out), concurrency=8)
+    _wait_job(agent, lambda v: v["answered"] >= 50, "50 answered", job=view["id"])
+    agent.call("stop", wait=True)
+    held = _wait_job(agent, lambda v: v["state"] == "waiting" and v["quiet"], "waiting",
+                     job=view["id"])  # fmt: skip
+    assert held["failed"] == 0 and held["hold"] is None
+    agent.call("start", profile=a, wait=True)
+    final = _wait_job(agent, lambda v: v["state"] == "done", "done", job=view["id"])
+    assert final["answered"] == 600 and final["failed"] == 0
+    assert {x["launch_id"] for x in final["segments"]} == {
+        e["launch_id"] for e in agent.events("launch")
+    }
+    counts = Counter(line["custom_id"] for line in read_output(out))
+    assert len(counts) == 600 and set(counts.values()) == {1}
