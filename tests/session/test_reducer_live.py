@@ -74,3 +74,29 @@ def test_recorded_events_fold_to_the_live_status(agent):
     replay = Replay.open(Path(agent.status()["agent"]["session_dir"]))
     for ts, live in moments:
         assert _fields(replay.status_at(ts)["slots"][0]) == live
+
+
+async def test_the_tui_model_folds_pushes_to_the_live_status(agent):
+    """The TUI model, given one STATUS and then only the pushes, ends where the agent's status is
+    (the same reducer as replay; before, its own fold kept a phase and a swap the agent had not)."""
+    from sgltui.tui.model import TuiModel
+
+    a, b = agent.write_profile("m-a"), agent.write_profile("m-b")
+    model = TuiModel()
+    async with agent.client("viewer") as viewer, agent.client("driver") as driver:
+        model.apply_status(await viewer.call("status"))
+        await viewer.call("subscribe")
+        await driver.call("start", profile=a, wait=True)
+        await driver.call("swap", profile=b, wait=True)
+        live = next(s for s in (await driver.call("status"))["slots"] if s["id"] == "0")
+        assert live["state"] == "ready" and live["profile"] == b
+        seen = 0
+        async for push in viewer.pushes():
+            model.apply_push(push)
+            if push["push"] == "event":
+                seen += 1
+                data = push["data"]
+                if data["type"] == "swap.done" and data.get("to") == b:
+                    break
+    assert seen > 5
+    assert _fields(model.slot("0")) == _fields(live)
