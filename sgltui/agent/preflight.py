@@ -195,7 +195,10 @@ def _run_probe(python: str, module: str, timeout: float) -> dict:
 
 
 def _interpreter(target: Any, current: Current) -> Check:
-    python = os.path.expanduser(target.argv()[0])
+    argv = target.argv()
+    python = os.path.expanduser(argv[0])
+    if argv[1:2] == ["serve"]:  # `ENV/bin/sglang serve`: its interpreter is ENV/bin/python
+        python = os.path.join(os.path.dirname(python), "python")
     module = _module_for(target)
     res = probe_interpreter(python, module)
     if res.get("missing"):

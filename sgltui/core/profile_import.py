@@ -54,7 +54,12 @@ def _interpreter(program: str) -> str | None:
     """
     if "/" not in program:
         program = shutil.which(program) or program
-    if program == sys.executable or _same_file(program, sys.executable):
+    # A venv's bin/python is a symlink to the base interpreter, yet another environment (its
+    # pyvenv.cfg sits next to it): only the same file in the same folder is sgltui's own.
+    same_dir = os.path.dirname(os.path.abspath(program)) == os.path.dirname(
+        os.path.abspath(sys.executable)
+    )
+    if program == sys.executable or (same_dir and _same_file(program, sys.executable)):
         return None
     return program
 
@@ -226,9 +231,19 @@ def import_command(
         raise ProfileError("empty command line", fix="give the SGLang launch command after `--`")
     launcher, python, flag_tokens = _split_program(tokens)
     server = parse_flags(flag_tokens, catalog, sim=(launcher == "sim"))
-    return Profile(
+    profile = Profile(
         name=name, description=description, launcher=launcher, python=python, server=server, env=env
     )
+    if (
+        launcher == "sglang"
+        and tokens
+        and Path(tokens[0]).name.startswith("python")
+        and profile.serve_program() is not None
+    ):
+        # Keep the entry point as typed: "auto" would start this env's `sglang serve` instead
+        # (`sglang serve` itself is what "auto" picks wherever that program exists).
+        profile.entrypoint = "launch_server"
+    return profile
 
 
 def profile_to_toml(profile: Profile, flatten: bool = True) -> str:

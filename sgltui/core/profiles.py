@@ -33,8 +33,22 @@ from sgltui.core.safe_text import printable
 LAUNCHERS = ("sglang", "sim")
 DEFAULT_PORT = 30000
 DEFAULT_HOST = "127.0.0.1"
-TOP_LEVEL_KEYS = ("name", "description", "key", "extends", "launcher", "python", "server", "env")
-_STRING_KEYS = ("name", "description", "key", "extends", "launcher", "python")
+TOP_LEVEL_KEYS = (
+    "name",
+    "description",
+    "key",
+    "extends",
+    "launcher",
+    "python",
+    "entrypoint",
+    "server",
+    "env",
+)
+_STRING_KEYS = ("name", "description", "key", "extends", "launcher", "python", "entrypoint")
+# How launcher "sglang" starts the server: `sglang serve` (the program SGLang installs next to
+# its interpreter, the recommended entry point) or `python -m sglang.launch_server`. "auto":
+# serve where the interpreter's SGLang has the `sglang` program, else launch_server.
+ENTRYPOINTS = ("auto", "serve", "launch_server")
 # Program after the interpreter, per launcher.
 LAUNCH_MODULES = {"sglang": "sglang.launch_server", "sim": "sgltui.sim"}
 
@@ -224,6 +238,13 @@ def _check_shape(raw: RawProfile) -> None:
             "launcher",
             fix='use "sglang" (real SGLang) or "sim" (the built-in simulator)',
         )
+    if raw.data.get("entrypoint", "auto") not in ENTRYPOINTS:
+        raise raw.error(
+            f"unknown entrypoint {raw.data['entrypoint']!r}",
+            "entrypoint",
+            fix='use "serve" (sglang serve), "launch_server" (python -m sglang.launch_server) '
+            'or "auto"',
+        )
     for env_key, value in raw.data.get("env", {}).items():
         if not isinstance(value, str):
             raise raw.error(
@@ -353,6 +374,7 @@ class Profile:
     extends: str | None = None
     launcher: str = "sglang"
     python: str | None = None
+    entrypoint: str = "auto"  # launcher "sglang" only: auto | serve | launch_server
     server: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     source: Path | None = None
@@ -375,7 +397,21 @@ class Profile:
             # The simulator is part of sgltui, so it runs in sgltui's own interpreter.
             return [sys.executable, "-m", LAUNCH_MODULES["sim"], *flags]
         python = os.path.expanduser(self.python) if self.python else sys.executable
+        serve = self.serve_program()
+        if serve is not None:
+            return [serve, "serve", *flags]
         return [python, "-m", LAUNCH_MODULES["sglang"], *flags]
+
+    def serve_program(self) -> str | None:
+        """The `sglang` program this profile launches with `serve`, or None for launch_server.
+        It is the one next to the profile's interpreter (same environment, same SGLang)."""
+        if self.launcher != "sglang" or self.entrypoint == "launch_server":
+            return None
+        python = os.path.expanduser(self.python) if self.python else sys.executable
+        program = Path(python).parent / "sglang"
+        if program.is_file() and os.access(program, os.X_OK):
+            return str(program)
+        return str(program) if self.entrypoint == "serve" else None
 
     def command_line(self) -> str:
         """The shell command (env assignments first) that `sgltui profiles import` reads back."""
@@ -417,6 +453,8 @@ class Profile:
         doc["launcher"] = self.launcher
         if self.python:
             doc["python"] = self.python
+        if self.entrypoint != "auto":
+            doc["entrypoint"] = self.entrypoint
         doc["server"] = dict(self.server)
         if self.env:
             doc["env"] = dict(self.env)
@@ -612,7 +650,7 @@ def _merge(raw: RawProfile, parent: Profile | None) -> Profile:
     for key, value in data.get("env", {}).items():
         env[key] = value
         origins[f"env.{key}"] = (raw.path, raw.line("env", key))
-    for key in ("launcher", "python", "extends", "key", "description", "name"):
+    for key in ("launcher", "python", "entrypoint", "extends", "key", "description", "name"):
         if key in data:
             origins[key] = (raw.path, raw.line(key))
     return Profile(
@@ -623,6 +661,7 @@ def _merge(raw: RawProfile, parent: Profile | None) -> Profile:
         extends=data.get("extends"),
         launcher=data.get("launcher", parent.launcher if parent else "sglang"),
         python=data.get("python", parent.python if parent else None),
+        entrypoint=data.get("entrypoint", parent.entrypoint if parent else "auto"),
         server=server,
         env=env,
         source=raw.path,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -107,6 +108,7 @@ class _Checker:
         for key, value in self.profile.server.items():
             self.check_flag(key, value)
         self.check_required()
+        self.check_entrypoint()
         self.check_combinations()
         self.check_secrets()
         return self.issues
@@ -418,6 +420,23 @@ class _Checker:
         self.error(
             key, f"invalid value {text!r}{when}", f"{hint}choose one of: {', '.join(choices)}"
         )
+
+    def check_entrypoint(self) -> None:
+        if self.sim or self.profile.entrypoint != "serve":
+            return
+        program = self.profile.serve_program()
+        if program and not os.access(program, os.X_OK):
+            path, line = self.profile.where("entrypoint")
+            self.issues.append(
+                Issue(
+                    ERROR,
+                    f"no `sglang` program at {program} (this SGLang has no `sglang serve`)",
+                    "entrypoint",
+                    path,
+                    line,
+                    'write entrypoint = "launch_server", or point python at an env with SGLang >= 0.5.22',
+                )
+            )
 
     def check_required(self) -> None:
         if self.get("model-path") is None and "model-path" in self.catalog.flags:

@@ -282,3 +282,69 @@ def test_migrated_profile_parses_with_real_sglang_0_5_23_without_deprecation_war
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result == {"version": "0.5.23", "extra": []}
     assert "deprecated" not in proc.stderr.lower()
+
+
+# --- launcher entry point: `sglang serve` where the env has it -----------------------------------
+
+
+def _env_with_serve(tmp_path: Path) -> Path:
+    bin_dir = tmp_path / "env" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(sys.executable)
+    program = bin_dir / "sglang"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    return bin_dir
+
+
+def test_auto_entrypoint_uses_sglang_serve_where_the_env_has_it(tmp_path):
+    bin_dir = _env_with_serve(tmp_path)
+    path = write(tmp_path, "p.toml", f'python = "{bin_dir}/python"\n[server]\nmodel-path = "m"\n')
+    profile = get_profile(str(path))
+    assert profile.argv() == [str(bin_dir / "sglang"), "serve", "--model-path", "m"]
+    pinned = write(
+        tmp_path,
+        "q.toml",
+        f'python = "{bin_dir}/python"\nentrypoint = "launch_server"\n[server]\nmodel-path = "m"\n',
+    )
+    assert get_profile(str(pinned)).argv()[1:3] == ["-m", "sglang.launch_server"]
+    # sgltui's own interpreter has no `sglang` program next to it: launch_server, as before.
+    bare = write(tmp_path, "r.toml", '[server]\nmodel-path = "m"\n')
+    assert get_profile(str(bare)).argv()[:3] == [sys.executable, "-m", "sglang.launch_server"]
+
+
+def test_serve_entrypoint_without_the_program_is_a_one_line_error(tmp_path):
+    path = write(tmp_path, "p.toml", 'entrypoint = "serve"\n[server]\nmodel-path = "m"\n')
+    (issue,) = [i for i in check_profile(get_profile(str(path))) if i.is_error]
+    assert issue.key == "entrypoint" and "has no `sglang serve`" in issue.problem
+    assert 'write entrypoint = "launch_server"' in issue.fix
+    bad = write(tmp_path, "b.toml", 'entrypoint = "srv"\n[server]\nmodel-path = "m"\n')
+    with pytest.raises(Exception, match="unknown entrypoint 'srv'"):
+        get_profile(str(bad))
+
+
+def test_import_reads_both_entry_points_and_renders_back_the_same_command(tmp_path):
+    from sgltui.core.profile_import import import_command
+
+    bin_dir = _env_with_serve(tmp_path)
+    served = import_command(f"{bin_dir}/sglang serve org/m --tp-size 2", load_bundled_catalog())
+    assert served.python == str(bin_dir / "python") and served.entrypoint == "auto"
+    assert served.argv() == [
+        str(bin_dir / "sglang"),
+        "serve",
+        "--model-path",
+        "org/m",
+        "--tp-size",
+        "2",
+    ]
+    module = import_command(
+        f"{bin_dir}/python -m sglang.launch_server --model-path org/m", load_bundled_catalog()
+    )
+    assert module.entrypoint == "launch_server"
+    assert module.argv() == [
+        str(bin_dir / "python"),
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "org/m",
+    ]
