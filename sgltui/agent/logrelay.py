@@ -63,9 +63,11 @@ class LogFile:
     def _write_all(self, data: bytes) -> int:
         """Bytes written before the first error."""
         done = 0
+        fd = self.fd
+        assert fd is not None, "written only once open"
         while done < len(data):
             try:
-                n = os.write(self.fd, data[done:])
+                n = os.write(fd, data[done:])
             except InterruptedError:
                 continue
             except OSError:

@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import pynvml
+
 from sgltui.agent import gpu, procs
 
 log = logging.getLogger("sgltui.agent.preflight")
@@ -305,10 +307,6 @@ def _gpu_memory(target: Any, current: Current) -> Check:
 def _gpu_free(visible: str | None, need: float, freed_pids: set[int]) -> tuple[str, str] | None:
     """(problem, fix) when a target GPU lacks `need` of its memory, counting what the replaced
     server's processes hold as free (it is released before the launch). NVML only."""
-    try:
-        import pynvml
-    except ImportError:
-        return None  # no NVML: nothing to check against
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError:

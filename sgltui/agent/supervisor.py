@@ -393,10 +393,8 @@ class Supervisor:
 
     def _get_profile(self, name: str, args: dict) -> Resolved:
         """Resolve once (blocking file reads: call from a worker thread)."""
-        try:
-            from sgltui.core.profiles import ProfileError
-        except ImportError as exc:
-            raise OpError(f"profiles are not available in this install ({exc})") from None
+        from sgltui.core.profiles import ProfileError
+
         if not name or not isinstance(name, str):
             raise OpError(
                 "a profile name is required, e.g. `sgltui start demo-mtp` (see `sgltui profiles list`)"

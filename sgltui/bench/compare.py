@@ -48,7 +48,7 @@ def build(
     # One ranking metric for the whole comparison: steady-state only where every point has one,
     # so that no profile is ranked on a different yardstick than another.
     rank = _rank_key([e for e in results if e.get("metrics")])
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (profile, conc), entries in groups.items():
         ok = [e for e in entries if e.get("metrics")]
         row = {
@@ -71,7 +71,7 @@ def build(
             "client_cpu_share": max(_values(ok, "client_cpu_share"), default=math.nan),
         }
         rows.append(row)
-    best: dict[str, dict] = {}
+    best: dict[str, dict[str, Any]] = {}
     for row in rows:
         if row["repeats"] == 0 or math.isnan(row["rank_tok_s"]["mean"]):
             continue

@@ -15,6 +15,7 @@ import asyncio
 import json
 import sys
 import time
+from typing import Any
 
 from aiohttp import web
 
@@ -80,6 +81,7 @@ def make_app(tick: float, tokens_per_chunk: int, fail_every: int = 0) -> web.App
                         },
                     }
                 else:
+                    choice: dict[str, Any]
                     if kind == "/v1/chat/completions":
                         choice = {
                             "index": 0,

@@ -31,6 +31,7 @@ from sgltui.bench.loadgen import API_KEY_ENV
 from sgltui.bench.metrics import clean_json
 from sgltui.bench.spec import BenchSpec, SpecError
 from sgltui.core.files import private_dir, write_json_atomic
+from sgltui.core.redact import redact_obj
 
 Progress = Callable[[dict[str, Any]], Awaitable[None] | None]
 
@@ -54,12 +55,6 @@ class Target:
 
 
 def _redact(obj: Any, secret: str | None) -> Any:
-    try:
-        from sgltui.core.redact import redact_obj
-    except ImportError:  # session area not installed: drop the fields that can hold keys
-        if isinstance(obj, dict):
-            return {k: _redact(v, secret) for k, v in obj.items() if "api_key" not in k}
-        return obj
     return redact_obj(obj, [secret] if secret else [])
 
 

@@ -189,12 +189,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     path = _resolve(args)
     if args.speed <= 0:
         raise _cli_error("--speed must be > 0, e.g. --speed 10")
-    try:
-        from sgltui.tui.replay.run import run_replay
-    except ImportError as exc:
-        raise _cli_error(
-            f"the replay TUI is not available ({exc}); use `sgltui report {path.name}` instead"
-        ) from None
+    from sgltui.tui.replay.run import run_replay  # late: Textual loads only for the replay
+
     try:
         return int(run_replay(path, speed=args.speed, at=args.at) or 0)
     except SessionError as exc:

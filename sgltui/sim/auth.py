@@ -60,7 +60,9 @@ def _token_ok(expected: str, authorization: str | None, x_api_key: str | None) -
             and secrets.compare_digest(parts[1].encode(), expected.encode())
         ):
             return True
-    return bool(x_api_key) and secrets.compare_digest(x_api_key.encode(), expected.encode())
+    if not x_api_key:
+        return False
+    return secrets.compare_digest(x_api_key.encode(), expected.encode())
 
 
 def decide(

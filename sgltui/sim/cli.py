@@ -219,10 +219,8 @@ def merge_config(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
 
 
 def _is_store_true(key: str) -> bool:
-    try:
-        from sgltui.core.flags import load_bundled_catalog
-    except ImportError:
-        return True  # without the catalog, treat every boolean as an on/off flag
+    from sgltui.core.flags import load_bundled_catalog
+
     spec = load_bundled_catalog().lookup(key.replace("_", "-"), sim=True)
     return spec is None or spec.action == "store_true"
 

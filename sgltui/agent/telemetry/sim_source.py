@@ -136,14 +136,14 @@ class SimGpuSource:
             g["total_bytes"] = int(_num(e.get("total_bytes")) or 0)
             g["used_bytes"] = 0
             g["breakdown_bytes"] = {}
-            for key in (
+            for reading in (
                 "utilization_pct",
                 "power_w",
                 "temperature_c",
                 "pcie_rx_bytes_s",
                 "pcie_tx_bytes_s",
             ):
-                g[key] = 0.0
+                g[reading] = 0.0
         g["used_bytes"] += int(used or 0)
         for k, v in (e.get("breakdown_bytes") or {}).items():
             if _num(v) is not None:
