@@ -394,7 +394,8 @@ class JobsHost:
                 await asyncio.sleep(min(2.0 * rec["respawns"], 10.0))
                 if not self._closing and rec.get("state") in ACTIVE:
                     await self._spawn(rec)
-        self._persist(rec, force=True)
+        if rec["id"] in self.jobs:  # a job refused at its check leaves no record
+            self._persist(rec, force=True)
 
     # ---- when a job may send ----------------------------------------------------------------
 

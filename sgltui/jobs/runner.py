@@ -191,7 +191,6 @@ class Runner:
         done = scan(self.output)
         self.resumed = len(done.done)
         self._items = batchfile.items(self.input_path, skip=done.done)
-        self._skip = done.done  # kept only for the lifetime of the iterator
         return {
             "total": checked.total,
             "urls": checked.urls,

@@ -143,6 +143,8 @@ def test_bad_input_is_one_error_and_nothing_is_written(agent, tmp_path):
     assert ":31:" in msg and "duplicate custom_id" in msg and "req-000003" in msg
     assert not out.exists()
     assert agent.call("job_list") == []
+    time.sleep(0.5)  # the refused runner's exit is handled too
+    assert list((agent.state_dir / "jobs").glob("*.json")) == []  # no record to resume
 
     cli = subprocess.run(
         [sys.executable, "-m", "sgltui", "job", "run", str(inp), "-o", str(out)],
