@@ -8,6 +8,9 @@ Measures, in the same run and on the same simulator profile:
 Overhead = agent - baseline (median of N rounds); also the agent's ready-detection delay (ready
 line in the log -> slot ready). Prints the figures and PASS/FAIL against the 0.5 s budget.
 
+Also: a refused swap (preflight: a HiCache host pool far over the host's RAM) must answer in
+under 2 s and leave the running server untouched (same pid, still ready).
+
     .venv/bin/python bench/bench_swap_overhead.py [--rounds 5] [--time-scale 0.05]
 """
 
@@ -32,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from sgltui.agent.client import AgentError, call_sync, spawn_agent  # noqa: E402
 
 BUDGET_S = 0.5
+REFUSED_BUDGET_S = 2.0
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
 
@@ -101,6 +105,9 @@ def main() -> int:
     port = free_port()
     write_profile(profiles, "bench-a", port, args.time_scale)
     write_profile(profiles, "bench-b", port, args.time_scale)
+    write_profile(profiles, "bench-huge", free_port(), args.time_scale)
+    with open(profiles / "bench-huge.toml", "a") as fh:
+        fh.write("enable-hierarchical-cache = true\nhicache-size = 100000\n")
 
     baseline = [direct_start(port, args.time_scale) for _ in range(args.rounds)]
     spawn_agent(state, [profiles])
@@ -118,6 +125,18 @@ def main() -> int:
             assert res["slot"]["state"] == "ready", res
             ready_delay.append(res["result"]["timings_s"].get("ready", 0.0))
             steps.append(res["result"]["timings_s"])
+        refused_s, untouched = [], True
+        for _ in range(args.rounds):
+            before = call_sync(state, "status")["slots"][0]
+            t0 = time.monotonic()
+            try:
+                call_sync(state, "swap", profile="bench-huge", wait=True)
+                untouched = False  # it should have been refused
+            except AgentError as exc:
+                refused_s.append(time.monotonic() - t0)
+                refusal = str(exc)
+            after = call_sync(state, "status")["slots"][0]
+            untouched &= after["state"] == "ready" and after["pid"] == before["pid"]
     finally:
         try:
             call_sync(state, "shutdown", autostart=False, stop_servers=True)
@@ -142,8 +161,16 @@ def main() -> int:
     )
     for k in ("drain", "stop", "memory_release", "load", "ready"):
         print(f"  swap step {k:<15} median {statistics.median(s.get(k, 0.0) for s in steps):.3f} s")
-    print("PASS" if overhead < BUDGET_S else "FAIL")
-    return 0 if overhead < BUDGET_S else 1
+    refused = max(refused_s) if refused_s else float("inf")
+    print(
+        f"refused swap (preflight), slowest of {len(refused_s)}: {refused:.3f} s "
+        f"(budget {REFUSED_BUDGET_S} s); running server untouched: {untouched}"
+    )
+    if refused_s:
+        print(f"  refusal: {refusal}")
+    ok = overhead < BUDGET_S and refused < REFUSED_BUDGET_S and untouched
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -22,22 +22,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from sgltui.agent import gpu, http_probe, procs, secret_config
+from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.core import causes, files, phases
 
 log = logging.getLogger("sgltui.agent.slot")
 
-STOPPED, LAUNCHING, READY, DRAINING, STOPPING, FAILED, CRASHED = (
-    "stopped",
-    "launching",
-    "ready",
-    "draining",
-    "stopping",
-    "failed",
-    "crashed",
+# The states are the lifecycle table's (sgltui/agent/lifecycle.py); re-exported here.
+from sgltui.agent.lifecycle import (  # noqa: E402
+    CRASHED,
+    FAILED,
+    LAUNCHING,
+    READY,
+    RUNNING,
+    STOPPED,
+    STOPPING,
+    TERMINAL,
 )
-TERMINAL = (READY, STOPPED, FAILED, CRASHED)
-RUNNING = (LAUNCHING, READY, DRAINING)
 
 # A launch with no history gets these ceilings per phase before it counts as hung: generous,
 # because the first launch of a model may download weights or compile kernels.
@@ -265,12 +265,20 @@ class Slot:
 
     # ---- state ---------------------------------------------------------------------------------
 
-    def _set_state(self, state: str, reason: str, cause: dict | None = None) -> None:
-        prev, self.state = self.state, state
-        if cause is not None or state in (LAUNCHING, READY, STOPPED):
-            self.cause = cause
+    def _fire(self, event: str, reason: str, cause: dict | None = None) -> None:
+        """Move the slot by the lifecycle table (sgltui/agent/lifecycle.py) and announce it."""
+        prev = self.state
+        state = lifecycle.next_state(prev, event)
+        entry = lifecycle.ENTRY[state]
+        self.state = state
+        if entry.clears_phase:
+            self.phase = None
         if cause is not None:
-            self.last_failure = dict(cause, profile=self.profile_name, at=time.time())
+            if cause is not self.cause:
+                self.last_failure = dict(cause, profile=self.profile_name, at=time.time())
+            self.cause = cause
+        elif not entry.keeps_cause:
+            self.cause = None
         self.host.emit(
             "slot.state",
             client=self.client,
@@ -436,12 +444,27 @@ class Slot:
             pid=self.popen.pid,
         )
         self.phase = None
-        self._set_state(LAUNCHING, f"launching {profile.name}")
+        self._fire(lifecycle.SPAWN, f"launching {profile.name}")
         self._set_phase(phases.SPAWNED)
         self.host.telemetry_attach(self)
         self._monitor = asyncio.get_running_loop().create_task(
             self._watch(), name=f"slot-{self.id}-watch"
         )
+
+    def refuse(self, profile: Any, client: str | None, cause: dict) -> None:
+        """A pre-launch check refused `profile`: failed with the cause, nothing started."""
+        self.client = client
+        self.profile, self.profile_name = profile, profile.name
+        self.tree, self.popen = None, None
+        self._fire(lifecycle.REFUSE, f"{profile.name} not launched: {cause['summary']}", cause)
+
+    def keep_failure(self, cause: dict | None) -> None:
+        """A swap failed and its rollback brought no server back: the slot keeps that swap's
+        failure as its cause (a ready slot never has one)."""
+        if cause is not None and self.state != READY and self.cause is None:
+            self.cause = cause
+            self.host.state_changed()
+            self._changed.set()
 
     def _spawn(self, env: dict[str, str]) -> subprocess.Popen:
         """Start the server with its output on a pipe to a log relay (sgltui/agent/logrelay.py):
@@ -555,7 +578,12 @@ class Slot:
                 self._ready_line_at = time.monotonic()
         self.phase = self.phase or phases.SPAWNED
         self._phase_started = time.monotonic()
-        self.state = READY if record.get("state") == READY else LAUNCHING
+        self.state = lifecycle.next_state(
+            self.state,
+            lifecycle.ADOPT_READY if record.get("state") == READY else lifecycle.ADOPT_LAUNCHING,
+        )
+        if self.state == READY:
+            self.phase = None
         self.host.telemetry_attach(self)
         self._monitor = asyncio.get_running_loop().create_task(
             self._watch(), name=f"slot-{self.id}-watch"
@@ -648,6 +676,7 @@ class Slot:
     async def _watch_loop(self) -> None:
         poll = self.host.config.poll_s
         next_probe = 0.0
+        probed_after_line = False
         while True:
             self._consume(self._read_new_lines())
             now = time.monotonic()
@@ -665,8 +694,10 @@ class Slot:
                 # full disk under a re-adopted server's log, a relay that fell behind), and a
                 # launch must never wait on them. Before the line only the strict /ready counts
                 # (an older server's /model_info answers before warm-up).
-                if now >= next_probe:
-                    seen = self._ready_line_at is not None
+                seen = self._ready_line_at is not None
+                # The ready line makes the next probe due at once (every ms of it is swap time).
+                if now >= next_probe or (seen and not probed_after_line):
+                    probed_after_line = seen
                     next_probe = now + (0.2 if seen else 0.5)
                     if await http_probe.ready(
                         self.server_host, self.port, self.api_key, fallback=seen
@@ -711,8 +742,7 @@ class Slot:
             "ready": round(now - (self._ready_line_at or now), 3),
         }
         self.host.record_launch(self.profile_name or "", dict(self._phase_done))
-        self.phase = None  # a ready server is in no start-up phase (and has no progress to show)
-        self._set_state(READY, f"{self.profile_name} ready on port {self.port}")
+        self._fire(lifecycle.READY_EV, f"{self.profile_name} ready on port {self.port}")
 
     def _hung(self, now: float) -> bool:
         cfg = self.host.config
@@ -754,7 +784,7 @@ class Slot:
         await self._drain_output(0.5, close=True)
         await self._wait_released()
         self.host.telemetry_detach(self.id)
-        self._set_state(FAILED, cause["summary"], cause)
+        self._fire(lifecycle.HANG, cause["summary"], cause)
 
     async def _on_unexpected_exit(self, rc: int | None) -> None:
         cause = causes.classify(rc, list(self._tail))
@@ -767,11 +797,11 @@ class Slot:
         await self._wait_released()
         self.host.telemetry_detach(self.id)
         if was == LAUNCHING:
-            self._set_state(
-                FAILED, f"{self.profile_name} failed to start: {cause['summary']}", cause
+            self._fire(
+                lifecycle.EXIT, f"{self.profile_name} failed to start: {cause['summary']}", cause
             )
         else:
-            self._set_state(CRASHED, f"{self.profile_name} crashed: {cause['summary']}", cause)
+            self._fire(lifecycle.EXIT, f"{self.profile_name} crashed: {cause['summary']}", cause)
 
     def _reap(self) -> None:
         if self.popen is not None:
@@ -804,11 +834,11 @@ class Slot:
         if self.tree is None or self.state in (STOPPED,):
             self._stopping = False
             if self.state != STOPPED:
-                self._set_state(STOPPED, "nothing was running")
+                self._fire(lifecycle.STOPPED_EV, "nothing was running")
             return report
         if self.state == READY and drain == "wait":
             step("draining")
-            self._set_state(DRAINING, f"waiting up to {timeout:.0f}s for running requests")
+            self._fire(lifecycle.DRAIN, f"waiting up to {timeout:.0f}s for running requests")
             deadline = time.monotonic() + timeout
             said: tuple[int | None, float] = (None, 0.0)
             while not self._exit_code()[0]:
@@ -831,7 +861,7 @@ class Slot:
         step("stopping")
         self._stopping = True
         if self.state not in (FAILED, CRASHED):
-            self._set_state(STOPPING, "force stop" if drain == "force" else "stop")
+            self._fire(lifecycle.STOP, "force stop" if drain == "force" else "stop")
         grace = (
             self.host.config.force_grace_s if drain == "force" else self.host.config.stop_grace_s
         )
@@ -883,7 +913,7 @@ class Slot:
             "timings_s": dict(report["timings_s"]),
         }
         self.tree, self.popen = None, None
-        self._set_state(STOPPED, reason, keep_cause)
+        self._fire(lifecycle.STOPPED_EV, reason, keep_cause)
         return report
 
     async def _busy(self) -> int:

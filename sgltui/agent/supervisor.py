@@ -640,12 +640,7 @@ class Supervisor:
             await asyncio.to_thread(slot.precheck, profile, self._our_pids())
             slot.launch(profile, client, self._launch_id(profile.name))
         except LaunchError as exc:
-            slot.client = client
-            slot.profile, slot.profile_name = profile, profile.name
-            slot.tree, slot.popen = None, None
-            slot._set_state(
-                FAILED, f"{profile.name} not launched: {exc.cause['summary']}", exc.cause
-            )
+            slot.refuse(profile, client, exc.cause)
 
     async def op_start(self, args: dict, client: str | None) -> Any:
         slot = self._slot(args)
@@ -877,8 +872,7 @@ class Supervisor:
                 rolled_back = back == READY
                 step("ready" if rolled_back else "failed")
             # A healthy rolled-back slot has no cause; the failure stays in last_failure.
-            if failure is not None and slot.state != READY:
-                slot.cause = slot.cause or failure
+            slot.keep_failure(failure)
             self.emit(
                 "swap.failure",
                 client=client,
