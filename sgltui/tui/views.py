@@ -85,6 +85,9 @@ def slot_details(slot: dict[str, Any] | None) -> str:
     if slot.get("port") and state != "stopped":
         head += f"  [dim]:{slot.get('port')} pid {slot.get('pid') or '-'}[/]"
     lines.append(head)
+    front = slot.get("front")
+    if isinstance(front, dict) and (front.get("url") or front.get("error")):
+        lines.append(front_line(front))
     swap = slot.get("swap")
     if swap:
         elapsed = swap.get("elapsed_s")
@@ -98,11 +101,25 @@ def slot_details(slot: dict[str, Any] | None) -> str:
         eta_txt = f" ETA {fmt.duration(eta)}" if eta is not None else ""
         lines.append(f"{escape(str(slot.get('phase') or 'spawned'))}")
         lines.append(f"{progress_bar(slot.get('progress'))}{eta_txt}")
-    if state in ("failed", "crashed") and slot.get("cause"):
+    # A stopped slot keeps a cause only when its stop had to SIGKILL work still running.
+    if state in ("failed", "crashed", "stopped") and slot.get("cause"):
         lines.extend(cause_lines(slot["cause"]))
     if slot.get("capacity") and state in ("ready", "draining", "launching"):
         lines.extend(capacity_lines(slot["capacity"]))
     return "\n".join(lines)
+
+
+def front_line(front: dict[str, Any]) -> str:
+    """The slot's stable endpoint (agent/front.py): where clients point, and what it does now."""
+    if front.get("error"):
+        return f"[$error]front: {escape(str(front['error']))}[/]"
+    state = str(front.get("state") or "")
+    extra = ""
+    if state == "holding":
+        extra = f" [b $warning]holding {int(front.get('held_now') or 0)}[/]"
+    elif state == "no server":
+        extra = " [dim](503 until a server is ready)[/]"
+    return f"[dim]clients →[/] {escape(str(front.get('url')))}{extra}"
 
 
 def cause_lines(cause: dict[str, Any]) -> list[str]:
