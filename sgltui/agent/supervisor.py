@@ -9,6 +9,7 @@ agent, not by the connection: a client that dies mid-command changes nothing.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import re
@@ -459,7 +460,7 @@ class Supervisor:
                 "key": p.key,
                 "description": p.description,
                 "launcher": p.launcher,
-                "port": _safe(lambda p=p: p.port),
+                "port": _safe(functools.partial(getattr, p, "port")),
                 # Other profiles on the same hot-swap key: the key does nothing until fixed.
                 "key_clash": [n for n in clashes.get(str(p.key), []) if n != p.name]
                 if p.key
@@ -485,7 +486,7 @@ class Supervisor:
         for slot in self.slots.values():
             st = slot.status()
             if self.telemetry is not None:
-                st["capacity"] = _safe(lambda: self.telemetry.capacity(slot.id))
+                st["capacity"] = _safe(functools.partial(self.telemetry.capacity, slot.id))
             job = self.jobs.get(slot.id)
             st["busy"] = job.desc if job and job.task and not job.task.done() else None
             slots.append(st)

@@ -179,9 +179,12 @@ class LoadGenerator:
         request = httpx.Request(
             "POST", self._httpx_url, content=body, headers=self.headers, extensions=self._httpx_ext
         )
+        assert self._transport is not None, "the httpx client is made with its transport"
         resp = await self._transport.handle_async_request(request)
+        stream = resp.stream
+        assert isinstance(stream, httpx.AsyncByteStream)
         try:
-            yield resp.status_code, resp.stream.__aiter__, resp.aread
+            yield resp.status_code, stream.__aiter__, resp.aread
         finally:
             await resp.aclose()
 

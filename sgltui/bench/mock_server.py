@@ -69,6 +69,7 @@ def make_app(tick: float, tokens_per_chunk: int, fail_every: int = 0) -> web.App
                 k = min(tokens_per_chunk, n_out - sent)
                 sent += k
                 last = sent >= n_out
+                chunk: dict[str, Any]
                 if kind == "/generate":
                     chunk = {
                         "text": "tok " * sent,

@@ -175,7 +175,9 @@ def test_stale_pid_and_socket_files_are_cleaned(agent_handle):
 def test_bad_requests_get_one_line_errors(agent):
     with pytest.raises(AgentError, match="unknown op 'frobnicate'"):
         agent.call("frobnicate")
-    with pytest.raises(AgentError, match="drain: invalid enum value .maybe. \(one of: wait, force\)"):
+    with pytest.raises(
+        AgentError, match="drain: invalid enum value .maybe. \(one of: wait, force\)"
+    ):
         agent.call("stop", drain="maybe")
     with pytest.raises(AgentError, match="no slot '7'"):
         agent.call("start", profile="x", slot="7")

@@ -52,7 +52,7 @@ def test_sglang_server_args_log_line():
 
 
 def test_json_dump_fields():
-    out = redact_text('{"api_key": "%s", "max_running_requests": 4}' % KEY)
+    out = redact_text(f'{{"api_key": "{KEY}", "max_running_requests": 4}}')
     assert KEY not in out and '"max_running_requests": 4' in out
 
 

@@ -93,7 +93,7 @@ def test_commands_from_other_clients_are_marked_foreign():
 
 def test_activity_is_bounded_but_counts_everything():
     m = TuiModel(activity_items=5)
-    for i in range(12):
+    for _ in range(12):
         m.apply_push(ev("command", client="cli:1@h", op="ping", args={}))
     assert len(m.activity) == 5 and m.activity_total == 12
 
