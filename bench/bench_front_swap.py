@@ -165,6 +165,7 @@ def main() -> int:
     print(f"state and logs: {tmp}")
 
     spawn_agent(state, [profiles])
+    agent = None
     try:
         call_sync(state, "start", profile="bench-a", wait=True)
         st = call_sync(state, "status")
@@ -208,7 +209,12 @@ def main() -> int:
         except AgentError as exc:
             print(f"shutdown: {exc}", file=sys.stderr)
         if not args.keep:
-            time.sleep(0.5)
+            # The agent stops the servers before it exits and writes until then.
+            if agent is not None:
+                try:
+                    agent.wait(timeout=30)
+                except psutil.Error:
+                    pass
             shutil.rmtree(tmp, ignore_errors=True)
 
     # ---- figures ----------------------------------------------------------------------------
