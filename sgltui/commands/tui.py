@@ -42,6 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo.add_argument(
         "--no-load", action="store_true", help="do not send the demo's background load"
     )
+    demo.add_argument(
+        "--stop",
+        action="store_true",
+        help="stop the demo: its background load and the demo server in slot 0 (no UI)",
+    )
     demo.set_defaults(handler=open_demo)
 
 
@@ -66,7 +71,35 @@ def open_tui(args: argparse.Namespace) -> int:
 
 
 def open_demo(args: argparse.Namespace) -> int:
+    if getattr(args, "stop", False):
+        return stop_demo(args)
     return _run(args, demo=True)
+
+
+def stop_demo(args: argparse.Namespace) -> int:
+    """`sgltui demo --stop`: what `q` in the demo leaves running (the load, the demo server)."""
+    from sgltui.agent.client import AgentError, call_sync
+    from sgltui.core.locations import state_dir
+
+    state = state_dir(getattr(args, "state_dir", None))
+    try:
+        call_sync(state, "demo_load", autostart=False, on=False)
+        slot = (call_sync(state, "status", autostart=False).get("slots") or [{}])[0]
+    except (AgentError, OSError) as exc:
+        raise _error(f"no demo to stop: {exc}") from None
+    print("sgltui: demo load stopped.")
+    if str(slot.get("profile") or "").startswith("demo-") and slot.get("state") not in (
+        None,
+        "stopped",
+        "failed",
+        "crashed",
+    ):
+        try:
+            call_sync(state, "stop", autostart=False, slot="0", drain="force", wait=True)
+        except (AgentError, OSError) as exc:
+            raise _error(f"could not stop {slot.get('profile')}: {exc}") from None
+        print(f"sgltui: stopped {slot.get('profile')} (slot 0).")
+    return 0
 
 
 def _run(args: argparse.Namespace, demo: bool) -> int:

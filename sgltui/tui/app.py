@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -82,6 +83,19 @@ def bench_files(folder: Path, limit: int = 10) -> list[Path]:
     except OSError:
         return []
     return files[-limit:]
+
+
+_FONT_URL = re.compile(r",\s*url\([^)]*\)\s*format\([^)]*\)")
+
+
+def offline_svg(svg: str) -> str:
+    """An exported screenshot that loads no font from the web: the @font-face rules keep
+    only their local() sources, and the monospace fallbacks follow Fira Code."""
+    svg = _FONT_URL.sub("", svg)
+    return svg.replace(
+        "font-family: Fira Code, monospace;",
+        'font-family: "Fira Code", "DejaVu Sans Mono", Menlo, Consolas, monospace;',
+    )
 
 
 def one_line(exc: BaseException) -> str:
@@ -387,7 +401,10 @@ class SgltuiApp(App[str | None]):
         if M.MEMORY in dirty:
             self.query_one(MemoryPane).show(m.telemetry)
         if M.CHART in dirty:
-            has_spec = any(v for v in m.series_values("accept_length"))
+            # The row shows while the server serving now is speculative: its latest sample,
+            # not the last five minutes (a swap to a plain profile drops the row at once).
+            accept = m.series_values("accept_length")
+            has_spec = bool(accept) and accept[-1] > 0
             self.query_one(ThroughputPane).show({n: m.series_values(n) for n in M.SERIES}, has_spec)
         if M.LOGS in dirty:
             pane = self.query_one(LogPane)
@@ -421,6 +438,8 @@ class SgltuiApp(App[str | None]):
                 parts.append(f"session {escape(Path(agent['session_dir']).name)}")
         else:
             parts.append(f"[$error]○ {escape(m.connection_note)}[/]")
+        if agent.get("demo_load"):
+            parts.append("[b $warning]demo load running[/] (D: stop)")
         disk = agent.get("disk") or {}
         if disk and not disk.get("ok", True):
             parts.append(f"[b $error]disk: {escape(str(disk.get('error')))}[/]")
@@ -812,7 +831,13 @@ class SgltuiApp(App[str | None]):
         )
 
     def action_screenshot_to_session(self) -> None:
-        svg = self.export_screenshot()
+        # Toasts (the last command's "swapping to ...") are not part of the screen: clear
+        # them and take the screenshot once the screen is repainted without them.
+        self.clear_notifications()
+        self.call_after_refresh(self._take_screenshot)
+
+    def _take_screenshot(self) -> None:
+        svg = offline_svg(self.export_screenshot())
         session = (self.model.status.get("agent") or {}).get("session_dir")
         in_session = self.screenshot_dir is None and bool(session)
         folder = self.screenshot_dir or (Path(session) / SCREENSHOTS_DIR if session else Path.cwd())
@@ -846,14 +871,23 @@ class SgltuiApp(App[str | None]):
         if self.source.read_only:
             return None
         running = [s for s in self.model.slots if s.get("state") in _ACTIVE]
+        demo = ""
+        if (self.model.status.get("agent") or {}).get("demo_load"):
+            demo = " The demo load keeps running too; `sgltui demo --stop` stops it and the demo servers."
         if not running:
-            return "sgltui: closed; no server is running (the agent stays up; `sgltui agent stop` ends it)."
+            return (
+                "sgltui: closed; no server is running (the agent stays up; `sgltui agent stop` ends it)."
+                + demo
+            )
         desc = ", ".join(
             f"slot {s.get('id')}: {s.get('profile')} {s.get('state')} on "
             f"{s.get('host', '127.0.0.1')}:{s.get('port')}"
             for s in running
         )
-        return f"sgltui: closed; servers keep running ({desc}). Reopen with `sgltui`; stop with `sgltui stop`."
+        return (
+            f"sgltui: closed; servers keep running ({desc}). Reopen with `sgltui`; stop with "
+            f"`sgltui stop`.{demo}"
+        )
 
     def on_key(self, event: Key) -> None:
         # Profiles with a non-digit key (digits are real bindings, remappable by id). Typing in

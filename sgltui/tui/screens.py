@@ -233,24 +233,26 @@ class HelpScreen(_Modal):
         self.profiles = profiles
 
     def compose(self) -> ComposeResult:
+        from sgltui.tui.widgets.profiles import ordered
+
+        # Three columns with the id before the text: a long tooltip may wrap at the end of
+        # its own column, never through the binding id (the help screen is 100 wide at most).
+        def row(key: str, text: str, binding_id: str = "") -> str:
+            return f"  [b $accent]{escape(key):<10}[/] [dim]{binding_id:<18}[/] {escape(text)}"
+
         rows = ["[b]Keys[/]  (remap by id in ~/.config/sgltui/config.toml, table \\[keymap])", ""]
-        for p in self.profiles:
+        for p in ordered(self.profiles):
             if p.get("key"):
-                rows.append(
-                    f"  [b $accent]{escape(str(p['key'])):<10}[/] swap to {escape(str(p['name']))}"
-                )
-        rows.append(f"  [b $accent]{'enter':<10}[/] swap to / start the highlighted profile")
+                rows.append(row(str(p["key"]), f"swap to {p['name']}"))
+        rows.append(row("enter", "swap to / start the highlighted profile"))
         for k in KEYS:
-            key = key_label(self.keymap.get(k.id, k.key))
-            rows.append(
-                f"  [b $accent]{escape(key):<10}[/] {escape(k.tooltip):<70.70} [dim]{k.id}[/]"
-            )
+            rows.append(row(key_label(self.keymap.get(k.id, k.key)), k.tooltip, k.id))
         rows += [
             "",
-            f"  [b $accent]{'ctrl+p':<10}[/] command palette: every action by name",
-            f"  [b $accent]{'tab':<10}[/] move between panes; arrows scroll, pgup/pgdn page",
+            row("ctrl+p", "command palette: every action by name"),
+            row("tab", "move between panes; arrows scroll, pgup/pgdn page"),
             "",
-            "Quitting leaves servers running; `sgltui stop` stops them.",
+            "Quitting leaves servers and the demo load running: `sgltui stop` stops the servers.",
         ]
         with Vertical():
             with VerticalScroll():

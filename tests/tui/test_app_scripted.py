@@ -324,10 +324,15 @@ async def test_screenshot_goes_to_the_session_dir(tmp_path):
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
+        app.notify("a toast that must not be in the picture", timeout=30)
+        await pilot.pause(0.2)
         await pilot.press("S")
         shots = tmp_path / "session" / "screenshots"
         await until(pilot, lambda: shots.is_dir() and list(shots.glob("*.svg")))
-        assert "<svg" in next(shots.glob("*.svg")).read_text()[:500]
+        svg = next(shots.glob("*.svg")).read_text()
+        assert "<svg" in svg[:500]
+        assert "https://cdn" not in svg and "local(" in svg  # no font fetched from the web
+        assert "toast" not in svg
 
 
 async def test_quit_says_servers_keep_running():
@@ -440,3 +445,51 @@ async def test_bench_pane_shows_the_bench_comparison_and_a_try_higher_hint(tmp_p
         assert comparison["job"]["recommendation"][:40] in status.replace("\n", " ")
         assert "demo-mtp was fastest at the highest concurrency tried (4): try higher" in status
         assert "demo-no-mtp was fastest" not in status
+
+
+async def test_demo_load_is_in_the_header_and_in_the_quit_note():
+    src = ScriptedSource(status_with())
+    src.status["agent"]["demo_load"] = True
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        assert "demo load running" in str(app.query_one("#topbar").render())
+        await pilot.press("q")
+    assert "`sgltui demo --stop`" in app.return_value and "`sgltui stop`" in app.return_value
+
+
+async def test_accept_length_row_goes_with_a_swap_to_a_plain_profile():
+    from sgltui.tui.scripted import make_sample
+    from sgltui.tui.widgets.throughput import ThroughputPane
+
+    src = ScriptedSource(
+        status_with(), [{"push": "sample", "data": make_sample(t)} for t in range(1, 20)]
+    )
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        chart = app.query_one(ThroughputPane)
+        await until(pilot, lambda: chart._has_spec)
+        plain = make_sample(30)
+        for eng in plain["engine"].values():
+            eng["accept_length"] = None
+        src.feed({"push": "sample", "data": plain})
+        await until(pilot, lambda: not chart._has_spec)
+
+
+async def test_profiles_are_listed_in_key_order():
+    from sgltui.tui.widgets.profiles import ordered
+
+    profiles = [
+        {"name": n, "key": k}
+        for n, k in (("a", "1"), ("c", "3"), ("d", None), ("b", "2"), ("e", "x"), ("f", "10"))
+    ]
+    assert [p["name"] for p in ordered(profiles)] == ["a", "b", "c", "f", "e", "d"]
+    src = ScriptedSource(status_with())
+    src.status["profiles"] = list(reversed(src.status["profiles"]))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        options = app.query_one("#profile-list", OptionList).options
+        keys = [str(o.prompt).split("]")[1][0] for o in options]  # "[b $accent]1[/] name"
+        assert keys == sorted(keys) and keys[0] == "1", keys

@@ -13,6 +13,19 @@ from textual.widgets.option_list import Option
 from sgltui.tui import views
 
 
+def ordered(profiles: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Profiles with a key first, in key order (digits as numbers), then the rest by name:
+    the list reads 1, 2, 3... as the keys do, whatever order the files were found in."""
+
+    def rank(p: dict[str, Any]) -> tuple:
+        key = str(p.get("key") or "")
+        if not key:
+            return (2, 0, "", str(p.get("name", "")))
+        return (0, int(key), "", "") if key.isdigit() else (1, 0, key, str(p.get("name", "")))
+
+    return sorted(profiles, key=rank)
+
+
 def _shape(text: str) -> str:
     return re.sub(r"\S", "x", text)
 
@@ -39,7 +52,7 @@ class ProfilesPane(Vertical, can_focus=False):
             # The profile now in slot 0 changed (start, swap, another client): point at it.
             self._current = current
             highlighted = current
-        prompts = [(p["name"], views.profile_option(p, slots)) for p in profiles]
+        prompts = [(p["name"], views.profile_option(p, slots)) for p in ordered(profiles)]
         # Rebuild only when the rows change: rebuilding resets the highlight and costs a layout.
         if [o.id for o in options.options] != [n for n, _ in prompts] or [
             str(o.prompt) for o in options.options
