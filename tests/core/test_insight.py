@@ -106,3 +106,24 @@ def test_hicache_section_host_pool_hit_rate_by_source_and_unchanged_concurrency(
     assert hicache["verdict"] == (
         "max running 4 (without HiCache, demo-mtp: 4): HiCache saves prefill, it does not raise concurrency"
     )
+
+
+def test_live_speed_from_the_token_counter_ignores_a_stale_gauge():
+    """2 requests running for 30 s, 1,200 tokens generated: 20 tok/s per request, while the
+    gen_throughput gauge still shows an old 500."""
+    ledger = Ledger()
+    for t in range(0, 31):
+        ledger.observe_engine(
+            "p",
+            {
+                "ts": 1000.0 + t,
+                "num_running_reqs": 2,
+                "gen_throughput": 500.0,
+                "generation_tokens_total": 40 * t,
+            },
+        )
+    f = ledger.figures("p")
+    assert f.concurrencies() == {2}
+    assert f.per_request(2) == 20.0
+    ledger.interrupt()  # a swap: the next reading opens a new window
+    assert f.window is None

@@ -107,7 +107,19 @@ def test_insight_hicache_profile(snap_compare):
         "accept_rate": 0.54,
     }
     app = _app("demo-mtp-hicache", HICACHE_CARD, engine)
-    assert snap_compare(app, terminal_size=(120, 40), run_before=_settle(app, BENCH))
+    bench = {
+        "results": BENCH["results"]
+        + [
+            {
+                "profile": "demo-mtp-hicache",
+                "concurrency": c,
+                "capacity": HICACHE_CARD,
+                "metrics": {"per_user_tok_s": per, "output_throughput": per * min(c, 4)},
+            }
+            for c, per in ((1, 66.0), (4, 55.0))
+        ]
+    }
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_settle(app, bench))
 
 
 async def test_readings_count_once_and_the_card_follows_the_running_profile():

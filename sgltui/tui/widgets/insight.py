@@ -23,7 +23,6 @@ class InsightPane(Widget, can_focus=True):
         self.ledger = insight.Ledger()
         self._seen_engine: dict[str, Any] = {}  # profile -> ts of the last reading counted
         self._seen_bench: set[str] = set()
-        self._timeline_ts = float("-inf")  # slot 0's timeline is counted up to here
         self._cards: list[dict[str, Any]] = []
         self._text = ""
 
@@ -34,39 +33,25 @@ class InsightPane(Widget, can_focus=True):
                 self._seen_bench.add(run_id)
                 self.ledger.observe_bench(run.result)
         cards = []
+        serving = model.slot("0") or {}
+        if serving.get("state") not in ("ready", "draining") or not serving.get("profile"):
+            self.ledger.interrupt()  # launching, swapping: no measurement spans it
         for slot in model.slots:
             name = slot.get("profile")
             if not name or slot.get("state") not in ("ready", "draining"):
                 continue
-            slot_id = str(slot.get("id"))
             self.ledger.observe_card(name, slot.get("capacity"))
-            engine = model.engine(slot_id)
-            if slot_id == "0":
-                # Slot 0's readings are all on the model's timeline: count every point once
-                # (several samples can arrive between two repaints).
-                self.ledger.observe_engine(name, engine, point=False)
-                self._feed_timeline(model, name)
-            else:
-                stamp = (engine or {}).get("ts")
-                if engine and self._seen_engine.get(name) != stamp:
-                    self._seen_engine[name] = stamp  # a status refresh repeats the reading
-                    self.ledger.observe_engine(name, engine)
+            engine = model.engine(str(slot.get("id")))
+            stamp = (engine or {}).get("ts")
+            if engine and self._seen_engine.get(name) != stamp:
+                self._seen_engine[name] = stamp  # a status refresh repeats the reading
+                self.ledger.observe_engine(name, engine)
             cards.append(insight.card(self.ledger, name))
         self._cards = cards
         markup = self._card_text()
         if markup != self._text:
             self._text = markup
             self.refresh(layout=True)
-
-    def _feed_timeline(self, model: Any, name: str) -> None:
-        series = getattr(model, "series", {})
-        running = {ts: v for ts, v in series.get("running", ())}
-        for ts, throughput in series.get("gen_throughput", ()):
-            if ts > self._timeline_ts and ts in running:
-                self.ledger.observe_point(name, running[ts], throughput)
-        points = series.get("gen_throughput") or ()
-        if points:
-            self._timeline_ts = max(self._timeline_ts, points[-1][0])
 
     def _card_text(self) -> str:
         if not self._cards:
