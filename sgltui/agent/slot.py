@@ -339,7 +339,10 @@ class Slot:
             issues = check_profile(profile)
         except Exception as exc:  # a validator problem must not block a launch that may work
             log.warning(
-                "profile validation unavailable for %s: %s", getattr(profile, "name", "?"), exc
+                "profile validation unavailable for %s: %s",
+                getattr(profile, "name", "?"),
+                exc,
+                exc_info=True,
             )
             return None
         errors = [str(i).splitlines()[0] for i in issues if i.is_error]
@@ -1050,8 +1053,10 @@ class Slot:
             self._monitor.cancel()
             try:
                 await self._monitor
-            except (asyncio.CancelledError, Exception):
+            except asyncio.CancelledError:
                 pass
+            except Exception:  # the watcher's own failure; closing goes on
+                log.exception("slot %s: the server watcher failed", self.id)
 
     def tail(self, n: int) -> list[str]:
         return list(self._tail)[-n:]

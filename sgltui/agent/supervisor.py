@@ -133,7 +133,7 @@ class Supervisor:
             try:
                 ok = slot.adopt(record, profile)
             except Exception as exc:  # a corrupt record must not keep the agent from starting
-                log.warning("cannot adopt slot %s: %s", slot_id, exc)
+                log.warning("cannot adopt slot %s: %s", slot_id, exc, exc_info=True)
                 ok = False
             self.emit(
                 "agent.adopt",
@@ -187,16 +187,10 @@ class Supervisor:
             front.release(what + "; start one with `sgltui start PROFILE`")
 
     async def _start_telemetry(self) -> None:
+        from sgltui.agent.telemetry import Telemetry
+
         try:
-            from sgltui.agent.telemetry import Telemetry  # telemetry area
-        except Exception as exc:
-            log.warning("telemetry unavailable: %s", exc)
-            return
-        try:
-            try:
-                self.telemetry = Telemetry(on_sample=self._on_sample, on_capacity=self._on_capacity)
-            except TypeError:  # an older Telemetry without the capacity callback
-                self.telemetry = Telemetry(on_sample=self._on_sample)
+            self.telemetry = Telemetry(on_sample=self._on_sample, on_capacity=self._on_capacity)
             await self.telemetry.start()
         except Exception:
             log.exception("telemetry failed to start; continuing without it")
@@ -283,10 +277,7 @@ class Supervisor:
 
     def add_secret(self, secret: str) -> None:
         self.redactor.add_secret(secret)
-        try:
-            self.recorder.add_secret(secret)
-        except Exception:
-            pass
+        self.recorder.add_secret(secret)
 
     def server_log_path(self, launch_id: str) -> Path:
         return Path(self.recorder.server_log_path(launch_id))
@@ -697,8 +688,10 @@ class Supervisor:
             running.task.cancel()
             try:
                 await running.task
-            except (asyncio.CancelledError, Exception):
+            except asyncio.CancelledError:
                 pass
+            except Exception:  # the op's own failure; the stop goes on
+                log.exception("slot %s: the cancelled %s failed", slot.id, running.desc)
             if slot.swap:
                 slot.swap = dict(slot.swap, step="failed")
                 self.emit(

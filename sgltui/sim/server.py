@@ -392,7 +392,8 @@ class SimServer:
                     r.raise_for_status()
                     await r.read()
             return True
-        except Exception as exc:  # any failure is SGLang's "warmup error" and kills the server
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
+            # Any failure is SGLang's "warmup error" and kills the server.
             kind = "TimeoutError" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
             log.error(
                 f"Initialization failed. warmup error: Traceback (most recent call last):\n"

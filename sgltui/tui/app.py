@@ -33,7 +33,7 @@ from sgltui.tui.config import TuiConfig
 from sgltui.tui.logbuffer import LogBuffer, LogLine
 from sgltui.tui.model import TuiModel
 from sgltui.tui.screens import BenchDialog, Confirm, DrainChoice, HelpScreen
-from sgltui.tui.source import TuiSource
+from sgltui.tui.source import SOURCE_ERRORS, TuiSource
 from sgltui.tui.themes import DEFAULT_THEME
 from sgltui.tui.widgets.activity import ActivityPane
 from sgltui.tui.widgets.bench import BenchPane
@@ -214,7 +214,7 @@ class SgltuiApp(App[str | None]):
                 raise ConnectionError("the agent closed the connection")
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # any failure of the link: show it and retry
+            except SOURCE_ERRORS as exc:  # the link failed: show it and retry
                 self.model.connected = False
                 self.model.connection_note = (
                     f"agent unreachable: {one_line(exc)}; retrying every {delay:.0f}s"
@@ -222,7 +222,7 @@ class SgltuiApp(App[str | None]):
                 self._mark(M.HEADER)
                 try:
                     await self.source.close()
-                except Exception:
+                except SOURCE_ERRORS:
                     pass
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
@@ -234,7 +234,7 @@ class SgltuiApp(App[str | None]):
             profiles = await self.source.call("profiles")
             if isinstance(profiles, list):
                 status = {**status, "profiles": profiles}
-        except Exception:
+        except SOURCE_ERRORS:
             pass
         self.model.connected = True
         self.model.connection_note = "connected"
@@ -247,7 +247,7 @@ class SgltuiApp(App[str | None]):
                 continue
             try:
                 reply = await self.source.call("logs", slot=str(slot.get("id", "0")), lines=200)
-            except Exception:
+            except SOURCE_ERRORS:
                 continue
             self._new_lines.extend(
                 self.logbuf.add(str(slot.get("id", "0")), (reply or {}).get("lines") or [])
@@ -260,7 +260,7 @@ class SgltuiApp(App[str | None]):
         # Results of bench runs finished before this TUI opened (or while it was away).
         try:
             runs = await self.source.call("bench_list")
-        except Exception:
+        except SOURCE_ERRORS:
             runs = []
         for run in runs if isinstance(runs, list) else []:
             if (
@@ -293,7 +293,7 @@ class SgltuiApp(App[str | None]):
             timeline = await self.source.call(
                 "timeline", series=["engine.0.*"], since=self.model.clock() - HISTORY_S
             )
-        except Exception:  # an agent without the op, a replay: the chart starts empty
+        except SOURCE_ERRORS:  # an agent without the op, a replay: the chart starts empty
             timeline = {}
         session = (self.model.status.get("agent") or {}).get("session_dir")
         events = []
@@ -357,7 +357,7 @@ class SgltuiApp(App[str | None]):
         self._status_scheduled = False
         try:
             status = await self.source.snapshot()
-        except Exception:
+        except SOURCE_ERRORS:
             return  # the push worker notices a dead link and reconnects
         self._mark(*self.model.apply_status(status))
 
@@ -490,7 +490,7 @@ class SgltuiApp(App[str | None]):
         async def run() -> None:
             try:
                 await self.source.call(op, **args)
-            except Exception as exc:
+            except SOURCE_ERRORS as exc:
                 if op in ("swap", "restart") and PINNED in str(exc) and not args.get("confirm"):
                     self._confirm_pinned(op, done, args, one_line(exc))
                     return
@@ -749,7 +749,7 @@ class SgltuiApp(App[str | None]):
         if not slot or slot.get("state") not in _ACTIVE:
             try:
                 await self.source.call("start", profile=demo[0]["name"], slot="0")
-            except Exception as exc:
+            except SOURCE_ERRORS as exc:
                 self.notify(
                     one_line(exc), title="demo start failed", severity="error", markup=False
                 )
@@ -759,7 +759,7 @@ class SgltuiApp(App[str | None]):
             return
         try:
             await self.source.call("demo_load", on=True)
-        except Exception as exc:
+        except SOURCE_ERRORS as exc:
             self.notify(one_line(exc), title="demo load failed", severity="warning", markup=False)
         self._refresh_status_soon()
 

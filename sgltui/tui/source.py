@@ -11,6 +11,11 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from sgltui.agent.client import AgentError
+
+# What a source's calls raise: the agent's one-line refusal, or a link that broke.
+SOURCE_ERRORS = (AgentError, OSError)
+
 
 @runtime_checkable
 class TuiSource(Protocol):
@@ -96,6 +101,6 @@ class LiveSource:
             if client is not None:
                 try:
                     await client.close()
-                except Exception:  # closing a dead connection must not mask the real error
+                except SOURCE_ERRORS:  # closing a dead connection must not mask the real error
                     pass
         self._calls = self._subs = None

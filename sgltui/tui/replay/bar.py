@@ -82,7 +82,7 @@ class TimeCursorBar(Widget, can_focus=False):
         # Theme variables ($error, ...) resolved for Rich text, so every theme works.
         try:
             return str(self.app.theme_variables.get(variable.lstrip("$"), "")) or ""
-        except Exception:
+        except (AttributeError, LookupError, RuntimeError):  # not mounted in an app yet
             return ""
 
     def render(self) -> Text:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import inspect
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -36,12 +37,12 @@ NOTABLE = (
 
 _RESET = object()
 
+log = logging.getLogger(__name__)
+
 
 def _read_only_error(op: str) -> Exception:
-    try:
-        from sgltui.agent.client import AgentError
-    except Exception:  # the agent area is not needed to replay
-        AgentError = RuntimeError  # type: ignore[assignment,misc]
+    from sgltui.agent.client import AgentError
+
     return AgentError(f"read-only replay: {op} is not available")
 
 
@@ -223,4 +224,4 @@ class ReplaySource:
             try:
                 listener(self)
             except Exception:  # a broken viewer must not stop playback
-                pass
+                log.exception("replay listener failed")
