@@ -167,6 +167,7 @@ class Slot:
         self.ready_at: float | None = None
         self.cause: dict | None = None  # why the slot is failed/crashed; None when healthy
         self.last_failure: dict | None = None  # the latest failure, kept after recovery
+        self.draining: dict | None = None  # requests still in flight while a stop waits
         self.swap: dict | None = None
         self.last_swap: dict | None = None  # outcome of the latest swap, kept for late readers
         self.command: list[str] = []
@@ -222,6 +223,7 @@ class Slot:
             "command_hash": self.command_hash,
             "cause": self.cause,
             "last_failure": self.last_failure,
+            "drain": self.draining,
             "capacity": None,
             "swap": self.swap,
             "last_swap": self.last_swap,
@@ -851,13 +853,33 @@ class Slot:
                 if time.monotonic() >= deadline:
                     report["drain_timed_out"] = True
                     break
-                # One line when the count changes or every 5 s, not one per 0.1 s poll.
-                if busy != said[0] or time.monotonic() - said[1] >= 5.0:
+                # One line (and one countdown event) when the count changes or every second for
+                # the event, every 5 s for the log: not one per 0.1 s poll.
+                left = max(0.0, deadline - time.monotonic())
+                if busy != said[0] or time.monotonic() - said[1] >= 1.0:
+                    if busy != said[0] or time.monotonic() - said[1] >= 5.0:
+                        log.info(
+                            "slot %s: draining, %s requests still running or queued, %.0fs left",
+                            self.id,
+                            busy,
+                            left,
+                        )
                     said = (busy, time.monotonic())
-                    log.info(
-                        "slot %s: draining, %s requests still running or queued", self.id, busy
+                    self.draining = {
+                        "requests": busy,
+                        "left_s": round(left, 1),
+                        "timeout_s": timeout,
+                    }
+                    self.host.emit(
+                        "slot.drain",
+                        client=self.client,
+                        slot=self.id,
+                        requests=busy,
+                        left_s=round(left, 1),
+                        timeout_s=timeout,
                     )
                 await asyncio.sleep(0.1)  # cheap to ask; every poll interval is swap latency
+            self.draining = None
         report["timings_s"]["drain"] = round(time.monotonic() - t0, 3)
         report["requests_at_sigterm"] = await self._busy() if not self._exit_code()[0] else 0
         t1 = time.monotonic()

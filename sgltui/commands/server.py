@@ -249,6 +249,11 @@ class _Progress:
             self._out(f"  {ev.get('phase')}{prog}{eta}")
         elif t == "slot.state":
             self._out(f"{ev.get('state')}: {ev.get('reason')}")
+        elif t == "slot.drain":
+            self._out(
+                f"  draining: {ev.get('requests')} requests running or queued, "
+                f"{float(ev.get('left_s') or 0):.0f}s left (of {float(ev.get('timeout_s') or 0):.0f}s)"
+            )
         elif t == "swap.step" and ev.get("step") not in ("launching", "ready"):
             self._out(f"swap {ev.get('from') or '-'} -> {ev.get('to')}: {ev.get('step')}")
 

@@ -96,6 +96,13 @@ def slot_details(slot: dict[str, Any] | None) -> str:
             f"[b $warning]swap[/] {escape(str(swap.get('from')))} → {escape(str(swap.get('to')))}: "
             f"{escape(str(swap.get('step')))}{el}"
         )
+    drain = slot.get("drain")
+    if state == "draining" and isinstance(drain, dict):
+        # The stop waits for what was already sent (bounded): a countdown, not a frozen screen.
+        lines.append(
+            f"[b $warning]draining[/] {int(drain.get('requests') or 0)} requests · "
+            f"{float(drain.get('left_s') or 0):.0f}s left of {float(drain.get('timeout_s') or 0):.0f}s"
+        )
     if state == "launching":
         eta = slot.get("eta_s")
         eta_txt = f" ETA {fmt.duration(eta)}" if eta is not None else ""

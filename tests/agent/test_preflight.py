@@ -188,3 +188,45 @@ def test_profiles_list_marks_key_clashes_across_launchers(agent):
     # The shipped demo and real profiles never share a key.
     shipped = [p for p in rows.values() if not p["name"].startswith("pf-")]
     assert shipped and all(p["key_clash"] == [] for p in shipped)
+
+
+def test_swap_drains_requests_already_sent_with_a_countdown(agent):
+    """Issue 12 #5: the default drain waits for running and queued requests (bounded), so what
+    was sent before the swap completes; the countdown is in the events (CLI and TUI show it)."""
+    import json as _json
+    import threading
+
+    a = agent.write_profile("pf-slow", time_scale=1.0, sim_slow_start=0.01)
+    b = agent.write_profile("pf-next")
+    port = agent.call("start", profile=a, wait=True)["slot"]["port"]
+    out: dict = {}
+
+    def request() -> None:
+        body = _json.dumps(
+            {"model": "m", "prompt": "hello", "max_tokens": 200, "ignore_eos": True}
+        ).encode()
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/completions",
+            body,
+            {"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=60) as r:
+            out["body"] = _json.loads(r.read())
+
+    t = threading.Thread(target=request)
+    t.start()
+    deadline = __import__("time").monotonic() + 20
+    while __import__("time").monotonic() < deadline:  # wait until the server runs it
+        loads = _json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/loads").read())
+        if sum(x.get("num_running_reqs", 0) for x in loads.get("loads", [])):
+            break
+    agent.call("swap", profile=b)
+    t.join(60)
+    slot = agent.wait_state("ready", timeout=90)
+    assert slot["profile"] == b
+    choice = out["body"]["choices"][0]
+    assert choice["finish_reason"] == "length", out
+    assert out["body"]["usage"]["completion_tokens"] == 200
+    drains = agent.events("slot.drain")
+    assert drains and drains[0]["requests"] >= 1 and drains[0]["timeout_s"] == 30.0
+    assert all(0 <= d["left_s"] <= 30.0 for d in drains)
