@@ -176,7 +176,7 @@ def test_bad_requests_get_one_line_errors(agent):
     with pytest.raises(AgentError, match="unknown op 'frobnicate'"):
         agent.call("frobnicate")
     with pytest.raises(
-        AgentError, match="drain: invalid enum value .maybe. \(one of: wait, force\)"
+        AgentError, match=r"drain: invalid enum value .maybe. \(one of: wait, force\)"
     ):
         agent.call("stop", drain="maybe")
     with pytest.raises(AgentError, match="no slot '7'"):
