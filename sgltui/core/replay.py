@@ -242,7 +242,7 @@ class Replay:
                         "ts": log.ts[b - 1],
                     }
                 )
-        out.sort(key=lambda p: p["ts"])
+        out.sort(key=lambda p: float(p["ts"]))  # type: ignore[arg-type]
         return out
 
     def log_tail(
@@ -350,7 +350,7 @@ def parse_seek(text: str, now: float, start: float, end: float) -> float:
 
 
 def _days(start: float, end: float) -> list[float]:
-    out = []
+    out: list[float] = []
     lt = time.localtime(start)
     day = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
     while day <= end and len(out) < 400:

@@ -116,7 +116,7 @@ def _quantile(values: list[float], q: float) -> float | None:
 class SlotHistory:
     """Per-slot intervals (start, end, profile, state, launch_id) rebuilt from events."""
 
-    def __init__(self, events: list[dict], end_ts: float) -> None:
+    def __init__(self, events: list[dict[str, Any]], end_ts: float) -> None:
         self.intervals: dict[str, list[tuple[float, float, str | None, str, str | None]]] = {}
         # (since, profile, state, launch_id) per slot, from the one reducer (protocol.apply):
         # an interval ends whenever the folded slot's profile, state or launch changes.
@@ -172,9 +172,11 @@ class SlotHistory:
 # ---------------------------------------------------------------------------------------------
 
 
-def _launches(session: Session, events: list[dict], redactor: Redactor) -> list[dict]:
-    launches: list[dict] = []
-    by_slot: dict[str, dict] = {}
+def _launches(
+    session: Session, events: list[dict[str, Any]], redactor: Redactor
+) -> list[dict[str, Any]]:
+    launches: list[dict[str, Any]] = []
+    by_slot: dict[str, dict[str, Any]] = {}
     for ev in events:
         etype, slot = ev.get("type"), str(ev.get("slot") or "0")
         ts = _num(ev.get("ts"))
@@ -224,7 +226,7 @@ def _launches(session: Session, events: list[dict], redactor: Redactor) -> list[
     return launches
 
 
-def _swaps(events: list[dict]) -> list[dict]:
+def _swaps(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     swaps = []
     steps: dict[str, list[tuple[float, str]]] = {}
     phases_seen: dict[str, list[tuple[float, str]]] = {}
@@ -245,7 +247,7 @@ def _swaps(events: list[dict]) -> list[dict]:
                 if timings.get(key) is None and derived.get(key) is not None:
                     timings[key] = derived[key]
             if timings.get("total") is None:
-                parts = [timings.get(k) for k in SWAP_PHASES if timings.get(k) is not None]
+                parts = [v for k in SWAP_PHASES if (v := timings.get(k)) is not None]
                 timings["total"] = sum(parts) if parts else None
             swaps.append(
                 {
@@ -265,7 +267,7 @@ def _swaps(events: list[dict]) -> list[dict]:
 
 def _timings_from_steps(
     steps: list[tuple[float, str]], phases: list[tuple[float, str]], done_ts: float
-) -> dict:
+) -> dict[str, Any]:
     """Phase durations from swap.step start times, for agents whose swap.done lacks timings."""
     if not steps:
         return {}
@@ -289,9 +291,11 @@ def _timings_from_steps(
     return out
 
 
-def _crashes(session: Session, events: list[dict], redactor: Redactor) -> list[dict]:
+def _crashes(
+    session: Session, events: list[dict[str, Any]], redactor: Redactor
+) -> list[dict[str, Any]]:
     out = []
-    current: dict[str, dict] = {}
+    current: dict[str, dict[str, Any]] = {}
     for ev in events:
         slot = str(ev.get("slot") or "0")
         if ev.get("type") == "launch":
@@ -329,7 +333,7 @@ def _log_tail(session: Session, launch_id: str, n: int) -> list[str]:
     return tail
 
 
-def _time_in_profiles(history: SlotHistory, session_span: float) -> list[dict]:
+def _time_in_profiles(history: SlotHistory, session_span: float) -> list[dict[str, Any]]:
     acc: dict[str, dict[str, float]] = {}
     for intervals in history.intervals.values():
         for start, end, profile, state, _lid in intervals:
@@ -355,16 +359,16 @@ def _time_in_profiles(history: SlotHistory, session_span: float) -> list[dict]:
                 "share": (a["serving_s"] / session_span) if session_span > 0 else None,
             }
         )
-    rows.sort(key=lambda r: r["serving_s"], reverse=True)
+    rows.sort(key=lambda r: float(r["serving_s"] or 0.0), reverse=True)
     return rows
 
 
 def _throughput(
     session: Session, history: SlotHistory, max_running: dict[str, float]
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Per-profile throughput while serving; fills `max_running` (launch id -> the engine's
     effective max running requests) for launches whose capacity card was not recorded."""
-    per: dict[str, dict[str, list]] = {}
+    per: dict[str, dict[str, list[Any]]] = {}
     order: list[str] = []
     for sample in session.timeline:
         ts = _num(sample.get("ts"))
@@ -420,8 +424,8 @@ def _throughput(
     return rows
 
 
-def _bench(session: Session) -> list[dict]:
-    runs = []
+def _bench(session: Session) -> list[dict[str, Any]]:
+    runs: list[dict[str, Any]] = []
     for run in session.bench:
         if run.data is None:
             runs.append(
@@ -495,7 +499,7 @@ def _bench(session: Session) -> list[dict]:
     return runs
 
 
-def _spec_summary(spec: dict) -> dict:
+def _spec_summary(spec: dict[str, Any]) -> dict[str, Any]:
     keep = (
         "profiles",
         "concurrency",
@@ -514,11 +518,11 @@ def _spec_summary(spec: dict) -> dict:
     return {k: spec[k] for k in keep if k in spec}
 
 
-def _fallback_recommendation(rows: list[dict]) -> str | None:
+def _fallback_recommendation(rows: list[dict[str, Any]]) -> str | None:
     ranked = [r for r in rows if r.get("rank_tok_s")]
     if not ranked:
         return None
-    best_by_profile: dict[str, dict] = {}
+    best_by_profile: dict[str, dict[str, Any]] = {}
     for r in ranked:
         cur = best_by_profile.get(r["profile"])
         if cur is None or r["rank_tok_s"] > cur["rank_tok_s"]:
@@ -624,7 +628,8 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
         "disk_errors": disk_errors,
         "notes": list(session.notes),
     }
-    return _clean(redactor.obj(report))
+    cleaned: dict[str, Any] = _clean(redactor.obj(report))
+    return cleaned
 
 
 # ---------------------------------------------------------------------------------------------
@@ -632,7 +637,7 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
 # ---------------------------------------------------------------------------------------------
 
 
-def render(report: dict, fmt: str) -> str:
+def render(report: dict[str, Any], fmt: str) -> str:
     if fmt == "md":
         return render_markdown(report)
     if fmt == "json":
@@ -651,7 +656,7 @@ def _md_table(headers: list[str], rows: Iterable[list[Any]]) -> list[str]:
     return out
 
 
-def render_markdown(r: dict) -> str:
+def render_markdown(r: dict[str, Any]) -> str:
     s = r["session"]
     out = [f"# sgltui session {s['name']}", ""]
     out.append(
@@ -908,7 +913,7 @@ def render_markdown(r: dict) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def _ci(ci: list | None) -> str:
+def _ci(ci: list[Any] | None) -> str:
     if not ci or ci[0] is None or ci[1] is None:
         return "-"
     return f"{ci[0]:,.0f}-{ci[1]:,.0f}"
@@ -918,7 +923,7 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def render_csv(r: dict) -> str:
+def render_csv(r: dict[str, Any]) -> str:
     """Long format (section, item, field, value): one file holds every section and a spreadsheet
     pivot gives any table back."""
     buf = io.StringIO()
