@@ -274,6 +274,19 @@ def _validate(args: argparse.Namespace) -> int:
         print(line)
     for issue in issues:
         print(issue)
+    # Flags checked against a bundled catalog are not a launch that works: say what preflight
+    # will refuse (issue 12: "0 errors" although SGLang could not be imported there).
+    missing: dict[str, list[str]] = {}
+    for profile in profiles:
+        note = getattr(catalog(profile), "note", "") or ""
+        if profile.launcher == "sglang" and not args.bundled and "not importable" in note:
+            missing.setdefault(note, []).append(profile.name)
+    for note, names in missing.items():
+        who = ", ".join(names) if len(names) <= 3 else f"{len(names)} profiles"
+        print(
+            f"note: {note}: `sgltui start` of {who} will be refused (preflight interpreter); "
+            "install SGLang there (`pip install 'sgltui[sglang]'`) or set `python` in the profile"
+        )
     errors = len(load_errors) + sum(i.is_error for i in issues)
     warnings = sum(not i.is_error for i in issues)
     print(
