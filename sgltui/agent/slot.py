@@ -612,9 +612,11 @@ class Slot:
 
     def _read_pipe(self) -> bytes:
         chunks, total = [], 0
+        pipe = self._pipe
+        assert pipe is not None, "read only while the relay's pipe is open"
         while total < 4 << 20:
             try:
-                data = os.read(self._pipe, 1 << 16)
+                data = os.read(pipe, 1 << 16)
             except BlockingIOError:
                 break
             except OSError:
@@ -722,7 +724,7 @@ class Slot:
             self.host.telemetry_line(self.id, line)
             if self.state == LAUNCHING:
                 new = phases.advance(self.phase, line)
-                if new != self.phase:
+                if new is not None and new != self.phase:
                     self._set_phase(new)
                 if phases.is_ready_line(line) and self._ready_line_at is None:
                     self._ready_line_at = time.monotonic()
@@ -855,19 +857,19 @@ class Slot:
                     break
                 # One line (and one countdown event) when the count changes or every second for
                 # the event, every 5 s for the log: not one per 0.1 s poll.
-                left = max(0.0, deadline - time.monotonic())
+                remaining = max(0.0, deadline - time.monotonic())
                 if busy != said[0] or time.monotonic() - said[1] >= 1.0:
                     if busy != said[0] or time.monotonic() - said[1] >= 5.0:
                         log.info(
                             "slot %s: draining, %s requests still running or queued, %.0fs left",
                             self.id,
                             busy,
-                            left,
+                            remaining,
                         )
                     said = (busy, time.monotonic())
                     self.draining = {
                         "requests": busy,
-                        "left_s": round(left, 1),
+                        "left_s": round(remaining, 1),
                         "timeout_s": timeout,
                     }
                     self.host.emit(
@@ -875,7 +877,7 @@ class Slot:
                         client=self.client,
                         slot=self.id,
                         requests=busy,
-                        left_s=round(left, 1),
+                        left_s=round(remaining, 1),
                         timeout_s=timeout,
                     )
                 await asyncio.sleep(0.1)  # cheap to ask; every poll interval is swap latency
