@@ -234,45 +234,6 @@ class JobSetArgs(Args):
     pinned: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class Op(Struct, frozen=True):
-    args: type[Args]
-    read_only: bool = False  # safe to ask again after a dropped connection; no "command" event
-    doc: str = ""
-
-
-# The one list of ops. The agent's handler for op X is Supervisor.op_X (a test checks both ways).
-OPS: Final[Mapping[str, Op]] = {
-    "hello": Op(HelloArgs, True, "version handshake; the first request of every connection"),
-    "ping": Op(Args, True, "is the agent alive: pid and version"),
-    "status": Op(Args, True, "the STATUS object: agent, slots, profiles, telemetry, bench"),
-    "profiles": Op(ProfilesArgs, True, "profiles found in the agent's and the given folders"),
-    "logs": Op(LogsArgs, True, "the last lines of a slot's (or a launch's) server log"),
-    "timeline": Op(TimelineArgs, True, "recorded telemetry series"),
-    "subscribe": Op(Args, True, "pushes (events, samples, log lines) on this connection"),
-    "bench_list": Op(Args, True, "bench runs of this agent"),
-    "bench_progress": Op(BenchProgressArgs, True, "a bench runner reports progress"),
-    "preflight": Op(PreflightArgs, True, "the checks a launch of a profile would run"),
-    "start": Op(StartArgs, False, "launch a profile into a stopped slot"),
-    "stop": Op(StopArgs, False, "drain and stop a slot's server"),
-    "restart": Op(RestartArgs, False, "stop and relaunch the slot's profile"),
-    "swap": Op(SwapArgs, False, "switch a slot to another profile (rollback on failure)"),
-    "shutdown": Op(ShutdownArgs, False, "stop the agent (and its servers with stop_servers)"),
-    "bench_start": Op(BenchStartArgs, False, "start a bench run from a spec"),
-    "bench_stop": Op(BenchStopArgs, False, "stop a bench run (partial results are kept)"),
-    "demo_load": Op(DemoLoadArgs, False, "turn the demo load on or off"),
-    "job_run": Op(JobRunArgs, False, "start a batch job from an OpenAI batch file"),
-    "job_status": Op(JobArgs, True, "one batch job, in full"),
-    "job_list": Op(Args, True, "every batch job of this agent"),
-    "job_pause": Op(JobArgs, False, "pause a batch job"),
-    "job_resume": Op(JobArgs, False, "resume a paused batch job"),
-    "job_cancel": Op(JobArgs, False, "cancel a batch job (answers so far are kept)"),
-    "job_set": Op(JobSetArgs, False, "change a job's concurrency or pinning"),
-}
-READ_ONLY_OPS: Final = frozenset(name for name, op in OPS.items() if op.read_only)
-# Ops that work whatever the versions: enough to find and stop an agent of another version.
-VERSIONLESS_OPS: Final = frozenset({"hello", "ping", "shutdown"})
-
-
 # ---- envelopes ---------------------------------------------------------------------------------
 
 RequestId: TypeAlias = int | str | None
@@ -491,6 +452,14 @@ class SlotPhase(EventBase, tag="slot.phase"):
     eta_s: float | None = None
 
 
+class SlotDrain(EventBase, tag="slot.drain"):
+    """A drain in progress: requests still running, seconds left of its timeout."""
+
+    requests: int | None = None
+    left_s: float | None = None
+    timeout_s: float | None = None
+
+
 class SwapStep(EventBase, tag="swap.step", rename={"from_": "from"}):
     from_: str | None = None
     to: str | None = None
@@ -704,6 +673,7 @@ Event: TypeAlias = (
     | Launch
     | SlotStateChanged
     | SlotPhase
+    | SlotDrain
     | SwapStep
     | SwapDone
     | SwapFailure
@@ -733,6 +703,7 @@ EVENT_TYPES: Final[Mapping[str, type[EventBase]]] = {
         Launch,
         SlotStateChanged,
         SlotPhase,
+        SlotDrain,
         SwapStep,
         SwapDone,
         SwapFailure,
@@ -1137,3 +1108,147 @@ def apply_to_status_slot(data: dict[str, Any], ev: EventBase) -> bool:
 def to_builtins(obj: Any) -> Any:
     """Structs -> plain JSON-able values (what dict-reading code and the wire take)."""
     return msgspec.to_builtins(obj, enc_hook=str)
+
+
+# ---- replies ----------------------------------------------------------------------------------
+# The results of the ops whose shape others build on (unknown keys allowed: areas add fields).
+
+
+class HelloReply(Struct, kw_only=True):
+    version: str
+    protocol: int
+    pid: int
+
+
+class PingReply(Struct, kw_only=True):
+    pong: bool
+    pid: int
+    version: str
+
+
+class Subscribed(Struct, kw_only=True):
+    subscribed: bool
+
+
+class ShutdownReply(Struct, kw_only=True):
+    stopping: bool
+    stop_servers: bool
+
+
+class LogsReply(Struct, kw_only=True):
+    lines: list[str]
+    path: str
+    launch_id: str
+
+
+class TimelineReply(Struct, kw_only=True):
+    series: dict[str, list[tuple[float, float | None]]]
+
+
+class ProfileRow(Struct, kw_only=True):
+    name: str
+    key: str | None = None
+    description: str = ""
+    launcher: str | None = None
+    port: int | None = None
+
+
+class SlotStatus(SlotView, kw_only=True):
+    """A slot in STATUS: what events say (SlotView) and what only the live agent knows."""
+
+    uptime_s: float | None = None
+    busy: str | None = None
+
+
+class AgentInfo(Struct, kw_only=True):
+    pid: int
+    version: str
+    started: float
+    state_dir: str
+    session_dir: str
+    socket: str | None = None
+    disk: DiskView = field(default_factory=DiskView)
+    demo_load: bool = False
+
+
+class StatusReply(Struct, kw_only=True):
+    agent: AgentInfo
+    slots: list[SlotStatus]
+    profiles: list[ProfileRow] = []
+    telemetry: dict[str, Any] = {}
+    bench: dict[str, Any] | None = None
+    jobs: Any = None
+
+
+class Accepted(Struct, kw_only=True):
+    """A lifecycle command's reply: accepted at once, or (`wait`) its outcome."""
+
+    slot: SlotStatus
+    accepted: bool = False
+    result: dict[str, Any] | None = None
+
+
+# ---- ops --------------------------------------------------------------------------------------
+
+
+class Op(Struct, frozen=True):
+    args: type[Args]
+    read_only: bool = False  # safe to ask again after a dropped connection; no "command" event
+    doc: str = ""
+    reply: Any = Any  # the type of its result (a test checks the live agent's against it)
+
+
+# The one list of ops. The agent's handler for op X is Supervisor.op_X (a test checks both ways).
+OPS: Final[Mapping[str, Op]] = {
+    "hello": Op(
+        HelloArgs,
+        True,
+        "version handshake; the first request of every connection",
+        reply=HelloReply,
+    ),
+    "ping": Op(Args, True, "is the agent alive: pid and version", reply=PingReply),
+    "status": Op(
+        Args, True, "the STATUS object: agent, slots, profiles, telemetry, bench", reply=StatusReply
+    ),
+    "profiles": Op(
+        ProfilesArgs,
+        True,
+        "profiles found in the agent's and the given folders",
+        reply=list[ProfileRow],
+    ),
+    "logs": Op(
+        LogsArgs, True, "the last lines of a slot's (or a launch's) server log", reply=LogsReply
+    ),
+    "timeline": Op(TimelineArgs, True, "recorded telemetry series", reply=TimelineReply),
+    "subscribe": Op(
+        Args, True, "pushes (events, samples, log lines) on this connection", reply=Subscribed
+    ),
+    "bench_list": Op(Args, True, "bench runs of this agent"),
+    "bench_progress": Op(BenchProgressArgs, True, "a bench runner reports progress"),
+    "preflight": Op(PreflightArgs, True, "the checks a launch of a profile would run"),
+    "start": Op(StartArgs, False, "launch a profile into a stopped slot", reply=Accepted),
+    "stop": Op(StopArgs, False, "drain and stop a slot's server", reply=Accepted),
+    "restart": Op(RestartArgs, False, "stop and relaunch the slot's profile", reply=Accepted),
+    "swap": Op(
+        SwapArgs, False, "switch a slot to another profile (rollback on failure)", reply=Accepted
+    ),
+    "shutdown": Op(
+        ShutdownArgs,
+        False,
+        "stop the agent (and its servers with stop_servers)",
+        reply=ShutdownReply,
+    ),
+    "bench_start": Op(BenchStartArgs, False, "start a bench run from a spec"),
+    "bench_stop": Op(BenchStopArgs, False, "stop a bench run (partial results are kept)"),
+    "demo_load": Op(DemoLoadArgs, False, "turn the demo load on or off"),
+    "job_run": Op(JobRunArgs, False, "start a batch job from an OpenAI batch file"),
+    "job_status": Op(JobArgs, True, "one batch job, in full"),
+    "job_list": Op(Args, True, "every batch job of this agent"),
+    "job_pause": Op(JobArgs, False, "pause a batch job"),
+    "job_resume": Op(JobArgs, False, "resume a paused batch job"),
+    "job_cancel": Op(JobArgs, False, "cancel a batch job (answers so far are kept)"),
+    "job_set": Op(JobSetArgs, False, "change a job's concurrency or pinning"),
+}
+READ_ONLY_OPS: Final = frozenset(name for name, op in OPS.items() if op.read_only)
+# Ops that work whatever the versions: enough to find and stop an agent of another version.
+VERSIONLESS_OPS: Final = frozenset({"hello", "ping", "shutdown"})

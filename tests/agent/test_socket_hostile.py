@@ -183,3 +183,33 @@ def test_the_reported_loose_types_are_refused(agent, line, expect):
     assert reply["ok"] is False and expect in reply["error"] and "\n" not in reply["error"]
     assert agent.status()["agent"]["demo_load"] is False
     assert "Traceback" not in agent.paths["log"].read_text()
+
+
+def test_live_replies_match_their_types(agent):
+    """Every op with a reply type in protocol.OPS answers in that shape (the agent builds
+    dicts; this keeps them and the protocol's Structs the same)."""
+    import msgspec
+
+    a = agent.write_profile("t-a")
+    calls = [
+        ("hello", {"version": protocol.__version__, "protocol": protocol.PROTOCOL_VERSION}),
+        ("ping", {}),
+        ("status", {}),
+        ("profiles", {}),
+        ("subscribe", {}),
+        ("timeline", {}),
+        ("start", {"profile": a}),
+        ("logs", {"lines": 5}),
+        ("stop", {"wait": True}),
+        ("start", {"profile": a, "wait": True}),
+        ("status", {}),
+    ]
+    checked = set()
+    for op, args in calls:
+        if op in ("logs",):
+            agent.wait_state(("launching", "ready"))
+        result = agent.call(op, **args)
+        msgspec.convert(result, protocol.OPS[op].reply)
+        checked.add(op)
+    typed = {n for n, o in protocol.OPS.items() if o.reply is not protocol.Any}
+    assert typed - checked <= {"restart", "swap", "shutdown"}
