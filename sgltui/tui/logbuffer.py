@@ -26,7 +26,8 @@ _WARNING_RE = re.compile(
 # Lines that repeat every request or every scheduler step: folded away by default so the
 # tail shows what happened (a key shows them again).
 _NOISE_RE = re.compile(
-    r'^INFO:\s+\S+ - "[A-Z]+ \S+ HTTP/[\d.]+" \d{3}'  # uvicorn access lines
+    # uvicorn access lines, bare or after SGLang's "[time] " prefix
+    r'(?:^|\] )INFO:\s+\S+ - "[A-Z]+ \S+ HTTP/[\d.]+" \d{3}'
     r"|(?:Prefill|Decode) batch(?: \[\d+\])?, "  # SGLang's per-batch lines
 )
 

@@ -97,6 +97,8 @@ class BenchDialog(_Modal):
     BenchDialog Grid Label { padding: 0 0 0 0; }
     BenchDialog Input, BenchDialog Input:focus { height: 1; border: none; padding: 0 1; }
     BenchDialog Input:focus { background: $boost; text-style: bold; }
+    BenchDialog Input.-invalid, BenchDialog Input.-invalid:focus { border: none;
+                                                                   background: $error 30%; }
     BenchDialog #bench-estimate { margin-top: 1; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]

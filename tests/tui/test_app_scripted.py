@@ -417,8 +417,12 @@ async def test_bench_pane_shows_the_bench_comparison_and_a_try_higher_hint(tmp_p
     ]
     comparison = compare.build(results, job_completions=1000, bench_output_len=256)
     path = tmp_path / "r2.json"
+    # As the runner writes it: NaNs of single runs stored as null (a crash seen in tmux when
+    # the TUI used the stored comparison as is), the job size in the spec.
+    stored = json.loads(json.dumps(comparison).replace("NaN", "null"))
+    spec = {"job_completions": 1000, "output_len": 256}
     path.write_text(
-        json.dumps({"v": 1, "run_id": "r2", "results": results, "comparison": comparison})
+        json.dumps({"v": 1, "run_id": "r2", "spec": spec, "results": results, "comparison": stored})
     )
     src = ScriptedSource(status_with())
     app = app_with(src)
@@ -490,6 +494,8 @@ async def test_profiles_are_listed_in_key_order():
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        options = app.query_one("#profile-list", OptionList).options
+        box = app.query_one("#profile-list", OptionList)
+        await until(pilot, lambda: len(box.options) == len(src.status["profiles"]))
+        options = box.options
         keys = [str(o.prompt).split("]")[1][0] for o in options]  # "[b $accent]1[/] name"
         assert keys == sorted(keys) and keys[0] == "1", keys

@@ -23,7 +23,9 @@ def label(app) -> str:
 
 
 async def test_access_and_batch_lines_are_folded_until_z():
-    logs = ["server started", ACCESS, BATCH, "a warning: fewer than asked", ACCESS]
+    # As the simulator and SGLang print them: after a "[time] " prefix (seen in tmux).
+    prefixed = f"[2026-12-03 13:07:38] {ACCESS}"
+    logs = ["server started", ACCESS, BATCH, "a warning: fewer than asked", prefixed]
     app = app_with(ScriptedSource(status_with(), logs=logs))
     async with app.run_test(size=SIZE) as pilot:
         await opened(app, pilot)

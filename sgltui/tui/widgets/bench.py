@@ -72,6 +72,22 @@ def comparison_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     return rows
 
 
+def bench_comparison(result: dict[str, Any]) -> dict[str, Any] | None:
+    """The comparison of a run file as `sgltui bench compare` builds it: rebuilt from the
+    stored results (JSON stores the comparison's NaNs as null), with the run's job size."""
+    from sgltui.bench import compare
+
+    if not result.get("comparison") or not result.get("results"):
+        return None
+    spec = result.get("spec") or {}
+    return compare.build(
+        result["results"],
+        spec.get("job_completions"),
+        spec.get("job_output_len"),
+        spec.get("output_len"),
+    )
+
+
 def summary(comparison: dict[str, Any]) -> str:
     """The recommendation (the bench's own, for a job size) or each profile's best point, and
     a hint where the best point is the highest concurrency measured (it may go higher)."""
@@ -147,7 +163,11 @@ class BenchPane(Vertical, can_focus=False):
         if latest.path:
             line += f"  [dim]{escape(latest.path)}[/]"
         done = [r for r in runs.values() if r.result]
-        comparison = (done[-1].result or {}).get("comparison") if done else None
+        try:
+            comparison = bench_comparison(done[-1].result or {}) if done else None
+        except (TypeError, KeyError, ValueError) as exc:  # a run file of another version
+            comparison = None
+            line += f"\n[$warning]cannot compare this run: {escape(str(exc))}[/]"
         if comparison and comparison.get("rows"):
             # The bench's own comparison: the same table, ranking and recommendation as
             # `sgltui bench` prints, for the latest run.
