@@ -4,7 +4,7 @@ Clients talk to the front; the front passes each request through to the slot's c
 While a swap runs the front *holds* new requests (bounded in count and in time, then 503 with
 Retry-After) and sends them to the new server once it is ready; requests already passed through
 keep streaming from the old server while it drains, and the drain can empty because the front
-admits nothing new to it. Why not sglang-router: docs/front.md.
+admits nothing new to it. Why not sglang-router: docs/architecture.md, "The front endpoint".
 
 Pass-through costs one read and one write per chunk the server sends (no parsing, no
 re-encoding): the overhead is measured against going direct by bench/bench_front_swap.py.

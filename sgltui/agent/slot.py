@@ -1,6 +1,6 @@
 """One server slot: a GPU set + port that runs at most one SGLang server at a time.
 
-States (docs/CONTRACTS.md): stopped -> launching(phase) -> ready -> draining -> stopping ->
+States (agent/lifecycle.py): stopped -> launching(phase) -> ready -> draining -> stopping ->
 stopped, launching -> failed(cause), ready -> crashed(cause). The slot spawns the server, tails
 its log file for phases and the ready line, probes readiness, notices exits and hangs, and stops
 the whole process tree. It does not decide *what* to run: the supervisor sequences commands.

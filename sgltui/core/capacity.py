@@ -188,7 +188,7 @@ class CapacityBuilder:
             "context_length": ctx,
             "draft_weights_gb": draft_gb,
             "notes": notes,
-            # Extra detail (fields may be added, never removed: docs/CONTRACTS.md).
+            # Extra detail (fields may be added, never removed: viewers read it).
             "draft_kv_gb": self._draft_kv_gb,
             "kv_dtype": self._kv.get("dtype"),
             "mamba_state_gb": _mamba_gb(self._mamba),

@@ -1,7 +1,7 @@
 """Mamba state slots per request on hybrid models, as SGLang 0.5.23 counts them.
 
 One module so that the simulator's memory plan, the capacity card and the insight card cannot
-disagree. The derivation, with source references, is docs/mamba-slots.md. `args` is anything
+disagree. The derivation, with source references, is docs/architecture.md, "Mamba state slots". `args` is anything
 that carries SGLang's resolved argument names: an argparse Namespace or a dict (server_info).
 """
 

@@ -1,7 +1,7 @@
 """Rebuild what the agent would have said at any moment of a recorded session (pure, no I/O
 beyond reading the session once).
 
-`Replay.status_at(t)` gives a STATUS dict (docs/CONTRACTS.md) as of time t: slots from the
+`Replay.status_at(t)` gives a STATUS dict (sgltui/protocol.py) as of time t: slots from the
 events, telemetry from the last sample, bench runs, disk state. `pushes_between(t0, t1)` gives
 the event/sample/log pushes the agent would have sent in (t0, t1], in time order, so a viewer
 moving forward in small steps sees the same stream it saw live. Seeking backwards is a rebuild:

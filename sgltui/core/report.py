@@ -38,7 +38,7 @@ SWAP_PHASE_LABEL = {
 }
 SWAP_PHASE_CHAR = {"drain": "░", "stop": "▒", "memory_release": "▓", "load": "█", "ready": "▞"}
 _OTHER_CHAR = "·"
-# swap.step names (CONTRACTS.md, STATUS.slots[].swap.step) -> the phase they start.
+# swap.step names (status: slots[].swap.step) -> the phase they start.
 _STEP_PHASE = {
     "draining": "drain",
     "stopping": "stop",

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# Bumped when a reader of the old format would misread the new one; written as "v" on every
-# event and sample. Readers accept this version and older ones.
-FORMAT_VERSION = 1
+from sgltui.protocol import EVENT_SCHEMA
+
+# Bumped (in protocol.py, with the events' shapes) when a reader of the old format would misread
+# the new one; written as "v" on every event and sample. Readers accept it and older ones.
+FORMAT_VERSION = EVENT_SCHEMA
 
 SESSIONS_DIR = "sessions"
 EVENTS_FILE = "events.jsonl"

@@ -165,7 +165,7 @@ def parse_context_length(value) -> int | None:
 
 
 def mamba_strategy(args) -> str:
-    """The radix strategy SGLang runs with (core/mamba_slots.py; docs/mamba-slots.md)."""
+    """The radix strategy SGLang runs with (core/mamba_slots.py; docs/architecture.md, "Mamba state slots")."""
     return mamba_slots.strategy(args)
 
 
@@ -289,7 +289,7 @@ def plan_memory(
             budget = rest * ratio / (1 + ratio)
             per_budget = budget / state_b
             if d:
-                # Joint solve of main slots and draft states (docs/mamba-slots.md §2); a small
+                # Joint solve of main slots and draft states (docs/architecture.md, "Mamba state slots" §2); a small
                 # MRR does not enlarge K: the unused draft share goes back to the KV pool.
                 slots = math.floor((per_budget - (1 + d)) / (1 + d / per_req))
             else:

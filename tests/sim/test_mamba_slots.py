@@ -1,4 +1,4 @@
-"""Mamba state slots as SGLang 0.5.23 sizes and holds them (docs/mamba-slots.md).
+"""Mamba state slots as SGLang 0.5.23 sizes and holds them (docs/architecture.md, "Mamba state slots").
 
 Expected values are the source's rules written out by hand: S from
 KVCacheConfigurator._calculate_mamba_ratio, held slots from HybridReqToTokenPool.alloc, the

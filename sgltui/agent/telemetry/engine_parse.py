@@ -1,4 +1,4 @@
-"""Turn SGLang's /metrics text and /v1/loads JSON into one ENGINE dict (docs/CONTRACTS.md).
+"""Turn SGLang's /metrics text and /v1/loads JSON into one ENGINE dict (sgltui/protocol.py).
 
 Rules from reference sglang.md §3.1-3.2: scheduler gauges are published by attention-TP rank 0 of
 each DP group, so only rank-0 series are read (with --enable-metrics-for-all-schedulers every rank

@@ -41,7 +41,7 @@ class GpuSource(Protocol):
 
 
 def empty_gpu(index: int, name: str, simulated: bool) -> dict[str, Any]:
-    """A GPU dict (docs/CONTRACTS.md GPU shape) with every reading unknown."""
+    """A GPU dict (the GPU shape of a telemetry sample) with every reading unknown."""
     return {
         "index": index,
         "name": name,

@@ -1,4 +1,4 @@
-"""GPU readings published by running simulators (docs/CONTRACTS.md, "Simulated GPU publication").
+"""GPU readings published by running simulators (the format: sgltui/sim/gpu_publish.py).
 
 Each simulator writes sim_gpu_dir()/<pid>.json about once a second; a file whose pid is dead is
 stale and ignored. Several simulators of one GPU preset share "GPU i" the way real servers on
