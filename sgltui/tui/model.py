@@ -160,8 +160,9 @@ class TuiModel:
             changed.add(MEMORY)
         if old.get("bench") != status.get("bench"):
             changed.add(BENCH)
-        for run in [status.get("bench")] if isinstance(status.get("bench"), dict) else []:
-            self._bench_from_status(run)
+        bench = status.get("bench")
+        if isinstance(bench, dict):
+            self._bench_from_status(bench)
         engine = self.telemetry.get("engine") or {}
         if engine and not any(self.series.values()):
             self._append_series(self.telemetry.get("ts") or self.clock(), engine)
