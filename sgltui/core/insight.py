@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-MIN_LIVE_READINGS = 3  # live readings (windows) at one concurrency before it counts as measured
-WINDOW_S = 5.0  # seconds of one live window
+MIN_LIVE_READINGS = 3  # live reports at one concurrency before it counts as measured
 
 
 @dataclass
@@ -28,7 +27,7 @@ class Figures:
     live: dict[int, list[float]] = field(default_factory=dict)  # c -> [sum per-request tok/s, n]
     bench_per_request: dict[int, float] = field(default_factory=dict)
     bench_total: dict[int, float] = field(default_factory=dict)
-    window: dict[str, Any] | None = None  # the live measurement window being filled
+    last_pair: tuple[Any, Any] | None = None  # (running, gen_throughput) last counted
 
     @property
     def speculative(self) -> bool:
@@ -74,48 +73,24 @@ class Ledger:
         return self.profiles.setdefault(name, Figures(name))
 
     def observe_engine(self, name: str, engine: dict[str, Any] | None) -> None:
-        """The latest ENGINE reading of `name` (each reading once). With the generation-token
-        counter, speed is measured over windows: tokens generated / request-seconds run, which
-        stays right when the gen_throughput gauge is stale (SGLang refreshes it every
-        decode-log-interval steps, rarely with short MTP requests); else the gauge is used."""
+        """The latest ENGINE reading of `name`. gen_throughput and num_running_reqs are published
+        together (each decode-log-interval, and at prefill batches), so a reading counts as a live
+        point only when that pair changed: a repeated pair is the same report read again (with
+        short MTP requests SGLang may not republish for many seconds), not a new measurement.
+        The gauge is in the server's own time, so a sped-up simulator compares fairly too."""
         if not engine:
             return
         f = self.figures(name)
         f.engine = engine
-        ts, running = engine.get("ts"), engine.get("num_running_reqs")
-        generated = engine.get("generation_tokens_total")
-        if not isinstance(ts, (int, float)) or not isinstance(generated, (int, float)):
-            self.observe_point(name, running, engine.get("gen_throughput"))
-            return
-        w = f.window
-        if w is not None and ts <= w["last_ts"]:
-            return  # a reading already counted
-        if w is None or generated < w["last_gen"]:  # first reading, or the server restarted
-            f.window = _window(ts, generated, running)
-            return
-        w["area"] += (w["last_running"] or 0) * (ts - w["last_ts"])
-        w["last_ts"], w["last_gen"], w["last_running"] = ts, generated, running or 0
-        elapsed = ts - w["start_ts"]
-        if elapsed >= WINDOW_S and w["area"] > 0:
-            tokens = generated - w["start_gen"]
-            c = round(w["area"] / elapsed)
-            if c >= 1 and tokens > 0:
-                bucket = f.live.setdefault(c, [0.0, 0])
-                bucket[0] += tokens / w["area"]
-                bucket[1] += 1
-            f.window = {
-                "start_ts": ts,
-                "start_gen": generated,
-                "area": 0.0,
-                "last_ts": ts,
-                "last_gen": generated,
-                "last_running": running or 0,
-            }
+        pair = (engine.get("num_running_reqs"), engine.get("gen_throughput"))
+        if pair != f.last_pair:
+            f.last_pair = pair
+            self.observe_point(name, *pair)
 
     def interrupt(self) -> None:
-        """A launch or swap is under way: no open window may span it."""
+        """A launch or swap is under way: the next reading is a new report whatever it says."""
         for f in self.profiles.values():
-            f.window = None
+            f.last_pair = None
 
     def observe_point(self, name: str, running: Any, throughput: Any) -> None:
         """One live reading: `throughput` tok/s shared by `running` requests."""
@@ -162,17 +137,6 @@ class Ledger:
         ]
         same = [f for f in pool if me is None or getattr(f, other) == getattr(me, other)]
         return max(same or pool, key=lambda f: len(f.concurrencies()), default=None)
-
-
-def _window(ts: float, generated: float, running: Any) -> dict[str, Any]:
-    return {
-        "start_ts": ts,
-        "start_gen": generated,
-        "area": 0.0,  # request-seconds run in the window
-        "last_ts": ts,
-        "last_gen": generated,
-        "last_running": running if isinstance(running, int) else 0,
-    }
 
 
 def _fmt_tokens(n: int | float | None) -> str:

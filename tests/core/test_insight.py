@@ -16,10 +16,9 @@ PLAIN_CARD = {
 
 
 def _live(ledger, name, running, throughput, n=3, **extra):
-    for _ in range(n):
-        ledger.observe_engine(
-            name, {"num_running_reqs": running, "gen_throughput": throughput, **extra}
-        )
+    for i in range(n):  # n distinct reports averaging `throughput`
+        value = throughput + i - (n - 1) / 2
+        ledger.observe_engine(name, {"num_running_reqs": running, "gen_throughput": value, **extra})
 
 
 def test_speculative_verdict_per_request_speedup_then_where_the_baseline_wins():
@@ -108,22 +107,17 @@ def test_hicache_section_host_pool_hit_rate_by_source_and_unchanged_concurrency(
     )
 
 
-def test_live_speed_from_the_token_counter_ignores_a_stale_gauge():
-    """2 requests running for 30 s, 1,200 tokens generated: 20 tok/s per request, while the
-    gen_throughput gauge still shows an old 500."""
+def test_a_repeated_report_counts_once():
+    """SGLang republishes gen_throughput only every decode-log-interval steps: reading the same
+    (running, throughput) pair again is not a new measurement."""
     ledger = Ledger()
-    for t in range(0, 31):
-        ledger.observe_engine(
-            "p",
-            {
-                "ts": 1000.0 + t,
-                "num_running_reqs": 2,
-                "gen_throughput": 500.0,
-                "generation_tokens_total": 40 * t,
-            },
-        )
+    for _ in range(10):
+        ledger.observe_engine("p", {"num_running_reqs": 2, "gen_throughput": 500.0})
     f = ledger.figures("p")
-    assert f.concurrencies() == {2}
-    assert f.per_request(2) == 20.0
-    ledger.interrupt()  # a swap: the next reading opens a new window
-    assert f.window is None
+    assert f.live == {2: [250.0, 1]} and f.concurrencies() == set()
+    ledger.observe_engine("p", {"num_running_reqs": 2, "gen_throughput": 520.0})
+    ledger.observe_engine("p", {"num_running_reqs": 2, "gen_throughput": 480.0})
+    assert f.concurrencies() == {2} and f.per_request(2) == 250.0
+    ledger.interrupt()  # a swap: the next reading counts even if it repeats the pair
+    ledger.observe_engine("p", {"num_running_reqs": 2, "gen_throughput": 480.0})
+    assert f.live[2][1] == 4
