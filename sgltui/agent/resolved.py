@@ -107,6 +107,58 @@ class Resolved:
         }
 
 
+SECRET_FLAGS = ("api-key", "admin-api-key")
+
+
+def to_record(resolved: Any) -> dict | None:
+    """What agent-state.json keeps of a resolved profile, to relaunch exactly it after an agent
+    restart: the resolved document without its secrets (they are never written to disk)."""
+    if not isinstance(resolved, Resolved):
+        return None
+    p = resolved.profile
+    server = {k: v for k, v in p.server.items() if k not in SECRET_FLAGS}
+    return {
+        "name": p.name,
+        "description": p.description,
+        "key": p.key,
+        "launcher": p.launcher,
+        "python": p.python,
+        "server": server,
+        "env": dict(p.env),
+        "source": str(p.source) if p.source else None,
+        "content_hash": resolved.content_hash,
+        "had_secrets": [k for k in SECRET_FLAGS if k in p.server],
+    }
+
+
+def from_record(rec: dict, fresh: Resolved | None) -> Resolved | None:
+    """The resolved profile an earlier agent ran. The file's current version when it has not
+    changed (it carries the secrets); else the recorded document, with the secrets taken from the
+    file when it still has them."""
+    if not isinstance(rec, dict) or not rec.get("name"):
+        return fresh
+    if fresh is not None and fresh.content_hash == rec.get("content_hash"):
+        return fresh
+    server = dict(rec.get("server") or {})
+    for key in rec.get("had_secrets") or []:
+        if fresh is not None and key in fresh.server:
+            server[key] = fresh.server[key]
+    try:
+        profile = core_profiles.Profile(
+            name=str(rec["name"]),
+            description=str(rec.get("description") or ""),
+            key=rec.get("key"),
+            launcher=str(rec.get("launcher") or "sglang"),
+            python=rec.get("python"),
+            server=server,
+            env={str(k): str(v) for k, v in (rec.get("env") or {}).items()},
+            source=Path(rec["source"]) if rec.get("source") else None,
+        )
+    except (TypeError, ValueError):
+        return fresh
+    return Resolved.of(profile)
+
+
 def _own(profile: core_profiles.Profile) -> set[str]:
     return {str(profile.source)} if profile.source else set()
 

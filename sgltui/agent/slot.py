@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
+from sgltui.agent import resolved as resolved_mod
 from sgltui.core import causes, files, phases
 
 log = logging.getLogger("sgltui.agent.slot")
@@ -254,6 +255,7 @@ class Slot:
             "gpu_baseline": {str(i): b for i, b in (self.gpu_baseline or {}).items()} or None,
             "phase_done": self._phase_done,
             "resolved": _describe(self.profile),
+            "resolved_profile": resolved_mod.to_record(self.profile),
         }
 
     def _estimate(self) -> tuple[float | None, float | None]:

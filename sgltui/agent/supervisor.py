@@ -24,7 +24,7 @@ from sgltui.agent import preflight
 from sgltui.agent.children import ChildError, Children
 from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
-from sgltui.agent.resolved import ProfileIndex, Resolved
+from sgltui.agent.resolved import ProfileIndex, Resolved, from_record
 from sgltui.agent.slot import (
     CRASHED,
     FAILED,
@@ -129,7 +129,9 @@ class Supervisor:
         )
         for slot_id, record in (saved.get("slots") or {}).items():
             slot = self.slots.get(slot_id) or self.slots.setdefault(slot_id, Slot(slot_id, self))
-            profile = await asyncio.to_thread(self._try_profile, record.get("profile"))
+            # Exactly what the earlier agent ran (its rollback target), not today's file.
+            fresh = await asyncio.to_thread(self._try_profile, record.get("profile"))
+            profile = from_record(record.get("resolved_profile"), fresh)
             try:
                 ok = slot.adopt(record, profile)
             except Exception as exc:  # a corrupt record must not keep the agent from starting

@@ -230,3 +230,30 @@ def test_swap_drains_requests_already_sent_with_a_countdown(agent):
     drains = agent.events("slot.drain")
     assert drains and drains[0]["requests"] >= 1 and drains[0]["timeout_s"] == 30.0
     assert all(0 <= d["left_s"] <= 30.0 for d in drains)
+
+
+def test_readopted_slot_rolls_back_to_what_ran_after_its_file_is_deleted(running):
+    import os
+    import signal
+    import time
+
+    agent, before = running
+    old = agent.pid
+    os.kill(old, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(old, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    (agent.profiles_dir / "pf-a.toml").unlink()
+    st = agent.call("status", autostart=True)
+    agent.wait_pid()
+    slot = st["slots"][0]
+    assert slot["state"] == "ready" and slot["pid"] == before["pid"]
+    assert slot["resolved"]["name"] == "pf-a"
+    bad = agent.write_profile("pf-oom2", sim_fail_at_start="oom")
+    res = agent.call("swap", profile=bad, wait=True)
+    assert res["result"]["rolled_back"] is True, res
+    assert res["slot"]["state"] == "ready" and res["slot"]["profile"] == "pf-a"
