@@ -267,18 +267,26 @@ class SgltuiApp(App[str | None]):
                 run.get("run_id")
                 and run.get("path")
                 and run.get("state") != "running"
-                and run["run_id"] not in self.model.bench
+                # The status's latest run is already known, without its result: read it too
+                # (the Bench tab stayed empty after a re-attach).
+                and getattr(self.model.bench.get(run["run_id"]), "result", None) is None
             ):
-                self.model.bench[run["run_id"]] = M.BenchRun(
-                    run["run_id"], run.get("state", "done"), path=run["path"]
-                )
+                known = self.model.bench.get(run["run_id"])
+                if known is None:
+                    self.model.bench[run["run_id"]] = M.BenchRun(
+                        run["run_id"], run.get("state", "done"), path=run["path"]
+                    )
+                else:
+                    known.path = known.path or run["path"]
                 self._read_bench_result(run["run_id"], run["path"])
         # Runs of this session the agent no longer lists (it restarted): their result files.
         session = (self.model.status.get("agent") or {}).get("session_dir")
         if session and not self.source.read_only:
             for path in await asyncio.to_thread(bench_files, Path(session) / "bench"):
-                if path.stem not in self.model.bench:
+                known = self.model.bench.get(path.stem)
+                if known is None:
                     self.model.bench[path.stem] = M.BenchRun(path.stem, "done", path=str(path))
+                if known is None or (known.result is None and known.state != "running"):
                     self._read_bench_result(path.stem, str(path))
         if self.demo and not self._demo_done:
             self._demo_done = True

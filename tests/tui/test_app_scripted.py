@@ -499,3 +499,24 @@ async def test_profiles_are_listed_in_key_order():
         options = box.options
         keys = [str(o.prompt).split("]")[1][0] for o in options]  # "[b $accent]1[/] name"
         assert keys == sorted(keys) and keys[0] == "1", keys
+
+
+async def test_reattach_reads_the_latest_bench_run_the_status_already_names(tmp_path):
+    """Seen in tmux: after a re-attach the status names the latest run (without its result),
+    bench_list lists it too, and the Bench tab stayed empty."""
+    import json
+
+    path = tmp_path / "r9.json"
+    results = [{"profile": "demo-mtp", "concurrency": 2, "metrics": {"output_throughput": 50.0}}]
+    path.write_text(json.dumps({"v": 1, "run_id": "r9", "results": results, "comparison": {}}))
+    run = {"run_id": "r9", "state": "done", "path": str(path)}
+    src = ScriptedSource(
+        status_with(), on_call=lambda op, a, s: [run] if op == "bench_list" else {}
+    )
+    src.status["bench"] = dict(run)
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await until(pilot, lambda: app.model.bench.get("r9") and app.model.bench["r9"].result)
+        await pilot.press("c")
+        await until(pilot, lambda: app.query_one("#bench-table").row_count == 1)
