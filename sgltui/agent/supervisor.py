@@ -170,7 +170,7 @@ class Supervisor:
         front = slot.front
         if front is None or front.error:
             return
-        swapping = bool(slot.swap) and slot.swap.get("step") != "failed"
+        swapping = bool(slot.swap) and (slot.swap or {}).get("step") != "failed"
         if slot.state == READY and not (swapping and slot.launch_id == front.held_from):
             front.route_to(slot.server_host, slot.port)
         elif swapping or slot.state == LAUNCHING:
@@ -385,7 +385,7 @@ class Supervisor:
     def _extra_dirs(self, args: dict) -> list[Path]:
         return [d for d in self._dirs(args) if d not in self.profiles_dirs]
 
-    def _get_profile(self, name: str, args: dict) -> Resolved:
+    def _get_profile(self, name: str | None, args: dict) -> Resolved:
         """Resolve once (blocking file reads: call from a worker thread)."""
         from sgltui.core.profiles import ProfileError
 
@@ -417,7 +417,7 @@ class Supervisor:
             other_pids=frozenset(others),
         )
 
-    async def _accept(self, slot: Slot, name: str, args: dict) -> Resolved:
+    async def _accept(self, slot: Slot, name: str | None, args: dict) -> Resolved:
         """Resolve `name` once and preflight it, before anything running is touched. A failed
         check refuses the command with its one line."""
         force = _force_arg(args)
@@ -686,7 +686,7 @@ class Supervisor:
             raise OpError(
                 f"slot {slot.id} is already stopping (by {running.client or 'agent'}); wait for it"
             )
-        if running:  # stop aborts a launch or a swap in progress (no rollback)
+        if running and running.task is not None:  # a stop aborts a launch or a swap (no rollback)
             running.task.cancel()
             try:
                 await running.task
@@ -731,7 +731,7 @@ class Supervisor:
         source = str(before.source) if before is not None and before.source else None
         profile = await self._accept(slot, slot.profile_name, args)
         changed = before is not None and before.content_hash != profile.content_hash
-        if changed:
+        if before is not None and changed:
             self.emit(
                 "profile.changed",
                 client=client,
@@ -917,6 +917,7 @@ class Supervisor:
     async def op_logs(self, args: dict, client: str | None) -> dict:
         n = int(_num_arg(args, "lines", 200))
         launch_id = args.get("launch_id")
+        path: Path | None
         if launch_id:
             if not re.fullmatch(r"[A-Za-z0-9._-]+", str(launch_id)):
                 raise OpError(f"bad launch id {launch_id!r}")

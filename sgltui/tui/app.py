@@ -104,6 +104,8 @@ def one_line(exc: BaseException) -> str:
 
 
 class SgltuiApp(App[str | None]):
+    # Problems found while loading themes, set by make_app and printed on exit.
+    theme_errors: list[str] = []
     CSS_PATH = "app.tcss"
     TITLE = "sgltui"
     ENABLE_COMMAND_PALETTE = True
@@ -576,6 +578,12 @@ class SgltuiApp(App[str | None]):
             return
         self.swap_to(profile["name"])
 
+    @staticmethod
+    def _if_yes(yes: bool | None, act: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+        """A confirmation's callback: act only on yes."""
+        if yes:
+            act(*args, **kwargs)
+
     def swap_to(self, name: str) -> None:
         """Start `name`, or swap slot 0 to it: the agent's preflight checks run first (a target
         that cannot start is refused before any dialog or stop), then it asks how to treat
@@ -587,7 +595,11 @@ class SgltuiApp(App[str | None]):
         if slot and slot.get("swap"):
             self.notify("a swap is already in progress", severity="warning")
             return
-        if state in _ACTIVE and slot.get("profile") == name and state in ("launching", "ready"):
+        if (
+            state in _ACTIVE
+            and (slot or {}).get("profile") == name
+            and state in ("launching", "ready")
+        ):
             self.notify(f"{name} is already {state}", markup=False)
             return
 
@@ -632,7 +644,7 @@ class SgltuiApp(App[str | None]):
                     )
 
             self.push_screen(
-                DrainChoice(f"Swap to {name}", str(slot.get("profile")), running), chosen
+                DrainChoice(f"Swap to {name}", str((slot or {}).get("profile")), running), chosen
             )
             return
         self._op("swap", done=f"swapping to {name}", profile=name, slot="0", drain="wait")
@@ -676,8 +688,8 @@ class SgltuiApp(App[str | None]):
         elif self.config.confirm_stop:
             self.push_screen(
                 Confirm(f"Stop [b]{escape(name)}[/]? No requests are in flight."),
-                lambda yes: (
-                    yes and self._op("stop", done=f"stopping {name}", slot="0", drain="wait")
+                lambda yes: self._if_yes(
+                    yes, self._op, "stop", done=f"stopping {name}", slot="0", drain="wait"
                 ),
             )
         else:
@@ -693,7 +705,7 @@ class SgltuiApp(App[str | None]):
         )
         self.push_screen(
             Confirm(question),
-            lambda yes: yes and self._op("restart", done=f"restarting {name}", slot="0"),
+            lambda yes: self._if_yes(yes, self._op, "restart", done=f"restarting {name}", slot="0"),
         )
 
     def action_bench(self) -> None:
@@ -727,7 +739,7 @@ class SgltuiApp(App[str | None]):
                 f"The bench is done; slot 0 now runs [b]{escape(str(now))}[/]. "
                 f"Swap back to [b]{escape(back)}[/], the profile it had?"
             ),
-            lambda yes: yes and self.swap_to(back),
+            lambda yes: self._if_yes(yes, self.swap_to, back),
         )
 
     def action_bench_stop(self) -> None:

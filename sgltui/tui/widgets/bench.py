@@ -43,7 +43,7 @@ def comparison_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
         out = metric(r.get("metrics") or {}, "out_tok_s")
         if out is not None:
             best[r.get("concurrency")] = max(best.get(r.get("concurrency"), 0.0), out)
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for r in sorted(
         results,
         key=lambda r: (
@@ -137,7 +137,7 @@ class BenchPane(Vertical, can_focus=False):
             "[dim]No bench runs yet. Press [b]b[/b] to benchmark the current profile.[/]",
             id="bench-status",
         )
-        table = DataTable(id="bench-table", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str] = DataTable(id="bench-table", cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS)
         yield table
 
@@ -173,13 +173,14 @@ class BenchPane(Vertical, can_focus=False):
             # `sgltui bench` prints, for the latest run.
             from sgltui.bench import compare
 
-            columns, rows = compare.HEADERS, [tuple(r) for r in compare.table_rows(comparison)]
+            columns: tuple[str, ...] = tuple(compare.HEADERS)
+            rows = [tuple(r) for r in compare.table_rows(comparison)]
             line += "\n" + escape(summary(comparison))
         else:
             results: list[dict[str, Any]] = []
             for run in done:
-                results.extend(run.result.get("results") or [])
-            columns, rows = COLUMNS, comparison_rows(results)
+                results.extend((run.result or {}).get("results") or [])
+            columns, rows = tuple(COLUMNS), comparison_rows(results)
         status.update(line)
         if (columns, rows) != getattr(self, "_rows", None):
             self._rows = (columns, rows)

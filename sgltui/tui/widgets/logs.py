@@ -29,6 +29,7 @@ from textual.message import Message
 from textual.reactive import Reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import Input
 
 from sgltui.tui.logbuffer import LogBuffer, LogLine
@@ -106,7 +107,7 @@ class LogView(ScrollView, can_focus=True):
         if not self.wrap or strip.cell_length <= width:
             return [strip]
         length = strip.cell_length
-        return strip.divide([*range(width, length, width), length])
+        return list(strip.divide([*range(width, length, width), length]))
 
     def append(self, items: Iterable[tuple[int, Strip]]) -> None:
         """Add lines (seq, strip) at the end, dropping the oldest past max_lines."""
@@ -292,7 +293,7 @@ class LogPane(Vertical):
         self._input_mode: str | None = None  # "filter" | "search"
         self._match: int | None = None  # index in _shown of the current match
         self._matches = 0  # lines among _shown that contain the search text
-        self._filter_timer = None
+        self._filter_timer: Timer | None = None
         self._styles: dict[str, Style] = {}
         self._hl: Style | None = None
 
