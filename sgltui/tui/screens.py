@@ -240,7 +240,8 @@ class HelpScreen(_Modal):
         # Three columns with the id before the text: a long tooltip may wrap at the end of
         # its own column, never through the binding id (the help screen is 100 wide at most).
         def row(key: str, text: str, binding_id: str = "") -> str:
-            return f"  [b $accent]{escape(key):<10}[/] [dim]{binding_id:<18}[/] {escape(text)}"
+            ident = f"[dim]{binding_id:<18}[/] " if binding_id else ""
+            return f"  [b $accent]{escape(key):<10}[/] {ident}{escape(text)}"
 
         rows = ["[b]Keys[/]  (remap by id in ~/.config/sgltui/config.toml, table \\[keymap])", ""]
         for p in ordered(self.profiles):

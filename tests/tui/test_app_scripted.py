@@ -486,9 +486,18 @@ async def test_profiles_are_listed_in_key_order():
 
     profiles = [
         {"name": n, "key": k}
-        for n, k in (("a", "1"), ("c", "3"), ("d", None), ("b", "2"), ("e", "x"), ("f", "10"))
+        for n, k in (
+            ("a", "1"),
+            ("c", "3"),
+            ("d", None),
+            ("b", "2"),
+            ("e", "x"),
+            ("f", "10"),
+            ("g", "@"),
+            ("h", "!"),
+        )
     ]
-    assert [p["name"] for p in ordered(profiles)] == ["a", "b", "c", "f", "e", "d"]
+    assert [p["name"] for p in ordered(profiles)] == ["a", "b", "c", "f", "h", "g", "e", "d"]
     src = ScriptedSource(status_with())
     src.status["profiles"] = list(reversed(src.status["profiles"]))
     app = app_with(src)

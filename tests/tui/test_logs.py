@@ -31,7 +31,7 @@ async def test_access_and_batch_lines_are_folded_until_z():
         await opened(app, pilot)
         view = app.query_one(LogView)
         assert len(view.lines) == 2
-        assert "access/batch lines hidden (z)" in label(app)
+        assert "access/batch hidden (z)" in label(app)
         await pilot.press("l", "z")
         await until(pilot, lambda: len(view.lines) == 5)
         assert "hidden" not in label(app)

@@ -325,7 +325,7 @@ class LogPane(Vertical):
             else:
                 parts.append(f"'{buf.search_text}' {self.match_number()}/{self._matches}")
         if not buf.show_noise:
-            parts.append("access/batch lines hidden (z)")
+            parts.append("access/batch hidden (z)")
         if self.view.wrap:
             parts.append("wrap")
         parts.append("following" if self.following else "paused (G: follow)")

@@ -13,6 +13,9 @@ from textual.widgets.option_list import Option
 from sgltui.tui import views
 
 
+_SHIFTED = "!@#$%^&*("
+
+
 def ordered(profiles: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Profiles with a key first, in key order (digits as numbers), then the rest by name:
     the list reads 1, 2, 3... as the keys do, whatever order the files were found in."""
@@ -21,7 +24,11 @@ def ordered(profiles: list[dict[str, Any]]) -> list[dict[str, Any]]:
         key = str(p.get("key") or "")
         if not key:
             return (2, 0, "", str(p.get("name", "")))
-        return (0, int(key), "", "") if key.isdigit() else (1, 0, key, str(p.get("name", "")))
+        if key.isdigit():
+            return (0, int(key), "", "")
+        if key in _SHIFTED:  # ! @ # $ % (shift+1..5) in the order of their digits
+            return (1, _SHIFTED.index(key), "", "")
+        return (1, 99, key, str(p.get("name", "")))
 
     return sorted(profiles, key=rank)
 
