@@ -218,7 +218,10 @@ def hang(phase: str, in_phase_s: float, expected_s: float, lines: Sequence[str])
 
 
 def _matching(lines: Iterable[str], needles: tuple[str, ...]) -> list[str]:
-    return [ln for ln in lines if any(n in ln for n in needles)][:MAX_LINES]
+    """The lines that show the cause, each once (a server often repeats its error line, and
+    the same line printed twice under `cause:` reads as two failures)."""
+    hits = dict.fromkeys(ln for ln in lines if any(n in ln for n in needles))
+    return list(hits)[:MAX_LINES]
 
 
 def _cause(

@@ -105,6 +105,13 @@ def test_oom_during_graph_capture_wins_over_the_cascade():
     assert cause["kind"] == "oom" and "CUDA graphs" in cause["summary"]
 
 
+def test_a_repeated_error_line_is_shown_once():
+    line = "RuntimeError: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2 GiB"
+    cause = causes.classify(1, ["loading", line, "Traceback (most recent call last):", line])
+    assert cause["kind"] == "oom"
+    assert cause["lines"] == [line]
+
+
 def test_signal_and_plain_exit():
     cause = causes.classify(-9, ["[..] Decode batch, #running-req: 3"])
     assert (
