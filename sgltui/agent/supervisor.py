@@ -114,9 +114,8 @@ class Supervisor:
             reopened = True
         else:
             self.recorder = Recorder.create(self.state_dir, self._session_dir_override)
-        if hasattr(self.recorder, "on_disk_change"):
-            # disk.error / disk.ok may not reach the disk; viewers must still hear about them.
-            self.recorder.on_disk_change = lambda ev: self.broadcast("event", ev)
+        # disk.error / disk.ok may not reach the disk; viewers must still hear about them.
+        self.recorder.on_disk_change = lambda ev: self.broadcast("event", ev)
         await self._start_telemetry()
         await self._start_fronts()
         self.emit(
@@ -263,7 +262,7 @@ class Supervisor:
 
     def push_log(self, slot_id: str, launch_id: str, lines: list[str]) -> None:
         now = time.monotonic()
-        if now - self._last_maintain > 1.0 and hasattr(self.recorder, "maintain"):
+        if now - self._last_maintain > 1.0:
             self._last_maintain = now
             try:
                 self.recorder.maintain()  # scrubs secrets from and rotates the server logs

@@ -10,6 +10,7 @@ profile_import.py.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import hashlib
 import json
@@ -467,14 +468,14 @@ def _scalar_arg(value: Any) -> str:
     if isinstance(value, (dict, list)):
         # TOML dates and times inside a table or array are written as ISO text, as alone.
         return json.dumps(value, separators=(",", ":"), default=_iso)
-    if hasattr(value, "isoformat"):
-        return str(value.isoformat())
+    if isinstance(value, (datetime.date, datetime.time)):  # TOML dates and times
+        return value.isoformat()
     return str(value)
 
 
 def _iso(value: Any) -> str:
-    if hasattr(value, "isoformat"):
-        return str(value.isoformat())
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 

@@ -8,6 +8,7 @@ after minutes of model loading; warnings are accepted settings that do not do wh
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import os
@@ -275,7 +276,7 @@ class _Checker:
         """False when an error was reported."""
         if (
             isinstance(value, (dict, list))
-            or hasattr(value, "isoformat")
+            or isinstance(value, (datetime.date, datetime.time))
             or isinstance(value, bool)
         ):
             self.error(

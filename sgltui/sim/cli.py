@@ -168,9 +168,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     # a default so a thin catalog cannot crash it.
     fallback = argparse.ArgumentParser(add_help=False)
     _add_fallback_flags(fallback)
-    for action in fallback._actions:
-        if not hasattr(args, action.dest):
-            setattr(args, action.dest, action.default)
+    for dest, default in vars(fallback.parse_args([])).items():
+        if dest not in vars(args):
+            setattr(args, dest, default)
     return args
 
 
