@@ -12,7 +12,6 @@ from textual.widgets.option_list import Option
 
 from sgltui.tui import views
 
-
 _SHIFTED = "!@#$%^&*("
 
 
