@@ -17,7 +17,7 @@ from typing import Any
 
 from sgltui.agent.client import AgentClient, AgentError, VersionMismatch, call_sync
 from sgltui.agent.daemon import paths
-from sgltui.core import locations
+from sgltui.core import locations, units
 
 
 def _cli_error():
@@ -385,13 +385,7 @@ def _left_running(state: Path) -> list[str]:
     ]
 
 
-def _dur(secs: float | None) -> str:
-    if secs is None:
-        return "-"
-    secs = int(secs)
-    h, rem = divmod(secs, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+_dur = units.duration
 
 
 def cmd_logs(args: argparse.Namespace) -> int:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sgltui.core import units
+
 GIB = 1024**3
 
 
@@ -38,12 +40,7 @@ def bar(frac: float | None, width: int = 20) -> str:
 
 
 def duration(s: Any) -> str:
-    if not isinstance(s, (int, float)):
-        return "-"
-    s = int(s)
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{sec:02d}s"
+    return units.duration(s if isinstance(s, (int, float)) else None)
 
 
 def render_gpus(tel: dict[str, Any]) -> list[str]:
