@@ -180,6 +180,41 @@ def free_check(cuda_visible: str | None, need_fraction: float) -> str | None:
         return None
 
 
+def free_after_release(
+    cuda_visible: str | None, need: float, freed_pids: set[int]
+) -> tuple[str, str] | None:
+    """(problem, fix) when a target GPU lacks `need` of its memory, counting what the replaced
+    server's processes (`freed_pids`) hold as free: it is released before the launch (preflight).
+    None when it fits or nothing can tell (no NVML)."""
+    from sgltui.agent.procs import describe
+
+    with nvml() as nv:
+        if nv is None:
+            return None
+        try:
+            count = nv.nvmlDeviceGetCount()
+            for i in device_indexes(cuda_visible, count):
+                if i >= count:
+                    return (
+                        f"GPU {i} from CUDA_VISIBLE_DEVICES does not exist (this host has {count})",
+                        "fix CUDA_VISIBLE_DEVICES in the profile's [env]",
+                    )
+                mem = nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i))
+                users = _processes(nv, i)
+                free = mem.free + sum(b for pid, b in users if pid in freed_pids)
+                if mem.total and free / mem.total < need:
+                    others = [pid for pid, _ in users if pid not in freed_pids]
+                    who = f" (held by {describe(others)})" if others else ""
+                    return (
+                        f"GPU {i} will have {free / 2**30:.1f} of {mem.total / 2**30:.1f} GiB "
+                        f"free, the profile needs {need:.0%}{who}",
+                        "stop those processes or lower mem-fraction-static",
+                    )
+        except nv.NVMLError as exc:
+            log.warning("preflight gpu-memory: NVML: %s", exc)
+        return None
+
+
 # ---- release after a stop -----------------------------------------------------------------------
 
 

@@ -27,8 +27,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import pynvml
-
 from sgltui.agent import gpu, procs
 
 log = logging.getLogger("sgltui.agent.preflight")
@@ -296,57 +294,12 @@ def _gpu_memory(target: Any, current: Current) -> Check:
         need = float(frac) if frac is not None else 0.5
     except (TypeError, ValueError):
         need = 0.5
-    problem = _gpu_free(visible, need, set(current.pids))
+    problem = gpu.free_after_release(visible, need, set(current.pids))
     if problem:
         return Check("gpu-memory", False, problem[0], problem[1])
     return Check(
         "gpu-memory", True, f"{need:.0%} of each target GPU free once the old server is gone"
     )
-
-
-def _gpu_free(visible: str | None, need: float, freed_pids: set[int]) -> tuple[str, str] | None:
-    """(problem, fix) when a target GPU lacks `need` of its memory, counting what the replaced
-    server's processes hold as free (it is released before the launch). NVML only."""
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return None
-    try:
-        count = pynvml.nvmlDeviceGetCount()
-        indexes: Any = range(count)
-        if visible:
-            try:
-                indexes = [int(x) for x in visible.split(",") if x.strip()]
-            except ValueError:
-                indexes = range(count)
-        for i in indexes:
-            if i >= count:
-                return (
-                    f"GPU {i} from CUDA_VISIBLE_DEVICES does not exist (this host has {count})",
-                    "fix CUDA_VISIBLE_DEVICES in the profile's [env]",
-                )
-            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
-            users = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
-            freed = sum(int(u.usedGpuMemory or 0) for u in users if u.pid in freed_pids)
-            free = mem.free + freed
-            if mem.total and free / mem.total < need:
-                others = [u.pid for u in users if u.pid not in freed_pids]
-                who = f" (held by {procs.describe(others)})" if others else ""
-                return (
-                    f"GPU {i} will have {free / 2**30:.1f} of {mem.total / 2**30:.1f} GiB free, "
-                    f"the profile needs {need:.0%}{who}",
-                    "stop those processes or lower mem-fraction-static",
-                )
-        return None
-    except pynvml.NVMLError as exc:
-        log.warning("preflight gpu-memory: NVML: %s", exc)
-        return None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except pynvml.NVMLError:
-            pass
 
 
 def _num(value: Any) -> float | None:
