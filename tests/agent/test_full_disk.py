@@ -16,6 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.fixtures.agent import AgentHandle
@@ -86,7 +87,17 @@ def test_swap_completes_on_a_full_disk_and_state_keeps_last_good_copy(small_disk
             time.sleep(0.2)
         assert kept["slots"]["0"]["profile"] == b
         # The server log has the ready line once the disk takes writes again (or a gap marker).
-        log = Path(slot["log_path"]).read_text(errors="replace")
-        assert "sgltui: " in log or "fired up" in log
+        # The relay writes its gap marker with the next line the server prints: ask the server
+        # for one (an access line) until the marker or the ready line is there.
+        log = ""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                httpx.get(f"http://127.0.0.1:{slot['port']}/health", timeout=2)
+            log = Path(slot["log_path"]).read_text(errors="replace")
+            if "sgltui: " in log or "fired up" in log:
+                break
+            time.sleep(0.3)
+        assert "sgltui: " in log or "fired up" in log, log[-2000:]
     finally:
         agent.kill_everything()
