@@ -6,6 +6,7 @@ Textual is imported only when the app is about to open, so other commands stay f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import secrets
 import sys
 from pathlib import Path
@@ -61,7 +62,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 def register_root(parser: argparse.ArgumentParser) -> None:
     """A bare `sgltui` opens the app on this host's agent."""
     parser.set_defaults(default_handler=open_tui)
-    if not any("--theme" in a.option_strings for a in parser._actions):
+    # Register --theme once (register_root may run for more than one parser build); argparse
+    # says "conflicting option string" through its public ArgumentError when it exists already.
+    with contextlib.suppress(argparse.ArgumentError):
         parser.add_argument("--theme", default=None, help="colour theme for the app (see themes/)")
 
 
