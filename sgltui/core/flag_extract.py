@@ -147,14 +147,46 @@ def speculative_algorithms() -> list[str] | None:
     return names
 
 
+class RecordingParser(argparse.ArgumentParser):
+    """An ArgumentParser that keeps every action SGLang adds, through public methods only
+    (argparse lists its actions only in a private attribute): add_argument returns the action,
+    on the parser and on its argument groups alike."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.recorded: list[argparse.Action] = []
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.recorded.append(action)
+        return action
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        return self._recording(super().add_argument_group(*args, **kwargs))
+
+    def add_mutually_exclusive_group(self, *args: Any, **kwargs: Any) -> Any:
+        return self._recording(super().add_mutually_exclusive_group(*args, **kwargs))
+
+    def _recording(self, group: Any) -> Any:
+        add = group.add_argument
+
+        def add_argument(*args: Any, **kwargs: Any) -> argparse.Action:
+            action: argparse.Action = add(*args, **kwargs)
+            self.recorded.append(action)
+            return action
+
+        group.add_argument = add_argument
+        return group
+
+
 def extract() -> dict[str, Any]:
     import sglang
     from sglang.srt.server_args import ServerArgs
 
-    parser = argparse.ArgumentParser(add_help=False)
+    parser = RecordingParser(add_help=False)
     ServerArgs.add_cli_args(parser)
     flags: dict[str, Any] = {}
-    for action in parser._actions:
+    for action in parser.recorded:
         described = describe_action(action)
         if described is not None:
             flags[described.pop("name")] = described
