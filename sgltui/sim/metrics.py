@@ -54,30 +54,8 @@ _ITL_BUCKETS = (
     6.0,
     8.0,
 )
-_E2E_BUCKETS = (
-    0.1,
-    0.2,
-    0.4,
-    0.6,
-    0.8,
-    1.0,
-    2.0,
-    4.0,
-    6.0,
-    8.0,
-    10.0,
-    20.0,
-    40.0,
-    60.0,
-    80.0,
-    100.0,
-    200.0,
-    400.0,
-    600.0,
-    1200.0,
-    1800.0,
-    2400.0,
-)
+# SGLang's end-to-end buckets are its TTFT buckets and a longer tail.
+_E2E_BUCKETS = (*_TTFT_BUCKETS, 600.0, 1200.0, 1800.0, 2400.0)
 _TOKEN_BUCKETS = (
     100,
     300,
