@@ -27,8 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sgltui.core.redact import Redactor  # noqa: E402
-from sgltui.core.replay import Replay  # noqa: E402
 from sgltui.session.jsonl import JsonlIndex, read_jsonl  # noqa: E402
+from sgltui.session.replay import Replay  # noqa: E402
 from sgltui.session.writer import Recorder  # noqa: E402
 
 BATCH_LINE = (

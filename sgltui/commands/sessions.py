@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 from sgltui.core import locations
-from sgltui.core.report import FORMATS, build_report, render
 from sgltui.session.layout import sessions_root
 from sgltui.session.reader import (
     SessionError,
@@ -23,6 +22,7 @@ from sgltui.session.reader import (
     session_dirs,
     summarize,
 )
+from sgltui.session.report import FORMATS, build_report, render
 
 
 def _cli_error(message: str):

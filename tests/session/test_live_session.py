@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sgltui.core.report import build_report, render
 from sgltui.session.reader import load_session, session_dirs
+from sgltui.session.report import build_report, render
 
 pytest.importorskip("sgltui.agent.daemon", reason="agent area not in this tree")
 pytest.importorskip("sgltui.sim.server", reason="simulator area not in this tree")

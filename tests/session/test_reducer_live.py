@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sgltui import protocol
-from sgltui.core.replay import Replay
+from sgltui.session.replay import Replay
 
 # What events determine; pids, uptime and capacity are the live agent's (processes, telemetry).
 FIELDS = (

@@ -1,4 +1,4 @@
-"""core/replay.py: STATUS at any time of a recorded session, pushes between two times, seeking."""
+"""session/replay.py: STATUS at any time of a recorded session, pushes between two times, seeking."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from sgltui.core import replay as replay_mod
-from sgltui.core.replay import Replay, SeekError, parse_seek
+from sgltui.session import replay as replay_mod
+from sgltui.session.replay import Replay, SeekError, parse_seek
 
 from . import builder
 

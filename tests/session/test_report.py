@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from sgltui.core.report import build_report, render
 from sgltui.session.reader import load_session
+from sgltui.session.report import build_report, render
 from sgltui.session.writer import Recorder
 
 from . import builder

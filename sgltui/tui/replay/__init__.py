@@ -1,6 +1,6 @@
 """`sgltui replay`: the TUI on a recorded session, read-only, with a time cursor.
 
-source.py  ReplaySource: the TuiSource protocol over core/replay.py, plus the cursor (seek, step,
+source.py  ReplaySource: the TuiSource protocol over session/replay.py, plus the cursor (seek, step,
            play at a speed) that turns movements into the pushes the agent sent at the time.
 bar.py     TimeCursorBar: the widget that shows and moves the cursor.
 app.py     ReplayApp / make_replay_app: the main app with the bar and its keys added.

@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Input
 
-from sgltui.core.replay import SeekError, parse_seek
+from sgltui.session.replay import SeekError, parse_seek
 from sgltui.tui import app as _main_app
 from sgltui.tui.app import SgltuiApp
 from sgltui.tui.model import TuiModel

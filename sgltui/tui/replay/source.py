@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from sgltui.core.replay import CHART_WINDOW_S, Replay
+from sgltui.session.replay import CHART_WINDOW_S, Replay
 
 # A forward move longer than this (session seconds) rebuilds instead of replaying every push.
 MAX_INCREMENTAL_S = CHART_WINDOW_S
