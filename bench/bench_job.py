@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Batch job budgets (design.md "Budgets", issue 13), measured in one run, not asserted.
+"""Batch job budgets (issue 13), measured in one run, not asserted.
 
 Against the simulator at zero time scale:
 1. the job runner's CPU per completion vs the bench load generator sending the same requests

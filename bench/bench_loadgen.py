@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Load-generator budgets (design.md "Budgets", benchmarking.md §8), measured, not asserted.
+"""Load-generator budgets, measured, not asserted.
 
 Against a server at zero delay (the simulator with --sim-time-scale 0, or the loopback mock
 server when the simulator is not available or --server mock is given) this prints:

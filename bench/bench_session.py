@@ -8,7 +8,7 @@ Prints, per item, sgltui's figure, the baseline's and their ratio:
   log line   Redactor.text on a typical SGLang batch line     vs  str.replace of one literal
   index      JsonlIndex of the timeline (time, memory)        vs  loading every sample as a dict
   seek       Replay.status_at + window(t) at random times     (no baseline: absolute ms)
-Goals (design.md: memory flat over 24 h; recording must not slow the agent): event and sample
+Goals (memory flat over 24 h; recording must not slow the agent): event and sample
 well under 100 us, index memory a small fraction of the all-dicts baseline.
 """
 

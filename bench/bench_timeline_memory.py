@@ -1,4 +1,4 @@
-"""Timeline memory over many samples: must stay flat once the rings are full (design.md budgets).
+"""Timeline memory over many samples: must stay flat once the rings are full.
 
 Drives the real Telemetry object (no timers): each "sample" is one GPU reading (2 simulated
 GPUs), one host reading, one batch log line, one engine reading and one SAMPLE for the recorder

@@ -1,4 +1,4 @@
-"""No room but tui/ imports Textual or the TUI (design.md, Rooms): every module of every room,
+"""No room but tui/ imports Textual or the TUI: every module of every room,
 subpackages included (agent/telemetry/, ...), is imported in a fresh interpreter and the modules it
 pulled in are checked. Layering between our own rooms is checked by `lint-imports` (pyproject)."""
 

@@ -1,5 +1,5 @@
 """A server slot's life in one table: its states, the events that move it, what each state
-clears on entry (design.md, "A server slot's life").
+clears on entry.
 
     stopped -> launching(phase) -> ready -> draining -> stopping -> stopped
                      \\-> failed(cause)        ready -> crashed(cause)

@@ -1,7 +1,7 @@
 """Server process trees: who belongs to a launch, how to end them all, and what they still hold.
 
 SGLang's own kill_process_tree only finds live descendants; schedulers reparented to init keep
-their VRAM forever (sglang.md §7.3). So a launch remembers every pid it ever saw in its tree
+their VRAM forever (sgl-project/sglang#23627, PR #31645). So a launch remembers every pid it ever saw in its tree
 (with the create time, so a recycled pid is never mistaken for ours) and also matches on its
 process group, which survives reparenting.
 """

@@ -57,7 +57,7 @@ class SlotConfig:
 
     hang_factor: float = 3.0  # hung when a phase takes this many times its learned duration...
     hang_min_s: float = 60.0  # ...and at least this much longer than it
-    stop_grace_s: float = 20.0  # SIGTERM -> SIGKILL of the group (sglang.md §7.2: ~20-30 s)
+    stop_grace_s: float = 20.0  # SIGTERM -> SIGKILL of the group (SGLang: drain, then 15 s)
     force_grace_s: float = 3.0
     release_timeout_s: float = 30.0  # wait for VRAM and the port after the processes are gone
     poll_s: float = 0.1
@@ -798,7 +798,7 @@ class Slot:
     async def _on_unexpected_exit(self, rc: int | None) -> None:
         cause = causes.classify(rc, list(self._tail))
         was = self.state
-        # Children may survive a crashed launcher (sglang.md §7.3): end them before reporting.
+        # Children may survive a crashed launcher (reparented to init, still holding VRAM): end them before reporting.
         if self.tree:
             await asyncio.to_thread(self.tree.kill_all)
         self._reap()

@@ -1,8 +1,8 @@
 """The three streaming APIs the load generator speaks, and how to read their SSE chunks.
 
 Token counts come from the server (`usage` with `stream_options.include_usage`, or `/generate`
-`meta_info.completion_tokens`), never from counting chunks (benchmarking.md §2). A chunk only
-counts as a token arrival when it carries non-empty content (§1): role-only deltas, the trailing
+`meta_info.completion_tokens`), never from counting chunks (a chunk may carry several tokens). A chunk only
+counts as a token arrival when it carries non-empty content: role-only deltas, the trailing
 usage event and `[DONE]` do not.
 """
 
@@ -182,7 +182,7 @@ class SSESplitter:
     """Splits raw stream bytes into SSE `data:` payloads (events end with a blank line).
 
     Works on raw chunks rather than lines: one `split` per network read is far cheaper than a
-    line iterator (benchmarking.md §8).
+    line iterator.
     """
 
     __slots__ = ("buf",)

@@ -2,9 +2,9 @@
 and the time each profile needs for a job of N completions, with a plain-language
 recommendation and its uncertainty. Pure: takes the result entries of a run file.
 
-Ranking uses steady-state output throughput when available (benchmarking.md §2: "use it to
-rank configs"), else output throughput; repeats give a t-based 95% CI and two profiles whose
-intervals overlap are called a tie (§6).
+Ranking uses steady-state output throughput when available (the drain tail
+at falling batch size is left out), else output throughput; repeats give a t-based 95% CI and
+two profiles whose intervals overlap are called a tie.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from sgltui.core import stats
 
-CLIENT_CPU_SUSPECT = 0.7  # benchmarking.md §7.5
+CLIENT_CPU_SUSPECT = 0.7  # a client above ~70% of a core cannot keep up: results are suspect
 RANK_KEYS = ("steady_state_output_throughput", "output_throughput")
 
 

@@ -6,7 +6,7 @@ JSON lines on stdout: {"type": "progress", ...} a few times a second, then one
 {"type": "result", "metrics": {...}} or {"type": "error", "message": "one line"} (exit 2).
 The API key comes from the environment (SGLTUI_BENCH_API_KEY), never from argv.
 
-Client design per benchmarking.md §7-§8: httpx on the httpx-aiohttp transport with an explicit
+Client design (each choice keeps the client from being the bottleneck): httpx on the httpx-aiohttp transport with an explicit
 connection limit equal to the concurrency, no read timeout, a 10 MB read buffer, uvloop and
 orjson when installed, GC frozen during the run, SSE split from raw chunks.
 """
@@ -48,7 +48,7 @@ class LoadConfig:
     api: str = "completions"
     requests: int | None = None  # measured requests (after warmup) ...
     duration: float | None = None  # ... or seconds of issuing new requests
-    warmup: int | None = None  # default: one request per concurrent stream (§6)
+    warmup: int | None = None  # default: one request per concurrent stream
     input_len: int = 256
     output_len: int = 128
     workload: str = "random"
@@ -85,7 +85,7 @@ class LoadConfig:
 def client_session(limit: int) -> aiohttp.ClientSession:
     """The load generator's aiohttp session (also the transport of sgltui/jobs/).
 
-    Explicit limits: aiohttp's and httpx's defaults (100) silently cap concurrency (§7.1);
+    Explicit limits: aiohttp's and httpx's defaults (100) silently cap concurrency;
     `limit=0` means no cap, for callers that bound concurrency themselves.
     """
     return aiohttp.ClientSession(
@@ -234,7 +234,7 @@ class LoadGenerator:
                                 if ttft is None:
                                     ttft = now - t_send
                                 else:
-                                    # a chunk of n tokens: its gap split into n equal parts (§2 ITL)
+                                    # a chunk of n tokens: its gap split into n equal parts (as SGLang's ITL)
                                     itl.add((now - t_last) / n, n)
                                 t_last = now
                                 chunks += 1
@@ -353,7 +353,7 @@ class LoadGenerator:
             pass
 
     async def _flush_cache(self, client: httpx.AsyncClient) -> bool:
-        # Decide the prefix-cache state explicitly (§6): start every point from an empty cache.
+        # Decide the prefix-cache state explicitly: start every point from an empty cache.
         try:
             resp = await client.post(
                 self.cfg.base_url.rstrip("/") + "/flush_cache?timeout=30",
@@ -373,7 +373,7 @@ class LoadGenerator:
             self._open = self._open_aiohttp
         progress = asyncio.create_task(self._progress_loop())
         gc.collect()
-        gc.freeze()  # GC pauses show up as ITL spikes (§7.7)
+        gc.freeze()  # GC pauses show up as ITL spikes
         try:
             await self._preflight(client)
             flushed = await self._flush_cache(client) if cfg.flush_cache else False
@@ -423,7 +423,7 @@ class LoadGenerator:
                 "client_cpu_s": cpu,
                 "client_wall_s": wall,
                 "client_cpu_us_per_token": cpu / out * 1e6 if out else None,
-                # above ~0.7 of a core the client, not the server, may set the pace (§7.5)
+                # above ~0.7 of a core the client, not the server, may set the pace
                 "client_cpu_share": cpu / wall if wall > 0 else None,
                 "client_peak_in_flight": self.peak_in_flight,
             }

@@ -1,6 +1,6 @@
 """One measured run's metrics from its per-request records and streaming aggregates.
 
-Names follow SGLang's bench_serving JSON keys where one exists (benchmarking.md §2, sglang.md §9)
+Names follow SGLang's bench_serving JSON keys where one exists (sglang/bench_serving.py)
 so users can compare numbers side by side; latencies are reported in ms like bench_serving.
 """
 

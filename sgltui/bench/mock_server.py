@@ -1,6 +1,6 @@
 """A loopback SSE mock server that counts the tokens it actually emits.
 
-The load generator's self-test (benchmarking.md §8): measured tok/s must match what the server
+The load generator's self-test: measured tok/s must match what the server
 says it sent. It speaks just enough of SGLang's streaming APIs (/v1/completions,
 /v1/chat/completions, /generate, /v1/models, /flush_cache, /health) and reports its own count at
 GET /mock/stats. `--tick 0` streams as fast as the event loop allows.

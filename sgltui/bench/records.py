@@ -1,7 +1,7 @@
 """Per-request records: one JSON object a line, written as requests finish.
 
-Records go to disk instead of memory so a long run stays flat (benchmarking.md §7.6), and every
-summary can be recomputed from them later (§3). Times are seconds relative to the run's origin
+Records go to disk instead of memory so a long run stays flat, and every
+summary can be recomputed from them later. Times are seconds relative to the run's origin
 (a perf_counter reading); `t_send` orders them.
 
 Keys: i (request index), t_send, ttft, e2e (s; ttft/e2e null on failure), in, out (tokens from

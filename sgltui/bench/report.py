@@ -1,4 +1,4 @@
-"""One point's report in the layout of SGLang's bench_serving (sglang.md §9), so users can put
+"""One point's report in the layout of SGLang's bench_serving (sglang/bench_serving.py), so users can put
 the two side by side: a centred title in 50 '=', 40-character labels, '-' section headers."""
 
 from __future__ import annotations

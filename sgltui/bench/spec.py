@@ -25,7 +25,7 @@ class BenchSpec:
     workload: str = "random"
     api: str = "completions"
     url: str | None = None  # bench this server directly, no agent, no swaps
-    warmup: int | None = None  # default: the concurrency (§6)
+    warmup: int | None = None  # default: the concurrency (CUDA graphs, allocator, cache warm)
     seed: int = 42
     ignore_eos: bool = True
     flush_cache: bool = True

@@ -1,7 +1,7 @@
 """Workloads: which prompt and output length request number i gets.
 
 Every workload is deterministic for a seed, so every profile compared sees the same prompts in
-the same order (benchmarking.md §5). Prompts are made from a small fixed vocabulary of common
+the same order. Prompts are made from a small fixed vocabulary of common
 short words (about one token each in typical tokenizers); the exact input token counts come
 from the server's usage, not from here.
 """

@@ -1,11 +1,11 @@
 """The capacity card of one launch: what the server actually allocated, from its own words.
 
-Built from the start-up lines (core/loglines.py, reference sglang.md §4.2) and, once the server
-answers, from GET /server_info (§2.2). The card answers the operator's question "why does this
+Built from the start-up lines (core/loglines.py) and, once the server
+answers, from GET /server_info. The card answers the operator's question "why does this
 profile run only N requests at once?": the *effective* max_running_requests (start-up summary
 line / server_info internal_states), next to the requested one (the server_args echo), the pools
 that bound it (KV tokens, mamba state slots) and what hicache added (host pool GB, which does not
-change max_running_requests; reference serving-model.md §3.3).
+change max_running_requests: SGLang computes that cap before HiCache exists).
 
 Memory figures are per GPU as rank 0 reports them (TP ranks hold equal shares).
 """

@@ -1,4 +1,4 @@
-"""Why a server failed: exit code + log lines -> a cause the operator can act on (sglang.md §8).
+"""Why a server failed: exit code + log lines -> a cause the operator can act on.
 
 A cause is `{"kind", "summary", "lines", "fix", "exit_code"}` (sgltui/protocol.py); kinds: oom,
 port, flag, model, cuda, import (SGLang or a dependency missing), signal, hang, exit. Rules are

@@ -34,7 +34,7 @@ _BUNDLED_FILE = re.compile(r"catalog_sglang_(\d+(?:_\d+)*)\.json")
 EXTRACTOR_PATH = _HERE / "flag_extract.py"
 
 # Flags that older SGLang releases accepted and 0.5.23's parser rejects, with the flag that took
-# their place (sglang.md §5). Argparse only says "unrecognized arguments", so this is the one
+# their place. Argparse only says "unrecognized arguments", so this is the one
 # piece of version history sgltui keeps itself. Applied to any catalog that lacks the old name.
 RENAMED: dict[str, tuple[str, str]] = {
     "mamba-scheduler-strategy": ("mamba-radix-cache-strategy", "renamed after 0.5.12"),

@@ -20,7 +20,7 @@ from typing import Any
 
 from sgltui.core.profiles import Profile, ProfileError
 
-# SGLang 0.5.23's flags whose value is a secret (sglang.md §2.1; redact.py hides the same).
+# SGLang 0.5.23's flags whose value is a secret (redact.py hides the same).
 SECRET_FLAGS = ("api-key", "admin-api-key", "ssl-keyfile-password")
 CONFIG_FLAG = "config"
 FILE_PREFIX = "sglang-secrets-"

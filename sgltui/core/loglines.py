@@ -1,6 +1,6 @@
 """Parse SGLang's scheduler log lines: periodic batch lines and start-up memory lines.
 
-Formats follow reference sglang.md §1.3 (prefix), §4.1 (batch lines) and §4.2 (start-up lines),
+Formats are SGLang's prefix (`[time TP0]`), its periodic batch lines and its start-up lines,
 for 0.5.23 and the older 0.5.12 wording. Parsing is deliberately tolerant: batch lines are split
 into `key: value` parts and unknown keys are kept but never required, because fields are
 conditional (speculative, hybrid pools, PD, HiSparse) and new ones appear between versions.
@@ -71,7 +71,7 @@ def _value(text: str) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-# Batch lines (§4.1)
+# Periodic batch lines (`Prefill batch. ...`, `Decode batch. ...`)
 
 _BATCH = re.compile(r"(Prefill|Decode) batch(?: \[\d+\])?, (.*)$")
 # Pool usage keys in a batch line; the bottleneck pool (the largest) is what sglang:token_usage reports.
@@ -153,7 +153,7 @@ def parse_batch_line(line: str) -> BatchLine | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Start-up lines (§4.2)
+# Start-up lines (memory and pool sizes, per scheduler rank)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Start-up phases of an SGLang server, read from its log lines (reference sglang.md §1.2, §4.2).
+"""Start-up phases of an SGLang server, read from its log lines.
 
 The phase order is fixed; a line can only move a launch forward, because TP ranks print the
 same start-up lines at slightly different times and a late rank must not rewind the phase the

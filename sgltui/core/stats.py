@@ -1,6 +1,6 @@
 """Pure statistics for benchmark runs (no I/O, no third-party imports).
 
-Definitions follow shared/reference/benchmarking.md §2 and §6: percentiles interpolate linearly
+Definitions: percentiles interpolate linearly
 between order statistics (numpy's default, which SGLang's and vLLM's clients use), confidence
 intervals are t-based, concurrency comes from Little's law, and the steady-state window is the
 longest stretch where the in-flight count stays at or above a fraction of its peak.
@@ -149,7 +149,7 @@ def mean_ci(values: Sequence[float]) -> dict[str, float]:
 
 
 def intervals_overlap(a: dict[str, float], b: dict[str, float]) -> bool:
-    """Whether two mean_ci results overlap (a tie, per benchmarking.md §6); False without CIs."""
+    """Whether two mean_ci results overlap (then the two are called a tie); False without CIs."""
     if any(math.isnan(x) for x in (a["ci_low"], a["ci_high"], b["ci_low"], b["ci_high"])):
         return False
     return a["ci_low"] <= b["ci_high"] and b["ci_low"] <= a["ci_high"]
@@ -282,7 +282,7 @@ class LogHistogram:
     """Fixed-memory histogram with log-spaced buckets (relative width `rel`) for pooled samples.
 
     Inter-token gaps number one per token, too many to keep in a list on long runs
-    (benchmarking.md §7.6); percentiles from here are within `rel`/2 relative error, while
+    (millions on a long run); percentiles from here are within `rel`/2 relative error, while
     count, mean and max stay exact.
     """
 

@@ -2,7 +2,7 @@
 
 Every finding names the file and line where the value was written (the parent's file for an
 inherited value), the key, what is wrong and how to fix it. Errors are what SGLang itself would
-reject (argparse or its start-up checks, sglang.md §5-§6) -- found here in a second instead of
+reject (argparse or ServerArgs' start-up checks) -- found here in a second instead of
 after minutes of model loading; warnings are accepted settings that do not do what they seem to.
 """
 
@@ -459,7 +459,7 @@ class _Checker:
         algo = get("speculative-algorithm")
         algo_up = str(algo).upper() if algo else None
 
-        # HiCache (sglang.md §6)
+        # HiCache (ServerArgs' start-up checks)
         if hicache and get("disable-radix-cache"):
             self.error(
                 key("disable-radix-cache"),

@@ -98,7 +98,7 @@ async def _main(spec: dict, out: _Out) -> int:
         out({"t": "done", "state": runner.stopping, **runner.progress()})
         return 0
     gc.collect()
-    gc.freeze()  # the job's long-lived objects out of the collector's way (benchmarking §7.7)
+    gc.freeze()  # the job's long-lived objects out of the collector's way (GC pauses are latency spikes)
     state = await runner.run()
     control.cancel()
     out({"t": "done", "state": state, **runner.progress()})

@@ -1,5 +1,5 @@
 """Turning HTTP request bodies into engine requests, and engine progress into response bodies,
-for the native /generate API and the OpenAI completions/chat APIs (sglang.md §2.2-2.3).
+for the native /generate API and the OpenAI completions/chat APIs as SGLang 0.5.23 serves them.
 """
 
 from __future__ import annotations

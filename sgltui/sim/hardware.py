@@ -1,9 +1,9 @@
 """Simulated GPU presets (--sim-gpu): the figures the memory and speed models need.
 
 Totals are what `nvidia-smi` reports (MiB), because SGLang's memory heuristic keys off that
-number (serving-model.md §1.2); bandwidths are the datasheet figures the speed model scales by
-its efficiency constants (serving-model.md §4). PCIe figures are measured pinned host-to-device
-rates, not the theoretical link rate (serving-model.md §3.4).
+number; bandwidths are the datasheet figures the speed model scales by its efficiency
+constants. PCIe figures are measured pinned host-to-device rates (about 50-56 GB/s on Gen5 x16),
+not the theoretical link rate.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The HTTP surface of the simulator (sglang.md §2), served with aiohttp.
+"""The HTTP surface of the simulator (SGLang's sglang/srt/entrypoints/http_server.py), served with aiohttp.
 
 Access lines are logged as uvicorn prints them, auth follows SGLang's rules (health, ready and
 metrics always open; admin endpoints need the admin key when one is set), and error bodies use

@@ -1,4 +1,4 @@
-"""Log output in SGLang's format (sglang.md §1.3): `[YYYY-mm-dd HH:MM:SS<rank prefix>] message`.
+"""Log output in SGLang's format: `[YYYY-mm-dd HH:MM:SS<rank prefix>] message`.
 
 Every line is written with one write() and flushed, because the main process and the schedulers
 share one stdout and the agent tails it line by line.

@@ -1,9 +1,9 @@
-"""Memory sizing as SGLang 0.5.23 does it (serving-model.md §1-3): a pure function of the flags,
+"""Memory sizing as SGLang 0.5.23 does it (sglang/srt/server_args.py, model_executor/model_runner.py): a pure function of the flags,
 the GPU preset and the model, so tests can check each figure against a hand computation.
 
 The order matters and follows SGLang: defaults from GPU size -> static fraction -> weights ->
 KV/state budget -> state slots -> KV tokens -> request pool -> max_running_requests. HiCache is
-sized last, from the device pool, and changes none of the device figures (§3.3).
+sized last, from the device pool, and changes none of the device figures.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sgltui.sim.hardware import GIB, MIB, GpuPreset
 from sgltui.sim.models import DraftSpec, ModelSpec, vit_mfs_factor
 
 # CUDA context + allocator overhead present before any weight is loaded: the gap between the
-# driver's total and the "pre" free memory SGLang measures (95.6 vs 95.0 GiB in §1.7).
+# driver's total and the "pre" free memory SGLang measures (95.6 vs 95.0 GiB on a 96 GB RTX PRO 6000).
 CONTEXT_BYTES = int(0.6 * GIB)
 HOST_RESERVE_BYTES = 10 * GIB
 
@@ -113,7 +113,7 @@ class MemoryPlan:
 
 
 def gpu_defaults(total_mib: int, tp: int) -> tuple[int, int]:
-    """(chunked_prefill_size, cuda_graph_max_bs) by GPU size (§1.2 table; 0.5.23 = main)."""
+    """(chunked_prefill_size, cuda_graph_max_bs) by GPU size (SGLang's table; 0.5.23 = main)."""
     g = total_mib / 1024
     big_tp = tp >= 4
     if g < 20:
@@ -137,7 +137,7 @@ def default_mem_fraction(total_mib: int, chunk: int, graph_bs: int, tp: int, pp:
 
 
 def capture_batch_sizes(max_bs: int, speculative: bool) -> list[int]:
-    """Decode CUDA-graph batch sizes (§1.5), clamped to max_bs."""
+    """Decode CUDA-graph batch sizes, clamped to max_bs."""
     if speculative:
         sizes = (
             list(range(1, 9))
@@ -266,7 +266,7 @@ def plan_memory(
             "this by explicitly setting --max-running-requests."
         )
 
-    # Hybrid state pool (§1.6): split the budget, solve for state slots K jointly with draft states.
+    # Hybrid state pool: split the budget, solve for state slots K jointly with draft states.
     state_b = 0
     slots = 0
     per_req = 0
@@ -289,7 +289,7 @@ def plan_memory(
             budget = rest * ratio / (1 + ratio)
             per_budget = budget / state_b
             if d:
-                # Joint solve of main slots and draft states (docs/architecture.md, "Mamba state slots" §2); a small
+                # Joint solve of main slots and draft states (docs/architecture.md, "Mamba state slots", 2.); a small
                 # MRR does not enlarge K: the unused draft share goes back to the KV pool.
                 slots = math.floor((per_budget - (1 + d)) / (1 + d / per_req))
             else:

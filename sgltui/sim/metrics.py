@@ -1,4 +1,4 @@
-"""Prometheus metrics with SGLang's names, types and labels (sglang.md §3).
+"""Prometheus metrics with SGLang's names, types and labels (sglang/srt/metrics/collector.py).
 
 Scheduler gauges are refreshed from the scheduler's reports (each prefill batch, every
 decode-log-interval steps, and an idle refresh), request histograms/counters from the main

@@ -1,8 +1,8 @@
 """Model presets picked from --model-path, or read from a local directory's config.json.
 
 Only the shape matters to the simulator: layer counts and head sizes set the KV and state bytes
-per token/request (serving-model.md §1.3, §1.6), weight bytes set load time and the bytes streamed
-per decode step (§4), and the draft description sets speculative memory and accept lengths (§2).
+per token/request, weight bytes set load time and the bytes streamed per decode step, and the
+draft description sets speculative memory and accept lengths.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class ModelSpec:
     lin_k_dim: int = 0
     lin_v_dim: int = 0
     conv_kernel: int = 4
-    # Multimodal checkpoints get SGLang's extra MFS factor (serving-model.md §1.2 step 4).
+    # Multimodal checkpoints get SGLang's extra MFS factor: x 0.95 x clamp(1 - 0.1 (c - 1), 0.8, 1.05).
     vit_layers: int = 0
     vit_hidden: int = 0
     # Built-in MTP head (NEXTN) and what one draft layer weighs.
@@ -267,7 +267,7 @@ def resolve_model(model_path: str) -> ModelSpec:
 
 
 def resolve_draft(algorithm: str, target: ModelSpec, draft_path: str | None) -> DraftSpec:
-    """Draft weights/layers for the speculative algorithm (serving-model.md §2, memory)."""
+    """Draft weights/layers for the speculative algorithm (what its memory sizing counts)."""
     algo = algorithm.upper()
     lm_head = target.vocab * target.hidden * 2
     if algo == "STANDALONE" and draft_path:

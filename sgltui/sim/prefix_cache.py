@@ -4,7 +4,7 @@ Blocks are keyed by a hash chained over the token ids, so two prompts share cach
 as far as they share a prefix. The device tier lives inside the KV pool (evictable unless a
 running request locks it); with HiCache, write-through copies every inserted block to the host
 tier, so a device eviction keeps the host copy and a later hit loads it back over PCIe
-(serving-model.md §3.1-3.2). Sizes are in tokens.
+(sglang/srt/mem_cache/hiradix_cache.py). Sizes are in tokens.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each forward pass (a prefill batch or one decode step) costs the time the speed model gives; the
 loop sleeps until wall time catches up with `virtual time x time scale`, then hands the tokens it
-produced to the main process. Admission follows SGLang's rules (serving-model.md §4): the running
+produced to the main process. Admission follows SGLang's rules (sglang/srt/managers/schedule_policy.py): the running
 batch is capped by max_running_requests, the KV pool (with a decaying new-token reservation) and,
 on hybrid models, free state slots; a full pool evicts prefix cache, then retracts requests.
 Prefill and decode alternate (no mixed chunk), so a long chunked prompt stalls decodes one chunk

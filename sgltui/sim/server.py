@@ -2,7 +2,7 @@
 
 Start-up: validate flags and model -> log server_args -> spawn scheduler ranks and a detokenizer
 -> wait for the schedulers' start-up phases -> bind HTTP -> warm up through our own /generate ->
-"The server is fired up and ready to roll!". Signals follow sglang.md §7.2: SIGTERM before the
+"The server is fired up and ready to roll!". Signals follow SGLang 0.5.23: SIGTERM before the
 HTTP server exists kills at once (Python's default), after the first request it drains; SIGINT
 stops HTTP and SIGKILLs the children; SIGQUIT from a failing child takes the whole tree down.
 """
@@ -63,7 +63,7 @@ def _traceback_exit(last_line: str, where: str = "sglang/srt/server_args.py", co
 
 
 def _check_flags(args, model) -> str | None:
-    """SGLang's start-up compatibility rules (sglang.md §6) that the simulator can hit."""
+    """SGLang's start-up compatibility rules (ServerArgs.check_server_args) the simulator can hit."""
     if args.enable_hierarchical_cache and args.disable_radix_cache:
         return (
             "ValueError: The arguments enable-hierarchical-cache and disable-radix-cache are mutually "

@@ -1,4 +1,4 @@
-"""How long each forward pass takes on the simulated GPU (serving-model.md §2, §4).
+"""How long each forward pass takes on the simulated GPU (a roofline model).
 
 A decode step is bound by whichever is slower: streaming the weights plus every running
 request's KV/state through HBM, or the FLOPs of the batch. Speculative decoding replaces one

@@ -1,8 +1,8 @@
-"""How long each start-up phase takes at time scale 1 (serving-model.md §5), in seconds.
+"""How long each start-up phase takes at time scale 1, in seconds.
 
 T = T_proc + T_weights + T_pools + T_graphs + T_warmup, one after another. The constants sit in
-the middle of the reference's ranges for a bare-metal host with the checkpoint on local NVMe, so a
-27B model starts in about a minute, like the real thing (the reference estimates 1-3 minutes).
+the middle of published ranges for a bare-metal host with the checkpoint on local NVMe, so a
+27B model starts in about a minute, like the real thing (1-3 minutes is typical).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ detokenizer, started with multiprocessing 'spawn' like SGLang's.
 
 Children die with their parent (PR_SET_PDEATHSIG, as SGLang sets) and a failing scheduler logs
 `Scheduler hit an exception:` and sends SIGQUIT to the main process, which then takes the whole
-tree down (sglang.md §7.2), so an agent sees the same failure cascade it would see for real.
+tree down (sglang/srt/entrypoints/engine.py, its SIGQUIT handler), so an agent sees the same failure cascade it would see for real.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-# SGLang does not print a level (its prefix is only the time and ranks, reference sglang.md §1.3),
+# SGLang does not print a level (its prefix is only `[time TP0]`-style time and ranks),
 # so the level is read from what the line says. Order matters: errors win over warnings.
 _ERROR_RE = re.compile(
     r"Traceback|\bERROR\b|Error:|Exception|out of memory|OutOfMemory|\bfailed\b|crashed|"

@@ -1,4 +1,4 @@
-"""Log lines -> phases and failures -> causes, on SGLang's own wording (reference sglang.md §4.2, §8)."""
+"""Log lines -> phases and failures -> causes, on SGLang's own wording."""
 
 from __future__ import annotations
 

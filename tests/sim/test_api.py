@@ -1,4 +1,4 @@
-"""Every endpoint of sglang.md §2 against one real simulator process."""
+"""Every SGLang endpoint the simulator serves, against one real simulator process."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Memory figures against hand computations from serving-model.md §1 (two presets).
+"""Memory figures against hand computations from SGLang 0.5.23's sizing rules (two presets).
 
-Each expected number is worked out below step by step from the reference's formulas, not taken
+Each expected number is worked out below step by step from SGLang 0.5.23's formulas, not taken
 from the simulator, so a change in the sizing code that drifts from SGLang fails here.
 """
 
@@ -17,7 +17,7 @@ from sgltui.sim.models import resolve_draft, resolve_model
 
 GIB = 1 << 30
 MIB = 1 << 20
-CTX = int(0.6 * GIB)  # CUDA context before load: 95.6 vs 95.0 GiB in §1.7
+CTX = int(0.6 * GIB)  # CUDA context before load: 95.6 vs 95.0 GiB measured on an RTX PRO 6000
 
 
 def plan_for(*flags: str):
@@ -33,15 +33,15 @@ def plan_for(*flags: str):
 
 def test_qwen3_32b_on_h100_by_hand():
     p = plan_for("--model-path", "Qwen/Qwen3-32B", "--sim-gpu", "h100-80gb")
-    # §1.2: G = 81559 MiB -> chunk 8192, graph bs 256; reserve 512 + 1.5*8192 + 2*256 + 1024/8 = 13440
+    # default-MFS table: G = 81559 MiB -> chunk 8192, graph bs 256; reserve 512 + 1.5*8192 + 2*256 + 1024/8 = 13440
     assert p.chunked_prefill_size == 8192 and p.cuda_graph_max_bs == 256
     assert p.mem_fraction_static == 0.835  # round((81559 - 13440) / 81559, 3)
     pre = 81559 * MIB - CTX
-    rest = (pre - 65.5e9) - pre * (1 - 0.835)  # §1.3 budget
+    rest = (pre - 65.5e9) - pre * (1 - 0.835)  # the KV + state budget
     cell = 8 * (128 + 128) * 64 * 2  # kv_heads x (hd + v_hd) x L x bf16
     assert cell == 262144
     assert p.max_total_num_tokens == int(rest // cell) == 20492
-    # §1.4: pool = clamp(20492 / 40960 * 512, 2048, 4096) = 2048 <= 20492 // 2; MRR = min(10246, 2048)
+    # request pool: clamp(20492 / 40960 * 512, 2048, 4096) = 2048 <= 20492 // 2; MRR = min(10246, 2048)
     assert p.max_running_requests == 2048
     assert p.requested_max_running_requests is None
     assert any("fewer than --context-length 40960" in w for w in p.warnings)
@@ -53,11 +53,11 @@ def test_qwen36_27b_hybrid_on_rtx_pro_6000_by_hand():
     )
     assert p.mem_fraction_static == 0.863  # round((97887 - 13440) / 97887, 3)
     pre = 97887 * MIB - CTX
-    rest = (pre - 55.6e9) - pre * (1 - 0.863)  # ~30.2 GiB (§1.7: "rest ~ 30 GiB")
+    rest = (pre - 55.6e9) - pre * (1 - 0.863)  # ~30.2 GiB (SGLang's own log: rest ~ 30 GiB)
     s_b = 48 * (10240 * 3 * 2 + 48 * 128 * 128 * 4)  # GDN state slot, 146.8 MiB
     assert p.state_bytes_per_slot == s_b and round(s_b / MIB, 1) == 146.8
     k = int(rest * 0.9 / 1.9 / s_b - 1)  # (K + 1) S_b = budget
-    assert p.mamba_slots == k == 98  # §1.7 table: ~98
+    assert p.mamba_slots == k == 98  # SGLang 0.5.23 reports ~98
     assert p.max_running_requests == 98 // 5 == 19  # extra_buffer, S = 5
     kv = int((rest - (k + 1) * s_b) // (16 * 4 * 512 * 2))  # 64 KiB per token
     assert p.max_total_num_tokens == kv and 255_000 < kv < 265_000
@@ -75,7 +75,7 @@ def test_qwen36_27b_mtp_joint_solve_by_hand():
         "NEXTN",
     )
     assert (p.spec.num_steps, p.spec.eagle_topk, p.spec.num_draft_tokens) == (3, 1, 4)
-    assert p.requested_max_running_requests == 48  # speculative default (§1.4)
+    assert p.requested_max_running_requests == 48  # SGLang's speculative default
     pre = 97887 * MIB - CTX
     rest = (pre - 55.6e9 - 0.85e9) - pre * (1 - 0.863)  # draft weights are counted
     s_b = 48 * (10240 * 3 * 2 + 48 * 128 * 128 * 4)
@@ -128,7 +128,7 @@ def test_mtp_with_four_requests_and_hicache_host_pool():
         "--max-running-requests",
         "4",
     )
-    # §3.3: HiCache changes none of the device figures.
+    # SGLang sizes these before HiCache exists: HiCache changes none of the device figures.
     assert plain.max_total_num_tokens == p.max_total_num_tokens
     assert plain.max_running_requests == p.max_running_requests
 

@@ -1,4 +1,4 @@
-"""/metrics parsed with prometheus_client's own parser: SGLang's names, types and labels (§3)."""
+"""/metrics parsed with prometheus_client's own parser: SGLang's names, types and labels."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Processes, signals, fault injection and CLI errors (sglang.md §7, §8), on real processes."""
+"""Processes, signals, fault injection and CLI errors as SGLang 0.5.23 behaves, on real processes."""
 
 from __future__ import annotations
 

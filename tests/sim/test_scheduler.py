@@ -1,5 +1,5 @@
 """The batching loop in-process, at time scale 0: admission, KV-pool queueing, retraction,
-chunked prefill, prefix cache and HiCache load-back (serving-model.md §1.5, §3, §4)."""
+chunked prefill, prefix cache and HiCache load-back."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Speed: throughput against concurrency on a real process, and the speed model's shape (§2, §4)."""
+"""Speed: throughput against concurrency on a real process, and the speed model's shape."""
 
 from __future__ import annotations
 
@@ -77,15 +77,15 @@ def _speed(*flags):
 
 def test_decode_step_matches_the_reference_figures():
     s = _speed("--model-path", "Qwen/Qwen3.6-27B", "--sim-gpu", "rtx-pro-6000-96gb")
-    # §4 table: 27B at bs 1 on an RTX PRO 6000 ~ 36 ms -> ~27 tok/s (weights ~52 GB at 0.8 x 1.792 TB/s)
+    # 27B at bs 1 on an RTX PRO 6000 ~ 36 ms -> ~27 tok/s (weights ~52 GB at 0.8 x 1.792 TB/s)
     assert s.target_step(1, 0) == pytest.approx(0.0373, rel=0.05)
-    # 8k context: each request adds KV + 2 state reads; B = 16 adds ~26%+ to the step (§4)
+    # 8k context: each request adds KV + 2 state reads; B = 16 adds ~26%+ to the step
     t16 = s.target_step(16, 16 * 8192)
     assert 1.2 < t16 / s.target_step(1, 8192) < 1.6
 
 
 def _speedup(plain, spec, tau, batch, ctx_per_req=2048):
-    """speedup(B) = tau x t_plain(B) / t_spec(B) (serving-model.md §2)."""
+    """speedup(B) = tau x t_plain(B) / t_spec(B), tau = mean accept length."""
     ctx = batch * ctx_per_req
     return tau * plain.decode_step(batch, ctx) / spec.decode_step(batch, ctx)
 
@@ -111,7 +111,7 @@ def test_speculative_gain_shrinks_with_batch_on_hybrid_model():
         "--max-running-requests",
         "256",
     )
-    tau = 1 + 0.96 + 0.80 + 0.64  # §2: Qwen3.6 MTP, 3 draft positions
+    tau = 1 + 0.96 + 0.80 + 0.64  # Qwen3.6 MTP, 3 draft positions (published accept rates)
     s1, s32, s256 = (_speedup(plain, mtp, tau, b) for b in (1, 32, 256))
     assert 2.0 < s1 < 3.4  # memory-bound: ~ tau / (1 + k r)
     assert s1 > s32 > s256
@@ -154,7 +154,7 @@ def test_hicache_load_back_costs_pcie_time():
         "--language-only",
         "--enable-hierarchical-cache",
     )
-    # §3.4: a 32k-token prefix is 2 GiB of KV (+ one state); ~45 GB/s -> ~50 ms, vs ~6 s to recompute
+    # a 32k-token prefix is 2 GiB of KV (+ one state); ~45 GB/s -> ~50 ms, vs ~6 s to recompute
     load = s.host_load(32768, 1)
     assert 0.04 < load < 0.07
     assert s.prefill(32768, 32768) > 50 * load

@@ -1,4 +1,4 @@
-"""Batch and start-up line parsing, against the examples of reference sglang.md §4."""
+"""Batch and start-up line parsing, against lines SGLang 0.5.23 (and 0.5.12) print."""
 
 from sgltui.core.loglines import parse_batch_line, parse_startup_line, split_prefix
 

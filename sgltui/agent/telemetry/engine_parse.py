@@ -1,6 +1,6 @@
 """Turn SGLang's /metrics text and /v1/loads JSON into one ENGINE dict (sgltui/protocol.py).
 
-Rules from reference sglang.md §3.1-3.2: scheduler gauges are published by attention-TP rank 0 of
+SGLang's metric rules (sglang/srt/metrics/collector.py): scheduler gauges are published by attention-TP rank 0 of
 each DP group, so only rank-0 series are read (with --enable-metrics-for-all-schedulers every rank
 publishes and summing would multiply by TP); radix/hicache counters are reported by every rank, so
 they are read from rank 0 too; per-DP values are then summed (requests, throughput, tokens) or
@@ -138,7 +138,7 @@ def engine_from_metrics(text: str, ts: float) -> dict[str, Any]:
 
 
 def engine_from_loads(data: dict[str, Any], ts: float) -> dict[str, Any]:
-    """/v1/loads: one entry per DP rank (reference sglang.md §2.2)."""
+    """/v1/loads: SGLang returns `{"loads": [...]}`, one entry per DP rank."""
     loads = (
         [x for x in (data.get("loads") or []) if isinstance(x, dict)]
         if isinstance(data, dict)

@@ -2,7 +2,7 @@
 
 A SGLang server is a main process plus one scheduler per TP rank (and detokenizer, DP controller).
 Descendants alone are not enough: a scheduler reparented to init after its parent died keeps its
-VRAM (reference sglang.md §7.3). The agent starts each server in its own session, so members of
+VRAM (sgl-project/sglang#23627). The agent starts each server in its own session, so members of
 the server's process group/session are counted too, which finds those orphans.
 Blocking (psutil, /proc): call from a worker thread.
 """

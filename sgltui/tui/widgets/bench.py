@@ -13,7 +13,7 @@ from sgltui.tui import fmt
 from sgltui.tui.model import BenchRun
 
 # Result metric names differ between load generators; the first present wins
-# (names from reference/benchmarking.md and SGLang's bench_serving output).
+# (names from sgltui's load generator, other clients and SGLang's bench_serving JSON).
 METRICS = {
     "out_tok_s": ("output_throughput", "output_token_throughput", "output_tok_s"),
     "req_s": ("request_throughput", "req_s"),
