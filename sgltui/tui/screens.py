@@ -96,7 +96,7 @@ class BenchDialog(_Modal):
                        height: auto; }
     BenchDialog Grid Label { padding: 0 0 0 0; }
     BenchDialog Input, BenchDialog Input:focus { height: 1; border: none; padding: 0 1; }
-    BenchDialog Input:focus { background: $boost; text-style: bold; }
+    BenchDialog Input:focus { background: $surface-lighten-1; text-style: bold; }
     BenchDialog Input.-invalid, BenchDialog Input.-invalid:focus { border: none;
                                                                    background: $error 30%; }
     BenchDialog #bench-estimate { margin-top: 1; }
