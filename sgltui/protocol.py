@@ -879,6 +879,55 @@ class ProfileSeen(Struct, kw_only=True):
     launcher: str | None = None
 
 
+# ---- the session's history (the report's launches, swaps and failures) -------------------------
+
+LaunchOutcome = Literal["launching", "ready", "failed", "crashed", "stopped before ready"]
+
+
+class LaunchRecord(Struct, kw_only=True):
+    """One server launch and how it went: ready (and when), failed or crashed (and why)."""
+
+    launch_id: str | None = None
+    slot: str
+    profile: str | None = None
+    ts: float
+    command: list[str] = []
+    command_hash: str | None = None
+    outcome: LaunchOutcome = "launching"
+    ready_at: float | None = None
+    ended: float | None = None
+    cause: str | None = None  # the cause's summary, or the state's reason
+    max_running_requests: int | None = None
+
+
+class SwapRecord(Struct, kw_only=True, rename={"from_": "from"}):
+    """One swap from its first step to its swap.done (done_at None while it runs). `steps` and
+    `phases` are what the slot went through, for swaps whose swap.done carries no timings."""
+
+    slot: str
+    from_: str | None = None
+    to: str | None = None
+    steps: list[tuple[float, str]] = []  # swap.step names, and "ready" when the slot got there
+    phases: list[tuple[float, str]] = []  # slot.phase values during the swap
+    done_at: float | None = None
+    ok: bool = False
+    rolled_back: bool = False
+    aborted: bool = False
+    timings_s: dict[str, float | None] = {}
+
+
+class FailureRecord(Struct, kw_only=True):
+    """A slot that went to failed or crashed, with the launch it was running."""
+
+    ts: float
+    slot: str
+    state: SlotState
+    profile: str | None = None
+    launch_id: str | None = None
+    cause: Cause | None = None
+    reason: str | None = None
+
+
 class SessionState(Struct, kw_only=True, frozen=True):
     """What the events up to some point say. Treated as immutable: `apply` returns a new state
     that shares every part the event did not change (cheap checkpoints for replay)."""
@@ -888,6 +937,9 @@ class SessionState(Struct, kw_only=True, frozen=True):
     profiles: dict[str, ProfileSeen] = {}
     bench: dict[str, BenchView] = {}
     disk: DiskView = field(default_factory=DiskView)
+    launches: tuple[LaunchRecord, ...] = ()
+    swaps: tuple[SwapRecord, ...] = ()
+    failures: tuple[FailureRecord, ...] = ()
 
 
 # The name of the --config file that carries a launch's API key (core/launch_secrets.py, where a
@@ -1028,6 +1080,104 @@ def _bench_event(state: SessionState, ev: EventBase) -> dict[str, BenchView]:
     return state.bench
 
 
+def _last(records: tuple[Any, ...], match: Any) -> int:
+    """Index of the latest record `match` accepts, or -1 (the open one is near the end)."""
+    for i in range(len(records) - 1, -1, -1):
+        if match(records[i]):
+            return i
+    return -1
+
+
+def _put(records: tuple[Any, ...], i: int, record: Any) -> tuple[Any, ...]:
+    return (*records[:i], record, *records[i + 1 :])
+
+
+def _history(state: SessionState, slot: SlotView, ev: EventBase) -> dict[str, Any]:
+    """What a slot event adds to the session's history (the state's fields it replaces)."""
+    r = msgspec.structs.replace
+    if isinstance(ev, Launch):
+        launch = LaunchRecord(
+            launch_id=ev.launch_id,
+            slot=slot.id,
+            profile=ev.profile,
+            ts=ev.ts,
+            command=list(ev.command),
+            command_hash=ev.command_hash,
+        )
+        return {"launches": (*state.launches, launch)}
+    if isinstance(ev, Capacity):
+        i = _last(state.launches, lambda x: x.launch_id == ev.launch_id)
+        mrr = (ev.card or {}).get("max_running_requests")
+        if i < 0:
+            return {}
+        return {"launches": _put(state.launches, i, r(state.launches[i], max_running_requests=mrr))}
+    out: dict[str, Any] = {}
+    swap_i = -1
+    if slot.swap is not None or isinstance(ev, SwapDone):
+        swap_i = _last(state.swaps, lambda x: x.slot == slot.id and x.done_at is None)
+    if isinstance(ev, SwapStep):
+        if swap_i < 0:
+            rec = SwapRecord(slot=slot.id, from_=ev.from_, to=ev.to, steps=[(ev.ts, ev.step)])
+            out["swaps"] = (*state.swaps, rec)
+        else:
+            cur = state.swaps[swap_i]
+            rec = r(cur, to=ev.to or cur.to, steps=[*cur.steps, (ev.ts, ev.step)])
+            out["swaps"] = _put(state.swaps, swap_i, rec)
+    elif isinstance(ev, SlotPhase) and swap_i >= 0 and ev.phase:
+        cur = state.swaps[swap_i]
+        out["swaps"] = _put(state.swaps, swap_i, r(cur, phases=[*cur.phases, (ev.ts, ev.phase)]))
+    elif isinstance(ev, SwapDone):
+        done: dict[str, Any] = {
+            "from_": ev.from_,
+            "to": ev.to,
+            "done_at": ev.ts,
+            "ok": ev.ok,
+            "rolled_back": ev.rolled_back,
+            "aborted": ev.aborted,
+            "timings_s": dict(ev.timings_s),
+        }
+        if swap_i < 0:
+            out["swaps"] = (*state.swaps, SwapRecord(slot=slot.id, **done))
+        else:
+            out["swaps"] = _put(state.swaps, swap_i, r(state.swaps[swap_i], **done))
+    elif isinstance(ev, SlotStateChanged) and ev.state is not None:
+        if ev.state == SlotState.READY and swap_i >= 0:
+            cur = state.swaps[swap_i]
+            out["swaps"] = _put(state.swaps, swap_i, r(cur, steps=[*cur.steps, (ev.ts, "ready")]))
+        li = _last(state.launches, lambda x: x.slot == slot.id)
+        last = state.launches[li] if li >= 0 else None
+        if ev.state in (SlotState.FAILED, SlotState.CRASHED):
+            failure = FailureRecord(
+                ts=ev.ts,
+                slot=slot.id,
+                state=ev.state,
+                profile=ev.profile or (last.profile if last else None),
+                launch_id=last.launch_id if last else None,
+                cause=ev.cause,
+                reason=ev.reason,
+            )
+            out["failures"] = (*state.failures, failure)
+        changed = _launch_outcome(last, ev) if last else None
+        if changed is not None:
+            out["launches"] = _put(state.launches, li, changed)
+    return out
+
+
+def _launch_outcome(launch: LaunchRecord, ev: SlotStateChanged) -> LaunchRecord | None:
+    """The slot's latest launch after a state change (None when it is unchanged)."""
+    r = msgspec.structs.replace
+    if ev.state == SlotState.READY and launch.ready_at is None:
+        return r(launch, ready_at=ev.ts, outcome="ready")
+    if ev.state in (SlotState.FAILED, SlotState.CRASHED):
+        summary = (ev.cause.summary if ev.cause else "") or ev.reason
+        outcome: LaunchOutcome = "failed" if ev.state == SlotState.FAILED else "crashed"
+        return r(launch, outcome=outcome, cause=summary, ended=ev.ts)
+    if ev.state == SlotState.STOPPED and launch.ended is None:
+        outcome = "stopped before ready" if launch.outcome == "launching" else launch.outcome
+        return r(launch, ended=ev.ts, outcome=outcome)
+    return None
+
+
 def apply(state: SessionState, ev: EventBase) -> SessionState:
     """The state after one event. Pure: `state` is not changed."""
     r = msgspec.structs.replace
@@ -1047,15 +1197,16 @@ def apply(state: SessionState, ev: EventBase) -> SessionState:
     if ev.slot is None or isinstance(ev, (Command, CommandRefused, OtherEvent)):
         return state
     slot = state.slots.get(ev.slot) or SlotView(id=ev.slot)
+    history = _history(state, slot, ev)
     new = _slot_event(slot, ev)
-    if new is slot and ev.slot in state.slots:
+    if new is slot and ev.slot in state.slots and not history:
         return state
     profiles = state.profiles
     if isinstance(ev, Launch):
         profiles = _with_profiles(state, ev.profile)
     elif isinstance(ev, SwapStep):
         profiles = _with_profiles(state, ev.from_, ev.to)
-    return r(state, slots={**state.slots, ev.slot: new}, profiles=profiles)
+    return r(state, slots={**state.slots, ev.slot: new}, profiles=profiles, **history)
 
 
 def fold(events: Any, state: SessionState | None = None) -> SessionState:

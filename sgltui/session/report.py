@@ -138,6 +138,7 @@ class SlotHistory:
                 cur[event.slot] = now
         for slot, since in cur.items():
             self._close(slot, since, max(end_ts, since[0]))
+        self.state = state  # the whole session folded: its launches, swaps and failures
         # Interval starts per slot, for bisecting: a week of samples against many intervals.
         self._starts = {slot: [iv[0] for iv in ivs] for slot, ivs in self.intervals.items()}
 
@@ -172,96 +173,49 @@ class SlotHistory:
 # ---------------------------------------------------------------------------------------------
 
 
-def _launches(
-    session: Session, events: list[dict[str, Any]], redactor: Redactor
-) -> list[dict[str, Any]]:
-    launches: list[dict[str, Any]] = []
-    by_slot: dict[str, dict[str, Any]] = {}
-    for ev in events:
-        etype, slot = ev.get("type"), str(ev.get("slot") or "0")
-        ts = _num(ev.get("ts"))
-        if etype == "launch":
-            command = ev.get("command")
-            rec = {
-                "launch_id": ev.get("launch_id"),
-                "slot": slot,
-                "profile": ev.get("profile"),
-                "ts": ts,
-                "command": " ".join(redactor.argv(command))
-                if isinstance(command, list)
-                else command,
-                "command_hash": ev.get("command_hash"),
-                "outcome": "launching",
-                "start_s": None,
-                "cause": None,
-                "ended": None,
-                "max_running_requests": None,
-            }
-            launches.append(rec)
-            by_slot[slot] = rec
-        elif etype == "slot.state" and slot in by_slot:
-            rec, state = by_slot[slot], ev.get("state")
-            if (
-                state == "ready"
-                and rec["start_s"] is None
-                and ts is not None
-                and rec["ts"] is not None
-            ):
-                rec["start_s"] = ts - rec["ts"]
-                rec["outcome"] = "ready"
-            elif state in ("failed", "crashed"):
-                rec["outcome"] = state
-                rec["cause"] = (ev.get("cause") or {}).get("summary") or ev.get("reason")
-                rec["ended"] = ts
-            elif state == "stopped" and rec["ended"] is None:
-                rec["ended"] = ts
-                if rec["outcome"] == "launching":
-                    rec["outcome"] = "stopped before ready"
-        elif etype == "capacity":
-            card = ev.get("card") or {}
-            for rec in reversed(launches):
-                if rec["launch_id"] == ev.get("launch_id"):
-                    rec["max_running_requests"] = card.get("max_running_requests")
-                    break
-    return launches
+def _launches(state: protocol.SessionState, redactor: Redactor) -> list[dict[str, Any]]:
+    return [
+        {
+            "launch_id": x.launch_id,
+            "slot": x.slot,
+            "profile": x.profile,
+            "ts": x.ts,
+            "command": " ".join(redactor.argv(x.command)),
+            "command_hash": x.command_hash,
+            "outcome": x.outcome,
+            "start_s": x.ready_at - x.ts if x.ready_at is not None else None,
+            "cause": x.cause,
+            "ended": x.ended,
+            "max_running_requests": x.max_running_requests,
+        }
+        for x in state.launches
+    ]
 
 
-def _swaps(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _swaps(state: protocol.SessionState) -> list[dict[str, Any]]:
     swaps = []
-    steps: dict[str, list[tuple[float, str]]] = {}
-    phases_seen: dict[str, list[tuple[float, str]]] = {}
-    for ev in events:
-        etype, slot, ts = ev.get("type"), str(ev.get("slot") or "0"), _num(ev.get("ts"))
-        if ts is None:
+    for x in state.swaps:
+        if x.done_at is None:  # still running when the recording ends
             continue
-        if etype == "swap.step":
-            steps.setdefault(slot, []).append((ts, str(ev.get("step"))))
-        elif etype == "slot.phase" and slot in steps:
-            phases_seen.setdefault(slot, []).append((ts, str(ev.get("phase"))))
-        elif etype == "slot.state" and ev.get("state") == "ready" and slot in steps:
-            steps[slot].append((ts, "ready"))
-        elif etype == "swap.done":
-            timings = {k: _num(v) for k, v in (ev.get("timings_s") or {}).items()}
-            derived = _timings_from_steps(steps.get(slot, []), phases_seen.get(slot, []), ts)
-            for key in (*SWAP_PHASES, "total"):
-                if timings.get(key) is None and derived.get(key) is not None:
-                    timings[key] = derived[key]
-            if timings.get("total") is None:
-                parts = [v for k in SWAP_PHASES if (v := timings.get(k)) is not None]
-                timings["total"] = sum(parts) if parts else None
-            swaps.append(
-                {
-                    "ts": ts,
-                    "slot": slot,
-                    "from": ev.get("from"),
-                    "to": ev.get("to"),
-                    "ok": bool(ev.get("ok")),
-                    "rolled_back": bool(ev.get("rolled_back")),
-                    "timings_s": {k: timings.get(k) for k in (*SWAP_PHASES, "total")},
-                }
-            )
-            steps.pop(slot, None)
-            phases_seen.pop(slot, None)
+        timings = {k: _num(v) for k, v in x.timings_s.items()}
+        derived = _timings_from_steps(x.steps, x.phases, x.done_at)
+        for key in (*SWAP_PHASES, "total"):
+            if timings.get(key) is None and derived.get(key) is not None:
+                timings[key] = derived[key]
+        if timings.get("total") is None:
+            parts = [v for k in SWAP_PHASES if (v := timings.get(k)) is not None]
+            timings["total"] = sum(parts) if parts else None
+        swaps.append(
+            {
+                "ts": x.done_at,
+                "slot": x.slot,
+                "from": x.from_,
+                "to": x.to,
+                "ok": x.ok,
+                "rolled_back": x.rolled_back,
+                "timings_s": {k: timings.get(k) for k in (*SWAP_PHASES, "total")},
+            }
+        )
     return swaps
 
 
@@ -292,33 +246,26 @@ def _timings_from_steps(
 
 
 def _crashes(
-    session: Session, events: list[dict[str, Any]], redactor: Redactor
+    session: Session, state: protocol.SessionState, redactor: Redactor
 ) -> list[dict[str, Any]]:
     out = []
-    current: dict[str, dict[str, Any]] = {}
-    for ev in events:
-        slot = str(ev.get("slot") or "0")
-        if ev.get("type") == "launch":
-            current[slot] = ev
-        if ev.get("type") != "slot.state" or ev.get("state") not in ("failed", "crashed"):
-            continue
-        cause = ev.get("cause") or {}
-        launch = current.get(slot) or {}
-        lines = [str(x) for x in (cause.get("lines") or [])][-8:]
-        if not lines and launch.get("launch_id"):
-            lines = _log_tail(session, str(launch["launch_id"]), 8)
+    for x in state.failures:
+        cause = x.cause or protocol.Cause(kind="", summary="")
+        lines = [str(line) for line in cause.lines][-8:]
+        if not lines and x.launch_id:
+            lines = _log_tail(session, x.launch_id, 8)
         out.append(
             {
-                "ts": _num(ev.get("ts")),
-                "slot": slot,
-                "state": ev.get("state"),
-                "profile": ev.get("profile") or launch.get("profile"),
-                "launch_id": launch.get("launch_id"),
-                "kind": cause.get("kind"),
-                "summary": cause.get("summary") or ev.get("reason"),
-                "fix": cause.get("fix"),
-                "exit_code": cause.get("exit_code"),
-                "lines": [redactor.text(x) for x in lines],
+                "ts": x.ts,
+                "slot": x.slot,
+                "state": str(x.state),
+                "profile": x.profile,
+                "launch_id": x.launch_id,
+                "kind": cause.kind or None,
+                "summary": cause.summary or x.reason,
+                "fix": cause.fix or None,
+                "exit_code": cause.exit_code,
+                "lines": [redactor.text(line) for line in lines],
             }
         )
     return out
@@ -596,7 +543,7 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
         for e in events
         if e.get("type") == "disk.error"
     ]
-    launches = _launches(session, events, redactor)
+    launches = _launches(history.state, redactor)
     max_running: dict[str, float] = {}
     throughput = _throughput(session, history, max_running)
     for launch in launches:
@@ -619,8 +566,8 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
             "samples": len(session.timeline),
         },
         "launches": launches,
-        "swaps": _swaps(events),
-        "crashes": _crashes(session, events, redactor),
+        "swaps": _swaps(history.state),
+        "crashes": _crashes(session, history.state, redactor),
         "time_in_profile": _time_in_profiles(history, span),
         "throughput": throughput,
         "bench": _bench(session),
