@@ -215,6 +215,25 @@ def free_after_release(
         return None
 
 
+def smallest_total_bytes(cuda_visible: str | None) -> int | None:
+    """The total memory of the smallest target GPU (NVML), or None without NVML: the ranks of
+    one server size their pools alike, so the smallest GPU bounds them all."""
+    with nvml() as nv:
+        if nv is None:
+            return None
+        try:
+            count = nv.nvmlDeviceGetCount()
+            totals = [
+                int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)).total)
+                for i in device_indexes(cuda_visible, count)
+                if i < count
+            ]
+        except nv.NVMLError as exc:
+            log.warning("NVML: reading GPU memory failed: %s", exc)
+            return None
+        return min(totals) if totals else None
+
+
 # ---- release after a stop -----------------------------------------------------------------------
 
 

@@ -23,16 +23,17 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from sgltui.agent import gpu, procs
+from sgltui.core import host_pool, units
 
 log = logging.getLogger("sgltui.agent.preflight")
 
 CHECKS = ("flags", "interpreter", "model", "port", "gpu-memory", "host-memory")
-HOST_RESERVE_BYTES = 10 * (1 << 30)  # SGLang keeps 10 GiB of host RAM for everything else
 SIM_HOST_MEMORY_GB = 512.0  # the simulator's default simulated host RAM (--sim-host-memory-gb)
 SGLANG_INSTALL_FIX = (
     "install SGLang into it (`pip install 'sgltui[sglang]'`) or set `python` in the profile "
@@ -312,38 +313,118 @@ def _num(value: Any) -> float | None:
 
 
 def _host_memory(target: Any, current: Current) -> Check:
-    server = target.server
-    if not (server.get("enable-hierarchical-cache") or server.get("enable-hicache")):
-        return Check("host-memory", True, "no HiCache host pool")
-    size_gb = _num(server.get("hicache-size")) or 0.0
-    tp = int(_num(server.get("tp-size") or server.get("tensor-parallel-size")) or 1)
-    if size_gb <= 0:
-        # Sized from the device pool (hicache-ratio), which only the start-up measures.
-        return Check("host-memory", True, "host pool sized by --hicache-ratio at start-up")
-    if target.launcher == "sim":
-        # The simulator checks each rank against its simulated RAM, as SGLang checks the host's.
-        ram = (_num(server.get("sim-host-memory-gb")) or SIM_HOST_MEMORY_GB) * 1e9
-        need, avail = size_gb * 1e9, ram - HOST_RESERVE_BYTES
-        what = "simulated host RAM"
-    else:
-        import psutil
-
-        freed = 0
-        for pid in current.pids:
-            try:
-                freed += psutil.Process(pid).memory_info().rss
-            except psutil.Error:
-                pass
-        # Every rank allocates its own pool at the same time: all of them must fit.
-        need = size_gb * 1e9 * tp
-        avail = psutil.virtual_memory().available + freed - HOST_RESERVE_BYTES
-        what = "host RAM"
-    if need > avail:
+    fit = host_pool_fit(target, current.pids)
+    if fit.pool is None:
+        return Check("host-memory", True, fit.note)
+    if fit.problem:
+        fix = (
+            "lower hicache-size (GB per rank) in the profile"
+            if fit.pool.sized_by == "hicache-size"
+            else "lower hicache-ratio, or set hicache-size (GB per rank), in the profile"
+        )
         return Check(
             "host-memory",
             False,
-            f"Not enough host memory available. Requesting {need / 1e9:.2f} GB but only have "
-            f"{max(0.0, avail) / 1e9:.2f} GB free ({what}, 10 GiB kept back)",
-            "lower hicache-size (GB per rank) in the profile",
+            f"{fit.problem} ({fit.pool.how()}; {RESERVE_NOTE}): SGLang refuses to start with "
+            "Not enough host memory available",
+            fix,
         )
-    return Check("host-memory", True, f"HiCache host pool {need / 1e9:.1f} GB fits in {what}")
+    return Check(
+        "host-memory",
+        True,
+        f"HiCache host pool {units.gib(fit.pool.total_bytes)} fits in {fit.ram} ({fit.pool.how()})",
+    )
+
+
+RESERVE_NOTE = "10 GiB of RAM kept back"
+
+
+@dataclass(frozen=True)
+class HostPoolFit:
+    """A profile's HiCache host pool against the RAM it would get (Profiles pane, preflight)."""
+
+    pool: host_pool.HostPool | None  # None: no hicache, or its size cannot be told before start
+    problem: str | None  # "host pool 240 GiB > 187 GiB free RAM", None when it fits
+    ram: str  # what was measured: "host RAM" | "simulated host RAM"
+    note: str = ""  # why there is no pool
+
+
+def host_pool_fit(target: Any, freed_pids: Iterable[int] = ()) -> HostPoolFit:
+    """`target` (a resolved target or a core Profile: `server`, `launcher`, `env`) against the
+    host's available RAM, counting the memory of `freed_pids` (the server it replaces) as free.
+    Blocking (NVML, model folder sizes, psutil): from a worker thread."""
+    server = target.server
+    if not host_pool.enabled(server):
+        return HostPoolFit(None, None, "", "no HiCache host pool")
+    sim = target.launcher == "sim"
+    device = None
+    if host_pool.sized_by_ratio(server):
+        device = _sim_device_pool(server) if sim else _real_device_pool(target)
+    pool = host_pool.host_pool(server, device)
+    if pool is None:
+        return HostPoolFit(
+            None, None, "", "host pool sized by --hicache-ratio from the device pool at start-up"
+        )
+    if sim:
+        # The simulator is one process: it checks each rank's pool against its simulated RAM,
+        # as one SGLang rank checks the host's.
+        ram_bytes = (_num(server.get("sim-host-memory-gb")) or SIM_HOST_MEMORY_GB) * 1e9
+        per_rank = host_pool.HostPool(
+            pool.per_rank_bytes, 1, pool.sized_by, pool.ratio, pool.device_pool_bytes
+        )
+        problem = host_pool.shortfall(per_rank, ram_bytes, "simulated RAM")
+        return HostPoolFit(pool, problem, "simulated host RAM")
+    import psutil
+
+    freed = 0
+    for pid in freed_pids:
+        try:
+            freed += psutil.Process(pid).memory_info().rss
+        except psutil.Error:
+            pass
+    avail = psutil.virtual_memory().available + freed
+    return HostPoolFit(pool, host_pool.shortfall(pool, avail), "host RAM")
+
+
+def _sim_device_pool(server: dict[str, Any]) -> float | None:
+    from sgltui.core.profiles import render_flags
+    from sgltui.sim.memory import device_pool_for
+
+    return device_pool_for(render_flags(server))
+
+
+def _real_device_pool(target: Any) -> float | None:
+    """The device pool per rank of a real SGLang start, before it starts: the smallest target
+    GPU's static share less the weights per rank. None when the GPU (no NVML) or the weights
+    (the model is neither a local folder nor in the hub cache) are unknown."""
+    from sgltui.sim.memory import default_mem_fraction, gpu_defaults
+
+    server = target.server
+    total = gpu.smallest_total_bytes(_visible(target))
+    model = server.get("model-path") or server.get("model")
+    weights = model_weights_bytes(model) if isinstance(model, str) else None
+    if not total or not weights:
+        return None
+    tp = host_pool.ranks(server)
+    mfs = _num(server.get("mem-fraction-static"))
+    if mfs is None:  # SGLang's default for the GPU size (the simulator applies the same rule)
+        chunk, graph_bs = gpu_defaults(total >> 20, tp)
+        mfs = default_mem_fraction(total >> 20, chunk, graph_bs, tp)
+    return host_pool.device_pool_estimate(total, mfs, weights / tp)
+
+
+def model_weights_bytes(model: str) -> int | None:
+    """The size of a model's weight files: a local folder, or the newest snapshot of a hub id in
+    the local hub cache; None when neither holds any."""
+    path = Path(model).expanduser()
+    folders = [path] if path.is_dir() else []
+    if not folders and re.fullmatch(r"[\w.-]+/[\w.-]+", model):
+        snapshots = hub_cache_dir() / ("models--" + model.replace("/", "--")) / "snapshots"
+        if snapshots.is_dir():
+            folders = sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+    for folder in folders[:1]:
+        for pattern in ("*.safetensors", "*.bin", "*.pt"):
+            files = list(folder.glob(pattern))
+            if files:
+                return sum(f.stat().st_size for f in files)  # stat follows the hub's symlinks
+    return None

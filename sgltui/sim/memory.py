@@ -11,14 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from sgltui.core import mamba_slots
+from sgltui.core import host_pool, mamba_slots
 from sgltui.sim.hardware import GIB, MIB, GpuPreset
 from sgltui.sim.models import DraftSpec, ModelSpec, vit_mfs_factor
 
 # CUDA context + allocator overhead present before any weight is loaded: the gap between the
 # driver's total and the "pre" free memory SGLang measures (95.6 vs 95.0 GiB on a 96 GB RTX PRO 6000).
-CONTEXT_BYTES = int(0.6 * GIB)
-HOST_RESERVE_BYTES = 10 * GIB
+CONTEXT_BYTES = host_pool.CUDA_CONTEXT_BYTES
 
 SPEC_ALGOS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO")
 
@@ -167,6 +166,19 @@ def parse_context_length(value) -> int | None:
 def mamba_strategy(args) -> str:
     """The radix strategy SGLang runs with (core/mamba_slots.py; docs/architecture.md, "Mamba state slots")."""
     return mamba_slots.strategy(args)
+
+
+def hicache_ratio(args) -> float:
+    """--hicache-ratio, or SGLang's default for the host memory mode (core/host_pool.py)."""
+    mode = getattr(args, "hicache_host_memory_mode", None)
+    return getattr(args, "hicache_ratio", None) or host_pool.default_ratio(
+        {"hicache-host-memory-mode": mode}
+    )
+
+
+def device_pool_bytes(plan: MemoryPlan) -> float:
+    """What --hicache-ratio multiplies: the device KV pool plus the state pool (hybrid)."""
+    return plan.kv_pool_bytes + plan.mamba_pool_bytes
 
 
 def resolve_spec(
@@ -367,7 +379,7 @@ def plan_memory(
                 host_tokens = int(host_tokens * kv_share)
                 host_state = args.hicache_size * 1e9 * (1 - kv_share)
         else:
-            ratio = getattr(args, "hicache_ratio", None) or 2.0
+            ratio = hicache_ratio(args)
             host_tokens = int(ratio * tokens)
             host_state = ratio * mamba_bytes if model.is_hybrid else 0.0
         host_tokens = host_tokens // page * page
@@ -378,14 +390,14 @@ def plan_memory(
             if getattr(args, "hicache_size", 0):
                 host_states = int(host_state // state_b) + 1
             else:
-                host_states = int(slots * (getattr(args, "hicache_ratio", None) or 2.0)) + 1
+                host_states = int(slots * hicache_ratio(args)) + 1
         need = host_bytes + host_state
-        avail = host_ram_bytes - HOST_RESERVE_BYTES
+        avail = host_pool.usable_bytes(host_ram_bytes)
         if need > avail:
             raise StartupFailure(
                 [
                     f"Not enough host memory available. Requesting {need / 1e9:.2f} GB but only have "
-                    f"{max(0.0, avail) / 1e9:.2f} GB free. Please reduce the size of the hierarchical cache."
+                    f"{avail / 1e9:.2f} GB free. Please reduce the size of the hierarchical cache."
                 ],
                 phase="kv",
             )
@@ -432,3 +444,30 @@ def plan_memory(
         spec=spec,
         warnings=warnings,
     )
+
+
+def device_pool_for(argv: list[str]) -> float | None:
+    """The device pool per rank (KV plus state, bytes) the simulator sizes for these flags,
+    worked out before it starts: what --hicache-ratio multiplies (the agent's preflight and
+    Profiles pane ask). None when the flags do not parse or the start fails before the pools."""
+    from sgltui.sim.cli import parse_args
+    from sgltui.sim.hardware import get_gpu
+    from sgltui.sim.models import ModelNotFound, resolve_draft, resolve_model
+
+    try:
+        args = parse_args(argv)
+    except SystemExit:  # argparse refused a flag: the flags check reports it
+        return None
+    if not args.model_path:
+        return None
+    try:
+        model = resolve_model(args.model_path)
+        draft = None
+        if args.speculative_algorithm:
+            draft = resolve_draft(
+                args.speculative_algorithm, model, args.speculative_draft_model_path
+            )
+        plan = plan_memory(args, get_gpu(args.sim_gpu), model, draft, math.inf)
+    except (ModelNotFound, StartupFailure, ValueError):
+        return None
+    return device_pool_bytes(plan)

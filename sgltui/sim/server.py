@@ -25,6 +25,7 @@ from sgltui.sim.hardware import get_gpu
 from sgltui.sim.logs import setup_logging
 from sgltui.sim.memory import (
     StartupFailure,
+    hicache_ratio,
     mamba_strategy,
     parse_context_length,
     plan_memory,
@@ -571,7 +572,7 @@ class SimServer:
                 }
             )
         if self.args.enable_hierarchical_cache and not self.args.hicache_size:
-            out["hicache_ratio"] = self.args.hicache_ratio or 2.0
+            out["hicache_ratio"] = hicache_ratio(self.args)
         if self.the_model.is_hybrid:
             out["mamba_full_memory_ratio"] = self.args.mamba_full_memory_ratio or 0.9
             out["max_mamba_cache_size"] = p.mamba_slots
