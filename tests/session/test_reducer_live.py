@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sgltui import protocol
+from sgltui.session.reader import load_session
 from sgltui.session.replay import Replay
+from sgltui.session.report import build_report
 
 # What events determine; pids, uptime and capacity are the live agent's (processes, telemetry).
 FIELDS = (
@@ -49,12 +51,15 @@ def test_recorded_events_fold_to_the_live_status(agent):
     a = agent.write_profile("r-a", api_key="sk-reducer-1234")
     b = agent.write_profile("r-b")
     bad = agent.write_profile("r-oom", sim_fail_at_start="oom")
+    # The crash time counts from the simulator's start: room for a slow start-up under load.
+    crash = agent.write_profile("r-crash", sim_crash_after=8)
     moments = []
 
-    def check() -> None:
-        live = agent.wait_state(("ready", "stopped", "failed"))
+    def check(states=("ready", "stopped", "failed")) -> dict:
+        live = agent.wait_state(states, timeout=60)
         assert _folded(agent) == _fields(live), live
         moments.append((agent.events()[-1]["ts"], _fields(live)))
+        return live
 
     agent.call("start", profile=a, wait=True)
     check()
@@ -66,14 +71,47 @@ def test_recorded_events_fold_to_the_live_status(agent):
     check()
     agent.call("start", profile=bad, wait=True)  # fails: a cause
     check()
-    assert [m[1]["state"] for m in moments] == ["ready", "ready", "ready", "stopped", "failed"]
-    assert moments[-1][1]["cause"][0] == "oom"
+    agent.call("start", profile=crash, wait=True)
+    check()
+    check(("crashed",))  # a server that dies after it was ready
+    assert [m[1]["state"] for m in moments] == [
+        "ready",
+        "ready",
+        "ready",
+        "stopped",
+        "failed",
+        "ready",
+        "crashed",
+    ]
+    assert moments[4][1]["cause"][0] == "oom" and moments[6][1]["cause"][1]
     assert moments[0][1]["api_key_set"] is True
 
     # The replay of the session (the same reducer) agrees at each of those moments.
-    replay = Replay.open(Path(agent.status()["agent"]["session_dir"]))
+    session_dir = Path(agent.status()["agent"]["session_dir"])
+    replay = Replay.open(session_dir)
     for ts, live in moments:
         assert _fields(replay.status_at(ts)["slots"][0]) == live
+
+    # ...and at its end, field by field, with the agent that recorded it.
+    status = agent.status()
+    final = replay.status_at(replay.end)
+    assert _fields(final["slots"][0]) == _fields(status["slots"][0])
+    for key in ("pid", "version", "session_dir"):
+        assert final["agent"][key] == status["agent"][key], key
+    assert final["agent"]["disk"]["ok"] is True and final["bench"] is None
+
+    # The history the report's tables come from: each launch the live agent ran, with the
+    # outcome it showed, and each failure with its cause.
+    state = protocol.fold(agent.events())
+    shown = {m["launch_id"]: m["state"] for _ts, m in moments if m["state"] != "stopped"}
+    outcome = {x.launch_id: x.outcome for x in state.launches}
+    assert {k: outcome[k] for k in shown} == shown, outcome
+    failed = [(x.launch_id, x.state, x.cause.kind if x.cause else None) for x in state.failures]
+    assert (moments[4][1]["launch_id"], "failed", "oom") in failed
+    assert failed[-1] == (moments[6][1]["launch_id"], "crashed", moments[6][1]["cause"][0])
+    assert [x["outcome"] for x in build_report(load_session(session_dir))["launches"]] == [
+        x.outcome for x in state.launches
+    ]
 
 
 async def test_the_tui_model_folds_pushes_to_the_live_status(agent):
