@@ -1302,6 +1302,15 @@ class ProfileRow(Struct, kw_only=True):
     description: str = ""
     launcher: str | None = None
     port: int | None = None
+    key_clash: list[str] = []  # other profiles on the same key (the key does nothing)
+    valid: bool = True  # the first error is `problem` (core/validate.py, or the file's own)
+    problem: str = ""
+    # HiCache profiles: the host pool (GiB, all ranks) and, when it is more than the RAM it
+    # would get, the line that says so; host_pool_note says why it is not known before start.
+    host_pool_gib: float | None = None
+    host_pool_problem: str = ""
+    host_pool_how: str = ""
+    host_pool_note: str = ""
 
 
 class SlotStatus(SlotView, kw_only=True):

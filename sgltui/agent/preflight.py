@@ -349,18 +349,20 @@ class HostPoolFit:
     note: str = ""  # why there is no pool
 
 
-def host_pool_fit(target: Any, freed_pids: Iterable[int] = ()) -> HostPoolFit:
+def host_pool_fit(
+    target: Any, freed_pids: Iterable[int] = (), device_pool: float | None = None
+) -> HostPoolFit:
     """`target` (a resolved target or a core Profile: `server`, `launcher`, `env`) against the
     host's available RAM, counting the memory of `freed_pids` (the server it replaces) as free.
+    `device_pool`: what --hicache-ratio multiplies, when the caller knows it already.
     Blocking (NVML, model folder sizes, psutil): from a worker thread."""
     server = target.server
     if not host_pool.enabled(server):
         return HostPoolFit(None, None, "", "no HiCache host pool")
     sim = target.launcher == "sim"
-    device = None
-    if host_pool.sized_by_ratio(server):
-        device = _sim_device_pool(server) if sim else _real_device_pool(target)
-    pool = host_pool.host_pool(server, device)
+    if device_pool is None and host_pool.sized_by_ratio(server):
+        device_pool = device_pool_of(target)
+    pool = host_pool.host_pool(server, device_pool)
     if pool is None:
         return HostPoolFit(
             None, None, "", "host pool sized by --hicache-ratio from the device pool at start-up"
@@ -384,6 +386,14 @@ def host_pool_fit(target: Any, freed_pids: Iterable[int] = ()) -> HostPoolFit:
             pass
     avail = psutil.virtual_memory().available + freed
     return HostPoolFit(pool, host_pool.shortfall(pool, avail), "host RAM")
+
+
+def device_pool_of(target: Any) -> float | None:
+    """The device pool per rank (bytes) a start of `target` would size, worked out before it
+    starts; None when it cannot be told."""
+    if target.launcher == "sim":
+        return _sim_device_pool(target.server)
+    return _real_device_pool(target)
 
 
 def _sim_device_pool(server: dict[str, Any]) -> float | None:

@@ -202,6 +202,18 @@ class ProfileIndex:
                 continue
         return out
 
+    def broken(self) -> dict[str, str]:
+        """Profiles of the last scan that do not load or resolve: name (file stem) -> the
+        error's one line, so a list can show them as invalid instead of leaving them out."""
+        found = self._set or self.rescan()
+        out = {stem: str(found.errors[path]) for stem, path in found.failed_names.items()}
+        for name in found.names():
+            try:
+                found.resolve(name)
+            except core_profiles.ProfileError as exc:
+                out[name] = str(exc)
+        return out
+
     def resolve(self, name_or_path: str, extra: list[Path] | None = None) -> Resolved:
         """Resolve by name (or a .toml path). Raises core ProfileError with one line to show."""
         looks_like_path = name_or_path.endswith(".toml") or "/" in name_or_path

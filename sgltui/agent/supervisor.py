@@ -24,6 +24,7 @@ from sgltui.agent import preflight
 from sgltui.agent.children import ChildError, Children
 from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
+from sgltui.agent.profile_rows import ProfileRows
 from sgltui.agent.resolved import ProfileIndex, Resolved, from_record
 from sgltui.agent.slot import (
     CRASHED,
@@ -91,6 +92,7 @@ class Supervisor:
         self._lock = asyncio.Lock()
         self._session_dir_override = session_dir
         self._profiles_cache: list[dict] = []
+        self.profile_rows = ProfileRows()
         self._learned_cache: dict[str, dict | None] = {}
         self._last_maintain = 0.0
         self._profiles_at = 0.0
@@ -445,22 +447,21 @@ class Supervisor:
         self._profiles_at = time.monotonic()
         from sgltui.core.validate import key_clashes
 
-        clashes = key_clashes(profs.values())
-        self._profiles_cache = [
-            {
-                "name": p.name,
-                "key": p.key,
-                "description": p.description,
-                "launcher": p.launcher,
-                "port": _safe(functools.partial(getattr, p, "port")),
-                # Other profiles on the same hot-swap key: the key does nothing until fixed.
-                "key_clash": [n for n in clashes.get(str(p.key), []) if n != p.name]
-                if p.key
-                else [],
-            }
-            for p in sorted(profs.values(), key=lambda p: p.name)
-        ]
+        self._profiles_cache = self.profile_rows.rows(
+            profs, self.index.broken(), key_clashes(profs.values()), self._slot0_pids()
+        )
         return self._profiles_cache
+
+    def _slot0_pids(self) -> frozenset[int]:
+        """The processes of the server a profile key replaces (slot 0's), from a worker
+        thread: their RAM counts as free for the host-pool mark."""
+        slot = self.slots.get("0")
+        if slot is None:
+            return frozenset()
+        try:
+            return self._current(slot).pids
+        except RuntimeError:  # the process tree changed while it was copied: next refresh
+            return frozenset()
 
     def _refresh_profiles_soon(self) -> None:
         """Rescan in a worker thread, at most one at a time, never on the event loop."""

@@ -289,3 +289,36 @@ def test_readopted_slot_rolls_back_to_what_ran_after_its_file_is_deleted(running
     res = agent.call("swap", profile=bad, wait=True)
     assert res["result"]["rolled_back"] is True, res
     assert res["slot"]["state"] == "ready" and res["slot"]["profile"] == "pf-a"
+
+
+def test_profile_rows_say_validity_launcher_and_an_oversized_host_pool(agent):
+    """The profile list marks what a key press would refuse, before anyone presses it."""
+    agent.write_profile("pf-good", key="1")
+    agent.write_profile(
+        "pf-huge",
+        key="2",
+        enable_hierarchical_cache=True,
+        hicache_ratio=8.0,
+        sim_host_memory_gb=64,
+    )
+    agent.write_profile("pf-bad", key="3", mem_fraction_static="lots")
+    (agent.profiles_dir / "pf-broken.toml").write_text('name = "pf-broken"\nkey = \n')
+    _real_profile(agent, "pf-real")
+    rows = {r["name"]: r for r in agent.call("profiles")}
+    assert rows["pf-good"]["valid"] is True and rows["pf-good"]["problem"] == ""
+    assert rows["pf-good"]["launcher"] == "sim" and rows["pf-real"]["launcher"] == "sglang"
+    assert "host_pool_problem" not in rows["pf-good"]
+    huge = rows["pf-huge"]
+    assert huge["valid"] is True
+    assert re.fullmatch(r"host pool \d+ GiB > 50 GiB free simulated RAM", huge["host_pool_problem"])
+    assert huge["host_pool_how"].startswith("hicache-ratio 8 x device pool ")
+    assert huge["host_pool_gib"] > 50
+    bad = rows["pf-bad"]
+    assert bad["valid"] is False and "mem-fraction-static" in bad["problem"], bad
+    assert "\n" not in bad["problem"]
+    broken = rows["pf-broken"]
+    assert broken["valid"] is False and "invalid TOML" in broken["problem"], broken
+    # Fixed on disk: the next listing says so (the cache follows the file).
+    agent.write_profile("pf-bad", key="3", mem_fraction_static=0.8)
+    rows = {r["name"]: r for r in agent.call("profiles")}
+    assert rows["pf-bad"]["valid"] is True
