@@ -123,6 +123,104 @@ _SCHED_GAUGES = (
 )
 
 
+_RADIX_LABELS = ("cache_type", "tp_rank", "pp_rank")
+_SCHED_MODE = (*_SCHED_LABELS, "mode")
+_SCHED_PHASE = (*_SCHED_LABELS, "phase")
+_TOK_STREAMING = (*_TOK_LABELS, "is_streaming")
+_RADIX_POOL = (*_RADIX_LABELS, "pool")
+
+_BUCKETS = {
+    "time_to_first_token_seconds": _TTFT_BUCKETS,
+    "inter_token_latency_seconds": _ITL_BUCKETS,
+    "request_time_per_output_token_seconds": _ITL_BUCKETS,
+    "e2e_request_latency_seconds": _E2E_BUCKETS,
+    "prompt_tokens_histogram": _TOKEN_BUCKETS,
+    "generation_tokens_histogram": _TOKEN_BUCKETS,
+}
+
+# (type, SGLang's name without "sglang:", help, labels, exported only with: "" always,
+# "hicache", "hicache+hybrid"). Registration order is the order of /metrics: SGLang's.
+_METRICS: tuple[tuple[type[Gauge | Counter | Histogram], str, str, tuple[str, ...], str], ...] = (
+    (Gauge, "spec_num_steps", "Active speculative steps.", _SCHED_LABELS, ""),
+    (Gauge, "spec_num_draft_tokens", "Active draft tokens.", _SCHED_LABELS, ""),
+    (Gauge, "hicache_host_used_tokens", "Host KV pool used tokens.", _SCHED_LABELS, "hicache"),
+    (Gauge, "hicache_host_total_tokens", "Host KV pool total tokens.", _SCHED_LABELS, "hicache"),
+    (
+        Gauge,
+        "hicache_host_mamba_used_states",
+        "Number of state slots currently used in the host Mamba cache (hybrid-SSM models only).",
+        _SCHED_LABELS,
+        "hicache+hybrid",
+    ),
+    (
+        Gauge,
+        "hicache_host_mamba_total_states",
+        "Total capacity of the host Mamba cache in state slots (hybrid-SSM models only).",
+        _SCHED_LABELS,
+        "hicache+hybrid",
+    ),
+    (
+        Counter,
+        "load_back_tokens",
+        "Host->device loaded tokens.",
+        _RADIX_POOL,
+        "hicache",
+    ),
+    (
+        Counter,
+        "hicache_backup_tokens",
+        "Device->host backed-up tokens.",
+        _RADIX_POOL,
+        "hicache",
+    ),
+    (Counter, "evicted_tokens", "Device slots freed by eviction.", _RADIX_LABELS, ""),
+    (Counter, "num_retracted_requests", "Retracted requests.", _SCHED_LABELS, ""),
+    (Counter, "realtime_tokens", "Tokens processed.", _SCHED_MODE, ""),
+    (Counter, "prefill_effective_tokens", "Prefill tokens by cache source.", _SCHED_MODE, ""),
+    # Start-up constants.
+    (Gauge, "max_total_num_tokens", "Maximum total tokens.", _SCHED_LABELS, ""),
+    (Gauge, "weight_memory_usage_gb", "Weight memory (GB).", _SCHED_LABELS, ""),
+    (Gauge, "kv_cache_memory_usage_gb", "KV cache memory (GB).", _SCHED_LABELS, ""),
+    (Gauge, "graph_memory_usage_gb", "CUDA graph memory (GB).", _SCHED_PHASE, ""),
+    (Gauge, "page_size", "Page size.", _SCHED_LABELS, ""),
+    (Gauge, "num_pages", "Number of pages.", _SCHED_LABELS, ""),
+    (Gauge, "context_len", "Context length.", _SCHED_LABELS, ""),
+    (
+        Gauge,
+        "startup_available_gpu_memory_gb",
+        "Available GPU memory at start-up (GB).",
+        _SCHED_LABELS,
+        "",
+    ),
+    (Gauge, "startup_time_seconds", "Start-up time per phase.", _SCHED_PHASE, ""),
+    # Request-level (tokenizer) metrics.
+    (Histogram, "time_to_first_token_seconds", "Time to first token.", _TOK_STREAMING, ""),
+    (Histogram, "inter_token_latency_seconds", "Inter-token latency.", _TOK_LABELS, ""),
+    (
+        Histogram,
+        "request_time_per_output_token_seconds",
+        "Time per output token.",
+        _TOK_STREAMING,
+        "",
+    ),
+    (Histogram, "e2e_request_latency_seconds", "End-to-end request latency.", _TOK_STREAMING, ""),
+    (Counter, "prompt_tokens", "Prefill tokens processed.", _TOK_STREAMING, ""),
+    (Counter, "generation_tokens", "Generation tokens processed.", _TOK_STREAMING, ""),
+    (Counter, "num_requests", "Requests processed.", _TOK_STREAMING, ""),
+    (
+        Counter,
+        "cached_tokens",
+        "Prompt tokens served from cache.",
+        (*_TOK_LABELS, "cache_source"),
+        "",
+    ),
+    (Histogram, "prompt_tokens_histogram", "Prompt tokens per request.", _TOK_LABELS, ""),
+    (Histogram, "generation_tokens_histogram", "Generation tokens per request.", _TOK_LABELS, ""),
+    (Counter, "num_aborted_requests", "Aborted requests.", _TOK_LABELS, ""),
+    (Counter, "spec_verify_calls", "Speculative verify calls.", _TOK_LABELS, ""),
+)
+
+
 class SimMetrics:
     def __init__(self, model_name: str, tp_size: int, hybrid: bool, hicache: bool, spec):
         self.registry = CollectorRegistry(auto_describe=True)
@@ -148,191 +246,47 @@ class SimMetrics:
                     Gauge(f"sglang:{name}", "Mamba state pool slots.", _SCHED_LABELS, registry=r),
                     None,
                 )
-        self.spec_steps = Gauge(
-            "sglang:spec_num_steps", "Active speculative steps.", _SCHED_LABELS, registry=r
-        )
-        self.spec_draft = Gauge(
-            "sglang:spec_num_draft_tokens", "Active draft tokens.", _SCHED_LABELS, registry=r
-        )
-        if hicache:
-            self.host_used = Gauge(
-                "sglang:hicache_host_used_tokens",
-                "Host KV pool used tokens.",
-                _SCHED_LABELS,
-                registry=r,
-            )
-            self.host_total = Gauge(
-                "sglang:hicache_host_total_tokens",
-                "Host KV pool total tokens.",
-                _SCHED_LABELS,
-                registry=r,
-            )
-            if hybrid:
-                self.host_mamba_used = Gauge(
-                    "sglang:hicache_host_mamba_used_states",
-                    "Number of state slots currently used in the host Mamba cache (hybrid-SSM models only).",
-                    _SCHED_LABELS,
-                    registry=r,
+        exported = {"", "hicache"} if hicache else {""}
+        if hicache and hybrid:
+            exported.add("hicache+hybrid")
+        self.gauge: dict[str, Gauge] = {}
+        self.counter: dict[str, Counter] = {}
+        self.histogram: dict[str, Histogram] = {}
+        for kind, name, doc, labels, only in _METRICS:
+            if only not in exported:
+                continue
+            full = f"sglang:{name}"
+            if kind is Histogram:
+                self.histogram[name] = Histogram(
+                    full, doc, labels, buckets=_BUCKETS[name], registry=r
                 )
-                self.host_mamba_total = Gauge(
-                    "sglang:hicache_host_mamba_total_states",
-                    "Total capacity of the host Mamba cache in state slots (hybrid-SSM models only).",
-                    _SCHED_LABELS,
-                    registry=r,
-                )
-            radix = ("cache_type", "tp_rank", "pp_rank")
-            self.load_back = Counter(
-                "sglang:load_back_tokens",
-                "Host->device loaded tokens.",
-                radix + ("pool",),
-                registry=r,
-            )
-            self.backup = Counter(
-                "sglang:hicache_backup_tokens",
-                "Device->host backed-up tokens.",
-                radix + ("pool",),
-                registry=r,
-            )
-            self.radix_labels = {"cache_type": "HiRadixCache", "tp_rank": "0", "pp_rank": "0"}
-        self.evicted = Counter(
-            "sglang:evicted_tokens",
-            "Device slots freed by eviction.",
-            ("cache_type", "tp_rank", "pp_rank"),
-            registry=r,
-        )
-        self.retracted_total = Counter(
-            "sglang:num_retracted_requests", "Retracted requests.", _SCHED_LABELS, registry=r
-        )
-        self.realtime = Counter(
-            "sglang:realtime_tokens", "Tokens processed.", _SCHED_LABELS + ("mode",), registry=r
-        )
-        self.prefill_eff = Counter(
-            "sglang:prefill_effective_tokens",
-            "Prefill tokens by cache source.",
-            _SCHED_LABELS + ("mode",),
-            registry=r,
-        )
-        # Start-up constants.
-        self.max_total = Gauge(
-            "sglang:max_total_num_tokens", "Maximum total tokens.", _SCHED_LABELS, registry=r
-        )
-        self.weight_gb = Gauge(
-            "sglang:weight_memory_usage_gb", "Weight memory (GB).", _SCHED_LABELS, registry=r
-        )
-        self.kv_gb = Gauge(
-            "sglang:kv_cache_memory_usage_gb", "KV cache memory (GB).", _SCHED_LABELS, registry=r
-        )
-        self.graph_gb = Gauge(
-            "sglang:graph_memory_usage_gb",
-            "CUDA graph memory (GB).",
-            _SCHED_LABELS + ("phase",),
-            registry=r,
-        )
-        self.page_size = Gauge("sglang:page_size", "Page size.", _SCHED_LABELS, registry=r)
-        self.num_pages = Gauge("sglang:num_pages", "Number of pages.", _SCHED_LABELS, registry=r)
-        self.context_len = Gauge("sglang:context_len", "Context length.", _SCHED_LABELS, registry=r)
-        self.avail_gb = Gauge(
-            "sglang:startup_available_gpu_memory_gb",
-            "Available GPU memory at start-up (GB).",
-            _SCHED_LABELS,
-            registry=r,
-        )
-        self.startup_time = Gauge(
-            "sglang:startup_time_seconds",
-            "Start-up time per phase.",
-            _SCHED_LABELS + ("phase",),
-            registry=r,
-        )
-        # Request-level (tokenizer) metrics.
-        self.ttft = Histogram(
-            "sglang:time_to_first_token_seconds",
-            "Time to first token.",
-            _TOK_LABELS + ("is_streaming",),
-            buckets=_TTFT_BUCKETS,
-            registry=r,
-        )
-        self.itl = Histogram(
-            "sglang:inter_token_latency_seconds",
-            "Inter-token latency.",
-            _TOK_LABELS,
-            buckets=_ITL_BUCKETS,
-            registry=r,
-        )
-        self.tpot = Histogram(
-            "sglang:request_time_per_output_token_seconds",
-            "Time per output token.",
-            _TOK_LABELS + ("is_streaming",),
-            buckets=_ITL_BUCKETS,
-            registry=r,
-        )
-        self.e2e = Histogram(
-            "sglang:e2e_request_latency_seconds",
-            "End-to-end request latency.",
-            _TOK_LABELS + ("is_streaming",),
-            buckets=_E2E_BUCKETS,
-            registry=r,
-        )
-        self.prompt_tokens = Counter(
-            "sglang:prompt_tokens",
-            "Prefill tokens processed.",
-            _TOK_LABELS + ("is_streaming",),
-            registry=r,
-        )
-        self.generation_tokens = Counter(
-            "sglang:generation_tokens",
-            "Generation tokens processed.",
-            _TOK_LABELS + ("is_streaming",),
-            registry=r,
-        )
-        self.num_requests = Counter(
-            "sglang:num_requests",
-            "Requests processed.",
-            _TOK_LABELS + ("is_streaming",),
-            registry=r,
-        )
-        self.cached_tokens = Counter(
-            "sglang:cached_tokens",
-            "Prompt tokens served from cache.",
-            _TOK_LABELS + ("cache_source",),
-            registry=r,
-        )
-        self.prompt_hist = Histogram(
-            "sglang:prompt_tokens_histogram",
-            "Prompt tokens per request.",
-            _TOK_LABELS,
-            buckets=_TOKEN_BUCKETS,
-            registry=r,
-        )
-        self.gen_hist = Histogram(
-            "sglang:generation_tokens_histogram",
-            "Generation tokens per request.",
-            _TOK_LABELS,
-            buckets=_TOKEN_BUCKETS,
-            registry=r,
-        )
-        self.aborted = Counter(
-            "sglang:num_aborted_requests", "Aborted requests.", _TOK_LABELS, registry=r
-        )
-        self.spec_verify = Counter(
-            "sglang:spec_verify_calls", "Speculative verify calls.", _TOK_LABELS, registry=r
-        )
+            elif kind is Counter:
+                self.counter[name] = Counter(full, doc, labels, registry=r)
+            else:
+                self.gauge[name] = Gauge(full, doc, labels, registry=r)
         self._last_counts: dict[str, float] = {}
 
     def set_constants(self, plan, timings: dict) -> None:
         lab = self.sched_labels
-        self.max_total.labels(**lab).set(plan.max_total_num_tokens)
-        self.weight_gb.labels(**lab).set(round(plan.weights_bytes / (1 << 30), 2))
-        self.kv_gb.labels(**lab).set(round(plan.kv_pool_bytes / (1 << 30), 2))
-        self.graph_gb.labels(**lab, phase="decode").set(round(plan.graph_bytes / (1 << 30), 2))
-        self.page_size.labels(**lab).set(1)
-        self.num_pages.labels(**lab).set(plan.max_total_num_tokens)
-        self.context_len.labels(**lab).set(plan.context_len)
-        self.avail_gb.labels(**lab).set(
+        self.gauge["max_total_num_tokens"].labels(**lab).set(plan.max_total_num_tokens)
+        self.gauge["weight_memory_usage_gb"].labels(**lab).set(
+            round(plan.weights_bytes / (1 << 30), 2)
+        )
+        self.gauge["kv_cache_memory_usage_gb"].labels(**lab).set(
+            round(plan.kv_pool_bytes / (1 << 30), 2)
+        )
+        self.gauge["graph_memory_usage_gb"].labels(**lab, phase="decode").set(
+            round(plan.graph_bytes / (1 << 30), 2)
+        )
+        self.gauge["page_size"].labels(**lab).set(1)
+        self.gauge["num_pages"].labels(**lab).set(plan.max_total_num_tokens)
+        self.gauge["context_len"].labels(**lab).set(plan.context_len)
+        self.gauge["startup_available_gpu_memory_gb"].labels(**lab).set(
             round((plan.available_after_pools - plan.graph_bytes) / (1 << 30), 2)
         )
         for phase in ("load_weight", "kv_cache_allocation"):
             if phase in timings:
-                self.startup_time.labels(**lab, phase=phase).set(timings[phase])
+                self.gauge["startup_time_seconds"].labels(**lab, phase=phase).set(timings[phase])
 
     def _delta(self, key: str, value: float) -> float:
         prev = self._last_counts.get(key, 0.0)
@@ -357,22 +311,36 @@ class SimMetrics:
                 gauge.labels(**lab).set(s.get("mamba_total", 0) - s.get("mamba_used", 0))
             else:
                 gauge.labels(**lab).set(0)
-        self.spec_steps.labels(**lab).set(self.spec.num_steps if self.spec else 0)
-        self.spec_draft.labels(**lab).set(self.spec.num_draft_tokens if self.spec else 0)
+        self.gauge["spec_num_steps"].labels(**lab).set(self.spec.num_steps if self.spec else 0)
+        self.gauge["spec_num_draft_tokens"].labels(**lab).set(
+            self.spec.num_draft_tokens if self.spec else 0
+        )
         if self.hicache:
-            self.host_used.labels(**lab).set(s.get("hicache_host_used_tokens", 0))
-            self.host_total.labels(**lab).set(s.get("hicache_host_total_tokens", 0))
+            self.gauge["hicache_host_used_tokens"].labels(**lab).set(
+                s.get("hicache_host_used_tokens", 0)
+            )
+            self.gauge["hicache_host_total_tokens"].labels(**lab).set(
+                s.get("hicache_host_total_tokens", 0)
+            )
             if self.hybrid and s.get("hicache_host_mamba_total_states", 0) > 0:
-                self.host_mamba_used.labels(**lab).set(s.get("hicache_host_mamba_used_states", 0))
-                self.host_mamba_total.labels(**lab).set(s["hicache_host_mamba_total_states"])
+                self.gauge["hicache_host_mamba_used_states"].labels(**lab).set(
+                    s.get("hicache_host_mamba_used_states", 0)
+                )
+                self.gauge["hicache_host_mamba_total_states"].labels(**lab).set(
+                    s["hicache_host_mamba_total_states"]
+                )
 
     def _counters(self, s: dict) -> None:
         lab = self.sched_labels
         for mode, v in s.get("realtime_tokens", {}).items():
-            self.realtime.labels(**lab, mode=mode).inc(self._delta(f"rt:{mode}", v))
+            self.counter["realtime_tokens"].labels(**lab, mode=mode).inc(
+                self._delta(f"rt:{mode}", v)
+            )
         for mode, v in s.get("prefill_effective", {}).items():
-            self.prefill_eff.labels(**lab, mode=mode).inc(self._delta(f"pe:{mode}", v))
-        self.retracted_total.labels(**lab).inc(
+            self.counter["prefill_effective_tokens"].labels(**lab, mode=mode).inc(
+                self._delta(f"pe:{mode}", v)
+            )
+        self.counter["num_retracted_requests"].labels(**lab).inc(
             self._delta("retract", s.get("num_retracted_reqs_total", 0))
         )
         radix = {
@@ -380,12 +348,14 @@ class SimMetrics:
             "tp_rank": "0",
             "pp_rank": "0",
         }
-        self.evicted.labels(**radix).inc(self._delta("evict", s.get("evicted_tokens_total", 0)))
+        self.counter["evicted_tokens"].labels(**radix).inc(
+            self._delta("evict", s.get("evicted_tokens_total", 0))
+        )
         if self.hicache:
-            self.load_back.labels(**radix, pool="kv").inc(
+            self.counter["load_back_tokens"].labels(**radix, pool="kv").inc(
                 self._delta("lb", s.get("prefill_effective", {}).get("host_hit", 0))
             )
-            self.backup.labels(**radix, pool="kv").inc(
+            self.counter["hicache_backup_tokens"].labels(**radix, pool="kv").inc(
                 self._delta("bk", s.get("hicache_backup_tokens_total", 0))
             )
 
@@ -404,24 +374,28 @@ class SimMetrics:
         lab = self.tok_labels
         st = "true" if streaming else "false"
         if aborted:
-            self.aborted.labels(**lab).inc()
+            self.counter["num_aborted_requests"].labels(**lab).inc()
         if ttft is not None:
-            self.ttft.labels(**lab, is_streaming=st).observe(ttft)
+            self.histogram["time_to_first_token_seconds"].labels(**lab, is_streaming=st).observe(
+                ttft
+            )
         for x in itls:
-            self.itl.labels(**lab).observe(x)
+            self.histogram["inter_token_latency_seconds"].labels(**lab).observe(x)
         if completion > 1 and ttft is not None:
-            self.tpot.labels(**lab, is_streaming=st).observe((e2e - ttft) / (completion - 1))
-        self.e2e.labels(**lab, is_streaming=st).observe(e2e)
-        self.prompt_tokens.labels(**lab, is_streaming=st).inc(prompt)
-        self.generation_tokens.labels(**lab, is_streaming=st).inc(completion)
-        self.num_requests.labels(**lab, is_streaming=st).inc()
-        self.prompt_hist.labels(**lab).observe(prompt)
-        self.gen_hist.labels(**lab).observe(completion)
+            self.histogram["request_time_per_output_token_seconds"].labels(
+                **lab, is_streaming=st
+            ).observe((e2e - ttft) / (completion - 1))
+        self.histogram["e2e_request_latency_seconds"].labels(**lab, is_streaming=st).observe(e2e)
+        self.counter["prompt_tokens"].labels(**lab, is_streaming=st).inc(prompt)
+        self.counter["generation_tokens"].labels(**lab, is_streaming=st).inc(completion)
+        self.counter["num_requests"].labels(**lab, is_streaming=st).inc()
+        self.histogram["prompt_tokens_histogram"].labels(**lab).observe(prompt)
+        self.histogram["generation_tokens_histogram"].labels(**lab).observe(completion)
         for src in ("device", "host"):
             if cached.get(src):
-                self.cached_tokens.labels(**lab, cache_source=src).inc(cached[src])
+                self.counter["cached_tokens"].labels(**lab, cache_source=src).inc(cached[src])
         if verify_ct:
-            self.spec_verify.labels(**lab).inc(verify_ct)
+            self.counter["spec_verify_calls"].labels(**lab).inc(verify_ct)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
