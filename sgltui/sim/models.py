@@ -32,7 +32,6 @@ class ModelSpec:
     context_length: int
     weights_bytes: float  # checkpoint bytes loaded onto the GPU (BF16)
     active_params: float  # parameters touched per token (FLOPs = 2 x this)
-    embed_bytes: float = 0.0  # embedding table: loaded but not streamed per decode step
     # Hybrid linear-attention (GDN) layers; 0 for dense models.
     linear_layers: int = 0
     lin_k_heads: int = 0
@@ -73,6 +72,11 @@ class ModelSpec:
         return self.linear_layers * (conv_dim * (self.conv_kernel - 1) * 2 + ssm)
 
     @property
+    def embed_bytes(self) -> float:
+        """The BF16 embedding table: loaded with the weights but not streamed per decode step."""
+        return float(self.vocab * self.hidden * 2)
+
+    @property
     def read_bytes_per_step(self) -> float:
         """Weights streamed per decode step: everything but the embedding lookup table."""
         return self.weights_bytes - self.embed_bytes
@@ -103,7 +107,6 @@ _QWEN36_27B = ModelSpec(
     context_length=262144,
     weights_bytes=55.6e9,
     active_params=27e9,
-    embed_bytes=248320 * 5120 * 2,
     linear_layers=48,
     lin_k_heads=16,
     lin_v_heads=48,
@@ -131,7 +134,6 @@ _QWEN3_32B = ModelSpec(
     context_length=40960,
     weights_bytes=65.5e9,
     active_params=32.8e9,
-    embed_bytes=151936 * 5120 * 2,
 )
 
 _LLAMA31_8B = ModelSpec(
@@ -148,7 +150,6 @@ _LLAMA31_8B = ModelSpec(
     context_length=131072,
     weights_bytes=16.06e9,
     active_params=8.03e9,
-    embed_bytes=128256 * 4096 * 2,
     accept_chain=(0.88, 0.74, 0.6, 0.47, 0.36, 0.27, 0.2),
     spec_default=(5, 4, 8),
 )
@@ -190,7 +191,6 @@ def _dense_from_size(path: str, billions: float) -> ModelSpec:
         context_length=131072,
         weights_bytes=billions * 1e9 * 2,
         active_params=billions * 1e9,
-        embed_bytes=vocab * hidden * 2,
     )
 
 
@@ -233,7 +233,6 @@ def _from_config(path: Path) -> ModelSpec:
         context_length=ctx,
         weights_bytes=params * 2,
         active_params=params - embed,
-        embed_bytes=embed * 2,
         linear_layers=linear,
         lin_k_heads=int(text.get("linear_num_key_heads", 16)) if linear else 0,
         lin_v_heads=int(text.get("linear_num_value_heads", 32)) if linear else 0,
