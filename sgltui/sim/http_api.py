@@ -8,6 +8,7 @@ SGLang's `{"object": "error", ...}` shape with validation failures as 400, not 4
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import http
 import json
@@ -407,28 +408,38 @@ class Api:
             "meta_info": rq.native_meta(st, True, e2e),
         }
 
-    async def _generate_stream(self, request, st):
+    async def _sse(self, request, st, events) -> web.StreamResponse:
+        """Send each JSON object of `events` as a server-sent event, then `[DONE]`; a client that
+        goes away aborts its request."""
         resp = web.StreamResponse(headers=SSE_HEADERS)
         await resp.prepare(request)
-        incremental = bool(self.args.incremental_streaming_output)
-        sent_text = ""
         try:
-            async for prev, n in self._progress(st, request):
-                finished = st.finish is not None
-                text = rq.output_text(st.output_ids[:n], st.finish if finished else None)
-                e2e = time.monotonic() - st.created
-                if incremental:
-                    chunk = {"text": text[len(sent_text) :], "output_ids": st.output_ids[prev:n]}
-                else:
-                    chunk = {"text": text, "output_ids": st.output_ids[:n]}
-                sent_text = text
-                chunk["meta_info"] = rq.native_meta(st, finished, e2e)
-                await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    await resp.write(b"data: " + json.dumps(event).encode() + b"\n\n")
             await resp.write(b"data: [DONE]\n\n")
         except (ConnectionResetError, asyncio.CancelledError):
             self.engine.abort(st.rid)
             raise
         return resp
+
+    def _generate_stream(self, request, st):
+        return self._sse(request, st, self._generate_events(request, st))
+
+    async def _generate_events(self, request, st):
+        incremental = bool(self.args.incremental_streaming_output)
+        sent_text = ""
+        async for prev, n in self._progress(st, request):
+            finished = st.finish is not None
+            text = rq.output_text(st.output_ids[:n], st.finish if finished else None)
+            e2e = time.monotonic() - st.created
+            if incremental:
+                chunk = {"text": text[len(sent_text) :], "output_ids": st.output_ids[prev:n]}
+            else:
+                chunk = {"text": text, "output_ids": st.output_ids[:n]}
+            sent_text = text
+            chunk["meta_info"] = rq.native_meta(st, finished, e2e)
+            yield chunk
 
     async def completions(self, request):
         try:
@@ -521,9 +532,10 @@ class Api:
             }
         )
 
-    async def _openai_stream(self, request, st, body: dict, chat: bool):
-        resp = web.StreamResponse(headers=SSE_HEADERS)
-        await resp.prepare(request)
+    def _openai_stream(self, request, st, body: dict, chat: bool):
+        return self._sse(request, st, self._openai_events(request, st, body, chat))
+
+    async def _openai_events(self, request, st, body: dict, chat: bool):
         opts = body.get("stream_options") or {}
         include_usage = bool(opts.get("include_usage")) or bool(
             self.args.stream_response_default_include_usage
@@ -531,74 +543,56 @@ class Api:
         created = rq.now()
         obj = "chat.completion.chunk" if chat else "text_completion"
 
-        def chunk(delta_text, reason=None, matched=None, first=False):
-            if chat:
-                delta = (
-                    {"role": "assistant", "content": delta_text}
-                    if first
-                    else {"content": delta_text}
-                )
-                choice = {
-                    "index": 0,
-                    "delta": delta,
-                    "logprobs": None,
-                    "finish_reason": reason,
-                    "matched_stop": matched,
-                }
-            else:
-                choice = {
-                    "index": 0,
-                    "text": delta_text,
-                    "logprobs": None,
-                    "finish_reason": reason,
-                    "matched_stop": matched,
-                }
+        def envelope(choices: list, usage) -> dict:
             return {
                 "id": st.rid,
                 "object": obj,
                 "created": created,
                 "model": self.model_name,
-                "choices": [choice],
-                "usage": None,
+                "choices": choices,
+                "usage": usage,
             }
 
+        def chunk(delta_text, reason=None, matched=None, first=False):
+            if not chat:
+                content: dict = {"text": delta_text}
+            elif first:
+                content = {"delta": {"role": "assistant", "content": delta_text}}
+            else:
+                content = {"delta": {"content": delta_text}}
+            choice = {
+                "index": 0,
+                **content,
+                "logprobs": None,
+                "finish_reason": reason,
+                "matched_stop": matched,
+            }
+            return envelope([choice], None)
+
         sent_text = ""
-        try:
-            if chat:
-                await resp.write(b"data: " + json.dumps(chunk("", first=True)).encode() + b"\n\n")
-            async for _prev, n in self._progress(st, request):
-                finished = st.finish is not None
-                text = rq.output_text(st.output_ids[:n], st.finish if finished else None)
-                delta = text[len(sent_text) :]
-                sent_text = text
-                if delta:
-                    await resp.write(b"data: " + json.dumps(chunk(delta)).encode() + b"\n\n")
-                if finished:
-                    reason, matched = rq.finish_reason_openai(st.finish)
-                    await resp.write(
-                        b"data: " + json.dumps(chunk("", reason, matched)).encode() + b"\n\n"
-                    )
-            if include_usage:
-                meta = rq.native_meta(st, True, None)
-                final = {
-                    "id": st.rid,
-                    "object": obj,
-                    "created": created,
-                    "model": self.model_name,
-                    "choices": [],
-                    "usage": rq.usage(
-                        meta["prompt_tokens"],
-                        meta["completion_tokens"],
-                        meta["cached_tokens"],
-                        bool(self.args.enable_cache_report),
-                    ),
-                }
-                await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
-            await resp.write(b"data: [DONE]\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
-            self.engine.abort(st.rid)
-            raise
-        return resp
+        if chat:
+            yield chunk("", first=True)
+        async for _prev, n in self._progress(st, request):
+            finished = st.finish is not None
+            text = rq.output_text(st.output_ids[:n], st.finish if finished else None)
+            delta = text[len(sent_text) :]
+            sent_text = text
+            if delta:
+                yield chunk(delta)
+            if finished:
+                reason, matched = rq.finish_reason_openai(st.finish)
+                yield chunk("", reason, matched)
+        if include_usage:
+            meta = rq.native_meta(st, True, None)
+            yield envelope(
+                [],
+                rq.usage(
+                    meta["prompt_tokens"],
+                    meta["completion_tokens"],
+                    meta["cached_tokens"],
+                    bool(self.args.enable_cache_report),
+                ),
+            )
 
 
 def _loads_prometheus(body: dict) -> str:
