@@ -17,13 +17,8 @@ from typing import Any
 
 from sgltui.agent.client import AgentClient, AgentError, VersionMismatch, call_sync
 from sgltui.agent.daemon import paths
+from sgltui.cli import CliError
 from sgltui.core import locations, units
-
-
-def _cli_error():
-    from sgltui.cli import CliError
-
-    return CliError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -114,7 +109,7 @@ def _forced(args: argparse.Namespace, drain: bool = True) -> tuple[str, dict]:
     allowed = PREFLIGHT_CHECKS + (("drain",) if drain else ())
     for v in values:
         if v not in allowed:
-            raise _cli_error()(
+            raise CliError(
                 f"--force takes a preflight check ({', '.join(PREFLIGHT_CHECKS)})"
                 + (" or nothing (do not wait for running requests)" if drain else "")
                 + f", not {v!r}; put the profile name before --force",
@@ -151,7 +146,7 @@ def _call(args: argparse.Namespace, op: str, autostart: bool = True, **kw: Any) 
     try:
         return call_sync(_state(args), op, autostart=autostart, profiles_dirs=dirs, **kw)
     except AgentError as exc:
-        raise _cli_error()(str(exc)) from None
+        raise CliError(str(exc)) from None
 
 
 # ---- lifecycle commands --------------------------------------------------------------------------
@@ -196,9 +191,9 @@ def _lifecycle(args: argparse.Namespace, op: str, **kw: Any) -> int:
     try:
         outcome = asyncio.run(_follow(args, op, kw))
     except AgentError as exc:
-        raise _cli_error()(str(exc)) from None
+        raise CliError(str(exc)) from None
     except KeyboardInterrupt:
-        raise _cli_error()(
+        raise CliError(
             f"stopped watching; the agent carries on with the {op} (see `sgltui status`)", 130
         ) from None
     return _report(op, outcome)
@@ -262,9 +257,9 @@ def _report(op: str, outcome: dict) -> int:
     slot = outcome.get("slot") or {}
     result = outcome.get("result") or {}
     if result.get("cancelled"):
-        raise _cli_error()(f"{op} was cancelled (another client stopped slot {slot.get('id')})")
+        raise CliError(f"{op} was cancelled (another client stopped slot {slot.get('id')})")
     if result.get("error"):
-        raise _cli_error()(f"{op} failed inside the agent: {result['error']} (see the agent log)")
+        raise CliError(f"{op} failed inside the agent: {result['error']} (see the agent log)")
     state = slot.get("state")
     if op == "stop":
         report = result.get("report") or {}
@@ -274,7 +269,7 @@ def _report(op: str, outcome: dict) -> int:
         return 1 if report.get("problems") else 0
     if op == "swap" and result.get("rolled_back"):
         _print_cause(result.get("cause"))
-        raise _cli_error()(
+        raise CliError(
             f"swap failed: {(result.get('cause') or {}).get('summary', 'new profile did not start')}; "
             f"rolled back to {slot.get('profile')} (ready)"
         )
@@ -290,10 +285,8 @@ def _report(op: str, outcome: dict) -> int:
     cause = slot.get("cause") or result.get("cause")
     _print_cause(cause)
     if cause:
-        raise _cli_error()(
-            f"{slot.get('profile')} {state}: {cause['summary']}; fix: {cause['fix']}"
-        )
-    raise _cli_error()(f"slot {slot.get('id')} ended {state}; see `sgltui logs`")
+        raise CliError(f"{slot.get('profile')} {state}: {cause['summary']}; fix: {cause['fix']}")
+    raise CliError(f"slot {slot.get('id')} ended {state}; see `sgltui logs`")
 
 
 def _print_cause(cause: dict | None) -> None:
@@ -311,16 +304,16 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         st = call_sync(_state(args), "status", autostart=False)
     except VersionMismatch as exc:
-        raise _cli_error()(str(exc)) from None
+        raise CliError(str(exc)) from None
     except AgentError:
         left = _left_running(_state(args))
         if left:
-            raise _cli_error()(
+            raise CliError(
                 f"no agent is running for {_state(args)}; its last session recorded "
                 f"{', '.join(left)} still running: `sgltui agent start` re-adopts them",
                 3,
             ) from None
-        raise _cli_error()(
+        raise CliError(
             f"no agent is running for {_state(args)}: no servers; "
             "`sgltui start PROFILE` or `sgltui` starts one",
             3,
@@ -390,7 +383,7 @@ _dur = units.duration
 
 def cmd_logs(args: argparse.Namespace) -> int:
     if args.lines < 0:
-        raise _cli_error()("--lines must be 0 or more")
+        raise CliError("--lines must be 0 or more")
     kw: dict[str, Any] = {"slot": args.slot, "lines": args.lines}
     if args.launch_id:
         kw["launch_id"] = args.launch_id
@@ -402,7 +395,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_follow_logs(args, kw))
     except AgentError as exc:
-        raise _cli_error()(str(exc)) from None
+        raise CliError(str(exc)) from None
     return 0
 
 
@@ -483,9 +476,7 @@ def cmd_agent_stop(args: argparse.Namespace) -> int:
     while time.monotonic() < deadline and _alive(pid):
         time.sleep(0.1)
     if _alive(pid):
-        raise _cli_error()(
-            f"the agent (pid {pid}) did not exit within 60s; see {paths(state)['log']}"
-        )
+        raise CliError(f"the agent (pid {pid}) did not exit within 60s; see {paths(state)['log']}")
     left = [
         f"{s['id']}:{s['profile']}"
         for s in st["slots"]

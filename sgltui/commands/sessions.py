@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from sgltui.cli import CliError
 from sgltui.core import locations
 from sgltui.session.layout import sessions_root
 from sgltui.session.reader import (
@@ -23,12 +24,6 @@ from sgltui.session.reader import (
     summarize,
 )
 from sgltui.session.report import FORMATS, build_report, render
-
-
-def _cli_error(message: str):
-    from sgltui.cli import CliError  # late: cli imports this module
-
-    return CliError(message)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -92,7 +87,7 @@ def _resolve(args: argparse.Namespace) -> Path:
     try:
         return resolve_session(_state(args), getattr(args, "session", None))
     except SessionError as exc:
-        raise _cli_error(str(exc)) from None
+        raise CliError(str(exc)) from None
 
 
 def _size(n: int) -> str:
@@ -165,7 +160,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         session = load_session(path)
     except SessionError as exc:
-        raise _cli_error(str(exc)) from None
+        raise CliError(str(exc)) from None
     text = render(build_report(session), fmt)
     targets: list[Path] = []
     if args.output and args.output != "-":
@@ -176,7 +171,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         try:
             _write_private(target, text)
         except OSError as exc:
-            raise _cli_error(
+            raise CliError(
                 f"cannot write {target}: {exc.strerror or exc}; choose another -o FILE"
             ) from None
         print(f"wrote {target}", file=sys.stderr)
@@ -188,10 +183,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     path = _resolve(args)
     if args.speed <= 0:
-        raise _cli_error("--speed must be > 0, e.g. --speed 10")
+        raise CliError("--speed must be > 0, e.g. --speed 10")
     from sgltui.tui.replay.run import run_replay  # late: Textual loads only for the replay
 
     try:
         return int(run_replay(path, speed=args.speed, at=args.at) or 0)
     except SessionError as exc:
-        raise _cli_error(str(exc)) from None
+        raise CliError(str(exc)) from None

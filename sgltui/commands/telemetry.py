@@ -15,6 +15,7 @@ from typing import Any
 
 from sgltui.agent.client import AgentClient, AgentError
 from sgltui.agent.telemetry.textview import render
+from sgltui.cli import CliError
 from sgltui.core import locations
 
 
@@ -32,19 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_top)
 
 
-def _error(msg: str) -> Exception:
-    from sgltui.cli import CliError
-
-    return CliError(msg)
-
-
 def parse_interval(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not value > 0 or value != value or value == float("inf"):
-        raise _error(f"--interval {text!r} is not a positive number of seconds; try --interval 2")
+        raise CliError(f"--interval {text!r} is not a positive number of seconds; try --interval 2")
     return value
 
 
@@ -86,4 +81,4 @@ def cmd_top(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_run(args, interval))
     except AgentError as exc:
-        raise _error(f"{exc} (is the agent running? `sgltui agent status` says)") from None
+        raise CliError(f"{exc} (is the agent running? `sgltui agent status` says)") from None

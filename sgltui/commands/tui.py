@@ -11,11 +11,7 @@ import secrets
 import sys
 from pathlib import Path
 
-
-def _error(message: str) -> Exception:
-    from sgltui.cli import CliError
-
-    return CliError(message)
+from sgltui.cli import CliError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -89,7 +85,7 @@ def stop_demo(args: argparse.Namespace) -> int:
         call_sync(state, "demo_load", autostart=False, on=False)
         slot = (call_sync(state, "status", autostart=False).get("slots") or [{}])[0]
     except (AgentError, OSError) as exc:
-        raise _error(f"no demo to stop: {exc}") from None
+        raise CliError(f"no demo to stop: {exc}") from None
     print("sgltui: demo load stopped.")
     if str(slot.get("profile") or "").startswith("demo-") and slot.get("state") not in (
         None,
@@ -100,7 +96,7 @@ def stop_demo(args: argparse.Namespace) -> int:
         try:
             call_sync(state, "stop", autostart=False, slot="0", drain="force", wait=True)
         except (AgentError, OSError) as exc:
-            raise _error(f"could not stop {slot.get('profile')}: {exc}") from None
+            raise CliError(f"could not stop {slot.get('profile')}: {exc}") from None
         print(f"sgltui: stopped {slot.get('profile')} (slot 0).")
     return 0
 
@@ -108,7 +104,7 @@ def stop_demo(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, demo: bool) -> int:
     web_tab = bool(getattr(args, "web_tab", False))
     if not web_tab and not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise _error(
+        raise CliError(
             "the UI needs a terminal; for scripts use `sgltui status --json` or `sgltui top`"
         )
     from sgltui.core.locations import state_dir
@@ -117,7 +113,7 @@ def _run(args: argparse.Namespace, demo: bool) -> int:
     try:
         config = load_config()
     except ConfigError as exc:
-        raise _error(str(exc)) from None
+        raise CliError(str(exc)) from None
     from sgltui.tui.app import make_app
     from sgltui.tui.source import LiveSource
     from sgltui.tui.themes import unknown_theme_message
@@ -134,7 +130,7 @@ def _run(args: argparse.Namespace, demo: bool) -> int:
         app.demo_load = False
     wanted = getattr(args, "theme", None) or config.theme
     if wanted and wanted not in app.available_themes and wanted not in app.user_theme_names:
-        raise _error(
+        raise CliError(
             unknown_theme_message(
                 wanted, sorted(set(app.available_themes) | set(app.user_theme_names))
             )

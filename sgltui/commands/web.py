@@ -13,15 +13,10 @@ from pathlib import Path
 
 import psutil
 
+from sgltui.cli import CliError
 from sgltui.core.locations import state_dir
 
 STOP_TIMEOUT_S = 15.0
-
-
-def _error(message: str) -> Exception:
-    from sgltui.cli import CliError
-
-    return CliError(message)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,25 +75,25 @@ def run_web(args: argparse.Namespace) -> int:
         )
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("textual_serve", "aiohttp_jinja2", "jinja2"):
-            raise _error("sgltui web needs the web extra: pip install 'sgltui[web]'") from None
+            raise CliError("sgltui web needs the web extra: pip install 'sgltui[web]'") from None
         raise
     if not is_loopback(args.host) and not args.allow_remote:
-        raise _error(
+        raise CliError(
             f"--host {args.host} would expose the control panel beyond this machine, unencrypted; "
             f"use an SSH tunnel (ssh -L {args.port}:127.0.0.1:{args.port} HOST) or add "
             f"--allow-remote"
         )
     if args.max_tabs < 1:
-        raise _error("--max-tabs must be at least 1")
+        raise CliError("--max-tabs must be at least 1")
     running = _running_pid(pid_path)
     if running is not None:
-        raise _error(f"sgltui web already runs (pid {running}); stop it with `sgltui web --stop`")
+        raise CliError(f"sgltui web already runs (pid {running}); stop it with `sgltui web --stop`")
     try:
         token, token_path = load_or_create_token(
             root, Path(args.token_file).expanduser() if args.token_file else None
         )
     except WebError as exc:
-        raise _error(str(exc)) from None
+        raise CliError(str(exc)) from None
     command = app_command(root, getattr(args, "profiles", None) or [], args.read_only)
     server = WebServer(token=token, command=command, max_tabs=args.max_tabs)
     shown = f"[{args.host}]" if ":" in args.host else args.host
@@ -119,7 +114,7 @@ def run_web(args: argparse.Namespace) -> int:
     try:
         asyncio.run(server.run(args.host, args.port, ready))
     except WebError as exc:
-        raise _error(str(exc)) from None
+        raise CliError(str(exc)) from None
     finally:
         if _running_pid(pid_path) in (os.getpid(), None):
             with contextlib.suppress(FileNotFoundError):
@@ -154,4 +149,4 @@ def _stop(pid_path: Path) -> int:
             print(f"sgltui web stopped (pid {pid})")
             return 0
         time.sleep(0.1)
-    raise _error(f"sgltui web (pid {pid}) did not stop in {STOP_TIMEOUT_S:.0f} s: kill {pid}")
+    raise CliError(f"sgltui web (pid {pid}) did not stop in {STOP_TIMEOUT_S:.0f} s: kill {pid}")
