@@ -76,22 +76,16 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return float(sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac)
 
 
+_SUMMARY_KEYS = ("mean", "median", "std", "p90", "p95", "p99", "max", "min")
+_SPREAD_KEYS = ("std", "cv", "se", "ci_low", "ci_high")  # unknown from fewer than two values
+
+
 def summarize(values: Iterable[float]) -> dict[str, float]:
     """mean/median/std/p90/p95/p99/max/min/count of a population (std with ddof=0, as numpy)."""
     data = sorted(values)
     n = len(data)
     if n == 0:
-        return {
-            "count": 0,
-            "mean": math.nan,
-            "median": math.nan,
-            "std": math.nan,
-            "p90": math.nan,
-            "p95": math.nan,
-            "p99": math.nan,
-            "max": math.nan,
-            "min": math.nan,
-        }
+        return {"count": 0, **dict.fromkeys(_SUMMARY_KEYS, math.nan)}
     mean = math.fsum(data) / n
     var = math.fsum((x - mean) ** 2 for x in data) / n
     return {
@@ -113,27 +107,10 @@ def mean_ci(values: Sequence[float]) -> dict[str, float]:
     With one value the spread is unknown: std/se/ci are nan, so callers can say "no CI".
     """
     n = len(values)
-    if n == 0:
-        return {
-            "n": 0,
-            "mean": math.nan,
-            "std": math.nan,
-            "cv": math.nan,
-            "se": math.nan,
-            "ci_low": math.nan,
-            "ci_high": math.nan,
-        }
+    if n < 2:
+        mean = math.fsum(values) / n if n else math.nan
+        return {"n": n, "mean": mean, **dict.fromkeys(_SPREAD_KEYS, math.nan)}
     mean = math.fsum(values) / n
-    if n == 1:
-        return {
-            "n": 1,
-            "mean": mean,
-            "std": math.nan,
-            "cv": math.nan,
-            "se": math.nan,
-            "ci_low": math.nan,
-            "ci_high": math.nan,
-        }
     std = math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1))
     se = std / math.sqrt(n)
     half = t95(n - 1) * se
