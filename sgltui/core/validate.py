@@ -704,14 +704,19 @@ def _describe(value: Any) -> str:
     return str(value)
 
 
+# A flag type's words in messages and an example value of it: (words, example).
+_TYPE_HINTS = {
+    "int": ("an integer", "1"),
+    "human_int": ("an integer", "32768"),
+    "float": ("a number", "0.5"),
+    "json": ("JSON", "{...}"),
+    "json_list": ("a JSON list", "[...]"),
+}
+_STR_HINT = ("a string", '"..."')
+
+
 def _type_words(spec: FlagSpec) -> str:
-    return {
-        "int": "an integer",
-        "human_int": "an integer",
-        "float": "a number",
-        "json": "JSON",
-        "json_list": "a JSON list",
-    }.get(spec.type or "str", "a string")
+    return _TYPE_HINTS.get(spec.type or "str", _STR_HINT)[0]
 
 
 def _example(spec: FlagSpec) -> str:
@@ -721,13 +726,7 @@ def _example(spec: FlagSpec) -> str:
         spec.default, (dict, list, bool)
     ):
         return _toml_value(spec.default)
-    return {
-        "int": "1",
-        "human_int": "32768",
-        "float": "0.5",
-        "json": "{...}",
-        "json_list": "[...]",
-    }.get(spec.type or "str", '"..."')
+    return _TYPE_HINTS.get(spec.type or "str", _STR_HINT)[1]
 
 
 def _toml_value(value: Any) -> str:
