@@ -133,6 +133,21 @@ def server_tokens(kind: str, url: str) -> float:
     return total
 
 
+def _run_client(args: list[str], stalled: str) -> subprocess.CompletedProcess:
+    """Run a client (`python ARGS`) in its own session; SystemExit(stalled) after STALL_S."""
+    try:
+        return subprocess.run(
+            [sys.executable, *args],
+            capture_output=True,
+            text=True,
+            start_new_session=True,
+            timeout=STALL_S,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
+    except subprocess.TimeoutExpired:
+        raise SystemExit(stalled) from None
+
+
 def run_sgltui(
     url: str, concurrency: int, requests: int, output_len: int, transport: str = "httpx"
 ) -> dict:
@@ -146,28 +161,12 @@ def run_sgltui(
         "transport": transport,
     }
     with tempfile.TemporaryDirectory() as tmp:
-        try:
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "sgltui.bench.loadgen",
-                    "--config-json",
-                    json.dumps(cfg),
-                    "--records",
-                    str(Path(tmp) / "r.jsonl"),
-                ],
-                capture_output=True,
-                text=True,
-                start_new_session=True,
-                timeout=STALL_S,
-                env=dict(os.environ, PYTHONPATH=str(ROOT)),
-            )
-        except subprocess.TimeoutExpired:
-            raise SystemExit(
-                f"the server stopped streaming: no result after {STALL_S} s "
-                f"(concurrency {concurrency}); rerun with --server mock to measure the client alone"
-            ) from None
+        proc = _run_client(
+            ["-m", "sgltui.bench.loadgen", "--config-json", json.dumps(cfg)]
+            + ["--records", str(Path(tmp) / "r.jsonl")],
+            f"the server stopped streaming: no result after {STALL_S} s (concurrency "
+            f"{concurrency}); rerun with --server mock to measure the client alone",
+        )
     last = json.loads(proc.stdout.strip().splitlines()[-1])
     if last.get("type") != "result":
         raise SystemExit(
@@ -248,27 +247,10 @@ async def _bare(url: str, concurrency: int, requests: int, output_len: int) -> d
 
 
 def run_bare(url: str, concurrency: int, requests: int, output_len: int) -> dict:
-    try:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--bare",
-                url,
-                str(concurrency),
-                str(requests),
-                str(output_len),
-            ],
-            capture_output=True,
-            text=True,
-            start_new_session=True,
-            timeout=STALL_S,
-            env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        )
-    except subprocess.TimeoutExpired:
-        raise SystemExit(
-            f"the server stopped streaming to the bare client after {STALL_S} s"
-        ) from None
+    proc = _run_client(
+        [__file__, "--bare", url, str(concurrency), str(requests), str(output_len)],
+        f"the server stopped streaming to the bare client after {STALL_S} s",
+    )
     if proc.returncode != 0:
         raise SystemExit(f"bare aiohttp client failed: {proc.stderr.strip()[-300:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
