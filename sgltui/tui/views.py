@@ -47,8 +47,24 @@ def progress_bar(progress: float | None, width: int = 20) -> str:
     return f"[$accent]{'█' * filled}[/][dim]{'░' * (width - filled)}[/] {p * 100:3.0f}%"
 
 
+def profile_mark(profile: dict[str, Any]) -> str:
+    """✓ valid, ✗ invalid (its first error), ⚠ valid but its HiCache host pool does not fit
+    in the RAM it would get: what a key press would refuse, before anyone presses it."""
+    if profile.get("valid") is False:
+        return "[$error]✗[/]"
+    if profile.get("host_pool_problem"):
+        return "[$warning]⚠[/]"
+    return "[$success]✓[/]"
+
+
+def launcher_label(profile: dict[str, Any]) -> str:
+    """'sim' (sgltui's simulator) or 'real' (SGLang itself)."""
+    return "sim" if profile.get("launcher") == "sim" else "real"
+
+
 def profile_option(profile: dict[str, Any], slots: list[dict[str, Any]]) -> str:
-    """One row of the profile list: key, name, and the state where a slot runs it."""
+    """One row of the profile list: key, validity mark, name, launcher, the state where a slot
+    runs it, then the description (the list cuts the row to its width with an ellipsis)."""
     key = profile.get("key")
     keytxt = f"[b $accent]{escape(str(key))}[/]" if key else " "
     name = escape(str(profile.get("name", "?")))
@@ -60,16 +76,52 @@ def profile_option(profile: dict[str, Any], slots: list[dict[str, Any]]) -> str:
         ),
         None,
     )
-    suffix = f"  {state_label(running.get('state'))}" if running else ""
-    sim = " [dim](sim)[/]" if profile.get("launcher") == "sim" else ""
+    state = f"  {state_label(running.get('state'))}" if running else ""
+    launcher = f"  [dim]{launcher_label(profile)}[/]"
     clash = profile.get("key_clash") or []
+    warn = ""
     if key and clash:
         # The key does nothing while another profile has it too (core/validate.py).
         keytxt = f"[b $error strike]{escape(str(key))}[/]"
-        suffix += (
-            f"  [$error]key {escape(str(key))} also on {escape(', '.join(map(str, clash)))}[/]"
+        warn = f"  [$error]key {escape(str(key))} also on {escape(', '.join(map(str, clash)))}[/]"
+    desc = str(profile.get("description") or "")
+    desc_txt = f"  [dim]{escape(desc)}[/]" if desc else ""
+    return f"{keytxt} {profile_mark(profile)} {name}{launcher}{state}{warn}{desc_txt}"
+
+
+def profile_detail(profile: dict[str, Any] | None) -> str:
+    """What the highlighted profile's row cannot hold: its first error, or its host pool
+    against the RAM (and how it was sized). Empty when there is nothing wrong."""
+    if not profile:
+        return ""
+    if profile.get("valid") is False:
+        return f"[$error]✗ {escape(str(profile.get('problem') or 'invalid'))}[/]"
+    if profile.get("host_pool_problem"):
+        how = profile.get("host_pool_how")
+        how_txt = f" [dim]({escape(str(how))})[/]" if how else ""
+        return f"[$warning]⚠ refused: {escape(str(profile['host_pool_problem']))}[/]{how_txt}"
+    return ""
+
+
+def profile_tooltip(profile: dict[str, Any]) -> str:
+    """The whole of a profile's row, for the mouse: description, launcher, problems."""
+    lines = [
+        f"{profile.get('name', '?')} ({launcher_label(profile)}"
+        + (f", key {profile['key']})" if profile.get("key") else ")")
+    ]
+    if profile.get("description"):
+        lines.append(str(profile["description"]))
+    if profile.get("valid") is False:
+        lines.append(f"invalid: {profile.get('problem') or '?'}")
+    if profile.get("host_pool_problem"):
+        lines.append(f"{profile['host_pool_problem']} ({profile.get('host_pool_how', '')})")
+    elif profile.get("host_pool_gib") is not None:
+        lines.append(
+            f"HiCache host pool {profile['host_pool_gib']:.0f} GiB ({profile.get('host_pool_how', '')})"
         )
-    return f"{keytxt} {name}{sim}{suffix}"
+    elif profile.get("host_pool_note"):
+        lines.append(str(profile["host_pool_note"]))
+    return "\n".join(lines)
 
 
 def slot_details(slot: dict[str, Any] | None) -> str:

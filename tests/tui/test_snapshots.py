@@ -175,3 +175,30 @@ def test_reattach_shows_the_agents_history(snap_compare, tmp_path):
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
     assert app.model.bench["r1"].result is not None
+
+
+def test_profiles_pane_marks(snap_compare):
+    """Validity at a glance: ✓, ✗ with the first error, ⚠ a host pool over the RAM (issue 15)."""
+    status = make_status()
+    status["profiles"][2].update(
+        host_pool_gib=240.0,
+        host_pool_problem="host pool 240 GiB > 187 GiB free RAM",
+        host_pool_how="hicache-ratio 2 x device pool 120.0 GiB",
+    )
+    status["profiles"].append(
+        {
+            "name": "broken-one",
+            "key": "5",
+            "launcher": "sglang",
+            "valid": False,
+            "problem": 'broken-one.toml:4: mem-fraction-static: must be a number, got "lots"',
+        }
+    )
+    app = app_with(ScriptedSource(status, samples()))
+
+    async def run_before(pilot):
+        await settle(app)(pilot)
+        app.query_one("#profile-list").highlighted = 2
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -36,29 +38,67 @@ def _shape(text: str) -> str:
     return re.sub(r"\S", "x", text)
 
 
+class ProfileList(OptionList):
+    """The profile rows, one line each (cut with an ellipsis at the pane's width); the mouse
+    over a row shows the whole of it (description, launcher, problems) as a tooltip."""
+
+    tooltips: dict[str, str] = {}
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        index = event.style.meta.get("option")
+        option = (
+            self.options[index] if isinstance(index, int) and index < len(self.options) else None
+        )
+        text = self.tooltips.get(option.id or "") if option is not None else None
+        self.tooltip = Content(text) if text else None
+
+
 class ProfilesPane(Vertical, can_focus=False):
     DEFAULT_CSS = """
-    ProfilesPane OptionList { height: auto; max-height: 9; border: none; padding: 0; background: transparent; }
+    ProfilesPane OptionList {
+        height: auto; max-height: 9; border: none; padding: 0; background: transparent;
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
     ProfilesPane OptionList:focus { border: none; background-tint: transparent; }
+    ProfilesPane #profile-detail { height: auto; max-height: 3; padding: 0 1; display: none; }
     ProfilesPane #slot-details { height: auto; padding: 0 1; }
     """
 
     _details = ""
+    _detail = ""
     _current: str | None = None
+    _rows: dict[str, dict[str, Any]] = {}
 
     def compose(self) -> ComposeResult:
-        yield OptionList(id="profile-list")
+        yield ProfileList(id="profile-list")
+        yield Static("", id="profile-detail")
         yield Static("", id="slot-details")
 
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        """The highlighted profile's problem (first error, host pool), shown only when it has one."""
+        text = views.profile_detail(self._rows.get(self.highlighted_profile() or ""))
+        if text == self._detail:
+            return
+        self._detail = text
+        detail = self.query_one("#profile-detail", Static)
+        detail.update(text)
+        detail.display = bool(text)
+
     def show(self, profiles: list[dict[str, Any]], slots: list[dict[str, Any]]) -> None:
-        options = self.query_one("#profile-list", OptionList)
+        options = self.query_one("#profile-list", ProfileList)
         highlighted = self.highlighted_profile()
         current = slots[0].get("profile") if slots else None
         if current != self._current:
             # The profile now in slot 0 changed (start, swap, another client): point at it.
             self._current = current
             highlighted = current
-        prompts = [(p["name"], views.profile_option(p, slots)) for p in ordered(profiles)]
+        rows = ordered(profiles)
+        self._rows = {p["name"]: p for p in rows}
+        options.tooltips = {p["name"]: views.profile_tooltip(p) for p in rows}
+        prompts = [(p["name"], views.profile_option(p, slots)) for p in rows]
         # Rebuild only when the rows change: rebuilding resets the highlight and costs a layout.
         if [o.id for o in options.options] != [n for n, _ in prompts] or [
             str(o.prompt) for o in options.options
@@ -69,6 +109,7 @@ class ProfilesPane(Vertical, can_focus=False):
             options.highlighted = names.index(highlighted)
         elif self.highlighted_profile() is None and names:
             options.highlighted = 0
+        self._show_detail()
         slot = slots[0] if slots else None
         text = views.slot_details(slot)
         if text != self._details:  # an unchanged Static.update still costs a layout pass

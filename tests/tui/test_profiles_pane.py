@@ -1,0 +1,78 @@
+"""The Profiles pane (issue 15): key, validity mark, name, launcher, description cut to the pane
+with an ellipsis; the highlighted profile's first error or host-pool shortfall on the detail
+line; the whole row as a tooltip under the mouse."""
+
+from __future__ import annotations
+
+from textual.widgets import OptionList
+
+from sgltui.tui import views
+from sgltui.tui.scripted import ScriptedSource
+from sgltui.tui.widgets.profiles import ProfileList
+
+from .helpers import app_with, status_with, until
+from .test_views import plain
+
+LONG = "plain decoding, many requests at once, the description that no 80-column pane can hold"
+HUGE = {
+    "host_pool_gib": 240.0,
+    "host_pool_problem": "host pool 240 GiB > 187 GiB free RAM",
+    "host_pool_how": "hicache-ratio 2 x device pool 120.0 GiB",
+}
+ERROR = 'p.toml:4: mem-fraction-static: must be a number, got "lots"; write a number'
+
+
+def profiles():
+    return [
+        {"name": "fast", "key": "1", "launcher": "sim", "description": LONG, "valid": True},
+        {"name": "gpu", "key": "2", "launcher": "sglang", "description": "real one", "valid": True},
+        {"name": "big", "key": "3", "launcher": "sim", "valid": True, **HUGE},
+        {"name": "bad", "key": "4", "launcher": "sim", "valid": False, "problem": ERROR},
+    ]
+
+
+def test_row_says_key_mark_name_launcher_and_description():
+    rows = {p["name"]: plain(views.profile_option(p, [])) for p in profiles()}
+    assert rows["fast"] == f"1 ✓ fast  sim  {LONG}"
+    assert rows["gpu"] == "2 ✓ gpu  real  real one"
+    assert rows["big"].startswith("3 ⚠ big  sim") and rows["bad"].startswith("4 ✗ bad  sim")
+
+
+def test_detail_line_names_the_problem_only_when_there_is_one():
+    by = {p["name"]: p for p in profiles()}
+    assert views.profile_detail(by["fast"]) == ""
+    assert plain(views.profile_detail(by["bad"])) == f"✗ {ERROR}"
+    assert plain(views.profile_detail(by["big"])) == (
+        "⚠ refused: host pool 240 GiB > 187 GiB free RAM (hicache-ratio 2 x device pool 120.0 GiB)"
+    )
+    tip = views.profile_tooltip(by["fast"])
+    assert tip.splitlines() == ["fast (sim, key 1)", LONG]
+    assert "host pool 240 GiB > 187 GiB free RAM" in views.profile_tooltip(by["big"])
+
+
+def _status():
+    st = status_with(profile="fast")
+    st["profiles"] = profiles()
+    return st
+
+
+async def test_pane_cuts_rows_shows_the_problem_and_the_whole_row_on_hover():
+    app = app_with(ScriptedSource(_status()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.model.connected and app.first_status.is_set())
+        box = app.query_one("#profile-list", ProfileList)
+        await until(pilot, lambda: len(box.options) == 4)
+        width = box.size.width
+        first = "".join(seg.text for seg in box.render_line(0))
+        assert first.rstrip().endswith("…") and len(first.rstrip()) <= width, first
+        assert box.get_content_height(box.size, box.size, width) == 4  # one line per profile
+        detail = app.query_one("#profile-detail")
+        assert not detail.display  # highlighted "fast" (slot 0 runs it): nothing wrong
+        app.query_one("#profile-list", OptionList).highlighted = 3
+        await until(pilot, lambda: detail.display)
+        assert "mem-fraction-static: must be a number" in str(detail.render())
+        app.query_one("#profile-list", OptionList).highlighted = 2
+        await until(pilot, lambda: "240 GiB > 187 GiB" in str(detail.render()))
+        await pilot.hover("#profile-list", offset=(5, 0))
+        await until(pilot, lambda: box.tooltip is not None)
+        assert LONG in str(box.tooltip)
