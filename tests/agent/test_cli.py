@@ -6,15 +6,7 @@ import json
 import subprocess
 import sys
 
-
-def sgltui(agent, *argv: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir), *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        start_new_session=True,
-    )
+from tests.fixtures.cli import agent_sgltui as sgltui
 
 
 def _one_error_line(proc: subprocess.CompletedProcess) -> str:

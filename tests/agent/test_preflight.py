@@ -12,6 +12,7 @@ import urllib.request
 import pytest
 
 from sgltui.agent.client import AgentError
+from tests.fixtures.cli import agent_sgltui
 
 
 def _ready_http(port: int) -> int:
@@ -185,27 +186,15 @@ def test_restart_says_when_the_profile_changed(running):
 
 
 def test_cli_refused_swap_is_one_line_exit_1_and_force_names_a_check(running):
-    import subprocess
-
     agent, before = running
     name = agent.write_profile("pf-cli", enable_hierarchical_cache=True, hicache_size=100000)
-
-    def cli(*argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir), *argv],
-            capture_output=True,
-            text=True,
-            timeout=90,
-            start_new_session=True,
-        )
-
-    r = cli("swap", name)
+    r = agent_sgltui(agent, "swap", name)
     assert r.returncode == 1, r.stdout + r.stderr
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("sgltui: error:")]
     assert len(errors) == 1 and "preflight host-memory:" in errors[0], r.stderr
     assert "--force host-memory" in errors[0] and "Traceback" not in r.stderr
     _untouched(agent, before)
-    r = cli("swap", name, "--force", "nonsense")
+    r = agent_sgltui(agent, "swap", name, "--force", "nonsense")
     assert r.returncode == 2 and "--force takes a preflight check" in r.stderr, r.stderr
     _untouched(agent, before)
 

@@ -5,21 +5,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-
-def sgltui(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sgltui", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        start_new_session=True,
-        env=os.environ.copy(),
-    )
+from tests.fixtures.cli import sgltui
 
 
 def test_bench_url_sweep_compare_and_exports(mock_sse, tmp_path, isolated_env):

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from sgltui.core.profiles import get_profile
+from tests.fixtures.cli import agent_sgltui as sgltui
 
 
 def write_demo_profiles(profiles_dir: Path, port: int) -> list[str]:
@@ -23,17 +22,6 @@ def write_demo_profiles(profiles_dir: Path, port: int) -> list[str]:
         )
         names.append(name)
     return names
-
-
-def sgltui(agent, *args: str, timeout: float = 180.0) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        start_new_session=True,
-        env=os.environ.copy(),
-    )
 
 
 def test_bench_two_profiles_through_agent(agent, free_port, tmp_path):

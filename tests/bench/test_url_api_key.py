@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 from sgltui.bench.loadgen import API_KEY_ENV
 from sgltui.commands import bench as bench_command
+from tests.fixtures.cli import sgltui as run_sgltui
 
 KEY = "sk-bench-key-77"
 
 
 def sgltui(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sgltui", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        start_new_session=True,
-        env={**{k: v for k, v in os.environ.items() if k != API_KEY_ENV}, **(env or {})},
-    )
+    """Without the API key of this environment unless `env` sets one."""
+    clean = {k: v for k, v in os.environ.items() if k != API_KEY_ENV}
+    return run_sgltui(*args, env={**clean, **(env or {})})
 
 
 ARGS = ("--concurrency", "1", "--requests", "2", "--input-len", "8", "--output-len", "4")

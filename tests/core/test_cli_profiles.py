@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from sgltui.cli import main
 from sgltui.core.profiles import get_profile
 from tests.core.helpers import write
+from tests.fixtures.cli import sgltui
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -211,9 +210,7 @@ def test_real_process_never_prints_a_traceback(tmp_path):
         ["profiles", "validate", str(broken)],
         ["profiles", "import", "--", "python", "-m", "sglang.launch_server", "--port"],
     ):
-        proc = subprocess.run(
-            [sys.executable, "-m", "sgltui", *argv], capture_output=True, text=True, timeout=60
-        )
+        proc = sgltui(*argv)
         assert proc.returncode == 1, (argv, proc.stderr)
         assert "Traceback" not in proc.stderr + proc.stdout
         lines = (proc.stderr + proc.stdout).strip().splitlines()

@@ -3,22 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
+from tests.fixtures.cli import sgltui
 from tests.jobs.batch_input import write_input
-
-
-def _sgltui(agent, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = dict(os.environ, SGLTUI_STATE_DIR=str(agent.state_dir))
-    return subprocess.run(
-        [sys.executable, "-m", "sgltui", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
 
 
 def test_job_commands_from_the_cli(agent, tmp_path):
@@ -29,25 +16,25 @@ def test_job_commands_from_the_cli(agent, tmp_path):
     write_input(big, 3000, max_tokens=64)
 
     # watching: a progress line until the end, then the status; exit 0 when all answered
-    run = _sgltui(agent, "job", "run", str(small), "--concurrency", "4", "--name", "small")
+    run = sgltui("job", "run", str(small), "--concurrency", "4", "--name", "small")
     assert run.returncode == 0, run.stderr
     assert "60 requests checked" in run.stdout and "60/60" in run.stdout
     assert "segment t-a" in run.stdout
     assert (tmp_path / "small.output.jsonl").exists()  # the default output name
 
-    started = _sgltui(agent, "job", "run", str(big), "-o", str(tmp_path / "b.out.jsonl"),
+    started = sgltui("job", "run", str(big), "-o", str(tmp_path / "b.out.jsonl"),
                       "--concurrency", "2", "--no-wait")  # fmt: skip
     assert started.returncode == 0 and "it runs in the agent" in started.stdout
-    assert _sgltui(agent, "job", "set", "--concurrency", "6").returncode == 0
-    st = json.loads(_sgltui(agent, "job", "status", "--json").stdout)
+    assert sgltui("job", "set", "--concurrency", "6").returncode == 0
+    st = json.loads(sgltui("job", "status", "--json").stdout)
     assert st["name"] == "big" and st["concurrency"] == 6 and st["concurrency_mode"] == "fixed"
-    assert "paused" in _sgltui(agent, "job", "pause").stdout
-    listed = _sgltui(agent, "job", "list")
+    assert "paused" in sgltui("job", "pause").stdout
+    listed = sgltui("job", "list")
     assert "small" in listed.stdout and "done" in listed.stdout and "paused" in listed.stdout
-    assert json.loads(_sgltui(agent, "status", "--json").stdout)["jobs"][1]["state"] == "paused"
-    assert "running" in _sgltui(agent, "job", "resume", "big").stdout
-    assert "cancelled" in _sgltui(agent, "job", "cancel").stdout
-    bad = _sgltui(agent, "job", "set", "--concurrency", "0")
+    assert json.loads(sgltui("status", "--json").stdout)["jobs"][1]["state"] == "paused"
+    assert "running" in sgltui("job", "resume", "big").stdout
+    assert "cancelled" in sgltui("job", "cancel").stdout
+    bad = sgltui("job", "set", "--concurrency", "0")
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1
-    verify = _sgltui(agent, "job", "verify", str(big), str(tmp_path / "b.out.jsonl"))
+    verify = sgltui("job", "verify", str(big), str(tmp_path / "b.out.jsonl"))
     assert verify.returncode == 1 and "missing" in verify.stdout  # cancelled part-way

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.fixtures.cli import agent_sgltui as sgltui
+
 
 def _open_to_others(root: Path) -> list[str]:
     bad = []
@@ -24,16 +26,6 @@ def _open_to_others(root: Path) -> list[str]:
             if st.st_mode & 0o077:
                 bad.append(f"{oct(st.st_mode & 0o777)} {p.relative_to(root)}")
     return bad
-
-
-def sgltui(agent, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir), *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        start_new_session=True,
-    )
 
 
 def test_nothing_in_the_state_dir_is_group_or_world_readable(agent, tmp_path):

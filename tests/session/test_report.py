@@ -6,14 +6,13 @@ import csv
 import io
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from sgltui.session.reader import load_session
 from sgltui.session.report import build_report, render
 from sgltui.session.writer import Recorder
+from tests.fixtures.cli import sgltui
 
 from . import builder
 
@@ -173,40 +172,29 @@ def test_torn_and_bad_lines_are_noted(session_dir):
     assert "## Notes" in render(r, "md")
 
 
-def _cli(*args, env=None):
-    return subprocess.run(
-        [sys.executable, "-m", "sgltui", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        start_new_session=True,
-    )
-
-
 def test_cli_list_report_and_errors(session_dir, tmp_path):
-    out = _cli("sessions", "list")
+    out = sgltui("sessions", "list")
     assert out.returncode == 0 and session_dir.name in out.stdout and "ended" in out.stdout
-    listed = json.loads(_cli("sessions", "list", "--json").stdout)
+    listed = json.loads(sgltui("sessions", "list", "--json").stdout)
     assert listed[0]["name"] == session_dir.name and listed[0]["bench_runs"] == 1
 
-    out = _cli("report", "--format", "json")  # default: the latest session
+    out = sgltui("report", "--format", "json")  # default: the latest session
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["session"]["name"] == session_dir.name
 
     target = tmp_path / "r.csv"
-    out = _cli("report", session_dir.name[:8], "-o", str(target), "--save")
+    out = sgltui("report", session_dir.name[:8], "-o", str(target), "--save")
     assert out.returncode == 0, out.stderr
     assert target.read_text().startswith("section,item,field,value")
     assert (target.stat().st_mode & 0o777) == 0o600 and (session_dir / "report.csv").exists()
 
-    bad = _cli("report", "no-such-session")
+    bad = sgltui("report", "no-such-session")
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert bad.stderr.count("\n") == 1 and "sgltui sessions list" in bad.stderr
 
 
 def test_cli_report_without_sessions_says_what_to_do(isolated_env):
-    out = _cli("report")
+    out = sgltui("report")
     assert out.returncode != 0 and "no sessions" in out.stderr and "Traceback" not in out.stderr
 
 
@@ -215,8 +203,8 @@ def test_cli_replay_bad_input_is_one_line(session_dir):
         (["replay", "nope"], "sgltui sessions list"),
         (["replay", session_dir.name, "--speed", "0"], "--speed must be > 0"),
     ):
-        out = _cli(*args)
+        out = sgltui(*args)
         assert out.returncode != 0 and needle in out.stderr
         assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1
-    bare = _cli("sessions")
+    bare = sgltui("sessions")
     assert bare.returncode == 0 and session_dir.name in bare.stdout

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from sgltui.agent.telemetry.textview import GIB, render
+from tests.fixtures.cli import sgltui
 
 GB = 1_000_000_000
 
@@ -185,12 +186,6 @@ def agent_cleanup(isolated_env):
             os.kill(int(pidfile.read_text().split()[0]), signal.SIGKILL)
         except (ValueError, ProcessLookupError, PermissionError):
             pass
-
-
-def sgltui(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sgltui", *args], capture_output=True, text=True, timeout=timeout
-    )
 
 
 def test_top_once_and_json_against_the_agent(agent_cleanup):
