@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 from sgltui.tui.app import make_app
@@ -36,8 +37,28 @@ async def until(pilot, cond, timeout=5.0, show=None):
         await pilot.pause(0.02)
 
 
+def event(type: str, ts: float = 1.0, **data) -> dict:
+    """An agent event push, as ScriptedSource.feed takes it."""
+    return {"push": "event", "data": {"v": 1, "ts": ts, "type": type, **data}}
+
+
+def write_bench_run(path, run_id: str, results: list, **doc) -> str:
+    """A bench result file as the runner writes it; returns its path for a bench.done event."""
+    path.write_text(json.dumps({"v": 1, "run_id": run_id, "results": results, **doc}))
+    return str(path)
+
+
 def ops(source: ScriptedSource, name: str):
     return [args for op, args in source.calls if op == name]
 
 
-__all__ = ["ScriptedSource", "app_with", "until", "ops", "status_with", "asyncio"]
+__all__ = [
+    "ScriptedSource",
+    "app_with",
+    "event",
+    "until",
+    "ops",
+    "status_with",
+    "write_bench_run",
+    "asyncio",
+]

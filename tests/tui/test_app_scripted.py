@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from textual.widgets import OptionList
 
 from sgltui.tui.config import TuiConfig
@@ -9,7 +11,7 @@ from sgltui.tui.screens import BenchDialog, Confirm, DrainChoice
 from sgltui.tui.widgets.activity import ActivityPane
 from sgltui.tui.widgets.logs import LogPane, LogView
 
-from .helpers import ScriptedSource, app_with, ops, status_with, until
+from .helpers import ScriptedSource, app_with, event, ops, status_with, until, write_bench_run
 
 SIZE = (120, 40)
 
@@ -184,18 +186,14 @@ async def test_commands_from_other_clients_show_in_activity():
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await started(app, pilot)
         src.feed(
-            {
-                "push": "event",
-                "data": {
-                    "v": 1,
-                    "ts": 1764690000.0,
-                    "type": "command",
-                    "client": "cli:77@box",
-                    "slot": "0",
-                    "op": "swap",
-                    "args": {"profile": "demo-no-mtp"},
-                },
-            }
+            event(
+                "command",
+                ts=1764690000.0,
+                client="cli:77@box",
+                slot="0",
+                op="swap",
+                args={"profile": "demo-no-mtp"},
+            )
         )
         await until(pilot, lambda: app.model.activity_total == 1)
         await pilot.press("a")  # the activity tab
@@ -269,47 +267,26 @@ async def test_bench_dialog_starts_a_run_with_a_spec():
 
 
 async def test_bench_results_fill_the_comparison(tmp_path):
-    result = {
-        "v": 1,
-        "run_id": "r1",
-        "results": [
-            {
-                "profile": "demo-mtp",
-                "concurrency": 4,
-                "metrics": {"output_throughput": 400.0, "median_ttft_ms": 50.0},
-                "capacity": {"max_running_requests": 4},
-            },
-            {
-                "profile": "demo-no-mtp",
-                "concurrency": 4,
-                "metrics": {"output_throughput": 800.0},
-                "capacity": None,
-            },
-        ],
-    }
-    path = tmp_path / "r1.json"
-    import json
-
-    path.write_text(json.dumps(result))
+    results = [
+        {
+            "profile": "demo-mtp",
+            "concurrency": 4,
+            "metrics": {"output_throughput": 400.0, "median_ttft_ms": 50.0},
+            "capacity": {"max_running_requests": 4},
+        },
+        {
+            "profile": "demo-no-mtp",
+            "concurrency": 4,
+            "metrics": {"output_throughput": 800.0},
+            "capacity": None,
+        },
+    ]
+    path = write_bench_run(tmp_path / "r1.json", "r1", results)
     src = ScriptedSource(status_with())
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        src.feed(
-            {
-                "push": "event",
-                "data": {
-                    "v": 1,
-                    "ts": 1.0,
-                    "type": "bench.done",
-                    "client": None,
-                    "slot": None,
-                    "run_id": "r1",
-                    "path": str(path),
-                    "state": "done",
-                },
-            }
-        )
+        src.feed(event("bench.done", client=None, slot=None, run_id="r1", path=path, state="done"))
         table = app.query_one("#bench-table")
         await until(pilot, lambda: table.row_count == 2)
         first = [str(c) for c in table.get_row_at(0)]
@@ -404,8 +381,6 @@ async def test_a_new_launch_is_marked_in_the_log():
 async def test_bench_pane_shows_the_bench_comparison_and_a_try_higher_hint(tmp_path):
     """The TUI shows the comparison the bench computed (the CLI's table and ranking), not a
     ranking of its own, and says when the best point is the highest concurrency tried."""
-    import json
-
     from sgltui.bench import compare
 
     results = [
@@ -416,30 +391,16 @@ async def test_bench_pane_shows_the_bench_comparison_and_a_try_higher_hint(tmp_p
         for c, tok in ((1, 120.0), (4, 90.0))
     ]
     comparison = compare.build(results, job_completions=1000, bench_output_len=256)
-    path = tmp_path / "r2.json"
     # As the runner writes it: NaNs of single runs stored as null (a crash seen in tmux when
     # the TUI used the stored comparison as is), the job size in the spec.
     stored = json.loads(json.dumps(comparison).replace("NaN", "null"))
     spec = {"job_completions": 1000, "output_len": 256}
-    path.write_text(
-        json.dumps({"v": 1, "run_id": "r2", "spec": spec, "results": results, "comparison": stored})
-    )
+    path = write_bench_run(tmp_path / "r2.json", "r2", results, spec=spec, comparison=stored)
     src = ScriptedSource(status_with())
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        src.feed(
-            {
-                "push": "event",
-                "data": {
-                    "v": 1,
-                    "ts": 1.0,
-                    "type": "bench.done",
-                    "run_id": "r2",
-                    "path": str(path),
-                },
-            }
-        )
+        src.feed(event("bench.done", run_id="r2", path=path))
         await pilot.press("c")
         table = app.query_one("#bench-table")
         await until(pilot, lambda: table.row_count == 4)
@@ -513,12 +474,9 @@ async def test_profiles_are_listed_in_key_order():
 async def test_reattach_reads_the_latest_bench_run_the_status_already_names(tmp_path):
     """Seen in tmux: after a re-attach the status names the latest run (without its result),
     bench_list lists it too, and the Bench tab stayed empty."""
-    import json
-
-    path = tmp_path / "r9.json"
     results = [{"profile": "demo-mtp", "concurrency": 2, "metrics": {"output_throughput": 50.0}}]
-    path.write_text(json.dumps({"v": 1, "run_id": "r9", "results": results, "comparison": {}}))
-    run = {"run_id": "r9", "state": "done", "path": str(path)}
+    path = write_bench_run(tmp_path / "r9.json", "r9", results, comparison={})
+    run = {"run_id": "r9", "state": "done", "path": path}
     src = ScriptedSource(
         status_with(), on_call=lambda op, a, s: [run] if op == "bench_list" else {}
     )
