@@ -18,7 +18,7 @@ import contextlib
 import fcntl
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -154,44 +154,54 @@ def _fast_line(raw: bytes) -> tuple[str, int] | None:
     return cid, tokens
 
 
-def _scan_file(path: Path, scan: Scan, failed_file: bool) -> None:
+def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw line) of `path`; nothing when it does not exist (no output yet)."""
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
         return
     with fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not failed_file:
-                fast = _fast_line(raw)
-                if fast is not None:
-                    cid, tokens = fast
-                    if cid in scan.done:
-                        scan.duplicates += 1
-                    else:
-                        scan.done.add(cid)
-                        scan.ok += 1
-                        scan.out_tokens += tokens
-                    continue
-            if not raw.strip():
+        yield from enumerate(fh, 1)
+
+
+def failed(obj: dict, in_errors_file: bool) -> bool:
+    """An output line counts as failed in the errors file, with an error, or without HTTP 200."""
+    resp = obj.get("response") or {}
+    return in_errors_file or bool(obj.get("error")) or resp.get("status_code") != 200
+
+
+def _scan_file(path: Path, scan: Scan, failed_file: bool) -> None:
+    for lineno, raw in numbered_lines(path):
+        if not failed_file:
+            fast = _fast_line(raw)
+            if fast is not None:
+                cid, tokens = fast
+                if cid in scan.done:
+                    scan.duplicates += 1
+                else:
+                    scan.done.add(cid)
+                    scan.ok += 1
+                    scan.out_tokens += tokens
                 continue
-            try:
-                obj = orjson.loads(raw)
-                cid = obj["custom_id"]
-            except (orjson.JSONDecodeError, KeyError, TypeError):
-                raise OutputError(
-                    f"{path}:{lineno}: not a batch output line; move the file aside or fix the line"
-                ) from None
-            if cid in scan.done:
-                scan.duplicates += 1
-                continue
-            scan.done.add(cid)
-            resp = obj.get("response") or {}
-            if failed_file or obj.get("error") or resp.get("status_code") != 200:
-                scan.failed += 1
-            else:
-                scan.ok += 1
-                usage = (resp.get("body") or {}).get("usage") or {}
-                scan.out_tokens += int(usage.get("completion_tokens") or 0)
+        if not raw.strip():
+            continue
+        try:
+            obj = orjson.loads(raw)
+            cid = obj["custom_id"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise OutputError(
+                f"{path}:{lineno}: not a batch output line; move the file aside or fix the line"
+            ) from None
+        if cid in scan.done:
+            scan.duplicates += 1
+            continue
+        scan.done.add(cid)
+        if failed(obj, failed_file):
+            scan.failed += 1
+        else:
+            scan.ok += 1
+            usage = ((obj.get("response") or {}).get("body") or {}).get("usage") or {}
+            scan.out_tokens += int(usage.get("completion_tokens") or 0)
 
 
 def scan(output: Path) -> Scan:

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 
 from sgltui.jobs import batchfile
-from sgltui.jobs.output import errors_path
+from sgltui.jobs.output import errors_path, failed, numbered_lines
 
 SHOW = 5  # custom_ids named per problem
 
@@ -68,35 +68,29 @@ def verify(input_path: Path, output: Path) -> Verdict:
     v.total = len(expected)
     seen: set[str] = set()
     for path, failed_file in ((output, False), (errors_path(output), True)):
-        try:
-            fh = open(path, "rb")
-        except FileNotFoundError:
-            continue
-        with fh:
-            for lineno, raw in enumerate(fh, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    obj = orjson.loads(raw)
-                    cid = obj["custom_id"]
-                except (orjson.JSONDecodeError, KeyError, TypeError):
-                    v.torn.append(f"{path}:{lineno}")
-                    continue
-                if cid in seen:
-                    v.n_duplicates += 1
-                    _note(v.duplicates, cid)
-                    continue
-                seen.add(cid)
-                if cid not in expected:
-                    v.n_unknown += 1
-                    _note(v.unknown, cid)
-                    continue
-                resp = obj.get("response") or {}
-                if failed_file or obj.get("error") or resp.get("status_code") != 200:
-                    v.n_failed += 1
-                    _note(v.failed, cid)
-                else:
-                    v.answered += 1
+        for lineno, raw in numbered_lines(path):
+            if not raw.strip():
+                continue
+            try:
+                obj = orjson.loads(raw)
+                cid = obj["custom_id"]
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                v.torn.append(f"{path}:{lineno}")
+                continue
+            if cid in seen:
+                v.n_duplicates += 1
+                _note(v.duplicates, cid)
+                continue
+            seen.add(cid)
+            if cid not in expected:
+                v.n_unknown += 1
+                _note(v.unknown, cid)
+                continue
+            if failed(obj, failed_file):
+                v.n_failed += 1
+                _note(v.failed, cid)
+            else:
+                v.answered += 1
     for cid in expected:
         if cid not in seen:
             v.n_missing += 1
