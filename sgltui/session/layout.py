@@ -6,7 +6,7 @@
         servers/<launch-id>.log     each server's own output (written through the log relay)
         bench/<run-id>.json         a bench run's result; bench/<run-id>/ its per-request records
         screenshots/*.svg           screenshots taken in the TUI
-        report.md                   written by `sgltui sessions report`
+        report.md                   written by `sgltui report --save`
 
 Every folder is 0700 and every file 0600 (core/files.py). The writer is session/writer.py,
 the readers session/reader.py and session/jsonl.py.

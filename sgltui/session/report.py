@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sgltui import protocol
+from sgltui.core import units
 from sgltui.core.charts import hbar, sparkline, stacked_bar
 from sgltui.core.redact import Redactor
 from sgltui.session.reader import Session
@@ -63,18 +64,6 @@ def _num(v: Any) -> float | None:
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
         else None
     )
-
-
-def fmt_s(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    if seconds < 10:
-        return f"{seconds:.2f} s"
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def fmt_ts(ts: float | None) -> str:
@@ -607,7 +596,7 @@ def render_markdown(r: dict[str, Any]) -> str:
     s = r["session"]
     out = [f"# sgltui session {s['name']}", ""]
     out.append(
-        f"- Recorded: {fmt_ts(s['started'])} to {fmt_ts(s['last_event'])} ({fmt_s(s['duration_s'])})"
+        f"- Recorded: {fmt_ts(s['started'])} to {fmt_ts(s['last_event'])} ({units.span(s['duration_s'])})"
         + ("" if s["ended"] else ", agent still running or stopped abruptly")
     )
     out.append(f"- Directory: `{s['path']}`")
@@ -629,7 +618,7 @@ def render_markdown(r: dict[str, Any]) -> str:
                     x["slot"],
                     x["profile"] or "-",
                     x["outcome"] + (f": {x['cause']}" if x.get("cause") else ""),
-                    fmt_s(x["start_s"]),
+                    units.span(x["start_s"]),
                     x["max_running_requests"] if x["max_running_requests"] is not None else "-",
                     f"`{x['launch_id']}`",
                 ]
@@ -649,8 +638,8 @@ def render_markdown(r: dict[str, Any]) -> str:
                     fmt_ts(x["ts"]),
                     f"{x['from']} -> {x['to']}",
                     "ok" if x["ok"] else ("rolled back" if x["rolled_back"] else "failed"),
-                    *[fmt_s(x["timings_s"].get(p)) for p in SWAP_PHASES],
-                    fmt_s(x["timings_s"].get("total")),
+                    *[units.span(x["timings_s"].get(p)) for p in SWAP_PHASES],
+                    units.span(x["timings_s"].get("total")),
                 ]
                 for x in r["swaps"]
             ],
@@ -666,7 +655,7 @@ def render_markdown(r: dict[str, Any]) -> str:
                 parts.append((total - known if total - known > 0.05 * total else None, _OTHER_CHAR))
                 bar = stacked_bar(parts, longest, 48)
                 out.append(
-                    f"{_short(str(x['from']) + '->' + str(x['to']), 24):<24} {bar} {fmt_s(x['timings_s'].get('total'))}"
+                    f"{_short(str(x['from']) + '->' + str(x['to']), 24):<24} {bar} {units.span(x['timings_s'].get('total'))}"
                 )
             out.append("```")
     else:
@@ -699,9 +688,9 @@ def render_markdown(r: dict[str, Any]) -> str:
             [
                 [
                     x["profile"],
-                    fmt_s(x["serving_s"]),
-                    fmt_s(x["starting_s"]),
-                    fmt_s(x["other_s"]),
+                    units.span(x["serving_s"]),
+                    units.span(x["starting_s"]),
+                    units.span(x["other_s"]),
                     f"{x['share'] * 100:.0f}%" if x["share"] is not None else "-",
                     hbar(x["serving_s"], top, 20),
                 ]
@@ -738,7 +727,7 @@ def render_markdown(r: dict[str, Any]) -> str:
                     f"{x['token_usage_mean'] * 100:.0f}%"
                     if x["token_usage_mean"] is not None
                     else "-",
-                    f"{x['gpu_used_bytes_max'] / 1e9:.1f} GB" if x["gpu_used_bytes_max"] else "-",
+                    units.gib(x["gpu_used_bytes_max"] or None),
                 ]
                 for x in r["throughput"]
             ],
@@ -774,7 +763,7 @@ def render_markdown(r: dict[str, Any]) -> str:
                 ["profile", "launch", "completions", "failed", "output tokens", "time", "tok/s"],
                 (
                     [x["profile"], x["launch_id"], x["completions"], x["failed"],
-                     x["out_tokens"], fmt_s(x["seconds"]), fmt_num(x["tok_s"])]
+                     x["out_tokens"], units.span(x["seconds"]), fmt_num(x["tok_s"])]
                     for x in job["segments"]
                 ),
             )  # fmt: skip
@@ -842,7 +831,7 @@ def render_markdown(r: dict[str, Any]) -> str:
             for e in run["estimates"]:
                 out.append(
                     f"{_short(str(e.get('profile')), 20):<20} c={e.get('concurrency'):<4} "
-                    f"{hbar(e.get('seconds'), longest, 30):<30} {fmt_s(e.get('seconds'))}"
+                    f"{hbar(e.get('seconds'), longest, 30):<30} {units.span(e.get('seconds'))}"
                 )
             out += ["```", ""]
         if run.get("recommendation"):

@@ -111,6 +111,8 @@ def test_markdown_has_every_section_and_unicode_charts(report):
         assert heading in md
     assert "░" in md and "█" in md and "▞" in md  # stacked swap bars
     assert any(ch in md for ch in "▁▂▃▄▅▆▇")  # sparklines
+    # GPU memory in binary units, labelled so (70e9 bytes is 65.2 GiB, not "70.0 GB").
+    assert "| 65.2 GiB |" in md and " GB" not in md
     assert (
         "| demo-no-mtp -> demo-mtp | ok | 2.00 s | 1.00 s | 3.00 s | 14.0 s | 4.00 s | 24.0 s |"
         in md
