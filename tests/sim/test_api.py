@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from tests.fixtures.sim import start_sim, stop_sim
-from tests.sim.helpers import post_json, sse_events
+from tests.sim.helpers import gen_body, post_json, stream_events, stream_in_background
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -111,20 +111,10 @@ def test_completions_non_stream(sim):
 
 
 def test_completions_stream_with_usage(sim):
-    with httpx.stream(
-        "POST",
-        sim.url + "/v1/completions",
-        timeout=30,
-        json={
-            "prompt": "Stream this",
-            "max_tokens": 5,
-            "stream": True,
-            "ignore_eos": True,
-            "stream_options": {"include_usage": True},
-        },
-    ) as r:
-        assert r.headers["content-type"].startswith("text/event-stream")
-        events = sse_events(r)
+    body = {"prompt": "Stream this", "max_tokens": 5, "ignore_eos": True}
+    events = stream_events(
+        sim.url + "/v1/completions", {**body, "stream_options": {"include_usage": True}}
+    )
     assert events[-1] == "[DONE]"
     usage = events[-2]
     assert usage["choices"] == [] and usage["usage"]["completion_tokens"] == 5
@@ -138,13 +128,9 @@ def test_completions_stream_with_usage(sim):
 
 
 def test_completions_stream_without_usage_has_none(sim):
-    with httpx.stream(
-        "POST",
-        sim.url + "/v1/completions",
-        timeout=30,
-        json={"prompt": "x", "max_tokens": 3, "stream": True, "ignore_eos": True},
-    ) as r:
-        events = sse_events(r)
+    events = stream_events(
+        sim.url + "/v1/completions", {"prompt": "x", "max_tokens": 3, "ignore_eos": True}
+    )
     assert all(e == "[DONE]" or e["choices"] for e in events)
 
 
@@ -161,10 +147,7 @@ def test_chat_completions(sim):
         r["choices"][0]["message"]["role"] == "assistant" and r["choices"][0]["message"]["content"]
     )
     assert r["usage"]["completion_tokens"] == 6
-    with httpx.stream(
-        "POST", sim.url + "/v1/chat/completions", json={**body, "stream": True}, timeout=30
-    ) as s:
-        events = sse_events(s)
+    events = stream_events(sim.url + "/v1/chat/completions", body)
     assert events[0]["choices"][0]["delta"]["role"] == "assistant"
     assert events[0]["object"] == "chat.completion.chunk"
     content = "".join(e["choices"][0]["delta"].get("content") or "" for e in events[:-1])
@@ -188,17 +171,7 @@ def test_generate_native_and_meta_info(sim):
 
 
 def test_generate_stream_is_cumulative_by_default(sim):
-    with httpx.stream(
-        "POST",
-        sim.url + "/generate",
-        timeout=30,
-        json={
-            "input_ids": [5, 6, 7, 8],
-            "stream": True,
-            "sampling_params": {"max_new_tokens": 40, "ignore_eos": True},
-        },
-    ) as r:
-        events = sse_events(r)
+    events = stream_events(sim.url + "/generate", gen_body(40, input_ids=[5, 6, 7, 8]))
     chunks = events[:-1]
     # Tokens that arrive while the client is slow are coalesced, so count chunks loosely.
     assert events[-1] == "[DONE]" and 2 <= len(chunks) <= 40
@@ -303,27 +276,11 @@ def test_flush_cache_and_abort(sim):
 
 
 def test_abort_request_ends_a_stream(sim):
-    import threading
     import time
 
-    events = []
-
-    def reader():
-        with httpx.stream(
-            "POST",
-            sim.url + "/generate",
-            timeout=30,
-            json={
-                "text": "long",
-                "rid": "to-abort",
-                "stream": True,
-                "sampling_params": {"max_new_tokens": 100000, "ignore_eos": True},
-            },
-        ) as r:
-            events.extend(sse_events(r))
-
-    t = threading.Thread(target=reader)
-    t.start()
+    t, events = stream_in_background(
+        sim.url + "/generate", gen_body(100000, text="long", rid="to-abort"), timeout=30
+    )
     time.sleep(0.5)
     assert (
         httpx.post(sim.url + "/abort_request", json={"rid": "to-abort"}, timeout=10).status_code

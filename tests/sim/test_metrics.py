@@ -7,7 +7,7 @@ import time
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.sim.helpers import post_json
+from tests.sim.helpers import gen_body, post_json, stream_events
 
 SCHED_LABELS = {"model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank"}
 
@@ -35,17 +35,7 @@ def test_metrics_names_types_labels_and_counts(sim_server):
             sim.url + "/generate",
             {"input_ids": p, "sampling_params": {"max_new_tokens": 12, "ignore_eos": True}},
         )
-    with httpx.stream(
-        "POST",
-        sim.url + "/generate",
-        timeout=30,
-        json={
-            "input_ids": [4, 4, 4],
-            "stream": True,
-            "sampling_params": {"max_new_tokens": 12, "ignore_eos": True},
-        },
-    ) as r:
-        r.read()
+    stream_events(sim.url + "/generate", gen_body(12, input_ids=[4, 4, 4]))
     fams = families(sim.url)
     for name in (
         "sglang:num_running_reqs",

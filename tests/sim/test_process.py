@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from sgltui.core.locations import sim_gpu_dir
-from tests.sim.helpers import post_json, sse_events
+from tests.sim.helpers import gen_body, post_json, stream_events, stream_in_background
 
 PY = sys.executable
 
@@ -190,23 +190,7 @@ def test_slow_start_multiplies_phase_durations(sim_server):
 def test_sigterm_drains_in_flight_requests_then_exits_zero(sim_server):
     sim = sim_server(time_scale="0.05")
     children = tree(sim.pid)
-    events: list = []
-
-    def reader():
-        with httpx.stream(
-            "POST",
-            sim.url + "/generate",
-            timeout=60,
-            json={
-                "text": "long answer",
-                "stream": True,
-                "sampling_params": {"max_new_tokens": 4000, "ignore_eos": True},
-            },
-        ) as r:
-            events.extend(sse_events(r))
-
-    t = threading.Thread(target=reader)
-    t.start()
+    t, events = stream_in_background(sim.url + "/generate", gen_body(4000, text="long answer"))
     time.sleep(0.5)
     sim.signal(signal.SIGTERM)
     sim.wait_for_line("SIGTERM received. signum=15")
@@ -293,10 +277,7 @@ def test_incremental_streaming_output_sends_deltas(sim_server):
     sim = sim_server("--incremental-streaming-output", time_scale="0.1")
     body = {"text": "delta please", "sampling_params": {"max_new_tokens": 30, "ignore_eos": True}}
     whole = post_json(sim.url + "/generate", body).json()
-    with httpx.stream(
-        "POST", sim.url + "/generate", json={**body, "stream": True}, timeout=30
-    ) as r:
-        chunks = sse_events(r)[:-1]
+    chunks = stream_events(sim.url + "/generate", body)[:-1]
     assert len(chunks) >= 2
     assert "".join(c["text"] for c in chunks) == whole["text"]
     assert [i for c in chunks for i in c["output_ids"]] == whole["output_ids"]
@@ -428,17 +409,7 @@ def test_client_disconnect_aborts_a_non_streaming_request(sim_server):
 
 def test_stream_interval_sets_chunk_cadence(sim_server):
     sim = sim_server("--stream-interval", "8", time_scale="0.1")
-    with httpx.stream(
-        "POST",
-        sim.url + "/generate",
-        timeout=30,
-        json={
-            "text": "cadence",
-            "stream": True,
-            "sampling_params": {"max_new_tokens": 50, "ignore_eos": True},
-        },
-    ) as r:
-        chunks = sse_events(r)[:-1]
+    chunks = stream_events(sim.url + "/generate", gen_body(50, text="cadence"))[:-1]
     sizes = [len(c["output_ids"]) for c in chunks]
     assert sizes[-1] == 50
     steps = [b - a for a, b in zip([0] + sizes, sizes)]
