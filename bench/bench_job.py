@@ -196,6 +196,19 @@ def resume_time(lines: int, tmp: Path) -> dict:
             "repaired": repaired, "output_mb": out.stat().st_size / 1e6}  # fmt: skip
 
 
+def loadgen_and_job(
+    scale: float, running: int, inp: Path, out: Path, concurrency: int, n: int, out_len: int
+) -> tuple[dict, dict]:
+    """The load generator, then the job runner, on one fresh simulator: (load gen, job) figures."""
+    port = free_port()
+    sim = start_sim(port, scale, running)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        return run_sgltui(url, concurrency, n, out_len), run_worker(url, inp, out, concurrency)
+    finally:
+        stop_server(sim)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
@@ -219,14 +232,7 @@ def main() -> int:
         inp = tmp / "in.jsonl"
         write_input(inp, n, L)
         if "cpu" not in skip:
-            port = free_port()
-            sim = start_sim(port, 0.0, 64)
-            url = f"http://127.0.0.1:{port}"
-            try:
-                lg = run_sgltui(url, c, n, L)
-                job = run_worker(url, inp, tmp / "out-cpu.jsonl", c)
-            finally:
-                stop_server(sim)
+            lg, job = loadgen_and_job(0.0, 64, inp, tmp / "out-cpu.jsonl", c, n, L)
             lg_us = lg["client_cpu_s"] / lg["completed"] * 1e6
             job_us = job["cpu_run_s"] / job["done"] * 1e6
             print(f"1. CPU per completion: runner {job_us:,.0f} us ({job['done']:,} answered in "
@@ -248,14 +254,7 @@ def main() -> int:
             rc, rn, rl = args.rt_concurrency, args.rt_requests, args.rt_output_len
             rinp = tmp / "rt.jsonl"
             write_input(rinp, rn, rl)
-            port = free_port()
-            sim = start_sim(port, 1.0, max(rc, 64))
-            url = f"http://127.0.0.1:{port}"
-            try:
-                lg = run_sgltui(url, rc, rn, rl)
-                job = run_worker(url, rinp, tmp / "out-rt.jsonl", rc)
-            finally:
-                stop_server(sim)
+            lg, job = loadgen_and_job(1.0, max(rc, 64), rinp, tmp / "out-rt.jsonl", rc, rn, rl)
             lg_tok = lg["output_throughput"]
             job_tok = job["out_tokens"] / job["run_s"]
             print(f"4. real time scale, concurrency {rc}: job {job_tok:,.0f} tok/s, load generator "
