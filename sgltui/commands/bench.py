@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui.cli import CliError
+from sgltui.commands import Subparsers
 from sgltui.core.locations import state_dir
 
 # sgltui.bench.loadgen.API_KEY_ENV (not imported here: the CLI starts without the bench stack).
@@ -29,7 +30,7 @@ API_KEY_ENV = "SGLTUI_BENCH_API_KEY"
 ACTIONS = ("run", "compare", "list", "stop")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser(
         "bench",
         help="benchmark profiles: sweep concurrency, compare, time to finish a job",

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from sgltui.cli import CliError
+from sgltui.commands import Subparsers
 from sgltui.core.locations import state_dir
 
 ACTIONS = ("run", "status", "list", "pause", "resume", "cancel", "set", "verify")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser(
         "job",
         help="run an OpenAI batch file through a slot's server, resumable, exactly once",

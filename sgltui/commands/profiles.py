@@ -7,9 +7,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from sgltui.cli import CliError
+from sgltui.commands import Subparsers
 from sgltui.core.flags import Catalog, load_bundled_catalog, load_live_catalog
 from sgltui.core.profile_import import import_command, profile_to_toml
 from sgltui.core.profiles import (
@@ -29,7 +29,7 @@ from sgltui.core.validate import Issue, check_profile, check_profile_set
 DESCRIPTION_WIDTH = 80
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser(
         "profiles",
         help="list, show, validate and import serving profiles",

@@ -18,10 +18,11 @@ from typing import Any
 from sgltui.agent.client import AgentClient, AgentError, VersionMismatch, call_sync
 from sgltui.agent.daemon import paths
 from sgltui.cli import CliError
+from sgltui.commands import Subparsers
 from sgltui.core import locations, units
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("start", help="launch a profile into a slot and wait until it is ready")
     p.add_argument("profile", help="profile name or .toml path")
     _slot_opts(p)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from sgltui.cli import CliError
+from sgltui.commands import Subparsers
 from sgltui.core import locations
 from sgltui.session.layout import sessions_root
 from sgltui.session.reader import (
@@ -26,7 +27,7 @@ from sgltui.session.reader import (
 from sgltui.session.report import FORMATS, build_report, render
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     sessions = sub.add_parser(
         "sessions", help="recorded sessions", description="List recorded sessions."
     )

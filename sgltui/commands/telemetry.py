@@ -16,10 +16,11 @@ from typing import Any
 from sgltui.agent.client import AgentClient, AgentError
 from sgltui.agent.telemetry.textview import render
 from sgltui.cli import CliError
+from sgltui.commands import Subparsers
 from sgltui.core import locations
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser(
         "top", help="GPU, host and engine readings as plain text (once or refreshing)"
     )

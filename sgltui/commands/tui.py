@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 
 from sgltui.cli import CliError
+from sgltui.commands import Subparsers
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     tui = sub.add_parser(
         "tui",
         help="open the terminal UI (the same as plain `sgltui`)",

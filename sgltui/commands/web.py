@@ -14,12 +14,13 @@ from pathlib import Path
 import psutil
 
 from sgltui.cli import CliError
+from sgltui.commands import Subparsers
 from sgltui.core.locations import state_dir
 
 STOP_TIMEOUT_S = 15.0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     from sgltui.web.server import DEFAULT_MAX_TABS, DEFAULT_PORT
 
     p = sub.add_parser(

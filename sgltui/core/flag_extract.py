@@ -60,25 +60,32 @@ def _choices(choices: Any) -> list[Any] | None:
     return list(_json_safe(list(choices)))
 
 
-def _action_kind(action: argparse.Action) -> str:
-    cls = type(action).__name__
-    boolean_optional = getattr(argparse, "BooleanOptionalAction", None)  # Python 3.9+
-    if boolean_optional is not None and isinstance(action, boolean_optional):
+# add_argument's `action=` names -> the catalog's action kinds (argparse's built-in names).
+_ACTION_NAMES = {
+    None: "store",
+    "store": "store",
+    "store_true": "store_true",
+    "store_false": "store_false",
+    "store_const": "store_const",
+    "append_const": "store_const",
+    "version": "store_const",
+    "append": "append",
+    "extend": "append",
+    "count": "count",
+}
+
+
+def _action_kind(action: argparse.Action, requested: Any = None) -> str:
+    """The kind of `action`, from the `action=` SGLang passed to add_argument (`requested`):
+    one of argparse's names, or an Action class of SGLang's own (classified by what it
+    consumes)."""
+    if isinstance(requested, str) or requested is None:
+        kind = _ACTION_NAMES.get(requested)
+        if kind is not None:
+            return kind
+    if isinstance(action, argparse.BooleanOptionalAction):
         return "boolean_optional"
-    if isinstance(action, argparse._StoreTrueAction):
-        return "store_true"
-    if isinstance(action, argparse._StoreFalseAction):
-        return "store_false"
-    if isinstance(action, argparse._StoreConstAction):
-        return "store_const"
-    if isinstance(action, argparse._AppendAction):
-        return "append"
-    if isinstance(action, argparse._CountAction):
-        return "count"
-    if isinstance(action, argparse._StoreAction):
-        return "store"
-    # SGLang's own Action subclasses: classify by what they consume.
-    if "StoreTrue" in cls:
+    if "StoreTrue" in type(action).__name__:
         return "store_true"
     if action.nargs == 0:
         return "store_const"
@@ -95,11 +102,12 @@ def _type_name(action: argparse.Action) -> str | None:
     return _TYPE_NAMES.get(name, "str")
 
 
-def describe_action(action: argparse.Action) -> dict[str, Any] | None:
+def describe_action(action: argparse.Action, requested: Any = None) -> dict[str, Any] | None:
+    """The catalog entry of one flag; `requested` is the `action=` given to add_argument."""
     longs = [o for o in action.option_strings if o.startswith("--")]
-    if not longs or isinstance(action, argparse._HelpAction):
+    if not longs or requested == "help":
         return None
-    kind = _action_kind(action)
+    kind = _action_kind(action, requested)
     options = list(action.option_strings)
     name = longs[0][2:]
     spec: dict[str, Any] = {
@@ -132,19 +140,33 @@ def describe_action(action: argparse.Action) -> dict[str, Any] | None:
     return {"name": name, **spec}
 
 
-def speculative_algorithms() -> list[str] | None:
-    """Names --speculative-algorithm accepts (checked by SGLang at start-up, not by argparse)."""
+def speculative_algorithms(help_text: str | None = None) -> list[str] | None:
+    """Names --speculative-algorithm accepts (checked by SGLang at start-up, not by argparse):
+    the enum's members, then the aliases among the builtins the flag's help lists ("Builtins:
+    EAGLE, EAGLE3, NEXTN, ...") that SpeculativeAlgorithm.from_string accepts (NEXTN -> EAGLE)."""
     try:
-        from sglang.srt.speculative import spec_info, spec_registry
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm as algorithm
     except (ImportError, AttributeError, RuntimeError, OSError):
-        # Not installed, or an SGLang without this module (older), or its import failed on
-        # this host (CUDA, torch): the bundled catalog's names apply then.
+        # Not installed, or an SGLang without this module (older), or its import failed on this
+        # host (CUDA, torch): the bundled catalog's names apply then.
         return None
-    names = [
-        m for m in spec_info.SpeculativeAlgorithm.__members__ if m not in ("NONE", "FROZEN_KV_MTP")
-    ]
-    names += sorted(getattr(spec_registry, "_RESERVED_ALIASES", ()))
-    return names
+    names = [m for m in algorithm.__members__ if m not in ("NONE", "FROZEN_KV_MTP")]
+    listed = _BUILTINS.search(help_text or "")
+    aliases = set()
+    for word in re.findall(r"[A-Za-z0-9_]+", listed.group(1)) if listed else []:
+        name = word.upper()
+        if name in algorithm.__members__:
+            continue
+        try:
+            algorithm.from_string(name)
+        except (ValueError, KeyError):  # not a name this release accepts
+            continue
+        aliases.add(name)
+    return names + sorted(aliases)
+
+
+# "Speculative algorithm. Builtins: EAGLE, EAGLE3, NEXTN, STANDALONE. Or any name registered ..."
+_BUILTINS = re.compile(r"Builtins?:\s*([A-Za-z0-9_,\s]+)")
 
 
 class RecordingParser(argparse.ArgumentParser):
@@ -155,11 +177,16 @@ class RecordingParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.recorded: list[argparse.Action] = []
+        self.requested: dict[argparse.Action, Any] = {}  # action -> its add_argument(action=)
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
-        self.recorded.append(action)
+        self._record(action, kwargs)
         return action
+
+    def _record(self, action: argparse.Action, kwargs: dict[str, Any]) -> None:
+        self.recorded.append(action)
+        self.requested[action] = kwargs.get("action")
 
     def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
         return self._recording(super().add_argument_group(*args, **kwargs))
@@ -172,7 +199,7 @@ class RecordingParser(argparse.ArgumentParser):
 
         def add_argument(*args: Any, **kwargs: Any) -> argparse.Action:
             action: argparse.Action = add(*args, **kwargs)
-            self.recorded.append(action)
+            self._record(action, kwargs)
             return action
 
         group.add_argument = add_argument
@@ -187,11 +214,14 @@ def extract() -> dict[str, Any]:
     ServerArgs.add_cli_args(parser)
     flags: dict[str, Any] = {}
     for action in parser.recorded:
-        described = describe_action(action)
+        described = describe_action(action, parser.requested[action])
         if described is not None:
             flags[described.pop("name")] = described
     values: dict[str, Any] = {}
-    algos = speculative_algorithms()
+    spec_help = next(
+        (a.help for a in parser.recorded if "--speculative-algorithm" in a.option_strings), None
+    )
+    algos = speculative_algorithms(spec_help)
     if algos:
         values["speculative-algorithm"] = {"values": algos, "case_insensitive": True}
     return {

@@ -83,21 +83,9 @@ def _add_fallback_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _add_sim_flags(p: argparse.ArgumentParser) -> None:
-    group = p.add_argument_group("simulator (sgltui)")
-    existing = p._option_string_actions  # a catalog may already carry some --sim-* flags
-
-    class _Group:
-        @staticmethod
-        def add_argument(flag, **kw):
-            if flag in existing:
-                action = existing[flag]
-                action.default = kw.get("default", action.default)  # our defaults and choices win
-                if "choices" in kw:
-                    action.choices = kw["choices"]
-                return
-            group.add_argument(flag, **kw)
-
-    g = _Group()
+    # A catalog may already carry some --sim-* flags: ours replace them (our defaults and
+    # choices win), through argparse's documented conflict handler.
+    g = p.add_argument_group("simulator (sgltui)", conflict_handler="resolve")
     g.add_argument(
         "--sim-gpu", default=DEFAULT_GPU, choices=sorted(GPU_PRESETS), help="simulated GPU preset"
     )
