@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sgltui.agent.gpu.reading import GpuReading, empty_gpu  # noqa: E402
 from sgltui.agent.telemetry import Telemetry  # noqa: E402
-from sgltui.agent.telemetry.gpu_source import GpuReading, empty_gpu  # noqa: E402
 
 GB = 1_000_000_000
 

@@ -34,7 +34,7 @@ def modules_of(room: str) -> list[str]:
 
 
 def test_subpackages_are_walked():
-    assert "sgltui.agent.telemetry.nvml_source" in modules_of("sgltui.agent")
+    assert "sgltui.agent.gpu.nvml" in modules_of("sgltui.agent")
 
 
 @pytest.mark.parametrize("room", ROOMS)

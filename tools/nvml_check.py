@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sgltui.agent.gpu.nvml import open_nvml  # noqa: E402
+from sgltui.agent.procs import server_tree  # noqa: E402
 from sgltui.agent.telemetry import Telemetry  # noqa: E402
-from sgltui.agent.telemetry.nvml_source import open_nvml  # noqa: E402
-from sgltui.agent.telemetry.proctree import server_tree  # noqa: E402
 
 RANK = r"""
 import ctypes, sys, time

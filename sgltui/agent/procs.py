@@ -1,9 +1,14 @@
 """Server process trees: who belongs to a launch, how to end them all, and what they still hold.
 
 SGLang's own kill_process_tree only finds live descendants; schedulers reparented to init keep
-their VRAM forever (sgl-project/sglang#23627, PR #31645). So a launch remembers every pid it ever saw in its tree
-(with the create time, so a recycled pid is never mistaken for ours) and also matches on its
-process group, which survives reparenting.
+their VRAM forever (sgl-project/sglang#23627, PR #31645). So a launch remembers every pid it ever
+saw in its tree (with the create time, so a recycled pid is never mistaken for ours) and also
+matches on its process group and session, which survive reparenting (the agent starts each
+server in its own session).
+
+One class, ProcTree, serves the slot (stop, kill, release wait) and the telemetry samplers
+(`scan()`: which processes' GPU and host memory count as the server's). Blocking (psutil,
+/proc): call from a worker thread.
 """
 
 from __future__ import annotations
@@ -21,12 +26,19 @@ import psutil
 
 @dataclass
 class ProcTree:
-    """The processes of one launch: the main pid, its process group, and every pid seen in it."""
+    """The processes of one launch: the main pid, its process group, and every pid seen in it.
+
+    `pids`, `names` and `labels` are what the last `scan()` found (empty before the first)."""
 
     pid: int
     pgid: int
     create_time: float
     seen: dict[int, float] = field(default_factory=dict)  # pid -> create_time
+    pids: set[int] = field(default_factory=set)
+    names: dict[int, str] = field(default_factory=dict)  # pid -> comm (15 chars at most)
+    # pid -> names a foreign tool may know the process by: comm, argv[0] and its basename
+    # (SGLang retitles schedulers "sglang::scheduler_TP<r>", which lands in argv[0]), exe path.
+    labels: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, pid: int) -> ProcTree:
@@ -34,6 +46,19 @@ class ProcTree:
         tree = cls(pid=pid, pgid=os.getpgid(pid), create_time=proc.create_time())
         tree.seen[pid] = tree.create_time
         return tree
+
+    @classmethod
+    def around(cls, pid: int) -> ProcTree:
+        """The tree of a server the agent did not start here (telemetry gets a pid): like `of`,
+        but a pid already gone gives an empty tree instead of an error."""
+        try:
+            return cls.of(pid)
+        except (psutil.Error, OSError):
+            return cls(pid=pid, pgid=pid, create_time=0.0)
+
+    @property
+    def root(self) -> int:
+        return self.pid
 
     def to_json(self) -> dict:
         return {
@@ -71,22 +96,51 @@ class ProcTree:
 
     def alive(self) -> list[int]:
         """Live processes of this launch: seen pids that are still the same process, plus any
-        process still in the launch's process group (orphans keep their group)."""
+        process still in the launch's process group or session (orphans keep both)."""
         pids = {p for p, t in self.seen.items() if _same_process(p, t)}
-        for proc in psutil.process_iter(["pid"]):
+        for pid in _group_members(self.pgid):
+            if pid in pids:
+                continue
             try:
+                proc = psutil.Process(pid)
                 if (
-                    proc.pid not in pids
-                    and os.getpgid(proc.pid) == self.pgid
-                    and proc.create_time() >= self.create_time - 1
+                    proc.create_time() >= self.create_time - 1
                     and proc.status() != psutil.STATUS_ZOMBIE
                 ):
                     # A zombie holds nothing (no memory, no port); it only waits for its reaper.
-                    pids.add(proc.pid)
-                    self.seen.setdefault(proc.pid, proc.create_time())
-            except (OSError, psutil.Error):
+                    pids.add(pid)
+                    self.seen.setdefault(pid, proc.create_time())
+            except psutil.Error:
                 continue
         return sorted(pids)
+
+    def scan(self) -> ProcTree:
+        """Find the tree's live processes now (descendants, group and session members) with the
+        names they are known by; sets `pids`, `names`, `labels`. Returns self."""
+        self.refresh()
+        names: dict[int, str] = {}
+        labels: dict[int, tuple[str, ...]] = {}
+        for pid in self.alive():
+            found = _labels(pid)
+            if found:
+                names[pid] = found[0]
+                labels[pid] = found
+        # Replaced whole, never mutated: the GPU and host threads read them while a scan runs.
+        self.names, self.labels, self.pids = names, labels, set(names)
+        return self
+
+    def match_name(self, name: str) -> int | None:
+        """A pid of this tree known by `name` (a path, a full title or a 15-char comm), or None."""
+        if not name:
+            return None
+        candidates = {name, name.rsplit("/", 1)[-1]}
+        for pid, labels in self.labels.items():
+            for label in labels:
+                if label in candidates or any(
+                    len(label) == 15 and c.startswith(label) for c in candidates
+                ):
+                    return pid
+        return None
 
     def signal_main(self, sig: int) -> None:
         if self.main_alive():
@@ -106,6 +160,46 @@ class ProcTree:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def server_tree(pid: int) -> ProcTree:
+    """The tree around `pid`, scanned (what the samplers read)."""
+    return ProcTree.around(pid).scan()
+
+
+def _group_members(pgid: int) -> list[int]:
+    """pids whose process group or session is `pgid` (a server started in its own session has
+    pgid == sid == its pid)."""
+    found = []
+    for pid in psutil.pids():
+        try:
+            if os.getpgid(pid) == pgid or os.getsid(pid) == pgid:
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def _labels(pid: int) -> tuple[str, ...]:
+    """(comm, argv[0], its basename, exe) of a live process, duplicates dropped; () when gone."""
+    try:
+        proc = psutil.Process(pid)
+        labels = [proc.name()]
+    except psutil.Error:
+        return ()
+    try:
+        argv = proc.cmdline()
+    except psutil.Error:
+        argv = []
+    if argv and argv[0]:
+        labels += [argv[0], argv[0].rsplit("/", 1)[-1]]
+    try:
+        exe = proc.exe()  # NVML names a process by its executable path (seen on an H200 host)
+    except (psutil.Error, OSError):
+        exe = ""
+    if exe:
+        labels.append(exe)
+    return tuple(dict.fromkeys(labels))
 
 
 def _same_process(pid: int, create_time: float) -> bool:

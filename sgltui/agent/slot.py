@@ -398,15 +398,11 @@ class Slot:
             need = float(frac) if frac is not None else 0.5
         except (TypeError, ValueError):
             need = 0.5
-        problem = gpu.free_check(visible, need)
+        problem = gpu.free_after_release(visible, need, set())
         if problem:
-            raise LaunchError(
-                causes._cause(
-                    "oom", problem.split(";")[0], [], problem.split(";")[-1].strip(), None
-                )
-            )
+            raise LaunchError(causes._cause("oom", problem[0], [], problem[1], None))
         # What the target GPUs use before this server exists: where NVML's pids cannot be
-        # matched to ours (a container), its release is this figure coming back (gpu.py).
+        # matched to ours (a container), its release is this figure coming back (agent/gpu/).
         self.gpu_baseline = gpu.used_bytes(visible)
 
     def launch(self, profile: Any, client: str | None, launch_id: str) -> None:

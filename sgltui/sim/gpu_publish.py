@@ -1,4 +1,4 @@
-"""The simulated-GPU file (read by sgltui/agent/telemetry/sim_source.py).
+"""The simulated-GPU file (read by sgltui/agent/gpu/sim.py).
 
 Telemetry cannot ask NVML about a GPU that does not exist, so each simulator writes what
 nvidia-smi would show into sim_gpu_dir()/<main pid>.json about once a second (tmp + rename, so a

@@ -13,9 +13,9 @@ import json
 import httpx
 import psutil
 
+from sgltui.agent.gpu.sim import read_publications
 from sgltui.agent.telemetry import Telemetry
 from sgltui.agent.telemetry.engine_parse import parse_metrics_text
-from sgltui.agent.telemetry.sim_source import read_publications
 from sgltui.core.loglines import parse_batch_line
 
 MTP_HICACHE = (

@@ -11,10 +11,10 @@ import psutil
 import pynvml
 import pytest
 
+from sgltui.agent.gpu import GpuService
+from sgltui.agent.gpu.nvml import open_nvml
+from sgltui.agent.procs import server_tree
 from sgltui.agent.telemetry import Telemetry
-from sgltui.agent.telemetry.gpu_source import GpuSelector
-from sgltui.agent.telemetry.nvml_source import open_nvml
-from sgltui.agent.telemetry.proctree import server_tree
 from tests.telemetry.fake_nvml import FakeGpu, FakeNvml
 
 # A "server": a main process with one child per TP rank, each retitled like SGLang's schedulers.
@@ -127,21 +127,21 @@ def test_container_pid_namespace_falls_back_to_process_names(monkeypatch, fake_s
 )
 def test_init_failures_are_plain_one_line_states(monkeypatch, code, words):
     FakeNvml(monkeypatch, [], init_error=code)
-    reading = GpuSelector("auto").sample({})
+    reading = GpuService("auto").sample({})
     assert reading.kind == "none" and reading.gpus == []
     assert words in reading.message and "\n" not in reading.message
 
 
 def test_zero_gpus_is_a_state(monkeypatch):
     fake = FakeNvml(monkeypatch, [])
-    reading = GpuSelector("nvml").sample({})
+    reading = GpuService("nvml").sample({})
     assert reading.kind == "none" and "no NVIDIA GPU found" in reading.message
     assert fake.shutdowns == 1
 
 
 def test_gpu_lost_mid_run_pauses_and_retries(monkeypatch):
     fake = FakeNvml(monkeypatch, [FakeGpu(used=1)])
-    sel = GpuSelector("nvml")
+    sel = GpuService("nvml")
     sel.NVML_RETRY_S = 0.0
     assert sel.sample({}).kind == "nvml"
     fake.lost = True

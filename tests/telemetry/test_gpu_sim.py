@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
+from sgltui.agent.gpu import GpuService
+from sgltui.agent.gpu.sim import SimGpuSource
+from sgltui.agent.procs import server_tree
 from sgltui.agent.telemetry import Telemetry
-from sgltui.agent.telemetry.gpu_source import GpuSelector
-from sgltui.agent.telemetry.proctree import server_tree
-from sgltui.agent.telemetry.sim_source import SimGpuSource
 from sgltui.core.locations import sim_gpu_dir
 
 GB = 1_000_000_000
@@ -91,7 +91,7 @@ def test_dead_and_garbage_publications_are_ignored(sleeper, spawn):
     (sim_gpu_dir() / "junk.json").write_text("{not json")
     (sim_gpu_dir() / "777.json").write_text(json.dumps({"pid": "x", "gpus": []}))
     assert SimGpuSource().sample({}).gpus == []
-    reading = GpuSelector("sim").sample({})
+    reading = GpuService("sim").sample({})
     assert reading.kind == "none" and "no simulator is publishing" in reading.message
 
 
@@ -156,7 +156,7 @@ def test_selector_prefers_sim_when_no_driver(sleeper, monkeypatch):
         "nvmlInit",
         lambda: (_ for _ in ()).throw(pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)),
     )
-    sel = GpuSelector("auto")
+    sel = GpuService("auto")
     assert sel.sample({}).kind == "none"
     a = sleeper()
     publish(a, [a], [gpu(0, GB)])

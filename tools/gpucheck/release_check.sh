@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The release wait after a stop on a real NVIDIA GPU (not CI), both ways sgltui/agent/gpu.py can
+# The release wait after a stop on a real NVIDIA GPU (not CI), both ways sgltui/agent/gpu/ can
 # tell it: by pid (NVML lists the server's rank) and by used memory against the launch baseline
 # (what a container gets; forced here with SGLTUI_GPU_RELEASE=used-memory). A profile whose
 # "server" holds real GPU memory in a child (tools/gpucheck/fake_sglang) is started and stopped

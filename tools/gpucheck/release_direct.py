@@ -1,4 +1,4 @@
-"""agent/gpu.py's release check on a real GPU without the agent (for hosts without sgltui's
+"""agent/gpu/'s release check on a real GPU without the agent (for hosts without sgltui's
 dependencies): a child holds GPU memory with torch; release_state() is read while it holds, by
 pid and by used memory against a baseline taken before it started, then after it is killed until
 both methods say released. Prints what each method saw and how long release took."""

@@ -1,9 +1,14 @@
-"""The agent's GPU questions, answered in one place: NVML on real GPUs, the simulators'
-publications otherwise, nothing when neither exists.
+"""The agent's one GPU service: NVML on real GPUs (gpu/nvml.py), the simulators' publications
+(gpu/sim.py), or nothing when neither exists.
 
-Used by the slots (what a stopped server still holds, who else holds the target GPUs),
-preflight (will the target fit) and the release wait after a stop. The telemetry samplers
-(telemetry/gpu_source.py) read the same two sources for the GPU pane.
+`GpuService.sample()` feeds the telemetry samplers (the GPU pane); its questions answer the slots
+(what a stopped server still holds, who else holds the target GPUs), preflight (will the target
+fit) and the release wait after a stop. The module-level functions are the questions of the
+agent's one service, `SERVICE`.
+
+Sampling picks its backend per sample: NVML if it works, else published simulated GPUs, else
+kind "none" with a plain message. No driver, no GPU or an NVML error is a shown state, never an
+exception. `SGLTUI_GPU_SOURCE=auto|nvml|sim|none` forces a choice (demos on GPU hosts, tests).
 
 Release after a stop is checked one of two ways, and the stop report says which:
 
@@ -15,46 +20,39 @@ Release after a stop is checked one of two ways, and the stop report says which:
   RELEASE_SLACK_BYTES (CUDA contexts of other processes come and go).
 * ``simulated`` for simulators (their published files), ``none`` with no GPU source at all.
 
-Every function blocks (NVML, files, /proc): call them from a worker thread.
+Every method blocks (NVML, files, /proc): call them from a worker thread.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
-from collections.abc import Iterator
+import time
 from dataclasses import dataclass
-from types import ModuleType
 
 import psutil
-import pynvml
 
-from sgltui.core import locations
+from sgltui.agent.gpu import nvml, sim
+from sgltui.agent.gpu.reading import GpuReading, GpuSourceError, empty_gpu
+from sgltui.agent.procs import ProcTree, describe
+
+__all__ = [
+    "SERVICE",
+    "GpuReading",
+    "GpuService",
+    "GpuSourceError",
+    "Release",
+    "device_indexes",
+    "empty_gpu",
+]
 
 log = logging.getLogger(__name__)
 
 RELEASE_SLACK_BYTES = 512 * 2**20
 # Forces the release method (tests; a check on a real GPU of the container path).
 RELEASE_METHOD_ENV = "SGLTUI_GPU_RELEASE"
-
-
-@contextlib.contextmanager
-def nvml() -> Iterator[ModuleType | None]:
-    """pynvml, initialised for the block, or None without a driver or GPU. NVML counts its
-    initialisations, so this nests with the telemetry sampler's own session."""
-    try:
-        pynvml.nvmlInit()
-    except (pynvml.NVMLError, OSError) as exc:
-        log.debug("NVML unavailable: %s", exc)
-        yield None
-        return
-    try:
-        yield pynvml
-    finally:
-        with contextlib.suppress(pynvml.NVMLError):
-            pynvml.nvmlShutdown()
+SOURCE_ENV = "SGLTUI_GPU_SOURCE"
 
 
 def device_indexes(cuda_visible: str | None, count: int) -> list[int]:
@@ -68,192 +66,6 @@ def device_indexes(cuda_visible: str | None, count: int) -> list[int]:
     return list(range(count))
 
 
-def _processes(nv: ModuleType, index: int) -> list[tuple[int, int]]:
-    """(pid, bytes) of the compute processes on GPU `index` (bytes 0 where NVML cannot say)."""
-    handle = nv.nvmlDeviceGetHandleByIndex(index)
-    return [
-        (int(p.pid), int(p.usedGpuMemory or 0))
-        for p in nv.nvmlDeviceGetComputeRunningProcesses(handle)
-    ]
-
-
-# ---- what processes hold ------------------------------------------------------------------------
-
-
-def held_by(pids: set[int]) -> dict[int, int] | None:
-    """Bytes of GPU memory held per pid among `pids`; None when no GPU source exists at all."""
-    held = _nvml_held(pids)
-    sim = _sim_held(pids)
-    if held is None and sim is None:
-        return None
-    out: dict[int, int] = {}
-    for part in (held or {}, sim or {}):
-        for pid, b in part.items():
-            out[pid] = out.get(pid, 0) + b
-    return out
-
-
-def _nvml_held(pids: set[int]) -> dict[int, int] | None:
-    with nvml() as nv:
-        if nv is None:
-            return None
-        out: dict[int, int] = {}
-        try:
-            for i in range(nv.nvmlDeviceGetCount()):
-                for pid, used in _processes(nv, i):
-                    if pid in pids:
-                        out[pid] = out.get(pid, 0) + used
-        except nv.NVMLError as exc:
-            log.warning("NVML: reading GPU processes failed: %s", exc)
-        return out
-
-
-def _sim_held(pids: set[int]) -> dict[int, int] | None:
-    folder = locations.sim_gpu_dir()
-    if not folder.is_dir():
-        return None
-    out: dict[int, int] = {}
-    for path in folder.glob("*.json"):
-        try:
-            data = json.loads(path.read_text())
-            pid = int(data.get("pid", 0))
-            owners = {pid, *[int(p) for p in data.get("pids", [])]}
-            used = sum(int(g.get("used_bytes", 0)) for g in data.get("gpus", []))
-        except (OSError, ValueError, TypeError, AttributeError):
-            continue  # being replaced, or not a publication: the next poll reads it again
-        if not owners & pids or not psutil.pid_exists(pid):
-            continue
-        out[pid] = out.get(pid, 0) + used
-    return out
-
-
-def sglang_on_gpus(cuda_visible: str | None, exclude: set[int]) -> list[int] | None:
-    """pids of sglang:: processes (not in `exclude`) holding memory on the target GPUs; None
-    without NVML, where nothing says which GPU a process holds."""
-    with nvml() as nv:
-        if nv is None:
-            return None
-        found: list[int] = []
-        try:
-            count = nv.nvmlDeviceGetCount()
-            for i in device_indexes(cuda_visible, count):
-                if i >= count:
-                    continue
-                for pid, _used in _processes(nv, i):
-                    if pid in exclude or pid in found:
-                        continue
-                    with contextlib.suppress(psutil.Error):
-                        if psutil.Process(pid).name().startswith("sglang::"):
-                            found.append(pid)
-        except nv.NVMLError as exc:
-            log.warning("NVML: reading GPU processes failed: %s", exc)
-        return found
-
-
-def free_check(cuda_visible: str | None, need_fraction: float) -> str | None:
-    """A one-line reason when the target GPUs lack `need_fraction` of their memory free (NVML
-    only; None when it fits or nothing can tell)."""
-    from sgltui.agent.procs import describe
-
-    with nvml() as nv:
-        if nv is None:
-            return None
-        try:
-            count = nv.nvmlDeviceGetCount()
-            for i in device_indexes(cuda_visible, count):
-                if i >= count:
-                    return (
-                        f"GPU {i} from CUDA_VISIBLE_DEVICES does not exist (this host has "
-                        f"{count}); fix [env] in the profile"
-                    )
-                mem = nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i))
-                if mem.total and mem.free / mem.total < need_fraction:
-                    users = [pid for pid, _ in _processes(nv, i)]
-                    who = f"; held by {describe(users)}" if users else ""
-                    return (
-                        f"GPU {i} has only {mem.free / 2**30:.1f} of {mem.total / 2**30:.1f} GiB "
-                        f"free, the profile needs {need_fraction:.0%}{who}; stop those processes "
-                        "or lower mem-fraction-static"
-                    )
-        except nv.NVMLError as exc:
-            log.warning("NVML: reading GPU memory failed: %s", exc)
-        return None
-
-
-def free_after_release(
-    cuda_visible: str | None, need: float, freed_pids: set[int]
-) -> tuple[str, str] | None:
-    """(problem, fix) when a target GPU lacks `need` of its memory, counting what the replaced
-    server's processes (`freed_pids`) hold as free: it is released before the launch (preflight).
-    None when it fits or nothing can tell (no NVML)."""
-    from sgltui.agent.procs import describe
-
-    with nvml() as nv:
-        if nv is None:
-            return None
-        try:
-            count = nv.nvmlDeviceGetCount()
-            for i in device_indexes(cuda_visible, count):
-                if i >= count:
-                    return (
-                        f"GPU {i} from CUDA_VISIBLE_DEVICES does not exist (this host has {count})",
-                        "fix CUDA_VISIBLE_DEVICES in the profile's [env]",
-                    )
-                mem = nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i))
-                users = _processes(nv, i)
-                free = mem.free + sum(b for pid, b in users if pid in freed_pids)
-                if mem.total and free / mem.total < need:
-                    others = [pid for pid, _ in users if pid not in freed_pids]
-                    who = f" (held by {describe(others)})" if others else ""
-                    return (
-                        f"GPU {i} will have {free / 2**30:.1f} of {mem.total / 2**30:.1f} GiB "
-                        f"free, the profile needs {need:.0%}{who}",
-                        "stop those processes or lower mem-fraction-static",
-                    )
-        except nv.NVMLError as exc:
-            log.warning("preflight gpu-memory: NVML: %s", exc)
-        return None
-
-
-def smallest_total_bytes(cuda_visible: str | None) -> int | None:
-    """The total memory of the smallest target GPU (NVML), or None without NVML: the ranks of
-    one server size their pools alike, so the smallest GPU bounds them all."""
-    with nvml() as nv:
-        if nv is None:
-            return None
-        try:
-            count = nv.nvmlDeviceGetCount()
-            totals = [
-                int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)).total)
-                for i in device_indexes(cuda_visible, count)
-                if i < count
-            ]
-        except nv.NVMLError as exc:
-            log.warning("NVML: reading GPU memory failed: %s", exc)
-            return None
-        return min(totals) if totals else None
-
-
-# ---- release after a stop -----------------------------------------------------------------------
-
-
-def used_bytes(cuda_visible: str | None) -> dict[int, int] | None:
-    """Used memory per target GPU index (NVML), or None without NVML: the launch baseline."""
-    with nvml() as nv:
-        if nv is None:
-            return None
-        try:
-            count = nv.nvmlDeviceGetCount()
-            return {
-                i: int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)).used)
-                for i in device_indexes(cuda_visible, count)
-                if i < count
-            }
-        except nv.NVMLError as exc:
-            log.warning("NVML: reading GPU memory failed: %s", exc)
-            return None
-
-
 @dataclass(frozen=True)
 class Release:
     """How much of a stopped server's GPU memory is still held, and how that was told."""
@@ -262,47 +74,233 @@ class Release:
     held_bytes: int
 
 
-def release_state(
-    pids: set[int], baseline: dict[int, int] | None, cuda_visible: str | None, simulated: bool
-) -> Release:
-    """What the stopped server with these pids still holds (see the module docstring)."""
-    if simulated:
-        return Release("simulated", sum((_sim_held(pids) or {}).values()))
-    forced = os.environ.get(RELEASE_METHOD_ENV, "").strip()
-    with nvml() as nv:
-        if nv is not None:
+class GpuService:
+    """The GPUs as the agent sees them: sampled for the pane, asked by slots and preflight."""
+
+    NVML_RETRY_S = 60.0
+
+    def __init__(self, prefer: str | None = None) -> None:
+        self.prefer = (prefer or os.environ.get(SOURCE_ENV) or "auto").lower()
+        if self.prefer not in ("auto", "nvml", "sim", "none"):
+            self.prefer = "auto"
+        self._nvml: nvml.NvmlSource | None = None
+        self._nvml_message = ""
+        self._nvml_tried_at: float | None = None
+        self._sim: sim.SimGpuSource | None = None
+
+    # ---- sampling (the GPU pane) ----------------------------------------------------------------
+
+    def _ensure_nvml(self) -> None:
+        if self._nvml is not None or self.prefer in ("sim", "none"):
+            return
+        now = time.monotonic()
+        if self._nvml_tried_at is not None and now - self._nvml_tried_at < self.NVML_RETRY_S:
+            return
+        self._nvml_tried_at = now
+        self._nvml, self._nvml_message = nvml.open_nvml()
+
+    def sample(self, trees: dict[str, ProcTree]) -> GpuReading:
+        if self.prefer == "none":
+            return GpuReading("none", f"GPU sampling turned off ({SOURCE_ENV}=none)")
+        self._ensure_nvml()
+        if self._nvml is not None:
             try:
-                return _nvml_release(nv, pids, baseline, cuda_visible, forced)
-            except nv.NVMLError as exc:
+                return self._nvml.sample(trees)
+            except GpuSourceError as exc:
+                self._nvml.close()
+                self._nvml = None
+                self._nvml_message = (
+                    f"{exc}: GPU pane paused, retrying every {int(self.NVML_RETRY_S)} s"
+                )
+                self._nvml_tried_at = time.monotonic()
+                return GpuReading("none", self._nvml_message)
+        if self.prefer == "nvml":
+            return GpuReading("none", self._nvml_message)
+        if self._sim is None:
+            self._sim = sim.SimGpuSource()
+        reading = self._sim.sample(trees)
+        if reading.gpus:
+            return reading
+        if self.prefer == "sim":
+            return GpuReading(
+                "none", "no simulator is publishing GPUs: GPU pane empty until one runs"
+            )
+        return GpuReading("none", self._nvml_message or "no GPU source: GPU pane disabled")
+
+    def close(self) -> None:
+        if self._nvml is not None:
+            self._nvml.close()
+            self._nvml = None
+
+    # ---- what processes hold --------------------------------------------------------------------
+
+    def held_by(self, pids: set[int]) -> dict[int, int] | None:
+        """Bytes of GPU memory held per pid among `pids`; None when no GPU source exists at all."""
+        held = self._nvml_held(pids)
+        simulated = sim.held_by(pids)
+        if held is None and simulated is None:
+            return None
+        out: dict[int, int] = {}
+        for part in (held or {}, simulated or {}):
+            for pid, b in part.items():
+                out[pid] = out.get(pid, 0) + b
+        return out
+
+    @staticmethod
+    def _nvml_held(pids: set[int]) -> dict[int, int] | None:
+        with nvml.session() as ok:
+            if not ok:
+                return None
+            out: dict[int, int] = {}
+            try:
+                for i in range(nvml.count()):
+                    for pid, used in nvml.processes(i):
+                        if pid in pids:
+                            out[pid] = out.get(pid, 0) + used
+            except nvml.NVMLError as exc:
+                log.warning("NVML: reading GPU processes failed: %s", exc)
+            return out
+
+    def sglang_on_gpus(self, cuda_visible: str | None, exclude: set[int]) -> list[int] | None:
+        """pids of sglang:: processes (not in `exclude`) holding memory on the target GPUs; None
+        without NVML, where nothing says which GPU a process holds."""
+        with nvml.session() as ok:
+            if not ok:
+                return None
+            found: list[int] = []
+            try:
+                count = nvml.count()
+                for i in device_indexes(cuda_visible, count):
+                    if i >= count:
+                        continue
+                    for pid, _used in nvml.processes(i):
+                        if pid in exclude or pid in found:
+                            continue
+                        with contextlib.suppress(psutil.Error):
+                            if psutil.Process(pid).name().startswith("sglang::"):
+                                found.append(pid)
+            except nvml.NVMLError as exc:
+                log.warning("NVML: reading GPU processes failed: %s", exc)
+            return found
+
+    # ---- will it fit (preflight, launch) --------------------------------------------------------
+
+    def free_after_release(
+        self, cuda_visible: str | None, need: float, freed_pids: set[int]
+    ) -> tuple[str, str] | None:
+        """(problem, fix) when a target GPU lacks `need` of its memory, counting what the
+        replaced server's processes (`freed_pids`) hold as free: it is released before the
+        launch. None when it fits or nothing can tell (no NVML)."""
+        with nvml.session() as ok:
+            if not ok:
+                return None
+            try:
+                count = nvml.count()
+                for i in device_indexes(cuda_visible, count):
+                    if i >= count:
+                        return (
+                            f"GPU {i} from CUDA_VISIBLE_DEVICES does not exist (this host has "
+                            f"{count})",
+                            "fix CUDA_VISIBLE_DEVICES in the profile's [env]",
+                        )
+                    total, _used, free = nvml.memory(i)
+                    users = nvml.processes(i)
+                    free += sum(b for pid, b in users if pid in freed_pids)
+                    if total and free / total < need:
+                        others = [pid for pid, _ in users if pid not in freed_pids]
+                        who = f" (held by {describe(others)})" if others else ""
+                        has = "will have" if freed_pids else "has only"
+                        return (
+                            f"GPU {i} {has} {free / 2**30:.1f} of {total / 2**30:.1f} GiB "
+                            f"free, the profile needs {need:.0%}{who}",
+                            "stop those processes or lower mem-fraction-static",
+                        )
+            except nvml.NVMLError as exc:
                 log.warning("NVML: reading GPU memory failed: %s", exc)
-    return Release("none", 0)
+            return None
+
+    def smallest_total_bytes(self, cuda_visible: str | None) -> int | None:
+        """The total memory of the smallest target GPU (NVML), or None without NVML: the ranks
+        of one server size their pools alike, so the smallest GPU bounds them all."""
+        with nvml.session() as ok:
+            if not ok:
+                return None
+            try:
+                count = nvml.count()
+                totals = [
+                    nvml.memory(i)[0] for i in device_indexes(cuda_visible, count) if i < count
+                ]
+            except nvml.NVMLError as exc:
+                log.warning("NVML: reading GPU memory failed: %s", exc)
+                return None
+            return min(totals) if totals else None
+
+    # ---- release after a stop -------------------------------------------------------------------
+
+    def used_bytes(self, cuda_visible: str | None) -> dict[int, int] | None:
+        """Used memory per target GPU index (NVML), or None without NVML: the launch baseline."""
+        with nvml.session() as ok:
+            if not ok:
+                return None
+            try:
+                count = nvml.count()
+                return {
+                    i: nvml.memory(i)[1] for i in device_indexes(cuda_visible, count) if i < count
+                }
+            except nvml.NVMLError as exc:
+                log.warning("NVML: reading GPU memory failed: %s", exc)
+                return None
+
+    def release_state(
+        self,
+        pids: set[int],
+        baseline: dict[int, int] | None,
+        cuda_visible: str | None,
+        simulated: bool,
+    ) -> Release:
+        """What the stopped server with these pids still holds (see the module docstring)."""
+        if simulated:
+            return Release("simulated", sum((sim.held_by(pids) or {}).values()))
+        forced = os.environ.get(RELEASE_METHOD_ENV, "").strip()
+        with nvml.session() as ok:
+            if ok:
+                try:
+                    return self._nvml_release(pids, baseline, cuda_visible, forced)
+                except nvml.NVMLError as exc:
+                    log.warning("NVML: reading GPU memory failed: %s", exc)
+        return Release("none", 0)
+
+    @staticmethod
+    def _nvml_release(
+        pids: set[int], baseline: dict[int, int] | None, cuda_visible: str | None, forced: str
+    ) -> Release:
+        count = nvml.count()
+        indexes = [i for i in device_indexes(cuda_visible, count) if i < count]
+        listed = {i: nvml.processes(i) for i in indexes}
+        ours = sum(b for procs in listed.values() for pid, b in procs if pid in pids)
+        everyone = [pid for procs in listed.values() for pid, _ in procs]
+        foreign = any(not psutil.pid_exists(p) for p in everyone)
+        # NVML's pids are not this namespace's, or it lists nobody: pids cannot tell what is held.
+        by_memory = foreign or not everyone
+        if forced in ("pid", "used-memory"):
+            by_memory = forced == "used-memory"
+        if not by_memory or not baseline:
+            return Release("pid", ours)
+        held = 0
+        for i in indexes:
+            if i not in baseline:
+                continue
+            over = nvml.memory(i)[1] - baseline[i]
+            if over > RELEASE_SLACK_BYTES:
+                held += over
+        return Release("used-memory", held)
 
 
-def _nvml_release(
-    nv: ModuleType,
-    pids: set[int],
-    baseline: dict[int, int] | None,
-    cuda_visible: str | None,
-    forced: str,
-) -> Release:
-    count = nv.nvmlDeviceGetCount()
-    indexes = [i for i in device_indexes(cuda_visible, count) if i < count]
-    listed = {i: _processes(nv, i) for i in indexes}
-    ours = sum(b for procs in listed.values() for pid, b in procs if pid in pids)
-    everyone = [pid for procs in listed.values() for pid, _ in procs]
-    foreign = any(not psutil.pid_exists(p) for p in everyone)
-    # NVML's pids are not this namespace's, or it lists nobody: pids cannot tell what is held.
-    by_memory = foreign or not everyone
-    if forced in ("pid", "used-memory"):
-        by_memory = forced == "used-memory"
-    if not by_memory or not baseline:
-        return Release("pid", ours)
-    held = 0
-    for i in indexes:
-        if i not in baseline:
-            continue
-        used = int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)).used)
-        over = used - baseline[i]
-        if over > RELEASE_SLACK_BYTES:
-            held += over
-    return Release("used-memory", held)
+# The agent's service for the slots' and preflight's questions (they keep no sampling state).
+SERVICE = GpuService()
+held_by = SERVICE.held_by
+sglang_on_gpus = SERVICE.sglang_on_gpus
+free_after_release = SERVICE.free_after_release
+smallest_total_bytes = SERVICE.smallest_total_bytes
+used_bytes = SERVICE.used_bytes
+release_state = SERVICE.release_state

@@ -1,6 +1,8 @@
-"""GPU readings from NVIDIA's NVML (package nvidia-ml-py, module pynvml).
+"""The GPU service's NVML backend (package nvidia-ml-py, module pynvml): the one place that
+talks to NVML.
 
-Per GPU: memory total/used/free, utilization, power, temperature, PCIe rx/tx, and the compute
+`session()` opens NVML for one question (preflight, release waits); `open_nvml()` opens it for the
+sampler, whose NvmlSource reads per GPU: memory total/used/free, utilization, power, temperature, PCIe rx/tx, and the compute
 processes with their memory, attributed to the managed servers' process trees (every TP rank is a
 process of the tree). In a container NVML may report host PIDs that do not exist in our PID
 namespace; then processes are matched by name instead (SGLang names its schedulers
@@ -10,13 +12,54 @@ Every optional reading may be unsupported on a given GPU: it becomes None, not a
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import psutil
 import pynvml
 
-from sgltui.agent.telemetry.gpu_source import GpuReading, GpuSourceError, empty_gpu
-from sgltui.agent.telemetry.proctree import ProcTree
+from sgltui.agent.gpu.reading import GpuReading, GpuSourceError, empty_gpu
+from sgltui.agent.procs import ProcTree
+
+log = logging.getLogger(__name__)
+NVMLError = pynvml.NVMLError
+
+
+@contextlib.contextmanager
+def session() -> Iterator[bool]:
+    """NVML initialised for the block: True, or False without a driver or GPU. NVML counts its
+    initialisations, so this nests with the sampler's own (open_nvml)."""
+    try:
+        pynvml.nvmlInit()
+    except (pynvml.NVMLError, OSError) as exc:  # OSError: a broken driver library
+        log.debug("NVML unavailable: %s", exc)
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        _shutdown()
+
+
+def count() -> int:
+    return int(pynvml.nvmlDeviceGetCount())
+
+
+def processes(index: int) -> list[tuple[int, int]]:
+    """(pid, bytes) of the compute processes on GPU `index` (bytes 0 where NVML cannot say)."""
+    handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+    return [
+        (int(p.pid), int(p.usedGpuMemory or 0))
+        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+    ]
+
+
+def memory(index: int) -> tuple[int, int, int]:
+    """(total, used, free) bytes of GPU `index`."""
+    mem = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(index))
+    return int(mem.total), int(mem.used), int(mem.free)
 
 
 def _text(v: Any) -> str:
@@ -52,10 +95,8 @@ def open_nvml() -> tuple[NvmlSource | None, str]:
 
 
 def _shutdown() -> None:
-    try:
+    with contextlib.suppress(pynvml.NVMLError):
         pynvml.nvmlShutdown()
-    except pynvml.NVMLError:
-        pass
 
 
 class NvmlSource:
@@ -135,10 +176,8 @@ class NvmlSource:
         per_slot: dict[str, int] = {}
         for p in procs:
             pid = int(p.pid)
-            used = getattr(p, "usedGpuMemory", None)
-            used = (
-                int(used) if isinstance(used, int) and used >= 0 else None
-            )  # None: not available (MIG, Windows)
+            used = p.usedGpuMemory  # None or negative: not available (MIG, Windows)
+            used = int(used) if isinstance(used, int) and used >= 0 else None
             slot, how = None, None
             for slot_id, tree in trees.items():
                 if pid in tree.pids:

@@ -1,4 +1,5 @@
-"""GPU readings published by running simulators (the format: sgltui/sim/gpu_publish.py).
+"""The GPU service's simulated backend: the GPUs running simulators publish (the format:
+sgltui/sim/gpu_publish.py). The one place that reads those files.
 
 Each simulator writes sim_gpu_dir()/<pid>.json about once a second; a file whose pid is dead is
 stale and ignored. Several simulators of one GPU preset share "GPU i" the way real servers on
@@ -16,8 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sgltui.agent.telemetry.gpu_source import GpuReading, empty_gpu
-from sgltui.agent.telemetry.proctree import ProcTree
+from sgltui.agent.gpu.reading import GpuReading, empty_gpu
+from sgltui.agent.procs import ProcTree
 from sgltui.core.locations import sim_gpu_dir
 
 
@@ -64,6 +65,22 @@ def read_publications(directory: Path | None = None) -> list[dict[str, Any]]:
         pubs.append(data)
     pubs.sort(key=lambda p: p["pid"])
     return pubs
+
+
+def held_by(pids: set[int], directory: Path | None = None) -> dict[int, int] | None:
+    """Bytes the live simulators among `pids` hold on their GPUs, by simulator pid (a
+    simulator's scheduler pids count as it); None when no simulator ever published here."""
+    d = directory or sim_gpu_dir()
+    if not d.is_dir():
+        return None
+    out: dict[int, int] = {}
+    for pub in read_publications(d):
+        pid = pub["pid"]
+        owners = {pid} | {p for p in pub.get("pids") or [] if isinstance(p, int)}
+        if owners & pids:
+            used = sum(int(_num(e.get("used_bytes")) or 0) for e in _entries(pub))
+            out[pid] = out.get(pid, 0) + used
+    return out
 
 
 def _num(v: Any) -> float | None:

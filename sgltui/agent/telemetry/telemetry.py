@@ -31,10 +31,10 @@ from typing import Any
 
 import httpx
 
+from sgltui.agent.gpu import GpuReading, GpuService
+from sgltui.agent.procs import ProcTree
 from sgltui.agent.telemetry.engine import SlotWatch
-from sgltui.agent.telemetry.gpu_source import GpuReading, GpuSelector
 from sgltui.agent.telemetry.host import HostSampler
-from sgltui.agent.telemetry.proctree import ProcTree, server_tree
 from sgltui.core.ring import RingSet
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,8 @@ ENGINE_SERIES = (
 
 
 class _TreeCache:
-    """Process trees shared by the GPU and host threads (one /proc walk per slot per ~interval)."""
+    """Process trees shared by the GPU and host threads (one /proc walk per slot per ~interval).
+    A slot's tree lives as long as its server's pid, so it remembers every process it saw."""
 
     def __init__(self, max_age: float = 0.5) -> None:
         self.max_age = max_age
@@ -73,9 +74,11 @@ class _TreeCache:
         with self._lock:
             for slot, pid in slots.items():
                 hit = self._cache.get(slot)
-                if hit is None or hit[1] != pid or now - hit[0] > self.max_age:
-                    hit = (now, pid, server_tree(pid))
-                    self._cache[slot] = hit
+                if hit is None or hit[1] != pid:
+                    hit = (now, pid, ProcTree.around(pid).scan())
+                elif now - hit[0] > self.max_age:
+                    hit = (now, pid, hit[2].scan())
+                self._cache[slot] = hit
                 out[slot] = hit[2]
             for slot in list(self._cache):
                 if slot not in slots:
@@ -105,7 +108,7 @@ class Telemetry:
         self.engine_interval = engine_interval
         self.http_timeout = http_timeout
         self.rings = RingSet(capacity=ring_capacity)
-        self._selector = GpuSelector(gpu_source)
+        self._gpus = GpuService(gpu_source)
         self._host_sampler: HostSampler | None = None
         self._trees = _TreeCache()
         self._slots: dict[str, SlotWatch] = {}
@@ -160,9 +163,7 @@ class Telemetry:
         loop = asyncio.get_running_loop()
         if self._gpu_exec is not None:
             try:
-                await asyncio.wait_for(
-                    loop.run_in_executor(self._gpu_exec, self._selector.close), 5.0
-                )
+                await asyncio.wait_for(loop.run_in_executor(self._gpu_exec, self._gpus.close), 5.0)
             except (asyncio.TimeoutError, RuntimeError):
                 pass
             self._gpu_exec.shutdown(wait=False, cancel_futures=True)
@@ -295,7 +296,7 @@ class Telemetry:
         slots = self._slot_pids()
         loop = asyncio.get_running_loop()
         reading = await loop.run_in_executor(
-            self._gpu_exec, lambda: self._selector.sample(self._trees.trees(slots))
+            self._gpu_exec, lambda: self._gpus.sample(self._trees.trees(slots))
         )
         self.record_gpu(reading, time.time())
 
