@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal, TypeAlias
+from typing import Annotated, Any, Final, Literal, TypeAlias, cast
 
 import msgspec
 from msgspec import Meta, Struct, field
@@ -82,6 +82,18 @@ class BenchState(StrEnum):
     STOPPED = "stopped"
 
 
+class JobState(StrEnum):
+    """A batch job's state (agent/jobs_host.py): the first four are active."""
+
+    CHECKING = "checking"
+    WAITING = "waiting"
+    RUNNING = "running"
+    PAUSED = "paused"
+    DONE = "done"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
 class ProtocolError(Exception):
     """A message that does not follow the protocol: one line for the peer."""
 
@@ -99,6 +111,10 @@ class Args(Struct, forbid_unknown_fields=True, kw_only=True):
     """Arguments of an op without any."""
 
 
+class SlotArgs(Args):
+    slot: SlotId = "0"
+
+
 class HelloArgs(Args):
     version: str = ""
     protocol: int = 0
@@ -108,8 +124,7 @@ class ProfilesArgs(Args):
     profiles_dirs: Dirs = []
 
 
-class LogsArgs(Args):
-    slot: SlotId = "0"
+class LogsArgs(SlotArgs):
     lines: Annotated[int, Meta(ge=0, le=100_000)] = 200
     launch_id: Annotated[str, Meta(pattern=r"^[A-Za-z0-9._-]+$", max_length=255)] | None = None
 
@@ -126,45 +141,36 @@ CheckName = Annotated[str, Meta(max_length=64)]
 Force = list[CheckName] | CheckName
 
 
-class PreflightArgs(Args):
-    profile: ProfileName = ""
-    slot: SlotId = "0"
+class LaunchArgs(SlotArgs):
+    """What every op that may launch a profile takes: where to find it, checks to skip."""
+
     profiles_dirs: Dirs = []
     force: Force = []
 
 
-class StartArgs(Args):
+class PreflightArgs(LaunchArgs):
     profile: ProfileName = ""
-    slot: SlotId = "0"
-    profiles_dirs: Dirs = []
-    force: Force = []
+
+
+class StartArgs(PreflightArgs):
     wait: bool = False
 
 
-class StopArgs(Args):
-    slot: SlotId = "0"
+class StopArgs(SlotArgs):
     drain: Drain = Drain.WAIT
     timeout: NonNegative = 30.0
     wait: bool = False
 
 
-class RestartArgs(Args):
-    slot: SlotId = "0"
+class RestartArgs(LaunchArgs):
     drain: Drain = Drain.WAIT
-    profiles_dirs: Dirs = []
-    force: Force = []
     wait: bool = False
     confirm: bool = False  # a pinned batch job on the slot asks first
 
 
-class SwapArgs(Args):
-    profile: ProfileName = ""
-    slot: SlotId = "0"
+class SwapArgs(StartArgs):
     rollback: bool = True
     drain: Drain = Drain.WAIT
-    profiles_dirs: Dirs = []
-    force: Force = []
-    wait: bool = False
     confirm: bool = False  # a pinned batch job on the slot asks first
 
 
@@ -174,30 +180,6 @@ class ShutdownArgs(Args):
 
 class BenchStartArgs(Args):
     spec: dict[str, Any]
-
-
-Scalar: TypeAlias = str | int | float | bool | None
-
-
-class BenchProgressArgs(Args, forbid_unknown_fields=False):
-    """A bench runner's progress; the agent passes the fields on as a `bench.progress` event."""
-
-    run_id: Name
-    state: BenchState | None = None
-    profile: str | None = None
-    concurrency: int | None = None
-    repeat: int | None = None
-    point: int | None = None
-    points: int | None = None
-    phase: str | None = None
-    done: int | None = None
-    failed: int | None = None
-    total: int | None = None
-    in_flight: int | None = None
-    out_tokens: int | None = None
-    elapsed: float | None = None
-    error: str | None = None
-    path: str | None = None
 
 
 class BenchStopArgs(Args):
@@ -213,10 +195,9 @@ JobRef = Annotated[str, Meta(max_length=255)] | None
 Concurrency = int | Annotated[str, Meta(pattern=r"^(auto|[0-9]{1,7})$")]
 
 
-class JobRunArgs(Args):
+class JobRunArgs(SlotArgs):
     input: Annotated[str, Meta(max_length=4096)] = ""
     output: Annotated[str, Meta(max_length=4096)] | None = None
-    slot: SlotId = "0"
     concurrency: Concurrency | None = "auto"
     name: Annotated[str, Meta(max_length=255)] | None = None
     pinned: bool = False
@@ -460,25 +441,26 @@ class SlotDrain(EventBase, tag="slot.drain"):
     timeout_s: float | None = None
 
 
-class SwapStep(EventBase, tag="swap.step", rename={"from_": "from"}):
+class SwapEvent(EventBase, rename={"from_": "from"}):
+    """A swap's events name the profile it leaves and the one it goes to."""
+
     from_: str | None = None
     to: str | None = None
+
+
+class SwapStep(SwapEvent, tag="swap.step"):
     step: str = ""
     elapsed_s: float | None = None
 
 
-class SwapDone(EventBase, tag="swap.done", rename={"from_": "from"}):
-    from_: str | None = None
-    to: str | None = None
+class SwapDone(SwapEvent, tag="swap.done"):
     ok: bool = False
     rolled_back: bool = False
     aborted: bool = False
     timings_s: dict[str, float | None] = {}
 
 
-class SwapFailure(EventBase, tag="swap.failure", rename={"from_": "from"}):
-    from_: str | None = None
-    to: str | None = None
+class SwapFailure(SwapEvent, tag="swap.failure"):
     cause: Cause | None = None
 
 
@@ -489,20 +471,23 @@ class FrontHold(EventBase, tag="front.hold"):
     in_flight: int = 0
 
 
-class FrontRoute(EventBase, tag="front.route"):
+class FrontLetGo(EventBase):
+    """The end of a hold: how many requests it held, for how long."""
+
+    held: int = 0
+    held_s: float | None = None
+
+
+class FrontRoute(FrontLetGo, tag="front.route"):
     """The front sends new and held requests to `backend` from now on."""
 
     backend: str | None = None
-    held: int = 0
-    held_s: float | None = None
 
 
-class FrontRelease(EventBase, tag="front.release"):
+class FrontRelease(FrontLetGo, tag="front.release"):
     """No server will come: the front answers 503 with Retry-After."""
 
     why: str = ""
-    held: int = 0
-    held_s: float | None = None
 
 
 class Capacity(EventBase, tag="capacity"):
@@ -517,8 +502,10 @@ class BenchStart(EventBase, tag="bench.start"):
 
 
 class BenchProgress(EventBase, tag="bench.progress", forbid_unknown_fields=False):
+    """A bench runner's progress, as it reports it (`bench_progress`) and the agent records it."""
+
     run_id: str = ""
-    state: str | None = None
+    state: BenchState | None = None
     profile: str | None = None
     concurrency: int | None = None
     repeat: int | None = None
@@ -533,6 +520,13 @@ class BenchProgress(EventBase, tag="bench.progress", forbid_unknown_fields=False
     elapsed: float | None = None
     error: str | None = None
     path: str | None = None
+
+
+class BenchProgressArgs(BenchProgress, Args, forbid_unknown_fields=False):
+    """`bench_progress`'s arguments: the event's fields, a run id required. The agent records
+    them as the event (its envelope fields, `v` `ts` `client` `slot`, are the agent's own)."""
+
+    run_id: Name
 
 
 class BenchDone(EventBase, tag="bench.done"):
@@ -577,6 +571,12 @@ class JobEvent(EventBase, tag="job"):
     concurrency: int | None = None
     completions: int | None = None
     completions_s: float | None = None
+    out_tokens: int | None = None
+    in_tokens: int | None = None
+    seconds: float | None = None
+    tok_s: float | None = None
+    concurrency_why: str | None = None
+    pinned: bool | None = None
     force: bool | None = None
     restart: bool | None = None
     respawn: int | None = None
@@ -587,72 +587,37 @@ class JobEvent(EventBase, tag="job"):
     why: str | None = None
 
 
-class JobStart(JobEvent, tag="job.start"):
-    pass
+# Job events carry no fields of their own: one Struct per type, made from its tag.
+JOB_EVENT_TAGS: Final = (
+    "job.start",
+    "job.checked",
+    "job.progress",
+    "job.done",
+    "job.error",
+    "job.cancel",
+    "job.concurrency",
+    "job.held",
+    "job.hold",
+    "job.pause",
+    "job.release",
+    "job.repaired",
+    "job.resume",
+    "job.resume_after_restart",
+    "job.runner_exit",
+    "job.segment",
+    "job.segment.start",
+    "job.set",
+)
 
 
-class JobChecked(JobEvent, tag="job.checked"):
-    pass
+def _job_event(tag: str) -> type[JobEvent]:
+    name = "Job" + tag[4:].title().replace(".", "").replace("_", "")  # job.held -> JobHeld
+    return cast(
+        "type[JobEvent]", msgspec.defstruct(name, [], bases=(JobEvent,), tag=tag, module=__name__)
+    )
 
 
-class JobProgress(JobEvent, tag="job.progress"):
-    pass
-
-
-class JobDone(JobEvent, tag="job.done"):
-    pass
-
-
-class JobError(JobEvent, tag="job.error"):
-    pass
-
-
-class JobCancel(JobEvent, tag="job.cancel"):
-    pass
-
-
-class JobConcurrency(JobEvent, tag="job.concurrency"):
-    pass
-
-
-class JobHeld(JobEvent, tag="job.held"):
-    pass
-
-
-class JobHold(JobEvent, tag="job.hold"):
-    pass
-
-
-class JobPause(JobEvent, tag="job.pause"):
-    pass
-
-
-class JobRelease(JobEvent, tag="job.release"):
-    pass
-
-
-class JobRepaired(JobEvent, tag="job.repaired"):
-    pass
-
-
-class JobResume(JobEvent, tag="job.resume"):
-    pass
-
-
-class JobResumeAfterRestart(JobEvent, tag="job.resume_after_restart"):
-    pass
-
-
-class JobRunnerExit(JobEvent, tag="job.runner_exit"):
-    pass
-
-
-class JobSegmentStart(JobEvent, tag="job.segment.start"):
-    pass
-
-
-class JobSet(JobEvent, tag="job.set"):
-    pass
+JOB_EVENTS: Final = tuple(_job_event(tag) for tag in JOB_EVENT_TAGS)
 
 
 class OtherEvent(EventBase, tag="other"):
@@ -690,51 +655,35 @@ Event: TypeAlias = (
     | OtherEvent
 )
 
+_EVENT_TYPES: tuple[type[EventBase], ...] = (
+    AgentStart,
+    AgentAdopt,
+    AgentStop,
+    Command,
+    CommandRefused,
+    PreflightDone,
+    ProfileChanged,
+    Launch,
+    SlotStateChanged,
+    SlotPhase,
+    SlotDrain,
+    SwapStep,
+    SwapDone,
+    SwapFailure,
+    FrontHold,
+    FrontRoute,
+    FrontRelease,
+    Capacity,
+    BenchStart,
+    BenchProgress,
+    BenchDone,
+    DiskError,
+    DiskOk,
+    LogRotated,
+    *JOB_EVENTS,
+)
 EVENT_TYPES: Final[Mapping[str, type[EventBase]]] = {
-    str(t.__struct_config__.tag): t
-    for t in (
-        AgentStart,
-        AgentAdopt,
-        AgentStop,
-        Command,
-        CommandRefused,
-        PreflightDone,
-        ProfileChanged,
-        Launch,
-        SlotStateChanged,
-        SlotPhase,
-        SlotDrain,
-        SwapStep,
-        SwapDone,
-        SwapFailure,
-        FrontHold,
-        FrontRoute,
-        FrontRelease,
-        Capacity,
-        BenchStart,
-        BenchProgress,
-        BenchDone,
-        DiskError,
-        DiskOk,
-        LogRotated,
-        JobStart,
-        JobChecked,
-        JobProgress,
-        JobDone,
-        JobError,
-        JobCancel,
-        JobConcurrency,
-        JobHeld,
-        JobHold,
-        JobPause,
-        JobRelease,
-        JobRepaired,
-        JobResume,
-        JobResumeAfterRestart,
-        JobRunnerExit,
-        JobSegmentStart,
-        JobSet,
-    )
+    str(t.__struct_config__.tag): t for t in _EVENT_TYPES
 }
 
 
@@ -768,9 +717,14 @@ def event_dict(event: EventBase) -> dict[str, Any]:
 # ---- the state the events fold into -----------------------------------------------------------
 
 
-class SwapView(Struct, kw_only=True, rename={"from_": "from"}):
+class FromTo(Struct, kw_only=True, rename={"from_": "from"}):
+    """A swap as the state shows it: from one profile to another."""
+
     from_: str | None = None
     to: str | None = None
+
+
+class SwapView(FromTo, kw_only=True):
     step: str = ""
     started_at: float | None = None
     elapsed_s: float | None = None
@@ -809,11 +763,9 @@ class StopView(Struct, kw_only=True):
     timings_s: dict[str, float | None] = {}
 
 
-class LastSwap(Struct, kw_only=True, rename={"from_": "from"}):
+class LastSwap(FromTo, kw_only=True):
     """How the slot's latest swap or restart ended (the agent's `last_swap`)."""
 
-    from_: str | None = None
-    to: str | None = None
     ok: bool = False
     rolled_back: bool = False
     timings_s: dict[str, float | None] = {}
@@ -1296,11 +1248,7 @@ class TimelineReply(Struct, kw_only=True):
     series: dict[str, list[tuple[float, float | None]]]
 
 
-class ProfileRow(Struct, kw_only=True):
-    name: str
-    key: str | None = None
-    description: str = ""
-    launcher: str | None = None
+class ProfileRow(ProfileSeen, kw_only=True):
     port: int | None = None
     key_clash: list[str] = []  # other profiles on the same key (the key does nothing)
     valid: bool = True  # the first error is `problem` (core/validate.py, or the file's own)
@@ -1331,13 +1279,108 @@ class AgentInfo(Struct, kw_only=True):
     demo_load: bool = False
 
 
+class BenchRun(Struct, kw_only=True):
+    """A bench run of this agent (agent/children.py): `bench_list`, `bench_stop`, STATUS."""
+
+    run_id: str
+    state: BenchState
+    started: float
+    spec: dict[str, Any] = {}
+    client: str | None = None
+    progress: dict[str, Any] | None = None
+    path: str | None = None
+    exit_code: int | None = None
+
+
+class BenchStarted(Struct, kw_only=True):
+    run_id: str
+
+
+class Noted(Struct, kw_only=True):
+    """`bench_progress`: the progress was recorded."""
+
+    ok: bool
+
+
+class DemoLoadReply(Struct, kw_only=True):
+    on: bool
+
+
+class PreflightCheck(Struct, kw_only=True):
+    """One check a launch would run (agent/preflight.py)."""
+
+    name: str
+    ok: bool
+    message: str
+    fix: str = ""
+    skipped: bool = False  # --force named it
+
+
+class PreflightReply(Struct, kw_only=True):
+    profile: str
+    launcher: str | None = None
+    ok: bool
+    error: str | None = None  # the first failure's line
+    checks: list[PreflightCheck] = []
+    resolved: dict[str, Any] | None = None
+
+
+class JobSegment(Struct, kw_only=True):
+    """What a job sent to one launch: a profile's share of the job."""
+
+    profile: str | None = None
+    launch_id: str | None = None
+    started: float
+    last: float
+    completions: int = 0
+    failed: int = 0
+    out_tokens: int = 0
+
+
+class JobView(Struct, kw_only=True):
+    """A batch job as the agent shows it (agent/jobs_host.py): every `job_*` op's reply."""
+
+    id: str
+    name: str | None = None
+    state: JobState
+    slot: str
+    input: str
+    output: str
+    errors_output: str  # where the failed requests go
+    pinned: bool = False  # a swap of the slot must be confirmed
+    hold: str | None = None  # why the job is held ("swap"), or None
+    waiting_for: str | None = None  # why a waiting job does not send, in words
+    concurrency: int
+    concurrency_mode: Literal["auto", "fixed"]
+    total: int | None = None  # None until the input is checked
+    answered: int = 0
+    failed: int = 0
+    remaining: int | None = None
+    in_flight: int = 0
+    quiet: bool = False  # the runner stopped sending and nothing is in flight
+    out_tokens: int = 0
+    retries: int = 0
+    conn_errors: int = 0
+    completions_s: float = 0.0
+    tok_s: float = 0.0
+    eta_s: float | None = None
+    created: float
+    finished: float | None = None
+    error: str | None = None
+    segments: list[JobSegment] = []
+    runner_pid: int | None = None
+    runner_cpu_s: float | None = None
+    # (unix time, tok/s) points: `job_status` only
+    rate_history: list[tuple[float, float]] | None = None
+
+
 class StatusReply(Struct, kw_only=True):
     agent: AgentInfo
     slots: list[SlotStatus]
     profiles: list[ProfileRow] = []
     telemetry: dict[str, Any] = {}
-    bench: dict[str, Any] | None = None
-    jobs: Any = None
+    bench: BenchRun | None = None  # the latest run
+    jobs: list[JobView] = []
 
 
 class Accepted(Struct, kw_only=True):
@@ -1346,6 +1389,7 @@ class Accepted(Struct, kw_only=True):
     slot: SlotStatus
     accepted: bool = False
     result: dict[str, Any] | None = None
+    profile_changed: bool | None = None  # restart: the profile file was edited since the launch
 
 
 # ---- ops --------------------------------------------------------------------------------------
@@ -1353,62 +1397,52 @@ class Accepted(Struct, kw_only=True):
 
 class Op(Struct, frozen=True):
     args: type[Args]
+    reply: Any  # the type of its result: `decode_reply` gives it (a test checks each op's)
     read_only: bool = False  # safe to ask again after a dropped connection; no "command" event
     doc: str = ""
-    reply: Any = Any  # the type of its result (a test checks the live agent's against it)
 
 
+R, W = True, False  # read-only, or a command
 # The one list of ops. The agent's handler for op X is Supervisor.op_X (a test checks both ways).
 OPS: Final[Mapping[str, Op]] = {
-    "hello": Op(
-        HelloArgs,
-        True,
-        "version handshake; the first request of every connection",
-        reply=HelloReply,
-    ),
-    "ping": Op(Args, True, "is the agent alive: pid and version", reply=PingReply),
-    "status": Op(
-        Args, True, "the STATUS object: agent, slots, profiles, telemetry, bench", reply=StatusReply
-    ),
-    "profiles": Op(
-        ProfilesArgs,
-        True,
-        "profiles found in the agent's and the given folders",
-        reply=list[ProfileRow],
-    ),
-    "logs": Op(
-        LogsArgs, True, "the last lines of a slot's (or a launch's) server log", reply=LogsReply
-    ),
-    "timeline": Op(TimelineArgs, True, "recorded telemetry series", reply=TimelineReply),
-    "subscribe": Op(
-        Args, True, "pushes (events, samples, log lines) on this connection", reply=Subscribed
-    ),
-    "bench_list": Op(Args, True, "bench runs of this agent"),
-    "bench_progress": Op(BenchProgressArgs, True, "a bench runner reports progress"),
-    "preflight": Op(PreflightArgs, True, "the checks a launch of a profile would run"),
-    "start": Op(StartArgs, False, "launch a profile into a stopped slot", reply=Accepted),
-    "stop": Op(StopArgs, False, "drain and stop a slot's server", reply=Accepted),
-    "restart": Op(RestartArgs, False, "stop and relaunch the slot's profile", reply=Accepted),
-    "swap": Op(
-        SwapArgs, False, "switch a slot to another profile (rollback on failure)", reply=Accepted
-    ),
-    "shutdown": Op(
-        ShutdownArgs,
-        False,
-        "stop the agent (and its servers with stop_servers)",
-        reply=ShutdownReply,
-    ),
-    "bench_start": Op(BenchStartArgs, False, "start a bench run from a spec"),
-    "bench_stop": Op(BenchStopArgs, False, "stop a bench run (partial results are kept)"),
-    "demo_load": Op(DemoLoadArgs, False, "turn the demo load on or off"),
-    "job_run": Op(JobRunArgs, False, "start a batch job from an OpenAI batch file"),
-    "job_status": Op(JobArgs, True, "one batch job, in full"),
-    "job_list": Op(Args, True, "every batch job of this agent"),
-    "job_pause": Op(JobArgs, False, "pause a batch job"),
-    "job_resume": Op(JobArgs, False, "resume a paused batch job"),
-    "job_cancel": Op(JobArgs, False, "cancel a batch job (answers so far are kept)"),
-    "job_set": Op(JobSetArgs, False, "change a job's concurrency or pinning"),
+    "hello": Op(HelloArgs, HelloReply, R, "version handshake: a connection's first request"),
+    "ping": Op(Args, PingReply, R, "is the agent alive: pid and version"),
+    "status": Op(Args, StatusReply, R, "the STATUS object: agent, slots, profiles, telemetry"),
+    "profiles": Op(ProfilesArgs, list[ProfileRow], R, "profiles in the agent's and given folders"),
+    "logs": Op(LogsArgs, LogsReply, R, "the last lines of a slot's (or a launch's) server log"),
+    "timeline": Op(TimelineArgs, TimelineReply, R, "recorded telemetry series"),
+    "subscribe": Op(Args, Subscribed, R, "pushes (events, samples, log lines) on this connection"),
+    "bench_list": Op(Args, list[BenchRun], R, "bench runs of this agent"),
+    "bench_progress": Op(BenchProgressArgs, Noted, R, "a bench runner reports progress"),
+    "preflight": Op(PreflightArgs, PreflightReply, R, "the checks a launch of a profile would run"),
+    "start": Op(StartArgs, Accepted, W, "launch a profile into a stopped slot"),
+    "stop": Op(StopArgs, Accepted, W, "drain and stop a slot's server"),
+    "restart": Op(RestartArgs, Accepted, W, "stop and relaunch the slot's profile"),
+    "swap": Op(SwapArgs, Accepted, W, "switch a slot to another profile (rollback on failure)"),
+    "shutdown": Op(ShutdownArgs, ShutdownReply, W, "stop the agent (servers too: stop_servers)"),
+    "bench_start": Op(BenchStartArgs, BenchStarted, W, "start a bench run from a spec"),
+    "bench_stop": Op(BenchStopArgs, BenchRun, W, "stop a bench run (partial results are kept)"),
+    "demo_load": Op(DemoLoadArgs, DemoLoadReply, W, "turn the demo load on or off"),
+    "job_run": Op(JobRunArgs, JobView, W, "start a batch job from an OpenAI batch file"),
+    "job_status": Op(JobArgs, JobView, R, "one batch job, in full"),
+    "job_list": Op(Args, list[JobView], R, "every batch job of this agent"),
+    "job_pause": Op(JobArgs, JobView, W, "pause a batch job"),
+    "job_resume": Op(JobArgs, JobView, W, "resume a paused batch job"),
+    "job_cancel": Op(JobArgs, JobView, W, "cancel a batch job (answers so far are kept)"),
+    "job_set": Op(JobSetArgs, JobView, W, "change a job's concurrency or pinning"),
 }
 READ_ONLY_OPS: Final = frozenset(name for name, op in OPS.items() if op.read_only)
 # Ops that work whatever the versions: enough to find and stop an agent of another version.
 VERSIONLESS_OPS: Final = frozenset({"hello", "ping", "shutdown"})
+
+
+def decode_reply(op: str, result: Any) -> Any:
+    """An op's result, as the client got it (JSON values), -> its reply type in OPS (a Struct,
+    or a list of them). A result of another shape is one ProtocolError line."""
+    spec = OPS.get(op)
+    if spec is None:
+        raise ProtocolError(f"unknown op {op!r}; known: {', '.join(sorted(OPS))}")
+    try:
+        return msgspec.convert(result, spec.reply)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"the agent's reply to {op} is malformed: {exc}") from None

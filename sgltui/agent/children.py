@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sgltui import protocol
+
 log = logging.getLogger("sgltui.agent.children")
 
 
@@ -57,6 +59,9 @@ def stop_group(proc: subprocess.Popen, grace: float) -> None:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         log.warning("child %s did not exit after SIGKILL", proc.pid)
+
+
+_NOT_PROGRESS = frozenset({"run_id", *protocol.EventBase.__struct_fields__})
 
 
 def bench_view(run: dict) -> dict:
@@ -139,7 +144,8 @@ class Children:
 
     def bench_progress(self, args: dict, client: str | None) -> dict:
         run = self.bench_runs.get(str(args.get("run_id")))
-        fields = {k: v for k, v in args.items() if k not in ("run_id", "profiles_dirs")}
+        # the event's envelope (time, client, slot) is the agent's, whatever the runner sent
+        fields = {k: v for k, v in args.items() if k not in _NOT_PROGRESS}
         if run is not None:
             run["progress"] = fields
         self.emit("bench.progress", client=client, run_id=args.get("run_id"), **fields)

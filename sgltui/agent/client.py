@@ -33,6 +33,14 @@ class VersionMismatch(AgentError):
     """The agent runs another version; the message says which and how to restart it."""
 
 
+def decode_reply(op: str, result: Any) -> Any:
+    """An op's result (JSON values, as `call` gives it) as its typed reply (protocol.OPS)."""
+    try:
+        return protocol.decode_reply(op, result)
+    except protocol.ProtocolError as exc:
+        raise AgentError(str(exc)) from None
+
+
 def client_id(name: str = "cli") -> str:
     return f"{name}:{os.getpid()}@{socket.gethostname().split('.')[0]}"
 
@@ -95,11 +103,12 @@ class AgentClient:
             if str(exc).startswith("the agent runs sgltui"):  # the agent refused our version
                 raise VersionMismatch(str(exc)) from None
             raise
+        try:
+            hello: protocol.HelloReply = protocol.decode_reply("hello", res)
+        except protocol.ProtocolError:  # an agent whose hello says something else: another version
+            hello = protocol.HelloReply(version="", protocol=0, pid=0)
         problem = protocol.version_mismatch(
-            str(res.get("version", "")),
-            int(res.get("protocol", 0)),
-            __version__,
-            protocol.PROTOCOL_VERSION,
+            hello.version, hello.protocol, __version__, protocol.PROTOCOL_VERSION
         )
         if problem:
             await self.close()

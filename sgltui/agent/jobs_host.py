@@ -30,6 +30,7 @@ from typing import Any
 from sgltui.agent.state import read_json, write_json_atomic
 from sgltui.jobs.output import default_output, errors_path
 from sgltui.jobs.progress import Rates, eta_s
+from sgltui.protocol import JobSegment, JobState, JobView
 
 log = logging.getLogger("sgltui.agent.jobs")
 
@@ -42,6 +43,8 @@ PROGRESS_EVENT_S = 15.0
 RESPAWN_MAX = 5
 MAX_CONCURRENCY = 4096
 DEFAULT_CONCURRENCY = 16
+# What a segment (one launch's share of a job) counts, as its job.segment event says it.
+SEGMENT_COUNTS = ("profile", "launch_id", "completions", "failed", "out_tokens", "in_tokens")
 VIA_FRONT = os.environ.get("SGLTUI_JOB_VIA_FRONT", "") in ("1", "true", "yes")
 
 
@@ -299,8 +302,8 @@ class JobsHost:
                 answered=answered,
                 failed=self._failed(rec),
                 total=rec.get("total"),
-                completions_s=v["completions_s"],
-                tok_s=v["tok_s"],
+                completions_s=v.completions_s,
+                tok_s=v.tok_s,
                 in_flight=msg["in_flight"],
             )
         # a new segment is saved at once: a restarted agent must not close the old one again
@@ -340,18 +343,9 @@ class JobsHost:
             return
         seg["closed"] = True
         secs = max(0.0, seg["last"] - seg["started"])
-        self._emit(
-            "job.segment",
-            rec,
-            profile=seg["profile"],
-            launch_id=seg["launch_id"],
-            completions=seg["completions"],
-            failed=seg["failed"],
-            out_tokens=seg["out_tokens"],
-            in_tokens=seg["in_tokens"],
-            seconds=round(secs, 3),
-            tok_s=round(seg["out_tokens"] / secs, 1) if secs > 0 else None,
-        )
+        counts = {k: seg[k] for k in SEGMENT_COUNTS}
+        tok_s = round(seg["out_tokens"] / secs, 1) if secs > 0 else None
+        self._emit("job.segment", rec, **counts, seconds=round(secs, 3), tok_s=tok_s)
 
     async def _on_exit(self, rec: dict, r: _Runner) -> None:
         if self.runners.get(rec["id"]) is r:
@@ -555,7 +549,7 @@ class JobsHost:
 
     # ---- views -----------------------------------------------------------------------------
 
-    def view(self, rec: dict, full: bool = False) -> dict:
+    def view(self, rec: dict, full: bool = False) -> JobView:
         rates = self.rates.get(rec["id"]) or Rates()
         answered, failed = self._answered(rec), self._failed(rec)
         total = rec.get("total")
@@ -564,60 +558,48 @@ class JobsHost:
         comp_s = rates.completions_s() if running else 0.0
         remaining = (total - answered - failed) if total is not None else None
         r = self.runners.get(rec["id"])
-        v = {
-            "id": rec["id"],
-            "name": rec.get("name"),
-            "state": rec.get("state"),
-            "slot": rec.get("slot"),
-            "input": rec.get("input"),
-            "output": rec.get("output"),
-            "errors_output": str(errors_path(Path(rec["output"]))),
-            "pinned": bool(rec.get("pinned")),
-            "hold": rec.get("hold"),
-            "waiting_for": rec.get("waiting_for"),
-            "concurrency": rec.get("concurrency"),
-            "concurrency_mode": rec.get("concurrency_mode"),
-            "total": total,
-            "answered": answered,
-            "failed": failed,
-            "remaining": remaining,
-            "in_flight": (r.progress.get("in_flight", 0) if r else 0),
+        progress = r.progress if r else {}
+        return JobView(
+            id=rec["id"],
+            name=rec.get("name"),
+            state=JobState(rec["state"]),
+            slot=rec["slot"],
+            input=rec["input"],
+            output=rec["output"],
+            errors_output=str(errors_path(Path(rec["output"]))),
+            pinned=bool(rec.get("pinned")),
+            hold=rec.get("hold"),
+            waiting_for=rec.get("waiting_for"),
+            concurrency=rec["concurrency"],
+            concurrency_mode=rec.get("concurrency_mode", "fixed"),
+            total=total,
+            answered=answered,
+            failed=failed,
+            remaining=remaining,
+            in_flight=progress.get("in_flight", 0),
             # the runner said it stopped sending and nothing is in flight
-            "quiet": bool(r is None or (r.sent_paused and r.paused_ev.is_set())),
-            "out_tokens": self._out_tokens(rec),
-            "retries": (r.progress.get("retries", 0) if r else 0),
-            "conn_errors": (r.progress.get("conn_errors", 0) if r else 0),
-            "completions_s": round(comp_s, 2),
-            "tok_s": round(tok_s, 1),
-            "eta_s": eta_s(remaining, answered, self._out_tokens(rec), tok_s)
+            quiet=bool(r is None or (r.sent_paused and r.paused_ev.is_set())),
+            out_tokens=self._out_tokens(rec),
+            retries=progress.get("retries", 0),
+            conn_errors=progress.get("conn_errors", 0),
+            completions_s=round(comp_s, 2),
+            tok_s=round(tok_s, 1),
+            eta_s=eta_s(remaining, answered, self._out_tokens(rec), tok_s)
             if remaining is not None and running
             else (0.0 if remaining == 0 else None),
-            "created": rec.get("created"),
-            "finished": rec.get("finished"),
-            "error": rec.get("error"),
-            "segments": [
-                {
-                    k: s[k]
-                    for k in (
-                        "profile",
-                        "launch_id",
-                        "started",
-                        "last",
-                        "completions",
-                        "failed",
-                        "out_tokens",
-                    )
-                }
+            created=rec["created"],
+            finished=rec.get("finished"),
+            error=rec.get("error"),
+            segments=[
+                JobSegment(**{k: s[k] for k in JobSegment.__struct_fields__})
                 for s in rec.get("segments") or []
             ],
-            "runner_pid": rec.get("pid"),
-            "runner_cpu_s": (r.progress.get("cpu_run_s") if r else None),
-        }
-        if full:
-            v["rate_history"] = rec.get("rate_history") or []
-        return v
+            runner_pid=rec.get("pid"),
+            runner_cpu_s=progress.get("cpu_run_s"),
+            rate_history=[tuple(p) for p in rec.get("rate_history") or []] if full else None,
+        )
 
-    def views(self) -> list[dict]:
+    def views(self) -> list[JobView]:
         return [self.view(j) for j in sorted(self.jobs.values(), key=lambda j: j["created"])]
 
     # ---- ops -------------------------------------------------------------------------------
@@ -690,7 +672,7 @@ class JobsHost:
         r = await self._spawn(rec)
         return Deferred(self._await_checked(rec, r))
 
-    async def _await_checked(self, rec: dict, r: _Runner) -> dict:
+    async def _await_checked(self, rec: dict, r: _Runner) -> JobView:
         try:
             await asyncio.wait_for(r.checked_ev.wait(), CHECK_TIMEOUT_S)
         except asyncio.TimeoutError:
@@ -704,23 +686,32 @@ class JobsHost:
             raise JobError(r.error)
         return self.view(rec)
 
-    async def op_status(self, args: dict, client: str | None) -> dict:
-        return self.view(self.find(args.get("job")), full=True)
-
-    async def op_list(self, args: dict, client: str | None) -> list[dict]:
-        return self.views()
-
-    async def op_pause(self, args: dict, client: str | None) -> dict:
+    def _active(self, args: dict, otherwise: str) -> dict:
+        """The job the op names, if it has not ended (else one line: its state, `otherwise`)."""
         rec = self.find(args.get("job"))
         if rec.get("state") not in ACTIVE:
-            raise JobError(f"job {rec['id']} is {rec.get('state')}; nothing to pause")
-        rec["user_paused"] = True
-        self._emit("job.pause", rec)
+            raise JobError(f"job {rec['id']} is {rec.get('state')}; {otherwise}")
+        return rec
+
+    def _changed(self, rec: dict, event: str, **fields: Any) -> JobView:
+        """A command changed the job: recorded, passed on to its runner, saved; the job now."""
+        self._emit(event, rec, **fields)
         self._sync(rec)
         self._persist(rec, force=True)
         return self.view(rec)
 
-    async def op_resume(self, args: dict, client: str | None) -> dict:
+    async def op_status(self, args: dict, client: str | None) -> JobView:
+        return self.view(self.find(args.get("job")), full=True)
+
+    async def op_list(self, args: dict, client: str | None) -> list[JobView]:
+        return self.views()
+
+    async def op_pause(self, args: dict, client: str | None) -> JobView:
+        rec = self._active(args, "nothing to pause")
+        rec["user_paused"] = True
+        return self._changed(rec, "job.pause")
+
+    async def op_resume(self, args: dict, client: str | None) -> JobView:
         rec = self.find(args.get("job"))
         if rec.get("state") == "failed" or (
             rec.get("state") in ACTIVE and rec["id"] not in self.runners
@@ -731,32 +722,23 @@ class JobsHost:
             self._emit("job.resume", rec, restart=True)
             await self._spawn(rec)
             return self.view(rec)
-        if rec.get("state") not in ACTIVE:
-            raise JobError(
-                f"job {rec['id']} is {rec.get('state')}; start a new one with `sgltui job run`"
-            )
+        rec = self._active(args, "start a new one with `sgltui job run`")
         rec["user_paused"] = False
-        self._emit("job.resume", rec)
-        self._sync(rec)
-        self._persist(rec, force=True)
-        return self.view(rec)
+        return self._changed(rec, "job.resume")
 
-    async def op_cancel(self, args: dict, client: str | None) -> dict:
-        rec = self.find(args.get("job"))
-        if rec.get("state") not in ACTIVE:
-            raise JobError(f"job {rec['id']} is already {rec.get('state')}")
+    async def op_cancel(self, args: dict, client: str | None) -> JobView:
+        rec = self._active(args, "nothing to cancel")
         r = self.runners.get(rec["id"])
-        self._emit("job.cancel", rec)
         if r is None:
             rec["state"], rec["finished"] = "cancelled", time.time()
-            self._persist(rec, force=True)
-            return self.view(rec)
+            return self._changed(rec, "job.cancel")
+        self._emit("job.cancel", rec)
         r.send({"op": "cancel"})
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(r.reader), 15.0)  # type: ignore[arg-type]
         return self.view(rec)
 
-    async def op_set(self, args: dict, client: str | None) -> dict:
+    async def op_set(self, args: dict, client: str | None) -> JobView:
         rec = self.find(args.get("job"))
         changed = {}
         if "concurrency" in args:
@@ -773,10 +755,7 @@ class JobsHost:
             rec["pinned"] = changed["pinned"] = bool(args["pinned"])
         if not changed:
             raise JobError("job_set needs concurrency (N or auto) or pinned (true/false)")
-        self._emit("job.set", rec, **changed)
-        self._sync(rec)
-        self._persist(rec, force=True)
-        return self.view(rec)
+        return self._changed(rec, "job.set", **changed)
 
 
 def _concurrency(raw: Any) -> int:

@@ -20,8 +20,10 @@ from typing import Any
 from sgltui.cli import CliError
 from sgltui.commands import Subparsers
 from sgltui.core.locations import state_dir
+from sgltui.protocol import JobState, JobView, to_builtins
 
 ACTIONS = ("run", "status", "list", "pause", "resume", "cancel", "set", "verify")
+ENDED = (JobState.DONE, JobState.CANCELLED, JobState.FAILED)
 
 
 def register(subparsers: Subparsers) -> None:
@@ -56,10 +58,11 @@ def register(subparsers: Subparsers) -> None:
 
 
 def _call(args: argparse.Namespace, op: str, autostart: bool = False, **kw: Any) -> Any:
-    from sgltui.agent.client import AgentError, call_sync
+    """A job op's typed reply (a JobView, or a list of them for job_list)."""
+    from sgltui.agent.client import AgentError, call_sync, decode_reply
 
     try:
-        return call_sync(state_dir(args.state_dir), op, autostart=autostart, **kw)
+        return decode_reply(op, call_sync(state_dir(args.state_dir), op, autostart=autostart, **kw))
     except AgentError as exc:
         raise CliError(str(exc)) from None
 
@@ -74,7 +77,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.action == "status":
         view = _call(args, "job_status", job=args.target)
         if args.json:
-            print(json.dumps(view, indent=1))
+            print(json.dumps(to_builtins(view), indent=1))
         else:
             print(render_status(view))
         return 0
@@ -87,10 +90,10 @@ def handle(args: argparse.Namespace) -> int:
         if not kw:
             raise CliError("job set needs --concurrency N|auto, --pin or --unpin")
         view = _call(args, "job_set", job=args.target, **kw)
-        print(f"job {view['id']}: concurrency {view['concurrency']}, pinned {view['pinned']}")
+        print(f"job {view.id}: concurrency {view.concurrency}, pinned {view.pinned}")
         return 0
     view = _call(args, f"job_{args.action}", job=args.target)
-    print(f"job {view['id']} ({view['name']}): {view['state']}")
+    print(f"job {view.id} ({view.name}): {view.state}")
     return 0
 
 
@@ -107,14 +110,14 @@ def _run(args: argparse.Namespace) -> int:
         kw["name"] = args.name
     view = _call(args, "job_run", autostart=True, **kw)
     print(
-        f"job {view['id']} ({view['name']}): {view['total']:,} requests checked; "
-        f"{view['answered']:,} already answered in {view['output']}; "
-        f"concurrency {view['concurrency']} ({view['concurrency_mode']})"
+        f"job {view.id} ({view.name}): {view.total or 0:,} requests checked; "
+        f"{view.answered:,} already answered in {view.output}; "
+        f"concurrency {view.concurrency} ({view.concurrency_mode})"
     )
     if args.no_wait:
-        print(f"it runs in the agent: `sgltui job status {view['id']}`")
+        print(f"it runs in the agent: `sgltui job status {view.id}`")
         return 0
-    return watch(args, view["id"])
+    return watch(args, view.id)
 
 
 def watch(args: argparse.Namespace, jid: str) -> int:
@@ -131,7 +134,7 @@ def watch(args: argparse.Namespace, jid: str) -> int:
             elif line != last:
                 print(line, flush=True)
             last = line
-            if view["state"] in ("done", "cancelled", "failed"):
+            if view.state in ENDED:
                 break
             time.sleep(1.0)
     except KeyboardInterrupt:
@@ -142,7 +145,7 @@ def watch(args: argparse.Namespace, jid: str) -> int:
     if tty:
         print()
     print(render_status(view))
-    return 0 if view["state"] == "done" and not view["failed"] else 1
+    return 0 if view.state == JobState.DONE and not view.failed else 1
 
 
 def fmt_eta(seconds: float | None) -> str:
@@ -155,64 +158,63 @@ def fmt_eta(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def progress_line(v: dict) -> str:
-    total = v.get("total") or 0
-    done = v["answered"] + v["failed"]
+def progress_line(v: JobView) -> str:
+    total = v.total or 0
+    done = v.answered + v.failed
     frac = done / total if total else 0.0
     width = 24
     filled = int(frac * width)
     bar = "#" * filled + "-" * (width - filled)
-    state = v["state"]
-    if v.get("hold"):
-        state = f"held ({v['hold']})"
-    elif state == "waiting" and v.get("waiting_for"):
-        state = v["waiting_for"]
+    state = str(v.state)
+    if v.hold:
+        state = f"held ({v.hold})"
+    elif v.state == JobState.WAITING and v.waiting_for:
+        state = v.waiting_for
     return (
-        f"[{bar}] {done:,}/{total:,} {frac:6.1%}  {v['completions_s']:.1f} compl/s  "
-        f"{v['tok_s']:,.0f} tok/s  ETA {fmt_eta(v.get('eta_s'))}  {state}"
-        + (f"  failed {v['failed']:,}" if v["failed"] else "")
+        f"[{bar}] {done:,}/{total:,} {frac:6.1%}  {v.completions_s:.1f} compl/s  "
+        f"{v.tok_s:,.0f} tok/s  ETA {fmt_eta(v.eta_s)}  {state}"
+        + (f"  failed {v.failed:,}" if v.failed else "")
     )
 
 
-def render_status(v: dict) -> str:
+def render_status(v: JobView) -> str:
     lines = [
-        f"job {v['id']} ({v['name']}): {v['state']}"
-        + (f", held for a {v['hold']}" if v.get("hold") else "")
-        + (" [pinned]" if v.get("pinned") else ""),
-        f"  input  {v['input']}",
-        f"  output {v['output']}  (failures: {v['errors_output']})",
-        f"  slot {v['slot']}, concurrency {v['concurrency']} ({v['concurrency_mode']}), "
-        f"in flight {v['in_flight']}",
+        f"job {v.id} ({v.name}): {v.state}"
+        + (f", held for a {v.hold}" if v.hold else "")
+        + (" [pinned]" if v.pinned else ""),
+        f"  input  {v.input}",
+        f"  output {v.output}  (failures: {v.errors_output})",
+        f"  slot {v.slot}, concurrency {v.concurrency} ({v.concurrency_mode}), "
+        f"in flight {v.in_flight}",
         "  " + progress_line(v),
     ]
-    if v.get("waiting_for"):
-        lines.append(f"  {v['waiting_for']}")
-    if v.get("error"):
-        lines.append(f"  error: {v['error']}")
-    for s in v.get("segments") or []:
-        secs = max(0.0, (s.get("last") or 0) - (s.get("started") or 0))
-        rate = s["out_tokens"] / secs if secs > 0 else 0.0
+    if v.waiting_for:
+        lines.append(f"  {v.waiting_for}")
+    if v.error:
+        lines.append(f"  error: {v.error}")
+    for s in v.segments:
+        secs = max(0.0, s.last - s.started)
+        rate = s.out_tokens / secs if secs > 0 else 0.0
         lines.append(
-            f"  segment {s['profile']} ({s['launch_id']}): {s['completions']:,} completions, "
-            f"{s['out_tokens']:,} tokens in {fmt_eta(secs)} ({rate:,.0f} tok/s)"
-            + (f", {s['failed']} failed" if s.get("failed") else "")
+            f"  segment {s.profile} ({s.launch_id}): {s.completions:,} completions, "
+            f"{s.out_tokens:,} tokens in {fmt_eta(secs)} ({rate:,.0f} tok/s)"
+            + (f", {s.failed} failed" if s.failed else "")
         )
     return "\n".join(lines)
 
 
 def _list(args: argparse.Namespace) -> int:
-    views = _call(args, "job_list")
+    views: list[JobView] = _call(args, "job_list")
     if args.json:
-        print(json.dumps(views, indent=1))
+        print(json.dumps(to_builtins(views), indent=1))
         return 0
     if not views:
         print("no jobs; start one with `sgltui job run INPUT.jsonl`")
         return 0
     for v in views:
-        total = v.get("total") or 0
         print(
-            f"{v['id']}  {v['name'][:24]:24}  {v['state']:9}  "
-            f"{v['answered']:,}/{total:,} answered  {v['failed']:,} failed  slot {v['slot']}"
+            f"{v.id}  {(v.name or '')[:24]:24}  {v.state:9}  "
+            f"{v.answered:,}/{v.total or 0:,} answered  {v.failed:,} failed  slot {v.slot}"
         )
     return 0
 

@@ -263,7 +263,7 @@ class ScriptedSource:
             return {"lines": list(self.logs)}
         if self.on_call is not None:
             return self.on_call(op, args, self)
-        return {}
+        return [] if op == "job_list" else {}  # no batch jobs, as an agent without any says
 
     async def close(self) -> None:
         pass

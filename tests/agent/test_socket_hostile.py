@@ -203,6 +203,14 @@ def test_live_replies_match_their_types(agent):
         ("stop", {"wait": True}),
         ("start", {"profile": a, "wait": True}),
         ("status", {}),
+        ("preflight", {"profile": a}),
+        ("demo_load", {"on": False}),
+        ("bench_list", {}),
+        (
+            "bench_progress",
+            {"run_id": "none", "state": "running", "done": 3, "client": "x", "ts": 1.0},
+        ),
+        ("job_list", {}),
     ]
     checked = set()
     for op, args in calls:
@@ -211,5 +219,10 @@ def test_live_replies_match_their_types(agent):
         result = agent.call(op, **args)
         msgspec.convert(result, protocol.OPS[op].reply)
         checked.add(op)
-    typed = {n for n, o in protocol.OPS.items() if o.reply is not protocol.Any}
-    assert typed - checked <= {"restart", "swap", "shutdown"}
+    assert [n for n, o in protocol.OPS.items() if o.reply is protocol.Any] == []
+    # the others: restart and swap (tests/agent), shutdown (teardown), bench_* (tests/bench),
+    # job_* (tests/jobs), all through the fixture's `call`, which decodes every reply
+    assert {"hello", "status", "preflight", "job_list"} <= checked
+    # the runner's envelope fields are not taken as its progress
+    ev = agent.events("bench.progress")[-1]
+    assert ev["client"].startswith("test:") and ev["ts"] > 1.0 and ev["done"] == 3

@@ -38,17 +38,17 @@ async def test_jobs_tab_shows_progress_and_pauses_with_space(agent, tmp_path):
         await until(pilot, lambda: app.focused is pane, timeout=5)
         await pilot.press("space")
 
-        def state() -> str:  # what the pane last read from the agent (once a second)
-            return (pane.job or {}).get("state")
+        def state() -> str | None:  # what the pane last read from the agent (once a second)
+            return pane.job.state if pane.job else None
 
         await until(pilot, lambda: state() == "paused", timeout=20, show=text)
         await until(pilot, lambda: "paused" in text(), timeout=20, show=text)
         st = await asyncio.to_thread(agent.call, "job_status", job=view["id"])
         assert st["state"] == "paused"  # the agent's word, not the pane's copy
         await pilot.press("plus")
-        await until(pilot, lambda: (pane.job or {}).get("concurrency") == 8, timeout=20)
+        await until(pilot, lambda: pane.job is not None and pane.job.concurrency == 8, timeout=20)
         await pilot.press("minus", "minus")
-        await until(pilot, lambda: (pane.job or {}).get("concurrency") == 2, timeout=20)
+        await until(pilot, lambda: pane.job is not None and pane.job.concurrency == 2, timeout=20)
         await pilot.press("plus", "plus")
         await pilot.press("space")
         await until(pilot, lambda: state() == "running", timeout=20, show=text)

@@ -17,11 +17,13 @@ from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import Static
 
-from sgltui.agent.client import AgentError
+from sgltui.agent.client import AgentError, decode_reply
 from sgltui.core.charts import sparkline
+from sgltui.protocol import JobState, JobView
 from sgltui.tui import fmt
 
 POLL_S = 1.0
+ENDED = (JobState.DONE, JobState.CANCELLED, JobState.FAILED)
 BAR = 30
 
 
@@ -30,45 +32,41 @@ def _bar(frac: float, width: int = BAR) -> str:
     return "█" * filled + "░" * (width - filled)
 
 
-def render_job(v: dict[str, Any]) -> str:
-    total = v.get("total") or 0
-    done = int(v.get("answered") or 0) + int(v.get("failed") or 0)
+def render_job(v: JobView) -> str:
+    total = v.total or 0
+    done = v.answered + v.failed
     frac = done / total if total else 0.0
-    state = str(v.get("state"))
-    if v.get("hold"):
-        state = f"held for a {v['hold']}"
-    elif state == "waiting" and v.get("waiting_for"):
-        state = str(v["waiting_for"])
+    state = str(v.state)
+    if v.hold:
+        state = f"held for a {v.hold}"
+    elif v.state == JobState.WAITING and v.waiting_for:
+        state = v.waiting_for
     lines = [
-        f"[b]{escape(str(v.get('name')))}[/] [dim]{escape(str(v.get('id')))}[/]  {escape(state)}"
-        + ("  [b]pinned[/]" if v.get("pinned") else ""),
+        f"[b]{escape(str(v.name))}[/] [dim]{escape(v.id)}[/]  {escape(state)}"
+        + ("  [b]pinned[/]" if v.pinned else ""),
         f"{_bar(frac)} {done:,}/{total:,} {frac:.1%}",
-        f"{fmt.num(v.get('completions_s'), 1)} compl/s  {fmt.num(v.get('tok_s'))} tok/s  "
-        f"ETA {fmt.duration(v.get('eta_s')) if v.get('eta_s') is not None else 'n/a'}  "
-        f"in flight {v.get('in_flight', 0)}  concurrency {v.get('concurrency')} "
-        f"({v.get('concurrency_mode')})",
+        f"{fmt.num(v.completions_s, 1)} compl/s  {fmt.num(v.tok_s)} tok/s  "
+        f"ETA {fmt.duration(v.eta_s) if v.eta_s is not None else 'n/a'}  "
+        f"in flight {v.in_flight}  concurrency {v.concurrency} ({v.concurrency_mode})",
     ]
-    failed = int(v.get("failed") or 0)
-    retries = int(v.get("retries") or 0)
-    if failed or retries or v.get("error"):
+    if v.failed or v.retries or v.error:
         lines.append(
-            f"[b]failed {failed:,}[/] [dim]→ {escape(str(v.get('errors_output')))}[/]  "
-            f"retries {retries:,}"
-            + (f"  [b]{escape(str(v['error']))}[/]" if v.get("error") else "")
+            f"[b]failed {v.failed:,}[/] [dim]→ {escape(v.errors_output)}[/]  "
+            f"retries {v.retries:,}" + (f"  [b]{escape(v.error)}[/]" if v.error else "")
         )
-    hist = [p[1] for p in v.get("rate_history") or []]
+    hist = [p[1] for p in v.rate_history or []]
     if len(hist) > 1:
         lines.append(
             f"tok/s [dim]{escape(sparkline(hist, 48, lo=0.0))}[/] {fmt.num(max(hist))} max"
         )
-    for s in v.get("segments") or []:
-        secs = max(0.0, float(s.get("last") or 0) - float(s.get("started") or 0))
-        rate = s["out_tokens"] / secs if secs > 0 else None
+    for s in v.segments:
+        secs = max(0.0, s.last - s.started)
+        rate = s.out_tokens / secs if secs > 0 else None
         lines.append(
-            f"  {escape(str(s.get('profile'))):<20} {s['completions']:>9,} compl  "
-            f"{s['out_tokens']:>11,} tok  {fmt.duration(secs):>7}  {fmt.num(rate)} tok/s"
+            f"  {escape(str(s.profile)):<20} {s.completions:>9,} compl  "
+            f"{s.out_tokens:>11,} tok  {fmt.duration(secs):>7}  {fmt.num(rate)} tok/s"
         )
-    lines.append(f"[dim]{escape(str(v.get('output')))}[/]")
+    lines.append(f"[dim]{escape(v.output)}[/]")
     return "\n".join(lines)
 
 
@@ -85,7 +83,7 @@ class JobsPane(VerticalScroll, can_focus=True):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.job: dict[str, Any] | None = None
+        self.job: JobView | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -113,11 +111,11 @@ class JobsPane(VerticalScroll, can_focus=True):
         if source is None:
             return
         try:
-            views = await source.call("job_list")
-            active = [v for v in views if v.get("state") not in ("done", "cancelled", "failed")]
+            views: list[JobView] = decode_reply("job_list", await source.call("job_list"))
+            active = [v for v in views if v.state not in ENDED]
             pick = (active or views)[-1] if views else None
             if pick is not None:
-                pick = await source.call("job_status", job=pick["id"])
+                pick = decode_reply("job_status", await source.call("job_status", job=pick.id))
         except (AgentError, ConnectionError, OSError) as exc:  # a replay, an older agent
             self.query_one("#jobs-body", Static).update(
                 f"[dim]jobs unavailable: {escape(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}[/]"
@@ -127,12 +125,12 @@ class JobsPane(VerticalScroll, can_focus=True):
         body = self.query_one("#jobs-body", Static)
         if pick is None:
             return
-        others = [v for v in views if v["id"] != pick["id"]]
+        others = [v for v in views if v.id != pick.id]
         text = render_job(pick)
         if others:
             text += "\n\n" + "\n".join(
-                f"[dim]{escape(v['id'])} {escape(str(v.get('name')))}: {v.get('state')}, "
-                f"{v.get('answered', 0):,}/{v.get('total') or 0:,}[/]"
+                f"[dim]{escape(v.id)} {escape(str(v.name))}: {v.state}, "
+                f"{v.answered:,}/{v.total or 0:,}[/]"
                 for v in others[-5:]
             )
         body.update(text)
@@ -151,16 +149,16 @@ class JobsPane(VerticalScroll, can_focus=True):
     def action_toggle_pause(self) -> None:
         if self.job is None:
             return
-        op = "job_resume" if self.job.get("state") == "paused" else "job_pause"
-        self.job["state"] = "paused" if op == "job_pause" else "running"
-        self._call(op, job=self.job["id"])
+        op = "job_resume" if self.job.state == JobState.PAUSED else "job_pause"
+        self.job.state = JobState.PAUSED if op == "job_pause" else JobState.RUNNING
+        self._call(op, job=self.job.id)
 
     def action_concurrency(self, factor: float) -> None:
         if self.job is None:
             return
-        cur = int(self.job.get("concurrency") or 1)
+        cur = max(1, self.job.concurrency)
         new = max(1, int(round(cur * factor)))
         if new == cur:
             new = cur + 1 if factor > 1 else max(1, cur - 1)
-        self.job["concurrency"] = new
-        self._call("job_set", job=self.job["id"], concurrency=new)
+        self.job.concurrency = new
+        self._call("job_set", job=self.job.id, concurrency=new)
