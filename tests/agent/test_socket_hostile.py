@@ -127,6 +127,64 @@ def test_client_of_another_version_gets_one_line(agent, monkeypatch, capsys):
     assert call_sync(agent.state_dir, "ping", autostart=False, check_version=False)["pong"]
 
 
+# An agent of another release: this checkout's agent, with the package version it reports
+# changed before anything imports it (the daemon forks, so the change holds in the agent).
+OLD_AGENT = (
+    "import sys, runpy, sgltui; sgltui.__version__ = '0.0.1-old'; "
+    "sys.argv = ['sgltui.agent', '--state-dir', sys.argv[1]]; "
+    "runpy.run_module('sgltui.agent', run_name='__main__', alter_sys=True)"
+)
+
+
+def test_agent_of_another_version_gets_one_line_and_the_fix_works(agent_handle, capsys):
+    """Issue 14: an agent left running from another release; every command gets one line that
+    says both versions and how to restart the agent, and doing what it says works."""
+    import subprocess
+    import sys
+
+    from sgltui import __version__
+    from sgltui.cli import main
+
+    state = agent_handle.state_dir
+    subprocess.run([sys.executable, "-c", OLD_AGENT, str(state)], check=True, timeout=60)
+    deadline = time.monotonic() + 30
+    while True:  # found and asked without the version check, as `sgltui agent stop` does
+        try:
+            old = call_sync(state, "ping", autostart=False, check_version=False)
+            break
+        except AgentError:
+            assert time.monotonic() < deadline, "the old agent did not come up"
+            time.sleep(0.1)
+    agent_handle.agent_pids.add(old["pid"])
+    assert old["version"] == "0.0.1-old"
+
+    with pytest.raises(AgentError) as exc:
+        call_sync(state, "status", autostart=True)  # never a second agent beside the old one
+    line = str(exc.value)
+    assert line.startswith("the agent runs sgltui 0.0.1-old (protocol ")
+    assert f"this is sgltui {__version__} (protocol {protocol.PROTOCOL_VERSION})" in line
+    assert "`sgltui agent stop`" in line and "\n" not in line
+    capsys.readouterr()
+    assert main(["--state-dir", str(state), "status"]) != 0
+    assert capsys.readouterr().err.splitlines() == [f"sgltui: error: {line}"]
+
+    assert main(["--state-dir", str(state), "agent", "stop"]) == 0
+    deadline = time.monotonic() + 20
+    while _alive_pid(old["pid"]):
+        assert time.monotonic() < deadline, "the old agent did not stop"
+        time.sleep(0.1)
+    new = call_sync(state, "ping", autostart=True)  # "then any sgltui command starts the new one"
+    agent_handle.agent_pids.add(new["pid"])
+    assert new["version"] == __version__ and new["pid"] != old["pid"]
+
+
+def _alive_pid(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def test_a_client_that_never_reads_does_not_stall_the_agent(agent):
     """Issue 18 #4: 5,000 pipelined status requests never read stalled `sgltui status` 14.6 s,
     and 20,000 took the agent's RSS from 42 to 168 MB for good."""
