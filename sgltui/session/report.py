@@ -419,7 +419,15 @@ def _bench(session: Session) -> list[dict[str, Any]]:
                     }
                 )
         job = comparison.get("job") or {}
-        recommendation = job.get("recommendation") or _fallback_recommendation(rows)
+        if comparison:
+            recommendation = job.get("recommendation") or _best_sentence(
+                comparison.get("best") or {}
+            )
+        else:  # the run was cut short before the bench compared its points
+            recommendation = (
+                f"none: the run stopped before it compared its points; "
+                f"`sgltui bench compare {run.path}` ranks what it measured."
+            )
         runs.append(
             {
                 "run_id": data.get("run_id") or run.run_id,
@@ -454,24 +462,22 @@ def _spec_summary(spec: dict[str, Any]) -> dict[str, Any]:
     return {k: spec[k] for k in keep if k in spec}
 
 
-def _fallback_recommendation(rows: list[dict[str, Any]]) -> str | None:
-    ranked = [r for r in rows if r.get("rank_tok_s")]
+def _best_sentence(best: dict[str, Any]) -> str | None:
+    """The bench's own ranking (comparison.best: each profile's best concurrency), in words."""
+    ranked = []
+    for profile, b in best.items():
+        tok = b.get("tok_s")
+        mean = _num(tok.get("mean") if isinstance(tok, dict) else tok)
+        if mean:
+            ranked.append((mean, str(profile), b.get("concurrency")))
     if not ranked:
         return None
-    best_by_profile: dict[str, dict[str, Any]] = {}
-    for r in ranked:
-        cur = best_by_profile.get(r["profile"])
-        if cur is None or r["rank_tok_s"] > cur["rank_tok_s"]:
-            best_by_profile[r["profile"]] = r
-    order = sorted(best_by_profile.values(), key=lambda r: r["rank_tok_s"], reverse=True)
-    first = order[0]
-    text = (
-        f"Highest measured throughput: {first['profile']} at concurrency {first['concurrency']} "
-        f"({first['rank_tok_s']:,.0f} tok/s)."
-    )
-    if len(order) > 1:
-        second = order[1]
-        text += f" {first['rank_tok_s'] / second['rank_tok_s']:.2f}x {second['profile']} ({second['rank_tok_s']:,.0f} tok/s)."
+    ranked.sort(reverse=True)
+    (first, name, conc), rest = ranked[0], ranked[1:]
+    text = f"Highest measured throughput: {name} at concurrency {conc} ({first:,.0f} tok/s)."
+    if rest:
+        second, other, _ = rest[0]
+        text += f" {first / second:.2f}x {other} ({second:,.0f} tok/s)."
     return text
 
 
@@ -593,7 +599,36 @@ def _md_table(headers: list[str], rows: Iterable[list[Any]]) -> list[str]:
 
 
 def render_markdown(r: dict[str, Any]) -> str:
-    s = r["session"]
+    out = _md_header(r["session"])
+    out += _md_section(
+        "Launches", _md_launches(r["launches"]), "No server was launched in this session."
+    )
+    out += _md_section("Swaps", _md_swaps(r["swaps"]), "No swaps.")
+    out += _md_section("Crashes and failures", _md_crashes(r["crashes"]), "None.")
+    out += _md_section(
+        "Time in each profile", _md_time_in_profile(r["time_in_profile"]), "No server ran."
+    )
+    out += _md_section(
+        "Throughput per profile (from the timeline)",
+        _md_throughput(r["throughput"]),
+        "No timeline samples while a server was ready.",
+    )
+    out += _md_section("Batch jobs", _md_jobs(r.get("jobs") or []), "No batch jobs.")
+    out += _md_section("Bench runs", _md_bench(r["bench"]), "No bench runs.")
+    notes = list(r["notes"]) + [
+        f"disk error at {fmt_ts(d['ts'])}: {d['error']}" for d in r["disk_errors"]
+    ]
+    if notes:
+        out += _md_section("Notes", [f"- {n}" for n in notes], "")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md_section(title: str, body: list[str], empty: str) -> list[str]:
+    """A '## title' section: its body, or the sentence that says there is nothing."""
+    return [f"## {title}", "", *(body or [empty]), ""]
+
+
+def _md_header(s: dict[str, Any]) -> list[str]:
     out = [f"# sgltui session {s['name']}", ""]
     out.append(
         f"- Recorded: {fmt_ts(s['started'])} to {fmt_ts(s['last_event'])} ({units.span(s['duration_s'])})"
@@ -606,151 +641,138 @@ def render_markdown(r: dict[str, Any]) -> str:
     )
     if s["agent_versions"]:
         out.append(f"- sgltui agent version: {', '.join(s['agent_versions'])}")
-    out.append("")
+    return [*out, ""]
 
-    out += ["## Launches", ""]
-    if r["launches"]:
-        out += _md_table(
-            ["time", "slot", "profile", "outcome", "start time", "max running", "launch id"],
+
+def _md_launches(launches: list[dict[str, Any]]) -> list[str]:
+    if not launches:
+        return []
+    return _md_table(
+        ["time", "slot", "profile", "outcome", "start time", "max running", "launch id"],
+        (
             [
-                [
-                    fmt_ts(x["ts"]),
-                    x["slot"],
-                    x["profile"] or "-",
-                    x["outcome"] + (f": {x['cause']}" if x.get("cause") else ""),
-                    units.span(x["start_s"]),
-                    x["max_running_requests"] if x["max_running_requests"] is not None else "-",
-                    f"`{x['launch_id']}`",
-                ]
-                for x in r["launches"]
-            ],
+                fmt_ts(x["ts"]),
+                x["slot"],
+                x["profile"] or "-",
+                x["outcome"] + (f": {x['cause']}" if x.get("cause") else ""),
+                units.span(x["start_s"]),
+                x["max_running_requests"] if x["max_running_requests"] is not None else "-",
+                f"`{x['launch_id']}`",
+            ]
+            for x in launches
+        ),
+    )
+
+
+def _md_swaps(swaps: list[dict[str, Any]]) -> list[str]:
+    if not swaps:
+        return []
+    out = _md_table(
+        ["time", "from -> to", "result", *[SWAP_PHASE_LABEL[p] for p in SWAP_PHASES], "total"],
+        (
+            [
+                fmt_ts(x["ts"]),
+                f"{x['from']} -> {x['to']}",
+                "ok" if x["ok"] else ("rolled back" if x["rolled_back"] else "failed"),
+                *[units.span(x["timings_s"].get(p)) for p in SWAP_PHASES],
+                units.span(x["timings_s"].get("total")),
+            ]
+            for x in swaps
+        ),
+    )
+    longest = max((x["timings_s"].get("total") or 0.0) for x in swaps)
+    if longest <= 0:
+        return out
+    legend = "  ".join(f"{SWAP_PHASE_CHAR[p]} {SWAP_PHASE_LABEL[p]}" for p in SWAP_PHASES)
+    out += ["", "```", f"swap time split   {legend}  {_OTHER_CHAR} other (rollback, waits)"]
+    for x in swaps:
+        parts = [(x["timings_s"].get(p), SWAP_PHASE_CHAR[p]) for p in SWAP_PHASES]
+        known = sum(v for v, _ in parts if v)
+        total = x["timings_s"].get("total") or 0.0
+        parts.append((total - known if total - known > 0.05 * total else None, _OTHER_CHAR))
+        bar = stacked_bar(parts, longest, 48)
+        label = _short(str(x["from"]) + "->" + str(x["to"]), 24)
+        out.append(f"{label:<24} {bar} {units.span(x['timings_s'].get('total'))}")
+    return [*out, "```"]
+
+
+def _md_crashes(crashes: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for c in crashes:
+        head = (
+            f"- **{c['state']}** {fmt_ts(c['ts'])}, slot {c['slot']}, profile {c['profile'] or '-'}"
         )
-    else:
-        out.append("No server was launched in this session.")
-    out.append("")
-
-    out += ["## Swaps", ""]
-    if r["swaps"]:
-        out += _md_table(
-            ["time", "from -> to", "result", *[SWAP_PHASE_LABEL[p] for p in SWAP_PHASES], "total"],
-            [
-                [
-                    fmt_ts(x["ts"]),
-                    f"{x['from']} -> {x['to']}",
-                    "ok" if x["ok"] else ("rolled back" if x["rolled_back"] else "failed"),
-                    *[units.span(x["timings_s"].get(p)) for p in SWAP_PHASES],
-                    units.span(x["timings_s"].get("total")),
-                ]
-                for x in r["swaps"]
-            ],
+        head += f": {c['summary'] or 'no cause recorded'}" + (
+            f" ({c['kind']})" if c.get("kind") else ""
         )
-        longest = max((x["timings_s"].get("total") or 0.0) for x in r["swaps"])
-        if longest > 0:
-            legend = "  ".join(f"{SWAP_PHASE_CHAR[p]} {SWAP_PHASE_LABEL[p]}" for p in SWAP_PHASES)
-            out += ["", "```", f"swap time split   {legend}  {_OTHER_CHAR} other (rollback, waits)"]
-            for x in r["swaps"]:
-                parts = [(x["timings_s"].get(p), SWAP_PHASE_CHAR[p]) for p in SWAP_PHASES]
-                known = sum(v for v, _ in parts if v)
-                total = x["timings_s"].get("total") or 0.0
-                parts.append((total - known if total - known > 0.05 * total else None, _OTHER_CHAR))
-                bar = stacked_bar(parts, longest, 48)
-                out.append(
-                    f"{_short(str(x['from']) + '->' + str(x['to']), 24):<24} {bar} {units.span(x['timings_s'].get('total'))}"
-                )
-            out.append("```")
-    else:
-        out.append("No swaps.")
-    out.append("")
+        if c.get("exit_code") is not None:
+            head += f", exit code {c['exit_code']}"
+        out.append(head)
+        if c.get("fix"):
+            out.append(f"  - fix: {c['fix']}")
+        if c.get("lines"):
+            out += ["", "  ```"] + [f"  {line}" for line in c["lines"]] + ["  ```", ""]
+    return out
 
-    out += ["## Crashes and failures", ""]
-    if r["crashes"]:
-        for c in r["crashes"]:
-            head = f"- **{c['state']}** {fmt_ts(c['ts'])}, slot {c['slot']}, profile {c['profile'] or '-'}"
-            head += f": {c['summary'] or 'no cause recorded'}" + (
-                f" ({c['kind']})" if c.get("kind") else ""
-            )
-            if c.get("exit_code") is not None:
-                head += f", exit code {c['exit_code']}"
-            out.append(head)
-            if c.get("fix"):
-                out.append(f"  - fix: {c['fix']}")
-            if c.get("lines"):
-                out += ["", "  ```"] + [f"  {line}" for line in c["lines"]] + ["  ```", ""]
-    else:
-        out.append("None.")
-    out.append("")
 
-    out += ["## Time in each profile", ""]
-    if r["time_in_profile"]:
-        top = max(x["serving_s"] for x in r["time_in_profile"]) or 1.0
-        out += _md_table(
-            ["profile", "serving", "starting", "other", "share of session", ""],
+def _md_time_in_profile(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    top = max(x["serving_s"] for x in rows) or 1.0
+    return _md_table(
+        ["profile", "serving", "starting", "other", "share of session", ""],
+        (
             [
-                [
-                    x["profile"],
-                    units.span(x["serving_s"]),
-                    units.span(x["starting_s"]),
-                    units.span(x["other_s"]),
-                    f"{x['share'] * 100:.0f}%" if x["share"] is not None else "-",
-                    hbar(x["serving_s"], top, 20),
-                ]
-                for x in r["time_in_profile"]
-            ],
+                x["profile"],
+                units.span(x["serving_s"]),
+                units.span(x["starting_s"]),
+                units.span(x["other_s"]),
+                f"{x['share'] * 100:.0f}%" if x["share"] is not None else "-",
+                hbar(x["serving_s"], top, 20),
+            ]
+            for x in rows
+        ),
+    )
+
+
+def _md_throughput(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    headers = ["profile", "samples", "gen tok/s mean", "mean while busy", "p50", "max",
+               "running reqs mean / max", "KV usage mean", "GPU used max"]  # fmt: skip
+    out = _md_table(
+        headers,
+        (
+            [
+                x["profile"],
+                x["samples"],
+                fmt_num(x["gen_tok_s_mean"]),
+                fmt_num(x["gen_tok_s_busy_mean"]),
+                fmt_num(x["gen_tok_s_p50"]),
+                fmt_num(x["gen_tok_s_max"]),
+                f"{fmt_num(x['running_reqs_mean'])} / {fmt_num(x['running_reqs_max'], 0)}",
+                f"{x['token_usage_mean'] * 100:.0f}%" if x["token_usage_mean"] is not None else "-",
+                units.gib(x["gpu_used_bytes_max"] or None),
+            ]
+            for x in rows
+        ),
+    )
+    hi = max((x["gen_tok_s_max"] or 0.0) for x in rows)
+    out += [
+        "",
+        "```",
+        f"gen tok/s while serving (each line spans that profile's samples; scale 0-{hi:,.0f})",
+    ]
+    for x in rows:
+        out.append(
+            f"{_short(x['profile'], 20):<20} {sparkline(x['series'], 56, lo=0.0, hi=hi or None)}"
         )
-    else:
-        out.append("No server ran.")
-    out.append("")
+    return [*out, "```"]
 
-    out += ["## Throughput per profile (from the timeline)", ""]
-    if r["throughput"]:
-        out += _md_table(
-            [
-                "profile",
-                "samples",
-                "gen tok/s mean",
-                "mean while busy",
-                "p50",
-                "max",
-                "running reqs mean / max",
-                "KV usage mean",
-                "GPU used max",
-            ],
-            [
-                [
-                    x["profile"],
-                    x["samples"],
-                    fmt_num(x["gen_tok_s_mean"]),
-                    fmt_num(x["gen_tok_s_busy_mean"]),
-                    fmt_num(x["gen_tok_s_p50"]),
-                    fmt_num(x["gen_tok_s_max"]),
-                    f"{fmt_num(x['running_reqs_mean'])} / {fmt_num(x['running_reqs_max'], 0)}",
-                    f"{x['token_usage_mean'] * 100:.0f}%"
-                    if x["token_usage_mean"] is not None
-                    else "-",
-                    units.gib(x["gpu_used_bytes_max"] or None),
-                ]
-                for x in r["throughput"]
-            ],
-        )
-        hi = max((x["gen_tok_s_max"] or 0.0) for x in r["throughput"])
-        out += [
-            "",
-            "```",
-            f"gen tok/s while serving (each line spans that profile's samples; scale 0-{hi:,.0f})",
-        ]
-        for x in r["throughput"]:
-            out.append(
-                f"{_short(x['profile'], 20):<20} {sparkline(x['series'], 56, lo=0.0, hi=hi or None)}"
-            )
-        out.append("```")
-    else:
-        out.append("No timeline samples while a server was ready.")
-    out.append("")
 
-    out += ["## Batch jobs", ""]
-    if not r.get("jobs"):
-        out += ["No batch jobs.", ""]
-    for job in r.get("jobs") or []:
+def _md_jobs(jobs: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for job in jobs:
         out.append(
             f"### {job['name'] or job['job']} ({job['job']}): {job['state'] or 'running'}, "
             f"{job['answered'] if job['answered'] is not None else '?'} of "
@@ -768,85 +790,74 @@ def render_markdown(r: dict[str, Any]) -> str:
                 ),
             )  # fmt: skip
             out.append("")
-    out += ["## Bench runs", ""]
-    if not r["bench"]:
-        out.append("No bench runs.")
-    for run in r["bench"]:
+    return out[:-1] if out and out[-1] == "" else out  # the section ends with its own blank
+
+
+def _md_bench(runs: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for run in runs:
         out += [f"### {run['run_id']}", ""]
         if run.get("error"):
             out += [f"Unreadable: {run['error']}", ""]
             continue
         if run.get("spec"):
             out += ["Spec: " + ", ".join(f"{k}={v}" for k, v in run["spec"].items()), ""]
-        rows = run["rows"]
-        if rows:
-            hi = max((x["output_tok_s"] or 0.0) for x in rows) or 1.0
-            out += _md_table(
-                [
-                    "profile",
-                    "concurrency",
-                    "runs",
-                    "output tok/s",
-                    "95% CI",
-                    "req/s",
-                    "TTFT p50 ms",
-                    "TPOT p50 ms",
-                    "ok / failed",
-                    "",
-                ],
-                [
-                    [
-                        x["profile"],
-                        x["concurrency"],
-                        x["repeats"],
-                        fmt_num(x["output_tok_s"]),
-                        _ci(x.get("output_tok_s_ci")),
-                        fmt_num(x["request_s"], 2),
-                        fmt_num(x["ttft_p50_ms"]),
-                        fmt_num(x["tpot_p50_ms"], 2),
-                        f"{x['completed']} / {x['failed']}",
-                        hbar(x["output_tok_s"], hi, 16),
-                    ]
-                    for x in rows
-                ],
-            )
-            out.append("")
-        if run.get("estimates"):
-            job = run.get("job") or {}
-            out.append(
-                f"Job estimate ({job.get('completions', '?'):,} completions):"
-                if isinstance(job.get("completions"), int)
-                else "Job estimate:"
-            )
-            longest = (
-                max(
-                    (e.get("seconds") or 0.0)
-                    for e in run["estimates"]
-                    if e.get("seconds") is not None
-                )
-                if any(e.get("seconds") is not None for e in run["estimates"])
-                else 0.0
-            )
-            out.append("```")
-            for e in run["estimates"]:
-                out.append(
-                    f"{_short(str(e.get('profile')), 20):<20} c={e.get('concurrency'):<4} "
-                    f"{hbar(e.get('seconds'), longest, 30):<30} {units.span(e.get('seconds'))}"
-                )
-            out += ["```", ""]
+        out += _md_bench_rows(run["rows"])
+        out += _md_estimates(run)
         if run.get("recommendation"):
             out += [f"**Recommendation:** {run['recommendation']}", ""]
-        for row in rows:
+        for row in run["rows"]:
             for err in row.get("errors") or []:
                 out.append(f"- {row['profile']} c={row['concurrency']}: {err}")
-    out.append("")
+    return out
 
-    notes = list(r["notes"]) + [
-        f"disk error at {fmt_ts(d['ts'])}: {d['error']}" for d in r["disk_errors"]
+
+def _md_bench_rows(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    hi = max((x["output_tok_s"] or 0.0) for x in rows) or 1.0
+    headers = ["profile", "concurrency", "runs", "output tok/s", "95% CI", "req/s",
+               "TTFT p50 ms", "TPOT p50 ms", "ok / failed", ""]  # fmt: skip
+    table = _md_table(
+        headers,
+        (
+            [
+                x["profile"],
+                x["concurrency"],
+                x["repeats"],
+                fmt_num(x["output_tok_s"]),
+                _ci(x.get("output_tok_s_ci")),
+                fmt_num(x["request_s"], 2),
+                fmt_num(x["ttft_p50_ms"]),
+                fmt_num(x["tpot_p50_ms"], 2),
+                f"{x['completed']} / {x['failed']}",
+                hbar(x["output_tok_s"], hi, 16),
+            ]
+            for x in rows
+        ),
+    )
+    return [*table, ""]
+
+
+def _md_estimates(run: dict[str, Any]) -> list[str]:
+    estimates = run.get("estimates") or []
+    if not estimates:
+        return []
+    job = run.get("job") or {}
+    completions = job.get("completions")
+    out = [
+        f"Job estimate ({completions:,} completions):"
+        if isinstance(completions, int)
+        else "Job estimate:"
     ]
-    if notes:
-        out += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
-    return "\n".join(out).rstrip("\n") + "\n"
+    longest = max((e["seconds"] for e in estimates if e.get("seconds") is not None), default=0.0)
+    out.append("```")
+    for e in estimates:
+        out.append(
+            f"{_short(str(e.get('profile')), 20):<20} c={e.get('concurrency'):<4} "
+            f"{hbar(e.get('seconds'), longest, 30):<30} {units.span(e.get('seconds'))}"
+        )
+    return [*out, "```", ""]
 
 
 def _ci(ci: list[Any] | None) -> str:

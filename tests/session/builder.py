@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sgltui.bench import compare
 from sgltui.core.files import write_json_atomic
 from sgltui.session.writer import Recorder
 
@@ -272,14 +273,9 @@ def _bench_file() -> dict:
                         "requests_path": None,
                     }
                 )
-    try:
-        from sgltui.bench import compare
-
-        comparison = compare.build(
-            results, job_completions=900_000, job_output_len=256, bench_output_len=256
-        )
-    except Exception:  # bench area not importable: the report falls back to the results
-        comparison = None
+    comparison = compare.build(
+        results, job_completions=900_000, job_output_len=256, bench_output_len=256
+    )
     out = {
         "v": 1,
         "run_id": "b1",
@@ -290,7 +286,6 @@ def _bench_file() -> dict:
             "output_len": 256,
         },
         "results": results,
+        "comparison": comparison,
     }
-    if comparison is not None:
-        out["comparison"] = comparison
     return out

@@ -9,6 +9,8 @@ import os
 
 import pytest
 
+from sgltui.bench import compare
+from sgltui.core.files import write_json_atomic
 from sgltui.session.reader import load_session
 from sgltui.session.report import build_report, render
 from sgltui.session.writer import Recorder
@@ -95,6 +97,33 @@ def test_bench_comparison_and_recommendation(report):
     best = max(run["rows"], key=lambda r: r["output_tok_s"])
     assert (best["profile"], best["concurrency"]) == ("demo-no-mtp", 32)
     assert "demo-no-mtp" in run["recommendation"] and "32" in run["recommendation"]
+
+
+def test_bench_runs_are_ranked_by_the_bench_comparison_only(session_dir):
+    """Without a job the recommendation says the bench's own best (comparison.best); a run cut
+    short before its comparison is not ranked by a second rule: the report says how to rank it."""
+    full = builder._bench_file()
+    no_job = dict(full, run_id="b2", comparison=compare.build(full["results"]))
+    # The bench ranks on steady-state throughput when every point has it: here it reverses
+    # the order of output_throughput, so a report ranking rows itself would name the other one.
+    steady = [
+        dict(x, metrics=dict(x["metrics"], steady_state_output_throughput=
+                             5000.0 if x["profile"] == "demo-mtp" else 100.0))
+        for x in full["results"]
+    ]  # fmt: skip
+    ranked = dict(full, run_id="b3", results=steady, comparison=compare.build(steady))
+    cut = {k: v for k, v in full.items() if k != "comparison"} | {"run_id": "b4"}
+    for data in (no_job, ranked, cut):
+        write_json_atomic(session_dir / "bench" / f"{data['run_id']}.json", data)
+    runs = {r["run_id"]: r for r in build_report(load_session(session_dir))["bench"]}
+    assert runs["b2"]["recommendation"].startswith(
+        "Highest measured throughput: demo-no-mtp at concurrency 32 "
+    ), runs["b2"]["recommendation"]
+    assert "x demo-mtp (" in runs["b2"]["recommendation"]
+    assert runs["b3"]["recommendation"].startswith("Highest measured throughput: demo-mtp ")
+    assert len(runs["b4"]["rows"]) == 12  # one row per result, unranked
+    assert runs["b4"]["recommendation"].startswith("none: the run stopped before")
+    assert "sgltui bench compare " in runs["b4"]["recommendation"]
 
 
 def test_markdown_has_every_section_and_unicode_charts(report):
