@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import re
 import time
 
-import httpx
 import psutil
+
+from tests.fixtures.sim import streaming_total
 
 
 def streamed_requests(url: str) -> float:
-    text = httpx.get(url + "/metrics", timeout=10).text
-    return sum(
-        float(m.group(1))
-        for m in re.finditer(
-            r'^sglang:num_requests_total\{[^}]*is_streaming="true"[^}]*\}\s+(\S+)$', text, re.M
-        )
-    )
+    return streaming_total(url, "sglang:num_requests_total")
 
 
 def demo_pids(agent_pid: int) -> list[int]:

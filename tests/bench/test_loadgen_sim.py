@@ -3,28 +3,16 @@ must equal what the simulator says it emitted, and the in-flight count must equa
 
 from __future__ import annotations
 
-import re
-
-import httpx
 import pytest
 
 from tests.bench.loadgen_proc import run_loadgen
-
-
-def generated_tokens(url: str) -> float:
-    text = httpx.get(url + "/metrics", timeout=10).text
-    return sum(
-        float(m.group(1))
-        for m in re.finditer(
-            r'^sglang:generation_tokens_total\{[^}]*is_streaming="true"[^}]*\}\s+(\S+)$', text, re.M
-        )
-    )
+from tests.fixtures.sim import streaming_total
 
 
 @pytest.mark.parametrize("api", ["completions", "generate"])
 def test_measured_tokens_match_simulator(sim_server, tmp_path, api):
     sim = sim_server("--enable-metrics", "--max-running-requests", "64", time_scale="0")
-    before = generated_tokens(sim.url)
+    before = streaming_total(sim.url, "sglang:generation_tokens_total")
     rc, lines = run_loadgen(
         {
             "base_url": sim.url,
@@ -43,7 +31,7 @@ def test_measured_tokens_match_simulator(sim_server, tmp_path, api):
     assert (
         m["total_input_tokens"] >= 32 * 24
     )  # the server's count (template/special tokens may add)
-    emitted = generated_tokens(sim.url) - before
+    emitted = streaming_total(sim.url, "sglang:generation_tokens_total") - before
     assert emitted == m["total_output_tokens"] + m["warmup_output_tokens"]
     assert m["max_concurrent_requests"] == 8
     assert m["median_ttft_ms"] > 0 and m["p99_e2e_latency_ms"] >= m["median_e2e_latency_ms"]
