@@ -3,8 +3,6 @@ hicache profile from scripted, fixed-time sources, plus the feeding rules."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from sgltui.tui.scripted import (
@@ -55,13 +53,7 @@ BENCH = {
 }
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")
 
 
 def _app(profile, card, engine_extra=None):

@@ -6,22 +6,13 @@ then review tests/tui/__snapshots__/ (snapshot_report.html shows the diff on fai
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from sgltui.tui.scripted import ScriptedSource, make_sample, make_slot, make_status
 
 from .helpers import app_with, until
 
-
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")
 
 
 def samples(n=90):
