@@ -46,7 +46,17 @@ def printable(text: object, limit: int | None = None) -> str:
 
 # Text fields of a profile row (agent `profiles` op, `sgltui profiles list --json`) and how much
 # of each a display shows. Names and keys are validated plain at load; descriptions are free text.
-PROFILE_TEXT_FIELDS = {"name": 64, "key": 16, "extends": 64, "description": 200}
+PROFILE_TEXT_FIELDS = {
+    "name": 64,
+    "key": 16,
+    "extends": 64,
+    "description": 200,
+    # The agent's verdicts quote the files (an invalid value, a path): free text as well.
+    "problem": 300,
+    "host_pool_problem": 120,
+    "host_pool_how": 120,
+    "host_pool_note": 120,
+}
 
 
 def printable_profile_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ not need the colour to read the screen.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from textual.markup import escape
@@ -45,6 +46,9 @@ def progress_bar(progress: float | None, width: int = 20) -> str:
     p = min(1.0, max(0.0, progress or 0.0))
     filled = int(round(p * width))
     return f"[$accent]{'█' * filled}[/][dim]{'░' * (width - filled)}[/] {p * 100:3.0f}%"
+
+
+_TOML_DIR = re.compile(r"^\S*/(?=[^/\s]+\.toml:)")
 
 
 def profile_mark(profile: dict[str, Any]) -> str:
@@ -95,7 +99,10 @@ def profile_detail(profile: dict[str, Any] | None) -> str:
     if not profile:
         return ""
     if profile.get("valid") is False:
-        return f"[$error]✗ {escape(str(profile.get('problem') or 'invalid'))}[/]"
+        # The file's folder is known from the list; its name and line are what help here, and a
+        # long path would wrap as one word onto a line of its own.
+        problem = _TOML_DIR.sub("", str(profile.get("problem") or "invalid"), count=1)
+        return f"[$error]✗ {escape(problem)}[/]"
     if profile.get("host_pool_problem"):
         how = profile.get("host_pool_how")
         how_txt = f" [dim]({escape(str(how))})[/]" if how else ""

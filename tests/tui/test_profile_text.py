@@ -21,3 +21,14 @@ def test_model_profiles_are_printable_and_cut():
     assert text.startswith("fast\\x1b[2J") and len(text) <= 200
     option = views.profile_option(row, [])
     assert "\x1b" not in option and "p" in option
+
+
+def test_the_agents_verdicts_on_a_profile_are_printable_too():
+    """A validation error quotes the file's value: a hostile value reaches the detail line
+    escaped."""
+    model = TuiModel()
+    bad = "p.toml:3: mem-fraction-static: got \x1b]0;owned\x07; write a number"
+    model.apply_status({"profiles": [{"name": "p", "valid": False, "problem": bad}]})
+    (row,) = model.profiles
+    detail = views.profile_detail(row)
+    assert "\x1b" not in detail and "\x07" not in detail and "mem-fraction-static" in detail

@@ -76,3 +76,8 @@ async def test_pane_cuts_rows_shows_the_problem_and_the_whole_row_on_hover():
         await pilot.hover("#profile-list", offset=(5, 0))
         await until(pilot, lambda: box.tooltip is not None)
         assert LONG in str(box.tooltip)
+
+
+def test_detail_line_keeps_the_file_name_not_its_folder():
+    row = {"name": "t", "valid": False, "problem": "/tmp/x/y/t.toml:7: port: takes a number"}
+    assert plain(views.profile_detail(row)) == "✗ t.toml:7: port: takes a number"
