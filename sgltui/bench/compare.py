@@ -13,7 +13,7 @@ import math
 from collections import OrderedDict
 from typing import Any
 
-from sgltui.core import stats
+from sgltui.core import stats, units
 
 CLIENT_CPU_SUSPECT = 0.7  # a client above ~70% of a core cannot keep up: results are suspect
 RANK_KEYS = ("steady_state_output_throughput", "output_throughput")
@@ -134,22 +134,10 @@ def job_estimate(
     }
 
 
-def fmt_duration(seconds: float) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "n/a"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 72 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
-
-
 def _range(e: dict) -> str:
     if math.isnan(e["seconds_low"]) or math.isnan(e["seconds_high"]):
         return "no CI: one run"
-    low, high = fmt_duration(e["seconds_low"]), fmt_duration(e["seconds_high"])
+    low, high = units.estimate(e["seconds_low"]), units.estimate(e["seconds_high"])
     if low == high and math.isfinite(e["seconds_high"]) and e["seconds"] > 0:
         # too narrow to show at this rounding: say how narrow
         pct = (e["seconds_high"] - e["seconds_low"]) / 2 / e["seconds"] * 100
@@ -165,7 +153,7 @@ def recommend(estimates: list[dict], n: int, out_len: int, bench_output_len: int
     first = estimates[0]
     text = (
         f"Use {first['profile']} at concurrency {first['concurrency']}: {job} take about "
-        f"{fmt_duration(first['seconds'])} ({_range(first)})."
+        f"{units.estimate(first['seconds'])} ({_range(first)})."
     )
     if len(estimates) > 1:
         second = estimates[1]
@@ -173,11 +161,11 @@ def recommend(estimates: list[dict], n: int, out_len: int, bench_output_len: int
         tie = stats.intervals_overlap(first["ci"], second["ci"])
         if tie:
             text += (
-                f" {second['profile']} ({fmt_duration(second['seconds'])}) is a tie within the 95% CIs: "
+                f" {second['profile']} ({units.estimate(second['seconds'])}) is a tie within the 95% CIs: "
                 f"add repeats or longer runs to separate them."
             )
         else:
-            text += f" That is {ratio:.2f}x faster than {second['profile']} ({fmt_duration(second['seconds'])})."
+            text += f" That is {ratio:.2f}x faster than {second['profile']} ({units.estimate(second['seconds'])})."
     if any(e["repeats"] < 2 for e in estimates):
         text += " Uncertainty unknown for single runs: use --repeat 3 or more for a confidence interval."
     if bench_output_len and out_len and abs(out_len - bench_output_len) > 0.25 * bench_output_len:
@@ -213,11 +201,12 @@ def _num(v: float, digits: int = 1) -> str:
 
 
 def _tok(ci: dict) -> str:
+    """A throughput and its 95% CI half-width, three significant digits each ('1.23k ± 12.3')."""
     if ci["n"] == 0:
         return "n/a"
     if math.isnan(ci["ci_low"]):
-        return _num(ci["mean"])
-    return f"{_num(ci['mean'])} ± {_num(ci['ci_high'] - ci['mean'])}"
+        return units.sig3(ci["mean"], missing="n/a")
+    return f"{units.sig3(ci['mean'], 'n/a')} ± {units.sig3(ci['ci_high'] - ci['mean'], 'n/a')}"
 
 
 def table_rows(comparison: dict) -> list[list[str]]:
@@ -281,7 +270,7 @@ def render_text(comparison: dict) -> str:
         )
         for e in job["estimates"]:
             lines.append(
-                f"  {e['profile']:<24} {fmt_duration(e['seconds']):>10}  at c={e['concurrency']}  ({_range(e)})"
+                f"  {e['profile']:<24} {units.estimate(e['seconds']):>10}  at c={e['concurrency']}  ({_range(e)})"
             )
         lines.append(job["recommendation"])
     return "\n".join(lines)
@@ -313,7 +302,7 @@ def render_markdown(comparison: dict, title: str = "Benchmark comparison") -> st
         lines.append("|---|---:|---:|---|")
         for e in job["estimates"]:
             lines.append(
-                f"| {e['profile']} | {e['concurrency']} | {fmt_duration(e['seconds'])} | {_range(e)} |"
+                f"| {e['profile']} | {e['concurrency']} | {units.estimate(e['seconds'])} | {_range(e)} |"
             )
         lines += ["", job["recommendation"], ""]
     return "\n".join(lines)

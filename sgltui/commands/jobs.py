@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 from sgltui.cli import CliError
 from sgltui.commands import Subparsers
+from sgltui.core import units
 from sgltui.core.locations import state_dir
 from sgltui.protocol import JobState, JobView, to_builtins
 
@@ -148,16 +148,6 @@ def watch(args: argparse.Namespace, jid: str) -> int:
     return 0 if view.state == JobState.DONE and not view.failed else 1
 
 
-def fmt_eta(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "n/a"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def progress_line(v: JobView) -> str:
     total = v.total or 0
     done = v.answered + v.failed
@@ -172,7 +162,7 @@ def progress_line(v: JobView) -> str:
         state = v.waiting_for
     return (
         f"[{bar}] {done:,}/{total:,} {frac:6.1%}  {v.completions_s:.1f} compl/s  "
-        f"{v.tok_s:,.0f} tok/s  ETA {fmt_eta(v.eta_s)}  {state}"
+        f"{units.tok_s(v.tok_s)}  ETA {units.estimate(v.eta_s)}  {state}"
         + (f"  failed {v.failed:,}" if v.failed else "")
     )
 
@@ -197,7 +187,7 @@ def render_status(v: JobView) -> str:
         rate = s.out_tokens / secs if secs > 0 else 0.0
         lines.append(
             f"  segment {s.profile} ({s.launch_id}): {s.completions:,} completions, "
-            f"{s.out_tokens:,} tokens in {fmt_eta(secs)} ({rate:,.0f} tok/s)"
+            f"{s.out_tokens:,} tokens in {units.duration(secs)} ({units.tok_s(rate)})"
             + (f", {s.failed} failed" if s.failed else "")
         )
     return "\n".join(lines)

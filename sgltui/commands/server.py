@@ -338,7 +338,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             pids = pids[:15] + "…"
         print(
             f"{s['id']:<5}{(s.get('profile') or '-'):<22}{s['state']:<11}{phase if s['state'] == 'launching' else '-':<24}"
-            f"{s.get('port') or '-':<7}{pids:<18}{_dur(s.get('uptime_s'))}"
+            f"{s.get('port') or '-':<7}{pids:<18}{units.duration(s.get('uptime_s'))}"
         )
         front = s.get("front")
         if front:
@@ -377,9 +377,6 @@ def _left_running(state: Path) -> list[str]:
         for s in protocol.fold(events).slots.values()
         if s.state in running
     ]
-
-
-_dur = units.duration
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
@@ -445,7 +442,7 @@ def cmd_agent_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"running": True, **agent}, default=str))
         return 0
-    up = _dur(time.time() - agent["started"])
+    up = units.duration(time.time() - agent["started"])
     running = [
         f"{s['id']}:{s['profile']}({s['state']})" for s in st["slots"] if s["state"] != "stopped"
     ]

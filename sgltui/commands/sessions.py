@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sgltui.cli import CliError
 from sgltui.commands import Subparsers
-from sgltui.core import locations
+from sgltui.core import locations, units
 from sgltui.session.layout import sessions_root
 from sgltui.session.reader import (
     SessionError,
@@ -91,14 +91,6 @@ def _resolve(args: argparse.Namespace) -> Path:
         raise CliError(str(exc)) from None
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
-
-
 def _when(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
 
@@ -120,14 +112,10 @@ def cmd_list(args: argparse.Namespace) -> int:
                 s.name,
                 _when(s.started),
                 _when(s.last_event),
-                "-"
-                if length is None
-                else f"{length / 60:.0f} min"
-                if length < 7200
-                else f"{length / 3600:.1f} h",
+                units.duration(length),
                 str(s.launches),
                 str(s.bench_runs),
-                _size(s.size_bytes),
+                units.size(s.size_bytes),
                 "ended" if s.ended else "open",
             )
         )

@@ -8,6 +8,9 @@ that bound it (KV tokens, mamba state slots) and what hicache added (host pool G
 change max_running_requests: SGLang computes that cap before HiCache exists).
 
 Memory figures are per GPU as rank 0 reports them (TP ranks hold equal shares).
+The `*_gb` figures keep SGLang's own units: weights, KV pool, graphs and mamba state are GiB
+(SGLang divides by 2**30 though it prints "GB"); hicache_host_gb is decimal GB (SGLang's host
+pool is sized and logged in 1e9 bytes). Whoever shows them to a person converts with core/units.
 """
 
 from __future__ import annotations

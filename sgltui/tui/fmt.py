@@ -1,28 +1,10 @@
-"""Small text formatters shared by the panes (numbers, sizes, durations, bars)."""
+"""Small text formatters of the panes: clock times, plain numbers, bar cells.
+
+Durations, sizes and rates are core/units.py's (the same in the CLI, `top` and reports)."""
 
 from __future__ import annotations
 
 import time
-
-GB = 1e9
-
-
-def gb(n: float | int | None) -> str:
-    if n is None:
-        return "?"
-    return f"{n / GB:.1f}"
-
-
-def duration(s: float | int | None) -> str:
-    """'42s', '3m05s', '2h04m': compact, because panes are narrow at 80 columns."""
-    if s is None:
-        return "?"
-    s = max(0, int(round(s)))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
 
 
 def clock(ts: float | None) -> str:
@@ -43,7 +25,7 @@ def bar_cells(fractions: list[float], width: int) -> list[int]:
     """Split `width` cells between consecutive shares (0..1 each, summing to <= 1).
 
     Rounds cumulatively so the segments always add up to the filled part and a small non-zero
-    share still gets a cell (a 1 GB server on an 80 GB GPU must stay visible).
+    share still gets a cell (a 1 GiB server on an 80 GiB GPU must stay visible).
     """
     cells: list[int] = []
     total = 0.0

@@ -12,6 +12,7 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from sgltui.core import units
 from sgltui.tui.bindings import KEYS
 
 
@@ -188,7 +189,7 @@ class BenchDialog(_Modal):
         if self.tok_s and self.tok_s > 0:
             box.update(
                 f"{points} point(s), {tokens:,} output tokens: about "
-                f"[b]{_duration(tokens / self.tok_s)}[/] at the {self.tok_s:,.0f} tok/s seen "
+                f"[b]{units.estimate(tokens / self.tok_s)}[/] at the {units.tok_s(self.tok_s)} seen "
                 f"lately (low concurrencies run slower), plus a server start per profile"
             )
         else:
@@ -208,15 +209,6 @@ class BenchDialog(_Modal):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds < 90:
-        return f"{seconds}s"
-    if seconds < 5400:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def key_label(key: str) -> str:

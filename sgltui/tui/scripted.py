@@ -13,7 +13,8 @@ import math
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-GB = 10**9
+GIB = 2**30
+MIB = 2**20
 T0 = 1764690000.0  # fixed clock for deterministic screens
 
 PROFILES = [
@@ -104,19 +105,19 @@ def make_engine(t: float = 0.0, running: int = 4) -> dict[str, Any]:
 def make_telemetry(
     t: float = 0.0,
     simulated: bool = True,
-    server_gb: float = 80.0,
+    server_gib: float = 80.0,
     engine: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    total = 141 * GB
-    server = int(server_gb * GB)
+    total = 143771 * MIB  # an H200 as nvidia-smi reports it
+    server = int(server_gib * GIB)
     gpu = {
         "index": 0,
         "name": "NVIDIA H200 (simulated)" if simulated else "NVIDIA H200",
         "uuid": "GPU-0",
         "simulated": simulated,
         "total_bytes": total,
-        "used_bytes": server + 2 * GB,
-        "free_bytes": total - server - 2 * GB,
+        "used_bytes": server + 2 * GIB,
+        "free_bytes": total - server - 2 * GIB,
         "utilization_pct": 87.0,
         "power_w": 420.0,
         "temperature_c": 61.0,
@@ -126,13 +127,13 @@ def make_telemetry(
         "breakdown_bytes": None,
     }
     host = {
-        "ram_total_bytes": 128 * GB,
-        "ram_used_bytes": 40 * GB,
-        "ram_available_bytes": 88 * GB,
+        "ram_total_bytes": 128 * GIB,
+        "ram_used_bytes": 40 * GIB,
+        "ram_available_bytes": 88 * GIB,
         "swap_total_bytes": 0,
         "swap_used_bytes": 0,
         "cpu_pct": 12.0,
-        "server_rss_bytes": {"0": 9 * GB} if server else {},
+        "server_rss_bytes": {"0": 9 * GIB} if server else {},
         "server_cpu_pct": {"0": 100.0},
     }
     return {
@@ -164,7 +165,7 @@ def make_status(
         "slots": slots,
         "profiles": copy.deepcopy(PROFILES),
         "telemetry": make_telemetry(
-            t, server_gb=80.0 if running else tel.pop("server_gb", 0.0), **tel
+            t, server_gib=80.0 if running else tel.pop("server_gib", 0.0), **tel
         ),
         "bench": None,
     }

@@ -12,6 +12,7 @@ from typing import Any
 
 from textual.markup import escape
 
+from sgltui.core import units
 from sgltui.tui import fmt
 
 STATE_STYLE = {
@@ -140,7 +141,7 @@ def slot_details(slot: dict[str, Any] | None) -> str:
     profile = escape(str(slot.get("profile") or "-"))
     head = f"slot {escape(str(slot.get('id', '0')))}  [b]{profile}[/]  {state_label(state)}"
     if state == "ready" and slot.get("uptime_s") is not None:
-        head += f"  up {fmt.duration(slot.get('uptime_s'))}"
+        head += f"  up {units.duration(slot.get('uptime_s'))}"
     if slot.get("port") and state != "stopped":
         head += f"  [dim]:{slot.get('port')} pid {slot.get('pid') or '-'}[/]"
     lines.append(head)
@@ -150,7 +151,7 @@ def slot_details(slot: dict[str, Any] | None) -> str:
     swap = slot.get("swap")
     if swap:
         elapsed = swap.get("elapsed_s")
-        el = f" ({fmt.duration(elapsed)})" if isinstance(elapsed, (int, float)) else ""
+        el = f" ({units.duration(elapsed)})" if isinstance(elapsed, (int, float)) else ""
         lines.append(
             f"[b $warning]swap[/] {escape(str(swap.get('from')))} → {escape(str(swap.get('to')))}: "
             f"{escape(str(swap.get('step')))}{el}"
@@ -164,7 +165,7 @@ def slot_details(slot: dict[str, Any] | None) -> str:
         )
     if state == "launching":
         eta = slot.get("eta_s")
-        eta_txt = f" ETA {fmt.duration(eta)}" if eta is not None else ""
+        eta_txt = f" ETA {units.duration(eta)}" if eta is not None else ""
         lines.append(f"{escape(str(slot.get('phase') or 'spawned'))}")
         lines.append(f"{progress_bar(slot.get('progress'))}{eta_txt}")
     # A stopped slot keeps a cause only when its stop had to SIGKILL work still running.
@@ -214,16 +215,17 @@ def capacity_lines(card: dict[str, Any]) -> list[str]:
     if card.get("kv_pool_tokens") is not None:
         kv = f"KV {fmt.num(card['kv_pool_tokens'])} tok"
         if card.get("kv_pool_gb") is not None:
-            kv += f" ({card['kv_pool_gb']:.1f} GB)"
+            kv += f" ({units.gib(card['kv_pool_gb'] * units.GIB)})"
         parts.append(kv)
     if card.get("weights_gb") is not None:
-        parts.append(f"weights {card['weights_gb']:.1f} GB")
+        parts.append(f"weights {units.gib(card['weights_gb'] * units.GIB)}")
     if card.get("draft_weights_gb"):
-        parts.append(f"draft {card['draft_weights_gb']:.1f} GB")
+        parts.append(f"draft {units.gib(card['draft_weights_gb'] * units.GIB)}")
     if card.get("mamba_state_slots"):
         parts.append(f"state slots {card['mamba_state_slots']}")
     if card.get("hicache_host_gb"):
-        parts.append(f"hicache host {card['hicache_host_gb']:.1f} GB")
+        # SGLang sizes the host pool in decimal GB: shown in GiB like every other size
+        parts.append(f"hicache host {units.gib(card['hicache_host_gb'] * units.GB)}")
     if card.get("context_length"):
         parts.append(f"ctx {fmt.num(card['context_length'])}")
     out = ["[b]capacity[/] " + " · ".join(parts)] if parts else []
@@ -235,7 +237,9 @@ def capacity_lines(card: dict[str, Any]) -> list[str]:
 def gpu_lines(
     telemetry: dict[str, Any], width: int, slot_names: dict[str, str] | None = None
 ) -> list[str]:
-    """One bar per GPU: the servers' share, other processes, free; plus a legend line."""
+    """Two lines per GPU: a bar (the servers' share, other processes, free) and what the GPU
+    is doing (utilization, power, temperature) with its name and each slot's share, abbreviated
+    until it fits `width` (gpu_detail)."""
     src = telemetry.get("gpu_source") or {}
     gpus = telemetry.get("gpus") or []
     if not gpus:
@@ -255,24 +259,84 @@ def gpu_lines(
         free = bar_w - sum(cells)
         bar = f"[$accent]{'█' * cells[0]}[/][$warning]{'▓' * cells[1]}[/][dim]{'░' * free}[/]"
         label = f"GPU{g.get('index', '?')}"
-        out.append(f"{label:<5}{bar} {fmt.gb(used)}/{fmt.gb(total)} GB")
-        name = escape(str(g.get("name") or ""))
-        sim = (
-            " [b $warning](simulated)[/]"
-            if g.get("simulated") and "simulated" not in name.lower()
-            else ""
-        )
-        util = g.get("utilization_pct")
-        shares = ", ".join(
-            f"slot {escape(str(k))} {fmt.gb(v)}G" for k, v in (g.get("server_bytes") or {}).items()
-        )
-        detail = f"     [dim]{name}[/]{sim}"
-        if util is not None:
-            detail += f" {util:.0f}%"
-        if shares:
-            detail += f" · [$accent]█[/] {shares}"
-        out.append(detail)
+        out.append(f"{label:<5}{bar} {units.gib_of(used, total)}")
+        out.append(gpu_detail(g, width))
     return out
+
+
+DETAIL_INDENT = "     "  # under the bar, past "GPU0 "
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def gpu_detail(g: dict[str, Any], width: int) -> str:
+    """The GPU's second line, the longest form that fits `width` cells.
+
+    Utilization, power and temperature always show: at 100 columns as 'util 87% · 420 W ·
+    61°C', at 80 abbreviated to '87% 420W 61°C'. The GPU's name goes first when room is short
+    (only '(sim)' of it stays for a simulated GPU), then the slots' names in the shares, then
+    the shares (the bar's accent part still shows them)."""
+    name = str(g.get("name") or "")
+    simulated = bool(g.get("simulated")) or name.endswith(" (simulated)")
+    name = name.removesuffix(" (simulated)")  # the simulator names its GPU so; said once below
+    short = name.removeprefix("NVIDIA ").strip()
+    names = [  # (plain text, markup), longest first
+        (name + (" (simulated)" if simulated else ""),
+         f"[dim]{escape(name)}[/]" + (" [b $warning](simulated)[/]" if simulated else "")),
+        (short + (" (sim)" if simulated else ""),
+         f"[dim]{escape(short)}[/]" + (" [b $warning](sim)[/]" if simulated else "")),
+        ("(sim)", "[b $warning](sim)[/]") if simulated else ("", ""),
+    ]  # fmt: skip
+    util, power, temp = (_num(g.get(k)) for k in ("utilization_pct", "power_w", "temperature_c"))
+    long_stats = [
+        f"util {util:.0f}%" if util is not None else "",
+        f"{power:.0f} W" if power is not None else "",
+        f"{temp:.0f}°C" if temp is not None else "",
+    ]
+    short_stats = [
+        f"{util:.0f}%" if util is not None else "",
+        f"{power:.0f}W" if power is not None else "",
+        f"{temp:.0f}°C" if temp is not None else "",
+    ]
+    stats = [" · ".join(p for p in long_stats if p), " ".join(p for p in short_stats if p)]
+    shares_by_slot = {str(k): v for k, v in (g.get("server_bytes") or {}).items()}
+    shares = [
+        ", ".join(f"slot {k} {units.gib(v)}" for k, v in shares_by_slot.items()),
+        # one server: its share needs no name; several: each slot's number
+        units.gib(sum(shares_by_slot.values()))
+        if len(shares_by_slot) == 1
+        else " ".join(f"{k}:{units.gib(v, unit=False)}" for k, v in shares_by_slot.items())
+        + " GiB",
+        "",
+    ] if shares_by_slot else ["", "", ""]  # fmt: skip
+    # (name form, stats form, shares form), in the order they are tried
+    order = (
+        (0, 0, 0), (1, 0, 0), (2, 0, 0), (2, 0, 1),  # spelled out
+        (1, 1, 0), (2, 1, 0), (2, 1, 1), (1, 1, 2), (2, 1, 2),  # abbreviated
+    )  # fmt: skip
+    room = width - len(DETAIL_INDENT)
+    line = ""
+    for n, st, sh in order:
+        plain, markup = _detail(names[n], stats[st], shares[sh])
+        line = markup
+        if len(plain) <= room:
+            break
+    return DETAIL_INDENT + line
+
+
+def _detail(name: tuple[str, str], stats: str, share: str) -> tuple[str, str]:
+    """(plain, markup) of one form of the detail line: the parts present, ' · ' between."""
+    parts = [(name[0], name[1]), (stats, escape(stats))]
+    if share:
+        parts.append((f"█ {share}", f"[$accent]█[/] {escape(share)}"))
+    present = [p for p in parts if p[0]]
+    if name[0] == "(sim)" and len(present) > 1:  # a bare mark reads as a prefix: no separator
+        rest = present[1:]
+        plain = " · ".join(p[0] for p in rest)
+        return f"(sim) {plain}", f"{name[1]} " + " · ".join(p[1] for p in rest)
+    return " · ".join(p[0] for p in present), " · ".join(p[1] for p in present)
 
 
 def host_lines(telemetry: dict[str, Any], width: int) -> list[str]:
@@ -287,11 +351,11 @@ def host_lines(telemetry: dict[str, Any], width: int) -> list[str]:
     cells = fmt.bar_cells([rss / total, (used - rss) / total], bar_w)
     free = bar_w - sum(cells)
     bar = f"[$accent]{'█' * cells[0]}[/][$secondary]{'▓' * cells[1]}[/][dim]{'░' * free}[/]"
-    out = [f"{'RAM':<5}{bar} {fmt.gb(used)}/{fmt.gb(total)} GB"]
-    detail = f"     [$accent]█[/] servers {fmt.gb(rss)} GB"
+    out = [f"{'RAM':<5}{bar} {units.gib_of(used, total)}"]
+    detail = f"{DETAIL_INDENT}[$accent]█[/] servers {units.gib(rss)}"
     if host.get("cpu_pct") is not None:
         detail += f" · cpu {host['cpu_pct']:.0f}%"
     if host.get("swap_used_bytes"):
-        detail += f" · [$warning]swap {fmt.gb(host['swap_used_bytes'])} GB[/]"
+        detail += f" · [$warning]swap {units.gib(host['swap_used_bytes'])}[/]"
     out.append(detail)
     return out

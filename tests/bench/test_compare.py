@@ -95,18 +95,18 @@ def test_markdown_and_csv_rows():
     results = [entry("a", 1, 100.0), entry("a", 4, 300.0)]
     cmp = compare.build(results)
     md = compare.render_markdown(cmp)
-    assert "| a | 4 * | 300.0 |" in md
+    assert "| a | 4 * | 300 |" in md  # three significant digits
     rows = compare.csv_rows(cmp)
     assert [r["concurrency"] for r in rows] == [1, 4]
     assert [r["best"] for r in rows] == [False, True]
     assert rows[1]["output_tok_s_ci_low"] == ""  # one run: no CI, not "nan"
 
 
-def test_fmt_duration():
-    assert compare.fmt_duration(30) == "30 s"
-    assert compare.fmt_duration(600) == "10 min"
-    assert compare.fmt_duration(5 * 3600) == "5.0 h"
-    assert compare.fmt_duration(4 * 86400) == "4.0 days"
+def test_job_estimates_read_as_rough_durations():
+    # the recommendation's durations come from core/units.estimate (tests/core/test_units.py)
+    est = [{"profile": "a", "concurrency": 8, "seconds": 600.0, "seconds_low": 540.0,
+            "seconds_high": 660.0, "ci": (540.0, 660.0), "repeats": 3}]  # fmt: skip
+    assert "take about 10 min (95% CI 9 min-11 min)" in compare.recommend(est, 100, 200, 200)
 
 
 def test_one_ranking_metric_for_all_profiles():

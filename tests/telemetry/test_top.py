@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from sgltui.agent.telemetry.textview import GIB, render
+from sgltui.agent.telemetry.textview import render
+from sgltui.core.units import GIB
 from tests.fixtures.cli import sgltui
 
 GB = 1_000_000_000
@@ -127,7 +128,7 @@ def test_render_shows_every_reading_and_labels_simulated():
     assert (
         "(simulated)" in gpu and "72.0/96.0 GiB 75%" in gpu and "util 64%" in gpu and "410 W" in gpu
     )
-    assert "61 C" in gpu and "rx 2.5 GB/s tx 1.5 MB/s" in gpu
+    assert "61 C" in gpu and "rx 2.3 GiB/s tx 1.4 MiB/s" in gpu  # binary, like every size
     assert lines[1].startswith("GPU (SIMULATED)")
     assert any("slot 0: 70.0 GiB" in l and "weights 50.0" in l for l in lines)
     assert any(
@@ -141,15 +142,15 @@ def test_render_shows_every_reading_and_labels_simulated():
         "0.5 s ago" in eng
         and "running 4/4" in eng
         and "queued 12" in eng
-        and "gen 312.4 tok/s" in eng
+        and "gen 312 tok/s" in eng  # three significant digits
     )
     assert "token usage 21%" in eng and "accept 3.12" in eng and "cache hit 45%" in eng
     cap = next(l for l in lines if "capacity:" in l)
-    assert "weights 51.8 GB + draft 0.8 GB" in cap and "KV 180,006 tok (11.0 GB)" in cap
+    assert "weights 51.8 GiB + draft 0.8 GiB" in cap and "KV 180,006 tok (11.0 GiB)" in cap
     assert (
         "max running 4 (requested 4)" in cap
         and "mamba slots 51" in cap
-        and "hicache host 45.8 GB" in cap
+        and "hicache host 42.6 GiB" in cap  # SGLang's 45.76 decimal GB
     )
     assert "graphs bs 1..4 (4 sizes)" in cap and "ctx 262144" in cap
     assert any(l.strip().startswith("note: KV pool holds") for l in lines)

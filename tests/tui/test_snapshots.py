@@ -50,7 +50,7 @@ def test_swap_in_progress(snap_compare):
             "elapsed_s": 6.5,
         },
     )
-    status = make_status([slot], server_gb=20.0)
+    status = make_status([slot], server_gib=20.0)
     app = app_with(ScriptedSource(status, samples(20)))
     assert snap_compare(app, terminal_size=(120, 40), run_before=settle(app))
 

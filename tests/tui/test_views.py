@@ -17,11 +17,49 @@ def test_bar_cells_keep_small_shares_visible_and_sum_right():
 
 
 def test_gpu_bar_shows_server_share_and_simulated_label():
-    lines = [plain(l) for l in views.gpu_lines(make_telemetry(server_gb=70.5), 80)]
-    assert "82.5/141.0 GB".replace("82.5", fmt.gb(72.5e9)) in lines[0]
+    tel = make_telemetry(server_gib=70.5)
+    total_gib = tel["gpus"][0]["total_bytes"] / 2**30
+    lines = [plain(l) for l in views.gpu_lines(tel, 80)]
+    assert "72.5/140.4 GiB" in lines[0]  # binary, and labelled so
     bar = lines[0][5 : lines[0].index(" ", 6)]
-    assert bar.count("█") == round(70.5 / 141 * (80 - 26))
-    assert "simulated" in lines[1] and "slot 0 70.5G" in lines[1]
+    assert bar.count("█") == round(70.5 / total_gib * (80 - 26))
+    assert "(simulated)" in lines[1] and "slot 0 70.5 GiB" in lines[1]
+
+
+def detail(width: int, **gpu: object) -> str:
+    g = make_telemetry(server_gib=80.0)["gpus"][0] | gpu
+    return plain(views.gpu_detail(g, width))
+
+
+def test_gpu_detail_shows_util_power_and_temperature_in_full_where_it_fits():
+    line = detail(80)
+    assert line.strip() == "NVIDIA H200 (simulated) · util 87% · 420 W · 61°C · █ slot 0 80.0 GiB"
+    assert detail(66).strip() == "H200 (sim) · util 87% · 420 W · 61°C · █ slot 0 80.0 GiB"
+
+
+def test_gpu_detail_abbreviates_util_power_and_temperature_never_cuts_them():
+    # the memory pane's width at 100 and 80 terminal columns (tests/tui/test_memory_pane.py)
+    assert detail(54).strip() == "(sim) util 87% · 420 W · 61°C · █ slot 0 80.0 GiB"
+    assert detail(38).strip() == "(sim) 87% 420W 61°C · █ 80.0 GiB"
+    assert detail(30).strip() == "(sim) 87% 420W 61°C"
+    for width in range(30, 120):
+        line = detail(width)
+        assert len(line) <= width, width
+        assert "87%" in line and "420" in line and "61°C" in line, width
+
+
+def test_gpu_detail_of_a_real_gpu_and_missing_readings():
+    nvml = {"name": "NVIDIA H100 80GB HBM3", "simulated": False}
+    assert detail(39, **nvml).strip() == "87% 420W 61°C · █ slot 0 80.0 GiB"
+    assert "sim" not in detail(100, **nvml) and "NVIDIA H100 80GB HBM3" in detail(100, **nvml)
+    # NVML without power readings (some boards): the rest still shows, no placeholder
+    assert (
+        detail(100, power_w=None).strip()
+        == "NVIDIA H200 (simulated) · util 87% · 61°C · █ slot 0 80.0 GiB"
+    )
+    two = {"server_bytes": {"0": 40 * 2**30, "1": 30 * 2**30}}
+    assert detail(50, **two).strip() == "(sim) 87% 420W 61°C · █ 0:40.0 1:30.0 GiB"
+    assert detail(39, **two).strip() == "H200 (sim) · 87% 420W 61°C"  # the bar shows the shares
 
 
 def test_no_gpu_source_is_a_plain_message():

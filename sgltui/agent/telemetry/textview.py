@@ -8,20 +8,14 @@ from typing import Any
 
 from sgltui.core import units
 
-GIB = 1024**3
-
 
 def gib(b: Any) -> str:
-    return f"{b / GIB:.1f}" if isinstance(b, (int, float)) else "-"
+    """A size as a bare GiB number (the line says GiB once): '72.0'."""
+    return units.gib(b if isinstance(b, (int, float)) else None, unit=False)
 
 
 def rate(bps: Any) -> str:
-    if not isinstance(bps, (int, float)):
-        return "-"
-    for unit, div in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if bps >= div:
-            return f"{bps / div:.1f} {unit}"
-    return f"{bps:.0f} B/s"
+    return units.byte_rate(bps if isinstance(bps, (int, float)) else None)
 
 
 def pct(v: Any, scale: float = 1.0) -> str:
@@ -110,13 +104,18 @@ def render_engine(e: dict[str, Any] | None, now: float) -> str:
     running = num(e.get("num_running_reqs")) + (f"/{mrr}" if isinstance(mrr, int) else "")
     line = (
         f"     engine ({e.get('source')}, {num(age, '{:.1f}')} s ago): running {running}"
-        f"  queued {num(e.get('num_queue_reqs'))}  gen {num(e.get('gen_throughput'), '{:.1f}')} tok/s"
+        f"  queued {num(e.get('num_queue_reqs'))}  gen {units.tok_s(e.get('gen_throughput'))}"
         f"  token usage {pct(e.get('token_usage'), 100)}  accept {num(e.get('accept_length'), '{:.2f}')}"
         f"  cache hit {pct(e.get('cache_hit_rate'), 100)}"
     )
     if e.get("error"):
         line += f"  [{e['error']}]"
     return line
+
+
+def cap_gib(value: Any, unit: float = units.GIB) -> str:
+    """A capacity-card figure (SGLang's GiB, or decimal GB for hicache: core/capacity.py) in GiB."""
+    return units.gib(value * unit if isinstance(value, (int, float)) else None)
 
 
 def render_capacity(card: dict[str, Any] | None) -> list[str]:
@@ -126,17 +125,17 @@ def render_capacity(card: dict[str, Any] | None) -> list[str]:
     graphs = f"{bs[0]}..{bs[-1]} ({len(bs)} sizes)" if bs else "-"
     kv_tokens = card.get("kv_pool_tokens")
     lines = [
-        f"     capacity: weights {num(card.get('weights_gb'), '{:.1f}')} GB"
+        f"     capacity: weights {cap_gib(card.get('weights_gb'))}"
         + (
-            f" + draft {num(card.get('draft_weights_gb'), '{:.1f}')} GB"
+            f" + draft {cap_gib(card.get('draft_weights_gb'))}"
             if card.get("draft_weights_gb")
             else ""
         )
-        + f" | KV {f'{kv_tokens:,}' if isinstance(kv_tokens, int) else '-'} tok ({num(card.get('kv_pool_gb'), '{:.1f}')} GB)"
+        + f" | KV {f'{kv_tokens:,}' if isinstance(kv_tokens, int) else '-'} tok ({cap_gib(card.get('kv_pool_gb'))})"
         + f" | max running {num(card.get('max_running_requests'))}"
         + f" (requested {num(card.get('requested_max_running_requests'))})"
         + f" | mamba slots {num(card.get('mamba_state_slots'))}"
-        + f" | hicache host {num(card.get('hicache_host_gb'), '{:.1f}')} GB"
+        + f" | hicache host {cap_gib(card.get('hicache_host_gb'), units.GB)}"
         + f" | graphs bs {graphs} | ctx {num(card.get('context_length'))}"
     ]
     for note in card.get("notes") or []:

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.events import Click
 from textual.widget import Widget
 
+from sgltui.core import units
 from sgltui.tui.replay.source import ReplaySource
 
 _MARKS = (  # (event test, glyph, style): later rows win when two events share a cell
@@ -28,13 +29,6 @@ _MARKS = (  # (event test, glyph, style): later rows win when two events share a
     (lambda e: e.get("type") == "disk.error", "!", "$error"),
 )
 _HELP = "space play · ←/→ step · [ ] events · -/+ speed · g go to"
-
-
-def fmt_offset(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 def fmt_speed(speed: float) -> str:
@@ -76,7 +70,7 @@ class TimeCursorBar(Widget, can_focus=False):
         s = self.source
         state = "▶" if s.playing else "⏸"
         clock = time.strftime("%H:%M:%S", time.localtime(s.t))
-        return f"{state} {fmt_speed(s.speed)}  {clock}  +{fmt_offset(s.offset)} / {fmt_offset(s.end - s.start)}"
+        return f"{state} {fmt_speed(s.speed)}  {clock}  +{units.offset(s.offset)} / {units.offset(s.end - s.start)}"
 
     def _style(self, variable: str) -> str:
         # Theme variables ($error, ...) resolved for Rich text, so every theme works.

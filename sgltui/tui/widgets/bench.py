@@ -9,6 +9,7 @@ from textual.containers import Vertical
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
+from sgltui.core import units
 from sgltui.tui import fmt
 from sgltui.tui.model import BenchRun
 
@@ -60,7 +61,7 @@ def comparison_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
             (
                 mark + str(r.get("profile", "?")),
                 str(r.get("concurrency", "-")),
-                fmt.num(out),
+                units.sig3(out),
                 share,
                 fmt.num(metric(m, "req_s"), 2),
                 fmt.num(metric(m, "ttft"), 0),
@@ -98,7 +99,7 @@ def summary(comparison: dict[str, Any]) -> str:
     elif best:
         ranked = sorted(best.items(), key=lambda kv: -(kv[1]["tok_s"].get("mean") or 0))
         text = "Best: " + "; ".join(
-            f"{p} at concurrency {b['concurrency']} ({fmt.num(b['tok_s'].get('mean'))} tok/s)"
+            f"{p} at concurrency {b['concurrency']} ({units.tok_s(b['tok_s'].get('mean'))})"
             for p, b in ranked
         )
     else:

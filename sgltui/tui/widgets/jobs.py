@@ -18,6 +18,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from sgltui.agent.client import AgentError, decode_reply
+from sgltui.core import units
 from sgltui.core.charts import sparkline
 from sgltui.protocol import JobState, JobView
 from sgltui.tui import fmt
@@ -45,8 +46,8 @@ def render_job(v: JobView) -> str:
         f"[b]{escape(str(v.name))}[/] [dim]{escape(v.id)}[/]  {escape(state)}"
         + ("  [b]pinned[/]" if v.pinned else ""),
         f"{_bar(frac)} {done:,}/{total:,} {frac:.1%}",
-        f"{fmt.num(v.completions_s, 1)} compl/s  {fmt.num(v.tok_s)} tok/s  "
-        f"ETA {fmt.duration(v.eta_s) if v.eta_s is not None else 'n/a'}  "
+        f"{fmt.num(v.completions_s, 1)} compl/s  {units.tok_s(v.tok_s)}  "
+        f"ETA {units.estimate(v.eta_s)}  "
         f"in flight {v.in_flight}  concurrency {v.concurrency} ({v.concurrency_mode})",
     ]
     if v.failed or v.retries or v.error:
@@ -57,14 +58,14 @@ def render_job(v: JobView) -> str:
     hist = [p[1] for p in v.rate_history or []]
     if len(hist) > 1:
         lines.append(
-            f"tok/s [dim]{escape(sparkline(hist, 48, lo=0.0))}[/] {fmt.num(max(hist))} max"
+            f"tok/s [dim]{escape(sparkline(hist, 48, lo=0.0))}[/] {units.sig3(max(hist))} max"
         )
     for s in v.segments:
         secs = max(0.0, s.last - s.started)
         rate = s.out_tokens / secs if secs > 0 else None
         lines.append(
             f"  {escape(str(s.profile)):<20} {s.completions:>9,} compl  "
-            f"{s.out_tokens:>11,} tok  {fmt.duration(secs):>7}  {fmt.num(rate)} tok/s"
+            f"{s.out_tokens:>11,} tok  {units.duration(secs):>7}  {units.tok_s(rate)}"
         )
     lines.append(f"[dim]{escape(v.output)}[/]")
     return "\n".join(lines)

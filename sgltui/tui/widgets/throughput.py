@@ -16,11 +16,12 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from sgltui.core import units
 from sgltui.tui import fmt
 
 # (series name in TuiModel, label, formatter of the latest value)
 ROWS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
-    ("gen_throughput", "gen tok/s", lambda v: fmt.num(v)),
+    ("gen_throughput", "gen tok/s", units.sig3),
     ("running", "running", lambda v: fmt.num(v)),
     ("queued", "queued", lambda v: fmt.num(v)),
     ("token_usage", "KV usage", lambda v: f"{v * 100:.0f}%"),

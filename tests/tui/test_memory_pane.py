@@ -1,0 +1,57 @@
+"""The memory pane as drawn at 80 and 100 columns: GPU utilization, power and temperature are
+on screen, spelled out where there is room and abbreviated (never cut) where there is not; sizes
+are GiB. Read from the lines the pane renders, not from the markup it was given."""
+
+from __future__ import annotations
+
+import pytest
+from textual.geometry import Region
+
+from sgltui.tui.scripted import ScriptedSource, make_sample, make_status
+from sgltui.tui.widgets.memory import MemoryPane
+
+from .helpers import app_with, until
+
+
+async def pane_text(size: tuple[int, int], simulated: bool = True) -> list[str]:
+    status = make_status()
+    samples = [{"push": "sample", "data": make_sample(t)} for t in range(1, 4)]
+    for s in [status["telemetry"]] + [p["data"] for p in samples]:
+        for g in s.get("gpus") or []:
+            g["simulated"] = simulated
+            g["name"] = "NVIDIA H200 (simulated)" if simulated else "NVIDIA H200"
+    app = app_with(ScriptedSource(status, samples))
+    async with app.run_test(size=size) as pilot:
+        pane = app.query_one(MemoryPane)
+
+        def content() -> list[str]:
+            region = Region(0, 0, pane.outer_size.width, pane.outer_size.height)
+            lines = [strip.text for strip in pane.render_lines(region)]
+            # without the border (a top rule at 80 and 100 columns, a box at 160)
+            return [l.strip().strip("│").strip() for l in lines[1:] if l[:1] not in "╰"]
+
+        # one GPU: its bar and detail, the RAM bar and its detail, once laid out
+        await until(pilot, lambda: len(content()) == 4 and "GiB" in content()[0], show=content)
+        return content()
+
+
+@pytest.mark.parametrize(
+    ("size", "detail"),
+    [
+        ((100, 30), "(sim) util 87% · 420 W · 61°C · █ slot 0 80.0 GiB"),
+        ((80, 24), "(sim) 87% 420W 61°C · █ 80.0 GiB"),
+    ],
+)
+async def test_gpu_util_power_and_temperature_fit_the_pane(size, detail):
+    lines = await pane_text(size)
+    assert lines[0].startswith("GPU0 ") and lines[0].endswith(" 82.0/140.4 GiB"), lines
+    assert lines[1] == detail, lines
+    assert "…" not in "".join(lines), lines  # abbreviated, never cut by the ellipsis
+    assert lines[2].endswith(" 40.0/128.0 GiB") and "servers 9.0 GiB" in lines[3], lines
+
+
+async def test_a_real_gpu_gives_up_its_name_first():
+    lines = await pane_text((100, 30), simulated=False)
+    assert lines[1] == "util 87% · 420 W · 61°C · █ slot 0 80.0 GiB", lines
+    lines = await pane_text((160, 50), simulated=False)
+    assert lines[1] == "NVIDIA H200 · util 87% · 420 W · 61°C · █ slot 0 80.0 GiB", lines
