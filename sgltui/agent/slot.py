@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
-from sgltui.core import causes, files, phases
+from sgltui.core import causes, files, phases, units
 
 log = logging.getLogger("sgltui.agent.slot")
 
@@ -910,7 +910,7 @@ class Slot:
         if left:
             problems.append(f"processes still alive: {procs.describe(left)}")
         if held:
-            problems.append(f"{held / 2**30:.1f} GiB of GPU memory still held (by {method})")
+            problems.append(f"{units.gib(held)} of GPU memory still held (by {method})")
         if not port_ok:
             problems.append(f"port {self.port} still in use")
         report["problems"] = problems

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sgltui.core import units
 from sgltui.core.files import PRIVATE_DIR as DIR_MODE
 from sgltui.core.files import PRIVATE_FILE as FILE_MODE
 from sgltui.core.redact import Redactor
@@ -525,7 +526,7 @@ class Recorder:
         with self._lock:
             warning = None
             if self._free_bytes is not None and self._free_bytes < LOW_FREE_BYTES:
-                warning = f"only {self._free_bytes // (1024 * 1024)} MiB free under {self.path}"
+                warning = f"only {units.size(self._free_bytes)} free under {self.path}"
             return {
                 "ok": self._error is None,
                 "error": self._error,

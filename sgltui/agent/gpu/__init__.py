@@ -36,6 +36,7 @@ import psutil
 from sgltui.agent.gpu import nvml, sim
 from sgltui.agent.gpu.reading import GpuReading, GpuSourceError, empty_gpu
 from sgltui.agent.procs import ProcTree, describe
+from sgltui.core import units
 
 __all__ = [
     "SERVICE",
@@ -211,7 +212,7 @@ class GpuService:
                         who = f" (held by {describe(others)})" if others else ""
                         has = "will have" if freed_pids else "has only"
                         return (
-                            f"GPU {i} {has} {free / 2**30:.1f} of {total / 2**30:.1f} GiB "
+                            f"GPU {i} {has} {units.gib(free, unit=False)} of {units.gib(total)} "
                             f"free, the profile needs {need:.0%}{who}",
                             "stop those processes or lower mem-fraction-static",
                         )
