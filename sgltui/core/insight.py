@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sgltui.core import units
+
 MIN_LIVE_READINGS = 3  # live reports at one concurrency before it counts as measured
 
 
@@ -139,17 +141,6 @@ class Ledger:
         return max(same or pool, key=lambda f: len(f.concurrencies()), default=None)
 
 
-def _fmt_tokens(n: int | float | None) -> str:
-    if n is None:
-        return "?"
-    n = float(n)
-    if n >= 1e6:
-        return f"{n / 1e6:.1f}M"
-    if n >= 1e4:
-        return f"{n / 1e3:.0f}k"
-    return f"{n:.0f}"
-
-
 def speculative_lines(me: Figures, base: Figures | None) -> tuple[list[str], str]:
     """(detail lines, verdict) for a speculative profile."""
     e = me.engine or {}
@@ -203,7 +194,7 @@ def hicache_lines(me: Figures, base: Figures | None) -> tuple[list[str], str]:
     e = me.engine or {}
     lines = []
     used, total = e.get("hicache_host_used_tokens"), e.get("hicache_host_total_tokens")
-    pool = f"host pool {_fmt_tokens(used)} / {_fmt_tokens(total)} tokens"
+    pool = f"host pool {units.sig3(used, '?')} / {units.sig3(total, '?')} tokens"
     m_used, m_total = (
         e.get("hicache_host_mamba_used_states"),
         e.get("hicache_host_mamba_total_states"),
@@ -220,7 +211,7 @@ def hicache_lines(me: Figures, base: Figures | None) -> tuple[list[str], str]:
         if hits["storage_hit"]:
             parts.append(f"storage {hits['storage_hit'] / seen:.0%}")
         lines.append(
-            "hit rate " + ", ".join(parts) + f"; prefill tokens saved {_fmt_tokens(saved)}"
+            "hit rate " + ", ".join(parts) + f"; prefill tokens saved {units.sig3(saved, '?')}"
         )
     else:
         lines.append("hit rate: no prefill measured yet")

@@ -99,8 +99,8 @@ def test_hicache_section_host_pool_hit_rate_by_source_and_unchanged_concurrency(
     assert c["kinds"] == ["speculative", "hicache"]
     hicache = c["sections"][1]
     assert hicache["lines"] == [
-        "host pool 13k / 520k tokens, mamba states 7 / 103",
-        "hit rate device 60%, host 15%; prefill tokens saved 1500",
+        "host pool 12.8k / 520k tokens, mamba states 7 / 103",
+        "hit rate device 60%, host 15%; prefill tokens saved 1.50k",
     ]
     assert hicache["verdict"] == (
         "max running 4 (without HiCache, demo-mtp: 4): HiCache saves prefill, it does not raise concurrency"
