@@ -474,10 +474,10 @@ def _best_sentence(best: dict[str, Any]) -> str | None:
         return None
     ranked.sort(reverse=True)
     (first, name, conc), rest = ranked[0], ranked[1:]
-    text = f"Highest measured throughput: {name} at concurrency {conc} ({first:,.0f} tok/s)."
+    text = f"Highest measured throughput: {name} at concurrency {conc} ({units.tok_s(first)})."
     if rest:
         second, other, _ = rest[0]
-        text += f" {first / second:.2f}x {other} ({second:,.0f} tok/s)."
+        text += f" {first / second:.2f}x {other} ({units.tok_s(second)})."
     return text
 
 
@@ -746,10 +746,10 @@ def _md_throughput(rows: list[dict[str, Any]]) -> list[str]:
             [
                 x["profile"],
                 x["samples"],
-                fmt_num(x["gen_tok_s_mean"]),
-                fmt_num(x["gen_tok_s_busy_mean"]),
-                fmt_num(x["gen_tok_s_p50"]),
-                fmt_num(x["gen_tok_s_max"]),
+                units.sig3(x["gen_tok_s_mean"]),
+                units.sig3(x["gen_tok_s_busy_mean"]),
+                units.sig3(x["gen_tok_s_p50"]),
+                units.sig3(x["gen_tok_s_max"]),
                 f"{fmt_num(x['running_reqs_mean'])} / {fmt_num(x['running_reqs_max'], 0)}",
                 f"{x['token_usage_mean'] * 100:.0f}%" if x["token_usage_mean"] is not None else "-",
                 units.gib(x["gpu_used_bytes_max"] or None),
@@ -785,7 +785,7 @@ def _md_jobs(jobs: list[dict[str, Any]]) -> list[str]:
                 ["profile", "launch", "completions", "failed", "output tokens", "time", "tok/s"],
                 (
                     [x["profile"], x["launch_id"], x["completions"], x["failed"],
-                     x["out_tokens"], units.span(x["seconds"]), fmt_num(x["tok_s"])]
+                     x["out_tokens"], units.span(x["seconds"]), units.sig3(x["tok_s"])]
                     for x in job["segments"]
                 ),
             )  # fmt: skip
@@ -825,7 +825,7 @@ def _md_bench_rows(rows: list[dict[str, Any]]) -> list[str]:
                 x["profile"],
                 x["concurrency"],
                 x["repeats"],
-                fmt_num(x["output_tok_s"]),
+                units.sig3(x["output_tok_s"]),
                 _ci(x.get("output_tok_s_ci")),
                 fmt_num(x["request_s"], 2),
                 fmt_num(x["ttft_p50_ms"]),
@@ -863,7 +863,7 @@ def _md_estimates(run: dict[str, Any]) -> list[str]:
 def _ci(ci: list[Any] | None) -> str:
     if not ci or ci[0] is None or ci[1] is None:
         return "-"
-    return f"{ci[0]:,.0f}-{ci[1]:,.0f}"
+    return f"{units.sig3(ci[0])}-{units.sig3(ci[1])}"
 
 
 def _short(text: str, n: int) -> str:
