@@ -36,3 +36,35 @@ def test_validated_once_until_the_file_changes(tmp_path):
     again = [r for r in _rows(rows, tmp_path) if r["name"] == "p"]
     assert again[0]["valid"] is False and "mem-fraction-static" in again[0]["problem"]
     assert rows.validations == len(first) + 1
+
+
+def test_a_real_profile_sized_by_ratio_is_judged_from_the_gpu_and_its_weights(
+    tmp_path, monkeypatch
+):
+    """Real SGLang, --hicache-ratio: the device pool is the smallest target GPU's static share
+    less the weights' files per rank (no NVML here: the GPU's size is given)."""
+    from sgltui.agent import gpu, preflight
+    from sgltui.core.profiles import Profile
+    from sgltui.core.units import GIB
+
+    model = tmp_path / "model"
+    model.mkdir()
+    with open(model / "model-00001.safetensors", "wb") as f:
+        f.truncate(40 * GIB)  # sparse: 40 GiB of weights, no disk used
+    monkeypatch.setattr(gpu, "smallest_total_bytes", lambda visible: 96 * GIB)
+    server = {
+        "model-path": str(model),
+        "mem-fraction-static": 0.9,
+        "enable-hierarchical-cache": True,
+        "hicache-ratio": 100.0,
+    }
+    p = Profile(name="real", launcher="sglang", server=server)
+    device = preflight.device_pool_of(p)
+    assert device is not None and abs(device - ((96 - 0.6) * 0.9 - 40) * GIB) < GIB / 100
+    fit = preflight.host_pool_fit(p)
+    assert fit.pool is not None and fit.ram == "host RAM"
+    assert fit.problem and fit.problem.startswith("host pool 4586 GiB > ")
+    # No weights to measure (a hub id not in the cache): nothing is claimed before the start.
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    p2 = Profile(name="hub", launcher="sglang", server={**server, "model-path": "org/none"})
+    assert preflight.host_pool_fit(p2).pool is None
