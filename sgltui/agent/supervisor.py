@@ -38,6 +38,7 @@ from sgltui.agent.slot import (
     SlotConfig,
 )
 from sgltui.agent.state import AgentState, LaunchHistory
+from sgltui.core import units
 from sgltui.core.redact import Redactor
 from sgltui.session.layout import SERVERS_DIR
 from sgltui.session.writer import Recorder
@@ -577,7 +578,7 @@ class Supervisor:
             ago = time.time() - job.started
             raise OpError(
                 f"{what} refused: slot {slot.id} is busy with {job.desc} (by {job.client or 'agent'}, "
-                f"{ago:.0f}s ago); wait for it or run `sgltui stop`"
+                f"{units.duration(ago)} ago); wait for it or run `sgltui stop`"
             )
 
     def _refuse_if_pinned(self, slot: Slot, args: dict, what: str) -> None:
@@ -756,7 +757,7 @@ class Supervisor:
         if job and job.kind == "swap":
             ago = time.time() - job.started
             raise OpError(
-                f"swap refused: {job.desc} is already running (by {job.client or 'agent'}, {ago:.0f}s ago); "
+                f"swap refused: {job.desc} is already running (by {job.client or 'agent'}, {units.duration(ago)} ago); "
                 f"wait for it to finish"
             )
         self._refuse_if_busy(slot, "swap")

@@ -240,7 +240,7 @@ class _Progress:
                 f"launching {ev.get('profile')} (pid {ev.get('pid')}, log {ev.get('log_path')})"
             )
         elif t == "slot.phase":
-            eta = f", eta {ev['eta_s']:.0f}s" if ev.get("eta_s") is not None else ""
+            eta = f", eta {units.duration(ev['eta_s'])}" if ev.get("eta_s") is not None else ""
             prog = f" {ev['progress']:.0%}" if ev.get("progress") is not None else ""
             self._out(f"  {ev.get('phase')}{prog}{eta}")
         elif t == "slot.state":
@@ -276,7 +276,7 @@ def _report(op: str, outcome: dict) -> int:
         )
     if state == "ready":
         timings = result.get("timings_s") or {}
-        took = f" in {timings['total']:.1f}s" if timings.get("total") else ""
+        took = f" in {units.span(timings['total'])}" if timings.get("total") else ""
         front = (slot.get("front") or {}).get("url")
         print(
             f"slot {slot.get('id')}: {slot.get('profile')} ready on {slot.get('host')}:{slot.get('port')}{took}"
@@ -332,7 +332,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if s["state"] == "launching" and s.get("progress") is not None:
             phase += f" {s['progress']:.0%}"
             if s.get("eta_s") is not None:
-                phase += f" eta {s['eta_s']:.0f}s"
+                phase += f" eta {units.duration(s['eta_s'])}"
         pids = ",".join(map(str, s.get("pids") or [])) or "-"
         if len(pids) > 16:
             pids = pids[:15] + "…"

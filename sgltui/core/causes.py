@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sgltui.core import units
+
 
 @dataclass(frozen=True)
 class _Rule:
@@ -210,7 +212,7 @@ def hang(phase: str, in_phase_s: float, expected_s: float, lines: Sequence[str])
     """The cause for a launch stuck in `phase` well past its usual duration."""
     return _cause(
         "hang",
-        f"stuck in '{phase}' for {in_phase_s:.0f}s (usually {expected_s:.0f}s)",
+        f"stuck in '{phase}' for {units.duration(in_phase_s)} (usually {units.duration(expected_s)})",
         list(lines)[-MAX_LINES:],
         "check GPU state with `nvidia-smi` and the server log; a leftover process or a stuck download is typical",
         None,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sgltui import protocol
+from sgltui.core import units
 from sgltui.core.safe_text import printable_profile_row
 
 # Series drawn by the throughput pane: name -> key of ENGINE in STATUS/SAMPLE.
@@ -285,7 +286,7 @@ class TuiModel:
             verdict = (
                 "done" if ev.get("ok") else ("rolled back" if ev.get("rolled_back") else "failed")
             )
-            extra = f" in {total:.1f} s" if isinstance(total, (int, float)) else ""
+            extra = f" in {units.span(total)}" if isinstance(total, (int, float)) else ""
             return ActivityItem(
                 ts,
                 client,

@@ -68,7 +68,7 @@ def test_swap_steps_show_then_clear():
         )
     )
     assert m.slot("0")["swap"] is None
-    assert "in 4.2 s" in m.activity[-1].text
+    assert "in 4.20 s" in m.activity[-1].text
 
 
 def test_commands_from_other_clients_are_marked_foreign():
