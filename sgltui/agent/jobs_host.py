@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sgltui.agent.state import read_json, write_json_atomic
+from sgltui.agent.state import read_json
+from sgltui.core.files import write_json_atomic
 from sgltui.jobs.output import default_output, errors_path
 from sgltui.jobs.progress import Rates, eta_s
 from sgltui.protocol import JobSegment, JobState, JobView

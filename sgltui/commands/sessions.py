@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from sgltui.cli import CliError
 from sgltui.commands import Subparsers
 from sgltui.core import locations, units
+from sgltui.core.files import write_atomic
 from sgltui.session.layout import sessions_root
 from sgltui.session.reader import (
     SessionError,
@@ -137,12 +137,6 @@ def _format_for(args: argparse.Namespace) -> str:
     return "md"
 
 
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     path = _resolve(args)
     fmt = _format_for(args)
@@ -158,7 +152,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         targets.append(path / f"report.{fmt}")
     for target in targets:
         try:
-            _write_private(target, text)
+            write_atomic(target, text)  # 0600: a report names models and paths
         except OSError as exc:
             raise CliError(
                 f"cannot write {target}: {exc.strerror or exc}; choose another -o FILE"

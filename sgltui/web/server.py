@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import hmac
 import html
-import os
 import secrets
 import shlex
 import signal
@@ -34,6 +33,8 @@ from urllib.parse import urlencode
 
 import psutil
 from aiohttp import web
+
+from sgltui.core.files import write_atomic
 
 TOKEN_COOKIE = "sgltui_web_token"
 TOKEN_FILE = "web-token"
@@ -57,11 +58,9 @@ def is_loopback(host: str) -> bool:
 
 def write_private(path: Path, text: str) -> None:
     """Write `text` to `path`, created 0600 (never readable by others, not even briefly)."""
+    # A folder it creates is private; an existing one (a --token-file in $HOME) is left as it is.
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.chmod(path, 0o600)
+    write_atomic(path, text)
 
 
 def load_or_create_token(state_dir: Path, token_file: Path | None) -> tuple[str, Path]:
