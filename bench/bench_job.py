@@ -145,6 +145,7 @@ def agent_rss(inp: Path, out: Path, concurrency: int, tmp: Path) -> dict:
         return {
             "state": v["state"],
             "answered": v["answered"],
+            # decimal MB (1e6 bytes) on purpose: the budget above is stated in MB
             "rss_start_mb": rss0 / 1e6,
             "rss_end_mb": rss1 / 1e6,
             "rss_peak_growth_mb": (peak - rss0) / 1e6,

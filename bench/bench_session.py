@@ -156,6 +156,7 @@ def main() -> int:
         del records
         idx_mem = len(idx) * (8 + 2 + 8)
         row(f"index {len(idx)} samples", idx_s * 1000, all_s * 1000, "ms to open")
+        # decimal MB (1e6 bytes): a ratio of two figures, labelled as what they are
         row("index memory kept", idx_mem / 1e6, all_mem / 1e6, "MB")
         row("index memory peak", idx_peak / 1e6, all_mem / 1e6, "MB")
         idx.close()

@@ -47,4 +47,6 @@ def rank_prefix(tp_rank: int, tp_size: int) -> str:
 
 
 def gb(x: float) -> str:
+    """A size as SGLang's start-up log prints it: bytes / 2**30 to two places, which SGLang
+    labels "GB" (the simulator copies the wording; sgltui's own output says GiB, core/units)."""
     return f"{x / (1 << 30):.2f}"
