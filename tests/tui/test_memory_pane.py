@@ -4,6 +4,9 @@ are GiB. Read from the lines the pane renders, not from the markup it was given.
 
 from __future__ import annotations
 
+import asyncio
+import re
+
 import pytest
 from textual.geometry import Region
 
@@ -55,3 +58,25 @@ async def test_a_real_gpu_gives_up_its_name_first():
     assert lines[1] == "util 87% · 420 W · 61°C · █ slot 0 80.0 GiB", lines
     lines = await pane_text((160, 50), simulated=False)
     assert lines[1] == "NVIDIA H200 · util 87% · 420 W · 61°C · █ slot 0 80.0 GiB", lines
+
+
+async def test_the_simulators_gpu_readings_reach_the_pane(agent):
+    """A real agent and simulator: the published GPU's util, power and temperature are drawn."""
+    from sgltui.tui.source import LiveSource
+
+    agent.write_profile("mem-a", key="7")
+    source = LiveSource(agent.state_dir, profiles_dirs=[agent.profiles_dir], autostart=False)
+    app = app_with(source)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.model.profile_for_key("7"), timeout=20)
+        await pilot.press("7")
+        pane = app.query_one(MemoryPane)
+
+        def detail() -> str:
+            region = Region(0, 0, pane.outer_size.width, pane.outer_size.height)
+            lines = [strip.text.strip() for strip in pane.render_lines(region)]
+            return lines[2] if len(lines) > 2 else ""
+
+        pattern = re.compile(r"\(sim\) util \d+% · \d+ W · \d+°C · █ (slot 0 )?\d+\.\d GiB")
+        await until(pilot, lambda: pattern.fullmatch(detail()), timeout=60, show=detail)
+        await asyncio.to_thread(agent.status)  # lets the fixture note the server's process group
