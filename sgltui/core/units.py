@@ -28,16 +28,24 @@ def _finite(value: float | None) -> float | None:
 # -- durations -----------------------------------------------------------------------------
 
 
+def _hms(seconds: float | None) -> tuple[int, int, int] | None:
+    """Whole hours, minutes and seconds (cut, never negative), or None for no reading."""
+    value = _finite(seconds)
+    if value is None:
+        return None
+    h, rem = divmod(max(0, int(value)), 3600)
+    m, s = divmod(rem, 60)
+    return h, m, s
+
+
 def duration(seconds: float | None, missing: str = "-") -> str:
     """An elapsed time, compact: '42s', '3m05s', '2h04m' (whole seconds, cut).
 
     Uptimes, ages, ETAs in panes and tables, where 80 columns leave little room."""
-    value = _finite(seconds)
-    if value is None:
+    hms = _hms(seconds)
+    if hms is None:
         return missing
-    secs = max(0, int(value))
-    h, rem = divmod(secs, 3600)
-    m, s = divmod(rem, 60)
+    h, m, s = hms
     if h:
         return f"{h}h{m:02d}m"
     return f"{m}m{s:02d}s" if m else f"{s}s"
@@ -77,12 +85,10 @@ def span(seconds: float | None, missing: str = "-") -> str:
 
 def offset(seconds: float | None, missing: str = "-") -> str:
     """A position in a recording, as players show it: '2:05', '1:02:05' (whole seconds)."""
-    value = _finite(seconds)
-    if value is None:
+    hms = _hms(seconds)
+    if hms is None:
         return missing
-    secs = max(0, int(value))
-    h, rem = divmod(secs, 3600)
-    m, s = divmod(rem, 60)
+    h, m, s = hms
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
@@ -118,10 +124,8 @@ def size(n_bytes: float | None, missing: str = "-") -> str:
 
 def byte_rate(bytes_s: float | None, missing: str = "-") -> str:
     """A transfer rate in binary units: '2.3 GiB/s', '1.4 MiB/s', '12.0 KiB/s', '800 B/s'."""
-    value = _finite(bytes_s)
-    if value is None:
-        return missing
-    return size(value) + "/s"
+    text = size(bytes_s, missing)
+    return text if text == missing else f"{text}/s"
 
 
 # -- rates and counts ----------------------------------------------------------------------

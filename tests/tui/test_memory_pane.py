@@ -16,6 +16,14 @@ from sgltui.tui.widgets.memory import MemoryPane
 from .helpers import app_with, until
 
 
+def drawn(pane: MemoryPane) -> list[str]:
+    """The pane's lines as rendered, without the border (a top rule at 80 and 100 columns, a
+    box at 160)."""
+    region = Region(0, 0, pane.outer_size.width, pane.outer_size.height)
+    lines = [strip.text for strip in pane.render_lines(region)]
+    return [l.strip().strip("│").strip() for l in lines[1:] if l[:1] not in "╰"]
+
+
 async def pane_text(size: tuple[int, int], simulated: bool = True) -> list[str]:
     status = make_status()
     samples = [{"push": "sample", "data": make_sample(t)} for t in range(1, 4)]
@@ -26,16 +34,13 @@ async def pane_text(size: tuple[int, int], simulated: bool = True) -> list[str]:
     app = app_with(ScriptedSource(status, samples))
     async with app.run_test(size=size) as pilot:
         pane = app.query_one(MemoryPane)
-
-        def content() -> list[str]:
-            region = Region(0, 0, pane.outer_size.width, pane.outer_size.height)
-            lines = [strip.text for strip in pane.render_lines(region)]
-            # without the border (a top rule at 80 and 100 columns, a box at 160)
-            return [l.strip().strip("│").strip() for l in lines[1:] if l[:1] not in "╰"]
-
         # one GPU: its bar and detail, the RAM bar and its detail, once laid out
-        await until(pilot, lambda: len(content()) == 4 and "GiB" in content()[0], show=content)
-        return content()
+        await until(
+            pilot,
+            lambda: len(drawn(pane)) == 4 and "GiB" in drawn(pane)[0],
+            show=lambda: drawn(pane),
+        )
+        return drawn(pane)
 
 
 @pytest.mark.parametrize(
@@ -73,9 +78,8 @@ async def test_the_simulators_gpu_readings_reach_the_pane(agent):
         pane = app.query_one(MemoryPane)
 
         def detail() -> str:
-            region = Region(0, 0, pane.outer_size.width, pane.outer_size.height)
-            lines = [strip.text.strip() for strip in pane.render_lines(region)]
-            return lines[2] if len(lines) > 2 else ""
+            lines = drawn(pane)
+            return lines[1] if len(lines) > 1 else ""
 
         pattern = re.compile(r"\(sim\) util \d+% · \d+ W · \d+°C · █ (slot 0 )?\d+\.\d GiB")
         await until(pilot, lambda: pattern.fullmatch(detail()), timeout=60, show=detail)
