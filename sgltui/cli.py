@@ -53,12 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"sgltui.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"sgltui.commands.{name}":
-                continue  # area not built yet
-            raise
+        module = importlib.import_module(f"sgltui.commands.{name}")
         module.register(sub)
         # An area may also claim options or the default action of the root parser (the TUI
         # opens on a bare `sgltui`).

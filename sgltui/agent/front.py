@@ -23,6 +23,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from sgltui.agent.envconfig import override_numbers
+
 log = logging.getLogger("sgltui.agent.front")
 
 # Headers that describe one hop, not the message (RFC 9110 §7.6.1), plus those aiohttp sets
@@ -69,13 +71,7 @@ class FrontConfig:
             except ValueError:
                 log.warning("ignoring SGLTUI_FRONT_PORT=%r: not a port number or 'off'", raw)
         cfg.host = env.get("SGLTUI_FRONT_HOST", "").strip() or cfg.host
-        for name, kind in (("hold_s", float), ("hold_max", int), ("retry_after_s", int)):
-            value = env.get("SGLTUI_FRONT_" + name.upper(), "").strip()
-            if value:
-                try:
-                    setattr(cfg, name, kind(value))
-                except ValueError:
-                    log.warning("ignoring SGLTUI_FRONT_%s=%r: not a number", name.upper(), value)
+        override_numbers(cfg, "SGLTUI_FRONT_", ("hold_s", "hold_max", "retry_after_s"), env)
         return cfg
 
 

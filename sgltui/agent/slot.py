@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
+from sgltui.agent.envconfig import override_numbers
 from sgltui.core import causes, files, phases, units
 
 log = logging.getLogger("sgltui.agent.slot")
@@ -65,19 +66,8 @@ class SlotConfig:
     @classmethod
     def from_env(cls) -> SlotConfig:
         cfg = cls()
-        for name in (
-            "hang_factor",
-            "hang_min_s",
-            "stop_grace_s",
-            "force_grace_s",
-            "release_timeout_s",
-        ):
-            raw = os.environ.get("SGLTUI_" + name.upper())
-            if raw:
-                try:
-                    setattr(cfg, name, float(raw))
-                except ValueError:
-                    log.warning("ignoring SGLTUI_%s=%r: not a number", name.upper(), raw)
+        names = ("hang_factor", "hang_min_s", "stop_grace_s", "force_grace_s", "release_timeout_s")
+        override_numbers(cfg, "SGLTUI_", names, os.environ)
         return cfg
 
 
@@ -283,10 +273,8 @@ class Slot:
             self.cause = cause
         elif not entry.keeps_cause:
             self.cause = None
-        self.host.emit(
+        self._announce(
             "slot.state",
-            client=self.client,
-            slot=self.id,
             state=state,
             prev=prev,
             phase=self.phase,
@@ -295,6 +283,10 @@ class Slot:
             profile=self.profile_name,
             launch_id=self.launch_id,
         )
+
+    def _announce(self, type: str, **fields: Any) -> None:
+        """Record a slot event, push the new state to subscribers, wake wait_settled()."""
+        self.host.emit(type, client=self.client, slot=self.id, **fields)
         self.host.state_changed()
         self._changed.set()
 
@@ -306,16 +298,7 @@ class Slot:
             )
         self.phase, self._phase_started = phase, now
         progress, eta = self._estimate()
-        self.host.emit(
-            "slot.phase",
-            client=self.client,
-            slot=self.id,
-            phase=phase,
-            progress=progress,
-            eta_s=eta,
-        )
-        self.host.state_changed()
-        self._changed.set()
+        self._announce("slot.phase", phase=phase, progress=progress, eta_s=eta)
 
     async def wait_settled(self, timeout: float | None = None) -> str:
         """Wait until the slot is ready, stopped, failed or crashed; return that state."""

@@ -517,9 +517,17 @@ class Supervisor:
 
     # ---- commands ------------------------------------------------------------------------------
 
+    def _handler(self, op: str) -> Callable | None:
+        if op not in protocol.OPS:
+            return None
+        if op.startswith("job_"):  # the batch jobs' ops: jobs_host.py's op_<name>
+            fn = getattr(self.batch, f"op_{op.removeprefix('job_')}", None)
+            return None if fn is None else functools.partial(self._job_op, fn)
+        return getattr(self, f"op_{op}", None)
+
     async def handle(self, op: str, args: dict, client: str | None) -> Any:
         # The ops and their arguments' types are protocol.OPS; the server checked `args` already.
-        handler: Callable | None = getattr(self, f"op_{op}", None) if op in protocol.OPS else None
+        handler = self._handler(op)
         if handler is None:
             raise OpError(f"unknown op {op!r}; this agent knows: {', '.join(sorted(protocol.OPS))}")
         if op in protocol.READ_ONLY_OPS:  # no "command" event: they would drown the session log
@@ -974,32 +982,12 @@ class Supervisor:
 
     # ---- batch jobs (sgltui/agent/jobs_host.py) ----------------------------------------------
 
-    async def _job_op(self, name: str, args: dict, client: str | None) -> Any:
+    @staticmethod
+    async def _job_op(fn: Callable, args: dict, client: str | None) -> Any:
         try:
-            return await getattr(self.batch, f"op_{name}")(args, client)
+            return await fn(args, client)
         except JobError as exc:
             raise OpError(str(exc)) from None
-
-    async def op_job_run(self, args: dict, client: str | None) -> Any:
-        return await self._job_op("run", args, client)
-
-    async def op_job_status(self, args: dict, client: str | None) -> Any:
-        return await self._job_op("status", args, client)
-
-    async def op_job_list(self, args: dict, client: str | None) -> Any:
-        return await self._job_op("list", args, client)
-
-    async def op_job_pause(self, args: dict, client: str | None) -> Any:
-        return await self._job_op("pause", args, client)
-
-    async def op_job_resume(self, args: dict, client: str | None) -> Any:
-        return await self._job_op("resume", args, client)
-
-    async def op_job_cancel(self, args: dict, client: str | None) -> Any:
-        return await self._job_op("cancel", args, client)
-
-    async def op_job_set(self, args: dict, client: str | None) -> Any:
-        return await self._job_op("set", args, client)
 
     @staticmethod
     def _child(fn: Callable[[], Any]) -> Any:
@@ -1084,6 +1072,6 @@ def _connect_host(host: str) -> str:
 def _safe(fn: Callable[[], Any]) -> Any:
     try:
         return fn()
-    except Exception:
-        log.debug("ignored", exc_info=True)
+    except Exception:  # one part of a status reply must not fail the whole reply
+        log.exception("status: %s failed", getattr(fn, "__name__", fn))
         return None

@@ -119,11 +119,11 @@ class DemoLoad:
 def _api_key(slot: dict) -> str | None:
     if not slot.get("api_key_set") or not slot.get("profile"):
         return None
-    try:
-        from sgltui.core.profiles import get_profile
+    from sgltui.core.profiles import ProfileError, get_profile
 
+    try:
         return get_profile(slot["profile"]).api_key
-    except Exception:  # noqa: BLE001 - without the key the server refuses; the load just idles
+    except ProfileError:  # without the key the server refuses; the load just idles
         return None
 
 

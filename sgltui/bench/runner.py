@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -107,11 +108,11 @@ def _slot(status: dict, slot_id: str) -> dict | None:
 
 
 def _profile_api_key(name: str, dirs: list[str]) -> str | None:
-    try:
-        from sgltui.core.profiles import get_profile
+    from sgltui.core.profiles import ProfileError, get_profile
 
+    try:
         return get_profile(name, [Path(d) for d in dirs]).api_key
-    except Exception:  # noqa: BLE001 - the agent already validated it; no key is the safe default
+    except ProfileError:  # the agent already validated it; no key is the safe default
         return None
 
 
@@ -231,10 +232,11 @@ class Runner:
             if asyncio.iscoroutine(r):
                 await r
         if self.agent is not None:
-            try:
+            from sgltui.agent.client import AgentError
+
+            # Progress is best effort: a lost agent connection must not end the run.
+            with contextlib.suppress(AgentError, OSError, asyncio.TimeoutError):
                 await self.agent.call("bench_progress", **clean_json(msg))
-            except Exception:  # noqa: BLE001 - progress is best effort; the run must go on
-                pass
 
     def save(self) -> None:
         private_dir(self.out_path.parent)
@@ -424,11 +426,11 @@ class Runner:
             await self.progress(
                 force=True, state="running", profile=profile, phase="swapping", point=self._point
             )
+            from sgltui.agent.client import AgentError
+
             try:
                 target = await ensure_ready(self.agent, self.spec, profile)
-            except RunError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - AgentError and connection loss: one line per profile
+            except (AgentError, OSError, asyncio.TimeoutError) as exc:  # one line per profile
                 raise RunError(f"agent: {exc}") from None
         status, target.server_info = await probe_server_info(target)
         if self.spec.url and status in (401, 403):
