@@ -52,6 +52,17 @@ def _sample(ts: float, gen: float | None, running: int = 0) -> dict:
     return s
 
 
+# The first swap's time split, as its swap.done says it (the report shows it as it is).
+SWAP1_TIMINGS = {
+    "drain": 2.0,
+    "stop": 1.0,
+    "memory_release": 3.0,
+    "load": 14.0,
+    "ready": 4.0,
+    "total": 24.0,
+}
+
+
 def build(root: Path) -> Path:
     """Write the session under root/sessions/ and return its directory."""
     rec = Recorder.create(root)
@@ -59,6 +70,9 @@ def build(root: Path) -> Path:
 
     def ev(dt: float, type: str, **f):
         return rec.event(type, ts=t + dt, **f)
+
+    def step(dt: float, from_: str, to: str, name: str, elapsed: float):
+        return ev(dt, "swap.step", slot="0", to=to, step=name, elapsed_s=elapsed, **{"from": from_})
 
     ev(0, "agent.start", pid=os.getpid(), version="0.1.0")
     cmd = [
@@ -97,33 +111,13 @@ def build(root: Path) -> Path:
 
     # swap 1: demo-no-mtp -> demo-mtp, ok
     ev(80, "command", client="tui:2@h", op="swap", args={"profile": "demo-mtp"})
-    ev(
-        80,
-        "swap.step",
-        slot="0",
-        **{"from": "demo-no-mtp", "to": "demo-mtp", "step": "draining", "elapsed_s": 0},
-    )
+    step(80, "demo-no-mtp", "demo-mtp", "draining", 0)
     ev(80, "slot.state", slot="0", state="draining", prev="ready")
-    ev(
-        82,
-        "swap.step",
-        slot="0",
-        **{"from": "demo-no-mtp", "to": "demo-mtp", "step": "stopping", "elapsed_s": 2},
-    )
+    step(82, "demo-no-mtp", "demo-mtp", "stopping", 2)
     ev(82, "slot.state", slot="0", state="stopping", prev="draining")
     ev(83, "slot.state", slot="0", state="stopped", prev="stopping")
-    ev(
-        83,
-        "swap.step",
-        slot="0",
-        **{"from": "demo-no-mtp", "to": "demo-mtp", "step": "releasing memory", "elapsed_s": 3},
-    )
-    ev(
-        86,
-        "swap.step",
-        slot="0",
-        **{"from": "demo-no-mtp", "to": "demo-mtp", "step": "launching", "elapsed_s": 6},
-    )
+    step(83, "demo-no-mtp", "demo-mtp", "releasing memory", 3)
+    step(86, "demo-no-mtp", "demo-mtp", "launching", 6)
     ev(86, "launch", slot="0", launch_id="L2", profile="demo-mtp", command=cmd, command_hash="h2")
     rec.server_log_path("L2")
     ev(86, "slot.state", slot="0", state="launching", prev="stopped", phase="spawned")
@@ -136,23 +130,11 @@ def build(root: Path) -> Path:
         ok=True,
         rolled_back=False,
         **{"from": "demo-no-mtp", "to": "demo-mtp"},
-        timings_s={
-            "drain": 2.0,
-            "stop": 1.0,
-            "memory_release": 3.0,
-            "load": 14.0,
-            "ready": 4.0,
-            "total": 24.0,
-        },
+        timings_s=SWAP1_TIMINGS,
     )
 
     # swap 2: demo-mtp -> demo-mtp-hicache fails with OOM, rolled back
-    ev(
-        160,
-        "swap.step",
-        slot="0",
-        **{"from": "demo-mtp", "to": "demo-mtp-hicache", "step": "draining", "elapsed_s": 0},
-    )
+    step(160, "demo-mtp", "demo-mtp-hicache", "draining", 0)
     ev(160, "slot.state", slot="0", state="draining", prev="ready")
     ev(161, "slot.state", slot="0", state="stopped", prev="stopping")
     ev(
@@ -182,12 +164,7 @@ def build(root: Path) -> Path:
             "exit_code": 1,
         },
     )
-    ev(
-        171,
-        "swap.step",
-        slot="0",
-        **{"from": "demo-mtp", "to": "demo-mtp-hicache", "step": "rolling back", "elapsed_s": 11},
-    )
+    step(171, "demo-mtp", "demo-mtp-hicache", "rolling back", 11)
     ev(171, "launch", slot="0", launch_id="L4", profile="demo-mtp", command=cmd, command_hash="h2")
     rec.server_log_path("L4")
     ev(171, "slot.state", slot="0", state="launching", prev="failed")

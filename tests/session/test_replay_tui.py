@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from sgltui.tui.replay.app import make_replay_app
 from sgltui.tui.replay.bar import TimeCursorBar
+from tests.tui.helpers import until
 
 from . import builder
 
 T0 = builder.T0
 SIZE = (140, 45)
-
-
-async def until(pilot, cond, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.02)
 
 
 @pytest.fixture
@@ -40,6 +31,13 @@ def shown_at(app, t):
 async def opened(app, pilot):
     await until(pilot, lambda: app.first_status.is_set() and app.model.connected)
     await pilot.pause(0.15)
+
+
+async def at_the_end(app, pilot):
+    """Open the replay and jump to its last moment: slot 0 has crashed (the builder's story)."""
+    await opened(app, pilot)
+    await pilot.press("end")
+    await until(pilot, lambda: slot0(app).get("state") == "crashed")
 
 
 async def test_step_through_events_and_the_screen_follows(app):
@@ -71,10 +69,8 @@ async def test_step_through_events_and_the_screen_follows(app):
 
 async def test_seek_back_rebuilds_then_play_moves_forward(app):
     async with app.run_test(size=SIZE) as pilot:
-        await opened(app, pilot)
+        await at_the_end(app, pilot)
         src = app.replay_source
-        await pilot.press("end")
-        await until(pilot, lambda: slot0(app).get("state") == "crashed")
         assert src.t == src.end and slot0(app)["cause"]["kind"] == "cuda"
         assert app.model.series["gen_throughput"]  # history of the last minutes was rebuilt
         await pilot.press("home")
@@ -121,10 +117,8 @@ async def test_goto_box_and_arrow_steps(app):
 
 async def test_read_only(app):
     async with app.run_test(size=SIZE) as pilot:
-        await opened(app, pilot)
+        await at_the_end(app, pilot)
         src = app.replay_source
-        await pilot.press("end")
-        await until(pilot, lambda: slot0(app).get("state") == "crashed")
         for key in ("s", "x", "r", "2", "b"):
             await pilot.press(key)
         await pilot.pause(0.2)
