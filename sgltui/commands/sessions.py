@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from sgltui.cli import CliError
@@ -91,10 +90,6 @@ def _resolve(args: argparse.Namespace) -> Path:
         raise CliError(str(exc)) from None
 
 
-def _when(ts: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
-
-
 def cmd_list(args: argparse.Namespace) -> int:
     dirs = session_dirs(_state(args))
     summaries = [summarize(d) for d in dirs]
@@ -110,8 +105,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows.append(
             (
                 s.name,
-                _when(s.started),
-                _when(s.last_event),
+                units.timestamp(s.started, seconds=False),
+                units.timestamp(s.last_event, seconds=False),
                 units.duration(length),
                 str(s.launches),
                 str(s.bench_runs),

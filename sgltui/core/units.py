@@ -1,4 +1,5 @@
-"""How sgltui writes durations, sizes and rates for people: the one place each is formatted.
+"""How sgltui writes times, durations, sizes and rates for people: the one place each is
+formatted.
 
 Sizes are binary (1 GiB = 2**30 bytes) and labelled GiB: nvidia-smi's MiB and the "GB" figures
 in SGLang's start-up log (weights, KV pool, `mem usage`) are 2**30 too, so one unit reads the
@@ -12,6 +13,7 @@ Every helper takes None (and NaN, inf) for "no reading" and writes `missing` for
 from __future__ import annotations
 
 import math
+import time
 
 GIB = 2**30
 MIB = 2**20
@@ -23,6 +25,26 @@ def _finite(value: float | None) -> float | None:
     if value is None or isinstance(value, bool) or not math.isfinite(value):
         return None
     return float(value)
+
+
+# -- times of day --------------------------------------------------------------------------
+
+
+def clock(ts: float | None, missing: str = "--:--:--") -> str:
+    """A Unix time as the local time of day: '15:40:03' (Activity, replay)."""
+    value = _finite(ts)
+    return time.strftime("%H:%M:%S", time.localtime(value)) if value else missing
+
+
+def timestamp(ts: float | None, missing: str = "-", seconds: bool = True) -> str:
+    """A Unix time as local date and time: '2026-12-02 15:40:03' ('2026-12-02 15:40' without
+    seconds, for lists)."""
+    value = _finite(ts)
+    if not value:
+        return missing
+    return time.strftime(
+        "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M", time.localtime(value)
+    )
 
 
 # -- durations -----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui import protocol
+from sgltui.core import units
 from sgltui.core.redact import Redactor
 from sgltui.session.jsonl import TextLineIndex
 from sgltui.session.reader import Session, load_session
@@ -342,7 +343,7 @@ def parse_seek(text: str, now: float, start: float, end: float) -> float:
                 return clamp(candidate)
         if s.startswith("@"):
             raise SeekError(
-                f"{text.strip()} is outside the session ({_fmt_clock(start)} to {_fmt_clock(end)})"
+                f"{text.strip()} is outside the session ({units.clock(start)} to {units.clock(end)})"
             )
         offset = (a * 3600 + b * 60 + int(c)) if c is not None else (a * 60 + b)
         return clamp(start + offset)
@@ -358,7 +359,3 @@ def _days(start: float, end: float) -> list[float]:
         lt = time.localtime(day + 86400 + 3600)  # +1 h: DST-safe step to the next day
         day = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
     return out
-
-
-def _fmt_clock(ts: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(ts))

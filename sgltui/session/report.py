@@ -16,7 +16,6 @@ import io
 import json
 import math
 import statistics
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -64,12 +63,6 @@ def _num(v: Any) -> float | None:
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
         else None
     )
-
-
-def fmt_ts(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
 def fmt_num(v: float | None, digits: int = 1) -> str:
@@ -616,7 +609,7 @@ def render_markdown(r: dict[str, Any]) -> str:
     out += _md_section("Batch jobs", _md_jobs(r.get("jobs") or []), "No batch jobs.")
     out += _md_section("Bench runs", _md_bench(r["bench"]), "No bench runs.")
     notes = list(r["notes"]) + [
-        f"disk error at {fmt_ts(d['ts'])}: {d['error']}" for d in r["disk_errors"]
+        f"disk error at {units.timestamp(d['ts'])}: {d['error']}" for d in r["disk_errors"]
     ]
     if notes:
         out += _md_section("Notes", [f"- {n}" for n in notes], "")
@@ -631,7 +624,7 @@ def _md_section(title: str, body: list[str], empty: str) -> list[str]:
 def _md_header(s: dict[str, Any]) -> list[str]:
     out = [f"# sgltui session {s['name']}", ""]
     out.append(
-        f"- Recorded: {fmt_ts(s['started'])} to {fmt_ts(s['last_event'])} ({units.span(s['duration_s'])})"
+        f"- Recorded: {units.timestamp(s['started'])} to {units.timestamp(s['last_event'])} ({units.span(s['duration_s'])})"
         + ("" if s["ended"] else ", agent still running or stopped abruptly")
     )
     out.append(f"- Directory: `{s['path']}`")
@@ -651,7 +644,7 @@ def _md_launches(launches: list[dict[str, Any]]) -> list[str]:
         ["time", "slot", "profile", "outcome", "start time", "max running", "launch id"],
         (
             [
-                fmt_ts(x["ts"]),
+                units.timestamp(x["ts"]),
                 x["slot"],
                 x["profile"] or "-",
                 x["outcome"] + (f": {x['cause']}" if x.get("cause") else ""),
@@ -671,7 +664,7 @@ def _md_swaps(swaps: list[dict[str, Any]]) -> list[str]:
         ["time", "from -> to", "result", *[SWAP_PHASE_LABEL[p] for p in SWAP_PHASES], "total"],
         (
             [
-                fmt_ts(x["ts"]),
+                units.timestamp(x["ts"]),
                 f"{x['from']} -> {x['to']}",
                 "ok" if x["ok"] else ("rolled back" if x["rolled_back"] else "failed"),
                 *[units.span(x["timings_s"].get(p)) for p in SWAP_PHASES],
@@ -699,9 +692,7 @@ def _md_swaps(swaps: list[dict[str, Any]]) -> list[str]:
 def _md_crashes(crashes: list[dict[str, Any]]) -> list[str]:
     out: list[str] = []
     for c in crashes:
-        head = (
-            f"- **{c['state']}** {fmt_ts(c['ts'])}, slot {c['slot']}, profile {c['profile'] or '-'}"
-        )
+        head = f"- **{c['state']}** {units.timestamp(c['ts'])}, slot {c['slot']}, profile {c['profile'] or '-'}"
         head += f": {c['summary'] or 'no cause recorded'}" + (
             f" ({c['kind']})" if c.get("kind") else ""
         )

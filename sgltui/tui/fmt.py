@@ -1,16 +1,8 @@
-"""Small text formatters of the panes: clock times, plain numbers, bar cells.
+"""Small text formatters of the panes: plain numbers, bar cells.
 
-Durations, sizes and rates are core/units.py's (the same in the CLI, `top` and reports)."""
+Times, durations, sizes and rates are core/units.py's (the same in the CLI, `top` and reports)."""
 
 from __future__ import annotations
-
-import time
-
-
-def clock(ts: float | None) -> str:
-    if not ts:
-        return "--:--:--"
-    return time.strftime("%H:%M:%S", time.localtime(ts))
 
 
 def num(v: float | int | None, digits: int = 0) -> str:

@@ -94,3 +94,19 @@ def test_sig3_rounds_to_three_significant_digits(value: float, text: str) -> Non
 def test_tok_s_adds_the_unit() -> None:
     assert units.tok_s(12_345) == "12.3k tok/s"
     assert units.tok_s(None) == "-"
+
+
+def test_times_of_day_are_local(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        ts = 1_796_226_003.0  # 2026-12-02 15:40:03 UTC
+        assert units.clock(ts) == "15:40:03"
+        assert units.timestamp(ts) == "2026-12-02 15:40:03"
+        assert units.timestamp(ts, seconds=False) == "2026-12-02 15:40"
+        assert units.clock(None) == "--:--:--" and units.timestamp(None) == "-"
+    finally:
+        monkeypatch.undo()
+        time.tzset()

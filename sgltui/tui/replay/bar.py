@@ -8,8 +8,6 @@ seeks there. The bar only reads the source and calls its cursor methods; keys li
 
 from __future__ import annotations
 
-import time
-
 from rich.text import Text
 from textual.events import Click
 from textual.widget import Widget
@@ -69,7 +67,7 @@ class TimeCursorBar(Widget, can_focus=False):
         """The bar's text without the track (also used by tests and the screen reader of logs)."""
         s = self.source
         state = "▶" if s.playing else "⏸"
-        clock = time.strftime("%H:%M:%S", time.localtime(s.t))
+        clock = units.clock(s.t)
         return f"{state} {fmt_speed(s.speed)}  {clock}  +{units.offset(s.offset)} / {units.offset(s.end - s.start)}"
 
     def _style(self, variable: str) -> str:

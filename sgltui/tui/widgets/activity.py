@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import RichLog
 
-from sgltui.tui import fmt
+from sgltui.core import units
 from sgltui.tui.model import ActivityItem
 from sgltui.tui.widgets.colors import level_style
 
@@ -20,7 +20,7 @@ class ActivityPane(RichLog):
         fell out of the bounded list."""
         count = min(total - self._shown_total, len(items))
         for item in items[len(items) - count :] if count > 0 else []:
-            line = Text(f"{fmt.clock(item.ts)} ")
+            line = Text(f"{units.clock(item.ts)} ")
             who = item.client or "agent"
             line.append(f"{who:<20.20} ", style="bold" if item.foreign else "dim")
             line.append(item.text, style=level_style(self.app, item.level))
