@@ -4,8 +4,8 @@ formatted.
 Sizes are binary (1 GiB = 2**30 bytes) and labelled GiB: nvidia-smi's MiB and the "GB" figures
 in SGLang's start-up log (weights, KV pool, `mem usage`) are 2**30 too, so one unit reads the
 same in the TUI, `sgltui top`, `status` and the session report. A figure that is really decimal
-(SGLang's `--hicache-size`, its hicache host-pool log line, network and disk rates) is converted
-from its decimal bytes, never relabelled.
+(SGLang's `--hicache-size` and its hicache host-pool log line) is converted from its decimal
+bytes (x GB), never relabelled. Transfer rates (PCIe) are binary as well.
 
 Every helper takes None (and NaN, inf) for "no reading" and writes `missing` for it.
 """
