@@ -20,6 +20,8 @@ DOC_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.md)\b")
 # file does not cite it).
 BARE_NAME = "CONTR" + "ACTS"
 BARE_RE = re.compile(rf"\b{BARE_NAME}\b")
+# A file beside the repo (the team's shared folder): nobody with only the repo can open it.
+OUTSIDE = "../" + "shared/"
 
 
 def tracked_files() -> list[Path]:
@@ -49,6 +51,8 @@ def missing_citations(path: Path, text: str, existing: set[str], names: set[str]
             found.append(f"{shown(path)}:{lineno}: {cited}")
         if BARE_RE.search(line):
             found.append(f"{shown(path)}:{lineno}: {BARE_NAME}")
+        if OUTSIDE in line:
+            found.append(f"{shown(path)}:{lineno}: {OUTSIDE}")
     return found
 
 
@@ -72,6 +76,9 @@ def test_no_file_cites_a_missing_document():
 
 def test_the_check_can_fail(tmp_path):
     src = tmp_path / "x.py"
-    text = f"# see the design{'.md'} budgets\n# as {BARE_NAME} says\n# report.md is ours\n"
+    text = (
+        f"# see the design{'.md'} budgets\n# as {BARE_NAME} says\n# report.md is ours\n"
+        f"# built by {OUTSIDE}tools/x.sh\n"
+    )
     bad = missing_citations(src.resolve(), text, set(), {"README.md"})
-    assert [b.split(": ")[-1] for b in bad] == ["design" + ".md", BARE_NAME]
+    assert [b.split(": ")[-1] for b in bad] == ["design" + ".md", BARE_NAME, OUTSIDE]

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate sgltui's bundled catalog of SGLang server flags from SGLang's own parser.
 
-Run it with an interpreter where `import sglang` works (see ../shared/tools/sglang-cpu-env.sh
-for a CPU-only one):
+Run it with an interpreter where `import sglang` works (tools/sglang-cpu-env.sh
+builds a CPU-only one):
 
     /tmp/sglang-cpu-env/bin/python tools/gen_flag_catalog.py
     # -> sgltui/core/catalog_sglang_<version>.json

@@ -1,7 +1,7 @@
 """Every bundled SGLang profile is a command line that the real SGLang parser accepts.
 
 Needs an interpreter with SGLang: $SGLTUI_SGLANG_PYTHON, else /tmp/sglang-cpu-env/bin/python (built
-by ../shared/tools/sglang-cpu-env.sh), else this interpreter if it imports sglang. Skipped, saying
+by tools/sglang-cpu-env.sh), else this interpreter if it imports sglang. Skipped, saying
 so, when there is none. The same run checks that the bundled catalog is what
 tools/gen_flag_catalog.py would generate from that SGLang today.
 """
@@ -58,7 +58,7 @@ PYTHON = _sglang_python()
 @pytest.mark.skipif(
     PYTHON is None,
     reason="SGLang is not importable here (set SGLTUI_SGLANG_PYTHON or build "
-    "/tmp/sglang-cpu-env with ../shared/tools/sglang-cpu-env.sh); "
+    "/tmp/sglang-cpu-env with tools/sglang-cpu-env.sh); "
     "bundled profiles not checked against the real parser",
 )
 def test_bundled_profiles_parse_with_real_sglang_and_catalog_is_current():

@@ -36,7 +36,7 @@ else:
 @pytest.mark.skipif(
     PYTHON is None,
     reason="SGLang is not importable here (set SGLTUI_SGLANG_PYTHON or build "
-    "/tmp/sglang-cpu-env with ../shared/tools/sglang-cpu-env.sh)",
+    "/tmp/sglang-cpu-env with tools/sglang-cpu-env.sh)",
 )
 @pytest.mark.timeout(300)
 def test_real_sglang_reads_the_keys_from_the_config_file(tmp_path):
