@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui import protocol
-from sgltui.agent.supervisor import OpError, Supervisor
+from sgltui.agent.supervisor import OpError, PushQueue, Supervisor
 
 log = logging.getLogger("sgltui.agent.server")
 
@@ -84,7 +84,7 @@ class _Conn:
         self, sup: Supervisor, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         self.sup, self.reader, self.writer = sup, reader, writer
-        self.queue: asyncio.Queue | None = None
+        self.queue: PushQueue | None = None
         self.tasks: set[asyncio.Task] = set()
         self.pusher: asyncio.Task | None = None
         self.closed = False
@@ -133,14 +133,14 @@ class _Conn:
     def subscribe(self) -> None:
         if self.queue is not None:
             return
-        self.queue = asyncio.Queue(maxsize=SUBSCRIBER_QUEUE)
+        self.queue = PushQueue(SUBSCRIBER_QUEUE)
         self.sup.subscribers.add(self.queue)
         self.pusher = asyncio.get_running_loop().create_task(self.push_loop())
 
     async def push_loop(self) -> None:
         assert self.queue is not None
         while not self.closed:
-            if getattr(self.queue, "overflowed", False) and self.queue.empty():
+            if self.queue.overflowed and self.queue.empty():
                 log.warning("dropping a client that stopped reading pushes")
                 self.writer.close()
                 return

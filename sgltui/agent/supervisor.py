@@ -46,6 +46,14 @@ from sgltui.session.writer import Recorder
 log = logging.getLogger("sgltui.agent")
 
 
+class PushQueue(asyncio.Queue):
+    """A subscriber's pushes; `overflowed` once the client stopped reading (then dropped)."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__(maxsize=maxsize)
+        self.overflowed = False
+
+
 class OpError(Exception):
     """A refused or failed command: one line for the client."""
 
@@ -84,7 +92,7 @@ class Supervisor:
         self.redactor = Redactor()
         self.history = LaunchHistory(state_dir)
         self.agent_state = AgentState(state_dir)
-        self.subscribers: set[asyncio.Queue] = set()
+        self.subscribers: set[PushQueue] = set()
         self.children = Children(self.emit, socket_path, state_dir, lambda: self.recorder)
         self.batch = JobsHost(self)  # batch jobs (sgltui/agent/jobs_host.py)
         self.front_config = FrontConfig.from_env(dict(os.environ))
@@ -229,9 +237,8 @@ class Supervisor:
                 await self.telemetry.stop()
             except Exception:
                 log.exception("telemetry stop")
-        closer = getattr(self.recorder, "close", None)
-        if closer:
-            closer()
+        if self.recorder is not None:
+            self.recorder.close()
 
     # ---- what slots call back (SlotHost) ------------------------------------------------------
 
@@ -261,7 +268,7 @@ class Supervisor:
             except asyncio.QueueFull:
                 # A client that stopped reading is dropped rather than buffered without bound.
                 self.subscribers.discard(q)
-                q.overflowed = True  # type: ignore[attr-defined]  # the connection closes itself
+                q.overflowed = True  # the connection closes itself once it drained the rest
 
     def push_log(self, slot_id: str, launch_id: str, lines: list[str]) -> None:
         now = time.monotonic()
