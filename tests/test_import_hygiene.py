@@ -1,6 +1,7 @@
-"""No room but tui/ imports Textual or the TUI: every module of every room,
-subpackages included (agent/telemetry/, ...), is imported in a fresh interpreter and the modules it
-pulled in are checked. Layering between our own rooms is checked by `lint-imports` (pyproject)."""
+"""No room but tui/ imports Textual or the TUI, and jobs/ never the agent, the simulator or the
+commands: every module of every room, subpackages included (agent/telemetry/, ...), is imported in
+a fresh interpreter and the modules it pulled in are checked. Layering between our own rooms is
+also checked statically by `lint-imports` (pyproject)."""
 
 import importlib
 import importlib.util
@@ -19,6 +20,8 @@ ROOMS = [
     "sgltui.jobs",
     "sgltui.sim",
 ]
+# What a room must not pull in besides Textual and the TUI.
+ALSO_FORBIDDEN = {"sgltui.jobs": ("sgltui.agent", "sgltui.sim", "sgltui.commands")}
 
 
 def modules_of(room: str) -> list[str]:
@@ -40,11 +43,12 @@ def test_subpackages_are_walked():
 @pytest.mark.parametrize("room", ROOMS)
 def test_room_does_not_import_textual(room):
     modules = modules_of(room)
+    forbidden = ("textual", "sgltui.tui", *ALSO_FORBIDDEN.get(room, ()))
     code = (
         "import importlib, sys\n"
         f"for m in {modules!r}:\n"
         "    importlib.import_module(m)\n"
-        "bad = sorted(k for k in sys.modules if k == 'textual' or k.startswith('textual.') or k.startswith('sgltui.tui'))\n"
+        f"bad = sorted(k for k in sys.modules if any(k == p or k.startswith(p + '.') for p in {forbidden!r}))\n"
         "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
