@@ -44,3 +44,8 @@ def stream_in_background(
     t = threading.Thread(target=lambda: events.extend(stream_events(url, body, timeout)))
     t.start()
     return t, events
+
+
+def qwen36(gpu: str) -> tuple[str, ...]:
+    """The simulator flags for Qwen3.6-27B (hybrid GDN, MTP head, vision tower) on `gpu`."""
+    return ("--model-path", "Qwen/Qwen3.6-27B", "--sim-gpu", gpu)

@@ -6,7 +6,7 @@ import re
 
 import httpx
 
-from tests.sim.helpers import post_json
+from tests.sim.helpers import post_json, qwen36
 
 TS = r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\] "
 F = r"\d+\.\d{2}"
@@ -98,10 +98,7 @@ def test_dense_startup_and_batch_lines(sim_server):
 
 def test_hybrid_speculative_lines_and_warnings(sim_server):
     sim = sim_server(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "rtx-pro-6000-96gb",
+        *qwen36("rtx-pro-6000-96gb"),
         "--speculative-algorithm",
         "NEXTN",
         "--decode-log-interval",

@@ -14,6 +14,7 @@ from sgltui.sim.cli import parse_args
 from sgltui.sim.hardware import GPU_PRESETS
 from sgltui.sim.memory import StartupFailure, capture_batch_sizes, plan_memory
 from sgltui.sim.models import resolve_draft, resolve_model
+from tests.sim.helpers import qwen36
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -66,10 +67,7 @@ def test_qwen36_27b_hybrid_on_rtx_pro_6000_by_hand():
 
 def test_qwen36_27b_mtp_joint_solve_by_hand():
     p = plan_for(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "rtx-pro-6000-96gb",
+        *qwen36("rtx-pro-6000-96gb"),
         "--language-only",
         "--speculative-algorithm",
         "NEXTN",
@@ -103,10 +101,7 @@ def test_multimodal_factor_shrinks_the_budget():
 
 def test_mtp_with_four_requests_and_hicache_host_pool():
     p = plan_for(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "rtx-pro-6000-96gb",
+        *qwen36("rtx-pro-6000-96gb"),
         "--speculative-algorithm",
         "NEXTN",
         "--max-running-requests",
@@ -119,10 +114,7 @@ def test_mtp_with_four_requests_and_hicache_host_pool():
     assert p.hicache_host_tokens == 2 * p.max_total_num_tokens
     assert p.hicache_host_bytes == p.hicache_host_tokens * p.kv_cell_bytes
     plain = plan_for(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "rtx-pro-6000-96gb",
+        *qwen36("rtx-pro-6000-96gb"),
         "--speculative-algorithm",
         "NEXTN",
         "--max-running-requests",

@@ -7,7 +7,7 @@ import time
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.sim.helpers import gen_body, post_json, stream_events
+from tests.sim.helpers import gen_body, post_json, qwen36, stream_events
 
 SCHED_LABELS = {"model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank"}
 
@@ -91,10 +91,7 @@ def test_metrics_absent_without_flag(sim_server):
 
 def test_speculative_and_hicache_gauges(sim_server):
     sim = sim_server(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "h200-141gb",
+        *qwen36("h200-141gb"),
         "--enable-metrics",
         "--speculative-algorithm",
         "NEXTN",
@@ -160,10 +157,7 @@ def test_0_5_23_cache_metrics_by_source_and_host_mamba_states(sim_server):
     """Names from SGLang 0.5.23's metrics_collector.py: cached_tokens_total{cache_source},
     prefill_effective_tokens_total{mode}, hicache_host_mamba_{used,total}_states."""
     sim = sim_server(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "h200-141gb",
+        *qwen36("h200-141gb"),
         "--enable-metrics",
         "--enable-hicache",
         "--decode-log-interval",

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from sgltui.core.locations import sim_gpu_dir
-from tests.sim.helpers import gen_body, post_json, stream_events, stream_in_background
+from tests.sim.helpers import gen_body, post_json, qwen36, stream_events, stream_in_background
 
 PY = sys.executable
 
@@ -285,10 +285,7 @@ def test_incremental_streaming_output_sends_deltas(sim_server):
 
 def test_simulated_gpu_file(sim_server):
     sim = sim_server(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "h200-141gb",
+        *qwen36("h200-141gb"),
         "--tp-size",
         "2",
         "--enable-hierarchical-cache",

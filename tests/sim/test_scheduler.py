@@ -13,6 +13,7 @@ from sgltui.sim.memory import plan_memory
 from sgltui.sim.models import resolve_draft, resolve_model
 from sgltui.sim.scheduler import Scheduler
 from sgltui.sim.speed import SpeedModel
+from tests.sim.helpers import qwen36
 
 
 class Harness:
@@ -176,10 +177,7 @@ def test_hicache_hit_is_faster_than_recompute():
 
 def test_speculative_accept_length_matches_chain():
     h = Harness(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "h200-141gb",
+        *qwen36("h200-141gb"),
         "--speculative-algorithm",
         "NEXTN",
     )

@@ -14,6 +14,7 @@ from sgltui.sim.hardware import GPU_PRESETS
 from sgltui.sim.memory import plan_memory
 from sgltui.sim.models import resolve_draft, resolve_model
 from sgltui.sim.speed import SpeedModel
+from tests.sim.helpers import qwen36
 
 SCALE = 0.25
 OUT_TOKENS = 48
@@ -92,20 +93,14 @@ def _speedup(plain, spec, tau, batch, ctx_per_req=2048):
 
 def test_speculative_gain_shrinks_with_batch_on_hybrid_model():
     plain = _speed(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "h100-80gb",
+        *qwen36("h100-80gb"),
         "--max-running-requests",
         "256",
         "--mamba-radix-cache-strategy",
         "no_buffer",
     )
     mtp = _speed(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "h100-80gb",
+        *qwen36("h100-80gb"),
         "--speculative-algorithm",
         "NEXTN",
         "--max-running-requests",
@@ -147,10 +142,7 @@ def test_prefill_is_compute_bound_and_chunked():
 
 def test_hicache_load_back_costs_pcie_time():
     s = _speed(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "rtx-pro-6000-96gb",
+        *qwen36("rtx-pro-6000-96gb"),
         "--language-only",
         "--enable-hierarchical-cache",
     )

@@ -17,12 +17,10 @@ from sgltui.agent.gpu.sim import read_publications
 from sgltui.agent.telemetry import Telemetry
 from sgltui.agent.telemetry.engine_parse import parse_metrics_text
 from sgltui.core.loglines import parse_batch_line
+from tests.sim.helpers import qwen36
 
 MTP_HICACHE = (
-    "--model-path",
-    "Qwen/Qwen3.6-27B",
-    "--sim-gpu",
-    "rtx-pro-6000-96gb",
+    *qwen36("rtx-pro-6000-96gb"),
     "--speculative-algorithm",
     "NEXTN",
     "--speculative-num-steps",
@@ -185,10 +183,7 @@ async def test_mtp_hicache_with_metrics_every_series(sim_server):
 
 async def test_plain_server_without_metrics_uses_v1_loads(sim_server):
     sim = sim_server(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "h200-141gb",
+        *qwen36("h200-141gb"),
         "--max-running-requests",
         "3",
         time_scale="0.05",
@@ -238,10 +233,7 @@ async def test_log_lines_alone_when_http_is_unreachable(sim_server, free_port):
 
 async def test_tensor_parallel_gpus_all_attributed(sim_server):
     sim = sim_server(
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--sim-gpu",
-        "h100-80gb",
+        *qwen36("h100-80gb"),
         "--tp-size",
         "2",
         time_scale="0.002",
