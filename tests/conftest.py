@@ -50,6 +50,15 @@ def free_port() -> int:
 
 
 @pytest.fixture
+def busy_port():
+    """A port that a listening socket holds for the whole test."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+@pytest.fixture
 def spawn():
     """Start child processes in their own process group; kill and reap every one at teardown."""
     procs: list[subprocess.Popen] = []

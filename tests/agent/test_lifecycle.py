@@ -184,16 +184,10 @@ def test_hang_is_detected_past_learned_eta(agent_handle, monkeypatch):
     assert slot["pids"] == []
 
 
-def test_port_in_use_is_refused_before_launch(agent):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        port = s.getsockname()[1]
-        name = agent.write_profile("t-busy", port=port)
-        with pytest.raises(AgentError, match=f"port {port} is already in use.*set `port`"):
-            agent.call("start", profile=name)
+def test_port_in_use_is_refused_before_launch(agent, busy_port):
+    name = agent.write_profile("t-busy", port=busy_port)
+    with pytest.raises(AgentError, match=f"port {busy_port} is already in use.*set `port`"):
+        agent.call("start", profile=name)
     assert agent.slot()["state"] == "stopped"
 
 

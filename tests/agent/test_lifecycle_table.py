@@ -7,24 +7,22 @@ import pytest
 from sgltui.agent import lifecycle as L
 
 
-def test_every_state_is_reachable_and_can_get_back_to_stopped():
-    reached, frontier = {L.STOPPED}, [L.STOPPED]
-    while frontier:
-        s = frontier.pop()
+def reachable(start: str) -> set[str]:
+    """Every state some sequence of events leads to from `start` (itself included)."""
+    seen, todo = {start}, [start]
+    while todo:
+        s = todo.pop()
         for (src, _), dst in L.TRANSITIONS.items():
-            if src == s and dst not in reached:
-                reached.add(dst)
-                frontier.append(dst)
-    assert reached == set(L.STATES)
+            if src == s and dst not in seen:
+                seen.add(dst)
+                todo.append(dst)
+    return seen
+
+
+def test_every_state_is_reachable_and_can_get_back_to_stopped():
+    assert reachable(L.STOPPED) == set(L.STATES)
     for state in L.STATES:  # no state a command cannot leave
-        seen, todo = {state}, [state]
-        while todo:
-            s = todo.pop()
-            for (src, _), dst in L.TRANSITIONS.items():
-                if src == s and dst not in seen:
-                    seen.add(dst)
-                    todo.append(dst)
-        assert L.STOPPED in seen, state
+        assert L.STOPPED in reachable(state), state
 
 
 def test_the_documented_paths():

@@ -113,15 +113,11 @@ def test_hicache_ratio_host_pool_that_fits_passes(agent):
     )
 
 
-def test_busy_target_port_is_refused_and_server_untouched(running):
+def test_busy_target_port_is_refused_and_server_untouched(running, busy_port):
     agent, before = running
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        port = s.getsockname()[1]
-        name = agent.write_profile("pf-busy", port=port)
-        with pytest.raises(AgentError, match=rf"preflight port: port {port} is already in use"):
-            agent.call("swap", profile=name)
+    name = agent.write_profile("pf-busy", port=busy_port)
+    with pytest.raises(AgentError, match=rf"preflight port: port {busy_port} is already in use"):
+        agent.call("swap", profile=name)
     _untouched(agent, before)
 
 
