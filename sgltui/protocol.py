@@ -335,7 +335,7 @@ def version_mismatch(
         f"the agent runs sgltui {agent_version or '(unknown)'} (protocol {agent_protocol}), "
         f"this is sgltui {client_version or '(unknown)'} (protocol {client_protocol}): "
         f"restart the agent with `sgltui agent stop` (its servers keep running), "
-        f"then any sgltui command starts the new one and re-adopts them"
+        f"then `sgltui agent start` (or `sgltui`) starts this version's, which re-adopts them"
     )
 
 

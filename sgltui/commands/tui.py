@@ -102,13 +102,29 @@ def stop_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_another_version(state: Path) -> None:
+    """An agent of another version would leave the app retrying under a header too narrow for
+    the fix: the one line the CLI gives instead, before the screen is taken. No agent: the app
+    starts one (of this version)."""
+    from sgltui.agent.client import AgentError, VersionMismatch, call_sync
+
+    try:
+        call_sync(state, "ping", autostart=False)
+    except VersionMismatch as exc:
+        raise CliError(str(exc)) from None
+    except AgentError:
+        pass
+
+
 def _run(args: argparse.Namespace, demo: bool) -> int:
+    from sgltui.core.locations import state_dir
+
+    _refuse_another_version(state_dir(getattr(args, "state_dir", None)))
     web_tab = bool(getattr(args, "web_tab", False))
     if not web_tab and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError(
             "the UI needs a terminal; for scripts use `sgltui status --json` or `sgltui top`"
         )
-    from sgltui.core.locations import state_dir
     from sgltui.tui.config import ConfigError, load_config
 
     try:

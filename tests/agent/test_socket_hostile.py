@@ -165,15 +165,17 @@ def test_agent_of_another_version_gets_one_line_and_the_fix_works(agent_handle, 
     assert f"this is sgltui {__version__} (protocol {protocol.PROTOCOL_VERSION})" in line
     assert "`sgltui agent stop`" in line and "\n" not in line
     capsys.readouterr()
-    assert main(["--state-dir", str(state), "status"]) != 0
-    assert capsys.readouterr().err.splitlines() == [f"sgltui: error: {line}"]
+    for argv in (["status"], ["job", "list"], ["tui"], []):  # the bare command opens the TUI
+        assert main(["--state-dir", str(state), *argv]) != 0
+        assert capsys.readouterr().err.splitlines() == [f"sgltui: error: {line}"], argv
 
     assert main(["--state-dir", str(state), "agent", "stop"]) == 0
     deadline = time.monotonic() + 20
     while _alive_pid(old["pid"]):
         assert time.monotonic() < deadline, "the old agent did not stop"
         time.sleep(0.1)
-    new = call_sync(state, "ping", autostart=True)  # "then any sgltui command starts the new one"
+    assert main(["--state-dir", str(state), "agent", "start"]) == 0  # what the line says next
+    new = call_sync(state, "ping", autostart=False)
     agent_handle.agent_pids.add(new["pid"])
     assert new["version"] == __version__ and new["pid"] != old["pid"]
 
