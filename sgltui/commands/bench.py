@@ -23,6 +23,7 @@ from typing import Any
 from sgltui.cli import CliError
 from sgltui.commands import Subparsers
 from sgltui.core.locations import state_dir
+from sgltui.protocol import BenchState
 
 # sgltui.bench.loadgen.API_KEY_ENV (not imported here: the CLI starts without the bench stack).
 API_KEY_ENV = "SGLTUI_BENCH_API_KEY"
@@ -280,15 +281,15 @@ def _run_direct(args: argparse.Namespace, spec) -> int:
 
 
 def _run_agent(args: argparse.Namespace, spec) -> int:
-    from sgltui.agent.client import AgentClient, AgentError
+    from sgltui.agent.client import AgentClient, AgentError, decode_reply
 
     async def go() -> tuple[str, str | None]:
         client = AgentClient(state_dir(args.state_dir), "cli")
         await client.connect(autostart=True, profiles_dirs=spec.profiles_dirs)
         try:
             await client.call("subscribe")  # before starting, so no event of the run is missed
-            run = await client.call("bench_start", spec=spec.to_dict())
-            run_id = run["run_id"]
+            run = decode_reply("bench_start", await client.call("bench_start", spec=spec.to_dict()))
+            run_id = run.run_id
             print(f"bench run {run_id} started in the agent", file=sys.stderr)
             if args.detach:
                 return run_id, None
@@ -314,6 +315,8 @@ def _run_agent(args: argparse.Namespace, spec) -> int:
 
 
 async def _follow(client: Any, run_id: str) -> str | None:
+    from sgltui.agent.client import decode_reply
+
     printer = _Printer()
     path: str | None = None
     pushes = client.subscribe()
@@ -322,11 +325,11 @@ async def _follow(client: Any, run_id: str) -> str | None:
             push = await asyncio.wait_for(pushes.__anext__(), timeout=3.0)
         except asyncio.TimeoutError:
             # a missed bench.done (e.g. the agent restarted): ask for the run's state
-            runs = {r["run_id"]: r for r in await client.call("bench_list")}
-            run = runs.get(run_id)
-            if run is None or run.get("state") != "running":
+            listed = decode_reply("bench_list", await client.call("bench_list"))
+            run = next((r for r in listed if r.run_id == run_id), None)
+            if run is None or run.state != BenchState.RUNNING:
                 printer.done()
-                return (run or {}).get("path")
+                return run.path if run else None
             continue
         except StopAsyncIteration:
             raise CliError(
@@ -417,35 +420,37 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from sgltui.agent.client import AgentError, call_sync
+    from sgltui.agent.client import AgentError, call_sync, decode_reply
 
     try:
-        runs = call_sync(state_dir(args.state_dir), "bench_list", autostart=False)
+        raw = call_sync(state_dir(args.state_dir), "bench_list", autostart=False)
+        runs = decode_reply("bench_list", raw)
     except AgentError as exc:
         raise CliError(str(exc)) from None
     if args.json:
-        print(json.dumps(runs, indent=1, default=str))
+        print(json.dumps(raw, indent=1, default=str))
         return 0
     if not runs:
         print("no bench runs in this agent's session")
     for r in runs:
-        prog = r.get("progress") or {}
+        prog = r.progress or {}
         print(
-            f"{r['run_id']}  {r['state']:<8} point {prog.get('point', 0)}/{prog.get('points', '?')}  {r.get('path')}"
+            f"{r.run_id}  {r.state:<8} point {prog.get('point', 0)}/{prog.get('points', '?')}  {r.path}"
         )
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from sgltui.agent.client import AgentError, call_sync
+    from sgltui.agent.client import AgentError, call_sync, decode_reply
 
     if not args.target:
         raise CliError("give the run id: sgltui bench stop RUN_ID (see `sgltui bench list`)")
     try:
-        run = call_sync(
+        raw = call_sync(
             state_dir(args.state_dir), "bench_stop", autostart=False, run_id=args.target
         )
+        run = decode_reply("bench_stop", raw)
     except AgentError as exc:
         raise CliError(str(exc)) from None
-    print(f"bench run {run['run_id']} {run['state']}; partial results: {run.get('path')}")
+    print(f"bench run {run.run_id} {run.state}; partial results: {run.path}")
     return 0
