@@ -1403,7 +1403,7 @@ class Op(Struct, frozen=True):
 
 
 R, W = True, False  # read-only, or a command
-# The one list of ops. The agent's handler for op X is Supervisor.op_X (a test checks both ways).
+# The one list of ops. The agent handles op X in Supervisor.op_X, job_X in JobsHost.op_X.
 OPS: Final[Mapping[str, Op]] = {
     "hello": Op(HelloArgs, HelloReply, R, "version handshake: a connection's first request"),
     "ping": Op(Args, PingReply, R, "is the agent alive: pid and version"),

@@ -7,13 +7,18 @@ import inspect
 import pytest
 
 from sgltui import protocol
+from sgltui.agent.jobs_host import JobsHost
 from sgltui.agent.supervisor import Supervisor
 from sgltui.core import causes
 
 
 def test_every_op_has_a_handler_and_every_handler_an_op():
-    handlers = {n[3:] for n, _ in inspect.getmembers(Supervisor) if n.startswith("op_")}
-    assert handlers == set(protocol.OPS)
+    """Supervisor.op_X handles op X; the batch jobs' job_X ops are JobsHost.op_X."""
+
+    def ops(cls: type, prefix: str = "") -> set[str]:
+        return {prefix + n[3:] for n, _ in inspect.getmembers(cls) if n.startswith("op_")}
+
+    assert ops(Supervisor) | ops(JobsHost, "job_") == set(protocol.OPS)
 
 
 @pytest.mark.parametrize(
