@@ -290,26 +290,13 @@ def _gpu_memory(target: Any, current: Current) -> Check:
             f"leftover SGLang processes hold the target GPUs: {procs.describe(holders)}",
             f"end them (kill -9 {' '.join(map(str, holders))}) and start again",
         )
-    frac = target.server.get("mem-fraction-static")
-    try:
-        need = float(frac) if frac is not None else 0.5
-    except (TypeError, ValueError):
-        need = 0.5
+    need = host_pool.as_number(target.server.get("mem-fraction-static")) or 0.5
     problem = gpu.free_after_release(visible, need, set(current.pids))
     if problem:
         return Check("gpu-memory", False, problem[0], problem[1])
     return Check(
         "gpu-memory", True, f"{need:.0%} of each target GPU free once the old server is gone"
     )
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _host_memory(target: Any, current: Current) -> Check:
@@ -370,7 +357,9 @@ def host_pool_fit(
     if sim:
         # The simulator is one process: it checks each rank's pool against its simulated RAM,
         # as one SGLang rank checks the host's.
-        ram_bytes = (_num(server.get("sim-host-memory-gb")) or SIM_HOST_MEMORY_GB) * 1e9
+        ram_bytes = (
+            host_pool.as_number(server.get("sim-host-memory-gb")) or SIM_HOST_MEMORY_GB
+        ) * 1e9
         per_rank = host_pool.HostPool(
             pool.per_rank_bytes, 1, pool.sized_by, pool.ratio, pool.device_pool_bytes
         )
@@ -416,7 +405,7 @@ def _real_device_pool(target: Any) -> float | None:
     if not total or not weights:
         return None
     tp = host_pool.ranks(server)
-    mfs = _num(server.get("mem-fraction-static"))
+    mfs = host_pool.as_number(server.get("mem-fraction-static"))
     if mfs is None:  # SGLang's default for the GPU size (the simulator applies the same rule)
         chunk, graph_bs = gpu_defaults(total >> 20, tp)
         mfs = default_mem_fraction(total >> 20, chunk, graph_bs, tp)

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
 from sgltui.agent.envconfig import override_numbers
-from sgltui.core import causes, files, phases, units
+from sgltui.core import causes, files, host_pool, phases, units
 
 log = logging.getLogger("sgltui.agent.slot")
 
@@ -376,11 +376,7 @@ class Slot:
                     None,
                 )
             )
-        frac = profile.server.get("mem-fraction-static")
-        try:
-            need = float(frac) if frac is not None else 0.5
-        except (TypeError, ValueError):
-            need = 0.5
+        need = host_pool.as_number(profile.server.get("mem-fraction-static")) or 0.5
         problem = gpu.free_after_release(visible, need, set())
         if problem:
             raise LaunchError(causes._cause("oom", problem[0], [], problem[1], None))

@@ -55,13 +55,13 @@ def enabled(server: Mapping[str, Any]) -> bool:
 
 def ranks(server: Mapping[str, Any]) -> int:
     """TP ranks on this host: each one allocates a host pool of its own."""
-    value = _num(server.get("tp-size") or server.get("tensor-parallel-size"))
+    value = as_number(server.get("tp-size") or server.get("tensor-parallel-size"))
     return max(1, int(value or 1))
 
 
 def sized_by_ratio(server: Mapping[str, Any]) -> bool:
     """True when the pool follows the device pool (no positive --hicache-size)."""
-    return not (_num(server.get("hicache-size")) or 0.0) > 0
+    return not (as_number(server.get("hicache-size")) or 0.0) > 0
 
 
 def host_pool(server: Mapping[str, Any], device_pool_bytes: float | None = None) -> HostPool | None:
@@ -70,12 +70,12 @@ def host_pool(server: Mapping[str, Any], device_pool_bytes: float | None = None)
     if not enabled(server):
         return None
     n = ranks(server)
-    size_gb = _num(server.get("hicache-size")) or 0.0
+    size_gb = as_number(server.get("hicache-size")) or 0.0
     if size_gb > 0:
         return HostPool(size_gb * 1e9, n, "hicache-size")
     if device_pool_bytes is None:
         return None
-    ratio = _num(server.get("hicache-ratio")) or default_ratio(server)
+    ratio = as_number(server.get("hicache-ratio")) or default_ratio(server)
     return HostPool(ratio * device_pool_bytes, n, "hicache-ratio", ratio, device_pool_bytes)
 
 
@@ -110,7 +110,8 @@ def device_pool_estimate(
     return budget if budget > 0 else None
 
 
-def _num(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
+    """A profile value as a float; None for a bool, a missing or a non-numeric value."""
     if isinstance(value, bool):
         return None
     try:
