@@ -1,20 +1,28 @@
-"""Unicode charts for plain-text reports: horizontal bars, stacked bars and sparklines.
+"""Unicode charts: horizontal bars, stacked bars, sparklines and the throughput line chart.
 
 They render in any terminal, Markdown viewer (inside code blocks) or e-mail, with no plotting
-dependency; eighth-block characters give 8 steps per cell so short bars still differ.
+dependency; eighth-block characters give 8 steps per cell so short bars still differ. This is the
+one sparkline renderer: the report, the Jobs pane and the TUI's throughput chart all draw their
+block columns with `block_rows`. No Textual here: the chart comes out as rows of (text, role)
+cells and the widget maps each role to a theme colour.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
-_SPARK = "▁▂▃▄▅▆▇█"
+_BLOCKS = " ▁▂▃▄▅▆▇█"  # index = eighths of a cell filled
 
 
 def _finite(v: float | None) -> bool:
     return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _num(v: float | None) -> float | None:
+    return float(v) if v is not None and _finite(v) else None
 
 
 def hbar(value: float | None, maximum: float, width: int = 24) -> str:
@@ -42,39 +50,332 @@ def stacked_bar(parts: Sequence[tuple[float | None, str]], scale: float, width: 
     return "".join(out)
 
 
+def block_rows(
+    columns: Sequence[float | None],
+    height: int = 1,
+    lo: float | None = None,
+    hi: float | None = None,
+) -> list[str]:
+    """`height` text rows (top first) of one block column per value, scaled lo..hi.
+
+    lo/hi default to the values' min/max. A missing value (None, NaN) is a blank column; any
+    present value fills at least the lowest eighth, so "no data" never looks like "at the floor".
+    A flat series (hi == lo) sits at half height when positive, at the floor otherwise."""
+    if height <= 0 or not columns:
+        return []
+    present = [f for f in (_num(c) for c in columns) if f is not None]
+    if not present:
+        return [" " * len(columns)] * height
+    low = min(present) if lo is None else lo
+    high = max(present) if hi is None else hi
+    span = high - low
+    eighths: list[int | None] = []
+    for c in columns:
+        f = _num(c)
+        if f is None:
+            eighths.append(None)
+            continue
+        share = (0.5 if high > 0 else 0.0) if span <= 0 else (f - low) / span
+        # The floor is the lowest eighth (present), the top the full height: 1 .. 8*height.
+        eighths.append(1 + round(min(1.0, max(0.0, share)) * (height * 8 - 1)))
+    rows = []
+    for level in range(height - 1, -1, -1):
+        rows.append(
+            "".join(" " if e is None else _BLOCKS[min(8, max(0, e - level * 8))] for e in eighths)
+        )
+    return rows
+
+
+def index_buckets(values: Sequence[float | None], width: int) -> list[float | None]:
+    """Values squeezed into at most `width` columns (means, oldest first); a column with no
+    finite value is None."""
+    n = len(values)
+    cells = min(width, n)
+    out: list[float | None] = []
+    for i in range(cells):
+        chunk = [
+            f
+            for f in (_num(v) for v in values[i * n // cells : (i + 1) * n // cells])
+            if f is not None
+        ]
+        out.append(sum(chunk) / len(chunk) if chunk else None)
+    return out
+
+
 def sparkline(
     values: Sequence[float | None],
     width: int = 60,
     lo: float | None = None,
     hi: float | None = None,
 ) -> str:
-    """Values squeezed into `width` cells (bucket means); None or NaN buckets print as a space."""
-    if not values:
+    """Values squeezed into `width` cells (bucket means) on one row; None or NaN buckets print
+    as a space."""
+    if not values or width <= 0:
         return ""
-    buckets: list[float | None] = []
-    n = len(values)
-    cells = min(width, n)
-    for i in range(cells):
-        chunk = [
-            float(v)
-            for v in values[i * n // cells : (i + 1) * n // cells]
-            if v is not None and _finite(v)
+    return block_rows(index_buckets(values, width), 1, lo, hi)[0]
+
+
+# -- the throughput chart -------------------------------------------------------------------
+
+Cell = tuple[str, str]  # (text, role): role is a series name or one of the roles below
+Row = list[Cell]
+AXIS, TEXT, MARKER = "axis", "text", "marker"
+SWATCH = "■"
+
+
+@dataclass(frozen=True)
+class ChartSeries:
+    """One series: `name` is its role (the widget's colour key), `label` its legend name,
+    `short` its name in the y-axis gutter, `latest` its newest value as text."""
+
+    name: str
+    label: str
+    short: str
+    points: Sequence[tuple[float, float | None]]  # (unix ts, value), oldest first
+    latest: str = "-"
+
+
+@dataclass(frozen=True)
+class ChartMarker:
+    """Something that happened at `ts`, drawn as a vertical line with `label` beside it."""
+
+    ts: float
+    label: str
+
+
+def time_columns(
+    points: Sequence[tuple[float, float | None]], width: int, seconds_per_col: float, end: float
+) -> list[float | None]:
+    """Mean value per column of `seconds_per_col`, the last column holding `end`.
+
+    Columns sit on fixed multiples of `seconds_per_col` in absolute time, so a new sample only
+    changes the last column (the whole chart shifts once per column's worth of seconds). An empty
+    column between two samples closer together than three sample intervals takes the previous
+    column's value (a narrow column at a wide terminal is not a gap in the data)."""
+    if width <= 0:
+        return []
+    last = math.floor(end / seconds_per_col)
+    first = last - width + 1
+    sums = [0.0] * width
+    counts = [0] * width
+    stamps: list[float] = []
+    for ts, v in points:
+        f = _num(v)
+        if f is None:
+            continue
+        col = math.floor(ts / seconds_per_col) - first
+        if 0 <= col < width:
+            sums[col] += f
+            counts[col] += 1
+            stamps.append(ts)
+    out: list[float | None] = [s / c if c else None for s, c in zip(sums, counts, strict=True)]
+    if len(stamps) > 1:
+        gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
+        max_gap = 3 * gaps[len(gaps) // 2] if gaps else 0.0
+        seen = [i for i, c in enumerate(counts) if c]
+        for a, b in zip(seen, seen[1:]):
+            if 1 < b - a and (b - a) * seconds_per_col <= max_gap:
+                for i in range(a + 1, b):
+                    out[i] = out[a]
+    return out
+
+
+def _nice_step(raw: float) -> float:
+    """The smallest round step (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 x 10^k) at or above `raw`."""
+    if raw <= 0 or not math.isfinite(raw):
+        return 1.0
+    exp = math.floor(math.log10(raw))
+    for m in (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0):
+        step = m * 10.0**exp
+        if step >= raw * (1 - 1e-9):
+            return step
+    return 10.0 ** (exp + 1)
+
+
+def axis_number(v: float) -> str:
+    """A tick label: 0, 2.5, 150, 1.2k, 12k, 1.5M."""
+    for div, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:.3g}{suffix}"
+    return f"{v:.3g}"
+
+
+def y_ticks(top: float, rows: int) -> tuple[float, dict[int, str]]:
+    """The scale's maximum (a round number at or above `top`) and the tick labels by row: row r
+    of `rows` (0 at the top) is labelled with the value at its top edge, and row `rows` (the
+    axis line under the plot) with 0.
+
+    The plot is split into 1 to 4 intervals of whole rows, so every label sits exactly on its
+    value; of those splits the one with the lowest round maximum wins (the data fills the
+    plot), and a plot of 4 rows or more gets at least one label between 0 and the maximum."""
+    rows = max(1, rows)
+    splits = [d for d in range(1, 5) if rows % d == 0 and (d > 1 or rows < 4)] or [1]
+    best: tuple[float, int] | None = None
+    for d in splits:
+        hi = (_nice_step(top / d) if top > 0 else 1.0) * d
+        if best is None or hi < best[0] - 1e-9 or (abs(hi - best[0]) <= 1e-9 and d > best[1]):
+            best = (hi, d)
+    assert best is not None
+    hi, d = best
+    return hi, {rows - i * rows // d: axis_number(i * hi / d) for i in range(d + 1)}
+
+
+def _age_label(age_s: float) -> str:
+    if age_s % 60 == 0:
+        return f"-{age_s / 60:.0f}m"
+    return f"-{age_s:.0f}s" if age_s < 60 else f"-{age_s / 60:g}m"
+
+
+def time_axis(width: int, window_s: float) -> str:
+    """The time axis under a plot of `width` columns spanning `window_s`: labels at round ages
+    ("-5m", "-4m", ...) where they fit, "now" at the right end."""
+    line = ["─"] * width
+    if width <= 0:
+        return ""
+    now = "now"
+    spc = window_s / width
+    placed: list[tuple[int, int]] = [(width - len(now), width)]
+    for step in (10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600):
+        if step / spc >= 10:  # labels about ten columns apart at least
+            break
+    ages: list[float] = [step * i for i in range(1, int(window_s // step) + 1)]
+    if window_s not in ages:
+        ages.append(window_s)  # the left end says how far back the chart goes
+    for age in sorted(ages, reverse=True):
+        text = _age_label(age)
+        col = max(0, width - 1 - round(age / spc))
+        end = col + len(text)
+        if end <= width and all(end + 1 <= a or col >= b + 1 for a, b in placed):
+            placed.append((col, end))
+            line[col:end] = text
+    if len(now) <= width:
+        line[width - len(now) :] = now
+    return "".join(line)
+
+
+def _legend(series: Sequence[ChartSeries], width: int) -> list[Row]:
+    """Legend rows: a coloured swatch, the series' name and its latest value, as many to a
+    row as fit (long names when all fit on one row, gutter names otherwise)."""
+    gap = 2
+    for use_long, gap in ((True, 2), (False, 2), (False, 1)):
+        items = [
+            [(SWATCH, s.name), (f" {s.label if use_long else s.short} {s.latest}", TEXT)]
+            for s in series
         ]
-        buckets.append(sum(chunk) / len(chunk) if chunk else None)
-    finite = [b for b in buckets if b is not None]
-    if not finite:
-        return " " * cells
-    lo = min(finite) if lo is None else lo
-    hi = max(finite) if hi is None else hi
-    span = hi - lo
-    out = []
-    for b in buckets:
-        if b is None:
-            out.append(" ")
-        elif span <= 0:
-            out.append(_SPARK[len(_SPARK) // 2] if hi > 0 else _SPARK[0])
-        else:
-            out.append(
-                _SPARK[min(len(_SPARK) - 1, max(0, int((b - lo) / span * (len(_SPARK) - 1) + 0.5)))]
-            )
-    return "".join(out)
+        if sum(len(SWATCH) + len(t) for (_, _), (t, _) in items) + gap * (len(items) - 1) <= width:
+            break
+    rows: list[Row] = []
+    row: Row = []
+    used = 0
+    for item in items:
+        size = sum(len(t) for t, _ in item)
+        if row and used + gap + size > width:
+            rows.append(row)
+            row, used = [], 0
+        if row:
+            row.append((" " * gap, TEXT))
+            used += gap
+        row.extend(item)
+        used += size
+    if row:
+        rows.append(row)
+    return rows
+
+
+def legend_height(series: Sequence[ChartSeries], width: int) -> int:
+    return len(_legend(series, width))
+
+
+def throughput_chart(
+    main: ChartSeries,
+    others: Sequence[ChartSeries],
+    markers: Sequence[ChartMarker],
+    width: int,
+    plot_rows: int,
+    window_s: float = 300.0,
+    legend_only: Sequence[ChartSeries] = (),
+) -> list[Row]:
+    """The chart, top to bottom: legend, `main` on `plot_rows` rows with a y-axis scale, the
+    time axis, one row per series of `others` (each scaled 0..its own maximum). Markers are
+    vertical lines at their time, labelled on the top plot row; markers outside the window are
+    left out. Every series shares the time columns, so a marker lines up across all rows.
+    `legend_only` series are in the legend (their latest value) without a row."""
+    legend = _legend([main, *others, *legend_only], width)
+    stamps = [ts for s in (main, *others) for ts, v in s.points if _num(v) is not None]
+    end = max(stamps) if stamps else 0.0
+    values = [f for f in (_num(v) for _, v in main.points) if f is not None]
+    hi, labels = y_ticks(max(values) if values else 0.0, plot_rows)
+    gutter = max([len(t) for t in labels.values()] + [len(s.short) for s in others]) + 1
+    plot_w = width - gutter
+    if plot_w < 4 or plot_rows < 1:
+        return legend
+    spc = window_s / plot_w
+    grid = block_rows(time_columns(main.points, plot_w, spc, end), plot_rows, 0.0, hi)
+    body: list[tuple[str, str, list[str]]] = [
+        (labels.get(i, "").rjust(gutter - 1) + "┤", main.name, list(line))
+        for i, line in enumerate(grid)
+    ]
+    for s in others:
+        cols = time_columns(s.points, plot_w, spc, end)
+        present = [c for c in cols if c is not None]
+        top = max(present) if present else 0.0
+        spark = block_rows(cols, 1, 0.0, top if top > 0 else 1.0)[0]
+        body.append((s.short.rjust(gutter - 1) + "┤", s.name, list(spark)))
+    last = math.floor(end / spc)
+    marks: dict[int, str] = {}
+    for m in sorted(markers, key=lambda m: m.ts):
+        col = plot_w - 1 - (last - math.floor(m.ts / spc))
+        if 0 <= col < plot_w and stamps:
+            marks[col] = m.label
+    out: list[Row] = list(legend)
+    axis: Row = [
+        (labels[plot_rows].rjust(gutter - 1) + "└", AXIS),
+        (time_axis(plot_w, window_s), AXIS),
+    ]
+    for y, (head, role, cells) in enumerate(body):
+        if y == plot_rows:
+            out.append(axis)
+        roles = [role] * plot_w
+        for col in marks:
+            if cells[col] == " " or y == 0:
+                cells[col] = "│"
+            roles[col] = MARKER
+        if y == 0:
+            _label_markers(cells, roles, marks)
+        line: Row = [(head, AXIS)]
+        for ch, r in zip(cells, roles, strict=True):
+            if line[-1][1] == r:
+                line[-1] = (line[-1][0] + ch, r)
+            else:
+                line.append((ch, r))
+        out.append(line)
+    if len(body) == plot_rows:
+        out.append(axis)
+    return out
+
+
+def _label_markers(cells: list[str], roles: list[str], marks: dict[int, str]) -> None:
+    """Write each marker's label on the row beside its line: to the right when it fits, else to
+    the left; a label that would cover another marker's line or label is cut short or left out
+    (the newest marker wins, it is the one people look for)."""
+    width = len(cells)
+    taken = set(marks)
+    for col in sorted(marks, reverse=True):
+        text = marks[col]
+        right = [i for i in range(col + 1, min(width, col + 1 + len(text)))]
+        left = [i for i in range(max(0, col - len(text)), col)]
+        span = right if len(right) == len(text) or len(right) >= len(left) else left
+        free: list[int] = []
+        for i in span if span is right else reversed(span):
+            if i in taken:
+                break
+            free.append(i)
+        if not free:
+            continue
+        if span is not right:
+            free.reverse()
+            text = text[-len(free) :]
+        for i, ch in zip(free, text):
+            cells[i] = ch
+            roles[i] = MARKER
+            taken.add(i)

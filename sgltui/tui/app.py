@@ -415,7 +415,7 @@ class SgltuiApp(App[str | None]):
             # not the last five minutes (a swap to a plain profile drops the row at once).
             accept = m.series_values("accept_length")
             has_spec = bool(accept) and accept[-1] > 0
-            self.query_one(ThroughputPane).show({n: m.series_values(n) for n in M.SERIES}, has_spec)
+            self.query_one(ThroughputPane).show(m.series, has_spec, m.swaps)
         if M.LOGS in dirty:
             pane = self.query_one(LogPane)
             if getattr(self, "_redraw_logs", False):

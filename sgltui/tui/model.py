@@ -87,6 +87,9 @@ class TuiModel:
         self.series: dict[str, deque[tuple[float, float]]] = {
             n: deque(maxlen=history_points) for n in SERIES
         }
+        # Swaps the chart marks: (ts, label), label the profile swapped to ("... failed" when
+        # it did not come up). Only the last few fit in a five-minute chart anyway.
+        self.swaps: deque[tuple[float, str]] = deque(maxlen=20)
         self.activity: deque[ActivityItem] = deque(maxlen=activity_items)
         self.activity_total = 0  # items ever added (the deque drops old ones; panes track this)
         self.bench: dict[str, BenchRun] = {}
@@ -219,12 +222,27 @@ class TuiModel:
             changed.add(SERVERS)
         if isinstance(event, (protocol.BenchStart, protocol.BenchProgress, protocol.BenchDone)):
             changed |= self._apply_bench_event(event)
+        if self._add_swap(event):
+            changed.add(CHART)
         item = self._activity_item(ev)
         if item is not None:
             self.activity.append(item)
             self.activity_total += 1
             changed.add(ACTIVITY)
         return changed
+
+    def _add_swap(self, event: protocol.EventBase) -> bool:
+        """Record a finished swap of slot 0 (the slot the chart follows) for the chart's marker;
+        a swap a stop cut short changed nothing worth marking."""
+        if (
+            not isinstance(event, protocol.SwapDone)
+            or event.aborted
+            or event.slot not in (None, "0")
+        ):
+            return False
+        label = str(event.to or "?") + ("" if event.ok else " failed")
+        self.swaps.append((event.ts or self.clock(), label))
+        return True
 
     def _apply_bench_event(self, event: protocol.EventBase) -> set[str]:
         run_id = getattr(event, "run_id", "")
@@ -328,6 +346,10 @@ def load_history(
                 model.series[name].append((ts, points[ts].get(name, 0.0)))
         model._last_sample_ts = max(points)
         changed.add(CHART)
+    if events and not model.swaps:
+        for ev in events:
+            if ev.get("type") == "swap.done" and model._add_swap(protocol.decode_event(ev)):
+                changed.add(CHART)
     if events and not model.activity:
         for ev in events:
             item = model._activity_item(ev)

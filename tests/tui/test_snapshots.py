@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from sgltui.tui.scripted import ScriptedSource, make_sample, make_slot, make_status
+from sgltui.tui.scripted import T0, ScriptedSource, make_sample, make_slot, make_status
 
 from .helpers import app_with, until
 
@@ -17,6 +17,23 @@ pytestmark = pytest.mark.usefixtures("utc")
 
 def samples(n=90):
     return [{"push": "sample", "data": make_sample(t)} for t in range(1, n)]
+
+
+def samples_with_a_swap(n=90, at=60):
+    """Samples with a finished swap to demo-no-mtp in the middle: the chart marks it."""
+    swap = {
+        "v": 1,
+        "ts": T0 + at + 0.5,
+        "type": "swap.done",
+        "slot": "0",
+        "from": "demo-mtp",
+        "to": "demo-no-mtp",
+        "ok": True,
+        "timings_s": {"total": 9.0},
+    }
+    out = samples(n)
+    out.insert(at, {"push": "event", "data": swap})
+    return out
 
 
 def settle(app):
@@ -75,13 +92,13 @@ def test_failure_with_cause(snap_compare):
 
 
 def test_layout_80x24(snap_compare):
-    app = app_with(ScriptedSource(make_status(), samples()))
+    app = app_with(ScriptedSource(make_status(), samples_with_a_swap()))
     assert snap_compare(app, terminal_size=(80, 24), run_before=settle(app))
 
 
 @pytest.mark.parametrize("size", [(100, 30), (160, 50)])
 def test_layout_sizes(snap_compare, size):
-    app = app_with(ScriptedSource(make_status(), samples()))
+    app = app_with(ScriptedSource(make_status(), samples_with_a_swap()))
     assert snap_compare(app, terminal_size=size, run_before=settle(app))
 
 

@@ -111,13 +111,8 @@ def test_profile_names_with_markup_are_escaped():
     assert "[b]odd" in text
 
 
-def test_chart_buckets_average_and_keep_the_newest_on_the_right():
-    from sgltui.tui.widgets.throughput import buckets, spark_rows
+def test_chart_grows_with_the_terminal():
+    from sgltui.tui.widgets.throughput import plot_rows_for
 
-    assert buckets([1, 3, 5, 7], 2) == [2.0, 6.0]
-    assert buckets([1, 2], 10) == [1, 2]  # fewer points than columns: drawn as they are
-    rows = spark_rows([0, 5, 10], 3, 1)
-    assert rows == [" ▄█"]
-    tall = spark_rows([0, 5, 10], 3, 2)
-    assert tall == ["  █", " ██"]  # 5 of 10 fills the lower row; 10 fills both
-    assert spark_rows([0.01, 10], 2, 1)[0][0] == "▁"  # small but not zero is visible
+    heights = [plot_rows_for(h) for h in (24, 30, 40, 50, 80)]
+    assert heights == sorted(heights) and heights[0] == 2 and heights[-1] > heights[2] > 2

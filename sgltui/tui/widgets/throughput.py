@@ -1,134 +1,159 @@
-"""Throughput over the last minutes: one sparkline row per series with its latest value.
+"""Throughput over the last five minutes: gen tok/s on a y-axis scale, the other series on one
+row each, a time axis, a legend with the latest values and a marker at every swap.
 
-One widget drawing its own lines instead of a Sparkline + Label per series: the chart changes
-every second, and ten small widgets repainting through Rich cost most of an idle TUI's CPU.
-Lines are built once per change (cached Strips) and served by render_line.
+One widget drawing its own lines (Line API: render_line serves cached Strips) instead of a
+plotting widget or a Sparkline per series: the chart changes every second, and repainting it
+through Rich on every frame costs most of an idle TUI's CPU. The layout is core.charts'; this
+widget only colours it, sizes it and decides what to repaint. The rows are rebuilt when new
+data arrives (show) or the size or theme changes, never on a timer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-from sgltui.core import units
+from sgltui.core import charts, units
 from sgltui.tui import fmt
 
-# (series name in TuiModel, label, formatter of the latest value)
-ROWS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
-    ("gen_throughput", "gen tok/s", units.sig3),
-    ("running", "running", lambda v: fmt.num(v)),
-    ("queued", "queued", lambda v: fmt.num(v)),
-    ("token_usage", "KV usage", lambda v: f"{v * 100:.0f}%"),
-    ("accept_length", "accept len", lambda v: f"{v:.2f}"),
+WINDOW_S = 300.0  # the border title says "last 5 min"
+
+# (series name in TuiModel, legend label, gutter label, theme colour, formatter of the latest
+# value). The first is the plotted one; the others get one row each.
+ROWS: tuple[tuple[str, str, str, str, Callable[[float], str]], ...] = (
+    ("gen_throughput", "gen tok/s", "tok/s", "accent", units.sig3),
+    ("running", "running", "run", "primary", lambda v: fmt.num(v)),
+    ("queued", "queued", "queue", "error", lambda v: fmt.num(v)),
+    ("token_usage", "KV usage", "KV", "success", lambda v: f"{v * 100:.0f}%"),
+    ("accept_length", "accept len", "acc", "secondary", lambda v: f"{v:.2f}"),
 )
-BLOCKS = " ▁▂▃▄▅▆▇█"
-LABEL_W, VALUE_W = 11, 8
+
+# Plot heights whose row count splits into whole-row tick intervals (see charts.y_ticks).
+PLOT_ROWS = (2, 3, 4, 6, 8, 9, 12)
 
 
-def buckets(values: list[float], width: int) -> list[float]:
-    """Mean of the values falling in each of `width` columns (the newest on the right)."""
-    if width <= 0 or not values:
-        return []
-    n = len(values)
-    if n <= width:
-        return list(values)
-    out = []
-    for i in range(width):
-        a, b = i * n // width, (i + 1) * n // width
-        chunk = values[a:b] or [values[a]]
-        out.append(sum(chunk) / len(chunk))
-    return out
-
-
-def spark_rows(values: list[float], width: int, height: int) -> list[str]:
-    """`height` text rows (top first) of a sparkline scaled to 0..max of `values`."""
-    cols = buckets(values, width)
-    top = max(cols) if cols else 0.0
-    rows = []
-    for level in range(height - 1, -1, -1):
-        chars = []
-        for v in cols:
-            cells = (v / top * height * 8) if top > 0 else 0.0
-            part = min(8, max(0, int(round(cells - level * 8))))
-            if v > 0 and level == 0 and part == 0:
-                part = 1  # a non-zero value never looks like no data
-            chars.append(BLOCKS[part])
-        rows.append("".join(chars).ljust(width))
-    return rows
+def plot_rows_for(screen_height: int) -> int:
+    """Rows of the gen tok/s plot for a terminal this tall: 2 at 24 lines, 3 at 30, 6 at 40,
+    9 at 50; the chart grows with the terminal while the log pane keeps most of the rest."""
+    fits = [r for r in PLOT_ROWS if r <= (screen_height - 20) // 3]
+    return fits[-1] if fits else PLOT_ROWS[0]
 
 
 class ThroughputPane(Widget, can_focus=True):
     DEFAULT_CSS = "ThroughputPane { height: auto; }"
 
-    def __init__(self, window_points: int = 300, **kwargs: Any) -> None:
+    def __init__(self, window_s: float = WINDOW_S, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.window_points = window_points
-        self._series: dict[str, list[float]] = {}
+        self.window_s = window_s
+        self._series: dict[str, list[tuple[float, float]]] = {}
+        self._swaps: list[tuple[float, str]] = []
         self._has_spec = False
+        self._version = 0  # bumped by show(): part of the strip cache's key
         self._strips: list[Strip] = []
-        self._key: tuple | None = None
+        self._key: tuple[Any, ...] | None = None
 
-    def show(self, series: dict[str, list[float]], has_spec: bool) -> None:
-        relayout = has_spec != self._has_spec
-        self._series = {k: v[-self.window_points :] for k, v in series.items()}
+    # -- data ---------------------------------------------------------------------------------
+
+    def show(
+        self,
+        series: Mapping[str, Iterable[tuple[float, float]]],
+        has_spec: bool,
+        swaps: Iterable[tuple[float, str]] = (),
+    ) -> None:
+        """New samples or swaps: rebuild the rows and repaint only those that differ (between
+        two column shifts that is the last column of each row and the legend's values)."""
+        self._series = {k: list(v) for k, v in series.items()}
+        self._swaps = list(swaps)
         self._has_spec = has_spec
+        self._version += 1
         width = self.content_region.width
-        if relayout or not width or self._key is None:
-            self._key = None
-            self.refresh(layout=relayout)
+        if not width or self._key is None:
+            self.refresh(layout=True)
             return
-        # Rebuild now and repaint only the rows that differ (often just the latest values:
-        # a five-minute sparkline moves by a block only now and then), inside the border.
         old = self._strips
-        self._key = None
-        self.render_line(0)
-        for y, strip in enumerate(self._strips):
+        strips = self._cached_strips(width)
+        if len(strips) != self.content_size.height:
+            self.refresh(layout=True)  # the legend wrapped or the accept row came or went
+            return
+        for y, strip in enumerate(strips):
             if y >= len(old) or list(strip) != list(old[y]):
                 self.refresh(Region(0, y, width, 1))
 
-    def _rows(self) -> list[tuple[str, str, Callable[[float], str], int]]:
-        tall = 1 if self.screen.has_class("-short") else 2
-        return [
-            (n, label, form, tall if n == "gen_throughput" else 1)
-            for n, label, form in ROWS
-            if n != "accept_length" or self._has_spec
-        ]
+    # -- layout -------------------------------------------------------------------------------
 
-    def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]
-        return sum(h for *_, h in self._rows())
+    def _chart_series(self) -> tuple[charts.ChartSeries, list[charts.ChartSeries]]:
+        out = []
+        for name, label, short, _, form in ROWS:
+            if name == "accept_length" and not self._has_spec:
+                continue
+            points = self._series.get(name) or []
+            latest = form(points[-1][1]) if points else "-"
+            out.append(charts.ChartSeries(name, label, short, points, latest))
+        return out[0], out[1:]
 
-    def _build_rows(self, width: int) -> list[Strip]:
+    def _plot_rows(self) -> int:
+        return plot_rows_for(self.app.size.height)
+
+    def _chart_rows(self, width: int) -> list[charts.Row]:
+        main, others = self._chart_series()
+        markers = [charts.ChartMarker(ts, label) for ts, label in self._swaps]
+        rows = self._plot_rows()
+        legend_only: list[charts.ChartSeries] = []
+        if self.screen.has_class("-short") and charts.legend_height([main, *others], width) > 1:
+            # A short terminal has no row to spare: a legend that wraps costs the plot a row
+            # and the accept length its history (its latest value stays in the legend).
+            rows = max(1, rows - 1)
+            legend_only = [s for s in others if s.name == "accept_length"]
+            others = [s for s in others if s.name != "accept_length"]
+        return charts.throughput_chart(
+            main, others, markers, width, rows, self.window_s, legend_only
+        )
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._chart_rows(width))
+
+    # -- drawing ------------------------------------------------------------------------------
+
+    def _role_styles(self) -> dict[str, Style]:
         theme = self.app.theme_variables
         base = self.rich_style
-        bar = base + Style.parse(theme.get("accent", "yellow"))
-        dim = base + Style(dim=True)
-        spark_w = max(1, width - LABEL_W - VALUE_W)
-        strips: list[Strip] = []
-        for name, label, form, height in self._rows():
-            values = self._series.get(name) or []
-            value = form(values[-1]) if values else "-"
-            for i, text in enumerate(spark_rows(values, spark_w, height)):
-                first = i == 0
-                segs = [
-                    Segment((label if first else "").ljust(LABEL_W)[:LABEL_W], base),
-                    Segment(text, bar if values else dim),
-                    Segment((value if first else "").rjust(VALUE_W)[:VALUE_W], base),
-                ]
-                strips.append(Strip(segs, width))
-        return strips
+        styles = {
+            charts.TEXT: base,
+            charts.AXIS: base + Style(dim=True),
+            charts.MARKER: base + Style.parse(f"bold {theme.get('foreground', 'white')}"),
+        }
+        for name, _, _, colour, _ in ROWS:
+            styles[name] = base + Style.parse(theme.get(colour, "yellow"))
+        return styles
+
+    def _cached_strips(self, width: int) -> list[Strip]:
+        key = (
+            self._version,
+            width,
+            self._plot_rows(),
+            self.app.theme,
+            self.screen.has_class("-short"),
+        )
+        if key != self._key:
+            styles = self._role_styles()
+            self._strips = [
+                Strip(
+                    [Segment(text, styles.get(role, styles[charts.TEXT])) for text, role in row]
+                ).adjust_cell_length(width, self.rich_style)
+                for row in self._chart_rows(width)
+            ]
+            self._key = key
+        return self._strips
 
     def render_line(self, y: int) -> Strip:
         width = self.content_region.width
-        key = (width, self.app.theme, self.screen.has_class("-short"))
-        if key != self._key:
-            self._strips = self._build_rows(width)
-            self._key = key
-        if 0 <= y < len(self._strips):
-            return self._strips[y]
+        strips = self._cached_strips(width)
+        if 0 <= y < len(strips):
+            return strips[y]
         return Strip.blank(width, self.rich_style)

@@ -1,0 +1,109 @@
+"""core.charts: the one block renderer (sparklines, the throughput plot) and the chart's axes,
+legend and markers, without Textual."""
+
+from __future__ import annotations
+
+import math
+
+from sgltui.core import charts
+
+T = 1764690000.0
+
+
+def text(row: charts.Row) -> str:
+    return "".join(t for t, _ in row)
+
+
+def test_block_rows_scale_and_keep_missing_values_blank():
+    assert charts.block_rows([0, 5, 10], 1, 0.0, 10.0) == ["▁▅█"]
+    assert charts.block_rows([0, 5, 10], 2, 0.0, 10.0) == [" ▁█", "▁██"]  # 5 of 10: 9 of 16 eighths
+    assert charts.block_rows([None, float("nan"), 1.0], 1, 0.0, 1.0) == ["  █"]
+    assert charts.block_rows([0.01, 10], 1, 0.0, 10.0)[0][0] == "▁"  # small is still visible
+
+
+def test_sparkline_buckets_by_index_with_min_max_scale():
+    assert charts.index_buckets([1, 3, 5, 7], 2) == [2.0, 6.0]
+    assert charts.sparkline([1, 2, 3, 4, 5, 6, 7, 8], 8) == "▁▂▃▄▅▆▇█"
+    assert charts.sparkline([3, 3, 3], 3) == "▅▅▅"  # flat and positive: half height
+    assert charts.sparkline([], 10) == ""
+
+
+def test_time_columns_sit_on_absolute_time_so_a_new_sample_moves_only_the_last_column():
+    points = [(T + t, float(t % 7)) for t in range(100)]
+    before = charts.time_columns(points, 20, 5.0, T + 99)
+    after = charts.time_columns([*points, (T + 100, 99.0)], 20, 5.0, T + 100)
+    # T is a multiple of 5 s, so T+100 opens a new column: everything shifts by one.
+    assert after[:-1] == before[1:] and after[-1] == 99.0
+    same = charts.time_columns([*points, (T + 99.5, 50.0)], 20, 5.0, T + 99.5)
+    assert same[:-1] == before[:-1] and same[-1] != before[-1]
+
+
+def test_time_columns_fill_narrow_columns_but_not_real_gaps():
+    dense = [(T + t, 1.0) for t in range(0, 20, 2)]  # a sample every 2 s, 1 s columns
+    assert None not in charts.time_columns(dense, 18, 1.0, T + 18)[1:]
+    gap = [(T, 1.0), (T + 1, 1.0), (T + 2, 1.0), (T + 15, 1.0)]
+    assert charts.time_columns(gap, 16, 1.0, T + 15)[3:14] == [None] * 11
+
+
+def test_y_ticks_are_round_and_sit_on_whole_rows():
+    hi, labels = charts.y_ticks(240.0, 2)
+    assert hi == 250 and labels == {0: "250", 2: "0"}
+    hi, labels = charts.y_ticks(240.0, 9)
+    assert hi == 240 and labels == {0: "240", 3: "160", 6: "80", 9: "0"}
+    hi, labels = charts.y_ticks(1234.0, 4)
+    assert hi >= 1234 and labels[0].endswith("k") and labels[4] == "0" and len(labels) >= 3
+    assert charts.y_ticks(0.0, 3)[0] > 0  # an idle server still gets a scale
+
+
+def test_time_axis_labels_fit_and_end_at_now():
+    axis = charts.time_axis(80, 300.0)
+    assert len(axis) == 80 and axis.startswith("-5m") and axis.endswith("now")
+    assert "-4m" in axis and "-1m" in axis
+    narrow = charts.time_axis(20, 300.0)
+    assert len(narrow) == 20 and narrow.startswith("-5m") and narrow.endswith("now")
+
+
+def chart(width: int, rows: int, markers=()):
+    pts = [(T + t, 180 + 60 * math.sin(t / 7)) for t in range(300)]
+    main = charts.ChartSeries("gen", "gen tok/s", "tok/s", pts, "189")
+    others = [
+        charts.ChartSeries("run", "running", "run", [(T + t, 4.0) for t in range(300)], "4"),
+        charts.ChartSeries("kv", "KV usage", "KV", [(T + t, 0.3) for t in range(300)], "30%"),
+    ]
+    return charts.throughput_chart(main, others, list(markers), width, rows)
+
+
+def test_chart_has_legend_scale_time_axis_and_one_row_per_other_series():
+    rows = chart(60, 4)
+    lines = [text(r) for r in rows]
+    assert all(len(line) == 60 for line in lines[1:])
+    assert lines[0] == "■ gen tok/s 189  ■ running 4  ■ KV usage 30%"
+    assert lines[1].lstrip().startswith("240┤") or lines[1].lstrip()[0].isdigit()
+    assert lines[5].strip().startswith("0└-5m") and lines[5].endswith("now")
+    assert lines[6].lstrip().startswith("run┤") and lines[7].lstrip().startswith("KV┤")
+    roles = {role for row in rows for _, role in row}
+    assert {"gen", "run", "kv", charts.AXIS, charts.TEXT} <= roles
+
+
+def test_legend_uses_short_names_then_wraps_when_narrow():
+    lines = [text(r) for r in chart(30, 2)]
+    assert lines[0].startswith("■ tok/s 189") and "■ run 4" in lines[0]
+    assert "■ KV 30%" in lines[0] + lines[1]
+
+
+def test_a_marker_is_a_line_across_the_rows_with_its_label_on_the_top_row():
+    rows = chart(60, 4, [charts.ChartMarker(T + 150, "demo-no-mtp")])
+    lines = [text(r) for r in rows]
+    assert "│demo-no-mtp" in lines[1] or "demo-no-mtp│" in lines[1]
+    marker_cols = {i for i, ch in enumerate(lines[1]) if ch == "│"}
+    assert len(marker_cols) == 1
+    col = marker_cols.pop()
+    for row in rows[2:5] + rows[6:]:  # every plot and series row has the marker's colour there
+        pos = 0
+        for t, role in row:
+            if pos <= col < pos + len(t):
+                assert role == charts.MARKER
+            pos += len(t)
+    # outside the window: left out
+    old = [text(r) for r in chart(60, 4, [charts.ChartMarker(T - 400, "gone")])]
+    assert not any("gone" in line for line in old)

@@ -1,0 +1,109 @@
+"""The throughput chart in the running app: axis labels, legend and a swap's marker, at the
+sizes the layout supports, driven through a scripted swap (profile key -> `swap` op -> the
+agent's swap.done event)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sgltui.tui.screens import DrainChoice
+from sgltui.tui.scripted import T0, make_sample
+from sgltui.tui.widgets.throughput import ThroughputPane
+
+from .helpers import ScriptedSource, app_with, ops, status_with, until
+
+
+def chart_text(chart: ThroughputPane) -> list[str]:
+    return [chart.render_line(y).text for y in range(chart.size.height)]
+
+
+def swap_agent(op, args, src):
+    """The agent's answer to a swap: it is done at once, then the samples go on."""
+    if op == "swap":
+        src.feed(
+            {
+                "push": "event",
+                "data": {
+                    "v": 1,
+                    "ts": T0 + 61,
+                    "type": "swap.done",
+                    "slot": "0",
+                    "from": "demo-mtp",
+                    "to": args["profile"],
+                    "ok": True,
+                    "timings_s": {"total": 9.0},
+                },
+            }
+        )
+        for t in range(62, 90):
+            src.feed({"push": "sample", "data": make_sample(t)})
+    return {}
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (160, 50)])
+async def test_axes_legend_and_swap_marker_after_a_scripted_swap(size):
+    samples = [{"push": "sample", "data": make_sample(t)} for t in range(1, 60)]
+    src = ScriptedSource(status_with(running=0), samples, on_call=swap_agent)
+    app = app_with(src)
+    async with app.run_test(size=size) as pilot:
+        chart = app.query_one(ThroughputPane)
+        await until(pilot, lambda: len(app.model.series["gen_throughput"]) >= 59)
+        await pilot.pause(0.2)
+        before = chart_text(chart)
+        assert not any("demo-no-mtp" in line for line in before)
+        await pilot.press("1")  # demo-no-mtp's key; requests run, so it asks how to drain
+        await until(pilot, lambda: isinstance(app.screen, DrainChoice))
+        await pilot.press("f")
+        await until(pilot, lambda: ops(src, "swap"))
+        await until(pilot, lambda: any("demo-no-mtp" in line for line in chart_text(chart)))
+        await until(pilot, lambda: len(app.model.series["gen_throughput"]) >= 87)
+        await pilot.pause(0.2)
+        lines = chart_text(chart)
+        shown = "\n".join(lines)
+        # legend: a swatch per series with its name and latest value
+        legend = " ".join(line for line in lines if "■" in line)
+        assert lines[0].startswith("■ ")
+        for name in ("tok/s", "run", "queue", "KV"):
+            assert f"■ {name}" in legend or f"■ gen {name}" in legend or name in legend
+        # y-axis: a round maximum at the top, 0 on the time axis
+        top = lines[[i for i, line in enumerate(lines) if "┤" in line][0]]
+        assert top.split("┤")[0].strip() in ("240", "250", "300")
+        axis = next(line for line in lines if "└" in line)
+        assert axis.split("└")[0].strip() == "0"
+        assert "-5m" in axis and axis.rstrip().endswith("now")
+        # the swap: a line with the profile's name beside it
+        assert "│demo-no-mtp" in shown or "demo-no-mtp│" in shown
+        # the chart fills the pane's width
+        assert all(len(line) == chart.content_region.width for line in lines)
+
+
+async def test_chart_grows_with_the_pane():
+    heights = {}
+    for size in [(80, 24), (100, 30), (160, 50)]:
+        src = ScriptedSource(
+            status_with(), [{"push": "sample", "data": make_sample(t)} for t in range(1, 20)]
+        )
+        app = app_with(src)
+        async with app.run_test(size=size) as pilot:
+            chart = app.query_one(ThroughputPane)
+            await until(pilot, lambda a=app: len(a.model.series["gen_throughput"]) >= 19)
+            await pilot.pause(0.2)
+            heights[size] = chart.size.height
+            assert chart.content_region.width > size[0] // 3
+    assert heights[(80, 24)] < heights[(100, 30)] < heights[(160, 50)]
+
+
+async def test_chart_repaints_nothing_when_nothing_changed():
+    """No timers: an idle chart (no new samples) builds no new strips."""
+    src = ScriptedSource(
+        status_with(), [{"push": "sample", "data": make_sample(t)} for t in range(1, 20)]
+    )
+    app = app_with(src)
+    async with app.run_test(size=(120, 40)) as pilot:
+        chart = app.query_one(ThroughputPane)
+        await until(pilot, lambda: len(app.model.series["gen_throughput"]) >= 19)
+        await pilot.pause(0.3)
+        strips = chart_text(chart)
+        first = chart.render_line(0)
+        await pilot.pause(1.2)  # longer than the status poll
+        assert chart.render_line(0) is first and chart_text(chart) == strips
