@@ -1156,6 +1156,11 @@ def apply(state: SessionState, ev: EventBase) -> SessionState:
     profiles = state.profiles
     if isinstance(ev, Launch):
         profiles = _with_profiles(state, ev.profile)
+        seen = profiles.get(ev.profile or "")
+        if seen is not None and seen.launcher is None:
+            # The launch's argv says which launcher ran it: the simulator is `-m sgltui.sim`.
+            launcher = "sim" if "sgltui.sim" in ev.command else "sglang"
+            profiles = {**profiles, seen.name: msgspec.structs.replace(seen, launcher=launcher)}
     elif isinstance(ev, SwapStep):
         profiles = _with_profiles(state, ev.from_, ev.to)
     return r(state, slots={**state.slots, ev.slot: new}, profiles=profiles, **history)

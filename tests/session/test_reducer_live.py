@@ -99,6 +99,15 @@ def test_recorded_events_fold_to_the_live_status(agent):
     for key in ("pid", "version", "session_dir"):
         assert final["agent"][key] == status["agent"][key], key
     assert final["agent"]["disk"]["ok"] is True and final["bench"] is None
+    # The profiles it ran, with their launcher (a replay showed the simulator's as real SGLang).
+    live_launcher = {p["name"]: p.get("launcher") for p in status["profiles"]}
+    replayed = {p["name"]: p["launcher"] for p in final["profiles"]}
+    assert replayed == {n: live_launcher[n] for n in replayed} and set(replayed) == {
+        a,
+        b,
+        bad,
+        crash,
+    }
 
     # The history the report's tables come from: each launch the live agent ran, with the
     # outcome it showed, and each failure with its cause.
