@@ -24,6 +24,23 @@ from sgltui.tui.replay.source import ReplaySource
 STEP_S = 1.0  # one step of the cursor keys; shift steps ten times as far
 
 
+# keys, action, label, shown in the footer, binding id (replay.<name>)
+_REPLAY_KEYS = (
+    ("space", "replay_toggle", "Play/pause", True, "play"),
+    ("right,full_stop", "replay_step(1)", "Step", False, "forward"),
+    ("left,comma", "replay_step(-1)", "Back", False, "back"),
+    ("shift+right,greater_than_sign", "replay_step(10)", "Step x10", False, "forward10"),
+    ("shift+left,less_than_sign", "replay_step(-10)", "Back x10", False, "back10"),
+    ("right_square_bracket", "replay_event(1)", "Next event", True, "next"),
+    ("left_square_bracket", "replay_event(-1)", "Prev event", False, "prev"),
+    ("plus,equals_sign", "replay_speed(1)", "Faster", False, "faster"),
+    ("minus", "replay_speed(-1)", "Slower", False, "slower"),
+    ("home", "replay_seek('start')", "Start", False, "start"),
+    ("end", "replay_seek('end')", "End", False, "end"),
+    ("g", "replay_goto", "Go to", True, "goto"),
+)
+
+
 class ReplayApp(SgltuiApp):
     # Textual resolves a relative CSS_PATH against the subclass's module: point at the main one.
     CSS_PATH = str(Path(_main_app.__file__).with_name("app.tcss"))
@@ -32,61 +49,9 @@ class ReplayApp(SgltuiApp):
     #replay-goto { width: 1fr; }
     """
     BINDINGS = SgltuiApp.BINDINGS + [
-        Binding("space", "replay_toggle", "Play/pause", priority=True, id="replay.play"),
-        Binding(
-            "right,full_stop",
-            "replay_step(1)",
-            "Step",
-            show=False,
-            priority=True,
-            id="replay.forward",
-        ),
-        Binding(
-            "left,comma", "replay_step(-1)", "Back", show=False, priority=True, id="replay.back"
-        ),
-        Binding(
-            "shift+right,greater_than_sign",
-            "replay_step(10)",
-            "Step x10",
-            show=False,
-            priority=True,
-            id="replay.forward10",
-        ),
-        Binding(
-            "shift+left,less_than_sign",
-            "replay_step(-10)",
-            "Back x10",
-            show=False,
-            priority=True,
-            id="replay.back10",
-        ),
-        Binding(
-            "right_square_bracket", "replay_event(1)", "Next event", priority=True, id="replay.next"
-        ),
-        Binding(
-            "left_square_bracket",
-            "replay_event(-1)",
-            "Prev event",
-            show=False,
-            priority=True,
-            id="replay.prev",
-        ),
-        Binding(
-            "plus,equals_sign",
-            "replay_speed(1)",
-            "Faster",
-            show=False,
-            priority=True,
-            id="replay.faster",
-        ),
-        Binding(
-            "minus", "replay_speed(-1)", "Slower", show=False, priority=True, id="replay.slower"
-        ),
-        Binding(
-            "home", "replay_seek('start')", "Start", show=False, priority=True, id="replay.start"
-        ),
-        Binding("end", "replay_seek('end')", "End", show=False, priority=True, id="replay.end"),
-        Binding("g", "replay_goto", "Go to", priority=True, id="replay.goto"),
+        # Priority bindings: the cursor keys must beat the focused list's home/end and arrows.
+        Binding(keys, action, label, show=show, priority=True, id=f"replay.{name}")
+        for keys, action, label, show, name in _REPLAY_KEYS
     ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
