@@ -63,15 +63,15 @@ def block_rows(
     A flat series (hi == lo) sits at half height when positive, at the floor otherwise."""
     if height <= 0 or not columns:
         return []
-    present = [f for f in (_num(c) for c in columns) if f is not None]
+    nums = [_num(c) for c in columns]
+    present = [f for f in nums if f is not None]
     if not present:
         return [" " * len(columns)] * height
     low = min(present) if lo is None else lo
     high = max(present) if hi is None else hi
     span = high - low
     eighths: list[int | None] = []
-    for c in columns:
-        f = _num(c)
+    for f in nums:
         if f is None:
             eighths.append(None)
             continue
@@ -159,15 +159,16 @@ def time_columns(
     sums = [0.0] * width
     counts = [0] * width
     stamps: list[float] = []
-    for ts, v in points:
-        f = _num(v)
-        if f is None:
-            continue
+    for ts, v in reversed(points):  # oldest first: stop at the window's left edge
         col = math.floor(ts / seconds_per_col) - first
-        if 0 <= col < width:
-            sums[col] += f
-            counts[col] += 1
-            stamps.append(ts)
+        if col < 0:
+            break
+        if v is None or not math.isfinite(v) or col >= width:
+            continue
+        sums[col] += v
+        counts[col] += 1
+        stamps.append(ts)
+    stamps.reverse()
     out: list[float | None] = [s / c if c else None for s, c in zip(sums, counts, strict=True)]
     if len(stamps) > 1:
         gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
@@ -301,9 +302,11 @@ def throughput_chart(
     left out. Every series shares the time columns, so a marker lines up across all rows.
     `legend_only` series are in the legend (their latest value) without a row."""
     legend = _legend([main, *others, *legend_only], width)
-    stamps = [ts for s in (main, *others) for ts, v in s.points if _num(v) is not None]
+    stamps = [s.points[-1][0] for s in (main, *others) if s.points]  # each oldest first
     end = max(stamps) if stamps else 0.0
-    values = [f for f in (_num(v) for _, v in main.points) if f is not None]
+    values = [
+        v for ts, v in main.points if v is not None and math.isfinite(v) and ts > end - window_s
+    ]
     hi, labels = y_ticks(max(values) if values else 0.0, plot_rows)
     gutter = max([len(t) for t in labels.values()] + [len(s.short) for s in others]) + 1
     plot_w = width - gutter
