@@ -50,8 +50,12 @@ class InsightPane(Widget, can_focus=True):
         self._cards = cards
         markup = self._card_text()
         if markup != self._text:
+            # A layout only when the card's height changes (the pane's own size is fixed, its
+            # scroll height is not): a layout pass lays out the whole screen, and the figures
+            # change with every sample. A hidden tab needs neither: it is laid out when shown.
+            relayout = markup.count("\n") != self._text.count("\n")
             self._text = markup
-            self.refresh(layout=True)
+            self.refresh(layout=relayout and self.is_on_screen)
 
     def _card_text(self) -> str:
         if not self._cards:

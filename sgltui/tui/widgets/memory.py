@@ -5,36 +5,67 @@ from __future__ import annotations
 from typing import Any
 
 from textual.content import Content
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.visual import Visual
 from textual.widget import Widget
 
 from sgltui.tui import views
 
 
 class MemoryPane(Widget, can_focus=True):
+    """Drawn line by line (the Line API): a sample changes one or two lines (the host's CPU
+    figure every second), and only those are rebuilt and repainted, not the whole pane."""
+
     DEFAULT_CSS = "MemoryPane { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }"
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._telemetry: dict[str, Any] = {}
-        self._last = ""
+        self._bar_text: list[str] = []  # the markup of each line, at the width of `_key`
+        self._strips: dict[int, Strip] = {}  # line -> its Strip, built when first painted
+        self._key: tuple | None = None  # (width, theme) the lines were built for
 
     def show(self, telemetry: dict[str, Any]) -> None:
-        # A layout pass only when the number of GPUs (so the height) changes, and no repaint
-        # at all when the bars read the same as before (most samples on an idle server).
+        # A layout pass only when the number of GPUs (so the height) changes, and a repaint of
+        # only the lines that read differently (none on most samples of an idle server).
         relayout = len(telemetry.get("gpus") or []) != len(self._telemetry.get("gpus") or [])
         self._telemetry = telemetry
-        markup = self._bars_markup(self.content_region.width or 60)
-        if relayout or markup != self._last:
+        width = self.content_region.width
+        if relayout or not width or self._key is None:
+            self._key = None
             self.refresh(layout=relayout)
+            return
+        old, self._bar_text = self._bar_text, self._bar_markup(width)
+        if len(old) != len(self._bar_text):
+            self._strips.clear()
+            self.refresh()
+            return
+        for y, (was, now) in enumerate(zip(old, self._bar_text, strict=True)):
+            if was != now:
+                self._strips.pop(y, None)
+                self.refresh(Region(0, y, width, 1))
 
-    def _bars_markup(self, width: int) -> str:
-        return "\n".join(
-            views.gpu_lines(self._telemetry, width) + views.host_lines(self._telemetry, width)
-        )
+    def _bar_markup(self, width: int) -> list[str]:
+        return views.gpu_lines(self._telemetry, width) + views.host_lines(self._telemetry, width)
 
-    def render(self) -> Content:
-        self._last = self._bars_markup(self.content_region.width or 60)
-        return Content.from_markup(self._last)
+    def render_line(self, y: int) -> Strip:
+        width = self.content_region.width
+        key = (width, self.app.theme)
+        if key != self._key:
+            self._key = key
+            self._bar_text = self._bar_markup(width or 60)
+            self._strips.clear()
+        strip = self._strips.get(y)
+        if strip is None:
+            if 0 <= y < len(self._bar_text):
+                content = Content.from_markup(self._bar_text[y])
+                strips = Visual.to_strips(self, content, width, 1, self.visual_style)
+                strip = strips[0] if strips else Strip.blank(width, self.rich_style)
+            else:
+                strip = Strip.blank(width, self.rich_style)
+            self._strips[y] = strip
+        return strip
 
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]
         gpus = len(self._telemetry.get("gpus") or []) or 0.5
