@@ -74,7 +74,7 @@ class Confirm(_Modal):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question)
+            yield Static(self.question)  # a Label would cut a long question at the dialog edge
             with Horizontal():
                 yield Button("Yes (y)", id="yes", variant="primary")
                 yield Button("No (n)", id="no")
