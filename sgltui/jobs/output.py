@@ -164,6 +164,16 @@ def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         yield from enumerate(fh, 1)
 
 
+def parsed_line(raw: bytes) -> tuple[dict, str] | None:
+    """(object, custom_id) of one output line; None when it is not one (torn or foreign): the
+    resume scan refuses such a line, `job verify` counts it."""
+    try:
+        obj = orjson.loads(raw)
+        return obj, obj["custom_id"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+
+
 def failed(obj: dict, in_errors_file: bool) -> bool:
     """An output line counts as failed in the errors file, with an error, or without HTTP 200."""
     resp = obj.get("response") or {}
@@ -185,13 +195,12 @@ def _scan_file(path: Path, scan: Scan, failed_file: bool) -> None:
                 continue
         if not raw.strip():
             continue
-        try:
-            obj = orjson.loads(raw)
-            cid = obj["custom_id"]
-        except (orjson.JSONDecodeError, KeyError, TypeError):
+        line = parsed_line(raw)
+        if line is None:
             raise OutputError(
                 f"{path}:{lineno}: not a batch output line; move the file aside or fix the line"
-            ) from None
+            )
+        obj, cid = line
         if cid in scan.done:
             scan.duplicates += 1
             continue

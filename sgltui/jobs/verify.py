@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from sgltui.jobs import batchfile
-from sgltui.jobs.output import errors_path, failed, numbered_lines
+from sgltui.jobs.output import errors_path, failed, numbered_lines, parsed_line
 
 SHOW = 5  # custom_ids named per problem
 
@@ -71,12 +69,11 @@ def verify(input_path: Path, output: Path) -> Verdict:
         for lineno, raw in numbered_lines(path):
             if not raw.strip():
                 continue
-            try:
-                obj = orjson.loads(raw)
-                cid = obj["custom_id"]
-            except (orjson.JSONDecodeError, KeyError, TypeError):
+            line = parsed_line(raw)
+            if line is None:
                 v.torn.append(f"{path}:{lineno}")
                 continue
+            obj, cid = line
             if cid in seen:
                 v.n_duplicates += 1
                 _note(v.duplicates, cid)
