@@ -81,8 +81,21 @@ async def test_start_swap_stop_and_filter_logs_against_the_simulator(agent):
         assert shown and all("ready to roll" in s for s in shown)
         assert len(shown) < len(app.logbuf.lines)
 
+        # x asks "Stop?" only when no request is in flight (else it offers drain choices) and
+        # only once the filter box has handed the focus back: wait for both, as a user would see.
+        await until(
+            pilot,
+            lambda: app.model.running_requests("0") == 0 and app.focused is view,
+            timeout=20,
+            show=lambda: (app.model.running_requests("0"), app.focused),
+        )
         await pilot.press("x")
-        await until(pilot, lambda: isinstance(app.screen, Confirm))
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, Confirm),
+            timeout=10,
+            show=lambda: (app.screen, app.focused, slot0(app), app.model.running_requests("0")),
+        )
         await pilot.press("y")
         await until(pilot, lambda: slot0(app).get("state") == "stopped", timeout=40)
         await pilot.press("q")
