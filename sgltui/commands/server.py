@@ -15,7 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sgltui.agent.client import AgentClient, AgentError, VersionMismatch, call_sync
+import msgspec
+
+from sgltui import __version__, protocol
+from sgltui.agent.client import AgentClient, AgentError, VersionMismatch, call_sync, decode_reply
 from sgltui.agent.daemon import paths
 from sgltui.cli import CliError
 from sgltui.commands import Subparsers
@@ -141,13 +144,29 @@ def _dirs(args: argparse.Namespace) -> list[str]:
 
 
 def _call(args: argparse.Namespace, op: str, autostart: bool = True, **kw: Any) -> Any:
+    """The op's typed reply (protocol.OPS); an agent error is one CliError line."""
     # call_sync sends its profiles_dirs with the ops that take them: passing them once more in
     # the op's arguments was the `--no-wait` crash ("multiple values for 'profiles_dirs'").
     dirs = kw.pop("profiles_dirs", None) or _dirs(args)
     try:
-        return call_sync(_state(args), op, autostart=autostart, profiles_dirs=dirs, **kw)
+        res = call_sync(_state(args), op, autostart=autostart, profiles_dirs=dirs, **kw)
+        return decode_reply(op, res)
     except AgentError as exc:
         raise CliError(str(exc)) from None
+
+
+def _any_version_status(state: Path) -> protocol.StatusReply | protocol.PingReply:
+    """STATUS without the version check (finding and stopping an agent of another version):
+    an agent whose STATUS this version cannot read answers `ping` (pid and version) instead."""
+    raw = call_sync(state, "status", autostart=False, check_version=False)
+    try:
+        st: protocol.StatusReply = decode_reply("status", raw)
+        return st
+    except AgentError:
+        ping: protocol.PingReply = decode_reply(
+            "ping", call_sync(state, "ping", autostart=False, check_version=False)
+        )
+        return ping
 
 
 # ---- lifecycle commands --------------------------------------------------------------------------
@@ -183,10 +202,9 @@ def _lifecycle(args: argparse.Namespace, op: str, **kw: Any) -> int:
     if op in ("start", "swap", "restart"):
         kw["profiles_dirs"] = _dirs(args)
     if args.no_wait:
-        res = _call(args, op, **kw)
-        slot = res["slot"]
+        slot = _call(args, op, **kw).slot
         print(
-            f"slot {slot['id']}: {op} accepted ({slot['state']}{', ' + slot['profile'] if slot['profile'] else ''})"
+            f"slot {slot.id}: {op} accepted ({slot.state}{', ' + slot.profile if slot.profile else ''})"
         )
         return 0
     try:
@@ -200,7 +218,7 @@ def _lifecycle(args: argparse.Namespace, op: str, **kw: Any) -> int:
     return _report(op, outcome)
 
 
-async def _follow(args: argparse.Namespace, op: str, kw: dict) -> dict:
+async def _follow(args: argparse.Namespace, op: str, kw: dict) -> protocol.Accepted:
     client = AgentClient(_state(args), "cli")
     await client.connect(profiles_dirs=_dirs(args))
     printer = _Progress(kw["slot"])
@@ -212,7 +230,8 @@ async def _follow(args: argparse.Namespace, op: str, kw: dict) -> dict:
     await client.call("subscribe")  # before the command: none of its events is missed
     watcher = asyncio.get_running_loop().create_task(watch())
     try:
-        return await client.call(op, wait=True, **kw)
+        outcome: protocol.Accepted = decode_reply(op, await client.call(op, wait=True, **kw))
+        return outcome
     finally:
         watcher.cancel()
         await client.close()
@@ -254,46 +273,57 @@ class _Progress:
             self._out(f"swap {ev.get('from') or '-'} -> {ev.get('to')}: {ev.get('step')}")
 
 
-def _report(op: str, outcome: dict) -> int:
-    slot = outcome.get("slot") or {}
-    result = outcome.get("result") or {}
+def _report(op: str, outcome: protocol.Accepted) -> int:
+    slot = outcome.slot
+    # The outcome's details differ per op (a stop's report, a swap's rollback): a plain dict.
+    result = outcome.result or {}
     if result.get("cancelled"):
-        raise CliError(f"{op} was cancelled (another client stopped slot {slot.get('id')})")
+        raise CliError(f"{op} was cancelled (another client stopped slot {slot.id})")
     if result.get("error"):
         raise CliError(f"{op} failed inside the agent: {result['error']} (see the agent log)")
-    state = slot.get("state")
     if op == "stop":
         report = result.get("report") or {}
         for problem in report.get("problems") or []:
             print(f"warning: {problem}", file=sys.stderr)
-        print(f"slot {slot.get('id')}: stopped")
+        print(f"slot {slot.id}: stopped")
         return 1 if report.get("problems") else 0
     if op == "swap" and result.get("rolled_back"):
-        _print_cause(result.get("cause"))
+        failed = _cause(result.get("cause"))
+        _print_cause(failed)
         raise CliError(
-            f"swap failed: {(result.get('cause') or {}).get('summary', 'new profile did not start')}; "
-            f"rolled back to {slot.get('profile')} (ready)"
+            f"swap failed: {failed.summary if failed else 'new profile did not start'}; "
+            f"rolled back to {slot.profile} (ready)"
         )
-    if state == "ready":
+    if slot.state == protocol.SlotState.READY:
         timings = result.get("timings_s") or {}
         took = f" in {units.span(timings['total'])}" if timings.get("total") else ""
-        front = (slot.get("front") or {}).get("url")
+        front = slot.front.url if slot.front else None
         print(
-            f"slot {slot.get('id')}: {slot.get('profile')} ready on {slot.get('host')}:{slot.get('port')}{took}"
+            f"slot {slot.id}: {slot.profile} ready on {slot.host}:{slot.port}{took}"
             + (f" (clients: {front}, the same across swaps)" if front else "")
         )
         return 0
-    cause = slot.get("cause") or result.get("cause")
+    cause = slot.cause or _cause(result.get("cause"))
     _print_cause(cause)
     if cause:
-        raise CliError(f"{slot.get('profile')} {state}: {cause['summary']}; fix: {cause['fix']}")
-    raise CliError(f"slot {slot.get('id')} ended {state}; see `sgltui logs`")
+        raise CliError(f"{slot.profile} {slot.state}: {cause.summary}; fix: {cause.fix}")
+    raise CliError(f"slot {slot.id} ended {slot.state}; see `sgltui logs`")
 
 
-def _print_cause(cause: dict | None) -> None:
+def _cause(data: Any) -> protocol.Cause | None:
+    """A cause inside an outcome's result (a dict there) as the protocol's Cause."""
+    if not data:
+        return None
+    try:
+        return msgspec.convert(data, protocol.Cause, strict=False)
+    except msgspec.ValidationError:
+        return protocol.Cause(summary=str(data))
+
+
+def _print_cause(cause: protocol.Cause | None) -> None:
     if not cause:
         return
-    for line in cause.get("lines") or []:
+    for line in cause.lines:
         print(f"  | {line}", file=sys.stderr)
 
 
@@ -303,7 +333,7 @@ def _print_cause(cause: dict | None) -> None:
 def cmd_status(args: argparse.Namespace) -> int:
     # Never starts an agent: one started only to answer "what runs?" would open an empty session.
     try:
-        st = call_sync(_state(args), "status", autostart=False)
+        raw = call_sync(_state(args), "status", autostart=False)
     except VersionMismatch as exc:
         raise CliError(str(exc)) from None
     except AgentError:
@@ -319,41 +349,45 @@ def cmd_status(args: argparse.Namespace) -> int:
             "`sgltui start PROFILE` or `sgltui` starts one",
             3,
         ) from None
-    if args.json:
-        print(json.dumps(st, indent=1, default=str))
+    if args.json:  # the agent's object as it sent it, keys this version does not know included
+        print(json.dumps(raw, indent=1, default=str))
         return 0
-    agent = st["agent"]
-    print(f"agent {agent['pid']} · session {agent['session_dir']}")
-    if not agent.get("disk", {}).get("ok", True):
-        print(f"  disk: {agent['disk'].get('error')}")
+    try:
+        st: protocol.StatusReply = decode_reply("status", raw)
+    except AgentError as exc:
+        raise CliError(str(exc)) from None
+    agent = st.agent
+    print(f"agent {agent.pid} · session {agent.session_dir}")
+    if not agent.disk.ok:
+        print(f"  disk: {agent.disk.error}")
     print(f"{'SLOT':<5}{'PROFILE':<22}{'STATE':<11}{'PHASE':<24}{'PORT':<7}{'PIDS':<18}UPTIME")
-    for s in st["slots"]:
-        phase = s.get("phase") or "-"
-        if s["state"] == "launching" and s.get("progress") is not None:
-            phase += f" {s['progress']:.0%}"
-            if s.get("eta_s") is not None:
-                phase += f" eta {units.duration(s['eta_s'])}"
-        pids = ",".join(map(str, s.get("pids") or [])) or "-"
+    for s in st.slots:
+        launching = s.state == protocol.SlotState.LAUNCHING
+        phase = s.phase or "-"
+        if launching and s.progress is not None:
+            phase += f" {s.progress:.0%}"
+            if s.eta_s is not None:
+                phase += f" eta {units.duration(s.eta_s)}"
+        pids = ",".join(map(str, s.pids)) or "-"
         if len(pids) > 16:
             pids = pids[:15] + "…"
         print(
-            f"{s['id']:<5}{(s.get('profile') or '-'):<22}{s['state']:<11}{phase if s['state'] == 'launching' else '-':<24}"
-            f"{s.get('port') or '-':<7}{pids:<18}{units.duration(s.get('uptime_s'))}"
+            f"{s.id:<5}{(s.profile or '-'):<22}{s.state:<11}{phase if launching else '-':<24}"
+            f"{s.port or '-':<7}{pids:<18}{units.duration(s.uptime_s)}"
         )
-        front = s.get("front")
+        front = s.front
         if front:
-            if front.get("error"):
-                print(f"     front: {front['error']}")
+            if front.error:
+                print(f"     front: {front.error}")
             else:
-                to = f" -> {front['backend']}" if front.get("backend") else ""
-                held = f", holding {front['held_now']}" if front.get("held_now") else ""
-                print(f"     front: {front['url']} ({front['state']}{to}{held})")
-        if s.get("swap"):
-            sw = s["swap"]
-            print(f"     swap {sw.get('from') or '-'} -> {sw.get('to')}: {sw.get('step')}")
-        if s.get("cause"):
-            print(f"     cause: {s['cause']['summary']}")
-            print(f"     fix:   {s['cause']['fix']}")
+                to = f" -> {front.backend}" if front.backend else ""
+                held = f", holding {front.held_now}" if front.held_now else ""
+                print(f"     front: {front.url} ({front.state}{to}{held})")
+        if s.swap:
+            print(f"     swap {s.swap.from_ or '-'} -> {s.swap.to}: {s.swap.step}")
+        if s.cause:
+            print(f"     cause: {s.cause.summary}")
+            print(f"     fix:   {s.cause.fix}")
     return 0
 
 
@@ -361,7 +395,6 @@ def _left_running(state: Path) -> list[str]:
     """Servers the latest session's events leave running (folded by protocol.apply, as the TUI,
     replay and report do): what an agent that was stopped without --stop-servers left behind.
     Read-only: no session is opened or created."""
-    from sgltui import protocol
     from sgltui.session.reader import SessionError, load_session, session_dirs
 
     dirs = session_dirs(state)
@@ -386,8 +419,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if args.launch_id:
         kw["launch_id"] = args.launch_id
     if not args.follow:
-        res = _call(args, "logs", **kw)
-        for line in res["lines"]:
+        for line in _call(args, "logs", **kw).lines:
             print(line)
         return 0
     try:
@@ -403,9 +435,9 @@ async def _follow_logs(args: argparse.Namespace, kw: dict) -> None:
     try:
         launch = None
         try:
-            res = await client.call("logs", **kw)
-            launch = res.get("launch_id")
-            for line in res["lines"]:
+            res: protocol.LogsReply = decode_reply("logs", await client.call("logs", **kw))
+            launch = res.launch_id
+            for line in res.lines:
                 print(line, flush=True)
         except AgentError:
             pass  # nothing logged yet: wait for the first launch
@@ -431,25 +463,31 @@ async def _follow_logs(args: argparse.Namespace, kw: dict) -> None:
 def cmd_agent_status(args: argparse.Namespace) -> int:
     state = _state(args)
     try:
-        st = call_sync(state, "status", autostart=False, check_version=False)
+        st = _any_version_status(state)
     except AgentError:
         if args.json:
             print(json.dumps({"running": False, "state_dir": str(state)}))
         else:
             print(f"agent: not running (state dir {state})")
         return 3
-    agent = st["agent"]
-    if args.json:
-        print(json.dumps({"running": True, **agent}, default=str))
+    if isinstance(st, protocol.PingReply):  # an agent of another version
+        if args.json:
+            print(json.dumps({"running": True, "pid": st.pid, "version": st.version}))
+        else:
+            print(f"agent: running, pid {st.pid}, version {st.version} (this is {__version__})")
         return 0
-    up = units.duration(time.time() - agent["started"])
+    agent = st.agent
+    if args.json:
+        print(json.dumps({"running": True, **protocol.to_builtins(agent)}, default=str))
+        return 0
+    up = units.duration(time.time() - agent.started)
     running = [
-        f"{s['id']}:{s['profile']}({s['state']})" for s in st["slots"] if s["state"] != "stopped"
+        f"{s.id}:{s.profile}({s.state})" for s in st.slots if s.state != protocol.SlotState.STOPPED
     ]
-    print(f"agent: running, pid {agent['pid']}, up {up}, version {agent['version']}")
+    print(f"agent: running, pid {agent.pid}, up {up}, version {agent.version}")
     print(f"  socket  {paths(state)['socket']}")
     print(f"  log     {paths(state)['log']}")
-    print(f"  session {agent['session_dir']}")
+    print(f"  session {agent.session_dir}")
     print(f"  slots   {', '.join(running) or 'none running'}")
     return 0
 
@@ -458,7 +496,7 @@ def cmd_agent_stop(args: argparse.Namespace) -> int:
     state = _state(args)
     try:
         # Without the version check: this is how an agent of another version is replaced.
-        st = call_sync(state, "status", autostart=False, check_version=False)
+        st = _any_version_status(state)
         call_sync(
             state,
             "shutdown",
@@ -470,16 +508,14 @@ def cmd_agent_stop(args: argparse.Namespace) -> int:
         print(f"agent: not running (state dir {state})")
         return 0
     deadline = time.monotonic() + 60
-    pid = st["agent"]["pid"]
+    pid = st.pid if isinstance(st, protocol.PingReply) else st.agent.pid
     while time.monotonic() < deadline and _alive(pid):
         time.sleep(0.1)
     if _alive(pid):
         raise CliError(f"the agent (pid {pid}) did not exit within 60s; see {paths(state)['log']}")
-    left = [
-        f"{s['id']}:{s['profile']}"
-        for s in st["slots"]
-        if s["state"] in ("launching", "ready", "draining")
-    ]
+    running = (protocol.SlotState.LAUNCHING, protocol.SlotState.READY, protocol.SlotState.DRAINING)
+    slots = [] if isinstance(st, protocol.PingReply) else st.slots
+    left = [f"{s.id}:{s.profile}" for s in slots if s.state in running]
     if left and not args.stop_servers:
         print(
             f"agent stopped; servers left running: {', '.join(left)} (the next agent re-adopts them)"
@@ -490,8 +526,7 @@ def cmd_agent_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_agent_start(args: argparse.Namespace) -> int:
-    res = _call(args, "ping")
-    print(f"agent: running, pid {res['pid']}")
+    print(f"agent: running, pid {_call(args, 'ping').pid}")
     return 0
 
 

@@ -78,27 +78,27 @@ def open_demo(args: argparse.Namespace) -> int:
 
 def stop_demo(args: argparse.Namespace) -> int:
     """`sgltui demo --stop`: what `q` in the demo leaves running (the load, the demo server)."""
-    from sgltui.agent.client import AgentError, call_sync
+    from sgltui import protocol
+    from sgltui.agent.client import AgentError, call_sync, decode_reply
     from sgltui.core.locations import state_dir
 
     state = state_dir(getattr(args, "state_dir", None))
     try:
-        call_sync(state, "demo_load", autostart=False, on=False)
-        slot = (call_sync(state, "status", autostart=False).get("slots") or [{}])[0]
+        decode_reply("demo_load", call_sync(state, "demo_load", autostart=False, on=False))
+        st: protocol.StatusReply = decode_reply(
+            "status", call_sync(state, "status", autostart=False)
+        )
     except (AgentError, OSError) as exc:
         raise CliError(f"no demo to stop: {exc}") from None
     print("sgltui: demo load stopped.")
-    if str(slot.get("profile") or "").startswith("demo-") and slot.get("state") not in (
-        None,
-        "stopped",
-        "failed",
-        "crashed",
-    ):
+    slot = next((s for s in st.slots if s.id == "0"), None)
+    idle = (protocol.SlotState.STOPPED, protocol.SlotState.FAILED, protocol.SlotState.CRASHED)
+    if slot and (slot.profile or "").startswith("demo-") and slot.state not in idle:
         try:
             call_sync(state, "stop", autostart=False, slot="0", drain="force", wait=True)
         except (AgentError, OSError) as exc:
-            raise CliError(f"could not stop {slot.get('profile')}: {exc}") from None
-        print(f"sgltui: stopped {slot.get('profile')} (slot 0).")
+            raise CliError(f"could not stop {slot.profile}: {exc}") from None
+        print(f"sgltui: stopped {slot.profile} (slot 0).")
     return 0
 
 
@@ -106,10 +106,10 @@ def _refuse_another_version(state: Path) -> None:
     """An agent of another version would leave the app retrying under a header too narrow for
     the fix: the one line the CLI gives instead, before the screen is taken. No agent: the app
     starts one (of this version)."""
-    from sgltui.agent.client import AgentError, VersionMismatch, call_sync
+    from sgltui.agent.client import AgentError, VersionMismatch, call_sync, decode_reply
 
     try:
-        call_sync(state, "ping", autostart=False)
+        decode_reply("ping", call_sync(state, "ping", autostart=False))
     except VersionMismatch as exc:
         raise CliError(str(exc)) from None
     except AgentError:
