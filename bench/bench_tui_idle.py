@@ -14,6 +14,10 @@ the user sees them. Rounds alternate baseline/app so background load hits both a
 runs on a temporary state dir with a simulator profile on a free port; it and its server are
 shut down at the end.
 
+CPU time is the measured process's own `time.process_time()` (every thread, nanoseconds), read
+at the end of the warm-up and at the end of the round: the kernel's per-process counters that
+psutil reads tick at 10 ms, a third of what an idle app uses in 10 s.
+
     python bench/bench_tui_idle.py [--seconds 15] [--rounds 2] [--warmup 3] [--no-agent]
 """
 
@@ -37,8 +41,20 @@ LIVE_BUDGET = 0.5
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def report_cpu_on_signal(path: Path) -> None:
+    """Each SIGUSR1 appends this process's CPU seconds and the time to `path` (the parent's
+    start and end marks)."""
+
+    def mark(_signum: int, _frame: object) -> None:
+        with path.open("a", encoding="utf-8") as f:
+            f.write(f"{time.process_time()} {time.monotonic()}\n")
+
+    signal.signal(signal.SIGUSR1, mark)
+
+
 def run_child(mode: str) -> None:
     """The measured process: `bare` (a clock ticking at 1 Hz) or `app` (sgltui, all panes live)."""
+    report_cpu_on_signal(Path(os.environ["SGLTUI_BENCH_CPU"]))
     if mode == "bare":
         from textual.app import App
         from textual.widgets import Static
@@ -194,15 +210,35 @@ class Agent:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def cpu_mark(proc: subprocess.Popen, path: Path, n: int) -> tuple[float, float]:
+    """Ask the child for its CPU time (SIGUSR1) and wait for its `n`th answer."""
+    proc.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        if len(lines) >= n:
+            cpu, wall = lines[n - 1].split()
+            return float(cpu), float(wall)
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise SystemExit(
+        f"the measured app did not report its CPU time (exit code {proc.poll()}); "
+        f"run `python {__file__} --child <mode>` by hand to see why"
+    )
+
+
 def measure(mode: str, seconds: float, warmup: float, env_extra: dict | None = None) -> float:
     """CPU seconds the child used per wall second, after warmup."""
-    import psutil
+    import tempfile
 
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    marks = Path(tempfile.mkdtemp(prefix="sgltui-bench-cpu-")) / "cpu"
     env = dict(os.environ, TERM="xterm-256color", COLORTERM="truecolor", PYTHONPATH=str(ROOT))
     env.pop("TEXTUAL", None)
     env.update(env_extra or {})
+    env["SGLTUI_BENCH_CPU"] = str(marks)
     proc = subprocess.Popen(
         [sys.executable, __file__, "--child", mode],
         stdin=slave,
@@ -226,13 +262,10 @@ def measure(mode: str, seconds: float, warmup: float, env_extra: dict | None = N
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        p = psutil.Process(proc.pid)
         time.sleep(warmup)
-        c0 = sum(p.cpu_times()[:2])
-        t0 = time.monotonic()
+        c0, t0 = cpu_mark(proc, marks, 1)
         time.sleep(seconds)
-        c1 = sum(p.cpu_times()[:2])
-        t1 = time.monotonic()
+        c1, t1 = cpu_mark(proc, marks, 2)
         if proc.poll() is not None:
             raise SystemExit(
                 f"the {mode} app exited early (code {proc.returncode}); run it by hand to see why"
@@ -250,6 +283,8 @@ def measure(mode: str, seconds: float, warmup: float, env_extra: dict | None = N
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         os.close(master)
+        marks.unlink(missing_ok=True)
+        marks.parent.rmdir()
 
 
 def main() -> int:
