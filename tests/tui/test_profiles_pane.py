@@ -81,3 +81,23 @@ async def test_pane_cuts_rows_shows_the_problem_and_the_whole_row_on_hover():
 def test_detail_line_keeps_the_file_name_not_its_folder():
     row = {"name": "t", "valid": False, "problem": "/tmp/x/y/t.toml:7: port: takes a number"}
     assert plain(views.profile_detail(row)) == "✗ t.toml:7: port: takes a number"
+
+
+async def test_a_list_one_row_too_long_gets_a_thin_scrollbar_not_textuals_two_columns():
+    """Six profiles in a five-row pane (80x24): a one-column bar in the pane's last column,
+    the rows keep the rest of the width (Textual's default bar is two columns of ▄▄)."""
+    st = _status()
+    st["profiles"] += [
+        {"name": f"extra-{k}", "key": k, "launcher": "sim", "description": "x", "valid": True}
+        for k in ("5", "6")
+    ]
+    app = app_with(ScriptedSource(st))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.model.connected and app.first_status.is_set())
+        box = app.query_one("#profile-list", ProfileList)
+        await until(pilot, lambda: len(box.options) == 6)
+        await pilot.pause(0.1)
+        assert box.max_scroll_y >= 1 and box.show_vertical_scrollbar
+        assert box.scrollbar_size_vertical == 1
+        assert box.scrollable_content_region.width == box.size.width - 1
+        assert box.max_scroll_x == 0  # rows are cut with an ellipsis, never scrolled sideways

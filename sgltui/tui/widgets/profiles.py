@@ -54,10 +54,13 @@ class ProfileList(OptionList):
 
 
 class ProfilesPane(Vertical, can_focus=False):
+    # More profiles than rows (9, or 5 on a short screen): a one-column scrollbar, as k9s and
+    # lazygit draw it; Textual's default two columns show as a "▄▄" block beside the rows.
     DEFAULT_CSS = """
     ProfilesPane OptionList {
         height: auto; max-height: 9; border: none; padding: 0; background: transparent;
         text-wrap: nowrap; text-overflow: ellipsis;
+        overflow-x: hidden; scrollbar-size-vertical: 1;
     }
     ProfilesPane OptionList:focus { border: none; background-tint: transparent; }
     ProfilesPane #profile-detail { height: auto; max-height: 3; padding: 0 1; display: none; }
