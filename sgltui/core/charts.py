@@ -25,11 +25,29 @@ def _num(v: float | None) -> float | None:
     return float(v) if v is not None and _finite(v) else None
 
 
+def filled_cells(fraction: float | None, width: int) -> int:
+    """How many of a fill bar's `width` cells a fraction (0..1) fills: the one rule of every
+    bar (progress, jobs, GPU memory in `top`, report bars), so one value looks the same in each.
+
+    Whole cells filled, rounded down (99.9% is not a full bar); but anything above 0 fills at
+    least one cell, so a small share never looks like none. None, NaN and <= 0 fill nothing;
+    >= 1 fills all. Only a one-cell bar breaks the "full only when done" half of the rule: a
+    non-zero fraction fills its cell."""
+    f = _num(fraction)
+    if width <= 0 or f is None or f <= 0:
+        return 0
+    if f >= 1:
+        return width
+    # The epsilon keeps float error from dropping a cell (0.29 * 100 is 28.999999999999996).
+    cells = math.floor(f * width + 1e-9)
+    return max(1, min(cells, width - 1))
+
+
 def hbar(value: float | None, maximum: float, width: int = 24) -> str:
     """A bar of `width` cells at most, proportional to value/maximum (eighth-cell resolution)."""
     if not _finite(value) or maximum <= 0 or value <= 0:  # type: ignore[operator]
         return ""
-    eighths = round(min(value / maximum, 1.0) * width * 8)  # type: ignore[operator]
+    eighths = filled_cells(value / maximum, width * 8)  # type: ignore[operator]
     full, rest = divmod(eighths, 8)
     bar = "█" * full + (_EIGHTHS[rest] if rest else "")
     return bar or "▏"

@@ -13,6 +13,7 @@ from typing import Any
 from textual.markup import escape
 
 from sgltui.core import units
+from sgltui.core.charts import filled_cells
 from sgltui.tui import fmt
 
 STATE_STYLE = {
@@ -45,8 +46,9 @@ def state_label(state: str | None) -> str:
 
 def progress_bar(progress: float | None, width: int = 20) -> str:
     p = min(1.0, max(0.0, progress or 0.0))
-    filled = int(round(p * width))
-    return f"[$accent]{'█' * filled}[/][dim]{'░' * (width - filled)}[/] {p * 100:3.0f}%"
+    filled = filled_cells(p, width)
+    # The label rounds down as the bar does: "100%" only once it is done.
+    return f"[$accent]{'█' * filled}[/][dim]{'░' * (width - filled)}[/] {filled_cells(p, 100):3d}%"
 
 
 _TOML_DIR = re.compile(r"^\S*/(?=[^/\s]+\.toml:)")

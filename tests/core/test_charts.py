@@ -107,3 +107,17 @@ def test_a_marker_is_a_line_across_the_rows_with_its_label_on_the_top_row():
     # outside the window: left out
     old = [text(r) for r in chart(60, 4, [charts.ChartMarker(T - 400, "gone")])]
     assert not any("gone" in line for line in old)
+
+
+def test_filled_cells_one_rule_at_the_edges():
+    """Rounded down, a non-zero value shows at least one cell, full only when full."""
+    cells = charts.filled_cells
+    assert cells(0, 20) == 0 and cells(0.0, 20) == 0
+    assert cells(None, 20) == 0 and cells(float("nan"), 20) == 0 and cells(-0.5, 20) == 0
+    assert cells(1e-9, 20) == 1  # tiny but not nothing
+    assert cells(0.5, 20) == 10 and cells(0.5, 7) == 3  # 3.5 cells: rounded down
+    assert cells(0.999, 20) == 19 and cells(0.9999999, 20) == 19  # not done: not full
+    assert cells(1, 20) == 20 and cells(1.0, 20) == 20 and cells(7.5, 20) == 20
+    assert cells(float("inf"), 20) == 0  # not a number of anything: nothing drawn
+    assert cells(0.29, 100) == 29 and cells(0.7, 10) == 7  # float error never drops a cell
+    assert cells(0.5, 0) == 0 and cells(0.5, 1) == 1 and cells(1.0, 1) == 1

@@ -116,3 +116,22 @@ def test_chart_grows_with_the_terminal():
 
     heights = [plot_rows_for(h) for h in (24, 30, 40, 50, 80)]
     assert heights == sorted(heights) and heights[0] == 2 and heights[-1] > heights[2] > 2
+
+
+def test_every_fill_bar_uses_the_one_rule():
+    """views.progress_bar, the Jobs pane's bar, `top`'s GPU bar and hbar fill the same cells."""
+    import re
+
+    from sgltui.agent.telemetry.textview import bar as top_bar
+    from sgltui.core import charts
+    from sgltui.tui.views import progress_bar
+    from sgltui.tui.widgets.jobs import _bar as job_bar
+
+    for frac in (0.0, 0.001, 0.04, 0.5, 0.56, 0.97, 0.999, 1.0, 1.5):
+        want = charts.filled_cells(frac, 20)
+        filled = re.search(r"\[\$accent\](█*)\[/\]", progress_bar(frac, 20))
+        assert filled is not None and len(filled.group(1)) == want, (frac, progress_bar(frac, 20))
+        assert job_bar(frac, 20).count("█") == want, frac
+        assert top_bar(frac, 20).count("#") == want, frac
+        assert charts.hbar(frac, 1.0, 20).count("█") == charts.filled_cells(frac, 160) // 8
+    assert progress_bar(0.999, 20).endswith(" 99%")  # the label does not say done either

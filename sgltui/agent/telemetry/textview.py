@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from sgltui.core import units
+from sgltui.core.charts import filled_cells
 
 
 def gib(b: Any) -> str:
@@ -29,7 +30,7 @@ def num(v: Any, fmt: str = "{:.0f}") -> str:
 def bar(frac: float | None, width: int = 20) -> str:
     if not isinstance(frac, (int, float)):
         return "[" + "?" * width + "]"
-    n = max(0, min(width, round(frac * width)))
+    n = filled_cells(frac, width)
     return "[" + "#" * n + "." * (width - n) + "]"
 
 

@@ -19,7 +19,7 @@ from textual.widgets import Static
 
 from sgltui.agent.client import AgentError, decode_reply
 from sgltui.core import units
-from sgltui.core.charts import sparkline
+from sgltui.core.charts import filled_cells, sparkline
 from sgltui.protocol import JobState, JobView
 from sgltui.tui import fmt
 
@@ -29,7 +29,7 @@ BAR = 30
 
 
 def _bar(frac: float, width: int = BAR) -> str:
-    filled = max(0, min(width, int(frac * width)))
+    filled = filled_cells(frac, width)
     return "█" * filled + "░" * (width - filled)
 
 
