@@ -165,7 +165,7 @@ class SgltuiApp(App[str | None]):
                 yield ThroughputPane(id="chart")
         with TabbedContent(id="lower"):
             with TabPane("Logs", id="tab-logs"):
-                yield LogPane(self.logbuf, id="logs")
+                yield LogPane(self.logbuf, key_of=self._key_of, id="logs")
             with TabPane("Bench", id="tab-bench"):
                 yield BenchPane(id="bench")
             with TabPane("Activity", id="tab-activity"):

@@ -86,6 +86,16 @@ class LogBuffer:
     def matches(self, line: LogLine) -> bool:
         if line.noise and not self.show_noise:
             return False
+        return self._passes(line)
+
+    def folded_matches(self) -> int:
+        """The lines that only the fold hides: what showing access/batch lines brings back."""
+        if self.show_noise:
+            return 0
+        return sum(1 for line in self.lines if line.noise and self._passes(line))
+
+    def _passes(self, line: LogLine) -> bool:
+        """Level and filter, fold aside."""
         if self.min_level == "warning" and line.level == "info":
             return False
         if self.min_level == "error" and line.level != "error":

@@ -121,3 +121,53 @@ async def test_the_buffer_stays_bounded_and_the_view_follows_it():
             )
         await until(pilot, lambda: view.lines and len(view.seqs) == 100 and view.seqs[-1] == 300)
         assert view.virtual_size.height == 100 and view.scroll_y == view.max_scroll_y
+
+
+def first_row(view: LogView) -> str:
+    return "".join(seg.text for seg in view.render_line(0)).rstrip()
+
+
+async def test_a_tail_of_only_folded_lines_says_how_many_are_hidden_and_which_key_shows_them():
+    """A re-attach under load: the last lines are all access/batch lines, folded away. The
+    pane says so (with the key as remapped), instead of looking as if nothing was logged."""
+    from sgltui.tui.config import TuiConfig
+
+    logs = [ACCESS, BATCH, f"[2026-12-03 13:07:38] {ACCESS}"]
+    app = app_with(
+        ScriptedSource(status_with(), logs=logs), config=TuiConfig(keymap={"logs.fold": "v"})
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        view = app.query_one(LogView)
+        assert view.lines == []
+        await until(pilot, lambda: first_row(view) != "", show=lambda: first_row(view))
+        assert first_row(view) == "3 access/batch lines hidden (v shows them)"
+        assert "access/batch hidden (v)" in label(app)
+        app.source.feed({"push": "log", "data": {"slot": "0", "lines": [BATCH]}})
+        await until(pilot, lambda: first_row(view).startswith("4 "), show=lambda: first_row(view))
+        await pilot.press("l", "v")
+        await until(pilot, lambda: len(view.lines) == 4)
+        assert first_row(view).startswith("INFO:")  # the lines themselves, no placeholder
+
+
+async def test_a_filter_that_matches_nothing_says_so_and_esc_clears_it():
+    app = app_with(ScriptedSource(status_with(), logs=["alpha", "beta", ACCESS]))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        view = app.query_one(LogView)
+        await pilot.press("slash", *"gamma", "enter")
+        await until(pilot, lambda: "no line" in first_row(view), show=lambda: first_row(view))
+        assert first_row(view) == "no line matches 'gamma' (esc clears)"
+        await pilot.press("escape")  # in the log view, the input closed: clears the filter
+        await until(pilot, lambda: len(view.lines) == 2, show=lambda: label(app))
+        assert "filter" not in label(app)
+        await pilot.press("e")  # warnings and errors only: there are none
+        await until(pilot, lambda: first_row(view).startswith("no "), show=lambda: first_row(view))
+        assert first_row(view) == "no warnings or errors in the last 3 lines (e: next level)"
+        await pilot.press("e", "e")  # errors only, then every level again
+        await until(pilot, lambda: len(view.lines) == 2, show=lambda: label(app))
+        await pilot.press("slash", *"POST", "enter")  # only in a folded access line
+        await until(pilot, lambda: "POST" in first_row(view), show=lambda: first_row(view))
+        assert first_row(view) == (
+            "no shown line matches 'POST'; 1 access/batch line does (z shows them, esc clears)"
+        )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -32,6 +32,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Input
 
+from sgltui.tui.bindings import key_for
 from sgltui.tui.logbuffer import LogBuffer, LogLine
 from sgltui.tui.widgets.colors import level_style, search_style
 
@@ -68,6 +69,8 @@ class LogView(ScrollView, can_focus=True):
         self.wrap = False
         self.auto_scroll = True
         self.current_seq: int | None = None  # the line of the current search match
+        # One dim line shown while there is no row: why the view is empty (lines hidden).
+        self.placeholder = ""
         self._line_strips: list[Strip] = []  # one per shown line
         self._seqs: list[int] = []
         self._rows: list[Strip] = []  # display rows (a wrapped line has several)
@@ -97,6 +100,12 @@ class LogView(ScrollView, can_focus=True):
         self.virtual_size = Size(0, 0)
         self.scroll_to(0, 0, animate=False)
         self.refresh()
+
+    def set_placeholder(self, text: str) -> None:
+        if text != self.placeholder:
+            self.placeholder = text
+            if not self._rows:
+                self.refresh(Region(0, 0, self.scrollable_content_region.width, 1))
 
     def _text_width(self) -> int:
         width = self.scrollable_content_region.width
@@ -248,6 +257,10 @@ class LogView(ScrollView, can_focus=True):
                 self._cache[key] = line
             if current is not None and self._row_seq[index] == self.current_seq:
                 line = line.apply_style(current)
+        elif index == 0 and self.placeholder:
+            text = self.placeholder
+            line = Strip([Segment(text, style + Style(dim=True))], cell_len(text))
+            line = line.crop_extend(0, width, style)
         else:
             line = Strip.blank(width, style)
         if bar:
@@ -286,9 +299,13 @@ class LogPane(Vertical):
     class StateChanged(Message):
         """The pane's title should change (filter, level, follow, search)."""
 
-    def __init__(self, buffer: LogBuffer, **kwargs) -> None:
+    def __init__(
+        self, buffer: LogBuffer, key_of: Callable[[str], str] | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self.buffer = buffer
+        # The key bound to a binding id, as a person reads it (the app's, after the keymap).
+        self.key_of = key_of or key_for
         self._shown: list[LogLine] = []
         self._input_mode: str | None = None  # "filter" | "search"
         self._match: int | None = None  # index in _shown of the current match
@@ -325,11 +342,36 @@ class LogPane(Vertical):
             else:
                 parts.append(f"'{buf.search_text}' {self.match_number()}/{self._matches}")
         if not buf.show_noise:
-            parts.append("access/batch hidden (z)")
+            parts.append(f"access/batch hidden ({self.key_of('logs.fold')})")
         if self.view.wrap:
             parts.append("wrap")
         parts.append("following" if self.following else "paused (G: follow)")
         return " · ".join(parts)
+
+    def placeholder(self) -> str:
+        """Why the view is empty although the buffer is not (and which key changes that),
+        or "" when there is nothing to say."""
+        buf = self.buffer
+        if self._shown or not buf.lines:
+            return ""
+        folded = buf.folded_matches()
+        lines = f"{folded} access/batch line{'s' if folded != 1 else ''}"
+        fold = self.key_of("logs.fold")
+        if buf.filter_text:
+            if folded:
+                verb = "does" if folded == 1 else "do"
+                return (
+                    f"no shown line matches '{buf.filter_text}'; {lines} {verb} "
+                    f"({fold} shows them, esc clears)"
+                )
+            return f"no line matches '{buf.filter_text}' (esc clears)"
+        if buf.min_level != "info":
+            which = "warnings or errors" if buf.min_level == "warning" else "errors"
+            level = self.key_of("logs.level")
+            return f"no {which} in the last {len(buf.lines)} lines ({level}: next level)"
+        if folded:
+            return f"{lines} hidden ({fold} shows them)"
+        return ""
 
     def match_number(self) -> int:
         """1-based position of the current match among all matches (1 = oldest)."""
@@ -368,6 +410,8 @@ class LogPane(Vertical):
     def append(self, lines: list[LogLine]) -> None:
         shown = [line for line in lines if self.buffer.matches(line)]
         if not shown:
+            if not self._shown:  # still empty: the placeholder's count grows
+                self.view.set_placeholder(self.placeholder())
             return
         before = self._matches
         if self.buffer.search_text:
@@ -383,6 +427,7 @@ class LogPane(Vertical):
             if self._match is not None:
                 self._match = self._match - drop if self._match >= drop else None
         self.view.append((line.seq, self._strip(line)) for line in shown)
+        self.view.set_placeholder("")
         if self._matches != before:
             self.post_message(self.StateChanged())
 
@@ -402,6 +447,7 @@ class LogPane(Vertical):
         self._match = None
         view.current_seq = None
         view.append((line.seq, self._strip(line)) for line in self._shown)
+        view.set_placeholder(self.placeholder())
         if following:
             view.scroll_to(y=view.max_scroll_y, animate=False)
         self.post_message(self.StateChanged())
@@ -431,8 +477,11 @@ class LogPane(Vertical):
     def action_close_input(self) -> None:
         box = self.query_one("#log-input", Input)
         if not box.has_class("-open"):
-            if self.buffer.search_text:  # esc in the log clears the search
+            if self.buffer.search_text:  # esc in the log clears the search, then the filter
                 self.clear_search()
+            elif self.buffer.filter_text:
+                self.buffer.set_filter("")
+                self.redraw()
             return
         if self._filter_timer is not None:
             self._filter_timer.stop()
