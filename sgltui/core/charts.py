@@ -305,7 +305,24 @@ def legend_height(series: Sequence[ChartSeries], width: int) -> int:
     return len(_legend(series, width))
 
 
-def throughput_chart(
+@dataclass(frozen=True)
+class ChartLayout:
+    """Everything the throughput chart shows, before it is drawn: two equal layouts draw the
+    same rows. Cheap next to drawing (a few column means per series), so a widget can compare
+    layouts on every sample and draw only when something visible changed: an idle server's
+    chart changes once per column's worth of seconds, not once per sample."""
+
+    legend: tuple[tuple[Cell, ...], ...]
+    plot_rows: int
+    gutter: int
+    labels: tuple[tuple[int, str], ...]  # (row, tick label), row plot_rows is the axis line
+    axis: str  # the time axis under the plot
+    main: tuple[str, tuple[str, ...]]  # (role, the plot's rows of block characters)
+    others: tuple[tuple[str, str, str], ...]  # (gutter name, role, one row of blocks) each
+    marks: tuple[tuple[int, str], ...]  # (plot column, label), oldest first
+
+
+def chart_layout(
     main: ChartSeries,
     others: Sequence[ChartSeries],
     markers: Sequence[ChartMarker],
@@ -313,13 +330,10 @@ def throughput_chart(
     plot_rows: int,
     window_s: float = 300.0,
     legend_only: Sequence[ChartSeries] = (),
-) -> list[Row]:
-    """The chart, top to bottom: legend, `main` on `plot_rows` rows with a y-axis scale, the
-    time axis, one row per series of `others` (each scaled 0..its own maximum). Markers are
-    vertical lines at their time, labelled on the top plot row; markers outside the window are
-    left out. Every series shares the time columns, so a marker lines up across all rows.
-    `legend_only` series are in the legend (their latest value) without a row."""
-    legend = _legend([main, *others, *legend_only], width)
+) -> ChartLayout:
+    """The layout of `throughput_chart` (see there); `plot_rows` 0 or a plot narrower than 4
+    columns leaves only the legend."""
+    legend = tuple(tuple(row) for row in _legend([main, *others, *legend_only], width))
     stamps = [s.points[-1][0] for s in (main, *others) if s.points]  # each oldest first
     end = max(stamps) if stamps else 0.0
     values = [
@@ -329,34 +343,52 @@ def throughput_chart(
     gutter = max([len(t) for t in labels.values()] + [len(s.short) for s in others]) + 1
     plot_w = width - gutter
     if plot_w < 4 or plot_rows < 1:
-        return legend
+        return ChartLayout(legend, 0, gutter, (), "", (main.name, ()), (), ())
     spc = window_s / plot_w
     grid = block_rows(time_columns(main.points, plot_w, spc, end), plot_rows, 0.0, hi)
-    body: list[tuple[str, str, list[str]]] = [
-        (labels.get(i, "").rjust(gutter - 1) + "┤", main.name, list(line))
-        for i, line in enumerate(grid)
-    ]
+    rows: list[tuple[str, str, str]] = []
     for s in others:
         cols = time_columns(s.points, plot_w, spc, end)
         present = [c for c in cols if c is not None]
         top = max(present) if present else 0.0
-        spark = block_rows(cols, 1, 0.0, top if top > 0 else 1.0)[0]
-        body.append((s.short.rjust(gutter - 1) + "┤", s.name, list(spark)))
+        rows.append((s.short, s.name, block_rows(cols, 1, 0.0, top if top > 0 else 1.0)[0]))
     last = math.floor(end / spc)
     marks: dict[int, str] = {}
     for m in sorted(markers, key=lambda m: m.ts):
         col = plot_w - 1 - (last - math.floor(m.ts / spc))
         if 0 <= col < plot_w and stamps:
             marks[col] = m.label
-    out: list[Row] = list(legend)
-    axis: Row = [
-        (labels[plot_rows].rjust(gutter - 1) + "└", AXIS),
-        (time_axis(plot_w, window_s), AXIS),
+    return ChartLayout(
+        legend,
+        plot_rows,
+        gutter,
+        tuple(sorted(labels.items())),
+        time_axis(plot_w, window_s),
+        (main.name, tuple(grid)),
+        tuple(rows),
+        tuple(marks.items()),
+    )
+
+
+def draw_chart(layout: ChartLayout) -> list[Row]:
+    """The rows of a chart layout, top to bottom (see `throughput_chart`)."""
+    out: list[Row] = [list(row) for row in layout.legend]
+    if not layout.plot_rows:
+        return out
+    labels = dict(layout.labels)
+    gutter, plot_rows = layout.gutter, layout.plot_rows
+    marks = dict(layout.marks)
+    main_role, grid = layout.main
+    body: list[tuple[str, str, list[str]]] = [
+        (labels.get(i, "").rjust(gutter - 1) + "┤", main_role, list(line))
+        for i, line in enumerate(grid)
     ]
+    body += [(short.rjust(gutter - 1) + "┤", role, list(row)) for short, role, row in layout.others]
+    axis: Row = [(labels[plot_rows].rjust(gutter - 1) + "└", AXIS), (layout.axis, AXIS)]
     for y, (head, role, cells) in enumerate(body):
         if y == plot_rows:
             out.append(axis)
-        roles = [role] * plot_w
+        roles = [role] * len(cells)
         for col in marks:
             if cells[col] == " " or y == 0:
                 cells[col] = "│"
@@ -373,6 +405,23 @@ def throughput_chart(
     if len(body) == plot_rows:
         out.append(axis)
     return out
+
+
+def throughput_chart(
+    main: ChartSeries,
+    others: Sequence[ChartSeries],
+    markers: Sequence[ChartMarker],
+    width: int,
+    plot_rows: int,
+    window_s: float = 300.0,
+    legend_only: Sequence[ChartSeries] = (),
+) -> list[Row]:
+    """The chart, top to bottom: legend, `main` on `plot_rows` rows with a y-axis scale, the
+    time axis, one row per series of `others` (each scaled 0..its own maximum). Markers are
+    vertical lines at their time, labelled on the top plot row; markers outside the window are
+    left out. Every series shares the time columns, so a marker lines up across all rows.
+    `legend_only` series are in the legend (their latest value) without a row."""
+    return draw_chart(chart_layout(main, others, markers, width, plot_rows, window_s, legend_only))
 
 
 def _label_markers(cells: list[str], roles: list[str], marks: dict[int, str]) -> None:

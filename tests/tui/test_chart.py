@@ -107,3 +107,37 @@ async def test_chart_repaints_nothing_when_nothing_changed():
         first = chart.render_line(0)
         await pilot.pause(1.2)  # longer than the status poll
         assert chart.render_line(0) is first and chart_text(chart) == strips
+
+
+def idle_sample(t: float, gen: float = 0.0) -> dict:
+    """A sample of a server with nothing to do (or generating `gen` tok/s), the same each time."""
+    sample = make_sample(t, running=0)
+    for engine in sample["engine"].values():
+        engine.update(gen_throughput=gen, num_queue_reqs=0, token_usage=0.0, accept_length=0)
+    return sample
+
+
+async def test_a_sample_that_changes_nothing_visible_redraws_nothing():
+    """An idle server's samples land in the chart's last column with the same value: the layout
+    is the same, so no row is redrawn (the chart redraws when the columns shift or a value
+    changes what is drawn)."""
+    status = status_with(running=0)
+    status["telemetry"]["engine"] = idle_sample(0)["engine"]  # the status' sample: idle too
+    src = ScriptedSource(status, [{"push": "sample", "data": idle_sample(t)} for t in (1, 2)])
+    app = app_with(src)
+    points = lambda: len(app.model.series["gen_throughput"])  # noqa: E731
+    async with app.run_test(size=(120, 40)) as pilot:
+        chart = app.query_one(ThroughputPane)
+        await until(pilot, lambda: points() >= 3)  # the status' sample and two pushed
+        await pilot.pause(0.3)
+        first, text = chart.render_line(1), chart_text(chart)
+        # 120 columns: about 5 s per column; t=2.5 is in the same column as t=2.
+        src.feed({"push": "sample", "data": idle_sample(2.5)})
+        await until(pilot, lambda: points() >= 4)
+        await pilot.pause(0.3)
+        assert chart.render_line(1) is first and chart_text(chart) == text
+        src.feed({"push": "sample", "data": idle_sample(3, gen=150.0)})  # a value that shows
+        await until(pilot, lambda: points() >= 5)
+        await pilot.pause(0.3)
+        assert chart.render_line(1) is not first and chart_text(chart) != text
+        assert any("150" in line for line in chart_text(chart))

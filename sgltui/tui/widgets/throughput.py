@@ -4,8 +4,9 @@ row each, a time axis, a legend with the latest values and a marker at every swa
 One widget drawing its own lines (Line API: render_line serves cached Strips) instead of a
 plotting widget or a Sparkline per series: the chart changes every second, and repainting it
 through Rich on every frame costs most of an idle TUI's CPU. The layout is core.charts'; this
-widget only colours it, sizes it and decides what to repaint. The rows are rebuilt when new
-data arrives (show) or the size or theme changes, never on a timer.
+widget only colours it, sizes it and decides what to repaint. The rows are redrawn when a new
+sample changes the layout (core.charts.ChartLayout: an idle server's samples mostly do not) or
+the size or theme changes, never on a timer.
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ class ThroughputPane(Widget, can_focus=True):
         self._series: dict[str, list[tuple[float, float]]] = {}
         self._swaps: list[tuple[float, str]] = []
         self._has_spec = False
-        self._version = 0  # bumped by show(): part of the strip cache's key
+        self._layout: charts.ChartLayout | None = None  # what the strips below show
         self._strips: list[Strip] = []
-        self._key: tuple[Any, ...] | None = None
+        self._key: tuple[Any, ...] | None = None  # size and theme the strips were drawn for
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -66,18 +67,21 @@ class ThroughputPane(Widget, can_focus=True):
         has_spec: bool,
         swaps: Iterable[tuple[float, str]] = (),
     ) -> None:
-        """New samples or swaps: rebuild the rows and repaint only those that differ (between
-        two column shifts that is the last column of each row and the legend's values)."""
+        """New samples or swaps: work out the new layout and, only where it differs from the
+        one on screen, redraw and repaint the rows that changed. An idle server's sample
+        changes nothing visible until the columns shift, every few seconds."""
         self._series = {k: list(v) for k, v in series.items()}
         self._swaps = list(swaps)
         self._has_spec = has_spec
-        self._version += 1
         width = self.content_region.width
         if not width or self._key is None:
             self.refresh(layout=True)
             return
+        layout = self._chart_layout(width)
+        if layout == self._layout and self._key == self._strips_key(width):
+            return
         old = self._strips
-        strips = self._cached_strips(width)
+        strips = self._draw(width, layout)
         if len(strips) != self.content_size.height:
             self.refresh(layout=True)  # the legend wrapped or the accept row came or went
             return
@@ -100,7 +104,7 @@ class ThroughputPane(Widget, can_focus=True):
     def _plot_rows(self) -> int:
         return plot_rows_for(self.app.size.height)
 
-    def _chart_rows(self, width: int) -> list[charts.Row]:
+    def _chart_layout(self, width: int) -> charts.ChartLayout:
         main, others = self._chart_series()
         markers = [charts.ChartMarker(ts, label) for ts, label in self._swaps]
         rows = self._plot_rows()
@@ -111,12 +115,10 @@ class ThroughputPane(Widget, can_focus=True):
             rows = max(1, rows - 1)
             legend_only = [s for s in others if s.name == "accept_length"]
             others = [s for s in others if s.name != "accept_length"]
-        return charts.throughput_chart(
-            main, others, markers, width, rows, self.window_s, legend_only
-        )
+        return charts.chart_layout(main, others, markers, width, rows, self.window_s, legend_only)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self._chart_rows(width))
+        return len(charts.draw_chart(self._chart_layout(width)))
 
     # -- drawing ------------------------------------------------------------------------------
 
@@ -132,23 +134,23 @@ class ThroughputPane(Widget, can_focus=True):
             styles[name] = base + Style.parse(theme.get(colour, "yellow"))
         return styles
 
+    def _strips_key(self, width: int) -> tuple[Any, ...]:
+        return (width, self._plot_rows(), self.app.theme, self.screen.has_class("-short"))
+
+    def _draw(self, width: int, layout: charts.ChartLayout) -> list[Strip]:
+        styles = self._role_styles()
+        self._strips = [
+            Strip(
+                [Segment(text, styles.get(role, styles[charts.TEXT])) for text, role in row]
+            ).adjust_cell_length(width, self.rich_style)
+            for row in charts.draw_chart(layout)
+        ]
+        self._layout, self._key = layout, self._strips_key(width)
+        return self._strips
+
     def _cached_strips(self, width: int) -> list[Strip]:
-        key = (
-            self._version,
-            width,
-            self._plot_rows(),
-            self.app.theme,
-            self.screen.has_class("-short"),
-        )
-        if key != self._key:
-            styles = self._role_styles()
-            self._strips = [
-                Strip(
-                    [Segment(text, styles.get(role, styles[charts.TEXT])) for text, role in row]
-                ).adjust_cell_length(width, self.rich_style)
-                for row in self._chart_rows(width)
-            ]
-            self._key = key
+        if self._key != self._strips_key(width):  # resized, another theme, or never drawn
+            return self._draw(width, self._chart_layout(width))
         return self._strips
 
     def render_line(self, y: int) -> Strip:
