@@ -25,6 +25,7 @@ from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 
+from sgltui import protocol
 from sgltui.core.files import private_dir, write_atomic
 from sgltui.session.layout import SCREENSHOTS_DIR
 from sgltui.tui import model as M
@@ -33,7 +34,7 @@ from sgltui.tui.config import TuiConfig
 from sgltui.tui.logbuffer import LogBuffer, LogLine
 from sgltui.tui.model import TuiModel
 from sgltui.tui.screens import BenchDialog, Confirm, DrainChoice, HelpScreen
-from sgltui.tui.source import SOURCE_ERRORS, TuiSource
+from sgltui.tui.source import SOURCE_ERRORS, MalformedReply, TuiSource, ask
 from sgltui.tui.themes import DEFAULT_THEME
 from sgltui.tui.widgets.activity import ActivityPane
 from sgltui.tui.widgets.bench import BenchPane
@@ -233,9 +234,11 @@ class SgltuiApp(App[str | None]):
         # Ask for the profile list explicitly: it makes the agent re-read the profile files
         # (with our --profiles dirs), so edits and new files show up when the TUI opens.
         try:
-            profiles = await self.source.call("profiles")
-            if isinstance(profiles, list):
-                status = {**status, "profiles": profiles}
+            rows: list[protocol.ProfileRow] = await ask(self.source, "profiles")
+            # The model keeps the STATUS's plain dicts; these rows take their place.
+            status = {**status, "profiles": [protocol.to_builtins(r) for r in rows]}
+        except MalformedReply as exc:  # the STATUS's own list stays
+            self._bad_reply(exc)
         except SOURCE_ERRORS:
             pass
         self.model.connected = True
@@ -247,40 +250,45 @@ class SgltuiApp(App[str | None]):
         for slot in self.model.slots:
             if slot.get("state") in (None, "stopped") and not slot.get("launch_id"):
                 continue
+            sid = str(slot.get("id", "0"))
             try:
-                reply = await self.source.call("logs", slot=str(slot.get("id", "0")), lines=200)
+                tail: protocol.LogsReply = await ask(self.source, "logs", slot=sid, lines=200)
+            except MalformedReply as exc:
+                self._bad_reply(exc)
+                continue
             except SOURCE_ERRORS:
                 continue
-            self._new_lines.extend(
-                self.logbuf.add(str(slot.get("id", "0")), (reply or {}).get("lines") or [])
-            )
-            if isinstance(reply, dict) and reply.get("launch_id"):
-                self._launch_of[str(slot.get("id", "0"))] = reply["launch_id"]
+            self._new_lines.extend(self.logbuf.add(sid, tail.lines))
+            if tail.launch_id:
+                self._launch_of[sid] = tail.launch_id
         self._redraw_logs = True
         self._mark(M.LOGS)
         await self._load_history()
         # Results of bench runs finished before this TUI opened (or while it was away).
+        runs: list[protocol.BenchRun] = []
         try:
-            runs = await self.source.call("bench_list")
+            runs = await ask(self.source, "bench_list")
+        except MalformedReply as exc:
+            self._bad_reply(exc)
         except SOURCE_ERRORS:
-            runs = []
-        for run in runs if isinstance(runs, list) else []:
+            pass
+        for run in runs:
             if (
-                run.get("run_id")
-                and run.get("path")
-                and run.get("state") != "running"
+                run.run_id
+                and run.path
+                and run.state != protocol.BenchState.RUNNING
                 # The status's latest run is already known, without its result: read it too
                 # (the Bench tab stayed empty after a re-attach).
-                and getattr(self.model.bench.get(run["run_id"]), "result", None) is None
+                and getattr(self.model.bench.get(run.run_id), "result", None) is None
             ):
-                known = self.model.bench.get(run["run_id"])
+                known = self.model.bench.get(run.run_id)
                 if known is None:
-                    self.model.bench[run["run_id"]] = M.BenchRun(
-                        run["run_id"], run.get("state", "done"), path=run["path"]
+                    self.model.bench[run.run_id] = M.BenchRun(
+                        run.run_id, str(run.state), path=run.path
                     )
                 else:
-                    known.path = known.path or run["path"]
-                self._read_bench_result(run["run_id"], run["path"])
+                    known.path = known.path or run.path
+                self._read_bench_result(run.run_id, run.path)
         # Runs of this session the agent no longer lists (it restarted): their result files.
         session = (self.model.status.get("agent") or {}).get("session_dir")
         if session and not self.source.read_only:
@@ -299,19 +307,25 @@ class SgltuiApp(App[str | None]):
     async def _load_history(self) -> None:
         """What the agent holds from before this TUI opened (a re-attach): the last minutes
         of the chart, and the Activity of the session's recent events."""
+        series: dict[str, list[tuple[float, float | None]]] = {}
         try:
-            timeline = await self.source.call(
-                "timeline", series=["engine.0.*"], since=self.model.clock() - HISTORY_S
+            reply: protocol.TimelineReply = await ask(
+                self.source, "timeline", series=["engine.0.*"], since=self.model.clock() - HISTORY_S
             )
+            series = reply.series
+        except MalformedReply as exc:
+            self._bad_reply(exc)
         except SOURCE_ERRORS:  # an agent without the op, a replay: the chart starts empty
-            timeline = {}
+            pass
         session = (self.model.status.get("agent") or {}).get("session_dir")
         events = []
         if session and not self.source.read_only:
             events = await asyncio.to_thread(recent_events, Path(session) / "events.jsonl")
-        self._mark(
-            *M.load_history(self.model, timeline if isinstance(timeline, dict) else {}, events)
-        )
+        self._mark(*M.load_history(self.model, {"series": series}, events))
+
+    def _bad_reply(self, exc: MalformedReply) -> None:
+        """A reply the app cannot read: one line, and the app goes on without it."""
+        self.notify(one_line(exc), title="agent reply", severity="warning", markup=False)
 
     def _on_push(self, push: dict[str, Any]) -> None:
         self._mark(*self.model.apply_push(push))
@@ -499,7 +513,11 @@ class SgltuiApp(App[str | None]):
     def _op(self, op: str, done: str | None = None, **args: Any) -> None:
         async def run() -> None:
             try:
-                await self.source.call(op, **args)
+                reply = await ask(self.source, op, **args)
+            except MalformedReply as exc:  # sent, and maybe done: the status will say
+                self._bad_reply(exc)
+                self._refresh_status_soon()
+                return
             except SOURCE_ERRORS as exc:
                 if op in ("swap", "restart") and PINNED in str(exc) and not args.get("confirm"):
                     self._confirm_pinned(op, done, args, one_line(exc))
@@ -508,8 +526,9 @@ class SgltuiApp(App[str | None]):
                     one_line(exc), title=f"{op} failed", severity="error", markup=False, timeout=8
                 )
                 return
-            if done:
-                self.notify(done, timeout=3, markup=False)
+            said = _done_text(reply, done)
+            if said:
+                self.notify(said, timeout=3, markup=False)
             self._refresh_status_soon()
 
         self.run_worker(run(), group="ops", exit_on_error=False, description=f"op {op}")
@@ -604,16 +623,16 @@ class SgltuiApp(App[str | None]):
             return
 
         async def check() -> None:
-            from sgltui.agent.client import AgentError
-
             try:
-                res = await self.source.call("preflight", profile=name, slot="0")
-            except (AgentError, OSError) as exc:  # shown; nothing is started or stopped
+                res: protocol.PreflightReply = await ask(
+                    self.source, "preflight", profile=name, slot="0"
+                )
+            except SOURCE_ERRORS as exc:  # shown (a malformed reply too); nothing is started
                 self.notify(one_line(exc), title="preflight", severity="error", markup=False)
                 return
-            if isinstance(res, dict) and res.get("ok") is False:
+            if not res.ok:
                 self.notify(
-                    str(res.get("error")),
+                    res.error or f"{name} would not start: its preflight checks failed",
                     title="not started",
                     severity="error",
                     markup=False,
@@ -768,7 +787,7 @@ class SgltuiApp(App[str | None]):
         slot = self.model.slot("0")
         if not slot or slot.get("state") not in _ACTIVE:
             try:
-                await self.source.call("start", profile=demo[0]["name"], slot="0")
+                await ask(self.source, "start", profile=demo[0]["name"], slot="0")
             except SOURCE_ERRORS as exc:
                 self.notify(
                     one_line(exc), title="demo start failed", severity="error", markup=False
@@ -778,7 +797,7 @@ class SgltuiApp(App[str | None]):
             self._refresh_status_soon()
             return
         try:
-            await self.source.call("demo_load", on=True)
+            await ask(self.source, "demo_load", on=True)
         except SOURCE_ERRORS as exc:
             self.notify(one_line(exc), title="demo load failed", severity="warning", markup=False)
         self._refresh_status_soon()
@@ -952,6 +971,17 @@ class SgltuiApp(App[str | None]):
         )
         first = keys.split(",")[0].strip()
         return self.get_key_display(Binding(first, binding_id))
+
+
+def _done_text(reply: Any, done: str | None) -> str | None:
+    """The toast after a command the agent accepted: `done`, with what its reply adds."""
+    if isinstance(reply, protocol.BenchStarted):
+        return f"bench {reply.run_id} started"
+    if isinstance(reply, protocol.DemoLoadReply):
+        return f"demo load {'on' if reply.on else 'off'}"
+    if isinstance(reply, protocol.Accepted) and reply.profile_changed and done:
+        return f"{done} (its profile was edited since the launch: the new settings apply)"
+    return done
 
 
 def _launcher_word(launcher: str) -> str:

@@ -192,8 +192,9 @@ class ScriptedSource:
     """Plays `script` (a list of pushes, or (delay_s, push) pairs), then optionally generates
     a sample, a log line and an event every `live_interval` seconds for ever.
 
-    `call` records each op in `calls`; `on_call(op, args, source)` may change `status` and
-    `feed` pushes, to script the agent's answer.
+    `call` records each op in `calls` and answers as the agent would (replies that
+    protocol.decode_reply reads); `on_call(op, args, source)` may change `status` and `feed`
+    pushes, and returns the reply, or None for the scripted one.
     """
 
     read_only = False
@@ -260,11 +261,39 @@ class ScriptedSource:
         self.calls.append((op, args))
         if op == "status":
             return copy.deepcopy(self.status)
-        if op == "logs":
-            return {"lines": list(self.logs)}
         if self.on_call is not None:
-            return self.on_call(op, args, self)
-        return [] if op == "job_list" else {}  # no batch jobs, as an agent without any says
+            reply = self.on_call(op, args, self)
+            if reply is not None:
+                return reply
+        return self.reply(op, args)
+
+    def reply(self, op: str, args: dict[str, Any]) -> Any:
+        """The agent's reply to `op` when the script says nothing else: accepted, with no
+        history, bench runs or batch jobs."""
+        sid = str(args.get("slot", "0"))
+        slot = next((s for s in self.status.get("slots") or [] if s.get("id") == sid), None)
+        if op in ("start", "stop", "restart", "swap"):
+            return {"slot": copy.deepcopy(slot or make_slot(state="stopped")), "accepted": True}
+        if op == "logs":
+            # No launch named: the first log push names the one its lines come from.
+            return {"lines": list(self.logs), "path": "/tmp/x.log", "launch_id": ""}
+        if op == "profiles":
+            return copy.deepcopy(self.status.get("profiles") or [])
+        if op == "preflight":
+            return {"profile": str(args.get("profile", "")), "ok": True, "checks": []}
+        if op == "timeline":
+            return {"series": {}}
+        if op in ("bench_list", "job_list"):
+            return []
+        if op == "bench_start":
+            return {"run_id": f"scripted-{len(self.calls)}"}
+        if op == "bench_stop":
+            return {"run_id": str(args.get("run_id", "")), "state": "stopped", "started": T0}
+        if op == "demo_load":
+            return {"on": bool(args.get("on"))}
+        if op == "ping":
+            return {"pong": True, "pid": 4000, "version": "0.1.0"}
+        return {}
 
     async def close(self) -> None:
         pass

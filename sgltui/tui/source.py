@@ -11,10 +11,16 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from sgltui import protocol
 from sgltui.agent.client import AgentError
 
 # What a source's calls raise: the agent's one-line refusal, or a link that broke.
 SOURCE_ERRORS = (AgentError, OSError)
+
+
+class MalformedReply(AgentError):
+    """A reply of another shape than its op's (protocol.OPS): an agent of another version,
+    or a bug. One line, like a refusal; a SOURCE_ERRORS handler catches it too."""
 
 
 @runtime_checkable
@@ -28,6 +34,17 @@ class TuiSource(Protocol):
     def pushes(self) -> AsyncIterator[dict]: ...
     async def call(self, op: str, **args: Any) -> Any: ...
     async def close(self) -> None: ...
+
+
+async def ask(source: TuiSource, op: str, **args: Any) -> Any:
+    """`op`'s reply as its typed reply (protocol.OPS: a Struct, or a list of them), read by
+    attribute. A reply of another shape raises MalformedReply: a notification, never an
+    AttributeError deep in a worker or a pane."""
+    result = await source.call(op, **args)
+    try:
+        return protocol.decode_reply(op, result)
+    except protocol.ProtocolError as exc:
+        raise MalformedReply(str(exc)) from None
 
 
 class LiveSource:

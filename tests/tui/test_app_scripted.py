@@ -476,9 +476,9 @@ async def test_reattach_reads_the_latest_bench_run_the_status_already_names(tmp_
     bench_list lists it too, and the Bench tab stayed empty."""
     results = [{"profile": "demo-mtp", "concurrency": 2, "metrics": {"output_throughput": 50.0}}]
     path = write_bench_run(tmp_path / "r9.json", "r9", results, comparison={})
-    run = {"run_id": "r9", "state": "done", "path": path}
+    run = {"run_id": "r9", "state": "done", "started": 1.0, "path": path}
     src = ScriptedSource(
-        status_with(), on_call=lambda op, a, s: [run] if op == "bench_list" else {}
+        status_with(), on_call=lambda op, a, s: [run] if op == "bench_list" else None
     )
     src.status["bench"] = dict(run)
     app = app_with(src)

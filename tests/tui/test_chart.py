@@ -37,7 +37,7 @@ def swap_agent(op, args, src):
         )
         for t in range(62, 90):
             src.feed({"push": "sample", "data": make_sample(t)})
-    return {}
+    return None  # the scripted reply: accepted
 
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (160, 50)])

@@ -67,8 +67,8 @@ async def test_refused_preflight_shows_its_line_and_opens_no_dialog():
 
     def on_call(op, args, src):
         if op == "preflight":
-            return {"ok": False, "error": line, "checks": []}
-        return {}
+            return {"profile": args["profile"], "ok": False, "error": line, "checks": []}
+        return None
 
     src = ScriptedSource(status_with(running=3))
     src.on_call = on_call

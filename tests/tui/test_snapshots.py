@@ -173,7 +173,7 @@ def test_reattach_shows_the_agents_history(snap_compare, tmp_path):
             )
         }
     }
-    src = ScriptedSource(status, on_call=lambda op, args, s: history if op == "timeline" else {})
+    src = ScriptedSource(status, on_call=lambda op, args, s: history if op == "timeline" else None)
     app = app_with(src)
 
     async def run_before(pilot):

@@ -101,10 +101,19 @@ class ReplaySource:
             return {
                 "lines": self.replay.log_tail(
                     slot, t, int(args.get("lines") or 200), args.get("launch_id")
-                )
+                ),
+                # The lines come from the session's copy of the log, not a live file; no
+                # launch named: the first log push names the one its lines come from.
+                "path": "",
+                "launch_id": "",
             }
         if op == "bench_list":
-            return self.replay.bench_runs_at(t)
+            # The agent's BenchRun always has a start time; a run recorded without its
+            # bench.start event gets the session's start.
+            return [
+                {**run, "started": run.get("started") or self.start}
+                for run in self.replay.bench_runs_at(t)
+            ]
         if op == "profiles":
             return self.replay.status_at(t)["profiles"]
         if op == "timeline":
