@@ -9,8 +9,9 @@ cells and the widget maps each role to a theme colour.
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -161,23 +162,46 @@ class ChartMarker:
     label: str
 
 
+def fill_gap(
+    points: Sequence[tuple[float, float | None]], seconds_per_col: float, first_col: int
+) -> float:
+    """Three sample intervals (the median gap between the stamps from column `first_col` on,
+    to a quarter second so that sampling jitter does not move it): an empty column between two
+    samples closer than this is a narrow column, not a gap."""
+    stamps: list[float] = []
+    for ts, v in reversed(points):  # newest first: stop at the column
+        if ts / seconds_per_col < first_col:  # the same test as floor(ts / spc) < first_col
+            break
+        if v is not None and math.isfinite(v):
+            stamps.append(ts)
+    stamps.reverse()
+    gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
+    return 3 * max(0.25, round(gaps[len(gaps) // 2] * 4) / 4) if gaps else 0.0
+
+
 def time_columns(
-    points: Sequence[tuple[float, float | None]], width: int, seconds_per_col: float, end: float
+    points: Sequence[tuple[float, float | None]],
+    width: int,
+    seconds_per_col: float,
+    end: float,
+    max_gap: float | None = None,
 ) -> list[float | None]:
     """Mean value per column of `seconds_per_col`, the last column holding `end`.
 
     Columns sit on fixed multiples of `seconds_per_col` in absolute time, so a new sample only
     changes the last column (the whole chart shifts once per column's worth of seconds). An empty
-    column between two samples closer together than three sample intervals takes the previous
-    column's value (a narrow column at a wide terminal is not a gap in the data)."""
+    column between two samples at most `max_gap` apart (default: `fill_gap` of the window's
+    points) takes the previous column's value (a narrow column at a wide terminal is not a gap
+    in the data)."""
     if width <= 0:
         return []
     last = math.floor(end / seconds_per_col)
     first = last - width + 1
+    if max_gap is None:
+        max_gap = fill_gap(points, seconds_per_col, first)
     sums = [0.0] * width
     counts = [0] * width
-    stamps: list[float] = []
-    for ts, v in reversed(points):  # oldest first: stop at the window's left edge
+    for ts, v in reversed(points):  # newest first: stop at the window's left edge
         col = math.floor(ts / seconds_per_col) - first
         if col < 0:
             break
@@ -185,17 +209,12 @@ def time_columns(
             continue
         sums[col] += v
         counts[col] += 1
-        stamps.append(ts)
-    stamps.reverse()
     out: list[float | None] = [s / c if c else None for s, c in zip(sums, counts, strict=True)]
-    if len(stamps) > 1:
-        gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
-        max_gap = 3 * gaps[len(gaps) // 2] if gaps else 0.0
-        seen = [i for i, c in enumerate(counts) if c]
-        for a, b in zip(seen, seen[1:]):
-            if 1 < b - a and (b - a) * seconds_per_col <= max_gap:
-                for i in range(a + 1, b):
-                    out[i] = out[a]
+    seen = [i for i, c in enumerate(counts) if c]
+    for a, b in zip(seen, seen[1:]):
+        if 1 < b - a and (b - a) * seconds_per_col <= max_gap:
+            for i in range(a + 1, b):
+                out[i] = out[a]
     return out
 
 
@@ -322,6 +341,118 @@ class ChartLayout:
     marks: tuple[tuple[int, str], ...]  # (plot column, label), oldest first
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """What every part of the chart shares: the legend, the newest stamp, the y scale and the
+    time columns' width."""
+
+    legend: tuple[tuple[Cell, ...], ...]
+    end: float
+    hi: float
+    labels: dict[int, str]
+    gutter: int
+    plot_w: int
+    spc: float  # seconds per column
+    has_points: bool
+
+
+def _frame(
+    main: ChartSeries,
+    others: Sequence[ChartSeries],
+    legend_only: Sequence[ChartSeries],
+    width: int,
+    plot_rows: int,
+    window_s: float,
+) -> _Frame:
+    legend = tuple(tuple(row) for row in _legend([main, *others, *legend_only], width))
+    stamps = [s.points[-1][0] for s in (main, *others) if s.points]  # each oldest first
+    end = max(stamps) if stamps else 0.0
+    top = 0.0
+    for ts, v in reversed(main.points):
+        if ts <= end - window_s:
+            break
+        if v is not None and math.isfinite(v) and v > top:
+            top = v
+    hi, labels = y_ticks(top, plot_rows)
+    gutter = max([len(t) for t in labels.values()] + [len(s.short) for s in others]) + 1
+    plot_w = width - gutter
+    spc = window_s / plot_w if plot_w > 0 else window_s
+    return _Frame(legend, end, hi, labels, gutter, plot_w, spc, bool(stamps))
+
+
+def _marks(markers: Sequence[ChartMarker], frame: _Frame) -> tuple[tuple[int, str], ...]:
+    last = math.floor(frame.end / frame.spc)
+    marks: dict[int, str] = {}
+    for m in sorted(markers, key=lambda m: m.ts):
+        col = frame.plot_w - 1 - (last - math.floor(m.ts / frame.spc))
+        if 0 <= col < frame.plot_w and frame.has_points:
+            marks[col] = m.label
+    return tuple(marks.items())
+
+
+def _edge_columns(
+    points: Sequence[tuple[float, float | None]], spc: float, first: int
+) -> tuple[tuple[int, float | None], tuple[int, float | None]]:
+    """(column, mean) of the newest and of the oldest column in the window that hold a
+    sample: the only columns a sample appended at the end or dropped at the start changes.
+    The mean is summed newest first, as `time_columns` sums it, so it is the same float."""
+
+    def edge(seq: Iterable[tuple[float, float | None]], newest: bool) -> tuple[int, float | None]:
+        col, values = first - 1, list[float]()
+        for ts, v in seq:
+            c = math.floor(ts / spc)
+            if c < first:
+                break  # older than the window (newest first), and so is everything after it
+            if v is None or not math.isfinite(v):
+                continue
+            if values and c != col:
+                break
+            col = c
+            values.append(v)
+        if not newest:
+            values.reverse()
+        total = 0.0
+        for v in values:
+            total += v
+        return col, total / len(values) if values else None
+
+    # The oldest column: from the first point in the window on (points are oldest first).
+    start = bisect.bisect_left(points, first * 1.0, key=lambda p: p[0] / spc)
+    oldest = (points[i] for i in range(start, len(points)))
+    return edge(reversed(points), True), edge(oldest, False)
+
+
+def chart_key(
+    main: ChartSeries,
+    others: Sequence[ChartSeries],
+    markers: Sequence[ChartMarker],
+    width: int,
+    plot_rows: int,
+    window_s: float = 300.0,
+    legend_only: Sequence[ChartSeries] = (),
+) -> tuple[object, ...]:
+    """A cheap stand-in for `chart_layout`'s result, for series that only grow at the end and
+    lose points at the start (a bounded history): two equal keys give equal layouts. The
+    columns sit on fixed multiples of seconds, so between two column shifts a new sample
+    changes only the newest column, a dropped one only the oldest; the key holds those two
+    columns of each series, the column the window ends in, the scale, the legend (the latest
+    values) and the markers, and costs a fraction of the layout (no pass over every column)."""
+    frame = _frame(main, others, legend_only, width, plot_rows, window_s)
+    head = (frame.legend, width, plot_rows, window_s, frame.hi, frame.gutter)
+    if frame.plot_w < 4 or plot_rows < 1:
+        return head
+    last = math.floor(frame.end / frame.spc)
+    first = last - frame.plot_w + 1
+    series = (main, *others)
+    return (
+        *head,
+        last,
+        fill_gap(main.points, frame.spc, first),
+        tuple((s.name, s.short, _edge_columns(s.points, frame.spc, first)) for s in series),
+        _marks(markers, frame),
+    )
+
+
 def chart_layout(
     main: ChartSeries,
     others: Sequence[ChartSeries],
@@ -333,40 +464,30 @@ def chart_layout(
 ) -> ChartLayout:
     """The layout of `throughput_chart` (see there); `plot_rows` 0 or a plot narrower than 4
     columns leaves only the legend."""
-    legend = tuple(tuple(row) for row in _legend([main, *others, *legend_only], width))
-    stamps = [s.points[-1][0] for s in (main, *others) if s.points]  # each oldest first
-    end = max(stamps) if stamps else 0.0
-    values = [
-        v for ts, v in main.points if v is not None and math.isfinite(v) and ts > end - window_s
-    ]
-    hi, labels = y_ticks(max(values) if values else 0.0, plot_rows)
-    gutter = max([len(t) for t in labels.values()] + [len(s.short) for s in others]) + 1
-    plot_w = width - gutter
+    frame = _frame(main, others, legend_only, width, plot_rows, window_s)
+    plot_w, spc = frame.plot_w, frame.spc
     if plot_w < 4 or plot_rows < 1:
-        return ChartLayout(legend, 0, gutter, (), "", (main.name, ()), (), ())
-    spc = window_s / plot_w
-    grid = block_rows(time_columns(main.points, plot_w, spc, end), plot_rows, 0.0, hi)
+        return ChartLayout(frame.legend, 0, frame.gutter, (), "", (main.name, ()), (), ())
+    # All series are sampled together: one fill rule (the main series' sample interval).
+    max_gap = fill_gap(main.points, spc, math.floor(frame.end / spc) - plot_w + 1)
+    grid = block_rows(
+        time_columns(main.points, plot_w, spc, frame.end, max_gap), plot_rows, 0.0, frame.hi
+    )
     rows: list[tuple[str, str, str]] = []
     for s in others:
-        cols = time_columns(s.points, plot_w, spc, end)
+        cols = time_columns(s.points, plot_w, spc, frame.end, max_gap)
         present = [c for c in cols if c is not None]
         top = max(present) if present else 0.0
         rows.append((s.short, s.name, block_rows(cols, 1, 0.0, top if top > 0 else 1.0)[0]))
-    last = math.floor(end / spc)
-    marks: dict[int, str] = {}
-    for m in sorted(markers, key=lambda m: m.ts):
-        col = plot_w - 1 - (last - math.floor(m.ts / spc))
-        if 0 <= col < plot_w and stamps:
-            marks[col] = m.label
     return ChartLayout(
-        legend,
+        frame.legend,
         plot_rows,
-        gutter,
-        tuple(sorted(labels.items())),
+        frame.gutter,
+        tuple(sorted(frame.labels.items())),
         time_axis(plot_w, window_s),
         (main.name, tuple(grid)),
         tuple(rows),
-        tuple(marks.items()),
+        _marks(markers, frame),
     )
 
 

@@ -4,6 +4,10 @@ legend and markers, without Textual."""
 from __future__ import annotations
 
 import math
+import random
+from collections import deque
+
+import pytest
 
 from sgltui.core import charts
 
@@ -121,3 +125,41 @@ def test_filled_cells_one_rule_at_the_edges():
     assert cells(float("inf"), 20) == 0  # not a number of anything: nothing drawn
     assert cells(0.29, 100) == 29 and cells(0.7, 10) == 7  # float error never drops a cell
     assert cells(0.5, 0) == 0 and cells(0.5, 1) == 1 and cells(1.0, 1) == 1
+
+
+@pytest.mark.parametrize("maxlen", [600, 120])
+@pytest.mark.parametrize("width", [40, 64, 150])
+def test_equal_chart_keys_mean_equal_layouts(maxlen, width):
+    """The key stands in for the layout: over a run of samples (idle stretches, bursts, a gap
+    with no samples, jittered intervals, a swap marker, a bounded history that drops points
+    inside the window when short), whenever two successive keys are equal the layouts are too;
+    and, with a history longer than the window (the TUI keeps 600 points), an idle stretch
+    mostly gives equal keys (that is what the key is for)."""
+    rng = random.Random(7)
+    hist: dict[str, deque] = {n: deque(maxlen=maxlen) for n in ("gen", "run", "kv")}
+    markers: list[charts.ChartMarker] = []
+    prev_key = prev_layout = None
+    same = idle_steps = 0
+    t = T
+    for step in range(700):
+        t += 1.0 + rng.uniform(-0.2, 0.2)
+        if 300 <= step < 320:
+            continue  # the agent was away: a gap
+        busy = 150 <= step < 250 or step >= 500
+        for name in hist:
+            hist[name].append((t, rng.uniform(50, 200) if busy else 0.0))
+        if step == 200:
+            markers.append(charts.ChartMarker(t, "demo-no-mtp"))
+        main, *others = [
+            charts.ChartSeries(n, n, n, list(p), f"{p[-1][1]:.0f}") for n, p in hist.items()
+        ]
+        args = (main, others, markers, width, 6)
+        key, layout = charts.chart_key(*args), charts.chart_layout(*args)
+        if key == prev_key:
+            same += 1
+            assert layout == prev_layout, f"step {step}: equal keys, different layouts"
+        if not busy and step > 60:
+            idle_steps += 1
+        prev_key, prev_layout = key, layout
+    if maxlen >= 300:
+        assert same > idle_steps // 2

@@ -56,6 +56,7 @@ class ThroughputPane(Widget, can_focus=True):
         self._swaps: list[tuple[float, str]] = []
         self._has_spec = False
         self._layout: charts.ChartLayout | None = None  # what the strips below show
+        self._chart_key: tuple[object, ...] | None = None  # charts.chart_key of that layout
         self._strips: list[Strip] = []
         self._key: tuple[Any, ...] | None = None  # size and theme the strips were drawn for
 
@@ -77,11 +78,14 @@ class ThroughputPane(Widget, can_focus=True):
         if not width or self._key is None:
             self.refresh(layout=True)
             return
-        layout = self._chart_layout(width)
-        if layout == self._layout and self._key == self._strips_key(width):
+        if self._key == self._strips_key(width) and self._chart_key == self._chart_inputs(width):
+            return  # nothing visible changed: the key costs a fraction of the layout
+        key, layout = self._chart_layout(width)
+        if layout == self._layout:
+            self._chart_key = key
             return
         old = self._strips
-        strips = self._draw(width, layout)
+        strips = self._draw(width, key, layout)
         if len(strips) != self.content_size.height:
             self.refresh(layout=True)  # the legend wrapped or the accept row came or went
             return
@@ -104,7 +108,14 @@ class ThroughputPane(Widget, can_focus=True):
     def _plot_rows(self) -> int:
         return plot_rows_for(self.app.size.height)
 
-    def _chart_layout(self, width: int) -> charts.ChartLayout:
+    def _chart_inputs(self, width: int) -> tuple[object, ...]:
+        return charts.chart_key(*self._chart_args(width))
+
+    def _chart_layout(self, width: int) -> tuple[tuple[object, ...], charts.ChartLayout]:
+        args = self._chart_args(width)
+        return charts.chart_key(*args), charts.chart_layout(*args)
+
+    def _chart_args(self, width: int) -> tuple[Any, ...]:
         main, others = self._chart_series()
         markers = [charts.ChartMarker(ts, label) for ts, label in self._swaps]
         rows = self._plot_rows()
@@ -115,10 +126,10 @@ class ThroughputPane(Widget, can_focus=True):
             rows = max(1, rows - 1)
             legend_only = [s for s in others if s.name == "accept_length"]
             others = [s for s in others if s.name != "accept_length"]
-        return charts.chart_layout(main, others, markers, width, rows, self.window_s, legend_only)
+        return (main, others, markers, width, rows, self.window_s, legend_only)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(charts.draw_chart(self._chart_layout(width)))
+        return len(charts.draw_chart(charts.chart_layout(*self._chart_args(width))))
 
     # -- drawing ------------------------------------------------------------------------------
 
@@ -137,7 +148,7 @@ class ThroughputPane(Widget, can_focus=True):
     def _strips_key(self, width: int) -> tuple[Any, ...]:
         return (width, self._plot_rows(), self.app.theme, self.screen.has_class("-short"))
 
-    def _draw(self, width: int, layout: charts.ChartLayout) -> list[Strip]:
+    def _draw(self, width: int, key: tuple[object, ...], layout: charts.ChartLayout) -> list[Strip]:
         styles = self._role_styles()
         self._strips = [
             Strip(
@@ -145,12 +156,12 @@ class ThroughputPane(Widget, can_focus=True):
             ).adjust_cell_length(width, self.rich_style)
             for row in charts.draw_chart(layout)
         ]
-        self._layout, self._key = layout, self._strips_key(width)
+        self._chart_key, self._layout, self._key = key, layout, self._strips_key(width)
         return self._strips
 
     def _cached_strips(self, width: int) -> list[Strip]:
         if self._key != self._strips_key(width):  # resized, another theme, or never drawn
-            return self._draw(width, self._chart_layout(width))
+            return self._draw(width, *self._chart_layout(width))
         return self._strips
 
     def render_line(self, y: int) -> Strip:
