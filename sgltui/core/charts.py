@@ -162,20 +162,24 @@ class ChartMarker:
     label: str
 
 
+FILL_GAP_SAMPLES = 32  # the newest gaps the sample interval is taken from
+
+
 def fill_gap(
     points: Sequence[tuple[float, float | None]], seconds_per_col: float, first_col: int
 ) -> float:
-    """Three sample intervals (the median gap between the stamps from column `first_col` on,
-    to a quarter second so that sampling jitter does not move it): an empty column between two
-    samples closer than this is a narrow column, not a gap."""
+    """Three sample intervals (the median of the newest gaps between stamps from column
+    `first_col` on, to a quarter second so that sampling jitter does not move it): an empty
+    column between two samples closer than this is a narrow column, not a gap. The newest
+    gaps only: a sampling rate that changed is the one that matters, and it costs no pass
+    over the whole window."""
     stamps: list[float] = []
     for ts, v in reversed(points):  # newest first: stop at the column
-        if ts / seconds_per_col < first_col:  # the same test as floor(ts / spc) < first_col
-            break
+        if ts / seconds_per_col < first_col or len(stamps) > FILL_GAP_SAMPLES:
+            break  # (ts / spc < first_col is the same test as floor(ts / spc) < first_col)
         if v is not None and math.isfinite(v):
             stamps.append(ts)
-    stamps.reverse()
-    gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
+    gaps = sorted(a - b for a, b in zip(stamps, stamps[1:]) if a > b)
     return 3 * max(0.25, round(gaps[len(gaps) // 2] * 4) / 4) if gaps else 0.0
 
 

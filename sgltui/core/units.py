@@ -73,6 +73,21 @@ def duration(seconds: float | None, missing: str = "-") -> str:
     return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
+def age(seconds: float | None, missing: str = "-") -> str:
+    """How long something has been up, as `docker ps` says it: '42s' in the first minute,
+    then whole minutes '12m', '2h04m', '3d04h'. It changes once a minute after the first, so
+    a pane that shows it repaints once a minute, not on every status refresh."""
+    hms = _hms(seconds)
+    if hms is None:
+        return missing
+    h, m, s = hms
+    if h >= 24:
+        return f"{h // 24}d{h % 24:02d}h"
+    if h:
+        return f"{h}h{m:02d}m"
+    return f"{m}m" if m else f"{s}s"
+
+
 def estimate(seconds: float | None, missing: str = "n/a") -> str:
     """A rough length, for what is yet to run: '45 s', '12 min', '5.0 h', '4.0 days'.
 

@@ -51,7 +51,9 @@ _ACTIVE = ("launching", "ready", "draining", "stopping")
 PINNED = "is pinned to slot"  # the agent's refusal of a swap under a pinned batch job
 FLUSH_DELAY_S = 0.1  # pushes arriving within this window are drawn in one go
 HISTORY_S = 300.0  # the chart's window: what a re-attach asks the agent for
-STATUS_POLL_S = 5.0  # safety net for uptime and anything a missed event would leave stale
+# A safety net for anything a missed event would leave stale, and the uptime (shown to the
+# minute after the first). Every change an operator makes or sees arrives as a push at once.
+STATUS_POLL_S = 15.0
 
 
 def recent_events(path: Path, limit: int = 200, max_bytes: int = 256 * 1024) -> list[dict]:

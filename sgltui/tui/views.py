@@ -143,7 +143,7 @@ def slot_details(slot: dict[str, Any] | None) -> str:
     profile = escape(str(slot.get("profile") or "-"))
     head = f"slot {escape(str(slot.get('id', '0')))}  [b]{profile}[/]  {state_label(state)}"
     if state == "ready" and slot.get("uptime_s") is not None:
-        head += f"  up {units.duration(slot.get('uptime_s'))}"
+        head += f"  up {units.age(slot.get('uptime_s'))}"
     if slot.get("port") and state != "stopped":
         head += f"  [dim]:{slot.get('port')} pid {slot.get('pid') or '-'}[/]"
     lines.append(head)

@@ -19,9 +19,26 @@ def test_duration_is_compact_and_cut_to_the_second(seconds: float, text: str) ->
     assert units.duration(seconds) == text
 
 
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0s"),
+        (59.9, "59s"),
+        (60, "1m"),
+        (185, "3m"),
+        (3599, "59m"),
+        (7445, "2h04m"),
+        (86400 + 4 * 3600 + 59, "1d04h"),
+    ],
+)
+def test_age_says_minutes_after_the_first_minute(seconds: float, text: str) -> None:
+    assert units.age(seconds) == text
+
+
 @pytest.mark.parametrize("bad", [None, math.nan, math.inf])
 def test_every_helper_writes_missing_for_no_reading(bad: float | None) -> None:
     assert units.duration(bad) == "-"
+    assert units.age(bad) == "-"
     assert units.estimate(bad) == "n/a"
     assert units.span(bad) == "-"
     assert units.offset(bad) == "-"

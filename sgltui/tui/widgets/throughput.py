@@ -11,7 +11,7 @@ the size or theme changes, never on a timer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.segment import Segment
@@ -52,7 +52,7 @@ class ThroughputPane(Widget, can_focus=True):
     def __init__(self, window_s: float = WINDOW_S, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.window_s = window_s
-        self._series: dict[str, list[tuple[float, float]]] = {}
+        self._series: Mapping[str, Sequence[tuple[float, float]]] = {}
         self._swaps: list[tuple[float, str]] = []
         self._has_spec = False
         self._layout: charts.ChartLayout | None = None  # what the strips below show
@@ -64,14 +64,17 @@ class ThroughputPane(Widget, can_focus=True):
 
     def show(
         self,
-        series: Mapping[str, Iterable[tuple[float, float]]],
+        series: Mapping[str, Sequence[tuple[float, float]]],
         has_spec: bool,
         swaps: Iterable[tuple[float, str]] = (),
     ) -> None:
         """New samples or swaps: work out the new layout and, only where it differs from the
         one on screen, redraw and repaint the rows that changed. An idle server's sample
         changes nothing visible until the columns shift, every few seconds."""
-        self._series = {k: list(v) for k, v in series.items()}
+        # The model's own series (bounded deques it appends to), not copies: the chart always
+        # draws the newest data, and copying 600 points per series each second costs more than
+        # the key that decides whether to draw.
+        self._series = series
         self._swaps = list(swaps)
         self._has_spec = has_spec
         width = self.content_region.width
