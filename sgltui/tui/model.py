@@ -130,8 +130,13 @@ class TuiModel:
         return (self.telemetry.get("engine") or {}).get(slot_id)
 
     def running_requests(self, slot_id: str = "0") -> int:
-        """Requests in flight on the slot (running + queued): what a swap or stop would cut."""
+        """Requests in flight on the slot (running + queued): what a swap or stop would cut.
+        A reading taken before the server was ready counts none: it saw the server's own
+        warm-up request, and a key pressed at once must not ask how to drain it."""
         eng = self.engine(slot_id) or {}
+        ready_at, ts = (self.slot(slot_id) or {}).get("ready_at"), eng.get("ts")
+        if isinstance(ready_at, (int, float)) and isinstance(ts, (int, float)) and ts < ready_at:
+            return 0
         return int(eng.get("num_running_reqs") or 0) + int(eng.get("num_queue_reqs") or 0)
 
     def profile_for_key(self, key: str) -> dict[str, Any] | None:

@@ -31,6 +31,9 @@ async def test_start_swap_stop_and_filter_logs_against_the_simulator(agent):
     agent.write_profile("tui-b", key="8")
     source = LiveSource(agent.state_dir, profiles_dirs=[agent.profiles_dir], autostart=False)
     app = app_with(source)
+    notes: list[str] = []  # what the app told the user, for a failure's message
+    notify = app.notify
+    app.notify = lambda message, *a, **k: (notes.append(str(message)), notify(message, *a, **k))  # type: ignore[method-assign]
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.model.connected, timeout=20)
         await until(pilot, lambda: app.model.profile_for_key("7"), timeout=20)
@@ -43,7 +46,10 @@ async def test_start_swap_stop_and_filter_logs_against_the_simulator(agent):
         )
         await asyncio.to_thread(agent.status)  # lets the fixture note the server's process group
 
-        await pilot.press("8")  # a server runs, no requests: the key swaps at once
+        # A server runs with no requests (the model says so once a reading from after ready
+        # is in): the key swaps at once, no drain question.
+        await until(pilot, lambda: app.model.running_requests("0") == 0, timeout=20)
+        await pilot.press("8")
         await until(
             pilot,
             lambda: (
@@ -52,7 +58,12 @@ async def test_start_swap_stop_and_filter_logs_against_the_simulator(agent):
                 and not slot0(app).get("swap")
             ),
             timeout=60,
-            show=lambda: (slot0(app), list(app.model.activity)[-3:]),
+            show=lambda: (
+                type(app.screen).__name__,
+                app.model.running_requests("0"),
+                notes,
+                list(app.model.activity)[-3:],
+            ),
         )
         await asyncio.to_thread(agent.status)
         swaps = [

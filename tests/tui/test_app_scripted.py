@@ -17,7 +17,16 @@ SIZE = (120, 40)
 
 
 async def started(app, pilot):
-    await until(pilot, lambda: app.model.connected and app.first_status.is_set())
+    # Connected, the first status in, and drawn: no flush of pushed changes still pending.
+    await until(
+        pilot,
+        lambda: (
+            app.model.connected
+            and app.first_status.is_set()
+            and not app._flush_scheduled
+            and not app._dirty
+        ),
+    )
     await pilot.pause(0.15)
 
 
@@ -418,7 +427,7 @@ async def test_demo_load_is_in_the_header_and_in_the_quit_note():
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        assert "demo load running" in str(app.query_one("#topbar").render())
+        await until(pilot, lambda: "demo load running" in str(app.query_one("#topbar").render()))
         await pilot.press("q")
     assert "`sgltui demo --stop`" in app.return_value and "`sgltui stop`" in app.return_value
 

@@ -3,7 +3,10 @@ hicache profile from scripted, fixed-time sources, plus the feeding rules."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
+from textual.widgets import TabbedContent
 
 from sgltui.tui.scripted import (
     CAPACITY,
@@ -126,3 +129,19 @@ async def test_readings_count_once_and_the_card_follows_the_running_profile():
         assert sum(n for _s, n in figures.live.values()) == readings
         assert "demo-mtp" in pane._text and "the flag: max-running-requests = 4" in pane._text
         assert "accept length" in pane._text
+
+
+async def test_the_hidden_tab_shows_what_came_in_while_hidden():
+    """While the Logs tab is shown the Insight pane is fed but not repainted (a repaint of a
+    hidden widget costs a layout of the whole screen); showing its tab paints the card."""
+    app = _app("demo-mtp", MTP_CARD)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.query_one(TabbedContent).active == "tab-logs"
+        await until(pilot, lambda: len(app.model.series["gen_throughput"]) >= 29)
+        await pilot.pause(0.3)
+        assert "accept length" in app.query_one(InsightPane)._text
+        assert "accept length" not in app.export_screenshot()
+        app.query_one(TabbedContent).active = "tab-insight"
+        await pilot.pause(0.3)
+        screen = html.unescape(app.export_screenshot()).replace("\xa0", " ")
+        assert "bounds max running" in screen and "accept length" in screen

@@ -2,7 +2,7 @@
 
 from sgltui.tui import model as M
 from sgltui.tui.model import TuiModel
-from sgltui.tui.scripted import make_sample, make_slot, make_status
+from sgltui.tui.scripted import T0, make_engine, make_sample, make_slot, make_status
 
 
 def ev(type_, **fields):
@@ -116,3 +116,16 @@ def test_running_requests_and_profile_keys():
     assert m.running_requests("0") == eng["num_running_reqs"] + eng["num_queue_reqs"]
     assert m.profile_for_key("2")["name"] == "demo-mtp"
     assert m.profile_for_key("9") is None
+
+
+def test_a_reading_from_before_ready_counts_no_request_in_flight():
+    """The server's warm-up request, seen by a scrape during the launch, is nobody's request:
+    a swap key pressed right after ready must not ask how to drain it."""
+    m = TuiModel()
+    st = make_status([make_slot(state="ready", ready_at=T0 + 10.0)])
+    st["telemetry"]["engine"]["0"] = make_engine(5.0, running=1)  # ts T0+5: during warm-up
+    m.apply_status(st)
+    assert m.running_requests("0") == 0
+    st["telemetry"]["engine"]["0"] = make_engine(11.0, running=1)  # after ready: it counts
+    m.apply_status(st)
+    assert m.running_requests("0") == 1 + st["telemetry"]["engine"]["0"]["num_queue_reqs"]

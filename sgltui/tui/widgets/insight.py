@@ -55,7 +55,14 @@ class InsightPane(Widget, can_focus=True):
             # change with every sample. A hidden tab needs neither: it is laid out when shown.
             relayout = markup.count("\n") != self._text.count("\n")
             self._text = markup
-            self.refresh(layout=relayout and self.is_on_screen)
+            if self.is_on_screen:
+                self.refresh(layout=relayout)
+            # A hidden tab is not refreshed at all: refreshing a widget the screen does not show
+            # makes Textual lay out the whole screen again (its map no longer covers every
+            # refreshed widget) on the next frame. on_show paints what came in meanwhile.
+
+    def on_show(self) -> None:
+        self.refresh(layout=True)
 
     def _card_text(self) -> str:
         if not self._cards:

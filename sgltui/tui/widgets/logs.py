@@ -77,7 +77,7 @@ class LogView(ScrollView, can_focus=True):
         self._row_seq: list[int] = []  # the line (seq) of each row, ascending
         self._base = 0  # rows dropped from the front so far: cache keys stay valid
         self._widest = 0
-        self._cache: LRUCache[tuple[int, int, int], Strip] = LRUCache(1024)
+        self._cache: LRUCache[tuple[int, int, int, bool | None], Strip] = LRUCache(1024)
         self._cache_style: Style | None = None
         self._frame: tuple | None = None  # per-frame values computed in render_lines
 
@@ -248,25 +248,36 @@ class LogView(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width - (1 if bar else 0)
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
+        in_knob = None if bar is None else bar[0] <= y < bar[1]
         if index < len(self._rows):
-            key = (index + self._base, scroll_x, width)
-            line = self._cache.get(key)
+            is_current = current is not None and self._row_seq[index] == self.current_seq
+            # A row is cached with its scrollbar cell: while following, every row moves up one
+            # per new line, and this keeps the redraw of a row to one lookup.
+            key = (index + self._base, scroll_x, width, in_knob)
+            line = None if is_current else self._cache.get(key)
             if line is None:
                 line = self._rows[index].crop_extend(scroll_x, scroll_x + width, style)
                 line = line.apply_style(style)
-                self._cache[key] = line
-            if current is not None and self._row_seq[index] == self.current_seq:
-                line = line.apply_style(current)
-        elif index == 0 and self.placeholder:
+                if is_current:
+                    line = line.apply_style(current)
+                line = self._with_bar(line, bar, in_knob)
+                if not is_current:
+                    self._cache[key] = line
+            return line
+        if index == 0 and self.placeholder:
             text = self.placeholder
             line = Strip([Segment(text, style + Style(dim=True))], cell_len(text))
             line = line.crop_extend(0, width, style)
         else:
             line = Strip.blank(width, style)
-        if bar:
-            start, end, track, knob = bar
-            line = Strip.join([line, Strip([knob if start <= y < end else track], 1)])
-        return line
+        return self._with_bar(line, bar, in_knob)
+
+    @staticmethod
+    def _with_bar(line: Strip, bar: tuple | None, in_knob: bool | None) -> Strip:
+        if bar is None:
+            return line
+        _, _, track, knob = bar
+        return Strip.join([line, Strip([knob if in_knob else track], 1)])
 
     def on_click(self, event: events.Click) -> None:
         # A click in the scrollbar column jumps there (the thumb cannot be dragged).
@@ -277,7 +288,12 @@ class LogView(ScrollView, can_focus=True):
     # -- follow -----------------------------------------------------------------------------
 
     def watch_scroll_y(self, old: float, new: float) -> None:
-        super().watch_scroll_y(old, new)
+        # ScrollView's own watcher also moves Textual's scrollbar widget, which this view
+        # keeps at size 0 (it draws its own): refreshing a widget the screen does not show
+        # makes Textual lay out the whole screen again on the next frame, once per appended
+        # line while following. So only the repaint ScrollView would do.
+        if round(old) != round(new):
+            self.refresh(self.size.region)
         # Only a move up pauses: following itself only ever scrolls down. A view that grows
         # (the pane above shrank) clamps scroll_y down to the new end: not a scroll back.
         if new < old and self.auto_scroll and new < self.max_scroll_y - 0.5:

@@ -58,6 +58,7 @@ class ThroughputPane(Widget, can_focus=True):
         self._layout: charts.ChartLayout | None = None  # what the strips below show
         self._chart_key: tuple[object, ...] | None = None  # charts.chart_key of that layout
         self._strips: list[Strip] = []
+        self._row_strips: dict[tuple[charts.Cell, ...], Strip] = {}  # cells -> the Strip drawn
         self._key: tuple[Any, ...] | None = None  # size and theme the strips were drawn for
 
     # -- data ---------------------------------------------------------------------------------
@@ -93,7 +94,7 @@ class ThroughputPane(Widget, can_focus=True):
             self.refresh(layout=True)  # the legend wrapped or the accept row came or went
             return
         for y, strip in enumerate(strips):
-            if y >= len(old) or list(strip) != list(old[y]):
+            if y >= len(old) or strip is not old[y]:
                 self.refresh(Region(0, y, width, 1))
 
     # -- layout -------------------------------------------------------------------------------
@@ -152,15 +153,25 @@ class ThroughputPane(Widget, can_focus=True):
         return (width, self._plot_rows(), self.app.theme, self.screen.has_class("-short"))
 
     def _draw(self, width: int, key: tuple[object, ...], layout: charts.ChartLayout) -> list[Strip]:
+        # A row whose cells are the same as on screen keeps its Strip (the object: show()
+        # repaints only the rows whose Strip is new); styles are looked up once per draw.
+        same_look = self._key == self._strips_key(width)
+        reuse = self._row_strips if same_look else {}
         styles = self._role_styles()
-        self._strips = [
-            Strip(
-                [Segment(text, styles.get(role, styles[charts.TEXT])) for text, role in row]
-            ).adjust_cell_length(width, self.rich_style)
-            for row in charts.draw_chart(layout)
-        ]
+        self._row_strips = {}
+        strips = []
+        for row in charts.draw_chart(layout):
+            cells = tuple(row)
+            strip = reuse.get(cells)
+            if strip is None:
+                strip = Strip(
+                    [Segment(text, styles.get(role, styles[charts.TEXT])) for text, role in row]
+                ).adjust_cell_length(width, self.rich_style)
+            self._row_strips[cells] = strip
+            strips.append(strip)
+        self._strips = strips
         self._chart_key, self._layout, self._key = key, layout, self._strips_key(width)
-        return self._strips
+        return strips
 
     def _cached_strips(self, width: int) -> list[Strip]:
         if self._key != self._strips_key(width):  # resized, another theme, or never drawn
