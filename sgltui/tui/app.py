@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -23,6 +23,7 @@ from textual.css.query import NoMatches
 from textual.events import Key, Resize
 from textual.markup import escape
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 
 from sgltui import protocol
@@ -44,6 +45,8 @@ from sgltui.tui.widgets.logs import LogPane
 from sgltui.tui.widgets.memory import MemoryPane
 from sgltui.tui.widgets.profiles import ProfilesPane
 from sgltui.tui.widgets.throughput import ThroughputPane
+
+W = TypeVar("W", bound=Widget)
 
 # Actions that change servers or start work: disabled in a read-only (replay) source.
 _MUTATING = {"start", "stop", "restart", "bench", "bench_stop", "toggle_demo_load", "profile_key"}
@@ -144,6 +147,7 @@ class SgltuiApp(App[str | None]):
         self.demo_load = True  # `sgltui demo --no-load` turns the background load off
         self._theme_name = theme or self.config.theme or DEFAULT_THEME
         self._dirty: set[str] = set()
+        self._panes: dict[type[Widget], Widget] = {}  # see _pane
         self._hidden_dirty: set[str] = set()
         self._bench_return: str | None = None  # areas of tabs not on screen, drawn when shown
         self._new_lines: list[LogLine] = []
@@ -194,7 +198,7 @@ class SgltuiApp(App[str | None]):
         self._update_log_title()
         self.query_one("#profile-list").focus()
         self.consume_source()
-        self.set_interval(STATUS_POLL_S, self._poll_status)
+        self.set_interval(STATUS_POLL_S, self._poll_status, name="status poll")
 
     def on_resize(self, event: Resize) -> None:
         # Textual has no media queries: classes switch the compact layout for 80x24.
@@ -367,12 +371,14 @@ class SgltuiApp(App[str | None]):
         self._dirty.update(areas)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.set_timer(FLUSH_DELAY_S, self._flush_dirty)
+            # A name of its own: without one, Textual names the timer after repr(app), which
+            # costs more than the flush it schedules (once a second).
+            self.set_timer(FLUSH_DELAY_S, self._flush_dirty, name="flush")
 
     def _refresh_status_soon(self) -> None:
         if not self._status_scheduled:
             self._status_scheduled = True
-            self.set_timer(0.2, self._refresh_status)
+            self.set_timer(0.2, self._refresh_status, name="status")
 
     def _poll_status(self) -> None:
         if self.model.connected:
@@ -416,24 +422,32 @@ class SgltuiApp(App[str | None]):
         except NoMatches:
             pass  # the app is shutting down and its panes are already gone
 
+    def _pane(self, cls: type[W]) -> W:
+        """The app's one pane of a class, looked up once: a DOM query per pane and per draw
+        cost a tenth of an idle second's drawing."""
+        found = self._panes.get(cls)
+        if found is None or not found.is_attached:  # (shutting down: query_one says so)
+            found = self._panes[cls] = self.query_one(cls)
+        return cast(W, found)
+
     def _draw(self, dirty: set[str]) -> None:
         m = self.model
         if M.SERVERS in dirty:
-            self.query_one(ProfilesPane).show(m.profiles, m.slots)
+            self._pane(ProfilesPane).show(m.profiles, m.slots)
             state = (m.slot("0") or {}).get("state")
             if state != self._bindings_state:  # the footer rebuilds itself on refresh_bindings
                 self._bindings_state = state
                 self.refresh_bindings()
         if M.MEMORY in dirty:
-            self.query_one(MemoryPane).show(m.telemetry)
+            self._pane(MemoryPane).show(m.telemetry)
         if M.CHART in dirty:
             # The row shows while the server serving now is speculative: its latest sample,
             # not the last five minutes (a swap to a plain profile drops the row at once).
             accept = m.series_values("accept_length")
             has_spec = bool(accept) and accept[-1] > 0
-            self.query_one(ThroughputPane).show(m.series, has_spec, m.swaps)
+            self._pane(ThroughputPane).show(m.series, has_spec, m.swaps)
         if M.LOGS in dirty:
-            pane = self.query_one(LogPane)
+            pane = self._pane(LogPane)
             if getattr(self, "_redraw_logs", False):
                 self._redraw_logs = False
                 self._new_lines = []
@@ -442,11 +456,11 @@ class SgltuiApp(App[str | None]):
                 lines, self._new_lines = self._new_lines, []
                 pane.append(lines)
         if M.ACTIVITY in dirty:
-            self.query_one(ActivityPane).show(list(m.activity), m.activity_total)
+            self._pane(ActivityPane).show(list(m.activity), m.activity_total)
         if M.BENCH in dirty:
-            self.query_one(BenchPane).show(m.bench)
+            self._pane(BenchPane).show(m.bench)
         if dirty & {M.MEMORY, M.SERVERS, M.BENCH}:
-            self.query_one(InsightPane).show(m)
+            self._pane(InsightPane).show(m)
         if M.HEADER in dirty or M.SERVERS in dirty:
             self._update_topbar()
 
