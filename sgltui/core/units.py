@@ -74,9 +74,9 @@ def duration(seconds: float | None, missing: str = "-") -> str:
 
 
 def age(seconds: float | None, missing: str = "-") -> str:
-    """How long something has been up, as `docker ps` says it: '42s' in the first minute,
-    then whole minutes '12m', '2h04m', '3d04h'. It changes once a minute after the first, so
-    a pane that shows it repaints once a minute, not on every status refresh."""
+    """How long something has been up, to the minute: '<1m', '12m', '2h04m', '3d04h'. It
+    changes once a minute, so a pane that shows it repaints once a minute, and a status read
+    every few seconds never shows a seconds figure that has gone stale."""
     hms = _hms(seconds)
     if hms is None:
         return missing
@@ -85,7 +85,7 @@ def age(seconds: float | None, missing: str = "-") -> str:
         return f"{h // 24}d{h % 24:02d}h"
     if h:
         return f"{h}h{m:02d}m"
-    return f"{m}m" if m else f"{s}s"
+    return f"{m}m" if m else "<1m"
 
 
 def estimate(seconds: float | None, missing: str = "n/a") -> str:

@@ -98,9 +98,13 @@ def summary(comparison: dict[str, Any]) -> str:
         text = job["recommendation"]
     elif best:
         ranked = sorted(best.items(), key=lambda kv: -(kv[1]["tok_s"].get("mean") or 0))
-        text = "Best: " + "; ".join(
-            f"{p} at concurrency {b['concurrency']} ({units.tok_s(b['tok_s'].get('mean'))})"
-            for p, b in ranked
+        text = (
+            "Best: "
+            + "; ".join(
+                f"{p} at concurrency {b['concurrency']} ({units.tok_s(b['tok_s'].get('mean'))})"
+                for p, b in ranked
+            )
+            + "."
         )
     else:
         text = "No successful measurement."
