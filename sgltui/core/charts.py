@@ -13,6 +13,7 @@ import bisect
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
 _BLOCKS = " ▁▂▃▄▅▆▇█"  # index = eighths of a cell filled
@@ -426,73 +427,88 @@ def _edge_columns(
     return edge(reversed(points), True), edge(oldest, False)
 
 
-def chart_key(
-    main: ChartSeries,
-    others: Sequence[ChartSeries],
-    markers: Sequence[ChartMarker],
-    width: int,
-    plot_rows: int,
-    window_s: float = 300.0,
-    legend_only: Sequence[ChartSeries] = (),
-) -> tuple[object, ...]:
-    """A cheap stand-in for `chart_layout`'s result, for series that only grow at the end and
-    lose points at the start (a bounded history): two equal keys give equal layouts. The
-    columns sit on fixed multiples of seconds, so between two column shifts a new sample
-    changes only the newest column, a dropped one only the oldest; the key holds those two
-    columns of each series, the column the window ends in, the scale, the legend (the latest
-    values) and the markers, and costs a fraction of the layout (no pass over every column)."""
-    frame = _frame(main, others, legend_only, width, plot_rows, window_s)
-    head = (frame.legend, width, plot_rows, window_s, frame.hi, frame.gutter)
-    if frame.plot_w < 4 or plot_rows < 1:
-        return head
-    last = math.floor(frame.end / frame.spc)
-    first = last - frame.plot_w + 1
-    series = (main, *others)
-    return (
-        *head,
-        last,
-        fill_gap(main.points, frame.spc, first),
-        tuple((s.name, s.short, _edge_columns(s.points, frame.spc, first)) for s in series),
-        _marks(markers, frame),
-    )
+@dataclass(frozen=True)
+class ChartInput:
+    """What the throughput chart is drawn from. `key()` is a cheap stand-in for `layout()`;
+    both share one frame (legend, scale, columns) and one fill rule, worked out once."""
 
+    main: ChartSeries
+    others: Sequence[ChartSeries]
+    markers: Sequence[ChartMarker]
+    width: int
+    plot_rows: int
+    window_s: float = 300.0
+    legend_only: Sequence[ChartSeries] = ()
 
-def chart_layout(
-    main: ChartSeries,
-    others: Sequence[ChartSeries],
-    markers: Sequence[ChartMarker],
-    width: int,
-    plot_rows: int,
-    window_s: float = 300.0,
-    legend_only: Sequence[ChartSeries] = (),
-) -> ChartLayout:
-    """The layout of `throughput_chart` (see there); `plot_rows` 0 or a plot narrower than 4
-    columns leaves only the legend."""
-    frame = _frame(main, others, legend_only, width, plot_rows, window_s)
-    plot_w, spc = frame.plot_w, frame.spc
-    if plot_w < 4 or plot_rows < 1:
-        return ChartLayout(frame.legend, 0, frame.gutter, (), "", (main.name, ()), (), ())
-    # All series are sampled together: one fill rule (the main series' sample interval).
-    max_gap = fill_gap(main.points, spc, math.floor(frame.end / spc) - plot_w + 1)
-    grid = block_rows(
-        time_columns(main.points, plot_w, spc, frame.end, max_gap), plot_rows, 0.0, frame.hi
-    )
-    rows: list[tuple[str, str, str]] = []
-    for s in others:
-        cols = time_columns(s.points, plot_w, spc, frame.end, max_gap)
-        present = [c for c in cols if c is not None]
-        top = max(present) if present else 0.0
-        rows.append((s.short, s.name, block_rows(cols, 1, 0.0, top if top > 0 else 1.0)[0]))
-    return ChartLayout(
-        frame.legend,
-        plot_rows,
-        frame.gutter,
-        tuple(sorted(frame.labels.items())),
-        time_axis(plot_w, window_s),
-        (main.name, tuple(grid)),
-        tuple(rows),
-        _marks(markers, frame),
-    )
+    @cached_property
+    def frame(self) -> _Frame:
+        return _frame(
+            self.main, self.others, self.legend_only, self.width, self.plot_rows, self.window_s
+        )
+
+    @property
+    def plotted(self) -> bool:
+        """False when there is room for the legend only."""
+        return self.frame.plot_w >= 4 and self.plot_rows >= 1
+
+    @cached_property
+    def first_col(self) -> int:
+        """The absolute column the window starts in."""
+        return math.floor(self.frame.end / self.frame.spc) - self.frame.plot_w + 1
+
+    @cached_property
+    def max_gap(self) -> float:
+        # All series are sampled together: one fill rule (the main series' sample interval).
+        return fill_gap(self.main.points, self.frame.spc, self.first_col)
+
+    def key(self) -> tuple[object, ...]:
+        """A cheap stand-in for `layout()`, for series that only grow at the end and lose
+        points at the start (a bounded history): two equal keys give equal layouts. The
+        columns sit on fixed multiples of seconds, so between two column shifts a new sample
+        changes only the newest column, a dropped one only the oldest; the key holds those two
+        columns of each series, the column the window starts in, the scale, the legend (the
+        latest values) and the markers, and costs a fraction of the layout (no pass over every
+        column)."""
+        frame = self.frame
+        head = (frame.legend, self.width, self.plot_rows, self.window_s, frame.hi, frame.gutter)
+        if not self.plotted:
+            return head
+        return (
+            *head,
+            self.first_col,
+            self.max_gap,
+            tuple(
+                (s.name, s.short, _edge_columns(s.points, frame.spc, self.first_col))
+                for s in (self.main, *self.others)
+            ),
+            _marks(self.markers, frame),
+        )
+
+    def layout(self) -> ChartLayout:
+        """The layout of `throughput_chart` (see there); `plot_rows` 0 or a plot narrower than
+        4 columns leaves only the legend."""
+        frame, main = self.frame, self.main
+        if not self.plotted:
+            return ChartLayout(frame.legend, 0, frame.gutter, (), "", (main.name, ()), (), ())
+        plot_w, spc, end = frame.plot_w, frame.spc, frame.end
+        cols = time_columns(main.points, plot_w, spc, end, self.max_gap)
+        grid = block_rows(cols, self.plot_rows, 0.0, frame.hi)
+        rows: list[tuple[str, str, str]] = []
+        for s in self.others:
+            cols = time_columns(s.points, plot_w, spc, end, self.max_gap)
+            present = [c for c in cols if c is not None]
+            top = max(present) if present else 0.0
+            rows.append((s.short, s.name, block_rows(cols, 1, 0.0, top if top > 0 else 1.0)[0]))
+        return ChartLayout(
+            frame.legend,
+            self.plot_rows,
+            frame.gutter,
+            tuple(sorted(frame.labels.items())),
+            time_axis(plot_w, self.window_s),
+            (main.name, tuple(grid)),
+            tuple(rows),
+            _marks(self.markers, frame),
+        )
 
 
 def draw_chart(layout: ChartLayout) -> list[Row]:
@@ -546,7 +562,9 @@ def throughput_chart(
     vertical lines at their time, labelled on the top plot row; markers outside the window are
     left out. Every series shares the time columns, so a marker lines up across all rows.
     `legend_only` series are in the legend (their latest value) without a row."""
-    return draw_chart(chart_layout(main, others, markers, width, plot_rows, window_s, legend_only))
+    return draw_chart(
+        ChartInput(main, others, markers, width, plot_rows, window_s, legend_only).layout()
+    )
 
 
 def _label_markers(cells: list[str], roles: list[str], marks: dict[int, str]) -> None:

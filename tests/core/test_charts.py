@@ -154,7 +154,8 @@ def test_equal_chart_keys_mean_equal_layouts(maxlen, width):
             charts.ChartSeries(n, n, n, list(p), f"{p[-1][1]:.0f}") for n, p in hist.items()
         ]
         args = (main, others, markers, width, 6)
-        key, layout = charts.chart_key(*args), charts.chart_layout(*args)
+        chart = charts.ChartInput(*args)
+        key, layout = chart.key(), chart.layout()
         if key == prev_key:
             same += 1
             assert layout == prev_layout, f"step {step}: equal keys, different layouts"

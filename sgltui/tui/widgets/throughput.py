@@ -56,7 +56,7 @@ class ThroughputPane(Widget, can_focus=True):
         self._swaps: list[tuple[float, str]] = []
         self._has_spec = False
         self._layout: charts.ChartLayout | None = None  # what the strips below show
-        self._chart_key: tuple[object, ...] | None = None  # charts.chart_key of that layout
+        self._chart_key: tuple[object, ...] | None = None  # ChartInput.key() of that layout
         self._strips: list[Strip] = []
         self._row_strips: dict[tuple[charts.Cell, ...], Strip] = {}  # cells -> the Strip drawn
         self._key: tuple[Any, ...] | None = None  # size and theme the strips were drawn for
@@ -82,9 +82,11 @@ class ThroughputPane(Widget, can_focus=True):
         if not width or self._key is None:
             self.refresh(layout=True)
             return
-        if self._key == self._strips_key(width) and self._chart_key == self._chart_inputs(width):
+        chart = self._chart_input(width)
+        key = chart.key()
+        if self._key == self._strips_key(width) and self._chart_key == key:
             return  # nothing visible changed: the key costs a fraction of the layout
-        key, layout = self._chart_layout(width)
+        layout = chart.layout()
         if layout == self._layout:
             self._chart_key = key
             return
@@ -112,14 +114,7 @@ class ThroughputPane(Widget, can_focus=True):
     def _plot_rows(self) -> int:
         return plot_rows_for(self.app.size.height)
 
-    def _chart_inputs(self, width: int) -> tuple[object, ...]:
-        return charts.chart_key(*self._chart_args(width))
-
-    def _chart_layout(self, width: int) -> tuple[tuple[object, ...], charts.ChartLayout]:
-        args = self._chart_args(width)
-        return charts.chart_key(*args), charts.chart_layout(*args)
-
-    def _chart_args(self, width: int) -> tuple[Any, ...]:
+    def _chart_input(self, width: int) -> charts.ChartInput:
         main, others = self._chart_series()
         markers = [charts.ChartMarker(ts, label) for ts, label in self._swaps]
         rows = self._plot_rows()
@@ -130,10 +125,10 @@ class ThroughputPane(Widget, can_focus=True):
             rows = max(1, rows - 1)
             legend_only = [s for s in others if s.name == "accept_length"]
             others = [s for s in others if s.name != "accept_length"]
-        return (main, others, markers, width, rows, self.window_s, legend_only)
+        return charts.ChartInput(main, others, markers, width, rows, self.window_s, legend_only)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(charts.draw_chart(charts.chart_layout(*self._chart_args(width))))
+        return len(charts.draw_chart(self._chart_input(width).layout()))
 
     # -- drawing ------------------------------------------------------------------------------
 
@@ -175,7 +170,8 @@ class ThroughputPane(Widget, can_focus=True):
 
     def _cached_strips(self, width: int) -> list[Strip]:
         if self._key != self._strips_key(width):  # resized, another theme, or never drawn
-            return self._draw(width, *self._chart_layout(width))
+            chart = self._chart_input(width)
+            return self._draw(width, chart.key(), chart.layout())
         return self._strips
 
     def render_line(self, y: int) -> Strip:
