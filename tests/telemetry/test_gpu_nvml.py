@@ -35,7 +35,21 @@ def fake_server(spawn):
     proc = spawn([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
     ranks = [int(x) for x in proc.stdout.readline().split()]
     assert len(ranks) == 2
+    # The parent's Popen returns once the exec began, which can be before the kernel has set up
+    # the new argv: /proc/<pid>/cmdline is empty for that moment (CI saw the name test miss it).
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not all(_titled(r) for r in ranks):
+        time.sleep(0.01)
+    assert all(_titled(r) for r in ranks), [psutil.Process(r).cmdline() for r in ranks]
     return proc.pid, ranks
+
+
+def _titled(pid: int) -> bool:
+    try:
+        argv = psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return False
+    return bool(argv) and argv[0].startswith("sglang::scheduler_TP")
 
 
 def test_readings_and_attribution_to_every_tp_rank(monkeypatch, fake_server):
@@ -108,9 +122,10 @@ def test_container_pid_namespace_falls_back_to_process_names(monkeypatch, fake_s
         process_names={host_pid: "sglang::scheduler_TP1", host_pid + 1: "some-other-job"},
     )
     src, _ = open_nvml()
-    reading = src.sample({"0": server_tree(main)})
+    tree = server_tree(main)
+    reading = src.sample({"0": tree})
     g = reading.gpus[0]
-    assert g["server_bytes"] == {"0": 4_000}
+    assert g["server_bytes"] == {"0": 4_000}, (tree.labels, g["processes"], reading.message)
     matched = {p["pid"]: (p["slot"], p["match"]) for p in g["processes"]}
     assert matched == {host_pid: ("0", "name"), host_pid + 1: (None, None)}
     assert "PID namespace" in reading.message
