@@ -23,7 +23,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,7 @@ print(json.dumps(out))
 
 # Positive probe results per (interpreter, its mtime, module): installing SGLang later is seen
 # at once because failures are never cached.
-_interp_cache: dict[tuple[str, int, str], dict] = {}
+_interp_cache: dict[tuple[str, int, str, tuple[tuple[str, str], ...]], dict] = {}
 
 
 @dataclass
@@ -149,16 +149,24 @@ def _module_for(target: Any) -> str:
     return LAUNCH_MODULES.get(target.launcher, LAUNCH_MODULES["sglang"])
 
 
-def probe_interpreter(python: str, module: str, timeout: float = 10.0) -> dict:
-    """{"found": bool, "error": str | None, "python": version}; cached when found."""
+def probe_interpreter(
+    python: str, module: str, timeout: float = 10.0, env: Mapping[str, str] | None = None
+) -> dict:
+    """{"found": bool, "error": str | None, "python": version}; cached when found.
+
+    `env` is the profile's [env] table: the server runs with it, so the probe does too (a
+    PYTHONPATH to an SGLang source checkout is a common way to run one)."""
     try:
         mtime = os.stat(python).st_mtime_ns
     except OSError as exc:
         return {"found": False, "error": f"{python}: {exc.strerror}", "missing": True}
-    key = (python, mtime, module)
+    extra = {k: str(v) for k, v in (env or {}).items()}
+    key = (python, mtime, module, tuple(sorted(extra.items())))
     if key in _interp_cache:
         return _interp_cache[key]
-    if os.path.realpath(python) == os.path.realpath(sys.executable):
+    # Our own interpreter answers in-process, unless the profile changes where imports come from.
+    imports_as_ours = not any(k.startswith("PYTHON") for k in extra)
+    if imports_as_ours and os.path.realpath(python) == os.path.realpath(sys.executable):
         top = module.partition(".")[0]
         found = importlib.util.find_spec(top) is not None
         res = {
@@ -166,18 +174,19 @@ def probe_interpreter(python: str, module: str, timeout: float = 10.0) -> dict:
             "error": None if found else f"ModuleNotFoundError: No module named '{top}'",
         }
         if found and "." in module:
-            res = _run_probe(python, module, timeout)
+            res = _run_probe(python, module, timeout, extra)
     else:
-        res = _run_probe(python, module, timeout)
+        res = _run_probe(python, module, timeout, extra)
     if res.get("found"):
         _interp_cache[key] = res
     return res
 
 
-def _run_probe(python: str, module: str, timeout: float) -> dict:
+def _run_probe(python: str, module: str, timeout: float, extra: dict[str, str]) -> dict:
     try:
         proc = subprocess.run(
             [python, "-c", _PROBE, module],
+            env={**os.environ, **extra},
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -201,7 +210,7 @@ def _interpreter(target: Any, current: Current) -> Check:
     if argv[1:2] == ["serve"]:  # `ENV/bin/sglang serve`: its interpreter is ENV/bin/python
         python = os.path.join(os.path.dirname(python), "python")
     module = _module_for(target)
-    res = probe_interpreter(python, module)
+    res = probe_interpreter(python, module, env=target.env)
     if res.get("missing"):
         return Check(
             "interpreter",

@@ -73,6 +73,26 @@ def test_missing_sglang_is_refused_and_server_untouched(running):
     assert ev["ok"] is False and {c["name"] for c in ev["checks"]} >= {"interpreter", "port"}
 
 
+def test_the_profiles_pythonpath_is_where_the_interpreter_check_looks(agent, tmp_path):
+    # SGLang from a source checkout, reached through the profile's [env] PYTHONPATH: the server
+    # would import it, so the check must find it too (it looked with the agent's environment).
+    pkg = tmp_path / "checkout" / "sglang"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "launch_server.py").write_text("")
+    name = _real_profile(agent, "pf-pythonpath")
+    path = agent.profiles_dir / f"{name}.toml"
+    path.write_text(path.read_text() + f'[env]\nPYTHONPATH = "{tmp_path / "checkout"}"\n')
+    res = agent.call("preflight", profile=name)
+    check = next(c for c in res["checks"] if c["name"] == "interpreter")
+    assert check["ok"] and "has sglang.launch_server" in check["message"], check
+    # the same profile without it is still refused: the check looks, it does not wave through
+    path.write_text(path.read_text().replace("PYTHONPATH", "UNRELATED"))
+    res = agent.call("preflight", profile=name)
+    check = next(c for c in res["checks"] if c["name"] == "interpreter")
+    assert not check["ok"] and "No module named 'sglang'" in check["message"], check
+
+
 def test_hicache_host_pool_too_big_is_refused_and_server_untouched(running):
     agent, before = running
     name = agent.write_profile("pf-hicache", enable_hierarchical_cache=True, hicache_size=100000)

@@ -19,7 +19,7 @@ model-path = "meta-llama/Llama-3.1-8B-Instruct"
 port = 31101
 [env]
 GPU_HOLD_GIB = "${GIB:-12}"
-PYTHONPATH = "$ROOT/tools/gpucheck/fake_sglang:$ROOT"
+PYTHONPATH = "$ROOT/tools/gpucheck/fake_sglang:$ROOT:${PYTHONPATH:-}"
 TOML
 sg() { python3 -m sgltui --profiles "$P" "$@"; }
 for method in auto used-memory; do

@@ -30,6 +30,7 @@ step "nvidia-smi before"; nvidia-smi --query-gpu=name,memory.total,memory.used -
 step "start gpu-a (holds 8 GiB)"; sg start gpu-a; sleep 3
 step "top"; sg top --once
 sg status --json > "$OUT/status-a.json"
+step "TUI screenshot (GPU pane)"; python3 "$ROOT/tools/gpucheck/tui_shot.py" "$SGLTUI_STATE_DIR" "$P" "$OUT/tui-gpu-a.svg" 6
 nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv
 step "swap to gpu-b (holds 16 GiB)"; sg swap gpu-b; sleep 3
 step "top"; sg top --once
