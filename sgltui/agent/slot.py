@@ -1041,9 +1041,9 @@ class Slot:
             if (not release.held_bytes and port_ok) or time.monotonic() >= deadline:
                 if release.method == "used-memory":
                     log.info(
-                        "slot %s: GPU release told by used memory against the launch baseline "
-                        "(NVML's pids are not ours: container PID namespace)",
+                        "slot %s: GPU release told by used memory against the launch baseline (%s)",
                         self.id,
+                        release.why,
                     )
                 return release.held_bytes, port_ok, release.method
             await asyncio.sleep(0.2)

@@ -26,6 +26,24 @@ def test_our_pids_tell_what_is_still_held(monkeypatch):
     assert gpu.release_state({me}, {0: 10 * GIB}, None, False) == gpu.Release("used-memory", 0)
 
 
+def test_a_listed_rank_that_has_exited_is_still_ours(monkeypatch):
+    # After a stop NVML goes on listing the dead rank until the driver frees its memory: that
+    # pid exists no more, but it is the server's, not another namespace's.
+    gone = FOREIGN_PID + 7
+    g = FakeGpu(used=30 * GIB, procs=[(gone, 20 * GIB)])
+    FakeNvml(monkeypatch, [g])
+    r = gpu.release_state({gone}, {0: 10 * GIB}, None, False)
+    assert r == gpu.Release("pid", 20 * GIB)
+    g.procs = [(gone, 20 * GIB), (FOREIGN_PID, GIB)]  # a pid that is not ours does say container
+    r = gpu.release_state({gone}, {0: 10 * GIB}, None, False)
+    assert r == gpu.Release("used-memory", 20 * GIB) and "container" in r.why
+    g.procs, g.used = [], 10 * GIB
+    r = gpu.release_state({gone}, {0: 10 * GIB}, None, False)
+    assert (
+        r == gpu.Release("used-memory", 0) and r.why == "NVML lists no process on the target GPUs"
+    )
+
+
 def test_foreign_namespace_pids_fall_back_to_the_launch_baseline(monkeypatch):
     g = FakeGpu(used=50 * GIB, procs=[(FOREIGN_PID, 40 * GIB)])
     FakeNvml(monkeypatch, [g])

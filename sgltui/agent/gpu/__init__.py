@@ -29,7 +29,7 @@ import contextlib
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psutil
 
@@ -73,6 +73,7 @@ class Release:
 
     method: str  # "pid" | "used-memory" | "simulated" | "none"
     held_bytes: int
+    why: str = field(default="", compare=False)  # why "used-memory" (for the agent log)
 
 
 class GpuService:
@@ -280,11 +281,18 @@ class GpuService:
         listed = {i: nvml.processes(i) for i in indexes}
         ours = sum(b for procs in listed.values() for pid, b in procs if pid in pids)
         everyone = [pid for procs in listed.values() for pid, _ in procs]
-        foreign = any(not psutil.pid_exists(p) for p in everyone)
+        # A listed pid of the stopped server is ours even once it is gone: NVML lists a rank
+        # that exited until the driver has freed its memory (seen on an H200 after every stop).
+        foreign = any(p not in pids and not psutil.pid_exists(p) for p in everyone)
         # NVML's pids are not this namespace's, or it lists nobody: pids cannot tell what is held.
         by_memory = foreign or not everyone
+        why = (
+            "NVML's pids are not ours: container PID namespace"
+            if foreign
+            else "NVML lists no process on the target GPUs"
+        )
         if forced in ("pid", "used-memory"):
-            by_memory = forced == "used-memory"
+            by_memory, why = forced == "used-memory", f"{RELEASE_METHOD_ENV}={forced}"
         if not by_memory or not baseline:
             return Release("pid", ours)
         held = 0
@@ -294,7 +302,7 @@ class GpuService:
             over = nvml.memory(i)[1] - baseline[i]
             if over > RELEASE_SLACK_BYTES:
                 held += over
-        return Release("used-memory", held)
+        return Release("used-memory", held, why)
 
 
 # The agent's service for the slots' and preflight's questions (they keep no sampling state).
