@@ -4,6 +4,8 @@ Times, durations, sizes and rates are core/units.py's (the same in the CLI, `top
 
 from __future__ import annotations
 
+from sgltui.core.charts import filled_cells
+
 
 def num(v: float | int | None, digits: int = 0) -> str:
     if v is None:
@@ -16,7 +18,8 @@ def num(v: float | int | None, digits: int = 0) -> str:
 def bar_cells(fractions: list[float], width: int) -> list[int]:
     """Split `width` cells between consecutive shares (0..1 each, summing to <= 1).
 
-    Rounds cumulatively so the segments always add up to the filled part and a small non-zero
+    Each segment ends where `charts.filled_cells` fills up to its running total, so the bar
+    as a whole follows the one fill rule (rounded down, full only when full); a small non-zero
     share still gets a cell (a 1 GiB server on an 80 GiB GPU must stay visible).
     """
     cells: list[int] = []
@@ -25,7 +28,7 @@ def bar_cells(fractions: list[float], width: int) -> list[int]:
     for f in fractions:
         f = max(0.0, f)
         total = min(1.0, total + f)
-        end = int(round(total * width))
+        end = filled_cells(total, width)
         n = max(0, end - used)  # an earlier bumped-up share may already cover this one
         if f > 0 and n == 0 and used < width:
             n = 1

@@ -2,6 +2,7 @@
 
 from textual.content import Content
 
+from sgltui.core import charts
 from sgltui.tui import fmt, views
 from sgltui.tui.scripted import make_slot, make_telemetry
 
@@ -14,6 +15,8 @@ def test_bar_cells_keep_small_shares_visible_and_sum_right():
     assert fmt.bar_cells([0.5, 0.25], 40) == [20, 10]
     assert fmt.bar_cells([0.001, 0.0], 40) == [1, 0]  # a tiny server still shows
     assert sum(fmt.bar_cells([0.7, 0.6], 30)) == 30  # never overflows
+    # the one fill rule of every bar: a GPU at 99.7% is not drawn full, as in `top` and reports
+    assert sum(fmt.bar_cells([0.5, 0.497], 40)) == 39 == charts.filled_cells(0.997, 40)
 
 
 def test_gpu_bar_shows_server_share_and_simulated_label():
