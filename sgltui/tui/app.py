@@ -439,7 +439,7 @@ class SgltuiApp(App[str | None]):
                 self._bindings_state = state
                 self.refresh_bindings()
         if M.MEMORY in dirty:
-            self._pane(MemoryPane).show(m.telemetry)
+            self._pane(MemoryPane).show(m.memory_view)
         if M.CHART in dirty:
             # The row shows while the server serving now is speculative: its latest sample,
             # not the last five minutes (a swap to a plain profile drops the row at once).

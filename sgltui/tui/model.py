@@ -17,6 +17,7 @@ from typing import Any
 from sgltui import protocol
 from sgltui.core import units
 from sgltui.core.safe_text import printable_profile_row
+from sgltui.core.steady import WindowMean
 
 # Series drawn by the throughput pane: name -> key of ENGINE in STATUS/SAMPLE.
 SERIES = {
@@ -99,6 +100,9 @@ class TuiModel:
         self.connection_note = "connecting to the agent..."
         self.clock = clock
         self._last_sample_ts: float | None = None
+        # The host's CPU figure as `top` shows it, the mean of each 3 s: read each second it
+        # moved on every sample, and repainting it was most of what an idle TUI drew.
+        self._host_cpu = WindowMean()
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -125,6 +129,21 @@ class TuiModel:
     @property
     def telemetry(self) -> dict[str, Any]:
         return self.status.get("telemetry") or {}
+
+    @property
+    def memory_view(self) -> dict[str, Any]:
+        """The telemetry the memory pane draws: as recorded, but the host's CPU figure is the
+        steady one (the session keeps every sample)."""
+        tel = self.telemetry
+        host = tel.get("host")
+        if not isinstance(host, dict) or self._host_cpu.shown is None:
+            return tel
+        return {**tel, "host": {**host, "cpu_pct": self._host_cpu.shown}}
+
+    def _note_host_cpu(self, telemetry: dict[str, Any]) -> None:
+        ts, cpu = telemetry.get("ts"), (telemetry.get("host") or {}).get("cpu_pct")
+        if isinstance(ts, (int, float)) and isinstance(cpu, (int, float)):
+            self._host_cpu.add(float(ts), float(cpu))
 
     def engine(self, slot_id: str = "0") -> dict[str, Any] | None:
         return (self.telemetry.get("engine") or {}).get(slot_id)
@@ -169,6 +188,7 @@ class TuiModel:
             changed.add(MEMORY)
         if old.get("bench") != status.get("bench"):
             changed.add(BENCH)
+        self._note_host_cpu(self.telemetry)
         bench = status.get("bench")
         if isinstance(bench, dict):
             self._bench_from_status(bench)
@@ -202,6 +222,7 @@ class TuiModel:
             if key in sample:
                 tel[key] = sample[key]
         self.status["telemetry"] = tel
+        self._note_host_cpu(tel)
         self._append_series(sample.get("ts") or self.clock(), sample.get("engine") or {})
         return {MEMORY, CHART}
 

@@ -10,7 +10,7 @@ import re
 import pytest
 from textual.geometry import Region
 
-from sgltui.tui.scripted import ScriptedSource, make_sample, make_status
+from sgltui.tui.scripted import T0, ScriptedSource, make_sample, make_status
 from sgltui.tui.widgets.memory import MemoryPane
 
 from .helpers import app_with, until
@@ -84,3 +84,34 @@ async def test_the_simulators_gpu_readings_reach_the_pane(agent):
         pattern = re.compile(r"\(sim\) util \d+% · \d+ W · \d+°C · █ (slot 0 )?\d+\.\d GiB")
         await until(pilot, lambda: pattern.fullmatch(detail()), timeout=60, show=detail)
         await asyncio.to_thread(agent.status)  # lets the fixture note the server's process group
+
+
+async def test_the_host_cpu_figure_is_each_3_s_mean_as_in_top():
+    """Read every second, the host's CPU figure moves on every sample; the pane shows the
+    first one, then the mean of each 3 s window (and repaints that line only then)."""
+    status = make_status()
+    app = app_with(ScriptedSource(status, []))
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = app.query_one(MemoryPane)
+
+        def cpu() -> str:
+            lines = drawn(pane)
+            found = re.search(r"cpu (\d+)%", lines[3]) if len(lines) > 3 else None
+            return found.group(1) if found else ""
+
+        def feed(t: float, pct: float) -> None:
+            sample = make_sample(t)
+            sample["host"] = dict(sample["host"], cpu_pct=pct)
+            app.source.feed({"push": "sample", "data": sample})
+
+        async def feed_seen(t: float, pct: float) -> None:
+            feed(t, pct)
+            await until(pilot, lambda: app.model.telemetry.get("ts") == T0 + t)
+
+        await until(pilot, lambda: cpu() == "12", show=cpu)  # the snapshot's, at T0
+        await feed_seen(1, 10.0)
+        await feed_seen(2, 70.0)
+        await pilot.pause(0.2)
+        assert cpu() == "12"  # inside the window: the figure holds
+        await feed_seen(3, 4.0)
+        await until(pilot, lambda: cpu() == "24", show=cpu)  # (12 + 10 + 70 + 4) / 4

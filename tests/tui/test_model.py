@@ -129,3 +129,22 @@ def test_a_reading_from_before_ready_counts_no_request_in_flight():
     st["telemetry"]["engine"]["0"] = make_engine(11.0, running=1)  # after ready: it counts
     m.apply_status(st)
     assert m.running_requests("0") == 1 + st["telemetry"]["engine"]["0"]["num_queue_reqs"]
+
+
+def test_the_memory_view_shows_the_host_cpu_as_top_does_each_3_s_mean():
+    """Every sample is kept as recorded; the figure the pane draws is the first one (the
+    snapshot's 12%), then the mean of each 3 s window, so an idle screen is not repainted for
+    a CPU point every second."""
+    model = TuiModel()
+    model.apply_status(make_status())  # ts T0, cpu 12%
+    shown = []
+    for t, pct in [(1, 10.0), (2, 70.0), (3, 4.0), (4, 36.0), (5, 20.0), (6, 10.0)]:
+        sample = make_sample(t)
+        sample["host"] = dict(sample["host"], cpu_pct=pct)
+        model.apply_push({"push": "sample", "data": sample})
+        assert model.telemetry["host"]["cpu_pct"] == pct  # the record is untouched
+        shown.append(model.memory_view["host"]["cpu_pct"])
+    # 12 until T0+3 closes the first window: (12 + 10 + 70 + 4) / 4; then (36 + 20 + 10) / 3
+    assert shown == [12.0, 12.0, 24.0, 24.0, 24.0, 22.0]
+    model.apply_push({"push": "sample", "data": sample})  # the same sample again: ignored
+    assert model.memory_view["host"]["cpu_pct"] == 22.0
