@@ -99,13 +99,10 @@ async def test_the_host_cpu_figure_is_each_3_s_mean_as_in_top():
             found = re.search(r"cpu (\d+)%", lines[3]) if len(lines) > 3 else None
             return found.group(1) if found else ""
 
-        def feed(t: float, pct: float) -> None:
+        async def feed_seen(t: float, pct: float) -> None:
             sample = make_sample(t)
             sample["host"] = dict(sample["host"], cpu_pct=pct)
             app.source.feed({"push": "sample", "data": sample})
-
-        async def feed_seen(t: float, pct: float) -> None:
-            feed(t, pct)
             await until(pilot, lambda: app.model.telemetry.get("ts") == T0 + t)
 
         await until(pilot, lambda: cpu() == "12", show=cpu)  # the snapshot's, at T0
