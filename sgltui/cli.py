@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "sessions",  # sgltui sessions list, report, replay
     "web",  # sgltui web (the TUI in a browser tab)
     "jobs",  # sgltui job run|status|list|pause|resume|cancel|set|verify
+    "host",  # sgltui host init|show (host.toml: slots and pools)
 )
 
 

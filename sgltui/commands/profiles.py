@@ -288,6 +288,7 @@ def _validate(args: argparse.Namespace) -> int:
             "install SGLang there (`pip install 'sgltui[sglang]'`) or set `python` in the profile"
         )
     errors = len(load_errors) + sum(i.is_error for i in issues)
+    errors += _placement_notes(profiles)
     warnings = sum(not i.is_error for i in issues)
     print(
         f"{len(profiles)} profile{'s' if len(profiles) != 1 else ''} checked: "
@@ -343,3 +344,32 @@ def _migrate(args: argparse.Namespace) -> int:
     from sgltui.commands.profiles_migrate import run_migrate
 
     return run_migrate(args, _load_one(args.name, args), _extra_dirs(args))
+
+
+def _placement_notes(profiles: list[Profile]) -> int:
+    """With a host.toml, each slot sets a server's port and GPUs: say which profiles' own
+    settings are overridden, and which need more GPUs than every slot has. Returns the errors
+    (a host.toml that does not parse is one)."""
+    from sgltui.core import placement
+
+    try:
+        layout = placement.load()
+    except placement.PlacementError as exc:
+        print(exc)
+        return 1
+    if layout is None:
+        return 0
+    sizes = sorted({len(s.gpus) for s in layout.slots})
+    for profile in profiles:
+        notes = placement.overrides(profile.server, profile.env)
+        if notes:
+            print(f"note: {profile.name}: {'; '.join(notes)}")
+        need = placement.gpus_needed(profile.server)
+        if need not in sizes:
+            have = ", ".join(str(n) for n in sizes)
+            print(
+                f"note: {profile.name}: needs {need} GPU{'s' if need != 1 else ''} per server but "
+                f"the slots of {layout.where()} have {have}: preflight will refuse it there "
+                f"(set tp-size, or sgltui host init --tp {need})"
+            )
+    return 0
