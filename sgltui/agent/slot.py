@@ -33,6 +33,7 @@ log = logging.getLogger("sgltui.agent.slot")
 from sgltui.agent.lifecycle import (  # noqa: E402
     CRASHED,
     FAILED,
+    IDLE,
     LAUNCHING,
     READY,
     RUNNING,
@@ -40,6 +41,8 @@ from sgltui.agent.lifecycle import (  # noqa: E402
     STOPPING,
     TERMINAL,
 )
+
+__all__ = ["CRASHED", "FAILED", "IDLE", "LAUNCHING", "READY", "RUNNING", "STOPPED", "STOPPING"]
 
 # A launch with no history gets these ceilings per phase before it counts as hung: generous,
 # because the first launch of a model may download weights or compile kernels.
@@ -97,6 +100,22 @@ def _zombie_returncode(pid: int) -> int | None:
     if os.WIFSIGNALED(status):
         return -os.WTERMSIG(status)
     return os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+
+
+async def to_the_end(coro: Any) -> Any:
+    """Await `coro` to its end even when the caller is cancelled, then pass the cancel on: a
+    stop or a spawn cut half-way would leave a slot in `stopping` or a server it does not track
+    (issue 29, F1)."""
+    task = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if not task.done():
+            try:
+                await task
+            except Exception:  # its own failure is logged by whoever awaited it first
+                log.exception("an uncancellable step failed after its caller was cancelled")
+        raise
 
 
 def _describe(profile: Any) -> dict | None:
@@ -384,8 +403,14 @@ class Slot:
         # matched to ours (a container), its release is this figure coming back (agent/gpu/).
         self.gpu_baseline = gpu.used_bytes(visible)
 
-    def launch(self, profile: Any, client: str | None, launch_id: str) -> None:
-        """Spawn `profile` (the caller ran precheck). Returns once the process exists."""
+    async def launch(self, profile: Any, client: str | None, launch_id: str) -> None:
+        """Spawn `profile` (the caller ran precheck). Returns once the process exists. The table
+        is asked first: a launch it refuses starts nothing. Popen runs in a worker thread and,
+        once begun, to its end (a cancel then waits for the process to be tracked)."""
+        lifecycle.next_state(self.state, lifecycle.SPAWN)  # raises before anything starts
+        await to_the_end(self._launch(profile, client, launch_id))
+
+    async def _launch(self, profile: Any, client: str | None, launch_id: str) -> None:
         self.client = client
         self.profile, self.profile_name = profile, profile.name
         self.server_host, self.port, self.api_key = profile.host, profile.port, profile.api_key
@@ -411,7 +436,7 @@ class Slot:
             "PYTHONUNBUFFERED", "1"
         )  # log lines reach the file (and the phases) as printed
         self._reset_launch()
-        self.popen = self._spawn(env)
+        self.popen = await asyncio.to_thread(self._spawn, env)
         self.tree = procs.ProcTree.of(self.popen.pid)
         self.started_at = time.time()
         self.host.emit(
@@ -447,6 +472,41 @@ class Slot:
             self.cause = cause
             self.host.state_changed()
             self._changed.set()
+
+    # ---- a swap's state (sequenced by agent/operations.py) -------------------------------------
+
+    def begin_swap(
+        self, old: str | None, to: str, started: float, rollback: bool, client: str | None
+    ) -> None:
+        self.swap = {
+            "from": old,
+            "to": to,
+            "step": "stopping",
+            "started_at": started,
+            "rollback": rollback,
+            "client": client,
+        }
+        self.client = client
+        self.host.state_changed()
+
+    def swap_step(self, step: str) -> None:
+        self.swap = dict(self.swap or {}, step=step)
+        self.host.state_changed()
+
+    def end_swap(self, outcome: dict | None = None) -> None:
+        """No swap in progress (None means that to every viewer); `outcome` is kept for late
+        readers as last_swap."""
+        self.swap = None
+        if outcome is not None:
+            self.last_swap = outcome
+        self.host.state_changed()
+
+    def hold_front(self, why: str) -> None:
+        """New requests wait at the front (agent/front.py) from here: the old server only
+        drains. Called once the batch jobs have paused: their requests held here would be in
+        flight for them, and they wait for those to finish."""
+        if self.front is not None:
+            self.front.hold(why, held_from=self.launch_id)
 
     def _spawn(self, env: dict[str, str]) -> subprocess.Popen:
         """Start the server with its output on a pipe to a log relay (sgltui/agent/logrelay.py):
@@ -860,11 +920,15 @@ class Slot:
                 await asyncio.sleep(0.1)  # cheap to ask; every poll interval is swap latency
             self.draining = None
         report["timings_s"]["drain"] = round(time.monotonic() - t0, 3)
+        # From the SIGTERM on, the stop runs to its end whoever cancels its caller.
+        return await to_the_end(self._stop_tree(drain, report, step))
+
+    async def _stop_tree(self, drain: str, report: dict[str, Any], step: Callable) -> dict:
         report["requests_at_sigterm"] = await self._busy() if not self._exit_code()[0] else 0
         t1 = time.monotonic()
         step("stopping")
         self._stopping = True
-        if self.state not in (FAILED, CRASHED):
+        if self.state not in (FAILED, CRASHED, STOPPING):
             self._fire(lifecycle.STOP, "force stop" if drain == "force" else "stop")
         grace = (
             self.host.config.force_grace_s if drain == "force" else self.host.config.stop_grace_s

@@ -1,29 +1,30 @@
-"""The agent's brain: slots, the session, telemetry, bench runs, and the commands that drive them.
+"""The agent's brain: slots, the session, telemetry, bench runs, and the ops that drive them.
 
-Commands from every client go through one lock, so two clients never interleave a half-applied
-change; a slot runs one job at a time (launch, stop, swap, restart) and a second lifecycle
-command on a busy slot is refused with what it is busy with. Jobs run as tasks owned by the
-agent, not by the connection: a client that dies mid-command changes nothing.
+The lifecycle commands (start, stop, restart, swap) are sequenced in agent/operations.py, under
+one lock per slot. The other commands (bench runs, the demo load, batch jobs, shutdown) go
+through one lock of their own, so two clients never interleave a half-applied change of them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sgltui import __version__, protocol
 from sgltui.agent import preflight
 from sgltui.agent.children import ChildError, Children
+from sgltui.agent.errors import OpError
 from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
+from sgltui.agent.operations import Job, Operations, Wait
 from sgltui.agent.profile_rows import ProfileRows
 from sgltui.agent.resolved import ProfileIndex, Resolved, from_record
 from sgltui.agent.slot import (
@@ -33,12 +34,10 @@ from sgltui.agent.slot import (
     READY,
     RUNNING,
     STOPPED,
-    LaunchError,
     Slot,
     SlotConfig,
 )
 from sgltui.agent.state import AgentState, LaunchHistory
-from sgltui.core import units
 from sgltui.core.redact import Redactor
 from sgltui.session.layout import SERVERS_DIR
 from sgltui.session.writer import Recorder
@@ -52,20 +51,6 @@ class PushQueue(asyncio.Queue):
     def __init__(self, maxsize: int) -> None:
         super().__init__(maxsize=maxsize)
         self.overflowed = False
-
-
-class OpError(Exception):
-    """A refused or failed command: one line for the client."""
-
-
-@dataclass
-class Job:
-    kind: str  # "launch" | "stop" | "swap" | "restart"
-    desc: str
-    client: str | None
-    started: float
-    task: asyncio.Task | None = None
-    result: dict | None = None
 
 
 class Supervisor:
@@ -85,7 +70,7 @@ class Supervisor:
         self._profiles_refresh: asyncio.Task | None = None
         self.config = config or SlotConfig.from_env()
         self.slots: dict[str, Slot] = {sid: Slot(sid, self) for sid in slot_ids}
-        self.jobs: dict[str, Job] = {}
+        self.ops = Operations(self)  # start / stop / restart / swap (agent/operations.py)
         self.started = time.time()
         self.recorder: Any = None
         self.telemetry: Any = None
@@ -98,7 +83,7 @@ class Supervisor:
         self.front_config = FrontConfig.from_env(dict(os.environ))
         self.shutdown_requested = asyncio.Event()
         self.stop_servers_on_exit = False
-        self._lock = asyncio.Lock()
+        self._lock = asyncio.Lock()  # commands that are not a slot's lifecycle
         self._session_dir_override = session_dir
         self._profiles_cache: list[dict] = []
         self.profile_rows = ProfileRows()
@@ -394,7 +379,7 @@ class Supervisor:
     def _extra_dirs(self, args: dict) -> list[Path]:
         return [d for d in self._dirs(args) if d not in self.profiles_dirs]
 
-    def _get_profile(self, name: str | None, args: dict) -> Resolved:
+    def get_profile(self, name: str | None, args: dict) -> Resolved:
         """Resolve once (blocking file reads: call from a worker thread)."""
         from sgltui.core.profiles import ProfileError
 
@@ -411,38 +396,20 @@ class Supervisor:
         if not name:
             return None
         try:
-            return self._get_profile(name, {})
+            return self.get_profile(name, {})
         except OpError:
             return None
 
-    def _current(self, slot: Slot) -> preflight.Current:
+    def current(self, slot: Slot) -> preflight.Current:
         """What a launch on `slot` replaces, for the preflight checks."""
         mine = set(slot.tree.seen) if slot.tree and slot.state != STOPPED else set()
-        others = self._our_pids() - mine
+        others = self.our_pids() - mine
         return preflight.Current(
             host=slot.server_host if mine else None,
             port=slot.port if mine else None,
             pids=frozenset(mine),
             other_pids=frozenset(others),
         )
-
-    async def _accept(self, slot: Slot, name: str | None, args: dict) -> Resolved:
-        """Resolve `name` once and preflight it, before anything running is touched. A failed
-        check refuses the command with its one line."""
-        force = _force_arg(args)
-        target = await asyncio.to_thread(self._get_profile, name, args)
-        checks = await asyncio.to_thread(preflight.run, target, self._current(slot), force)
-        self.emit(
-            "preflight",
-            slot=slot.id,
-            profile=target.name,
-            ok=preflight.first_failure(checks) is None,
-            checks=[c.to_dict() for c in checks],
-        )
-        failed = preflight.first_failure(checks)
-        if failed:
-            raise OpError(failed.line())
-        return target
 
     def _refresh_profiles(self, args: dict | None = None) -> list[dict]:
         """Rescan the profile folders (blocking: from a worker thread)."""
@@ -467,7 +434,7 @@ class Supervisor:
         if slot is None:
             return frozenset()
         try:
-            return self._current(slot).pids
+            return self.current(slot).pids
         except RuntimeError:  # the process tree changed while it was copied: next refresh
             return frozenset()
 
@@ -530,6 +497,8 @@ class Supervisor:
         if op.startswith("job_"):  # the batch jobs' ops: jobs_host.py's op_<name>
             fn = getattr(self.batch, f"op_{op.removeprefix('job_')}", None)
             return None if fn is None else functools.partial(self._job_op, fn)
+        if op in Operations.OPS:  # a slot's lifecycle: agent/operations.py
+            return getattr(self.ops, f"op_{op}", None)
         return getattr(self, f"op_{op}", None)
 
     async def handle(self, op: str, args: dict, client: str | None) -> Any:
@@ -539,7 +508,10 @@ class Supervisor:
             raise OpError(f"unknown op {op!r}; this agent knows: {', '.join(sorted(protocol.OPS))}")
         if op in protocol.READ_ONLY_OPS:  # no "command" event: they would drown the session log
             return await handler(args, client)
-        async with self._lock:
+        # A slot's lifecycle command takes that slot's lock (agent/operations.py); the others
+        # take the agent's.
+        lock = contextlib.nullcontext() if op in Operations.OPS else self._lock
+        async with lock:
             self.emit(
                 "command", client=client, slot=args.get("slot"), op=op, args=_public_args(args)
             )
@@ -550,7 +522,7 @@ class Supervisor:
                     "command.refused", client=client, slot=args.get("slot"), op=op, reason=str(exc)
                 )
                 raise
-        if isinstance(result, (_Wait, Deferred)):
+        if isinstance(result, (Wait, Deferred)):
             try:
                 return await result.wait()
             except JobError as exc:
@@ -577,358 +549,30 @@ class Supervisor:
     async def op_subscribe(self, args: dict, client: str | None) -> dict:
         return {"subscribed": True}  # the connection handler registers the queue
 
-    def _slot(self, args: dict) -> Slot:
-        sid = str(args.get("slot", "0"))
-        if sid not in self.slots:
+    def slot_for(self, args: dict) -> Slot:
+        """The slot an op addresses: by name, or the only one when none is given."""
+        sid = args.get("slot")
+        if sid is None:
+            if len(self.slots) == 1:
+                return next(iter(self.slots.values()))
+            raise OpError(
+                f"this agent has several slots; name one with --slot: {', '.join(self.slots)}"
+            )
+        if str(sid) not in self.slots:
             raise OpError(f"no slot {sid!r}; slots: {', '.join(self.slots)}")
-        return self.slots[sid]
+        return self.slots[str(sid)]
 
-    def _busy(self, slot: Slot) -> Job | None:
-        job = self.jobs.get(slot.id)
-        return job if job and job.task and not job.task.done() else None
+    @property
+    def jobs(self) -> dict[str, Job]:
+        """Each slot's latest lifecycle job (agent/operations.py)."""
+        return self.ops.jobs
 
-    def _refuse_if_busy(self, slot: Slot, what: str) -> None:
-        job = self._busy(slot)
-        if job:
-            ago = time.time() - job.started
-            raise OpError(
-                f"{what} refused: slot {slot.id} is busy with {job.desc} (by {job.client or 'agent'}, "
-                f"{units.duration(ago)} ago); wait for it or run `sgltui stop`"
-            )
-
-    def _refuse_if_pinned(self, slot: Slot, args: dict, what: str) -> None:
-        """A pinned batch job asks first: the swap needs confirm=true (`--yes`)."""
-        rec = self.batch.pinned_on(slot.id)
-        if rec is not None and not args.get("confirm"):
-            raise OpError(
-                f"{what} refused: batch job {rec['name']} ({rec['id']}) is pinned to slot {slot.id}; "
-                f"confirm with `--yes` (the job pauses and resumes on the new server) "
-                f"or unpin it with `sgltui job set --unpin`"
-            )
-
-    def _run_job(self, slot: Slot, job: Job, coro) -> Job:
-        job.task = asyncio.get_running_loop().create_task(
-            self._job_wrapper(slot, job, coro), name=f"job-{slot.id}-{job.kind}"
-        )
-        self.jobs[slot.id] = job
-        return job
-
-    async def _job_wrapper(self, slot: Slot, job: Job, coro) -> dict:
-        try:
-            job.result = await coro
-        except asyncio.CancelledError:
-            job.result = {"cancelled": True}
-            raise
-        except Exception as exc:
-            log.exception("job %s on slot %s", job.desc, slot.id)
-            job.result = {"error": f"{type(exc).__name__}: {exc}"}
-            if slot.swap:  # a swap that broke is over: its front must not hold any longer
-                slot.swap = dict(slot.swap, step="failed")
-                self.state_changed()
-        return job.result
-
-    def _launch_id(self, profile_name: str) -> str:
-        base = time.strftime("%Y%m%d-%H%M%S") + "-" + re.sub(r"[^A-Za-z0-9._-]", "_", profile_name)
-        candidate, n = base, 1
-        servers = Path(self.recorder.path) / SERVERS_DIR
-        # Checked directly: the recorder's server_log_path() creates the file it names.
-        while (servers / f"{candidate}.log").exists():
-            n += 1
-            candidate = f"{base}-{n}"
-        return candidate
-
-    def _our_pids(self) -> set[int]:
+    def our_pids(self) -> set[int]:
         pids: set[int] = set()
         for s in self.slots.values():
             if s.tree:
                 pids |= set(s.tree.seen)
         return pids
-
-    async def _launch(self, slot: Slot, profile: Any, client: str | None) -> None:
-        """Pre-check and spawn; a refused pre-check leaves the slot failed with the cause."""
-        try:
-            await asyncio.to_thread(slot.precheck, profile, self._our_pids())
-            slot.launch(profile, client, self._launch_id(profile.name))
-        except LaunchError as exc:
-            slot.refuse(profile, client, exc.cause)
-
-    async def op_start(self, args: dict, client: str | None) -> Any:
-        slot = self._slot(args)
-        self._refuse_if_busy(slot, "start")
-        if slot.state in RUNNING:
-            raise OpError(
-                f"slot {slot.id} already runs {slot.profile_name} ({slot.state}); "
-                f"use `sgltui swap PROFILE` or `sgltui stop` first"
-            )
-        profile = await self._accept(slot, args.get("profile"), args)
-        try:
-            await asyncio.to_thread(slot.precheck, profile, self._our_pids())
-        except LaunchError as exc:
-            raise OpError(str(exc)) from None
-        slot.swap = None
-        slot.launch(profile, client, self._launch_id(profile.name))
-
-        async def job() -> dict:
-            state = await slot.wait_settled()
-            return {"state": state, "cause": slot.cause}
-
-        self._run_job(slot, Job("launch", f"launch of {profile.name}", client, time.time()), job())
-        return self._reply(slot, args)
-
-    async def op_preflight(self, args: dict, client: str | None) -> dict:
-        """The checks a start/swap of `profile` on the slot would run, all of them, stopping
-        nothing: for the TUI's swap dialog and `--dry-run`."""
-        slot = self._slot(args)
-        target = await asyncio.to_thread(self._get_profile, args.get("profile"), args)
-        checks = await asyncio.to_thread(
-            preflight.run, target, self._current(slot), _force_arg(args)
-        )
-        failed = preflight.first_failure(checks)
-        return {
-            "profile": target.name,
-            "launcher": target.launcher,
-            "ok": failed is None,
-            "error": failed.line() if failed else None,
-            "checks": [c.to_dict() for c in checks],
-            "resolved": target.describe(),
-        }
-
-    async def op_stop(self, args: dict, client: str | None) -> Any:
-        slot = self._slot(args)
-        drain = _drain_arg(args)
-        timeout = _num_arg(args, "timeout", 30.0)
-        running = self._busy(slot)
-        if running and running.kind == "stop":
-            raise OpError(
-                f"slot {slot.id} is already stopping (by {running.client or 'agent'}); wait for it"
-            )
-        if running and running.task is not None:  # a stop aborts a launch or a swap (no rollback)
-            running.task.cancel()
-            try:
-                await running.task
-            except asyncio.CancelledError:
-                pass
-            except Exception:  # the op's own failure; the stop goes on
-                log.exception("slot %s: the cancelled %s failed", slot.id, running.desc)
-            if slot.swap:
-                slot.swap = dict(slot.swap, step="failed")
-                self.emit(
-                    "swap.done",
-                    client=client,
-                    slot=slot.id,
-                    **{"from": slot.swap.get("from"), "to": slot.swap.get("to")},
-                    ok=False,
-                    rolled_back=False,
-                    aborted=True,
-                    timings_s={},
-                )
-        if slot.state == STOPPED and slot.tree is None:
-            raise OpError(f"slot {slot.id} is not running anything")
-
-        async def job() -> dict:
-            # batch jobs stop sending first (their requests finish, or are re-sent later)
-            await self.batch.before_swap(slot.id, force=drain == "force")
-            try:
-                report = await slot.stop(client, drain=drain, timeout=timeout)
-            finally:
-                self.batch.after_swap(slot.id)  # they wait for the slot to be ready again
-            return {"state": slot.state, "report": report}
-
-        self._run_job(slot, Job("stop", f"stop of {slot.profile_name}", client, time.time()), job())
-        return self._reply(slot, args)
-
-    async def op_restart(self, args: dict, client: str | None) -> Any:
-        slot = self._slot(args)
-        self._refuse_if_busy(slot, "restart")
-        if not slot.profile_name:
-            raise OpError(f"slot {slot.id} has never run a profile; use `sgltui start PROFILE`")
-        # Restart re-reads the profile on purpose (that is how an edit is applied) and says so.
-        before = slot.profile if isinstance(slot.profile, Resolved) else None
-        source = str(before.source) if before is not None and before.source else None
-        profile = await self._accept(slot, slot.profile_name, args)
-        changed = before is not None and before.content_hash != profile.content_hash
-        if before is not None and changed:
-            self.emit(
-                "profile.changed",
-                client=client,
-                slot=slot.id,
-                profile=profile.name,
-                source=source,
-                old_hash=before.content_hash,
-                new_hash=profile.content_hash,
-            )
-        self._refuse_if_pinned(slot, args, "restart")
-        self._start_swap(
-            slot, profile, client, rollback=False, drain=_drain_arg(args), kind="restart"
-        )
-        reply = self._reply(slot, args)
-        if isinstance(reply, dict):
-            reply["profile_changed"] = changed
-        return reply
-
-    async def op_swap(self, args: dict, client: str | None) -> Any:
-        slot = self._slot(args)
-        job = self._busy(slot)
-        if job and job.kind == "swap":
-            ago = time.time() - job.started
-            raise OpError(
-                f"swap refused: {job.desc} is already running (by {job.client or 'agent'}, {units.duration(ago)} ago); "
-                f"wait for it to finish"
-            )
-        self._refuse_if_busy(slot, "swap")
-        name = args.get("profile")
-        if slot.state == READY and slot.profile_name == name:
-            raise OpError(
-                f"slot {slot.id} already runs {name}; use `sgltui restart` to relaunch it"
-            )
-        profile = await self._accept(slot, name, args)
-        if slot.state == READY and slot.profile_name == profile.name:
-            raise OpError(
-                f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it"
-            )
-        rollback = args.get("rollback", True)
-        if not isinstance(rollback, bool):
-            raise OpError("rollback must be true or false")
-        self._refuse_if_pinned(slot, args, "swap")
-        self._start_swap(
-            slot, profile, client, rollback=rollback, drain=_drain_arg(args), kind="swap"
-        )
-        return self._reply(slot, args)
-
-    def _start_swap(
-        self, slot: Slot, profile: Any, client: str | None, rollback: bool, drain: str, kind: str
-    ) -> None:
-        old = slot.profile_name if slot.state in RUNNING else None
-        desc = (
-            f"{kind} {old or '-'} -> {profile.name}"
-            if kind == "swap"
-            else f"restart of {profile.name}"
-        )
-        job = Job(kind, desc, client, time.time())
-        slot.swap = {
-            "from": old,
-            "to": profile.name,
-            "step": "stopping",
-            "started_at": job.started,
-            "rollback": rollback,
-            "client": client,
-        }
-        # Move the state now, before replying: whoever reads status next must see the swap.
-        slot.client = client
-        self._run_job(
-            slot, job, self._swap(slot, profile, old, client, rollback, drain, job.started)
-        )
-
-    async def _swap(
-        self,
-        slot: Slot,
-        target: Any,
-        old: str | None,
-        client: str | None,
-        rollback: bool,
-        drain: str,
-        started: float,
-    ) -> dict:
-        t0 = time.monotonic()
-        timings: dict[str, float] = {}
-        frm, to = old, target.name
-        # Rollback relaunches exactly what ran (resolved when it was accepted), even if its file
-        # has been edited or deleted since.
-        previous = slot.profile if old and slot.profile is not None else None
-
-        def step(name: str) -> None:
-            slot.swap = dict(slot.swap or {}, step=name)
-            self.emit(
-                "swap.step",
-                client=client,
-                slot=slot.id,
-                **{"from": frm, "to": to},
-                step=name,
-                elapsed_s=round(time.monotonic() - t0, 3),
-            )
-            self.state_changed()
-
-        # Batch jobs on this slot stop sending and let (or, forced, make) their requests in
-        # flight finish before the server goes; they resume on the new one (after_swap below).
-        await self.batch.before_swap(slot.id, force=drain == "force")
-        if slot.front is not None:
-            # From here new requests wait at the front (agent/front.py): the old server only
-            # drains. Not before the jobs have paused: their requests held here would be in
-            # flight for them, and they wait for those to finish.
-            slot.front.hold(f"slot {slot.id}: {frm or '-'} -> {to}", held_from=slot.launch_id)
-        if slot.tree is not None and slot.state != STOPPED:
-            report = await slot.stop(client, drain=drain, on_step=step)
-            timings.update(report["timings_s"])
-            if report.get("problems"):
-                log.warning("swap: %s", "; ".join(report["problems"]))
-        step("launching")
-        t_launch = time.monotonic()
-        await self._launch(slot, target, client)
-        state = await slot.wait_settled()
-        timings["load"] = slot.timings.get("load", round(time.monotonic() - t_launch, 3))
-        timings["ready"] = slot.timings.get("ready", 0.0)
-        rolled_back = False
-        ok = state == READY
-        failure = None if ok else slot.cause
-        if ok:
-            step("ready")
-        elif rollback and old:
-            step("rolling back")
-            if slot.tree is not None and slot.state not in (STOPPED,):
-                await slot.stop(client, drain="force")
-            if previous is None:
-                step("failed")
-            else:
-                await self._launch(slot, previous, client)
-                back = await slot.wait_settled()
-                rolled_back = back == READY
-                step("ready" if rolled_back else "failed")
-            # A healthy rolled-back slot has no cause; the failure stays in last_failure.
-            slot.keep_failure(failure)
-            self.emit(
-                "swap.failure",
-                client=client,
-                slot=slot.id,
-                **{"from": frm, "to": to},
-                cause=failure,
-            )
-        else:
-            step("failed")
-        timings["total"] = round(time.monotonic() - t0, 3)
-        self.emit(
-            "swap.done",
-            client=client,
-            slot=slot.id,
-            **{"from": frm, "to": to},
-            ok=ok,
-            rolled_back=rolled_back,
-            timings_s=timings,
-        )
-        slot.swap = None  # None means "no swap in progress" to every viewer
-        self.batch.after_swap(slot.id)
-        slot.last_swap = {
-            "from": frm,
-            "to": to,
-            "ok": ok,
-            "rolled_back": rolled_back,
-            "timings_s": timings,
-            "cause": None if ok else (failure or slot.cause),
-            "finished_at": time.time(),
-            "client": client,
-        }
-        self.state_changed()
-        return {
-            "state": slot.state,
-            "ok": ok,
-            "rolled_back": rolled_back,
-            "timings_s": timings,
-            "cause": None if ok else (failure if rolled_back else slot.cause),
-        }
-
-    def _reply(self, slot: Slot, args: dict) -> Any:
-        if args.get("wait"):
-            return _Wait(self, slot)
-        return {"slot": slot.status(), "accepted": True}
 
     async def op_logs(self, args: dict, client: str | None) -> dict:
         n = int(_num_arg(args, "lines", 200))
@@ -939,7 +583,7 @@ class Supervisor:
                 raise OpError(f"bad launch id {launch_id!r}")
             path = self.server_log_path(str(launch_id))
         else:
-            slot = self._slot(args)
+            slot = self.slot_for(args)
             path = slot.log_path
             if path is None:
                 logs = sorted(
@@ -1004,24 +648,6 @@ class Supervisor:
             raise OpError(str(exc)) from None
 
 
-class _Wait:
-    """A command reply deferred until the slot's job is over (the `wait` argument), computed
-    outside the command lock so other clients are not held up."""
-
-    def __init__(self, sup: Supervisor, slot: Slot) -> None:
-        self.sup, self.slot = sup, slot
-
-    async def wait(self) -> dict:
-        job = self.sup.jobs.get(self.slot.id)
-        result = None
-        if job and job.task:
-            try:
-                result = await asyncio.shield(job.task)
-            except asyncio.CancelledError:
-                result = {"cancelled": True}
-        return {"slot": self.slot.status(), "result": result or job and job.result}
-
-
 def _tail_file(path: Path, n: int) -> list[str]:
     with open(path, "rb") as fh:
         fh.seek(0, os.SEEK_END)
@@ -1034,27 +660,6 @@ def _tail_file(path: Path, n: int) -> list[str]:
             data = fh.read(step) + data
     lines = data.decode("utf-8", "replace").splitlines()
     return lines[-n:] if n > 0 else []
-
-
-def _drain_arg(args: dict) -> str:
-    drain = args.get("drain", "wait")
-    if drain not in ("wait", "force"):
-        raise OpError(f"drain must be 'wait' or 'force', not {drain!r}")
-    return drain
-
-
-def _force_arg(args: dict) -> frozenset[str]:
-    raw = args.get("force") or []
-    if isinstance(raw, str):
-        raw = [raw]
-    if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
-        raise OpError("force must be a list of check names")
-    unknown = [x for x in raw if x not in preflight.CHECKS]
-    if unknown:
-        raise OpError(
-            f"unknown preflight check {unknown[0]!r}; checks: {', '.join(preflight.CHECKS)}"
-        )
-    return frozenset(raw)
 
 
 def _num_arg(args: dict, name: str, default: float) -> float:

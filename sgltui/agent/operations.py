@@ -1,0 +1,490 @@
+"""The sequencing of lifecycle commands: start, stop, restart and swap, and nothing else.
+
+A command becomes an operation here; the operation calls the slot's methods (sgltui/agent/slot.py),
+the slot changes its own state and publishes events. Commands on one slot are serialized by that
+slot's lock, held while the command is accepted (preflight included) and its job created: a swap
+or a preflight on one slot never waits on another's. A slot runs one job at a time (launch, stop,
+swap, restart); a second start/swap/restart on a busy slot is refused with what it is busy with,
+and a stop aborts what runs (no rollback) and waits for it to be over before stopping. The stop
+part of a slot's work runs to its end even when its job is cancelled (Slot.stop), so no order of
+racing commands strands a slot in `stopping` or spawns a server the slot does not track.
+
+Jobs run as tasks owned by the agent, not by the connection: a client that dies mid-command
+changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sgltui.agent import preflight
+from sgltui.agent.errors import OpError
+from sgltui.agent.resolved import Resolved
+from sgltui.agent.slot import IDLE, READY, RUNNING, STOPPED, LaunchError, Slot
+from sgltui.core import units
+from sgltui.session.layout import SERVERS_DIR
+
+if TYPE_CHECKING:
+    from sgltui.agent.supervisor import Supervisor
+
+log = logging.getLogger("sgltui.agent.operations")
+
+
+@dataclass
+class Job:
+    """A slot's lifecycle command while it runs (and its outcome once it has)."""
+
+    kind: str  # "launch" | "stop" | "swap" | "restart"
+    desc: str
+    client: str | None
+    started: float
+    task: asyncio.Task | None = None
+    result: dict | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+
+class Wait:
+    """A command reply deferred until its job is over (the `wait` argument), computed outside
+    the slot's lock so other commands are not held up."""
+
+    def __init__(self, slot: Slot, job: Job | None) -> None:
+        self.slot, self.job = slot, job
+
+    async def wait(self) -> dict:
+        job, result = self.job, None
+        if job is not None and job.task is not None:
+            try:
+                result = await asyncio.shield(job.task)
+            except asyncio.CancelledError:
+                result = {"cancelled": True}
+        return {"slot": self.slot.status(), "result": result or (job and job.result)}
+
+
+class Operations:
+    """start / stop / restart / swap on the supervisor's slots, one lock per slot."""
+
+    OPS = ("start", "stop", "restart", "swap", "preflight")
+
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+        self.jobs: dict[str, Job] = {}  # slot id -> its latest job
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def lock(self, slot_id: str) -> asyncio.Lock:
+        """The slot's command lock (made on first use: a slot added later gets one too)."""
+        return self._locks.setdefault(slot_id, asyncio.Lock())
+
+    def busy(self, slot_id: str) -> Job | None:
+        job = self.jobs.get(slot_id)
+        return job if job and job.running else None
+
+    # ---- the ops --------------------------------------------------------------------------------
+
+    async def op_start(self, args: dict, client: str | None) -> Any:
+        slot = self.sup.slot_for(args)
+        async with self.lock(slot.id):
+            self._refuse_if_busy(slot, "start")
+            if slot.state not in IDLE:
+                raise OpError(
+                    f"slot {slot.id} already runs {slot.profile_name} ({slot.state}); "
+                    f"use `sgltui swap PROFILE` or `sgltui stop` first"
+                )
+            profile = await self._accept(slot, args.get("profile"), args)
+            try:
+                await asyncio.to_thread(slot.precheck, profile, self.sup.our_pids())
+            except LaunchError as exc:
+                raise OpError(str(exc)) from None
+            slot.end_swap()
+            await self._spawn(slot, profile, client)
+
+            async def job() -> dict:
+                state = await slot.wait_settled()
+                return {"state": state, "cause": slot.cause}
+
+            started = self._run(
+                slot, Job("launch", f"launch of {profile.name}", client, time.time()), job()
+            )
+            return self._reply(slot, args, started)
+
+    async def op_preflight(self, args: dict, client: str | None) -> dict:
+        """The checks a start/swap of `profile` on the slot would run, all of them, stopping
+        nothing: for the TUI's swap dialog and `--dry-run`. Read-only: takes no lock."""
+        slot = self.sup.slot_for(args)
+        target = await asyncio.to_thread(self.sup.get_profile, args.get("profile"), args)
+        current = await asyncio.to_thread(self.sup.current, slot)
+        checks = await asyncio.to_thread(preflight.run, target, current, _force_arg(args))
+        failed = preflight.first_failure(checks)
+        return {
+            "profile": target.name,
+            "launcher": target.launcher,
+            "ok": failed is None,
+            "error": failed.line() if failed else None,
+            "checks": [c.to_dict() for c in checks],
+            "resolved": target.describe(),
+        }
+
+    async def op_stop(self, args: dict, client: str | None) -> Any:
+        slot = self.sup.slot_for(args)
+        drain = _drain_arg(args)
+        timeout = _num_arg(args, "timeout", 30.0)
+        async with self.lock(slot.id):
+            running = self.busy(slot.id)
+            if running and running.kind == "stop":
+                raise OpError(
+                    f"slot {slot.id} is already stopping (by {running.client or 'agent'}); wait for it"
+                )
+            if running is not None:
+                await self._abort(slot, running, client)
+            if slot.state == STOPPED and slot.tree is None and running is None:
+                raise OpError(f"slot {slot.id} is not running anything")
+            batch = self.sup.batch
+
+            async def job() -> dict:
+                # batch jobs stop sending first (their requests finish, or are re-sent later)
+                await batch.before_swap(slot.id, force=drain == "force")
+                try:
+                    report = await slot.stop(client, drain=drain, timeout=timeout)
+                finally:
+                    batch.after_swap(slot.id)  # they wait for the slot to be ready again
+                return {"state": slot.state, "report": report}
+
+            started = self._run(
+                slot, Job("stop", f"stop of {slot.profile_name}", client, time.time()), job()
+            )
+            return self._reply(slot, args, started)
+
+    async def op_restart(self, args: dict, client: str | None) -> Any:
+        slot = self.sup.slot_for(args)
+        async with self.lock(slot.id):
+            self._refuse_if_busy(slot, "restart")
+            if not slot.profile_name:
+                raise OpError(f"slot {slot.id} has never run a profile; use `sgltui start PROFILE`")
+            # Restart re-reads the profile on purpose (that is how an edit is applied), says so.
+            before = slot.profile if isinstance(slot.profile, Resolved) else None
+            source = str(before.source) if before is not None and before.source else None
+            profile = await self._accept(slot, slot.profile_name, args)
+            changed = before is not None and before.content_hash != profile.content_hash
+            if before is not None and changed:
+                self.sup.emit(
+                    "profile.changed",
+                    client=client,
+                    slot=slot.id,
+                    profile=profile.name,
+                    source=source,
+                    old_hash=before.content_hash,
+                    new_hash=profile.content_hash,
+                )
+            self._refuse_if_pinned(slot, args, "restart")
+            job = self._start_swap(
+                slot, profile, client, rollback=False, drain=_drain_arg(args), kind="restart"
+            )
+            reply = self._reply(slot, args, job)
+            if isinstance(reply, dict):
+                reply["profile_changed"] = changed
+            return reply
+
+    async def op_swap(self, args: dict, client: str | None) -> Any:
+        slot = self.sup.slot_for(args)
+        async with self.lock(slot.id):
+            job = self.busy(slot.id)
+            if job and job.kind == "swap":
+                ago = time.time() - job.started
+                raise OpError(
+                    f"swap refused: {job.desc} is already running (by {job.client or 'agent'}, "
+                    f"{units.duration(ago)} ago); wait for it to finish"
+                )
+            self._refuse_if_busy(slot, "swap")
+            name = args.get("profile")
+            if slot.state == READY and slot.profile_name == name:
+                raise OpError(
+                    f"slot {slot.id} already runs {name}; use `sgltui restart` to relaunch it"
+                )
+            if slot.state not in IDLE + (READY,):
+                raise OpError(
+                    f"swap refused: slot {slot.id} is {slot.state}; wait for it to settle"
+                )
+            profile = await self._accept(slot, name, args)
+            if slot.state == READY and slot.profile_name == profile.name:
+                raise OpError(
+                    f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it"
+                )
+            rollback = args.get("rollback", True)
+            if not isinstance(rollback, bool):
+                raise OpError("rollback must be true or false")
+            self._refuse_if_pinned(slot, args, "swap")
+            started = self._start_swap(
+                slot, profile, client, rollback=rollback, drain=_drain_arg(args), kind="swap"
+            )
+            return self._reply(slot, args, started)
+
+    # ---- what they share --------------------------------------------------------------------
+
+    async def _abort(self, slot: Slot, running: Job, client: str | None) -> None:
+        """A stop aborts a launch or a swap (no rollback). The job is cancelled and awaited:
+        a stop it was in the middle of runs to its end first (Slot.stop), so the slot is
+        settled before the new stop looks at it."""
+        assert running.task is not None
+        running.task.cancel()
+        try:
+            await running.task
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # the op's own failure; the stop goes on
+            log.exception("slot %s: the cancelled %s failed", slot.id, running.desc)
+        swap = slot.swap
+        if swap is not None and swap.get("step") != "failed":
+            slot.swap_step("failed")
+            self.sup.emit(
+                "swap.done",
+                client=client,
+                slot=slot.id,
+                **{"from": swap.get("from"), "to": swap.get("to")},
+                ok=False,
+                rolled_back=False,
+                aborted=True,
+                timings_s={},
+            )
+
+    async def _accept(self, slot: Slot, name: str | None, args: dict) -> Resolved:
+        """Resolve `name` once and preflight it, before anything running is touched. A failed
+        check refuses the command with its one line."""
+        force = _force_arg(args)
+        target = await asyncio.to_thread(self.sup.get_profile, name, args)
+        current = await asyncio.to_thread(self.sup.current, slot)
+        checks = await asyncio.to_thread(preflight.run, target, current, force)
+        self.sup.emit(
+            "preflight",
+            slot=slot.id,
+            profile=target.name,
+            ok=preflight.first_failure(checks) is None,
+            checks=[c.to_dict() for c in checks],
+        )
+        failed = preflight.first_failure(checks)
+        if failed:
+            raise OpError(failed.line())
+        return target
+
+    def _refuse_if_busy(self, slot: Slot, what: str) -> None:
+        job = self.busy(slot.id)
+        if job:
+            ago = time.time() - job.started
+            raise OpError(
+                f"{what} refused: slot {slot.id} is busy with {job.desc} (by {job.client or 'agent'}, "
+                f"{units.duration(ago)} ago); wait for it or run `sgltui stop`"
+            )
+
+    def _refuse_if_pinned(self, slot: Slot, args: dict, what: str) -> None:
+        """A pinned batch job asks first: the swap needs confirm=true (`--yes`)."""
+        rec = self.sup.batch.pinned_on(slot.id)
+        if rec is not None and not args.get("confirm"):
+            raise OpError(
+                f"{what} refused: batch job {rec['name']} ({rec['id']}) is pinned to slot {slot.id}; "
+                f"confirm with `--yes` (the job pauses and resumes on the new server) "
+                f"or unpin it with `sgltui job set --unpin`"
+            )
+
+    def _reply(self, slot: Slot, args: dict, job: Job | None) -> Any:
+        if args.get("wait"):
+            return Wait(slot, job)
+        return {"slot": slot.status(), "accepted": True}
+
+    def _run(self, slot: Slot, job: Job, coro: Any) -> Job:
+        job.task = asyncio.get_running_loop().create_task(
+            self._job_wrapper(slot, job, coro), name=f"job-{slot.id}-{job.kind}"
+        )
+        self.jobs[slot.id] = job
+        return job
+
+    async def _job_wrapper(self, slot: Slot, job: Job, coro: Any) -> dict:
+        try:
+            job.result = await coro
+        except asyncio.CancelledError:
+            job.result = {"cancelled": True}
+            raise
+        except Exception as exc:
+            log.exception("job %s on slot %s", job.desc, slot.id)
+            job.result = {"error": f"{type(exc).__name__}: {exc}"}
+            if slot.swap:  # a swap that broke is over: its front must not hold any longer
+                slot.swap_step("failed")
+        return job.result
+
+    def _launch_id(self, profile_name: str) -> str:
+        base = time.strftime("%Y%m%d-%H%M%S") + "-" + re.sub(r"[^A-Za-z0-9._-]", "_", profile_name)
+        candidate, n = base, 1
+        servers = Path(self.sup.recorder.path) / SERVERS_DIR
+        # Checked directly: the recorder's server_log_path() creates the file it names.
+        while (servers / f"{candidate}.log").exists():
+            n += 1
+            candidate = f"{base}-{n}"
+        return candidate
+
+    async def _spawn(self, slot: Slot, profile: Any, client: str | None) -> None:
+        """Spawn `profile` on `slot` (Popen and the log relay in a worker thread)."""
+        launch_id = self._launch_id(profile.name)
+        await slot.launch(profile, client, launch_id)
+
+    async def _launch(self, slot: Slot, profile: Any, client: str | None) -> None:
+        """Pre-check and spawn; a refused pre-check leaves the slot failed with the cause."""
+        try:
+            await asyncio.to_thread(slot.precheck, profile, self.sup.our_pids())
+            await self._spawn(slot, profile, client)
+        except LaunchError as exc:
+            slot.refuse(profile, client, exc.cause)
+
+    # ---- swap and restart -------------------------------------------------------------------
+
+    def _start_swap(
+        self, slot: Slot, profile: Any, client: str | None, rollback: bool, drain: str, kind: str
+    ) -> Job:
+        old = slot.profile_name if slot.state in RUNNING else None
+        desc = (
+            f"{kind} {old or '-'} -> {profile.name}"
+            if kind == "swap"
+            else f"restart of {profile.name}"
+        )
+        job = Job(kind, desc, client, time.time())
+        # The state moves now, before the reply: whoever reads status next sees the swap.
+        slot.begin_swap(old, profile.name, job.started, rollback, client)
+        return self._run(slot, job, self._swap(slot, profile, old, client, rollback, drain))
+
+    async def _swap(
+        self,
+        slot: Slot,
+        target: Any,
+        old: str | None,
+        client: str | None,
+        rollback: bool,
+        drain: str,
+    ) -> dict:
+        t0 = time.monotonic()
+        timings: dict[str, float] = {}
+        frm, to = old, target.name
+        # Rollback relaunches exactly what ran (resolved when it was accepted), even if its file
+        # has been edited or deleted since.
+        previous = slot.profile if old and slot.profile is not None else None
+        sup = self.sup
+
+        def step(name: str) -> None:
+            slot.swap_step(name)
+            sup.emit(
+                "swap.step",
+                client=client,
+                slot=slot.id,
+                **{"from": frm, "to": to},
+                step=name,
+                elapsed_s=round(time.monotonic() - t0, 3),
+            )
+
+        # Batch jobs on this slot stop sending and let (or, forced, make) their requests in
+        # flight finish before the server goes; they resume on the new one (after_swap below).
+        await sup.batch.before_swap(slot.id, force=drain == "force")
+        slot.hold_front(f"slot {slot.id}: {frm or '-'} -> {to}")
+        if slot.tree is not None and slot.state != STOPPED:
+            report = await slot.stop(client, drain=drain, on_step=step)
+            timings.update(report["timings_s"])
+            if report.get("problems"):
+                log.warning("swap: %s", "; ".join(report["problems"]))
+        step("launching")
+        t_launch = time.monotonic()
+        await self._launch(slot, target, client)
+        state = await slot.wait_settled()
+        timings["load"] = slot.timings.get("load", round(time.monotonic() - t_launch, 3))
+        timings["ready"] = slot.timings.get("ready", 0.0)
+        rolled_back = False
+        ok = state == READY
+        failure = None if ok else slot.cause
+        if ok:
+            step("ready")
+        elif rollback and old:
+            step("rolling back")
+            if slot.tree is not None and slot.state not in (STOPPED,):
+                await slot.stop(client, drain="force")
+            if previous is None:
+                step("failed")
+            else:
+                await self._launch(slot, previous, client)
+                back = await slot.wait_settled()
+                rolled_back = back == READY
+                step("ready" if rolled_back else "failed")
+            # A healthy rolled-back slot has no cause; the failure stays in last_failure.
+            slot.keep_failure(failure)
+            sup.emit(
+                "swap.failure",
+                client=client,
+                slot=slot.id,
+                **{"from": frm, "to": to},
+                cause=failure,
+            )
+        else:
+            step("failed")
+        timings["total"] = round(time.monotonic() - t0, 3)
+        sup.emit(
+            "swap.done",
+            client=client,
+            slot=slot.id,
+            **{"from": frm, "to": to},
+            ok=ok,
+            rolled_back=rolled_back,
+            timings_s=timings,
+        )
+        slot.end_swap(
+            {
+                "from": frm,
+                "to": to,
+                "ok": ok,
+                "rolled_back": rolled_back,
+                "timings_s": timings,
+                "cause": None if ok else (failure or slot.cause),
+                "finished_at": time.time(),
+                "client": client,
+            }
+        )
+        sup.batch.after_swap(slot.id)
+        return {
+            "state": slot.state,
+            "ok": ok,
+            "rolled_back": rolled_back,
+            "timings_s": timings,
+            "cause": None if ok else (failure if rolled_back else slot.cause),
+        }
+
+
+def _drain_arg(args: dict) -> str:
+    drain = args.get("drain", "wait")
+    if drain not in ("wait", "force"):
+        raise OpError(f"drain must be 'wait' or 'force', not {drain!r}")
+    return str(drain)
+
+
+def _force_arg(args: dict) -> frozenset[str]:
+    raw = args.get("force") or []
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
+        raise OpError("force must be a list of check names")
+    unknown = [x for x in raw if x not in preflight.CHECKS]
+    if unknown:
+        raise OpError(
+            f"unknown preflight check {unknown[0]!r}; checks: {', '.join(preflight.CHECKS)}"
+        )
+    return frozenset(raw)
+
+
+def _num_arg(args: dict, name: str, default: float) -> float:
+    raw = args.get(name, default)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise OpError(f"{name} must be a number, not {raw!r}") from None
+    if value < 0:
+        raise OpError(f"{name} must not be negative")
+    return value
