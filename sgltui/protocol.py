@@ -113,6 +113,9 @@ class Args(Struct, forbid_unknown_fields=True, kw_only=True):
 
 class SlotArgs(Args):
     slot: SlotId = "0"
+    # A pool of slots (host.toml's [[pool]]): the op applies to each of its slots (a swap rolls
+    # one slot at a time). None: the slot alone.
+    pool: SlotId | None = None
 
 
 class HelloArgs(Args):
@@ -1266,11 +1269,44 @@ class ProfileRow(ProfileSeen, kw_only=True):
     host_pool_note: str = ""
 
 
+class DrainView(Struct, kw_only=True):
+    """A stop waiting for the requests in flight (the slot.drain event's figures)."""
+
+    requests: int | None = None
+    left_s: float | None = None
+    timeout_s: float | None = None
+
+
 class SlotStatus(SlotView, kw_only=True):
     """A slot in STATUS: what events say (SlotView) and what only the live agent knows."""
 
     uptime_s: float | None = None
     busy: str | None = None
+    drain: DrainView | None = None  # while a stop waits for requests in flight
+    gpus: list[int] = []  # the GPUs host.toml gives the slot (empty: not placed)
+
+
+class PoolGateway(Struct, kw_only=True):
+    """The process in front of a pool's workers (smg for 2+ slots, the agent's front for one)."""
+
+    pid: int | None = None
+    state: str = ""
+
+
+class PoolWorker(Struct, kw_only=True):
+    slot: str
+    url: str | None = None
+    gateway_status: str | None = None  # what the gateway says of this worker (ready, removed...)
+
+
+class PoolStatus(Struct, kw_only=True):
+    """A pool of slots behind one endpoint (host.toml's [[pool]])."""
+
+    name: str
+    endpoint: str | None = None
+    slots: list[str] = []
+    gateway: PoolGateway | None = None
+    workers: list[PoolWorker] = []
 
 
 class AgentInfo(Struct, kw_only=True):
@@ -1386,6 +1422,7 @@ class StatusReply(Struct, kw_only=True):
     telemetry: dict[str, Any] = {}
     bench: BenchRun | None = None  # the latest run
     jobs: list[JobView] = []
+    pools: list[PoolStatus] = []
 
 
 class Accepted(Struct, kw_only=True):

@@ -49,6 +49,7 @@ def test_good_arguments_get_their_defaults():
     assert args == {
         "profile": "b",
         "slot": "0",
+        "pool": None,
         "rollback": True,
         "drain": "force",
         "profiles_dirs": [],
