@@ -112,7 +112,10 @@ class Args(Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class SlotArgs(Args):
-    slot: SlotId = "0"
+    """An op on one slot: by name; none means the agent's only slot (with several, the
+    refusal lists them)."""
+
+    slot: SlotId | None = None
     # A pool of slots (host.toml's [[pool]]): the op applies to each of its slots (a swap rolls
     # one slot at a time). None: the slot alone.
     pool: SlotId | None = None

@@ -20,7 +20,7 @@ import signal
 import sys
 from pathlib import Path
 
-from sgltui.core import locations
+from sgltui.core import locations, placement
 from sgltui.core.files import keep_private, private_dir, write_atomic
 
 SOCKET, PIDFILE, LOCKFILE, LOGFILE = "agent.sock", "agent.pid", "agent.lock", "agent.log"
@@ -102,6 +102,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sgltui agent: cannot create state dir {state_dir}: {exc.strerror}", file=sys.stderr)
         return 1
     p = paths(state_dir)
+    # Read before detaching: a bad file is one line on the starting command's stderr, not a
+    # crash in agent.log that nobody reads.
+    try:
+        args.placement = placement.load()
+    except placement.PlacementError as exc:
+        print(f"sgltui agent: {exc}", file=sys.stderr)
+        return 2
     if not args.foreground:
         _detach()
     lock_fd = _take_lock(p["lock"])
@@ -144,6 +151,7 @@ async def _run(state_dir: Path, p: dict[str, Path], args: argparse.Namespace) ->
         profiles_dirs=[Path(d).expanduser() for d in args.profiles],
         session_dir=Path(args.session_dir) if args.session_dir else None,
         slot_ids=tuple(x.strip() for x in args.slots.split(",") if x.strip()) or ("0",),
+        placement=getattr(args, "placement", None),
     )
     await sup.start()
     server = AgentServer(sup, p["socket"])

@@ -27,7 +27,7 @@ from sgltui.agent import preflight
 from sgltui.agent.errors import OpError
 from sgltui.agent.resolved import Resolved
 from sgltui.agent.slot import IDLE, READY, RUNNING, STOPPED, LaunchError, Slot
-from sgltui.core import units
+from sgltui.core import placement, units
 from sgltui.session.layout import SERVERS_DIR
 
 if TYPE_CHECKING:
@@ -120,6 +120,7 @@ class Operations:
         nothing: for the TUI's swap dialog and `--dry-run`. Read-only: takes no lock."""
         slot = self.sup.slot_for(args)
         target = await asyncio.to_thread(self.sup.get_profile, args.get("profile"), args)
+        target = self._place(slot, target)
         current = await asyncio.to_thread(self.sup.current, slot)
         checks = await asyncio.to_thread(preflight.run, target, current, _force_arg(args))
         failed = preflight.first_failure(checks)
@@ -259,6 +260,7 @@ class Operations:
         check refuses the command with its one line."""
         force = _force_arg(args)
         target = await asyncio.to_thread(self.sup.get_profile, name, args)
+        target = self._place(slot, target)
         current = await asyncio.to_thread(self.sup.current, slot)
         checks = await asyncio.to_thread(preflight.run, target, current, force)
         self.sup.emit(
@@ -272,6 +274,17 @@ class Operations:
         if failed:
             raise OpError(failed.line())
         return target
+
+    @staticmethod
+    def _place(slot: Slot, target: Resolved) -> Resolved:
+        """`target` as it runs on `slot` (host.toml's port and GPUs); a profile that needs
+        another number of GPUs than the slot has is refused with the fix."""
+        if slot.place is None:
+            return target
+        problem = placement.tp_problem(target.name, target.server, slot.place)
+        if problem:
+            raise OpError(problem)
+        return target.placed(slot.place)
 
     def _refuse_if_busy(self, slot: Slot, what: str) -> None:
         job = self.busy(slot.id)

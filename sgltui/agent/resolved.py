@@ -12,6 +12,7 @@ call it from a worker thread, never on the agent's event loop.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sgltui.core import placement
 from sgltui.core import profiles as core_profiles
 
 
@@ -93,6 +95,17 @@ class Resolved:
 
     def command_hash(self) -> str:
         return self.profile.command_hash()
+
+    def placed(self, place: Any) -> Resolved:
+        """This resolution as it runs on a slot of host.toml (core/placement.py): the profile's
+        port and CUDA_VISIBLE_DEVICES replaced by the slot's. The content hash stays the
+        profile's: a restart compares what the file says, not where it runs."""
+        if place is None:
+            return self
+        server, env = placement.apply_to(self.profile.server, self.profile.env, place)
+        return dataclasses.replace(
+            self, profile=dataclasses.replace(self.profile, server=server, env=env)
+        )
 
     def describe(self) -> dict[str, Any]:
         """For status and agent-state.json: no secrets (argv is not here; the slot redacts it)."""

@@ -160,9 +160,12 @@ def redact_argv(argv: list[str]) -> list[str]:
 
 
 class Slot:
-    def __init__(self, slot_id: str, host: SlotHost) -> None:
+    def __init__(self, slot_id: str, host: SlotHost, place: Any = None) -> None:
         self.id = slot_id
         self.host = host
+        # Where it runs (core/placement.SlotPlace: GPUs, port), from host.toml; None: where
+        # the profile says (one slot, no host.toml).
+        self.place = place
         self.state = STOPPED
         self.phase: str | None = None
         self.profile: Any = None  # sgltui.core.profiles.Profile of the current launch

@@ -61,6 +61,7 @@ class Supervisor:
         profiles_dirs: list[Path] | None = None,
         config: SlotConfig | None = None,
         slot_ids: tuple[str, ...] = ("0",),
+        placement: Any = None,
         session_dir: Path | None = None,
     ) -> None:
         self.state_dir = state_dir
@@ -69,7 +70,13 @@ class Supervisor:
         self.index = ProfileIndex(self.profiles_dirs)
         self._profiles_refresh: asyncio.Task | None = None
         self.config = config or SlotConfig.from_env()
-        self.slots: dict[str, Slot] = {sid: Slot(sid, self) for sid in slot_ids}
+        # host.toml's slots (core/placement.py), each with its GPUs and port; else `slot_ids`,
+        # each running a profile where the profile says.
+        self.placement = placement
+        places = {p.name: p for p in placement.slots} if placement is not None else {}
+        self.slots: dict[str, Slot] = {
+            sid: Slot(sid, self, places.get(sid)) for sid in (list(places) or slot_ids)
+        }
         self.ops = Operations(self)  # start / stop / restart / swap (agent/operations.py)
         self.started = time.time()
         self.recorder: Any = None
@@ -127,6 +134,8 @@ class Supervisor:
             # Exactly what the earlier agent ran (its rollback target), not today's file.
             fresh = await asyncio.to_thread(self._try_profile, record.get("profile"))
             profile = from_record(record.get("resolved_profile"), fresh)
+            if profile is not None:
+                profile = profile.placed(slot.place)  # the rollback target runs where it ran
             try:
                 ok = slot.adopt(record, profile)
             except Exception as exc:  # a corrupt record must not keep the agent from starting
@@ -423,16 +432,17 @@ class Supervisor:
         from sgltui.core.validate import key_clashes
 
         self._profiles_cache = self.profile_rows.rows(
-            profs, self.index.broken(), key_clashes(profs.values()), self._slot0_pids()
+            profs, self.index.broken(), key_clashes(profs.values()), self._replaced_pids()
         )
         return self._profiles_cache
 
-    def _slot0_pids(self) -> frozenset[int]:
-        """The processes of the server a profile key replaces (slot 0's), from a worker
-        thread: their RAM counts as free for the host-pool mark."""
-        slot = self.slots.get("0")
-        if slot is None:
+    def _replaced_pids(self) -> frozenset[int]:
+        """The processes of the server a profile key replaces, from a worker thread: their RAM
+        counts as free for the host-pool mark. With several slots the list is not about one
+        of them, so nothing counts as freed (the mark errs on the side of a warning)."""
+        if len(self.slots) != 1:
             return frozenset()
+        slot = next(iter(self.slots.values()))
         try:
             return self.current(slot).pids
         except RuntimeError:  # the process tree changed while it was copied: next refresh
@@ -506,6 +516,8 @@ class Supervisor:
         handler = self._handler(op)
         if handler is None:
             raise OpError(f"unknown op {op!r}; this agent knows: {', '.join(sorted(protocol.OPS))}")
+        if "slot" in args and args["slot"] is None and (len(self.slots) == 1 or op == "job_run"):
+            args = dict(args, slot=self.slot_for(args).id)  # none given: the only slot
         if op in protocol.READ_ONLY_OPS:  # no "command" event: they would drown the session log
             return await handler(args, client)
         # A slot's lifecycle command takes that slot's lock (agent/operations.py); the others

@@ -71,7 +71,7 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(handler=cmd_status)
 
     p = sub.add_parser("logs", help="a slot's server log")
-    p.add_argument("--slot", default="0")
+    p.add_argument("--slot", help="slot name (default: the agent's only slot)")
     p.add_argument("-n", "--lines", type=int, default=100, help="lines to show (default 100)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     p.add_argument("--launch-id", help="an earlier launch of this session")
@@ -129,7 +129,7 @@ def _usage(p: argparse.ArgumentParser) -> int:
 
 
 def _slot_opts(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--slot", default="0", help="slot id (default 0)")
+    p.add_argument("--slot", help="slot name (default: the agent's only slot)")
     p.add_argument(
         "--no-wait", action="store_true", help="return once the agent accepted the command"
     )
@@ -240,8 +240,8 @@ async def _follow(args: argparse.Namespace, op: str, kw: dict) -> protocol.Accep
 class _Progress:
     """Prints one line per step of the command in progress (events of this slot only)."""
 
-    def __init__(self, slot: str) -> None:
-        self.slot = slot
+    def __init__(self, slot: str | None) -> None:
+        self.slot = slot  # None: the agent's only slot, so every slot event is this command's
         self.t0 = time.monotonic()
 
     def _out(self, text: str) -> None:
@@ -251,7 +251,7 @@ class _Progress:
         if msg.get("push") != "event":
             return
         ev = msg["data"]
-        if ev.get("slot") != self.slot:
+        if self.slot is not None and ev.get("slot") != self.slot:
             return
         t = ev.get("type")
         if t == "launch":
@@ -442,7 +442,9 @@ async def _follow_logs(args: argparse.Namespace, kw: dict) -> None:
         except AgentError:
             pass  # nothing logged yet: wait for the first launch
         async for msg in client.subscribe():
-            if msg.get("push") != "log" or msg["data"].get("slot") != args.slot:
+            if msg.get("push") != "log" or (
+                args.slot is not None and msg["data"].get("slot") != args.slot
+            ):
                 continue
             data = msg["data"]
             if args.launch_id and data.get("launch_id") != args.launch_id:

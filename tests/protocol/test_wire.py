@@ -33,7 +33,7 @@ def test_every_op_has_a_handler_and_every_handler_an_op():
         ("stop", {"drain": "maybe"}, "(one of: wait, force)"),
         ("logs", {"lines": -1}, "lines: expected `int` >= 0"),
         ("start", {"profile": "a", "bogus": 1}, "unknown field `bogus`"),
-        ("stop", {"slot": 0}, "slot: expected `str`"),
+        ("stop", {"slot": 0}, "slot: expected `str | null`"),
         ("frobnicate", {}, "unknown op 'frobnicate'"),
     ],
 )
@@ -48,7 +48,7 @@ def test_good_arguments_get_their_defaults():
     args = protocol.args_dict(protocol.parse_args("swap", {"profile": "b", "drain": "force"}))
     assert args == {
         "profile": "b",
-        "slot": "0",
+        "slot": None,
         "pool": None,
         "rollback": True,
         "drain": "force",

@@ -1,0 +1,72 @@
+"""Two slots of one agent (host.toml, core/placement.py) on the simulator: the same profile runs
+on both, each on its slot's port; a swap of one never holds up the other's requests or commands
+(one lock per slot, agent/operations.py)."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+
+import pytest
+
+from sgltui.agent.client import AgentError
+from tests.conftest import pick_free_port
+
+
+def _get(port: int, path: str = "/v1/models") -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+        return r.status
+
+
+def _host_toml(agent, ports: dict[str, int]) -> None:
+    cfg = agent.state_dir.parent / "config" / "sgltui"
+    cfg.mkdir(parents=True, exist_ok=True)
+    text = "".join(
+        f'[[slot]]\nname = "{name}"\ngpus = [{i}]\nport = {port}\n\n'
+        for i, (name, port) in enumerate(ports.items())
+    )
+    (cfg / "host.toml").write_text(text)
+
+
+def test_two_slots_run_one_profile_and_a_swap_of_one_never_waits_the_other(agent_handle):
+    agent = agent_handle
+    ports = {"a": pick_free_port(), "b": pick_free_port()}
+    _host_toml(agent, ports)
+    name = agent.write_profile("t-a")
+    # The swap target starts slowly (about 5 s): the window the other slot is watched in.
+    slow = agent.write_profile("t-slow", time_scale=0.05)
+    agent.start()
+    assert [s["id"] for s in agent.status()["slots"]] == ["a", "b"]
+
+    # No slot named, several slots: the refusal lists them.
+    with pytest.raises(AgentError, match="several slots.*a, b"):
+        agent.call("start", profile=name)
+    for sid in ("a", "b"):
+        res = agent.call("start", profile=name, slot=sid, wait=True)
+        assert res["slot"]["state"] == "ready", res
+        assert res["slot"]["port"] == ports[sid]  # the slot's port, not the profile's
+    assert _get(ports["a"]) == _get(ports["b"]) == 200
+
+    agent.call("swap", profile=slow, slot="a")
+    assert agent.slot("a")["swap"] is not None
+    # While a swaps: b serves, and b's commands go through at once.
+    t0 = time.monotonic()
+    assert _get(ports["b"]) == 200
+    pre = agent.call("preflight", profile=name, slot="b")
+    assert pre["ok"], pre
+    stopped = agent.call("stop", slot="b", wait=True)
+    assert stopped["slot"]["state"] == "stopped", stopped
+    again = agent.call("start", profile=name, slot="b", wait=True)
+    assert again["slot"]["state"] == "ready", again
+    took = time.monotonic() - t0
+    a = agent.slot("a")
+    assert a["swap"] is not None, (
+        f"slot b's commands ({took:.1f}s) should have finished inside a's swap: {a['state']}"
+    )
+    assert _get(ports["b"]) == 200
+
+    a = agent.wait_state("ready", slot="a", timeout=60)
+    assert a["profile"] == "t-slow" and a["port"] == ports["a"]
+    assert agent.slot("b")["profile"] == "t-a"
+    done = agent.events("swap.done")
+    assert [e["slot"] for e in done] == ["a"] and done[0]["ok"]
