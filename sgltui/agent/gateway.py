@@ -1,0 +1,517 @@
+"""A pool's gateway: SGLang's model gateway (`smg launch`, PyPI smg), supervised by the agent.
+
+One gateway per pool of two or more slots, in its own process group, bound to the pool's address
+(loopback unless host.toml says otherwise). What this module owns:
+
+- the argv: the pool's workers, health checks and worker start-up checks every second (smg's
+  defaults, 60 s x 3 and 30 s, leave a dead worker looking ready for about three minutes), its
+  Prometheus port on loopback, `--model-alias default=MODEL` (below);
+- the keys: a control-plane key the agent generates (smg warns that without one POST /workers
+  and DELETE /workers/{id} answer anyone), and the profile's API key passed through (smg then
+  asks clients for it, as the server would, and sends it to the workers). Both live in a 0600
+  file and reach smg through sgltui.agent.gateway_launch, never through argv;
+- restart: a gateway that dies is started again, with the workers the agent holds now, within
+  RESTART_WITHIN_S;
+- workers: add (POST /workers), remove (DELETE /workers/{id}), wait until the gateway says
+  ready, and each worker's own requests in flight (its /v1/loads: smg's "draining" is a 5 s
+  timer, not a count);
+- metrics: requests active per worker, retries, circuit-breaker state, errors, as a typed sample.
+
+Model names: smg routes by the request's `model` and answers 404 for a name no worker serves.
+SGLang itself serves any name, and batch files often carry "default" (SGLang's own default).
+The workers keep their real name (the served name stays what the profile says, so /v1/models
+and the responses read the same through the pool as from the slot), and the gateway gets
+`--model-alias default=<the pool's model>`, so a request for "default" reaches the pool's
+workers as it reached the slot. The alias is fixed when smg starts: a pool whose model changes
+(a roll to another model) restarts its gateway once the roll is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import logging
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+from prometheus_client.parser import text_string_to_metric_families
+
+from sgltui.agent.gateway_launch import NOT_INSTALLED
+from sgltui.core.files import private_dir, write_json_atomic
+
+log = logging.getLogger("sgltui.agent.gateway")
+
+RESTART_WITHIN_S = 5.0
+POLL_S = 0.2
+CHECK_INTERVAL_S = 1  # smg health and worker start-up checks
+START_TIMEOUT_S = 30.0  # smg answers in well under a second; this is for a loaded machine
+DRAIN_TIMER_S = 15.0  # smg lists a removed worker as draining for 5 s; this bounds the wait
+REGISTER_WAIT_S = 10.0  # at most this for the workers it starts with to be routable
+
+
+class GatewayError(Exception):
+    """One line: what went wrong with the gateway and what to do."""
+
+
+class WorkerState(msgspec.Struct, frozen=True):
+    id: str
+    url: str
+    status: str  # smg's: pending | ready | not_ready | failed | draining
+
+
+class WorkerMetrics(msgspec.Struct, frozen=True):
+    url: str
+    requests_active: int = 0
+    cb_state: str = "closed"  # closed | open | half_open
+    healthy: bool = True
+
+
+class GatewaySample(msgspec.Struct, frozen=True):
+    """What the pool's telemetry and the session record of the gateway, each second."""
+
+    pool: str
+    ts: float
+    pid: int | None
+    state: str  # running | restarting | stopped
+    restarts: int
+    workers: list[WorkerMetrics]
+    retries_total: int
+    errors_total: int
+    requests_total: int
+
+
+_CB_STATES = {0: "closed", 1: "open", 2: "half_open"}
+
+
+def smg_available() -> bool:
+    return importlib.util.find_spec("smg") is not None
+
+
+def require_smg() -> None:
+    if not smg_available():
+        raise GatewayError(NOT_INSTALLED)
+
+
+def port_free(host: str, port: int) -> bool:
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+class Gateway:
+    """One pool's smg process and the agent's view of its workers."""
+
+    def __init__(
+        self,
+        pool: str,
+        *,
+        host: str,
+        port: int,
+        prometheus_port: int,
+        state_dir: Path,
+        api_key: str | None = None,
+        model: str | None = None,
+        policy: str = "cache_aware",
+        on_change: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.pool = pool
+        self.host = host
+        self.port = port
+        self.prometheus_port = prometheus_port
+        self.state_dir = state_dir
+        self.api_key = api_key
+        self.model = model
+        self.policy = policy
+        self.on_change = on_change or (lambda what, data: None)
+        self.urls: list[str] = []  # the workers the agent wants routed, in order
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+        self.state = "stopped"
+        self.key_path = state_dir / "secrets" / f"gateway-{pool}.json"
+        self.log_path = state_dir / "gateways" / f"{pool}.log"
+        self._control_key = secrets.token_urlsafe(24)
+        self._watch: asyncio.Task[None] | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._stopping = False
+
+    # --- the process ------------------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
+
+    def argv(self) -> list[str]:
+        """The command line (no key in it: gateway_launch adds them from the 0600 file)."""
+        args = [
+            "--host", self.host,
+            "--port", str(self.port),
+            "--policy", self.policy,
+            "--health-check-interval-secs", str(CHECK_INTERVAL_S),
+            "--health-failure-threshold", "2",
+            "--health-success-threshold", "1",
+            "--worker-startup-check-interval", str(CHECK_INTERVAL_S),
+            "--prometheus-host", "127.0.0.1",
+            "--prometheus-port", str(self.prometheus_port),
+        ]  # fmt: skip
+        if self.urls:
+            args += ["--worker-urls", *self.urls]
+        if self.model and self.model != "default":
+            args += ["--model-alias", f"default={self.model}"]
+        return [
+            sys.executable,
+            "-m",
+            "sgltui.agent.gateway_launch",
+            str(self.key_path),
+            "--",
+            *args,
+        ]
+
+    def _write_keys(self) -> None:
+        private_dir(self.key_path.parent)
+        keys = {"control_plane_key": self._control_key}
+        if self.api_key:
+            keys["api_key"] = self.api_key
+        write_json_atomic(self.key_path, keys)  # 0600 (core.files' default)
+
+    def _spawn(self) -> None:
+        private_dir(self.log_path.parent)
+        self._write_keys()
+        with open(self.log_path, "ab") as fh:
+            self.proc = subprocess.Popen(
+                self.argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: stopped as one
+                close_fds=True,
+            )
+        log.info("gateway %s: smg pid %s on %s", self.pool, self.proc.pid, self.endpoint)
+
+    async def start(self, urls: list[str] | None = None) -> None:
+        """Start smg with `urls` as workers and wait until it answers its control plane.
+        Raises GatewayError (smg missing, port taken, smg exits)."""
+        require_smg()
+        if not port_free(self.host, self.port):
+            raise GatewayError(
+                f"pool {self.pool}: port {self.port} on {self.host} is taken; "
+                "stop what holds it or give the pool another port in host.toml"
+            )
+        if urls is not None:
+            self.urls = list(urls)
+        self._stopping = False
+        await self._launch()
+        self.state = "running"
+        if self._watch is None or self._watch.done():
+            self._watch = asyncio.get_running_loop().create_task(self._supervise())
+
+    async def _launch(self) -> None:
+        self._spawn()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise GatewayError(
+                    f"pool {self.pool}: smg exited with code {self.proc.returncode} at start; "
+                    f"see {self.log_path}"
+                )
+            status, _ = await self._request("GET", "/workers", timeout=1.0)
+            if status == 200:
+                break
+            if time.monotonic() >= deadline:
+                raise GatewayError(
+                    f"pool {self.pool}: smg did not answer within {START_TIMEOUT_S:.0f} s; "
+                    f"see {self.log_path}"
+                )
+            await asyncio.sleep(POLL_S / 2)
+        # --worker-urls are registered in the background: answer once they are routable (a
+        # worker that is down holds the gateway back no longer than the bound).
+        deadline = time.monotonic() + REGISTER_WAIT_S
+        while time.monotonic() < deadline:
+            ws = await self.workers()
+            ready = {w.url for w in ws or [] if w.status == "ready"}
+            if all(u in ready for u in self.urls):
+                return
+            await asyncio.sleep(POLL_S / 2)
+
+    async def _supervise(self) -> None:
+        """Restart a gateway that died, with the workers held now (within RESTART_WITHIN_S)."""
+        while not self._stopping:
+            await asyncio.sleep(POLL_S)
+            proc = self.proc
+            if self._stopping or proc is None or proc.poll() is None:
+                continue
+            code = proc.returncode
+            self.state = "restarting"
+            self.on_change("gateway.died", {"pool": self.pool, "code": code})
+            log.warning("gateway %s: smg exited (%s); restarting", self.pool, code)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)  # whatever it left in its group
+            while not self._stopping:
+                if not port_free(self.host, self.port):
+                    await asyncio.sleep(POLL_S)  # the dead one's socket, or a squatter
+                    continue
+                try:
+                    await self._launch()
+                except GatewayError as exc:
+                    log.warning("%s", exc)
+                    await asyncio.sleep(1.0)
+                    continue
+                break
+            if self._stopping:
+                return
+            self.restarts += 1
+            self.state = "running"
+            self.on_change("gateway.restarted", {"pool": self.pool, "pid": self.pid})
+
+    async def stop(self, grace: float = 5.0) -> None:
+        self._stopping = True
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+            self._watch = None
+        proc = self.proc
+        if proc is not None:
+            await asyncio.to_thread(_stop_group, proc, grace)
+        self.proc = None
+        self.state = "stopped"
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        with contextlib.suppress(OSError):
+            self.key_path.unlink()
+
+    # --- the control plane ------------------------------------------------------------------
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None or self._client.is_closed:
+            self._client = httpx.AsyncClient(trust_env=False)
+        return self._client
+
+    async def _request(
+        self, method: str, path: str, body: Any = None, timeout: float = 2.0
+    ) -> tuple[int, Any]:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        host = "::1" if host == "::" else host
+        host = f"[{host}]" if ":" in host else host
+        url = f"http://{host}:{self.port}{path}"
+        headers = {"Authorization": f"Bearer {self._control_key}"}
+        try:
+            r = await asyncio.wait_for(
+                self._http().request(method, url, json=body, headers=headers, timeout=timeout),
+                timeout,
+            )
+        except (httpx.HTTPError, asyncio.TimeoutError):
+            return 0, None
+        try:
+            return r.status_code, r.json()
+        except ValueError:
+            return r.status_code, r.text
+
+    async def workers(self) -> list[WorkerState] | None:
+        """The gateway's workers, or None when it does not answer."""
+        status, body = await self._request("GET", "/workers")
+        if status != 200 or not isinstance(body, dict):
+            return None
+        out = []
+        for w in body.get("workers") or []:
+            if isinstance(w, dict) and isinstance(w.get("id"), str):
+                out.append(WorkerState(w["id"], str(w.get("url")), str(w.get("status"))))
+        return out
+
+    async def add_worker(self, url: str) -> None:
+        """Route to `url` (the agent keeps it across gateway restarts). A worker the gateway
+        already has (409) is fine."""
+        if url not in self.urls:
+            self.urls.append(url)
+        # A worker removed a moment ago is still listed while smg's drain timer runs (5 s), and
+        # a POST for it then answers 409 and adds nothing: wait for that entry to go first.
+        ws = await self.workers() or []
+        if any(w.url == url and w.status == "draining" for w in ws):
+            await self.wait_gone(url, timeout=DRAIN_TIMER_S)
+        elif any(w.url == url for w in ws):
+            return
+        status, body = await self._request("POST", "/workers", {"url": url})
+        if status not in (200, 201, 202, 409):
+            raise GatewayError(f"pool {self.pool}: the gateway refused worker {url}: {body}")
+
+    async def remove_worker(self, url: str) -> bool:
+        """Stop routing new requests to `url`; False when the gateway did not have it."""
+        if url in self.urls:
+            self.urls.remove(url)
+        found = [w for w in (await self.workers() or []) if w.url == url]
+        for w in found:
+            status, body = await self._request("DELETE", f"/workers/{w.id}")
+            if status not in (200, 202, 204, 404):
+                raise GatewayError(f"pool {self.pool}: the gateway kept worker {url}: {body}")
+        return bool(found)
+
+    async def wait_ready(self, url: str, timeout: float) -> bool:
+        """Until the gateway reports `url` ready (routable), at most `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ws = await self.workers()
+            if ws is not None and any(w.url == url and w.status == "ready" for w in ws):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(POLL_S)
+
+    async def wait_gone(self, url: str, timeout: float) -> bool:
+        """Until the gateway no longer lists `url` (its drain timer is over)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ws = await self.workers()
+            if ws is not None and not any(w.url == url for w in ws):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(POLL_S)
+
+    async def routable(self) -> int:
+        """Workers the gateway would send a new request to now."""
+        return sum(w.status == "ready" for w in (await self.workers() or []))
+
+    # --- metrics ----------------------------------------------------------------------------
+
+    async def sample(self) -> GatewaySample:
+        text = ""
+        try:
+            r = await asyncio.wait_for(
+                self._http().get(f"http://127.0.0.1:{self.prometheus_port}/metrics", timeout=2.0),
+                2.0,
+            )
+            if r.status_code == 200:
+                text = r.text
+        except (httpx.HTTPError, asyncio.TimeoutError):
+            pass
+        return parse_metrics(
+            text, pool=self.pool, pid=self.pid, state=self.state, restarts=self.restarts
+        )
+
+
+def parse_metrics(
+    text: str, *, pool: str, pid: int | None, state: str, restarts: int
+) -> GatewaySample:
+    active: dict[str, float] = {}
+    cb: dict[str, str] = {}
+    health: dict[str, bool] = {}
+    retries = errors = requests = 0.0
+    try:
+        families = list(text_string_to_metric_families(text))
+    except ValueError:
+        families = []  # a torn scrape: next second's will do
+    for fam in families:
+        for s in fam.samples:
+            worker = s.labels.get("worker") or s.labels.get("worker_url")
+            if s.name == "smg_worker_requests_active" and worker:
+                active[worker] = active.get(worker, 0.0) + s.value
+            elif s.name == "smg_worker_cb_state" and worker:
+                cb[worker] = _CB_STATES.get(int(s.value), str(s.value))
+            elif s.name == "smg_worker_health" and worker:
+                health[worker] = s.value >= 1
+            elif s.name == "smg_worker_retries_total":
+                retries += s.value
+            elif s.name == "smg_router_request_errors_total":
+                errors += s.value
+            elif s.name == "smg_router_requests_total":
+                requests += s.value
+    urls = sorted(set(active) | set(cb) | set(health))
+    return GatewaySample(
+        pool=pool,
+        ts=time.time(),
+        pid=pid,
+        state=state,
+        restarts=restarts,
+        workers=[
+            WorkerMetrics(u, int(active.get(u, 0)), cb.get(u, "closed"), health.get(u, True))
+            for u in urls
+        ],
+        retries_total=int(retries),
+        errors_total=int(errors),
+        requests_total=int(requests),
+    )
+
+
+async def worker_in_flight(
+    url: str, api_key: str | None = None, timeout: float = 2.0
+) -> int | None:
+    """Requests running or waiting on one worker (its /v1/loads), None when it does not answer.
+    This, not smg's draining state (a 5 s timer), says when a removed worker is done."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        async with httpx.AsyncClient(trust_env=False) as client:
+            r = await asyncio.wait_for(
+                client.get(f"{url}/v1/loads", headers=headers, timeout=timeout), timeout
+            )
+    except (httpx.HTTPError, asyncio.TimeoutError):
+        return None
+    if r.status_code != 200:
+        return None
+    try:
+        loads = r.json().get("loads") or []
+    except (ValueError, AttributeError):
+        return None
+    return int(
+        sum(
+            int(x.get("num_running_reqs") or 0) + int(x.get("num_waiting_reqs") or 0)
+            for x in loads
+            if isinstance(x, dict)
+        )
+    )
+
+
+async def wait_in_flight_zero(
+    url: str, timeout: float, api_key: str | None = None
+) -> tuple[bool, int | None]:
+    """(drained, last count): until the worker has nothing in flight, at most `timeout` s."""
+    deadline = time.monotonic() + timeout
+    last: int | None = None
+    while True:
+        last = await worker_in_flight(url, api_key)
+        if last == 0:
+            return True, 0
+        if time.monotonic() >= deadline:
+            return False, last
+        await asyncio.sleep(POLL_S)
+
+
+def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """Blocking: SIGTERM the group, SIGKILL after `grace`, reap."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+
+
+def describe(gw: Gateway) -> dict[str, Any]:
+    """The `gateway` object of a pool in `status --json`."""
+    return {"pid": gw.pid, "state": gw.state, "endpoint": gw.endpoint, "restarts": gw.restarts}

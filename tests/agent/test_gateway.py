@@ -1,0 +1,210 @@
+"""The pool's gateway: the real smg (PyPI smg) in front of real simulator processes
+(sgltui/agent/gateway.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import stat
+import sys
+import time
+
+import httpx
+import pytest
+
+from sgltui.agent import gateway, gateway_launch
+from sgltui.agent.gateway import Gateway, GatewayError
+
+pytestmark = pytest.mark.skipif(not gateway.smg_available(), reason="smg not installed")
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _gateway(tmp_path, **kw) -> Gateway:
+    return Gateway(
+        "all",
+        host="127.0.0.1",
+        port=_port(),
+        prometheus_port=_port(),
+        state_dir=tmp_path / "state",
+        model=MODEL,
+        **kw,
+    )
+
+
+async def _complete(client, gw, model="default", stream=False, key=None):
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    body = {"model": model, "prompt": "hello", "max_tokens": 4, "stream": stream}
+    return await client.post(gw.endpoint + "/v1/completions", json=body, headers=headers)
+
+
+def _group_argv(pid: int) -> str:
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            if os.getpgid(int(p)) != pid:
+                continue
+            with open(f"/proc/{p}/cmdline", "rb") as fh:
+                out.append(fh.read().decode(errors="replace"))
+        except (OSError, ProcessLookupError):
+            continue
+    return "\n".join(out)
+
+
+async def test_two_workers_serve_default_and_the_real_name_and_keys_stay_out_of_argv(
+    sim_server, tmp_path
+):
+    a, b = sim_server(), sim_server()
+    gw = _gateway(tmp_path)
+    await gw.start([a.url, b.url])
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            for model in ("default", MODEL):
+                r = await _complete(client, gw, model)
+                assert r.status_code == 200, r.text
+                assert r.json()["model"] == MODEL
+            r = await _complete(client, gw, stream=True)
+            assert r.status_code == 200 and "[DONE]" in r.text
+            # Nobody but the agent manages workers.
+            r = await client.get(gw.endpoint + "/workers")
+            assert r.status_code == 401
+            r = await client.post(gw.endpoint + "/workers", json={"url": "http://127.0.0.1:1"})
+            assert r.status_code == 401
+        ws = await gw.workers()
+        assert sorted(w.url for w in ws) == sorted([a.url, b.url])
+        assert all(w.status == "ready" for w in ws)
+        assert stat.S_IMODE(gw.key_path.stat().st_mode) == 0o600
+        key = json.loads(gw.key_path.read_text())["control_plane_key"]
+        assert key not in _group_argv(gw.pid)
+        sample = await gw.sample()
+        assert sample.pid == gw.pid and sample.state == "running"
+        assert sorted(w.url for w in sample.workers) == sorted([a.url, b.url])
+    finally:
+        await gw.stop()
+    assert gw.pid is None and not gw.key_path.exists()
+
+
+async def test_remove_wait_for_in_flight_then_add_back(sim_server, tmp_path):
+    a = sim_server()
+    b = sim_server("--sim-time-scale", "0.05")
+    gw = _gateway(tmp_path, policy="round_robin")
+    await gw.start([a.url, b.url])
+    try:
+        async with httpx.AsyncClient(timeout=60) as client:
+            # A long stream lands on one of the two; remove b and wait for its own count.
+            body = {"model": "default", "prompt": "x", "max_tokens": 200, "stream": True}
+            streams = [
+                asyncio.ensure_future(client.post(b.url + "/v1/completions", json=body))
+                for _ in range(2)
+            ]
+            deadline = time.monotonic() + 10
+            while await gateway.worker_in_flight(b.url) == 0 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert await gw.remove_worker(b.url)
+            assert await gw.routable() >= 1  # a stays routable throughout
+            drained, left = await gateway.wait_in_flight_zero(b.url, timeout=30)
+            assert drained, left
+            for s in streams:
+                assert "[DONE]" in (await s).text
+            for _ in range(4):  # every new request goes to a now
+                assert (await _complete(client, gw)).status_code == 200
+            await gw.add_worker(b.url)
+            assert await gw.wait_ready(b.url, timeout=15)
+            assert gw.urls == [a.url, b.url]
+    finally:
+        await gw.stop()
+
+
+async def test_kill_9_of_the_gateway_is_back_within_5_s_with_the_current_workers(
+    sim_server, tmp_path
+):
+    a, b = sim_server(), sim_server()
+    events = []
+    gw = _gateway(tmp_path, on_change=lambda what, data: events.append(what))
+    await gw.start([a.url])
+    try:
+        await gw.add_worker(b.url)
+        assert await gw.wait_ready(b.url, timeout=15)
+        old = gw.pid
+        os.killpg(old, signal.SIGKILL)
+        t0 = time.monotonic()
+        async with httpx.AsyncClient(timeout=5) as client:
+            while True:
+                try:
+                    if (await _complete(client, gw)).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() - t0 < 5.0, "the gateway was not back within 5 s"
+                await asyncio.sleep(0.05)
+        back = time.monotonic() - t0
+        while gw.restarts == 0 and time.monotonic() - t0 < 15:
+            await asyncio.sleep(0.05)  # it answered; the agent's view follows
+        assert gw.pid not in (None, old) and gw.restarts == 1
+        assert events == ["gateway.died", "gateway.restarted"]
+        ws = await gw.workers()
+        assert sorted(w.url for w in ws) == sorted([a.url, b.url]), back
+    finally:
+        await gw.stop()
+
+
+async def test_the_profile_api_key_is_asked_of_clients_and_sent_to_workers(sim_server, tmp_path):
+    a = sim_server("--api-key", "k-123")
+    gw = _gateway(tmp_path, api_key="k-123")
+    await gw.start([a.url])
+    try:
+        assert await gw.wait_ready(a.url, timeout=15)
+        async with httpx.AsyncClient(timeout=10) as client:
+            assert (await _complete(client, gw)).status_code == 401
+            assert (await _complete(client, gw, key="k-123")).status_code == 200
+        assert "k-123" not in _group_argv(gw.pid)
+        assert (await gateway.wait_in_flight_zero(a.url, 10, "k-123"))[0]
+        assert await gateway.worker_in_flight(a.url) is None  # its /v1/loads asks for the key
+    finally:
+        await gw.stop()
+
+
+async def test_a_taken_port_and_a_missing_smg_are_one_line_each(tmp_path, monkeypatch):
+    gw = _gateway(tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", gw.port))
+        s.listen()
+        with pytest.raises(GatewayError, match=f"port {gw.port} .* is taken"):
+            await gw.start([])
+    assert gw.proc is None
+    monkeypatch.setattr(gateway, "smg_available", lambda: False)
+    with pytest.raises(GatewayError, match=r"pip install 'sgltui\[fleet\]'"):
+        await gw.start([])
+    key = tmp_path / "k.json"
+    key.write_text("{}")
+    monkeypatch.setitem(sys.modules, "smg.cli", None)
+    assert gateway_launch.main([str(key), "--"]) == 3
+
+
+def test_metrics_parse_into_a_typed_sample():
+    text = """# TYPE smg_worker_requests_active gauge
+smg_worker_requests_active{worker="http://a"} 3
+smg_worker_cb_state{worker="http://a"} 1
+smg_worker_cb_state{worker="http://b"} 0
+smg_worker_health{worker="http://b"} 0
+smg_worker_retries_total{worker_type="regular",endpoint="generate"} 2
+smg_worker_retries_total{worker_type="regular",endpoint="chat"} 1
+smg_router_request_errors_total{route="x"} 4
+"""
+    s = gateway.parse_metrics(text, pool="all", pid=1, state="running", restarts=0)
+    a, b = s.workers
+    assert (a.url, a.requests_active, a.cb_state) == ("http://a", 3, "open")
+    assert (b.url, b.healthy, b.cb_state) == ("http://b", False, "closed")
+    assert (s.retries_total, s.errors_total) == (3, 4)
+    assert gateway.parse_metrics("garbage{", pool="p", pid=None, state="stopped", restarts=0)
