@@ -46,6 +46,8 @@ SLOT_PORT_STEP = 10
 DP_PORT_OFFSETS = range(233, 241)  # --port + 233..240: SGLang's DP-attention ports
 DEFAULT_POOL = "all"
 DEFAULT_POOL_PORT = 30080  # today's single-slot front port: clients keep their URL
+SIM_HOST_ENV = "SGLTUI_SIMULATED_GPUS"  # the simulator's --simulated-gpus default
+SIM_GPU_ENV = "SGLTUI_SIM_GPU"  # the simulator's --sim-gpu default
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 _SLOT_KEYS = {"name", "gpus", "port"}
 _POOL_KEYS = {"name", "slots", "port", "host"}
@@ -61,6 +63,10 @@ class SlotPlace:
     name: str
     gpus: tuple[int, ...]
     port: int  # the server's --port (given in host.toml or assigned)
+    # A simulated host (host.toml's simulated_gpus/simulated_gpu): the simulator publishes its
+    # memory on this slot's GPUs of a host of that many (env SGLTUI_SIMULATED_GPUS/_SIM_GPU).
+    simulated_gpus: int | None = None
+    simulated_gpu: str | None = None
 
     @property
     def cuda_visible_devices(self) -> str:
@@ -306,7 +312,7 @@ def parse(text: str, *, path: Path | None = None, gpu_count: int | None = None) 
             )
     assigned = assign_ports([(n, p) for n, _, p in slots], taken)
     return Placement(
-        tuple(SlotPlace(n, g, assigned[n]) for n, g, _ in slots),
+        tuple(SlotPlace(n, g, assigned[n], simulated, preset) for n, g, _ in slots),
         tuple(pools),
         simulated,
         preset,
@@ -355,7 +361,16 @@ def layout(
     groups = [tuple(range(i, i + tp)) for i in range(0, gpu_count, tp)]
     names = [slot_name(i) for i in range(len(groups))]
     ports = assign_ports([(n, None) for n in names], {pool_port: "pool"})
-    slots = tuple(SlotPlace(n, g, ports[n]) for n, g in zip(names, groups))
+    slots = tuple(
+        SlotPlace(
+            n,
+            g,
+            ports[n],
+            gpu_count if simulated else None,
+            simulated_gpu if simulated else None,
+        )
+        for n, g in zip(names, groups)
+    )
     pool = PoolPlace(DEFAULT_POOL, tuple(names), pool_port)
     return Placement(
         slots,
@@ -441,6 +456,11 @@ def apply_to(
     placed_server["port"] = slot.port
     placed_env = dict(env)
     placed_env["CUDA_VISIBLE_DEVICES"] = slot.cuda_visible_devices
+    if slot.simulated_gpus is not None:
+        # Read by the simulator only (sim/cli.py): a real server ignores them.
+        placed_env[SIM_HOST_ENV] = str(slot.simulated_gpus)
+        if slot.simulated_gpu:
+            placed_env[SIM_GPU_ENV] = slot.simulated_gpu
     return placed_server, placed_env
 
 

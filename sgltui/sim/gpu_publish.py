@@ -27,11 +27,35 @@ _PHASE_PARTS = {
 }
 
 
+def published_indexes(tp: int, host_gpus: int | None, visible: str | None) -> list[int]:
+    """The GPU indexes a simulator's ranks sit on. On a simulated host of N GPUs, the ones
+    CUDA_VISIBLE_DEVICES names (as the agent gives each slot its own), the first `tp` of them;
+    otherwise 0..tp-1, as before."""
+    if host_gpus and visible:
+        try:
+            picked = [int(x) for x in visible.split(",") if x.strip()]
+        except ValueError:
+            picked = []
+        picked = [i for i in picked if 0 <= i < host_gpus][:tp]
+        if picked:
+            return picked
+    return list(range(tp))
+
+
 class GpuPublisher:
-    def __init__(self, gpu: GpuPreset, tp_size: int, port: int):
+    def __init__(
+        self,
+        gpu: GpuPreset,
+        tp_size: int,
+        port: int,
+        host_gpus: int | None = None,
+        visible: str | None = None,
+    ):
         self.gpu = gpu
         self.tp = max(1, tp_size)
         self.port = port
+        self.host_gpus = host_gpus
+        self.indexes = published_indexes(self.tp, host_gpus, visible)
         self.dir = sim_gpu_dir()
         self.path = self.dir / f"{os.getpid()}.json"
         self.phase = "spawned"
@@ -97,7 +121,7 @@ class GpuPublisher:
         bd = self.breakdown()
         used = min(self.gpu.total_bytes, sum(bd.values()))
         gpus = []
-        for i in range(self.tp):
+        for i in self.indexes:
             gpus.append(
                 {
                     "index": i,
@@ -128,6 +152,9 @@ class GpuPublisher:
             "gpus": gpus,
             "host_pinned_bytes": host_pinned,
         }
+        if self.host_gpus:
+            doc["host_gpus"] = self.host_gpus  # the agent shows the idle GPUs of the host too
+            doc["idle_gpu"] = {"power_w": self.gpu.idle_w, "temperature_c": 32.0}
         try:
             private_dir(self.dir)
             # Rewritten every second and worthless after a crash: no fsync.

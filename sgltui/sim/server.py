@@ -282,7 +282,11 @@ class SimServer:
         self.engine = Engine(cfg, on_stats=self._on_stats, on_request_done=self._on_request_done)
         self.the_engine.on_phase = self._on_phase
         self.publisher = publisher = GpuPublisher(
-            self.gpu, int(self.args.tp_size or 1), int(self.args.port)
+            self.gpu,
+            int(self.args.tp_size or 1),
+            int(self.args.port),
+            getattr(self.args, "simulated_gpus", None),
+            os.environ.get("CUDA_VISIBLE_DEVICES"),
         )
         publisher.plan = self.plan
         loop.add_signal_handler(signal.SIGQUIT, self._on_sigquit)

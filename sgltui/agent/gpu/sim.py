@@ -122,6 +122,28 @@ class SimGpuSource:
                 if managed and _preset(entry) not in managed:
                     continue
                 self._merge(merged, entry, pub, slot)
+        # A simulated host of N GPUs: the ones no slot uses are shown too, idle, so the pane
+        # shows the host as nvidia-smi would (each slot's share on its own GPUs).
+        for pub, _slot in owners:
+            host_gpus = pub.get("host_gpus")
+            entries = _entries(pub)
+            if not isinstance(host_gpus, int) or not entries or host_gpus > 64:
+                continue
+            if managed and _preset(entries[0]) not in managed:
+                continue
+            for idx in range(host_gpus):
+                key = (_preset(entries[0]), idx)
+                if key not in merged:
+                    idle = dict(entries[0], index=idx, used_bytes=0, breakdown_bytes={})
+                    for reading in ("utilization_pct", "pcie_rx_bytes_s", "pcie_tx_bytes_s"):
+                        idle[reading] = 0.0
+                    idle_gpu = pub.get("idle_gpu")
+                    if isinstance(idle_gpu, dict):
+                        idle.update(
+                            {k: v for k, v in idle_gpu.items() if k in ("power_w", "temperature_c")}
+                        )
+                    self._merge(merged, idle, pub, None)
+                    merged[key]["processes"] = []
         gpus = [merged[k] for k in sorted(merged, key=lambda k: (k[1], k[0]))]
         for g in gpus:
             if g["total_bytes"] is not None and g["used_bytes"] is not None:
