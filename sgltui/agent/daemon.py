@@ -20,6 +20,7 @@ import signal
 import sys
 from pathlib import Path
 
+from sgltui.agent import config as agent_config
 from sgltui.core import locations, placement
 from sgltui.core.files import keep_private, private_dir, write_atomic
 
@@ -47,8 +48,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--slots",
-        default=os.environ.get("SGLTUI_SLOTS", "0"),
-        help="comma-separated slot ids, one per GPU set and port (default: $SGLTUI_SLOTS or 0)",
+        default="",
+        help="comma-separated slot names (default: agent.toml's slots, $SGLTUI_SLOTS, or 0)",
     )
     return p.parse_args(argv)
 
@@ -105,10 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     # Read before detaching: a bad file is one line on the starting command's stderr, not a
     # crash in agent.log that nobody reads.
     try:
+        args.config = agent_config.load()
         args.placement = placement.load()
-    except placement.PlacementError as exc:
+    except (agent_config.ConfigError, placement.PlacementError) as exc:
         print(f"sgltui agent: {exc}", file=sys.stderr)
         return 2
+    if args.config.gpu_release != "auto":  # read where a release is judged (agent/gpu/)
+        os.environ["SGLTUI_GPU_RELEASE"] = args.config.gpu_release
     if not args.foreground:
         _detach()
     lock_fd = _take_lock(p["lock"])
@@ -150,7 +154,8 @@ async def _run(state_dir: Path, p: dict[str, Path], args: argparse.Namespace) ->
         p["socket"],
         profiles_dirs=[Path(d).expanduser() for d in args.profiles],
         session_dir=Path(args.session_dir) if args.session_dir else None,
-        slot_ids=tuple(x.strip() for x in args.slots.split(",") if x.strip()) or ("0",),
+        config=getattr(args, "config", None),
+        slot_ids=tuple(x.strip() for x in args.slots.split(",") if x.strip()) or None,
         placement=getattr(args, "placement", None),
     )
     await sup.start()

@@ -16,14 +16,12 @@ import asyncio
 import collections
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 from aiohttp import web
-
-from sgltui.agent.envconfig import override_numbers
 
 log = logging.getLogger("sgltui.agent.front")
 
@@ -51,7 +49,7 @@ Backend = tuple[str, int]
 
 @dataclass
 class FrontConfig:
-    """Where fronts listen and how long they hold; `SGLTUI_FRONT_*` in the agent's environment."""
+    """Where fronts listen and how long they hold: agent.toml's [front] (agent/config.py)."""
 
     port: int | None = 30080  # the first slot's front; the next slots get port+1, +2, ...
     host: str = "127.0.0.1"
@@ -60,19 +58,11 @@ class FrontConfig:
     retry_after_s: int = 5
 
     @classmethod
-    def from_env(cls, env: dict[str, str]) -> FrontConfig:
-        cfg = cls()
-        raw = env.get("SGLTUI_FRONT_PORT", "").strip().lower()
-        if raw in ("off", "0", "none", "no"):
-            cfg.port = None
-        elif raw:
-            try:
-                cfg.port = int(raw)
-            except ValueError:
-                log.warning("ignoring SGLTUI_FRONT_PORT=%r: not a port number or 'off'", raw)
-        cfg.host = env.get("SGLTUI_FRONT_HOST", "").strip() or cfg.host
-        override_numbers(cfg, "SGLTUI_FRONT_", ("hold_s", "hold_max", "retry_after_s"), env)
-        return cfg
+    def from_env(cls, env: Mapping[str, str]) -> FrontConfig:
+        """The defaults with `SGLTUI_FRONT_*` applied (agent/config.py, the one reader)."""
+        from sgltui.agent.config import from_env
+
+        return from_env(env).front
 
 
 def _connect_host(host: str) -> str:

@@ -37,7 +37,7 @@ log = logging.getLogger("sgltui.agent.jobs")
 
 ACTIVE = ("checking", "waiting", "running", "paused")
 FINISHED = ("done", "cancelled", "failed")
-DRAIN_TIMEOUT_S = float(os.environ.get("SGLTUI_JOB_DRAIN_S", "120"))
+DRAIN_TIMEOUT_S = 120.0  # agent.toml [jobs] drain_s (agent/config.py) when the agent has one
 CHECK_TIMEOUT_S = 600.0
 PERSIST_S = 5.0
 PROGRESS_EVENT_S = 15.0
@@ -46,7 +46,11 @@ MAX_CONCURRENCY = 4096
 DEFAULT_CONCURRENCY = 16
 # What a segment (one launch's share of a job) counts, as its job.segment event says it.
 SEGMENT_COUNTS = ("profile", "launch_id", "completions", "failed", "out_tokens", "in_tokens")
-VIA_FRONT = os.environ.get("SGLTUI_JOB_VIA_FRONT", "") in ("1", "true", "yes")
+VIA_FRONT = False  # agent.toml [jobs] via_front (agent/config.py) when the agent has one
+
+
+class _JobsDefaults:
+    drain_s, via_front = DRAIN_TIMEOUT_S, VIA_FRONT
 
 
 class JobError(Exception):
@@ -394,6 +398,11 @@ class JobsHost:
 
     # ---- when a job may send ----------------------------------------------------------------
 
+    def _jobs_config(self) -> Any:
+        """[jobs] of the agent's configuration (agent/config.py); the defaults without one."""
+        cfg = getattr(getattr(self.sup, "agent_config", None), "jobs", None)
+        return cfg if cfg is not None else _JobsDefaults
+
     def _target(self, rec: dict) -> tuple[str | None, str | None, str]:
         """(url, api_key, why not) for the job's slot now."""
         slot = self.sup.slots.get(rec["slot"])
@@ -409,7 +418,7 @@ class JobsHost:
         # took 24 s through the front with the agent at 15% of a core, 16.5 s direct at 4%.
         # SGLTUI_JOB_VIA_FRONT=1 sends through the slot's front when it routes (read from the
         # front itself: slot.status() walks the process tree, and this runs every second).
-        front = getattr(slot, "front", None) if VIA_FRONT else None
+        front = getattr(slot, "front", None) if self._jobs_config().via_front else None
         if front is not None and not front.error and front.backend is not None:
             url = front.url
         else:
@@ -525,7 +534,7 @@ class JobsHost:
             waits.append((rec, r))
         for rec, r in waits:
             try:
-                await asyncio.wait_for(r.paused_ev.wait(), DRAIN_TIMEOUT_S)
+                await asyncio.wait_for(r.paused_ev.wait(), self._jobs_config().drain_s)
             except asyncio.TimeoutError:
                 r.send({"op": "pause", "force": True})
                 with contextlib.suppress(asyncio.TimeoutError):

@@ -27,8 +27,6 @@ log = logging.getLogger("sgltui.agent.server")
 MAX_LINE = 8 << 20  # a bench spec or a push is small; a bigger line is a broken client
 SUBSCRIBER_QUEUE = 5000  # pushes buffered per client before a non-reading client is dropped
 MAX_IN_FLIGHT = 16  # requests of one connection running at once
-# A client that reads nothing for this long is dropped (shorter in tests).
-SEND_TIMEOUT_S = float(os.environ.get("SGLTUI_SEND_TIMEOUT_S", "10"))
 
 
 class AgentServer:
@@ -152,9 +150,11 @@ class _Conn:
             return
         try:
             self.writer.write(protocol.encode(msg))
-            await asyncio.wait_for(self.writer.drain(), SEND_TIMEOUT_S)
+            # A client that reads nothing for this long is dropped (agent.toml send_timeout_s).
+            timeout = self.sup.agent_config.send_timeout_s
+            await asyncio.wait_for(self.writer.drain(), timeout)
         except asyncio.TimeoutError:
-            log.warning("dropping a client that read nothing for %.0fs", SEND_TIMEOUT_S)
+            log.warning("dropping a client that read nothing for %.0fs", timeout)
             self.drop()
         except (ConnectionError, RuntimeError, OSError):
             self.closed = True

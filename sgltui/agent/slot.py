@@ -24,7 +24,6 @@ from typing import Any, Protocol
 
 from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
-from sgltui.agent.envconfig import override_numbers
 from sgltui.core import causes, files, host_pool, phases, units
 
 log = logging.getLogger("sgltui.agent.slot")
@@ -57,7 +56,8 @@ NO_HISTORY_LIMIT_S = {
 
 @dataclass
 class SlotConfig:
-    """Timings the agent applies to every slot (env overrides let tests run in seconds)."""
+    """Timings the agent applies to every slot: agent.toml's [slot] (agent/config.py; the
+    environment's overrides let tests run in seconds)."""
 
     hang_factor: float = 3.0  # hung when a phase takes this many times its learned duration...
     hang_min_s: float = 60.0  # ...and at least this much longer than it
@@ -68,10 +68,10 @@ class SlotConfig:
 
     @classmethod
     def from_env(cls) -> SlotConfig:
-        cfg = cls()
-        names = ("hang_factor", "hang_min_s", "stop_grace_s", "force_grace_s", "release_timeout_s")
-        override_numbers(cfg, "SGLTUI_", names, os.environ)
-        return cfg
+        """The defaults with `SGLTUI_<NAME>` applied (agent/config.py, the one reader)."""
+        from sgltui.agent.config import from_env
+
+        return from_env(os.environ).slot
 
 
 # Relays whose server left an orphan holding the pipe: reaped once they end (never zombies).
@@ -244,6 +244,7 @@ class Slot:
             "resolved": _describe(self.profile),
             "front": self.front.status() if self.front else None,
             "last_stop": self.last_stop,
+            "gpus": list(self.place.gpus) if self.place is not None else [],
         }
 
     def record(self) -> dict | None:

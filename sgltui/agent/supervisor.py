@@ -21,6 +21,7 @@ from typing import Any
 from sgltui import __version__, protocol
 from sgltui.agent import preflight
 from sgltui.agent.children import ChildError, Children
+from sgltui.agent.config import AgentConfig
 from sgltui.agent.errors import OpError
 from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
@@ -59,8 +60,8 @@ class Supervisor:
         state_dir: Path,
         socket_path: Path,
         profiles_dirs: list[Path] | None = None,
-        config: SlotConfig | None = None,
-        slot_ids: tuple[str, ...] = ("0",),
+        config: AgentConfig | None = None,
+        slot_ids: tuple[str, ...] | None = None,
         placement: Any = None,
         session_dir: Path | None = None,
     ) -> None:
@@ -69,7 +70,11 @@ class Supervisor:
         self.profiles_dirs = list(profiles_dirs or [])
         self.index = ProfileIndex(self.profiles_dirs)
         self._profiles_refresh: asyncio.Task | None = None
-        self.config = config or SlotConfig.from_env()
+        # agent/config.py: agent.toml and SGLTUI_* overrides, read once (by the daemon, before
+        # it detaches, so that a bad value is one line on the starting command's stderr).
+        self.agent_config = config or AgentConfig()
+        self.config: SlotConfig = self.agent_config.slot  # what every slot reads (SlotHost)
+        slot_ids = slot_ids or tuple(self.agent_config.slots)
         # host.toml's slots (core/placement.py), each with its GPUs and port; else `slot_ids`,
         # each running a profile where the profile says.
         self.placement = placement
@@ -87,7 +92,7 @@ class Supervisor:
         self.subscribers: set[PushQueue] = set()
         self.children = Children(self.emit, socket_path, state_dir, lambda: self.recorder)
         self.batch = JobsHost(self)  # batch jobs (sgltui/agent/jobs_host.py)
-        self.front_config = FrontConfig.from_env(dict(os.environ))
+        self.front_config: FrontConfig = self.agent_config.front
         self.shutdown_requested = asyncio.Event()
         self.stop_servers_on_exit = False
         self._lock = asyncio.Lock()  # commands that are not a slot's lifecycle
@@ -196,7 +201,12 @@ class Supervisor:
         from sgltui.agent.telemetry import Telemetry
 
         try:
-            self.telemetry = Telemetry(on_sample=self._on_sample, on_capacity=self._on_capacity)
+            source = self.agent_config.gpu_source
+            self.telemetry = Telemetry(
+                on_sample=self._on_sample,
+                on_capacity=self._on_capacity,
+                gpu_source=None if source == "auto" else source,
+            )
             await self.telemetry.start()
         except Exception:
             log.exception("telemetry failed to start; continuing without it")

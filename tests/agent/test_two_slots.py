@@ -36,7 +36,8 @@ def test_two_slots_run_one_profile_and_a_swap_of_one_never_waits_the_other(agent
     # The swap target starts slowly (about 5 s): the window the other slot is watched in.
     slow = agent.write_profile("t-slow", time_scale=0.05)
     agent.start()
-    assert [s["id"] for s in agent.status()["slots"]] == ["a", "b"]
+    slots = agent.status()["slots"]
+    assert [(s["id"], s["gpus"]) for s in slots] == [("a", [0]), ("b", [1])]
 
     # No slot named, several slots: the refusal lists them.
     with pytest.raises(AgentError, match="several slots.*a, b"):

@@ -1,0 +1,197 @@
+"""The agent's one configuration: `~/.config/sgltui/agent.toml`, then `SGLTUI_*` overrides.
+
+Every setting, its default and its environment name are in docs/agent-config.md (a test holds
+the two to each other). The agent reads this once, before it detaches: a bad value is one line
+on the starting command's stderr naming the key and the fix, never a crash in agent.log.
+
+    slots = ["0"]                 # SGLTUI_SLOTS=0,1   (host.toml's slots win when it exists)
+    send_timeout_s = 10.0         # SGLTUI_SEND_TIMEOUT_S
+    gpu_source = "auto"           # SGLTUI_GPU_SOURCE
+    gpu_release = "auto"          # SGLTUI_GPU_RELEASE
+    [slot]   hang_factor, hang_min_s, stop_grace_s, force_grace_s, release_timeout_s
+    [front]  port (or "off"), host, hold_s, hold_max, retry_after_s   # SGLTUI_FRONT_<NAME>
+    [jobs]   drain_s, via_front                                       # SGLTUI_JOB_<NAME>
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from sgltui.agent.front import FrontConfig
+from sgltui.agent.slot import SlotConfig
+from sgltui.core.locations import config_dir
+
+FILE_NAME = "agent.toml"
+GPU_SOURCES = ("auto", "nvml", "sim", "none")
+GPU_RELEASES = ("auto", "pid", "used-memory")
+_SLOT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+
+class ConfigError(ValueError):
+    """One line: which key (in which file or variable) is wrong and how to fix it."""
+
+
+@dataclass
+class JobsConfig:
+    drain_s: float = 120.0  # a swap waits this long for a job's requests in flight
+    via_front: bool = False  # jobs send through the slot's front instead of to the server
+
+
+@dataclass
+class AgentConfig:
+    slots: list[str] = field(default_factory=lambda: ["0"])
+    send_timeout_s: float = 10.0  # a client that reads nothing this long is dropped
+    gpu_source: str = "auto"
+    gpu_release: str = "auto"
+    slot: SlotConfig = field(default_factory=SlotConfig)
+    front: FrontConfig = field(default_factory=FrontConfig)
+    jobs: JobsConfig = field(default_factory=JobsConfig)
+
+
+# (table, key) -> the environment variable that overrides it.
+ENV_NAMES: dict[tuple[str, str], str] = {
+    ("", "slots"): "SGLTUI_SLOTS",
+    ("", "send_timeout_s"): "SGLTUI_SEND_TIMEOUT_S",
+    ("", "gpu_source"): "SGLTUI_GPU_SOURCE",
+    ("", "gpu_release"): "SGLTUI_GPU_RELEASE",
+    **{("slot", f.name): f"SGLTUI_{f.name.upper()}" for f in dataclasses.fields(SlotConfig)},
+    **{
+        ("front", f.name): f"SGLTUI_FRONT_{f.name.upper()}" for f in dataclasses.fields(FrontConfig)
+    },
+    **{("jobs", f.name): f"SGLTUI_JOB_{f.name.upper()}" for f in dataclasses.fields(JobsConfig)},
+}
+ENV_NAMES.pop(("slot", "poll_s"))  # not a user's setting: how often the slot looks
+
+
+def default_path() -> Path:
+    return config_dir() / FILE_NAME
+
+
+def load(path: Path | None = None, env: Mapping[str, str] | None = None) -> AgentConfig:
+    """agent.toml (absent: the defaults), then the environment's overrides. ConfigError on the
+    first bad value."""
+    target = path or default_path()
+    env = os.environ if env is None else env
+    try:
+        doc = tomllib.loads(target.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        doc = {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{target}: cannot read ({exc}); fix or remove it") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{target}: {exc}; fix the TOML or remove the file") from None
+    return _build(doc, env, target)
+
+
+def from_env(env: Mapping[str, str]) -> AgentConfig:
+    """The defaults with only the environment's overrides (no agent.toml)."""
+    return _build({}, env, default_path())
+
+
+def _build(doc: dict[str, Any], env: Mapping[str, str], target: Path) -> AgentConfig:
+    cfg = AgentConfig()
+    parts: dict[str, Any] = {"": cfg, "slot": cfg.slot, "front": cfg.front, "jobs": cfg.jobs}
+    for key, value in doc.items():
+        if isinstance(value, dict) and key in parts and key:
+            for sub, v in value.items():
+                _set(parts[key], key, sub, v, f"{target}: [{key}] {sub}")
+        else:
+            _set(cfg, "", key, value, f"{target}: {key}")
+    for (table, key), name in ENV_NAMES.items():
+        raw = env.get(name, "").strip()
+        if raw:
+            _set(parts[table], table, key, _from_env(table, key, raw), f"{name}={raw!r}")
+    return cfg
+
+
+def _from_env(table: str, key: str, raw: str) -> Any:
+    """An environment value as the TOML value it stands for."""
+    if (table, key) == ("", "slots"):
+        return [x.strip() for x in raw.split(",") if x.strip()]
+    if (table, key) == ("front", "port") and raw.lower() in ("off", "0", "none", "no"):
+        return "off"
+    if (table, key) == ("jobs", "via_front"):
+        return raw.lower() in ("1", "true", "yes", "on")
+    return raw
+
+
+def _set(obj: Any, table: str, key: str, value: Any, where: str) -> None:
+    names = {f.name: f for f in dataclasses.fields(obj)}
+    if key not in names or (table, key) not in ENV_NAMES:
+        known = ", ".join(k for (t, k) in ENV_NAMES if t == table)
+        raise ConfigError(
+            f"{where}: unknown setting; "
+            + (f"[{table}] takes: {known}" if table else f"known: {known}, [slot], [front], [jobs]")
+            + " (docs/agent-config.md)"
+        )
+    default = getattr(type(obj)(), key)
+    try:
+        setattr(obj, key, _coerce(table, key, value, default, where))
+    except ConfigError as exc:
+        fix = (
+            f"unset {where.split('=')[0]} or give a valid value"
+            if "=" in where
+            else "fix or remove that line"
+        )
+        raise ConfigError(f"{exc}; {fix} (docs/agent-config.md)") from None
+
+
+def _coerce(table: str, key: str, value: Any, default: Any, where: str) -> Any:
+    if key == "slots":
+        if (
+            not isinstance(value, list)
+            or not value
+            or not all(isinstance(v, str) and _SLOT_NAME.match(v) for v in value)
+            or len(set(value)) != len(value)
+        ):
+            raise ConfigError(
+                f"{where}: expected a list of distinct slot names (letters, digits, - and _), "
+                'e.g. ["0", "1"]'
+            )
+        return list(value)
+    if key in ("gpu_source", "gpu_release"):
+        choices = GPU_SOURCES if key == "gpu_source" else GPU_RELEASES
+        if value not in choices:
+            raise ConfigError(f"{where}: expected one of {', '.join(choices)}")
+        return value
+    if (table, key) == ("front", "port"):
+        if value == "off":
+            return None
+        port = _number(value, int, where, 'a port number or "off"')
+        if not 1 <= port <= 65535:
+            raise ConfigError(f'{where}: expected a port number (1-65535) or "off"')
+        return port
+    if (table, key) == ("front", "host"):
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f'{where}: expected an address, e.g. "127.0.0.1"')
+        return value.strip()
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false")
+        return value
+    kind = int if isinstance(default, int) else float
+    number = _number(value, kind, where, "a number")
+    if number < 0:
+        raise ConfigError(f"{where}: must not be negative")
+    return number
+
+
+def _number(value: Any, kind: type, where: str, what: str) -> Any:
+    if isinstance(value, bool):
+        raise ConfigError(f"{where}: expected {what}")
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: expected {what}") from None
