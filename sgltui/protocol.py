@@ -1312,6 +1312,19 @@ class PoolStatus(Struct, kw_only=True):
     workers: list[PoolWorker] = []
 
 
+class KeeperView(Struct, kw_only=True):
+    """The agent's keeper (agent/keeper.py), from its keeper.json: how often it had to start
+    the agent again, and why the last one ended."""
+
+    pid: int
+    state: str  # "running" | "backoff"
+    restarts: int = 0
+    crashes_in_a_row: int = 0
+    last_exit: str | None = None
+    last_exit_at: float | None = None
+    next_start_at: float | None = None  # in a back-off
+
+
 class AgentInfo(Struct, kw_only=True):
     pid: int
     version: str
@@ -1321,6 +1334,7 @@ class AgentInfo(Struct, kw_only=True):
     socket: str | None = None
     disk: DiskView = field(default_factory=DiskView)
     demo_load: bool = False
+    keeper: KeeperView | None = None  # None: run without a keeper (--foreground, SGLTUI_KEEPER=0)
 
 
 class BenchRun(Struct, kw_only=True):

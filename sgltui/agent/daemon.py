@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from sgltui.agent import config as agent_config
+from sgltui.agent import keeper
 from sgltui.core import locations, placement
 from sgltui.core.files import keep_private, private_dir, write_atomic
 
@@ -46,6 +47,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--foreground", action="store_true", help="do not detach (for debugging and tests)"
     )
+    p.add_argument("--kept", action="store_true", help=argparse.SUPPRESS)  # the keeper's child
     p.add_argument(
         "--slots",
         default="",
@@ -67,6 +69,17 @@ def _detach() -> None:
         os.dup2(devnull, fd)
     if devnull > 2:
         os.close(devnull)
+
+
+def _kept_argv(argv: list[str] | None) -> list[str]:
+    """The command line of the keeper's agent: this one's arguments plus --kept."""
+    return [
+        sys.executable,
+        "-m",
+        "sgltui.agent",
+        *(sys.argv[1:] if argv is None else argv),
+        "--kept",
+    ]
 
 
 def _take_lock(lock_path: Path) -> int | None:
@@ -113,8 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.config.gpu_release != "auto":  # read where a release is judged (agent/gpu/)
         os.environ["SGLTUI_GPU_RELEASE"] = args.config.gpu_release
-    if not args.foreground:
+    if not args.foreground and not args.kept:
         _detach()
+        if keeper.enabled():
+            # This detached process becomes the keeper; the agent runs as its child and is
+            # started again when it dies by accident (agent/keeper.py).
+            return keeper.run(state_dir, _kept_argv(argv))
     lock_fd = _take_lock(p["lock"])
     if lock_fd is None:
         return 0  # another agent owns this state dir; clients will talk to it

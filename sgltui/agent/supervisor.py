@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui import __version__, protocol
-from sgltui.agent import preflight
+from sgltui.agent import keeper, preflight
 from sgltui.agent.children import ChildError, Children
 from sgltui.agent.config import AgentConfig
 from sgltui.agent.errors import OpError
@@ -501,6 +501,7 @@ class Supervisor:
                 "socket": str(self.socket_path),
                 "disk": _safe(lambda: self.recorder.disk) or {"ok": True, "error": None},
                 "demo_load": self.children.demo_on,
+                "keeper": keeper.view(self.state_dir),
             },
             "slots": slots,
             "profiles": self._profiles_cache,

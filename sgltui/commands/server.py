@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -18,8 +19,10 @@ from typing import Any
 import msgspec
 
 from sgltui import __version__, protocol
+from sgltui.agent import keeper
 from sgltui.agent.client import AgentClient, AgentError, VersionMismatch, call_sync, decode_reply
 from sgltui.agent.daemon import paths
+from sgltui.agent.state import AgentState
 from sgltui.cli import CliError
 from sgltui.commands import Subparsers
 from sgltui.core import locations, units
@@ -337,6 +340,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     except VersionMismatch as exc:
         raise CliError(str(exc)) from None
     except AgentError:
+        down = _keeper_down_line(_state(args))
+        if down:
+            raise CliError(down, 3) from None
         left = _left_running(_state(args))
         if left:
             raise CliError(
@@ -360,6 +366,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"agent {agent.pid} · session {agent.session_dir}")
     if not agent.disk.ok:
         print(f"  disk: {agent.disk.error}")
+    kline = _keeper_line(agent.keeper)
+    if kline:
+        print(kline)
     print(f"{'SLOT':<5}{'PROFILE':<22}{'STATE':<11}{'PHASE':<24}{'PORT':<7}{'PIDS':<18}UPTIME")
     for s in st.slots:
         launching = s.state == protocol.SlotState.LAUNCHING
@@ -468,9 +477,10 @@ def cmd_agent_status(args: argparse.Namespace) -> int:
         st = _any_version_status(state)
     except AgentError:
         if args.json:
-            print(json.dumps({"running": False, "state_dir": str(state)}))
+            kept = keeper.read_state(state)
+            print(json.dumps({"running": False, "state_dir": str(state), "keeper": kept}))
         else:
-            print(f"agent: not running (state dir {state})")
+            print(_keeper_down_line(state) or f"agent: not running (state dir {state})")
         return 3
     if isinstance(st, protocol.PingReply):  # an agent of another version
         if args.json:
@@ -491,11 +501,17 @@ def cmd_agent_status(args: argparse.Namespace) -> int:
     print(f"  log     {paths(state)['log']}")
     print(f"  session {agent.session_dir}")
     print(f"  slots   {', '.join(running) or 'none running'}")
+    kline = _keeper_line(agent.keeper)
+    if kline:
+        print(kline)
+    elif agent.keeper is None:
+        print("  keeper  none (the agent is not started again if it dies)")
     return 0
 
 
 def cmd_agent_stop(args: argparse.Namespace) -> int:
     state = _state(args)
+    keeper_pid = keeper.keeper_pid(state)
     try:
         # Without the version check: this is how an agent of another version is replaced.
         st = _any_version_status(state)
@@ -507,14 +523,10 @@ def cmd_agent_stop(args: argparse.Namespace) -> int:
             stop_servers=args.stop_servers,
         )
     except AgentError:
-        print(f"agent: not running (state dir {state})")
-        return 0
-    deadline = time.monotonic() + 60
+        return _stop_without_agent(args, state, keeper_pid)
     pid = st.pid if isinstance(st, protocol.PingReply) else st.agent.pid
-    while time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.1)
-    if _alive(pid):
-        raise CliError(f"the agent (pid {pid}) did not exit within 60s; see {paths(state)['log']}")
+    # The keeper ends once its agent exits cleanly: wait for both, nothing is left behind.
+    _wait_gone(state, [p for p in (pid, keeper_pid) if p])
     running = (protocol.SlotState.LAUNCHING, protocol.SlotState.READY, protocol.SlotState.DRAINING)
     slots = [] if isinstance(st, protocol.PingReply) else st.slots
     left = [f"{s.id}:{s.profile}" for s in slots if s.state in running]
@@ -527,9 +539,118 @@ def cmd_agent_stop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _wait_gone(state: Path, pids: list[int], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    alive = [p for p in pids if _alive(p)]
+    if alive:
+        raise CliError(
+            f"the agent (pid {', '.join(map(str, alive))}) did not exit within {timeout:.0f}s; "
+            f"see {paths(state)['log']}"
+        )
+
+
+def _stop_without_agent(args: argparse.Namespace, state: Path, keeper_pid: int | None) -> int:
+    """No agent answers. A keeper waiting to start one again is stopped; servers the dead agent
+    left (agent-state.json) are, with --stop-servers, stopped by an agent started to re-adopt
+    them (the one path that drains, stops and waits for their GPUs), else named."""
+    import os
+    import signal
+
+    if keeper_pid is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(keeper_pid, signal.SIGTERM)
+        _wait_gone(state, [keeper_pid])
+    left = _servers_in_state_file(state)
+    if not left:
+        print(f"agent: not running (state dir {state})")
+        return 0
+    names = ", ".join(f"slot {sid}: {what}" for sid, what, _ in left)
+    if not args.stop_servers:
+        print(
+            f"agent: not running; its servers are still running ({names}); "
+            "`sgltui agent stop --stop-servers` stops them, `sgltui agent start` re-adopts them"
+        )
+        return 0
+    print(f"agent: not running; starting one to stop the servers it left ({names})")
+    try:
+        pid = call_sync(state, "ping", profiles_dirs=_dirs(args))["pid"]
+        keeper_pid = keeper.keeper_pid(state)
+        call_sync(state, "shutdown", autostart=False, stop_servers=True)
+    except AgentError as exc:
+        groups = " ".join(f"-{pgid}" for _, _, pgid in left if pgid)
+        raise CliError(
+            f"could not start an agent to stop them ({exc}); stop them by hand: "
+            f"`kill -TERM -- {groups}`"
+        ) from None
+    _wait_gone(state, [p for p in (pid, keeper_pid) if p])
+    print("agent stopped; servers stopped")
+    return 0
+
+
+def _servers_in_state_file(state: Path) -> list[tuple[str, str, int | None]]:
+    """(slot, 'PROFILE (pid N)', process group) of each live server in agent-state.json."""
+    out = []
+    for sid, rec in (AgentState(state).load().get("slots") or {}).items():
+        tree = rec.get("tree") or {}
+        pid = tree.get("pid")
+        if isinstance(pid, int) and _same_process(pid, tree.get("create_time")):
+            pgid = tree.get("pgid")
+            out.append(
+                (sid, f"{rec.get('profile')} (pid {pid})", pgid if isinstance(pgid, int) else None)
+            )
+    return out
+
+
 def cmd_agent_start(args: argparse.Namespace) -> int:
     print(f"agent: running, pid {_call(args, 'ping').pid}")
     return 0
+
+
+def _same_process(pid: int, create_time: Any) -> bool:
+    """`pid` runs and is the process recorded (not a later one given the same number)."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return (
+            not isinstance(create_time, (int, float)) or abs(proc.create_time() - create_time) < 2
+        )
+    except psutil.Error:
+        return False
+
+
+def _keeper_line(k: protocol.KeeperView | None) -> str | None:
+    """What the keeper has had to do, for `status` and `agent status` (None: nothing to say)."""
+    if k is None or not k.restarts:
+        return None
+    when = f", {units.duration(time.time() - k.last_exit_at)} ago" if k.last_exit_at else ""
+    return (
+        f"  keeper  pid {k.pid} started the agent again {k.restarts} time(s); "
+        f"last: {k.last_exit}{when} (see agent.log)"
+    )
+
+
+def _keeper_down_line(state: Path) -> str | None:
+    """Why no agent answers while its keeper lives (a back-off after crashes), or None."""
+    raw = keeper.read_state(state)
+    if raw is None:
+        return None
+    try:
+        k = msgspec.convert(raw, protocol.KeeperView)
+    except msgspec.ValidationError:
+        return None
+    if k.state == "backoff" and k.next_start_at:
+        wait = max(0.0, k.next_start_at - time.time())
+        return (
+            f"agent: not running; it crashed {k.crashes_in_a_row} times in a row "
+            f"(last: {k.last_exit}); its keeper (pid {k.pid}) starts it again in "
+            f"{units.duration(wait)}, or now on any command; see {paths(state)['log']}"
+        )
+    return f"agent: starting (its keeper, pid {k.pid}, started it again after: {k.last_exit})"
 
 
 def _alive(pid: int) -> bool:

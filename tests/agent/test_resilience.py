@@ -146,13 +146,16 @@ def test_one_agent_per_state_dir_and_sighup_survival(agent):
 
     spawn_agent(agent.state_dir, [agent.profiles_dir])
     time.sleep(1.0)
-    agents = [
-        p.pid
+    procs = [
+        (p.pid, p.info["cmdline"] or [])
         for p in psutil.process_iter(["cmdline"])
         if "sgltui.agent" in " ".join(p.info["cmdline"] or [])
         and str(agent.state_dir) in " ".join(p.info["cmdline"] or [])
     ]
-    assert agents == [first]
+    # one agent, and one keeper (agent/keeper.py) that is its parent
+    assert [pid for pid, argv in procs if "--kept" in argv] == [first]
+    keepers = [pid for pid, argv in procs if "--kept" not in argv]
+    assert keepers == [psutil.Process(first).ppid()]
     os.kill(first, signal.SIGHUP)
     time.sleep(0.3)
     assert _alive(first) and agent.call("ping")["pid"] == first

@@ -1,0 +1,126 @@
+"""The agent comes back by itself (issue 29, item 1) and `agent stop` leaves nothing behind (F2).
+
+A real agent under its real keeper (agent/keeper.py), killed with SIGKILL as the OOM killer does:
+no command is typed until the test checks what came back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import psutil
+
+from sgltui.agent import keeper
+from sgltui.agent.client import AgentError, call_sync
+from tests.fixtures.cli import agent_sgltui as sgltui
+
+BACK_WITHIN_S = 5.0  # issue 29: a new agent serves within 5 s
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _wait_new_agent(agent, old: int, timeout: float) -> tuple[int, float]:
+    """(pid, seconds) of the first agent other than `old` to answer, asked without autostart."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        try:
+            pid = call_sync(agent.state_dir, "ping", autostart=False)["pid"]
+            if pid != old:
+                agent.agent_pids.add(pid)
+                return pid, time.monotonic() - t0
+        except AgentError:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"no new agent within {timeout}s\n{agent.agent_log()}")
+
+
+def _ours(state_dir) -> list[int]:
+    """Every process whose command line names this test's state dir (agents and keepers)."""
+    return [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if str(state_dir) in " ".join(p.info["cmdline"] or []) and _alive(p.pid)
+    ]
+
+
+def test_kill9_of_the_agent_a_new_one_serves_within_5s_and_readopts(agent):
+    a = agent.write_profile("k-a")
+    slot = agent.call("start", profile=a, wait=True)["slot"]
+    old = agent.pid
+    os.kill(old, signal.SIGKILL)
+    new, took = _wait_new_agent(agent, old, timeout=30)
+    assert took < BACK_WITHIN_S, f"the agent came back in {took:.1f}s"
+    st = agent.status()
+    back = st["slots"][0]
+    assert back["state"] == "ready" and back["pid"] == slot["pid"], back  # re-adopted
+    kept = st["agent"]["keeper"]
+    assert kept["restarts"] == 1 and "SIGKILL" in kept["last_exit"], kept
+    assert "killed by SIGKILL" in agent.agent_log()
+    r = sgltui(agent, "status")
+    assert "started the agent again 1 time(s); last: killed by SIGKILL" in r.stdout, r.stdout
+
+
+def test_a_crash_loop_backs_off_says_why_and_a_command_cuts_the_wait(agent_handle, monkeypatch):
+    agent = agent_handle
+    monkeypatch.setenv("SGLTUI_KEEPER_BACKOFF_FIRST_S", "30")  # the keeper reads it at start
+    first = agent.start()
+    os.kill(first, signal.SIGKILL)  # crash 1: started again at once
+    second, _ = _wait_new_agent(agent, first, timeout=30)
+    os.kill(second, signal.SIGKILL)  # crash 2 in a row: 30 s of back-off
+    deadline = time.monotonic() + 10
+    while (keeper.read_state(agent.state_dir) or {}).get("state") != "backoff":
+        assert time.monotonic() < deadline, keeper.read_state(agent.state_dir)
+        time.sleep(0.05)
+    r = sgltui(agent, "agent", "status")
+    assert r.returncode == 3
+    assert "it crashed 2 times in a row (last: killed by SIGKILL" in r.stdout, r.stdout
+    assert "starts it again in 29s" in r.stdout or "starts it again in 30s" in r.stdout, r.stdout
+    r = sgltui(agent, "status")
+    assert "it crashed 2 times in a row" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "crash 2 in a row, starting a new one in 30s" in agent.agent_log()
+    # A command that needs the agent wakes the keeper instead of waiting out the back-off.
+    t0 = time.monotonic()
+    pid = agent.call("ping", autostart=True)["pid"]
+    assert pid not in (first, second) and time.monotonic() - t0 < 15
+    agent.agent_pids.add(pid)
+
+
+def test_agent_stop_stops_the_keeper_too(agent):
+    keeper_pid = keeper.keeper_pid(agent.state_dir)
+    assert keeper_pid is not None and psutil.Process(agent.pid).ppid() == keeper_pid
+    r = sgltui(agent, "agent", "stop")
+    assert r.returncode == 0 and "agent stopped" in r.stdout, r.stderr
+    assert _ours(agent.state_dir) == []
+
+
+def test_agent_stop_stop_servers_with_a_dead_agent_stops_its_servers(agent):
+    """F2: the agent (and its keeper) died; its servers are in agent-state.json."""
+    a = agent.write_profile("k-f2")
+    slot = agent.call("start", profile=a, wait=True)["slot"]
+    os.kill(keeper.keeper_pid(agent.state_dir) or 0, signal.SIGKILL)
+    os.kill(agent.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while _alive(agent.pid):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert json.loads((agent.state_dir / "agent-state.json").read_text())["slots"]["0"]
+
+    r = sgltui(agent, "agent", "stop")  # without --stop-servers: says what runs and how
+    assert r.returncode == 0
+    assert f"its servers are still running (slot 0: k-f2 (pid {slot['pid']}))" in r.stdout
+    assert "`sgltui agent stop --stop-servers` stops them" in r.stdout, r.stdout
+    assert all(_alive(p) for p in slot["pids"])
+
+    r = sgltui(agent, "agent", "stop", "--stop-servers")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "agent stopped; servers stopped", r.stdout
+    assert [p for p in slot["pids"] if _alive(p)] == []
+    assert _ours(agent.state_dir) == []
