@@ -5,6 +5,7 @@ A real agent; raw unix sockets so that the client library's own checks are not i
 from __future__ import annotations
 
 import json
+import os
 import random
 import socket
 import time
@@ -146,7 +147,10 @@ def test_agent_of_another_version_gets_one_line_and_the_fix_works(agent_handle, 
     from sgltui.cli import main
 
     state = agent_handle.state_dir
-    subprocess.run([sys.executable, "-c", OLD_AGENT, str(state)], check=True, timeout=60)
+    # Without a keeper (an older release had none): the keeper's child would be a fresh
+    # interpreter, with this version.
+    env = {**os.environ, "SGLTUI_KEEPER": "0"}
+    subprocess.run([sys.executable, "-c", OLD_AGENT, str(state)], check=True, timeout=60, env=env)
     deadline = time.monotonic() + 30
     while True:  # found and asked without the version check, as `sgltui agent stop` does
         try:
