@@ -613,6 +613,10 @@ JOB_EVENT_TAGS: Final = (
     "job.segment",
     "job.segment.start",
     "job.set",
+    "job.disk_error",  # the output cannot be written (message: "disk full: ..."); not sending
+    "job.disk_ok",
+    "job.stalled",  # message: "stalled: <why>"
+    "job.stall_over",
 )
 
 
@@ -1425,6 +1429,7 @@ class JobView(Struct, kw_only=True):
     created: float
     finished: float | None = None
     error: str | None = None
+    stalled: str | None = None  # "stalled: <why>": no answer for a while though it may send
     segments: list[JobSegment] = []
     runner_pid: int | None = None
     runner_cpu_s: float | None = None

@@ -10,7 +10,7 @@ on the starting command's stderr naming the key and the fix, never a crash in ag
     gpu_release = "auto"          # SGLTUI_GPU_RELEASE
     [slot]   hang_factor, hang_min_s, stop_grace_s, force_grace_s, release_timeout_s
     [front]  port (or "off"), host, hold_s, hold_max, retry_after_s   # SGLTUI_FRONT_<NAME>
-    [jobs]   drain_s, via_front                                       # SGLTUI_JOB_<NAME>
+    [jobs]   drain_s, via_front, stall_s                                     # SGLTUI_JOB_<NAME>
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class ConfigError(ValueError):
 class JobsConfig:
     drain_s: float = 120.0  # a swap waits this long for a job's requests in flight
     via_front: bool = False  # jobs send through the slot's front instead of to the server
+    stall_s: float = 60.0  # a job with no answer this long while it may send says "stalled"
 
 
 @dataclass

@@ -29,8 +29,9 @@ from typing import Any
 
 from sgltui.agent.state import read_json
 from sgltui.core.files import write_json_atomic
-from sgltui.jobs.output import default_output, errors_path
+from sgltui.jobs.output import OutputError, default_output, ensure_writable, errors_path
 from sgltui.jobs.progress import Rates, eta_s
+from sgltui.jobs.stall import DEFAULT_STALL_S, StallWatch
 from sgltui.protocol import JobSegment, JobState, JobView
 
 log = logging.getLogger("sgltui.agent.jobs")
@@ -50,7 +51,7 @@ VIA_FRONT = False  # agent.toml [jobs] via_front (agent/config.py) when the agen
 
 
 class _JobsDefaults:
-    drain_s, via_front = DRAIN_TIMEOUT_S, VIA_FRONT
+    drain_s, via_front, stall_s = DRAIN_TIMEOUT_S, VIA_FRONT, DEFAULT_STALL_S
 
 
 class JobError(Exception):
@@ -102,6 +103,7 @@ class JobsHost:
         self._closing = False
         self._persisted: dict[str, float] = {}
         self._progress_ev: dict[str, float] = {}
+        self.stalls: dict[str, StallWatch] = {}  # sgltui/jobs/stall.py, per job
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -273,6 +275,18 @@ class JobsHost:
     def _on_progress(self, rec: dict, r: _Runner, msg: dict) -> None:
         prev = r.progress
         r.progress = msg
+        disk = msg.get("disk_error")
+        if disk != rec.get("disk_error"):
+            # the runner stopped sending (or goes on) because the output cannot (or can again)
+            # be written: said at once, not after the figures have gone stale
+            if disk:
+                rec["disk_error"] = disk
+                log.warning("job %s: %s", rec["id"], disk)
+                self._emit("job.disk_error", rec, message=disk)
+            else:
+                rec.pop("disk_error", None)
+                self._emit("job.disk_ok", rec)
+            self._sync(rec)
         d_done = msg["done"] - prev.get("done", 0)
         d_failed = msg["failed"] - prev.get("failed", 0)
         d_out = msg["out_tokens"] - prev.get("out_tokens", 0)
@@ -356,6 +370,14 @@ class JobsHost:
         if self.runners.get(rec["id"]) is r:
             del self.runners[rec["id"]]
         rec["pid"] = None
+        if r.error is None and r.checked is None and rec.get("total") is None:
+            # a new job whose runner died before it could check anything: one line now, not
+            # respawns while `job run` waits for a check that never comes
+            r.error = (
+                f"the job's runner exited (code {r.proc.returncode}) before it checked the "
+                f"input; see {self.dir / (rec['id'] + '.log')}"
+            )
+            r.checked_ev.set()
         if r.error is not None:
             rec["state"], rec["error"] = "failed", r.error
             rec["finished"] = time.time()
@@ -451,6 +473,8 @@ class JobsHost:
         new_state = (
             "paused" if rec.get("user_paused") else ("waiting" if url is None else "running")
         )
+        if rec.get("disk_error") and new_state == "running":
+            new_state, why = "waiting", rec["disk_error"]
         rec["waiting_for"] = why or None
         if new_state != rec.get("state"):
             rec["state"] = new_state
@@ -464,6 +488,37 @@ class JobsHost:
                     self._release_stale_hold(rec)
                     self._maybe_auto(rec)
                     self._sync(rec)
+                    self._watch_stall(rec)
+
+    def _watch_stall(self, rec: dict) -> None:
+        """A job that should be sending and gets no answer says so (sgltui/jobs/stall.py)."""
+        watch = self.stalls.get(rec["id"])
+        if watch is None:
+            watch = self.stalls[rec["id"]] = StallWatch(float(self._jobs_config().stall_s))
+        r = self.runners.get(rec["id"])
+        slot = self.sup.slots.get(rec["slot"])
+        was = watch.stalled
+        if (
+            rec.get("state") != "running"
+            or r is None
+            or r.checked is None
+            or r.sent_paused
+            or slot is None
+            or slot.state != "ready"
+        ):
+            watch.reset()  # not meant to send now: waiting, paused, held, its server down
+        else:
+            server = f"slot {slot.id}'s server ({slot.profile_name})"
+            answered = self._answered(rec) + self._failed(rec)
+            new = watch.observe(time.monotonic(), answered, r.progress, server)
+            if new:
+                rec["stalled"] = new
+                log.warning("job %s: %s", rec["id"], new)
+                self._emit("job.stalled", rec, message=new)
+                return
+        if was and watch.stalled is None:
+            rec.pop("stalled", None)
+            self._emit("job.stall_over", rec)
 
     def _release_stale_hold(self, rec: dict) -> None:
         """A hold whose swap or stop is over without saying so (cancelled, failed): let go."""
@@ -600,6 +655,7 @@ class JobsHost:
             created=rec["created"],
             finished=rec.get("finished"),
             error=rec.get("error"),
+            stalled=rec.get("stalled"),
             segments=[
                 JobSegment(**{k: s[k] for k in JobSegment.__struct_fields__})
                 for s in rec.get("segments") or []
@@ -630,6 +686,10 @@ class JobsHost:
             raise JobError("the output must not be the input file; choose another -o")
         if not out.parent.is_dir():
             raise JobError(f"{out.parent} does not exist; create it or choose another -o")
+        try:
+            ensure_writable(out)  # refused here, at once, not by a runner that cannot start
+        except OutputError as exc:
+            raise JobError(str(exc)) from None
         for other in self.jobs.values():
             if other.get("state") in ACTIVE and Path(other["output"]) == out:
                 raise JobError(

@@ -158,6 +158,8 @@ def progress_line(v: JobView) -> str:
     state = str(v.state)
     if v.hold:
         state = f"held ({v.hold})"
+    elif v.stalled:
+        state = v.stalled
     elif v.state == JobState.WAITING and v.waiting_for:
         state = v.waiting_for
     return (
@@ -180,6 +182,8 @@ def render_status(v: JobView) -> str:
     ]
     if v.waiting_for:
         lines.append(f"  {v.waiting_for}")
+    if v.stalled:
+        lines.append(f"  {v.stalled}")
     if v.error:
         lines.append(f"  error: {v.error}")
     for s in v.segments:

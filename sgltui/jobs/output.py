@@ -54,7 +54,12 @@ class OutputLock:
         self.fd: int | None = None
 
     def acquire(self, timeout: float = 30.0) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise OutputError(
+                f"cannot create {self.path} ({exc.strerror or exc}); choose another -o"
+            ) from None
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -229,13 +234,20 @@ def _open_append(path: Path) -> int:
 
 
 class OutputWriter:
-    """Appends whole lines to the output (or errors) file in batches."""
+    """Appends whole lines to the output (or errors) file in batches.
+
+    A write the disk refuses (full, read-only, I/O error) raises OSError from `flush` and loses
+    nothing: the unwritten bytes, a part of a line included, stay here and the next `flush`
+    goes on from where the file stopped, so the file still gets each line once and whole.
+    """
 
     def __init__(self, output: Path) -> None:
         self.output = output
         self.errors = errors_path(output)
         self._fds: dict[bool, int] = {}
         self._buf: dict[bool, list[bytes]] = {False: [], True: []}
+        self._out: dict[bool, bytearray] = {False: bytearray(), True: bytearray()}
+        self._out_lines: dict[bool, int] = {False: 0, True: 0}
         self._pending = 0
         self._last_flush = time.monotonic()
         self._last_sync = self._last_flush
@@ -245,29 +257,34 @@ class OutputWriter:
     def add(self, line: bytes, failed: bool = False) -> None:
         self._buf[failed].append(line)
         self._pending += 1
-        if self._pending >= FLUSH_LINES:
-            self.flush()
+
+    def full(self) -> bool:
+        """Enough lines wait that the caller should flush now."""
+        return self._pending >= FLUSH_LINES
 
     def due(self) -> bool:
         return self._pending > 0 and time.monotonic() - self._last_flush >= FLUSH_S
 
     def flush(self) -> None:
         now = time.monotonic()
+        self._last_flush = now  # a refused write is tried again FLUSH_S later, not at once
         for failed, lines in self._buf.items():
-            if not lines:
+            out = self._out[failed]
+            if lines:
+                out += b"".join(lines)
+                self._out_lines[failed] += len(lines)
+                lines.clear()
+            if not out:
                 continue
             fd = self._fds.get(failed)
             if fd is None:
                 fd = self._fds[failed] = _open_append(self.errors if failed else self.output)
-            data = b"".join(lines)
-            view = memoryview(data)
-            while view:  # a short write (disk nearly full) goes on where it stopped
-                n = os.write(fd, view)
-                view = view[n:]
-            self.written += len(lines)
-            lines.clear()
+            while out:  # a short write (disk nearly full) goes on where it stopped
+                n = os.write(fd, out)
+                del out[:n]
+            self.written += self._out_lines[failed]
+            self._out_lines[failed] = 0
         self._pending = 0
-        self._last_flush = now
         if now - self._last_sync >= FSYNC_S:
             self.sync()
         if self.on_flush is not None:
@@ -279,11 +296,29 @@ class OutputWriter:
             os.fsync(fd)
 
     def close(self) -> None:
-        self.flush()
-        self.sync()
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        """Write what is held and close. Lines the disk still refuses are dropped: they were
+        never in the file, so the next run sends those requests again."""
+        try:
+            self.flush()
+            self.sync()
+        finally:
+            for fd in self._fds.values():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._fds.clear()
+
+
+def disk_problem(exc: OSError, path: Path) -> str:
+    """A refused write in one line, starting with what it is ("disk full: ...")."""
+    import errno
+
+    why = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"disk full: cannot write {path} ({why}); "
+            "free space there and the job goes on by itself"
+        )
+    return f"cannot write {path} ({why}); the job tries again every second"
 
 
 def ensure_writable(output: Path) -> None:
@@ -293,4 +328,6 @@ def ensure_writable(output: Path) -> None:
     if output.exists() and not output.is_file():
         raise OutputError(f"{output} is not a regular file; choose another -o")
     if not os.access(output.parent, os.W_OK):
-        raise OutputError(f"cannot write in {output.parent}; choose another -o")
+        raise OutputError(f"cannot write in {output.parent} (read-only); choose another -o")
+    if output.exists() and not os.access(output, os.W_OK):
+        raise OutputError(f"cannot write {output} (read-only); choose another -o")

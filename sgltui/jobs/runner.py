@@ -30,7 +30,7 @@ import orjson
 
 from sgltui.bench.loadgen import open_transport, post_bytes
 from sgltui.jobs import batchfile
-from sgltui.jobs.output import OutputLock, OutputWriter, scan
+from sgltui.jobs.output import OutputLock, OutputWriter, disk_problem, scan
 
 MAX_RETRIES = 8
 BACKOFF_S = 0.5
@@ -103,6 +103,8 @@ class Runner:
         self._t0: float | None = None
         self._exhausted = False
         self._paused_reported = False
+        # why the output cannot be written now ("disk full: ..."); nothing new is sent meanwhile
+        self.disk_error: str | None = None
 
     # ---- control (from the agent) ---------------------------------------------------------------
 
@@ -147,7 +149,7 @@ class Runner:
             t.cancel()
 
     def _update_go(self) -> None:
-        if (not self.paused and self.url is not None) or self.stopping:
+        if (not self.paused and self.url is not None and not self.disk_error) or self.stopping:
             self._go.set()
         else:
             self._go.clear()
@@ -180,6 +182,7 @@ class Runner:
             "cpu_run_s": time.process_time() - self._cpu0 if self._cpu0 is not None else 0.0,
             "run_s": time.monotonic() - self._t0 if self._t0 is not None else 0.0,
             "written": self._writer.written if self._writer else 0,
+            "disk_error": self.disk_error,
         }
 
     def prepare(self, stamp: dict | None = None) -> dict:
@@ -224,7 +227,8 @@ class Runner:
             for t in self._workers.values():
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
-            self._writer.close()
+            with contextlib.suppress(OSError):  # what the disk refuses is sent again next run
+                self._writer.close()
             self._lock.release(remove=self._exhausted and not self.stopping)
             await self.close_transports()
         return state
@@ -242,7 +246,7 @@ class Runner:
         while True:
             await asyncio.sleep(0.05)
             if self._writer is not None and self._writer.due():
-                self._writer.flush()
+                self._flush()
             now = time.monotonic()
             if now - last >= PROGRESS_S:
                 last = now
@@ -252,6 +256,30 @@ class Runner:
                 for tr in old:
                     with contextlib.suppress(aiohttp.ClientError, OSError, RuntimeError):
                         await tr.aclose()
+
+    def _flush(self) -> None:
+        """Write what is held. A refused write stops the sending (answers would only pile up
+        here) and says why at once; the next write that succeeds lets it go on by itself."""
+        assert self._writer is not None
+        try:
+            self._writer.flush()
+        except OSError as exc:
+            problem = disk_problem(exc, self.output)
+            if problem != self.disk_error:
+                self.disk_error = problem
+                self._update_go()
+                self.emit({"t": "progress", **self.progress()})
+            return
+        if self.disk_error is not None:
+            self.disk_error = None
+            self._update_go()
+            self.emit({"t": "progress", **self.progress()})
+
+    def _add(self, line: bytes, failed: bool = False) -> None:
+        assert self._writer is not None
+        self._writer.add(line, failed)
+        if self._writer.full() and self.disk_error is None:
+            self._flush()
 
     def _spawn_workers(self) -> None:
         if self._items is None or self._writer is None:
@@ -359,7 +387,7 @@ class Runner:
         p.in_tokens += int(usage.get("prompt_tokens") or 0)
         if b"\n" in data:  # one response per line, whatever the server's formatting
             data = orjson.dumps(obj)
-        self._writer.add(  # type: ignore[union-attr]
+        self._add(
             b'{"id":"'
             + self._line_id()
             + b'","custom_id":'
@@ -386,4 +414,4 @@ class Runner:
             "response": response,
             "error": {"code": f"http_{status}" if status else "request_failed", "message": why},
         }
-        self._writer.add(orjson.dumps(line) + b"\n", failed=True)  # type: ignore[union-attr]
+        self._add(orjson.dumps(line) + b"\n", failed=True)

@@ -87,8 +87,11 @@ async def _main(spec: dict, out: _Out) -> int:
     control = asyncio.get_running_loop().create_task(_control(runner, out))
     try:
         checked = await asyncio.to_thread(runner.prepare, spec.get("stamp"))
-    except (InputError, OutputError) as exc:
-        out({"t": "error", "message": str(exc)})
+    except (InputError, OutputError, OSError) as exc:
+        message = str(exc)
+        if isinstance(exc, OSError):
+            message = f"cannot use {spec['output']}: {exc.strerror or exc}; choose another -o"
+        out({"t": "error", "message": message})
         control.cancel()
         await runner.close_transports()
         return 2

@@ -40,6 +40,8 @@ def render_job(v: JobView) -> str:
     state = str(v.state)
     if v.hold:
         state = f"held for a {v.hold}"
+    elif v.stalled:
+        state = v.stalled
     elif v.state == JobState.WAITING and v.waiting_for:
         state = v.waiting_for
     lines = [
