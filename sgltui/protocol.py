@@ -396,6 +396,39 @@ class CommandRefused(EventBase, tag="command.refused"):
     reason: str = ""
 
 
+class PoolEvent(EventBase):
+    """An event of a host.toml pool (agent/pools.py) or its gateway (agent/gateway.py)."""
+
+    pool: str = ""
+
+
+class PoolRoll(PoolEvent, tag="pool.roll"):
+    """A rolling swap's steps: begin, removed, drained, done (a slot), stopped, end."""
+
+    step: str = ""
+    profile: str | None = None
+    drained: bool | None = None
+    left: int | None = None
+    error: str | None = None
+
+
+class GatewayStart(PoolEvent, tag="gateway.start"):
+    pid: int | None = None
+    endpoint: str | None = None
+
+
+class GatewayDied(PoolEvent, tag="gateway.died"):
+    code: int | None = None
+
+
+class GatewayRestarted(PoolEvent, tag="gateway.restarted"):
+    pid: int | None = None
+
+
+class GatewayFailed(PoolEvent, tag="gateway.error"):
+    error: str = ""
+
+
 class PreflightDone(EventBase, tag="preflight"):
     profile: str | None = None
     ok: bool = True
@@ -644,6 +677,11 @@ Event: TypeAlias = (
     | AgentStop
     | Command
     | CommandRefused
+    | PoolRoll
+    | GatewayStart
+    | GatewayDied
+    | GatewayRestarted
+    | GatewayFailed
     | PreflightDone
     | Launch
     | SlotStateChanged
@@ -671,6 +709,11 @@ _EVENT_TYPES: tuple[type[EventBase], ...] = (
     AgentStop,
     Command,
     CommandRefused,
+    PoolRoll,
+    GatewayStart,
+    GatewayDied,
+    GatewayRestarted,
+    GatewayFailed,
     PreflightDone,
     ProfileChanged,
     Launch,
@@ -1314,6 +1357,11 @@ class PoolStatus(Struct, kw_only=True):
     slots: list[str] = []
     gateway: PoolGateway | None = None
     workers: list[PoolWorker] = []
+    profiles: list[str] = []  # what its slots run (two or more: the pool serves mixed)
+    roll: dict[str, Any] | None = None  # the latest rolling swap: state, profile, slot, done, error
+    note: str | None = None  # e.g. "mixed: a runs mtp, b runs base (roll stopped at b: ...)"
+    error: str | None = None  # its gateway could not start (smg missing, port taken)
+    metrics: dict[str, Any] | None = None  # the gateway's: restarts, retries, errors, per worker
 
 
 class KeeperView(Struct, kw_only=True):

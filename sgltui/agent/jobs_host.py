@@ -426,7 +426,13 @@ class JobsHost:
         return cfg if cfg is not None else _JobsDefaults
 
     def _target(self, rec: dict) -> tuple[str | None, str | None, str]:
-        """(url, api_key, why not) for the job's slot now."""
+        """(url, api_key, why not) for the job's slot (or pool) now."""
+        if rec.get("pool"):
+            # Through the pool's gateway: one slot's swap does not hold the job (the gateway
+            # sends its requests to the other slots meanwhile).
+            if rec.get("hold"):
+                return None, None, "held"
+            return self.sup.pools.job_target(rec["pool"])
         slot = self.sup.slots.get(rec["slot"])
         if slot is None:
             return None, None, f"slot {rec['slot']} does not exist"
@@ -537,6 +543,9 @@ class JobsHost:
         if slot is None or slot.state != "ready" or rec.get("auto_for") == slot.launch_id:
             return
         n, why = self.auto_concurrency(rec["slot"])
+        if rec.get("pool") and rec["pool"] in self.sup.pools.places:
+            k = len(self.sup.pools.members(rec["pool"]))
+            n, why = n * k, f"{why}, x {k} slots of the pool"
         if why.startswith("default") and slot.launch_id and not rec.get("auto_tries"):
             rec["auto_tries"] = 1  # the capacity card may come a moment after ready
             return
@@ -576,7 +585,7 @@ class JobsHost:
         is in flight finish. Bounded by DRAIN_TIMEOUT_S, after which in-flight is cancelled."""
         waits = []
         for rec in self.jobs.values():
-            if rec.get("slot") != slot_id or rec.get("state") not in ACTIVE:
+            if rec.get("slot") != slot_id or rec.get("state") not in ACTIVE or rec.get("pool"):
                 continue
             rec["hold"] = "swap"
             r = self.runners.get(rec["id"])
@@ -699,23 +708,28 @@ class JobsHost:
         slot_id = str(args.get("slot", "0"))
         if slot_id not in self.sup.slots:
             raise JobError(f"no slot {slot_id!r}; slots: {', '.join(self.sup.slots)}")
+        if args.get("pool"):
+            members = self.sup.pools.members(str(args["pool"]))  # an unknown pool: one line
         conc_arg = args.get("concurrency", "auto")
         if conc_arg in (None, "auto"):
             mode = "auto"
             conc, why = self.auto_concurrency(slot_id)
+            if args.get("pool"):
+                conc, why = conc * len(members), f"{why}, x {len(members)} slots of the pool"
         else:
             mode = "fixed"
             conc, why = _concurrency(conc_arg), "given"
         jid = time.strftime("%Y%m%d-%H%M%S") + f"-{len(self.jobs) % 100:02d}"
         while jid in self.jobs:
             jid += "x"
-        rec = {
+        rec: dict[str, Any] = {
             "v": 1,
             "id": jid,
             "name": str(args.get("name") or inp.stem)[:80],
             "input": str(inp),
             "output": str(out),
             "slot": slot_id,
+            "pool": args.get("pool"),
             "concurrency": conc,
             "concurrency_mode": mode,
             "pinned": bool(args.get("pinned")),

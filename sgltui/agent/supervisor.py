@@ -26,6 +26,7 @@ from sgltui.agent.errors import OpError
 from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.operations import Job, Operations, Wait
+from sgltui.agent.pools import Pools
 from sgltui.agent.profile_rows import ProfileRows
 from sgltui.agent.resolved import ProfileIndex, Resolved, from_record
 from sgltui.agent.slot import (
@@ -83,6 +84,9 @@ class Supervisor:
             sid: Slot(sid, self, places.get(sid)) for sid in (list(places) or slot_ids)
         }
         self.ops = Operations(self)  # start / stop / restart / swap (agent/operations.py)
+        # host.toml's pools: a front for one slot, the gateway for more (agent/pools.py)
+        self.pools = Pools(self, placement)
+        self._pool_tasks: set[asyncio.Task] = set()
         self.started = time.time()
         self.recorder: Any = None
         self.telemetry: Any = None
@@ -156,6 +160,7 @@ class Supervisor:
                 state=slot.state if ok else None,
             )
         self.state_changed()
+        await self.pools.start()  # after the slots: their ready servers are its first workers
         await asyncio.to_thread(self._refresh_profiles)
         await self.batch.start()  # after the slots: a resumed job finds its server
 
@@ -165,7 +170,13 @@ class Supervisor:
         if cfg.port is None:
             return
         for i, slot in enumerate(self.slots.values()):
-            front = Front(slot.id, cfg.host, cfg.port + i, cfg, on_event=self._front_event)
+            host, port = cfg.host, cfg.port + i
+            where = self.pools.front_port(slot.id)
+            if where is False:
+                continue  # a slot of a pool of two or more: the pool's gateway is its endpoint
+            if isinstance(where, tuple):
+                host, port = where  # a pool of one: the front is the pool's endpoint
+            front = Front(slot.id, host, port, cfg, on_event=self._front_event)
             await front.start()  # a port already taken leaves front.error for status to show
             slot.front = front
 
@@ -226,6 +237,7 @@ class Supervisor:
                     except Exception:
                         log.exception("stopping slot %s", slot.id)
         await self.children.stop_all()
+        await self.pools.close()
         for slot in self.slots.values():
             await slot.close()
             if slot.front is not None:
@@ -341,6 +353,7 @@ class Supervisor:
         said once per outage, and is retried every second until the disk takes it."""
         for slot in self.slots.values():
             self._sync_front(slot)
+        self.pools.sync()
         records = {sid: r for sid, s in self.slots.items() if (r := s.record())}
         try:
             self.agent_state.save(str(self.recorder.path) if self.recorder else None, records)
@@ -508,6 +521,7 @@ class Supervisor:
             "telemetry": tele,
             "bench": self.children.latest_bench(),
             "jobs": self.batch.views(),
+            "pools": self.pools.status(),
         }
 
     # ---- commands ------------------------------------------------------------------------------
@@ -527,6 +541,12 @@ class Supervisor:
         handler = self._handler(op)
         if handler is None:
             raise OpError(f"unknown op {op!r}; this agent knows: {', '.join(sorted(protocol.OPS))}")
+        if args.get("pool") and op in Pools.OPS:
+            return await self._pool_op(op, args, client)
+        if args.get("pool") and op == "job_run" and args.get("slot") is None:
+            # A job through a pool is filed under its first slot (jobs_host sends it to the
+            # pool's endpoint and does not hold it for that slot's swaps).
+            args = dict(args, slot=self.pools.pool(str(args["pool"])).slots[0])
         if "slot" in args and args["slot"] is None and (len(self.slots) == 1 or op == "job_run"):
             args = dict(args, slot=self.slot_for(args).id)  # none given: the only slot
         if op in protocol.READ_ONLY_OPS:  # no "command" event: they would drown the session log
@@ -551,6 +571,23 @@ class Supervisor:
             except JobError as exc:
                 raise OpError(str(exc)) from None
         return result
+
+    async def _pool_op(self, op: str, args: dict, client: str | None) -> Any:
+        """An op on every slot of a pool (a swap rolls): agent/pools.py. Without `wait` it runs
+        on in the agent and the reply says it began."""
+        self.pools.pool(str(args["pool"]))  # an unknown pool: one line
+        self.emit("command", client=client, op=op, pool=args["pool"], args=_public_args(args))
+        if args.get("wait") or op == "preflight":
+            try:
+                return await self.pools.op(op, args, client)
+            except OpError as exc:
+                self.emit("command.refused", client=client, op=op, reason=str(exc))
+                raise
+        task = asyncio.get_running_loop().create_task(self.pools.op(op, args, client))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # said in events
+        self._pool_tasks.add(task)
+        task.add_done_callback(self._pool_tasks.discard)
+        return self.pools.reply(str(args["pool"]), accepted=True)
 
     async def op_hello(self, args: dict, client: str | None) -> dict:
         problem = protocol.version_mismatch(

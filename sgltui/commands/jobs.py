@@ -45,6 +45,10 @@ def register(subparsers: Subparsers) -> None:
     p.add_argument("-o", "--output", help="output file (default INPUT.output.jsonl)")
     p.add_argument("--slot", default="0", help="server slot (default 0)")
     p.add_argument(
+        "--pool",
+        help="through this host.toml pool's endpoint (its gateway: a slot's swap does not pause it)",
+    )
+    p.add_argument(
         "--concurrency",
         help="requests in flight: N, or auto (the bench's best point, else the server's "
         "effective max running requests); default auto",
@@ -102,6 +106,8 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError("job run needs INPUT.jsonl (an OpenAI batch input file)")
     inp = Path(args.target).expanduser().resolve()
     kw: dict[str, Any] = {"input": str(inp), "slot": args.slot, "pinned": bool(args.pin)}
+    if getattr(args, "pool", None):
+        kw["pool"], kw["slot"] = args.pool, None
     if args.output:
         kw["output"] = str(Path(args.output).expanduser().resolve())
     if args.concurrency:

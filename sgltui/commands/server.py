@@ -71,10 +71,13 @@ def register(sub: Subparsers) -> None:
 
     p = sub.add_parser("status", help="slots, profiles, phases, ports, pids, uptime")
     p.add_argument("--json", action="store_true", help="print the agent's STATUS object")
+    p.add_argument("--slot", help="this slot only")
+    p.add_argument("--pool", help="this pool and its slots only")
     p.set_defaults(handler=cmd_status)
 
     p = sub.add_parser("logs", help="a slot's server log")
     p.add_argument("--slot", help="slot name (default: the agent's only slot)")
+    p.add_argument("--pool", help="the logs of each slot of this pool, one after the other")
     p.add_argument("-n", "--lines", type=int, default=100, help="lines to show (default 100)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     p.add_argument("--launch-id", help="an earlier launch of this session")
@@ -133,6 +136,10 @@ def _usage(p: argparse.ArgumentParser) -> int:
 
 def _slot_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slot", help="slot name (default: the agent's only slot)")
+    p.add_argument(
+        "--pool",
+        help="every slot of this host.toml pool (a swap rolls, one slot at a time)",
+    )
     p.add_argument(
         "--no-wait", action="store_true", help="return once the agent accepted the command"
     )
@@ -201,6 +208,10 @@ def cmd_swap(args: argparse.Namespace) -> int:
 
 
 def _lifecycle(args: argparse.Namespace, op: str, **kw: Any) -> int:
+    if getattr(args, "pool", None):
+        if args.slot:
+            raise CliError("give --slot or --pool, not both")
+        return _pool_lifecycle(args, op, kw)
     kw["slot"] = args.slot
     if op in ("start", "swap", "restart"):
         kw["profiles_dirs"] = _dirs(args)
@@ -219,6 +230,34 @@ def _lifecycle(args: argparse.Namespace, op: str, **kw: Any) -> int:
             f"stopped watching; the agent carries on with the {op} (see `sgltui status`)", 130
         ) from None
     return _report(op, outcome)
+
+
+def _pool_lifecycle(args: argparse.Namespace, op: str, kw: dict[str, Any]) -> int:
+    """start/stop/restart/swap of a pool: the agent runs it on each slot (a swap rolls) and
+    answers with the slots as they end."""
+    kw["pool"] = args.pool
+    kw["wait"] = not args.no_wait
+    dirs = kw.pop("profiles_dirs", None) or _dirs(args)
+    try:
+        res = call_sync(_state(args), op, autostart=True, profiles_dirs=dirs, **kw)
+    except AgentError as exc:
+        raise CliError(str(exc)) from None
+    if args.no_wait:
+        print(f"pool {args.pool}: {op} accepted (sgltui status shows its slots)")
+        return 0
+    result = res.get("result") or {}
+    for slot in result.get("slots") or []:
+        if isinstance(slot, dict):
+            print(
+                f"slot {slot.get('id')}: {slot.get('profile') or '-'} {slot.get('state')} "
+                f"on {slot.get('host')}:{slot.get('port')}"
+            )
+    roll = result.get("roll")
+    if op == "swap" and isinstance(roll, dict):
+        print(
+            f"pool {args.pool}: rolled to {roll.get('profile')} ({', '.join(roll.get('done') or [])})"
+        )
+    return 0
 
 
 async def _follow(args: argparse.Namespace, op: str, kw: dict) -> protocol.Accepted:
@@ -362,6 +401,19 @@ def cmd_status(args: argparse.Namespace) -> int:
         st: protocol.StatusReply = decode_reply("status", raw)
     except AgentError as exc:
         raise CliError(str(exc)) from None
+    if getattr(args, "slot", None) or getattr(args, "pool", None):
+        wanted: set[str] = set()  # the slots of --pool, or --slot alone
+        for pool in st.pools:
+            if pool.name == args.pool:
+                wanted = set(pool.slots)
+        if args.pool and not wanted:
+            raise CliError(
+                f"no pool {args.pool!r}; pools: {', '.join(p.name for p in st.pools) or 'none'}"
+            )
+        if args.slot:
+            wanted.add(args.slot)
+        st.slots = [s for s in st.slots if s.id in wanted]
+        st.pools = [p for p in st.pools if not args.pool or p.name == args.pool]
     agent = st.agent
     print(f"agent {agent.pid} · session {agent.session_dir}")
     if not agent.disk.ok:
@@ -397,6 +449,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         if s.cause:
             print(f"     cause: {s.cause.summary}")
             print(f"     fix:   {s.cause.fix}")
+    for pool in st.pools:
+        gw = pool.gateway
+        via = f"gateway pid {gw.pid} ({gw.state})" if gw and gw.pid else (gw.state if gw else "-")
+        print(f"pool {pool.name}: {pool.endpoint} via {via}; slots {', '.join(pool.slots)}")
+        for w in pool.workers:
+            print(f"     {w.slot}: {w.url} {w.gateway_status or '-'}")
+        if pool.note:
+            print(f"     {pool.note}")
+        if pool.error:
+            print(f"     error: {pool.error}")
     return 0
 
 
@@ -424,6 +486,20 @@ def _left_running(state: Path) -> list[str]:
 def cmd_logs(args: argparse.Namespace) -> int:
     if args.lines < 0:
         raise CliError("--lines must be 0 or more")
+    if getattr(args, "pool", None):
+        if args.follow or args.slot:
+            raise CliError("--pool prints each slot's tail; follow one slot with --slot NAME -f")
+        raw = call_sync(_state(args), "status", autostart=False)
+        slots = next(
+            (p.get("slots") for p in raw.get("pools") or [] if p.get("name") == args.pool), None
+        )
+        if not slots:
+            raise CliError(f"no pool {args.pool!r} (sgltui host show)")
+        for sid in slots:
+            print(f"==> slot {sid} <==")
+            sub = argparse.Namespace(**{**vars(args), "pool": None, "slot": sid})
+            cmd_logs(sub)
+        return 0
     kw: dict[str, Any] = {"slot": args.slot, "lines": args.lines}
     if args.launch_id:
         kw["launch_id"] = args.launch_id

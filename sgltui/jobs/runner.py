@@ -360,6 +360,10 @@ class Runner:
             except orjson.JSONDecodeError:
                 return TRANSIENT, status, data, "the server's answer is not JSON"
             choices = obj.get("choices") or []
+            if isinstance(obj, dict) and obj.get("error") and not choices:
+                # A gateway whose worker died mid-answer can relay the cut as an error object
+                # under HTTP 200 (smg's in-band stream_error): not an answer, send it again.
+                return TRANSIENT, status, data, "an error in a 200 answer (a worker went away)"
             if any(ch.get("finish_reason") == "abort" for ch in choices if isinstance(ch, dict)):
                 return TRANSIENT, status, data, "aborted by the server (abort or retract)"
             return OK, status, data, obj

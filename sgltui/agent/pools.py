@@ -1,0 +1,476 @@
+"""Pools: host.toml's slots behind one endpoint, and the rolling swap.
+
+A pool of one slot keeps the agent's front (agent/front.py, bound on the pool's port: it holds
+requests across that slot's swap). A pool of two or more gets SGLang's model gateway
+(agent/gateway.py) on the pool's port; this module keeps its workers in step with the slots:
+a slot's server is a worker while it is ready and no swap of it is under way.
+
+The rolling swap of a pool (`swap PROFILE --pool NAME`), one slot at a time:
+preflight -> remove the worker from the gateway (DELETE /workers/{id}) -> wait until the
+worker's own requests in flight reach 0 (its /v1/loads; smg's "draining" is a 5 s timer),
+bounded, then force -> swap the slot (operations: stop, wait for GPU memory, launch, ready)
+-> add the worker back (POST /workers) -> wait until the gateway says ready -> next slot.
+A slot is taken out only while another worker is routable, so the pool never has zero. A slot
+whose swap fails rolls back (the slot's own rollback), is added back, and the roll stops: the
+pool serves mixed and its status says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from sgltui.agent import gateway as gw_mod
+from sgltui.agent.errors import OpError
+from sgltui.agent.gateway import Gateway, GatewayError
+from sgltui.agent.slot import READY, Slot
+from sgltui.core.placement import Placement, PoolPlace
+
+if TYPE_CHECKING:
+    from sgltui.agent.supervisor import Supervisor
+
+log = logging.getLogger("sgltui.agent.pools")
+
+WORKER_READY_S = 60.0  # the gateway sees a ready server within a health check or two
+POLL_S = 1.0  # the gateway's view of its workers, for status
+
+
+def slot_url(slot: Slot) -> str:
+    host = slot.server_host if slot.server_host not in ("0.0.0.0", "", "::") else "127.0.0.1"
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{slot.port}"
+
+
+def slot_model(slot: Slot) -> str | None:
+    """The model name a slot's server answers as (what smg routes by)."""
+    server = getattr(slot.profile, "server", None) or {}
+    name = server.get("served-model-name") or server.get("model-path") or server.get("model")
+    return str(name) if name else None
+
+
+class Pools:
+    OPS = frozenset({"start", "stop", "restart", "swap", "preflight"})  # ops a pool takes
+
+    def __init__(self, sup: Supervisor, placement: Placement | None) -> None:
+        self.sup = sup
+        self.places: dict[str, PoolPlace] = (
+            {p.name: p for p in placement.pools} if placement else {}
+        )
+        self.gateways: dict[str, Gateway] = {}
+        self.errors: dict[str, str] = {}
+        self.rolls: dict[str, dict[str, Any]] = {}
+        self.out: set[str] = set()  # slots a roll took out of their gateway
+        self.seen: dict[str, dict[str, str]] = {}  # pool -> url -> the gateway's word
+        self.samples: dict[str, gw_mod.GatewaySample] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._poll: asyncio.Task[None] | None = None
+        self._sync: asyncio.Task[None] | None = None
+        self._sync_again = False
+
+    # --- which pool -------------------------------------------------------------------------
+
+    def front_port(self, slot_id: str) -> tuple[str, int] | None | bool:
+        """Where a slot's front binds: (host, port) of its pool of one; False for a slot of a
+        pool of two or more (the gateway is the endpoint); None: the agent's default."""
+        for p in self.places.values():
+            if slot_id in p.slots:
+                return (p.host, p.port) if len(p.slots) == 1 else False
+        return None
+
+    def pool(self, name: str) -> PoolPlace:
+        place = self.places.get(name)
+        if place is None:
+            raise OpError(
+                f"no pool {name!r}; pools: {', '.join(self.places) or 'none'} "
+                "(host.toml; sgltui host show)"
+            )
+        return place
+
+    def members(self, name: str) -> list[Slot]:
+        return [self.sup.slots[s] for s in self.pool(name).slots if s in self.sup.slots]
+
+    # --- the gateways -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for name, place in self.places.items():
+            if len(place.slots) < 2:
+                continue
+            gw = Gateway(
+                name,
+                host=place.host,
+                port=place.port,
+                prometheus_port=_free_port(),
+                state_dir=self.sup.state_dir,
+                on_change=self._gateway_event,
+            )
+            self.gateways[name] = gw
+            await self._start_gateway(name)
+        if self.gateways:
+            self._poll = asyncio.get_running_loop().create_task(self._poll_loop())
+            self.sync()
+
+    def _gateway_event(self, what: str, data: dict[str, Any]) -> None:
+        self.sup.emit(what, **data)
+
+    async def _start_gateway(self, name: str) -> bool:
+        gw = self.gateways[name]
+        ready = [s for s in self.members(name) if self._routable(s)]
+        if ready:
+            gw.model = slot_model(ready[0])
+            gw.api_key = ready[0].api_key
+        try:
+            await gw.start([slot_url(s) for s in ready])
+        except GatewayError as exc:
+            self.errors[name] = str(exc)
+            self.sup.emit("gateway.error", pool=name, error=str(exc))
+            return False
+        self.errors.pop(name, None)
+        self.sup.emit("gateway.start", pool=name, pid=gw.pid, endpoint=gw.endpoint)
+        return True
+
+    async def close(self) -> None:
+        if self._poll is not None:
+            self._poll.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poll
+        for gw in self.gateways.values():
+            await gw.stop()
+
+    def _routable(self, slot: Slot) -> bool:
+        return slot.state == READY and slot.swap is None and slot.id not in self.out
+
+    def sync(self) -> None:
+        """Slots changed: bring the gateways' workers in step (in a task; coalesced)."""
+        if not self.gateways:
+            return
+        if self._sync is not None and not self._sync.done():
+            self._sync_again = True
+            return
+        self._sync = asyncio.get_running_loop().create_task(self._sync_all())
+
+    async def _sync_all(self) -> None:
+        while True:
+            self._sync_again = False
+            for name in self.gateways:
+                try:
+                    await self._sync_pool(name)
+                except Exception:  # the next change or poll tries again
+                    log.exception("pool %s: syncing the gateway's workers", name)
+            if not self._sync_again:
+                return
+
+    async def _sync_pool(self, name: str) -> None:
+        gw = self.gateways[name]
+        if name in self.errors and not gw.pid:
+            return
+        async with self._lock(name):
+            members = self.members(name)
+            ready = [s for s in members if self._routable(s)]
+            # The alias for "default" follows the pool's model (smg fixes it at start).
+            model = slot_model(ready[0]) if ready else None
+            key = ready[0].api_key if ready else gw.api_key
+            if (
+                model
+                and (model != gw.model or key != gw.api_key)
+                and name not in self.rolls_running()
+            ):
+                gw.model, gw.api_key = model, key
+                gw.urls = [slot_url(s) for s in ready]
+                await gw.stop()
+                await self._start_gateway(name)
+                return
+            for s in members:
+                url = slot_url(s)
+                if s.id in self.out:
+                    continue  # a roll holds it out and puts it back
+                if self._routable(s) and url not in gw.urls:
+                    await gw.add_worker(url)
+                elif not self._routable(s) and url in gw.urls:
+                    await gw.remove_worker(url)
+
+    def rolls_running(self) -> set[str]:
+        return {p for p, r in self.rolls.items() if r.get("state") == "rolling"}
+
+    def _lock(self, name: str) -> asyncio.Lock:
+        return self._locks.setdefault(name, asyncio.Lock())
+
+    async def _poll_loop(self) -> None:
+        while True:
+            for name, gw in self.gateways.items():
+                if gw.pid is None:
+                    continue
+                ws = await gw.workers()
+                if ws is not None:
+                    self.seen[name] = {w.url: w.status for w in ws}
+                with contextlib.suppress(Exception):
+                    self.samples[name] = await gw.sample()
+            await asyncio.sleep(POLL_S)
+
+    # --- status -----------------------------------------------------------------------------
+
+    def status(self) -> list[dict[str, Any]]:
+        out = []
+        for name, place in self.places.items():
+            members = [self.sup.slots[s] for s in place.slots if s in self.sup.slots]
+            gw = self.gateways.get(name)
+            if gw is not None:
+                gateway = {
+                    "pid": gw.pid,
+                    "state": gw.state if name not in self.errors else "failed",
+                }
+                seen = self.seen.get(name, {})
+                workers = [
+                    {
+                        "slot": s.id,
+                        "url": slot_url(s),
+                        "gateway_status": seen.get(slot_url(s))
+                        or ("removed" if s.id in self.out else None),
+                    }
+                    for s in members
+                ]
+            else:
+                front = members[0].front if members else None
+                gateway = {
+                    "pid": None,
+                    "state": "front" if front is not None and not front.error else "none",
+                }
+                workers = [
+                    {"slot": s.id, "url": slot_url(s), "gateway_status": None} for s in members
+                ]
+            profiles = sorted({s.profile_name for s in members if s.profile_name})
+            roll = self.rolls.get(name)
+            note = None
+            if len(profiles) > 1:
+                note = "mixed: " + ", ".join(f"{s.id} runs {s.profile_name}" for s in members)
+                if roll and roll.get("state") == "stopped":
+                    note += f" (roll stopped at slot {roll.get('slot')}: {roll.get('error')})"
+            out.append(
+                {
+                    "name": name,
+                    "endpoint": place.endpoint,
+                    "slots": list(place.slots),
+                    "gateway": gateway,
+                    "workers": workers,
+                    "profiles": profiles,
+                    "roll": roll,
+                    "note": note,
+                    "error": self.errors.get(name),
+                    "metrics": _metrics(self.samples.get(name)),
+                }
+            )
+        return out
+
+    # --- ops on a pool ----------------------------------------------------------------------
+
+    async def op(self, op: str, args: dict[str, Any], client: str | None) -> dict[str, Any]:
+        """start / stop / restart of every slot of a pool (concurrently), or a rolling swap."""
+        name = str(args["pool"])
+        members = self.members(name)
+        if op == "swap":
+            return await self.roll(name, args, client)
+        if op == "preflight":
+            results = [
+                await self.sup.handle(op, dict(args, pool=None, slot=s.id), client) for s in members
+            ]
+            bad = next((r for r in results if not r.get("ok")), None)
+            return bad or results[0]
+        if op in ("start", "restart"):
+            # Preflight every slot first: a refusal leaves all of them as they were.
+            for s in members:
+                pre = await self.sup.handle(
+                    "preflight", _slot_args(args, s, keep=("profile", "force")), client
+                )
+                if not pre.get("ok"):
+                    raise OpError(f"slot {s.id}: {pre.get('error') or pre.get('reason') or pre}")
+        tasks = [self.sup.handle(op, dict(_slot_args(args, s), wait=True), client) for s in members]
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        errors = [f"slot {s.id}: {r}" for s, r in zip(members, results) if isinstance(r, Exception)]
+        self.sync()
+        if errors:
+            raise OpError("; ".join(errors))
+        return self.reply(name)
+
+    def reply(self, name: str, accepted: bool = False) -> dict[str, Any]:
+        """A pool op's answer in the shape of a slot's (protocol.Accepted): `slot` is its first
+        slot, `result` holds every slot and the roll."""
+        members = self.members(name)
+        return {
+            "slot": members[0].status(),
+            "accepted": accepted,
+            "result": {
+                "pool": name,
+                "slots": [m.status() for m in members],
+                "roll": self.rolls.get(name),
+            },
+        }
+
+    async def roll(self, name: str, args: dict[str, Any], client: str | None) -> dict[str, Any]:
+        if name in self.rolls_running():
+            raise OpError(
+                f"pool {name} is rolling already; wait for it (sgltui status --pool {name})"
+            )
+        members = self.members(name)
+        gw = self.gateways.get(name)
+        if gw is None:
+            if name in self.errors:
+                raise OpError(self.errors[name])
+            # A pool of one: its slot's swap, held across by its front.
+            await self.sup.handle("swap", dict(_slot_args(args, members[0]), wait=True), client)
+            return self.reply(name)
+        if name in self.errors and gw.pid is None:
+            raise OpError(self.errors[name])
+        profile = args.get("profile")
+        roll: dict[str, Any] = {
+            "state": "rolling",
+            "profile": profile,
+            "slot": None,
+            "done": [],
+            "error": None,
+            "started": time.time(),
+        }
+        self.rolls[name] = roll
+        self.sup.emit("pool.roll", client=client, pool=name, profile=profile, step="begin")
+        self.sup.state_changed()
+        drain_s = float(args.get("timeout") or 30.0)
+        try:
+            for s in members:
+                roll["slot"] = s.id
+                if s.profile_name == profile and s.state == READY:
+                    roll["done"].append(s.id)
+                    continue
+                pre = await self.sup.handle(
+                    "preflight", _slot_args(args, s, keep=("profile", "force")), client
+                )
+                if not pre.get("ok"):
+                    raise _RollStop(
+                        s.id, str(pre.get("error") or pre.get("reason") or "preflight refused")
+                    )
+                url = slot_url(s)
+                was_routable = self._routable(s)
+                others = [o for o in members if o is not s and self._routable(o)]
+                if was_routable and not others:
+                    raise _RollStop(
+                        s.id,
+                        f"slot {s.id} is the pool's only routable worker: start another slot "
+                        f"first, or swap it alone (--slot {s.id})",
+                    )
+                self.out.add(s.id)
+                async with self._lock(name):
+                    await gw.remove_worker(url)
+                self.sup.emit("pool.roll", client=client, pool=name, slot=s.id, step="removed")
+                drained: bool = True
+                left: int | None = 0
+                if was_routable:
+                    drained, left = await gw_mod.wait_in_flight_zero(url, drain_s, s.api_key)
+                self.sup.emit(
+                    "pool.roll", client=client, pool=name, slot=s.id, step="drained",
+                    drained=drained, left=left,
+                )  # fmt: skip
+                swap_args = dict(
+                    _slot_args(args, s), wait=True, drain="wait" if drained else "force"
+                )
+                error = None
+                try:
+                    await self.sup.handle("swap", swap_args, client)
+                except OpError as exc:
+                    error = str(exc)
+                if s.profile_name != profile or s.state != READY:
+                    error = error or f"slot {s.id} runs {s.profile_name} ({s.state})"
+                # Back into the gateway whatever it runs now (the new profile, or the old one
+                # after a rollback), once ready.
+                self.out.discard(s.id)
+                if s.state == READY:
+                    async with self._lock(name):
+                        await gw.add_worker(url)
+                    if not await gw.wait_ready(url, WORKER_READY_S):
+                        error = (
+                            error
+                            or f"the gateway did not see slot {s.id} ready within {WORKER_READY_S:.0f} s"
+                        )
+                if error:
+                    raise _RollStop(s.id, error)
+                roll["done"].append(s.id)
+                self.sup.emit("pool.roll", client=client, pool=name, slot=s.id, step="done")
+        except _RollStop as stop:
+            roll.update(state="stopped", slot=stop.slot, error=stop.why)
+            self.sup.emit(
+                "pool.roll",
+                client=client,
+                pool=name,
+                slot=stop.slot,
+                step="stopped",
+                error=stop.why,
+            )
+            self.sync()
+            self.sup.state_changed()
+            raise OpError(
+                f"pool {name}: the roll stopped at slot {stop.slot}: {stop.why}; the pool serves "
+                f"mixed ({', '.join(f'{m.id}={m.profile_name}' for m in members)})"
+            ) from None
+        finally:
+            self.out.difference_update(m.id for m in members)
+        roll.update(state="done", slot=None, finished=time.time())
+        self.sup.emit("pool.roll", client=client, pool=name, profile=profile, step="end")
+        self.sync()  # the "default" alias follows the new model once the roll is over
+        self.sup.state_changed()
+        return self.reply(name)
+
+    def job_target(self, name: str) -> tuple[str | None, str | None, str]:
+        """(url, api_key, why not) for a job sent through pool `name`."""
+        place = self.places.get(name)
+        if place is None:
+            return None, None, f"pool {name} does not exist"
+        members = self.members(name)
+        gw = self.gateways.get(name)
+        if gw is None:  # a pool of one: its front, or its server
+            s = members[0]
+            if s.state != READY:
+                return None, None, f"waiting for slot {s.id} to be ready ({s.state})"
+            return slot_url(s), s.api_key, ""
+        if gw.pid is None:
+            return None, None, self.errors.get(name) or f"pool {name}: the gateway is {gw.state}"
+        if not any(self._routable(s) for s in members):
+            return None, None, f"waiting for a slot of pool {name} to be ready"
+        return gw.endpoint, gw.api_key, ""
+
+
+class _RollStop(Exception):
+    def __init__(self, slot: str, why: str) -> None:
+        super().__init__(why)
+        self.slot = slot
+        self.why = why
+
+
+def _slot_args(
+    args: dict[str, Any], slot: Slot, keep: tuple[str, ...] | None = None
+) -> dict[str, Any]:
+    out = {k: v for k, v in args.items() if keep is None or k in keep}
+    out["slot"] = slot.id
+    out["pool"] = None
+    return out
+
+
+def _free_port() -> int:
+    """The gateway's metrics port, on loopback: any free one (the agent scrapes it)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _metrics(sample: gw_mod.GatewaySample | None) -> dict[str, Any] | None:
+    if sample is None:
+        return None
+    return {
+        "restarts": sample.restarts,
+        "retries_total": sample.retries_total,
+        "errors_total": sample.errors_total,
+        "workers": [
+            {"url": w.url, "active": w.requests_active, "cb": w.cb_state, "healthy": w.healthy}
+            for w in sample.workers
+        ],
+    }

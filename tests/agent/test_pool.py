@@ -1,0 +1,196 @@
+"""A pool of two slots behind the real smg (agent/pools.py, agent/gateway.py) on the simulator:
+started with --pool, served under "default", rolled to another profile under streaming load
+with no client error, and a job through it that loses nothing when a slot's server and then the
+gateway are killed -9."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+
+import httpx
+import pytest
+
+from sgltui.agent import gateway
+from sgltui.agent.client import call_sync
+from tests.conftest import pick_free_port
+
+pytestmark = pytest.mark.skipif(not gateway.smg_available(), reason="smg not installed")
+
+
+def _host_toml(agent, pool_port: int) -> None:
+    cfg = agent.state_dir.parent / "config" / "sgltui"
+    cfg.mkdir(parents=True, exist_ok=True)
+    slots = "".join(
+        f'[[slot]]\nname = "{n}"\ngpus = [{i}]\nport = {pick_free_port()}\n\n'
+        for i, n in enumerate("ab")
+    )
+    (cfg / "host.toml").write_text(
+        "simulated_gpus = 2\n"
+        + slots
+        + f'[[pool]]\nname = "all"\nslots = ["a", "b"]\nport = {pool_port}\n'
+    )
+
+
+def _pool_call(agent, op, **args):
+    res = call_sync(agent.state_dir, op, autostart=False, client_name="test", **args)
+    agent._note(res.get("result") or {})
+    return res
+
+
+def _pool(agent) -> dict:
+    return next(p for p in agent.status()["pools"] if p["name"] == "all")
+
+
+def _wait_workers(agent, statuses, timeout=30.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        pool = _pool(agent)
+        if [w["gateway_status"] for w in pool["workers"]] == statuses:
+            return pool
+        assert time.monotonic() < deadline, pool
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def pool_agent(agent_handle):
+    agent = agent_handle
+    port = pick_free_port()
+    _host_toml(agent, port)
+    agent.endpoint = f"http://127.0.0.1:{port}"
+    yield agent
+    with contextlib.suppress(Exception):
+        pid = _pool(agent)["gateway"]["pid"]
+        if pid:
+            os.killpg(pid, signal.SIGKILL)  # should the agent's shutdown not have
+
+
+def test_a_pool_of_two_starts_serves_default_and_rolls_under_streams_with_no_error(pool_agent):
+    agent = pool_agent
+    a = agent.write_profile("t-a")
+    b = agent.write_profile("t-b")
+    agent.start()
+    res = _pool_call(agent, "start", profile=a, pool="all", wait=True)
+    assert [s["state"] for s in res["result"]["slots"]] == ["ready", "ready"], res
+    pool = _wait_workers(agent, ["ready", "ready"])
+    assert pool["gateway"]["pid"] and pool["endpoint"] == agent.endpoint
+    assert [s["gpus"] for s in agent.status()["slots"]] == [[0], [1]]
+    r = httpx.post(
+        agent.endpoint + "/v1/completions",
+        json={"model": "default", "prompt": "hi", "max_tokens": 4},
+        timeout=10,
+    )
+    assert r.status_code == 200, r.text
+
+    # 8 streaming clients for the whole roll.
+    stop = threading.Event()
+    outcomes: list[str] = []
+
+    def client() -> None:
+        with httpx.Client(timeout=30) as c:
+            while not stop.is_set():
+                body = {"model": "default", "prompt": "x", "max_tokens": 24, "stream": True}
+                try:
+                    with c.stream("POST", agent.endpoint + "/v1/completions", json=body) as r:
+                        text = "".join(r.iter_text())
+                    if r.status_code != 200:
+                        outcomes.append(f"HTTP {r.status_code}: {text[:200]}")
+                    elif "[DONE]" not in text or "error" in text:
+                        outcomes.append(f"truncated: {text[-200:]}")
+                    else:
+                        outcomes.append("ok")
+                except httpx.HTTPError as exc:
+                    outcomes.append(f"error: {exc!r}")
+
+    threads = [threading.Thread(target=client) for _ in range(8)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.5)
+        res = _pool_call(agent, "swap", profile=b, pool="all", wait=True)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+    roll = res["result"]["roll"]
+    assert roll["state"] == "done" and roll["done"] == ["a", "b"], roll
+    assert [s["profile"] for s in res["result"]["slots"]] == [b, b]
+    bad = [o for o in outcomes if o != "ok"]
+    assert outcomes and not bad, bad[:5]
+    steps = [(e.get("slot"), e["step"]) for e in agent.events("pool.roll")]
+    assert steps[0] == (None, "begin") and steps[-1] == (None, "end")
+    assert [s for s in steps if s[1] == "removed"] == [("a", "removed"), ("b", "removed")]
+    _wait_workers(agent, ["ready", "ready"])
+
+
+def test_a_bad_host_file_is_refused_before_the_agent_starts(agent_handle):
+    agent = agent_handle
+    cfg = agent.state_dir.parent / "config" / "sgltui"
+    cfg.mkdir(parents=True, exist_ok=True)
+    (cfg / "host.toml").write_text(
+        'simulated_gpus = 2\n[[slot]]\nname = "a"\ngpus = [0]\n'
+        '[[pool]]\nname = "all"\nslots = ["a", "z"]\nport = 1\n'
+    )
+    from tests.fixtures.cli import sgltui
+
+    r = sgltui("--profiles", str(agent.profiles_dir), "agent", "start")
+    assert r.returncode != 0 and "unknown slot 'z'" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_job_through_the_pool_survives_kill_9_of_a_slot_and_of_the_gateway(pool_agent, tmp_path):
+    agent = pool_agent
+    a = agent.write_profile("t-a")
+    agent.start()
+    _pool_call(agent, "start", profile=a, pool="all", wait=True)
+    _wait_workers(agent, ["ready", "ready"])
+    n = 1500
+    inp = tmp_path / "in.jsonl"
+    with inp.open("w") as f:
+        for i in range(n):
+            body = {"model": "default", "prompt": f"p{i}", "max_tokens": 16}
+            f.write(
+                json.dumps(
+                    {"custom_id": f"r{i}", "method": "POST", "url": "/v1/completions", "body": body}
+                )
+                + "\n"
+            )
+    out = tmp_path / "out.jsonl"
+    job = agent.call("job_run", input=str(inp), output=str(out), pool="all", concurrency=8)
+    jid = job["id"] if "id" in job else job["job"]["id"]
+
+    def answered() -> int:
+        view = agent.call("job_status", job=jid)
+        return int(view.get("answered") or 0), view
+
+    def wait_answered(k: int, timeout=60.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            got, view = answered()
+            if got >= k or view.get("state") in ("done", "failed", "cancelled"):
+                return view
+            assert time.monotonic() < deadline, view
+            time.sleep(0.1)
+
+    wait_answered(200)
+    pid_a = agent.slot("a")["pid"]
+    os.killpg(pid_a, signal.SIGKILL)  # a slot's server dies under the job
+    wait_answered(600)
+    gw_pid = _pool(agent)["gateway"]["pid"]
+    os.killpg(gw_pid, signal.SIGKILL)  # then the gateway
+    view = wait_answered(n, timeout=120)
+    deadline = time.monotonic() + 60
+    while view.get("state") != "done":
+        assert time.monotonic() < deadline, view
+        time.sleep(0.2)
+        view = agent.call("job_status", job=jid)
+    ids = [json.loads(line)["custom_id"] for line in out.read_text().splitlines()]
+    assert sorted(ids) == sorted(f"r{i}" for i in range(n)), (len(ids), len(set(ids)))
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(r.get("error") is None for r in rows), [r for r in rows if r.get("error")][:3]
+    pool = _pool(agent)
+    assert pool["gateway"]["pid"] not in (None, gw_pid)
