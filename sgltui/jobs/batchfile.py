@@ -73,7 +73,9 @@ def _json_type(value: object) -> str:
         return "a boolean"
     if isinstance(value, (int, float)):
         return "a number"
-    return {str: "a string", list: "an array", dict: "an object"}.get(type(value), "a value")
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 def _shown(value: object) -> str:
