@@ -207,6 +207,12 @@ class JobRunArgs(SlotArgs):
     concurrency: Concurrency | None = "auto"
     name: Annotated[str, Meta(max_length=255)] | None = None
     pinned: bool = False
+    # --choose A,B,C: a trial on the job's own requests picks the profile (jobs/choose.py)
+    choose: Annotated[str, Meta(max_length=4096)] | None = None
+    objective: Literal["time", "energy"] = "time"
+    replan: bool = False
+    trial_requests: Annotated[int, Meta(ge=1)] | None = None
+    trial_minutes: Annotated[float, Meta(gt=0)] | None = None
 
 
 class JobArgs(Args):
@@ -466,15 +472,6 @@ class SlotStateChanged(EventBase, tag="slot.state"):
     launch_id: str | None = None
 
 
-class SlotRestart(EventBase, tag="slot.restart"):
-    """The restart policy (agent/restart_policy.py) after a crash: relaunching, or giving up."""
-
-    crash: int | None = None  # the crash's number within the policy's window
-    in_s: float | None = None
-    gave_up: bool = False
-    reason: str | None = None
-
-
 class SlotPhase(EventBase, tag="slot.phase"):
     phase: str | None = None
     progress: float | None = None
@@ -633,6 +630,7 @@ class JobEvent(EventBase, tag="job"):
     message: str | None = None
     reason: str | None = None
     why: str | None = None
+    joules: float | None = None  # GPU energy (job.segment, job.done)
 
 
 # Job events carry no fields of their own: one Struct per type, made from its tag.
@@ -659,6 +657,9 @@ JOB_EVENT_TAGS: Final = (
     "job.disk_ok",
     "job.stalled",  # message: "stalled: <why>"
     "job.stall_over",
+    "job.trial",  # a --choose job's trial: a candidate swapped to, measured or skipped
+    "job.watch",  # the rate fell more than 15% below the decision's projection for 5 minutes
+    "job.replan",  # --replan: the trial runs again on the remaining work
 )
 
 
@@ -670,6 +671,49 @@ def _job_event(tag: str) -> type[JobEvent]:
 
 
 JOB_EVENTS: Final = tuple(_job_event(tag) for tag in JOB_EVENT_TAGS)
+
+
+class JobCandidate(Struct, kw_only=True):
+    """One candidate of a --choose job (jobs/choose.py): what its trial measured and projects."""
+
+    name: str
+    state: str = "pending"  # pending | swapping | measuring | measured | skipped
+    reason: str | None = None  # why skipped, or what ended its measurement
+    requests: int = 0  # answers written while it was measured (kept: real work)
+    out_tokens: int = 0
+    tok_s: float | None = None  # output tok/s, with its 95% interval
+    ci_low: float | None = None
+    ci_high: float | None = None
+    swap_s: float | None = None  # the swap to it, as measured in the trial
+    projected_s: float | None = None  # the rest of the job on it, swap included
+    joules: float = 0.0  # GPU energy while it was measured
+    projected_j: float | None = None
+    j_per_completion: float | None = None
+    tok_per_j: float | None = None
+
+
+class JobChoice(Struct, kw_only=True):
+    """A --choose job's trial and decision, as `job_status` carries it (`decision`)."""
+
+    winner: str | None = None
+    phase: str = "trial"  # trial | decided
+    objective: str = "time"  # time | energy
+    round: int = 1  # 2 and up: --replan ran the trial again
+    current: str | None = None  # the candidate being swapped to or measured
+    note: str | None = None  # e.g. "the job finished during the trial"
+    watch: str | None = None  # the rate has stayed >15% below the projection
+    candidates: list[JobCandidate] = []
+
+
+class JobDecisionEvent(JobEvent, tag="job.decision"):
+    """The trial's verdict: each candidate's tok/s with its interval, requests used, projected
+    finish and energy; the winner the job continues on."""
+
+    winner: str | None = None
+    objective: str | None = None
+    round: int | None = None
+    note: str | None = None
+    candidates: list[JobCandidate] = []
 
 
 class OtherEvent(EventBase, tag="other"):
@@ -696,7 +740,6 @@ Event: TypeAlias = (
     | SlotStateChanged
     | SlotPhase
     | SlotDrain
-    | SlotRestart
     | SwapStep
     | SwapDone
     | SwapFailure
@@ -730,7 +773,6 @@ _EVENT_TYPES: tuple[type[EventBase], ...] = (
     SlotStateChanged,
     SlotPhase,
     SlotDrain,
-    SlotRestart,
     SwapStep,
     SwapDone,
     SwapFailure,
@@ -745,6 +787,7 @@ _EVENT_TYPES: tuple[type[EventBase], ...] = (
     DiskOk,
     LogRotated,
     *JOB_EVENTS,
+    JobDecisionEvent,
 )
 EVENT_TYPES: Final[Mapping[str, type[EventBase]]] = {
     str(t.__struct_config__.tag): t for t in _EVENT_TYPES
@@ -1343,7 +1386,6 @@ class SlotStatus(SlotView, kw_only=True):
 
     uptime_s: float | None = None
     busy: str | None = None
-    restart: str | None = None  # what the restart policy did after a crash (relaunch, gave up)
     drain: DrainView | None = None  # while a stop waits for requests in flight
     gpus: list[int] = []  # the GPUs host.toml gives the slot (empty: not placed)
 
@@ -1457,6 +1499,7 @@ class JobSegment(Struct, kw_only=True):
     completions: int = 0
     failed: int = 0
     out_tokens: int = 0
+    joules: float | None = None  # GPU energy on this launch (None: no power readings)
 
 
 class JobView(Struct, kw_only=True):
@@ -1495,6 +1538,8 @@ class JobView(Struct, kw_only=True):
     runner_cpu_s: float | None = None
     # (unix time, tok/s) points: `job_status` only
     rate_history: list[tuple[float, float]] | None = None
+    joules: float | None = None  # GPU energy while the job ran (None: no power readings)
+    decision: JobChoice | None = None  # --choose: the trial and its decision
 
 
 class StatusReply(Struct, kw_only=True):

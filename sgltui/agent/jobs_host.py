@@ -27,12 +27,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from sgltui.agent.job_choice import ChoiceHost, integrate_energy, slot_power_w
 from sgltui.agent.state import read_json
 from sgltui.core.files import write_json_atomic
+from sgltui.jobs import choose
+from sgltui.jobs.chooser import Chooser
 from sgltui.jobs.output import OutputError, default_output, ensure_writable, errors_path
 from sgltui.jobs.progress import Rates, eta_s
 from sgltui.jobs.stall import DEFAULT_STALL_S, StallWatch
-from sgltui.protocol import JobSegment, JobState, JobView
+from sgltui.protocol import JobChoice, JobSegment, JobState, JobView
 
 log = logging.getLogger("sgltui.agent.jobs")
 
@@ -93,6 +98,12 @@ class _Runner:
 
 
 class JobsHost:
+    # what agent/job_choice.py reads and calls (the trial's narrow view of the jobs host)
+    answered = property(lambda self: self._answered)
+    failed = property(lambda self: self._failed)
+    out_tokens = property(lambda self: self._out_tokens)
+    emit = property(lambda self: self._emit)
+
     def __init__(self, sup: Any) -> None:
         self.sup = sup
         self.dir = Path(sup.state_dir) / "jobs"
@@ -104,6 +115,8 @@ class JobsHost:
         self._persisted: dict[str, float] = {}
         self._progress_ev: dict[str, float] = {}
         self.stalls: dict[str, StallWatch] = {}  # sgltui/jobs/stall.py, per job
+        self.choosers: dict[str, Chooser] = {}  # --choose jobs' trials (jobs/chooser.py)
+        self._choice_host = ChoiceHost(self)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -118,6 +131,7 @@ class JobsHost:
             if rec.get("state") in ACTIVE:
                 rec["respawns"] = 0
                 self._emit("job.resume_after_restart", rec, answered=self._answered(rec))
+                self._choose(rec)
                 await self._spawn(rec)
         self._tick_task = asyncio.get_running_loop().create_task(self._tick())
 
@@ -126,6 +140,8 @@ class JobsHost:
         self._closing = True
         if self._tick_task:
             self._tick_task.cancel()
+        for ch in self.choosers.values():
+            ch.close()
         for r in list(self.runners.values()):
             r.send({"op": "stop"})
         for jid, r in list(self.runners.items()):
@@ -146,6 +162,9 @@ class JobsHost:
     def _path(self, jid: str) -> Path:
         return self.dir / f"{jid}.json"
 
+    def persist(self, rec: dict) -> None:
+        self._persist(rec, force=True)
+
     def _persist(self, rec: dict, force: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self._persisted.get(rec["id"], 0.0) < PERSIST_S:
@@ -158,6 +177,11 @@ class JobsHost:
 
     def _emit(self, type: str, rec: dict, **fields: Any) -> None:
         self.sup.emit(type, client=rec.get("client"), slot=rec.get("slot"), job=rec["id"], **fields)
+
+    def _choose(self, rec: dict) -> None:
+        """A --choose job gets its trial's driver (jobs/chooser.py); its state is rec["choose"]."""
+        if rec.get("choose") and rec["id"] not in self.choosers:
+            self.choosers[rec["id"]] = Chooser(self._choice_host, rec)
 
     @staticmethod
     def _answered(rec: dict) -> int:
@@ -325,6 +349,8 @@ class JobsHost:
                 tok_s=v.tok_s,
                 in_flight=msg["in_flight"],
             )
+        if rec["id"] in self.choosers:
+            self.choosers[rec["id"]].on_progress()
         # a new segment is saved at once: a restarted agent must not close the old one again
         self._persist(rec, force=new_segment)
 
@@ -364,7 +390,14 @@ class JobsHost:
         secs = max(0.0, seg["last"] - seg["started"])
         counts = {k: seg[k] for k in SEGMENT_COUNTS}
         tok_s = round(seg["out_tokens"] / secs, 1) if secs > 0 else None
-        self._emit("job.segment", rec, **counts, seconds=round(secs, 3), tok_s=tok_s)
+        self._emit(
+            "job.segment",
+            rec,
+            **counts,
+            seconds=round(secs, 3),
+            tok_s=tok_s,
+            joules=seg.get("joules"),
+        )
 
     async def _on_exit(self, rec: dict, r: _Runner) -> None:
         if self.runners.get(rec["id"]) is r:
@@ -385,6 +418,11 @@ class JobsHost:
         elif r.final is not None and r.final.get("state") in ("done", "cancelled"):
             rec["state"] = r.final["state"]
             rec["finished"] = time.time()
+            ch = self.choosers.pop(rec["id"], None)
+            if ch is not None:
+                ch.close()
+                if rec["state"] == "done":
+                    ch.on_finished()
             for seg in rec.get("segments") or []:
                 self._close_segment(rec, seg)
             self._emit(
@@ -396,6 +434,7 @@ class JobsHost:
                 total=rec.get("total"),
                 out_tokens=self._out_tokens(rec),
                 seconds=round(rec["finished"] - rec["created"], 3),
+                joules=rec.get("joules"),
             )
         elif self._closing:
             pass  # the agent exits; the next one resumes the job
@@ -487,14 +526,21 @@ class JobsHost:
             self._persist(rec, force=True)
 
     async def _tick(self) -> None:
+        last = time.monotonic()
         while True:
             await asyncio.sleep(1.0)
+            now = time.monotonic()
+            power = slot_power_w(self.sup) if self.jobs else None
             for rec in list(self.jobs.values()):
                 if rec.get("state") in ACTIVE:
                     self._release_stale_hold(rec)
                     self._maybe_auto(rec)
                     self._sync(rec)
                     self._watch_stall(rec)
+                    integrate_energy(rec, power, now - last)
+                    if rec["id"] in self.choosers:
+                        self.choosers[rec["id"]].tick()
+            last = now
 
     def _watch_stall(self, rec: dict) -> None:
         """A job that should be sending and gets no answer says so (sgltui/jobs/stall.py)."""
@@ -615,13 +661,6 @@ class JobsHost:
                 self._maybe_auto(rec)
                 self._sync(rec)
 
-    def active_on(self, slot_id: str) -> bool:
-        """A job that has not ended and that the user has not paused uses the slot."""
-        return any(
-            rec.get("slot") == slot_id and rec.get("state") in ACTIVE and not rec.get("user_paused")
-            for rec in self.jobs.values()
-        )
-
     def pinned_on(self, slot_id: str) -> dict | None:
         for rec in self.jobs.values():
             if rec.get("slot") == slot_id and rec.get("pinned") and rec.get("state") in ACTIVE:
@@ -673,12 +712,16 @@ class JobsHost:
             error=rec.get("error"),
             stalled=rec.get("stalled"),
             segments=[
-                JobSegment(**{k: s[k] for k in JobSegment.__struct_fields__})
+                JobSegment(**{k: s.get(k) for k in JobSegment.__struct_fields__ if k in s})
                 for s in rec.get("segments") or []
             ],
             runner_pid=rec.get("pid"),
             runner_cpu_s=progress.get("cpu_run_s"),
             rate_history=[tuple(p) for p in rec.get("rate_history") or []] if full else None,
+            joules=rec.get("joules"),
+            decision=msgspec.convert(choose.view(rec["choose"]), JobChoice)
+            if rec.get("choose")
+            else None,
         )
 
     def views(self) -> list[JobView]:
@@ -717,7 +760,12 @@ class JobsHost:
             raise JobError(f"no slot {slot_id!r}; slots: {', '.join(self.sup.slots)}")
         if args.get("pool"):
             members = self.sup.pools.members(str(args["pool"]))  # an unknown pool: one line
+        trial = _trial(args)
         conc_arg = args.get("concurrency", "auto")
+        if trial is not None and conc_arg not in (None, "auto"):
+            raise JobError(
+                "--choose measures each profile at its automatic concurrency; leave out --concurrency"
+            )
         if conc_arg in (None, "auto"):
             mode = "auto"
             conc, why = self.auto_concurrency(slot_id)
@@ -745,6 +793,8 @@ class JobsHost:
             "state": "checking",
             "segments": [],
         }
+        if trial is not None:
+            rec["choose"] = trial
         self.jobs[jid] = rec
         self.rates[jid] = Rates()
         slot = self.sup.slots[slot_id]
@@ -761,6 +811,7 @@ class JobsHost:
             pinned=rec["pinned"],
         )
         r = await self._spawn(rec)
+        self._choose(rec)
         return Deferred(self._await_checked(rec, r))
 
     async def _await_checked(self, rec: dict, r: _Runner) -> JobView:
@@ -772,6 +823,9 @@ class JobsHost:
             await r.proc.wait()
             # nothing was sent or written: the job leaves no record behind
             self.jobs.pop(rec["id"], None)
+            ch = self.choosers.pop(rec["id"], None)
+            if ch is not None:
+                ch.close()
             with contextlib.suppress(OSError):
                 self._path(rec["id"]).unlink()
             raise JobError(r.error)
@@ -847,6 +901,23 @@ class JobsHost:
         if not changed:
             raise JobError("job_set needs concurrency (N or auto) or pinned (true/false)")
         return self._changed(rec, "job.set", **changed)
+
+
+def _trial(args: dict) -> dict | None:
+    """The trial state of a --choose job (jobs/choose.py), or None without --choose."""
+    if not args.get("choose"):
+        return None
+    try:
+        names = choose.parse_candidates(args["choose"])
+        return choose.new_trial(
+            names,
+            objective=str(args.get("objective") or "time"),
+            cap_requests=int(args.get("trial_requests") or choose.DEFAULT_CAP_REQUESTS),
+            cap_minutes=float(args.get("trial_minutes") or choose.DEFAULT_CAP_MINUTES),
+            replan=bool(args.get("replan")),
+        )
+    except ValueError as exc:
+        raise JobError(str(exc)) from None
 
 
 def _concurrency(raw: Any) -> int:

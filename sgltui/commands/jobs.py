@@ -1,7 +1,8 @@
 """`sgltui job`: batch jobs run by the agent (OpenAI Batch files in and out, resumable).
 
 sgltui job run INPUT.jsonl [-o OUTPUT.jsonl] [--slot ID] [--concurrency N|auto] [--name NAME]
-               [--pin] [--no-wait]
+               [--pin] [--no-wait] [--choose A,B,C [--objective time|energy] [--replan]
+               [--trial-requests N] [--trial-minutes M]]
 sgltui job status [JOB] [--json]      sgltui job list [--json]
 sgltui job pause|resume|cancel [JOB]  sgltui job set [JOB] [--concurrency N|auto] [--pin|--unpin]
 sgltui job verify INPUT OUTPUT [--json]
@@ -18,7 +19,7 @@ from typing import Any
 
 from sgltui.cli import CliError
 from sgltui.commands import Subparsers
-from sgltui.core import units
+from sgltui.core import choice, units
 from sgltui.core.locations import state_dir
 from sgltui.protocol import JobState, JobView, to_builtins
 
@@ -35,6 +36,7 @@ def register(subparsers: Subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
         "  sgltui job run prompts.jsonl -o answers.jsonl --concurrency auto\n"
+        "  sgltui job run prompts.jsonl --choose mtp,no-mtp,mtp-hicache\n"
         "  sgltui job status --json\n"
         "  sgltui job set --concurrency 64\n"
         "  sgltui job verify prompts.jsonl answers.jsonl",
@@ -58,6 +60,28 @@ def register(subparsers: Subparsers) -> None:
     p.add_argument("--unpin", action="store_true", help="(set) swaps no longer ask")
     p.add_argument("--no-wait", action="store_true", help="(run) return once the job is started")
     p.add_argument("--json", action="store_true", help="print JSON")
+    c = p.add_argument_group("choosing the profile (run)")
+    c.add_argument(
+        "--choose",
+        metavar="A,B,C",
+        help="a trial on the job's own requests measures each profile in turn (answers kept), "
+        "then the job continues on the one that finishes soonest",
+    )
+    c.add_argument(
+        "--objective",
+        choices=("time", "energy"),
+        default="time",
+        help="what --choose minimises: the job's wall time (default) or its GPU joules",
+    )
+    c.add_argument(
+        "--replan",
+        action="store_true",
+        help="run the trial again when the rate stays >15%% under the projection for 5 min",
+    )
+    c.add_argument(
+        "--trial-requests", type=int, help="cap on each candidate's trial requests (2000)"
+    )
+    c.add_argument("--trial-minutes", type=float, help="cap on each candidate's trial minutes (10)")
     p.set_defaults(handler=handle)
 
 
@@ -114,6 +138,22 @@ def _run(args: argparse.Namespace) -> int:
         kw["concurrency"] = args.concurrency
     if args.name:
         kw["name"] = args.name
+    if args.choose:
+        if args.concurrency:
+            raise CliError(
+                "--choose measures each profile at its automatic concurrency; drop --concurrency"
+            )
+        kw.update(choose=args.choose, objective=args.objective, replan=bool(args.replan))
+        if args.trial_requests is not None:
+            if args.trial_requests < 1:
+                raise CliError("--trial-requests must be at least 1")
+            kw["trial_requests"] = args.trial_requests
+        if args.trial_minutes is not None:
+            if args.trial_minutes <= 0:
+                raise CliError("--trial-minutes must be more than 0")
+            kw["trial_minutes"] = args.trial_minutes
+    elif args.replan or args.trial_requests or args.trial_minutes or args.objective != "time":
+        raise CliError("--objective, --replan and --trial-* go with --choose A,B,C")
     view = _call(args, "job_run", autostart=True, **kw)
     print(
         f"job {view.id} ({view.name}): {view.total or 0:,} requests checked; "
@@ -172,6 +212,7 @@ def progress_line(v: JobView) -> str:
         f"[{bar}] {done:,}/{total:,} {frac:6.1%}  {v.completions_s:.1f} compl/s  "
         f"{units.tok_s(v.tok_s)}  ETA {units.estimate(v.eta_s)}  {state}"
         + (f"  failed {v.failed:,}" if v.failed else "")
+        + (f"  [{choice.summary(to_builtins(v.decision))}]" if v.decision else "")
     )
 
 
@@ -192,6 +233,8 @@ def render_status(v: JobView) -> str:
         lines.append(f"  {v.stalled}")
     if v.error:
         lines.append(f"  error: {v.error}")
+    if v.joules:
+        lines.append("  energy " + _energy(v.joules, v.answered, v.out_tokens))
     for s in v.segments:
         secs = max(0.0, s.last - s.started)
         rate = s.out_tokens / secs if secs > 0 else 0.0
@@ -199,8 +242,22 @@ def render_status(v: JobView) -> str:
             f"  segment {s.profile} ({s.launch_id}): {s.completions:,} completions, "
             f"{s.out_tokens:,} tokens in {units.duration(secs)} ({units.tok_s(rate)})"
             + (f", {s.failed} failed" if s.failed else "")
+            + (f", {_energy(s.joules, s.completions, s.out_tokens)}" if s.joules else "")
         )
+    if v.decision:
+        d = to_builtins(v.decision)
+        lines.append("  " + choice.summary(d))
+        lines += ["    " + row for row in choice.table(d)]
     return "\n".join(lines)
+
+
+def _energy(joules: float, completions: int, out_tokens: int) -> str:
+    text = f"{joules / 1000:,.1f} kJ"
+    if completions:
+        text += f", {joules / completions:,.1f} J/completion"
+    if joules > 0 and out_tokens:
+        text += f", {out_tokens / joules:,.2f} tok/J"
+    return text
 
 
 def _list(args: argparse.Namespace) -> int:

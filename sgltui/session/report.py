@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sgltui import protocol
-from sgltui.core import units
+from sgltui.core import choice, units
 from sgltui.core.charts import hbar, sparkline, stacked_bar
 from sgltui.core.redact import Redactor
 from sgltui.session.reader import Session
@@ -490,7 +490,8 @@ def _jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         job = jobs.setdefault(
             str(ev["job"]),
             {"job": str(ev["job"]), "name": None, "started": None, "state": None,
-             "total": None, "answered": None, "failed": None, "segments": []},
+             "total": None, "answered": None, "failed": None, "segments": [],
+             "joules": None, "decision": None},
         )  # fmt: skip
         if t == "job.start":
             job["name"], job["started"] = ev.get("name"), ev.get("ts")
@@ -498,7 +499,7 @@ def _jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             job["total"] = ev.get("total")
         elif t == "job.segment":
             seg = {k: ev.get(k) for k in ("profile", "launch_id", "completions", "failed",
-                                          "out_tokens", "seconds", "tok_s")}  # fmt: skip
+                                          "out_tokens", "seconds", "tok_s", "joules")}  # fmt: skip
             # one segment per launch: a later event for the same launch is the fuller count
             segs = [x for x in job["segments"] if x["launch_id"] != seg["launch_id"]]
             job["segments"] = segs + [seg]
@@ -506,7 +507,11 @@ def _jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             job.update(
                 state=ev.get("state"), answered=ev.get("answered"), failed=ev.get("failed"),
                 total=ev.get("total", job["total"]), seconds=ev.get("seconds"),
+                joules=ev.get("joules"),
             )  # fmt: skip
+        elif t == "job.decision":  # the last decision (a --replan makes another)
+            job["decision"] = {k: ev.get(k) for k in ("winner", "objective", "round", "note",
+                                                      "candidates")}  # fmt: skip
         elif t == "job.progress" and job["state"] is None:
             job.update(answered=ev.get("answered"), failed=ev.get("failed"), state="running")
     return list(jobs.values())
@@ -773,15 +778,35 @@ def _md_jobs(jobs: list[dict[str, Any]]) -> list[str]:
         out.append("")
         if job["segments"]:
             out += _md_table(
-                ["profile", "launch", "completions", "failed", "output tokens", "time", "tok/s"],
+                ["profile", "launch", "completions", "failed", "output tokens", "time", "tok/s",
+                 "energy", "J/completion", "tok/J"],
                 (
                     [x["profile"], x["launch_id"], x["completions"], x["failed"],
-                     x["out_tokens"], units.span(x["seconds"]), units.sig3(x["tok_s"])]
+                     x["out_tokens"], units.span(x["seconds"]), units.sig3(x["tok_s"]),
+                     *_energy_cells(x.get("joules"), x["completions"], x["out_tokens"])]
                     for x in job["segments"]
                 ),
             )  # fmt: skip
             out.append("")
+        d = job.get("decision")
+        if d:
+            # the trial's evidence: each candidate measured on the job's own requests
+            out += [f"#### Why {d.get('winner') or 'no winner'}", ""]
+            out.append(choice.summary({**d, "phase": "decided"}) + ".")
+            out.append("")
+            out += _md_table(list(choice.HEADER), (list(r) for r in choice.rows(d)))
+            out.append("")
     return out[:-1] if out and out[-1] == "" else out  # the section ends with its own blank
+
+
+def _energy_cells(joules: Any, completions: Any, out_tokens: Any) -> list[str]:
+    if not isinstance(joules, (int, float)) or joules <= 0:
+        return ["-", "-", "-"]
+    return [
+        f"{units.sig3(joules / 1000)} kJ",
+        units.sig3(joules / completions) if completions else "-",
+        units.sig3(out_tokens / joules) if out_tokens else "-",
+    ]
 
 
 def _md_bench(runs: list[dict[str, Any]]) -> list[str]:
@@ -898,8 +923,10 @@ def render_csv(r: dict[str, Any]) -> str:
         if run.get("recommendation"):
             w.writerow(["bench", run["run_id"], "recommendation", run["recommendation"]])
     for job in r.get("jobs") or []:
-        for k in ("name", "state", "total", "answered", "failed"):
-            w.writerow(["job", job["job"], k, _csv_value(job[k])])
+        for k in ("name", "state", "total", "answered", "failed", "joules"):
+            w.writerow(["job", job["job"], k, _csv_value(job.get(k))])
+        if job.get("decision"):
+            w.writerow(["job", job["job"], "winner", _csv_value(job["decision"].get("winner"))])
         for i, x in enumerate(job["segments"], 1):
             for k, v in x.items():
                 w.writerow(["job_segment", f"{job['job']}:{i}:{x['profile']}", k, _csv_value(v)])

@@ -91,3 +91,36 @@ async def test_swap_key_under_a_pinned_job_asks_first(agent, tmp_path):
     final = await asyncio.to_thread(agent.call, "job_status", job=view["id"])
     assert final["state"] in ("running", "done") and final["failed"] == 0
     await asyncio.to_thread(agent.call, "job_cancel", job=view["id"])
+
+
+async def test_jobs_tab_shows_a_choose_trial_live_and_its_decision(agent, tmp_path):
+    sim = {"model": "Qwen/Qwen3-32B", "time_scale": 0.1, "sim_slow_start": 0.05}
+    a = agent.write_profile("c-two", max_running_requests=2, **sim)
+    b = agent.write_profile("c-eight", max_running_requests=8, **sim)
+    await asyncio.to_thread(agent.call, "start", profile=a, wait=True)
+    inp = tmp_path / "choose.jsonl"
+    write_input(inp, 1500, max_tokens=16)
+    view = await asyncio.to_thread(
+        agent.call, "job_run", input=str(inp), output=str(tmp_path / "o.jsonl"),
+        choose=f"{a},{b}", name="choose-job",
+    )  # fmt: skip
+    source = LiveSource(agent.state_dir, profiles_dirs=[agent.profiles_dir], autostart=False)
+    app = app_with(source)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await until(pilot, lambda: app.model.connected, timeout=20)
+        await pilot.press("j")
+        body = app.query_one("#jobs-body", Static)
+
+        def text() -> str:
+            return str(body.render())
+
+        # live: the trial's line, the table's header, the candidate measured now marked
+        await until(pilot, lambda: "choosing: trial" in text() and "projected finish" in text(),
+                    timeout=30, show=text)  # fmt: skip
+        await until(pilot, lambda: "▶ c-two" in text() or "▶ c-eight" in text(), timeout=30,
+                    show=text)  # fmt: skip
+        # decided: the winner named, each candidate with a projected finish
+        await until(pilot, lambda: f"chose {b}" in text() and "WINNER" in text(), timeout=90,
+                    show=text)  # fmt: skip
+    final = await asyncio.to_thread(agent.call, "job_status", job=view["id"])
+    assert final["decision"]["winner"] == b

@@ -18,9 +18,9 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from sgltui.agent.client import AgentError, decode_reply
-from sgltui.core import units
+from sgltui.core import choice, units
 from sgltui.core.charts import filled_cells, sparkline
-from sgltui.protocol import JobState, JobView
+from sgltui.protocol import JobState, JobView, to_builtins
 from sgltui.tui import fmt
 
 POLL_S = 1.0
@@ -62,15 +62,40 @@ def render_job(v: JobView) -> str:
         lines.append(
             f"tok/s [dim]{escape(sparkline(hist, 48, lo=0.0))}[/] {units.sig3(max(hist))} max"
         )
+    if v.joules:
+        lines.append(f"energy {_energy(v.joules, v.answered, v.out_tokens)}")
     for s in v.segments:
         secs = max(0.0, s.last - s.started)
         rate = s.out_tokens / secs if secs > 0 else None
         lines.append(
             f"  {escape(str(s.profile)):<20} {s.completions:>9,} compl  "
             f"{s.out_tokens:>11,} tok  {units.duration(secs):>7}  {units.tok_s(rate)}"
+            + (f"  {_energy(s.joules, s.completions, s.out_tokens)}" if s.joules else "")
         )
+    if v.decision is not None:
+        # the trial live: each candidate's rate with its interval, requests used and projected
+        # finish, the one being measured marked; then the decision and, if any, the watch
+        d = to_builtins(v.decision)
+        lines.append(f"[b]{escape(choice.summary(d))}[/]")
+        table = choice.table(d)
+        lines.append(f"[dim]  {escape(table[0])}[/]")
+        for row, c in zip(table[1:], d["candidates"], strict=True):
+            mark = "▶ " if c["name"] == d.get("current") else "  "
+            style = (
+                "b" if c["name"] == d.get("winner") else ("dim" if c["state"] == "skipped" else "")
+            )
+            lines.append(f"{mark}[{style}]{escape(row)}[/]" if style else f"{mark}{escape(row)}")
     lines.append(f"[dim]{escape(v.output)}[/]")
     return "\n".join(lines)
+
+
+def _energy(joules: float, completions: int, out_tokens: int) -> str:
+    text = f"{units.sig3(joules / 1000)} kJ"
+    if completions:
+        text += f"  {units.sig3(joules / completions)} J/compl"
+    if joules > 0 and out_tokens:
+        text += f"  {units.sig3(out_tokens / joules)} tok/J"
+    return text
 
 
 class JobsPane(VerticalScroll, can_focus=True):

@@ -1,0 +1,95 @@
+"""The agent's side of a --choose job (jobs/chooser.py drives; this answers it) and job energy.
+
+`ChoiceHost` is the narrow interface the trial needs from the agent: what the job's slot runs,
+the job's counters, and lifecycle commands sent through the supervisor's `handle` like any
+client's (so a trial's swap is paused around, drained, recorded and refused exactly as a user's
+would be). `integrate_energy` adds each second's GPU power of the job's slot to the job and its
+current segment (joules), from the telemetry the agent already samples (NVML, or the simulator's
+published power).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from sgltui.jobs.chooser import Refused
+
+if TYPE_CHECKING:
+    from sgltui.agent.jobs_host import JobsHost
+
+
+class ChoiceHost:
+    def __init__(self, jobs: JobsHost) -> None:
+        self.jobs = jobs
+
+    def slot_now(self, rec: dict) -> tuple[str | None, str, str | None]:
+        slot = self.jobs.sup.slots.get(rec["slot"])
+        if slot is None:
+            return None, "missing", None
+        busy = slot.swap is not None
+        state = "swapping" if busy else str(slot.state)
+        return slot.profile_name, state, slot.launch_id
+
+    def counters(self, rec: dict) -> tuple[int, int, float]:
+        j = self.jobs
+        return j.answered(rec), j.out_tokens(rec), float(rec.get("joules") or 0.0)
+
+    def remaining(self, rec: dict) -> int | None:
+        total = rec.get("total")
+        if total is None:
+            return None
+        return max(0, int(total) - self.jobs.answered(rec) - self.jobs.failed(rec))
+
+    def concurrency_for(self, rec: dict) -> int | None:
+        slot = self.jobs.sup.slots.get(rec["slot"])
+        if slot is None or rec.get("auto_for") != slot.launch_id:
+            return None
+        return int(rec["concurrency"])
+
+    def job_tok_s(self, rec: dict) -> float:
+        rates = self.jobs.rates.get(rec["id"])
+        return rates.tok_s() if rates is not None else 0.0
+
+    def power_w(self, rec: dict) -> float | None:
+        return slot_power_w(self.jobs.sup)
+
+    async def command(self, rec: dict, op: str, **args: Any) -> dict:
+        from sgltui.agent.supervisor import OpError
+
+        try:
+            res = await self.jobs.sup.handle(op, {"slot": rec["slot"], **args}, f"job {rec['id']}")
+        except OpError as exc:
+            raise Refused(str(exc)) from None
+        return res if isinstance(res, dict) else {}
+
+    def emit(self, type: str, rec: dict, **fields: Any) -> None:
+        self.jobs.emit(type, rec, **fields)
+
+    def persist(self, rec: dict) -> None:
+        self.jobs.persist(rec)
+
+
+def slot_power_w(sup: Any) -> float | None:
+    """The GPUs' power now (W), summed; None without readings. The agent serves one slot per
+    GPU set; all GPUs it reads are counted (a host shared with other slots over-counts)."""
+    tele = getattr(sup, "telemetry", None)
+    if tele is None:
+        return None
+    gpus: list = []
+    with contextlib.suppress(AttributeError, KeyError, TypeError, ValueError):
+        gpus = list(tele.snapshot().get("gpus") or [])
+    readings = [g.get("power_w") for g in gpus if isinstance(g, dict)]
+    watts = [float(w) for w in readings if isinstance(w, (int, float))]
+    return sum(watts) if watts else None
+
+
+def integrate_energy(rec: dict, power_w: float | None, dt: float) -> None:
+    """Add `dt` seconds at `power_w` to the running job and its newest segment."""
+    if power_w is None or rec.get("state") != "running":
+        return
+    joules = power_w * min(5.0, max(0.0, dt))  # a stalled loop does not invent energy
+    rec["joules"] = round(float(rec.get("joules") or 0.0) + joules, 2)
+    segs = rec.get("segments") or []
+    if segs and not segs[-1].get("closed"):
+        segs[-1]["joules"] = round(float(segs[-1].get("joules") or 0.0) + joules, 2)

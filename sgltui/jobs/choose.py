@@ -1,0 +1,360 @@
+"""The trial that lets a job choose its profile: the statistics and the decision (pure; no I/O).
+
+`sgltui job run IN.jsonl --choose A,B,C` runs the job's own next requests on each candidate in
+turn and keeps every answer (speculative decoding and hicache change speed, not what is
+generated). This module holds what the agent needs to drive that, as plain JSON-able dicts so the
+whole state is saved in the job's record and a restarted agent resumes the trial where it was:
+
+- `Trial`: which candidate is measured now, each one's measured output tok/s with a 95% interval
+  (batch means over the measured window: the window is cut into equal-time batches, their rates
+  are the samples; a closed loop's completions arrive in waves, so single progress ticks are not
+  independent, batches of several ticks nearly are), the requests, tokens and joules it used;
+- the stop rule: the interval within +-5% (after enough completions to cover two waves of the
+  concurrency) or a cap on requests or minutes;
+- the projection: remaining output tokens (remaining requests x the mean output length seen so
+  far) / measured tok/s, plus the measured swap to it unless it already runs; with the energy
+  objective, remaining tokens x measured joules per token plus the swap's joules;
+- `Watch`: after the decision, the measured rate more than 15% below the projection for 5 minutes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+CI_TARGET = 0.05  # the 95% interval's half-width, relative to the estimate
+MIN_BATCHES = 6
+MAX_BATCHES = 12
+MIN_WINDOW_S = 3.0
+DEFAULT_CAP_REQUESTS = 2000
+DEFAULT_CAP_MINUTES = 10.0
+WATCH_BELOW = 0.15  # the rate falls more than 15% below the projection ...
+WATCH_FOR_S = 300.0  # ... for 5 minutes
+MAX_POINTS = 2000  # progress points kept per candidate (thinned beyond; the record stays small)
+
+OBJECTIVES = ("time", "energy")
+
+# t quantiles (0.975) for n-1 degrees of freedom, 1..30; the normal quantile beyond
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+def t975(df: int) -> float:
+    if df < 1:
+        return math.inf
+    return _T975[df - 1] if df <= len(_T975) else 1.96
+
+
+def parse_candidates(text: str) -> list[str]:
+    """'a,b, c' -> ['a', 'b', 'c'] (each once, in order); a ValueError says what is wrong."""
+    names = [n.strip() for n in str(text).split(",")]
+    names = [n for n in names if n]
+    if not names:
+        raise ValueError("--choose needs profile names separated by commas, e.g. mtp,no-mtp")
+    seen: list[str] = []
+    for n in names:
+        if n in seen:
+            raise ValueError(f"--choose names {n!r} twice; give each profile once")
+        seen.append(n)
+    return seen
+
+
+def rate_ci(points: list[list[float]]) -> tuple[float, float, float, int] | None:
+    """(tok/s, low, high, batches) from cumulative (t, completions, out_tokens[, joules]) points,
+    by batch means; None while the window is too short to say anything."""
+    if len(points) < 3:
+        return None
+    t0, t1 = points[0][0], points[-1][0]
+    span = t1 - t0
+    if span <= 0:
+        return None
+    mean = (points[-1][2] - points[0][2]) / span
+    k = min(MAX_BATCHES, (len(points) - 1) // 2)
+    if k < 2:
+        return mean, 0.0, math.inf, k
+    rates = []
+    j = 0
+    prev_t, prev_tok = points[0][0], points[0][2]
+    for b in range(1, k + 1):
+        edge = t0 + span * b / k
+        while j < len(points) - 1 and points[j][0] < edge:
+            j += 1
+        t, tok = points[j][0], points[j][2]
+        if t > prev_t:
+            rates.append((tok - prev_tok) / (t - prev_t))
+            prev_t, prev_tok = t, tok
+    n = len(rates)
+    if n < 2:
+        return mean, 0.0, math.inf, n
+    m = sum(rates) / n
+    sd = math.sqrt(sum((r - m) ** 2 for r in rates) / (n - 1))
+    half = t975(n - 1) * sd / math.sqrt(n)
+    return mean, max(0.0, mean - half), mean + half, n
+
+
+def new_trial(
+    candidates: list[str],
+    objective: str = "time",
+    cap_requests: int = DEFAULT_CAP_REQUESTS,
+    cap_minutes: float = DEFAULT_CAP_MINUTES,
+    replan: bool = False,
+) -> dict:
+    """The persisted state of a --choose job (the `choose` key of its record)."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"--objective must be time or energy, not {objective!r}")
+    if cap_requests < 1:
+        raise ValueError("the trial's request cap must be at least 1")
+    if cap_minutes <= 0:
+        raise ValueError("the trial's minute cap must be more than 0")
+    return {
+        "objective": objective,
+        "cap_requests": int(cap_requests),
+        "cap_minutes": float(cap_minutes),
+        "replan": bool(replan),
+        "phase": "trial" if len(candidates) > 1 else "decided",
+        "round": 1,
+        "current": None,  # the candidate being measured
+        "winner": candidates[0] if len(candidates) == 1 else None,
+        "note": "one candidate: no trial" if len(candidates) == 1 else None,
+        "watch": None,
+        "candidates": [_candidate(n) for n in candidates],
+    }
+
+
+def _candidate(name: str) -> dict:
+    return {
+        "name": name,
+        "state": "pending",  # pending | swapping | measuring | measured | skipped
+        "reason": None,  # why skipped, or why the trial stopped (interval, cap)
+        "swap_s": None,  # the swap to it, measured during the trial (0: it already ran)
+        "swap_j": None,
+        "requests": 0,  # answers written while it was measured (kept: real work)
+        "out_tokens": 0,
+        "joules": 0.0,
+        "tok_s": None,
+        "ci_low": None,
+        "ci_high": None,
+        "batches": 0,
+        "projected_s": None,
+        "projected_j": None,
+        "started": None,  # wall time the measurement began (for the minute cap)
+        "base": None,  # (completions, out_tokens, joules) of the job when it began measuring
+        "points": [],  # (t, completions, out_tokens, joules) since it began, measured window
+        "warm_until": None,  # completions (job total) the warm-up ends at
+    }
+
+
+def get(trial: dict, name: str) -> dict:
+    return next(c for c in trial["candidates"] if c["name"] == name)
+
+
+def next_candidate(trial: dict, running: str | None) -> dict | None:
+    """The next candidate to measure: the one the slot runs first (no swap), then in order."""
+    pending = [c for c in trial["candidates"] if c["state"] in ("pending", "swapping")]
+    if not pending:
+        return None
+    for c in pending:
+        if c["name"] == running:
+            return c
+    return pending[0]
+
+
+def skip(trial: dict, name: str, reason: str) -> None:
+    c = get(trial, name)
+    c["state"], c["reason"] = "skipped", reason
+
+
+def begin(c: dict, completions: int, out_tokens: int, joules: float, concurrency: int) -> None:
+    """The candidate's server is ready and the job sends to it: the measurement starts once the
+    first wave (`concurrency` answers) is in, so ramp-up is not counted as its speed."""
+    c["state"] = "measuring"
+    c["started"] = c["started"] or time.time()
+    c["base"] = c["base"] or [completions, out_tokens, joules]
+    c["warm_until"] = completions + max(1, concurrency)
+    c["points"] = []  # a resumed measurement starts a new window (the old one's clock is gone)
+    c["concurrency"] = concurrency
+
+
+def count(c: dict, completions: int, out_tokens: int, joules: float) -> None:
+    """What `c` used so far: the job's counters since it began (a restarted agent's first
+    readings included: the output file, not the agent, holds what was written)."""
+    base = c["base"] or [completions, out_tokens, joules]
+    c["requests"] = max(c["requests"], completions - int(base[0]))
+    c["out_tokens"] = max(c["out_tokens"], out_tokens - int(base[1]))
+    c["joules"] = max(c["joules"], joules - float(base[2]))
+
+
+def observe(c: dict, t: float, completions: int, out_tokens: int, joules: float) -> None:
+    """A progress reading of the job while `c` is measured."""
+    count(c, completions, out_tokens, joules)
+    if c["warm_until"] is not None and completions < c["warm_until"]:
+        return
+    pts = c["points"]
+    if pts and completions == pts[-1][1] and t - pts[-1][0] < 0.25:
+        return
+    pts.append([round(t, 3), completions, out_tokens, round(joules, 1)])
+    if len(pts) > MAX_POINTS:
+        del pts[1:-1:2]  # thin evenly; the window's ends stay
+    est = rate_ci(pts)
+    if est is not None:
+        c["tok_s"], c["ci_low"], c["ci_high"], c["batches"] = (
+            round(est[0], 2),
+            round(est[1], 2),
+            round(est[2], 2) if math.isfinite(est[2]) else None,
+            est[3],
+        )
+
+
+def enough(c: dict, trial: dict) -> str | None:
+    """Why the measurement of `c` may stop now (None: go on)."""
+    if c["requests"] >= trial["cap_requests"]:
+        return f"request cap ({trial['cap_requests']:,})"
+    if c["started"] and time.time() - c["started"] >= trial["cap_minutes"] * 60:
+        return f"time cap ({trial['cap_minutes']:g} min)"
+    pts = c["points"]
+    if len(pts) < 3 or c["tok_s"] is None or c["ci_high"] is None:
+        return None
+    span = pts[-1][0] - pts[0][0]
+    measured = pts[-1][1] - pts[0][1]
+    if span < MIN_WINDOW_S or c["batches"] < MIN_BATCHES:
+        return None
+    if measured < 2 * max(1, int(c.get("concurrency") or 1)):
+        return None
+    tok_s = c["tok_s"]
+    if tok_s > 0 and (c["ci_high"] - c["ci_low"]) / 2 <= CI_TARGET * tok_s:
+        return "95% interval within +-5%"
+    return None
+
+
+def finish(c: dict, reason: str) -> None:
+    c["state"], c["reason"] = "measured", reason
+    c["points"] = c["points"][-1:] if c["points"] else []  # the record keeps the figures only
+
+
+def project(
+    trial: dict, remaining: int, mean_out: float, running: str | None, power_w: float | None
+) -> None:
+    """Each measured candidate's projected finish (seconds) and energy (joules) for the rest."""
+    tokens = max(0, remaining) * max(0.0, mean_out)
+    for c in trial["candidates"]:
+        if c["state"] != "measured" or not c["tok_s"]:
+            c["projected_s"] = c["projected_j"] = None
+            continue
+        swap_s = 0.0 if c["name"] == running else float(c["swap_s"] or 0.0)
+        c["projected_s"] = round(tokens / c["tok_s"] + swap_s, 1)
+        j_tok = c["joules"] / c["out_tokens"] if c["out_tokens"] and c["joules"] else None
+        if j_tok is not None:
+            swap_j = 0.0 if c["name"] == running else float(c["swap_j"] or 0.0)
+            c["projected_j"] = round(tokens * j_tok + swap_j, 1)
+        elif power_w:
+            c["projected_j"] = round(c["projected_s"] * power_w, 1)
+        else:
+            c["projected_j"] = None
+
+
+def decide(trial: dict, note: str | None = None) -> str | None:
+    """The winner: the soonest projected finish (or the fewest joules; a candidate without an
+    energy figure ranks after those with one). None when nothing was measured."""
+    measured = [c for c in trial["candidates"] if c["state"] == "measured" and c["tok_s"]]
+    if not measured:
+        trial["phase"], trial["winner"] = "decided", None
+        trial["note"] = note or "no candidate could be measured"
+        return None
+    if trial["objective"] == "energy":
+
+        def key(c: dict) -> tuple:
+            j = c["projected_j"]
+            return (j is None, j if j is not None else 0.0, c["projected_s"] or 0.0)
+    else:
+
+        def key(c: dict) -> tuple:
+            return (c["projected_s"] if c["projected_s"] is not None else math.inf,)
+
+    winner = min(measured, key=key)
+    trial["phase"], trial["winner"], trial["note"] = "decided", winner["name"], note
+    trial["decided_at"] = time.time()
+    trial["projected_tok_s"] = winner["tok_s"]
+    trial["watch"] = None
+    return winner["name"]
+
+
+def view(trial: dict) -> dict:
+    """What status, the Jobs pane and the decision event show (the points left out)."""
+    keep = (
+        "name",
+        "state",
+        "reason",
+        "requests",
+        "out_tokens",
+        "tok_s",
+        "ci_low",
+        "ci_high",
+        "swap_s",
+        "projected_s",
+        "joules",
+        "projected_j",
+    )
+    cands = []
+    for c in trial["candidates"]:
+        row: dict[str, Any] = {k: c.get(k) for k in keep}
+        row["joules"] = round(float(c.get("joules") or 0.0), 1)
+        reqs = int(c.get("requests") or 0)
+        toks = int(c.get("out_tokens") or 0)
+        j = row["joules"]
+        row["j_per_completion"] = round(j / reqs, 2) if reqs and j else None
+        row["tok_per_j"] = round(toks / j, 3) if toks and j else None
+        cands.append(row)
+    return {
+        "winner": trial.get("winner"),
+        "phase": trial.get("phase"),
+        "objective": trial.get("objective"),
+        "round": trial.get("round", 1),
+        "current": trial.get("current"),
+        "note": trial.get("note"),
+        "watch": trial.get("watch"),
+        "candidates": cands,
+    }
+
+
+def restart(trial: dict, running: str | None) -> None:
+    """--replan: run the trial again on the remaining work (skipped candidates stay skipped)."""
+    trial["round"] = int(trial.get("round", 1)) + 1
+    trial["phase"], trial["winner"], trial["watch"] = "trial", None, None
+    trial["current"] = None
+    for c in trial["candidates"]:
+        if c["state"] == "skipped":
+            continue
+        fresh = _candidate(c["name"])
+        fresh["swap_s"], fresh["swap_j"] = c["swap_s"], c["swap_j"]  # known: kept for projections
+        c.clear()
+        c.update(fresh)
+
+
+class Watch:
+    """The measured rate against the projection: `update` returns a message once the rate has
+    stayed more than WATCH_BELOW under the projection for WATCH_FOR_S (and None otherwise)."""
+
+    def __init__(self, projected_tok_s: float, for_s: float = WATCH_FOR_S) -> None:
+        self.projected = projected_tok_s
+        self.for_s = for_s
+        self.below_since: float | None = None
+
+    def update(self, t: float, tok_s: float) -> str | None:
+        if tok_s <= 0 or self.projected <= 0:
+            return None  # no rate (held for a swap, paused): says nothing about the server
+        if tok_s >= (1.0 - WATCH_BELOW) * self.projected:
+            self.below_since = None
+            return None
+        if self.below_since is None:
+            self.below_since = t
+        if t - self.below_since >= self.for_s:
+            pct = 100.0 * (1.0 - tok_s / self.projected)
+            return (
+                f"{tok_s:,.0f} tok/s is {pct:.0f}% below the projected {self.projected:,.0f} "
+                f"for {self.for_s / 60:g} min"
+            )
+        return None

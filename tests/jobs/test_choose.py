@@ -1,0 +1,139 @@
+"""jobs/choose.py: the trial's statistics, stop rule, projection, decision and watch (pure)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sgltui.jobs import choose
+
+
+def _feed(c: dict, rate: float, seconds: float, noise: float = 0.0, seed: int = 1) -> None:
+    """Progress every 0.5 s of a job making `rate` tok/s (16 tokens a completion)."""
+    rnd = random.Random(seed)
+    done, toks = 0, 0.0
+    choose.begin(c, 0, 0, 0.0, concurrency=4)
+    t = 0.0
+    while t < seconds:
+        t += 0.5
+        toks += max(0.0, rate * 0.5 * (1 + rnd.uniform(-noise, noise)))
+        done = int(toks // 16)
+        choose.observe(c, t, done, int(toks), 300.0 * t)
+
+
+def test_rate_ci_of_a_steady_rate_is_tight_and_contains_it():
+    pts = [[t * 0.5, t, t * 500.0] for t in range(40)]
+    est = choose.rate_ci(pts)
+    assert est is not None
+    mean, lo, hi, n = est
+    assert mean == pytest.approx(1000.0) and lo == pytest.approx(1000.0)
+    assert hi == pytest.approx(1000.0) and n >= choose.MIN_BATCHES
+
+
+def test_rate_ci_widens_with_noise_and_says_nothing_too_early():
+    assert choose.rate_ci([[0.0, 0, 0]]) is None
+    c = choose.new_trial(["a", "b"])["candidates"][0]
+    _feed(c, 1000.0, 10.0, noise=0.8)
+    assert c["ci_low"] < c["tok_s"] < c["ci_high"]
+    assert c["ci_high"] - c["ci_low"] > 50
+
+
+def test_stop_rule_interval_then_caps():
+    trial = choose.new_trial(["a", "b"], cap_requests=10_000)
+    a = choose.get(trial, "a")
+    _feed(a, 1000.0, 2.0)
+    assert choose.enough(a, trial) is None  # too short a window
+    _feed(a, 1000.0, 10.0, noise=0.05)
+    assert choose.enough(a, trial) == "95% interval within +-5%"
+    noisy = choose.new_trial(["a", "b"], cap_requests=50)
+    b = choose.get(noisy, "b")
+    _feed(b, 1000.0, 6.0, noise=0.99)
+    assert choose.enough(b, noisy) == "request cap (50)"
+
+
+def test_warm_up_wave_is_not_measured():
+    c = choose.new_trial(["a", "b"])["candidates"][0]
+    choose.begin(c, 100, 1600, 0.0, concurrency=8)
+    choose.observe(c, 1.0, 104, 1664, 0.0)
+    assert c["points"] == [] and c["requests"] == 4  # counted, not measured
+    choose.observe(c, 2.0, 108, 1728, 0.0)
+    assert len(c["points"]) == 1
+
+
+def _measured(trial: dict, name: str, tok_s: float, swap_s: float, joules: float, tokens: int):
+    c = choose.get(trial, name)
+    c.update(state="measured", tok_s=tok_s, ci_low=tok_s * 0.97, ci_high=tok_s * 1.03)
+    c.update(swap_s=swap_s, swap_j=swap_s * 100, joules=joules, out_tokens=tokens, requests=10)
+
+
+def test_projection_adds_the_swap_unless_it_runs_and_the_soonest_wins():
+    trial = choose.new_trial(["mtp", "no-mtp", "hicache"])
+    _measured(trial, "mtp", 900.0, 0.0, 1000.0, 1000)
+    _measured(trial, "no-mtp", 1000.0, 60.0, 1000.0, 1000)
+    _measured(trial, "hicache", 1000.0, 30.0, 500.0, 1000)
+    choose.project(trial, remaining=900, mean_out=100.0, running="hicache", power_w=None)
+    assert choose.get(trial, "hicache")["projected_s"] == 90.0  # it runs: no swap
+    assert choose.get(trial, "no-mtp")["projected_s"] == 150.0
+    assert choose.get(trial, "mtp")["projected_s"] == 100.0
+    assert choose.decide(trial) == "hicache"
+    # a small remainder: the swap outweighs the faster rate
+    choose.project(trial, remaining=10, mean_out=100.0, running="mtp", power_w=None)
+    assert choose.decide(trial) == "mtp"
+
+
+def test_energy_objective_picks_fewest_joules():
+    trial = choose.new_trial(["a", "b"], objective="energy")
+    _measured(trial, "a", 1000.0, 0.0, 4000.0, 1000)  # 4 J/token, faster
+    _measured(trial, "b", 800.0, 0.0, 2000.0, 1000)  # 2 J/token
+    choose.project(trial, remaining=100, mean_out=10.0, running="a", power_w=None)
+    assert choose.decide(trial) == "b"
+    row = next(r for r in choose.view(trial)["candidates"] if r["name"] == "b")
+    assert row["j_per_completion"] == 200.0 and row["tok_per_j"] == 0.5
+
+
+def test_nothing_measured_no_winner_and_skips_keep_their_reason():
+    trial = choose.new_trial(["a", "b"])
+    choose.skip(trial, "b", "preflight: no such profile")
+    assert choose.decide(trial, None) is None and trial["note"]
+    assert choose.view(trial)["candidates"][1]["reason"] == "preflight: no such profile"
+
+
+def test_one_candidate_is_decided_without_trial_and_bad_arguments_are_refused():
+    trial = choose.new_trial(["only"])
+    assert trial["phase"] == "decided" and trial["winner"] == "only"
+    assert choose.parse_candidates(" a, b ,c") == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="twice"):
+        choose.parse_candidates("a,a")
+    with pytest.raises(ValueError, match="comma"):
+        choose.parse_candidates(" , ")
+    with pytest.raises(ValueError, match="time or energy"):
+        choose.new_trial(["a", "b"], objective="cheap")
+
+
+def test_next_candidate_starts_with_what_runs():
+    trial = choose.new_trial(["a", "b", "c"])
+    assert choose.next_candidate(trial, "b")["name"] == "b"
+    assert choose.next_candidate(trial, None)["name"] == "a"
+
+
+def test_replan_resets_measurements_but_keeps_swaps_and_skips():
+    trial = choose.new_trial(["a", "b", "c"], replan=True)
+    _measured(trial, "a", 900.0, 12.0, 1.0, 1)
+    choose.skip(trial, "c", "preflight: x")
+    choose.restart(trial, "a")
+    a = choose.get(trial, "a")
+    assert trial["round"] == 2 and trial["phase"] == "trial"
+    assert a["state"] == "pending" and a["tok_s"] is None and a["swap_s"] == 12.0
+    assert choose.get(trial, "c")["state"] == "skipped"
+
+
+def test_watch_says_so_after_the_window_below_projection():
+    w = choose.Watch(1000.0, for_s=300.0)
+    assert w.update(0.0, 800.0) is None
+    assert w.update(200.0, 840.0) is None
+    assert w.update(250.0, 900.0) is None  # back within 15%: the clock restarts
+    assert w.update(260.0, 800.0) is None
+    msg = w.update(560.0, 800.0)
+    assert msg is not None and "20% below" in msg
+    assert w.update(600.0, 0.0) is None  # held (no rate): says nothing
