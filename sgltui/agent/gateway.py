@@ -46,7 +46,7 @@ import httpx
 import msgspec
 from prometheus_client.parser import text_string_to_metric_families
 
-from sgltui.agent.gateway_launch import NOT_INSTALLED
+from sgltui.agent.gateway_launch import NOT_INSTALLED as NOT_INSTALLED
 from sgltui.core.files import private_dir, write_json_atomic
 
 log = logging.getLogger("sgltui.agent.gateway")

@@ -107,7 +107,12 @@ class Pools:
                 on_change=self._gateway_event,
             )
             self.gateways[name] = gw
-            await self._start_gateway(name)
+            # Started once a slot is ready (in sync): then the model its "default" alias names
+            # is known, and no restart for the alias opens a window of 404s.
+            if any(self._routable(s) for s in self.members(name)):
+                await self._start_gateway(name)
+            elif not gw_mod.smg_available():
+                self.errors[name] = gw_mod.NOT_INSTALLED
         if self.gateways:
             self._poll = asyncio.get_running_loop().create_task(self._poll_loop())
             self.sync()
@@ -124,8 +129,9 @@ class Pools:
         try:
             await gw.start([slot_url(s) for s in ready])
         except GatewayError as exc:
+            if self.errors.get(name) != str(exc):  # said once, not at every retry
+                self.sup.emit("gateway.error", pool=name, error=str(exc))
             self.errors[name] = str(exc)
-            self.sup.emit("gateway.error", pool=name, error=str(exc))
             return False
         self.errors.pop(name, None)
         self.sup.emit("gateway.start", pool=name, pid=gw.pid, endpoint=gw.endpoint)
@@ -164,11 +170,13 @@ class Pools:
 
     async def _sync_pool(self, name: str) -> None:
         gw = self.gateways[name]
-        if name in self.errors and not gw.pid:
-            return
         async with self._lock(name):
             members = self.members(name)
             ready = [s for s in members if self._routable(s)]
+            if gw.pid is None and gw.state != "restarting":
+                if ready:
+                    await self._start_gateway(name)  # the first ready slot (or a retry)
+                return
             # The alias for "default" follows the pool's model (smg fixes it at start).
             model = slot_model(ready[0]) if ready else None
             key = ready[0].api_key if ready else gw.api_key
