@@ -50,7 +50,9 @@ def register(subparsers: Subparsers) -> None:
     )
     show.add_argument("name", metavar="NAME", help="profile name or path to a .toml file")
     show.add_argument(
-        "--command", action="store_true", help="print the command line it launches instead"
+        "--command",
+        action="store_true",
+        help="print the command line the agent launches instead (secrets masked)",
     )
     show.set_defaults(handler=_show)
 
@@ -195,7 +197,15 @@ def _load_one(name: str, args: argparse.Namespace) -> Profile:
 def _show(args: argparse.Namespace) -> int:
     profile = _load_one(args.name, args)
     if args.command:
-        print(profile.command_line())
+        # What the agent runs (API keys in its --config file), masked and escaped.
+        from sgltui.agent.secret_config import secrets_dir
+        from sgltui.core import locations
+        from sgltui.core.launch_secrets import shown_command
+
+        line, note = shown_command(profile, secrets_dir(locations.state_dir(args.state_dir)))
+        print(line)
+        if note:
+            print(f"sgltui: note: {note}", file=sys.stderr)
         return 0
     chain = " -> ".join((profile.name,) + profile.parents)
     header = f"# {display_path(profile.source) if profile.source else profile.name}" + (

@@ -14,11 +14,14 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import time
 from pathlib import Path
 from typing import Any
 
 from sgltui.core.profiles import Profile, ProfileError
+from sgltui.core.redact import MASK, Redactor
+from sgltui.core.safe_text import printable
 
 # SGLang 0.5.23's flags whose value is a secret (redact.py hides the same).
 SECRET_FLAGS = ("api-key", "admin-api-key", "ssl-keyfile-password")
@@ -102,6 +105,33 @@ def launch_command(profile: Profile, folder: Path) -> tuple[list[str], Path | No
     argv = profile.argv(public)  # before the file exists: nothing is left if this raises
     config = write_config(folder, hidden)
     return [*argv, f"--{CONFIG_FLAG}", str(config)], config
+
+
+def shown_command(profile: Profile, folder: Path) -> tuple[str, str | None]:
+    """What the agent runs for `profile`, for people: (one shell line, a note or None).
+
+    The line is launch_command's argv with the [env] assignments first: the API keys are not on
+    it (they go in the --config file, whose name is new at each launch, so a placeholder stands
+    for it), secret-looking [env] values and argv words are masked, and every word is escaped by
+    printable() as `profiles list` escapes its cells (a value may hold terminal escapes). The
+    note says what the --config file holds, masked."""
+    public, hidden = split_secrets(profile.server)
+    argv = profile.argv(public)
+    if hidden:
+        argv += [f"--{CONFIG_FLAG}", str(folder / f"{FILE_PREFIX}<random>{FILE_SUFFIX}")]
+    redactor = Redactor()
+    env = redactor.env(profile.env)
+    words = [f"{k}={shlex.quote(str(v))}" for k, v in env.items()]
+    words += [shlex.quote(str(w)) for w in redactor.argv(argv)]
+    line = printable(" ".join(words))
+    note = None
+    if hidden:
+        held = ", ".join(f"{name}: {MASK}" for name in hidden)
+        note = (
+            f"the --{CONFIG_FLAG} file holds {held} (written 0600 at each launch, removed once "
+            "the server has read it; never on the command line)"
+        )
+    return line, note
 
 
 def sweep(folder: Path, older_than_s: float = STALE_AFTER_S) -> int:

@@ -63,6 +63,10 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 MAX_EXTENDS_DEPTH = 32
 MAX_KEY_LENGTH = 16
 MAX_PATH_LENGTH = 4096
+# Arrays and tables inside a value go at most this deep. SGLang's JSON flags nest a level or two;
+# tomllib parses nesting by recursion (500 nested arrays were a RecursionError and a traceback),
+# and code downstream (JSON of the argv, redaction) recurses too.
+MAX_NESTING = 16
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # How much of user-written text an error line echoes (a 5 MB key must not become a 5 MB error).
 _SHOWN_PATH, _SHOWN_KEY, _SHOWN_TEXT = 300, 80, 600
@@ -194,6 +198,12 @@ def read_raw(path: Path) -> RawProfile:
         raise ProfileError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path) from None
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise ProfileError(
+            f"values nested too deeply to read (more than {MAX_NESTING} levels of arrays or tables)",
+            path,
+            fix="flatten the value",
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         m = re.search(r"\(at line (\d+), column (\d+)\)", message)
@@ -208,6 +218,23 @@ def read_raw(path: Path) -> RawProfile:
     raw = RawProfile(path, data, key_lines(text))
     _check_shape(raw)
     return raw
+
+
+def _nesting(value: Any) -> int:
+    """Levels of arrays and tables in `value` (a loop: a deep value cannot overflow the stack).
+    Stops counting past MAX_NESTING, which is refused anyway."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if level <= MAX_NESTING:
+            stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _check_shape(raw: RawProfile) -> None:
@@ -232,6 +259,15 @@ def _check_shape(raw: RawProfile) -> None:
                 table,
                 fix=f"write it as a [{table}] section",
             )
+        for key, value in raw.data.get(table, {}).items():
+            if _nesting(value) > MAX_NESTING:
+                raise raw.error(
+                    f"nested more than {MAX_NESTING} levels deep",
+                    table,
+                    key,
+                    label=f"{table}.{key}",
+                    fix="flatten the value",
+                )
     launcher = raw.data.get("launcher", "sglang")
     if launcher not in LAUNCHERS:
         raise raw.error(

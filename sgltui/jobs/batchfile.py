@@ -13,6 +13,8 @@ from pathlib import Path
 
 import orjson
 
+from sgltui.core.safe_text import printable
+
 URLS = ("/v1/chat/completions", "/v1/completions")
 
 
@@ -63,6 +65,24 @@ def _fail(path: Path, lineno: int, what: str) -> InputError:
     return InputError(f"{path}:{lineno}: {what}; nothing was sent (fix the line and run again)")
 
 
+def _json_type(value: object) -> str:
+    """The JSON name of `value`'s type, as the file's author wrote it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _shown(value: object) -> str:
+    """A short, printable echo of a wrong value (the line may be megabytes)."""
+    return printable(orjson.dumps(value).decode(), 40)
+
+
 def _parse(path: Path, lineno: int, raw: bytes) -> tuple[str, str, dict]:
     try:
         obj = orjson.loads(raw)
@@ -70,18 +90,34 @@ def _parse(path: Path, lineno: int, raw: bytes) -> tuple[str, str, dict]:
         raise _fail(path, lineno, f"not valid JSON ({exc})") from None
     if not isinstance(obj, dict):
         raise _fail(path, lineno, "a JSON object with custom_id, method, url and body expected")
-    cid = obj.get("custom_id")
-    if not isinstance(cid, str) or not cid:
+    # Say what is wrong with what is there: a number is not "missing" (issue 29 F10).
+    if "custom_id" not in obj:
         raise _fail(path, lineno, "custom_id missing (a non-empty string is required)")
+    cid = obj["custom_id"]
+    if not isinstance(cid, str):
+        quote = f'; quote it: "custom_id": "{cid}"' if _json_type(cid) == "a number" else ""
+        raise _fail(
+            path,
+            lineno,
+            f"custom_id must be a string, not {_json_type(cid)} ({_shown(cid)}){quote}",
+        )
+    if not cid:
+        raise _fail(path, lineno, "custom_id is empty (a non-empty string is required)")
     method = obj.get("method", "POST")
     if method != "POST":
         raise _fail(path, lineno, f"method must be POST, not {method!r}")
     url = obj.get("url")
     if url not in URLS:
         raise _fail(path, lineno, f"url {url!r} is not supported; use one of {', '.join(URLS)}")
-    body = obj.get("body")
-    if not isinstance(body, dict):
+    if "body" not in obj:
         raise _fail(path, lineno, "body missing (the request's JSON object)")
+    body = obj["body"]
+    if not isinstance(body, dict):
+        raise _fail(
+            path,
+            lineno,
+            f"body must be an object (the request's JSON), not {_json_type(body)} ({_shown(body)})",
+        )
     return cid, url, body
 
 

@@ -24,6 +24,17 @@ from tests.jobs.batch_input import read_output, write_input
         ('{"custom_id": "x", "url": "/v1/completions"}', "body missing"),
         ('{"custom_id": "x", "method": "GET", "url": "/v1/completions", "body": {}}', "POST"),
         ('{"custom_id": "req-000001", "url": "/v1/completions", "body": {}}', "duplicate"),
+        # Issue 29 F10: both were reported as missing.
+        (
+            '{"custom_id": 123, "url": "/v1/completions", "body": {}}',
+            "custom_id must be a string, not a number (123)",
+        ),
+        ('{"custom_id": "", "url": "/v1/completions", "body": {}}', "custom_id is empty"),
+        (
+            '{"custom_id": "x", "url": "/v1/completions", "body": "notadict"}',
+            "body must be an object (the request's JSON), not a string",
+        ),
+        ('{"custom_id": "x", "url": "/v1/completions", "body": null}', "body must be an object"),
     ],
 )
 def test_check_names_the_bad_line(tmp_path, line, expect):

@@ -1,0 +1,108 @@
+"""Hostile profiles, issue 29 (F5, F6, F7): each case failed before its fix (a RecursionError
+traceback and an empty list; raw terminal escapes from `show --command`; API keys printed in
+clear on a command line that was not the one the agent runs)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from sgltui.cli import main
+from sgltui.core import launch_secrets
+from sgltui.core.profiles import MAX_NESTING, ProfileError, get_profile, read_raw
+from tests.core.helpers import write
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _nested(tmp_path, depth: int = 500) -> None:
+    write(tmp_path, "deep.toml", f'name = "deep"\n[server]\nx = {"[" * depth}{"]" * depth}\n')
+    write(tmp_path, "fine.toml", 'name = "fine"\nlauncher = "sim"\n[server]\nmodel-path = "m"\n')
+
+
+def test_500_nested_arrays_are_one_line_and_the_rest_is_listed(capsys, tmp_path):
+    """F5: RecursionError with a traceback, and nothing listed."""
+    _nested(tmp_path)
+    rc, out, err = run(capsys, "--profiles", str(tmp_path), "profiles", "list")
+    assert rc == 0 and "Traceback" not in err
+    assert any(line.split()[1:2] == ["fine"] for line in out.splitlines()[1:])
+    mine = [line for line in err.splitlines() if "deep.toml" in line]
+    assert len(mine) == 1 and "nested" in mine[0] and len(mine[0]) < 300, err
+    rc, out, err = run(capsys, "--profiles", str(tmp_path), "profiles", "validate", "--bundled")
+    assert rc == 1 and "Traceback" not in out + err
+    mine = [line for line in out.splitlines() if "deep.toml" in line]
+    assert len(mine) == 1 and "nested" in mine[0], out
+    rc, out, err = run(capsys, "--profiles", str(tmp_path), "profiles", "list", "--json")
+    assert rc == 0 and {"fine"} <= {r.get("name") for r in json.loads(out)}
+
+
+def test_nesting_that_parses_is_still_bounded(tmp_path):
+    """A depth tomllib can read (20) is refused too, at its line: code downstream recurses."""
+    _nested(tmp_path, MAX_NESTING + 4)
+    with pytest.raises(ProfileError) as exc:
+        read_raw(tmp_path / "deep.toml")
+    assert "deep.toml:3: server.x: nested more than" in str(exc.value)
+    _nested(tmp_path, MAX_NESTING)
+    assert read_raw(tmp_path / "deep.toml").data["server"]["x"]
+
+
+OSC52 = "\x1b]52;c;ZWNobyBvd25lZA==\x07"  # writes the clipboard
+TITLE = "\x1b]0;owned\x07"  # sets the window title
+
+
+def test_show_command_escapes_terminal_escapes(capsys, tmp_path):
+    """F6: [env] and [server] values reached the terminal raw."""
+    (tmp_path / "e.toml").write_text(
+        'name = "e"\nlauncher = "sim"\n'
+        f"[server]\nmodel-path = {json.dumps('m' + TITLE)}\n"
+        f"[env]\nNOTE = {json.dumps('hi' + OSC52)}\n",
+        encoding="utf-8",
+    )
+    rc, out, err = run(capsys, "--profiles", str(tmp_path), "profiles", "show", "e", "--command")
+    assert rc == 0
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert "\\x1b]52;c;" in out and "\\x1b]0;owned\\x07" in out, "escaped, as `list` shows them"
+
+
+SECRETS = {"api-key": "sk-live-0123456789", "admin-api-key": "adm-0123456789"}
+ENV_SECRETS = {
+    "HF_TOKEN": "hf_abcdefghijk",
+    "WANDB_API_KEY": "wb-0123456789",
+    "S3_SECRET": "s3-xyz123",
+}
+
+
+def test_show_command_is_what_runs_with_keys_masked(capsys, tmp_path):
+    """F7: the keys were printed in clear, on a command line that passed them as flags where
+    the agent passes them in a --config file."""
+    env = "".join(f'{k} = "{v}"\n' for k, v in ENV_SECRETS.items())
+    flags = "".join(f'{k} = "{v}"\n' for k, v in SECRETS.items())
+    write(
+        tmp_path,
+        "k.toml",
+        f'name = "k"\nlauncher = "sim"\n[server]\nmodel-path = "m"\nport = 30123\n{flags}'
+        f'[env]\nHF_HOME = "/data/hf"\n{env}',
+    )
+    rc, out, err = run(capsys, "--profiles", str(tmp_path), "profiles", "show", "k", "--command")
+    assert rc == 0
+    for secret in [*SECRETS.values(), *ENV_SECRETS.values()]:
+        assert secret not in out + err
+    words = shlex.split(out.strip())
+    for name in ENV_SECRETS:
+        assert f"{name}=***" in words
+    assert "HF_HOME=/data/hf" in words, "what is not a secret is shown as it is"
+    # The argv is the one the agent launches (launch_secrets.launch_command), up to the name of
+    # the --config file, which is new at each launch.
+    profile = get_profile("k", [tmp_path])
+    argv, config = launch_secrets.launch_command(profile, tmp_path / "secrets")
+    assert config is not None
+    shown = words[len(profile.env) :]
+    assert shown[:-1] == argv[:-1] and shown[-2] == "--config"
+    assert "--api-key" not in shown and "--admin-api-key" not in shown
+    assert "api-key: ***" in out + err and "admin-api-key: ***" in out + err
