@@ -231,6 +231,10 @@ def port_free(host: str, port: int) -> bool:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((bind_host, port))
+        except socket.gaierror:
+            # Not a name this host resolves (validation refuses it first: core/validate.py's
+            # host check); nothing here can hold it, and the server's own bind will say so.
+            return True
         except OSError as exc:
             if exc.errno in (errno.EADDRINUSE, errno.EACCES):
                 return False

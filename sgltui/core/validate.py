@@ -9,10 +9,14 @@ after minutes of model loading; warnings are accepted settings that do not do wh
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import json
 import math
 import os
 import re
+import socket
+import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +27,7 @@ from sgltui.core.flags import SIM_FLAGS, Catalog, FlagSpec, load_bundled_catalog
 from sgltui.core.launch_secrets import CONFIG_FLAG, SECRET_FLAGS, secret_problem
 from sgltui.core.migrate import canonical_elsewhere, change_for
 from sgltui.core.profiles import Profile, format_location
+from sgltui.core.safe_text import printable
 
 ERROR = "error"
 WARNING = "warning"
@@ -112,7 +117,18 @@ class _Checker:
         self.check_entrypoint()
         self.check_combinations()
         self.check_secrets()
+        self.check_host()
         return self.issues
+
+    def check_host(self) -> None:
+        """`host` is where the server binds and where sgltui connects: an address, or a name
+        this host resolves. Anything else ("$(id)") failed deep in the start with a gaierror."""
+        host = self.get("host")
+        if host is None or not isinstance(host, str):
+            return  # absent (SGLang's default) or a type the flag check reports
+        problem = host_problem(host)
+        if problem:
+            self.error(self.key("host"), problem, 'write an address such as host = "127.0.0.1"')
 
     def check_secrets(self) -> None:
         """API keys travel in a --config file sgltui writes (launch_secrets.py): they must be
@@ -662,6 +678,55 @@ def check_profile_set(profiles: Iterable[Profile]) -> list[Issue]:
         else:
             seen[key] = profile.name
     return issues
+
+
+# --- host names ---------------------------------------------------------------------------------
+
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+# A name that does not resolve within this long is let through (DNS may be slow right now; the
+# start would then say so); one that fails is refused. Answers are kept a minute.
+RESOLVE_TIMEOUT_S = 2.0
+_RESOLVE_TTL_S = 60.0
+_resolved: dict[str, tuple[float, str | None]] = {}
+
+
+def host_problem(host: str) -> str | None:
+    """Why `host` cannot be a server's --host, or None: an IP address, or a host name (RFC 1123)
+    that resolves here."""
+    shown = f'"{printable(host, 60)}"'
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    name = host[:-1] if host.endswith(".") else host
+    if not name or len(name) > 253 or not all(_HOST_LABEL.fullmatch(p) for p in name.split(".")):
+        return f"{shown} is not an IP address or a host name"
+    now = time.monotonic()
+    hit = _resolved.get(name)
+    if hit is not None and now - hit[0] < _RESOLVE_TTL_S:
+        return hit[1]
+    answer: list[str | None] = []
+
+    def resolve() -> None:
+        try:
+            socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+            answer.append(None)
+        except OSError as exc:  # socket.gaierror: the name does not resolve
+            answer.append(
+                f"{shown} is not an IP address or a host name this host resolves "
+                f"({exc.strerror or exc})"
+            )
+
+    # A daemon thread: getaddrinfo has no timeout, and a hung lookup must not hold up the exit.
+    lookup = threading.Thread(target=resolve, name="sgltui-resolve", daemon=True)
+    lookup.start()
+    lookup.join(RESOLVE_TIMEOUT_S)
+    if not answer:
+        return None  # not known yet: neither refused nor cached
+    problem = answer[0]
+    _resolved[name] = (now, problem)
+    return problem
 
 
 # --- helpers ------------------------------------------------------------------------------------

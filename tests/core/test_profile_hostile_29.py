@@ -106,3 +106,32 @@ def test_show_command_is_what_runs_with_keys_masked(capsys, tmp_path):
     assert shown[:-1] == argv[:-1] and shown[-2] == "--config"
     assert "--api-key" not in shown and "--admin-api-key" not in shown
     assert "api-key: ***" in out + err and "admin-api-key: ***" in out + err
+
+
+@pytest.mark.parametrize(
+    ("host", "problem"),
+    [
+        ("$(id)", "is not an IP address or a host name"),
+        ("a b", "is not an IP address or a host name"),
+        ("-x.example", "is not an IP address or a host name"),
+        ("no-such-host.invalid", "is not an IP address or a host name this host resolves"),
+        ("127.0.0.1", None),
+        ("0.0.0.0", None),
+        ("::", None),
+        ("localhost", None),
+    ],
+)
+def test_validate_refuses_a_host_that_is_no_address(capsys, tmp_path, host, problem):
+    """F9: `host = "$(id)"` passed validate and failed in the start with a gaierror."""
+    write(
+        tmp_path,
+        "h.toml",
+        f'name = "h"\nlauncher = "sim"\n[server]\nmodel-path = "m"\nhost = {json.dumps(host)}\n',
+    )
+    rc, out, err = run(capsys, "--profiles", str(tmp_path), "profiles", "validate", "h")
+    lines = [line for line in out.splitlines() if "host" in line and "h.toml" in line]
+    if problem is None:
+        assert rc == 0 and lines == [], out
+    else:
+        assert rc == 1 and len(lines) == 1 and problem in lines[0], out
+        assert "h.toml:5: host:" in lines[0]
