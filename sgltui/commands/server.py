@@ -24,7 +24,7 @@ from sgltui.agent.client import AgentClient, AgentError, VersionMismatch, call_s
 from sgltui.agent.daemon import paths
 from sgltui.agent.state import AgentState
 from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import Subparsers, agent_service
 from sgltui.core import locations, units
 
 
@@ -83,7 +83,9 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--launch-id", help="an earlier launch of this session")
     p.set_defaults(handler=cmd_logs)
 
-    p = sub.add_parser("agent", help="the background agent: status | stop | start")
+    p = sub.add_parser(
+        "agent", help="the background agent: status | stop | start | install-service"
+    )
     asub = p.add_subparsers(dest="agent_command", metavar="ACTION")
     a = asub.add_parser("status", help="is the agent running, and where")
     a.add_argument("--json", action="store_true")
@@ -93,6 +95,11 @@ def register(sub: Subparsers) -> None:
     a.set_defaults(handler=cmd_agent_stop)
     a = asub.add_parser("start", help="start the agent now (any command starts it on demand)")
     a.set_defaults(handler=cmd_agent_start)
+    a = asub.add_parser(
+        "install-service", help="write a systemd user unit that starts the agent at boot"
+    )
+    a.add_argument("--print", action="store_true", help="print the unit instead of writing it")
+    a.set_defaults(handler=agent_service.cmd_install_service)
     p.set_defaults(handler=lambda args: _usage(p))
 
 

@@ -124,3 +124,30 @@ def test_agent_stop_stop_servers_with_a_dead_agent_stops_its_servers(agent):
     assert r.stdout.splitlines()[-1] == "agent stopped; servers stopped", r.stdout
     assert [p for p in slot["pids"] if _alive(p)] == []
     assert _ours(agent.state_dir) == []
+
+
+def test_install_service_writes_a_user_unit_that_leaves_the_servers_running(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "sgltui", "--state-dir", str(tmp_path / "st"), *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    r = run("agent", "install-service", "--print")
+    assert r.returncode == 0, r.stderr
+    unit = r.stdout
+    assert f"-m sgltui.agent --state-dir {tmp_path / 'st'} --kept" in unit  # systemd keeps it
+    assert "Restart=on-failure" in unit and "KillMode=process" in unit, unit
+    r = run("agent", "install-service")
+    if shutil.which("systemctl") is None:
+        assert r.returncode != 0 and r.stderr.count("\n") == 1 and "no systemd here" in r.stderr
+        return
+    assert r.returncode == 0, r.stderr
+    path = tmp_path / "config" / "systemd" / "user" / "sgltui-agent.service"  # XDG_CONFIG_HOME
+    assert path.read_text() == unit and f"wrote {path}" in r.stdout
