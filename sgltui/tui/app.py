@@ -30,11 +30,12 @@ from sgltui import protocol
 from sgltui.core.files import private_dir, write_atomic
 from sgltui.session.layout import SCREENSHOTS_DIR
 from sgltui.tui import model as M
+from sgltui.tui import views
 from sgltui.tui.bindings import ALL_KEYS, KEYS
 from sgltui.tui.config import TuiConfig
 from sgltui.tui.logbuffer import LogBuffer, LogLine
 from sgltui.tui.model import TuiModel
-from sgltui.tui.screens import BenchDialog, Confirm, DrainChoice, HelpScreen
+from sgltui.tui.screens import BenchDialog, Confirm, DrainChoice, HelpScreen, SlotOrPool
 from sgltui.tui.source import SOURCE_ERRORS, MalformedReply, TuiSource, ask
 from sgltui.tui.themes import DEFAULT_THEME
 from sgltui.tui.widgets.activity import ActivityPane
@@ -44,6 +45,7 @@ from sgltui.tui.widgets.jobs import JobsPane
 from sgltui.tui.widgets.logs import LogPane
 from sgltui.tui.widgets.memory import MemoryPane
 from sgltui.tui.widgets.profiles import ProfilesPane
+from sgltui.tui.widgets.slots import SlotsPane
 from sgltui.tui.widgets.throughput import ThroughputPane
 
 W = TypeVar("W", bound=Widget)
@@ -57,6 +59,9 @@ HISTORY_S = 300.0  # the chart's window: what a re-attach asks the agent for
 # A safety net for anything a missed event would leave stale, and the uptime (shown to the
 # minute after the first). Every change an operator makes or sees arrives as a push at once.
 STATUS_POLL_S = 15.0
+# The Jobs tab, while on screen with a job running, reads the job in full this often (its
+# events carry counts every 15 s; the rate, segments and ETA are the agent's).
+JOBS_READ_S = 1.0
 
 
 def recent_events(path: Path, limit: int = 200, max_bytes: int = 256 * 1024) -> list[dict]:
@@ -157,6 +162,7 @@ class SgltuiApp(App[str | None]):
         self._bindings_state: str | None = None
         self._topbar = ""
         self._launch_of: dict[str, str] = {}  # slot -> launch id of the log lines shown last
+        self._jobs_read = False  # the Jobs tab has read the agent's jobs once
         self.first_status = asyncio.Event()
         # The keymap in force (binding id -> keys): kept here, Textual's own copy is private.
         self.user_keymap: dict[str, str] = dict(self.config.keymap or {})
@@ -170,6 +176,7 @@ class SgltuiApp(App[str | None]):
             with Vertical(id="right"):
                 yield MemoryPane(id="memory")
                 yield ThroughputPane(id="chart")
+        yield SlotsPane(id="slots")
         with TabbedContent(id="lower"):
             with TabPane("Logs", id="tab-logs"):
                 yield LogPane(self.logbuf, key_of=self._key_of, id="logs")
@@ -199,6 +206,7 @@ class SgltuiApp(App[str | None]):
         self.query_one("#profile-list").focus()
         self.consume_source()
         self.set_interval(STATUS_POLL_S, self._poll_status, name="status poll")
+        self.set_interval(JOBS_READ_S, self._jobs_tick, name="jobs read")
 
     def on_resize(self, event: Resize) -> None:
         # Textual has no media queries: classes switch the compact layout for 80x24.
@@ -254,9 +262,9 @@ class SgltuiApp(App[str | None]):
         # Re-read the tail of each live server's log: lines written while we were away.
         self.logbuf.clear()
         for slot in self.model.slots:
-            if slot.get("state") in (None, "stopped") and not slot.get("launch_id"):
+            if slot.state == protocol.SlotState.STOPPED and not slot.launch_id:
                 continue
-            sid = str(slot.get("id", "0"))
+            sid = slot.id
             try:
                 tail: protocol.LogsReply = await ask(self.source, "logs", slot=sid, lines=200)
             except MalformedReply as exc:
@@ -296,7 +304,7 @@ class SgltuiApp(App[str | None]):
                     known.path = known.path or run.path
                 self._read_bench_result(run.run_id, run.path)
         # Runs of this session the agent no longer lists (it restarted): their result files.
-        session = (self.model.status.get("agent") or {}).get("session_dir")
+        session = self.model.session_dir
         if session and not self.source.read_only:
             for path in await asyncio.to_thread(bench_files, Path(session) / "bench"):
                 known = self.model.bench.get(path.stem)
@@ -315,15 +323,16 @@ class SgltuiApp(App[str | None]):
         of the chart, and the Activity of the session's recent events."""
         series: dict[str, list[tuple[float, float | None]]] = {}
         try:
+            names = [f"engine.{sid}.*" for sid in self.model.slot_ids]
             reply: protocol.TimelineReply = await ask(
-                self.source, "timeline", series=["engine.0.*"], since=self.model.clock() - HISTORY_S
+                self.source, "timeline", series=names, since=self.model.clock() - HISTORY_S
             )
             series = reply.series
         except MalformedReply as exc:
             self._bad_reply(exc)
         except SOURCE_ERRORS:  # an agent without the op, a replay: the chart starts empty
             pass
-        session = (self.model.status.get("agent") or {}).get("session_dir")
+        session = self.model.session_dir
         events = []
         if session and not self.source.read_only:
             events = await asyncio.to_thread(recent_events, Path(session) / "events.jsonl")
@@ -337,7 +346,7 @@ class SgltuiApp(App[str | None]):
         self._mark(*self.model.apply_push(push))
         if push.get("push") == "log":
             data = push.get("data") or {}
-            slot, launch = str(data.get("slot", "0")), data.get("launch_id")
+            slot, launch = str(data.get("slot") or self.model.current_id), data.get("launch_id")
             if launch and self._launch_of.get(slot) not in (None, launch):
                 # A new server's output follows: mark where, so a swap reads clearly in the tail.
                 self._new_lines.extend(self.logbuf.add(slot, [f"──── {launch} ────"]))
@@ -366,6 +375,8 @@ class SgltuiApp(App[str | None]):
                 )
         if self.model.needs_status_refresh(push):
             self._refresh_status_soon()
+        if self.model.job_needs_reading(push) and self._jobs_shown():
+            self._read_jobs()
 
     def _mark(self, *areas: str) -> None:
         self._dirty.update(areas)
@@ -415,9 +426,11 @@ class SgltuiApp(App[str | None]):
         # The Activity tab is drawn when shown: a hidden RichLog still lays the whole screen
         # out on every write (an event every few seconds).
         try:
-            if M.ACTIVITY in dirty and self.query_one(TabbedContent).active != "tab-activity":
-                dirty.discard(M.ACTIVITY)
-                self._hidden_dirty.add(M.ACTIVITY)
+            active = self.query_one(TabbedContent).active
+            for area, tab in ((M.ACTIVITY, "tab-activity"), (M.JOBS, "tab-jobs")):
+                if area in dirty and active != tab:
+                    dirty.discard(area)
+                    self._hidden_dirty.add(area)
             self._draw(dirty)
         except NoMatches:
             pass  # the app is shutting down and its panes are already gone
@@ -433,11 +446,23 @@ class SgltuiApp(App[str | None]):
     def _draw(self, dirty: set[str]) -> None:
         m = self.model
         if M.SERVERS in dirty:
-            self._pane(ProfilesPane).show(m.profiles, m.slots)
-            state = (m.slot("0") or {}).get("state")
+            current = m.current
+            self._pane(ProfilesPane).show(m.profiles, m.slots, current)
+            state = current.state if current else None
             if state != self._bindings_state:  # the footer rebuilds itself on refresh_bindings
                 self._bindings_state = state
                 self.refresh_bindings()
+            # Several slots: log lines say whose; a slot picked in the slots view shows its own.
+            only = m.current_id if m.several and m.selected is not None else None
+            if (self.logbuf.tag_slots, self.logbuf.only_slot) != (m.several, only):
+                self.logbuf.tag_slots, self.logbuf.only_slot = m.several, only
+                self._redraw_logs = True
+                dirty.add(M.LOGS)
+        if m.several and dirty & {M.SERVERS, M.MEMORY, M.CHART}:
+            self._draw_slots()
+        elif M.SERVERS in dirty and self.screen.has_class("-slots"):
+            self.screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
+            self._pane(SlotsPane).display = False
         if M.MEMORY in dirty:
             self._pane(MemoryPane).show(m.memory_view)
         if M.CHART in dirty:
@@ -445,7 +470,7 @@ class SgltuiApp(App[str | None]):
             # not the last five minutes (a swap to a plain profile drops the row at once).
             accept = m.series_values("accept_length")
             has_spec = bool(accept) and accept[-1] > 0
-            self._pane(ThroughputPane).show(m.series, has_spec, m.swaps)
+            self._pane(ThroughputPane).show(m.series, has_spec, m.chart_marks(), m.chart_slots())
         if M.LOGS in dirty:
             pane = self._pane(LogPane)
             if getattr(self, "_redraw_logs", False):
@@ -459,30 +484,55 @@ class SgltuiApp(App[str | None]):
             self._pane(ActivityPane).show(list(m.activity), m.activity_total)
         if M.BENCH in dirty:
             self._pane(BenchPane).show(m.bench)
+        if M.JOBS in dirty:
+            self._pane(JobsPane).show(m.jobs, m.shown_job, m.jobs_error)
         if dirty & {M.MEMORY, M.SERVERS, M.BENCH}:
             self._pane(InsightPane).show(m)
         if M.HEADER in dirty or M.SERVERS in dirty:
             self._update_topbar()
 
+    def _draw_slots(self) -> None:
+        """The slots view, shown from the second slot on (a one-slot screen is unchanged)."""
+        m = self.model
+        pane = self._pane(SlotsPane)
+        if not pane.display:
+            pane.display = True
+            self.screen.set_class(True, "-slots")
+        # The column names in the border, over the rows: a round border's corner and the
+        # title's own space take two cells, a short screen's top line one.
+        title = escape(views.SLOT_COLUMNS[1 if self.screen.has_class("-short") else 2 :])
+        if pane.border_title != title:
+            pane.border_title = title
+        gpus = m.telemetry.get("gpus") or []
+        figures = {s.id: views.slot_figures(s, m.engine(s.id), gpus) for s in m.slots}
+        pane.show(m.slots, m.pools, figures, m.current_id)
+
+    @on(SlotsPane.Picked)
+    def _slot_picked(self, msg: SlotsPane.Picked) -> None:
+        """A row of the slots view: the screen follows that slot (a pool's row: every slot's
+        logs, the first slot's details)."""
+        if msg.slot != self.model.selected:
+            self.model.selected = msg.slot
+            self._mark(M.SERVERS)
+
     def _update_topbar(self) -> None:
         m = self.model
-        agent = m.status.get("agent") or {}
+        agent = m.agent
         parts = ["[b]sgltui[/]"]
         if self.source.read_only:
             parts.append(f"[b $warning]{self.source.read_only_label}[/]")
         if m.connected:
             parts.append("[$success]● connected[/]")
-            if agent.get("pid"):
-                parts.append(f"agent pid {agent['pid']}")
-            if agent.get("session_dir"):
-                parts.append(f"session {escape(Path(agent['session_dir']).name)}")
+            if agent.pid:
+                parts.append(f"agent pid {agent.pid}")
+            if agent.session_dir:
+                parts.append(f"session {escape(Path(agent.session_dir).name)}")
         else:
             parts.append(f"[$error]○ {escape(m.connection_note)}[/]")
-        if agent.get("demo_load"):
+        if agent.demo_load:
             parts.append("[b $warning]demo load running[/] (D: stop)")
-        disk = agent.get("disk") or {}
-        if disk and not disk.get("ok", True):
-            parts.append(f"[b $error]disk: {escape(str(disk.get('error')))}[/]")
+        if not agent.disk.ok:
+            parts.append(f"[b $error]disk: {escape(str(agent.disk.error))}[/]")
         text = " · ".join(parts)
         if text != self._topbar:
             self._topbar = text
@@ -499,6 +549,72 @@ class SgltuiApp(App[str | None]):
         if self._hidden_dirty:
             areas, self._hidden_dirty = self._hidden_dirty, set()
             self._mark(*areas)
+        if self._jobs_shown() and self.model.connected:
+            self._read_jobs()
+
+    # -- batch jobs (the Jobs tab renders the model; the app reads and commands) -------------
+
+    def _jobs_shown(self) -> bool:
+        try:
+            return self.query_one(TabbedContent).active == "tab-jobs"
+        except NoMatches:
+            return False
+
+    def _jobs_tick(self) -> None:
+        if (
+            self.model.connected
+            and self._jobs_shown()
+            and (self.model.jobs_active or not self._jobs_read)
+        ):
+            self._read_jobs()
+
+    @work(exclusive=True, group="jobs", exit_on_error=False, description="batch jobs")
+    async def _read_jobs(self) -> None:
+        """The jobs, and the one the tab shows in full (its rate history and segments)."""
+        try:
+            views: list[protocol.JobView] = await ask(self.source, "job_list")
+            changed = self.model.set_jobs(views)
+            pick = self.model.shown_job
+            if pick is not None:
+                changed |= self.model.set_job(await ask(self.source, "job_status", job=pick.id))
+        except SOURCE_ERRORS as exc:  # a replay, an older agent
+            self.model.jobs_error = one_line(exc)
+            self._mark(M.JOBS)
+            return
+        self._jobs_read = True
+        if changed or not self.model.jobs:
+            self._mark(M.JOBS)
+
+    @on(JobsPane.Command)
+    def _job_command(self, msg: JobsPane.Command) -> None:
+        """Space, + and - on the job shown: the model changes at once (keys pressed faster than
+        the agent answers build on each other: + + doubles twice), then the agent is told."""
+        view = self.model.jobs.get(msg.job_id)
+        if view is None:
+            return
+        if msg.what == "pause":
+            paused = view.state == protocol.JobState.PAUSED
+            op = "job_resume" if paused else "job_pause"
+            state = protocol.JobState.RUNNING if paused else protocol.JobState.PAUSED
+            self.model.expect_job(view.id, state=state)
+            args: dict[str, Any] = {"job": view.id}
+        else:
+            cur = max(1, view.concurrency)
+            new = max(1, int(round(cur * msg.factor)))
+            if new == cur:
+                new = cur + 1 if msg.factor > 1 else max(1, cur - 1)
+            self.model.expect_job(view.id, concurrency=new)
+            op, args = "job_set", {"job": view.id, "concurrency": new}
+        self._draw({M.JOBS})
+
+        async def send() -> None:
+            try:
+                await ask(self.source, op, **args)
+            except SOURCE_ERRORS as exc:  # the agent's one-line refusal
+                self.notify(one_line(exc), title=op, severity="warning", markup=False)
+            self._read_jobs()
+
+        self.run_worker(send(), group="jobs-cmd", exit_on_error=False, description=op)
 
     @on(LogPane.StateChanged)
     def _log_state(self) -> None:
@@ -518,13 +634,19 @@ class SgltuiApp(App[str | None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in _MUTATING and self.source.read_only:
             return False
-        slot = self.model.slot("0")
-        state = (slot or {}).get("state")
+        slot = self.model.current
+        state = slot.state if slot else None
         if action == "start" and state in _ACTIVE:
             return None  # dimmed: a server runs; a profile key swaps instead
         if action in ("stop", "restart") and state not in _ACTIVE:
             return None
         return True
+
+    def _slot_args(self) -> dict[str, Any]:
+        """Where a command on the current slot goes: the slot by name (none known: the agent
+        picks its only one)."""
+        sid = self.model.current_id
+        return {"slot": sid} if sid is not None else {}
 
     def _op(self, op: str, done: str | None = None, **args: Any) -> None:
         async def run() -> None:
@@ -582,7 +704,7 @@ class SgltuiApp(App[str | None]):
             self.notify(f"no profile has key {key}", severity="warning", markup=False)
             return
         if len(found) > 1:
-            names = ", ".join(str(p.get("name")) for p in found)
+            names = ", ".join(p.name for p in found)
             self.notify(
                 f"key {key} is given to {names}: it does nothing until each has its own key "
                 "(`sgltui profiles validate`)",
@@ -591,27 +713,42 @@ class SgltuiApp(App[str | None]):
                 timeout=8,
             )
             return
-        profile = found[0]
-        slot = self.model.slot("0") or {}
-        current = slot.get("profile") if slot.get("state") in _ACTIVE else None
-        now = next((p for p in self.model.profiles if p.get("name") == current), None)
-        was = (slot.get("resolved") or {}).get("launcher") or (now or {}).get("launcher")
-        new = profile.get("launcher")
-        if current and was and new and was != new and current != profile["name"]:
-            # sim -> real SGLang (or back) is a different machine's worth of work: ask first.
-            def chosen(yes: bool | None) -> None:
-                if yes:
-                    self.swap_to(profile["name"])
+        name = found[0].name
+        if self._read_only_refusal():
+            return
+        pool = self.model.pool_of(self.model.current_id or "")
+        if pool is not None and len(pool.slots) > 1:
+            # Several slots behind one endpoint: this slot alone, or the pool one slot at a time.
+            def where(choice: str | None) -> None:
+                if choice == "pool":
+                    self._ask_launcher(name, lambda: self.swap_pool(name, pool.name))
+                elif choice == "slot":
+                    self._ask_launcher(name, lambda: self.swap_to(name))
 
+            sid = self.model.current_id or "?"
+            self.push_screen(SlotOrPool(name, sid, pool.name, len(pool.slots)), where)
+            return
+        self._ask_launcher(name, lambda: self.swap_to(name))
+
+    def _ask_launcher(self, name: str, go: Callable[[], None]) -> None:
+        """sim -> real SGLang (or back) is a different machine's worth of work: ask first."""
+        slot = self.model.current
+        current = slot.profile if slot and slot.state in _ACTIVE else None
+        now = self.model.profile(current)
+        was = (slot.resolved or {}).get("launcher") if slot else None
+        was = was or (now.launcher if now else None)
+        target = self.model.profile(name)
+        new = target.launcher if target else None
+        if current and was and new and was != new and current != name:
             self.push_screen(
                 Confirm(
                     f"Replace [b]{escape(str(current))}[/] ({escape(_launcher_word(was))}) with "
-                    f"[b]{escape(str(profile['name']))}[/] ({escape(_launcher_word(new))})?"
+                    f"[b]{escape(name)}[/] ({escape(_launcher_word(new))})?"
                 ),
-                chosen,
+                lambda yes: self._if_yes(yes, go),
             )
             return
-        self.swap_to(profile["name"])
+        go()
 
     @staticmethod
     def _if_yes(yes: bool | None, act: Callable[..., None], *args: Any, **kwargs: Any) -> None:
@@ -620,28 +757,25 @@ class SgltuiApp(App[str | None]):
             act(*args, **kwargs)
 
     def swap_to(self, name: str) -> None:
-        """Start `name`, or swap slot 0 to it: the agent's preflight checks run first (a target
-        that cannot start is refused before any dialog or stop), then it asks how to treat
-        requests in flight."""
+        """Start `name`, or swap the current slot to it: the agent's preflight checks run first
+        (a target that cannot start is refused before any dialog or stop), then it asks how to
+        treat requests in flight."""
         if self._read_only_refusal():
             return
-        slot = self.model.slot("0")
-        state = (slot or {}).get("state")
-        if slot and slot.get("swap"):
+        slot = self.model.current
+        state = slot.state if slot else None
+        if slot and slot.swap:
             self.notify("a swap is already in progress", severity="warning")
             return
-        if (
-            state in _ACTIVE
-            and (slot or {}).get("profile") == name
-            and state in ("launching", "ready")
-        ):
+        if slot and slot.profile == name and state in ("launching", "ready"):
             self.notify(f"{name} is already {state}", markup=False)
             return
+        where = self._slot_args()
 
         async def check() -> None:
             try:
                 res: protocol.PreflightReply = await ask(
-                    self.source, "preflight", profile=name, slot="0"
+                    self.source, "preflight", profile=name, **where
                 )
             except SOURCE_ERRORS as exc:  # shown (a malformed reply too); nothing is started
                 self.notify(one_line(exc), title="preflight", severity="error", markup=False)
@@ -655,17 +789,18 @@ class SgltuiApp(App[str | None]):
                     timeout=10,
                 )
                 return
-            self._swap_checked(name)
+            self._swap_checked(name, where)
 
         self.run_worker(check(), group="ops", exit_on_error=False, description="preflight")
 
-    def _swap_checked(self, name: str) -> None:
-        slot = self.model.slot("0")
-        state = (slot or {}).get("state")
+    def _swap_checked(self, name: str, where: dict[str, Any]) -> None:
+        sid = where.get("slot")
+        slot = self.model.slot(sid) if sid is not None else self.model.current
+        state = slot.state if slot else None
         if state not in _ACTIVE:
-            self._op("start", done=f"starting {name}", profile=name, slot="0")
+            self._op("start", done=f"starting {name}", profile=name, **where)
             return
-        running = self.model.running_requests("0")
+        running = self.model.running_requests(slot.id) if slot else 0
         if running > 0:
 
             def chosen(drain: str | None) -> None:
@@ -674,15 +809,31 @@ class SgltuiApp(App[str | None]):
                         "swap",
                         done=f"swapping to {name} ({drain})",
                         profile=name,
-                        slot="0",
                         drain=drain,
+                        **where,
                     )
 
             self.push_screen(
-                DrainChoice(f"Swap to {name}", str((slot or {}).get("profile")), running), chosen
+                DrainChoice(f"Swap to {name}", str(slot and slot.profile), running), chosen
             )
             return
-        self._op("swap", done=f"swapping to {name}", profile=name, slot="0", drain="wait")
+        self._op("swap", done=f"swapping to {name}", profile=name, drain="wait", **where)
+
+    def swap_pool(self, name: str, pool: str) -> None:
+        """Swap every slot of `pool` to `name`, one slot at a time (the agent rolls it: each
+        slot leaves the gateway, drains its own requests, swaps and comes back before the
+        next); slots that run nothing are started. Requests keep flowing to the others, so
+        nothing asks how to drain."""
+        if self._read_only_refusal():
+            return
+        slots = [s for s in self.model.slots if s.id in self.model.pool_slots(pool)]
+        if any(s.swap for s in slots):
+            self.notify(f"a swap is already in progress in pool {pool}", severity="warning")
+            return
+        if slots and all(s.state in _ACTIVE for s in slots):
+            self._op("swap", done=f"rolling pool {pool} to {name}", profile=name, pool=pool)
+        else:
+            self._op("start", done=f"starting {name} on pool {pool}", profile=name, pool=pool)
 
     def action_start(self) -> None:
         name = self.query_one(ProfilesPane).highlighted_profile()
@@ -699,62 +850,67 @@ class SgltuiApp(App[str | None]):
             self.swap_to(event.option.id)
 
     def _active_profile(self) -> str | None:
-        """The profile running in slot 0, or None after telling the user why nothing happens."""
+        """The profile running in the current slot, or None after telling the user why nothing
+        happens."""
         if self._read_only_refusal():
             return None
-        slot = self.model.slot("0")
-        if not slot or slot.get("state") not in _ACTIVE:
-            self.notify("no server is running in slot 0")
+        slot = self.model.current
+        if not slot or slot.state not in _ACTIVE:
+            self.notify(f"no server is running in slot {self.model.current_id or '-'}")
             return None
-        return str(slot.get("profile"))
+        return str(slot.profile)
 
     def action_stop(self) -> None:
         name = self._active_profile()
         if name is None:
             return
-        running = self.model.running_requests("0")
+        where = self._slot_args()
+        running = self.model.running_requests(where.get("slot", ""))
         if running > 0:
 
             def chosen(drain: str | None) -> None:
                 if drain:
-                    self._op("stop", done=f"stopping {name} ({drain})", slot="0", drain=drain)
+                    self._op("stop", done=f"stopping {name} ({drain})", drain=drain, **where)
 
             self.push_screen(DrainChoice(f"Stop {name}", name, running), chosen)
         elif self.config.confirm_stop:
             self.push_screen(
                 Confirm(f"Stop [b]{escape(name)}[/]? No requests are in flight."),
                 lambda yes: self._if_yes(
-                    yes, self._op, "stop", done=f"stopping {name}", slot="0", drain="wait"
+                    yes, self._op, "stop", done=f"stopping {name}", drain="wait", **where
                 ),
             )
         else:
-            self._op("stop", done=f"stopping {name}", slot="0", drain="wait")
+            self._op("stop", done=f"stopping {name}", drain="wait", **where)
 
     def action_restart(self) -> None:
         name = self._active_profile()
         if name is None:
             return
-        running = self.model.running_requests("0")
+        where = self._slot_args()
+        running = self.model.running_requests(where.get("slot", ""))
         question = f"Restart [b]{escape(name)}[/]?" + (
             f" {running} request(s) in flight will be cut." if running else ""
         )
         self.push_screen(
             Confirm(question),
-            lambda yes: self._if_yes(yes, self._op, "restart", done=f"restarting {name}", slot="0"),
+            lambda yes: self._if_yes(yes, self._op, "restart", done=f"restarting {name}", **where),
         )
 
     def action_bench(self) -> None:
         if self._read_only_refusal():
             return
-        slot = self.model.slot("0")
-        current = (slot or {}).get("profile") or self.query_one(ProfilesPane).highlighted_profile()
+        slot = self.model.current
+        current = (slot.profile if slot else None) or self.query_one(
+            ProfilesPane
+        ).highlighted_profile()
         if not current:
             self.notify("start a profile first, or name profiles in the bench dialog")
 
         def chosen(spec: dict[str, Any] | None) -> None:
             if spec:
-                # Where slot 0 goes back to when the bench has swapped other profiles in.
-                self._bench_return = (slot or {}).get("profile")
+                # Where the slot goes back to when the bench has swapped other profiles in.
+                self._bench_return = slot.profile if slot else None
                 self._op("bench_start", done="bench started", spec=spec)
                 self.action_focus_pane("bench")
 
@@ -764,15 +920,16 @@ class SgltuiApp(App[str | None]):
         )
 
     def _bench_finished(self) -> None:
-        """After a bench that swapped profiles: back to the profile slot 0 had, if asked."""
+        """After a bench that swapped profiles: back to the profile the slot had, if asked."""
         back, self._bench_return = self._bench_return, None
-        now = (self.model.slot("0") or {}).get("profile")
+        slot = self.model.current
+        now = slot.profile if slot else None
         if not back or now == back or self.source.read_only:
             return
         self.push_screen(
             Confirm(
-                f"The bench is done; slot 0 now runs [b]{escape(str(now))}[/]. "
-                f"Swap back to [b]{escape(back)}[/], the profile it had?"
+                f"The bench is done; slot {escape(slot.id if slot else '-')} now runs "
+                f"[b]{escape(str(now))}[/]. Swap back to [b]{escape(back)}[/], the profile it had?"
             ),
             lambda yes: self._if_yes(yes, self.swap_to, back),
         )
@@ -785,25 +942,25 @@ class SgltuiApp(App[str | None]):
         self._op("bench_stop", done="bench stopped", run_id=running[-1].run_id)
 
     def action_toggle_demo_load(self) -> None:
-        on = not bool((self.model.status.get("agent") or {}).get("demo_load"))
+        on = not self.model.demo_load
         self._op("demo_load", done=f"demo load {'on' if on else 'off'}", on=on)
 
     async def _start_demo(self) -> None:
         demo = sorted(
-            (
-                p
-                for p in self.model.profiles
-                if str(p.get("name", "")).startswith("demo-") and p.get("key")
-            ),
-            key=lambda p: str(p.get("key")),
+            (p for p in self.model.profiles if p.name.startswith("demo-") and p.key),
+            key=lambda p: str(p.key),
         )
         if not demo:
             self.notify("no demo profiles found (profiles/demo)", severity="error")
             return
-        slot = self.model.slot("0")
-        if not slot or slot.get("state") not in _ACTIVE:
+        idle = [s for s in self.model.slots if s.state not in _ACTIVE]
+        # A demo of several GPUs starts the first profile on each slot (a pool: all at once).
+        pools = {p.name for s in idle if (p := self.model.pool_of(s.id)) is not None}
+        starts: list[dict[str, Any]] = [{"pool": p} for p in sorted(pools)]
+        starts += [{"slot": s.id} for s in idle if self.model.pool_of(s.id) is None]
+        for where in starts:
             try:
-                await ask(self.source, "start", profile=demo[0]["name"], slot="0")
+                await ask(self.source, "start", profile=demo[0].name, **where)
             except SOURCE_ERRORS as exc:
                 self.notify(
                     one_line(exc), title="demo start failed", severity="error", markup=False
@@ -893,7 +1050,7 @@ class SgltuiApp(App[str | None]):
 
     def _take_screenshot(self) -> None:
         svg = offline_svg(self.export_screenshot())
-        session = (self.model.status.get("agent") or {}).get("session_dir")
+        session = self.model.session_dir
         in_session = self.screenshot_dir is None and bool(session)
         folder = self.screenshot_dir or (Path(session) / SCREENSHOTS_DIR if session else Path.cwd())
         name = time.strftime("sgltui-%Y%m%d-%H%M%S.svg")
@@ -925,9 +1082,9 @@ class SgltuiApp(App[str | None]):
         """What the user is told on quit: which servers keep running and how to stop them."""
         if self.source.read_only:
             return None
-        running = [s for s in self.model.slots if s.get("state") in _ACTIVE]
+        running = [s for s in self.model.slots if s.state in _ACTIVE]
         demo = ""
-        if (self.model.status.get("agent") or {}).get("demo_load"):
+        if self.model.demo_load:
             demo = " The demo load keeps running too; `sgltui demo --stop` stops it and the demo servers."
         if not running:
             return (
@@ -935,9 +1092,7 @@ class SgltuiApp(App[str | None]):
                 + demo
             )
         desc = ", ".join(
-            f"slot {s.get('id')}: {s.get('profile')} {s.get('state')} on "
-            f"{s.get('host', '127.0.0.1')}:{s.get('port')}"
-            for s in running
+            f"slot {s.id}: {s.profile} {s.state} on {s.host}:{s.port}" for s in running
         )
         return (
             f"sgltui: closed; servers keep running ({desc}). Reopen with `sgltui`; stop with "
@@ -967,12 +1122,13 @@ class SgltuiApp(App[str | None]):
                 lambda a=k.action: self.call_later(self.run_action, a),
             )
         if not self.source.read_only:
+            sid = self.model.current_id or "-"
             for p in self.model.profiles:
-                key = f" ({p['key']})" if p.get("key") else ""
+                key = f" ({p.key})" if p.key else ""
                 yield SystemCommand(
-                    f"Swap to {p['name']}{key}",
-                    str(p.get("description") or "start or swap slot 0"),
-                    lambda n=p["name"]: self.swap_to(n),
+                    f"Swap to {p.name}{key}",
+                    p.description or f"start or swap slot {sid}",
+                    lambda n=p.name: self.swap_to(n),
                 )
         yield SystemCommand(
             "Quit sgltui (servers keep running)",

@@ -65,6 +65,10 @@ class LogBuffer:
         self.min_level = "info"  # "warning" shows warnings and errors only
         self.search_text = ""
         self.show_noise = False  # access and per-batch lines are folded away by default
+        # Several slots: each line says whose it is, and a slot picked in the slots view
+        # shows only its own (None: every slot's).
+        self.tag_slots = False
+        self.only_slot: str | None = None
 
     def add(self, slot: str, texts: Iterable[str]) -> list[LogLine]:
         added = []
@@ -95,7 +99,9 @@ class LogBuffer:
         return sum(1 for line in self.lines if line.noise and self._passes(line))
 
     def _passes(self, line: LogLine) -> bool:
-        """Level and filter, fold aside."""
+        """Slot, level and filter, fold aside."""
+        if self.only_slot is not None and line.slot != self.only_slot:
+            return False
         if self.min_level == "warning" and line.level == "info":
             return False
         if self.min_level == "error" and line.level != "error":
@@ -103,6 +109,12 @@ class LogBuffer:
         if self.filter_text:
             return _contains(line.text, self.filter_text)
         return True
+
+    def shown_text(self, line: LogLine) -> str:
+        """The line as the pane shows it: with its slot's name when several slots mix."""
+        if self.tag_slots and self.only_slot is None:
+            return f"[{line.slot}] {line.text}"
+        return line.text
 
     def visible(self) -> list[LogLine]:
         return [line for line in self.lines if self.matches(line)]

@@ -3,6 +3,10 @@
 Plain Python (no Textual) so the rules (which push changes what, how much history is kept) are
 tested without a terminal. The app feeds it a STATUS snapshot on (re)connect and every push after
 that; widgets only ever read it. Every buffer is bounded: a 24 h session must not grow memory.
+
+The slots are protocol's Structs, folded by protocol.apply (the reducer replay and the report
+use); profiles, pools, jobs and the agent's line are protocol's Structs too. Everything per slot
+is keyed by the slot's name: one slot is the case of a list of one.
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from sgltui import protocol
 from sgltui.core import units
-from sgltui.core.safe_text import printable_profile_row
 from sgltui.core.steady import WindowMean
+from sgltui.tui import typed
 
 # Series drawn by the throughput pane: name -> key of ENGINE in STATUS/SAMPLE.
 SERIES = {
@@ -29,7 +35,7 @@ SERIES = {
 }
 
 # Areas a change can dirty; each maps to one pane (the app refreshes only those).
-SERVERS, MEMORY, CHART, LOGS, ACTIVITY, BENCH, HEADER = (
+SERVERS, MEMORY, CHART, LOGS, ACTIVITY, BENCH, HEADER, JOBS = (
     "servers",
     "memory",
     "chart",
@@ -37,6 +43,7 @@ SERVERS, MEMORY, CHART, LOGS, ACTIVITY, BENCH, HEADER = (
     "activity",
     "bench",
     "header",
+    "jobs",
 )
 
 # Event types that change a slot; after one of these the app re-reads STATUS (debounced) because
@@ -72,6 +79,60 @@ class BenchRun:
     result: dict[str, Any] | None = None  # the bench/<run-id>.json content once read
 
 
+# Series whose total over slots is their sum; the others are the mean of the slots reporting.
+_SUMMED = ("gen_throughput", "running", "queued")
+_ENDED_JOBS = (protocol.JobState.DONE, protocol.JobState.CANCELLED, protocol.JobState.FAILED)
+# What a job event says of its job's state (the other events change counts only).
+_JOB_STATE = {
+    "job.pause": protocol.JobState.PAUSED,
+    "job.resume": protocol.JobState.RUNNING,
+    "job.cancel": protocol.JobState.CANCELLED,
+    "job.done": protocol.JobState.DONE,
+    "job.error": protocol.JobState.FAILED,
+}
+# Job events whose job is worth reading again in full (segments, ETA, a new job).
+_JOB_REREAD = {
+    "job.start",
+    "job.checked",
+    "job.segment.start",
+    "job.segment",
+    "job.done",
+    "job.error",
+    "job.resume",
+    "job.runner_exit",
+    "job.held",
+    "job.release",
+}
+_JOB_COUNTS = (
+    "answered",
+    "failed",
+    "total",
+    "in_flight",
+    "completions_s",
+    "tok_s",
+    "concurrency",
+    "pinned",
+    "out_tokens",
+)
+HISTORY_RECORDS = 50  # launches, swaps and failures the model keeps (the report reads the session)
+
+
+def total_engine(engines: list[dict[str, Any]]) -> dict[str, float]:
+    """The chart's reading of several slots at one moment: throughput and requests summed, KV
+    usage and accept length the mean of the slots that report them. One slot: its own values."""
+    out: dict[str, float] = {}
+    for name, key in SERIES.items():
+        values = [float(e[key]) for e in engines if e.get(key) is not None]
+        if name in _SUMMED:
+            out[name] = sum(values)
+        elif name == "accept_length":
+            spec = [v for v in values if v > 0]
+            out[name] = sum(spec) / len(spec) if spec else 0.0
+        else:
+            out[name] = sum(values) / len(values) if values else 0.0
+    return out
+
+
 class TuiModel:
     """The TUI's view of one agent (or one replayed session)."""
 
@@ -83,14 +144,24 @@ class TuiModel:
         own_client: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.status: dict[str, Any] = {}
+        # The slots (SlotStatus values, in the agent's order), folded by protocol.apply.
+        self.state = protocol.SessionState()
+        self.agent = typed.agent({})
+        self.profile_rows: list[protocol.ProfileRow] = []
+        self.pools: list[protocol.PoolStatus] = []
+        self.telemetry: dict[str, Any] = {}
+        self.jobs: dict[str, protocol.JobView] = {}  # by id, oldest first
+        self.jobs_error: str | None = None  # why the jobs could not be read (a replay)
         self.history_points = history_points
+        # The chart's series: the total over the slots (one slot: its own figures).
         self.series: dict[str, deque[tuple[float, float]]] = {
             n: deque(maxlen=history_points) for n in SERIES
         }
-        # Swaps the chart marks: (ts, label), label the profile swapped to ("... failed" when
-        # it did not come up). Only the last few fit in a five-minute chart anyway.
-        self.swaps: deque[tuple[float, str]] = deque(maxlen=20)
+        # Each slot's gen tok/s, for the chart's series per slot and the slots view.
+        self.slot_series: dict[str, deque[tuple[float, float]]] = {}
+        # Swaps the chart marks: (ts, slot, label), label the profile swapped to ("... failed"
+        # when it did not come up). Only the last few fit in a five-minute chart anyway.
+        self.swaps: deque[tuple[float, str, str]] = deque(maxlen=20)
         self.activity: deque[ActivityItem] = deque(maxlen=activity_items)
         self.activity_total = 0  # items ever added (the deque drops old ones; panes track this)
         self.bench: dict[str, BenchRun] = {}
@@ -98,6 +169,7 @@ class TuiModel:
         self.demo_only = False  # `sgltui demo`: show and key only the demo profiles
         self.connected = False
         self.connection_note = "connecting to the agent..."
+        self.selected: str | None = None  # the slot the panes of one slot follow (None: first)
         self.clock = clock
         self._last_sample_ts: float | None = None
         # The host's CPU figure as `top` shows it, the mean of each 3 s: read each second it
@@ -107,28 +179,61 @@ class TuiModel:
     # -- reading ---------------------------------------------------------------------------
 
     @property
-    def slots(self) -> list[dict[str, Any]]:
-        return list(self.status.get("slots") or [])
+    def slots(self) -> list[protocol.SlotStatus]:
+        return [typed.as_status_slot(s) for s in self.state.slots.values()]
 
     @property
-    def profiles(self) -> list[dict[str, Any]]:
+    def slot_ids(self) -> list[str]:
+        return list(self.state.slots)
+
+    @property
+    def several(self) -> bool:
+        """More than one slot: the slots view shows, a profile key asks slot or pool."""
+        return len(self.state.slots) > 1
+
+    @property
+    def current_id(self) -> str | None:
+        """The slot the panes of one slot (details, logs, insight, keys) follow: the one
+        selected in the slots view, else the first."""
+        if self.selected in self.state.slots:
+            return self.selected
+        return next(iter(self.state.slots), None)
+
+    @property
+    def current(self) -> protocol.SlotStatus | None:
+        sid = self.current_id
+        return self.slot(sid) if sid is not None else None
+
+    def slot(self, slot_id: str) -> protocol.SlotStatus | None:
+        found = self.state.slots.get(slot_id)
+        return typed.as_status_slot(found) if found is not None else None
+
+    def pool_slots(self, name: str) -> list[str]:
+        return next((list(p.slots) for p in self.pools if p.name == name), [])
+
+    def pool_of(self, slot_id: str) -> protocol.PoolStatus | None:
+        """The pool the slot serves in, if any (a slot is in one pool at most)."""
+        return next((p for p in self.pools if slot_id in p.slots), None)
+
+    @property
+    def profiles(self) -> list[protocol.ProfileRow]:
         """Profiles in display order: a demo session lists only the demo profiles, any other lists
         them last. (Keys never depend on the order: a key given to two profiles does nothing.)"""
-        profiles = [printable_profile_row(p) for p in self.status.get("profiles") or []]
-        demo = [p for p in profiles if str(p.get("name", "")).startswith("demo-")]
+        demo = [p for p in self.profile_rows if p.name.startswith("demo-")]
         if self.demo_only and demo:
-            return demo
-        return [p for p in profiles if p not in demo] + demo
+            return list(demo)
+        return [p for p in self.profile_rows if p not in demo] + demo
 
-    def slot(self, slot_id: str = "0") -> dict[str, Any] | None:
-        for s in self.slots:
-            if str(s.get("id")) == slot_id:
-                return s
-        return None
+    def profile(self, name: str | None) -> protocol.ProfileRow | None:
+        return next((p for p in self.profile_rows if p.name == name), None)
 
     @property
-    def telemetry(self) -> dict[str, Any]:
-        return self.status.get("telemetry") or {}
+    def demo_load(self) -> bool:
+        return self.agent.demo_load
+
+    @property
+    def session_dir(self) -> str | None:
+        return self.agent.session_dir or None
 
     @property
     def memory_view(self) -> dict[str, Any]:
@@ -145,53 +250,87 @@ class TuiModel:
         if isinstance(ts, (int, float)) and isinstance(cpu, (int, float)):
             self._host_cpu.add(float(ts), float(cpu))
 
-    def engine(self, slot_id: str = "0") -> dict[str, Any] | None:
+    def engine(self, slot_id: str) -> dict[str, Any] | None:
         return (self.telemetry.get("engine") or {}).get(slot_id)
 
-    def running_requests(self, slot_id: str = "0") -> int:
+    def running_requests(self, slot_id: str) -> int:
         """Requests in flight on the slot (running + queued): what a swap or stop would cut.
         A reading taken before the server was ready counts none: it saw the server's own
         warm-up request, and a key pressed at once must not ask how to drain it."""
         eng = self.engine(slot_id) or {}
-        ready_at, ts = (self.slot(slot_id) or {}).get("ready_at"), eng.get("ts")
-        if isinstance(ready_at, (int, float)) and isinstance(ts, (int, float)) and ts < ready_at:
+        slot = self.slot(slot_id)
+        ready_at, ts = (slot.ready_at if slot else None), eng.get("ts")
+        if ready_at is not None and isinstance(ts, (int, float)) and ts < ready_at:
             return 0
         return int(eng.get("num_running_reqs") or 0) + int(eng.get("num_queue_reqs") or 0)
 
-    def profile_for_key(self, key: str) -> dict[str, Any] | None:
+    def profile_for_key(self, key: str) -> protocol.ProfileRow | None:
         """The one profile on `key`; None when none or several have it (a clash: the key does
         nothing until the profiles are fixed)."""
         found = self.profiles_for_key(key)
         return found[0] if len(found) == 1 else None
 
-    def profiles_for_key(self, key: str) -> list[dict[str, Any]]:
-        return [p for p in self.profiles if p.get("key") and str(p["key"]) == key]
+    def profiles_for_key(self, key: str) -> list[protocol.ProfileRow]:
+        return [p for p in self.profiles if p.key and str(p.key) == key]
 
     def series_values(self, name: str) -> list[float]:
         return [v for _, v in self.series[name]]
+
+    def chart_marks(self) -> list[tuple[float, str]]:
+        """The chart's swap markers: the profile swapped to, and with several slots whose."""
+        several = self.several
+        return [(ts, f"{sid}:{label}" if several else label) for ts, sid, label in self.swaps]
+
+    def chart_slots(self) -> dict[str, deque[tuple[float, float]]]:
+        """The series per slot the chart draws under the total: none for one slot."""
+        if not self.several:
+            return {}
+        return {sid: self.slot_series[sid] for sid in self.state.slots if sid in self.slot_series}
 
     # -- updating (each returns the set of areas that changed) ------------------------------
 
     def apply_status(self, status: dict[str, Any]) -> set[str]:
         """Replace the snapshot; only the areas whose part of it changed are returned, because
         the app polls STATUS and redrawing unchanged panes is most of an idle TUI's CPU."""
-        old = self.status
-        self.status = dict(status)
         changed: set[str] = set()
-        if old.get("slots") != status.get("slots") or old.get("profiles") != status.get("profiles"):
+        slots = {}
+        for raw in status.get("slots") or []:
+            s = typed.slot(raw)
+            slots[s.id] = s
+        profiles = [typed.profile(p) for p in status.get("profiles") or []]
+        pools = [typed.pool(p) for p in status.get("pools") or []]
+        agent = typed.agent(status.get("agent"))
+        if (
+            list(self.state.slots.values()) != list(slots.values())
+            or profiles != self.profile_rows
+            or pools != self.pools
+        ):
             changed.add(SERVERS)
-        if old.get("agent") != status.get("agent"):
+        if agent != self.agent:
             changed |= {HEADER, SERVERS}
-        if (old.get("telemetry") or {}).get("gpus") != self.telemetry.get("gpus") or (
-            old.get("telemetry") or {}
-        ).get("host") != self.telemetry.get("host"):
+        old_tel = self.telemetry
+        tel = status.get("telemetry")
+        self.telemetry = dict(tel) if isinstance(tel, dict) else {}
+        if old_tel.get("gpus") != self.telemetry.get("gpus") or old_tel.get(
+            "host"
+        ) != self.telemetry.get("host"):
             changed.add(MEMORY)
-        if old.get("bench") != status.get("bench"):
-            changed.add(BENCH)
+        self.state = msgspec.structs.replace(
+            self.state,
+            slots=slots,
+            agent=protocol.AgentView(
+                pid=agent.pid or None, version=agent.version or None, started=agent.started
+            ),
+        )
+        self.profile_rows, self.pools, self.agent = profiles, pools, agent
         self._note_host_cpu(self.telemetry)
-        bench = status.get("bench")
-        if isinstance(bench, dict):
-            self._bench_from_status(bench)
+        bench = typed.bench_run(status.get("bench"))
+        if bench is not None and self._bench_from_status(bench):
+            changed.add(BENCH)
+        if "jobs" in status:
+            jobs = [j for j in map(typed.job, status.get("jobs") or []) if j is not None]
+            if self.set_jobs(jobs):
+                changed.add(JOBS)
         engine = self.telemetry.get("engine") or {}
         if engine and not any(self.series.values()):
             self._append_series(self.telemetry.get("ts") or self.clock(), engine)
@@ -221,7 +360,7 @@ class TuiModel:
         for key in ("gpus", "host", "engine", "ts"):
             if key in sample:
                 tel[key] = sample[key]
-        self.status["telemetry"] = tel
+        self.telemetry = tel
         self._note_host_cpu(tel)
         self._append_series(sample.get("ts") or self.clock(), sample.get("engine") or {})
         return {MEMORY, CHART}
@@ -229,23 +368,47 @@ class TuiModel:
     def _append_series(self, ts: float, engine: dict[str, Any]) -> None:
         if self._last_sample_ts is not None and ts <= self._last_sample_ts:
             return
-        # The chart follows slot 0 (the serving slot); other slots are shown in the servers pane.
-        eng = engine.get("0") or (next(iter(engine.values())) if engine else None)
-        if eng is None:
+        engines = {str(k): v for k, v in engine.items() if isinstance(v, dict)}
+        if not engines:
             return
         self._last_sample_ts = ts
-        for name, key in SERIES.items():
-            value = eng.get(key)
-            self.series[name].append((ts, float(value) if value is not None else 0.0))
+        for name, value in total_engine(list(engines.values())).items():
+            self.series[name].append((ts, value))
+        for sid, eng in engines.items():
+            gen = eng.get("gen_throughput")
+            self._slot_series(sid).append((ts, float(gen) if gen is not None else 0.0))
+
+    def _slot_series(self, sid: str) -> deque[tuple[float, float]]:
+        found = self.slot_series.get(sid)
+        if found is None:
+            found = self.slot_series[sid] = deque(maxlen=self.history_points)
+        return found
 
     def _apply_event(self, ev: dict[str, Any]) -> set[str]:
         # What an event means for a slot or a bench run is protocol.apply's to say (the same
         # fold as replay and report); the model only routes it to its panes.
         event = protocol.decode_event(ev)
         changed: set[str] = set()
-        slot = self.slot(event.slot) if event.slot is not None else None
-        if slot is not None and protocol.apply_to_status_slot(slot, event):
-            changed.add(SERVERS)
+        if isinstance(event, protocol.JobEvent):
+            return self._apply_job_event(event)
+        before = self.state.slots.get(event.slot) if event.slot is not None else None
+        if before is not None:  # a slot STATUS has not listed yet comes with the next STATUS
+            state = protocol.apply(self.state, event)
+            after = state.slots.get(event.slot or "")
+            if isinstance(event, protocol.SlotDrain) and after is not None:
+                after = msgspec.structs.replace(
+                    typed.as_status_slot(after),
+                    drain=protocol.DrainView(
+                        requests=event.requests, left_s=event.left_s, timeout_s=event.timeout_s
+                    ),
+                )
+            if after is not None and after is not before:
+                slot = typed.as_status_slot(after)
+                if slot.drain is not None and slot.state != protocol.SlotState.DRAINING:
+                    slot = msgspec.structs.replace(slot, drain=None)
+                state = msgspec.structs.replace(state, slots={**state.slots, slot.id: slot})
+                changed.add(SERVERS)
+            self.state = _bounded(state)
         if isinstance(event, (protocol.BenchStart, protocol.BenchProgress, protocol.BenchDone)):
             changed |= self._apply_bench_event(event)
         if self._add_swap(event):
@@ -258,16 +421,13 @@ class TuiModel:
         return changed
 
     def _add_swap(self, event: protocol.EventBase) -> bool:
-        """Record a finished swap of slot 0 (the slot the chart follows) for the chart's marker;
-        a swap a stop cut short changed nothing worth marking."""
-        if (
-            not isinstance(event, protocol.SwapDone)
-            or event.aborted
-            or event.slot not in (None, "0")
-        ):
+        """Record a finished swap for the chart's marker; a swap a stop cut short changed
+        nothing worth marking."""
+        if not isinstance(event, protocol.SwapDone) or event.aborted:
             return False
+        sid = event.slot if event.slot is not None else (self.current_id or "")
         label = str(event.to or "?") + ("" if event.ok else " failed")
-        self.swaps.append((event.ts or self.clock(), label))
+        self.swaps.append((event.ts or self.clock(), sid, label))
         return True
 
     def _apply_bench_event(self, event: protocol.EventBase) -> set[str]:
@@ -284,17 +444,104 @@ class TuiModel:
         run.path = after.path
         return {BENCH}
 
-    def _bench_from_status(self, info: dict[str, Any]) -> None:
-        run_id = info.get("run_id")
-        if run_id:
-            run = self.bench.setdefault(run_id, BenchRun(run_id))
-            run.state = info.get("state") or run.state
-            run.path = info.get("path") or run.path
+    def _bench_from_status(self, info: protocol.BenchRun) -> bool:
+        run = self.bench.setdefault(info.run_id, BenchRun(info.run_id))
+        before = (run.state, run.path)
+        run.state = str(info.state) or run.state
+        run.path = info.path or run.path
+        return before != (run.state, run.path)
 
     def set_bench_result(self, run_id: str, result: dict[str, Any]) -> set[str]:
         run = self.bench.setdefault(run_id, BenchRun(run_id, state="done"))
         run.result = result
         return {BENCH}
+
+    # -- batch jobs ---------------------------------------------------------------------------
+
+    @property
+    def shown_job(self) -> protocol.JobView | None:
+        """The job the Jobs tab shows: the newest active one, else the newest."""
+        views = list(self.jobs.values())
+        active = [v for v in views if v.state not in _ENDED_JOBS]
+        return (active or views)[-1] if views else None
+
+    @property
+    def jobs_active(self) -> bool:
+        return any(v.state not in _ENDED_JOBS for v in self.jobs.values())
+
+    def set_jobs(self, views: list[protocol.JobView]) -> bool:
+        """The agent's list of jobs (STATUS, `job_list`): the rate history and segments a full
+        read gave are kept for a job whose list entry lacks them."""
+        new: dict[str, protocol.JobView] = {}
+        for v in sorted(views, key=lambda v: v.created):
+            old = self.jobs.get(v.id)
+            if old is not None and v.rate_history is None and old.rate_history is not None:
+                v = msgspec.structs.replace(v, rate_history=old.rate_history)
+            new[v.id] = v
+        if new == self.jobs:
+            return False
+        self.jobs = new
+        self.jobs_error = None
+        return True
+
+    def set_job(self, view: protocol.JobView) -> bool:
+        """One job read in full (`job_status`)."""
+        if self.jobs.get(view.id) == view:
+            return False
+        self.jobs[view.id] = view
+        if list(self.jobs) != sorted(self.jobs, key=lambda j: self.jobs[j].created):
+            self.jobs = dict(sorted(self.jobs.items(), key=lambda kv: kv[1].created))
+        self.jobs_error = None
+        return True
+
+    def expect_job(self, job_id: str, **changes: Any) -> protocol.JobView | None:
+        """A command sent for a job, shown at once: keys pressed faster than the agent answers
+        build on each other (+ + doubles twice)."""
+        view = self.jobs.get(job_id)
+        if view is None:
+            return None
+        self.jobs[job_id] = view = msgspec.structs.replace(view, **changes)
+        return view
+
+    def _apply_job_event(self, event: protocol.JobEvent) -> set[str]:
+        view = self.jobs.get(event.job)
+        if view is None:
+            return {JOBS}  # a job this model has not read: the Jobs tab reads it
+        tag = str(type(event).__struct_config__.tag)
+        changes: dict[str, Any] = {
+            name: getattr(event, name) for name in _JOB_COUNTS if getattr(event, name) is not None
+        }
+        state = _JOB_STATE.get(tag)
+        if tag == "job.done" and event.state:
+            with contextlib.suppress(ValueError):
+                state = protocol.JobState(event.state)
+        if state is not None:
+            changes["state"] = state
+        if tag == "job.error" and event.message:
+            changes["error"] = event.message
+        if tag == "job.hold":
+            changes["hold"] = event.reason or "swap"
+        elif tag == "job.release":
+            changes["hold"] = None
+        if tag == "job.progress" and event.tok_s is not None and view.rate_history is not None:
+            changes["rate_history"] = [*view.rate_history, (event.ts, event.tok_s)][-120:]
+        if changes:
+            self.jobs[event.job] = msgspec.structs.replace(view, **changes)
+        return {JOBS}
+
+    def job_needs_reading(self, push: dict[str, Any]) -> str | None:
+        """The job a pushed event says to read again in full (a new job, a segment, an end)."""
+        if push.get("push") != "event":
+            return None
+        data = push.get("data") or {}
+        if data.get("type") in _JOB_REREAD or (
+            str(data.get("type", "")).startswith("job.") and data.get("job") not in self.jobs
+        ):
+            job = data.get("job")
+            return str(job) if job else None
+        return None
+
+    # -- activity -----------------------------------------------------------------------------
 
     def _activity_item(self, ev: dict[str, Any]) -> ActivityItem | None:
         t = ev.get("type", "")
@@ -304,7 +551,9 @@ class TuiModel:
         if t == "command":
             args = ev.get("args") or {}
             shown = " ".join(
-                f"{k}={v}" for k, v in args.items() if k not in ("profiles_dirs", "spec")
+                f"{k}={v}"
+                for k, v in args.items()
+                if k not in ("profiles_dirs", "spec") and v is not None
             )
             return ActivityItem(ts, client, f"{ev.get('op', '?')} {shown}".strip(), "info", foreign)
         if t == "command.refused":
@@ -351,26 +600,45 @@ class TuiModel:
         return None
 
 
+def _bounded(state: protocol.SessionState) -> protocol.SessionState:
+    """The state with its history cut to the last records: the reducer keeps every launch and
+    swap of the session, and a 24 h TUI must not grow."""
+    if max(len(state.launches), len(state.swaps), len(state.failures)) <= 2 * HISTORY_RECORDS:
+        return state
+    return msgspec.structs.replace(
+        state,
+        launches=state.launches[-HISTORY_RECORDS:],
+        swaps=state.swaps[-HISTORY_RECORDS:],
+        failures=state.failures[-HISTORY_RECORDS:],
+    )
+
+
 def load_history(
     model: TuiModel, timeline: dict[str, Any], events: list[dict[str, Any]]
 ) -> set[str]:
     """Fill a freshly connected model with what the agent holds from before: the chart series
-    (`timeline` op: {"series": {"engine.0.<key>": [[ts, value], ...]}}) and the Activity
+    (`timeline` op: {"series": {"engine.<slot>.<key>": [[ts, value], ...]}}) and the Activity
     items of recent session events. Returns the areas to redraw."""
     changed: set[str] = set()
     series = (timeline or {}).get("series") or {}
-    points: dict[float, dict[str, float]] = {}
-    for name, key in SERIES.items():
-        for item in series.get(f"engine.0.{key}") or []:
+    # ts -> slot -> engine reading, rebuilt from the series as one sample held them
+    points: dict[float, dict[str, dict[str, float]]] = {}
+    for name, values in series.items():
+        parts = str(name).split(".")
+        if len(parts) != 3 or parts[0] != "engine" or parts[2] not in SERIES.values():
+            continue
+        for item in values or []:
             if isinstance(item, (list, tuple)) and len(item) == 2 and item[1] is not None:
-                points.setdefault(float(item[0]), {})[name] = float(item[1])
+                points.setdefault(float(item[0]), {}).setdefault(parts[1], {})[parts[2]] = float(
+                    item[1]
+                )
     if points:
         for values in model.series.values():
             values.clear()
+        model.slot_series.clear()
+        model._last_sample_ts = None
         for ts in sorted(points):
-            for name in SERIES:
-                model.series[name].append((ts, points[ts].get(name, 0.0)))
-        model._last_sample_ts = max(points)
+            model._append_series(ts, points[ts])
         changed.add(CHART)
     if events and not model.swaps:
         for ev in events:

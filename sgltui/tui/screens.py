@@ -12,6 +12,7 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from sgltui import protocol
 from sgltui.core import units
 from sgltui.tui.bindings import KEYS
 
@@ -52,6 +53,41 @@ class DrainChoice(_Modal):
             with Horizontal():
                 yield Button("Drain", id="wait", variant="primary")
                 yield Button("Force", id="force", variant="error")
+                yield Button("Cancel", id="cancel")
+
+    def action_choose(self, choice: str | None) -> None:
+        self.dismiss(choice)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None if event.button.id == "cancel" else event.button.id)
+
+
+class SlotOrPool(_Modal):
+    """A profile key with several slots in a pool: this slot, or the whole pool one slot at a
+    time. Returns 'slot'|'pool'|None."""
+
+    BINDINGS = [
+        Binding("s", "choose('slot')", "This slot", id="modal.slot"),
+        Binding("p", "choose('pool')", "Whole pool", id="modal.pool"),
+        Binding("c,escape,n", "choose(None)", "Cancel", id="modal.cancel"),
+    ]
+
+    def __init__(self, profile: str, slot: str, pool: str, slots: int) -> None:
+        super().__init__()
+        self.profile, self.slot, self.pool, self.slots = profile, slot, pool, slots
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(
+                f"[b]{escape(self.profile)}[/]: this slot, or the whole pool (rolling)?\n"
+                f"[b]s[/] slot {escape(self.slot)} only\n"
+                f"[b]p[/] pool {escape(self.pool)}: its {self.slots} slots one at a time, "
+                "the others serving\n[b]c[/] or esc: cancel"
+            )
+            with Horizontal():
+                yield Button(f"Slot {self.slot}", id="slot", variant="primary")
+                yield Button(f"Pool {self.pool}", id="pool", variant="warning")
                 yield Button("Cancel", id="cancel")
 
     def action_choose(self, choice: str | None) -> None:
@@ -221,7 +257,7 @@ class HelpScreen(_Modal):
     DEFAULT_CSS = "HelpScreen > Vertical { width: 100; }"
     BINDINGS = [Binding("escape,q,h,f1,question_mark", "close", "Close", id="modal.close")]
 
-    def __init__(self, keymap: dict[str, str], profiles: list[dict[str, Any]]) -> None:
+    def __init__(self, keymap: dict[str, str], profiles: list[protocol.ProfileRow]) -> None:
         super().__init__()
         self.keymap = keymap
         self.profiles = profiles
@@ -237,8 +273,8 @@ class HelpScreen(_Modal):
 
         rows = ["[b]Keys[/]  (remap by id in ~/.config/sgltui/config.toml, table \\[keymap])", ""]
         for p in ordered(self.profiles):
-            if p.get("key"):
-                rows.append(row(str(p["key"]), f"swap to {p['name']}"))
+            if p.key:
+                rows.append(row(str(p.key), f"swap to {p.name}"))
         rows.append(row("enter", "swap to / start the highlighted profile"))
         for k in KEYS:
             rows.append(row(key_label(self.keymap.get(k.id, k.key)), k.tooltip, k.id))

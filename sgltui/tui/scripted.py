@@ -176,6 +176,88 @@ def make_sample(t: float, running: int = 4) -> dict[str, Any]:
     return {"v": 1, "ts": T0 + t, "gpus": tel["gpus"], "host": tel["host"], "engine": tel["engine"]}
 
 
+def slot_names(n: int) -> list[str]:
+    """The names `sgltui host init` gives n slots: a, b, c..."""
+    return [chr(ord("a") + i) for i in range(n)]
+
+
+def make_host_telemetry(
+    t: float = 0.0, slots: list[str] | None = None, server_gib: float = 80.0
+) -> dict[str, Any]:
+    """A host of one simulated H200 per slot, each slot's server on its own GPU."""
+    slots = slots if slots is not None else slot_names(2)
+    tel = make_telemetry(t, server_gib=server_gib)
+    base = tel["gpus"][0]
+    tel["gpus"] = [
+        dict(
+            base,
+            index=i,
+            uuid=f"GPU-{i}",
+            server_bytes={sid: int((server_gib - 4 * i) * GIB)} if server_gib else {},
+            used_bytes=int((server_gib - 4 * i + 2) * GIB),
+        )
+        for i, sid in enumerate(slots)
+    ]
+    tel["host"]["server_rss_bytes"] = {sid: 9 * GIB for sid in slots}
+    tel["host"]["server_cpu_pct"] = {sid: 100.0 for sid in slots}
+    tel["engine"] = (
+        {sid: make_engine(t + 3 * i, running=4 - i % 3) for i, sid in enumerate(slots)}
+        if server_gib
+        else {}
+    )
+    return tel
+
+
+def make_host_status(
+    n: int = 2,
+    profiles: list[str] | None = None,
+    pool: str | None = "all",
+    t: float = 0.0,
+    **slot: Any,
+) -> dict[str, Any]:
+    """STATUS of a host of n slots (one GPU each), in a pool `pool` behind smg (None: no pool)."""
+    names = slot_names(n)
+    profiles = profiles or ["demo-mtp"] * n
+    slots = [
+        make_slot(
+            profile=profiles[i],
+            id=sid,
+            gpus=[i],
+            port=31000 + 10 * i,
+            pid=5000 + 10 * i,
+            pids=[5000 + 10 * i],
+            launch_id=f"20261202-154000-{profiles[i]}-{sid}",
+            **slot,
+        )
+        for i, sid in enumerate(names)
+    ]
+    st = make_status(slots, t)
+    st["telemetry"] = make_host_telemetry(t, names)
+    if pool is not None:
+        st["pools"] = [
+            {
+                "name": pool,
+                "endpoint": "http://127.0.0.1:30080",
+                "slots": names,
+                "gateway": {"pid": 4100, "state": "ready"},
+                "workers": [
+                    {
+                        "slot": sid,
+                        "url": f"http://127.0.0.1:{31000 + 10 * i}",
+                        "gateway_status": "ready",
+                    }
+                    for i, sid in enumerate(names)
+                ],
+            }
+        ]
+    return st
+
+
+def make_host_sample(t: float, slots: list[str]) -> dict[str, Any]:
+    tel = make_host_telemetry(t, slots)
+    return {"v": 1, "ts": T0 + t, "gpus": tel["gpus"], "host": tel["host"], "engine": tel["engine"]}
+
+
 LOG_LINES = [
     "[2026-12-02 15:40:01] server_args=ServerArgs(model_path='Qwen/Qwen3.6-27B', ...)",
     "[2026-12-02 15:40:03] Load weight begin. avail mem=139.20 GB",
@@ -208,12 +290,15 @@ class ScriptedSource:
         live_interval: float | None = None,
         logs: list[str] | None = None,
         on_call: Callable[[str, dict[str, Any], ScriptedSource], Any] | None = None,
+        status_follows_samples: bool = False,
     ) -> None:
         self.status = status
         self.script = list(script or [])
         self.live_interval = live_interval
         self.logs = list(logs if logs is not None else LOG_LINES)
         self.on_call = on_call
+        # As the agent's: a STATUS read after a sample holds that sample's telemetry.
+        self.status_follows_samples = status_follows_samples
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.connects = 0
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -232,6 +317,9 @@ class ScriptedSource:
             if isinstance(item, tuple):
                 await asyncio.sleep(item[0])
                 item = item[1]
+            if self.status_follows_samples and item.get("push") == "sample":
+                tel = self.status.setdefault("telemetry", {})
+                tel.update({k: v for k, v in item["data"].items() if k != "v"})
             yield item
         t = 0.0
         while True:
@@ -244,11 +332,13 @@ class ScriptedSource:
             except asyncio.TimeoutError:
                 pass
             t += self.live_interval
-            yield {"push": "sample", "data": make_sample(t)}
+            ids = [str(s.get("id")) for s in self.status.get("slots") or []]
+            sample = make_host_sample(t, ids) if len(ids) > 1 else make_sample(t)
+            yield {"push": "sample", "data": sample}
             yield {
                 "push": "log",
                 "data": {
-                    "slot": "0",
+                    "slot": ids[int(t) % len(ids)] if ids else "0",
                     "launch_id": "x",
                     "lines": [
                         f"[2026-12-02 15:41:{int(t) % 60:02d}] Decode batch, #running-req: 4, token usage: 0.31, "
@@ -270,8 +360,10 @@ class ScriptedSource:
     def reply(self, op: str, args: dict[str, Any]) -> Any:
         """The agent's reply to `op` when the script says nothing else: accepted, with no
         history, bench runs or batch jobs."""
-        sid = str(args.get("slot", "0"))
-        slot = next((s for s in self.status.get("slots") or [] if s.get("id") == sid), None)
+        slots = self.status.get("slots") or []
+        # None named: the first slot (the agent takes its only one, or lists them).
+        sid = str(args.get("slot") or (slots[0].get("id") if slots else ""))
+        slot = next((s for s in slots if s.get("id") == sid), None)
         if op in ("start", "stop", "restart", "swap"):
             return {"slot": copy.deepcopy(slot or make_slot(state="stopped")), "accepted": True}
         if op == "logs":
@@ -283,8 +375,13 @@ class ScriptedSource:
             return {"profile": str(args.get("profile", "")), "ok": True, "checks": []}
         if op == "timeline":
             return {"series": {}}
-        if op in ("bench_list", "job_list"):
+        if op == "bench_list":
             return []
+        if op == "job_list":
+            return copy.deepcopy(self.status.get("jobs") or [])
+        if op == "job_status":
+            jobs = self.status.get("jobs") or []
+            return copy.deepcopy(next((j for j in jobs if j.get("id") == args.get("job")), {}))
         if op == "bench_start":
             return {"run_id": f"scripted-{len(self.calls)}"}
         if op == "bench_stop":

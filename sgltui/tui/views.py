@@ -1,4 +1,4 @@
-"""Pure renderers: plain snapshots in, Textual markup out.
+"""Pure renderers: protocol's Structs (and the telemetry's plain dicts) in, Textual markup out.
 
 Colours are theme variables ($error, $success, ...) so every theme, light or dark, works, and
 every state is also spelled out in words: a 256-colour terminal or a colour-blind operator must
@@ -8,12 +8,15 @@ not need the colour to read the screen.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from textual.markup import escape
 
+from sgltui import protocol
 from sgltui.core import units
 from sgltui.core.charts import filled_cells
+from sgltui.protocol import SlotState
 from sgltui.tui import fmt
 
 STATE_STYLE = {
@@ -37,6 +40,10 @@ STATE_MARK = {
 }
 
 
+# A stopped slot shows a cause only when its stop had to SIGKILL work still running.
+_ENDED = (SlotState.FAILED, SlotState.CRASHED, SlotState.STOPPED)
+
+
 def state_label(state: str | None) -> str:
     state = state or "stopped"
     style = STATE_STYLE.get(state, "")
@@ -54,153 +61,145 @@ def progress_bar(progress: float | None, width: int = 20) -> str:
 _TOML_DIR = re.compile(r"^\S*/(?=[^/\s]+\.toml:)")
 
 
-def profile_mark(profile: dict[str, Any]) -> str:
+def profile_mark(profile: protocol.ProfileRow) -> str:
     """✓ valid, ✗ invalid (its first error), ⚠ valid but its HiCache host pool does not fit
     in the RAM it would get: what a key press would refuse, before anyone presses it."""
-    if profile.get("valid") is False:
+    if not profile.valid:
         return "[$error]✗[/]"
-    if profile.get("host_pool_problem"):
+    if profile.host_pool_problem:
         return "[$warning]⚠[/]"
     return "[$success]✓[/]"
 
 
-def launcher_label(profile: dict[str, Any]) -> str:
+def launcher_label(profile: protocol.ProfileRow) -> str:
     """'sim' (sgltui's simulator) or 'real' (SGLang itself)."""
-    return "sim" if profile.get("launcher") == "sim" else "real"
+    return "sim" if profile.launcher == "sim" else "real"
 
 
-def profile_option(profile: dict[str, Any], slots: list[dict[str, Any]]) -> str:
+def profile_option(profile: protocol.ProfileRow, slots: list[protocol.SlotStatus]) -> str:
     """One row of the profile list: key, validity mark, name, launcher, the state where a slot
     runs it, then the description (the list cuts the row to its width with an ellipsis)."""
-    key = profile.get("key")
+    key = profile.key
     keytxt = f"[b $accent]{escape(str(key))}[/]" if key else " "
-    name = escape(str(profile.get("name", "?")))
-    running = next(
-        (
-            s
-            for s in slots
-            if s.get("profile") == profile.get("name") and s.get("state") not in (None, "stopped")
-        ),
-        None,
-    )
-    state = f"  {state_label(running.get('state'))}" if running else ""
+    name = escape(profile.name)
+    running = [s for s in slots if s.profile == profile.name and s.state != SlotState.STOPPED]
+    state = ""
+    if len(running) == 1:
+        state = f"  {state_label(running[0].state)}"
+    elif running:  # several slots run it: how many, in the state of the first
+        state = f"  {state_label(running[0].state)} ×{len(running)}"
     launcher = f"  [dim]{launcher_label(profile)}[/]"
-    clash = profile.get("key_clash") or []
+    clash = profile.key_clash
     warn = ""
     if key and clash:
         # The key does nothing while another profile has it too (core/validate.py).
         keytxt = f"[b $error strike]{escape(str(key))}[/]"
         warn = f"  [$error]key {escape(str(key))} also on {escape(', '.join(map(str, clash)))}[/]"
-    desc = str(profile.get("description") or "")
+    desc = profile.description
     desc_txt = f"  [dim]{escape(desc)}[/]" if desc else ""
     return f"{keytxt} {profile_mark(profile)} {name}{launcher}{state}{warn}{desc_txt}"
 
 
-def profile_detail(profile: dict[str, Any] | None) -> str:
+def profile_detail(profile: protocol.ProfileRow | None) -> str:
     """What the highlighted profile's row cannot hold: its first error, or its host pool
     against the RAM (and how it was sized). Empty when there is nothing wrong."""
     if not profile:
         return ""
-    if profile.get("valid") is False:
+    if not profile.valid:
         # The file's folder is known from the list; its name and line are what help here, and a
         # long path would wrap as one word onto a line of its own.
-        problem = _TOML_DIR.sub("", str(profile.get("problem") or "invalid"), count=1)
+        problem = _TOML_DIR.sub("", profile.problem or "invalid", count=1)
         return f"[$error]✗ {escape(problem)}[/]"
-    if profile.get("host_pool_problem"):
-        how = profile.get("host_pool_how")
-        how_txt = f" [dim]({escape(str(how))})[/]" if how else ""
-        return f"[$warning]⚠ refused: {escape(str(profile['host_pool_problem']))}[/]{how_txt}"
+    if profile.host_pool_problem:
+        how = profile.host_pool_how
+        how_txt = f" [dim]({escape(how)})[/]" if how else ""
+        return f"[$warning]⚠ refused: {escape(profile.host_pool_problem)}[/]{how_txt}"
     return ""
 
 
-def profile_tooltip(profile: dict[str, Any]) -> str:
+def profile_tooltip(profile: protocol.ProfileRow) -> str:
     """The whole of a profile's row, for the mouse: description, launcher, problems."""
     lines = [
-        f"{profile.get('name', '?')} ({launcher_label(profile)}"
-        + (f", key {profile['key']})" if profile.get("key") else ")")
+        f"{profile.name} ({launcher_label(profile)}"
+        + (f", key {profile.key})" if profile.key else ")")
     ]
-    if profile.get("description"):
-        lines.append(str(profile["description"]))
-    if profile.get("valid") is False:
-        lines.append(f"invalid: {profile.get('problem') or '?'}")
-    if profile.get("host_pool_problem"):
-        lines.append(f"{profile['host_pool_problem']} ({profile.get('host_pool_how', '')})")
-    elif profile.get("host_pool_gib") is not None:
-        lines.append(
-            f"HiCache host pool {profile['host_pool_gib']:.0f} GiB ({profile.get('host_pool_how', '')})"
-        )
-    elif profile.get("host_pool_note"):
-        lines.append(str(profile["host_pool_note"]))
+    if profile.description:
+        lines.append(profile.description)
+    if not profile.valid:
+        lines.append(f"invalid: {profile.problem or '?'}")
+    if profile.host_pool_problem:
+        lines.append(f"{profile.host_pool_problem} ({profile.host_pool_how})")
+    elif profile.host_pool_gib is not None:
+        lines.append(f"HiCache host pool {profile.host_pool_gib:.0f} GiB ({profile.host_pool_how})")
+    elif profile.host_pool_note:
+        lines.append(profile.host_pool_note)
     return "\n".join(lines)
 
 
-def slot_details(slot: dict[str, Any] | None) -> str:
+def slot_details(slot: protocol.SlotStatus | None) -> str:
     """State, phase progress with ETA, swap step, capacity card, cause and fix of one slot."""
     if not slot:
         return "[dim]No server. Press a profile's key or [b]s[/b] to start the highlighted one.[/]"
     lines: list[str] = []
-    state = slot.get("state") or "stopped"
-    profile = escape(str(slot.get("profile") or "-"))
-    head = f"slot {escape(str(slot.get('id', '0')))}  [b]{profile}[/]  {state_label(state)}"
-    if state == "ready" and slot.get("uptime_s") is not None:
-        head += f"  up {units.age(slot.get('uptime_s'))}"
-    if slot.get("port") and state != "stopped":
-        head += f"  [dim]:{slot.get('port')} pid {slot.get('pid') or '-'}[/]"
+    state = slot.state
+    profile = escape(slot.profile or "-")
+    head = f"slot {escape(slot.id)}  [b]{profile}[/]  {state_label(state)}"
+    if state == SlotState.READY and slot.uptime_s is not None:
+        head += f"  up {units.age(slot.uptime_s)}"
+    if slot.port and state != SlotState.STOPPED:
+        head += f"  [dim]:{slot.port} pid {slot.pid or '-'}[/]"
     lines.append(head)
-    front = slot.get("front")
-    if isinstance(front, dict) and (front.get("url") or front.get("error")):
+    front = slot.front
+    if front is not None and (front.url or front.error):
         lines.append(front_line(front))
-    swap = slot.get("swap")
+    swap = slot.swap
     if swap:
-        elapsed = swap.get("elapsed_s")
-        el = f" ({units.duration(elapsed)})" if isinstance(elapsed, (int, float)) else ""
+        elapsed = swap.elapsed_s
+        el = f" ({units.duration(elapsed)})" if elapsed is not None else ""
         lines.append(
-            f"[b $warning]swap[/] {escape(str(swap.get('from')))} → {escape(str(swap.get('to')))}: "
-            f"{escape(str(swap.get('step')))}{el}"
+            f"[b $warning]swap[/] {escape(str(swap.from_))} → {escape(str(swap.to))}: "
+            f"{escape(swap.step)}{el}"
         )
-    drain = slot.get("drain")
-    if state == "draining" and isinstance(drain, dict):
+    drain = slot.drain
+    if state == SlotState.DRAINING and drain is not None:
         # The stop waits for what was already sent (bounded): a countdown, not a frozen screen.
         lines.append(
-            f"[b $warning]draining[/] {int(drain.get('requests') or 0)} requests · "
-            f"{float(drain.get('left_s') or 0):.0f}s left of {float(drain.get('timeout_s') or 0):.0f}s"
+            f"[b $warning]draining[/] {int(drain.requests or 0)} requests · "
+            f"{float(drain.left_s or 0):.0f}s left of {float(drain.timeout_s or 0):.0f}s"
         )
-    if state == "launching":
-        eta = slot.get("eta_s")
+    if state == SlotState.LAUNCHING:
+        eta = slot.eta_s
         eta_txt = f" ETA {units.duration(eta)}" if eta is not None else ""
-        lines.append(f"{escape(str(slot.get('phase') or 'spawned'))}")
-        lines.append(f"{progress_bar(slot.get('progress'))}{eta_txt}")
+        lines.append(f"{escape(slot.phase or 'spawned')}")
+        lines.append(f"{progress_bar(slot.progress)}{eta_txt}")
     # A stopped slot keeps a cause only when its stop had to SIGKILL work still running.
-    if state in ("failed", "crashed", "stopped") and slot.get("cause"):
-        lines.extend(cause_lines(slot["cause"]))
-    if slot.get("capacity") and state in ("ready", "draining", "launching"):
-        lines.extend(capacity_lines(slot["capacity"]))
+    if state in _ENDED and slot.cause:
+        lines.extend(cause_lines(slot.cause))
+    if slot.capacity and state in (SlotState.READY, SlotState.DRAINING, SlotState.LAUNCHING):
+        lines.extend(capacity_lines(slot.capacity))
     return "\n".join(lines)
 
 
-def front_line(front: dict[str, Any]) -> str:
+def front_line(front: protocol.FrontView) -> str:
     """The slot's stable endpoint (agent/front.py): where clients point, and what it does now."""
-    if front.get("error"):
-        return f"[$error]front: {escape(str(front['error']))}[/]"
-    state = str(front.get("state") or "")
+    if front.error:
+        return f"[$error]front: {escape(front.error)}[/]"
     extra = ""
-    if state == "holding":
-        extra = f" [b $warning]holding {int(front.get('held_now') or 0)}[/]"
-    elif state == "no server":
+    if front.state == "holding":
+        extra = f" [b $warning]holding {front.held_now}[/]"
+    elif front.state == "no server":
         extra = " [dim](503 until a server is ready)[/]"
-    return f"[dim]clients →[/] {escape(str(front.get('url')))}{extra}"
+    return f"[dim]clients →[/] {escape(str(front.url))}{extra}"
 
 
-def cause_lines(cause: dict[str, Any]) -> list[str]:
-    out = [
-        f"[b $error]cause[/] [$error]{escape(str(cause.get('summary') or cause.get('kind') or 'unknown'))}[/]"
-    ]
-    if cause.get("fix"):
-        out.append(f"[b]fix[/]   {escape(str(cause['fix']))}")
-    for line in (cause.get("lines") or [])[-3:]:
+def cause_lines(cause: protocol.Cause) -> list[str]:
+    out = [f"[b $error]cause[/] [$error]{escape(cause.summary or cause.kind or 'unknown')}[/]"]
+    if cause.fix:
+        out.append(f"[b]fix[/]   {escape(cause.fix)}")
+    for line in cause.lines[-3:]:
         out.append(f"[dim]  {escape(str(line))[:200]}[/]")
-    if cause.get("exit_code") is not None:
-        out.append(f"[dim]  exit code {cause['exit_code']}[/]")
+    if cause.exit_code is not None:
+        out.append(f"[dim]  exit code {cause.exit_code}[/]")
     return out
 
 
@@ -361,3 +360,109 @@ def host_lines(telemetry: dict[str, Any], width: int) -> list[str]:
         detail += f" · [$warning]swap {units.gib(host['swap_used_bytes'])}[/]"
     out.append(detail)
     return out
+
+
+# ---- the slots view (several slots: one row each, a row per pool summing them) ----------------
+
+
+@dataclass(frozen=True)
+class SlotFigures:
+    """What a row of the slots view says, from the slot and its latest engine reading."""
+
+    tok_s: float | None = None
+    running: int | None = None
+    queued: int | None = None
+    mem_used: float | None = None  # the slot's server on its GPUs, bytes
+    mem_total: float | None = None  # those GPUs' memory, bytes
+
+
+def slot_figures(
+    slot: protocol.SlotStatus, engine: dict[str, Any] | None, gpus: list[dict[str, Any]]
+) -> SlotFigures:
+    """A slot's throughput, requests and GPU memory: its share on the GPUs it is given (or,
+    not placed, on the GPUs its server is seen on)."""
+    serving = slot.state in (SlotState.READY, SlotState.DRAINING)
+    eng = engine or {}
+    mine = [
+        g
+        for g in gpus
+        if (g.get("index") in slot.gpus)
+        or (not slot.gpus and slot.id in (g.get("server_bytes") or {}))
+    ]
+    used = sum(float((g.get("server_bytes") or {}).get(slot.id) or 0) for g in mine)
+    total = sum(float(g.get("total_bytes") or 0) for g in mine)
+    return SlotFigures(
+        tok_s=_num(eng.get("gen_throughput")) if serving else None,
+        running=int(eng.get("num_running_reqs") or 0) if serving else None,
+        queued=int(eng.get("num_queue_reqs") or 0) if serving else None,
+        mem_used=used if mine else None,
+        mem_total=total if mine else None,
+    )
+
+
+SLOT_COLUMNS = (
+    f"  {'slot':<8} {'GPU':<5} {'profile':<18} {'state':<11} {'tok/s':>7}  {'run/q':>5}  GPU mem"
+)
+
+
+def _mem(used: float | None, total: float | None) -> str:
+    if used is None or not total:
+        return "-"
+    return f"{used / units.GIB:.0f}/{total / units.GIB:.0f}G"
+
+
+def _req(f: SlotFigures) -> str:
+    return "-" if f.running is None else f"{f.running}/{f.queued or 0}"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def slot_row(slot: protocol.SlotStatus, f: SlotFigures, selected: bool) -> str:
+    """One slot: name, GPUs, profile, state, tok/s, running/queued, GPU memory."""
+    gpus = ",".join(map(str, slot.gpus)) or "-"
+    mark = "[b $accent]▸[/]" if selected else " "
+    state = slot.state
+    if slot.swap is not None:
+        shown = f"{STATE_MARK.get(state, '?')} swap"
+        state_txt = f"[$warning]{escape(shown):<11}[/]"
+    else:
+        style = STATE_STYLE.get(state, "")
+        text = f"{STATE_MARK.get(state, '?')} {state}"
+        state_txt = f"[{style}]{escape(f'{text:<11}')}[/]" if style else escape(f"{text:<11}")
+    return (
+        f"{mark} {escape(_cut(slot.id, 8)):<8} {escape(_cut(gpus, 5)):<5} "
+        f"{escape(_cut(slot.profile or '-', 18)):<18} {state_txt} "
+        f"{units.sig3(f.tok_s):>7}  {_req(f):>5}  {_mem(f.mem_used, f.mem_total)}"
+    )
+
+
+def pool_row(
+    pool: protocol.PoolStatus, slots: list[protocol.SlotStatus], figures: list[SlotFigures]
+) -> str:
+    """A pool: its slots summed (throughput, requests, memory), how many are ready, whether
+    they run one profile, and its gateway."""
+    ready = sum(1 for s in slots if s.state == SlotState.READY)
+    profiles = {s.profile for s in slots if s.profile and s.state != SlotState.STOPPED}
+    tok = [f.tok_s for f in figures if f.tok_s is not None]
+    run = [f for f in figures if f.running is not None]
+    used = [f.mem_used for f in figures if f.mem_used is not None]
+    total = [f.mem_total for f in figures if f.mem_total is not None]
+    req = f"{sum(f.running or 0 for f in run)}/{sum(f.queued or 0 for f in run)}" if run else "-"
+    what = (
+        next(iter(profiles))
+        if len(profiles) == 1
+        else (f"mixed ({len(profiles)})" if profiles else "-")
+    )
+    state = f"{ready}/{len(slots)} ready"
+    style = "$success" if slots and ready == len(slots) else "$warning"
+    gw = ""
+    if pool.gateway is not None and pool.gateway.state:
+        gw = f"  [dim]gateway {escape(pool.gateway.state)}[/]"
+    return (
+        f"  [b]{escape(_cut('pool ' + pool.name, 14)):<14}[/] "
+        f"{escape(_cut(what, 18)):<18} [{style}]{escape(f'{state:<11}')}[/] "
+        f"{units.sig3(sum(tok)) if tok else '-':>7}  {req:>5}  "
+        f"{_mem(sum(used) if used else None, sum(total) if total else None)}{gw}"
+    )

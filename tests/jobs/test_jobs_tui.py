@@ -83,8 +83,9 @@ async def test_swap_key_under_a_pinned_job_asks_first(agent, tmp_path):
         await until(
             pilot,
             lambda: (
-                (app.model.slot("0") or {}).get("profile") == b
-                and (app.model.slot("0") or {}).get("state") == "ready"
+                app.model.slot("0") is not None
+                and app.model.slot("0").profile == b
+                and app.model.slot("0").state == "ready"
             ),
             timeout=60,
         )

@@ -146,4 +146,4 @@ async def test_the_tui_model_folds_pushes_to_the_live_status(agent):
                 if data["type"] == "swap.done" and data.get("to") == b:
                     break
     assert seen > 5
-    assert _fields(model.slot("0")) == _fields(live)
+    assert _fields(protocol.to_builtins(model.slot("0"))) == _fields(live)

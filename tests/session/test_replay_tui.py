@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sgltui import protocol
 from sgltui.tui.replay.app import make_replay_app
 from sgltui.tui.replay.bar import TimeCursorBar
 from tests.tui.helpers import until
@@ -20,7 +21,8 @@ def app(isolated_env):
 
 
 def slot0(app):
-    return app.model.slot("0") or {}
+    slot = app.model.slot("0")
+    return protocol.to_builtins(slot) if slot is not None else {}
 
 
 def shown_at(app, t):

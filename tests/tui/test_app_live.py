@@ -11,6 +11,7 @@ import asyncio
 
 import pytest
 
+from sgltui import protocol
 from sgltui.tui.screens import Confirm
 from sgltui.tui.source import LiveSource
 from sgltui.tui.widgets.logs import LogView
@@ -23,7 +24,8 @@ SIZE = (120, 40)
 
 
 def slot0(app):
-    return app.model.slot("0") or {}
+    slot = app.model.slot("0")
+    return protocol.to_builtins(slot) if slot is not None else {}
 
 
 async def test_start_swap_stop_and_filter_logs_against_the_simulator(agent):
@@ -119,13 +121,13 @@ async def test_reconnects_when_the_agent_restarts(agent):
     app = app_with(source)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.model.connected, timeout=20)
-        first = app.model.status["agent"]["pid"]
+        first = app.model.agent.pid
         await asyncio.to_thread(agent.call, "shutdown", stop_servers=True)
         await until(pilot, lambda: not app.model.connected, timeout=20)
         assert "agent unreachable" in app.model.connection_note
         await asyncio.to_thread(agent.start)
         await until(
             pilot,
-            lambda: app.model.connected and app.model.status["agent"]["pid"] != first,
+            lambda: app.model.connected and app.model.agent.pid != first,
             timeout=30,
         )

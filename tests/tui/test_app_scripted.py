@@ -452,10 +452,11 @@ async def test_accept_length_row_goes_with_a_swap_to_a_plain_profile():
 
 
 async def test_profiles_are_listed_in_key_order():
+    from sgltui.tui import typed
     from sgltui.tui.widgets.profiles import ordered
 
     profiles = [
-        {"name": n, "key": k}
+        typed.profile({"name": n, "key": k})
         for n, k in (
             ("a", "1"),
             ("c", "3"),
@@ -467,7 +468,7 @@ async def test_profiles_are_listed_in_key_order():
             ("h", "!"),
         )
     ]
-    assert [p["name"] for p in ordered(profiles)] == ["a", "b", "c", "f", "h", "g", "e", "d"]
+    assert [p.name for p in ordered(profiles)] == ["a", "b", "c", "f", "h", "g", "e", "d"]
     src = ScriptedSource(status_with())
     src.status["profiles"] = list(reversed(src.status["profiles"]))
     app = app_with(src)

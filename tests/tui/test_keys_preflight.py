@@ -4,6 +4,7 @@ run before the swap dialog acts."""
 
 from __future__ import annotations
 
+from sgltui.tui import typed
 from sgltui.tui.screens import Confirm, DrainChoice
 from sgltui.tui.views import profile_option
 
@@ -84,5 +85,5 @@ async def test_refused_preflight_shows_its_line_and_opens_no_dialog():
 
 
 def test_profiles_pane_marks_a_clashing_key():
-    row = profile_option({"name": "a", "key": "7", "key_clash": ["b"]}, [])
+    row = profile_option(typed.profile({"name": "a", "key": "7", "key_clash": ["b"]}), [])
     assert "key 7 also on b" in row

@@ -31,7 +31,7 @@ def test_slot_events_patch_state_and_ask_for_a_fresh_status():
     m.apply_status(make_status([make_slot(state="launching", phase="spawned")]))
     push = ev("slot.phase", phase="loading weights", progress=0.4, eta_s=12.0)
     assert M.SERVERS in m.apply_push(push)
-    assert m.slot("0")["phase"] == "loading weights" and m.slot("0")["eta_s"] == 12.0
+    assert m.slot("0").phase == "loading weights" and m.slot("0").eta_s == 12.0
     assert m.needs_status_refresh(push)
     cause = {
         "kind": "oom",
@@ -40,7 +40,7 @@ def test_slot_events_patch_state_and_ask_for_a_fresh_status():
         "lines": [],
     }
     m.apply_push(ev("slot.state", state="failed", prev="launching", cause=cause))
-    assert m.slot("0")["state"] == "failed" and m.slot("0")["cause"]["kind"] == "oom"
+    assert m.slot("0").state == "failed" and m.slot("0").cause.kind == "oom"
     assert m.activity[-1].level == "error" and "CUDA out of memory" in m.activity[-1].text
     assert not m.needs_status_refresh({"push": "sample", "data": make_sample(1)})
 
@@ -54,7 +54,7 @@ def test_swap_steps_show_then_clear():
             **{"from": "demo-mtp", "to": "demo-no-mtp", "step": "draining", "elapsed_s": 0.5},
         )
     )
-    assert m.slot("0")["swap"]["step"] == "draining"
+    assert m.slot("0").swap.step == "draining"
     m.apply_push(
         ev(
             "swap.done",
@@ -67,7 +67,7 @@ def test_swap_steps_show_then_clear():
             },
         )
     )
-    assert m.slot("0")["swap"] is None
+    assert m.slot("0").swap is None
     assert "in 4.20 s" in m.activity[-1].text
 
 
@@ -114,7 +114,7 @@ def test_running_requests_and_profile_keys():
     m.apply_status(make_status())
     eng = m.engine("0")
     assert m.running_requests("0") == eng["num_running_reqs"] + eng["num_queue_reqs"]
-    assert m.profile_for_key("2")["name"] == "demo-mtp"
+    assert m.profile_for_key("2").name == "demo-mtp"
     assert m.profile_for_key("9") is None
 
 
@@ -148,3 +148,69 @@ def test_the_memory_view_shows_the_host_cpu_as_top_does_each_3_s_mean():
     assert shown == [12.0, 12.0, 24.0, 24.0, 24.0, 22.0]
     model.apply_push({"push": "sample", "data": sample})  # the same sample again: ignored
     assert model.memory_view["host"]["cpu_pct"] == 22.0
+
+
+def two_slots():
+    st = make_status([make_slot(id="a"), make_slot("demo-no-mtp", id="b")])
+    st["telemetry"]["engine"] = {"a": make_engine(0.0, running=2), "b": make_engine(0.0, running=3)}
+    st["pools"] = [{"name": "all", "endpoint": "http://127.0.0.1:30080", "slots": ["a", "b"]}]
+    return st
+
+
+def test_every_slot_is_kept_by_name_and_the_chart_sums_them():
+    m = TuiModel()
+    m.apply_status(two_slots())
+    assert m.slot_ids == ["a", "b"] and m.several and m.current_id == "a"
+    assert m.pool_of("b").name == "all" and m.pool_slots("all") == ["a", "b"]
+    sample = make_sample(1)
+    sample["engine"] = {"a": make_engine(1.0, running=2), "b": make_engine(1.0, running=3)}
+    m.apply_push({"push": "sample", "data": sample})
+    gen = sample["engine"]["a"]["gen_throughput"] + sample["engine"]["b"]["gen_throughput"]
+    assert m.series["gen_throughput"][-1][1] == gen and m.series["running"][-1][1] == 5
+    assert [v for _, v in m.slot_series["b"]][-1] == sample["engine"]["b"]["gen_throughput"]
+    assert set(m.chart_slots()) == {"a", "b"}
+    # An event of slot b changes b alone; its swap is marked with its name.
+    push = ev("slot.state", slot="b", state="draining", prev="ready")
+    assert M.SERVERS in m.apply_push(push)
+    assert m.slot("b").state == "draining" and m.slot("a").state == "ready"
+    m.apply_push(ev("swap.done", slot="b", to="demo-mtp", ok=True, **{"from": "demo-no-mtp"}))
+    assert m.chart_marks()[-1][1] == "b:demo-mtp"
+    m.selected = "b"
+    assert m.current.id == "b" and m.running_requests("b") > 0
+
+
+def test_one_slot_has_no_series_per_slot_and_plain_marks():
+    m = TuiModel()
+    m.apply_status(make_status())
+    m.apply_push(ev("swap.done", to="demo-no-mtp", ok=True, **{"from": "demo-mtp"}))
+    assert not m.several and m.chart_slots() == {} and m.chart_marks()[-1][1] == "demo-no-mtp"
+
+
+def job(**extra):
+    return {
+        "id": "j1", "name": "big", "state": "running", "slot": "0", "input": "in.jsonl",
+        "output": "out.jsonl", "errors_output": "err.jsonl", "concurrency": 4,
+        "concurrency_mode": "fixed", "total": 100, "answered": 10, "created": T0,
+        "rate_history": [[T0, 50.0]], **extra,
+    }  # fmt: skip
+
+
+def test_job_events_fold_into_the_jobs_the_status_listed():
+    m = TuiModel()
+    st = make_status()
+    st["jobs"] = [job()]
+    assert M.JOBS in m.apply_status(st)
+    assert m.shown_job.answered == 10 and m.jobs_active
+    m.apply_push(ev("job.progress", job="j1", answered=40, failed=1, tok_s=80.0, in_flight=4))
+    view = m.jobs["j1"]
+    assert (view.answered, view.failed, view.in_flight) == (40, 1, 4)
+    assert view.rate_history[-1] == (100.0, 80.0)
+    m.apply_push(ev("job.pause", job="j1"))
+    assert m.jobs["j1"].state == "paused"
+    m.apply_push(ev("job.hold", job="j1", reason="swap"))
+    assert m.jobs["j1"].hold == "swap"
+    done = ev("job.done", job="j1", state="done", answered=99, failed=1)
+    m.apply_push(done)
+    assert m.jobs["j1"].state == "done" and not m.jobs_active
+    assert m.job_needs_reading(done) == "j1"  # its segments and ETA: read in full
+    assert m.job_needs_reading(ev("job.progress", job="zz")) == "zz"  # a job not read yet

@@ -15,8 +15,8 @@ def test_model_profiles_are_printable_and_cut():
         {"profiles": [{"name": "p", "key": "1", "launcher": "sim", "description": HOSTILE}]}
     )
     (row,) = model.profiles
-    assert row["name"] == "p" and row["key"] == "1"
-    text = row["description"]
+    assert row.name == "p" and row.key == "1"
+    text = row.description
     assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
     assert text.startswith("fast\\x1b[2J") and len(text) <= 200
     option = views.profile_option(row, [])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from textual.widgets import OptionList
 
-from sgltui.tui import views
+from sgltui.tui import typed, views
 from sgltui.tui.scripted import ScriptedSource
 from sgltui.tui.widgets.profiles import ProfileList
 
@@ -23,6 +23,10 @@ ERROR = 'p.toml:4: mem-fraction-static: must be a number, got "lots"; write a nu
 
 
 def profiles():
+    return [typed.profile(p) for p in rows()]
+
+
+def rows():
     return [
         {"name": "fast", "key": "1", "launcher": "sim", "description": LONG, "valid": True},
         {"name": "gpu", "key": "2", "launcher": "sglang", "description": "real one", "valid": True},
@@ -32,14 +36,14 @@ def profiles():
 
 
 def test_row_says_key_mark_name_launcher_and_description():
-    rows = {p["name"]: plain(views.profile_option(p, [])) for p in profiles()}
+    rows = {p.name: plain(views.profile_option(p, [])) for p in profiles()}
     assert rows["fast"] == f"1 ✓ fast  sim  {LONG}"
     assert rows["gpu"] == "2 ✓ gpu  real  real one"
     assert rows["big"].startswith("3 ⚠ big  sim") and rows["bad"].startswith("4 ✗ bad  sim")
 
 
 def test_detail_line_names_the_problem_only_when_there_is_one():
-    by = {p["name"]: p for p in profiles()}
+    by = {p.name: p for p in profiles()}
     assert views.profile_detail(by["fast"]) == ""
     assert plain(views.profile_detail(by["bad"])) == f"✗ {ERROR}"
     assert plain(views.profile_detail(by["big"])) == (
@@ -52,7 +56,7 @@ def test_detail_line_names_the_problem_only_when_there_is_one():
 
 def _status():
     st = status_with(profile="fast")
-    st["profiles"] = profiles()
+    st["profiles"] = rows()
     return st
 
 
@@ -79,7 +83,9 @@ async def test_pane_cuts_rows_shows_the_problem_and_the_whole_row_on_hover():
 
 
 def test_detail_line_keeps_the_file_name_not_its_folder():
-    row = {"name": "t", "valid": False, "problem": "/tmp/x/y/t.toml:7: port: takes a number"}
+    row = typed.profile(
+        {"name": "t", "valid": False, "problem": "/tmp/x/y/t.toml:7: port: takes a number"}
+    )
     assert plain(views.profile_detail(row)) == "✗ t.toml:7: port: takes a number"
 
 

@@ -94,7 +94,7 @@ async def test_a_malformed_command_reply_is_a_notification_and_a_status_refresh(
             show=lambda: (seen, src.calls[-3:], app.focused),
         )
         assert ops(src, "start")[0]["profile"]
-        await until(pilot, lambda: app.model.slot("0")["state"] == "launching")
+        await until(pilot, lambda: app.model.slot("0").state == "launching")
         assert not any(m.startswith("starting") for m, _ in seen)
 
 

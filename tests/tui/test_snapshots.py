@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from sgltui.tui.scripted import T0, ScriptedSource, make_sample, make_slot, make_status
+from sgltui.tui.scripted import (
+    T0,
+    ScriptedSource,
+    make_host_sample,
+    make_host_status,
+    make_sample,
+    make_slot,
+    make_status,
+    slot_names,
+)
 
 from .helpers import app_with, until
 
@@ -210,3 +219,29 @@ def test_profiles_pane_marks(snap_compare):
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
+
+
+def host_samples(slots, n=90, swap_at=60):
+    """Samples of a host of several slots, with slot b's finished swap: the chart's total, a
+    series per slot (where there is room) and the swap marked with b's name."""
+    out = [{"push": "sample", "data": make_host_sample(t, slots)} for t in range(1, n)]
+    swap = {"v": 1, "ts": T0 + swap_at + 0.5, "type": "swap.done", "slot": "b",
+            "from": "demo-mtp", "to": "demo-no-mtp", "ok": True, "timings_s": {"total": 9.0}}  # fmt: skip
+    out.insert(swap_at, {"push": "event", "data": swap})
+    return out
+
+
+def test_eight_slots_80x24(snap_compare):
+    """Eight slots in a pool on an 80x24 terminal: every slot and the pool in the slots view."""
+    profiles = ["demo-no-mtp" if i % 3 == 0 else "demo-mtp" for i in range(8)]
+    status = make_host_status(8, profiles)
+    src = ScriptedSource(status, host_samples(slot_names(8)), status_follows_samples=True)
+    app = app_with(src)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settle(app))
+
+
+def test_two_slots_160x50(snap_compare):
+    status = make_host_status(2, ["demo-mtp", "demo-no-mtp"])
+    src = ScriptedSource(status, host_samples(slot_names(2)), status_follows_samples=True)
+    app = app_with(src)
+    assert snap_compare(app, terminal_size=(160, 50), run_before=settle(app))

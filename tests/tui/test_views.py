@@ -3,7 +3,7 @@
 from textual.content import Content
 
 from sgltui.core import charts
-from sgltui.tui import fmt, views
+from sgltui.tui import fmt, typed, views
 from sgltui.tui.scripted import make_slot, make_telemetry
 
 
@@ -75,7 +75,7 @@ def test_no_gpu_source_is_a_plain_message():
 
 def test_launching_slot_shows_phase_progress_and_eta():
     slot = make_slot(state="launching", phase="capturing CUDA graphs", progress=0.5, eta_s=75)
-    text = plain(views.slot_details(slot))
+    text = plain(views.slot_details(typed.slot(slot)))
     assert "launching" in text and "capturing CUDA graphs" in text
     assert " 50%" in text and "ETA 1m15s" in text
 
@@ -88,7 +88,7 @@ def test_failed_slot_shows_cause_fix_and_evidence():
         "lines": ["[Errno 98] error while attempting to bind on address"],
         "exit_code": 1,
     }
-    text = plain(views.slot_details(make_slot(state="failed", cause=cause)))
+    text = plain(views.slot_details(typed.slot(make_slot(state="failed", cause=cause))))
     assert "failed" in text and "cause port 30000 is already in use" in text
     assert "fix   stop the other server or set port" in text and "[Errno 98]" in text
 
@@ -110,7 +110,7 @@ def test_capacity_card_says_when_limits_were_reset():
 
 
 def test_profile_names_with_markup_are_escaped():
-    text = plain(views.profile_option({"name": "[b]odd", "key": "7"}, []))
+    text = plain(views.profile_option(typed.profile({"name": "[b]odd", "key": "7"}), []))
     assert "[b]odd" in text
 
 

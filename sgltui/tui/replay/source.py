@@ -97,7 +97,9 @@ class ReplaySource:
         if op == "ping":
             return {"pong": True, "replay": True}
         if op == "logs":
-            slot = str(args.get("slot", "0"))
+            # None named: the session's first slot, as the agent takes its only one.
+            slots = self.replay.status_at(t)["slots"]
+            slot = str(args.get("slot") or (slots[0]["id"] if slots else ""))
             return {
                 "lines": self.replay.log_tail(
                     slot, t, int(args.get("lines") or 200), args.get("launch_id")

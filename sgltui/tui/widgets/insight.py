@@ -11,6 +11,9 @@ from textual.markup import escape
 from textual.widget import Widget
 
 from sgltui.core import insight
+from sgltui.protocol import SlotState
+
+_SERVING = (SlotState.READY, SlotState.DRAINING)
 
 
 class InsightPane(Widget, can_focus=True):
@@ -33,20 +36,22 @@ class InsightPane(Widget, can_focus=True):
                 self._seen_bench.add(run_id)
                 self.ledger.observe_bench(run.result)
         cards = []
-        serving = model.slot("0") or {}
-        if serving.get("state") not in ("ready", "draining") or not serving.get("profile"):
+        serving = model.current
+        if serving is None or serving.state not in _SERVING or not serving.profile:
             self.ledger.interrupt()  # launching, swapping: no measurement spans it
         for slot in model.slots:
-            name = slot.get("profile")
-            if not name or slot.get("state") not in ("ready", "draining"):
+            name = slot.profile
+            if not name or slot.state not in _SERVING:
                 continue
-            self.ledger.observe_card(name, slot.get("capacity"))
-            engine = model.engine(str(slot.get("id")))
+            self.ledger.observe_card(name, slot.capacity)
+            engine = model.engine(slot.id)
             stamp = (engine or {}).get("ts")
             if engine and self._seen_engine.get(name) != stamp:
                 self._seen_engine[name] = stamp  # a status refresh repeats the reading
                 self.ledger.observe_engine(name, engine)
-            cards.append(insight.card(self.ledger, name))
+            # With several slots the card is the selected slot's (the slots view's choice).
+            if not model.several or (serving is not None and slot.id == serving.id):
+                cards.append(insight.card(self.ledger, name))
         self._cards = cards
         markup = self._card_text()
         if markup != self._text:

@@ -1,31 +1,30 @@
 """Jobs: the agent's batch jobs (sgltui/agent/jobs_host.py): progress, ETA, rate over time,
 per-profile segments and failures; space pauses or resumes, + and - change the concurrency.
 
-The pane asks the agent for the jobs once a second, and only while it is on screen (a hidden
-tab costs nothing); the ETA is the agent's, computed with the bench's estimator.
+The pane renders the model's jobs (pushed job events folded in, read in full by the app while
+the tab is on screen); its keys are messages to the app. The ETA is the agent's, computed with
+the bench's estimator.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.markup import escape
-from textual.widget import Widget
+from textual.message import Message
 from textual.widgets import Static
 
-from sgltui.agent.client import AgentError, decode_reply
 from sgltui.core import choice, units
 from sgltui.core.charts import filled_cells, sparkline
 from sgltui.protocol import JobState, JobView, to_builtins
 from sgltui.tui import fmt
 
-POLL_S = 1.0
-ENDED = (JobState.DONE, JobState.CANCELLED, JobState.FAILED)
 BAR = 30
+EMPTY = "[dim]No batch jobs. Start one with `sgltui job run INPUT.jsonl`.[/]"
 
 
 def _bar(frac: float, width: int = BAR) -> str:
@@ -99,6 +98,8 @@ def _energy(joules: float, completions: int, out_tokens: int) -> str:
 
 
 class JobsPane(VerticalScroll, can_focus=True):
+    """Renders the model's jobs; its keys ask the app (JobsPane.Command) to act on the job shown."""
+
     DEFAULT_CSS = """
     JobsPane { padding: 0 1; }
     JobsPane #jobs-body { height: auto; }
@@ -109,84 +110,46 @@ class JobsPane(VerticalScroll, can_focus=True):
         Binding("minus", "concurrency(0.5)", "Less concurrency"),
     ]
 
+    class Command(Message):
+        """A key on the job shown: `pause` toggles, `concurrency` scales by `factor`."""
+
+        def __init__(self, job_id: str, what: str, factor: float = 1.0) -> None:
+            super().__init__()
+            self.job_id, self.what, self.factor = job_id, what, factor
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.job: JobView | None = None
+        self._text = ""
 
     def compose(self) -> ComposeResult:
-        yield Static(
-            "[dim]No batch jobs. Start one with `sgltui job run INPUT.jsonl`.[/]", id="jobs-body"
-        )
+        yield Static(EMPTY, id="jobs-body")
 
-    def on_mount(self) -> None:
-        self.set_interval(POLL_S, self._poll)
-
-    def _shown(self) -> bool:
-        node: Any = self
-        while isinstance(node, Widget):
-            if not node.display:
-                return False
-            node = node.parent
-        return True
-
-    def _poll(self) -> None:
-        if self._shown():
-            self.refresh_jobs()
-
-    @work(exclusive=True, group="jobs", exit_on_error=False, description="batch jobs")
-    async def refresh_jobs(self) -> None:
-        source = getattr(self.app, "source", None)
-        if source is None:
-            return
-        try:
-            views: list[JobView] = decode_reply("job_list", await source.call("job_list"))
-            active = [v for v in views if v.state not in ENDED]
-            pick = (active or views)[-1] if views else None
-            if pick is not None:
-                pick = decode_reply("job_status", await source.call("job_status", job=pick.id))
-        except (AgentError, ConnectionError, OSError) as exc:  # a replay, an older agent
-            self.query_one("#jobs-body", Static).update(
-                f"[dim]jobs unavailable: {escape(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}[/]"
-            )
-            return
-        self.job = pick
-        body = self.query_one("#jobs-body", Static)
-        if pick is None:
-            return
-        others = [v for v in views if v.id != pick.id]
-        text = render_job(pick)
-        if others:
-            text += "\n\n" + "\n".join(
-                f"[dim]{escape(v.id)} {escape(str(v.name))}: {v.state}, "
-                f"{v.answered:,}/{v.total or 0:,}[/]"
-                for v in others[-5:]
-            )
-        body.update(text)
-
-    @work(group="jobs-cmd", exit_on_error=False)
-    async def _call(self, op: str, **args: Any) -> None:
-        try:
-            await self.app.source.call(op, **args)  # type: ignore[attr-defined]
-        except (AgentError, ConnectionError, OSError) as exc:  # the agent's one-line refusal
-            self.notify(str(exc).splitlines()[0], title=op, severity="warning", markup=False)
-        self.refresh_jobs()
-
-    # The actions change the pane's copy at once, so that keys pressed faster than the pane
-    # re-reads the agent build on each other (+ + doubles twice).
+    def show(self, jobs: Mapping[str, JobView], shown: JobView | None, error: str | None) -> None:
+        """`shown` in full, the last few others on one line each; `error` when the agent
+        could not be asked (a replay, an older agent)."""
+        self.job = shown
+        if error and not jobs:
+            text = f"[dim]jobs unavailable: {escape(error)}[/]"
+        elif shown is None:
+            text = EMPTY
+        else:
+            others = [v for v in jobs.values() if v.id != shown.id]
+            text = render_job(shown)
+            if others:
+                text += "\n\n" + "\n".join(
+                    f"[dim]{escape(v.id)} {escape(str(v.name))}: {v.state}, "
+                    f"{v.answered:,}/{v.total or 0:,}[/]"
+                    for v in others[-5:]
+                )
+        if text != self._text:
+            self._text = text
+            self.query_one("#jobs-body", Static).update(text)
 
     def action_toggle_pause(self) -> None:
-        if self.job is None:
-            return
-        op = "job_resume" if self.job.state == JobState.PAUSED else "job_pause"
-        self.job.state = JobState.PAUSED if op == "job_pause" else JobState.RUNNING
-        self._call(op, job=self.job.id)
+        if self.job is not None:
+            self.post_message(self.Command(self.job.id, "pause"))
 
     def action_concurrency(self, factor: float) -> None:
-        if self.job is None:
-            return
-        cur = max(1, self.job.concurrency)
-        new = max(1, int(round(cur * factor)))
-        if new == cur:
-            new = cur + 1 if factor > 1 else max(1, cur - 1)
-        self.job.concurrency = new
-        self._call("job_set", job=self.job.id, concurrency=new)
+        if self.job is not None:
+            self.post_message(self.Command(self.job.id, "concurrency", factor))

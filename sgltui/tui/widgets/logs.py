@@ -398,7 +398,7 @@ class LogPane(Vertical):
     # -- lines ------------------------------------------------------------------------------
 
     def _strip(self, line: LogLine) -> Strip:
-        text = line.text if line.slot == "0" else f"[{line.slot}] {line.text}"
+        text = self.buffer.shown_text(line)
         if "\t" in text:
             text = text.expandtabs(8)
         if not text.isprintable():
@@ -406,7 +406,7 @@ class LogPane(Vertical):
         style = self._styles.get(line.level)
         if style is None:
             style = self._styles[line.level] = Style.parse(level_style(self.app, line.level))
-        offset = len(text) - len(line.text) if line.slot != "0" else 0
+        offset = len(text) - len(line.text)
         spans = list(self.buffer.search_spans(text[offset:])) if self.buffer.search_text else []
         if not spans:
             return Strip([Segment(text, style)] if text else [], cell_len(text))

@@ -1,9 +1,9 @@
-"""Profiles and server state: the profile list (keys, what runs) and slot 0's details."""
+"""Profiles and server state: the profile list (keys, what runs) and the current slot's details
+(the only slot, or the one selected in the slots view)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from textual import events
 from textual.app import ComposeResult
@@ -12,24 +12,25 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from sgltui import protocol
 from sgltui.tui import views
 
 _SHIFTED = "!@#$%^&*("
 
 
-def ordered(profiles: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def ordered(profiles: list[protocol.ProfileRow]) -> list[protocol.ProfileRow]:
     """Profiles with a key first, in key order (digits as numbers), then the rest by name:
     the list reads 1, 2, 3... as the keys do, whatever order the files were found in."""
 
-    def rank(p: dict[str, Any]) -> tuple:
-        key = str(p.get("key") or "")
+    def rank(p: protocol.ProfileRow) -> tuple:
+        key = str(p.key or "")
         if not key:
-            return (2, 0, "", str(p.get("name", "")))
+            return (2, 0, "", p.name)
         if key.isdigit():
             return (0, int(key), "", "")
         if key in _SHIFTED:  # ! @ # $ % (shift+1..5) in the order of their digits
             return (1, _SHIFTED.index(key), "", "")
-        return (1, 99, key, str(p.get("name", "")))
+        return (1, 99, key, p.name)
 
     return sorted(profiles, key=rank)
 
@@ -70,7 +71,7 @@ class ProfilesPane(Vertical, can_focus=False):
     _details = ""
     _detail = ""
     _current: str | None = None
-    _rows: dict[str, dict[str, Any]] = {}
+    _rows: dict[str, protocol.ProfileRow] = {}
 
     def compose(self) -> ComposeResult:
         yield ProfileList(id="profile-list")
@@ -90,18 +91,25 @@ class ProfilesPane(Vertical, can_focus=False):
         detail.update(text)
         detail.display = bool(text)
 
-    def show(self, profiles: list[dict[str, Any]], slots: list[dict[str, Any]]) -> None:
+    def show(
+        self,
+        profiles: list[protocol.ProfileRow],
+        slots: list[protocol.SlotStatus],
+        slot: protocol.SlotStatus | None,
+    ) -> None:
+        """The rows, each marked with the state of the slots that run it, and `slot`'s details
+        (the slot the keys act on)."""
         options = self.query_one("#profile-list", ProfileList)
         highlighted = self.highlighted_profile()
-        current = slots[0].get("profile") if slots else None
+        current = slot.profile if slot else None
         if current != self._current:
-            # The profile now in slot 0 changed (start, swap, another client): point at it.
+            # The profile now in the slot changed (start, swap, another client): point at it.
             self._current = current
             highlighted = current
         rows = ordered(profiles)
-        self._rows = {p["name"]: p for p in rows}
-        options.tooltips = {p["name"]: views.profile_tooltip(p) for p in rows}
-        prompts = [(p["name"], views.profile_option(p, slots)) for p in rows]
+        self._rows = {p.name: p for p in rows}
+        options.tooltips = {p.name: views.profile_tooltip(p) for p in rows}
+        prompts = [(p.name, views.profile_option(p, slots)) for p in rows]
         # Rebuild only when the rows change: rebuilding resets the highlight and costs a layout.
         if [o.id for o in options.options] != [n for n, _ in prompts] or [
             str(o.prompt) for o in options.options
@@ -113,7 +121,6 @@ class ProfilesPane(Vertical, can_focus=False):
         elif self.highlighted_profile() is None and names:
             options.highlighted = 0
         self._show_detail()
-        slot = slots[0] if slots else None
         text = views.slot_details(slot)
         if text != self._details:  # an unchanged Static.update still costs a layout pass
             # A layout only when the text's shape changes (line lengths, word breaks, so its

@@ -35,6 +35,9 @@ ROWS: tuple[tuple[str, str, str, str, Callable[[float], str]], ...] = (
     ("accept_length", "accept len", "acc", "secondary", lambda v: f"{v:.2f}"),
 )
 
+# Colours of the rows per slot (several slots), in turn.
+SLOT_COLOURS = ("primary", "secondary", "success", "warning", "error", "accent")
+
 # Plot heights whose row count splits into whole-row tick intervals (see charts.y_ticks).
 PLOT_ROWS = (2, 3, 4, 6, 8, 9, 12)
 
@@ -55,6 +58,7 @@ class ThroughputPane(Widget, can_focus=True):
         self._series: Mapping[str, Sequence[tuple[float, float]]] = {}
         self._swaps: list[tuple[float, str]] = []
         self._has_spec = False
+        self._slots: Mapping[str, Sequence[tuple[float, float]]] = {}
         self._layout: charts.ChartLayout | None = None  # what the strips below show
         self._chart_key: tuple[object, ...] | None = None  # ChartInput.key() of that layout
         self._strips: list[Strip] = []
@@ -68,6 +72,7 @@ class ThroughputPane(Widget, can_focus=True):
         series: Mapping[str, Sequence[tuple[float, float]]],
         has_spec: bool,
         swaps: Iterable[tuple[float, str]] = (),
+        slots: Mapping[str, Sequence[tuple[float, float]]] | None = None,
     ) -> None:
         """New samples or swaps: work out the new layout and, only where it differs from the
         one on screen, redraw and repaint the rows that changed. An idle server's sample
@@ -76,6 +81,7 @@ class ThroughputPane(Widget, can_focus=True):
         # draws the newest data, and copying 600 points per series each second costs more than
         # the key that decides whether to draw.
         self._series = series
+        self._slots = slots or {}
         self._swaps = list(swaps)
         self._has_spec = has_spec
         width = self.content_region.width
@@ -109,6 +115,12 @@ class ThroughputPane(Widget, can_focus=True):
             points = self._series.get(name) or []
             latest = form(points[-1][1]) if points else "-"
             out.append(charts.ChartSeries(name, label, short, points, latest))
+            if name == "gen_throughput" and self._slots:
+                # Several slots: the plot is their total, and each slot's tok/s has a row.
+                out[0] = charts.ChartSeries(name, "total tok/s", short, points, latest)
+                for sid, slot_points in self._slots.items():
+                    now = units.sig3(slot_points[-1][1]) if slot_points else "-"
+                    out.append(charts.ChartSeries(f"slot:{sid}", sid, sid[:5], slot_points, now))
         return out[0], out[1:]
 
     def _plot_rows(self) -> int:
@@ -119,6 +131,10 @@ class ThroughputPane(Widget, can_focus=True):
         markers = [charts.ChartMarker(ts, label) for ts, label in self._swaps]
         rows = self._plot_rows()
         legend_only: list[charts.ChartSeries] = []
+        if self.screen.has_class("-short") and self._slots:
+            # No rows to spare: the slots view has each slot's tok/s and requests; the chart
+            # their total.
+            others = []
         if self.screen.has_class("-short") and charts.legend_height([main, *others], width) > 1:
             # A short terminal has no row to spare: a legend that wraps costs the plot a row
             # and the accept length its history (its latest value stays in the legend).
@@ -142,6 +158,9 @@ class ThroughputPane(Widget, can_focus=True):
         }
         for name, _, _, colour, _ in ROWS:
             styles[name] = base + Style.parse(theme.get(colour, "yellow"))
+        for i, sid in enumerate(self._slots):
+            colour = SLOT_COLOURS[i % len(SLOT_COLOURS)]
+            styles[f"slot:{sid}"] = base + Style.parse(theme.get(colour, "yellow"))
         return styles
 
     def _strips_key(self, width: int) -> tuple[Any, ...]:

@@ -1,0 +1,133 @@
+"""Several slots (issue 26): the slots view, a slot picked for the rest of the screen, a
+profile key that asks slot or pool, the chart's total with a series per slot. Driven by the
+ScriptedSource, so the TUI is tested without the agent side."""
+
+from __future__ import annotations
+
+from textual.content import Content
+
+from sgltui.tui.screens import DrainChoice, SlotOrPool
+from sgltui.tui.scripted import ScriptedSource, make_host_sample, make_host_status, slot_names
+from sgltui.tui.widgets.profiles import ProfilesPane
+from sgltui.tui.widgets.slots import SlotsPane
+
+from .helpers import app_with, event, ops, status_with, until
+
+SIZE = (120, 40)
+
+
+async def ready(app, pilot):
+    await until(pilot, lambda: app.model.connected and app.first_status.is_set())
+    await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+
+
+def rows(app) -> list[str]:
+    """The rows as read on screen (without their markup)."""
+    return [Content.from_markup(str(o.prompt)).plain for o in app.query_one(SlotsPane).options]
+
+
+async def test_one_slot_has_no_slots_view():
+    app = app_with(ScriptedSource(status_with()))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.pause(0.2)
+        assert not app.query_one(SlotsPane).display
+        assert not app.screen.has_class("-slots") and not app.logbuf.tag_slots
+
+
+async def test_slots_view_lists_each_slot_and_its_pool_and_follows_the_samples():
+    src = ScriptedSource(make_host_status(2, ["demo-mtp", "demo-no-mtp"]))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await until(pilot, lambda: len(rows(app)) == 3)
+        a, b, pool = rows(app)
+        assert " a " in a and "demo-mtp" in a and "80/140G" in a
+        assert " b " in b and "demo-no-mtp" in b
+        assert "pool all" in pool and "mixed (2)" in pool and "2/2 ready" in pool
+        assert "gateway ready" in pool
+        sample = make_host_sample(50, ["a", "b"])
+        sample["engine"]["b"]["gen_throughput"] = 777.0
+        src.feed({"push": "sample", "data": sample})
+        await until(pilot, lambda: "777" in rows(app)[1])
+        # The chart plots the total and keeps one series per slot.
+        assert set(app.model.chart_slots()) == {"a", "b"}
+        total = app.model.series["gen_throughput"][-1][1]
+        assert total == sample["engine"]["a"]["gen_throughput"] + 777.0
+        # b's swap: its row says so at once, and the chart marks it with b's name.
+        src.feed(event("swap.step", slot="b", step="draining", to="demo-mtp", **{"from": "x"}))
+        await until(pilot, lambda: "swap" in rows(app)[1])
+        src.feed(event("swap.done", ts=sample["ts"], slot="b", to="demo-mtp", ok=True))
+        await until(pilot, lambda: app.model.chart_marks() == [(sample["ts"], "b:demo-mtp")])
+
+
+async def test_picking_a_slot_shows_its_details_logs_and_insight():
+    src = ScriptedSource(make_host_status(2, ["demo-mtp", "demo-no-mtp"]))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        details = app.query_one("#slot-details")
+        await until(pilot, lambda: "slot a" in str(details.render()))
+        assert app.logbuf.tag_slots and app.logbuf.only_slot is None  # every slot's lines
+        src.feed({"push": "log", "data": {"slot": "b", "launch_id": "", "lines": ["b says hi"]}})
+        pane = app.query_one(SlotsPane)
+        pane.focus()
+        await pilot.pause(0.1)
+        pane.highlighted = 1  # the operator moves onto b's row
+        await until(pilot, lambda: app.model.selected == "b")
+        await until(pilot, lambda: "slot b" in str(details.render()))
+        assert app.model.current.profile == "demo-no-mtp"
+        await until(pilot, lambda: app.logbuf.only_slot == "b")
+        assert all(line.slot == "b" for line in app.logbuf.visible())
+        insight = app.query_one("#insight")
+        await pilot.press("i")
+        await until(pilot, lambda: "demo-no-mtp" in str(insight.render()))
+        assert "demo-mtp\n" not in str(insight.render())
+        pane.focus()
+        await pilot.pause(0.1)
+        pane.highlighted = 2  # the pool's row: every slot's logs again
+        await until(pilot, lambda: app.model.selected is None and app.logbuf.only_slot is None)
+
+
+async def test_a_profile_key_asks_this_slot_or_the_whole_pool():
+    src = ScriptedSource(make_host_status(2))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        app.query_one("#profile-list").focus()
+        await pilot.press("1")  # demo-no-mtp
+        await until(pilot, lambda: isinstance(app.screen, SlotOrPool))
+        await pilot.press("p")
+        await until(pilot, lambda: ops(src, "swap"))
+        assert ops(src, "swap") == [{"profile": "demo-no-mtp", "pool": "all"}]
+        assert ops(src, "preflight") == []  # the agent checks each slot as the roll reaches it
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, SlotOrPool))
+        await pilot.press("s")  # slot a alone: checked first, then how to treat its requests
+        await until(pilot, lambda: isinstance(app.screen, DrainChoice))
+        assert ops(src, "preflight") == [{"profile": "demo-no-mtp", "slot": "a"}]
+        await pilot.press("d")
+        await until(pilot, lambda: len(ops(src, "swap")) == 2)
+        assert ops(src, "swap")[1] == {"profile": "demo-no-mtp", "slot": "a", "drain": "wait"}
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, SlotOrPool))
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert len(ops(src, "swap")) == 2 and isinstance(
+            app.screen.query_one(ProfilesPane), ProfilesPane
+        )
+
+
+async def test_eight_slots_fit_80x24():
+    src = ScriptedSource(make_host_status(8))
+    app = app_with(src)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await until(pilot, lambda: len(rows(app)) == 9)
+        pane = app.query_one(SlotsPane)
+        await pilot.pause(0.2)
+        assert pane.region.height == 10  # its title line, 8 slots and the pool: no scrolling
+        assert not app.query_one("#memory").display or app.query_one("#memory").region.height == 0
+        lower = app.query_one("#lower")
+        assert lower.region.height >= 5 and lower.region.bottom <= 23
+        assert [r.lstrip("▸ ").split()[0] for r in rows(app)[:8]] == slot_names(8)
