@@ -19,12 +19,17 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from sgltui.agent import procs
 from sgltui.core import placement
 from sgltui.core import profiles as core_profiles
+from sgltui.core.redact import is_secret_env
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,8 @@ def to_record(resolved: Any) -> dict | None:
         return None
     p = resolved.profile
     server = {k: v for k, v in p.server.items() if k not in SECRET_FLAGS}
+    # [env] secrets (HF_TOKEN, *_KEY, *_SECRET: redact.is_secret_env) are kept by name only.
+    env = {k: v for k, v in p.env.items() if not is_secret_env(k)}
     return {
         "name": p.name,
         "description": p.description,
@@ -137,17 +144,24 @@ def to_record(resolved: Any) -> dict | None:
         "launcher": p.launcher,
         "python": p.python,
         "server": server,
-        "env": dict(p.env),
+        "env": env,
         "source": str(p.source) if p.source else None,
         "content_hash": resolved.content_hash,
         "had_secrets": [k for k in SECRET_FLAGS if k in p.server],
+        "secret_env": [k for k in p.env if k not in env],
     }
 
 
-def from_record(rec: dict, fresh: Resolved | None) -> Resolved | None:
+def from_record(
+    rec: dict,
+    fresh: Resolved | None,
+    running_env: Callable[[], Mapping[str, str]] = lambda: {},
+) -> Resolved | None:
     """The resolved profile an earlier agent ran. The file's current version when it has not
-    changed (it carries the secrets); else the recorded document, with the secrets taken from the
-    file when it still has them."""
+    changed (it carries the secrets); else the recorded document, with the API keys taken from
+    the file when it still has them, and the [env] secrets from the environment the running
+    server was started with (`running_env`, read only when needed: exactly what ran), else from
+    the file."""
     if not isinstance(rec, dict) or not rec.get("name"):
         return fresh
     if fresh is not None and fresh.content_hash == rec.get("content_hash"):
@@ -156,6 +170,14 @@ def from_record(rec: dict, fresh: Resolved | None) -> Resolved | None:
     for key in rec.get("had_secrets") or []:
         if fresh is not None and key in fresh.server:
             server[key] = fresh.server[key]
+    env = {str(k): str(v) for k, v in (rec.get("env") or {}).items()}
+    secret_env = [str(k) for k in rec.get("secret_env") or []]
+    ran = running_env() if secret_env else {}
+    for key in secret_env:
+        if key in ran:
+            env[key] = ran[key]
+        elif fresh is not None and key in fresh.env:
+            env[key] = fresh.env[key]
     try:
         profile = core_profiles.Profile(
             name=str(rec["name"]),
@@ -164,12 +186,24 @@ def from_record(rec: dict, fresh: Resolved | None) -> Resolved | None:
             launcher=str(rec.get("launcher") or "sglang"),
             python=rec.get("python"),
             server=server,
-            env={str(k): str(v) for k, v in (rec.get("env") or {}).items()},
+            env=env,
             source=Path(rec["source"]) if rec.get("source") else None,
         )
     except (TypeError, ValueError):
         return fresh
     return Resolved.of(profile)
+
+
+def server_env(record: dict) -> dict[str, str]:
+    """The environment the server of an agent-state.json slot record was started with (its
+    main process, when it is still that process), or {}. Blocking (psutil)."""
+    try:
+        tree = procs.ProcTree.from_json(record["tree"])
+        if not tree.main_alive():
+            return {}
+        return dict(psutil.Process(tree.pid).environ())
+    except (KeyError, TypeError, ValueError, psutil.Error):
+        return {}
 
 
 def _own(profile: core_profiles.Profile) -> set[str]:

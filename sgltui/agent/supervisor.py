@@ -28,7 +28,7 @@ from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.operations import Job, Operations, Wait
 from sgltui.agent.pools import Pools
 from sgltui.agent.profile_rows import ProfileRows
-from sgltui.agent.resolved import ProfileIndex, Resolved, from_record
+from sgltui.agent.resolved import ProfileIndex, Resolved, from_record, server_env
 from sgltui.agent.slot import (
     CRASHED,
     FAILED,
@@ -142,7 +142,13 @@ class Supervisor:
             slot = self.slots.get(slot_id) or self.slots.setdefault(slot_id, Slot(slot_id, self))
             # Exactly what the earlier agent ran (its rollback target), not today's file.
             fresh = await asyncio.to_thread(self._try_profile, record.get("profile"))
-            profile = from_record(record.get("resolved_profile"), fresh)
+            # [env] secrets are not in the record: the running server's environment has them.
+            profile = await asyncio.to_thread(
+                from_record,
+                record.get("resolved_profile"),
+                fresh,
+                functools.partial(server_env, record),
+            )
             if profile is not None:
                 profile = profile.placed(slot.place)  # the rollback target runs where it ran
             try:
