@@ -104,6 +104,7 @@ class Pools:
                 port=place.port,
                 prometheus_port=_free_port(),
                 state_dir=self.sup.state_dir,
+                policy=place.policy,
                 on_change=self._gateway_event,
             )
             self.gateways[name] = gw

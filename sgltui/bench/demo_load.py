@@ -62,7 +62,18 @@ class DemoLoad:
         slot = next((s for s in status.get("slots") or [] if str(s.get("id")) == self.slot), None)
         # A bench run measures the server alone: background traffic would skew its numbers.
         benching = (status.get("bench") or {}).get("state") == "running"
-        if slot and slot.get("state") == "ready" and not slot.get("swap") and not benching:
+        # A pool behind a running gateway (`sgltui demo --gpus N`): the load goes to its endpoint.
+        pool = next(
+            (p for p in status.get("pools") or [] if (p.get("gateway") or {}).get("pid")), None
+        )
+        if pool and pool.get("endpoint") and not benching:
+            url = str(pool["endpoint"])
+            if url != self.base_url:
+                self.base_url = url
+                first = next((s for s in status.get("slots") or [] if s.get("profile")), None)
+                self.api_key = _api_key(first) if first else None
+            self.ready.set()
+        elif slot and slot.get("state") == "ready" and not slot.get("swap") and not benching:
             url = f"http://{slot.get('host') or '127.0.0.1'}:{slot.get('port') or 30000}"
             if url != self.base_url:
                 self.base_url = url

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import secrets
 import sys
 from pathlib import Path
@@ -45,6 +46,13 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="stop the demo: its background load and the demo server in slot 0 (no UI)",
     )
+    demo.add_argument(
+        "--gpus",
+        type=int,
+        default=None,
+        metavar="N",
+        help="a simulated host of N GPUs: one slot each, all in pool 'all' behind the gateway",
+    )
     demo.set_defaults(handler=open_demo)
 
 
@@ -73,7 +81,61 @@ def open_tui(args: argparse.Namespace) -> int:
 def open_demo(args: argparse.Namespace) -> int:
     if getattr(args, "stop", False):
         return stop_demo(args)
+    if getattr(args, "gpus", None) is not None:
+        demo_pool(args)
     return _run(args, demo=True)
+
+
+def demo_pool(args: argparse.Namespace) -> None:
+    """`sgltui demo --gpus N`: the agent on a simulated host of N GPUs (a host.toml of the
+    demo's own in the state dir; the user's is left alone), the first demo profile started on
+    every slot of pool 'all' (the TUI then sends the demo load to the pool's endpoint)."""
+    from sgltui.agent.client import AgentError, call_sync
+    from sgltui.core import placement
+    from sgltui.core.files import private_dir, write_atomic
+    from sgltui.core.locations import state_dir
+
+    n = args.gpus
+    if not 2 <= n <= 8:
+        raise CliError(f"--gpus {n}: give 2 to 8 (one simulated GPU per slot)")
+    state = state_dir(getattr(args, "state_dir", None))
+    from sgltui.agent.gateway import port_free
+
+    # The usual front port, unless something else holds it (another demo on a shared host).
+    port = placement.DEFAULT_POOL_PORT
+    if not port_free("127.0.0.1", port):
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+    layout = placement.layout(n, simulated=True, simulated_gpu="rtx-pro-6000-96gb", pool_port=port)
+    try:
+        running = call_sync(state, "status", autostart=False)
+    except AgentError:
+        running = None
+    if running is not None:
+        ids = [s.get("id") for s in running.get("slots") or []]
+        if ids != layout.slot_names():
+            raise CliError(
+                f"an agent already runs for {state} with slots {', '.join(map(str, ids))}; "
+                "stop it (sgltui agent stop --stop-servers) or give --state-dir DIR"
+            )
+    else:
+        path = state / f"demo-host-{n}.toml"
+        private_dir(state)
+        write_atomic(path, layout.to_toml())
+        os.environ[placement.HOST_FILE_ENV] = str(path)  # the agent started below reads it
+    dirs = [str(Path(p).expanduser()) for p in (getattr(args, "profiles", None) or [])]
+    pool = layout.pools[0]
+    try:
+        call_sync(
+            state, "start", autostart=True, profiles_dirs=dirs, profile="demo-base", pool=pool.name
+        )
+    except AgentError as exc:
+        if "already runs" not in str(exc):
+            raise CliError(str(exc)) from None
+    print(f"sgltui: demo pool '{pool.name}' of {n} simulated GPUs on {pool.endpoint}")
 
 
 def stop_demo(args: argparse.Namespace) -> int:

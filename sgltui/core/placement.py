@@ -24,6 +24,7 @@ owns that range too, and no other slot's or pool's port may fall in it.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -50,7 +51,12 @@ SIM_HOST_ENV = "SGLTUI_SIMULATED_GPUS"  # the simulator's --simulated-gpus defau
 SIM_GPU_ENV = "SGLTUI_SIM_GPU"  # the simulator's --sim-gpu default
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 _SLOT_KEYS = {"name", "gpus", "port"}
-_POOL_KEYS = {"name", "slots", "port", "host"}
+_POOL_KEYS = {"name", "slots", "port", "host", "policy"}
+# smg's policies. power_of_two by default: it reads each worker's load, so a batch job fills
+# both GPUs; cache_aware (smg's own default) keeps requests sharing a prefix on one worker,
+# which a light load of similar prompts leaves on one GPU.
+POLICIES = ("power_of_two", "cache_aware", "round_robin", "least_load", "random")
+DEFAULT_POLICY = "power_of_two"
 _TOP_KEYS = {"slot", "pool", "simulated_gpus", "simulated_gpu"}
 
 
@@ -83,6 +89,7 @@ class PoolPlace:
     slots: tuple[str, ...]
     port: int
     host: str = "127.0.0.1"
+    policy: str = DEFAULT_POLICY  # the gateway's routing policy (smg --policy)
 
     @property
     def endpoint(self) -> str:
@@ -146,11 +153,18 @@ class Placement:
             out.append(f"port = {p.port}")
             if p.host != "127.0.0.1":
                 out.append(f"host = {_toml_str(p.host)}")
+            if p.policy != DEFAULT_POLICY:
+                out.append(f"policy = {_toml_str(p.policy)}")
         return "\n".join(out) + "\n"
 
 
+HOST_FILE_ENV = "SGLTUI_HOST_FILE"  # another host.toml (`sgltui demo --gpus N` sets it)
+
+
 def default_path() -> Path:
-    return config_dir() / FILE_NAME
+    """$SGLTUI_HOST_FILE, else ~/.config/sgltui/host.toml."""
+    env = os.environ.get(HOST_FILE_ENV)
+    return Path(env).expanduser() if env else config_dir() / FILE_NAME
 
 
 def footprint(port: int) -> set[int]:
@@ -250,7 +264,9 @@ def parse(text: str, *, path: Path | None = None, gpu_count: int | None = None) 
             raise fail(f"pool {i} is not a table", "write each pool as [[pool]]")
         extra = sorted(set(entry) - _POOL_KEYS)
         if extra:
-            raise fail(f"pool {i}: unknown key {extra[0]!r}", "a pool has name, slots, port, host")
+            raise fail(
+                f"pool {i}: unknown key {extra[0]!r}", "a pool has name, slots, port, host, policy"
+            )
         name = entry.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
             raise fail(
@@ -284,7 +300,10 @@ def parse(text: str, *, path: Path | None = None, gpu_count: int | None = None) 
         host = entry.get("host", "127.0.0.1")
         if not isinstance(host, str) or not host:
             raise fail(f"pool {name!r}: host = {host!r}", 'give an address, e.g. "127.0.0.1"')
-        pools.append(PoolPlace(name, tuple(members), port, host))
+        policy = entry.get("policy", DEFAULT_POLICY)
+        if policy not in POLICIES:
+            raise fail(f"pool {name!r}: policy = {policy!r}", f"use one of: {', '.join(POLICIES)}")
+        pools.append(PoolPlace(name, tuple(members), port, host, policy))
 
     taken: dict[int, str] = {}
     for p in pools:

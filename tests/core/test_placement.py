@@ -85,6 +85,7 @@ def _bad(text: str, gpu_count: int | None = 2) -> str:
         (TWO.replace("gpus = [1]", 'gpus = ["1"]'), 2, "list of GPU indices"),
         ("slot = [", 2, "not valid TOML"),
         ("simulated_gpus = 1\n" + TWO, None, "GPU 1 does not exist"),
+        (TWO + 'policy = "fastest"\n', 2, "policy = 'fastest'"),
     ],
 )
 def test_each_bad_host_file_is_one_line_naming_the_fix(text, gpus, says):
