@@ -472,6 +472,15 @@ class SlotStateChanged(EventBase, tag="slot.state"):
     launch_id: str | None = None
 
 
+class SlotRestart(EventBase, tag="slot.restart"):
+    """The restart policy (agent/restart_policy.py) after a crash: relaunching, or giving up."""
+
+    crash: int | None = None  # the crash's number within the policy's window
+    in_s: float | None = None
+    gave_up: bool = False
+    reason: str | None = None
+
+
 class SlotPhase(EventBase, tag="slot.phase"):
     phase: str | None = None
     progress: float | None = None
@@ -740,6 +749,7 @@ Event: TypeAlias = (
     | SlotStateChanged
     | SlotPhase
     | SlotDrain
+    | SlotRestart
     | SwapStep
     | SwapDone
     | SwapFailure
@@ -773,6 +783,7 @@ _EVENT_TYPES: tuple[type[EventBase], ...] = (
     SlotStateChanged,
     SlotPhase,
     SlotDrain,
+    SlotRestart,
     SwapStep,
     SwapDone,
     SwapFailure,
@@ -1386,6 +1397,7 @@ class SlotStatus(SlotView, kw_only=True):
 
     uptime_s: float | None = None
     busy: str | None = None
+    restart: str | None = None  # what the restart policy did after a crash (relaunch, gave up)
     drain: DrainView | None = None  # while a stop waits for requests in flight
     gpus: list[int] = []  # the GPUs host.toml gives the slot (empty: not placed)
 

@@ -8,6 +8,7 @@ on the starting command's stderr naming the key and the fix, never a crash in ag
     send_timeout_s = 10.0         # SGLTUI_SEND_TIMEOUT_S
     gpu_source = "auto"           # SGLTUI_GPU_SOURCE
     gpu_release = "auto"          # SGLTUI_GPU_RELEASE
+    restart = "job"               # SGLTUI_RESTART (agent/restart_policy.py)
     [slot]   hang_factor, hang_min_s, stop_grace_s, force_grace_s, release_timeout_s
     [front]  port (or "off"), host, hold_s, hold_max, retry_after_s   # SGLTUI_FRONT_<NAME>
     [jobs]   drain_s, via_front, stall_s                                     # SGLTUI_JOB_<NAME>
@@ -36,6 +37,7 @@ from sgltui.core.locations import config_dir
 FILE_NAME = "agent.toml"
 GPU_SOURCES = ("auto", "nvml", "sim", "none")
 GPU_RELEASES = ("auto", "pid", "used-memory")
+RESTARTS = ("job", "on-failure", "never")  # agent/restart_policy.py
 _SLOT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 
 
@@ -56,6 +58,7 @@ class AgentConfig:
     send_timeout_s: float = 10.0  # a client that reads nothing this long is dropped
     gpu_source: str = "auto"
     gpu_release: str = "auto"
+    restart: str = "job"  # a crashed server is relaunched: job | on-failure | never
     slot: SlotConfig = field(default_factory=SlotConfig)
     front: FrontConfig = field(default_factory=FrontConfig)
     jobs: JobsConfig = field(default_factory=JobsConfig)
@@ -67,6 +70,7 @@ ENV_NAMES: dict[tuple[str, str], str] = {
     ("", "send_timeout_s"): "SGLTUI_SEND_TIMEOUT_S",
     ("", "gpu_source"): "SGLTUI_GPU_SOURCE",
     ("", "gpu_release"): "SGLTUI_GPU_RELEASE",
+    ("", "restart"): "SGLTUI_RESTART",
     **{("slot", f.name): f"SGLTUI_{f.name.upper()}" for f in dataclasses.fields(SlotConfig)},
     **{
         ("front", f.name): f"SGLTUI_FRONT_{f.name.upper()}" for f in dataclasses.fields(FrontConfig)
@@ -162,8 +166,8 @@ def _coerce(table: str, key: str, value: Any, default: Any, where: str) -> Any:
                 'e.g. ["0", "1"]'
             )
         return list(value)
-    if key in ("gpu_source", "gpu_release"):
-        choices = GPU_SOURCES if key == "gpu_source" else GPU_RELEASES
+    if key in ("gpu_source", "gpu_release", "restart"):
+        choices = {"gpu_source": GPU_SOURCES, "gpu_release": GPU_RELEASES}.get(key, RESTARTS)
         if value not in choices:
             raise ConfigError(f"{where}: expected one of {', '.join(choices)}")
         return value

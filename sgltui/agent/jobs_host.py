@@ -661,6 +661,13 @@ class JobsHost:
                 self._maybe_auto(rec)
                 self._sync(rec)
 
+    def active_on(self, slot_id: str) -> bool:
+        """A job that has not ended and that the user has not paused uses the slot."""
+        return any(
+            rec.get("slot") == slot_id and rec.get("state") in ACTIVE and not rec.get("user_paused")
+            for rec in self.jobs.values()
+        )
+
     def pinned_on(self, slot_id: str) -> dict | None:
         for rec in self.jobs.values():
             if rec.get("slot") == slot_id and rec.get("pinned") and rec.get("state") in ACTIVE:

@@ -353,6 +353,15 @@ class Operations:
         except LaunchError as exc:
             slot.refuse(profile, client, exc.cause)
 
+    async def relaunch(self, slot: Slot, client: str) -> Job:
+        """Launch again exactly what the slot ran (its resolved profile, not today's file): the
+        restart policy's path after a crash (agent/restart_policy.py). A busy slot refuses."""
+        async with self.lock(slot.id):
+            self._refuse_if_busy(slot, "relaunch")
+            return self._start_swap(
+                slot, slot.profile, client, rollback=False, drain="force", kind="restart"
+            )
+
     # ---- swap and restart -------------------------------------------------------------------
 
     def _start_swap(

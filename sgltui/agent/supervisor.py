@@ -29,6 +29,7 @@ from sgltui.agent.operations import Job, Operations, Wait
 from sgltui.agent.pools import Pools
 from sgltui.agent.profile_rows import ProfileRows
 from sgltui.agent.resolved import ProfileIndex, Resolved, from_record, server_env
+from sgltui.agent.restart_policy import RestartPolicy
 from sgltui.agent.slot import (
     CRASHED,
     FAILED,
@@ -87,6 +88,8 @@ class Supervisor:
         # host.toml's pools: a front for one slot, the gateway for more (agent/pools.py)
         self.pools = Pools(self, placement)
         self._pool_tasks: set[asyncio.Task] = set()
+        # a crashed server launched again (agent/restart_policy.py), fed every event by emit()
+        self.restart_policy = RestartPolicy(self, self.agent_config.restart)
         self.started = time.time()
         self.recorder: Any = None
         self.telemetry: Any = None
@@ -231,6 +234,7 @@ class Supervisor:
 
     async def close(self) -> None:
         stop_servers = self.stop_servers_on_exit
+        await self.restart_policy.close()
         for job in list(self.jobs.values()):
             if job.task and not job.task.done() and not stop_servers:
                 job.task.cancel()
@@ -280,6 +284,10 @@ class Supervisor:
                 **fields,
             }
         self.broadcast("event", event)
+        try:
+            self.restart_policy.on_event(event)
+        except Exception:  # a policy's bug must not take the event stream down with it
+            log.exception("restart policy on %s", type)
         return event
 
     def broadcast(self, kind: str, data: Any) -> None:
@@ -496,6 +504,7 @@ class Supervisor:
                 st["capacity"] = _safe(functools.partial(self.telemetry.capacity, slot.id))
             job = self.jobs.get(slot.id)
             st["busy"] = job.desc if job and job.task and not job.task.done() else None
+            st["restart"] = self.restart_policy.note(slot.id)
             slots.append(st)
         tele = None
         if self.telemetry is not None:
