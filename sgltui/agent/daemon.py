@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import faulthandler
 import fcntl
 import logging
@@ -18,6 +19,7 @@ import logging.handlers
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 from sgltui.agent import config as agent_config
@@ -123,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         args.placement = placement.load()
     except (agent_config.ConfigError, placement.PlacementError) as exc:
         print(f"sgltui agent: {exc}", file=sys.stderr)
+        if args.kept:  # the keeper's child has no terminal: its log is where this is read
+            with contextlib.suppress(OSError), open(p["log"], "a") as fh:
+                fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR sgltui.agent: {exc}\n")
         return 2
     if args.config.gpu_release != "auto":  # read where a release is judged (agent/gpu/)
         os.environ["SGLTUI_GPU_RELEASE"] = args.config.gpu_release

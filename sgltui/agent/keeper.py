@@ -57,7 +57,7 @@ def describe_exit(returncode: int) -> str:
         if -returncode == signal.SIGKILL:
             return f"killed by {name} (the OOM killer or a kill -9)"
         return f"killed by {name}"
-    return f"exited with code {returncode} (see the traceback above in this log)"
+    return f"exited with code {returncode} (its reason is above in this log)"
 
 
 @dataclass

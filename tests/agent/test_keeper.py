@@ -153,3 +153,22 @@ def test_install_service_writes_a_user_unit_that_leaves_the_servers_running(tmp_
     assert r.returncode == 0, r.stderr
     path = tmp_path / "config" / "systemd" / "user" / "sgltui-agent.service"  # XDG_CONFIG_HOME
     assert path.read_text() == unit and f"wrote {path}" in r.stdout
+
+
+def test_an_agent_that_cannot_start_is_retried_and_its_reason_is_in_the_log(agent, tmp_path):
+    """A bad agent.toml written while the agent ran: the kept agent's start fails with a line
+    nobody's terminal sees; agent.log has it, and the keeper's line for the exit."""
+    conf = tmp_path / "config" / "sgltui" / "agent.toml"  # XDG_CONFIG_HOME of the test
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text("no_such_setting = 1\n")
+    os.kill(agent.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while "exited with code 2" not in agent.agent_log():
+        assert time.monotonic() < deadline, agent.agent_log()
+        time.sleep(0.1)
+    log = agent.agent_log()
+    assert "ERROR sgltui.agent: " in log and "no_such_setting: unknown setting" in log, log
+    conf.unlink()  # fixed: a command wakes the keeper, which starts it now
+    pid = agent.call("ping", autostart=True)["pid"]
+    agent.agent_pids.add(pid)
+    assert agent.status()["agent"]["keeper"]["restarts"] >= 2
