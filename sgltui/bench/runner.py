@@ -69,6 +69,12 @@ async def probe_server_info(target: Target) -> tuple[int | None, dict | None]:
     try:
         async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=10.0)) as client:
             resp = await client.get(target.base_url.rstrip("/") + "/server_info", headers=headers)
+            if resp.status_code == 404:
+                # SGLang's model gateway (a pool's endpoint) answers the older name only, with
+                # the info of one of its workers.
+                resp = await client.get(
+                    target.base_url.rstrip("/") + "/get_server_info", headers=headers
+                )
             if resp.status_code != 200:
                 return resp.status_code, None
             info = resp.json()

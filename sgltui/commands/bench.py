@@ -61,6 +61,10 @@ def register(subparsers: Subparsers) -> None:
     )
     p.add_argument("--slot", default="0", help="server slot to use (default 0)")
     p.add_argument(
+        "--pool",
+        help="bench a host.toml pool through its endpoint (its gateway), as it serves now",
+    )
+    p.add_argument(
         "--url",
         help="bench an already-running server at URL directly, without the agent; its API key "
         f"comes from ${API_KEY_ENV} or --api-key-file",
@@ -145,6 +149,8 @@ def handle(args: argparse.Namespace) -> int:
         raise CliError(
             f"unexpected argument {args.target!r}; `sgltui bench` takes options only (see --help)"
         )
+    if getattr(args, "pool", None):
+        _pool_url(args)
     spec = _spec(args)
     if spec.url:
         return _run_direct(args, spec)
@@ -262,6 +268,43 @@ def _api_key_from_file(path: str) -> str:
     if not key or len(key.splitlines()) > 1:
         raise CliError(f"--api-key-file {path}: the file must hold the key on one line")
     return key
+
+
+def _pool_url(args: argparse.Namespace) -> None:
+    """--pool NAME: the pool's endpoint becomes --url (its API key, the profile's, through the
+    environment as with --url). The pool is measured as it serves: no swap, no cache flush
+    (the gateway's /flush_cache is its control plane, which only the agent may call)."""
+    from sgltui.agent.client import AgentError, call_sync
+
+    if args.url or args.profile:
+        raise CliError(
+            "--pool measures what the pool serves now: no --url or --profile with it; "
+            f"swap it first with `sgltui swap PROFILE --pool {args.pool}`"
+        )
+    try:
+        st = call_sync(state_dir(args.state_dir), "status", autostart=False)
+    except AgentError as exc:
+        raise CliError(f"--pool {args.pool}: no agent answers ({exc})") from None
+    pool = next((p for p in st.get("pools") or [] if p.get("name") == args.pool), None)
+    if pool is None:
+        names = ", ".join(p.get("name") for p in st.get("pools") or []) or "none"
+        raise CliError(f"no pool {args.pool!r}; pools: {names} (sgltui host show)")
+    if pool.get("error"):
+        raise CliError(f"pool {args.pool}: {pool['error']}")
+    slots = [s for s in st.get("slots") or [] if s.get("id") in (pool.get("slots") or [])]
+    if not any(s.get("state") == "ready" for s in slots):
+        raise CliError(
+            f"pool {args.pool}: no slot is ready; `sgltui start PROFILE --pool {args.pool}`"
+        )
+    args.url = pool["endpoint"]
+    args.no_flush_cache = True
+    first = next((s for s in slots if s.get("api_key_set") and s.get("profile")), None)
+    if first is not None and not os.environ.get(API_KEY_ENV):
+        from sgltui.core.profiles import get_profile
+
+        key = get_profile(first["profile"], args.profiles or []).api_key
+        if key:
+            os.environ[API_KEY_ENV] = key
 
 
 def _run_direct(args: argparse.Namespace, spec) -> int:

@@ -126,6 +126,16 @@ def test_a_pool_of_two_starts_serves_default_and_rolls_under_streams_with_no_err
     assert [s for s in steps if s[1] == "removed"] == [("a", "removed"), ("b", "removed")]
     _wait_workers(agent, ["ready", "ready"])
 
+    from tests.fixtures.cli import agent_sgltui
+
+    r = agent_sgltui(
+        agent, "bench", "--pool", "all", "--concurrency", "2", "--requests", "4",
+        "--input-len", "8", "--output-len", "4", "--warmup", "0",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = agent_sgltui(agent, "bench", "--pool", "nope", "--requests", "4")
+    assert r.returncode == 1 and "no pool 'nope'" in r.stderr
+
 
 def test_a_bad_host_file_is_refused_before_the_agent_starts(agent_handle):
     agent = agent_handle
