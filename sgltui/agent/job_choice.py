@@ -24,11 +24,23 @@ class ChoiceHost:
         self.jobs = jobs
 
     def slot_now(self, rec: dict) -> tuple[str | None, str, str | None]:
-        slot = self.jobs.sup.slots.get(rec["slot"])
+        """What the job's slot runs; for a pool job, what every slot of the pool runs (a pool
+        serving mixed profiles, or rolling, is "swapping": no candidate is measured on it)."""
+        sup = self.jobs.sup
+        slot = sup.slots.get(rec["slot"])
         if slot is None:
             return None, "missing", None
-        busy = slot.swap is not None
-        state = "swapping" if busy else str(slot.state)
+        pool = rec.get("pool")
+        if pool and pool in sup.pools.places:
+            members = sup.pools.members(pool)
+            profiles = {m.profile_name for m in members}
+            states = {"swapping" if m.swap is not None else str(m.state) for m in members}
+            if pool in sup.pools.rolls_running():
+                states.add("swapping")
+            if len(profiles) == 1 and len(states) == 1:
+                return profiles.pop(), states.pop(), slot.launch_id
+            return None, "swapping" if "swapping" in states else "mixed", slot.launch_id
+        state = "swapping" if slot.swap is not None else str(slot.state)
         return slot.profile_name, state, slot.launch_id
 
     def counters(self, rec: dict) -> tuple[int, int, float]:
@@ -58,7 +70,9 @@ class ChoiceHost:
         from sgltui.agent.supervisor import OpError
 
         try:
-            res = await self.jobs.sup.handle(op, {"slot": rec["slot"], **args}, f"job {rec['id']}")
+            # a pool job's swap is the pool's rolling swap (never zero routable slots)
+            where = {"pool": rec["pool"]} if rec.get("pool") else {"slot": rec["slot"]}
+            res = await self.jobs.sup.handle(op, {**where, **args}, f"job {rec['id']}")
         except OpError as exc:
             raise Refused(str(exc)) from None
         return res if isinstance(res, dict) else {}

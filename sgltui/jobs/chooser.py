@@ -89,7 +89,7 @@ class Chooser:
         if c["state"] != "measuring":
             return
         done, out, joules = self.host.counters(self.rec)
-        if self.measuring == name:
+        if self.measuring == name and self._sending():
             choose.observe(c, time.monotonic(), done, out, joules)
         else:
             choose.count(c, done, out, joules)  # resumed: counted before its new window begins
@@ -165,6 +165,11 @@ class Chooser:
         cur = trial.get("current")
         c = choose.get(trial, cur) if cur else None
         if c is not None and c["state"] == "measuring":
+            if not self._sending():
+                # paused, held or waiting: the time without answers is not the server's speed;
+                # the measurement goes on in a new window (and a new warm-up) when it sends again
+                self.measuring = None
+                return
             if self.measuring != cur:
                 # this agent has not seen it begin (a restart during the trial): a new window
                 if running == cur and state == "ready":
@@ -204,7 +209,12 @@ class Chooser:
             self._start(self._swap_for_trial(nxt))
         # else: the slot is busy (launching, stopping): wait for it
 
+    def _sending(self) -> bool:
+        return self.rec.get("state") == "running" and not self.rec.get("hold")
+
     def _begin(self, c: dict) -> None:
+        if not self._sending():
+            return  # it begins once the job sends to it (after the swap's hold, a pause)
         conc = self.host.concurrency_for(self.rec)
         if conc is None:
             return  # the job's automatic concurrency for this launch is not known yet

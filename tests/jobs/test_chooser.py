@@ -1,0 +1,144 @@
+"""jobs/chooser.py's sequencing against a scripted host: preflight, swaps, measurement windows
+that restart across a pause, the decision and the swap to the winner, the watch and --replan."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from sgltui.jobs import choose
+from sgltui.jobs.chooser import Chooser, Refused
+
+
+class FakeHost:
+    """A slot that swaps at once and a job whose counters the test moves."""
+
+    def __init__(self, running: str, rates: dict[str, float], bad: tuple[str, ...] = ()) -> None:
+        self.running = running
+        self.rates = rates  # tok/s per profile
+        self.bad = bad
+        self.done, self.out, self.joules = 0, 0, 0.0
+        self.total = 100_000
+        self.events: list[tuple[str, dict]] = []
+        self.commands: list[tuple[str, dict]] = []
+        self.tok_s = 0.0
+
+    def slot_now(self, rec: dict) -> tuple[str | None, str, str | None]:
+        return self.running, "ready", f"launch-{self.running}"
+
+    def counters(self, rec: dict) -> tuple[int, int, float]:
+        return self.done, self.out, self.joules
+
+    def remaining(self, rec: dict) -> int | None:
+        return self.total - self.done
+
+    def concurrency_for(self, rec: dict) -> int | None:
+        return 4
+
+    def job_tok_s(self, rec: dict) -> float:
+        return self.tok_s
+
+    def power_w(self, rec: dict) -> float | None:
+        return 300.0
+
+    async def command(self, rec: dict, op: str, **args: Any) -> dict:
+        self.commands.append((op, args))
+        if args["profile"] in self.bad:
+            raise Refused(f"no profile {args['profile']!r}")
+        if op == "preflight":
+            return {"ok": True}
+        self.running = args["profile"]
+        return {"slot": {"state": "ready", "profile": self.running}, "result": {"ok": True}}
+
+    def emit(self, type: str, rec: dict, **fields: Any) -> None:
+        self.events.append((type, fields))
+
+    def persist(self, rec: dict) -> None:
+        pass
+
+    def advance(self, seconds: float) -> None:
+        """The job runs `seconds` on what the slot runs (16 tokens a completion, 50 J/s)."""
+        toks = self.rates[self.running] * seconds
+        self.out += int(toks)
+        self.done = self.out // 16
+        self.joules += 50.0 * seconds
+
+
+async def _run(ch: Chooser, host: FakeHost, rec: dict, seconds: float, step: float = 0.25) -> None:
+    """Ticks and progress readings on a fake clock (the measurement reads time.monotonic)."""
+    for _ in range(int(seconds / step)):
+        host.advance(step)
+        ch.on_progress()
+        ch.tick()
+        if ch.task is not None:
+            await ch.task
+        await asyncio.sleep(0)
+
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    now = [1000.0]
+    monkeypatch.setattr("sgltui.jobs.chooser.time.monotonic", lambda: now[0])
+
+    def tick(dt: float) -> None:
+        now[0] += dt
+
+    return tick
+
+
+async def test_trial_measures_each_skips_the_bad_one_and_continues_on_the_winner(fake_clock):
+    host = FakeHost("a", {"a": 1000.0, "b": 2000.0, "c": 1500.0}, bad=("x",))
+    rec = {"id": "j", "state": "running", "choose": choose.new_trial(["a", "b", "x", "c"])}
+    ch = Chooser(host, rec)
+    orig = host.advance
+
+    def advance(dt: float) -> None:
+        fake_clock(dt)
+        orig(dt)
+
+    host.advance = advance  # type: ignore[method-assign]
+    await _run(ch, host, rec, 120.0)
+    d = choose.view(rec["choose"])
+    assert d["phase"] == "decided" and d["winner"] == "b", d
+    states = {c["name"]: c["state"] for c in d["candidates"]}
+    assert states == {"a": "measured", "b": "measured", "x": "skipped", "c": "measured"}
+    assert host.running == "b"  # swapped back to the winner after c was measured
+    swaps = [a["profile"] for op, a in host.commands if op == "swap"]
+    assert swaps == ["b", "c", "b"]  # a ran already: measured first, no swap to it
+    for c in d["candidates"]:
+        if c["state"] == "measured":
+            assert c["tok_s"] == pytest.approx(host.rates[c["name"]], rel=0.05)
+    assert [e for e in host.events if e[0] == "job.decision"][0][1]["winner"] == "b"
+
+
+async def test_a_pause_restarts_the_window_and_the_watch_replans(fake_clock, monkeypatch):
+    monkeypatch.setenv("SGLTUI_CHOOSE_WATCH_S", "5")
+    host = FakeHost("a", {"a": 1000.0, "b": 500.0})
+    rec = {"id": "j", "state": "running", "choose": choose.new_trial(["a", "b"], replan=True)}
+    ch = Chooser(host, rec)
+    orig = host.advance
+
+    def advance(dt: float) -> None:
+        fake_clock(dt)
+        if rec["state"] == "running":
+            orig(dt)
+
+    host.advance = advance  # type: ignore[method-assign]
+    await _run(ch, host, rec, 2.0)
+    a = choose.get(rec["choose"], "a")
+    assert a["state"] == "measuring" and a["points"]
+    rec["state"] = "paused"  # no answers for 30 s: not the server's speed
+    await _run(ch, host, rec, 30.0)
+    rec["state"] = "running"
+    await _run(ch, host, rec, 60.0)
+    d = choose.view(rec["choose"])
+    assert d["winner"] == "a"
+    assert choose.get(rec["choose"], "a")["tok_s"] == pytest.approx(1000.0, rel=0.05)
+    # the rate falls to half of the projection: after the watch's window, said and replanned
+    host.tok_s = 500.0
+    await _run(ch, host, rec, 8.0)
+    types = [t for t, _ in host.events]
+    assert "job.watch" in types and "job.replan" in types
+    assert rec["choose"]["round"] == 2 and rec["choose"]["phase"] == "trial"
