@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import json
 import logging
 import os
 import secrets
@@ -146,6 +147,9 @@ class Gateway:
         self.state = "stopped"
         self.key_path = state_dir / "secrets" / f"gateway-{pool}.json"
         self.log_path = state_dir / "gateways" / f"{pool}.log"
+        # Its pid, for the next agent: one killed -9 leaves its gateway holding the pool's
+        # port, and the next one must end that before it can start its own.
+        self.pid_path = state_dir / "gateways" / f"{pool}.pid"
         self._control_key = secrets.token_urlsafe(24)
         self._watch: asyncio.Task[None] | None = None
         self._client: httpx.AsyncClient | None = None
@@ -208,11 +212,17 @@ class Gateway:
                 close_fds=True,
             )
         log.info("gateway %s: smg pid %s on %s", self.pool, self.proc.pid, self.endpoint)
+        with contextlib.suppress(OSError):
+            write_json_atomic(
+                self.pid_path,
+                {"pid": self.proc.pid, "created": _created(self.proc.pid), "port": self.port},
+            )
 
     async def start(self, urls: list[str] | None = None) -> None:
         """Start smg with `urls` as workers and wait until it answers its control plane.
         Raises GatewayError (smg missing, port taken, smg exits)."""
         require_smg()
+        await asyncio.to_thread(self._end_leftover)
         if not port_free(self.host, self.port):
             raise GatewayError(
                 f"pool {self.pool}: port {self.port} on {self.host} is taken; "
@@ -225,6 +235,26 @@ class Gateway:
         self.state = "running"
         if self._watch is None or self._watch.done():
             self._watch = asyncio.get_running_loop().create_task(self._supervise())
+
+    def _end_leftover(self) -> None:
+        """Blocking: end the gateway an earlier agent of this state dir left (killed -9), if
+        the pid it recorded is still that gateway (its argv names our launcher and pool)."""
+        try:
+            rec = json.loads(self.pid_path.read_text())
+            pid, created = int(rec["pid"]), rec.get("created")
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        # The same process (pid and start time), not a later one that reused the pid.
+        ours = created is not None and _created(pid) == created
+        if ours and (self.proc is None or self.proc.pid != pid):
+            log.warning("gateway %s: ending pid %s, left by an earlier agent", self.pool, pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not port_free(self.host, self.port):
+                time.sleep(0.05)
+        with contextlib.suppress(OSError):
+            self.pid_path.unlink()
 
     async def _launch(self) -> None:
         self._spawn()
@@ -297,6 +327,8 @@ class Gateway:
             await asyncio.to_thread(_stop_group, proc, grace)
         self.proc = None
         self.state = "stopped"
+        with contextlib.suppress(OSError):
+            self.pid_path.unlink()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -496,6 +528,15 @@ async def wait_in_flight_zero(
         if time.monotonic() >= deadline:
             return False, last
         await asyncio.sleep(POLL_S)
+
+
+def _created(pid: int) -> float | None:
+    import psutil
+
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.Error, OSError):
+        return None
 
 
 def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:

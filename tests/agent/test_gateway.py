@@ -208,3 +208,30 @@ smg_router_request_errors_total{route="x"} 4
     assert (b.url, b.healthy, b.cb_state) == ("http://b", False, "closed")
     assert (s.retries_total, s.errors_total) == (3, 4)
     assert gateway.parse_metrics("garbage{", pool="p", pid=None, state="stopped", restarts=0)
+
+
+async def test_a_gateway_left_by_a_killed_agent_is_ended_by_the_next(sim_server, tmp_path):
+    a = sim_server()
+    first = _gateway(tmp_path)
+    await first.start([a.url])
+    old = first.pid
+    # The agent dies (kill -9): its gateway lives on, holding the pool's port.
+    first._stopping = True  # only its watcher stops, as with a dead agent
+    nxt = Gateway(
+        "all",
+        host="127.0.0.1",
+        port=first.port,
+        prometheus_port=_port(),
+        state_dir=tmp_path / "state",
+        model=MODEL,
+    )
+    try:
+        await nxt.start([a.url])
+        assert nxt.pid not in (None, old)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and first.proc.poll() is None:
+            await asyncio.sleep(0.05)
+        assert first.proc.poll() is not None
+    finally:
+        await nxt.stop()
+        await first.stop()

@@ -137,6 +137,29 @@ def test_a_pool_of_two_starts_serves_default_and_rolls_under_streams_with_no_err
     assert r.returncode == 1 and "no pool 'nope'" in r.stderr
 
 
+def test_a_slot_that_fails_rolls_back_and_stops_the_roll_the_pool_serving(pool_agent):
+    from sgltui.agent.client import AgentError
+
+    agent = pool_agent
+    a = agent.write_profile("t-a")
+    bad = agent.write_profile("t-oom", sim_fail_at_start="oom")
+    agent.start()
+    _pool_call(agent, "start", profile=a, pool="all", wait=True)
+    _wait_workers(agent, ["ready", "ready"])
+    with pytest.raises(AgentError, match="roll stopped at slot a") as err:
+        _pool_call(agent, "swap", profile=bad, pool="all", wait=True)
+    assert "\n" not in str(err.value)
+    pool = _wait_workers(agent, ["ready", "ready"])  # a is back (rolled back), b never left
+    assert pool["roll"]["state"] == "stopped" and pool["roll"]["slot"] == "a"
+    assert [s["profile"] for s in agent.status()["slots"]] == [a, a]
+    r = httpx.post(
+        agent.endpoint + "/v1/completions",
+        json={"model": "default", "prompt": "hi", "max_tokens": 4},
+        timeout=10,
+    )
+    assert r.status_code == 200
+
+
 def test_a_bad_host_file_is_refused_before_the_agent_starts(agent_handle):
     agent = agent_handle
     cfg = agent.state_dir.parent / "config" / "sgltui"
