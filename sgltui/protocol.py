@@ -395,6 +395,7 @@ class AgentStop(EventBase, tag="agent.stop"):
 class Command(EventBase, tag="command"):
     op: str = ""
     args: dict[str, Any] = {}
+    pool: str | None = None  # an op on a host.toml pool's slots (agent/pools.py)
 
 
 class CommandRefused(EventBase, tag="command.refused"):
@@ -932,8 +933,17 @@ class BenchView(Struct, kw_only=True):
 
 
 class DiskView(Struct, kw_only=True):
+    """The session's disk (session/writer.py Recorder.disk): ok is False while writes fail."""
+
     ok: bool = True
     error: str | None = None
+    path: str | None = None
+    since: float | None = None  # when writes began to fail
+    free_bytes: int | None = None
+    warning: str | None = None  # little space left
+    dropped_events: int = 0
+    dropped_samples: int = 0
+    backlog: int = 0  # events waiting for the disk
 
 
 class AgentView(Struct, kw_only=True):

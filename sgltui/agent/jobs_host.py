@@ -29,6 +29,7 @@ from typing import Any
 
 import msgspec
 
+from sgltui import protocol
 from sgltui.agent.job_choice import ChoiceHost, integrate_energy, slot_power_w
 from sgltui.agent.state import read_json
 from sgltui.core.files import write_json_atomic
@@ -736,8 +737,8 @@ class JobsHost:
 
     # ---- ops -------------------------------------------------------------------------------
 
-    async def op_run(self, args: dict, client: str | None) -> Any:
-        raw_input = args.get("input")
+    async def op_run(self, args: protocol.JobRunArgs, client: str | None) -> Any:
+        raw_input = args.input
         if not raw_input or not isinstance(raw_input, str):
             raise JobError("job_run needs input: the path of an OpenAI batch file (JSONL)")
         inp = Path(raw_input).expanduser()
@@ -745,7 +746,7 @@ class JobsHost:
             raise JobError(f"input must be an absolute path, not {raw_input!r}")
         if not inp.is_file():
             raise JobError(f"{inp} does not exist or is not a file; check the path")
-        out = Path(args.get("output") or default_output(inp)).expanduser()
+        out = Path(args.output or default_output(inp)).expanduser()
         if not out.is_absolute():
             raise JobError(f"output must be an absolute path, not {out}")
         if out.resolve() == inp.resolve():
@@ -762,13 +763,13 @@ class JobsHost:
                     f"job {other['id']} ({other.get('name')}) already writes {out}; "
                     "wait for it, cancel it, or choose another -o"
                 )
-        slot_id = str(args.get("slot", "0"))
+        slot_id = str(args.slot)  # the agent named the slot (its only one when none was given)
         if slot_id not in self.sup.slots:
             raise JobError(f"no slot {slot_id!r}; slots: {', '.join(self.sup.slots)}")
-        if args.get("pool"):
-            members = self.sup.pools.members(str(args["pool"]))  # an unknown pool: one line
+        if args.pool:
+            members = self.sup.pools.members(str(args.pool))  # an unknown pool: one line
         trial = _trial(args)
-        conc_arg = args.get("concurrency", "auto")
+        conc_arg = args.concurrency
         if trial is not None and conc_arg not in (None, "auto"):
             raise JobError(
                 "--choose measures each profile at its automatic concurrency; leave out --concurrency"
@@ -776,7 +777,7 @@ class JobsHost:
         if conc_arg in (None, "auto"):
             mode = "auto"
             conc, why = self.auto_concurrency(slot_id)
-            if args.get("pool"):
+            if args.pool:
                 conc, why = conc * len(members), f"{why}, x {len(members)} slots of the pool"
         else:
             mode = "fixed"
@@ -787,14 +788,14 @@ class JobsHost:
         rec: dict[str, Any] = {
             "v": 1,
             "id": jid,
-            "name": str(args.get("name") or inp.stem)[:80],
+            "name": str(args.name or inp.stem)[:80],
             "input": str(inp),
             "output": str(out),
             "slot": slot_id,
-            "pool": args.get("pool"),
+            "pool": args.pool,
             "concurrency": conc,
             "concurrency_mode": mode,
-            "pinned": bool(args.get("pinned")),
+            "pinned": bool(args.pinned),
             "client": client,
             "created": time.time(),
             "state": "checking",
@@ -838,9 +839,9 @@ class JobsHost:
             raise JobError(r.error)
         return self.view(rec)
 
-    def _active(self, args: dict, otherwise: str) -> dict:
+    def _active(self, args: protocol.JobArgs, otherwise: str) -> dict:
         """The job the op names, if it has not ended (else one line: its state, `otherwise`)."""
-        rec = self.find(args.get("job"))
+        rec = self.find(args.job)
         if rec.get("state") not in ACTIVE:
             raise JobError(f"job {rec['id']} is {rec.get('state')}; {otherwise}")
         return rec
@@ -852,19 +853,19 @@ class JobsHost:
         self._persist(rec, force=True)
         return self.view(rec)
 
-    async def op_status(self, args: dict, client: str | None) -> JobView:
-        return self.view(self.find(args.get("job")), full=True)
+    async def op_status(self, args: protocol.JobArgs, client: str | None) -> JobView:
+        return self.view(self.find(args.job), full=True)
 
-    async def op_list(self, args: dict, client: str | None) -> list[JobView]:
+    async def op_list(self, args: protocol.Args, client: str | None) -> list[JobView]:
         return self.views()
 
-    async def op_pause(self, args: dict, client: str | None) -> JobView:
+    async def op_pause(self, args: protocol.JobArgs, client: str | None) -> JobView:
         rec = self._active(args, "nothing to pause")
         rec["user_paused"] = True
         return self._changed(rec, "job.pause")
 
-    async def op_resume(self, args: dict, client: str | None) -> JobView:
-        rec = self.find(args.get("job"))
+    async def op_resume(self, args: protocol.JobArgs, client: str | None) -> JobView:
+        rec = self.find(args.job)
         if rec.get("state") == "failed" or (
             rec.get("state") in ACTIVE and rec["id"] not in self.runners
         ):
@@ -878,7 +879,7 @@ class JobsHost:
         rec["user_paused"] = False
         return self._changed(rec, "job.resume")
 
-    async def op_cancel(self, args: dict, client: str | None) -> JobView:
+    async def op_cancel(self, args: protocol.JobArgs, client: str | None) -> JobView:
         rec = self._active(args, "nothing to cancel")
         r = self.runners.get(rec["id"])
         if r is None:
@@ -890,11 +891,11 @@ class JobsHost:
             await asyncio.wait_for(asyncio.shield(r.reader), 15.0)  # type: ignore[arg-type]
         return self.view(rec)
 
-    async def op_set(self, args: dict, client: str | None) -> JobView:
-        rec = self.find(args.get("job"))
-        changed = {}
-        if "concurrency" in args:
-            raw = args["concurrency"]
+    async def op_set(self, args: protocol.JobSetArgs, client: str | None) -> JobView:
+        rec = self.find(args.job)
+        changed: dict[str, Any] = {}
+        if args.concurrency is not msgspec.UNSET:
+            raw = args.concurrency
             if raw == "auto":
                 rec["concurrency_mode"] = "auto"
                 rec.pop("auto_for", None)
@@ -903,25 +904,25 @@ class JobsHost:
                 n = _concurrency(raw)
                 rec["concurrency_mode"] = "fixed"
             rec["concurrency"] = changed["concurrency"] = n
-        if "pinned" in args:
-            rec["pinned"] = changed["pinned"] = bool(args["pinned"])
+        if args.pinned is not msgspec.UNSET:
+            rec["pinned"] = changed["pinned"] = bool(args.pinned)
         if not changed:
             raise JobError("job_set needs concurrency (N or auto) or pinned (true/false)")
         return self._changed(rec, "job.set", **changed)
 
 
-def _trial(args: dict) -> dict | None:
+def _trial(args: protocol.JobRunArgs) -> dict | None:
     """The trial state of a --choose job (jobs/choose.py), or None without --choose."""
-    if not args.get("choose"):
+    if not args.choose:
         return None
     try:
-        names = choose.parse_candidates(args["choose"])
+        names = choose.parse_candidates(args.choose)
         return choose.new_trial(
             names,
-            objective=str(args.get("objective") or "time"),
-            cap_requests=int(args.get("trial_requests") or choose.DEFAULT_CAP_REQUESTS),
-            cap_minutes=float(args.get("trial_minutes") or choose.DEFAULT_CAP_MINUTES),
-            replan=bool(args.get("replan")),
+            objective=str(args.objective or "time"),
+            cap_requests=int(args.trial_requests or choose.DEFAULT_CAP_REQUESTS),
+            cap_minutes=float(args.trial_minutes or choose.DEFAULT_CAP_MINUTES),
+            replan=bool(args.replan),
         )
     except ValueError as exc:
         raise JobError(str(exc)) from None

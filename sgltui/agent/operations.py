@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sgltui import protocol
 from sgltui.agent import preflight
 from sgltui.agent.errors import OpError
 from sgltui.agent.resolved import Resolved
@@ -89,7 +90,7 @@ class Operations:
 
     # ---- the ops --------------------------------------------------------------------------------
 
-    async def op_start(self, args: dict, client: str | None) -> Any:
+    async def op_start(self, args: protocol.StartArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
         async with self.lock(slot.id):
             self._refuse_if_busy(slot, "start")
@@ -98,7 +99,7 @@ class Operations:
                     f"slot {slot.id} already runs {slot.profile_name} ({slot.state}); "
                     f"use `sgltui swap PROFILE` or `sgltui stop` first"
                 )
-            profile = await self._accept(slot, args.get("profile"), args)
+            profile = await self._accept(slot, args.profile, args)
             try:
                 await asyncio.to_thread(slot.precheck, profile, self.sup.our_pids())
             except LaunchError as exc:
@@ -115,11 +116,11 @@ class Operations:
             )
             return self._reply(slot, args, started)
 
-    async def op_preflight(self, args: dict, client: str | None) -> dict:
+    async def op_preflight(self, args: protocol.PreflightArgs, client: str | None) -> dict:
         """The checks a start/swap of `profile` on the slot would run, all of them, stopping
         nothing: for the TUI's swap dialog and `--dry-run`. Read-only: takes no lock."""
         slot = self.sup.slot_for(args)
-        target = await asyncio.to_thread(self.sup.get_profile, args.get("profile"), args)
+        target = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
         target = self._place(slot, target)
         current = await asyncio.to_thread(self.sup.current, slot)
         checks = await asyncio.to_thread(preflight.run, target, current, _force_arg(args))
@@ -133,10 +134,10 @@ class Operations:
             "resolved": target.describe(),
         }
 
-    async def op_stop(self, args: dict, client: str | None) -> Any:
+    async def op_stop(self, args: protocol.StopArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
-        drain = _drain_arg(args)
-        timeout = _num_arg(args, "timeout", 30.0)
+        drain = str(args.drain)
+        timeout = args.timeout
         async with self.lock(slot.id):
             running = self.busy(slot.id)
             if running and running.kind == "stop":
@@ -163,7 +164,7 @@ class Operations:
             )
             return self._reply(slot, args, started)
 
-    async def op_restart(self, args: dict, client: str | None) -> Any:
+    async def op_restart(self, args: protocol.RestartArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
         async with self.lock(slot.id):
             self._refuse_if_busy(slot, "restart")
@@ -186,14 +187,14 @@ class Operations:
                 )
             self._refuse_if_pinned(slot, args, "restart")
             job = self._start_swap(
-                slot, profile, client, rollback=False, drain=_drain_arg(args), kind="restart"
+                slot, profile, client, rollback=False, drain=str(args.drain), kind="restart"
             )
             reply = self._reply(slot, args, job)
             if isinstance(reply, dict):
                 reply["profile_changed"] = changed
             return reply
 
-    async def op_swap(self, args: dict, client: str | None) -> Any:
+    async def op_swap(self, args: protocol.SwapArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
         async with self.lock(slot.id):
             job = self.busy(slot.id)
@@ -204,7 +205,7 @@ class Operations:
                     f"{units.duration(ago)} ago); wait for it to finish"
                 )
             self._refuse_if_busy(slot, "swap")
-            name = args.get("profile")
+            name = args.profile
             if slot.state == READY and slot.profile_name == name:
                 raise OpError(
                     f"slot {slot.id} already runs {name}; use `sgltui restart` to relaunch it"
@@ -218,12 +219,10 @@ class Operations:
                 raise OpError(
                     f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it"
                 )
-            rollback = args.get("rollback", True)
-            if not isinstance(rollback, bool):
-                raise OpError("rollback must be true or false")
+            rollback = args.rollback
             self._refuse_if_pinned(slot, args, "swap")
             started = self._start_swap(
-                slot, profile, client, rollback=rollback, drain=_drain_arg(args), kind="swap"
+                slot, profile, client, rollback=rollback, drain=str(args.drain), kind="swap"
             )
             return self._reply(slot, args, started)
 
@@ -255,7 +254,7 @@ class Operations:
                 timings_s={},
             )
 
-    async def _accept(self, slot: Slot, name: str | None, args: dict) -> Resolved:
+    async def _accept(self, slot: Slot, name: str | None, args: protocol.LaunchArgs) -> Resolved:
         """Resolve `name` once and preflight it, before anything running is touched. A failed
         check refuses the command with its one line."""
         force = _force_arg(args)
@@ -295,18 +294,25 @@ class Operations:
                 f"{units.duration(ago)} ago); wait for it or run `sgltui stop`"
             )
 
-    def _refuse_if_pinned(self, slot: Slot, args: dict, what: str) -> None:
+    def _refuse_if_pinned(
+        self, slot: Slot, args: protocol.RestartArgs | protocol.SwapArgs, what: str
+    ) -> None:
         """A pinned batch job asks first: the swap needs confirm=true (`--yes`)."""
         rec = self.sup.batch.pinned_on(slot.id)
-        if rec is not None and not args.get("confirm"):
+        if rec is not None and not args.confirm:
             raise OpError(
                 f"{what} refused: batch job {rec['name']} ({rec['id']}) is pinned to slot {slot.id}; "
                 f"confirm with `--yes` (the job pauses and resumes on the new server) "
                 f"or unpin it with `sgltui job set --unpin`"
             )
 
-    def _reply(self, slot: Slot, args: dict, job: Job | None) -> Any:
-        if args.get("wait"):
+    def _reply(
+        self,
+        slot: Slot,
+        args: protocol.StartArgs | protocol.StopArgs | protocol.RestartArgs,
+        job: Job | None,
+    ) -> Any:
+        if args.wait:
             return Wait(slot, job)
         return {"slot": slot.status(), "accepted": True}
 
@@ -480,33 +486,12 @@ class Operations:
         }
 
 
-def _drain_arg(args: dict) -> str:
-    drain = args.get("drain", "wait")
-    if drain not in ("wait", "force"):
-        raise OpError(f"drain must be 'wait' or 'force', not {drain!r}")
-    return str(drain)
-
-
-def _force_arg(args: dict) -> frozenset[str]:
-    raw = args.get("force") or []
-    if isinstance(raw, str):
-        raw = [raw]
-    if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
-        raise OpError("force must be a list of check names")
-    unknown = [x for x in raw if x not in preflight.CHECKS]
+def _force_arg(args: protocol.LaunchArgs) -> frozenset[str]:
+    raw = args.force
+    names = [raw] if isinstance(raw, str) else list(raw)
+    unknown = [x for x in names if x not in preflight.CHECKS]
     if unknown:
         raise OpError(
             f"unknown preflight check {unknown[0]!r}; checks: {', '.join(preflight.CHECKS)}"
         )
-    return frozenset(raw)
-
-
-def _num_arg(args: dict, name: str, default: float) -> float:
-    raw = args.get(name, default)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise OpError(f"{name} must be a number, not {raw!r}") from None
-    if value < 0:
-        raise OpError(f"{name} must not be negative")
-    return value
+    return frozenset(names)

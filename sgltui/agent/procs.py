@@ -81,18 +81,21 @@ class ProcTree:
 
     def refresh(self) -> list[int]:
         """Record the current descendants of the main process; return the live pids of the tree."""
+        # Runs in worker threads while the loop reads `seen`: built aside, then replaced whole.
+        seen = dict(self.seen)
         try:
             main = psutil.Process(self.pid)
             if abs(main.create_time() - self.create_time) < 0.01:
                 for child in main.children(recursive=True):
                     try:
-                        self.seen.setdefault(child.pid, child.create_time())
+                        seen.setdefault(child.pid, child.create_time())
                     except psutil.Error:
                         pass
         except psutil.Error:
             pass
+        self.seen = seen
         # Cheap on purpose (called every second): the process-group scan is left to alive().
-        return sorted(p for p, t in self.seen.items() if _same_process(p, t))
+        return sorted(p for p, t in seen.items() if _same_process(p, t))
 
     def alive(self) -> list[int]:
         """Live processes of this launch: seen pids that are still the same process, plus any
@@ -109,7 +112,7 @@ class ProcTree:
                 ):
                     # A zombie holds nothing (no memory, no port); it only waits for its reaper.
                     pids.add(pid)
-                    self.seen.setdefault(pid, proc.create_time())
+                    self.seen = {**self.seen, pid: proc.create_time()}  # replaced, see refresh
             except psutil.Error:
                 continue
         return sorted(pids)

@@ -114,7 +114,7 @@ class _Conn:
         try:
             req = protocol.decode_request(raw)
             rid, op = req.id, req.op
-            args = protocol.args_dict(protocol.parse_args(op, req.args))
+            args = protocol.parse_args(op, req.args)  # the op's Struct (protocol.OPS)
             result: Any = await self.sup.handle(op, args, req.client)
             if op == "subscribe":
                 self.subscribe()

@@ -207,13 +207,16 @@ class Slot:
         self._kill: dict | None = None  # set by _terminate_tree when a SIGKILL was needed
         self._changed = asyncio.Event()
         self._last_refresh = 0.0
+        self.live_pids: list[int] = []  # the tree's live pids at the watcher's last look
 
     # ---- views -------------------------------------------------------------------------------
 
     def status(self) -> dict:
         progress, eta = self._estimate()
         now = time.time()
-        pids = self.tree.refresh() if self.tree and self.state in RUNNING + (STOPPING,) else []
+        # The watcher's last look (each second, in a worker thread): a status must not walk
+        # the process tree on the loop.
+        pids = list(self.live_pids) if self.tree and self.state in RUNNING + (STOPPING,) else []
         return {
             "id": self.id,
             "profile": self.profile_name,
@@ -442,6 +445,7 @@ class Slot:
         self._reset_launch()
         self.popen = await asyncio.to_thread(self._spawn, env)
         self.tree = procs.ProcTree.of(self.popen.pid)
+        self.live_pids = [self.popen.pid]
         self.started_at = time.time()
         self.host.emit(
             "launch",
@@ -597,6 +601,7 @@ class Slot:
         tree = procs.ProcTree.from_json(record["tree"])
         if not tree.main_alive():
             return False
+        self.live_pids = tree.refresh()
         self.tree, self.popen = tree, None
         self.profile, self.profile_name = profile, record.get("profile")
         self.launch_id, self.log_path = record.get("launch_id"), Path(record["log_path"])
@@ -730,7 +735,7 @@ class Slot:
             now = time.monotonic()
             if now - self._last_refresh > 1.0 and self.tree:
                 self._last_refresh = now
-                self.tree.refresh()
+                self.live_pids = await asyncio.to_thread(self.tree.refresh)
             exited, rc = self._exit_code()
             if exited:
                 if not self._stopping:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from sgltui import __version__, protocol
 from sgltui.agent import keeper, preflight
 from sgltui.agent.children import ChildError, Children
@@ -46,6 +48,8 @@ from sgltui.session.layout import SERVERS_DIR
 from sgltui.session.writer import Recorder
 
 log = logging.getLogger("sgltui.agent")
+
+STATE_SAVE_DEBOUNCE_S = 0.05  # slot events this close together are saved in one write
 
 
 class PushQueue(asyncio.Queue):
@@ -110,7 +114,8 @@ class Supervisor:
         self._last_maintain = 0.0
         self._profiles_at = 0.0
         self._state_save_failing = False
-        self._state_retry: asyncio.TimerHandle | None = None
+        self._save_task: asyncio.Task | None = None
+        self._save_wanted = False
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -252,7 +257,9 @@ class Supervisor:
             await slot.close()
             if slot.front is not None:
                 await slot.front.close()
-        self.state_changed()
+        if self._save_task is not None:
+            self._save_task.cancel()
+        self._save_state()  # the last word, written before the agent goes
         self.emit(
             "agent.stop",
             stop_servers=stop_servers,
@@ -363,12 +370,46 @@ class Supervisor:
                 log.exception("telemetry log line")
 
     def state_changed(self) -> None:
-        """Save the slots to re-adopt. A failed save (full disk) keeps the last good file, is
-        said once per outage, and is retried every second until the disk takes it."""
+        """A slot changed: its front follows at once; the slots to re-adopt are saved soon
+        (debounced, in a worker thread: an fsync per slot event held up the loop that serves
+        clients and proxies traffic)."""
         for slot in self.slots.values():
             self._sync_front(slot)
         self.pools.sync()
-        records = {sid: r for sid, s in self.slots.items() if (r := s.record())}
+        self._save_wanted = True
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (shutdown's last word): write it now
+            self._save_state()
+            return
+        if self._save_task is None or self._save_task.done():
+            self._save_task = loop.create_task(self._save_soon(), name="agent-state-save")
+
+    async def state_saved(self) -> None:
+        """Wait until what the slots are now is on disk (or its save failed): a command's
+        reply comes after it, so an agent killed right after a reply still re-adopts."""
+        task = self._save_task
+        if task is None or task.done() or self._state_save_failing:
+            return  # a disk that refuses writes must not hold replies up: it is retried
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), 2.0)
+
+    async def _save_soon(self) -> None:
+        while self._save_wanted:
+            await asyncio.sleep(STATE_SAVE_DEBOUNCE_S)
+            self._save_wanted = False
+            saved = await asyncio.to_thread(self._save_state, self._records())
+            if not saved:
+                await asyncio.sleep(1.0)  # the disk refused: retry every second
+                self._save_wanted = True
+
+    def _records(self) -> dict[str, dict]:
+        return {sid: r for sid, s in self.slots.items() if (r := s.record())}
+
+    def _save_state(self, records: dict[str, dict] | None = None) -> bool:
+        """Write agent-state.json (blocking). A failed save (full disk) keeps the last good
+        file and is said once per outage."""
+        records = self._records() if records is None else records
         try:
             self.agent_state.save(str(self.recorder.path) if self.recorder else None, records)
         except OSError as exc:
@@ -379,25 +420,11 @@ class Supervisor:
                     exc.strerror or exc,
                 )
             self._state_save_failing = True
-            self._retry_state_save()
-            return
+            return False
         if self._state_save_failing:
             log.info("%s written again", self.agent_state.path)
         self._state_save_failing = False
-
-    def _retry_state_save(self) -> None:
-        if self._state_retry is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-
-        def retry() -> None:
-            self._state_retry = None
-            self.state_changed()
-
-        self._state_retry = loop.call_later(1.0, retry)
+        return True
 
     def _on_capacity(self, slot_id: str, card: dict) -> None:
         slot = self.slots.get(slot_id)
@@ -418,14 +445,14 @@ class Supervisor:
 
     # ---- profiles ------------------------------------------------------------------------------
 
-    def _dirs(self, args: dict) -> list[Path]:
-        extra = [Path(d).expanduser() for d in (args.get("profiles_dirs") or [])]
+    def _dirs(self, args: protocol.Args | None) -> list[Path]:
+        extra = [Path(d).expanduser() for d in getattr(args, "profiles_dirs", None) or []]
         return self.profiles_dirs + [d for d in extra if d not in self.profiles_dirs]
 
-    def _extra_dirs(self, args: dict) -> list[Path]:
+    def _extra_dirs(self, args: protocol.Args | None) -> list[Path]:
         return [d for d in self._dirs(args) if d not in self.profiles_dirs]
 
-    def get_profile(self, name: str | None, args: dict) -> Resolved:
+    def get_profile(self, name: str | None, args: protocol.Args | None) -> Resolved:
         """Resolve once (blocking file reads: call from a worker thread)."""
         from sgltui.core.profiles import ProfileError
 
@@ -442,7 +469,7 @@ class Supervisor:
         if not name:
             return None
         try:
-            return self.get_profile(name, {})
+            return self.get_profile(name, None)
         except OpError:
             return None
 
@@ -457,10 +484,10 @@ class Supervisor:
             other_pids=frozenset(others),
         )
 
-    def _refresh_profiles(self, args: dict | None = None) -> list[dict]:
+    def _refresh_profiles(self, args: protocol.Args | None = None) -> list[dict]:
         """Rescan the profile folders (blocking: from a worker thread)."""
         try:
-            self.index.rescan(self._extra_dirs(args or {}))
+            self.index.rescan(self._extra_dirs(args))
             profs = self.index.profiles()
         except (OSError, ValueError) as exc:
             log.warning("cannot list profiles: %s", exc)
@@ -551,40 +578,42 @@ class Supervisor:
             return getattr(self.ops, f"op_{op}", None)
         return getattr(self, f"op_{op}", None)
 
-    async def handle(self, op: str, args: dict, client: str | None) -> Any:
-        # The ops and their arguments' types are protocol.OPS; the server checked `args` already.
+    async def handle(self, op: str, args: protocol.Args | dict, client: str | None) -> Any:
+        # The ops and their arguments' Structs are protocol.OPS; the server made `args` one.
         handler = self._handler(op)
         if handler is None:
             raise OpError(f"unknown op {op!r}; this agent knows: {', '.join(sorted(protocol.OPS))}")
-        if args.get("pool") and op in Pools.OPS:
-            return await self._pool_op(op, args, client)
-        if args.get("pool") and op == "job_run" and args.get("slot") is None:
+        if isinstance(args, dict):  # an op from inside the agent (agent/pools.py): checked here
+            args = protocol.parse_args(op, args)
+        pool = getattr(args, "pool", None)
+        if pool and op in Pools.OPS:
+            return await self._pool_op(op, protocol.args_dict(args), client)
+        if pool and op == "job_run" and getattr(args, "slot", None) is None:
             # A job through a pool is filed under its first slot (jobs_host sends it to the
             # pool's endpoint and does not hold it for that slot's swaps).
-            args = dict(args, slot=self.pools.pool(str(args["pool"])).slots[0])
-        if "slot" in args and args["slot"] is None and (len(self.slots) == 1 or op == "job_run"):
-            args = dict(args, slot=self.slot_for(args).id)  # none given: the only slot
+            args = msgspec.structs.replace(args, slot=self.pools.pool(str(pool)).slots[0])
+        if isinstance(args, protocol.SlotArgs) and args.slot is None:
+            if len(self.slots) == 1 or op == "job_run":  # none given: the only slot
+                args = msgspec.structs.replace(args, slot=self.slot_for(args).id)
+        slot_id = getattr(args, "slot", None)
         if op in protocol.READ_ONLY_OPS:  # no "command" event: they would drown the session log
             return await handler(args, client)
         # A slot's lifecycle command takes that slot's lock (agent/operations.py); the others
         # take the agent's.
         lock = contextlib.nullcontext() if op in Operations.OPS else self._lock
         async with lock:
-            self.emit(
-                "command", client=client, slot=args.get("slot"), op=op, args=_public_args(args)
-            )
+            self.emit("command", client=client, slot=slot_id, op=op, args=_public_args(args))
             try:
                 result = await handler(args, client)
             except OpError as exc:
-                self.emit(
-                    "command.refused", client=client, slot=args.get("slot"), op=op, reason=str(exc)
-                )
+                self.emit("command.refused", client=client, slot=slot_id, op=op, reason=str(exc))
                 raise
         if isinstance(result, (Wait, Deferred)):
             try:
-                return await result.wait()
+                result = await result.wait()
             except JobError as exc:
                 raise OpError(str(exc)) from None
+        await self.state_saved()
         return result
 
     async def _pool_op(self, op: str, args: dict, client: str | None) -> Any:
@@ -604,29 +633,29 @@ class Supervisor:
         task.add_done_callback(self._pool_tasks.discard)
         return self.pools.reply(str(args["pool"]), accepted=True)
 
-    async def op_hello(self, args: dict, client: str | None) -> dict:
+    async def op_hello(self, args: protocol.HelloArgs, client: str | None) -> dict:
         problem = protocol.version_mismatch(
-            __version__, protocol.PROTOCOL_VERSION, args["version"], args["protocol"]
+            __version__, protocol.PROTOCOL_VERSION, args.version, args.protocol
         )
         if problem:
             raise OpError(problem)
         return {"version": __version__, "protocol": protocol.PROTOCOL_VERSION, "pid": os.getpid()}
 
-    async def op_ping(self, args: dict, client: str | None) -> dict:
+    async def op_ping(self, args: protocol.Args, client: str | None) -> dict:
         return {"pong": True, "pid": os.getpid(), "version": __version__}
 
-    async def op_status(self, args: dict, client: str | None) -> dict:
+    async def op_status(self, args: protocol.Args, client: str | None) -> dict:
         return self.status()
 
-    async def op_profiles(self, args: dict, client: str | None) -> list[dict]:
+    async def op_profiles(self, args: protocol.ProfilesArgs, client: str | None) -> list[dict]:
         return await asyncio.to_thread(self._refresh_profiles, args)
 
-    async def op_subscribe(self, args: dict, client: str | None) -> dict:
+    async def op_subscribe(self, args: protocol.Args, client: str | None) -> dict:
         return {"subscribed": True}  # the connection handler registers the queue
 
-    def slot_for(self, args: dict) -> Slot:
+    def slot_for(self, args: protocol.Args) -> Slot:
         """The slot an op addresses: by name, or the only one when none is given."""
-        sid = args.get("slot")
+        sid = getattr(args, "slot", None)
         if sid is None:
             if len(self.slots) == 1:
                 return next(iter(self.slots.values()))
@@ -649,9 +678,9 @@ class Supervisor:
                 pids |= set(s.tree.seen)
         return pids
 
-    async def op_logs(self, args: dict, client: str | None) -> dict:
-        n = int(_num_arg(args, "lines", 200))
-        launch_id = args.get("launch_id")
+    async def op_logs(self, args: protocol.LogsArgs, client: str | None) -> dict:
+        n = args.lines
+        launch_id = args.launch_id
         path: Path | None
         if launch_id:
             if not re.fullmatch(r"[A-Za-z0-9._-]+", str(launch_id)):
@@ -673,43 +702,43 @@ class Supervisor:
         lines = await asyncio.to_thread(_tail_file, Path(path), n)
         return {"lines": self._redact_lines(lines), "path": str(path), "launch_id": Path(path).stem}
 
-    async def op_timeline(self, args: dict, client: str | None) -> dict:
+    async def op_timeline(self, args: protocol.TimelineArgs, client: str | None) -> dict:
         if self.telemetry is None:
             return {"series": {}}
-        series = self.telemetry.series(args.get("series"), args.get("since"))
+        series = self.telemetry.series(args.series, args.since)
         return (
             series if isinstance(series, dict) and "series" in series else {"series": series or {}}
         )
 
-    async def op_shutdown(self, args: dict, client: str | None) -> dict:
-        self.stop_servers_on_exit = bool(args.get("stop_servers", False))
+    async def op_shutdown(self, args: protocol.ShutdownArgs, client: str | None) -> dict:
+        self.stop_servers_on_exit = args.stop_servers
         asyncio.get_running_loop().call_later(0.05, self.shutdown_requested.set)
         return {"stopping": True, "stop_servers": self.stop_servers_on_exit}
 
     # ---- bench runs and demo load (sgltui/agent/children.py) -----------------------------------
 
-    async def op_bench_start(self, args: dict, client: str | None) -> dict:
-        return self._child(lambda: self.children.bench_start(args.get("spec"), client))
+    async def op_bench_start(self, args: protocol.BenchStartArgs, client: str | None) -> dict:
+        return self._child(lambda: self.children.bench_start(args.spec, client))
 
-    async def op_bench_progress(self, args: dict, client: str | None) -> dict:
-        return self.children.bench_progress(args, client)
+    async def op_bench_progress(self, args: protocol.BenchProgressArgs, client: str | None) -> dict:
+        return self.children.bench_progress(protocol.args_dict(args), client)
 
-    async def op_bench_stop(self, args: dict, client: str | None) -> dict:
+    async def op_bench_stop(self, args: protocol.BenchStopArgs, client: str | None) -> dict:
         try:
-            return await self.children.bench_stop(args.get("run_id"))
+            return await self.children.bench_stop(args.run_id)
         except ChildError as exc:
             raise OpError(str(exc)) from None
 
-    async def op_bench_list(self, args: dict, client: str | None) -> list[dict]:
+    async def op_bench_list(self, args: protocol.Args, client: str | None) -> list[dict]:
         return self.children.bench_list()
 
-    async def op_demo_load(self, args: dict, client: str | None) -> dict:
-        return await self.children.demo_load(bool(args.get("on", True)))
+    async def op_demo_load(self, args: protocol.DemoLoadArgs, client: str | None) -> dict:
+        return await self.children.demo_load(args.on)
 
     # ---- batch jobs (sgltui/agent/jobs_host.py) ----------------------------------------------
 
     @staticmethod
-    async def _job_op(fn: Callable, args: dict, client: str | None) -> Any:
+    async def _job_op(fn: Callable, args: protocol.Args, client: str | None) -> Any:
         try:
             return await fn(args, client)
         except JobError as exc:
@@ -737,19 +766,10 @@ def _tail_file(path: Path, n: int) -> list[str]:
     return lines[-n:] if n > 0 else []
 
 
-def _num_arg(args: dict, name: str, default: float) -> float:
-    raw = args.get(name, default)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise OpError(f"{name} must be a number, not {raw!r}") from None
-    if value < 0:
-        raise OpError(f"{name} must not be negative")
-    return value
-
-
-def _public_args(args: dict) -> dict:
-    return {k: v for k, v in args.items() if k not in ("profiles_dirs",)}
+def _public_args(args: protocol.Args | dict) -> dict:
+    """The arguments as the session records them (checked, defaults filled in)."""
+    items = args if isinstance(args, dict) else protocol.args_dict(args)
+    return {k: v for k, v in items.items() if k not in ("profiles_dirs",)}
 
 
 def _connect_host(host: str) -> str:
