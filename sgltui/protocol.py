@@ -847,6 +847,8 @@ class SwapView(FromTo, kw_only=True):
     step: str = ""
     started_at: float | None = None
     elapsed_s: float | None = None
+    rollback: bool = True  # a failure relaunches the profile it left (restart: False)
+    client: str | None = None  # who asked for it
 
 
 class FrontView(Struct, kw_only=True):
@@ -1574,12 +1576,42 @@ class StatusReply(Struct, kw_only=True):
     pools: list[PoolStatus] = []
 
 
+class StopReport(Struct, kw_only=True):
+    """How a stop went (agent/slot.py Slot.stop): timings, what is still held, what it cut."""
+
+    timings_s: dict[str, float] = {}
+    left_pids: list[int] = []
+    gpu_bytes_held: int = 0
+    port_free: bool = True
+    release_method: str | None = None
+    problems: list[str] = []
+    signal: Literal["SIGTERM", "SIGKILL"] | None = None
+    drain_timed_out: bool = False
+    requests_at_sigterm: int | None = None
+    requests_at_sigkill: int | None = None
+
+
+class Outcome(Struct, kw_only=True):
+    """What a lifecycle command's job came to (`wait`): one shape for every op. A launch sets
+    state and cause; a stop its report; a swap or restart ok, rolled_back, timings_s and the
+    cause of a failure; a job that was cancelled (a stop aborted it) or broke says so."""
+
+    state: SlotState | None = None
+    ok: bool | None = None
+    rolled_back: bool = False
+    timings_s: dict[str, float] = {}
+    cause: Cause | None = None
+    report: StopReport | None = None
+    cancelled: bool = False
+    error: str | None = None  # an internal failure (its traceback is in agent.log)
+
+
 class Accepted(Struct, kw_only=True):
     """A lifecycle command's reply: accepted at once, or (`wait`) its outcome."""
 
     slot: SlotStatus
     accepted: bool = False
-    result: dict[str, Any] | None = None
+    result: Outcome | None = None
     profile_changed: bool | None = None  # restart: the profile file was edited since the launch
 
 

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sgltui.protocol import SlotState
+
+# The states are the protocol's (defined once: protocol.SlotState, a str enum).
 STOPPED, LAUNCHING, READY, DRAINING, STOPPING, FAILED, CRASHED = (
-    "stopped",
-    "launching",
-    "ready",
-    "draining",
-    "stopping",
-    "failed",
-    "crashed",
+    SlotState.STOPPED,
+    SlotState.LAUNCHING,
+    SlotState.READY,
+    SlotState.DRAINING,
+    SlotState.STOPPING,
+    SlotState.FAILED,
+    SlotState.CRASHED,
 )
-STATES = (STOPPED, LAUNCHING, READY, DRAINING, STOPPING, FAILED, CRASHED)
+STATES = tuple(SlotState)
 TERMINAL = (READY, STOPPED, FAILED, CRASHED)  # where a command's wait ends
 RUNNING = (LAUNCHING, READY, DRAINING)  # a server process is (meant to be) up
 IDLE = (STOPPED, FAILED, CRASHED)  # nothing runs: a launch may start here
@@ -39,7 +42,7 @@ DRAIN = "drain"  # waiting for requests in flight before the stop
 STOP = "stop"  # SIGTERM (then SIGKILL) sent to the tree
 STOPPED_EV = "stopped"  # the tree is gone (and its memory and port, or the report says not)
 
-TRANSITIONS: dict[tuple[str, str], str] = {
+TRANSITIONS: dict[tuple[str, str], SlotState] = {
     **{(s, SPAWN): LAUNCHING for s in IDLE},
     **{(s, REFUSE): FAILED for s in IDLE},
     (STOPPED, ADOPT_READY): READY,
@@ -78,11 +81,11 @@ class LifecycleError(RuntimeError):
     """An event the table does not allow in the current state (a bug in the caller)."""
 
 
-def next_state(state: str, event: str) -> str:
+def next_state(state: str, event: str) -> SlotState:
     try:
         return TRANSITIONS[(state, event)]
     except KeyError:
         allowed = sorted(e for (s, e) in TRANSITIONS if s == state)
         raise LifecycleError(
-            f"event {event!r} is not allowed in state {state!r} (allowed: {', '.join(allowed)})"
+            f"event {event!r} is not allowed in state '{state}' (allowed: {', '.join(allowed)})"
         ) from None

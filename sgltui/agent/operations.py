@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from sgltui import protocol
 from sgltui.agent import preflight
 from sgltui.agent.errors import OpError
 from sgltui.agent.resolved import Resolved
-from sgltui.agent.slot import IDLE, READY, RUNNING, STOPPED, LaunchError, Slot
+from sgltui.agent.slot import IDLE, READY, RUNNING, STOPPED, LaunchError, Slot, as_cause
 from sgltui.core import placement, units
 from sgltui.session.layout import SERVERS_DIR
 
@@ -46,7 +48,7 @@ class Job:
     client: str | None
     started: float
     task: asyncio.Task | None = None
-    result: dict | None = None
+    result: protocol.Outcome | None = None
 
     @property
     def running(self) -> bool:
@@ -66,7 +68,7 @@ class Wait:
             try:
                 result = await asyncio.shield(job.task)
             except asyncio.CancelledError:
-                result = {"cancelled": True}
+                result = protocol.Outcome(cancelled=True)
         return {"slot": self.slot.status(), "result": result or (job and job.result)}
 
 
@@ -107,9 +109,9 @@ class Operations:
             slot.end_swap()
             await self._spawn(slot, profile, client)
 
-            async def job() -> dict:
+            async def job() -> protocol.Outcome:
                 state = await slot.wait_settled()
-                return {"state": state, "cause": slot.cause}
+                return protocol.Outcome(state=state, cause=_cause(slot.cause))
 
             started = self._run(
                 slot, Job("launch", f"launch of {profile.name}", client, time.time()), job()
@@ -150,14 +152,17 @@ class Operations:
                 raise OpError(f"slot {slot.id} is not running anything")
             batch = self.sup.batch
 
-            async def job() -> dict:
+            async def job() -> protocol.Outcome:
                 # batch jobs stop sending first (their requests finish, or are re-sent later)
                 await batch.before_swap(slot.id, force=drain == "force")
                 try:
                     report = await slot.stop(client, drain=drain, timeout=timeout)
                 finally:
                     batch.after_swap(slot.id)  # they wait for the slot to be ready again
-                return {"state": slot.state, "report": report}
+                return protocol.Outcome(
+                    state=slot.state,
+                    report=msgspec.convert(report, protocol.StopReport, strict=False),
+                )
 
             started = self._run(
                 slot, Job("stop", f"stop of {slot.profile_name}", client, time.time()), job()
@@ -176,14 +181,15 @@ class Operations:
             profile = await self._accept(slot, slot.profile_name, args)
             changed = before is not None and before.content_hash != profile.content_hash
             if before is not None and changed:
-                self.sup.emit(
-                    "profile.changed",
-                    client=client,
-                    slot=slot.id,
-                    profile=profile.name,
-                    source=source,
-                    old_hash=before.content_hash,
-                    new_hash=profile.content_hash,
+                self.sup.publish(
+                    protocol.ProfileChanged(
+                        client=client,
+                        slot=slot.id,
+                        profile=profile.name,
+                        source=source,
+                        old_hash=before.content_hash,
+                        new_hash=profile.content_hash,
+                    )
                 )
             self._refuse_if_pinned(slot, args, "restart")
             job = self._start_swap(
@@ -241,17 +247,19 @@ class Operations:
         except Exception:  # the op's own failure; the stop goes on
             log.exception("slot %s: the cancelled %s failed", slot.id, running.desc)
         swap = slot.swap
-        if swap is not None and swap.get("step") != "failed":
+        if swap is not None and swap.step != "failed":
             slot.swap_step("failed")
-            self.sup.emit(
-                "swap.done",
-                client=client,
-                slot=slot.id,
-                **{"from": swap.get("from"), "to": swap.get("to")},
-                ok=False,
-                rolled_back=False,
-                aborted=True,
-                timings_s={},
+            self.sup.publish(
+                protocol.SwapDone(
+                    client=client,
+                    slot=slot.id,
+                    from_=swap.from_,
+                    to=swap.to,
+                    ok=False,
+                    rolled_back=False,
+                    aborted=True,
+                    timings_s={},
+                )
             )
 
     async def _accept(self, slot: Slot, name: str | None, args: protocol.LaunchArgs) -> Resolved:
@@ -262,12 +270,13 @@ class Operations:
         target = self._place(slot, target)
         current = await asyncio.to_thread(self.sup.current, slot)
         checks = await asyncio.to_thread(preflight.run, target, current, force)
-        self.sup.emit(
-            "preflight",
-            slot=slot.id,
-            profile=target.name,
-            ok=preflight.first_failure(checks) is None,
-            checks=[c.to_dict() for c in checks],
+        self.sup.publish(
+            protocol.PreflightDone(
+                slot=slot.id,
+                profile=target.name,
+                ok=preflight.first_failure(checks) is None,
+                checks=[c.to_dict() for c in checks],
+            )
         )
         failed = preflight.first_failure(checks)
         if failed:
@@ -323,15 +332,15 @@ class Operations:
         self.jobs[slot.id] = job
         return job
 
-    async def _job_wrapper(self, slot: Slot, job: Job, coro: Any) -> dict:
+    async def _job_wrapper(self, slot: Slot, job: Job, coro: Any) -> protocol.Outcome:
         try:
             job.result = await coro
         except asyncio.CancelledError:
-            job.result = {"cancelled": True}
+            job.result = protocol.Outcome(cancelled=True)
             raise
         except Exception as exc:
             log.exception("job %s on slot %s", job.desc, slot.id)
-            job.result = {"error": f"{type(exc).__name__}: {exc}"}
+            job.result = protocol.Outcome(error=f"{type(exc).__name__}: {exc}")
             if slot.swap:  # a swap that broke is over: its front must not hold any longer
                 slot.swap_step("failed")
         return job.result
@@ -392,7 +401,7 @@ class Operations:
         client: str | None,
         rollback: bool,
         drain: str,
-    ) -> dict:
+    ) -> protocol.Outcome:
         t0 = time.monotonic()
         timings: dict[str, float] = {}
         frm, to = old, target.name
@@ -403,13 +412,15 @@ class Operations:
 
         def step(name: str) -> None:
             slot.swap_step(name)
-            sup.emit(
-                "swap.step",
-                client=client,
-                slot=slot.id,
-                **{"from": frm, "to": to},
-                step=name,
-                elapsed_s=round(time.monotonic() - t0, 3),
+            sup.publish(
+                protocol.SwapStep(
+                    client=client,
+                    slot=slot.id,
+                    from_=frm,
+                    to=to,
+                    step=name,
+                    elapsed_s=round(time.monotonic() - t0, 3),
+                )
             )
 
         # Batch jobs on this slot stop sending and let (or, forced, make) their requests in
@@ -445,45 +456,48 @@ class Operations:
                 step("ready" if rolled_back else "failed")
             # A healthy rolled-back slot has no cause; the failure stays in last_failure.
             slot.keep_failure(failure)
-            sup.emit(
-                "swap.failure",
-                client=client,
-                slot=slot.id,
-                **{"from": frm, "to": to},
-                cause=failure,
+            sup.publish(
+                protocol.SwapFailure(
+                    client=client, slot=slot.id, from_=frm, to=to, cause=_cause(failure)
+                )
             )
         else:
             step("failed")
         timings["total"] = round(time.monotonic() - t0, 3)
-        sup.emit(
-            "swap.done",
-            client=client,
-            slot=slot.id,
-            **{"from": frm, "to": to},
+        sup.publish(
+            protocol.SwapDone(
+                client=client,
+                slot=slot.id,
+                from_=frm,
+                to=to,
+                ok=ok,
+                rolled_back=rolled_back,
+                timings_s=dict(timings),
+            )
+        )
+        slot.end_swap(
+            protocol.LastSwap(
+                from_=frm,
+                to=to,
+                ok=ok,
+                rolled_back=rolled_back,
+                timings_s=dict(timings),
+                cause=None if ok else _cause(failure or slot.cause),
+                finished_at=time.time(),
+                client=client,
+            )
+        )
+        sup.batch.after_swap(slot.id)
+        return protocol.Outcome(
+            state=slot.state,
             ok=ok,
             rolled_back=rolled_back,
             timings_s=timings,
+            cause=None if ok else _cause(failure if rolled_back else slot.cause),
         )
-        slot.end_swap(
-            {
-                "from": frm,
-                "to": to,
-                "ok": ok,
-                "rolled_back": rolled_back,
-                "timings_s": timings,
-                "cause": None if ok else (failure or slot.cause),
-                "finished_at": time.time(),
-                "client": client,
-            }
-        )
-        sup.batch.after_swap(slot.id)
-        return {
-            "state": slot.state,
-            "ok": ok,
-            "rolled_back": rolled_back,
-            "timings_s": timings,
-            "cause": None if ok else (failure if rolled_back else slot.cause),
-        }
+
+
+_cause = as_cause  # a slot's cause (core/causes.py's dict) as the protocol's Cause
 
 
 def _force_arg(args: protocol.LaunchArgs) -> frozenset[str]:

@@ -22,9 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import msgspec
+
+from sgltui import protocol
 from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
 from sgltui.core import causes, files, host_pool, phases, units
+from sgltui.protocol import SlotState
 
 log = logging.getLogger("sgltui.agent.slot")
 
@@ -118,6 +122,16 @@ async def to_the_end(coro: Any) -> Any:
         raise
 
 
+def _builtins(view: msgspec.Struct | None) -> Any:
+    """A Struct of the slot's as status sends it (JSON values)."""
+    return None if view is None else msgspec.to_builtins(view)
+
+
+def as_cause(cause: dict | None) -> protocol.Cause | None:
+    """A cause of core/causes.py (a dict: core does not know the protocol) as its Struct."""
+    return None if not cause else msgspec.convert(cause, protocol.Cause, strict=False)
+
+
 def _describe(profile: Any) -> dict | None:
     """The resolved profile a slot runs (sgltui/agent/resolved.py), without secrets."""
     describe = getattr(profile, "describe", None)
@@ -129,7 +143,7 @@ class SlotHost(Protocol):
 
     config: SlotConfig
 
-    def emit(self, type: str, **fields: Any) -> dict: ...
+    def publish(self, event: protocol.EventBase) -> dict: ...
     def push_log(self, slot_id: str, launch_id: str, lines: list[str]) -> None: ...
     def server_log_path(self, launch_id: str) -> Path: ...
     def learned(self, profile: str) -> dict[str, float] | None: ...
@@ -166,7 +180,7 @@ class Slot:
         # Where it runs (core/placement.SlotPlace: GPUs, port), from host.toml; None: where
         # the profile says (one slot, no host.toml).
         self.place = place
-        self.state = STOPPED
+        self.state: SlotState = STOPPED
         self.phase: str | None = None
         self.profile: Any = None  # sgltui.core.profiles.Profile of the current launch
         self.profile_name: str | None = None
@@ -181,8 +195,8 @@ class Slot:
         self.cause: dict | None = None  # why the slot is failed/crashed; None when healthy
         self.last_failure: dict | None = None  # the latest failure, kept after recovery
         self.draining: dict | None = None  # requests still in flight while a stop waits
-        self.swap: dict | None = None
-        self.last_swap: dict | None = None  # outcome of the latest swap, kept for late readers
+        self.swap: protocol.SwapView | None = None  # None: no swap in progress
+        self.last_swap: protocol.LastSwap | None = None  # the latest swap's outcome, kept
         self.command: list[str] = []
         self.command_hash: str | None = None
         self.server_host = "127.0.0.1"
@@ -191,7 +205,7 @@ class Slot:
         self.tp_size = 1
         self.client: str | None = None  # who issued the command now driving this slot
         self.front: Any = None  # the slot's stable endpoint (agent/front.py), set by the agent
-        self.last_stop: dict | None = None  # how the latest stop went: signal, requests cut
+        self.last_stop: protocol.StopView | None = None  # how the latest stop went
         self.timings: dict[str, float] = {}
         self._phase_started = 0.0
         self._phase_done: dict[str, float] = {}
@@ -241,12 +255,12 @@ class Slot:
             "last_failure": self.last_failure,
             "drain": self.draining,
             "capacity": None,
-            "swap": self.swap,
-            "last_swap": self.last_swap,
+            "swap": _builtins(self.swap),
+            "last_swap": _builtins(self.last_swap),
             "api_key_set": bool(self.api_key),
             "resolved": _describe(self.profile),
             "front": self.front.status() if self.front else None,
-            "last_stop": self.last_stop,
+            "last_stop": _builtins(self.last_stop),
             "gpus": list(self.place.gpus) if self.place is not None else [],
         }
 
@@ -300,19 +314,21 @@ class Slot:
         elif not entry.keeps_cause:
             self.cause = None
         self._announce(
-            "slot.state",
-            state=state,
-            prev=prev,
-            phase=self.phase,
-            reason=reason,
-            cause=cause,
-            profile=self.profile_name,
-            launch_id=self.launch_id,
+            protocol.SlotStateChanged(
+                state=state,
+                prev=prev,
+                phase=self.phase,
+                reason=reason,
+                cause=as_cause(cause),
+                profile=self.profile_name,
+                launch_id=self.launch_id,
+            )
         )
 
-    def _announce(self, type: str, **fields: Any) -> None:
-        """Record a slot event, push the new state to subscribers, wake wait_settled()."""
-        self.host.emit(type, client=self.client, slot=self.id, **fields)
+    def _announce(self, event: protocol.EventBase) -> None:
+        """Publish a slot event (its client and slot filled in), wake wait_settled()."""
+        event.client, event.slot = self.client, self.id
+        self.host.publish(event)
         self.host.state_changed()
         self._changed.set()
 
@@ -324,9 +340,9 @@ class Slot:
             )
         self.phase, self._phase_started = phase, now
         progress, eta = self._estimate()
-        self._announce("slot.phase", phase=phase, progress=progress, eta_s=eta)
+        self._announce(protocol.SlotPhase(phase=phase, progress=progress, eta_s=eta))
 
-    async def wait_settled(self, timeout: float | None = None) -> str:
+    async def wait_settled(self, timeout: float | None = None) -> SlotState:
         """Wait until the slot is ready, stopped, failed or crashed; return that state."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.state not in TERMINAL:
@@ -447,16 +463,17 @@ class Slot:
         self.tree = procs.ProcTree.of(self.popen.pid)
         self.live_pids = [self.popen.pid]
         self.started_at = time.time()
-        self.host.emit(
-            "launch",
-            client=client,
-            slot=self.id,
-            launch_id=launch_id,
-            profile=profile.name,
-            command=redact_argv(self.command),
-            command_hash=self.command_hash,
-            log_path=str(self.log_path),
-            pid=self.popen.pid,
+        self.host.publish(
+            protocol.Launch(
+                client=client,
+                slot=self.id,
+                launch_id=launch_id,
+                profile=profile.name,
+                command=redact_argv(self.command),
+                command_hash=self.command_hash,
+                log_path=str(self.log_path),
+                pid=self.popen.pid,
+            )
         )
         self.phase = None
         self._fire(lifecycle.SPAWN, f"launching {profile.name}")
@@ -486,28 +503,27 @@ class Slot:
     def begin_swap(
         self, old: str | None, to: str, started: float, rollback: bool, client: str | None
     ) -> None:
-        self.swap = {
-            "from": old,
-            "to": to,
-            "step": "stopping",
-            "started_at": started,
-            "rollback": rollback,
-            "client": client,
-        }
+        self.swap = protocol.SwapView(
+            from_=old, to=to, step="stopping", started_at=started, rollback=rollback, client=client
+        )
         self.client = client
         self.host.state_changed()
 
     def swap_step(self, step: str) -> None:
-        self.swap = dict(self.swap or {}, step=step)
+        self.swap = msgspec.structs.replace(self.swap or protocol.SwapView(), step=step)
         self.host.state_changed()
 
-    def end_swap(self, outcome: dict | None = None) -> None:
+    def end_swap(self, outcome: protocol.LastSwap | None = None) -> None:
         """No swap in progress (None means that to every viewer); `outcome` is kept for late
         readers as last_swap."""
         self.swap = None
         if outcome is not None:
             self.last_swap = outcome
         self.host.state_changed()
+
+    def attach_front(self, front: Any) -> None:
+        """The slot's stable endpoint (agent/front.py), opened by the agent at start."""
+        self.front = front
 
     def hold_front(self, why: str) -> None:
         """New requests wait at the front (agent/front.py) from here: the old server only
@@ -918,13 +934,14 @@ class Slot:
                         "left_s": round(remaining, 1),
                         "timeout_s": timeout,
                     }
-                    self.host.emit(
-                        "slot.drain",
-                        client=self.client,
-                        slot=self.id,
-                        requests=busy,
-                        left_s=round(remaining, 1),
-                        timeout_s=timeout,
+                    self.host.publish(
+                        protocol.SlotDrain(
+                            client=self.client,
+                            slot=self.id,
+                            requests=busy,
+                            left_s=round(remaining, 1),
+                            timeout_s=timeout,
+                        )
                     )
                 await asyncio.sleep(0.1)  # cheap to ask; every poll interval is swap latency
             self.draining = None
@@ -979,16 +996,16 @@ class Slot:
         if problems:
             reason += " but " + "; ".join(problems)
         keep_cause = self.cause if self.state in (FAILED, CRASHED) else kill_cause
-        self.last_stop = {
-            "at": time.time(),
-            "launch_id": self.launch_id,
-            "signal": report["signal"],
-            "drain": drain,
-            "drain_timed_out": bool(report.get("drain_timed_out")),
-            "requests_at_sigterm": report.get("requests_at_sigterm"),
-            "requests_at_sigkill": report.get("requests_at_sigkill"),
-            "timings_s": dict(report["timings_s"]),
-        }
+        self.last_stop = protocol.StopView(
+            at=time.time(),
+            launch_id=self.launch_id,
+            signal=report["signal"],
+            drain=drain,
+            drain_timed_out=bool(report.get("drain_timed_out")),
+            requests_at_sigterm=report.get("requests_at_sigterm"),
+            requests_at_sigkill=report.get("requests_at_sigkill"),
+            timings_s=dict(report["timings_s"]),
+        )
         self.tree, self.popen = None, None
         self._fire(lifecycle.STOPPED_EV, reason, keep_cause)
         return report

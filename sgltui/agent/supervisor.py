@@ -138,13 +138,14 @@ class Supervisor:
         self.recorder.on_disk_change = lambda ev: self.broadcast("event", ev)
         await self._start_telemetry()
         await self._start_fronts()
-        self.emit(
-            "agent.start",
-            pid=os.getpid(),
-            version=__version__,
-            session_dir=str(self.recorder.path),
-            reopened=reopened,
-            state_dir=str(self.state_dir),
+        self.publish(
+            protocol.AgentStart(
+                pid=os.getpid(),
+                version=__version__,
+                session_dir=str(self.recorder.path),
+                reopened=reopened,
+                state_dir=str(self.state_dir),
+            )
         )
         for slot_id, record in (saved.get("slots") or {}).items():
             slot = self.slots.get(slot_id) or self.slots.setdefault(slot_id, Slot(slot_id, self))
@@ -164,14 +165,15 @@ class Supervisor:
             except Exception as exc:  # a corrupt record must not keep the agent from starting
                 log.warning("cannot adopt slot %s: %s", slot_id, exc, exc_info=True)
                 ok = False
-            self.emit(
-                "agent.adopt",
-                slot=slot_id,
-                ok=ok,
-                profile=record.get("profile"),
-                launch_id=record.get("launch_id"),
-                pid=(record.get("tree") or {}).get("pid"),
-                state=slot.state if ok else None,
+            self.publish(
+                protocol.AgentAdopt(
+                    slot=slot_id,
+                    ok=ok,
+                    profile=record.get("profile"),
+                    launch_id=record.get("launch_id"),
+                    pid=(record.get("tree") or {}).get("pid"),
+                    state=slot.state if ok else None,
+                )
             )
         self.state_changed()
         await self.pools.start()  # after the slots: their ready servers are its first workers
@@ -192,7 +194,7 @@ class Supervisor:
                 host, port = where  # a pool of one: the front is the pool's endpoint
             front = Front(slot.id, host, port, cfg, on_event=self._front_event)
             await front.start()  # a port already taken leaves front.error for status to show
-            slot.front = front
+            slot.attach_front(front)
 
     def _front_event(self, type: str, slot: str | None = None, **fields: Any) -> None:
         s = self.slots.get(slot or "")
@@ -204,7 +206,7 @@ class Supervisor:
         front = slot.front
         if front is None or front.error:
             return
-        swapping = bool(slot.swap) and (slot.swap or {}).get("step") != "failed"
+        swapping = slot.swap is not None and slot.swap.step != "failed"
         if slot.state == READY and not (swapping and slot.launch_id == front.held_from):
             front.route_to(slot.server_host, slot.port)
         elif swapping or slot.state == LAUNCHING:
@@ -260,10 +262,11 @@ class Supervisor:
         if self._save_task is not None:
             self._save_task.cancel()
         self._save_state()  # the last word, written before the agent goes
-        self.emit(
-            "agent.stop",
-            stop_servers=stop_servers,
-            left_running=[s.id for s in self.slots.values() if s.state in RUNNING],
+        self.publish(
+            protocol.AgentStop(
+                stop_servers=stop_servers,
+                left_running=[s.id for s in self.slots.values() if s.state in RUNNING],
+            )
         )
         if self.telemetry is not None:
             try:
@@ -296,6 +299,16 @@ class Supervisor:
         except Exception:  # a policy's bug must not take the event stream down with it
             log.exception("restart policy on %s", type)
         return event
+
+    def publish(self, event: protocol.EventBase) -> dict:
+        """Record a typed event and push it to every subscriber (the recorder stamps its time
+        unless it has one)."""
+        fields = protocol.event_dict(event)
+        type_ = fields.pop("type")
+        fields.pop("v", None)
+        if not event.ts:
+            fields.pop("ts", None)
+        return self.emit(type_, **fields)
 
     def broadcast(self, kind: str, data: Any) -> None:
         msg = {"push": kind, "data": data}
@@ -428,12 +441,13 @@ class Supervisor:
 
     def _on_capacity(self, slot_id: str, card: dict) -> None:
         slot = self.slots.get(slot_id)
-        self.emit(
-            "capacity",
-            client=slot.client if slot else None,
-            slot=slot_id,
-            launch_id=slot.launch_id if slot else None,
-            card=card,
+        self.publish(
+            protocol.Capacity(
+                client=slot.client if slot else None,
+                slot=slot_id,
+                launch_id=slot.launch_id if slot else None,
+                card=card,
+            )
         )
 
     def _on_sample(self, sample: dict) -> None:
@@ -602,11 +616,15 @@ class Supervisor:
         # take the agent's.
         lock = contextlib.nullcontext() if op in Operations.OPS else self._lock
         async with lock:
-            self.emit("command", client=client, slot=slot_id, op=op, args=_public_args(args))
+            self.publish(
+                protocol.Command(client=client, slot=slot_id, op=op, args=_public_args(args))
+            )
             try:
                 result = await handler(args, client)
             except OpError as exc:
-                self.emit("command.refused", client=client, slot=slot_id, op=op, reason=str(exc))
+                self.publish(
+                    protocol.CommandRefused(client=client, slot=slot_id, op=op, reason=str(exc))
+                )
                 raise
         if isinstance(result, (Wait, Deferred)):
             try:

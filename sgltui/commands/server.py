@@ -324,49 +324,38 @@ class _Progress:
 
 def _report(op: str, outcome: protocol.Accepted) -> int:
     slot = outcome.slot
-    # The outcome's details differ per op (a stop's report, a swap's rollback): a plain dict.
-    result = outcome.result or {}
-    if result.get("cancelled"):
+    result = outcome.result or protocol.Outcome()
+    if result.cancelled:
         raise CliError(f"{op} was cancelled (another client stopped slot {slot.id})")
-    if result.get("error"):
-        raise CliError(f"{op} failed inside the agent: {result['error']} (see the agent log)")
+    if result.error:
+        raise CliError(f"{op} failed inside the agent: {result.error} (see the agent log)")
     if op == "stop":
-        report = result.get("report") or {}
-        for problem in report.get("problems") or []:
+        problems = result.report.problems if result.report else []
+        for problem in problems:
             print(f"warning: {problem}", file=sys.stderr)
         print(f"slot {slot.id}: stopped")
-        return 1 if report.get("problems") else 0
-    if op == "swap" and result.get("rolled_back"):
-        failed = _cause(result.get("cause"))
+        return 1 if problems else 0
+    if op == "swap" and result.rolled_back:
+        failed = result.cause
         _print_cause(failed)
         raise CliError(
             f"swap failed: {failed.summary if failed else 'new profile did not start'}; "
             f"rolled back to {slot.profile} (ready)"
         )
     if slot.state == protocol.SlotState.READY:
-        timings = result.get("timings_s") or {}
-        took = f" in {units.span(timings['total'])}" if timings.get("total") else ""
+        total = result.timings_s.get("total")
+        took = f" in {units.span(total)}" if total else ""
         front = slot.front.url if slot.front else None
         print(
             f"slot {slot.id}: {slot.profile} ready on {slot.host}:{slot.port}{took}"
             + (f" (clients: {front}, the same across swaps)" if front else "")
         )
         return 0
-    cause = slot.cause or _cause(result.get("cause"))
+    cause = slot.cause or result.cause
     _print_cause(cause)
     if cause:
         raise CliError(f"{slot.profile} {slot.state}: {cause.summary}; fix: {cause.fix}")
     raise CliError(f"slot {slot.id} ended {slot.state}; see `sgltui logs`")
-
-
-def _cause(data: Any) -> protocol.Cause | None:
-    """A cause inside an outcome's result (a dict there) as the protocol's Cause."""
-    if not data:
-        return None
-    try:
-        return msgspec.convert(data, protocol.Cause, strict=False)
-    except msgspec.ValidationError:
-        return protocol.Cause(summary=str(data))
 
 
 def _print_cause(cause: protocol.Cause | None) -> None:
