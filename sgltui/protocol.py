@@ -895,6 +895,19 @@ class LastSwap(FromTo, kw_only=True):
     client: str | None = None
 
 
+class ResolvedView(Struct, kw_only=True):
+    """A profile as resolved when its command was accepted (agent/resolved.py
+    Resolved.describe): what runs, where it came from, a hash of its content; no secrets."""
+
+    name: str
+    launcher: str | None = None
+    interpreter: str | None = None
+    key: str | None = None
+    sources: list[str] = []
+    content_hash: str | None = None
+    resolved_at: float | None = None
+
+
 class SlotView(Struct, kw_only=True):
     """A slot as STATUS shows it; the fields events determine (pids, uptime and the like are
     the live agent's)."""
@@ -922,7 +935,7 @@ class SlotView(Struct, kw_only=True):
     front: FrontView | None = None
     last_stop: StopView | None = None
     last_failure: dict[str, Any] | None = None  # the latest failure, kept after a recovery
-    resolved: dict[str, Any] | None = None  # the resolved profile it runs (agent/resolved.py)
+    resolved: ResolvedView | None = None  # the resolved profile it runs (agent/resolved.py)
     last_swap: LastSwap | None = None
 
 
@@ -1510,7 +1523,7 @@ class PreflightReply(Struct, kw_only=True):
     ok: bool
     error: str | None = None  # the first failure's line
     checks: list[PreflightCheck] = []
-    resolved: dict[str, Any] | None = None
+    resolved: ResolvedView | None = None
 
 
 class JobSegment(Struct, kw_only=True):

@@ -29,7 +29,17 @@ from sgltui import protocol
 from sgltui.agent import preflight
 from sgltui.agent.errors import OpError
 from sgltui.agent.resolved import Resolved
-from sgltui.agent.slot import IDLE, READY, RUNNING, STOPPED, LaunchError, Slot, as_cause
+from sgltui.agent.slot import (
+    DRAINING,
+    IDLE,
+    READY,
+    RUNNING,
+    STOPPED,
+    STOPPING,
+    LaunchError,
+    Slot,
+    as_cause,
+)
 from sgltui.core import placement, units
 from sgltui.session.layout import SERVERS_DIR
 
@@ -216,7 +226,7 @@ class Operations:
                 raise OpError(
                     f"slot {slot.id} already runs {name}; use `sgltui restart` to relaunch it"
                 )
-            if slot.state not in IDLE + (READY,):
+            if slot.state in (DRAINING, STOPPING):  # a stop is on (its job is over: a bug)
                 raise OpError(
                     f"swap refused: slot {slot.id} is {slot.state}; wait for it to settle"
                 )

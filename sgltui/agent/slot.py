@@ -35,6 +35,7 @@ log = logging.getLogger("sgltui.agent.slot")
 # The states are the lifecycle table's (sgltui/agent/lifecycle.py); re-exported here.
 from sgltui.agent.lifecycle import (  # noqa: E402
     CRASHED,
+    DRAINING,
     FAILED,
     IDLE,
     LAUNCHING,
@@ -45,7 +46,17 @@ from sgltui.agent.lifecycle import (  # noqa: E402
     TERMINAL,
 )
 
-__all__ = ["CRASHED", "FAILED", "IDLE", "LAUNCHING", "READY", "RUNNING", "STOPPED", "STOPPING"]
+__all__ = [
+    "CRASHED",
+    "DRAINING",
+    "FAILED",
+    "IDLE",
+    "LAUNCHING",
+    "READY",
+    "RUNNING",
+    "STOPPED",
+    "STOPPING",
+]
 
 # A launch with no history gets these ceilings per phase before it counts as hung: generous,
 # because the first launch of a model may download weights or compile kernels.

@@ -735,7 +735,7 @@ class SgltuiApp(App[str | None]):
         slot = self.model.current
         current = slot.profile if slot and slot.state in _ACTIVE else None
         now = self.model.profile(current)
-        was = (slot.resolved or {}).get("launcher") if slot else None
+        was = slot.resolved.launcher if slot and slot.resolved else None
         was = was or (now.launcher if now else None)
         target = self.model.profile(name)
         new = target.launcher if target else None
