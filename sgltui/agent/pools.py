@@ -220,6 +220,14 @@ class Pools:
 
     # --- status -----------------------------------------------------------------------------
 
+    def telemetry(self) -> dict[str, Any]:
+        """The latest gateway metrics by pool, for the timeline (the session) and live viewers."""
+        return {
+            name: m
+            for name, sample in self.samples.items()
+            if (m := _metrics(sample)) is not None and self.gateways[name].pid is not None
+        }
+
     def status(self) -> list[dict[str, Any]]:
         out = []
         for name, place in self.places.items():

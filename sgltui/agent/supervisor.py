@@ -451,6 +451,9 @@ class Supervisor:
         )
 
     def _on_sample(self, sample: dict) -> None:
+        gateways = self.pools.telemetry()
+        if gateways:  # each pool's gateway: requests active per worker, retries, errors, breaker
+            sample = {**sample, "gateways": gateways}
         try:
             self.recorder.sample(sample)
         except Exception:

@@ -135,6 +135,43 @@ def test_a_pool_of_two_starts_serves_default_and_rolls_under_streams_with_no_err
     assert r.returncode == 0, r.stderr
     r = agent_sgltui(agent, "bench", "--pool", "nope", "--requests", "4")
     assert r.returncode == 1 and "no pool 'nope'" in r.stderr
+    # The gateway's metrics are on the session's timeline.
+    from pathlib import Path
+
+    timeline = Path(agent.status()["agent"]["session_dir"]) / "timeline.jsonl"
+    samples = [json.loads(x) for x in timeline.read_text().splitlines() if '"gateways"' in x]
+    assert samples and "all" in samples[-1]["gateways"], len(samples)
+    assert {w["url"] for w in samples[-1]["gateways"]["all"]["workers"]}
+
+
+def test_a_pool_of_one_keeps_the_front_on_the_pool_port(agent_handle):
+    agent = agent_handle
+    cfg = agent.state_dir.parent / "config" / "sgltui"
+    cfg.mkdir(parents=True, exist_ok=True)
+    port = pick_free_port()
+    (cfg / "host.toml").write_text(
+        f'[[slot]]\nname = "a"\ngpus = [0]\nport = {pick_free_port()}\n'
+        f'[[pool]]\nname = "solo"\nslots = ["a"]\nport = {port}\n'
+    )
+    name = agent.write_profile("t-a")
+    agent.start()
+    _pool_call(agent, "start", profile=name, pool="solo", wait=True)
+    pool = next(p for p in agent.status()["pools"] if p["name"] == "solo")
+    assert pool["gateway"] == {"pid": None, "state": "front"}
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            r = httpx.post(
+                f"http://127.0.0.1:{port}/v1/completions",
+                json={"model": "default", "prompt": "hi", "max_tokens": 2},
+                timeout=10,
+            )
+            if r.status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
 
 
 def test_a_slot_that_fails_rolls_back_and_stops_the_roll_the_pool_serving(pool_agent):
