@@ -8,6 +8,7 @@ connection, which is exactly the "start one" signal; the new agent removes the s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import socket
@@ -92,6 +93,11 @@ class AgentClient:
         await self._connect(autostart, profiles_dirs)
         if check_version:
             await self._hello()
+        else:
+            # The agent answers nothing but ping and shutdown before a hello that agrees: say it
+            # anyway. An agent of another version refuses it (and then answers those two only).
+            with contextlib.suppress(AgentError):
+                await self.call("hello", version=__version__, protocol=protocol.PROTOCOL_VERSION)
 
     async def _hello(self) -> None:
         try:

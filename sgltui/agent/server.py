@@ -21,6 +21,7 @@ from typing import Any
 
 from sgltui import protocol
 from sgltui.agent.supervisor import OpError, PushQueue, Supervisor
+from sgltui.core.safe_text import printable
 
 log = logging.getLogger("sgltui.agent.server")
 
@@ -87,6 +88,9 @@ class _Conn:
         self.pusher: asyncio.Task | None = None
         self.closed = False
         self.slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        # A connection opens with hello (the version check); until one agrees only the ops that
+        # work whatever the versions (ping, shutdown: finding and stopping any agent) answer.
+        self.greeted = False
 
     async def run(self) -> None:
         while not self.closed:
@@ -100,9 +104,32 @@ class _Conn:
             if not raw:
                 self.slots.release()
                 return
+            if not self.greeted:
+                # Until a hello agrees, each request is answered before the next is read: a
+                # request pipelined behind the hello is judged after it.
+                refusal = self._before_hello(raw)
+                await (self.send(refusal) if refusal else self.dispatch(raw))
+                self.slots.release()
+                continue
             t = asyncio.get_running_loop().create_task(self.dispatch(raw))
             self.tasks.add(t)
             t.add_done_callback(self._done)
+
+    @staticmethod
+    def _before_hello(raw: bytes) -> protocol.Reply | None:
+        """The refusal of a request read before a hello agreed, or None to answer it."""
+        try:
+            req = protocol.decode_request(raw)
+        except protocol.ProtocolError:
+            return None  # dispatch answers it with the protocol's own one line
+        if req.op in protocol.VERSIONLESS_OPS:
+            return None
+        return protocol.Reply(
+            id=req.id,
+            ok=False,
+            error=f"{printable(req.op, 40)!r} before hello: a connection's first request is hello "
+            "(the version handshake, as sgltui's own clients send it); send hello first",
+        )
 
     def _done(self, task: asyncio.Task) -> None:
         self.tasks.discard(task)
@@ -116,6 +143,8 @@ class _Conn:
             rid, op = req.id, req.op
             args = protocol.parse_args(op, req.args)  # the op's Struct (protocol.OPS)
             result: Any = await self.sup.handle(op, args, req.client)
+            if op == "hello":
+                self.greeted = True  # it agreed (a mismatch raised OpError)
             if op == "subscribe":
                 self.subscribe()
             reply = protocol.Reply(id=rid, ok=True, result=result)

@@ -175,8 +175,10 @@ def _call(args: argparse.Namespace, op: str, autostart: bool = True, **kw: Any) 
 def _any_version_status(state: Path) -> protocol.StatusReply | protocol.PingReply:
     """STATUS without the version check (finding and stopping an agent of another version):
     an agent whose STATUS this version cannot read answers `ping` (pid and version) instead."""
-    raw = call_sync(state, "status", autostart=False, check_version=False)
     try:
+        # An agent of another version refuses STATUS (it answers ops only after a hello that
+        # agrees) or answers it in a shape this version cannot read: then ping.
+        raw = call_sync(state, "status", autostart=False, check_version=False)
         st: protocol.StatusReply = decode_reply("status", raw)
         return st
     except AgentError:

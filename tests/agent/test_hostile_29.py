@@ -4,13 +4,16 @@ connection that never said hello)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import time
 
 import psutil
 import pytest
 
+from sgltui import __version__, protocol
 from sgltui.agent.client import AgentError
 from sgltui.cli import main
 
@@ -74,3 +77,40 @@ def test_env_secrets_never_reach_agent_state_and_a_readopted_rollback_keeps_them
     assert {k: ran.get(k) for k in env} == env
     for value in SECRET_ENV.values():
         assert value not in state.read_text()
+
+
+def _ask(reader, sock, op: str, rid: int = 1, **args) -> dict:
+    sock.sendall(json.dumps({"id": rid, "op": op, "args": args}).encode() + b"\n")
+    return json.loads(reader.readline())
+
+
+HELLO = {"version": __version__, "protocol": protocol.PROTOCOL_VERSION}
+
+
+def test_ops_before_hello_are_refused(agent):
+    """An op on a connection that never said hello was answered (a client of another version
+    would act on replies it may misread)."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(30)
+        s.connect(str(agent.paths["socket"]))
+        r = s.makefile("rb")
+        for op in ("status", "job_list", "profiles"):
+            reply = _ask(r, s, op)
+            assert reply["ok"] is False, (op, reply)
+            assert "hello" in reply["error"] and "\n" not in reply["error"]
+        # What finds and stops an agent of any version is answered whatever the versions.
+        assert _ask(r, s, "ping")["ok"] is True
+        wrong = _ask(r, s, "hello", version="0.0.1-old", protocol=1)
+        assert wrong["ok"] is False and "agent stop" in wrong["error"]
+        assert _ask(r, s, "status")["ok"] is False, "a hello that did not agree opens nothing"
+        assert _ask(r, s, "hello", **HELLO)["ok"] is True
+        assert _ask(r, s, "status")["ok"] is True
+    with socket.socket(socket.AF_UNIX) as s:  # pipelined behind the hello: judged after it
+        s.settimeout(30)
+        s.connect(str(agent.paths["socket"]))
+        lines = [{"id": 1, "op": "hello", "args": HELLO}, {"id": 2, "op": "status", "args": {}}]
+        s.sendall(b"".join(json.dumps(x).encode() + b"\n" for x in lines))
+        r = s.makefile("rb")
+        replies = {m["id"]: m for m in (json.loads(r.readline()) for _ in lines)}
+        assert replies[1]["ok"] and replies[2]["ok"], replies
+    assert "Traceback" not in agent.agent_log()

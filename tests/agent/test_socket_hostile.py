@@ -21,9 +21,17 @@ FUZZ_SEED = 14_18
 
 
 def _connect(agent) -> socket.socket:
+    """A raw connection that has said hello (the agent refuses other ops before one agrees:
+    tests/agent/test_hostile_29.py), so that what follows reaches the ops themselves."""
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(60)
     s.connect(str(agent.paths["socket"]))
+    hello = {"version": protocol.__version__, "protocol": protocol.PROTOCOL_VERSION}
+    s.sendall(json.dumps({"id": 0, "op": "hello", "args": hello}).encode() + b"\n")
+    reply = b""
+    while not reply.endswith(b"\n"):  # read byte by byte: nothing after the reply is consumed
+        reply += s.recv(1)
+    assert json.loads(reply)["ok"], reply
     return s
 
 
@@ -73,10 +81,12 @@ def _message(rng: random.Random, i: int) -> bytes:
         req["args"] = _value(rng)
     if rng.random() < 0.03:
         req["id"] = _value(rng)
-    if spec and not spec.read_only and isinstance(req["args"], dict):
+    if spec and not spec.read_only:
         try:  # a command that would really run (shutdown, a bench, the demo load) is spoilt
             protocol.parse_args(op, req["args"])
-            req["args"]["__not_an_argument__"] = 1
+            # (null, [], "" and 0 are read as no arguments: a valid shutdown, once)
+            args = req["args"] if isinstance(req["args"], dict) else {}
+            req["args"] = {**args, "__not_an_argument__": 1}
         except protocol.ProtocolError:
             pass
     return json.dumps(req).encode()
