@@ -8,6 +8,7 @@ expected error into one line on stderr and a non-zero exit: no traceback reaches
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import sys
 
@@ -24,6 +25,7 @@ COMMAND_MODULES = (
     "web",  # sgltui web (the TUI in a browser tab)
     "jobs",  # sgltui job run|status|list|pause|resume|cancel|set|verify
     "host",  # sgltui host init|show (host.toml: slots and pools)
+    "fleet",  # sgltui fleet status; the root option --host NAME (fleet.toml, over ssh)
 )
 
 
@@ -66,8 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(words)
     handler = getattr(args, "handler", None)
+    if getattr(args, "remote_host", None):
+        # --host NAME: the whole command runs on that host (sgltui/fleet/remote.py).
+        # (imported here: sgltui.commands imports this module)
+        from sgltui.commands import fleet
+
+        handler = functools.partial(fleet.run_on_host, argv=words)
     if handler is None:
         # No subcommand: open the TUI when it exists, else show help.
         default = getattr(args, "default_handler", None)

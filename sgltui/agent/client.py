@@ -23,6 +23,7 @@ from sgltui import __version__, protocol
 from sgltui.agent.daemon import paths
 
 START_TIMEOUT_S = 20.0
+STREAM_LIMIT = 8 << 20  # a line (a status or a push) longer than this is a broken peer
 READ_ONLY_OPS = protocol.READ_ONLY_OPS  # where the TUI's source looks for them
 
 
@@ -145,11 +146,31 @@ class AgentClient:
                 await asyncio.sleep(0.05)
 
     async def _open(self) -> None:
-        self._reader, self._writer = await asyncio.open_unix_connection(
-            str(self.paths["socket"]), limit=8 << 20
+        reader, writer = await asyncio.open_unix_connection(
+            str(self.paths["socket"]), limit=STREAM_LIMIT
         )
+        self._attach(reader, writer)
+
+    def _attach(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader, self._writer = reader, writer
         self._closed = False
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    async def attach(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        check_version: bool = True,
+    ) -> None:
+        """Speak the protocol over streams opened elsewhere (sgltui/fleet: the pipes of
+        `ssh HOST sgltui agent bridge`, which carries the socket's bytes unchanged)."""
+        self._attach(reader, writer)
+        if check_version:
+            await self._hello()
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None and not self._closed
 
     async def _read_loop(self) -> None:
         assert self._reader is not None

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from sgltui import __version__, protocol
-from sgltui.agent import keeper
+from sgltui.agent import bridge, keeper
 from sgltui.agent.client import AgentClient, AgentError, VersionMismatch, call_sync, decode_reply
 from sgltui.agent.daemon import paths
 from sgltui.agent.state import AgentState
@@ -100,6 +100,11 @@ def register(sub: Subparsers) -> None:
     )
     a.add_argument("--print", action="store_true", help="print the unit instead of writing it")
     a.set_defaults(handler=agent_service.cmd_install_service)
+    a = asub.add_parser(
+        "bridge",
+        help="connect stdin/stdout to this host's agent socket (what `ssh HOST` runs for fleets)",
+    )
+    a.set_defaults(handler=cmd_agent_bridge)
     p.set_defaults(handler=lambda args: _usage(p))
 
 
@@ -583,6 +588,10 @@ def cmd_agent_status(args: argparse.Namespace) -> int:
     elif agent.keeper is None:
         print("  keeper  none (the agent is not started again if it dies)")
     return 0
+
+
+def cmd_agent_bridge(args: argparse.Namespace) -> int:
+    return bridge.run(_state(args), _dirs(args))
 
 
 def cmd_agent_stop(args: argparse.Namespace) -> int:

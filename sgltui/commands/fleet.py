@@ -1,0 +1,113 @@
+"""CLI: `sgltui fleet status [--json]` (every host of fleet.toml at once) and the root option
+`--host NAME` (any command run by that host's sgltui, over ssh)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from sgltui.cli import CliError
+from sgltui.commands import Subparsers
+from sgltui.fleet import config as fleet_config
+from sgltui.fleet import link, remote, view
+
+INTERACTIVE = {None, "tui", "demo", "top"}  # commands that draw on a terminal
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("fleet", help="several hosts over ssh (fleet.toml): status")
+    fs = p.add_subparsers(dest="fleet_command", metavar="ACTION")
+    s = fs.add_parser("status", help="every host at once: reachable, GPUs, slots, tok/s")
+    s.add_argument("--json", action="store_true", help='{"hosts": [{"name", "reachable", ...}]}')
+    s.add_argument("--timeout", type=float, default=30.0, help="seconds per host (default 30)")
+    s.set_defaults(handler=cmd_status)
+    p.set_defaults(handler=lambda args: _usage(p))
+
+
+def _usage(p: argparse.ArgumentParser) -> int:
+    p.print_help()
+    return 2
+
+
+def register_root(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host",
+        dest="remote_host",
+        metavar="NAME",
+        help="run the command on this fleet.toml host, over ssh",
+    )
+    parser.add_argument(
+        "--fleet",
+        dest="fleet_file",
+        metavar="FILE",
+        help="the fleet file (default: $SGLTUI_FLEET or ~/.config/sgltui/fleet.toml)",
+    )
+
+
+def load(args: argparse.Namespace) -> fleet_config.Fleet:
+    path = getattr(args, "fleet_file", None)
+    try:
+        return fleet_config.load(Path(path).expanduser() if path else None)
+    except fleet_config.FleetConfigError as exc:
+        raise CliError(str(exc)) from None
+
+
+def strip_root_host(argv: list[str], command: str | None) -> list[str]:
+    """argv without the root `--host NAME` (before the command word: `web --host` is web's)."""
+    end = argv.index(command) if command in argv else len(argv)
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        w = argv[i]
+        if i < end and w == "--host":
+            i += 2
+            continue
+        if i < end and w.startswith("--host="):
+            i += 1
+            continue
+        if i < end and w == "--fleet":  # a local file: not the far host's business
+            i += 2
+            continue
+        if i < end and w.startswith("--fleet="):
+            i += 1
+            continue
+        out.append(w)
+        i += 1
+    return out
+
+
+def run_on_host(args: argparse.Namespace, argv: list[str]) -> int:
+    fleet = load(args)
+    try:
+        host = fleet.host(args.remote_host)
+    except fleet_config.FleetConfigError as exc:
+        raise CliError(str(exc)) from None
+    command = getattr(args, "command", None)
+    return remote.run(fleet, host, strip_root_host(argv, command), command in INTERACTIVE)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    fleet = load(args)
+    states = asyncio.run(link.poll_once(fleet, args.timeout))
+    if args.json:
+        print(json.dumps(view.as_json(states)))
+    else:
+        for h in states:
+            r = view.host_row(h)
+            if not r.reachable:
+                print(f"{r.name:<12} {r.error or r.state}")
+                continue
+            tok = f"{r.tok_s:,.0f} tok/s" if r.tok_s is not None else "- tok/s"
+            print(
+                f"{r.name:<12} reachable  sgltui {r.version}  {r.gpus} GPU  "
+                f"{r.running}/{r.slots} slots running  {tok}  status in {r.rtt_ms or 0:.1f} ms"
+            )
+            for s in r.slot_rows:
+                print(f"  {s['id']:<20} {s['profile'] or '-':<16} {s['state']}")
+    down = [h for h in states if not h.reachable]
+    if down and not args.json:
+        print(f"{len(down)} of {len(states)} hosts unreachable", file=sys.stderr)
+    return 3 if down else 0

@@ -1,0 +1,139 @@
+"""A host kept connected: poll its STATUS, and when ssh drops or the host does not answer,
+say since when and try again with backoff (1, 2, 4 ... 30 s). Each host has its own task, so a
+slow or dead host never holds up another."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from sgltui import protocol
+from sgltui.agent.client import AgentError
+from sgltui.fleet.client import HostClient, HostError
+from sgltui.fleet.config import Fleet, Host
+from sgltui.fleet.view import HostState
+
+BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+STATUS_TIMEOUT_S = 10.0  # a host that takes longer to answer STATUS is treated as unreachable
+
+
+class HostLink:
+    def __init__(
+        self,
+        fleet: Fleet,
+        host: Host,
+        interval_s: float = 2.0,
+        on_change: Callable[[HostState], None] | None = None,
+        client_name: str = "fleet",
+    ) -> None:
+        self.fleet, self.host = fleet, host
+        self.interval_s = interval_s
+        self.on_change = on_change
+        self.client_name = client_name
+        self.state = HostState(name=host.name, ssh=host.ssh)
+        self.client: HostClient | None = None
+        self._wake = asyncio.Event()
+
+    def poke(self) -> None:
+        """Retry now instead of at the end of the backoff (a user asked)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        failures = 0
+        try:
+            while True:
+                try:
+                    await self._session()
+                    failures = 0  # it had connected: start the backoff over
+                except HostError as exc:
+                    self._down(str(exc))
+                delay = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
+                failures += 1
+                self.state.next_retry = time.time() + delay
+                self._changed()
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            if self.client is not None:
+                await self.client.close()
+                self.client = None
+
+    async def _session(self) -> None:
+        client = HostClient(self.fleet, self.host, self.client_name)
+        self.client = client
+        try:
+            await client.connect()
+            was_down = not self.state.reachable
+            while True:
+                t0 = time.perf_counter()
+                try:
+                    raw = await asyncio.wait_for(client.call("status"), STATUS_TIMEOUT_S)
+                    status = protocol.decode_reply("status", raw)
+                except asyncio.TimeoutError:
+                    raise HostError(
+                        f"host {self.host.name}: no status within {STATUS_TIMEOUT_S:.0f}s; retrying"
+                    ) from None
+                except (AgentError, protocol.ProtocolError):
+                    raise HostError(await self._lost(client)) from None
+                self.state.rtt_ms = (time.perf_counter() - t0) * 1000
+                self.state.status = status
+                if was_down:
+                    self.state.reachable, self.state.since = True, time.time()
+                    self.state.error, self.state.next_retry = None, None
+                    was_down = False
+                self._changed()
+                await asyncio.sleep(self.interval_s)
+        finally:
+            await client.close()
+            self.client = None
+
+    async def _lost(self, client: HostClient) -> str:
+        if client.proc is not None:
+            try:
+                await asyncio.wait_for(client.proc.wait(), 2.0)
+            except asyncio.TimeoutError:
+                pass
+        return client.why_lost()
+
+    def _down(self, error: str) -> None:
+        if self.state.reachable or self.state.since is None:
+            self.state.since = time.time()
+        self.state.reachable = False
+        self.state.error = error
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self.state)
+
+
+async def poll_once(fleet: Fleet, timeout_s: float = 30.0) -> list[HostState]:
+    """Every host's STATUS once, all at the same time (`fleet status`): a dead host costs at
+    most `timeout_s`, never another host's answer."""
+
+    async def one(host: Host) -> HostState:
+        st = HostState(name=host.name, ssh=host.ssh)
+        client = HostClient(fleet, host, "fleet-status")
+        try:
+            await client.connect(timeout=timeout_s)
+            t0 = time.perf_counter()
+            raw = await asyncio.wait_for(client.call("status"), timeout_s)
+            st.rtt_ms = (time.perf_counter() - t0) * 1000
+            st.status = protocol.decode_reply("status", raw)
+            st.reachable, st.since = True, time.time()
+        except HostError as exc:
+            st.error, st.since = str(exc), time.time()
+        except asyncio.TimeoutError:
+            st.error = f"host {host.name}: no status within {timeout_s:.0f}s"
+            st.since = time.time()
+        except (AgentError, protocol.ProtocolError):
+            st.error, st.since = client.why_lost(), time.time()
+        finally:
+            await client.close()
+        return st
+
+    return list(await asyncio.gather(*(one(h) for h in fleet.hosts)))

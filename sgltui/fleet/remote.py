@@ -1,0 +1,96 @@
+"""`sgltui --host NAME <command>`: the command run by that host's sgltui, over ssh.
+
+The far sgltui runs the command against its own agent, so every command works the same on every
+host (its paths are that host's paths). ssh's own failures (host key, authentication, no
+sgltui on the remote PATH) come back as one line naming the host and the fix: stderr is held
+until ssh exits so that such a failure is that one line, not ssh's chatter followed by ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+from sgltui.fleet import ssh
+from sgltui.fleet.config import Fleet, Host
+
+HELD_LINES = 1000  # beyond this many stderr lines, they are passed on as they come
+SSH_FAILURES = (126, 127, 255)
+
+
+def run(fleet: Fleet, host: Host, words: list[str], interactive: bool) -> int:
+    tty = interactive and sys.stdin.isatty() and sys.stdout.isatty()
+    argv = ssh.argv(fleet, host, *words, tty=tty)
+    if tty:
+        # A terminal program over there needs ssh in the terminal's foreground process group
+        # (a background group reading the tty is stopped by SIGTTIN), so here, and only here,
+        # ssh shares ours; Ctrl-C reaches it, and through it the far program.
+        try:
+            proc = subprocess.Popen(argv)
+        except OSError as exc:
+            return _no_ssh(fleet, host, exc)
+        rc = proc.wait()
+        if rc in SSH_FAILURES:
+            print(f"sgltui: error: {ssh.explain(host, rc, '')}", file=sys.stderr)
+        return rc
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=None if not sys.stdin.isatty() else subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return _no_ssh(fleet, host, exc)
+    held: list[str] = []
+    streaming = threading.Event()
+
+    def relay() -> None:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            line = raw.decode(errors="replace")
+            if streaming.is_set():
+                sys.stderr.write(line)
+                sys.stderr.flush()
+                continue
+            held.append(line)
+            if len(held) >= HELD_LINES:
+                sys.stderr.write("".join(held))
+                held.clear()
+                streaming.set()
+
+    t = threading.Thread(target=relay, daemon=True)
+    t.start()
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        # ssh is in its own group: the terminal's Ctrl-C reached only us; pass it on.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            rc = proc.wait(5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            rc = proc.wait()
+    t.join(2)
+    text = "".join(held)
+    if rc in SSH_FAILURES:
+        line = ssh.explain(host, rc, text)
+        print(f"sgltui: error: {line}", file=sys.stderr)
+        return rc
+    sys.stderr.write(text)
+    return rc
+
+
+def _no_ssh(fleet: Fleet, host: Host, exc: OSError) -> int:
+    print(
+        f"sgltui: error: host {host.name}: cannot run the ssh command {fleet.ssh_command!r} "
+        f"({exc.strerror or exc}); install OpenSSH's client or set [ssh] command in {fleet.path}",
+        file=sys.stderr,
+    )
+    return 255

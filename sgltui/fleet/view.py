@@ -1,0 +1,114 @@
+"""The merged view of several hosts: one row per host, slots addressed `host/slot`.
+
+Pure: built from each host's latest STATUS (or why it has none), so the TUI, `fleet status`
+and the tests share one reading.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sgltui import protocol
+
+
+@dataclass
+class HostState:
+    """What one host's link knows: reachable or since when not, and its latest STATUS."""
+
+    name: str
+    ssh: str = ""
+    reachable: bool = False
+    since: float | None = None  # connected since, or unreachable since
+    error: str | None = None
+    status: protocol.StatusReply | None = None
+    next_retry: float | None = None  # unix time of the next attempt while unreachable
+    rtt_ms: float | None = None  # the latest status round trip
+
+    def line(self) -> str:
+        """'reachable' or 'unreachable since 14:02, retrying'."""
+        if self.reachable:
+            return "reachable"
+        if self.since is None:
+            return "connecting"
+        return f"unreachable since {time.strftime('%H:%M', time.localtime(self.since))}, retrying"
+
+
+@dataclass
+class HostRow:
+    name: str
+    reachable: bool
+    state: str
+    error: str | None
+    version: str | None
+    gpus: int | None
+    slots: int | None
+    running: int | None
+    tok_s: float | None
+    rtt_ms: float | None
+    slot_rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def host_row(h: HostState) -> HostRow:
+    st = h.status if h.reachable else None
+    if st is None:
+        return HostRow(h.name, h.reachable, h.line(), h.error, None, None, None, None, None, None)
+    tel = st.telemetry or {}
+    engine = tel.get("engine") or {}
+    tok = 0.0
+    seen = False
+    for e in engine.values():
+        v = e.get("gen_throughput") if isinstance(e, dict) else None
+        if isinstance(v, (int, float)):
+            tok += float(v)
+            seen = True
+    live = (protocol.SlotState.LAUNCHING, protocol.SlotState.READY, protocol.SlotState.DRAINING)
+    slot_rows = [
+        {
+            "id": f"{h.name}/{s.id}",
+            "host": h.name,
+            "slot": s.id,
+            "profile": s.profile,
+            "state": str(s.state.value if hasattr(s.state, "value") else s.state),
+            "port": s.port,
+        }
+        for s in st.slots
+    ]
+    return HostRow(
+        name=h.name,
+        reachable=True,
+        state=h.line(),
+        error=None,
+        version=st.agent.version,
+        gpus=len(tel.get("gpus") or []),
+        slots=len(st.slots),
+        running=sum(1 for s in st.slots if s.state in live),
+        tok_s=round(tok, 1) if seen else None,
+        rtt_ms=round(h.rtt_ms, 2) if h.rtt_ms is not None else None,
+        slot_rows=slot_rows,
+    )
+
+
+def as_json(states: list[HostState]) -> dict[str, Any]:
+    """`fleet status --json`: {"hosts": [{"name", "reachable", ...}]}."""
+    hosts = []
+    for h in states:
+        r = host_row(h)
+        hosts.append(
+            {
+                "name": r.name,
+                "ssh": h.ssh,
+                "reachable": r.reachable,
+                "state": r.state,
+                "since": h.since,
+                "error": r.error,
+                "version": r.version,
+                "gpus": r.gpus,
+                "slots": r.slot_rows if r.reachable else [],
+                "running": r.running,
+                "tok_s": r.tok_s,
+                "rtt_ms": r.rtt_ms,
+            }
+        )
+    return {"hosts": hosts}

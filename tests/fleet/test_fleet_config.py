@@ -1,0 +1,74 @@
+"""fleet.toml: every bad value is one line naming the file, the key and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from sgltui.fleet import config, ssh
+from sgltui.fleet.config import FleetConfigError, Host
+
+
+def load(tmp_path, text: str):
+    p = tmp_path / "fleet.toml"
+    p.write_text(text)
+    return config.load(p)
+
+
+def test_hosts_ssh_and_remote_command(tmp_path):
+    f = load(
+        tmp_path,
+        '[ssh]\ncommand = "/usr/bin/ssh"\noptions = ["-F", "cfg"]\n'
+        '[[host]]\nname = "gpu1"\nssh = "alice@gpu1"\n'
+        '[[host]]\nname = "gpu2"\nssh = "alice@gpu2"\nsgltui = "/opt/v env/bin/sgltui"\n'
+        'address = "10.0.0.2"\n',
+    )
+    assert [h.name for h in f.hosts] == ["gpu1", "gpu2"]
+    assert f.host("gpu2").address == "10.0.0.2"
+    argv = ssh.bridge_argv(f, f.host("gpu2"))
+    assert argv[0] == "/usr/bin/ssh" and "BatchMode=yes" in argv
+    assert argv[-3:] == ["alice@gpu2", "--", "'/opt/v env/bin/sgltui' agent bridge"]
+    assert config.split_address("gpu1/a") == ("gpu1", "a")
+    assert config.split_address("a") == (None, "a")
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "no hosts"),
+        ("[[host]]\nname = 'a'\n", "needs ssh"),
+        ("[[host]]\nname = 'a/b'\nssh = 'x'\n", "a name is letters"),
+        ("[[host]]\nname = 'a'\nssh = '-oProxyCommand=x'\n", "starts with '-'"),
+        ("[[host]]\nname = 'a'\nssh = 'x'\n[[host]]\nname = 'a'\nssh = 'y'\n", "two hosts"),
+        ("[[host]]\nname = 'a'\nssh = 'x'\nport = 22\n", "no key 'port'"),
+        ("[ssh]\noptions = '-F x'\n[[host]]\nname = 'a'\nssh = 'x'\n", "list of strings"),
+        ("[[host]\n", "fix the TOML"),
+        ("[[pool]]\nname = 'p'\n[[host]]\nname = 'a'\nssh = 'x'\n", "not supported yet"),
+    ],
+)
+def test_bad_fleet_files_are_one_line(tmp_path, text, says):
+    with pytest.raises(FleetConfigError) as e:
+        load(tmp_path, text)
+    msg = str(e.value)
+    assert says in msg and str(tmp_path) in msg and "\n" not in msg
+
+
+def test_missing_file_and_unknown_host(tmp_path):
+    with pytest.raises(FleetConfigError, match="no fleet file"):
+        config.load(tmp_path / "nope.toml")
+    f = load(tmp_path, "[[host]]\nname = 'a'\nssh = 'x'\n")
+    with pytest.raises(FleetConfigError, match="no host named 'b'.*hosts: a"):
+        f.host("b")
+
+
+def test_ssh_failures_name_the_host_and_the_fix():
+    h = Host("gpu1", "alice@gpu1", sgltui="/opt/sgltui")
+    cases = {
+        "Host key verification failed.": "known_hosts",
+        "alice@gpu1: Permission denied (publickey).": "without a password",
+        "ssh: Could not resolve hostname gpu1: Name or service not known": "fix ssh = ...",
+        "ssh: connect to host gpu1 port 22: Connection refused": "sshd running",
+    }
+    for err, fix in cases.items():
+        line = ssh.explain(h, 255, err)
+        assert line.startswith("host gpu1 (alice@gpu1): ") and fix in line, line
+    assert "not on the remote PATH" in ssh.explain(h, 127, "sh: 1: /opt/sgltui: not found")
