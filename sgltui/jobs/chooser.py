@@ -179,6 +179,15 @@ class Chooser:
             if why is not None:
                 choose.finish(c, why)
                 self.measuring = None
+                # the measured ones' projected finish, shown while the others are measured
+                done, out, _ = self.host.counters(self.rec)
+                choose.project(
+                    trial,
+                    self.host.remaining(self.rec) or 0,
+                    out / done if done else 0.0,
+                    running,
+                    self.host.power_w(self.rec),
+                )
                 self.host.emit(
                     "job.trial",
                     self.rec,
