@@ -19,6 +19,10 @@ CLIENT_CPU_SUSPECT = 0.7  # a client above ~70% of a core cannot keep up: result
 RANK_KEYS = ("steady_state_output_throughput", "output_throughput")
 
 
+def _mean_or_none(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def _values(entries: list[dict], key: str) -> list[float]:
     out = []
     for e in entries:
@@ -69,6 +73,9 @@ def build(
             "failed": int(sum(_values(ok, "failed"))),
             "peak_in_flight": max(_values(ok, "max_concurrent_requests"), default=math.nan),
             "client_cpu_share": max(_values(ok, "client_cpu_share"), default=math.nan),
+            # GPU energy (the agent's power samples over each point): None without readings
+            "j_per_completion": _mean_or_none(_values(ok, "j_per_completion")),
+            "tok_per_j": _mean_or_none(_values(ok, "tok_per_j")),
         }
         rows.append(row)
     best: dict[str, dict[str, Any]] = {}

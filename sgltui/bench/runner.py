@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from sgltui.bench import compare
+from sgltui.bench import compare, energy
 from sgltui.bench.loadgen import API_KEY_ENV
 from sgltui.bench.metrics import clean_json
 from sgltui.bench.spec import BenchSpec, SpecError
@@ -389,6 +389,7 @@ class Runner:
                             points=spec.points(),
                             phase="starting",
                         )
+                        t_point = time.time()
                         try:
                             res = await self.run_point(target, c, k, point)
                         except RunError as exc:
@@ -400,6 +401,7 @@ class Runner:
                             if info:
                                 target.server_info = info
                             res["metrics"]["accept_length"] = accept_length(info)
+                            res["metrics"].update(await self._energy(t_point, res["metrics"]))
                             self._add(target, c, k, **res)
                         self.save()
                 self.result["server_info"][target.profile or "server"] = target.server_info
@@ -422,6 +424,24 @@ class Runner:
             points=spec.points(),
         )
         return self.result
+
+    async def _energy(self, t0: float, metrics: dict) -> dict:
+        """The point's GPU energy from the agent's power samples (none for --url runs)."""
+        joules = None
+        if self.agent is not None and not self.spec.url:
+            from sgltui.agent.client import AgentError
+
+            with contextlib.suppress(AgentError, OSError, asyncio.TimeoutError, TypeError):
+                reply = await self.agent.call("timeline", series="gpu.*.power_w", since=t0 - 2.0)
+                total = [
+                    energy.integrate(pts, t0, time.time())
+                    for pts in (reply.get("series") or {}).values()
+                ]
+                known = [j for j in total if j is not None]
+                joules = sum(known) if known else None
+        return energy.energy_fields(
+            joules, int(metrics.get("completed") or 0), int(metrics.get("total_output_tokens") or 0)
+        )
 
     async def _target(self, profile: str | None) -> Target:
         if self.spec.url:

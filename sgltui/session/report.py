@@ -833,7 +833,7 @@ def _md_bench_rows(rows: list[dict[str, Any]]) -> list[str]:
         return []
     hi = max((x["output_tok_s"] or 0.0) for x in rows) or 1.0
     headers = ["profile", "concurrency", "runs", "output tok/s", "95% CI", "req/s",
-               "TTFT p50 ms", "TPOT p50 ms", "ok / failed", ""]  # fmt: skip
+               "TTFT p50 ms", "TPOT p50 ms", "J/compl", "tok/J", "ok / failed", ""]  # fmt: skip
     table = _md_table(
         headers,
         (
@@ -846,6 +846,8 @@ def _md_bench_rows(rows: list[dict[str, Any]]) -> list[str]:
                 fmt_num(x["request_s"], 2),
                 fmt_num(x["ttft_p50_ms"]),
                 fmt_num(x["tpot_p50_ms"], 2),
+                units.sig3(x.get("j_per_completion")),
+                units.sig3(x.get("tok_per_j")),
                 f"{x['completed']} / {x['failed']}",
                 hbar(x["output_tok_s"], hi, 16),
             ]

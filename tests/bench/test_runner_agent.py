@@ -69,6 +69,8 @@ def test_bench_two_profiles_through_agent(agent, free_port, tmp_path):
         assert e["server_version"] and e["capacity"]["max_running_requests"] >= 1
         assert e["metrics"]["completed"] == 12 and e["metrics"]["total_output_tokens"] == 12 * 24
         assert e["metrics"]["max_concurrent_requests"] == e["concurrency"]
+        # GPU energy from the agent's power samples (the simulator publishes its modelled power)
+        assert e["metrics"]["joules"] > 0 and e["metrics"]["tok_per_j"] > 0
         assert (path.parent / e["requests_path"]).is_file()
     caps = {e["profile"]: e["capacity"]["max_running_requests"] for e in data["results"]}
     assert caps[names[0]] == 4  # the MTP profile's small batch, as its capacity card says
