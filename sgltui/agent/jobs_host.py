@@ -543,6 +543,17 @@ class JobsHost:
                         self.choosers[rec["id"]].tick()
             last = now
 
+    def _tokens_at(self, slot_id: str) -> float | None:
+        """When (time.monotonic()) the slot's latest engine reading showed tokens being made."""
+        engine = None
+        if self.sup.telemetry is not None:
+            with contextlib.suppress(AttributeError, KeyError, TypeError):
+                engine = (self.sup.telemetry.snapshot().get("engine") or {}).get(slot_id)
+        if not engine or not float(engine.get("gen_throughput") or 0.0) > 0.0:
+            return None
+        age = time.time() - float(engine.get("ts") or 0.0)  # the reading's wall time
+        return time.monotonic() - max(0.0, age)
+
     def _watch_stall(self, rec: dict) -> None:
         """A job that should be sending and gets no answer says so (sgltui/jobs/stall.py)."""
         watch = self.stalls.get(rec["id"])
@@ -563,7 +574,9 @@ class JobsHost:
         else:
             server = f"slot {slot.id}'s server ({slot.profile_name})"
             answered = self._answered(rec) + self._failed(rec)
-            new = watch.observe(time.monotonic(), answered, r.progress, server)
+            new = watch.observe(
+                time.monotonic(), answered, r.progress, server, self._tokens_at(slot.id)
+            )
             if new:
                 rec["stalled"] = new
                 log.warning("job %s: %s", rec["id"], new)

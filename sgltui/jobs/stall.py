@@ -28,13 +28,26 @@ class StallWatch:
         self._since = None
         self.stalled = None
 
-    def observe(self, now: float, answered: int, progress: dict, server: str) -> str | None:
+    def observe(
+        self,
+        now: float,
+        answered: int,
+        progress: dict,
+        server: str,
+        tokens_at: float | None = None,
+    ) -> str | None:
         """Feed one reading of a job that should be sending. Returns the new `stalled` line when
-        it changed to one (None otherwise); `stalled` itself goes back to None on progress."""
+        it changed to one (None otherwise); `stalled` itself goes back to None on progress.
+        `tokens_at`: when (same clock as `now`) the server last said it was producing tokens:
+        long answers on their way are progress, not a stall (8k tokens at 30 tok/s outlast 60 s)."""
         conn, retries = int(progress.get("conn_errors", 0)), int(progress.get("retries", 0))
         if self._since is None or answered != self._answered:
             self._since, self._answered = now, answered
             self._conn_errors, self._retries = conn, retries
+            self.stalled = None
+            return None
+        if tokens_at is not None and tokens_at > self._since:
+            self._since = tokens_at
             self.stalled = None
             return None
         quiet = now - self._since
