@@ -353,7 +353,11 @@ class TuiModel:
         if push.get("push") != "event":
             return False
         t = (push.get("data") or {}).get("type", "")
-        return t in _SLOT_EVENTS or t in ("bench.start", "bench.done", "agent.start")
+        return (
+            t in _SLOT_EVENTS
+            or t in ("bench.start", "bench.done", "agent.start")
+            or t.startswith(("pool.", "gateway."))  # a roll's progress, the gateway's state
+        )
 
     def _apply_sample(self, sample: dict[str, Any]) -> set[str]:
         tel = dict(self.telemetry)
@@ -597,7 +601,28 @@ class TuiModel:
             )
         if t in ("agent.start", "agent.stop", "agent.adopt"):
             return ActivityItem(ts, client, t.replace(".", " "), "info", False)
+        if t == "pool.roll":
+            return _roll_item(ev, ts, client)
+        if t in ("gateway.died", "gateway.error"):
+            why = ev.get("error") or f"exit code {ev.get('code')}"
+            return ActivityItem(ts, client, f"pool {ev.get('pool')}: gateway {why}", "error", False)
+        if t == "gateway.restarted":
+            return ActivityItem(ts, client, f"pool {ev.get('pool')}: gateway back", "info", False)
         return None
+
+
+def _roll_item(ev: dict[str, Any], ts: float, client: str | None) -> ActivityItem | None:
+    """A rolling swap's step in the Activity tab: begin, each slot's progress, its end."""
+    pool, step, slot = ev.get("pool"), ev.get("step"), ev.get("slot")
+    if step == "begin":
+        return ActivityItem(ts, client, f"pool {pool}: rolling to {ev.get('profile')}", "info")
+    if step == "stopped" or ev.get("error"):
+        text = f"pool {pool}: roll stopped at slot {slot}: {ev.get('error') or '?'}"
+        return ActivityItem(ts, client, text, "error")
+    if step in ("done", "end"):
+        what = f"slot {slot} done" if step == "done" and slot else "roll done"
+        return ActivityItem(ts, client, f"pool {pool}: {what}", "info")
+    return None
 
 
 def _bounded(state: protocol.SessionState) -> protocol.SessionState:

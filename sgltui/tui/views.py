@@ -458,7 +458,18 @@ def pool_row(
     state = f"{ready}/{len(slots)} ready"
     style = "$success" if slots and ready == len(slots) else "$warning"
     gw = ""
-    if pool.gateway is not None and pool.gateway.state:
+    roll = pool.roll or {}
+    if pool.error:
+        gw = f"  [$error]{escape(pool.error)}[/]"
+    elif roll.get("state") == "rolling":
+        done = len(roll.get("done") or [])
+        gw = (
+            f"  [b $warning]rolling → {escape(str(roll.get('profile')))}[/] "
+            f"slot {escape(str(roll.get('slot')))} ({done}/{len(slots)} done)"
+        )
+    elif roll.get("state") == "stopped":
+        gw = f"  [$error]roll stopped at {escape(str(roll.get('slot')))}: {escape(str(roll.get('error')))}[/]"
+    elif pool.gateway is not None and pool.gateway.state:
         gw = f"  [dim]gateway {escape(pool.gateway.state)}[/]"
     return (
         f"  [b]{escape(_cut('pool ' + pool.name, 14)):<14}[/] "

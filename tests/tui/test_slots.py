@@ -131,3 +131,24 @@ async def test_eight_slots_fit_80x24():
         lower = app.query_one("#lower")
         assert lower.region.height >= 5 and lower.region.bottom <= 23
         assert [r.lstrip("▸ ").split()[0] for r in rows(app)[:8]] == slot_names(8)
+
+
+async def test_a_rolling_swap_shows_on_the_pools_row_and_in_the_activity():
+    src = ScriptedSource(make_host_status(2))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await until(pilot, lambda: len(rows(app)) == 3)
+        roll = {"state": "rolling", "profile": "demo-no-mtp", "slot": "b", "done": ["a"]}
+        src.status["pools"][0]["roll"] = roll  # what the agent's status says once it rolls
+        src.feed(event("pool.roll", pool="all", step="begin", profile="demo-no-mtp"))
+        await until(pilot, lambda: "rolling → demo-no-mtp slot b (1/2 done)" in rows(app)[2])
+        stopped = dict(roll, state="stopped", error="preflight refused")
+        src.status["pools"][0]["roll"] = stopped
+        src.feed(
+            event("pool.roll", pool="all", step="stopped", slot="b", error="preflight refused")
+        )
+        await until(pilot, lambda: "roll stopped at b: preflight refused" in rows(app)[2])
+        texts = [item.text for item in app.model.activity]
+        assert "pool all: rolling to demo-no-mtp" in texts
+        assert "pool all: roll stopped at slot b: preflight refused" in texts
