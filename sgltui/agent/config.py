@@ -12,6 +12,7 @@ on the starting command's stderr naming the key and the fix, never a crash in ag
     [slot]   hang_factor, hang_min_s, stop_grace_s, force_grace_s, release_timeout_s
     [front]  port (or "off"), host, hold_s, hold_max, retry_after_s   # SGLTUI_FRONT_<NAME>
     [jobs]   drain_s, via_front, stall_s                                     # SGLTUI_JOB_<NAME>
+    [metrics] port (opt-in), host                                         # SGLTUI_METRICS_<NAME>
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ class JobsConfig:
 
 
 @dataclass
+class MetricsConfig:
+    port: int | None = None  # opt-in: Prometheus metrics on this port (None: off)
+    host: str = "127.0.0.1"  # loopback: whoever scrapes it runs here or tunnels in
+
+
+@dataclass
 class AgentConfig:
     slots: list[str] = field(default_factory=lambda: ["0"])
     send_timeout_s: float = 10.0  # a client that reads nothing this long is dropped
@@ -62,6 +69,7 @@ class AgentConfig:
     slot: SlotConfig = field(default_factory=SlotConfig)
     front: FrontConfig = field(default_factory=FrontConfig)
     jobs: JobsConfig = field(default_factory=JobsConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
 
 # (table, key) -> the environment variable that overrides it.
@@ -76,6 +84,10 @@ ENV_NAMES: dict[tuple[str, str], str] = {
         ("front", f.name): f"SGLTUI_FRONT_{f.name.upper()}" for f in dataclasses.fields(FrontConfig)
     },
     **{("jobs", f.name): f"SGLTUI_JOB_{f.name.upper()}" for f in dataclasses.fields(JobsConfig)},
+    **{
+        ("metrics", f.name): f"SGLTUI_METRICS_{f.name.upper()}"
+        for f in dataclasses.fields(MetricsConfig)
+    },
 }
 ENV_NAMES.pop(("slot", "poll_s"))  # not a user's setting: how often the slot looks
 
@@ -107,7 +119,13 @@ def from_env(env: Mapping[str, str]) -> AgentConfig:
 
 def _build(doc: dict[str, Any], env: Mapping[str, str], target: Path) -> AgentConfig:
     cfg = AgentConfig()
-    parts: dict[str, Any] = {"": cfg, "slot": cfg.slot, "front": cfg.front, "jobs": cfg.jobs}
+    parts: dict[str, Any] = {
+        "": cfg,
+        "slot": cfg.slot,
+        "front": cfg.front,
+        "jobs": cfg.jobs,
+        "metrics": cfg.metrics,
+    }
     for key, value in doc.items():
         if isinstance(value, dict) and key in parts and key:
             for sub, v in value.items():
@@ -125,7 +143,11 @@ def _from_env(table: str, key: str, raw: str) -> Any:
     """An environment value as the TOML value it stands for."""
     if (table, key) == ("", "slots"):
         return [x.strip() for x in raw.split(",") if x.strip()]
-    if (table, key) == ("front", "port") and raw.lower() in ("off", "0", "none", "no"):
+    if (
+        table in ("front", "metrics")
+        and key == "port"
+        and raw.lower() in ("off", "0", "none", "no")
+    ):
         return "off"
     if (table, key) == ("jobs", "via_front"):
         return raw.lower() in ("1", "true", "yes", "on")
@@ -138,7 +160,11 @@ def _set(obj: Any, table: str, key: str, value: Any, where: str) -> None:
         known = ", ".join(k for (t, k) in ENV_NAMES if t == table)
         raise ConfigError(
             f"{where}: unknown setting; "
-            + (f"[{table}] takes: {known}" if table else f"known: {known}, [slot], [front], [jobs]")
+            + (
+                f"[{table}] takes: {known}"
+                if table
+                else f"known: {known}, [slot], [front], [jobs], [metrics]"
+            )
             + " (docs/agent-config.md)"
         )
     default = getattr(type(obj)(), key)
@@ -171,14 +197,14 @@ def _coerce(table: str, key: str, value: Any, default: Any, where: str) -> Any:
         if value not in choices:
             raise ConfigError(f"{where}: expected one of {', '.join(choices)}")
         return value
-    if (table, key) == ("front", "port"):
+    if key == "port" and table in ("front", "metrics"):
         if value == "off":
             return None
         port = _number(value, int, where, 'a port number or "off"')
         if not 1 <= port <= 65535:
             raise ConfigError(f'{where}: expected a port number (1-65535) or "off"')
         return port
-    if (table, key) == ("front", "host"):
+    if key == "host" and table in ("front", "metrics"):
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f'{where}: expected an address, e.g. "127.0.0.1"')
         return value.strip()

@@ -181,6 +181,13 @@ async def _run(state_dir: Path, p: dict[str, Path], args: argparse.Namespace) ->
         placement=getattr(args, "placement", None),
     )
     await sup.start()
+    metrics = None
+    mcfg = sup.agent_config.metrics
+    if mcfg.port:  # opt-in (agent.toml [metrics] port): Prometheus on loopback
+        from sgltui.agent.metrics import MetricsService
+
+        metrics = MetricsService(sup, mcfg.port, mcfg.host)
+        metrics.start()
     server = AgentServer(sup, p["socket"])
     await server.start()
     write_atomic(p["pid"], f"{os.getpid()}\n")
@@ -191,5 +198,7 @@ async def _run(state_dir: Path, p: dict[str, Path], args: argparse.Namespace) ->
     await sup.shutdown_requested.wait()
     log.info("agent shutting down (stop_servers=%s)", sup.stop_servers_on_exit)
     await server.close()
+    if metrics is not None:
+        await metrics.close()
     await sup.close()
     return 0
