@@ -353,10 +353,20 @@ def cache_dir() -> Path:
 
 
 _VERSION_CODE = "import importlib.metadata as m; print(m.version('sglang'))"
+# A profile's `python` is run to read its SGLang version (a profile from a shared folder runs
+# code: README says so). It answers in well under a second; one that takes longer than this is
+# given up on, and its flags are checked against the bundled catalog.
+PROBE_TIMEOUT_S = 10.0
 
 
-def sglang_version(python: str, timeout: float = 30.0) -> str | None:
+def sglang_version(python: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
     """The SGLang version installed for `python`, without importing SGLang (that takes seconds)."""
+    return probe_version(python, timeout)[0]
+
+
+def probe_version(python: str, timeout: float = PROBE_TIMEOUT_S) -> tuple[str | None, str | None]:
+    """(the SGLang version installed for `python` or None, why there is none when it is because
+    `python` did not answer within `timeout`)."""
     try:
         out = subprocess.run(
             [python, "-c", _VERSION_CODE],
@@ -366,12 +376,17 @@ def sglang_version(python: str, timeout: float = 30.0) -> str | None:
             start_new_session=True,
             stdin=subprocess.DEVNULL,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    except subprocess.TimeoutExpired:
+        return (
+            None,
+            f"{python} did not answer within {timeout:.0f} s (asked for its SGLang version)",
+        )
+    except OSError:
+        return None, None
     version = (
         out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else ""
     )
-    return version if re.fullmatch(r"[0-9A-Za-z.+_-]+", version or "") else None
+    return (version if re.fullmatch(r"[0-9A-Za-z.+_-]+", version or "") else None), None
 
 
 def _cache_file(version: str) -> Path:
@@ -404,20 +419,24 @@ def extract_live(python: str, timeout: float = 180.0) -> dict[str, Any]:
         return data
 
 
-def load_live_catalog(python: str | None = None, refresh: bool = False) -> Catalog:
+def load_live_catalog(
+    python: str | None = None, refresh: bool = False, timeout: float | None = None
+) -> Catalog:
     """The catalog of the SGLang installed for `python`.
 
     Its version comes from package metadata. A bundled release is used as is (no import);
     another version is read live (cached per version); if that fails, the nearest bundled
     catalog stands in, its note saying so. The Catalog's `source` says which: "bundled", "live"
     or "cached". `refresh` reads live even for a bundled version.
+
+    `timeout` bounds each run of `python` (default: PROBE_TIMEOUT_S for the version, 180 s to read
+    the flags live); one that runs out leaves the bundled catalog, its note saying so.
     """
     python = os.path.expanduser(python) if python else sys.executable
-    version = sglang_version(python)
+    version, slow = probe_version(python, PROBE_TIMEOUT_S if timeout is None else timeout)
     if version is None:
-        return replace(
-            load_bundled_catalog(), note=f"SGLang is not importable by {python}", _index={}
-        )
+        note = slow or f"SGLang is not importable by {python}"
+        return replace(load_bundled_catalog(), note=note, _index={})
     if version in bundled_versions() and not refresh:
         return replace(load_bundled_catalog(version), python=python, _index={})
     cached = _cache_file(version)
@@ -429,7 +448,7 @@ def load_live_catalog(python: str | None = None, refresh: bool = False) -> Catal
         except (OSError, ValueError, KeyError):
             pass  # a damaged cache entry is rebuilt below
     try:
-        data = extract_live(python)
+        data = extract_live(python) if timeout is None else extract_live(python, timeout)
     except (RuntimeError, ValueError) as exc:
         return nearest_bundled_catalog(version, why=str(exc))
     try:

@@ -574,6 +574,13 @@ class ProfileSet:
     )  # profile name (file stem) -> file path
     # (search directory, profile name) -> the file that gave the name there first.
     _given: dict[tuple[str, str], Path] = field(default_factory=dict, repr=False)
+    # id(raw) -> (the raws of its chain, itself first; its resolution): a child resolves on its
+    # parent's resolution instead of walking and merging the whole chain again (1,000 profiles
+    # in chains of 32 listed in 4.7 s). An entry counts only while every raw of its chain is
+    # still the one loaded under its name (ProfileIndex replaces the raw of a re-read file).
+    _resolved: dict[int, tuple[tuple[RawProfile, ...], Profile]] = field(
+        default_factory=dict, repr=False
+    )
 
     def add_file(self, path: Path, folder: Path | None = None) -> None:
         """Add one file. A later folder overrides an earlier one's profile of the same name (that
@@ -612,10 +619,25 @@ class ProfileSet:
         """`raw` with its `extends` chain merged in (a loop: a deep chain cannot overflow)."""
         chain = [raw]  # child first
         seen = [raw.name]
+        base: Profile | None = None  # the resolution the chain stops at, when one is known
+        links: tuple[RawProfile, ...] = ()  # and the raws of its chain
         while True:
             child = chain[-1]
             parent_name = child.data.get("extends")
             if not parent_name:
+                break
+            known = self._known(parent_name)
+            if known is not None:
+                # Resolved already: no cycle and within the depth through it; the whole chain
+                # must still be within the depth.
+                if len(chain) + len(known[1].parents) > MAX_EXTENDS_DEPTH:
+                    raise raw.error(
+                        f"`extends` goes more than {MAX_EXTENDS_DEPTH} levels deep",
+                        "extends",
+                        fix="extend a profile nearer the base (or flatten it: "
+                        "`sgltui profiles show NAME` prints it resolved)",
+                    )
+                links, base = known
                 break
             if parent_name in seen:
                 cycle = " -> ".join(seen[seen.index(parent_name) :] + [parent_name])
@@ -633,11 +655,24 @@ class ProfileSet:
                 )
             chain.append(self._find_parent(child, parent_name))
             seen.append(chain[-1].name)
-        profile = None
+        profile = base
         for link in reversed(chain):
             profile = _merge(link, profile)
+            links = (link, *links)
+            self._resolved[id(link)] = (links, profile)
         assert profile is not None, "a chain holds at least the profile itself"
         return profile
+
+    def _known(self, parent_name: str) -> tuple[tuple[RawProfile, ...], Profile] | None:
+        """The parent's chain and resolution when it was resolved from the raws loaded now."""
+        if parent_name.endswith(".toml"):
+            return None  # read from its path each time (it may be outside the search path)
+        parent = self.raw.get(parent_name)
+        hit = self._resolved.get(id(parent)) if parent is not None else None
+        if hit is None or hit[0][0] is not parent:
+            return None
+        # A chain through a .toml path, or a raw replaced since, does not count.
+        return hit if all(self.raw.get(r.name) is r for r in hit[0]) else None
 
     def _find_parent(self, raw: RawProfile, parent_name: str) -> RawProfile:
         if parent_name.endswith(".toml"):

@@ -6,13 +6,23 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 
 import pytest
 
 from sgltui.cli import main
 from sgltui.core import launch_secrets
-from sgltui.core.profiles import MAX_NESTING, ProfileError, get_profile, read_raw
+from sgltui.core.flags import PROBE_TIMEOUT_S
+from sgltui.core.profiles import (
+    MAX_EXTENDS_DEPTH,
+    MAX_NESTING,
+    ProfileError,
+    get_profile,
+    read_raw,
+    scan_profiles,
+)
 from tests.core.helpers import write
+from tests.fixtures.cli import sgltui
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -135,3 +145,51 @@ def test_validate_refuses_a_host_that_is_no_address(capsys, tmp_path, host, prob
     else:
         assert rc == 1 and len(lines) == 1 and problem in lines[0], out
         assert "h.toml:5: host:" in lines[0]
+
+
+def test_validate_bounds_a_slow_interpreter_and_names_its_profile(tmp_path):
+    """F12: validate ran each profile's `python` with a 30 s bound, one after the other, and
+    said nothing of which one was slow (one slow interpreter made it take 31 s)."""
+    slow = tmp_path / "bin" / "python"
+    slow.parent.mkdir()
+    slow.write_text("#!/bin/sh\nexec sleep 60\n")  # exec: the timeout's kill reaches the sleep
+    slow.chmod(0o755)
+    write(
+        tmp_path, "p/slow.toml", f'name = "slow"\npython = "{slow}"\n[server]\nmodel-path = "m"\n'
+    )
+    for i in range(3):  # the same interpreter, spelt otherwise: asked once
+        write(tmp_path, f"p/also{i}.toml", f'name = "also{i}"\npython = "{slow.parent}/./python"\n')
+    write(tmp_path, "p/fine.toml", 'name = "fine"\n[server]\nmodel-path = "m"\n')
+    started = time.monotonic()
+    r = sgltui("--profiles", str(tmp_path / "p"), "profiles", "validate", timeout=120)
+    took = time.monotonic() - started
+    assert took < PROBE_TIMEOUT_S + 12, f"validate took {took:.1f} s"
+    notes = [line for line in r.stdout.splitlines() if "slow interpreter" in line]
+    assert len(notes) == 1, r.stdout + r.stderr
+    assert "also0, also1, also2, slow" in notes[0] and f"within {PROBE_TIMEOUT_S:.0f} s" in notes[0]
+    assert "5 profiles checked" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_a_resolution_reused_down_a_chain_follows_a_reread_parent(tmp_path):
+    """Resolutions are reused by the children (1,000 profiles in chains of 32 listed in 4.7 s):
+    a file re-read since (ProfileIndex replaces its raw) must not leave a stale one in use."""
+    write(
+        tmp_path, "a.toml", 'name = "a"\nlauncher = "sim"\n[server]\nmodel-path = "m"\nport = 1\n'
+    )
+    write(tmp_path, "b.toml", 'name = "b"\nextends = "a"\n')
+    write(tmp_path, "c.toml", 'name = "c"\nextends = "b"\n')
+    found = scan_profiles([tmp_path])
+    assert found.resolve("c").server["port"] == 1 and found.resolve("b").parents == ("a",)
+    write(
+        tmp_path, "a.toml", 'name = "a"\nlauncher = "sim"\n[server]\nmodel-path = "m"\nport = 2\n'
+    )
+    found.raw["a"] = read_raw(tmp_path / "a.toml")
+    assert found.resolve("c").server["port"] == 2
+    assert found.resolve("c").parents == ("b", "a")
+    # Depth still counts through a reused resolution.
+    for i in range(MAX_EXTENDS_DEPTH + 1):
+        write(tmp_path, f"d{i}.toml", f'name = "d{i}"\nextends = "{f"d{i - 1}" if i else "a"}"\n')
+    found = scan_profiles([tmp_path])
+    assert len(found.resolve(f"d{MAX_EXTENDS_DEPTH - 1}").parents) == MAX_EXTENDS_DEPTH
+    with pytest.raises(ProfileError, match="levels deep"):
+        found.resolve(f"d{MAX_EXTENDS_DEPTH}")
