@@ -148,6 +148,7 @@ def part_b(agent, tmp: Path, workloads: int, n: int, point_s: float) -> None:
         trial_winner = v["decision"]["winner"]
         with contextlib.suppress(AgentError):  # it may have finished since
             agent.call("job_cancel", job=view["id"])
+        agent.wait_state("ready", timeout=300)  # the job's swap to its winner, if any, ends
         cmd = [
             sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir), "bench",
             *[a for nm in names for a in ("--profile", nm)],

@@ -11,7 +11,7 @@ on the starting command's stderr naming the key and the fix, never a crash in ag
     restart = "job"               # SGLTUI_RESTART (agent/restart_policy.py)
     [slot]   hang_factor, hang_min_s, stop_grace_s, force_grace_s, release_timeout_s
     [front]  port (or "off"), host, hold_s, hold_max, retry_after_s   # SGLTUI_FRONT_<NAME>
-    [jobs]   drain_s, via_front, stall_s                                     # SGLTUI_JOB_<NAME>
+    [jobs]   drain_s, via_front, stall_s, choose_watch_s                      # SGLTUI_JOB_<NAME>
     [metrics] port (opt-in), host                                         # SGLTUI_METRICS_<NAME>
 """
 
@@ -51,6 +51,8 @@ class JobsConfig:
     drain_s: float = 120.0  # a swap waits this long for a job's requests in flight
     via_front: bool = False  # jobs send through the slot's front instead of to the server
     stall_s: float = 60.0  # a job with no answer this long while it may send says "stalled"
+    # a --choose job's rate this long >15% under the decision's projection says so (--replan)
+    choose_watch_s: float = 300.0
 
 
 @dataclass

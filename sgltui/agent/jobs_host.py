@@ -182,7 +182,8 @@ class JobsHost:
     def _choose(self, rec: dict) -> None:
         """A --choose job gets its trial's driver (jobs/chooser.py); its state is rec["choose"]."""
         if rec.get("choose") and rec["id"] not in self.choosers:
-            self.choosers[rec["id"]] = Chooser(self._choice_host, rec)
+            watch_s = float(getattr(self._jobs_config(), "choose_watch_s", 300.0))
+            self.choosers[rec["id"]] = Chooser(self._choice_host, rec, watch_s=watch_s)
 
     @staticmethod
     def _answered(rec: dict) -> int:

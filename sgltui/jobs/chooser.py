@@ -15,9 +15,7 @@ sent again (the runner resumes from the output file).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
 import time
 from typing import Any, Protocol
 
@@ -57,8 +55,9 @@ class ChooseHost(Protocol):
 class Chooser:
     """One --choose job's driver (in memory); its state is rec["choose"] (saved)."""
 
-    def __init__(self, host: ChooseHost, rec: dict) -> None:
+    def __init__(self, host: ChooseHost, rec: dict, watch_s: float = choose.WATCH_FOR_S) -> None:
         self.host = host
+        self.watch_s = watch_s  # [jobs] choose_watch_s
         self.rec = rec
         self.task: asyncio.Task | None = None  # a preflight or swap under way
         self.measuring: str | None = None  # the candidate whose window began in this agent
@@ -323,7 +322,7 @@ class Chooser:
         if not winner or not projected or running != winner or state != "ready":
             return
         if self.watch is None or self.watch.projected != projected:
-            self.watch = choose.Watch(float(projected), choose_watch_s())
+            self.watch = choose.Watch(float(projected), self.watch_s)
         msg = self.watch.update(time.monotonic(), self.host.job_tok_s(self.rec))
         if msg is None or trial.get("watch") == msg:
             return
@@ -335,10 +334,3 @@ class Chooser:
                 choose.restart(trial, running)
                 self.watch = None
             self.host.persist(self.rec)
-
-
-def choose_watch_s() -> float:
-    """The watch's window (SGLTUI_CHOOSE_WATCH_S shortens it for tests and demos)."""
-    with contextlib.suppress(ValueError):
-        return max(1.0, float(os.environ.get("SGLTUI_CHOOSE_WATCH_S", "")))
-    return choose.WATCH_FOR_S

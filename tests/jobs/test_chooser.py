@@ -114,10 +114,9 @@ async def test_trial_measures_each_skips_the_bad_one_and_continues_on_the_winner
 
 
 async def test_a_pause_restarts_the_window_and_the_watch_replans(fake_clock, monkeypatch):
-    monkeypatch.setenv("SGLTUI_CHOOSE_WATCH_S", "5")
     host = FakeHost("a", {"a": 1000.0, "b": 500.0})
     rec = {"id": "j", "state": "running", "choose": choose.new_trial(["a", "b"], replan=True)}
-    ch = Chooser(host, rec)
+    ch = Chooser(host, rec, watch_s=5.0)
     orig = host.advance
 
     def advance(dt: float) -> None:
