@@ -479,6 +479,17 @@ def _best_sentence(best: dict[str, Any]) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 
+# Job events that tell of an interruption (issue 29): said in the report as they happened.
+INCIDENTS = {
+    "job.resume_after_restart": "resumed by a new agent",
+    "job.runner_exit": "its runner exited and was started again",
+    "job.stalled": "stalled",
+    "job.stall_over": "answers again",
+    "job.disk_error": "output refused",
+    "job.disk_ok": "output written again",
+}
+
+
 def _jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Batch jobs (sgltui/agent/jobs_host.py events): each job's outcome and its segments, one
     per launch it sent to (completions, tokens, time and rate per profile)."""
@@ -491,8 +502,12 @@ def _jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             str(ev["job"]),
             {"job": str(ev["job"]), "name": None, "started": None, "state": None,
              "total": None, "answered": None, "failed": None, "segments": [],
-             "joules": None, "decision": None},
+             "joules": None, "decision": None, "incidents": []},
         )  # fmt: skip
+        if t in INCIDENTS:  # what held the job up, and what brought it back, in order
+            what, msg = INCIDENTS[t], str(ev.get("message") or "")
+            said = msg if msg.startswith(what) else what + (f": {msg}" if msg else "")
+            job["incidents"].append(f"{units.clock(ev.get('ts'))} {said}")
         if t == "job.start":
             job["name"], job["started"] = ev.get("name"), ev.get("ts")
         elif t == "job.checked":
@@ -787,6 +802,10 @@ def _md_jobs(jobs: list[dict[str, Any]]) -> list[str]:
                     for x in job["segments"]
                 ),
             )  # fmt: skip
+            out.append("")
+        for line in job.get("incidents") or []:
+            out.append(f"- {line}")
+        if job.get("incidents"):
             out.append("")
         d = job.get("decision")
         if d:

@@ -149,6 +149,10 @@ def test_a_job_with_no_answers_while_its_server_is_ready_says_stalled(
         os.killpg(pgid, signal.SIGCONT)
     v = _wait_job(agent, lambda v: v["stalled"] is None and v["answered"] > 100, "unstalled")
     assert agent.events("job.stall_over")
+    r = sgltui(agent, "report")  # the session's report tells it, in order
+    assert r.returncode == 0, r.stderr
+    stalled = [ln for ln in r.stdout.splitlines() if "stalled: no answer for" in ln]
+    assert stalled and stalled[0].startswith("- ") and "answers again" in r.stdout, r.stdout
     _wait_job(agent, lambda v: v["state"] == JobState.DONE, "done", 120)
 
 
