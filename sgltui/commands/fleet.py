@@ -24,6 +24,9 @@ def register(sub: Subparsers) -> None:
     s.add_argument("--json", action="store_true", help='{"hosts": [{"name", "reachable", ...}]}')
     s.add_argument("--timeout", type=float, default=30.0, help="seconds per host (default 30)")
     s.set_defaults(handler=cmd_status)
+    t = fs.add_parser("tui", help="the Hosts view: every host and its slots as host/slot")
+    t.add_argument("--interval", type=float, default=2.0, help="seconds between polls (default 2)")
+    t.set_defaults(handler=cmd_tui)
     p.set_defaults(handler=lambda args: _usage(p))
 
 
@@ -87,6 +90,14 @@ def run_on_host(args: argparse.Namespace, argv: list[str]) -> int:
         raise CliError(str(exc)) from None
     command = getattr(args, "command", None)
     return remote.run(fleet, host, strip_root_host(argv, command), command in INTERACTIVE)
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    fleet = load(args)
+    from sgltui.tui.fleet import FleetApp  # Textual only when the app opens
+
+    FleetApp(fleet, interval_s=args.interval).run()
+    return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -17,7 +17,6 @@ import pytest
 
 from sgltui.fleet import config as fleet_config
 from sgltui.fleet.client import HostClient, HostError
-from sgltui.fleet.link import HostLink
 from tests.fleet import sshd as sshd_mod
 
 why = sshd_mod.unavailable()
@@ -141,49 +140,56 @@ def test_version_mismatch_is_one_line(fleet_hosts, tmp_path):
     assert "host old" in line and "0.0.1" in line and "install sgltui" in line
 
 
-def test_cutting_one_hosts_ssh_leaves_the_other_and_it_comes_back(fleet_file):
+def test_tui_over_the_bridge_one_hosts_ssh_cut_leaves_the_other_and_it_comes_back(fleet_file):
+    from textual.widgets import DataTable
+
+    from sgltui.tui.fleet import FleetApp
+
     fleet = fleet_config.load(fleet_file)
 
     async def run() -> None:
-        seen: dict[str, list[tuple[float, bool]]] = {"h1": [], "h2": []}
-        links = {
-            h.name: HostLink(
-                fleet,
-                h,
-                interval_s=0.2,
-                on_change=lambda st: seen[st.name].append((time.monotonic(), st.reachable)),
-            )
-            for h in fleet.hosts
-        }
-        tasks = [asyncio.create_task(lk.run()) for lk in links.values()]
-        try:
+        app = FleetApp(fleet, interval_s=0.2)
+        async with app.run_test(size=(120, 30)) as pilot:
+            hosts = app.query_one("#hosts", DataTable)
+            slots = app.query_one("#slots", DataTable)
+            links = {lk.host.name: lk for lk in app.links}
+            polls: dict[str, int] = {"h1": 0, "h2": 0}
+            for lk in app.links:  # count each host's answers as they come
+
+                def count(st, name=lk.host.name, inner=lk.on_change) -> None:
+                    if st.reachable:
+                        polls[name] += 1
+                    if inner:
+                        inner(st)
+
+                lk.on_change = count
 
             async def until(cond, timeout=60.0) -> None:
                 deadline = time.monotonic() + timeout
                 while not cond():
-                    assert time.monotonic() < deadline, {n: lk.state for n, lk in links.items()}
-                    await asyncio.sleep(0.05)
+                    assert time.monotonic() < deadline, [lk.state for lk in app.links]
+                    await pilot.pause(0.1)
 
-            await until(lambda: all(lk.state.reachable for lk in links.values()))
+            def cell(table: DataTable, key: str, col: int) -> str:
+                try:
+                    return str(table.get_row(key)[col])
+                except Exception:
+                    return ""
+
+            await until(lambda: cell(hosts, "h1", 1) == "reachable" == cell(hosts, "h2", 1))
+            await until(lambda: cell(slots, "h1/0", 2) != "" and cell(slots, "h2/0", 2) != "")
             cut = links["h1"].client
             assert cut is not None and cut.pid is not None
-            os.kill(cut.pid, signal.SIGKILL)  # the ssh of h1 only
-            t_cut = time.monotonic()
-            await until(lambda: not links["h1"].state.reachable, 20)
-            assert "unreachable since" in links["h1"].state.line()
-            # Meanwhile h2 answers its polls as before.
-            n2 = len([t for t, ok in seen["h2"] if t > t_cut and ok])
-            await until(lambda: len([t for t, ok in seen["h2"] if t > t_cut and ok]) > n2 + 2, 20)
-            assert links["h2"].state.reachable
-            await until(lambda: links["h1"].state.reachable, 60)  # reconnected by itself
+            os.kill(cut.pid, signal.SIGKILL)  # h1's ssh only
+            await until(lambda: cell(hosts, "h1", 1).startswith("unreachable since"), 20)
+            assert cell(hosts, "h1", 1).endswith(", retrying")
+            assert cell(hosts, "h2", 1) == "reachable"
+            n2 = polls["h2"]
+            await until(lambda: polls["h2"] > n2 + 2, 20)  # h2 polled on, unaffected
+            await until(lambda: cell(hosts, "h1", 1) == "reachable", 60)  # back by itself
             assert links["h1"].client is not None and links["h1"].client.pid != cut.pid
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-        # Every ssh it started is gone (each in its own process group, reaped).
-        for lk in links.values():
-            assert lk.client is None
+        # Quitting stopped and reaped every ssh the links ran.
+        assert all(lk.client is None for lk in app.links)
 
     asyncio.run(run())
 
