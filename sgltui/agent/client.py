@@ -92,13 +92,16 @@ class AgentClient:
         is of this version: one AgentError line otherwise (`check_version=False` is for the
         commands that must work anyway: finding and stopping an agent of another version)."""
         await self._connect(autostart, profiles_dirs)
+        await self._greet(check_version)
+
+    async def _greet(self, check_version: bool) -> None:
         if check_version:
             await self._hello()
-        else:
-            # The agent answers nothing but ping and shutdown before a hello that agrees: say it
-            # anyway. An agent of another version refuses it (and then answers those two only).
-            with contextlib.suppress(AgentError):
-                await self.call("hello", version=__version__, protocol=protocol.PROTOCOL_VERSION)
+            return
+        # The agent answers nothing but ping and shutdown before a hello that agrees: say it
+        # anyway. An agent of another version refuses it (and then answers those two only).
+        with contextlib.suppress(AgentError):
+            await self.call("hello", version=__version__, protocol=protocol.PROTOCOL_VERSION)
 
     async def _hello(self) -> None:
         try:
@@ -165,8 +168,7 @@ class AgentClient:
         """Speak the protocol over streams opened elsewhere (sgltui/fleet: the pipes of
         `ssh HOST sgltui agent bridge`, which carries the socket's bytes unchanged)."""
         self._attach(reader, writer)
-        if check_version:
-            await self._hello()
+        await self._greet(check_version)
 
     @property
     def connected(self) -> bool:
