@@ -375,6 +375,8 @@ def _import(args: argparse.Namespace) -> int:
         )
     except ProfileError as exc:
         raise CliError(str(exc)) from None
+    for note in _drop_masked(profile):
+        print(f"sgltui: note: {note}", file=sys.stderr)
     text = profile_to_toml(profile)
     if out is None:
         print(text, end="")
@@ -388,6 +390,28 @@ def _import(args: argparse.Namespace) -> int:
         print(f"sgltui: {issue}", file=sys.stderr)
     # Imported as written; SGLang would refuse it, so say so through the exit code too.
     return 1 if any(i.is_error for i in issues) else 0
+
+
+def _drop_masked(profile: Profile) -> list[str]:
+    """What `profiles show --command` put in place of secrets, taken out of an imported profile:
+    sgltui's own --config file (the API keys' place at launch) and masked [env] values."""
+    from sgltui.core.launch_secrets import CONFIG_FLAG, FILE_PREFIX
+    from sgltui.core.redact import MASK
+
+    notes = []
+    config = profile.server.get(CONFIG_FLAG)
+    if isinstance(config, str) and Path(config).name.startswith(FILE_PREFIX):
+        del profile.server[CONFIG_FLAG]
+        notes.append(
+            "left out --config (sgltui's file for the API keys, which `profiles show --command` "
+            'does not print): write api-key = "..." in [server] if the server needs one'
+        )
+    masked = [k for k, v in profile.env.items() if v == MASK]
+    for key in masked:
+        del profile.env[key]
+    if masked:
+        notes.append(f"left out {', '.join(masked)} (masked): write their values in [env]")
+    return notes
 
 
 # --- migrate -------------------------------------------------------------------------------------

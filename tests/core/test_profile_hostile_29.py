@@ -193,3 +193,20 @@ def test_a_resolution_reused_down_a_chain_follows_a_reread_parent(tmp_path):
     assert len(found.resolve(f"d{MAX_EXTENDS_DEPTH - 1}").parents) == MAX_EXTENDS_DEPTH
     with pytest.raises(ProfileError, match="levels deep"):
         found.resolve(f"d{MAX_EXTENDS_DEPTH}")
+
+
+def test_importing_what_show_command_prints_leaves_the_masked_secrets_out(capsys, tmp_path):
+    """`profiles import -- "$(profiles show NAME --command)"` (README) gave config = the
+    secrets file's placeholder path and HF_TOKEN = "***"."""
+    write(
+        tmp_path,
+        "k.toml",
+        'name = "k"\nlauncher = "sim"\n[server]\nmodel-path = "m"\napi-key = "sk-0123456789"\n'
+        '[env]\nHF_TOKEN = "hf_0123456789"\nHF_HOME = "/data/hf"\n',
+    )
+    rc, command, _ = run(capsys, "--profiles", str(tmp_path), "profiles", "show", "k", "--command")
+    assert rc == 0
+    rc, out, err = run(capsys, "profiles", "import", "--", command.strip())
+    assert rc == 0, err
+    assert "config" not in out and "***" not in out and 'HF_HOME = "/data/hf"' in out
+    assert "left out --config" in err and "left out HF_TOKEN (masked)" in err
