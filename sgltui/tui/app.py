@@ -999,6 +999,12 @@ class SgltuiApp(App[str | None]):
             self.query_one(MemoryPane).focus()
         elif pane == "chart":
             self.query_one(ThroughputPane).focus()
+        elif pane == "slots":
+            slots = self.query_one(SlotsPane)
+            if slots.display:
+                slots.focus()
+            else:
+                self.notify("one slot: no slots view (host.toml places servers on GPUs)")
 
     def action_filter_logs(self) -> None:
         self.action_focus_pane("logs")

@@ -20,20 +20,20 @@ class Key:
 
 
 KEYS: tuple[Key, ...] = (
-    Key("server.start", "s", "start", "Start", "Start the highlighted profile in slot 0"),
+    Key("server.start", "s", "start", "Start", "Start the highlighted profile in the current slot"),
     Key(
         "server.stop",
         "x",
         "stop",
         "Stop",
-        "Stop the server in slot 0 (asks how when requests are running)",
+        "Stop the current slot's server (asks how when requests are running)",
     ),
     Key(
         "server.restart",
         "r",
         "restart",
         "Restart",
-        "Restart the server in slot 0 with its profile re-read",
+        "Restart the current slot's server with its profile re-read",
     ),
     Key("bench.start", "b", "bench", "Bench", "Run a benchmark of the current profile"),
     Key("bench.stop", "B", "bench_stop", "Stop bench", "Stop the running benchmark", show=False),
@@ -115,6 +115,14 @@ KEYS: tuple[Key, ...] = (
         show=False,
     ),
     Key("focus.logs", "l", "focus_pane('logs')", "Logs", "Focus the log pane", show=False),
+    Key(
+        "focus.slots",
+        "o",
+        "focus_pane('slots')",
+        "Slots",
+        "Focus the slots view (several slots): up/down picks the slot the screen follows",
+        show=False,
+    ),
     Key(
         "focus.bench",
         "c",

@@ -71,9 +71,8 @@ async def test_picking_a_slot_shows_its_details_logs_and_insight():
         assert app.logbuf.tag_slots and app.logbuf.only_slot is None  # every slot's lines
         src.feed({"push": "log", "data": {"slot": "b", "launch_id": "", "lines": ["b says hi"]}})
         pane = app.query_one(SlotsPane)
-        pane.focus()
-        await pilot.pause(0.1)
-        pane.highlighted = 1  # the operator moves onto b's row
+        await pilot.press("o", "down")  # the operator moves onto b's row
+        assert app.focused is pane
         await until(pilot, lambda: app.model.selected == "b")
         await until(pilot, lambda: "slot b" in str(details.render()))
         assert app.model.current.profile == "demo-no-mtp"
