@@ -99,6 +99,7 @@ def test_a_full_disk_says_disk_full_at_once_and_the_job_resumes_by_itself(agent,
         assert v["waiting_for"].startswith(f"disk full: cannot write {out}"), v
         assert v["completions_s"] == 0 and v["eta_s"] is None, v  # no stale figures
         assert said < 5, said
+        print(f"\ndisk full said {said:.2f}s after the disk filled")
         time.sleep(1.0)
         held = agent.call("job_status")
         assert held["state"] == "waiting" and held["answered"] == v["answered"], held
@@ -140,6 +141,7 @@ def test_a_job_with_no_answers_while_its_server_is_ready_says_stalled(
         assert "slot 0's server (w-stall) is ready" in v["stalled"], v
         assert "requests in flight get no answer" in v["stalled"], v
         assert 2 <= took < 6, took  # SGLTUI_JOB_STALL_S plus the 1 s tick
+        print(f"\nstall detected {took:.2f}s after SIGSTOP with stall_s = 2")
         r = sgltui(agent, "job", "status")
         assert "stalled: no answer for" in r.stdout, r.stdout
         ev = agent.events("job.stalled")  # the session says it too
