@@ -172,6 +172,8 @@ def slot_details(slot: protocol.SlotStatus | None) -> str:
         eta_txt = f" ETA {units.duration(eta)}" if eta is not None else ""
         lines.append(f"{escape(slot.phase or 'spawned')}")
         lines.append(f"{progress_bar(slot.progress)}{eta_txt}")
+    if slot.restart:  # what the restart policy did after a crash (agent/restart_policy.py)
+        lines.append(f"[b $warning]restart[/] {escape(slot.restart)}")
     # A stopped slot keeps a cause only when its stop had to SIGKILL work still running.
     if state in _ENDED and slot.cause:
         lines.extend(cause_lines(slot.cause))

@@ -93,6 +93,13 @@ def test_failed_slot_shows_cause_fix_and_evidence():
     assert "fix   stop the other server or set port" in text and "[Errno 98]" in text
 
 
+def test_a_crashed_slot_says_what_the_restart_policy_did():
+    note = "gave up restarting: 3 crashes in 10 minutes (last: killed by SIGKILL)"
+    slot = make_slot(state="crashed", restart=note)
+    text = plain(views.slot_details(typed.slot(slot)))
+    assert f"restart {note}" in text
+
+
 def test_capacity_card_says_when_limits_were_reset():
     text = plain(
         "\n".join(
