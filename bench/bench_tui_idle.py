@@ -18,7 +18,7 @@ CPU time is the measured process's own `time.process_time()` (every thread, nano
 at the end of the warm-up and at the end of the round: the kernel's per-process counters that
 psutil reads tick at 10 ms, a third of what an idle app uses in 10 s.
 
-    python bench/bench_tui_idle.py [--seconds 15] [--rounds 2] [--warmup 3] [--no-agent]
+    python bench/bench_tui_idle.py [--seconds 15] [--rounds 2] [--warmup 3] [--no-agent] [--slots 8]
 """
 
 from __future__ import annotations
@@ -82,10 +82,14 @@ def run_child(mode: str) -> None:
         state = Path(os.environ["SGLTUI_BENCH_STATE"])
         make_app(LiveSource(state, client_name="tui"), load_user_themes=False).run()
         return
-    from sgltui.tui.scripted import ScriptedSource, make_status
+    from sgltui.tui.scripted import ScriptedSource, make_host_status, make_status
 
+    # `--slots N`: a host of N slots in one pool (the slots view, a series per slot).
+    slots = int(os.environ.get("SGLTUI_BENCH_SLOTS") or 1)
+    status = make_host_status(slots) if slots > 1 else make_status()
+    first = str(status["slots"][0]["id"])
     # "app-static": the same screen with nothing arriving, to split layout cost from update cost.
-    source = ScriptedSource(make_status(), live_interval=1.0 if mode == "app" else None)
+    source = ScriptedSource(status, live_interval=1.0 if mode == "app" else None)
     # Events come from this TUI's own client: a command from another client pops a notification,
     # which is not what an idle screen does every few seconds.
     app = make_app(source, own_client="tui:1@bench")
@@ -104,7 +108,7 @@ def run_child(mode: str) -> None:
                     {
                         "push": "log",
                         "data": {
-                            "slot": "0",
+                            "slot": first,
                             "launch_id": "x",
                             "lines": [f"[{stamp}] Cache flushed: {n} prefix tree nodes evicted"],
                         },
@@ -119,7 +123,7 @@ def run_child(mode: str) -> None:
                         "ts": time.time(),
                         "type": "command",
                         "client": "tui:1@bench",
-                        "slot": "0",
+                        "slot": first,
                         "op": "status",
                         "args": {"n": n},
                     },
@@ -297,6 +301,12 @@ def main() -> int:
         "--warmup", type=float, default=3.0, help="seconds to let each app start first (default 3)"
     )
     ap.add_argument(
+        "--slots",
+        type=int,
+        default=1,
+        help="the scripted runs show a host of this many slots in a pool (default 1)",
+    )
+    ap.add_argument(
         "--no-agent",
         action="store_true",
         help="skip the runs against a real agent and simulator (idle and demo load)",
@@ -308,6 +318,9 @@ def main() -> int:
     if args.child:
         run_child(args.child)
         return 0
+    if not 1 <= args.slots <= 26:
+        ap.error(f"--slots {args.slots}: give 1 to 26")
+    os.environ["SGLTUI_BENCH_SLOTS"] = str(args.slots)  # the scripted children read it
     bare: list[float] = []
     app: list[float] = []
     static: list[float] = []
