@@ -1,6 +1,7 @@
 """A status round trip through the ssh bridge vs the local socket, on loopback.
 
-Budget (design.md): the bridge adds at most 5 ms per round trip to the local socket's.
+Budgets (design.md): the bridge adds at most 5 ms per round trip to the local socket's; the
+fleet TUI's idle CPU with 4 hosts is at most 1.5x its CPU with one host.
 
 A real sshd on 127.0.0.1 and a throwaway local user stand for a host (tests/fleet/sshd.py:
 needs root and openssh-server); that user's agent answers both clients: `AgentClient` on its
@@ -8,17 +9,31 @@ unix socket (root may open the user's 0600 socket) and `HostClient` over
 `ssh USER@127.0.0.1 sgltui agent bridge`. The rounds alternate so background load hits both
 alike; the figures are medians and 95th percentiles of the round trip of `status`.
 
-    python bench/bench_bridge.py [--n 300] [--rounds 3]
+The TUI part runs `sgltui fleet tui` in a real pseudo-terminal (120x40), once with a fleet of
+one host and once of four (four [[host]] entries reaching the same user: four links, four ssh,
+four polls; the agent's side is not what is measured), rounds alternating; CPU is the app
+process's own (psutil, user+system), its ssh children reported apart.
+
+    python bench/bench_bridge.py [--n 300] [--rounds 3] [--tui-seconds 20] [--no-tui]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import fcntl
+import os
+import pty
 import statistics
+import struct
+import subprocess
 import sys
+import termios
+import threading
 import time
 from pathlib import Path
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -63,18 +78,94 @@ async def measure(s: sshd_mod.Sshd, n: int, rounds: int) -> tuple[list[float], l
     return sock_ms, bridge_ms
 
 
+TUI_BUDGET = 1.5
+
+
+def fleet_file(s: sshd_mod.Sshd, n: int) -> Path:
+    u = s.users[0]
+    lines = ["[ssh]", f'options = ["-F", "{s.ssh_config}"]', ""]
+    for i in range(n):
+        lines += ["[[host]]", f'name = "h{i + 1}"', f'ssh = "{u.name}@127.0.0.1"']
+        lines += [f'sgltui = "{s.sgltui}"', ""]
+    path = s.root / f"fleet{n}.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def on_cpu_s(pid: int) -> float:
+    """Seconds on a CPU of every thread of `pid`, to the nanosecond (/proc/PID/task/*/schedstat;
+    psutil's counters tick at 10 ms, a good part of what an idle app uses in 20 s)."""
+    total = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+    except OSError:
+        pass
+    return total / 1e9
+
+
+def tui_cpu(path: Path, warmup: float, seconds: float) -> tuple[float, float]:
+    """(app CPU s, its ssh children's CPU s) over `seconds` after `warmup`."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    argv = [sys.executable, "-m", "sgltui", "--fleet", str(path), "fleet", "tui"]
+    proc = subprocess.Popen(
+        argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+    )
+    os.close(slave)
+
+    def drain() -> None:
+        try:
+            while os.read(master, 65536):
+                pass
+        except OSError:
+            pass
+
+    threading.Thread(target=drain, daemon=True).start()
+    p = psutil.Process(proc.pid)
+    try:
+        time.sleep(warmup)
+        kids = p.children(recursive=True)
+        t0, k0 = on_cpu_s(p.pid), sum(on_cpu_s(k.pid) for k in kids)
+        time.sleep(seconds)
+        t1, k1 = on_cpu_s(p.pid), sum(on_cpu_s(k.pid) for k in kids)
+        return t1 - t0, max(0.0, k1 - k0)
+    finally:
+        os.write(master, b"q")
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+        os.close(master)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--tui-seconds", type=float, default=20.0)
+    ap.add_argument("--tui-rounds", type=int, default=2)
+    ap.add_argument("--no-tui", action="store_true")
     args = ap.parse_args()
     why = sshd_mod.unavailable()
     if why:
         print(f"bench_bridge: cannot run here: {why}", file=sys.stderr)
         return 2
     s = sshd_mod.start(1)
+    cpu: dict[int, list[tuple[float, float]]] = {1: [], 4: []}
     try:
         sock_ms, bridge_ms = asyncio.run(measure(s, args.n, args.rounds))
+        if not args.no_tui:
+            files = {n: fleet_file(s, n) for n in (1, 4)}
+            for _ in range(args.tui_rounds):
+                for n in (1, 4):
+                    cpu[n].append(tui_cpu(files[n], 8.0, args.tui_seconds))
     finally:
         sshd_mod.stop_agents(s)
         sshd_mod.stop(s)
@@ -88,6 +179,21 @@ def main() -> int:
         f"  added by the bridge: {added:+.2f} ms (budget <= +{BUDGET_MS:.0f} ms): "
         f"{'OK' if ok else 'OVER BUDGET'}"
     )
+    if not args.no_tui:
+        one = sum(c for c, _ in cpu[1]) / len(cpu[1]) / args.tui_seconds
+        four = sum(c for c, _ in cpu[4]) / len(cpu[4]) / args.tui_seconds
+        ssh1 = sum(k for _, k in cpu[1]) / len(cpu[1]) / args.tui_seconds
+        ssh4 = sum(k for _, k in cpu[4]) / len(cpu[4]) / args.tui_seconds
+        ratio = four / one if one else float("inf")
+        tui_ok = ratio <= TUI_BUDGET
+        print(f"fleet TUI idle CPU, {args.tui_rounds} x {args.tui_seconds:.0f} s each:")
+        print(f"  1 host   {one * 100:.2f}% of a core (its ssh: {ssh1 * 100:.2f}%)")
+        print(f"  4 hosts  {four * 100:.2f}% of a core (their ssh: {ssh4 * 100:.2f}%)")
+        print(
+            f"  4 hosts / 1 host: {ratio:.2f}x (budget <= {TUI_BUDGET}x): "
+            f"{'OK' if tui_ok else 'OVER BUDGET'}"
+        )
+        ok = ok and tui_ok
     return 0 if ok else 1
 
 

@@ -24,6 +24,10 @@ def register(sub: Subparsers) -> None:
     s.add_argument("--json", action="store_true", help='{"hosts": [{"name", "reachable", ...}]}')
     s.add_argument("--timeout", type=float, default=30.0, help="seconds per host (default 30)")
     s.set_defaults(handler=cmd_status)
+    r = fs.add_parser("report", help="every host's session merged on one clock")
+    r.add_argument("session", nargs="?", help="a session name on every host (default: the latest)")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(handler=cmd_report)
     t = fs.add_parser("tui", help="the Hosts view: every host and its slots as host/slot")
     t.add_argument("--interval", type=float, default=2.0, help="seconds between polls (default 2)")
     t.set_defaults(handler=cmd_tui)
@@ -90,6 +94,18 @@ def run_on_host(args: argparse.Namespace, argv: list[str]) -> int:
         raise CliError(str(exc)) from None
     command = getattr(args, "command", None)
     return remote.run(fleet, host, strip_root_host(argv, command), command in INTERACTIVE)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from sgltui.fleet import report
+
+    fleet = load(args)
+    merged = asyncio.run(report.gather(fleet, args.session))
+    if args.json:
+        print(json.dumps(merged))
+    else:
+        sys.stdout.write(report.render_markdown(merged))
+    return 3 if any(h.get("error") for h in merged["hosts"]) else 0
 
 
 def cmd_tui(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import collections
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from typing import Any
 
 from sgltui import __version__
@@ -33,6 +34,7 @@ class HostClient:
         self.proc: asyncio.subprocess.Process | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
         self._stderr_task: asyncio.Task | None = None
+        self.on_exit: Callable[[], None] | None = None  # ssh went away (its stderr closed)
 
     @property
     def pid(self) -> int | None:
@@ -87,6 +89,8 @@ class HostClient:
         with contextlib.suppress(ConnectionError, OSError, ValueError):
             async for line in self.proc.stderr:
                 self._stderr.append(line.decode(errors="replace").rstrip())
+        if self.on_exit is not None:
+            self.on_exit()
 
     async def _exit_code(self, wait_s: float = 3.0) -> int | None:
         if self.proc is None:

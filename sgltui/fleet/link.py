@@ -16,6 +16,10 @@ from sgltui.fleet.view import HostState
 
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 STATUS_TIMEOUT_S = 10.0  # a host that takes longer to answer STATUS is treated as unreachable
+# A host whose view did not change is polled less often, up to this many times the interval
+# (an idle fleet costs little however many hosts it has); any change brings the interval back.
+# A dropped ssh is noticed at once all the same: its exit wakes the link.
+QUIET_FACTOR_MAX = 4
 
 
 class HostLink:
@@ -33,11 +37,26 @@ class HostLink:
         self.client_name = client_name
         self.state = HostState(name=host.name, ssh=host.ssh)
         self.client: HostClient | None = None
-        self._wake = asyncio.Event()
+        self._nap_fut: asyncio.Future | None = None
+        self._seen: tuple | None = None
 
     def poke(self) -> None:
-        """Retry now instead of at the end of the backoff (a user asked)."""
-        self._wake.set()
+        """Retry (or poll) now instead of at the end of the wait (a user asked)."""
+        fut = self._nap_fut
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+
+    async def _nap(self, seconds: float) -> None:
+        """Sleep `seconds` unless poked (or the ssh exits) first: a timer and a future, no task
+        per wait (what an idle poll costs, times the hosts)."""
+        loop = asyncio.get_running_loop()
+        fut = self._nap_fut = loop.create_future()
+        handle = loop.call_later(seconds, self.poke)
+        try:
+            await fut
+        finally:
+            handle.cancel()
+            self._nap_fut = None
 
     async def run(self) -> None:
         failures = 0
@@ -52,11 +71,7 @@ class HostLink:
                 failures += 1
                 self.state.next_retry = time.time() + delay
                 self._changed()
-                self._wake.clear()
-                try:
-                    await asyncio.wait_for(self._wake.wait(), delay)
-                except asyncio.TimeoutError:
-                    pass
+                await self._nap(delay)
         finally:
             if self.client is not None:
                 await self.client.close()
@@ -64,7 +79,10 @@ class HostLink:
 
     async def _session(self) -> None:
         client = HostClient(self.fleet, self.host, self.client_name)
+        # A dropped ssh ends the wait between polls: noticed at once (never a later backoff's).
+        client.on_exit = lambda: self.poke() if self.client is client else None
         self.client = client
+        quiet = 0
         try:
             await client.connect()
             was_down = not self.state.reachable
@@ -81,12 +99,19 @@ class HostLink:
                     raise HostError(await self._lost(client)) from None
                 self.state.rtt_ms = (time.perf_counter() - t0) * 1000
                 self.state.status = status
-                if was_down:
-                    self.state.reachable, self.state.since = True, time.time()
-                    self.state.error, self.state.next_retry = None, None
-                    was_down = False
-                self._changed()
-                await asyncio.sleep(self.interval_s)
+                self.state.polls += 1
+                seen = fingerprint(status)
+                if was_down or seen != self._seen:
+                    quiet = 0
+                    self._seen = seen
+                    if was_down:
+                        self.state.reachable, self.state.since = True, time.time()
+                        self.state.error, self.state.next_retry = None, None
+                        was_down = False
+                    self._changed()
+                else:
+                    quiet = min(quiet + 1, QUIET_FACTOR_MAX - 1)
+                await self._nap(self.interval_s * (1 + quiet))
         finally:
             await client.close()
             self.client = None
@@ -100,6 +125,7 @@ class HostLink:
         return client.why_lost()
 
     def _down(self, error: str) -> None:
+        self._seen = None
         if self.state.reachable or self.state.since is None:
             self.state.since = time.time()
         self.state.reachable = False
@@ -109,6 +135,20 @@ class HostLink:
     def _changed(self) -> None:
         if self.on_change is not None:
             self.on_change(self.state)
+
+
+def fingerprint(st: protocol.StatusReply) -> tuple:
+    """What the fleet's view shows of a host: when it is the same, nothing needs redrawing."""
+    engine = (st.telemetry or {}).get("engine") or {}
+    tok = tuple(
+        sorted(
+            (k, round(float(v.get("gen_throughput") or 0), 0))
+            for k, v in engine.items()
+            if isinstance(v, dict)
+        )
+    )
+    slots = tuple((s.id, s.profile, str(s.state), s.phase) for s in st.slots)
+    return (slots, tok, len((st.telemetry or {}).get("gpus") or []), st.agent.version)
 
 
 async def poll_once(fleet: Fleet, timeout_s: float = 30.0) -> list[HostState]:

@@ -25,6 +25,7 @@ class HostState:
     status: protocol.StatusReply | None = None
     next_retry: float | None = None  # unix time of the next attempt while unreachable
     rtt_ms: float | None = None  # the latest status round trip
+    polls: int = 0  # STATUS answers received (changed or not)
 
     def line(self) -> str:
         """'reachable' or 'unreachable since 14:02, retrying'."""

@@ -72,3 +72,15 @@ def test_ssh_failures_name_the_host_and_the_fix():
         line = ssh.explain(h, 255, err)
         assert line.startswith("host gpu1 (alice@gpu1): ") and fix in line, line
     assert "not on the remote PATH" in ssh.explain(h, 127, "sh: 1: /opt/sgltui: not found")
+
+
+def test_report_merge_moves_each_host_onto_our_clock():
+    from sgltui.fleet.report import merge, render_markdown
+
+    a = {"session": {"name": "s1"}, "launches": [{"ts": 1000.0, "slot": "0", "profile": "p"}]}
+    # b's clock runs 5 s ahead: its launch at 1004 (its clock) happened before a's at 1000.
+    b = {"session": {"name": "s2"}, "launches": [{"ts": 1004.0, "slot": "x", "profile": "q"}]}
+    m = merge({"a": (a, 0.0), "b": (b, 5.0), "c": ({"error": "host c: down"}, None)})
+    assert [(e["slot"], e["ts"]) for e in m["timeline"]] == [("b/x", 999.0), ("a/0", 1000.0)]
+    assert m["hosts"][2]["error"] == "host c: down"
+    assert "| b/x | launch | q |" in render_markdown(m)

@@ -79,6 +79,20 @@ def test_fleet_status_and_host_commands_reach_both_hosts(fleet_file):
     assert hosts["h1"]["gpus"] >= 1  # the simulator's GPU, as h1's agent samples it
 
 
+def test_fleet_report_merges_the_hosts_sessions_on_one_clock(fleet_file):
+    r = sgltui(fleet_file, "--host", "h2", "start", "t")  # h1's t runs since the test above
+    assert r.returncode == 0, r.stderr
+    r = sgltui(fleet_file, "fleet", "report", "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert [h["name"] for h in rep["hosts"]] == ["h1", "h2"]
+    assert all(h["error"] is None and abs(h["offset_s"]) < 1.0 for h in rep["hosts"])
+    launches = [(e["slot"], e["profile"]) for e in rep["timeline"] if e["what"] == "launch"]
+    assert ("h1/0", "t") in launches and ("h2/0", "t") in launches
+    assert launches.index(("h1/0", "t")) < launches.index(("h2/0", "t"))  # one clock
+    assert [e["ts"] for e in rep["timeline"]] == sorted(e["ts"] for e in rep["timeline"])
+
+
 def _failing(fleet_hosts, tmp_path, host_line: str, ssh_opts: list[str] | None = None) -> str:
     opts = ssh_opts or ["-F", str(fleet_hosts.ssh_config)]
     f = tmp_path / "bad.toml"
@@ -153,16 +167,6 @@ def test_tui_over_the_bridge_one_hosts_ssh_cut_leaves_the_other_and_it_comes_bac
             hosts = app.query_one("#hosts", DataTable)
             slots = app.query_one("#slots", DataTable)
             links = {lk.host.name: lk for lk in app.links}
-            polls: dict[str, int] = {"h1": 0, "h2": 0}
-            for lk in app.links:  # count each host's answers as they come
-
-                def count(st, name=lk.host.name, inner=lk.on_change) -> None:
-                    if st.reachable:
-                        polls[name] += 1
-                    if inner:
-                        inner(st)
-
-                lk.on_change = count
 
             async def until(cond, timeout=60.0) -> None:
                 deadline = time.monotonic() + timeout
@@ -184,8 +188,8 @@ def test_tui_over_the_bridge_one_hosts_ssh_cut_leaves_the_other_and_it_comes_bac
             await until(lambda: cell(hosts, "h1", 1).startswith("unreachable since"), 20)
             assert cell(hosts, "h1", 1).endswith(", retrying")
             assert cell(hosts, "h2", 1) == "reachable"
-            n2 = polls["h2"]
-            await until(lambda: polls["h2"] > n2 + 2, 20)  # h2 polled on, unaffected
+            n2 = links["h2"].state.polls
+            await until(lambda: links["h2"].state.polls > n2 + 2, 20)  # h2 polled on, unaffected
             await until(lambda: cell(hosts, "h1", 1) == "reachable", 60)  # back by itself
             assert links["h1"].client is not None and links["h1"].client.pid != cut.pid
         # Quitting stopped and reaped every ssh the links ran.
