@@ -74,7 +74,15 @@ def register_root(parser: argparse.ArgumentParser) -> None:
 
 
 def open_tui(args: argparse.Namespace) -> int:
-    """Handler for plain `sgltui` too (set as the root parser's default_handler)."""
+    """Handler for plain `sgltui` too (set as the root parser's default_handler). With a
+    fleet.toml (or --fleet), a bare `sgltui` opens the fleet's Hosts view."""
+    if args.command is None and not getattr(args, "web_tab", False):
+        from sgltui.commands import fleet
+        from sgltui.fleet import config as fleet_config
+
+        path = getattr(args, "fleet_file", None)
+        if path or fleet_config.default_path().exists():
+            return fleet.cmd_tui(argparse.Namespace(**{**vars(args), "interval": 2.0}))
     return _run(args, demo=False)
 
 

@@ -5,7 +5,8 @@ slots of every host, listed as host/slot.
 Each host's link (sgltui/fleet/link.py) is its own asyncio task whose only waits are on ssh's
 pipes and timers, so a slow or dead host never holds up the loop or another host. Links report
 changes into the model; the tables are redrawn at most once a second and only when a row
-changed (the idle cost grows with the hosts' changes, not with their number).
+changed (the idle cost grows with the hosts' changes, not with their number). `x` stops and
+`R` restarts the host/slot under the cursor, through that host's own connection.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Header, Static
 
+from sgltui.agent.client import AgentError
 from sgltui.fleet.config import Fleet
 from sgltui.fleet.link import HostLink
 from sgltui.fleet.view import HostState, host_row
@@ -50,6 +52,8 @@ class FleetApp(App[None]):
     #note { height: 1; padding: 0 1; color: $text-muted; }
     """
     BINDINGS = [
+        Binding("R", "slot_op('restart')", "Restart slot"),
+        Binding("x", "slot_op('stop')", "Stop slot"),
         Binding("r", "retry", "Retry now"),
         Binding("q", "quit", "Quit"),
     ]
@@ -119,6 +123,43 @@ class FleetApp(App[None]):
                 table.move_cursor(row=min(cursor, len(rows) - 1))
         note = errors[0] if errors else f"{len(self.links)} hosts · {time.strftime('%H:%M:%S')}"
         self.query_one("#note", Static).update(note)
+
+    def selected_slot(self) -> str | None:
+        """The host/slot under the slots table's cursor."""
+        table = self.query_one("#slots", DataTable)
+        if table.row_count == 0:
+            return None
+        row = table.get_row_at(table.cursor_row)
+        return str(row[0]) if row and "/" in str(row[0]) else None
+
+    def action_slot_op(self, op: str) -> None:
+        """stop or restart the selected host/slot: sent to that host's agent (accepted at once;
+        the host's next poll shows the slot's way)."""
+        target = self.selected_slot()
+        if target is None:
+            return
+        host, _, slot = target.partition("/")
+        link = next((lk for lk in self.links if lk.host.name == host), None)
+        if link is None or link.client is None or not link.state.reachable or slot == "*":
+            self.note(f"{target}: {host} is unreachable; nothing sent")
+            return
+        self.run_worker(self._send(link, op, slot, target), group="slot-op")
+
+    async def _send(self, link: HostLink, op: str, slot: str, target: str) -> None:
+        client = link.client
+        if client is None:
+            self.note(f"{target}: {link.host.name} went away; nothing sent")
+            return
+        try:
+            await client.call(op, slot=slot, wait=False)
+        except AgentError as exc:
+            self.note(f"{target}: {op} refused: {exc}")
+            return
+        self.note(f"{target}: {op} accepted")
+        link.poke()  # poll now: the change shows without waiting for the interval
+
+    def note(self, text: str) -> None:
+        self.query_one("#note", Static).update(text)
 
     def action_retry(self) -> None:
         for lk in self.links:

@@ -192,6 +192,17 @@ def test_tui_over_the_bridge_one_hosts_ssh_cut_leaves_the_other_and_it_comes_bac
             await until(lambda: links["h2"].state.polls > n2 + 2, 20)  # h2 polled on, unaffected
             await until(lambda: cell(hosts, "h1", 1) == "reachable", 60)  # back by itself
             assert links["h1"].client is not None and links["h1"].client.pid != cut.pid
+            # R restarts the host/slot under the cursor, on that host only.
+            h1_launch = links["h1"].state.status.slots[0].launch_id
+            h2_launch = links["h2"].state.status.slots[0].launch_id
+            assert h2_launch is not None
+            slots.focus()
+            await pilot.press("home", "down")
+            assert app.selected_slot() == "h2/0"
+            await pilot.press("R")
+            await until(lambda: links["h2"].state.status.slots[0].launch_id != h2_launch, 30)
+            await until(lambda: cell(slots, "h2/0", 2) == "ready", 30)
+            assert links["h1"].state.status.slots[0].launch_id == h1_launch
         # Quitting stopped and reaped every ssh the links ran.
         assert all(lk.client is None for lk in app.links)
 
