@@ -156,7 +156,7 @@ async def poll_once(fleet: Fleet, timeout_s: float = 30.0) -> list[HostState]:
     most `timeout_s`, never another host's answer."""
 
     async def one(host: Host) -> HostState:
-        st = HostState(name=host.name, ssh=host.ssh)
+        st = HostState(name=host.name, ssh=host.ssh, retrying=False)
         client = HostClient(fleet, host, "fleet-status")
         try:
             await client.connect(timeout=timeout_s)

@@ -26,6 +26,7 @@ class HostState:
     next_retry: float | None = None  # unix time of the next attempt while unreachable
     rtt_ms: float | None = None  # the latest status round trip
     polls: int = 0  # STATUS answers received (changed or not)
+    retrying: bool = True  # a link tries again; a one-shot question (fleet status) does not
 
     def line(self) -> str:
         """'reachable' or 'unreachable since 14:02, retrying'."""
@@ -33,7 +34,8 @@ class HostState:
             return "reachable"
         if self.since is None:
             return "connecting"
-        return f"unreachable since {time.strftime('%H:%M', time.localtime(self.since))}, retrying"
+        since = time.strftime("%H:%M", time.localtime(self.since))
+        return f"unreachable since {since}, retrying" if self.retrying else f"unreachable ({since})"
 
 
 @dataclass
