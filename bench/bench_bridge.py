@@ -1,6 +1,6 @@
 """A status round trip through the ssh bridge vs the local socket, on loopback.
 
-Budgets (design.md): the bridge adds at most 5 ms per round trip to the local socket's; the
+Budgets: the bridge adds at most 5 ms per round trip to the local socket's; the
 fleet TUI's idle CPU with 4 hosts is at most 1.5x its CPU with one host.
 
 A real sshd on 127.0.0.1 and a throwaway local user stand for a host (tests/fleet/sshd.py:
