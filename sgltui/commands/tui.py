@@ -76,7 +76,7 @@ def register_root(parser: argparse.ArgumentParser) -> None:
 def open_tui(args: argparse.Namespace) -> int:
     """Handler for plain `sgltui` too (set as the root parser's default_handler). With a
     fleet.toml (or --fleet), a bare `sgltui` opens the fleet's Hosts view."""
-    if args.command is None and not getattr(args, "web_tab", False):
+    if getattr(args, "command", None) is None and not getattr(args, "web_tab", False):
         from sgltui.commands import fleet
         from sgltui.fleet import config as fleet_config
 
