@@ -240,15 +240,20 @@ def project(
 ) -> None:
     """Each measured candidate's projected finish (seconds) and energy (joules) for the rest."""
     tokens = max(0, remaining) * max(0.0, mean_out)
+    # The candidate the slot ran before the trial cost no swap then, but going back to it does:
+    # its swap is taken as the mean of the swaps measured to the others.
+    swaps = [c for c in trial["candidates"] if c["swap_s"]]
+    typical_s = sum(float(c["swap_s"]) for c in swaps) / len(swaps) if swaps else 0.0
+    typical_j = sum(float(c["swap_j"] or 0.0) for c in swaps) / len(swaps) if swaps else 0.0
     for c in trial["candidates"]:
         if c["state"] != "measured" or not c["tok_s"]:
             c["projected_s"] = c["projected_j"] = None
             continue
-        swap_s = 0.0 if c["name"] == running else float(c["swap_s"] or 0.0)
+        swap_s = 0.0 if c["name"] == running else float(c["swap_s"] or typical_s)
         c["projected_s"] = round(tokens / c["tok_s"] + swap_s, 1)
         j_tok = c["joules"] / c["out_tokens"] if c["out_tokens"] and c["joules"] else None
         if j_tok is not None:
-            swap_j = 0.0 if c["name"] == running else float(c["swap_j"] or 0.0)
+            swap_j = 0.0 if c["name"] == running else float(c["swap_j"] or typical_j)
             c["projected_j"] = round(tokens * j_tok + swap_j, 1)
         elif power_w:
             c["projected_j"] = round(c["projected_s"] * power_w, 1)

@@ -75,7 +75,7 @@ def test_projection_adds_the_swap_unless_it_runs_and_the_soonest_wins():
     choose.project(trial, remaining=900, mean_out=100.0, running="hicache", power_w=None)
     assert choose.get(trial, "hicache")["projected_s"] == 90.0  # it runs: no swap
     assert choose.get(trial, "no-mtp")["projected_s"] == 150.0
-    assert choose.get(trial, "mtp")["projected_s"] == 100.0
+    assert choose.get(trial, "mtp")["projected_s"] == 145.0  # back to it: the mean swap
     assert choose.decide(trial) == "hicache"
     # a small remainder: the swap outweighs the faster rate
     choose.project(trial, remaining=10, mean_out=100.0, running="mtp", power_w=None)
@@ -137,3 +137,15 @@ def test_watch_says_so_after_the_window_below_projection():
     msg = w.update(560.0, 800.0)
     assert msg is not None and "20% below" in msg
     assert w.update(600.0, 0.0) is None  # held (no rate): says nothing
+
+
+def test_going_back_to_the_first_candidate_costs_a_swap_too():
+    # "a" ran before the trial (no swap measured to it); the trial ended on "c"
+    trial = choose.new_trial(["a", "b", "c"])
+    _measured(trial, "a", 1000.0, 0.0, 1.0, 1)
+    _measured(trial, "b", 1000.0, 20.0, 1.0, 1)
+    _measured(trial, "c", 900.0, 40.0, 1.0, 1)
+    choose.project(trial, remaining=100, mean_out=100.0, running="c", power_w=None)
+    assert choose.get(trial, "a")["projected_s"] == 10.0 + 30.0  # the others' mean swap
+    assert choose.get(trial, "c")["projected_s"] == 11.1
+    assert choose.decide(trial) == "c"
