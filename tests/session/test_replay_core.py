@@ -51,10 +51,16 @@ def test_status_details(rp):
         and slot["api_key_set"]
     )
     assert builder.API_KEY not in repr(st)
-    assert st["agent"]["session_dir"] == str(rp.path) and st["agent"]["disk"] == {
-        "ok": True,
-        "error": None,
-    }
+    # The disk view is the typed DiskView (every field, defaults included): a replayed session
+    # whose disk never refused a write reads ok with no error and nothing dropped.
+    disk = st["agent"]["disk"]
+    assert st["agent"]["session_dir"] == str(rp.path)
+    assert (disk["ok"], disk["error"], disk["dropped_events"], disk["dropped_samples"]) == (
+        True,
+        None,
+        0,
+        0,
+    ), disk
     crashed = rp.status_at(T0 + 255)["slots"][0]
     assert crashed["cause"]["kind"] == "cuda"
     assert rp.status_at(T0 + 130)["bench"]["state"] == "running"
