@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -36,8 +37,14 @@ def test_metrics_serve_the_agents_gauges_and_counters(agent_handle, free_port):
     agent.call("start", profile=a, wait=True)
     agent.call("swap", profile=b, wait=True)
     host = socket.gethostname().split(".")[0]
-    m = scrape(free_port)
     lab = {"host": host, "slot": "0", "pool": ""}
+    # The GPU memory gauge follows the GPU sampler, which reads the new server on its next tick
+    # after the swap (under CI's load, after the swap's reply): scrape until it has read it.
+    deadline = time.monotonic() + 30
+    m = scrape(free_port)
+    while not value(m["sgltui_slot_gpu_memory_bytes"], **lab) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        m = scrape(free_port)
     assert value(m["sgltui_slot_state"], **lab, state="ready") == 1.0
     assert value(m["sgltui_slot_state"], **lab, state="stopped") == 0.0
     assert value(m["sgltui_slot_profile"], **lab, profile=b) == 1.0
