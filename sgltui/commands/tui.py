@@ -161,14 +161,17 @@ def stop_demo(args: argparse.Namespace) -> int:
     except (AgentError, OSError) as exc:
         raise CliError(f"no demo to stop: {exc}") from None
     print("sgltui: demo load stopped.")
-    slot = next((s for s in st.slots if s.id == "0"), None)
+    # Every slot the demo started (one, or each of a `demo --gpus N` pool), not only the first:
+    # a slot running anything but a demo profile is the user's and is left alone.
     idle = (protocol.SlotState.STOPPED, protocol.SlotState.FAILED, protocol.SlotState.CRASHED)
-    if slot and (slot.profile or "").startswith("demo-") and slot.state not in idle:
+    for slot in st.slots:
+        if not (slot.profile or "").startswith("demo-") or slot.state in idle:
+            continue
         try:
-            call_sync(state, "stop", autostart=False, slot="0", drain="force", wait=True)
+            call_sync(state, "stop", autostart=False, slot=slot.id, drain="force", wait=True)
         except (AgentError, OSError) as exc:
-            raise CliError(f"could not stop {slot.profile}: {exc}") from None
-        print(f"sgltui: stopped {slot.profile} (slot 0).")
+            raise CliError(f"could not stop {slot.profile} on slot {slot.id}: {exc}") from None
+        print(f"sgltui: stopped {slot.profile} (slot {slot.id}).")
     return 0
 
 

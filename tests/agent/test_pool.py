@@ -264,3 +264,19 @@ def test_a_job_through_the_pool_survives_kill_9_of_a_slot_and_of_the_gateway(poo
     assert all(r.get("error") is None for r in rows), [r for r in rows if r.get("error")][:3]
     pool = _pool(agent)
     assert pool["gateway"]["pid"] not in (None, gw_pid)
+
+
+def test_demo_stop_stops_the_demo_on_every_slot_of_the_pool(pool_agent):
+    """`sgltui demo --stop` after `demo --gpus 2`: each slot's demo server stops, not only the
+    first slot's (it stopped slot '0' alone, which a host.toml pool does not have)."""
+    from tests.fixtures.cli import agent_sgltui
+
+    agent = pool_agent
+    demo = agent.write_profile("demo-fast")
+    agent.start()
+    _pool_call(agent, "start", profile=demo, pool="all", wait=True)
+    assert [s["state"] for s in agent.status()["slots"]] == ["ready", "ready"]
+    r = agent_sgltui(agent, "demo", "--stop")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(slot a)" in r.stdout and "(slot b)" in r.stdout, r.stdout
+    assert [s["state"] for s in agent.status()["slots"]] == ["stopped", "stopped"]
