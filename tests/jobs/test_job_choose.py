@@ -123,8 +123,9 @@ def test_choose_trial_survives_kill9_keeps_every_answer_and_agrees_with_bench(ag
         agent,
         "bench",
         *("--profile", small, "--profile", mid, "--profile", big),
-        # c-mid at 24 runs its 8 at once (the rest queue): its best point is measured too
-        *("--concurrency", "2,24", "--duration", "1.5"),
+        # at 24 in flight each runs its own batch limit at once (the rest queue in the server):
+        # each profile's best point, as the job's automatic concurrency runs it
+        *("--concurrency", "24", "--duration", "1.5"),
         *("--input-len", "8", "--output-len", str(OUT_LEN)),
         *("--job-completions", "1500", "--job-output-len", str(OUT_LEN)),
     )
@@ -151,9 +152,16 @@ def test_a_job_smaller_than_the_trial_finishes_in_it_and_says_so(agent, tmp_path
     agent.call("start", profile=small, wait=True)
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     ids = write_input(inp, 40, max_tokens=OUT_LEN)
-    view = agent.call("job_run", input=str(inp), output=str(out), choose=f"{small},{mid}")
+    view = agent.call(
+        "job_run", input=str(inp), output=str(out), choose=f"{small},{mid}", objective="energy"
+    )
     final = _wait(agent, view["id"], lambda v: v["state"] == "done", "done")
     d = final["decision"]
     assert "finished during the trial" in (d["note"] or ""), d
+    # the energy objective: the fewest joules for the job, from each one's measured joules
+    assert d["objective"] == "energy"
+    measured = [c for c in d["candidates"] if c["tok_per_j"]]
+    if len(measured) == 2:
+        assert d["winner"] == max(measured, key=lambda c: c["tok_per_j"])["name"], d
     counts = Counter(line["custom_id"] for line in read_output(out))
     assert set(counts) == set(ids) and max(counts.values()) == 1
