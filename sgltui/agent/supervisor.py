@@ -115,6 +115,7 @@ class Supervisor:
         self._profiles_at = 0.0
         self._state_save_failing = False
         self._save_task: asyncio.Task | None = None
+        self._save_now = asyncio.Event()  # skips the debounce: a command's reply waits
         self._save_wanted = False
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -404,12 +405,15 @@ class Supervisor:
         task = self._save_task
         if task is None or task.done() or self._state_save_failing:
             return  # a disk that refuses writes must not hold replies up: it is retried
+        self._save_now.set()  # a reply waits on it: no debounce
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(task), 2.0)
 
     async def _save_soon(self) -> None:
         while self._save_wanted:
-            await asyncio.sleep(STATE_SAVE_DEBOUNCE_S)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._save_now.wait(), STATE_SAVE_DEBOUNCE_S)
+            self._save_now.clear()
             self._save_wanted = False
             saved = await asyncio.to_thread(self._save_state, self._records())
             if not saved:
