@@ -37,6 +37,7 @@ from bench_job import run_worker, start_sim, write_input  # noqa: E402
 from bench_loadgen import free_port, stop_server  # noqa: E402
 
 from sgltui.agent.gateway import Gateway  # noqa: E402
+from sgltui.core.placement import DEFAULT_POLICY  # noqa: E402
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -65,7 +66,7 @@ async def with_gateway(urls: list[str], tmp: Path, fn):
         prometheus_port=free_port(),
         state_dir=tmp / "state",
         model=MODEL,
-        policy="round_robin",
+        policy=DEFAULT_POLICY,  # what a pool of host.toml gets
     )
     await gw.start(urls)
     try:

@@ -52,11 +52,13 @@ SIM_GPU_ENV = "SGLTUI_SIM_GPU"  # the simulator's --sim-gpu default
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 _SLOT_KEYS = {"name", "gpus", "port"}
 _POOL_KEYS = {"name", "slots", "port", "host", "policy"}
-# smg's policies. power_of_two by default: it reads each worker's load, so a batch job fills
-# both GPUs; cache_aware (smg's own default) keeps requests sharing a prefix on one worker,
-# which a light load of similar prompts leaves on one GPU.
-POLICIES = ("power_of_two", "cache_aware", "round_robin", "least_load", "random")
-DEFAULT_POLICY = "power_of_two"
+# smg's policies. least_load by default: it sends each request to the worker with the fewest in
+# flight, so a batch job fills every GPU; cache_aware (smg's own default) keeps requests that
+# share a prefix on one worker, which left the demo's similar prompts on one GPU. power_of_two
+# is left out: smg 1.13 refuses to start it with fewer than two workers, and a pool's gateway
+# starts with its first ready slot (and restarts with whichever are left).
+POLICIES = ("least_load", "cache_aware", "round_robin", "random")
+DEFAULT_POLICY = "least_load"
 _TOP_KEYS = {"slot", "pool", "simulated_gpus", "simulated_gpu"}
 
 
