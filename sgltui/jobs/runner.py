@@ -39,6 +39,8 @@ CONNECT_BACKOFF_MAX_S = 2.0
 PROGRESS_S = 0.5
 
 OK, FINAL, TRANSIENT, CONNECT = "ok", "final", "transient", "connect"
+# smg's 404 while no worker serves the model (yet): "No worker available for model 'm'".
+NO_WORKER_YET = b"No worker available for model"
 
 
 @dataclass
@@ -369,6 +371,10 @@ class Runner:
             return OK, status, data, obj
         if status >= 500 or status in (408, 429):
             return TRANSIENT, status, data, f"HTTP {status}"
+        if status == 404 and NO_WORKER_YET in bytes(data or b""):
+            # SGLang's gateway (smg) between workers: restarted and re-registering them, or
+            # every worker of a pool out at once. It ends by itself; the retries bound it.
+            return TRANSIENT, status, data, "HTTP 404: the gateway has no worker for it yet"
         return FINAL, status, data, f"HTTP {status}"
 
     def _commit(self) -> None:

@@ -106,3 +106,44 @@ async def test_connection_refused_waits_for_the_server_and_is_not_a_failure(tmp_
         await server.cleanup()
     assert r.c.done == 10 and r.c.failed == 0 and r.c.retries == 0
     assert verify(inp, out).ok
+
+
+async def test_a_gateway_with_no_worker_yet_is_retried_not_a_failure(tmp_path):
+    """smg answers 404 model_not_found 'No worker available for model' while its workers are
+    (re-)registering (a restart after kill -9, a pool between workers): a routing state that
+    ends by itself, not a wrong request. Before, those requests were final: a pool job ended
+    'done' with 73 of 1,500 custom_ids in the errors file."""
+    attempts: Counter[str] = Counter()
+    smg_404 = {
+        "error": {
+            "type": "invalid_request_error",
+            "code": "model_not_found",
+            "message": "No worker available for model 'default'",
+            "param": None,
+        }
+    }
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        key = json.dumps(await request.json(), sort_keys=True)
+        attempts[key] += 1
+        if attempts[key] <= 2:
+            return web.json_response(smg_404, status=404)
+        return web.json_response(_answer("x"))
+
+    server, port = await _serve(handler)
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_input(inp, 10)
+    import sgltui.jobs.runner as R
+
+    R.BACKOFF_S = 0.01
+    r = Runner(inp, out, 4, [].append)
+    r.prepare()
+    r.set_target(f"http://127.0.0.1:{port}")
+    try:
+        assert await asyncio.wait_for(r.run(), 60) == "done"
+    finally:
+        await server.cleanup()
+        R.BACKOFF_S = 0.5
+    assert r.c.done == 10 and r.c.failed == 0, (r.c.done, r.c.failed)
+    v = verify(inp, out)
+    assert v.answered == 10 and v.n_failed == 0 and v.n_missing == 0
