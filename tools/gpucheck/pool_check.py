@@ -32,12 +32,15 @@ GIB = 2**30
 
 def sh(results: dict, name: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """One `sgltui` call; its rc and the tail of its output go into the results."""
-    p = subprocess.run(
-        [sys.executable, "-m", "sgltui", "--profiles", os.environ["GC_PROFILES"], *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "sgltui", "--profiles", os.environ["GC_PROFILES"], *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as e:  # recorded as rc 124, the next step still reports
+        p = subprocess.CompletedProcess(args, 124, str(e.stdout or ""), f"timed out: {e}")
     results.setdefault("commands", []).append(
         {"step": name, "argv": list(args), "rc": p.returncode, "out": (p.stdout + p.stderr)[-1500:]}
     )
@@ -185,7 +188,13 @@ def main() -> int:
     ok = True
 
     # 1. host init: two GPUs -> two slots and a pool.
-    init = ["host", "init", "--file", str(host), "--force"]
+    # A free pool port: host init's default (30080) may be taken on a shared machine.
+    import socket
+
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        free = so.getsockname()[1]
+    init = ["host", "init", "--file", str(host), "--force", "--pool-port", str(free)]
     if a.simulated_gpus:
         init += ["--simulated-gpus", str(a.simulated_gpus)]
     sh(r, "host init", *init)
@@ -235,7 +244,15 @@ def main() -> int:
         text=True,
         timeout=120,
     )
-    r["tui_svg"] = {"rc": shot.returncode, "out": (shot.stdout + shot.stderr)[-500:]}
+    svg = a.out / "tui-pool.svg"
+    text = svg.read_text().replace("&#160;", " ") if svg.exists() else ""
+    shown = [g for g in ("GPU0", "GPU1") if g in text]  # the memory pane's bar labels
+    r["tui_svg"] = {
+        "rc": shot.returncode,
+        "gpus_shown": shown,
+        "out": (shot.stdout + shot.stderr)[-500:],
+    }
+    ok &= len(shown) == 2
 
     # 4. rolling swap with a per-GPU NVML timeline.
     samples: list[tuple[float, list[int]]] = []
@@ -254,7 +271,8 @@ def main() -> int:
     time.sleep(3)
     stop.set()
     th.join()
-    ok &= p.returncode == 0
+    if p.returncode:
+        return finish(r, a.out, False, state)
     r["release"] = timeline_release(samples, base) if nv.nv else "skipped: " + nv.why
     if nv.nv:
         ok &= all(g["baseline_before_next_launch"] for g in r["release"])
