@@ -420,6 +420,7 @@ class JobsHost:
         elif r.final is not None and r.final.get("state") in ("done", "cancelled"):
             rec["state"] = r.final["state"]
             rec["finished"] = time.time()
+            self._end_stall(rec)
             ch = self.choosers.pop(rec["id"], None)
             if ch is not None:
                 ch.close()
@@ -585,6 +586,14 @@ class JobsHost:
                 return
         if was and watch.stalled is None:
             rec.pop("stalled", None)
+            self._emit("job.stall_over", rec)
+
+    def _end_stall(self, rec: dict) -> None:
+        """A job that finishes is stalled no more: answers that came back between two of the
+        stall watch's ticks can finish it before the watch sees them (a server that resumed
+        with little left to do), and a done job must not say 'stalled'."""
+        watch = self.stalls.pop(rec["id"], None)
+        if rec.pop("stalled", None) is not None or (watch is not None and watch.stalled):
             self._emit("job.stall_over", rec)
 
     def _release_stale_hold(self, rec: dict) -> None:
