@@ -53,15 +53,23 @@ def start_sim(port: int, time_scale: float, running: int) -> subprocess.Popen:
     return proc
 
 
-def write_input(path: Path, n: int, output_len: int) -> None:
-    """The load generator's own prompts (random workload, input 32, seed 42) as a batch file."""
+def write_input(
+    path: Path,
+    n: int,
+    output_len: int,
+    input_len: int = 32,
+    seed: int = 42,
+    model: str = MODEL,
+) -> None:
+    """The load generator's own prompts (its random workload: same generator, lengths and
+    seed) as a batch file."""
     from sgltui.bench.workload import make_workload
 
-    wl = make_workload("random", 32, output_len, 42)
+    wl = make_workload("random", input_len, output_len, seed)
     with open(path, "w") as fh:
         for i in range(n):
             body = {
-                "model": MODEL,
+                "model": model,
                 "prompt": wl.item(i).prompt,
                 "max_tokens": output_len,
                 "temperature": 0.0,

@@ -32,6 +32,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_job import write_input as write_batch  # noqa: E402
 
 MODEL = "Qwen/Qwen3-32B"
 # A 32B model at a tenth of real time: the servers, not this machine's client, set the rates
@@ -53,20 +56,7 @@ def _isolate(tmp: Path) -> None:
 
 def write_input(path: Path, n: int, input_len: int, output_len: int, seed: int) -> None:
     """The bench's own random prompts (same generator, lengths and seed) as a batch file."""
-    from sgltui.bench.workload import make_workload
-
-    wl = make_workload("random", input_len, output_len, seed)
-    with open(path, "w") as fh:
-        for i in range(n):
-            body = {
-                "model": MODEL,
-                "prompt": wl.item(i).prompt,
-                "max_tokens": output_len,
-                "temperature": 0.0,
-                "ignore_eos": True,
-            }
-            line = {"custom_id": f"r{i}", "method": "POST", "url": "/v1/completions", "body": body}
-            fh.write(json.dumps(line) + "\n")
+    write_batch(path, n, output_len, input_len=input_len, seed=seed, model=MODEL)
 
 
 def wait_job(agent, jid: str, pred, timeout: float) -> dict:
