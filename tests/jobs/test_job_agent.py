@@ -16,6 +16,8 @@ import pytest
 from sgltui.agent.client import AgentError
 from tests.jobs.batch_input import read_output, write_input
 
+SLOW_TOKENS = {"time_scale": 1.0, "sim_slow_start": 0.01}  # start-up as at 0.01, tokens real-time
+
 
 def _wait_job(agent, pred, what: str, timeout: float = 60.0, job: str | None = None) -> dict:
     deadline = time.monotonic() + timeout
@@ -42,8 +44,11 @@ def _verify_cli(inp: Path, out: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.timeout(300)  # its last wait allows 240 s for 3,000 answers on a slow machine
 def test_two_swaps_and_kill9_every_custom_id_answered_once(agent, tmp_path):
-    a = agent.write_profile("t-a")
-    b = agent.write_profile("t-b")
+    # Real-time tokens with a fast start: the job must still be running at every kill and swap
+    # below. At the fixture's 0.01 time scale the simulator answered all 3,000 in about 2 s and
+    # the job was done before the restarted agent could show progress (a CI failure).
+    a = agent.write_profile("t-a", **SLOW_TOKENS)
+    b = agent.write_profile("t-b", **SLOW_TOKENS)
     agent.call("start", profile=a, wait=True)
     inp, out = tmp_path / "batch.jsonl", tmp_path / "answers.jsonl"
     ids = write_input(inp, 3000, max_tokens=24)
