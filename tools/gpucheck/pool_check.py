@@ -1,11 +1,16 @@
-"""Issue 30's run: two slots of a two-GPU host behind the real smg, measured (not CI).
+"""Issue 30's run: one slot per GPU of the host, in one pool, measured (not CI).
 
-    python3 tools/gpucheck/pool_check.py OUT_DIR [--simulated-gpus 2] [--requests 3000]
+    python3 tools/gpucheck/pool_check.py OUT_DIR [--gpus N] [--simulated-gpus N] [--requests 3000]
 
-host init (2 GPUs -> two slots and a pool), the fake SGLang on both slots behind smg (profile
+--gpus N (default 2: issue 30's two-GPU host, whose two slots sit behind the real smg) is how
+many GPUs host init must find; --gpus 1 is the one-GPU machine: one slot, its pool behind the
+agent's front instead of smg, the same checks otherwise.
+
+host init (N GPUs -> N slots and a pool), the fake SGLang on every slot (profile
 gpu-a holds 8 GiB a slot), NVML attribution per slot and GPU, a rolling swap to gpu-b (16 GiB)
 with a 0.1 s NVML timeline per GPU (release back to baseline before the next launch, and how
-long it took), a job through the pool checked by `job verify`, the TUI's memory pane as an SVG.
+long it took), a job through the pool checked by `job verify`, the TUI's memory pane as an SVG
+(every GPU shown, and on a real host none marked "(sim)").
 Every figure goes to OUT_DIR/pool_check.json. --simulated-gpus N is the CPU dry run: the host
 is the simulator's and the NVML parts record "skipped" instead of failing.
 """
@@ -130,6 +135,66 @@ def attribution(st: dict, nv: Nvml) -> list[dict]:
     return rows
 
 
+def agent_view(st: dict, mine: list[dict]) -> dict:
+    """sgltui's own GPU reading (the agent's NVML sampler, what the TUI's memory pane draws):
+    per GPU its used memory and each slot's share, and whether each slot's share matches what
+    this script found by walking the slot's process tree (`mine`, from attribution())."""
+    tele = st.get("telemetry") or {}
+    gpus = [
+        {
+            "gpu": g.get("index"),
+            "name": g.get("name"),
+            "simulated": g.get("simulated"),
+            "used_gib": round((g.get("used_bytes") or 0) / GIB, 2),
+            "total_gib": round((g.get("total_bytes") or 0) / GIB, 2),
+            "slot_gib": {k: round(v / GIB, 2) for k, v in (g.get("server_bytes") or {}).items()},
+            "processes": [
+                {
+                    "pid": p.get("pid"),
+                    "gib": round((p.get("used_bytes") or 0) / GIB, 2),
+                    "slot": p.get("slot"),
+                    "match": p.get("match"),
+                }
+                for p in g.get("processes") or []
+            ],
+        }
+        for g in tele.get("gpus") or []
+    ]
+    agree = []
+    for row in mine:
+        if not isinstance(row["nvml"], list):
+            continue
+        for gpu in {x["gpu"] for x in row["nvml"]}:
+            found = sum(x["gib"] for x in row["nvml"] if x["gpu"] == gpu)
+            shown = next(
+                (g["slot_gib"].get(row["slot"], 0.0) for g in gpus if g["gpu"] == gpu), 0.0
+            )
+            agree.append(
+                {"slot": row["slot"], "gpu": gpu, "tree_gib": found, "agent_gib": shown,
+                 "ok": abs(found - shown) <= 0.5}
+            )  # fmt: skip
+    return {"source": tele.get("gpu_source"), "gpus": gpus, "agrees": agree}
+
+
+def settle(state: Path, nv: Nvml, gib: float, timeout: float = 45.0) -> tuple[dict, list, float]:
+    """Wait until NVML shows every slot's tree holding `gib` (the holder allocates after torch's
+    import, seconds after the server is ready), then until the agent's own reading agrees (its
+    sampler lags by a sample). Returns the status, the attribution and the seconds waited; on
+    the CPU dry run, at once."""
+    t0 = time.monotonic()
+    while True:
+        st = status(state)
+        rows = attribution(st, nv)
+        if not nv.nv:
+            return st, rows, 0.0
+        held = all(sum(x["gib"] for x in row["nvml"]) >= gib - 0.5 for row in rows)
+        if held and all(x["ok"] for x in agent_view(st, rows)["agrees"]):
+            return st, rows, round(time.monotonic() - t0, 2)
+        if time.monotonic() - t0 > timeout:  # recorded as it is: the checks below then fail
+            return st, rows, round(time.monotonic() - t0, 2)
+        time.sleep(0.5)
+
+
 def timeline_release(samples: list[tuple[float, list[int]]], base: list[int]) -> list[dict]:
     """Per GPU: from the first fall below the held level to back at baseline (+0.5 GiB), and
     whether that came before the next launch's rise (> baseline + 1 GiB)."""
@@ -169,8 +234,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", type=Path)
     ap.add_argument("--simulated-gpus", type=int, default=0)
+    ap.add_argument("--gpus", type=int, default=None, help="GPUs host init must find (default 2)")
     ap.add_argument("--requests", type=int, default=3000)
     a = ap.parse_args()
+    gpus = a.gpus or a.simulated_gpus or 2
+    if a.simulated_gpus and gpus != a.simulated_gpus:
+        ap.error(f"--gpus {gpus} and --simulated-gpus {a.simulated_gpus} differ; give one")
     a.out.mkdir(parents=True, exist_ok=True)
     work = Path(os.environ.get("GC_WORK") or "/tmp")
     state, prof, host = work / "state", work / "profiles", work / "host.toml"
@@ -182,12 +251,12 @@ def main() -> int:
         SGLTUI_STOP_GRACE_S="5",
         PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}",
     )
-    r: dict = {"simulated_gpus": a.simulated_gpus, "started": time.time()}
+    r: dict = {"simulated_gpus": a.simulated_gpus, "gpus": gpus, "started": time.time()}
     nv = Nvml()
     r["nvml"] = {"gpus": len(nv.handles)} if nv.nv else {"skipped": nv.why}
     ok = True
 
-    # 1. host init: two GPUs -> two slots and a pool.
+    # 1. host init: N GPUs -> N slots and a pool.
     # A free pool port: host init's default (30080) may be taken on a shared machine.
     import socket
 
@@ -201,14 +270,15 @@ def main() -> int:
     sh(r, "host show", "host", "show", "--file", str(host))
     cfg = tomllib.loads(host.read_text()) if host.exists() else {}
     slots, pools = cfg.get("slot") or [], cfg.get("pool") or []
-    r["host"] = {"slots": slots, "pools": pools, "ok": len(slots) == 2 and len(pools) == 1}
+    r["host"] = {"slots": slots, "pools": pools, "ok": len(slots) == gpus and len(pools) == 1}
     ok &= r["host"]["ok"]
     if not r["host"]["ok"]:
         return finish(r, a.out, False)
     pool = pools[0]["name"]
 
     # 2. two profiles of the fake SGLang (8 then 16 GiB a slot).
-    pp = f"{ROOT}/tools/gpucheck/fake_sglang:{ROOT}"
+    # The profile's PYTHONPATH replaces the agent's, so it carries on the carried wheels' (/tmp/site).
+    pp = f"{ROOT}/tools/gpucheck/fake_sglang:{os.environ['PYTHONPATH']}"
     for name, gib in (("gpu-a", 8), ("gpu-b", 16)):
         (prof / f"{name}.toml").write_text(
             f'name = "{name}"\nlauncher = "sglang"\npython = "{sys.executable}"\n'
@@ -223,14 +293,14 @@ def main() -> int:
     ok &= p.returncode == 0
     if p.returncode:
         return finish(r, a.out, False, state)
-    time.sleep(3)  # the holders' allocations land
-    st = status(state)
-    r["attribution_a"] = attribution(st, nv)
+    st, r["attribution_a"], r["settle_a_s"] = settle(state, nv, 8)
+    r["agent_a"] = agent_view(st, r["attribution_a"])
+    ok &= all(x["ok"] for x in r["agent_a"]["agrees"])
     r["used_gib_a"] = [round(u / GIB, 2) for u in nv.used()]
     r["pool_status_a"] = st.get("pools")
     ok &= all(x["right_gpu"] is not False for x in r["attribution_a"])
 
-    # 3. TUI memory pane with both GPUs.
+    # 3. TUI memory pane with every GPU.
     shot = subprocess.run(
         [
             sys.executable,
@@ -246,13 +316,15 @@ def main() -> int:
     )
     svg = a.out / "tui-pool.svg"
     text = svg.read_text().replace("&#160;", " ") if svg.exists() else ""
-    shown = [g for g in ("GPU0", "GPU1") if g in text]  # the memory pane's bar labels
+    shown = [f"GPU{i}" for i in range(gpus) if f"GPU{i}" in text]  # the pane's bar labels
     r["tui_svg"] = {
         "rc": shot.returncode,
         "gpus_shown": shown,
+        # The pane marks a simulated GPU "(simulated)", or "(sim)" when narrow; none on a real host.
+        "sim_marked": "(sim" in text,
         "out": (shot.stdout + shot.stderr)[-500:],
     }
-    ok &= len(shown) == 2
+    ok &= len(shown) == gpus and (bool(a.simulated_gpus) or not r["tui_svg"]["sim_marked"])
 
     # 4. rolling swap with a per-GPU NVML timeline.
     samples: list[tuple[float, list[int]]] = []
@@ -268,16 +340,21 @@ def main() -> int:
     t0 = time.monotonic()
     p = sh(r, "swap --pool (rolling)", "swap", "gpu-b", "--pool", pool)
     r["swap_s"] = round(time.monotonic() - t0, 2)
-    time.sleep(3)
+    # The timeline runs on until the new profile's memory is held: its rise is the next launch.
+    st, r["attribution_b"], r["settle_b_s"] = (
+        settle(state, nv, 16) if p.returncode == 0 else ({}, [], 0.0)
+    )
     stop.set()
     th.join()
     if p.returncode:
         return finish(r, a.out, False, state)
     r["release"] = timeline_release(samples, base) if nv.nv else "skipped: " + nv.why
+    r["timeline_gib"] = [  # [seconds since the swap began, used GiB per GPU], every 0.1 s
+        [round(t - t0, 2), [round(u / GIB, 2) for u in used]] for t, used in samples
+    ]
     if nv.nv:
         ok &= all(g["baseline_before_next_launch"] for g in r["release"])
-    st = status(state)
-    r["attribution_b"] = attribution(st, nv)
+    r["agent_b"] = agent_view(st, r["attribution_b"])
     r["used_gib_b"] = [round(u / GIB, 2) for u in nv.used()]
 
     # 5. a job through the pool: every custom_id exactly once.

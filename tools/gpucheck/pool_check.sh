@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 30 on nvidia-h200-x2 in one command (README: the `run` call). Installs the carried
 # wheels (smg; nothing can be fetched there), then tools/gpucheck/pool_check.py with $OUT.
-# Extra arguments pass through: `--simulated-gpus 2` is the CPU dry run here.
+# Extra arguments pass through: `--simulated-gpus 2` is the CPU dry run here, `--gpus 1` the
+# one-GPU machine (nvidia-h200).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/gpucheck-out}; mkdir -p "$OUT"
