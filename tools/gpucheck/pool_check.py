@@ -94,18 +94,14 @@ def status(state: Path) -> dict:
 
 
 def descendants(pid: int) -> set[int]:
-    """pid and every process below it (the holder child is the slot server's child)."""
-    out, todo = {pid}, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            kids = Path(f"/proc/{p}/task/{p}/children").read_text().split()
-        except OSError:
-            continue
-        for k in map(int, kids):
-            out.add(k)
-            todo.append(k)
-    return out
+    """pid and every process below it (the holder child is the slot server's child). psutil,
+    not /proc/PID/task/PID/children: that file needs a kernel option a VM's kernel may lack."""
+    import psutil
+
+    try:
+        return {pid} | {c.pid for c in psutil.Process(pid).children(recursive=True)}
+    except psutil.Error:
+        return {pid}
 
 
 def attribution(st: dict, nv: Nvml) -> list[dict]:
