@@ -1,16 +1,15 @@
 """The agent's side of a --choose job (jobs/chooser.py drives; this answers it) and job energy.
 
 `ChoiceHost` is the narrow interface the trial needs from the agent: what the job's slot runs,
-the job's counters, and lifecycle commands sent through the supervisor's `handle` like any
-client's (so a trial's swap is paused around, drained, recorded and refused exactly as a user's
-would be). `integrate_energy` adds each second's GPU power of the job's slot to the job and its
-current segment (joules), from the telemetry the agent already samples (NVML, or the simulator's
-published power).
+the job's counters, and lifecycle commands sent through the jobs' site (agent/jobs_site.py) like
+any client's (so a trial's swap is paused around, drained, recorded and refused exactly as a
+user's would be). `integrate_energy` adds each second's GPU power of the job's slot to the job
+and its current segment (joules), from the telemetry the agent already samples (NVML, or the
+simulator's published power).
 """
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Any
 
 from sgltui.jobs.chooser import Refused
@@ -26,21 +25,21 @@ class ChoiceHost:
     def slot_now(self, rec: dict) -> tuple[str | None, str, str | None]:
         """What the job's slot runs; for a pool job, what every slot of the pool runs (a pool
         serving mixed profiles, or rolling, is "swapping": no candidate is measured on it)."""
-        sup = self.jobs.sup
-        slot = sup.slots.get(rec["slot"])
+        site = self.jobs.site
+        slot = site.slot(rec["slot"])
         if slot is None:
             return None, "missing", None
         pool = rec.get("pool")
-        if pool and pool in sup.pools.places:
-            members = sup.pools.members(pool)
+        if pool and site.has_pool(pool):
+            members = site.pool_members(pool)
             profiles = {m.profile_name for m in members}
-            states = {"swapping" if m.swap is not None else str(m.state) for m in members}
-            if pool in sup.pools.rolls_running():
+            states = {"swapping" if m.swapping else m.state for m in members}
+            if site.pool_rolling(pool):
                 states.add("swapping")
             if len(profiles) == 1 and len(states) == 1:
                 return profiles.pop(), states.pop(), slot.launch_id
             return None, "swapping" if "swapping" in states else "mixed", slot.launch_id
-        state = "swapping" if slot.swap is not None else str(slot.state)
+        state = "swapping" if slot.swapping else slot.state
         return slot.profile_name, state, slot.launch_id
 
     def counters(self, rec: dict) -> tuple[int, int, float]:
@@ -54,7 +53,7 @@ class ChoiceHost:
         return max(0, int(total) - self.jobs.answered(rec) - self.jobs.failed(rec))
 
     def concurrency_for(self, rec: dict) -> int | None:
-        slot = self.jobs.sup.slots.get(rec["slot"])
+        slot = self.jobs.site.slot(rec["slot"])
         if slot is None or rec.get("auto_for") != slot.launch_id:
             return None
         return int(rec["concurrency"])
@@ -64,15 +63,15 @@ class ChoiceHost:
         return rates.tok_s() if rates is not None else 0.0
 
     def power_w(self, rec: dict) -> float | None:
-        return slot_power_w(self.jobs.sup)
+        return self.jobs.site.gpu_power_w()
 
     async def command(self, rec: dict, op: str, **args: Any) -> dict:
-        from sgltui.agent.supervisor import OpError
+        from sgltui.agent.errors import OpError
 
         try:
             # a pool job's swap is the pool's rolling swap (never zero routable slots)
             where = {"pool": rec["pool"]} if rec.get("pool") else {"slot": rec["slot"]}
-            res = await self.jobs.sup.handle(op, {**where, **args}, f"job {rec['id']}")
+            res = await self.jobs.site.command(op, {**where, **args}, f"job {rec['id']}")
         except OpError as exc:
             raise Refused(str(exc)) from None
         return res if isinstance(res, dict) else {}
@@ -82,20 +81,6 @@ class ChoiceHost:
 
     def persist(self, rec: dict) -> None:
         self.jobs.persist(rec)
-
-
-def slot_power_w(sup: Any) -> float | None:
-    """The GPUs' power now (W), summed; None without readings. The agent serves one slot per
-    GPU set; all GPUs it reads are counted (a host shared with other slots over-counts)."""
-    tele = getattr(sup, "telemetry", None)
-    if tele is None:
-        return None
-    gpus: list = []
-    with contextlib.suppress(AttributeError, KeyError, TypeError, ValueError):
-        gpus = list(tele.snapshot().get("gpus") or [])
-    readings = [g.get("power_w") for g in gpus if isinstance(g, dict)]
-    watts = [float(w) for w in readings if isinstance(w, (int, float))]
-    return sum(watts) if watts else None
 
 
 def integrate_energy(rec: dict, power_w: float | None, dt: float) -> None:

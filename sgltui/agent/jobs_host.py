@@ -30,21 +30,21 @@ from typing import Any
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent.job_choice import ChoiceHost, integrate_energy, slot_power_w
+from sgltui.agent.job_choice import ChoiceHost, integrate_energy
+from sgltui.agent.jobs_site import JobsSite
 from sgltui.agent.state import read_json
 from sgltui.core.files import write_json_atomic
 from sgltui.jobs import choose
 from sgltui.jobs.chooser import Chooser
 from sgltui.jobs.output import OutputError, default_output, ensure_writable, errors_path
 from sgltui.jobs.progress import Rates, eta_s
-from sgltui.jobs.stall import DEFAULT_STALL_S, StallWatch
+from sgltui.jobs.stall import StallWatch
 from sgltui.protocol import JobChoice, JobSegment, JobState, JobView
 
 log = logging.getLogger("sgltui.agent.jobs")
 
 ACTIVE = ("checking", "waiting", "running", "paused")
 FINISHED = ("done", "cancelled", "failed")
-DRAIN_TIMEOUT_S = 120.0  # agent.toml [jobs] drain_s (agent/config.py) when the agent has one
 CHECK_TIMEOUT_S = 600.0
 PERSIST_S = 5.0
 PROGRESS_EVENT_S = 15.0
@@ -53,11 +53,6 @@ MAX_CONCURRENCY = 4096
 DEFAULT_CONCURRENCY = 16
 # What a segment (one launch's share of a job) counts, as its job.segment event says it.
 SEGMENT_COUNTS = ("profile", "launch_id", "completions", "failed", "out_tokens", "in_tokens")
-VIA_FRONT = False  # agent.toml [jobs] via_front (agent/config.py) when the agent has one
-
-
-class _JobsDefaults:
-    drain_s, via_front, stall_s = DRAIN_TIMEOUT_S, VIA_FRONT, DEFAULT_STALL_S
 
 
 class JobError(Exception):
@@ -65,7 +60,7 @@ class JobError(Exception):
 
 
 class Deferred:
-    """A reply computed after the command lock is released (like the supervisor's _Wait)."""
+    """A reply computed after the command lock is released (like operations.Wait)."""
 
     def __init__(self, coro: Any) -> None:
         self.coro = coro
@@ -105,9 +100,9 @@ class JobsHost:
     out_tokens = property(lambda self: self._out_tokens)
     emit = property(lambda self: self._emit)
 
-    def __init__(self, sup: Any) -> None:
-        self.sup = sup
-        self.dir = Path(sup.state_dir) / "jobs"
+    def __init__(self, site: JobsSite) -> None:
+        self.site = site  # all it sees of the agent (agent/jobs_site.py)
+        self.dir = site.jobs_dir
         self.jobs: dict[str, dict] = {}  # id -> record (what is persisted)
         self.runners: dict[str, _Runner] = {}
         self.rates: dict[str, Rates] = {}
@@ -177,12 +172,12 @@ class JobsHost:
             log.warning("cannot write job record %s: %s", rec["id"], exc)
 
     def _emit(self, type: str, rec: dict, **fields: Any) -> None:
-        self.sup.emit(type, client=rec.get("client"), slot=rec.get("slot"), job=rec["id"], **fields)
+        self.site.emit(type, rec.get("client"), rec.get("slot"), job=rec["id"], **fields)
 
     def _choose(self, rec: dict) -> None:
         """A --choose job gets its trial's driver (jobs/chooser.py); its state is rec["choose"]."""
         if rec.get("choose") and rec["id"] not in self.choosers:
-            watch_s = float(getattr(self._jobs_config(), "choose_watch_s", 300.0))
+            watch_s = float(self.site.jobs_config.choose_watch_s)
             self.choosers[rec["id"]] = Chooser(self._choice_host, rec, watch_s=watch_s)
 
     @staticmethod
@@ -462,11 +457,6 @@ class JobsHost:
 
     # ---- when a job may send ----------------------------------------------------------------
 
-    def _jobs_config(self) -> Any:
-        """[jobs] of the agent's configuration (agent/config.py); the defaults without one."""
-        cfg = getattr(getattr(self.sup, "agent_config", None), "jobs", None)
-        return cfg if cfg is not None else _JobsDefaults
-
     def _target(self, rec: dict) -> tuple[str | None, str | None, str]:
         """(url, api_key, why not) for the job's slot (or pool) now."""
         if rec.get("pool"):
@@ -474,11 +464,11 @@ class JobsHost:
             # sends its requests to the other slots meanwhile).
             if rec.get("hold"):
                 return None, None, "held"
-            return self.sup.pools.job_target(rec["pool"])
-        slot = self.sup.slots.get(rec["slot"])
+            return self.site.pool_target(rec["pool"])
+        slot = self.site.slot(rec["slot"])
         if slot is None:
             return None, None, f"slot {rec['slot']} does not exist"
-        if slot.swap is not None or rec.get("hold"):
+        if slot.swapping or rec.get("hold"):
             return None, None, "held for a swap"
         if slot.state != "ready":
             return None, None, f"waiting for slot {slot.id} to be ready ({slot.state})"
@@ -488,14 +478,8 @@ class JobsHost:
         # took 24 s through the front with the agent at 15% of a core, 16.5 s direct at 4%.
         # SGLTUI_JOB_VIA_FRONT=1 sends through the slot's front when it routes (read from the
         # front itself: slot.status() walks the process tree, and this runs every second).
-        front = getattr(slot, "front", None) if self._jobs_config().via_front else None
-        if front is not None and not front.error and front.backend is not None:
-            url = front.url
-        else:
-            host = slot.server_host
-            host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
-            url = f"http://{host}:{slot.port}"
-        return url, slot.api_key, ""
+        via_front = slot.front_url if self.site.jobs_config.via_front else None
+        return via_front or slot.url, slot.api_key, ""
 
     def _sync(self, rec: dict) -> None:
         """Tell the runner what it may do now (idempotent; called on every change and each second)."""
@@ -506,8 +490,9 @@ class JobsHost:
         want_pause = rec.get("user_paused") or url is None
         if url is not None and url != r.url:
             r.url = url
-            slot = self.sup.slots[rec["slot"]]
-            rec["target_launch"], rec["target_profile"] = slot.launch_id, slot.profile_name
+            slot = self.site.slot(rec["slot"])
+            if slot is not None:  # a pool job's slot may have left host.toml
+                rec["target_launch"], rec["target_profile"] = slot.launch_id, slot.profile_name
             r.send({"op": "target", "url": url, "api_key": key})
             self.rates[rec["id"]].reset()
         if want_pause != r.sent_paused:
@@ -533,7 +518,7 @@ class JobsHost:
         while True:
             await asyncio.sleep(1.0)
             now = time.monotonic()
-            power = slot_power_w(self.sup) if self.jobs else None
+            power = self.site.gpu_power_w() if self.jobs else None
             for rec in list(self.jobs.values()):
                 if rec.get("state") in ACTIVE:
                     self._release_stale_hold(rec)
@@ -547,10 +532,7 @@ class JobsHost:
 
     def _tokens_at(self, slot_id: str) -> float | None:
         """When (time.monotonic()) the slot's latest engine reading showed tokens being made."""
-        engine = None
-        if self.sup.telemetry is not None:
-            with contextlib.suppress(AttributeError, KeyError, TypeError):
-                engine = (self.sup.telemetry.snapshot().get("engine") or {}).get(slot_id)
+        engine = self.site.engine(slot_id)
         if not engine or not float(engine.get("gen_throughput") or 0.0) > 0.0:
             return None
         age = time.time() - float(engine.get("ts") or 0.0)  # the reading's wall time
@@ -560,9 +542,9 @@ class JobsHost:
         """A job that should be sending and gets no answer says so (sgltui/jobs/stall.py)."""
         watch = self.stalls.get(rec["id"])
         if watch is None:
-            watch = self.stalls[rec["id"]] = StallWatch(float(self._jobs_config().stall_s))
+            watch = self.stalls[rec["id"]] = StallWatch(float(self.site.jobs_config.stall_s))
         r = self.runners.get(rec["id"])
-        slot = self.sup.slots.get(rec["slot"])
+        slot = self.site.slot(rec["slot"])
         was = watch.stalled
         if (
             rec.get("state") != "running"
@@ -600,21 +582,19 @@ class JobsHost:
         """A hold whose swap or stop is over without saying so (cancelled, failed): let go."""
         if not rec.get("hold"):
             return
-        slot = self.sup.slots.get(rec["slot"])
-        job = self.sup.jobs.get(rec["slot"])  # the slot's lifecycle command, if any
-        busy = job is not None and job.task is not None and not job.task.done()
-        if slot is not None and slot.swap is None and not busy:
+        slot = self.site.slot(rec["slot"])
+        if slot is not None and not slot.swapping and not slot.busy:
             self.after_swap(rec["slot"])
 
     def _maybe_auto(self, rec: dict) -> None:
         if rec.get("concurrency_mode") != "auto":
             return
-        slot = self.sup.slots.get(rec["slot"])
+        slot = self.site.slot(rec["slot"])
         if slot is None or slot.state != "ready" or rec.get("auto_for") == slot.launch_id:
             return
         n, why = self.auto_concurrency(rec["slot"])
-        if rec.get("pool") and rec["pool"] in self.sup.pools.places:
-            k = len(self.sup.pools.members(rec["pool"]))
+        if rec.get("pool") and self.site.has_pool(rec["pool"]):
+            k = len(self.site.pool_members(rec["pool"]))
             n, why = n * k, f"{why}, x {k} slots of the pool"
         if why.startswith("default") and slot.launch_id and not rec.get("auto_tries"):
             rec["auto_tries"] = 1  # the capacity card may come a moment after ready
@@ -626,15 +606,12 @@ class JobsHost:
             self._emit("job.concurrency", rec, concurrency=n, why=why)
 
     def auto_concurrency(self, slot_id: str) -> tuple[int, str]:
-        slot = self.sup.slots.get(slot_id)
+        slot = self.site.slot(slot_id)
         profile = slot.profile_name if slot else None
         best = self._bench_best(profile) if profile else None
         if best:
             return min(best, MAX_CONCURRENCY), f"the last bench's best point for {profile}"
-        card = None
-        if self.sup.telemetry is not None:
-            with contextlib.suppress(AttributeError, KeyError, TypeError, ValueError):
-                card = self.sup.telemetry.capacity(slot_id)
+        card = self.site.capacity(slot_id)
         mrr = (card or {}).get("max_running_requests")
         if isinstance(mrr, int) and mrr > 0:
             # what the scheduler admits at once: more would only wait in its queue
@@ -642,8 +619,7 @@ class JobsHost:
         return DEFAULT_CONCURRENCY, "default (no capacity card or bench for this profile yet)"
 
     def _bench_best(self, profile: str) -> int | None:
-        runs = sorted(self.sup.children.bench_runs.values(), key=lambda r: r["started"])
-        for run in reversed(runs):
+        for run in reversed(self.site.bench_runs()):
             data = read_json(Path(run["path"]), {})
             best = ((data.get("comparison") or {}).get("best") or {}).get(profile)
             if best and best.get("concurrency"):
@@ -652,7 +628,7 @@ class JobsHost:
 
     async def before_swap(self, slot_id: str, force: bool) -> None:
         """A swap of `slot_id` is about to stop its server: hold its jobs, let (or make) what
-        is in flight finish. Bounded by DRAIN_TIMEOUT_S, after which in-flight is cancelled."""
+        is in flight finish. Bounded by [jobs] drain_s, after which in-flight is cancelled."""
         waits = []
         for rec in self.jobs.values():
             if rec.get("slot") != slot_id or rec.get("state") not in ACTIVE or rec.get("pool"):
@@ -668,7 +644,7 @@ class JobsHost:
             waits.append((rec, r))
         for rec, r in waits:
             try:
-                await asyncio.wait_for(r.paused_ev.wait(), self._jobs_config().drain_s)
+                await asyncio.wait_for(r.paused_ev.wait(), self.site.jobs_config.drain_s)
             except asyncio.TimeoutError:
                 r.send({"op": "pause", "force": True})
                 with contextlib.suppress(asyncio.TimeoutError):
@@ -787,10 +763,11 @@ class JobsHost:
                     "wait for it, cancel it, or choose another -o"
                 )
         slot_id = str(args.slot)  # the agent named the slot (its only one when none was given)
-        if slot_id not in self.sup.slots:
-            raise JobError(f"no slot {slot_id!r}; slots: {', '.join(self.sup.slots)}")
+        slot = self.site.slot(slot_id)
+        if slot is None:
+            raise JobError(f"no slot {slot_id!r}; slots: {', '.join(self.site.slot_ids())}")
         if args.pool:
-            members = self.sup.pools.members(str(args.pool))  # an unknown pool: one line
+            members = self.site.pool_members(str(args.pool))  # an unknown pool: one line
         trial = _trial(args)
         conc_arg = args.concurrency
         if trial is not None and conc_arg not in (None, "auto"):
@@ -828,7 +805,6 @@ class JobsHost:
             rec["choose"] = trial
         self.jobs[jid] = rec
         self.rates[jid] = Rates()
-        slot = self.sup.slots[slot_id]
         if mode == "auto" and slot.state == "ready" and not why.startswith("default"):
             rec["auto_for"] = slot.launch_id  # else: chosen again once the capacity card comes
         self._emit(

@@ -27,6 +27,7 @@ from sgltui.agent.config import AgentConfig
 from sgltui.agent.errors import OpError
 from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
+from sgltui.agent.jobs_site import AgentSite
 from sgltui.agent.operations import Job, Operations, Wait
 from sgltui.agent.pools import Pools
 from sgltui.agent.profile_rows import ProfileRows
@@ -102,7 +103,8 @@ class Supervisor:
         self.agent_state = AgentState(state_dir)
         self.subscribers: set[PushQueue] = set()
         self.children = Children(self.emit, socket_path, state_dir, lambda: self.recorder)
-        self.batch = JobsHost(self)  # batch jobs (sgltui/agent/jobs_host.py)
+        # batch jobs (agent/jobs_host.py), seeing the agent through agent/jobs_site.py
+        self.batch = JobsHost(AgentSite(self))
         self.front_config: FrontConfig = self.agent_config.front
         self.shutdown_requested = asyncio.Event()
         self.stop_servers_on_exit = False

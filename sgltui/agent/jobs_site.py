@@ -1,0 +1,167 @@
+"""What batch jobs see of the agent: `JobsSite`, and `AgentSite`, its implementation over the
+supervisor.
+
+The jobs host (agent/jobs_host.py) and a --choose job's trial (agent/job_choice.py) read which
+slots and pools exist, what each runs and where its server answers, whether a lifecycle command
+is on, the GPUs' power, the engine's latest reading and capacity card, and the bench runs'
+results; they send lifecycle commands as any client does and emit events. They see this much
+and nothing else, so that the supervisor's insides (its slots, operations, pools, telemetry,
+children) can change without the jobs following. The other direction, a swap holding the jobs
+of its slot, is the operations' calls of JobsHost.before_swap / after_swap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sgltui.agent.config import JobsConfig
+from sgltui.agent.pools import slot_url
+
+if TYPE_CHECKING:
+    from sgltui.agent.slot import Slot
+    from sgltui.agent.supervisor import Supervisor
+
+
+@dataclass(frozen=True)
+class SlotSight:
+    """One slot as a job sees it, read when asked (a copy: the slot's state stays its own)."""
+
+    id: str
+    state: str  # lifecycle.py's states: "ready" is the one a job sends to
+    swapping: bool  # a swap of it is on (its jobs are held)
+    busy: bool  # a lifecycle command (start, stop, restart, swap) runs on it now
+    launch_id: str | None
+    profile_name: str | None
+    url: str  # its server, straight
+    front_url: str | None  # its front, when that routes to the server; else None
+    api_key: str | None
+
+
+class JobsSite(Protocol):
+    """The agent, as far as batch jobs see it."""
+
+    jobs_dir: Path  # where job records, runner logs and nothing else of the agent live
+    jobs_config: JobsConfig  # agent.toml's [jobs]
+
+    def slot_ids(self) -> list[str]: ...
+
+    def slot(self, slot_id: str) -> SlotSight | None: ...
+
+    def has_pool(self, pool: str) -> bool: ...
+
+    def pool_members(self, pool: str) -> list[SlotSight]:
+        """The pool's slots; an unknown pool raises OpError (one line naming the pools)."""
+        ...
+
+    def pool_rolling(self, pool: str) -> bool: ...
+
+    def pool_target(self, pool: str) -> tuple[str | None, str | None, str]:
+        """(url, api_key, why not) for a job sent through the pool now."""
+        ...
+
+    def gpu_power_w(self) -> float | None:
+        """The GPUs' power now (W), summed; None without readings."""
+        ...
+
+    def engine(self, slot_id: str) -> dict | None:
+        """The slot's latest engine reading (gen_throughput, ts, ...), if any."""
+        ...
+
+    def capacity(self, slot_id: str) -> dict | None:
+        """The slot's capacity card (max_running_requests, ...), if any."""
+        ...
+
+    def bench_runs(self) -> list[dict]:
+        """This agent's bench runs, oldest first (each with its results file's path)."""
+        ...
+
+    def emit(self, type: str, client: str | None, slot: str | None, **fields: Any) -> Any: ...
+
+    async def command(self, op: str, args: dict, client: str) -> Any:
+        """A command as a client sends it (paused around, drained, recorded, refused alike)."""
+        ...
+
+
+class AgentSite:
+    """JobsSite over the supervisor (made by it, for its JobsHost)."""
+
+    def __init__(self, sup: Supervisor) -> None:
+        self._sup = sup
+        self.jobs_dir = Path(sup.state_dir) / "jobs"
+        self.jobs_config = sup.agent_config.jobs
+
+    def _sight(self, slot: Slot) -> SlotSight:
+        job = self._sup.ops.jobs.get(slot.id)
+        front = slot.front
+        routes = front is not None and not front.error and front.backend is not None
+        return SlotSight(
+            id=slot.id,
+            state=str(slot.state),
+            swapping=slot.swap is not None,
+            busy=job is not None and job.task is not None and not job.task.done(),
+            launch_id=slot.launch_id,
+            profile_name=slot.profile_name,
+            url=slot_url(slot),
+            front_url=front.url if routes and front is not None else None,
+            api_key=slot.api_key,
+        )
+
+    def slot_ids(self) -> list[str]:
+        return list(self._sup.slots)
+
+    def slot(self, slot_id: str) -> SlotSight | None:
+        slot = self._sup.slots.get(slot_id)
+        return None if slot is None else self._sight(slot)
+
+    def has_pool(self, pool: str) -> bool:
+        return pool in self._sup.pools.places
+
+    def pool_members(self, pool: str) -> list[SlotSight]:
+        return [self._sight(s) for s in self._sup.pools.members(pool)]
+
+    def pool_rolling(self, pool: str) -> bool:
+        return pool in self._sup.pools.rolls_running()
+
+    def pool_target(self, pool: str) -> tuple[str | None, str | None, str]:
+        return self._sup.pools.job_target(pool)
+
+    def gpu_power_w(self) -> float | None:
+        # The agent serves one slot per GPU set; all GPUs it reads are counted (a host shared
+        # with other slots over-counts).
+        tele = self._sup.telemetry
+        if tele is None:
+            return None
+        gpus: list = []
+        with contextlib.suppress(AttributeError, KeyError, TypeError, ValueError):
+            gpus = list(tele.snapshot().get("gpus") or [])
+        readings = [g.get("power_w") for g in gpus if isinstance(g, dict)]
+        watts = [float(w) for w in readings if isinstance(w, (int, float))]
+        return sum(watts) if watts else None
+
+    def engine(self, slot_id: str) -> dict | None:
+        tele = self._sup.telemetry
+        if tele is None:
+            return None
+        with contextlib.suppress(AttributeError, KeyError, TypeError):
+            return (tele.snapshot().get("engine") or {}).get(slot_id)
+        return None
+
+    def capacity(self, slot_id: str) -> dict | None:
+        tele = self._sup.telemetry
+        if tele is None:
+            return None
+        with contextlib.suppress(AttributeError, KeyError, TypeError, ValueError):
+            return tele.capacity(slot_id)
+        return None
+
+    def bench_runs(self) -> list[dict]:
+        return sorted(self._sup.children.bench_runs.values(), key=lambda r: r["started"])
+
+    def emit(self, type: str, client: str | None, slot: str | None, **fields: Any) -> Any:
+        return self._sup.emit(type, client=client, slot=slot, **fields)
+
+    async def command(self, op: str, args: dict, client: str) -> Any:
+        return await self._sup.handle(op, args, client)
