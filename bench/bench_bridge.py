@@ -9,10 +9,12 @@ unix socket (root may open the user's 0600 socket) and `HostClient` over
 `ssh USER@127.0.0.1 sgltui agent bridge`. The rounds alternate so background load hits both
 alike; the figures are medians and 95th percentiles of the round trip of `status`.
 
-The TUI part runs `sgltui fleet tui` in a real pseudo-terminal (120x40), once with a fleet of
-one host and once of four (four [[host]] entries reaching the same user: four links, four ssh,
-four polls; the agent's side is not what is measured), rounds alternating; CPU is the app
-process's own (psutil, user+system), its ssh children reported apart.
+The TUI part runs the app on the fleet (`sgltui fleet tui`, what a bare `sgltui` opens with a
+fleet.toml: every pane, the Hosts view and the slots view) in a real pseudo-terminal (120x40),
+once with a fleet of one host and once of four (four [[host]] entries reaching the same user:
+four links, four ssh, four STATUS polls and four subscriptions, each pushing its samples every
+second; the agent's side is not what is measured), rounds alternating; CPU is the app process's
+own (every thread's, from schedstat), its ssh children reported apart.
 
     python bench/bench_bridge.py [--n 300] [--rounds 3] [--tui-seconds 20] [--no-tui]
 """

@@ -109,11 +109,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    fleet = load(args)
-    from sgltui.tui.fleet import FleetApp  # Textual only when the app opens
+    """`sgltui fleet tui`: the same app as a bare `sgltui` with a fleet.toml."""
+    from sgltui.commands.tui import open_fleet
 
-    FleetApp(fleet, interval_s=args.interval).run()
-    return 0
+    return open_fleet(args, interval_s=args.interval)
 
 
 def cmd_status(args: argparse.Namespace) -> int:

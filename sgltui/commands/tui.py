@@ -11,6 +11,7 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from typing import Any
 
 from sgltui.cli import CliError
 from sgltui.commands import Subparsers
@@ -75,15 +76,25 @@ def register_root(parser: argparse.ArgumentParser) -> None:
 
 def open_tui(args: argparse.Namespace) -> int:
     """Handler for plain `sgltui` too (set as the root parser's default_handler). With a
-    fleet.toml (or --fleet), a bare `sgltui` opens the fleet's Hosts view."""
+    fleet.toml (or --fleet), a bare `sgltui` opens the app on every host of the fleet: the
+    Hosts view beside the slots view, slots as host/slot."""
     if getattr(args, "command", None) is None and not getattr(args, "web_tab", False):
-        from sgltui.commands import fleet
         from sgltui.fleet import config as fleet_config
 
         path = getattr(args, "fleet_file", None)
         if path or fleet_config.default_path().exists():
-            return fleet.cmd_tui(argparse.Namespace(**{**vars(args), "interval": 2.0}))
+            return open_fleet(args)
     return _run(args, demo=False)
+
+
+def open_fleet(args: argparse.Namespace, interval_s: float = 2.0) -> int:
+    """The app on a fleet (also `sgltui fleet tui`): each host over its own ssh link."""
+    from sgltui.commands import fleet
+
+    hosts = fleet.load(args)
+    from sgltui.tui.fleetsource import FleetSource
+
+    return _run(args, demo=False, source=FleetSource.from_fleet(hosts, interval_s=interval_s))
 
 
 def open_demo(args: argparse.Namespace) -> int:
@@ -189,10 +200,11 @@ def _refuse_another_version(state: Path) -> None:
         pass
 
 
-def _run(args: argparse.Namespace, demo: bool) -> int:
+def _run(args: argparse.Namespace, demo: bool, source: Any = None) -> int:
     from sgltui.core.locations import state_dir
 
-    _refuse_another_version(state_dir(getattr(args, "state_dir", None)))
+    if source is None:  # a fleet's hosts say their version over the bridge, each its own
+        _refuse_another_version(state_dir(getattr(args, "state_dir", None)))
     web_tab = bool(getattr(args, "web_tab", False))
     if not web_tab and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError(
@@ -208,13 +220,14 @@ def _run(args: argparse.Namespace, demo: bool) -> int:
     from sgltui.tui.source import LiveSource
     from sgltui.tui.themes import unknown_theme_message
 
-    source = LiveSource(
-        state_dir(getattr(args, "state_dir", None)),
-        profiles_dirs=[Path(p) for p in (getattr(args, "profiles", None) or [])],
-        # A browser tab's commands are attributed to it in the session log: "web:<tab id>:...".
-        client_name=f"web:{secrets.token_hex(4)}" if web_tab else "tui",
-        read_only=bool(getattr(args, "read_only", False)),
-    )
+    if source is None:
+        source = LiveSource(
+            state_dir(getattr(args, "state_dir", None)),
+            profiles_dirs=[Path(p) for p in (getattr(args, "profiles", None) or [])],
+            # A browser tab's commands are attributed to it in the session log: "web:<id>:...".
+            client_name=f"web:{secrets.token_hex(4)}" if web_tab else "tui",
+            read_only=bool(getattr(args, "read_only", False)),
+        )
     app = make_app(source, config=config, theme=getattr(args, "theme", None), demo=demo)
     if demo and getattr(args, "no_load", False):
         app.demo_load = False

@@ -33,6 +33,7 @@ from sgltui.tui import model as M
 from sgltui.tui import views
 from sgltui.tui.bindings import ALL_KEYS, KEYS
 from sgltui.tui.config import TuiConfig
+from sgltui.tui.fleetsource import FleetSource, host_of
 from sgltui.tui.logbuffer import LogBuffer, LogLine
 from sgltui.tui.model import TuiModel
 from sgltui.tui.screens import BenchDialog, Confirm, DrainChoice, HelpScreen, SlotOrPool
@@ -40,6 +41,7 @@ from sgltui.tui.source import SOURCE_ERRORS, MalformedReply, TuiSource, ask
 from sgltui.tui.themes import DEFAULT_THEME
 from sgltui.tui.widgets.activity import ActivityPane
 from sgltui.tui.widgets.bench import BenchPane
+from sgltui.tui.widgets.hosts import HostsPane
 from sgltui.tui.widgets.insight import InsightPane
 from sgltui.tui.widgets.jobs import JobsPane
 from sgltui.tui.widgets.logs import LogPane
@@ -139,6 +141,8 @@ class SgltuiApp(App[str | None]):
     ) -> None:
         super().__init__()
         self.source = source
+        # Several hosts (fleet.toml): a Hosts view beside the slots view, slots as host/slot.
+        self.fleet = source if isinstance(source, FleetSource) else None
         self.config = config or TuiConfig()
         self.demo = demo
         self.screenshot_dir = screenshot_dir
@@ -146,6 +150,7 @@ class SgltuiApp(App[str | None]):
             own_client=own_client or getattr(source, "client_name", None), clock=clock
         )
         self.model.demo_only = demo
+        self.model.fleet = self.fleet is not None
         self.logbuf = LogBuffer(self.config.log_max_lines)
         self._themes = list(themes)
         self.user_theme_names = {t.name for t in self._themes}
@@ -163,6 +168,7 @@ class SgltuiApp(App[str | None]):
         self._topbar = ""
         self._launch_of: dict[str, str] = {}  # slot -> launch id of the log lines shown last
         self._jobs_read = False  # the Jobs tab has read the agent's jobs once
+        self._host_errors: dict[str, str | None] = {}  # a fleet: each host's last error shown
         self.first_status = asyncio.Event()
         # The keymap in force (binding id -> keys): kept here, Textual's own copy is private.
         self.user_keymap: dict[str, str] = dict(self.config.keymap or {})
@@ -176,7 +182,12 @@ class SgltuiApp(App[str | None]):
             with Vertical(id="right"):
                 yield MemoryPane(id="memory")
                 yield ThroughputPane(id="chart")
-        yield SlotsPane(id="slots")
+        if self.fleet is not None:
+            with Horizontal(id="fleet-row"):
+                yield HostsPane(id="hosts")
+                yield SlotsPane(id="slots")
+        else:
+            yield SlotsPane(id="slots")
         with TabbedContent(id="lower"):
             with TabPane("Logs", id="tab-logs"):
                 yield LogPane(self.logbuf, key_of=self._key_of, id="logs")
@@ -207,6 +218,15 @@ class SgltuiApp(App[str | None]):
         self.consume_source()
         self.set_interval(STATUS_POLL_S, self._poll_status, name="status poll")
         self.set_interval(JOBS_READ_S, self._jobs_tick, name="jobs read")
+        if self.fleet is not None:
+            self.query_one("#hosts").border_title = "hosts"
+            self._mark(M.HOSTS)
+
+    async def on_unmount(self) -> None:
+        if self.fleet is not None:
+            # The hosts' ssh links are this app's children (each its own process group): stop
+            # and reap them (a local agent's connection simply closes with the process).
+            await self.fleet.close()
 
     def on_resize(self, event: Resize) -> None:
         # Textual has no media queries: classes switch the compact layout for 80x24.
@@ -259,9 +279,10 @@ class SgltuiApp(App[str | None]):
         self.model.connection_note = "connected"
         self._mark(M.HEADER, *self.model.apply_status(status))
         self.first_status.set()
-        # Re-read the tail of each live server's log: lines written while we were away.
+        # Re-read the tail of each live server's log: lines written while we were away. (A
+        # fleet's source sends each host's tails itself, as that host connects.)
         self.logbuf.clear()
-        for slot in self.model.slots:
+        for slot in self.model.slots if self.fleet is None else []:
             if slot.state == protocol.SlotState.STOPPED and not slot.launch_id:
                 continue
             sid = slot.id
@@ -343,6 +364,17 @@ class SgltuiApp(App[str | None]):
         self.notify(one_line(exc), title="agent reply", severity="warning", markup=False)
 
     def _on_push(self, push: dict[str, Any]) -> None:
+        if push.get("push") == "fleet" and self.fleet is not None:
+            # A host connected, dropped or changed: its row, and a STATUS merged afresh.
+            self.fleet.fleet_read()
+            self._mark(M.HOSTS)
+            self._refresh_status_soon()
+            for h in self.fleet.hosts:  # why a host went down: once, when it does
+                error = None if h.reachable else h.error
+                if error and error != self._host_errors.get(h.name):
+                    self.notify(error, title="host unreachable", severity="warning", markup=False)
+                self._host_errors[h.name] = error
+            return
         self._mark(*self.model.apply_push(push))
         if push.get("push") == "log":
             data = push.get("data") or {}
@@ -488,8 +520,14 @@ class SgltuiApp(App[str | None]):
             self._pane(JobsPane).show(m.jobs, m.shown_job, m.jobs_error)
         if dirty & {M.MEMORY, M.SERVERS, M.BENCH}:
             self._pane(InsightPane).show(m)
-        if M.HEADER in dirty or M.SERVERS in dirty:
+        if dirty & {M.HEADER, M.SERVERS, M.HOSTS}:
             self._update_topbar()
+        if self.fleet is not None and dirty & {M.HOSTS, M.SERVERS}:
+            focus = host_of(m.current_id)
+            self._pane(HostsPane).show(self.fleet.hosts, focus)
+            title = f"memory · {focus}" if focus else "memory"
+            if self._pane(MemoryPane).border_title != title:
+                self._pane(MemoryPane).border_title = title
 
     def _draw_slots(self) -> None:
         """The slots view, shown from the second slot on (a one-slot screen is unchanged)."""
@@ -503,8 +541,7 @@ class SgltuiApp(App[str | None]):
         title = escape(views.SLOT_COLUMNS[1 if self.screen.has_class("-short") else 2 :])
         if pane.border_title != title:
             pane.border_title = title
-        gpus = m.telemetry.get("gpus") or []
-        figures = {s.id: views.slot_figures(s, m.engine(s.id), gpus) for s in m.slots}
+        figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in m.slots}
         pane.show(m.slots, m.pools, figures, m.current_id)
 
     @on(SlotsPane.Picked)
@@ -514,6 +551,13 @@ class SgltuiApp(App[str | None]):
         if msg.slot != self.model.selected:
             self.model.selected = msg.slot
             self._mark(M.SERVERS)
+            host = host_of(msg.slot)
+            if self.fleet is not None and host and host != self.fleet.focus_host:
+                # Another host's slot: its GPUs, profiles and jobs follow (commands without a
+                # slot go there too).
+                self.fleet.focus_host = host
+                self._mark(M.MEMORY)
+                self._refresh_status_soon()
 
     def _update_topbar(self) -> None:
         m = self.model
@@ -521,7 +565,15 @@ class SgltuiApp(App[str | None]):
         parts = ["[b]sgltui[/]"]
         if self.source.read_only:
             parts.append(f"[b $warning]{self.source.read_only_label}[/]")
-        if m.connected:
+        if self.fleet is not None:
+            hosts = self.fleet.hosts
+            up = sum(1 for h in hosts if h.reachable)
+            style = "$success" if up == len(hosts) else "$warning"
+            parts.append(f"[{style}]● {up}/{len(hosts)} hosts reachable[/]")
+            focus = host_of(m.current_id) or self.fleet.focused()
+            if focus:
+                parts.append(f"host {escape(focus)}")
+        elif m.connected:
             parts.append("[$success]● connected[/]")
             if agent.pid:
                 parts.append(f"agent pid {agent.pid}")

@@ -45,6 +45,7 @@ SERVERS, MEMORY, CHART, LOGS, ACTIVITY, BENCH, HEADER, JOBS = (
     "header",
     "jobs",
 )
+HOSTS = "hosts"  # a fleet's Hosts view (a host connected, dropped or changed)
 
 # Event types that change a slot; after one of these the app re-reads STATUS (debounced) because
 # an event carries only the fields that changed.
@@ -170,6 +171,9 @@ class TuiModel:
         self.connected = False
         self.connection_note = "connecting to the agent..."
         self.selected: str | None = None  # the slot the panes of one slot follow (None: first)
+        # Several hosts (fleet.toml): slots are host/slot, the slots view always shows, and the
+        # memory pane shows the GPUs of the followed slot's host.
+        self.fleet = False
         self.clock = clock
         self._last_sample_ts: float | None = None
         # The host's CPU figure as `top` shows it, the mean of each 3 s: read each second it
@@ -189,7 +193,7 @@ class TuiModel:
     @property
     def several(self) -> bool:
         """More than one slot: the slots view shows, a profile key asks slot or pool."""
-        return len(self.state.slots) > 1
+        return self.fleet or len(self.state.slots) > 1
 
     @property
     def current_id(self) -> str | None:
@@ -240,10 +244,20 @@ class TuiModel:
         """The telemetry the memory pane draws: as recorded, but the host's CPU figure is the
         steady one (the session keeps every sample)."""
         tel = self.telemetry
+        if self.fleet:
+            tel = {**tel, "gpus": self.gpus_of(self.current_id)}
         host = tel.get("host")
         if not isinstance(host, dict) or self._host_cpu.shown is None:
             return tel
         return {**tel, "host": {**host, "cpu_pct": self._host_cpu.shown}}
+
+    def gpus_of(self, slot_id: str | None) -> list[dict[str, Any]]:
+        """The GPUs of the slot's host (a fleet tags each GPU with its host; one host: all)."""
+        gpus = self.telemetry.get("gpus") or []
+        if not self.fleet:
+            return gpus
+        host = slot_id.partition("/")[0] if slot_id and "/" in slot_id else None
+        return [g for g in gpus if g.get("host") == host]
 
     def _note_host_cpu(self, telemetry: dict[str, Any]) -> None:
         ts, cpu = telemetry.get("ts"), (telemetry.get("host") or {}).get("cpu_pct")

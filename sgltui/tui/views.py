@@ -16,6 +16,7 @@ from textual.markup import escape
 from sgltui import protocol
 from sgltui.core import units
 from sgltui.core.charts import filled_cells
+from sgltui.fleet.view import host_row
 from sgltui.protocol import SlotState
 from sgltui.tui import fmt
 
@@ -479,3 +480,16 @@ def pool_row(
         f"{units.sig3(sum(tok)) if tok else '-':>7}  {req:>5}  "
         f"{_mem(sum(used) if used else None, sum(total) if total else None)}{gw}"
     )
+
+
+def host_line(h: Any, focused: bool) -> str:
+    """A host of the fleet (sgltui.fleet.view.HostState): reachable with its GPUs, running/all
+    slots and tok/s; or "unreachable since 14:02, retrying" (why: a notification when it went
+    down, and `sgltui fleet status`)."""
+    r = host_row(h)
+    mark = "[b $accent]▸[/]" if focused else " "
+    name = escape(f"{_cut(r.name, 8):<8}")
+    if not r.reachable:
+        return f"{mark} {name} [$error]○ {escape(r.state)}[/]"
+    tok = units.sig3(r.tok_s) if r.tok_s is not None else "-"
+    return f"{mark} {name} [$success]●[/] {r.gpus} GPU  {r.running}/{r.slots} slots  {tok:>5} tok/s"

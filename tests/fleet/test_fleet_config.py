@@ -88,15 +88,20 @@ def test_report_merge_moves_each_host_onto_our_clock():
 
 def test_a_bare_sgltui_with_a_fleet_file_opens_the_hosts_view(tmp_path, monkeypatch):
     from sgltui import cli
-    from sgltui.commands import fleet as fleet_cmd
     from sgltui.commands import tui as tui_cmd
+    from sgltui.tui.fleetsource import FleetSource
 
     opened: list[str] = []
-    monkeypatch.setattr(fleet_cmd, "cmd_tui", lambda args: opened.append("fleet") or 0)
-    monkeypatch.setattr(tui_cmd, "_run", lambda args, demo: opened.append("host") or 0)
+
+    def run(args, demo, source=None):
+        opened.append("fleet" if isinstance(source, FleetSource) else "host")
+        return 0
+
+    monkeypatch.setattr(tui_cmd, "_run", run)
     f = tmp_path / "fleet.toml"
     f.write_text("[[host]]\nname = 'a'\nssh = 'x'\n")
-    assert cli.main(["--fleet", str(f)]) == 0
+    assert cli.main(["--fleet", str(f)]) == 0  # the one app, on the fleet's hosts
     assert cli.main([]) == 0  # no fleet.toml in this test's config dir: this host's app
     assert cli.main(["tui"]) == 0
-    assert opened == ["fleet", "host", "host"]
+    assert cli.main(["--fleet", str(f), "fleet", "tui"]) == 0  # the same, by name
+    assert opened == ["fleet", "host", "host", "fleet"]

@@ -1,0 +1,322 @@
+"""The app's source for a fleet (fleet.toml): every host's agent, over its own ssh link, seen as
+one agent whose slots are named `host/slot` and whose pools `host/pool`.
+
+Each host is a HostLink (sgltui/fleet/link.py): its own asyncio task that waits only on ssh's
+pipes and timers, polls STATUS and reconnects with backoff, so a slow or dead host never holds
+up the loop or another host. Once a host answers, its connection is subscribed to the agent's
+pushes too (logs, events, samples); they come back here with their slot names prefixed.
+
+Nothing here waits on a host to answer the app: `snapshot()` merges the latest STATUS of each
+host as the links hold it, and a call goes to the one host it names (a slot `h2/a`, a pool
+`h2/all`), or to the host of the slot the operator follows (`focus_host`); a host that is down
+refuses at once with one line. Samples of all hosts are merged into at most one a second, so
+an idle fleet of four hosts draws as often as one host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
+
+from sgltui import protocol
+from sgltui.agent.client import AgentError, client_id
+from sgltui.fleet.view import HostState
+
+SEP = "/"
+SAMPLE_MERGE_S = 1.0  # every host's samples, drawn as one at most this often
+LOG_TAIL_LINES = 200  # a host that (re)connects: the tail of each live server's log
+# Ops that speak of one slot or pool by name: their `slot`/`pool` argument names the host.
+_SLOT_ARGS = ("slot", "pool")
+
+
+class Link(Protocol):
+    """What the source needs of a host's link (sgltui.fleet.link.HostLink; tests: a fake)."""
+
+    state: HostState
+    client: Any  # a HostClient while connected (call, agent.pushes), else None
+    on_change: Callable[[HostState], None] | None
+
+    async def run(self) -> None: ...
+    def poke(self) -> None: ...
+
+
+def split(name: str) -> tuple[str, str]:
+    """'h2/a' -> ('h2', 'a'); a name without a host: ('', name)."""
+    host, sep, rest = name.partition(SEP)
+    return (host, rest) if sep else ("", name)
+
+
+def host_of(name: str | None) -> str | None:
+    return split(name)[0] or None if name else None
+
+
+def _prefixed(host: str, value: Any) -> Any:
+    return f"{host}{SEP}{value}" if isinstance(value, str) and value else value
+
+
+def status_of(host: str, status: protocol.StatusReply) -> dict[str, Any]:
+    """A host's STATUS as plain data, every slot and pool named host/..."""
+    st = protocol.to_builtins(status)
+    for s in st.get("slots") or []:
+        s["id"] = _prefixed(host, s.get("id"))
+    for p in st.get("pools") or []:
+        p["name"] = _prefixed(host, p.get("name"))
+        p["slots"] = [_prefixed(host, sid) for sid in p.get("slots") or []]
+        for w in p.get("workers") or []:
+            w["slot"] = _prefixed(host, w.get("slot"))
+    st["telemetry"] = telemetry_of(host, st.get("telemetry") or {})
+    return st
+
+
+def telemetry_of(host: str, tel: dict[str, Any]) -> dict[str, Any]:
+    """A host's telemetry (STATUS's or a sample) with its GPUs tagged and its slots prefixed."""
+    out = dict(tel)
+    if "gpus" in tel:
+        out["gpus"] = [
+            {
+                **g,
+                "host": host,
+                "server_bytes": {
+                    _prefixed(host, k): v for k, v in (g.get("server_bytes") or {}).items()
+                },
+            }
+            for g in tel.get("gpus") or []
+            if isinstance(g, dict)
+        ]
+    if "engine" in tel:
+        out["engine"] = {_prefixed(host, k): v for k, v in (tel.get("engine") or {}).items()}
+    return out
+
+
+def merge_telemetry(parts: dict[str, dict[str, Any]], focus: str | None) -> dict[str, Any]:
+    """Every host's telemetry as one: all GPUs (each tagged with its host), every slot's engine
+    figures; the host figures (CPU, RAM) are the focused host's."""
+    gpus: list[dict[str, Any]] = []
+    engine: dict[str, Any] = {}
+    ts: float | None = None
+    for tel in parts.values():
+        gpus += tel.get("gpus") or []
+        engine.update(tel.get("engine") or {})
+        t = tel.get("ts")
+        if isinstance(t, (int, float)):
+            ts = t if ts is None else max(ts, t)
+    out: dict[str, Any] = {"gpus": gpus, "engine": engine}
+    if ts is not None:
+        out["ts"] = ts
+    mine = parts.get(focus or "") or next(iter(parts.values()), {})
+    if "host" in mine:
+        out["host"] = mine["host"]
+    return out
+
+
+def push_of(host: str, push: dict[str, Any]) -> dict[str, Any]:
+    """An event or log push of a host with its slot and pool names prefixed."""
+    data = push.get("data")
+    if not isinstance(data, dict):
+        return push
+    data = dict(data)
+    for key in _SLOT_ARGS:
+        if key in data:
+            data[key] = _prefixed(host, data[key])
+    if isinstance(data.get("slots"), list):
+        data["slots"] = [_prefixed(host, s) for s in data["slots"]]
+    return {**push, "data": data}
+
+
+class FleetSource:
+    """The hosts of a fleet as one TuiSource (see the module's docstring)."""
+
+    read_only = False
+    read_only_label = "READ-ONLY"
+
+    def __init__(self, links: list[Link], client_name: str = "tui") -> None:
+        self.links = links
+        self.by_name = {lk.state.name: lk for lk in links}
+        self.client_name = client_id(client_name)
+        self.focus_host: str | None = None  # the host of the slot the operator follows
+        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._tasks: list[asyncio.Task] = []
+        self._followers: dict[str, tuple[Any, asyncio.Task]] = {}
+        self._samples: dict[str, dict[str, Any]] = {}
+        self._sample_due: asyncio.TimerHandle | None = None
+        self._last_merge = 0.0
+        self._fleet_pending = False
+        for lk in links:
+            lk.on_change = self._changed
+
+    @classmethod
+    def from_fleet(
+        cls, fleet: Any, interval_s: float = 2.0, client_name: str = "tui"
+    ) -> FleetSource:
+        from sgltui.fleet.link import HostLink
+
+        links = [
+            HostLink(fleet, h, interval_s=interval_s, client_name=client_name) for h in fleet.hosts
+        ]
+        return cls(list(links), client_name=client_name)
+
+    # -- what the app reads ----------------------------------------------------------------
+
+    @property
+    def hosts(self) -> list[HostState]:
+        return [lk.state for lk in self.links]
+
+    def focused(self) -> str | None:
+        """The host a command without a slot goes to: the followed slot's, else the first that
+        answers."""
+        if self.focus_host in self.by_name:
+            return self.focus_host
+        return next((lk.state.name for lk in self.links if lk.state.status is not None), None)
+
+    async def connect(self) -> None:
+        # The links connect by themselves, each in its own task: nothing here waits on a host.
+        if not self._tasks:
+            loop = asyncio.get_running_loop()
+            self._tasks = [loop.create_task(lk.run()) for lk in self.links]
+        for lk in self.links:
+            self._changed(lk.state)  # a link that answered before the app asked
+
+    async def snapshot(self) -> dict[str, Any]:
+        focus = self.focused()
+        slots: list[Any] = []
+        pools: list[Any] = []
+        tel: dict[str, dict[str, Any]] = {}
+        mine: dict[str, Any] = {}
+        for lk in self.links:
+            h = lk.state
+            if h.status is None or not h.reachable:
+                continue
+            st = status_of(h.name, h.status)
+            slots += st.get("slots") or []
+            pools += st.get("pools") or []
+            sample = self._samples.get(h.name)
+            tel[h.name] = {**st["telemetry"], **(sample or {})}
+            if h.name == focus:
+                mine = st
+        return {
+            "agent": mine.get("agent") or {},
+            "slots": slots,
+            "pools": pools,
+            "profiles": mine.get("profiles") or [],
+            "telemetry": merge_telemetry(tel, focus),
+            "bench": mine.get("bench"),
+            "jobs": mine.get("jobs") or [],
+        }
+
+    async def pushes(self) -> AsyncIterator[dict[str, Any]]:
+        while True:
+            yield await self._queue.get()
+
+    async def call(self, op: str, **args: Any) -> Any:
+        if op == "status":
+            return await self.snapshot()
+        if op == "timeline":
+            return {"series": {}}  # the chart starts with the fleet (history is per host)
+        host = None
+        for key in _SLOT_ARGS:
+            value = args.get(key)
+            if isinstance(value, str) and SEP in value:
+                host, args[key] = split(value)
+        spec = args.get("spec")
+        if host is None and isinstance(spec, dict):
+            for key in _SLOT_ARGS:
+                value = spec.get(key)
+                if isinstance(value, str) and SEP in value:
+                    host, rest = split(value)
+                    args["spec"] = {**spec, key: rest}
+        host = host or self.focused()
+        link = self.by_name.get(host or "")
+        if link is None:
+            known = ", ".join(self.by_name) or "none"
+            raise AgentError(f"no host {host!r} in the fleet (hosts: {known})")
+        client = link.client
+        if client is None or not link.state.reachable:
+            raise AgentError(f"host {host}: {link.state.line()}; nothing sent")
+        return await client.call(op, **args)
+
+    async def close(self) -> None:
+        tasks = self._tasks + [t for _, t in self._followers.values()]
+        self._tasks, self._followers = [], {}
+        if self._sample_due is not None:
+            self._sample_due.cancel()
+            self._sample_due = None
+        for t in tasks:
+            t.cancel()
+        # Each link stops its ssh (its own process group) and reaps it as it is cancelled.
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- the links' side ---------------------------------------------------------------------
+
+    def _changed(self, state: HostState) -> None:
+        link = self.by_name.get(state.name)
+        client = link.client if link is not None else None
+        if state.reachable and client is not None and link is not None:
+            followed = self._followers.get(state.name)
+            if followed is None or followed[0] is not client:
+                if followed is not None:
+                    followed[1].cancel()
+                task = asyncio.get_running_loop().create_task(self._follow(link, client))
+                self._followers[state.name] = (client, task)
+        if not state.reachable:
+            self._samples.pop(state.name, None)
+        self._note_fleet()
+
+    def _note_fleet(self) -> None:
+        """One 'fleet' push for any number of link changes until the app reads it."""
+        if not self._fleet_pending:
+            self._fleet_pending = True
+            self._queue.put_nowait({"push": "fleet"})
+
+    def fleet_read(self) -> None:
+        self._fleet_pending = False
+
+    async def _follow(self, link: Link, client: Any) -> None:
+        """A host's pushes, for as long as its connection lasts (the link makes a new one when
+        it drops, and _changed follows that one)."""
+        name = link.state.name
+        with contextlib.suppress(AgentError, OSError):
+            await client.call("subscribe")
+            status = link.state.status
+            for s in status.slots if status is not None else []:
+                if s.state == protocol.SlotState.STOPPED and not s.launch_id:
+                    continue
+                tail = protocol.decode_reply(
+                    "logs", await client.call("logs", slot=s.id, lines=LOG_TAIL_LINES)
+                )
+                self._queue.put_nowait(
+                    {
+                        "push": "log",
+                        "data": {
+                            "slot": f"{name}{SEP}{s.id}",
+                            "lines": list(tail.lines),
+                            "launch_id": tail.launch_id,
+                        },
+                    }
+                )
+            async for push in client.agent.pushes():
+                self._route(name, push)
+
+    def _route(self, host: str, push: dict[str, Any]) -> None:
+        kind = push.get("push")
+        if kind == "sample":
+            data = push.get("data")
+            if isinstance(data, dict):
+                self._samples[host] = telemetry_of(host, data)
+                self._merge_soon()
+            return
+        self._queue.put_nowait(push_of(host, push))
+
+    def _merge_soon(self) -> None:
+        if self._sample_due is not None:
+            return
+        wait = max(0.0, self._last_merge + SAMPLE_MERGE_S - time.monotonic())
+        self._sample_due = asyncio.get_running_loop().call_later(wait, self._merge_samples)
+
+    def _merge_samples(self) -> None:
+        self._sample_due = None
+        self._last_merge = time.monotonic()
+        merged = merge_telemetry(self._samples, self.focused())
+        self._queue.put_nowait({"push": "sample", "data": merged})
