@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from sgltui import protocol
 
 log = logging.getLogger("sgltui.agent.children")
@@ -64,8 +66,12 @@ def stop_group(proc: subprocess.Popen, grace: float) -> None:
 _NOT_PROGRESS = frozenset({"run_id", *protocol.EventBase.__struct_fields__})
 
 
-def bench_view(run: dict) -> dict:
-    return {k: v for k, v in run.items() if k not in ("proc", "watch")}
+def bench_view(run: dict) -> protocol.BenchRun:
+    """A run's record (its process and watcher left out) as bench_list, bench_stop and STATUS
+    show it."""
+    return msgspec.convert(
+        {k: v for k, v in run.items() if k not in ("proc", "watch")}, protocol.BenchRun
+    )
 
 
 class Children:
@@ -85,7 +91,7 @@ class Children:
 
     # ---- bench runs --------------------------------------------------------------------------
 
-    def bench_start(self, spec: Any, client: str | None) -> dict:
+    def bench_start(self, spec: Any, client: str | None) -> protocol.BenchStarted:
         if not isinstance(spec, dict):
             raise ChildError("bench_start needs a spec object (see `sgltui bench --help`)")
         running = [r for r in self.bench_runs.values() if r["state"] == "running"]
@@ -124,7 +130,7 @@ class Children:
         self.bench_runs[run_id] = run
         self.emit("bench.start", client=client, run_id=run_id, spec=spec, pid=proc.pid)
         run["watch"] = asyncio.get_running_loop().create_task(self._watch_bench(run))
-        return {"run_id": run_id}
+        return protocol.BenchStarted(run_id=run_id)
 
     async def _watch_bench(self, run: dict) -> None:
         proc: subprocess.Popen = run["proc"]
@@ -142,16 +148,16 @@ class Children:
             exit_code=proc.returncode,
         )
 
-    def bench_progress(self, args: dict, client: str | None) -> dict:
+    def bench_progress(self, args: dict, client: str | None) -> protocol.Noted:
         run = self.bench_runs.get(str(args.get("run_id")))
         # the event's envelope (time, client, slot) is the agent's, whatever the runner sent
         fields = {k: v for k, v in args.items() if k not in _NOT_PROGRESS}
         if run is not None:
             run["progress"] = fields
         self.emit("bench.progress", client=client, run_id=args.get("run_id"), **fields)
-        return {"ok": True}
+        return protocol.Noted(ok=True)
 
-    async def bench_stop(self, run_id: Any) -> dict:
+    async def bench_stop(self, run_id: Any) -> protocol.BenchRun:
         run = self.bench_runs.get(str(run_id))
         if run is None:
             raise ChildError(f"no bench run {run_id!r}; see `sgltui bench list`")
@@ -162,10 +168,10 @@ class Children:
             )  # the runner saves partial results
         return bench_view(run)
 
-    def bench_list(self) -> list[dict]:
+    def bench_list(self) -> list[protocol.BenchRun]:
         return [bench_view(r) for r in sorted(self.bench_runs.values(), key=lambda r: r["started"])]
 
-    def latest_bench(self) -> dict | None:
+    def latest_bench(self) -> protocol.BenchRun | None:
         latest = max(self.bench_runs.values(), key=lambda r: r["started"], default=None)
         return bench_view(latest) if latest else None
 
@@ -175,7 +181,7 @@ class Children:
     def demo_on(self) -> bool:
         return self.demo_proc is not None and self.demo_proc.poll() is None
 
-    async def demo_load(self, on: bool) -> dict:
+    async def demo_load(self, on: bool) -> protocol.DemoLoadReply:
         if on and not self.demo_on:
             argv = [
                 sys.executable,
@@ -188,7 +194,7 @@ class Children:
         elif not on and self.demo_proc is not None:
             await asyncio.to_thread(stop_group, self.demo_proc, 3.0)
             self.demo_proc = None
-        return {"on": self.demo_on}
+        return protocol.DemoLoadReply(on=self.demo_on)
 
     async def stop_all(self) -> None:
         for run in self.bench_runs.values():

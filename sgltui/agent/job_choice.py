@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sgltui import protocol
 from sgltui.jobs.chooser import Refused
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ class ChoiceHost:
             res = await self.jobs.site.command(op, {**where, **args}, f"job {rec['id']}")
         except OpError as exc:
             raise Refused(str(exc)) from None
+        # the trial reads the reply as the wire carries it (JSON values)
+        res = protocol.to_builtins(res)
         return res if isinstance(res, dict) else {}
 
     def emit(self, type: str, rec: dict, **fields: Any) -> None:

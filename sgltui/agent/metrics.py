@@ -21,6 +21,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from sgltui import protocol
+
 log = logging.getLogger("sgltui.agent.metrics")
 
 SLOT_STATES = ("stopped", "launching", "ready", "draining", "stopping", "failed", "crashed")
@@ -196,7 +198,8 @@ class MetricsService:
 
     def __init__(self, sup: Any, port: int, host: str) -> None:
         self.sup, self.port, self.host = sup, port, host
-        self.metrics = AgentMetrics(sup.status)
+        # the collector reads STATUS as the wire carries it (JSON values)
+        self.metrics = AgentMetrics(lambda: protocol.to_builtins(sup.status()))
         self.queue: Any = None
         self.task: asyncio.Task | None = None
         self.error: str | None = None

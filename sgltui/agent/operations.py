@@ -72,14 +72,16 @@ class Wait:
     def __init__(self, slot: Slot, job: Job | None) -> None:
         self.slot, self.job = slot, job
 
-    async def wait(self) -> dict:
+    async def wait(self) -> protocol.Accepted:
         job, result = self.job, None
         if job is not None and job.task is not None:
             try:
                 result = await asyncio.shield(job.task)
             except asyncio.CancelledError:
                 result = protocol.Outcome(cancelled=True)
-        return {"slot": self.slot.status(), "result": result or (job and job.result)}
+        if result is None and job is not None:
+            result = job.result
+        return protocol.Accepted(slot=self.slot.status(), result=result)
 
 
 class Operations:
@@ -128,7 +130,9 @@ class Operations:
             )
             return self._reply(slot, args, started)
 
-    async def op_preflight(self, args: protocol.PreflightArgs, client: str | None) -> dict:
+    async def op_preflight(
+        self, args: protocol.PreflightArgs, client: str | None
+    ) -> protocol.PreflightReply:
         """The checks a start/swap of `profile` on the slot would run, all of them, stopping
         nothing: for the TUI's swap dialog and `--dry-run`. Read-only: takes no lock."""
         slot = self.sup.slot_for(args)
@@ -137,14 +141,14 @@ class Operations:
         current = await asyncio.to_thread(self.sup.current, slot)
         checks = await asyncio.to_thread(preflight.run, target, current, _force_arg(args))
         failed = preflight.first_failure(checks)
-        return {
-            "profile": target.name,
-            "launcher": target.launcher,
-            "ok": failed is None,
-            "error": failed.line() if failed else None,
-            "checks": [c.to_dict() for c in checks],
-            "resolved": target.describe(),
-        }
+        return protocol.PreflightReply(
+            profile=target.name,
+            launcher=target.launcher,
+            ok=failed is None,
+            error=failed.line() if failed else None,
+            checks=[protocol.PreflightCheck(**c.to_dict()) for c in checks],
+            resolved=msgspec.convert(target.describe(), protocol.ResolvedView),
+        )
 
     async def op_stop(self, args: protocol.StopArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
@@ -206,8 +210,8 @@ class Operations:
                 slot, profile, client, rollback=False, drain=str(args.drain), kind="restart"
             )
             reply = self._reply(slot, args, job)
-            if isinstance(reply, dict):
-                reply["profile_changed"] = changed
+            if isinstance(reply, protocol.Accepted):
+                reply = msgspec.structs.replace(reply, profile_changed=changed)
             return reply
 
     async def op_swap(self, args: protocol.SwapArgs, client: str | None) -> Any:
@@ -333,7 +337,7 @@ class Operations:
     ) -> Any:
         if args.wait:
             return Wait(slot, job)
-        return {"slot": slot.status(), "accepted": True}
+        return protocol.Accepted(slot=slot.status(), accepted=True)
 
     def _run(self, slot: Slot, job: Job, coro: Any) -> Job:
         job.task = asyncio.get_running_loop().create_task(

@@ -292,7 +292,7 @@ class Pools:
             results = [
                 await self.sup.handle(op, dict(args, pool=None, slot=s.id), client) for s in members
             ]
-            bad = next((r for r in results if not r.get("ok")), None)
+            bad = next((r for r in results if not r.ok), None)
             return bad or results[0]
         if op in ("start", "restart"):
             # Preflight every slot first: a refusal leaves all of them as they were.
@@ -300,8 +300,8 @@ class Pools:
                 pre = await self.sup.handle(
                     "preflight", _slot_args(args, s, keep=("profile", "force")), client
                 )
-                if not pre.get("ok"):
-                    raise OpError(f"slot {s.id}: {pre.get('error') or pre.get('reason') or pre}")
+                if not pre.ok:
+                    raise OpError(f"slot {s.id}: {pre.error or 'preflight refused'}")
         tasks = [self.sup.handle(op, dict(_slot_args(args, s), wait=True), client) for s in members]
         results = await asyncio.gather(*tasks, return_exceptions=True)
         errors = [f"slot {s.id}: {r}" for s, r in zip(members, results) if isinstance(r, Exception)]
@@ -361,10 +361,8 @@ class Pools:
                 pre = await self.sup.handle(
                     "preflight", _slot_args(args, s, keep=("profile", "force")), client
                 )
-                if not pre.get("ok"):
-                    raise _RollStop(
-                        s.id, str(pre.get("error") or pre.get("reason") or "preflight refused")
-                    )
+                if not pre.ok:
+                    raise _RollStop(s.id, pre.error or "preflight refused")
                 url = slot_url(s)
                 was_routable = self._routable(s)
                 others = [o for o in members if o is not s and self._routable(o)]

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -29,6 +29,8 @@ from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
 from sgltui.core import causes, files, host_pool, phases, units
 from sgltui.protocol import SlotState
+
+S = TypeVar("S", bound=msgspec.Struct)
 
 log = logging.getLogger("sgltui.agent.slot")
 
@@ -133,14 +135,14 @@ async def to_the_end(coro: Any) -> Any:
         raise
 
 
-def _builtins(view: msgspec.Struct | None) -> Any:
-    """A Struct of the slot's as status sends it (JSON values)."""
-    return None if view is None else msgspec.to_builtins(view)
-
-
 def as_cause(cause: dict | None) -> protocol.Cause | None:
     """A cause of core/causes.py (a dict: core does not know the protocol) as its Struct."""
     return None if not cause else msgspec.convert(cause, protocol.Cause, strict=False)
+
+
+def _typed(data: dict | None, cls: type[S]) -> S | None:
+    """A dict the slot keeps, as the Struct STATUS declares for it."""
+    return None if data is None else msgspec.convert(data, cls)
 
 
 def _describe(profile: Any) -> dict | None:
@@ -236,44 +238,44 @@ class Slot:
 
     # ---- views -------------------------------------------------------------------------------
 
-    def status(self) -> dict:
+    def status(self) -> protocol.SlotStatus:
         progress, eta = self._estimate()
         now = time.time()
         # The watcher's last look (each second, in a worker thread): a status must not walk
         # the process tree on the loop.
         pids = list(self.live_pids) if self.tree and self.state in RUNNING + (STOPPING,) else []
-        return {
-            "id": self.id,
-            "profile": self.profile_name,
-            "state": self.state,
-            "phase": self.phase,
-            "progress": progress,
-            "eta_s": eta,
-            "host": self.server_host,
-            "port": self.port,
-            "pid": self.tree.pid if self.tree else None,
-            "pids": pids,
-            "launch_id": self.launch_id,
-            "log_path": str(self.log_path) if self.log_path else None,
-            "started_at": self.started_at,
-            "ready_at": self.ready_at,
-            "uptime_s": round(now - self.started_at, 1)
+        return protocol.SlotStatus(
+            id=self.id,
+            profile=self.profile_name,
+            state=SlotState(self.state),
+            phase=self.phase,
+            progress=progress,
+            eta_s=eta,
+            host=self.server_host,
+            port=self.port,
+            pid=self.tree.pid if self.tree else None,
+            pids=pids,
+            launch_id=self.launch_id,
+            log_path=str(self.log_path) if self.log_path else None,
+            started_at=self.started_at,
+            ready_at=self.ready_at,
+            uptime_s=round(now - self.started_at, 1)
             if self.started_at and self.state in RUNNING
             else None,
-            "command": redact_argv(self.command),
-            "command_hash": self.command_hash,
-            "cause": self.cause,
-            "last_failure": self.last_failure,
-            "drain": self.draining,
-            "capacity": None,
-            "swap": _builtins(self.swap),
-            "last_swap": _builtins(self.last_swap),
-            "api_key_set": bool(self.api_key),
-            "resolved": _describe(self.profile),
-            "front": self.front.status() if self.front else None,
-            "last_stop": _builtins(self.last_stop),
-            "gpus": list(self.place.gpus) if self.place is not None else [],
-        }
+            command=redact_argv(self.command),
+            command_hash=self.command_hash,
+            # the slot keeps these as the dicts its events carry (core/causes.py, the drain)
+            cause=_typed(self.cause, protocol.Cause),
+            last_failure=self.last_failure,
+            drain=_typed(self.draining, protocol.DrainView),
+            swap=self.swap,
+            last_swap=self.last_swap,
+            api_key_set=bool(self.api_key),
+            resolved=_typed(_describe(self.profile), protocol.ResolvedView),
+            front=_typed(self.front.status(), protocol.FrontView) if self.front else None,
+            last_stop=self.last_stop,
+            gpus=list(self.place.gpus) if self.place is not None else [],
+        )
 
     def record(self) -> dict | None:
         """What agent-state.json keeps to re-adopt this server (no secrets)."""

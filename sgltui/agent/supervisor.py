@@ -110,7 +110,7 @@ class Supervisor:
         self.stop_servers_on_exit = False
         self._lock = asyncio.Lock()  # commands that are not a slot's lifecycle
         self._session_dir_override = session_dir
-        self._profiles_cache: list[dict] = []
+        self._profiles_cache: list[protocol.ProfileRow] = []
         self.profile_rows = ProfileRows()
         self._learned_cache: dict[str, dict | None] = {}
         self._last_maintain = 0.0
@@ -507,7 +507,7 @@ class Supervisor:
             other_pids=frozenset(others),
         )
 
-    def _refresh_profiles(self, args: protocol.Args | None = None) -> list[dict]:
+    def _refresh_profiles(self, args: protocol.Args | None = None) -> list[protocol.ProfileRow]:
         """Rescan the profile folders (blocking: from a worker thread)."""
         try:
             self.index.rescan(self._extra_dirs(args))
@@ -518,9 +518,10 @@ class Supervisor:
         self._profiles_at = time.monotonic()
         from sgltui.core.validate import key_clashes
 
-        self._profiles_cache = self.profile_rows.rows(
+        rows = self.profile_rows.rows(
             profs, self.index.broken(), key_clashes(profs.values()), self._replaced_pids()
         )
+        self._profiles_cache = msgspec.convert(rows, list[protocol.ProfileRow])
         return self._profiles_cache
 
     def _replaced_pids(self) -> frozenset[int]:
@@ -546,15 +547,19 @@ class Supervisor:
 
     # ---- status --------------------------------------------------------------------------------
 
-    def status(self) -> dict:
+    def status(self) -> protocol.StatusReply:
         slots = []
         for slot in self.slots.values():
-            st = slot.status()
+            capacity = None
             if self.telemetry is not None:
-                st["capacity"] = _safe(functools.partial(self.telemetry.capacity, slot.id))
+                capacity = _safe(functools.partial(self.telemetry.capacity, slot.id))
             job = self.jobs.get(slot.id)
-            st["busy"] = job.desc if job and job.task and not job.task.done() else None
-            st["restart"] = self.restart_policy.note(slot.id)
+            st = msgspec.structs.replace(
+                slot.status(),
+                capacity=capacity,
+                busy=job.desc if job and job.task and not job.task.done() else None,
+                restart=self.restart_policy.note(slot.id),
+            )
             slots.append(st)
         tele = None
         if self.telemetry is not None:
@@ -569,25 +574,27 @@ class Supervisor:
             }
         if time.monotonic() - self._profiles_at > 5.0:
             self._refresh_profiles_soon()  # a new or edited profile file shows up by itself
-        return {
-            "agent": {
-                "pid": os.getpid(),
-                "version": __version__,
-                "started": self.started,
-                "state_dir": str(self.state_dir),
-                "session_dir": str(self.recorder.path),
-                "socket": str(self.socket_path),
-                "disk": _safe(lambda: self.recorder.disk) or {"ok": True, "error": None},
-                "demo_load": self.children.demo_on,
-                "keeper": keeper.view(self.state_dir),
-            },
-            "slots": slots,
-            "profiles": self._profiles_cache,
-            "telemetry": tele,
-            "bench": self.children.latest_bench(),
-            "jobs": self.batch.views(),
-            "pools": self.pools.status(),
-        }
+        disk = _safe(lambda: self.recorder.disk)
+        kept = keeper.view(self.state_dir)
+        return protocol.StatusReply(
+            agent=protocol.AgentInfo(
+                pid=os.getpid(),
+                version=__version__,
+                started=self.started,
+                state_dir=str(self.state_dir),
+                session_dir=str(self.recorder.path),
+                socket=str(self.socket_path),
+                disk=msgspec.convert(disk, protocol.DiskView) if disk else protocol.DiskView(),
+                demo_load=self.children.demo_on,
+                keeper=msgspec.convert(kept, protocol.KeeperView) if kept else None,
+            ),
+            slots=slots,
+            profiles=self._profiles_cache,
+            telemetry=tele,
+            bench=self.children.latest_bench(),
+            jobs=self.batch.views(),
+            pools=msgspec.convert(self.pools.status(), list[protocol.PoolStatus]),
+        )
 
     # ---- commands ------------------------------------------------------------------------------
 
@@ -660,25 +667,29 @@ class Supervisor:
         task.add_done_callback(self._pool_tasks.discard)
         return self.pools.reply(str(args["pool"]), accepted=True)
 
-    async def op_hello(self, args: protocol.HelloArgs, client: str | None) -> dict:
+    async def op_hello(self, args: protocol.HelloArgs, client: str | None) -> protocol.HelloReply:
         problem = protocol.version_mismatch(
             __version__, protocol.PROTOCOL_VERSION, args.version, args.protocol
         )
         if problem:
             raise OpError(problem)
-        return {"version": __version__, "protocol": protocol.PROTOCOL_VERSION, "pid": os.getpid()}
+        return protocol.HelloReply(
+            version=__version__, protocol=protocol.PROTOCOL_VERSION, pid=os.getpid()
+        )
 
-    async def op_ping(self, args: protocol.Args, client: str | None) -> dict:
-        return {"pong": True, "pid": os.getpid(), "version": __version__}
+    async def op_ping(self, args: protocol.Args, client: str | None) -> protocol.PingReply:
+        return protocol.PingReply(pong=True, pid=os.getpid(), version=__version__)
 
-    async def op_status(self, args: protocol.Args, client: str | None) -> dict:
+    async def op_status(self, args: protocol.Args, client: str | None) -> protocol.StatusReply:
         return self.status()
 
-    async def op_profiles(self, args: protocol.ProfilesArgs, client: str | None) -> list[dict]:
+    async def op_profiles(
+        self, args: protocol.ProfilesArgs, client: str | None
+    ) -> list[protocol.ProfileRow]:
         return await asyncio.to_thread(self._refresh_profiles, args)
 
-    async def op_subscribe(self, args: protocol.Args, client: str | None) -> dict:
-        return {"subscribed": True}  # the connection handler registers the queue
+    async def op_subscribe(self, args: protocol.Args, client: str | None) -> protocol.Subscribed:
+        return protocol.Subscribed(subscribed=True)  # the connection handler registers the queue
 
     def slot_for(self, args: protocol.Args) -> Slot:
         """The slot an op addresses: by name, or the only one when none is given."""
@@ -705,7 +716,7 @@ class Supervisor:
                 pids |= set(s.tree.seen)
         return pids
 
-    async def op_logs(self, args: protocol.LogsArgs, client: str | None) -> dict:
+    async def op_logs(self, args: protocol.LogsArgs, client: str | None) -> protocol.LogsReply:
         n = args.lines
         launch_id = args.launch_id
         path: Path | None
@@ -727,39 +738,53 @@ class Supervisor:
                 "no server log yet in this session; start a profile first (`sgltui start PROFILE`)"
             )
         lines = await asyncio.to_thread(_tail_file, Path(path), n)
-        return {"lines": self._redact_lines(lines), "path": str(path), "launch_id": Path(path).stem}
-
-    async def op_timeline(self, args: protocol.TimelineArgs, client: str | None) -> dict:
-        if self.telemetry is None:
-            return {"series": {}}
-        series = self.telemetry.series(args.series, args.since)
-        return (
-            series if isinstance(series, dict) and "series" in series else {"series": series or {}}
+        return protocol.LogsReply(
+            lines=self._redact_lines(lines), path=str(path), launch_id=Path(path).stem
         )
 
-    async def op_shutdown(self, args: protocol.ShutdownArgs, client: str | None) -> dict:
+    async def op_timeline(
+        self, args: protocol.TimelineArgs, client: str | None
+    ) -> protocol.TimelineReply:
+        if self.telemetry is None:
+            return protocol.TimelineReply(series={})
+        series = self.telemetry.series(args.series, args.since)["series"]
+        return protocol.TimelineReply(series=series)
+
+    async def op_shutdown(
+        self, args: protocol.ShutdownArgs, client: str | None
+    ) -> protocol.ShutdownReply:
         self.stop_servers_on_exit = args.stop_servers
         asyncio.get_running_loop().call_later(0.05, self.shutdown_requested.set)
-        return {"stopping": True, "stop_servers": self.stop_servers_on_exit}
+        return protocol.ShutdownReply(stopping=True, stop_servers=self.stop_servers_on_exit)
 
     # ---- bench runs and demo load (sgltui/agent/children.py) -----------------------------------
 
-    async def op_bench_start(self, args: protocol.BenchStartArgs, client: str | None) -> dict:
+    async def op_bench_start(
+        self, args: protocol.BenchStartArgs, client: str | None
+    ) -> protocol.BenchStarted:
         return self._child(lambda: self.children.bench_start(args.spec, client))
 
-    async def op_bench_progress(self, args: protocol.BenchProgressArgs, client: str | None) -> dict:
+    async def op_bench_progress(
+        self, args: protocol.BenchProgressArgs, client: str | None
+    ) -> protocol.Noted:
         return self.children.bench_progress(protocol.args_dict(args), client)
 
-    async def op_bench_stop(self, args: protocol.BenchStopArgs, client: str | None) -> dict:
+    async def op_bench_stop(
+        self, args: protocol.BenchStopArgs, client: str | None
+    ) -> protocol.BenchRun:
         try:
             return await self.children.bench_stop(args.run_id)
         except ChildError as exc:
             raise OpError(str(exc)) from None
 
-    async def op_bench_list(self, args: protocol.Args, client: str | None) -> list[dict]:
+    async def op_bench_list(
+        self, args: protocol.Args, client: str | None
+    ) -> list[protocol.BenchRun]:
         return self.children.bench_list()
 
-    async def op_demo_load(self, args: protocol.DemoLoadArgs, client: str | None) -> dict:
+    async def op_demo_load(
+        self, args: protocol.DemoLoadArgs, client: str | None
+    ) -> protocol.DemoLoadReply:
         return await self.children.demo_load(args.on)
 
     # ---- batch jobs (sgltui/agent/jobs_host.py) ----------------------------------------------
