@@ -184,8 +184,33 @@ class ShutdownArgs(Args):
     stop_servers: bool = False
 
 
+class BenchSpec(Struct, forbid_unknown_fields=True, kw_only=True):
+    """What a bench run measures (bench/spec.py's BenchSpec checks it, and a test keeps the two
+    alike: protocol.py cannot import the bench). Unknown names are refused, as in the args."""
+
+    profiles: list[str] = []  # empty: whatever slot `slot` serves now
+    slot: str = "0"
+    concurrency: list[int] = field(default_factory=lambda: [1, 4, 16, 64])
+    input_len: int = 1024
+    output_len: int = 1024
+    requests: int | None = None
+    duration: float | None = None
+    repeat: int = 1
+    workload: str = "random"
+    api: str = "completions"
+    url: str | None = None  # bench this server directly, no agent, no swaps
+    warmup: int | None = None  # default: the concurrency
+    seed: int = 42
+    ignore_eos: bool = True
+    flush_cache: bool = True
+    job_completions: int | None = None
+    job_output_len: int | None = None
+    profiles_dirs: list[str] = []
+    ready_timeout: float = 1800.0
+
+
 class BenchStartArgs(Args):
-    spec: dict[str, Any]
+    spec: BenchSpec
 
 
 class BenchStopArgs(Args):
@@ -1486,7 +1511,7 @@ class BenchRun(Struct, kw_only=True):
     run_id: str
     state: BenchState
     started: float
-    spec: dict[str, Any] = {}
+    spec: BenchSpec = field(default_factory=BenchSpec)
     client: str | None = None
     progress: dict[str, Any] | None = None
     path: str | None = None

@@ -8,7 +8,6 @@ no agent: the supervisor stops them all at shutdown.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -91,9 +90,7 @@ class Children:
 
     # ---- bench runs --------------------------------------------------------------------------
 
-    def bench_start(self, spec: Any, client: str | None) -> protocol.BenchStarted:
-        if not isinstance(spec, dict):
-            raise ChildError("bench_start needs a spec object (see `sgltui bench --help`)")
+    def bench_start(self, spec: protocol.BenchSpec, client: str | None) -> protocol.BenchStarted:
         running = [r for r in self.bench_runs.values() if r["state"] == "running"]
         if running:
             raise ChildError(
@@ -113,7 +110,7 @@ class Children:
             "--run-id",
             run_id,
             "--spec-json",
-            json.dumps(spec),
+            msgspec.json.encode(spec).decode(),
         ]
         proc = spawn_child(argv, path.with_suffix(".log"))
         run = {
@@ -128,7 +125,13 @@ class Children:
             "exit_code": None,
         }
         self.bench_runs[run_id] = run
-        self.emit("bench.start", client=client, run_id=run_id, spec=spec, pid=proc.pid)
+        self.emit(
+            "bench.start",
+            client=client,
+            run_id=run_id,
+            spec=msgspec.to_builtins(spec),
+            pid=proc.pid,
+        )
         run["watch"] = asyncio.get_running_loop().create_task(self._watch_bench(run))
         return protocol.BenchStarted(run_id=run_id)
 

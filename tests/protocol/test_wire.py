@@ -127,3 +127,40 @@ def test_every_event_the_agent_emits_has_a_type():
         emitted |= set(re.findall(r"\"ts\": [^,]+,\s*\"type\": \"([a-z_.]+)\"", path.read_text()))
     assert emitted, "no emit() calls found: the pattern is stale"
     assert emitted - set(protocol.EVENT_TYPES) == set()
+
+
+def test_bench_spec_is_the_bench_s_own():
+    """protocol.BenchSpec (what bench_start takes) and bench/spec.py's BenchSpec (what the
+    runner checks) name the same fields with the same defaults: a field added to one only would
+    be refused by the other."""
+    import dataclasses
+
+    import msgspec
+
+    from sgltui.bench.spec import BenchSpec
+
+    ours = msgspec.to_builtins(protocol.BenchSpec())
+    theirs = dataclasses.asdict(BenchSpec())
+    assert ours == theirs
+
+
+def test_bench_start_refuses_an_unknown_spec_field_in_one_line():
+    with pytest.raises(protocol.ProtocolError, match="unknown field `concurrencies`"):
+        protocol.parse_args("bench_start", {"spec": {"concurrencies": [1]}})
+
+
+def test_every_handler_returns_its_op_s_reply_type():
+    """The handler found through OPS is annotated with the op's reply type (a lifecycle op or
+    job_run may answer later: Any)."""
+    import typing
+
+    def hints(cls: type, prefix: str = "") -> dict[str, object]:
+        return {
+            prefix + n[3:]: typing.get_type_hints(fn).get("return")
+            for n, fn in inspect.getmembers(cls)
+            if n.startswith("op_")
+        }
+
+    handlers = hints(Supervisor) | hints(Operations) | hints(JobsHost, "job_")
+    for op, spec in protocol.OPS.items():
+        assert handlers[op] in (spec.reply, typing.Any), (op, handlers[op], spec.reply)
