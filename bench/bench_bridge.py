@@ -16,7 +16,10 @@ four links, four ssh, four STATUS polls and four subscriptions, each pushing its
 second; the agent's side is not what is measured), rounds alternating; CPU is the app process's
 own (every thread's, from schedstat), its ssh children reported apart.
 
-    python bench/bench_bridge.py [--n 300] [--rounds 3] [--tui-seconds 20] [--no-tui]
+With --server a simulator is ready on the host for the TUI part: each of the four hosts then
+shows a slot whose figures move every second (the chart's series per slot, the slots view).
+
+    python bench/bench_bridge.py [--n 300] [--rounds 3] [--tui-seconds 20] [--no-tui] [--server]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import asyncio
 import fcntl
 import os
 import pty
+import pwd
 import statistics
 import struct
 import subprocess
@@ -60,10 +64,34 @@ def p95(xs: list[float]) -> float:
     return sorted(xs)[int(0.95 * (len(xs) - 1))]
 
 
-async def measure(s: sshd_mod.Sshd, n: int, rounds: int) -> tuple[list[float], list[float]]:
+SIM_PROFILE = """name = "bench-sim"
+launcher = "sim"
+[server]
+model-path = "meta-llama/Llama-3.1-8B-Instruct"
+port = {port}
+sim-time-scale = 0.01
+"""
+
+
+def write_profile(s: sshd_mod.Sshd) -> None:
+    """A simulator profile in the user's profiles dir (theirs: owned by them)."""
+    u = s.users[0]
+    prof = u.home / ".config" / "sgltui" / "profiles"
+    prof.mkdir(parents=True, exist_ok=True)
+    (prof / "bench-sim.toml").write_text(SIM_PROFILE.format(port=sshd_mod.free_port()))
+    pw = pwd.getpwnam(u.name)
+    for p in [u.home / ".config", *(u.home / ".config").rglob("*")]:
+        os.chown(p, pw.pw_uid, pw.pw_gid)
+
+
+async def measure(
+    s: sshd_mod.Sshd, n: int, rounds: int, server: bool = False
+) -> tuple[list[float], list[float]]:
     fleet = fleet_config.load(s.fleet_toml(s.root / "fleet.toml"))
     host = HostClient(fleet, fleet.hosts[0], "bench")
     await host.connect()  # starts the user's agent through the bridge
+    if server:  # a ready simulator: every sample then carries its engine figures to draw
+        await host.call("start", profile="bench-sim", wait=True)
     local = AgentClient(s.users[0].state_dir, "bench")
     await local.connect(autostart=False)
     sock_ms: list[float] = []
@@ -154,6 +182,11 @@ def main() -> int:
     ap.add_argument("--tui-seconds", type=float, default=20.0)
     ap.add_argument("--tui-rounds", type=int, default=2)
     ap.add_argument("--no-tui", action="store_true")
+    ap.add_argument(
+        "--server",
+        action="store_true",
+        help="a simulator runs on the host during the TUI part (its chart and slot rows move)",
+    )
     args = ap.parse_args()
     why = sshd_mod.unavailable()
     if why:
@@ -162,7 +195,9 @@ def main() -> int:
     s = sshd_mod.start(1)
     cpu: dict[int, list[tuple[float, float]]] = {1: [], 4: []}
     try:
-        sock_ms, bridge_ms = asyncio.run(measure(s, args.n, args.rounds))
+        if args.server:
+            write_profile(s)
+        sock_ms, bridge_ms = asyncio.run(measure(s, args.n, args.rounds, args.server))
         if not args.no_tui:
             files = {n: fleet_file(s, n) for n in (1, 4)}
             for _ in range(args.tui_rounds):
@@ -188,7 +223,8 @@ def main() -> int:
         ssh4 = sum(k for _, k in cpu[4]) / len(cpu[4]) / args.tui_seconds
         ratio = four / one if one else float("inf")
         tui_ok = ratio <= TUI_BUDGET
-        print(f"fleet TUI idle CPU, {args.tui_rounds} x {args.tui_seconds:.0f} s each:")
+        what = "a simulator ready on the host" if args.server else "no server"
+        print(f"fleet TUI idle CPU ({what}), {args.tui_rounds} x {args.tui_seconds:.0f} s each:")
         print(f"  1 host   {one * 100:.2f}% of a core (its ssh: {ssh1 * 100:.2f}%)")
         print(f"  4 hosts  {four * 100:.2f}% of a core (their ssh: {ssh4 * 100:.2f}%)")
         print(

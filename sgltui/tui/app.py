@@ -325,7 +325,7 @@ class SgltuiApp(App[str | None]):
                     known.path = known.path or run.path
                 self._read_bench_result(run.run_id, run.path)
         # Runs of this session the agent no longer lists (it restarted): their result files.
-        session = self.model.session_dir
+        session = self._local_session()
         if session and not self.source.read_only:
             for path in await asyncio.to_thread(bench_files, Path(session) / "bench"):
                 known = self.model.bench.get(path.stem)
@@ -353,11 +353,16 @@ class SgltuiApp(App[str | None]):
             self._bad_reply(exc)
         except SOURCE_ERRORS:  # an agent without the op, a replay: the chart starts empty
             pass
-        session = self.model.session_dir
+        session = self._local_session()
         events = []
         if session and not self.source.read_only:
             events = await asyncio.to_thread(recent_events, Path(session) / "events.jsonl")
         self._mark(*M.load_history(self.model, {"series": series}, events))
+
+    def _local_session(self) -> str | None:
+        """The agent's session directory when it is on this machine (a fleet's hosts keep
+        theirs on their own disks: screenshots go to the current directory)."""
+        return self.model.session_dir if self.fleet is None else None
 
     def _bad_reply(self, exc: MalformedReply) -> None:
         """A reply the app cannot read: one line, and the app goes on without it."""
@@ -1108,7 +1113,7 @@ class SgltuiApp(App[str | None]):
 
     def _take_screenshot(self) -> None:
         svg = offline_svg(self.export_screenshot())
-        session = self.model.session_dir
+        session = self._local_session()
         in_session = self.screenshot_dir is None and bool(session)
         folder = self.screenshot_dir or (Path(session) / SCREENSHOTS_DIR if session else Path.cwd())
         name = time.strftime("sgltui-%Y%m%d-%H%M%S.svg")
