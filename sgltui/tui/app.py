@@ -1157,6 +1157,11 @@ class SgltuiApp(App[str | None]):
         desc = ", ".join(
             f"slot {s.id}: {s.profile} {s.state} on {s.host}:{s.port}" for s in running
         )
+        if self.fleet is not None:  # each host's servers are stopped by that host's sgltui
+            return (
+                f"sgltui: closed; servers keep running ({desc}). Reopen with `sgltui`; stop one "
+                "with `sgltui --host HOST stop --slot SLOT`."
+            )
         return (
             f"sgltui: closed; servers keep running ({desc}). Reopen with `sgltui`; stop with "
             f"`sgltui stop`.{demo}"

@@ -73,6 +73,8 @@ async def test_a_key_on_host2s_slot_goes_to_host2_and_the_panes_follow_it():
         await until(pilot, lambda: any(op == "swap" for _, op, _ in calls))
         swaps = [(h, a) for h, op, a in calls if op == "swap"]
         assert swaps == [("h2", {"profile": "demo-mtp", "slot": "a", "drain": "wait"})]
+        note = app.exit_note() or ""
+        assert "slot h2/a: demo-no-mtp ready" in note and "`sgltui --host HOST stop" in note
 
 
 async def test_a_host_that_is_down_says_why_once_and_refuses_at_once():

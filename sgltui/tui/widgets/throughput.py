@@ -120,7 +120,9 @@ class ThroughputPane(Widget, can_focus=True):
                 out[0] = charts.ChartSeries(name, "total tok/s", short, points, latest)
                 for sid, slot_points in self._slots.items():
                     now = units.sig3(slot_points[-1][1]) if slot_points else "-"
-                    out.append(charts.ChartSeries(f"slot:{sid}", sid, sid[:5], slot_points, now))
+                    # A fleet's host/slot keeps its end in the gutter: pu1/0 and pu2/0 differ.
+                    short = sid[:5] if "/" not in sid else sid[-5:]
+                    out.append(charts.ChartSeries(f"slot:{sid}", sid, short, slot_points, now))
         return out[0], out[1:]
 
     def _plot_rows(self) -> int:
