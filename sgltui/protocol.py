@@ -933,6 +933,67 @@ class ResolvedView(Struct, kw_only=True):
     resolved_at: float | None = None
 
 
+class CapacityBound(Struct, kw_only=True):
+    """What bounds max running requests (core/capacity.py bound)."""
+
+    by: str  # kv | mamba | flag | speculative | pool
+    text: str
+
+
+class CapacityCard(Struct, kw_only=True):
+    """What a launch's server actually allocated, from its own words (core/capacity.py). Fields
+    may be added, never removed: viewers read them."""
+
+    weights_gb: float | None = None
+    kv_pool_tokens: int | None = None
+    kv_pool_gb: float | None = None
+    max_running_requests: int | None = None
+    requested_max_running_requests: int | None = None
+    mamba_state_slots: int | None = None
+    hicache_host_gb: float | None = None
+    cuda_graph_bs: int | list[int] | None = None
+    context_length: int | None = None
+    draft_weights_gb: float | None = None
+    notes: list[str] = []
+    draft_kv_gb: float | None = None
+    kv_dtype: str | None = None
+    mamba_state_gb: float | None = None
+    hicache_host_tokens: int | None = None
+    graph_gb: float | None = None
+    available_gpu_mem_gb: float | None = None
+    chunked_prefill_size: int | None = None
+    speculative_algorithm: str | None = None
+    tp_size: int | None = None
+    startup_timings_s: dict[str, float] | None = None
+    mamba_strategy: str | None = None
+    mamba_slots_per_request: int | None = None
+    mamba_slots_held_per_request: int | None = None
+    sources: list[str] = []
+    bound: CapacityBound | None = None
+
+
+def capacity_card(data: Any) -> CapacityCard | None:
+    """A card as the agent's telemetry or a recorded event has it, read leniently: a value of
+    another type (a newer agent's, an odd server log's) costs that field, not the card."""
+    if isinstance(data, CapacityCard) or data is None:
+        return data
+    if not isinstance(data, Mapping):
+        return None
+    try:
+        return msgspec.convert(data, CapacityCard, strict=False)
+    except msgspec.ValidationError:
+        pass
+    good: dict[str, Any] = {}
+    for name in CapacityCard.__struct_fields__:
+        if name in data:
+            try:
+                msgspec.convert({name: data[name]}, CapacityCard, strict=False)
+                good[name] = data[name]
+            except msgspec.ValidationError:
+                continue
+    return msgspec.convert(good, CapacityCard, strict=False)
+
+
 class SlotView(Struct, kw_only=True):
     """A slot as STATUS shows it; the fields events determine (pids, uptime and the like are
     the live agent's)."""
@@ -954,7 +1015,7 @@ class SlotView(Struct, kw_only=True):
     command: list[str] = []
     command_hash: str | None = None
     cause: Cause | None = None
-    capacity: dict[str, Any] | None = None
+    capacity: CapacityCard | None = None
     swap: SwapView | None = None
     api_key_set: bool = False
     front: FrontView | None = None
@@ -1172,7 +1233,7 @@ def _slot_event(slot: SlotView, ev: EventBase) -> SlotView:
             front = r(front, state="no server", backend=None)
         return r(slot, front=front)
     if isinstance(ev, Capacity):
-        return r(slot, capacity=ev.card)
+        return r(slot, capacity=capacity_card(ev.card))
     if isinstance(ev, AgentAdopt):
         if not ev.profile:
             return slot

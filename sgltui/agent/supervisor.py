@@ -552,7 +552,8 @@ class Supervisor:
         for slot in self.slots.values():
             capacity = None
             if self.telemetry is not None:
-                capacity = _safe(functools.partial(self.telemetry.capacity, slot.id))
+                card = _safe(functools.partial(self.telemetry.capacity, slot.id))
+                capacity = protocol.capacity_card(card)
             job = self.jobs.get(slot.id)
             st = msgspec.structs.replace(
                 slot.status(),

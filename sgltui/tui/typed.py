@@ -47,6 +47,8 @@ def slot(data: Any) -> protocol.SlotStatus:
     src = dict(data) if isinstance(data, Mapping) else {}
     sid = src.get("id") if src.get("id") is not None else src.get("name")
     src["id"] = str(sid if sid is not None else "?")
+    if "capacity" in src:  # an odd figure costs that figure, not the card
+        src["capacity"] = protocol.capacity_card(src["capacity"])
     return lenient(protocol.SlotStatus, src, id=src["id"])
 
 

@@ -206,34 +206,34 @@ def cause_lines(cause: protocol.Cause) -> list[str]:
     return out
 
 
-def capacity_lines(card: dict[str, Any]) -> list[str]:
+def capacity_lines(card: protocol.CapacityCard) -> list[str]:
     """The capacity card: what fits, and why the effective limits differ from the asked ones."""
     parts = []
-    mrr = card.get("max_running_requests")
-    req = card.get("requested_max_running_requests")
+    mrr = card.max_running_requests
+    req = card.requested_max_running_requests
     if mrr is not None:
         txt = f"max running [b]{mrr}[/]"
         if req is not None and req != mrr:
             txt += f" [$warning](asked {req})[/]"
         parts.append(txt)
-    if card.get("kv_pool_tokens") is not None:
-        kv = f"KV {fmt.num(card['kv_pool_tokens'])} tok"
-        if card.get("kv_pool_gb") is not None:
-            kv += f" ({units.gib(card['kv_pool_gb'] * units.GIB)})"
+    if card.kv_pool_tokens is not None:
+        kv = f"KV {fmt.num(card.kv_pool_tokens)} tok"
+        if card.kv_pool_gb is not None:
+            kv += f" ({units.gib(card.kv_pool_gb * units.GIB)})"
         parts.append(kv)
-    if card.get("weights_gb") is not None:
-        parts.append(f"weights {units.gib(card['weights_gb'] * units.GIB)}")
-    if card.get("draft_weights_gb"):
-        parts.append(f"draft {units.gib(card['draft_weights_gb'] * units.GIB)}")
-    if card.get("mamba_state_slots"):
-        parts.append(f"state slots {card['mamba_state_slots']}")
-    if card.get("hicache_host_gb"):
+    if card.weights_gb is not None:
+        parts.append(f"weights {units.gib(card.weights_gb * units.GIB)}")
+    if card.draft_weights_gb:
+        parts.append(f"draft {units.gib(card.draft_weights_gb * units.GIB)}")
+    if card.mamba_state_slots:
+        parts.append(f"state slots {card.mamba_state_slots}")
+    if card.hicache_host_gb:
         # SGLang sizes the host pool in decimal GB: shown in GiB like every other size
-        parts.append(f"hicache host {units.gib(card['hicache_host_gb'] * units.GB)}")
-    if card.get("context_length"):
-        parts.append(f"ctx {fmt.num(card['context_length'])}")
+        parts.append(f"hicache host {units.gib(card.hicache_host_gb * units.GB)}")
+    if card.context_length:
+        parts.append(f"ctx {fmt.num(card.context_length)}")
     out = ["[b]capacity[/] " + " · ".join(parts)] if parts else []
-    for note in (card.get("notes") or [])[:2]:
+    for note in card.notes[:2]:
         out.append(f"[$warning]  ! {escape(str(note))[:160]}[/]")
     return out
 

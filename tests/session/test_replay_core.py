@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from sgltui import protocol
 from sgltui.session import replay as replay_mod
 from sgltui.session.replay import Replay, SeekError, parse_seek
 
@@ -46,7 +47,8 @@ def test_status_details(rp):
     slot = st["slots"][0]
     assert slot["uptime_s"] == pytest.approx(29.0) and slot["launch_id"] == "L1"
     assert (
-        slot["capacity"] == {"max_running_requests": 48}
+        # the typed card (every field, defaults included), as a live STATUS sends it
+        slot["capacity"] == protocol.to_builtins(protocol.CapacityCard(max_running_requests=48))
         and slot["port"] == 30000
         and slot["api_key_set"]
     )

@@ -11,8 +11,10 @@ import asyncio
 import json
 
 import httpx
+import msgspec
 import psutil
 
+from sgltui import protocol
 from sgltui.agent.gpu.sim import read_publications
 from sgltui.agent.telemetry import Telemetry
 from sgltui.agent.telemetry.engine_parse import parse_metrics_text
@@ -256,6 +258,11 @@ async def test_tensor_parallel_gpus_all_attributed(sim_server):
     assert card["tp_size"] == 2 and any("per GPU" in n for n in card["notes"])
     rank0_kv = [line for line in sim.lines() if "KV Cache is allocated" in line and "TP0" in line]
     assert rank0_kv and str(card["kv_pool_tokens"]) in rank0_kv[0]
+    # STATUS sends it as protocol.CapacityCard: every field of the card is declared, with its
+    # type (a strict read, nothing dropped)
+    typed = msgspec.convert(card, protocol.CapacityCard)
+    assert set(card) <= set(protocol.CapacityCard.__struct_fields__)
+    assert protocol.to_builtins(typed) == json.loads(json.dumps(card))
 
 
 async def test_capacity_callback_and_detach_keeps_the_card(sim_server):

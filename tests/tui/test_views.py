@@ -2,6 +2,7 @@
 
 from textual.content import Content
 
+from sgltui import protocol
 from sgltui.core import charts
 from sgltui.tui import fmt, typed, views
 from sgltui.tui.scripted import make_slot, make_telemetry
@@ -104,12 +105,12 @@ def test_capacity_card_says_when_limits_were_reset():
     text = plain(
         "\n".join(
             views.capacity_lines(
-                {
-                    "max_running_requests": 4,
-                    "requested_max_running_requests": 8,
-                    "kv_pool_tokens": 1000,
-                    "notes": ["reset to 4"],
-                }
+                protocol.CapacityCard(
+                    max_running_requests=4,
+                    requested_max_running_requests=8,
+                    kv_pool_tokens=1000,
+                    notes=["reset to 4"],
+                )
             )
         )
     )

@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.markup import escape
 from textual.widget import Widget
 
+from sgltui import protocol
 from sgltui.core import insight
 from sgltui.protocol import SlotState
 
@@ -43,7 +44,9 @@ class InsightPane(Widget, can_focus=True):
             name = slot.profile
             if not name or slot.state not in _SERVING:
                 continue
-            self.ledger.observe_card(name, slot.capacity)
+            # the ledger (core/insight.py) reads cards as the bench results hold them: JSON
+            card = slot.capacity
+            self.ledger.observe_card(name, protocol.to_builtins(card) if card else None)
             engine = model.engine(slot.id)
             stamp = (engine or {}).get("ts")
             if engine and self._seen_engine.get(name) != stamp:
