@@ -1198,6 +1198,12 @@ class SgltuiApp(App[str | None]):
                     p.description or f"start or swap slot {sid}",
                     lambda n=p.name: self.swap_to(n),
                 )
+        if self.fleet is not None:
+            yield SystemCommand(
+                "Retry unreachable hosts now",
+                "Each host that is down tries its ssh again now, not at the end of its backoff",
+                self.fleet.retry_now,
+            )
         yield SystemCommand(
             "Quit sgltui (servers keep running)",
             "Close the TUI; the agent and servers stay up",

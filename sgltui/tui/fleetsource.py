@@ -6,10 +6,10 @@ pipes and timers, polls STATUS and reconnects with backoff, so a slow or dead ho
 up the loop or another host. Once a host answers, its connection is subscribed to the agent's
 pushes too (logs, events, samples); they come back here with their slot names prefixed.
 
-Nothing here waits on a host to answer the app: `snapshot()` merges the latest STATUS of each
-host as the links hold it, and a call goes to the one host it names (a slot `h2/a`, a pool
-`h2/all`), or to the host of the slot the operator follows (`focus_host`); a host that is down
-refuses at once with one line. Samples of all hosts are merged into at most one a second, so
+No host holds up another or the app: `snapshot()` (called by the app's workers) asks every
+reachable host for its STATUS at once and gives a host that is slow its link's latest; a call
+goes to the one host it names (a slot `h2/a`, a pool `h2/all`), or to the host of the slot the
+operator follows (`focus_host`); a host that is down refuses at once with one line. Samples of all hosts are merged into at most one a second, so
 an idle fleet of four hosts draws as often as one host.
 """
 
@@ -27,7 +27,8 @@ from sgltui.fleet.view import HostState
 
 SEP = "/"
 SAMPLE_MERGE_S = 1.0  # every host's samples, drawn as one at most this often
-LOG_TAIL_LINES = 200  # a host that (re)connects: the tail of each live server's log
+LOG_TAIL_LINES = 200
+FRESH_TIMEOUT_S = 2.0  # a STATUS the app asks for: a host slower than this gives its last one  # a host that (re)connects: the tail of each live server's log
 # Ops that speak of one slot or pool by name: their `slot`/`pool` argument names the host.
 _SLOT_ARGS = ("slot", "pool")
 
@@ -171,6 +172,12 @@ class FleetSource:
             return self.focus_host
         return next((lk.state.name for lk in self.links if lk.state.status is not None), None)
 
+    def retry_now(self) -> None:
+        """Every host that is down tries again now (the operator asked), not after its backoff."""
+        for lk in self.links:
+            if not lk.state.reachable:
+                lk.poke()
+
     async def connect(self) -> None:
         # The links connect by themselves, each in its own task: nothing here waits on a host.
         if not self._tasks:
@@ -180,16 +187,19 @@ class FleetSource:
             self._changed(lk.state)  # a link that answered before the app asked
 
     async def snapshot(self) -> dict[str, Any]:
+        """Every reachable host's STATUS as one. Asked afresh of each host at once (the app
+        asks after an event: the link's latest poll may be seconds old and would undo what the
+        event showed); a host that does not answer within FRESH_TIMEOUT_S gives its link's."""
+        hosts = [lk for lk in self.links if lk.state.reachable and lk.state.status is not None]
+        fresh = await asyncio.gather(*(self._fresh(lk) for lk in hosts))
         focus = self.focused()
         slots: list[Any] = []
         pools: list[Any] = []
         tel: dict[str, dict[str, Any]] = {}
         mine: dict[str, Any] = {}
-        for lk in self.links:
+        for lk, status in zip(hosts, fresh, strict=True):
             h = lk.state
-            if h.status is None or not h.reachable:
-                continue
-            st = status_of(h.name, h.status)
+            st = status_of(h.name, status)
             slots += st.get("slots") or []
             pools += st.get("pools") or []
             sample = self._samples.get(h.name)
@@ -205,6 +215,18 @@ class FleetSource:
             "bench": mine.get("bench"),
             "jobs": mine.get("jobs") or [],
         }
+
+    async def _fresh(self, link: Link) -> protocol.StatusReply:
+        cached = link.state.status
+        assert cached is not None
+        client = link.client
+        if client is None:
+            return cached
+        try:
+            raw = await asyncio.wait_for(client.call("status"), FRESH_TIMEOUT_S)
+            return protocol.decode_reply("status", raw)
+        except (AgentError, OSError, asyncio.TimeoutError, protocol.ProtocolError):
+            return cached  # the link says when the host is down; this reading is not the one
 
     async def pushes(self) -> AsyncIterator[dict[str, Any]]:
         while True:
@@ -307,6 +329,10 @@ class FleetSource:
                 self._samples[host] = telemetry_of(host, data)
                 self._merge_soon()
             return
+        if kind == "event":
+            link = self.by_name.get(host)
+            if link is not None:
+                link.poke()  # the link polls now: its Hosts row follows the change at once
         self._queue.put_nowait(push_of(host, push))
 
     def _merge_soon(self) -> None:

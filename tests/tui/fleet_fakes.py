@@ -26,6 +26,8 @@ class FakeClient:
         self.calls.append((self.name, op, dict(args)))
         if op == "subscribe":
             return {"subscribed": True}
+        if op == "status":
+            return self.scripted.status
         return self.scripted.reply(op, args)
 
     async def pushes(self):

@@ -53,7 +53,7 @@ async def test_a_key_on_host2s_slot_goes_to_host2_and_the_panes_follow_it():
         assert "h1" in hosts and "2/2 slots" in hosts and "1/1 slots" in hosts
         # Each host's log tail, asked of that host with its own slot names.
         await until(pilot, lambda: ("h2", "logs", {"slot": "a", "lines": 200}) in calls)
-        assert len(app.query_one(MemoryPane)._telemetry["gpus"]) == 2  # h1's two GPUs
+        await until(pilot, lambda: len(app.model.memory_view["gpus"]) == 2)  # h1's two GPUs
         await pilot.press("o")
         pane = app.query_one(SlotsPane)
         while app.model.selected != "h2/a":
@@ -61,7 +61,7 @@ async def test_a_key_on_host2s_slot_goes_to_host2_and_the_panes_follow_it():
             await until(pilot, lambda: app.model.selected is not None or pane.highlighted)
         assert src.focus_host == "h2"
         await until(pilot, lambda: app.query_one(MemoryPane).border_title == "memory · h2")
-        await until(pilot, lambda: len(app.query_one(MemoryPane)._telemetry["gpus"]) == 1)
+        await until(pilot, lambda: len(app.model.memory_view["gpus"]) == 1)
         await until(pilot, lambda: app.logbuf.only_slot == "h2/a")
         assert [ln.text for ln in app.logbuf.visible()][-1].endswith("h2 log line")
         calls.clear()
@@ -90,6 +90,14 @@ async def test_a_host_that_is_down_says_why_once_and_refuses_at_once():
         await until(pilot, lambda: len(app.model.slots) == 1)
         await pilot.pause(0.3)
         assert said == ["host h2: ssh: connect to host h2 port 22: refused"]
+        down = src.by_name["h2"]
+        down.pokes = 0
+        down.poke = lambda: setattr(down, "pokes", down.pokes + 1)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"retry unreachable")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await until(pilot, lambda: down.pokes == 1)
     with pytest.raises(
         Exception, match=r"host h2: unreachable since \d\d:\d\d, retrying; nothing sent"
     ):
