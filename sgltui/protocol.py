@@ -447,6 +447,7 @@ class PoolRoll(PoolEvent, tag="pool.roll"):
 class GatewayStart(PoolEvent, tag="gateway.start"):
     pid: int | None = None
     endpoint: str | None = None
+    adopted: bool = False  # the gateway an earlier agent (killed -9) left, taken over
 
 
 class GatewayDied(PoolEvent, tag="gateway.died"):

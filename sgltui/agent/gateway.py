@@ -12,6 +12,9 @@ One gateway per pool of two or more slots, in its own process group, bound to th
   file and reach smg through sgltui.agent.gateway_launch, never through argv;
 - restart: a gateway that dies is started again, with the workers the agent holds now, within
   RESTART_WITHIN_S;
+- re-adoption: an agent killed -9 leaves its gateway serving; the next agent takes it over
+  (adopt(): the same process by pid and start time, on the pool's port, answering the recorded
+  control-plane key), so the pool's clients see nothing. One it cannot take over is ended;
 - workers: add (POST /workers), remove (DELETE /workers/{id}), wait until the gateway says
   ready, and each worker's own requests in flight (its /v1/loads: smg's "draining" is a 5 s
   timer, not a count);
@@ -142,13 +145,13 @@ class Gateway:
         self.policy = policy
         self.on_change = on_change or (lambda what, data: None)
         self.urls: list[str] = []  # the workers the agent wants routed, in order
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | Adopted | None = None
         self.restarts = 0
         self.state = "stopped"
         self.key_path = state_dir / "secrets" / f"gateway-{pool}.json"
         self.log_path = state_dir / "gateways" / f"{pool}.log"
-        # Its pid, for the next agent: one killed -9 leaves its gateway holding the pool's
-        # port, and the next one must end that before it can start its own.
+        # Its pid (and start time, ports, model), for the next agent: one killed -9 leaves its
+        # gateway serving on the pool's port, and the next one re-adopts it or ends it.
         self.pid_path = state_dir / "gateways" / f"{pool}.pid"
         self._control_key = secrets.token_urlsafe(24)
         self._watch: asyncio.Task[None] | None = None
@@ -215,8 +218,62 @@ class Gateway:
         with contextlib.suppress(OSError):
             write_json_atomic(
                 self.pid_path,
-                {"pid": self.proc.pid, "created": _created(self.proc.pid), "port": self.port},
+                {
+                    "pid": self.proc.pid,
+                    "created": _created(self.proc.pid),
+                    "port": self.port,
+                    "prometheus_port": self.prometheus_port,
+                    "model": self.model,
+                },
             )
+
+    async def adopt(self) -> bool:
+        """Take over the gateway an earlier agent of this state dir left running (killed -9):
+        True when it now serves under this agent. One that is ours (pid and start time) but
+        cannot be taken over (another port, its keys gone, its control plane refusing) is
+        ended, and agent.log says which and why; the caller starts a new one when it can."""
+        rec = _read_json(self.pid_path)
+        keys = _read_json(self.key_path)
+        try:
+            pid, created = int(rec["pid"]), float(rec["created"])
+        except (KeyError, TypeError, ValueError):
+            return False
+        if _created(pid) != created:
+            with contextlib.suppress(OSError):
+                self.pid_path.unlink()  # gone, or its pid reused: not ours
+            return False
+        control = keys.get("control_plane_key") if isinstance(keys, dict) else None
+        why = None
+        if rec.get("port") != self.port:
+            why = f"it listens on port {rec.get('port')}, the pool's port is now {self.port}"
+        elif not isinstance(control, str):
+            why = f"its keys are gone ({self.key_path})"
+        else:
+            self._control_key = control
+            status, body = await self._request("GET", "/workers", timeout=2.0)
+            if status != 200 or not isinstance(body, dict):
+                why = f"its control plane answered {status or 'nothing'}"
+        if why is not None:
+            log.warning(
+                "gateway %s: ending smg pid %s left by an earlier agent (%s); starting a new one",
+                self.pool, pid, why,
+            )  # fmt: skip
+            await asyncio.to_thread(self._end_leftover)
+            return False
+        self.proc = Adopted(pid)
+        self.prometheus_port = int(rec.get("prometheus_port") or self.prometheus_port)
+        self.model = rec.get("model")
+        self.api_key = keys.get("api_key")
+        ws = await self.workers() or []
+        self.urls = [w.url for w in ws if w.status != "draining"]
+        self._stopping = False
+        self.state = "running"
+        self._watch = asyncio.get_running_loop().create_task(self._supervise())
+        log.info(
+            "gateway %s: re-adopted smg pid %s on %s (left by an earlier agent; workers: %s)",
+            self.pool, pid, self.endpoint, ", ".join(self.urls) or "none",
+        )  # fmt: skip
+        return True
 
     async def start(self, urls: list[str] | None = None) -> None:
         """Start smg with `urls` as workers and wait until it answers its control plane.
@@ -530,6 +587,46 @@ async def wait_in_flight_zero(
         await asyncio.sleep(POLL_S)
 
 
+class Adopted:
+    """A gateway started by an earlier agent: not this agent's child, so watched through psutil
+    (exited, or a zombie of whoever reaps it now) with the part of Popen the gateway uses."""
+
+    def __init__(self, pid: int) -> None:
+        import psutil
+
+        self.pid = pid
+        self.returncode: int | None = None
+        self._proc = psutil.Process(pid)
+
+    def poll(self) -> int | None:
+        import psutil
+
+        if self.returncode is None:
+            try:
+                gone = self._proc.status() == psutil.STATUS_ZOMBIE
+            except psutil.Error:
+                gone = True
+            if gone:
+                self.returncode = -1  # not our child: its exit status is not ours to read
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0.0)
+            time.sleep(0.05)
+        assert self.returncode is not None
+        return self.returncode
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def _created(pid: int) -> float | None:
     import psutil
 
@@ -539,7 +636,7 @@ def _created(pid: int) -> float | None:
         return None
 
 
-def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+def _stop_group(proc: subprocess.Popen[bytes] | Adopted, grace: float) -> None:
     """Blocking: SIGTERM the group, SIGKILL after `grace`, reap."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGTERM)

@@ -108,9 +108,14 @@ class Pools:
                 on_change=self._gateway_event,
             )
             self.gateways[name] = gw
+            # The gateway an earlier agent left (killed -9) serves on: taken over, not ended.
+            if await gw.adopt():
+                self.sup.emit(
+                    "gateway.start", pool=name, pid=gw.pid, endpoint=gw.endpoint, adopted=True
+                )
             # Started once a slot is ready (in sync): then the model its "default" alias names
             # is known, and no restart for the alias opens a window of 404s.
-            if any(self._routable(s) for s in self.members(name)):
+            elif any(self._routable(s) for s in self.members(name)):
                 await self._start_gateway(name)
             elif not gw_mod.smg_available():
                 self.errors[name] = gw_mod.NOT_INSTALLED

@@ -13,6 +13,7 @@ import threading
 import time
 
 import httpx
+import psutil
 import pytest
 
 from sgltui.agent import gateway
@@ -20,6 +21,13 @@ from sgltui.agent.client import call_sync
 from tests.conftest import pick_free_port
 
 pytestmark = pytest.mark.skipif(not gateway.smg_available(), reason="smg not installed")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _host_toml(agent, pool_port: int) -> None:
@@ -280,3 +288,54 @@ def test_demo_stop_stops_the_demo_on_every_slot_of_the_pool(pool_agent):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "(slot a)" in r.stdout and "(slot b)" in r.stdout, r.stdout
     assert [s["state"] for s in agent.status()["slots"]] == ["stopped", "stopped"]
+
+
+def test_kill_9_of_the_agent_the_next_one_readopts_the_gateway_and_the_pool_answers(pool_agent):
+    """The agent dies (kill -9), its keeper starts another: that one takes over the running smg
+    (the same process, found by its recorded pid and start time) instead of ending it, so
+    clients of the pool see no error; `agent stop --stop-servers` then leaves no smg."""
+    from tests.fixtures.cli import agent_sgltui
+
+    agent = pool_agent
+    a = agent.write_profile("t-a")
+    agent.start()
+    _pool_call(agent, "start", profile=a, pool="all", wait=True)
+    gw_pid = _wait_workers(agent, ["ready", "ready"])["gateway"]["pid"]
+
+    stop = threading.Event()
+    outcomes: list[str] = []
+
+    def client() -> None:
+        with httpx.Client(timeout=10) as c:
+            while not stop.is_set():
+                body = {"model": "default", "prompt": "x", "max_tokens": 4}
+                try:
+                    r = c.post(agent.endpoint + "/v1/completions", json=body)
+                    outcomes.append("ok" if r.status_code == 200 else f"HTTP {r.status_code}")
+                except httpx.HTTPError as exc:
+                    outcomes.append(f"error: {exc!r}")
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    try:
+        new = agent.kill9()
+        deadline = time.monotonic() + 30
+        while (pool := _pool(agent))["gateway"] != {"pid": gw_pid, "state": "running"}:
+            assert time.monotonic() < deadline, (pool, agent.agent_log())
+            time.sleep(0.1)
+        _wait_workers(agent, ["ready", "ready"])
+        seen = len(outcomes)
+        while len(outcomes) < seen + 5:  # served on, under the new agent
+            assert thread.is_alive()
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    bad = [o for o in outcomes if o != "ok"]
+    assert not bad, (len(outcomes), bad[:5])
+    assert agent.status()["agent"]["pid"] == new
+    assert f"re-adopted smg pid {gw_pid}" in agent.agent_log()
+
+    r = agent_sgltui(agent, "agent", "stop", "--stop-servers")
+    assert r.returncode == 0, r.stderr
+    assert not _alive(gw_pid)
