@@ -1527,6 +1527,18 @@ class PoolWorker(Struct, kw_only=True):
     gateway_status: str | None = None  # what the gateway says of this worker (ready, removed...)
 
 
+class RollView(Struct, kw_only=True):
+    """A pool's latest rolling swap (agent/pools.py keeps it as this, and changes it as it goes)."""
+
+    state: Literal["rolling", "stopped", "done"] = "rolling"
+    profile: str | None = None  # what the pool rolls to
+    slot: str | None = None  # the slot it is at (rolling) or stopped at
+    done: list[str] = []  # the slots that run `profile` now
+    error: str | None = None  # why it stopped
+    started: float | None = None
+    finished: float | None = None
+
+
 class PoolStatus(Struct, kw_only=True):
     """A pool of slots behind one endpoint (host.toml's [[pool]])."""
 
@@ -1536,7 +1548,7 @@ class PoolStatus(Struct, kw_only=True):
     gateway: PoolGateway | None = None
     workers: list[PoolWorker] = []
     profiles: list[str] = []  # what its slots run (two or more: the pool serves mixed)
-    roll: dict[str, Any] | None = None  # the latest rolling swap: state, profile, slot, done, error
+    roll: RollView | None = None  # the latest rolling swap
     note: str | None = None  # e.g. "mixed: a runs mtp, b runs base (roll stopped at b: ...)"
     error: str | None = None  # its gateway could not start (smg missing, port taken)
     metrics: dict[str, Any] | None = None  # the gateway's: restarts, retries, errors, per worker

@@ -23,6 +23,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from sgltui import protocol
 from sgltui.agent import gateway as gw_mod
 from sgltui.agent.errors import OpError
 from sgltui.agent.gateway import Gateway, GatewayError
@@ -61,7 +62,7 @@ class Pools:
         )
         self.gateways: dict[str, Gateway] = {}
         self.errors: dict[str, str] = {}
-        self.rolls: dict[str, dict[str, Any]] = {}
+        self.rolls: dict[str, protocol.RollView] = {}
         self.out: set[str] = set()  # slots a roll took out of their gateway
         self.seen: dict[str, dict[str, str]] = {}  # pool -> url -> the gateway's word
         self.samples: dict[str, gw_mod.GatewaySample] = {}
@@ -206,7 +207,7 @@ class Pools:
                     await gw.remove_worker(url)
 
     def rolls_running(self) -> set[str]:
-        return {p for p, r in self.rolls.items() if r.get("state") == "rolling"}
+        return {p for p, r in self.rolls.items() if r.state == "rolling"}
 
     def _lock(self, name: str) -> asyncio.Lock:
         return self._locks.setdefault(name, asyncio.Lock())
@@ -267,8 +268,8 @@ class Pools:
             note = None
             if len(profiles) > 1:
                 note = "mixed: " + ", ".join(f"{s.id} runs {s.profile_name}" for s in members)
-                if roll and roll.get("state") == "stopped":
-                    note += f" (roll stopped at slot {roll.get('slot')}: {roll.get('error')})"
+                if roll and roll.state == "stopped":
+                    note += f" (roll stopped at slot {roll.slot}: {roll.error})"
             out.append(
                 {
                     "name": name,
@@ -345,23 +346,16 @@ class Pools:
         if name in self.errors and gw.pid is None:
             raise OpError(self.errors[name])
         profile = args.get("profile")
-        roll: dict[str, Any] = {
-            "state": "rolling",
-            "profile": profile,
-            "slot": None,
-            "done": [],
-            "error": None,
-            "started": time.time(),
-        }
+        roll = protocol.RollView(state="rolling", profile=profile, started=time.time())
         self.rolls[name] = roll
         self.sup.emit("pool.roll", client=client, pool=name, profile=profile, step="begin")
         self.sup.state_changed()
         drain_s = float(args.get("timeout") or 30.0)
         try:
             for s in members:
-                roll["slot"] = s.id
+                roll.slot = s.id
                 if s.profile_name == profile and s.state == READY:
-                    roll["done"].append(s.id)
+                    roll.done.append(s.id)
                     continue
                 pre = await self.sup.handle(
                     "preflight", _slot_args(args, s, keep=("profile", "force")), client
@@ -412,10 +406,10 @@ class Pools:
                         )
                 if error:
                     raise _RollStop(s.id, error)
-                roll["done"].append(s.id)
+                roll.done.append(s.id)
                 self.sup.emit("pool.roll", client=client, pool=name, slot=s.id, step="done")
         except _RollStop as stop:
-            roll.update(state="stopped", slot=stop.slot, error=stop.why)
+            roll.state, roll.slot, roll.error = "stopped", stop.slot, stop.why
             self.sup.emit(
                 "pool.roll",
                 client=client,
@@ -432,7 +426,7 @@ class Pools:
             ) from None
         finally:
             self.out.difference_update(m.id for m in members)
-        roll.update(state="done", slot=None, finished=time.time())
+        roll.state, roll.slot, roll.finished = "done", None, time.time()
         self.sup.emit("pool.roll", client=client, pool=name, profile=profile, step="end")
         self.sync()  # the "default" alias follows the new model once the roll is over
         self.sup.state_changed()

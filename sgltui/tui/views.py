@@ -461,17 +461,16 @@ def pool_row(
     state = f"{ready}/{len(slots)} ready"
     style = "$success" if slots and ready == len(slots) else "$warning"
     gw = ""
-    roll = pool.roll or {}
+    roll = pool.roll
     if pool.error:
         gw = f"  [$error]{escape(pool.error)}[/]"
-    elif roll.get("state") == "rolling":
-        done = len(roll.get("done") or [])
+    elif roll is not None and roll.state == "rolling":
         gw = (
-            f"  [b $warning]rolling → {escape(str(roll.get('profile')))}[/] "
-            f"slot {escape(str(roll.get('slot')))} ({done}/{len(slots)} done)"
+            f"  [b $warning]rolling → {escape(str(roll.profile))}[/] "
+            f"slot {escape(str(roll.slot))} ({len(roll.done)}/{len(slots)} done)"
         )
-    elif roll.get("state") == "stopped":
-        gw = f"  [$error]roll stopped at {escape(str(roll.get('slot')))}: {escape(str(roll.get('error')))}[/]"
+    elif roll is not None and roll.state == "stopped":
+        gw = f"  [$error]roll stopped at {escape(str(roll.slot))}: {escape(str(roll.error))}[/]"
     elif pool.gateway is not None and pool.gateway.state:
         gw = f"  [dim]gateway {escape(pool.gateway.state)}[/]"
     return (
