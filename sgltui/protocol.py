@@ -1645,6 +1645,7 @@ class JobView(Struct, kw_only=True):
     name: str | None = None
     state: JobState
     slot: str
+    pool: str | None = None  # sent through this host.toml pool's endpoint (then `slot` is moot)
     input: str
     output: str
     errors_output: str  # where the failed requests go

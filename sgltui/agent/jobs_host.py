@@ -691,6 +691,7 @@ class JobsHost:
             name=rec.get("name"),
             state=JobState(rec["state"]),
             slot=rec["slot"],
+            pool=rec.get("pool"),
             input=rec["input"],
             output=rec["output"],
             errors_output=str(errors_path(Path(rec["output"]))),

@@ -216,6 +216,11 @@ def progress_line(v: JobView) -> str:
     )
 
 
+def where(v: JobView) -> str:
+    """Where the job sends: its pool (whose gateway picks the slot), else its slot."""
+    return f"pool {v.pool}" if v.pool else f"slot {v.slot}"
+
+
 def render_status(v: JobView) -> str:
     lines = [
         f"job {v.id} ({v.name}): {v.state}"
@@ -223,7 +228,7 @@ def render_status(v: JobView) -> str:
         + (" [pinned]" if v.pinned else ""),
         f"  input  {v.input}",
         f"  output {v.output}  (failures: {v.errors_output})",
-        f"  slot {v.slot}, concurrency {v.concurrency} ({v.concurrency_mode}), "
+        f"  {where(v)}, concurrency {v.concurrency} ({v.concurrency_mode}), "
         f"in flight {v.in_flight}",
         "  " + progress_line(v),
     ]
@@ -271,7 +276,7 @@ def _list(args: argparse.Namespace) -> int:
     for v in views:
         print(
             f"{v.id}  {(v.name or '')[:24]:24}  {v.state:9}  "
-            f"{v.answered:,}/{v.total or 0:,} answered  {v.failed:,} failed  slot {v.slot}"
+            f"{v.answered:,}/{v.total or 0:,} answered  {v.failed:,} failed  {where(v)}"
         )
     return 0
 

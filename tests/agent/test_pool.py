@@ -272,6 +272,12 @@ def test_a_job_through_the_pool_survives_kill_9_of_a_slot_and_of_the_gateway(poo
     assert all(r.get("error") is None for r in rows), [r for r in rows if r.get("error")][:3]
     pool = _pool(agent)
     assert pool["gateway"]["pid"] not in (None, gw_pid)
+    from tests.fixtures.cli import agent_sgltui
+
+    # The summary names where it was sent: the pool, not the slot the request record carries.
+    for argv in (("job", "status", jid), ("job", "list")):
+        r = agent_sgltui(agent, *argv)
+        assert "pool all" in r.stdout and "slot " not in r.stdout, r.stdout
 
 
 def test_demo_stop_stops_the_demo_on_every_slot_of_the_pool(pool_agent):
