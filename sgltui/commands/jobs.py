@@ -239,7 +239,7 @@ def render_status(v: JobView) -> str:
     if v.error:
         lines.append(f"  error: {v.error}")
     if v.joules:
-        lines.append("  energy " + _energy(v.joules, v.answered, v.out_tokens))
+        lines.append("  energy " + units.energy(v.joules, v.answered, v.out_tokens))
     for s in v.segments:
         secs = max(0.0, s.last - s.started)
         rate = s.out_tokens / secs if secs > 0 else 0.0
@@ -247,22 +247,13 @@ def render_status(v: JobView) -> str:
             f"  segment {s.profile} ({s.launch_id}): {s.completions:,} completions, "
             f"{s.out_tokens:,} tokens in {units.duration(secs)} ({units.tok_s(rate)})"
             + (f", {s.failed} failed" if s.failed else "")
-            + (f", {_energy(s.joules, s.completions, s.out_tokens)}" if s.joules else "")
+            + (f", {units.energy(s.joules, s.completions, s.out_tokens)}" if s.joules else "")
         )
     if v.decision:
         d = to_builtins(v.decision)
         lines.append("  " + choice.summary(d))
         lines += ["    " + row for row in choice.table(d)]
     return "\n".join(lines)
-
-
-def _energy(joules: float, completions: int, out_tokens: int) -> str:
-    text = f"{joules / 1000:,.1f} kJ"
-    if completions:
-        text += f", {joules / completions:,.1f} J/completion"
-    if joules > 0 and out_tokens:
-        text += f", {out_tokens / joules:,.2f} tok/J"
-    return text
 
 
 def _list(args: argparse.Namespace) -> int:

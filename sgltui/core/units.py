@@ -191,3 +191,15 @@ def tok_s(value: float | None, missing: str = "-") -> str:
     """A token throughput: '182 tok/s', '12.3k tok/s' (sig3 of the rate)."""
     text = sig3(value, missing)
     return text if text == missing else f"{text} tok/s"
+
+
+def energy(joules: float, completions: int, out_tokens: int, narrow: bool = False) -> str:
+    """A job's (or segment's) GPU energy: '51.2 kJ, 3.41 J/completion, 2.93 tok/J'; `narrow`
+    (the Jobs pane) writes '51.2 kJ  3.41 J/compl  2.93 tok/J'."""
+    sep, per = ("  ", "J/compl") if narrow else (", ", "J/completion")
+    text = f"{sig3(joules / 1000)} kJ"
+    if completions:
+        text += f"{sep}{sig3(joules / completions)} {per}"
+    if joules > 0 and out_tokens:
+        text += f"{sep}{sig3(out_tokens / joules)} tok/J"
+    return text

@@ -127,3 +127,11 @@ def test_times_of_day_are_local(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_energy_reads_the_same_in_the_cli_and_narrow_in_the_jobs_pane() -> None:
+    assert units.energy(51_234.0, 15_000, 150_000) == "51.2 kJ, 3.42 J/completion, 2.93 tok/J"
+    assert units.energy(51_234.0, 15_000, 150_000, narrow=True) == (
+        "51.2 kJ  3.42 J/compl  2.93 tok/J"
+    )
+    assert units.energy(900.0, 0, 0) == "0.900 kJ"

@@ -62,14 +62,18 @@ def render_job(v: JobView) -> str:
             f"tok/s [dim]{escape(sparkline(hist, 48, lo=0.0))}[/] {units.sig3(max(hist))} max"
         )
     if v.joules:
-        lines.append(f"energy {_energy(v.joules, v.answered, v.out_tokens)}")
+        lines.append(f"energy {units.energy(v.joules, v.answered, v.out_tokens, narrow=True)}")
     for s in v.segments:
         secs = max(0.0, s.last - s.started)
         rate = s.out_tokens / secs if secs > 0 else None
         lines.append(
             f"  {escape(str(s.profile)):<20} {s.completions:>9,} compl  "
             f"{s.out_tokens:>11,} tok  {units.duration(secs):>7}  {units.tok_s(rate)}"
-            + (f"  {_energy(s.joules, s.completions, s.out_tokens)}" if s.joules else "")
+            + (
+                f"  {units.energy(s.joules, s.completions, s.out_tokens, narrow=True)}"
+                if s.joules
+                else ""
+            )
         )
     if v.decision is not None:
         # the trial live: each candidate's rate with its interval, requests used and projected
@@ -86,15 +90,6 @@ def render_job(v: JobView) -> str:
             lines.append(f"{mark}[{style}]{escape(row)}[/]" if style else f"{mark}{escape(row)}")
     lines.append(f"[dim]{escape(v.output)}[/]")
     return "\n".join(lines)
-
-
-def _energy(joules: float, completions: int, out_tokens: int) -> str:
-    text = f"{units.sig3(joules / 1000)} kJ"
-    if completions:
-        text += f"  {units.sig3(joules / completions)} J/compl"
-    if joules > 0 and out_tokens:
-        text += f"  {units.sig3(out_tokens / joules)} tok/J"
-    return text
 
 
 class JobsPane(VerticalScroll, can_focus=True):
