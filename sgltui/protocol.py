@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal, TypeAlias, cast
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
 import msgspec
 from msgspec import Meta, Struct, field
@@ -434,7 +434,7 @@ class PoolEvent(EventBase):
     pool: str = ""
 
 
-class PoolRoll(PoolEvent, tag="pool.roll"):
+class PoolRoll(PoolEvent, tag="pool.roll", omit_defaults=True):
     """A rolling swap's steps: begin, removed, drained, done (a slot), stopped, end."""
 
     step: str = ""
@@ -610,7 +610,7 @@ class BenchProgressArgs(BenchProgress, Args, forbid_unknown_fields=False):
     run_id: Name
 
 
-class BenchDone(EventBase, tag="bench.done"):
+class BenchDone(EventBase, tag="bench.done", omit_defaults=True):
     run_id: str = ""
     path: str | None = None
     state: BenchState | None = None
@@ -632,9 +632,10 @@ class LogRotated(EventBase, tag="log.rotated"):
     keep: int | None = None
 
 
-class JobEvent(EventBase, tag="job"):
+class JobEvent(EventBase, tag="job", omit_defaults=True):
     """A batch job's event (agent/jobs_host.py); `job` is its id. Jobs keep their own state in
-    the agent (`job_status`), so these fold into nothing here; they are typed for readers."""
+    the agent (`job_status`), so these fold into nothing here; they are typed for readers. Each
+    type sets a few of these fields: the rest (their defaults) are not written."""
 
     job: str = ""
     name: str | None = None
@@ -669,44 +670,137 @@ class JobEvent(EventBase, tag="job"):
     joules: float | None = None  # GPU energy (job.segment, job.done)
 
 
-# Job events carry no fields of their own: one Struct per type, made from its tag.
-JOB_EVENT_TAGS: Final = (
-    "job.start",
-    "job.checked",
-    "job.progress",
-    "job.done",
-    "job.error",
-    "job.cancel",
-    "job.concurrency",
-    "job.held",
-    "job.hold",
-    "job.pause",
-    "job.release",
-    "job.repaired",
-    "job.resume",
-    "job.resume_after_restart",
-    "job.runner_exit",
-    "job.segment",
-    "job.segment.start",
-    "job.set",
-    "job.disk_error",  # the output cannot be written (message: "disk full: ..."); not sending
-    "job.disk_ok",
-    "job.stalled",  # message: "stalled: <why>"
-    "job.stall_over",
-    "job.trial",  # a --choose job's trial: a candidate swapped to, measured or skipped
-    "job.watch",  # the rate fell more than 15% below the decision's projection for 5 minutes
-    "job.replan",  # --replan: the trial runs again on the remaining work
+# Job events carry no fields of their own: one Struct per type, named for its tag, built at
+# the site that publishes it (agent/jobs_host.py, jobs/chooser.py).
+
+
+class JobStart(JobEvent, tag="job.start"):
+    pass
+
+
+class JobChecked(JobEvent, tag="job.checked"):
+    pass
+
+
+class JobProgress(JobEvent, tag="job.progress"):
+    pass
+
+
+class JobDone(JobEvent, tag="job.done"):
+    pass
+
+
+class JobErrored(JobEvent, tag="job.error"):
+    pass
+
+
+class JobCancel(JobEvent, tag="job.cancel"):
+    pass
+
+
+class JobConcurrency(JobEvent, tag="job.concurrency"):
+    pass
+
+
+class JobHeld(JobEvent, tag="job.held"):
+    pass
+
+
+class JobHold(JobEvent, tag="job.hold"):
+    pass
+
+
+class JobPause(JobEvent, tag="job.pause"):
+    pass
+
+
+class JobRelease(JobEvent, tag="job.release"):
+    pass
+
+
+class JobRepaired(JobEvent, tag="job.repaired"):
+    pass
+
+
+class JobResume(JobEvent, tag="job.resume"):
+    pass
+
+
+class JobResumeAfterRestart(JobEvent, tag="job.resume_after_restart"):
+    pass
+
+
+class JobRunnerExit(JobEvent, tag="job.runner_exit"):
+    pass
+
+
+class JobSegmentDone(JobEvent, tag="job.segment"):
+    pass
+
+
+class JobSegmentStart(JobEvent, tag="job.segment.start"):
+    pass
+
+
+class JobSet(JobEvent, tag="job.set"):
+    pass
+
+
+class JobDiskError(JobEvent, tag="job.disk_error"):
+    """The output cannot be written (message: "disk full: ..."); not sending."""
+
+
+class JobDiskOk(JobEvent, tag="job.disk_ok"):
+    pass
+
+
+class JobStalled(JobEvent, tag="job.stalled"):
+    """Message: "stalled: <why>"."""
+
+
+class JobStallOver(JobEvent, tag="job.stall_over"):
+    pass
+
+
+class JobTrial(JobEvent, tag="job.trial"):
+    """A --choose job's trial: a candidate swapped to, measured or skipped."""
+
+
+class JobWatch(JobEvent, tag="job.watch"):
+    """The rate fell more than 15% below the decision's projection for 5 minutes."""
+
+
+class JobReplan(JobEvent, tag="job.replan"):
+    """--replan: the trial runs again on the remaining work."""
+
+
+JOB_EVENTS: Final[tuple[type[JobEvent], ...]] = (
+    JobStart,
+    JobChecked,
+    JobProgress,
+    JobDone,
+    JobErrored,
+    JobCancel,
+    JobConcurrency,
+    JobHeld,
+    JobHold,
+    JobPause,
+    JobRelease,
+    JobRepaired,
+    JobResume,
+    JobResumeAfterRestart,
+    JobRunnerExit,
+    JobSegmentDone,
+    JobSegmentStart,
+    JobSet,
+    JobDiskError,
+    JobDiskOk,
+    JobStalled,
+    JobStallOver,
+    JobTrial,
+    JobWatch,
+    JobReplan,
 )
-
-
-def _job_event(tag: str) -> type[JobEvent]:
-    name = "Job" + tag[4:].title().replace(".", "").replace("_", "")  # job.held -> JobHeld
-    return cast(
-        "type[JobEvent]", msgspec.defstruct(name, [], bases=(JobEvent,), tag=tag, module=__name__)
-    )
-
-
-JOB_EVENTS: Final = tuple(_job_event(tag) for tag in JOB_EVENT_TAGS)
 
 
 class JobCandidate(Struct, kw_only=True):
@@ -856,6 +950,9 @@ def event_dict(event: EventBase) -> dict[str, Any]:
     if isinstance(event, OtherEvent):
         return dict(event.raw)
     out: dict[str, Any] = msgspec.to_builtins(event)
+    # the envelope is always there, even where an event leaves out its defaults (omit_defaults)
+    for name in EventBase.__struct_fields__:
+        out.setdefault(name, getattr(event, name))
     return out
 
 

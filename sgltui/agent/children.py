@@ -76,12 +76,12 @@ def bench_view(run: dict) -> protocol.BenchRun:
 class Children:
     def __init__(
         self,
-        emit: Callable[..., dict],
+        publish: Callable[[protocol.EventBase], Any],
         socket_path: Path,
         state_dir: Path,
         session: Callable[[], Any],
     ) -> None:
-        self.emit = emit
+        self.publish = publish
         self.socket_path = socket_path
         self.state_dir = state_dir
         self.session = session  # -> the recorder (its path and bench_path)
@@ -125,12 +125,10 @@ class Children:
             "exit_code": None,
         }
         self.bench_runs[run_id] = run
-        self.emit(
-            "bench.start",
-            client=client,
-            run_id=run_id,
-            spec=msgspec.to_builtins(spec),
-            pid=proc.pid,
+        self.publish(
+            protocol.BenchStart(
+                client=client, run_id=run_id, spec=msgspec.to_builtins(spec), pid=proc.pid
+            )
         )
         run["watch"] = asyncio.get_running_loop().create_task(self._watch_bench(run))
         return protocol.BenchStarted(run_id=run_id)
@@ -142,22 +140,25 @@ class Children:
         run["exit_code"] = proc.returncode
         if run["state"] == "running":
             run["state"] = "done" if proc.returncode == 0 else "failed"
-        self.emit(
-            "bench.done",
-            client=run["client"],
-            run_id=run["run_id"],
-            path=run["path"],
-            state=run["state"],
-            exit_code=proc.returncode,
+        self.publish(
+            protocol.BenchDone(
+                client=run["client"],
+                run_id=run["run_id"],
+                path=run["path"],
+                state=run["state"],
+                exit_code=proc.returncode,
+            )
         )
 
-    def bench_progress(self, args: dict, client: str | None) -> protocol.Noted:
-        run = self.bench_runs.get(str(args.get("run_id")))
+    def bench_progress(
+        self, args: protocol.BenchProgressArgs, client: str | None
+    ) -> protocol.Noted:
+        run = self.bench_runs.get(args.run_id)
         # the event's envelope (time, client, slot) is the agent's, whatever the runner sent
-        fields = {k: v for k, v in args.items() if k not in _NOT_PROGRESS}
+        fields = {k: v for k, v in protocol.args_dict(args).items() if k not in _NOT_PROGRESS}
         if run is not None:
             run["progress"] = fields
-        self.emit("bench.progress", client=client, run_id=args.get("run_id"), **fields)
+        self.publish(protocol.BenchProgress(client=client, run_id=args.run_id, **fields))
         return protocol.Noted(ok=True)
 
     async def bench_stop(self, run_id: Any) -> protocol.BenchRun:

@@ -23,6 +23,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from sgltui import protocol
+
 log = logging.getLogger("sgltui.agent.front")
 
 # Headers that describe one hop, not the message (RFC 9110 §7.6.1), plus those aiohttp sets
@@ -78,12 +80,12 @@ class Front:
         host: str,
         port: int,
         config: FrontConfig | None = None,
-        on_event: Callable[..., Any] | None = None,
+        on_event: Callable[[protocol.EventBase], Any] | None = None,
     ) -> None:
         self.slot_id = slot_id
         self.host, self.port = host, port
         self.config = config or FrontConfig()
-        self.on_event = on_event or (lambda type, **fields: None)
+        self.on_event = on_event or (lambda event: None)
         self.backend: Backend | None = None
         self.held_from: str | None = None  # the launch a hold takes requests away from
         self.error: str | None = None
@@ -153,7 +155,7 @@ class Front:
         self.held_from = held_from
         self._gate.clear()
         self._hold_started = time.monotonic()
-        self.on_event("front.hold", slot=self.slot_id, why=why, in_flight=self.in_flight())
+        self.on_event(protocol.FrontHold(slot=self.slot_id, why=why, in_flight=self.in_flight()))
 
     def route_to(self, host: str, port: int) -> None:
         """Send new and held requests to the server on host:port from now on."""
@@ -161,7 +163,7 @@ class Front:
         if backend == self.backend and self._gate.is_set():
             return
         self.backend = backend
-        self._open("front.route", backend=f"http://{backend[0]}:{backend[1]}")
+        self._open(protocol.FrontRoute(backend=f"http://{backend[0]}:{backend[1]}"))
 
     def release(self, why: str = "no server runs on this slot") -> None:
         """No server will come: held and new requests get 503 (with Retry-After) right away."""
@@ -169,19 +171,15 @@ class Front:
             self.why_closed = why  # already closed: only the reason moves on (draining -> stopped)
             return
         self.backend, self.why_closed = None, why
-        self._open("front.release", why=why)
+        self._open(protocol.FrontRelease(why=why))
 
-    def _open(self, type: str, **fields: Any) -> None:
+    def _open(self, event: protocol.FrontLetGo) -> None:
         held_s = time.monotonic() - self._hold_started if self._hold_started else None
         self._hold_started, self.held_from = None, None
         self._gate.set()
-        self.on_event(
-            type,
-            slot=self.slot_id,
-            held=self._held,
-            held_s=round(held_s, 3) if held_s is not None else None,
-            **fields,
-        )
+        event.slot, event.held = self.slot_id, self._held
+        event.held_s = round(held_s, 3) if held_s is not None else None
+        self.on_event(event)
 
     def in_flight(self, backend: tuple[str, int] | None = None) -> int:
         """Requests passed through and not finished: to `backend` (host, port), or to all."""

@@ -50,6 +50,7 @@ import httpx
 import msgspec
 from prometheus_client.parser import text_string_to_metric_families
 
+from sgltui import protocol
 from sgltui.agent.gateway_launch import NOT_INSTALLED as NOT_INSTALLED
 from sgltui.core.files import private_dir, write_json_atomic
 
@@ -133,7 +134,7 @@ class Gateway:
         api_key: str | None = None,
         model: str | None = None,
         policy: str = "cache_aware",
-        on_change: Callable[[str, dict[str, Any]], None] | None = None,
+        on_change: Callable[[protocol.PoolEvent], object] | None = None,
     ) -> None:
         self.pool = pool
         self.host = host
@@ -143,7 +144,7 @@ class Gateway:
         self.api_key = api_key
         self.model = model
         self.policy = policy
-        self.on_change = on_change or (lambda what, data: None)
+        self.on_change = on_change or (lambda event: None)
         self.urls: list[str] = []  # the workers the agent wants routed, in order
         self.proc: subprocess.Popen[bytes] | Adopted | None = None
         self.restarts = 0
@@ -351,7 +352,7 @@ class Gateway:
                 continue
             code = proc.returncode
             self.state = "restarting"
-            self.on_change("gateway.died", {"pool": self.pool, "code": code})
+            self.on_change(protocol.GatewayDied(pool=self.pool, code=code))
             log.warning("gateway %s: smg exited (%s); restarting", self.pool, code)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)  # whatever it left in its group
@@ -370,7 +371,7 @@ class Gateway:
                 return
             self.restarts += 1
             self.state = "running"
-            self.on_change("gateway.restarted", {"pool": self.pool, "pid": self.pid})
+            self.on_change(protocol.GatewayRestarted(pool=self.pool, pid=self.pid))
 
     async def stop(self, grace: float = 5.0) -> None:
         self._stopping = True

@@ -79,8 +79,8 @@ class ChoiceHost:
         res = protocol.to_builtins(res)
         return res if isinstance(res, dict) else {}
 
-    def emit(self, type: str, rec: dict, **fields: Any) -> None:
-        self.jobs.emit(type, rec, **fields)
+    def publish(self, rec: dict, event: protocol.JobEvent) -> None:
+        self.jobs.publish(rec, event)
 
     def persist(self, rec: dict) -> None:
         self.jobs.persist(rec)

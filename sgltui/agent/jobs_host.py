@@ -51,10 +51,9 @@ PROGRESS_EVENT_S = 15.0
 RESPAWN_MAX = 5
 MAX_CONCURRENCY = 4096
 DEFAULT_CONCURRENCY = 16
+
+
 # What a segment (one launch's share of a job) counts, as its job.segment event says it.
-SEGMENT_COUNTS = ("profile", "launch_id", "completions", "failed", "out_tokens", "in_tokens")
-
-
 class JobError(Exception):
     """A refused job command: one line for the client."""
 
@@ -98,7 +97,7 @@ class JobsHost:
     answered = property(lambda self: self._answered)
     failed = property(lambda self: self._failed)
     out_tokens = property(lambda self: self._out_tokens)
-    emit = property(lambda self: self._emit)
+    publish = property(lambda self: self._publish)
 
     def __init__(self, site: JobsSite) -> None:
         self.site = site  # all it sees of the agent (agent/jobs_site.py)
@@ -126,7 +125,7 @@ class JobsHost:
             self.rates[rec["id"]] = Rates()
             if rec.get("state") in ACTIVE:
                 rec["respawns"] = 0
-                self._emit("job.resume_after_restart", rec, answered=self._answered(rec))
+                self._publish(rec, protocol.JobResumeAfterRestart(answered=self._answered(rec)))
                 self._choose(rec)
                 await self._spawn(rec)
         self._tick_task = asyncio.get_running_loop().create_task(self._tick())
@@ -171,8 +170,10 @@ class JobsHost:
         except OSError as exc:
             log.warning("cannot write job record %s: %s", rec["id"], exc)
 
-    def _emit(self, type: str, rec: dict, **fields: Any) -> None:
-        self.site.emit(type, rec.get("client"), rec.get("slot"), job=rec["id"], **fields)
+    def _publish(self, rec: dict, event: protocol.JobEvent) -> None:
+        """A job's event, stamped with the job, its client and its slot."""
+        event.job, event.client, event.slot = rec["id"], rec.get("client"), rec.get("slot")
+        self.site.publish(event)
 
     def _choose(self, rec: dict) -> None:
         """A --choose job gets its trial's driver (jobs/chooser.py); its state is rec["choose"]."""
@@ -272,13 +273,14 @@ class JobsHost:
             rec["run_done"] = rec["run_failed"] = rec["run_out_tokens"] = 0
             rec["state"] = "waiting"
             if msg.get("repaired_bytes"):
-                self._emit("job.repaired", rec, cut_bytes=msg["repaired_bytes"])
-            self._emit(
-                "job.checked",
+                self._publish(rec, protocol.JobRepaired(cut_bytes=msg["repaired_bytes"]))
+            self._publish(
                 rec,
-                total=msg["total"],
-                already_answered=msg["resumed_ok"],
-                already_failed=msg["resumed_failed"],
+                protocol.JobChecked(
+                    total=msg["total"],
+                    already_answered=msg["resumed_ok"],
+                    already_failed=msg["resumed_failed"],
+                ),
             )
             r.checked_ev.set()
             self._sync(rec)
@@ -303,10 +305,10 @@ class JobsHost:
             if disk:
                 rec["disk_error"] = disk
                 log.warning("job %s: %s", rec["id"], disk)
-                self._emit("job.disk_error", rec, message=disk)
+                self._publish(rec, protocol.JobDiskError(message=disk))
             else:
                 rec.pop("disk_error", None)
-                self._emit("job.disk_ok", rec)
+                self._publish(rec, protocol.JobDiskOk())
             self._sync(rec)
         d_done = msg["done"] - prev.get("done", 0)
         d_failed = msg["failed"] - prev.get("failed", 0)
@@ -336,15 +338,16 @@ class JobsHost:
         if now - self._progress_ev.get(rec["id"], 0.0) >= PROGRESS_EVENT_S:
             self._progress_ev[rec["id"]] = now
             v = self.view(rec)
-            self._emit(
-                "job.progress",
+            self._publish(
                 rec,
-                answered=answered,
-                failed=self._failed(rec),
-                total=rec.get("total"),
-                completions_s=v.completions_s,
-                tok_s=v.tok_s,
-                in_flight=msg["in_flight"],
+                protocol.JobProgress(
+                    answered=answered,
+                    failed=self._failed(rec),
+                    total=rec.get("total"),
+                    completions_s=v.completions_s,
+                    tok_s=v.tok_s,
+                    in_flight=msg["in_flight"],
+                ),
             )
         if rec["id"] in self.choosers:
             self.choosers[rec["id"]].on_progress()
@@ -377,7 +380,9 @@ class JobsHost:
             "in_tokens": 0,
         }
         segs.append(seg)
-        self._emit("job.segment.start", rec, profile=seg["profile"], launch_id=seg["launch_id"])
+        self._publish(
+            rec, protocol.JobSegmentStart(profile=seg["profile"], launch_id=seg["launch_id"])
+        )
         return seg
 
     def _close_segment(self, rec: dict, seg: dict) -> None:
@@ -385,15 +390,20 @@ class JobsHost:
             return
         seg["closed"] = True
         secs = max(0.0, seg["last"] - seg["started"])
-        counts = {k: seg[k] for k in SEGMENT_COUNTS}
         tok_s = round(seg["out_tokens"] / secs, 1) if secs > 0 else None
-        self._emit(
-            "job.segment",
+        self._publish(
             rec,
-            **counts,
-            seconds=round(secs, 3),
-            tok_s=tok_s,
-            joules=seg.get("joules"),
+            protocol.JobSegmentDone(
+                profile=seg["profile"],
+                launch_id=seg["launch_id"],
+                completions=seg["completions"],
+                failed=seg["failed"],
+                out_tokens=seg["out_tokens"],
+                in_tokens=seg["in_tokens"],
+                seconds=round(secs, 3),
+                tok_s=tok_s,
+                joules=seg.get("joules"),
+            ),
         )
 
     async def _on_exit(self, rec: dict, r: _Runner) -> None:
@@ -411,7 +421,7 @@ class JobsHost:
         if r.error is not None:
             rec["state"], rec["error"] = "failed", r.error
             rec["finished"] = time.time()
-            self._emit("job.error", rec, message=r.error)
+            self._publish(rec, protocol.JobErrored(message=r.error))
         elif r.final is not None and r.final.get("state") in ("done", "cancelled"):
             rec["state"] = r.final["state"]
             rec["finished"] = time.time()
@@ -423,16 +433,17 @@ class JobsHost:
                     ch.on_finished()
             for seg in rec.get("segments") or []:
                 self._close_segment(rec, seg)
-            self._emit(
-                "job.done",
+            self._publish(
                 rec,
-                state=rec["state"],
-                answered=self._answered(rec),
-                failed=self._failed(rec),
-                total=rec.get("total"),
-                out_tokens=self._out_tokens(rec),
-                seconds=round(rec["finished"] - rec["created"], 3),
-                joules=rec.get("joules"),
+                protocol.JobDone(
+                    state=rec["state"],
+                    answered=self._answered(rec),
+                    failed=self._failed(rec),
+                    total=rec.get("total"),
+                    out_tokens=self._out_tokens(rec),
+                    seconds=round(rec["finished"] - rec["created"], 3),
+                    joules=rec.get("joules"),
+                ),
             )
         elif self._closing:
             pass  # the agent exits; the next one resumes the job
@@ -446,9 +457,9 @@ class JobsHost:
                     f"the runner exited {RESPAWN_MAX} times (last code {code}); "
                     f"see {self.dir / (rec['id'] + '.log')} and `sgltui job resume` to try again"
                 )
-                self._emit("job.error", rec, message=rec["error"])
+                self._publish(rec, protocol.JobErrored(message=rec["error"]))
             else:
-                self._emit("job.runner_exit", rec, code=code, respawn=rec["respawns"])
+                self._publish(rec, protocol.JobRunnerExit(code=code, respawn=rec["respawns"]))
                 await asyncio.sleep(min(2.0 * rec["respawns"], 10.0))
                 if not self._closing and rec.get("state") in ACTIVE:
                     await self._spawn(rec)
@@ -564,11 +575,11 @@ class JobsHost:
             if new:
                 rec["stalled"] = new
                 log.warning("job %s: %s", rec["id"], new)
-                self._emit("job.stalled", rec, message=new)
+                self._publish(rec, protocol.JobStalled(message=new))
                 return
         if was and watch.stalled is None:
             rec.pop("stalled", None)
-            self._emit("job.stall_over", rec)
+            self._publish(rec, protocol.JobStallOver())
 
     def _end_stall(self, rec: dict) -> None:
         """A job that finishes is stalled no more: answers that came back between two of the
@@ -576,7 +587,7 @@ class JobsHost:
         with little left to do), and a done job must not say 'stalled'."""
         watch = self.stalls.pop(rec["id"], None)
         if rec.pop("stalled", None) is not None or (watch is not None and watch.stalled):
-            self._emit("job.stall_over", rec)
+            self._publish(rec, protocol.JobStallOver())
 
     def _release_stale_hold(self, rec: dict) -> None:
         """A hold whose swap or stop is over without saying so (cancelled, failed): let go."""
@@ -603,7 +614,7 @@ class JobsHost:
         rec.pop("auto_tries", None)
         if n != rec["concurrency"]:
             rec["concurrency"] = n
-            self._emit("job.concurrency", rec, concurrency=n, why=why)
+            self._publish(rec, protocol.JobConcurrency(concurrency=n, why=why))
 
     def auto_concurrency(self, slot_id: str) -> tuple[int, str]:
         slot = self.site.slot(slot_id)
@@ -635,7 +646,7 @@ class JobsHost:
                 continue
             rec["hold"] = "swap"
             r = self.runners.get(rec["id"])
-            self._emit("job.hold", rec, reason="swap", force=force)
+            self._publish(rec, protocol.JobHold(reason="swap", force=force))
             if r is None or r.checked is None:
                 continue
             r.paused_ev.clear()
@@ -649,12 +660,12 @@ class JobsHost:
                 r.send({"op": "pause", "force": True})
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(r.paused_ev.wait(), 10.0)
-            self._emit("job.held", rec, in_flight=r.progress.get("in_flight", 0))
+            self._publish(rec, protocol.JobHeld(in_flight=r.progress.get("in_flight", 0)))
 
     def after_swap(self, slot_id: str) -> None:
         for rec in self.jobs.values():
             if rec.get("slot") == slot_id and rec.pop("hold", None):
-                self._emit("job.release", rec)
+                self._publish(rec, protocol.JobRelease())
                 r = self.runners.get(rec["id"])
                 if r is not None:
                     r.url = None  # a new server: a new connection pool, even on the same port
@@ -808,15 +819,16 @@ class JobsHost:
         self.rates[jid] = Rates()
         if mode == "auto" and slot.state == "ready" and not why.startswith("default"):
             rec["auto_for"] = slot.launch_id  # else: chosen again once the capacity card comes
-        self._emit(
-            "job.start",
+        self._publish(
             rec,
-            name=rec["name"],
-            input=rec["input"],
-            output=rec["output"],
-            concurrency=conc,
-            concurrency_why=why,
-            pinned=rec["pinned"],
+            protocol.JobStart(
+                name=rec["name"],
+                input=rec["input"],
+                output=rec["output"],
+                concurrency=conc,
+                concurrency_why=why,
+                pinned=rec["pinned"],
+            ),
         )
         r = await self._spawn(rec)
         self._choose(rec)
@@ -846,9 +858,9 @@ class JobsHost:
             raise JobError(f"job {rec['id']} is {rec.get('state')}; {otherwise}")
         return rec
 
-    def _changed(self, rec: dict, event: str, **fields: Any) -> JobView:
+    def _changed(self, rec: dict, event: protocol.JobEvent) -> JobView:
         """A command changed the job: recorded, passed on to its runner, saved; the job now."""
-        self._emit(event, rec, **fields)
+        self._publish(rec, event)
         self._sync(rec)
         self._persist(rec, force=True)
         return self.view(rec)
@@ -862,7 +874,7 @@ class JobsHost:
     async def op_pause(self, args: protocol.JobArgs, client: str | None) -> JobView:
         rec = self._active(args, "nothing to pause")
         rec["user_paused"] = True
-        return self._changed(rec, "job.pause")
+        return self._changed(rec, protocol.JobPause())
 
     async def op_resume(self, args: protocol.JobArgs, client: str | None) -> JobView:
         rec = self.find(args.job)
@@ -872,20 +884,20 @@ class JobsHost:
             rec["respawns"] = 0
             rec.pop("error", None)
             rec["user_paused"] = False
-            self._emit("job.resume", rec, restart=True)
+            self._publish(rec, protocol.JobResume(restart=True))
             await self._spawn(rec)
             return self.view(rec)
         rec = self._active(args, "start a new one with `sgltui job run`")
         rec["user_paused"] = False
-        return self._changed(rec, "job.resume")
+        return self._changed(rec, protocol.JobResume())
 
     async def op_cancel(self, args: protocol.JobArgs, client: str | None) -> JobView:
         rec = self._active(args, "nothing to cancel")
         r = self.runners.get(rec["id"])
         if r is None:
             rec["state"], rec["finished"] = "cancelled", time.time()
-            return self._changed(rec, "job.cancel")
-        self._emit("job.cancel", rec)
+            return self._changed(rec, protocol.JobCancel())
+        self._publish(rec, protocol.JobCancel())
         r.send({"op": "cancel"})
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(r.reader), 15.0)  # type: ignore[arg-type]
@@ -893,7 +905,7 @@ class JobsHost:
 
     async def op_set(self, args: protocol.JobSetArgs, client: str | None) -> JobView:
         rec = self.find(args.job)
-        changed: dict[str, Any] = {}
+        changed = protocol.JobSet()
         if args.concurrency is not msgspec.UNSET:
             raw = args.concurrency
             if raw == "auto":
@@ -903,12 +915,12 @@ class JobsHost:
             else:
                 n = _concurrency(raw)
                 rec["concurrency_mode"] = "fixed"
-            rec["concurrency"] = changed["concurrency"] = n
+            rec["concurrency"] = changed.concurrency = n
         if args.pinned is not msgspec.UNSET:
-            rec["pinned"] = changed["pinned"] = bool(args.pinned)
-        if not changed:
+            rec["pinned"] = changed.pinned = bool(args.pinned)
+        if changed.concurrency is None and changed.pinned is None:
             raise JobError("job_set needs concurrency (N or auto) or pinned (true/false)")
-        return self._changed(rec, "job.set", **changed)
+        return self._changed(rec, changed)
 
 
 def _trial(args: protocol.JobRunArgs) -> dict | None:

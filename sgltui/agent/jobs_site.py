@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sgltui import protocol
 from sgltui.agent.config import JobsConfig
 from sgltui.agent.pools import slot_url
 
@@ -78,7 +79,7 @@ class JobsSite(Protocol):
         """This agent's bench runs, oldest first (each with its results file's path)."""
         ...
 
-    def emit(self, type: str, client: str | None, slot: str | None, **fields: Any) -> Any: ...
+    def publish(self, event: protocol.EventBase) -> Any: ...
 
     async def command(self, op: str, args: dict, client: str) -> Any:
         """A command as a client sends it (paused around, drained, recorded, refused alike)."""
@@ -160,8 +161,8 @@ class AgentSite:
     def bench_runs(self) -> list[dict]:
         return sorted(self._sup.children.bench_runs.values(), key=lambda r: r["started"])
 
-    def emit(self, type: str, client: str | None, slot: str | None, **fields: Any) -> Any:
-        return self._sup.emit(type, client=client, slot=slot, **fields)
+    def publish(self, event: protocol.EventBase) -> Any:
+        return self._sup.publish(event)
 
     async def command(self, op: str, args: dict, client: str) -> Any:
         return await self._sup.handle(op, args, client)

@@ -106,13 +106,13 @@ class Pools:
                 prometheus_port=_free_port(),
                 state_dir=self.sup.state_dir,
                 policy=place.policy,
-                on_change=self._gateway_event,
+                on_change=self.sup.publish,
             )
             self.gateways[name] = gw
             # The gateway an earlier agent left (killed -9) serves on: taken over, not ended.
             if await gw.adopt():
-                self.sup.emit(
-                    "gateway.start", pool=name, pid=gw.pid, endpoint=gw.endpoint, adopted=True
+                self.sup.publish(
+                    protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint, adopted=True)
                 )
             # Started once a slot is ready (in sync): then the model its "default" alias names
             # is known, and no restart for the alias opens a window of 404s.
@@ -124,9 +124,6 @@ class Pools:
             self._poll = asyncio.get_running_loop().create_task(self._poll_loop())
             self.sync()
 
-    def _gateway_event(self, what: str, data: dict[str, Any]) -> None:
-        self.sup.emit(what, **data)
-
     async def _start_gateway(self, name: str) -> bool:
         gw = self.gateways[name]
         ready = [s for s in self.members(name) if self._routable(s)]
@@ -137,11 +134,11 @@ class Pools:
             await gw.start([slot_url(s) for s in ready])
         except GatewayError as exc:
             if self.errors.get(name) != str(exc):  # said once, not at every retry
-                self.sup.emit("gateway.error", pool=name, error=str(exc))
+                self.sup.publish(protocol.GatewayFailed(pool=name, error=str(exc)))
             self.errors[name] = str(exc)
             return False
         self.errors.pop(name, None)
-        self.sup.emit("gateway.start", pool=name, pid=gw.pid, endpoint=gw.endpoint)
+        self.sup.publish(protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint))
         return True
 
     async def close(self) -> None:
@@ -348,7 +345,7 @@ class Pools:
         profile = args.get("profile")
         roll = protocol.RollView(state="rolling", profile=profile, started=time.time())
         self.rolls[name] = roll
-        self.sup.emit("pool.roll", client=client, pool=name, profile=profile, step="begin")
+        self.sup.publish(protocol.PoolRoll(client=client, pool=name, step="begin", profile=profile))
         self.sup.state_changed()
         drain_s = float(args.get("timeout") or 30.0)
         try:
@@ -374,15 +371,23 @@ class Pools:
                 self.out.add(s.id)
                 async with self._lock(name):
                     await gw.remove_worker(url)
-                self.sup.emit("pool.roll", client=client, pool=name, slot=s.id, step="removed")
+                self.sup.publish(
+                    protocol.PoolRoll(client=client, pool=name, step="removed", slot=s.id)
+                )
                 drained: bool = True
                 left: int | None = 0
                 if was_routable:
                     drained, left = await gw_mod.wait_in_flight_zero(url, drain_s, s.api_key)
-                self.sup.emit(
-                    "pool.roll", client=client, pool=name, slot=s.id, step="drained",
-                    drained=drained, left=left,
-                )  # fmt: skip
+                self.sup.publish(
+                    protocol.PoolRoll(
+                        client=client,
+                        pool=name,
+                        step="drained",
+                        slot=s.id,
+                        drained=drained,
+                        left=left,
+                    )
+                )
                 swap_args = dict(
                     _slot_args(args, s), wait=True, drain="wait" if drained else "force"
                 )
@@ -407,16 +412,15 @@ class Pools:
                 if error:
                     raise _RollStop(s.id, error)
                 roll.done.append(s.id)
-                self.sup.emit("pool.roll", client=client, pool=name, slot=s.id, step="done")
+                self.sup.publish(
+                    protocol.PoolRoll(client=client, pool=name, step="done", slot=s.id)
+                )
         except _RollStop as stop:
             roll.state, roll.slot, roll.error = "stopped", stop.slot, stop.why
-            self.sup.emit(
-                "pool.roll",
-                client=client,
-                pool=name,
-                slot=stop.slot,
-                step="stopped",
-                error=stop.why,
+            self.sup.publish(
+                protocol.PoolRoll(
+                    client=client, pool=name, step="stopped", slot=stop.slot, error=stop.why
+                )
             )
             self.sync()
             self.sup.state_changed()
@@ -427,7 +431,7 @@ class Pools:
         finally:
             self.out.difference_update(m.id for m in members)
         roll.state, roll.slot, roll.finished = "done", None, time.time()
-        self.sup.emit("pool.roll", client=client, pool=name, profile=profile, step="end")
+        self.sup.publish(protocol.PoolRoll(client=client, pool=name, step="end", profile=profile))
         self.sync()  # the "default" alias follows the new model once the roll is over
         self.sup.state_changed()
         return self.reply(name)

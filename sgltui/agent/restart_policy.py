@@ -26,6 +26,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from sgltui import protocol
 from sgltui.agent.errors import OpError
 
 if TYPE_CHECKING:
@@ -74,13 +75,10 @@ class RestartPolicy:
                 f"(last: {summary}); `sgltui restart` tries again"
             )
             log.error("slot %s: %s", slot_id, self.notes[slot_id])
-            self.sup.emit(
-                "slot.restart",
-                client=CLIENT,
-                slot=slot_id,
-                crash=n,
-                gave_up=True,
-                reason=self.notes[slot_id],
+            self.sup.publish(
+                protocol.SlotRestart(
+                    client=CLIENT, slot=slot_id, crash=n, gave_up=True, reason=self.notes[slot_id]
+                )
             )
             crashes.clear()  # a person's restart starts a new count
             return
@@ -92,14 +90,15 @@ class RestartPolicy:
         log.warning(
             "slot %s crashed (%s): relaunching in %.0fs (crash %d)", slot_id, summary, delay, n
         )
-        self.sup.emit(
-            "slot.restart",
-            client=CLIENT,
-            slot=slot_id,
-            crash=n,
-            in_s=delay,
-            gave_up=False,
-            reason=f"{summary}; relaunching its profile in {delay:.0f}s",
+        self.sup.publish(
+            protocol.SlotRestart(
+                client=CLIENT,
+                slot=slot_id,
+                crash=n,
+                in_s=delay,
+                gave_up=False,
+                reason=f"{summary}; relaunching its profile in {delay:.0f}s",
+            )
         )
         old = self._tasks.get(slot_id)
         if old is not None and not old.done():

@@ -102,7 +102,7 @@ class Supervisor:
         self.history = LaunchHistory(state_dir)
         self.agent_state = AgentState(state_dir)
         self.subscribers: set[PushQueue] = set()
-        self.children = Children(self.emit, socket_path, state_dir, lambda: self.recorder)
+        self.children = Children(self.publish, socket_path, state_dir, lambda: self.recorder)
         # batch jobs (agent/jobs_host.py), seeing the agent through agent/jobs_site.py
         self.batch = JobsHost(AgentSite(self))
         self.front_config: FrontConfig = self.agent_config.front
@@ -199,9 +199,10 @@ class Supervisor:
             await front.start()  # a port already taken leaves front.error for status to show
             slot.attach_front(front)
 
-    def _front_event(self, type: str, slot: str | None = None, **fields: Any) -> None:
-        s = self.slots.get(slot or "")
-        self.emit(type, client=s.client if s else None, slot=slot, **fields)
+    def _front_event(self, event: protocol.EventBase) -> None:
+        s = self.slots.get(event.slot or "")
+        event.client = s.client if s else None
+        self.publish(event)
 
     def _sync_front(self, slot: Slot) -> None:
         """Point the slot's front at what the slot runs: a ready server gets the requests; while a
@@ -281,28 +282,6 @@ class Supervisor:
 
     # ---- what slots call back (SlotHost) ------------------------------------------------------
 
-    def emit(
-        self, type: str, client: str | None = None, slot: str | None = None, **fields: Any
-    ) -> dict:
-        try:
-            event = self.recorder.event(type, client=client, slot=slot, **fields)
-        except Exception:  # the recorder promises not to raise; do not let it take the agent down
-            log.exception("recording event %s", type)
-            event = {
-                "v": 1,
-                "ts": time.time(),
-                "type": type,
-                "client": client,
-                "slot": slot,
-                **fields,
-            }
-        self.broadcast("event", event)
-        try:
-            self.restart_policy.on_event(event)
-        except Exception:  # a policy's bug must not take the event stream down with it
-            log.exception("restart policy on %s", type)
-        return event
-
     def publish(self, event: protocol.EventBase) -> dict:
         """Record a typed event and push it to every subscriber (the recorder stamps its time
         unless it has one)."""
@@ -311,7 +290,24 @@ class Supervisor:
         fields.pop("v", None)
         if not event.ts:
             fields.pop("ts", None)
-        return self.emit(type_, **fields)
+        try:
+            record = self.recorder.event(type_, **fields)
+        except Exception:  # the recorder promises not to raise; do not let it take the agent down
+            log.exception("recording event %s", type_)
+            record = {
+                "v": 1,
+                "ts": time.time(),
+                "type": type_,
+                "client": fields.pop("client", None),
+                "slot": fields.pop("slot", None),
+                **fields,
+            }
+        self.broadcast("event", record)
+        try:
+            self.restart_policy.on_event(record)
+        except Exception:  # a policy's bug must not take the event stream down with it
+            log.exception("restart policy on %s", type_)
+        return record
 
     def broadcast(self, kind: str, data: Any) -> None:
         msg = {"push": kind, "data": data}
@@ -655,12 +651,14 @@ class Supervisor:
         """An op on every slot of a pool (a swap rolls): agent/pools.py. Without `wait` it runs
         on in the agent and the reply says it began."""
         self.pools.pool(str(args["pool"]))  # an unknown pool: one line
-        self.emit("command", client=client, op=op, pool=args["pool"], args=_public_args(args))
+        self.publish(
+            protocol.Command(client=client, op=op, pool=args["pool"], args=_public_args(args))
+        )
         if args.get("wait") or op == "preflight":
             try:
                 return await self.pools.op(op, args, client)
             except OpError as exc:
-                self.emit("command.refused", client=client, op=op, reason=str(exc))
+                self.publish(protocol.CommandRefused(client=client, op=op, reason=str(exc)))
                 raise
         task = asyncio.get_running_loop().create_task(self.pools.op(op, args, client))
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # said in events
@@ -768,7 +766,7 @@ class Supervisor:
     async def op_bench_progress(
         self, args: protocol.BenchProgressArgs, client: str | None
     ) -> protocol.Noted:
-        return self.children.bench_progress(protocol.args_dict(args), client)
+        return self.children.bench_progress(args, client)
 
     async def op_bench_stop(
         self, args: protocol.BenchStopArgs, client: str | None

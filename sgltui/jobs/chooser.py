@@ -19,6 +19,9 @@ import logging
 import time
 from typing import Any, Protocol
 
+import msgspec
+
+from sgltui import protocol
 from sgltui.jobs import choose
 
 log = logging.getLogger("sgltui.jobs.chooser")
@@ -47,7 +50,7 @@ class ChooseHost(Protocol):
     async def command(self, rec: dict, op: str, **args: Any) -> dict:
         """An agent op on the job's slot, waited for; raises Refused with the agent's line."""
 
-    def emit(self, type: str, rec: dict, **fields: Any) -> None: ...
+    def publish(self, rec: dict, event: protocol.JobEvent) -> None: ...
 
     def persist(self, rec: dict) -> None: ...
 
@@ -138,8 +141,8 @@ class Chooser:
                 reason = None if res.get("ok") else str(res.get("error") or "preflight failed")
             if reason is not None:
                 choose.skip(trial, c["name"], f"preflight: {reason}")
-                self.host.emit(
-                    "job.trial", self.rec, profile=c["name"], state="skipped", reason=reason
+                self.host.publish(
+                    self.rec, protocol.JobTrial(profile=c["name"], state="skipped", reason=reason)
                 )
         trial["prechecked"] = True
         self.checked = True
@@ -187,14 +190,15 @@ class Chooser:
                     running,
                     self.host.power_w(self.rec),
                 )
-                self.host.emit(
-                    "job.trial",
+                self.host.publish(
                     self.rec,
-                    profile=c["name"],
-                    state="measured",
-                    reason=why,
-                    tok_s=c["tok_s"],
-                    completions=c["requests"],
+                    protocol.JobTrial(
+                        profile=c["name"],
+                        state="measured",
+                        reason=why,
+                        tok_s=c["tok_s"],
+                        completions=c["requests"],
+                    ),
                 )
                 self.host.persist(self.rec)
             return
@@ -213,7 +217,7 @@ class Chooser:
         elif state in ("ready", "stopped", "failed", "crashed"):
             nxt["state"] = "swapping"
             self.host.persist(self.rec)
-            self.host.emit("job.trial", self.rec, profile=nxt["name"], state="swapping")
+            self.host.publish(self.rec, protocol.JobTrial(profile=nxt["name"], state="swapping"))
             self._start(self._swap_for_trial(nxt))
         # else: the slot is busy (launching, stopping): wait for it
 
@@ -229,8 +233,8 @@ class Chooser:
         done, out, joules = self.host.counters(self.rec)
         choose.begin(c, done, out, joules, conc)
         self.measuring = c["name"]
-        self.host.emit(
-            "job.trial", self.rec, profile=c["name"], state="measuring", concurrency=conc
+        self.host.publish(
+            self.rec, protocol.JobTrial(profile=c["name"], state="measuring", concurrency=conc)
         )
         self.host.persist(self.rec)
 
@@ -241,7 +245,9 @@ class Chooser:
         if reason is not None:
             choose.skip(self.trial, c["name"], reason)
             self.trial["current"] = None
-            self.host.emit("job.trial", self.rec, profile=c["name"], state="skipped", reason=reason)
+            self.host.publish(
+                self.rec, protocol.JobTrial(profile=c["name"], state="skipped", reason=reason)
+            )
         else:
             _, _, j1 = self.host.counters(self.rec)
             c["swap_s"] = round(time.monotonic() - t0, 2)
@@ -300,19 +306,22 @@ class Chooser:
         reason = await self._go_to(winner, final=True)
         if reason is not None:
             self.trial["note"] = f"could not swap to the winner {winner}: {reason}"
-            self.host.emit("job.trial", self.rec, profile=winner, state="failed", reason=reason)
+            self.host.publish(
+                self.rec, protocol.JobTrial(profile=winner, state="failed", reason=reason)
+            )
             self.host.persist(self.rec)
 
     def _emit_decision(self) -> None:
         v = choose.view(self.trial)
-        self.host.emit(
-            "job.decision",
+        self.host.publish(
             self.rec,
-            winner=v["winner"],
-            objective=v["objective"],
-            round=v["round"],
-            note=v["note"],
-            candidates=v["candidates"],
+            protocol.JobDecisionEvent(
+                winner=v["winner"],
+                objective=v["objective"],
+                round=v["round"],
+                note=v["note"],
+                candidates=msgspec.convert(v["candidates"], list[protocol.JobCandidate]),
+            ),
         )
 
     def _watch_step(self) -> None:
@@ -328,9 +337,9 @@ class Chooser:
             return
         if trial.get("watch") is None:
             trial["watch"] = msg
-            self.host.emit("job.watch", self.rec, profile=winner, message=msg)
+            self.host.publish(self.rec, protocol.JobWatch(profile=winner, message=msg))
             if trial.get("replan"):
-                self.host.emit("job.replan", self.rec, profile=winner, message=msg)
+                self.host.publish(self.rec, protocol.JobReplan(profile=winner, message=msg))
                 choose.restart(trial, running)
                 self.watch = None
             self.host.persist(self.rec)

@@ -15,6 +15,7 @@ import time
 import httpx
 import pytest
 
+from sgltui import protocol
 from sgltui.agent import gateway, gateway_launch
 from sgltui.agent.gateway import Gateway, GatewayError
 
@@ -131,7 +132,9 @@ async def test_kill_9_of_the_gateway_is_back_within_5_s_with_the_current_workers
 ):
     a, b = sim_server(), sim_server()
     events = []
-    gw = _gateway(tmp_path, on_change=lambda what, data: events.append(what))
+    gw = _gateway(
+        tmp_path, on_change=lambda event: events.append(protocol.event_dict(event)["type"])
+    )
     await gw.start([a.url])
     try:
         await gw.add_worker(b.url)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from sgltui import protocol
 from sgltui.jobs import choose
 from sgltui.jobs.chooser import Chooser, Refused
 
@@ -52,8 +53,9 @@ class FakeHost:
         self.running = args["profile"]
         return {"slot": {"state": "ready", "profile": self.running}, "result": {"ok": True}}
 
-    def emit(self, type: str, rec: dict, **fields: Any) -> None:
-        self.events.append((type, fields))
+    def publish(self, rec: dict, event: protocol.JobEvent) -> None:
+        fields = protocol.event_dict(event)  # the event as recorded
+        self.events.append((fields.pop("type"), fields))
 
     def persist(self, rec: dict) -> None:
         pass
