@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import contextlib
 import faulthandler
-import fcntl
 import logging
 import logging.handlers
 import os
@@ -84,20 +83,9 @@ def _kept_argv(argv: list[str] | None) -> list[str]:
     ]
 
 
-def _take_lock(lock_path: Path) -> int | None:
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    os.set_inheritable(fd, False)  # servers and bench runs must not keep the agent's lock alive
-    return fd
-
-
 def _setup_logging(log_path: Path, foreground: bool) -> None:
     handler = logging.handlers.RotatingFileHandler(log_path, maxBytes=5 << 20, backupCount=2)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(logging.Formatter(keeper.LOG_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     if foreground:
@@ -137,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             # This detached process becomes the keeper; the agent runs as its child and is
             # started again when it dies by accident (agent/keeper.py).
             return keeper.run(state_dir, _kept_argv(argv))
-    lock_fd = _take_lock(p["lock"])
+    lock_fd = keeper.take_lock(p["lock"])
     if lock_fd is None:
         return 0  # another agent owns this state dir; clients will talk to it
     _setup_logging(p["log"], args.foreground)

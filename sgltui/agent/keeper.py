@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -104,6 +105,22 @@ def view(state_dir: Path) -> dict | None:
     return {k: data.get(k) for k in keys if data.get(k) is not None}
 
 
+# agent.log's line, written by the agent's RotatingFileHandler and by the keeper alike.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def take_lock(path: Path) -> int | None:
+    """An exclusive flock on `path` (the agent's, the keeper's), or None when another holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    os.set_inheritable(fd, False)  # servers and bench runs must not keep the lock alive
+    return fd
+
+
 def keeper_pid(state_dir: Path) -> int | None:
     try:
         pid = int((state_dir / PIDFILE).read_text().split()[0])
@@ -144,8 +161,8 @@ class Keeper:
     def log(self, level: str, msg: str) -> None:
         # One O_APPEND write in the agent log's own format: the agent's RotatingFileHandler
         # owns the file; a line now and then from here interleaves whole.
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S") + f",{int(time.time() * 1000) % 1000:03d}"
-        line = f"{stamp} {level} sgltui.agent.keeper: {msg}\n".encode()
+        rec = logging.makeLogRecord({"name": __name__, "levelname": level, "msg": msg})
+        line = (logging.Formatter(LOG_FORMAT).format(rec) + "\n").encode()
         with contextlib.suppress(OSError):
             fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
@@ -215,19 +232,9 @@ class Keeper:
         return 0
 
 
-def _take_lock(path: Path) -> int | None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
-
-
 def run(state_dir: Path, agent_argv: list[str]) -> int:
     """Be the keeper of `state_dir` (already detached), or wake the one that is."""
-    fd = _take_lock(state_dir / LOCKFILE)
+    fd = take_lock(state_dir / LOCKFILE)
     if fd is None:
         pid = keeper_pid(state_dir)
         if pid is not None:
