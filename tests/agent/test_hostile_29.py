@@ -5,10 +5,7 @@ connection that never said hello)."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import time
 
 import psutil
 import pytest
@@ -41,17 +38,6 @@ SECRET_ENV = {
 }
 
 
-def _kill9_and_readopt(agent) -> None:
-    old = agent.pid
-    os.kill(old, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while psutil.pid_exists(old) and psutil.Process(old).status() != psutil.STATUS_ZOMBIE:
-        assert time.monotonic() < deadline, "the agent outlived kill -9"
-        time.sleep(0.05)
-    agent.call("status", autostart=True)  # the keeper's new agent, or one started now
-    assert agent.wait_pid() != old
-
-
 def test_env_secrets_never_reach_agent_state_and_a_readopted_rollback_keeps_them(agent):
     """F8: HF_TOKEN (and any *_KEY, *_SECRET) was written in clear to agent-state.json. The
     re-adopting agent still relaunches exactly what ran: here the file has lost its secrets
@@ -66,7 +52,7 @@ def test_env_secrets_never_reach_agent_state_and_a_readopted_rollback_keeps_them
     for value in SECRET_ENV.values():
         assert value not in text, f"{value} in agent-state.json"
     agent.write_profile("t-env", env={"HF_HOME": "/tmp/hf-home"})  # same port, no secrets
-    _kill9_and_readopt(agent)
+    agent.kill9()
     agent.wait_state("ready")
     bad = agent.write_profile("t-oom", sim_fail_at_start="oom")
     res = agent.call("swap", profile=bad, wait=True)

@@ -15,7 +15,7 @@ import time
 import psutil
 
 from sgltui.agent import keeper
-from sgltui.agent.client import AgentError, call_sync
+from tests.fixtures.agent import alive
 from tests.fixtures.cli import agent_sgltui as sgltui
 
 # Issue 29's 5 s is measured by bench/bench_comeback.py (no timing asserts in tests: CI is
@@ -23,43 +23,21 @@ from tests.fixtures.cli import agent_sgltui as sgltui
 BACK_WITHIN_S = 20.0
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _wait_new_agent(agent, old: int, timeout: float) -> tuple[int, float]:
-    """(pid, seconds) of the first agent other than `old` to answer, asked without autostart."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        try:
-            pid = call_sync(agent.state_dir, "ping", autostart=False)["pid"]
-            if pid != old:
-                agent.agent_pids.add(pid)
-                return pid, time.monotonic() - t0
-        except AgentError:
-            pass
-        time.sleep(0.02)
-    raise AssertionError(f"no new agent within {timeout}s\n{agent.agent_log()}")
-
-
 def _ours(state_dir) -> list[int]:
     """Every process whose command line names this test's state dir (agents and keepers)."""
     return [
         p.pid
         for p in psutil.process_iter(["cmdline"])
-        if str(state_dir) in " ".join(p.info["cmdline"] or []) and _alive(p.pid)
+        if str(state_dir) in " ".join(p.info["cmdline"] or []) and alive(p.pid)
     ]
 
 
 def test_kill9_of_the_agent_a_new_one_serves_by_itself_and_readopts(agent):
     a = agent.write_profile("k-a")
     slot = agent.call("start", profile=a, wait=True)["slot"]
-    old = agent.pid
-    os.kill(old, signal.SIGKILL)
-    new, took = _wait_new_agent(agent, old, timeout=30)
+    t0 = time.monotonic()
+    agent.kill9()
+    took = time.monotonic() - t0
     assert took < BACK_WITHIN_S, f"the agent came back in {took:.1f}s"
     st = agent.status()
     back = st["slots"][0]
@@ -75,8 +53,7 @@ def test_a_crash_loop_backs_off_says_why_and_a_command_cuts_the_wait(agent_handl
     agent = agent_handle
     monkeypatch.setenv("SGLTUI_KEEPER_BACKOFF_FIRST_S", "30")  # the keeper reads it at start
     first = agent.start()
-    os.kill(first, signal.SIGKILL)  # crash 1: started again at once
-    second, _ = _wait_new_agent(agent, first, timeout=30)
+    second = agent.kill9(pid=first)  # crash 1: started again at once
     os.kill(second, signal.SIGKILL)  # crash 2 in a row: 30 s of back-off
     deadline = time.monotonic() + 10
     while (keeper.read_state(agent.state_dir) or {}).get("state") != "backoff":
@@ -112,7 +89,7 @@ def test_agent_stop_stop_servers_with_a_dead_agent_stops_its_servers(agent):
     os.kill(keeper.keeper_pid(agent.state_dir) or 0, signal.SIGKILL)
     os.kill(agent.pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while _alive(agent.pid):
+    while alive(agent.pid):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert json.loads((agent.state_dir / "agent-state.json").read_text())["slots"]["0"]
@@ -121,12 +98,12 @@ def test_agent_stop_stop_servers_with_a_dead_agent_stops_its_servers(agent):
     assert r.returncode == 0
     assert f"its servers are still running (slot 0: k-f2 (pid {slot['pid']}))" in r.stdout
     assert "`sgltui agent stop --stop-servers` stops them" in r.stdout, r.stdout
-    assert all(_alive(p) for p in slot["pids"])
+    assert all(alive(p) for p in slot["pids"])
 
     r = sgltui(agent, "agent", "stop", "--stop-servers")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == "agent stopped; servers stopped", r.stdout
-    assert [p for p in slot["pids"] if _alive(p)] == []
+    assert [p for p in slot["pids"] if alive(p)] == []
     assert _ours(agent.state_dir) == []
 
 

@@ -13,21 +13,14 @@ import threading
 import time
 
 import httpx
-import psutil
 import pytest
 
 from sgltui.agent import gateway
 from sgltui.agent.client import call_sync
 from tests.conftest import pick_free_port
+from tests.fixtures.agent import alive
 
 pytestmark = pytest.mark.skipif(not gateway.smg_available(), reason="smg not installed")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def _host_toml(agent, pool_port: int) -> None:
@@ -344,4 +337,4 @@ def test_kill_9_of_the_agent_the_next_one_readopts_the_gateway_and_the_pool_answ
 
     r = agent_sgltui(agent, "agent", "stop", "--stop-servers")
     assert r.returncode == 0, r.stderr
-    assert not _alive(gw_pid)
+    assert not alive(gw_pid)

@@ -270,23 +270,11 @@ def test_swap_drains_requests_already_sent_with_a_countdown(agent):
 
 
 def test_readopted_slot_rolls_back_to_what_ran_after_its_file_is_deleted(running):
-    import os
-    import signal
-    import time
 
     agent, before = running
-    old = agent.pid
-    os.kill(old, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(old, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
+    agent.kill9()
     (agent.profiles_dir / "pf-a.toml").unlink()
-    st = agent.call("status", autostart=True)
-    agent.wait_pid()
+    st = agent.status()
     slot = st["slots"][0]
     assert slot["state"] == "ready" and slot["pid"] == before["pid"]
     assert slot["resolved"]["name"] == "pf-a"

@@ -13,20 +13,14 @@ import psutil
 import pytest
 
 from sgltui.agent.client import AgentError, call_sync
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+from tests.fixtures.agent import alive
 
 
 def _group_members(pgid: int) -> list[int]:
     out = []
     for p in psutil.process_iter(["pid"]):
         try:
-            if os.getpgid(p.pid) == pgid and _alive(p.pid):
+            if os.getpgid(p.pid) == pgid and alive(p.pid):
                 out.append(p.pid)
         except OSError:
             pass
@@ -50,10 +44,10 @@ def test_twenty_swaps_leave_no_process_behind(agent):
         for pid in slot["pids"]:
             seen[pid] = os.getpgid(pid)
         current = set(slot["pids"])
-        leftovers = [p for p in seen if p not in current and _alive(p)]
+        leftovers = [p for p in seen if p not in current and alive(p)]
         assert leftovers == [], f"swap {i}: earlier servers still alive: {leftovers}"
     agent.call("stop", wait=True)
-    assert [p for p in seen if _alive(p)] == []
+    assert [p for p in seen if alive(p)] == []
     assert [g for g in set(seen.values()) if _group_members(g)] == []
     assert len(agent.events("swap.done")) == 20
     assert len({e["launch_id"] for e in agent.events("launch")}) == 21  # a distinct log per launch
@@ -91,10 +85,10 @@ def test_kill9_of_the_agent_then_readopt_same_session(agent):
     old_pid = agent.pid
     os.kill(old_pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while _alive(old_pid) and time.monotonic() < deadline:
+    while alive(old_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(old_pid)
-    assert all(_alive(p) for p in slot["pids"]), "the server must outlive the agent"
+    assert not alive(old_pid)
+    assert all(alive(p) for p in slot["pids"]), "the server must outlive the agent"
     assert agent.paths["socket"].exists()  # stale socket left by the dead agent
 
     # Any command starts a new agent, which cleans the stale socket and re-adopts the server.
@@ -117,7 +111,7 @@ def test_kill9_of_the_agent_then_readopt_same_session(agent):
     b = agent.write_profile("t-b")
     res = agent.call("swap", profile=b, wait=True)
     assert res["slot"]["state"] == "ready" and res["slot"]["profile"] == "t-b"
-    assert [p for p in slot["pids"] if _alive(p)] == []
+    assert [p for p in slot["pids"] if alive(p)] == []
 
 
 def test_agent_stop_leaves_servers_then_next_agent_adopts(agent):
@@ -126,12 +120,10 @@ def test_agent_stop_leaves_servers_then_next_agent_adopts(agent):
     old = agent.pid
     agent.call("shutdown")
     deadline = time.monotonic() + 15
-    while _alive(old) and time.monotonic() < deadline:
+    while alive(old) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert (
-        not _alive(old) and not agent.paths["socket"].exists() and not agent.paths["pid"].exists()
-    )
-    assert all(_alive(p) for p in slot["pids"])
+    assert not alive(old) and not agent.paths["socket"].exists() and not agent.paths["pid"].exists()
+    assert all(alive(p) for p in slot["pids"])
     st = agent.call("status", autostart=True)
     agent.wait_pid()
     assert st["slots"][0]["state"] == "ready" and st["slots"][0]["pid"] == slot["pid"]
@@ -158,7 +150,7 @@ def test_one_agent_per_state_dir_and_sighup_survival(agent):
     assert keepers == [psutil.Process(first).ppid()]
     os.kill(first, signal.SIGHUP)
     time.sleep(0.3)
-    assert _alive(first) and agent.call("ping")["pid"] == first
+    assert alive(first) and agent.call("ping")["pid"] == first
     # Detached: its own session, not a child of this test.
     proc = psutil.Process(first)
     assert os.getsid(first) != os.getsid(0) and proc.ppid() != os.getpid()
@@ -219,13 +211,8 @@ async def test_subscribe_streams_events_and_log_lines(agent):
 def test_kill9_of_an_adopted_server_says_killed_by_a_signal(agent):
     a = agent.write_profile("t-adopt-kill")
     slot = agent.call("start", profile=a, wait=True)["slot"]
-    os.kill(agent.pid, signal.SIGKILL)
-    old = agent.pid
-    deadline = time.monotonic() + 10
-    while _alive(old) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    st = agent.call("status", autostart=True)
-    agent.wait_pid()
+    agent.kill9()
+    st = agent.status()
     assert st["slots"][0]["state"] == "ready" and st["slots"][0]["pid"] == slot["pid"]
     os.killpg(os.getpgid(slot["pid"]), signal.SIGKILL)
     crashed = agent.wait_state("crashed", timeout=30)

@@ -9,8 +9,6 @@ at the job's lengths picks; every custom_id is answered exactly once.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import time
 from collections import Counter
 
@@ -81,8 +79,7 @@ def test_choose_trial_survives_kill9_keeps_every_answer_and_agrees_with_bench(ag
     _wait(agent, jid, lambda v: _cand(v, mid)["requests"] >= 20, "c-mid's first answers")
     before = agent.call("job_status", job=jid)
     used_before = _cand(before, mid)["requests"]
-    os.kill(agent.pid, signal.SIGKILL)
-    agent.start()
+    agent.kill9()
 
     # the trial resumes where it was: c-small's figures kept, c-mid goes on (no re-run of it)
     after = _wait(agent, jid, lambda v: v["state"] == "running", "running again")
