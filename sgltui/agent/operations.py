@@ -16,9 +16,11 @@ changes nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -164,15 +166,10 @@ class Operations:
                 await self._abort(slot, running, client)
             if slot.state == STOPPED and slot.tree is None and running is None:
                 raise OpError(f"slot {slot.id} is not running anything")
-            batch = self.sup.batch
 
             async def job() -> protocol.Outcome:
-                # batch jobs stop sending first (their requests finish, or are re-sent later)
-                await batch.before_swap(slot.id, force=drain == "force")
-                try:
+                async with self._server_going(slot, drain):
                     report = await slot.stop(client, drain=drain, timeout=timeout)
-                finally:
-                    batch.after_swap(slot.id)  # they wait for the slot to be ready again
                 return protocol.Outcome(
                     state=slot.state,
                     report=msgspec.convert(report, protocol.StopReport, strict=False),
@@ -247,6 +244,17 @@ class Operations:
             return self._reply(slot, args, started)
 
     # ---- what they share --------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _server_going(self, slot: Slot, drain: str) -> AsyncIterator[None]:
+        """Around a stop or a swap of the slot's server: its batch jobs stop sending and let (or,
+        forced, make) their requests in flight finish before the server goes; after, whatever
+        happened, they wait for the slot to be ready again (and resume on the new server)."""
+        await self.sup.batch.before_swap(slot.id, force=drain == "force")
+        try:
+            yield
+        finally:
+            self.sup.batch.after_swap(slot.id)
 
     async def _abort(self, slot: Slot, running: Job, client: str | None) -> None:
         """A stop aborts a launch or a swap (no rollback). The job is cancelled and awaited:
@@ -437,71 +445,67 @@ class Operations:
                 )
             )
 
-        # Batch jobs on this slot stop sending and let (or, forced, make) their requests in
-        # flight finish before the server goes; they resume on the new one (after_swap below).
-        await sup.batch.before_swap(slot.id, force=drain == "force")
-        slot.hold_front(f"slot {slot.id}: {frm or '-'} -> {to}")
-        if slot.tree is not None and slot.state != STOPPED:
-            report = await slot.stop(client, drain=drain, on_step=step)
-            timings.update(report["timings_s"])
-            if report.get("problems"):
-                log.warning("swap: %s", "; ".join(report["problems"]))
-        step("launching")
-        t_launch = time.monotonic()
-        await self._launch(slot, target, client)
-        state = await slot.wait_settled()
-        timings["load"] = slot.timings.get("load", round(time.monotonic() - t_launch, 3))
-        timings["ready"] = slot.timings.get("ready", 0.0)
-        rolled_back = False
-        ok = state == READY
-        failure = None if ok else slot.cause
-        if ok:
-            step("ready")
-        elif rollback and old:
-            step("rolling back")
-            if slot.tree is not None and slot.state not in (STOPPED,):
-                await slot.stop(client, drain="force")
-            if previous is None:
-                step("failed")
+        async with self._server_going(slot, drain):
+            slot.hold_front(f"slot {slot.id}: {frm or '-'} -> {to}")
+            report = await _stop_if_running(slot, client, drain, on_step=step)
+            if report is not None:
+                timings.update(report["timings_s"])
+                if report.get("problems"):
+                    log.warning("swap: %s", "; ".join(report["problems"]))
+            step("launching")
+            t_launch = time.monotonic()
+            await self._launch(slot, target, client)
+            state = await slot.wait_settled()
+            timings["load"] = slot.timings.get("load", round(time.monotonic() - t_launch, 3))
+            timings["ready"] = slot.timings.get("ready", 0.0)
+            rolled_back = False
+            ok = state == READY
+            failure = None if ok else slot.cause
+            if ok:
+                step("ready")
+            elif rollback and old:
+                step("rolling back")
+                await _stop_if_running(slot, client, "force")
+                if previous is None:
+                    step("failed")
+                else:
+                    await self._launch(slot, previous, client)
+                    back = await slot.wait_settled()
+                    rolled_back = back == READY
+                    step("ready" if rolled_back else "failed")
+                # A healthy rolled-back slot has no cause; the failure stays in last_failure.
+                slot.keep_failure(failure)
+                sup.publish(
+                    protocol.SwapFailure(
+                        client=client, slot=slot.id, from_=frm, to=to, cause=_cause(failure)
+                    )
+                )
             else:
-                await self._launch(slot, previous, client)
-                back = await slot.wait_settled()
-                rolled_back = back == READY
-                step("ready" if rolled_back else "failed")
-            # A healthy rolled-back slot has no cause; the failure stays in last_failure.
-            slot.keep_failure(failure)
+                step("failed")
+            timings["total"] = round(time.monotonic() - t0, 3)
             sup.publish(
-                protocol.SwapFailure(
-                    client=client, slot=slot.id, from_=frm, to=to, cause=_cause(failure)
+                protocol.SwapDone(
+                    client=client,
+                    slot=slot.id,
+                    from_=frm,
+                    to=to,
+                    ok=ok,
+                    rolled_back=rolled_back,
+                    timings_s=dict(timings),
                 )
             )
-        else:
-            step("failed")
-        timings["total"] = round(time.monotonic() - t0, 3)
-        sup.publish(
-            protocol.SwapDone(
-                client=client,
-                slot=slot.id,
-                from_=frm,
-                to=to,
-                ok=ok,
-                rolled_back=rolled_back,
-                timings_s=dict(timings),
+            slot.end_swap(
+                protocol.LastSwap(
+                    from_=frm,
+                    to=to,
+                    ok=ok,
+                    rolled_back=rolled_back,
+                    timings_s=dict(timings),
+                    cause=None if ok else _cause(failure or slot.cause),
+                    finished_at=time.time(),
+                    client=client,
+                )
             )
-        )
-        slot.end_swap(
-            protocol.LastSwap(
-                from_=frm,
-                to=to,
-                ok=ok,
-                rolled_back=rolled_back,
-                timings_s=dict(timings),
-                cause=None if ok else _cause(failure or slot.cause),
-                finished_at=time.time(),
-                client=client,
-            )
-        )
-        sup.batch.after_swap(slot.id)
         return protocol.Outcome(
             state=slot.state,
             ok=ok,
@@ -509,6 +513,15 @@ class Operations:
             timings_s=timings,
             cause=None if ok else _cause(failure if rolled_back else slot.cause),
         )
+
+
+async def _stop_if_running(
+    slot: Slot, client: str | None, drain: str, on_step: Callable[[str], None] | None = None
+) -> dict[str, Any] | None:
+    """Stop the slot's server if it has one (a swap's first step, a rollback's); its report."""
+    if slot.tree is None or slot.state == STOPPED:
+        return None
+    return await slot.stop(client, drain=drain, on_step=on_step)
 
 
 _cause = as_cause  # a slot's cause (core/causes.py's dict) as the protocol's Cause
