@@ -48,10 +48,10 @@ from typing import Any
 
 import httpx
 import msgspec
-from prometheus_client.parser import text_string_to_metric_families
 
 from sgltui import protocol
 from sgltui.agent.gateway_launch import NOT_INSTALLED as NOT_INSTALLED
+from sgltui.agent.telemetry.engine_parse import metric_samples
 from sgltui.core.files import private_dir, write_json_atomic
 
 log = logging.getLogger("sgltui.agent.gateway")
@@ -510,24 +510,23 @@ def parse_metrics(
     health: dict[str, bool] = {}
     retries = errors = requests = 0.0
     try:
-        families = list(text_string_to_metric_families(text))
+        samples = metric_samples(text)
     except ValueError:
-        families = []  # a torn scrape: next second's will do
-    for fam in families:
-        for s in fam.samples:
-            worker = s.labels.get("worker") or s.labels.get("worker_url")
-            if s.name == "smg_worker_requests_active" and worker:
-                active[worker] = active.get(worker, 0.0) + s.value
-            elif s.name == "smg_worker_cb_state" and worker:
-                cb[worker] = _CB_STATES.get(int(s.value), str(s.value))
-            elif s.name == "smg_worker_health" and worker:
-                health[worker] = s.value >= 1
-            elif s.name == "smg_worker_retries_total":
-                retries += s.value
-            elif s.name == "smg_router_request_errors_total":
-                errors += s.value
-            elif s.name == "smg_router_requests_total":
-                requests += s.value
+        samples = []  # a torn scrape: next second's will do
+    for s in samples:
+        worker = s.labels.get("worker") or s.labels.get("worker_url")
+        if s.name == "smg_worker_requests_active" and worker:
+            active[worker] = active.get(worker, 0.0) + s.value
+        elif s.name == "smg_worker_cb_state" and worker:
+            cb[worker] = _CB_STATES.get(int(s.value), str(s.value))
+        elif s.name == "smg_worker_health" and worker:
+            health[worker] = s.value >= 1
+        elif s.name == "smg_worker_retries_total":
+            retries += s.value
+        elif s.name == "smg_router_request_errors_total":
+            errors += s.value
+        elif s.name == "smg_router_requests_total":
+            requests += s.value
     urls = sorted(set(active) | set(cb) | set(health))
     return GatewaySample(
         pool=pool,

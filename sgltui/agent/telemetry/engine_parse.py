@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 # Labels that name a rank inside one DP group: only rank 0 speaks for the group.
 _RANK_LABELS = ("tp_rank", "pp_rank", "moe_ep_rank", "attn_cp_rank")
@@ -52,20 +53,25 @@ _BY_LABEL = {
 }
 
 
+def metric_samples(text: str) -> list[Sample]:
+    """Every sample of a Prometheus text (SGLang's /metrics, the pool gateway's): one reading of
+    the format for both. ValueError for a torn or malformed text."""
+    return [s for family in text_string_to_metric_families(text) for s in family.samples]
+
+
 def parse_metrics(
     text: str,
 ) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, float]]]:
     """(parse_metrics_text's dict, {sample name: {label value: rank-0 sum over DP}} for _BY_LABEL)."""
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     labelled: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            if not _rank0(s.labels):
-                continue
-            out[s.name][s.labels.get("dp_rank", "0")].append(float(s.value))
-            label = _BY_LABEL.get(s.name)
-            if label and label in s.labels:
-                labelled[s.name][s.labels[label]] += float(s.value)
+    for s in metric_samples(text):
+        if not _rank0(s.labels):
+            continue
+        out[s.name][s.labels.get("dp_rank", "0")].append(float(s.value))
+        label = _BY_LABEL.get(s.name)
+        if label and label in s.labels:
+            labelled[s.name][s.labels[label]] += float(s.value)
     return out, labelled
 
 
