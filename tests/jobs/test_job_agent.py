@@ -187,7 +187,11 @@ def test_final_failures_go_to_the_errors_file_and_verify_says_so(agent, tmp_path
 
 
 def test_pinned_job_makes_a_swap_ask_first(agent, tmp_path):
-    a, b = agent.write_profile("t-a"), agent.write_profile("t-b")
+    # Tokens 10x slower than the default, start-up as fast: at the default, 2,000 answers of 256
+    # tokens took a few seconds, and the job could end before the pause below found it running.
+    # The test cancels it: the slower tokens cost no time.
+    slow = {"time_scale": 0.1, "sim_slow_start": 0.1}
+    a, b = agent.write_profile("t-a", **slow), agent.write_profile("t-b", **slow)
     agent.call("start", profile=a, wait=True)
     inp, out = tmp_path / "p.jsonl", tmp_path / "p.out.jsonl"
     write_input(inp, 2000, max_tokens=256)  # long answers: the job outlasts the swap below

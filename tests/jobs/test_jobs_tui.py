@@ -12,9 +12,14 @@ from sgltui.tui.widgets.jobs import JobsPane
 from tests.jobs.batch_input import write_input
 from tests.tui.helpers import app_with, until
 
+# Tokens 10x slower than the default, start-up as fast: at the default a 3,000-request job at
+# concurrency 4 ends in seconds, and the pause (or the pinned swap's question) would find it done.
+# These tests cancel their job: the slower tokens cost no time.
+SLOW_TOKENS = {"time_scale": 0.1, "sim_slow_start": 0.1}
+
 
 async def test_jobs_tab_shows_progress_and_pauses_with_space(agent, tmp_path):
-    a = agent.write_profile("t-a")
+    a = agent.write_profile("t-a", **SLOW_TOKENS)
     await asyncio.to_thread(agent.call, "start", profile=a, wait=True)
     inp = tmp_path / "tui.jsonl"
     write_input(inp, 3000, max_tokens=64)
@@ -60,8 +65,8 @@ async def test_jobs_tab_shows_progress_and_pauses_with_space(agent, tmp_path):
 async def test_swap_key_under_a_pinned_job_asks_first(agent, tmp_path):
     from sgltui.tui.screens import Confirm, DrainChoice
 
-    a = agent.write_profile("t-a", key="7")
-    b = agent.write_profile("t-b", key="8")
+    a = agent.write_profile("t-a", key="7", **SLOW_TOKENS)
+    b = agent.write_profile("t-b", key="8", **SLOW_TOKENS)
     await asyncio.to_thread(agent.call, "start", profile=a, wait=True)
     inp = tmp_path / "pin.jsonl"
     write_input(inp, 3000, max_tokens=64)
