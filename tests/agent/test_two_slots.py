@@ -4,6 +4,8 @@ on both, each on its slot's port; a swap of one never holds up the other's reque
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 import urllib.request
 
@@ -33,8 +35,8 @@ def test_two_slots_run_one_profile_and_a_swap_of_one_never_waits_the_other(agent
     ports = {"a": pick_free_port(), "b": pick_free_port()}
     _host_toml(agent, ports)
     name = agent.write_profile("t-a")
-    # The swap target starts slowly (about 5 s): the window the other slot is watched in.
-    slow = agent.write_profile("t-slow", time_scale=0.05)
+    # The swap target starts in about 2 s: time enough to find its new server launching and hold it.
+    slow = agent.write_profile("t-slow", time_scale=0.02)
     agent.start()
     slots = agent.status()["slots"]
     assert [(s["id"], s["gpus"]) for s in slots] == [("a", [0]), ("b", [1])]
@@ -48,8 +50,16 @@ def test_two_slots_run_one_profile_and_a_swap_of_one_never_waits_the_other(agent
         assert res["slot"]["port"] == ports[sid]  # the slot's port, not the profile's
     assert _get(ports["a"]) == _get(ports["b"]) == 200
 
+    old_a = agent.slot("a")["pid"]
     agent.call("swap", profile=slow, slot="a")
-    assert agent.slot("a")["swap"] is not None
+    # a's new server is held (SIGSTOP) while it launches: its swap then lasts for certain until
+    # b's commands are done, however long a loaded machine takes over them.
+    deadline = time.monotonic() + 30
+    while (s := agent.slot("a"))["state"] != "launching" or s["pid"] in (None, old_a):
+        assert s["swap"] is not None and time.monotonic() < deadline, s
+        time.sleep(0.02)
+    held = os.getpgid(s["pid"])
+    os.killpg(held, signal.SIGSTOP)
     # While a swaps: b serves, and b's commands go through at once.
     t0 = time.monotonic()
     assert _get(ports["b"]) == 200
@@ -65,6 +75,7 @@ def test_two_slots_run_one_profile_and_a_swap_of_one_never_waits_the_other(agent
         f"slot b's commands ({took:.1f}s) should have finished inside a's swap: {a['state']}"
     )
     assert _get(ports["b"]) == 200
+    os.killpg(held, signal.SIGCONT)
 
     a = agent.wait_state("ready", slot="a", timeout=60)
     assert a["profile"] == "t-slow" and a["port"] == ports["a"]
