@@ -9,7 +9,10 @@ from tests.jobs.batch_input import write_input
 
 
 def test_job_commands_from_the_cli(agent, tmp_path):
-    a = agent.write_profile("t-a")
+    # Tokens 10x slower than the default, start-up as fast: the big job must still run when the
+    # CLI pauses it a few commands later (at the default, 3,000 answers of 64 tokens take
+    # seconds); it is cancelled, so this costs no time.
+    a = agent.write_profile("t-a", time_scale=0.1, sim_slow_start=0.1)
     agent.call("start", profile=a, wait=True)
     small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
     write_input(small, 60)
