@@ -1776,11 +1776,106 @@ class JobView(Struct, kw_only=True):
     decision: JobChoice | None = None  # --choose: the trial and its decision
 
 
+class GpuProcess(Struct, kw_only=True):
+    """A process holding GPU memory, and the slot it belongs to (None: not ours)."""
+
+    pid: int
+    used_bytes: int = 0
+    slot: str | None = None
+    match: str | None = None  # how it was matched to the slot ("pid", ...)
+    name: str | None = None
+
+
+class GpuView(Struct, kw_only=True):
+    """One GPU's latest reading (agent/gpu/reading.py empty_gpu has every field)."""
+
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    simulated: bool | None = False
+    total_bytes: int | None = None
+    used_bytes: int | None = None
+    free_bytes: int | None = None
+    utilization_pct: float | None = None
+    power_w: float | None = None
+    temperature_c: float | None = None
+    pcie_rx_bytes_s: float | None = None
+    pcie_tx_bytes_s: float | None = None
+    server_bytes: dict[str, int] = {}  # slot -> bytes its server holds here
+    breakdown_bytes: dict[str, int] | None = None  # the simulator's: weights, kv, ...
+    processes: list[GpuProcess] = []
+    host: str | None = None  # a fleet's: the host the GPU is on
+    preset: str | None = None  # the simulator's: the GPU it plays (sim/ presets)
+
+
+class HostView(Struct, kw_only=True):
+    """The host's latest reading (agent/telemetry/host.py)."""
+
+    ram_total_bytes: int | None = None
+    ram_used_bytes: int | None = None
+    ram_available_bytes: int | None = None
+    swap_total_bytes: int | None = None
+    swap_used_bytes: int | None = None
+    cpu_pct: float | None = None
+    cpu_count: int | None = None
+    server_rss_bytes: dict[str, int] = {}  # slot -> its server's resident memory
+    server_cpu_pct: dict[str, float] = {}
+    server_pinned_bytes: dict[str, int] = {}  # slot -> pinned host memory (hicache)
+
+
+class GpuSourceView(Struct, kw_only=True):
+    kind: str = "none"  # "nvml" | "sim" | "none"
+    message: str = ""
+
+
+class TelemetryView(Struct, kw_only=True):
+    """STATUS.telemetry, and what a `sample` push carries: the latest readings of every source.
+
+    `engine` (slot -> the server's figures) stays JSON values: its names are SGLang's /metrics
+    and /v1/loads figures, which grow with SGLang, and core/ reads them (charts, insight)."""
+
+    ts: float = 0.0
+    gpus: list[GpuView] = []
+    gpu_source: GpuSourceView = field(default_factory=GpuSourceView)
+    host: HostView | None = None
+    engine: dict[str, dict[str, Any]] = {}
+
+
+def telemetry_view(data: Any) -> TelemetryView:
+    """Telemetry as the agent's sampler, a recorded sample or an older agent has it, read
+    leniently: a GPU or figure that does not read costs that part, not the pane."""
+    src = dict(data) if isinstance(data, Mapping) else {}
+    if not src.get("host"):
+        src["host"] = None  # before the first host sample: {} or None
+    try:
+        return msgspec.convert(src, TelemetryView, strict=False)
+    except msgspec.ValidationError:
+        pass
+    good: dict[str, Any] = {}
+    for name in TelemetryView.__struct_fields__:
+        if name not in src:
+            continue
+        value = src[name]
+        if name == "gpus" and isinstance(value, list):
+            value = [g for g in value if _reads({"gpus": [g]})]
+        if _reads({name: value}):
+            good[name] = value
+    return msgspec.convert(good, TelemetryView, strict=False)
+
+
+def _reads(part: dict[str, Any]) -> bool:
+    try:
+        msgspec.convert(part, TelemetryView, strict=False)
+    except msgspec.ValidationError:
+        return False
+    return True
+
+
 class StatusReply(Struct, kw_only=True):
     agent: AgentInfo
     slots: list[SlotStatus]
     profiles: list[ProfileRow] = []
-    telemetry: dict[str, Any] = {}
+    telemetry: TelemetryView = field(default_factory=TelemetryView)
     bench: BenchRun | None = None  # the latest run
     jobs: list[JobView] = []
     pools: list[PoolStatus] = []

@@ -560,15 +560,13 @@ class Supervisor:
             slots.append(st)
         tele = None
         if self.telemetry is not None:
-            tele = _safe(self.telemetry.snapshot)
+            snap = _safe(self.telemetry.snapshot)
+            tele = protocol.telemetry_view(snap) if snap is not None else None
         if tele is None:
-            tele = {
-                "ts": time.time(),
-                "gpus": [],
-                "gpu_source": {"kind": "none", "message": "telemetry not running"},
-                "host": {},
-                "engine": {},
-            }
+            tele = protocol.TelemetryView(
+                ts=time.time(),
+                gpu_source=protocol.GpuSourceView(kind="none", message="telemetry not running"),
+            )
         if time.monotonic() - self._profiles_at > 5.0:
             self._refresh_profiles_soon()  # a new or edited profile file shows up by itself
         disk = _safe(lambda: self.recorder.disk)

@@ -139,7 +139,7 @@ class HostLink:
 
 def fingerprint(st: protocol.StatusReply) -> tuple:
     """What the fleet's view shows of a host: when it is the same, nothing needs redrawing."""
-    engine = (st.telemetry or {}).get("engine") or {}
+    engine = st.telemetry.engine
     tok = tuple(
         sorted(
             (k, round(float(v.get("gen_throughput") or 0), 0))
@@ -148,7 +148,7 @@ def fingerprint(st: protocol.StatusReply) -> tuple:
         )
     )
     slots = tuple((s.id, s.profile, str(s.state), s.phase) for s in st.slots)
-    return (slots, tok, len((st.telemetry or {}).get("gpus") or []), st.agent.version)
+    return (slots, tok, len(st.telemetry.gpus), st.agent.version)
 
 
 async def poll_once(fleet: Fleet, timeout_s: float = 30.0) -> list[HostState]:

@@ -57,8 +57,8 @@ def host_row(h: HostState) -> HostRow:
     st = h.status if h.reachable else None
     if st is None:
         return HostRow(h.name, h.reachable, h.line(), h.error, None, None, None, None, None, None)
-    tel = st.telemetry or {}
-    engine = tel.get("engine") or {}
+    tel = st.telemetry
+    engine = tel.engine
     tok = 0.0
     seen = False
     for e in engine.values():
@@ -84,7 +84,7 @@ def host_row(h: HostState) -> HostRow:
         state=h.line(),
         error=None,
         version=st.agent.version,
-        gpus=len(tel.get("gpus") or []),
+        gpus=len(tel.gpus),
         slots=len(st.slots),
         running=sum(1 for s in st.slots if s.state in live),
         tok_s=round(tok, 1) if seen else None,

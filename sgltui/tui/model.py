@@ -150,7 +150,7 @@ class TuiModel:
         self.agent = typed.agent({})
         self.profile_rows: list[protocol.ProfileRow] = []
         self.pools: list[protocol.PoolStatus] = []
-        self.telemetry: dict[str, Any] = {}
+        self.telemetry = protocol.TelemetryView()
         self.jobs: dict[str, protocol.JobView] = {}  # by id, oldest first
         self.jobs_error: str | None = None  # why the jobs could not be read (a replay)
         self.history_points = history_points
@@ -240,32 +240,33 @@ class TuiModel:
         return self.agent.session_dir or None
 
     @property
-    def memory_view(self) -> dict[str, Any]:
+    def memory_view(self) -> protocol.TelemetryView:
         """The telemetry the memory pane draws: as recorded, but the host's CPU figure is the
         steady one (the session keeps every sample)."""
+        r = msgspec.structs.replace
         tel = self.telemetry
         if self.fleet:
-            tel = {**tel, "gpus": self.gpus_of(self.current_id)}
-        host = tel.get("host")
-        if not isinstance(host, dict) or self._host_cpu.shown is None:
+            tel = r(tel, gpus=self.gpus_of(self.current_id))
+        host = tel.host
+        if host is None or self._host_cpu.shown is None:
             return tel
-        return {**tel, "host": {**host, "cpu_pct": self._host_cpu.shown}}
+        return r(tel, host=r(host, cpu_pct=self._host_cpu.shown))
 
-    def gpus_of(self, slot_id: str | None) -> list[dict[str, Any]]:
+    def gpus_of(self, slot_id: str | None) -> list[protocol.GpuView]:
         """The GPUs of the slot's host (a fleet tags each GPU with its host; one host: all)."""
-        gpus = self.telemetry.get("gpus") or []
+        gpus = self.telemetry.gpus
         if not self.fleet:
             return gpus
         host = slot_id.partition("/")[0] if slot_id and "/" in slot_id else None
-        return [g for g in gpus if g.get("host") == host]
+        return [g for g in gpus if g.host == host]
 
-    def _note_host_cpu(self, telemetry: dict[str, Any]) -> None:
-        ts, cpu = telemetry.get("ts"), (telemetry.get("host") or {}).get("cpu_pct")
-        if isinstance(ts, (int, float)) and isinstance(cpu, (int, float)):
+    def _note_host_cpu(self, telemetry: protocol.TelemetryView) -> None:
+        ts, cpu = telemetry.ts, telemetry.host.cpu_pct if telemetry.host else None
+        if ts and cpu is not None:
             self._host_cpu.add(float(ts), float(cpu))
 
     def engine(self, slot_id: str) -> dict[str, Any] | None:
-        return (self.telemetry.get("engine") or {}).get(slot_id)
+        return self.telemetry.engine.get(slot_id)
 
     def running_requests(self, slot_id: str) -> int:
         """Requests in flight on the slot (running + queued): what a swap or stop would cut.
@@ -323,11 +324,8 @@ class TuiModel:
         if agent != self.agent:
             changed |= {HEADER, SERVERS}
         old_tel = self.telemetry
-        tel = status.get("telemetry")
-        self.telemetry = dict(tel) if isinstance(tel, dict) else {}
-        if old_tel.get("gpus") != self.telemetry.get("gpus") or old_tel.get(
-            "host"
-        ) != self.telemetry.get("host"):
+        self.telemetry = protocol.telemetry_view(status.get("telemetry"))
+        if old_tel.gpus != self.telemetry.gpus or old_tel.host != self.telemetry.host:
             changed.add(MEMORY)
         self.state = msgspec.structs.replace(
             self.state,
@@ -345,9 +343,9 @@ class TuiModel:
             jobs = [j for j in map(typed.job, status.get("jobs") or []) if j is not None]
             if self.set_jobs(jobs):
                 changed.add(JOBS)
-        engine = self.telemetry.get("engine") or {}
+        engine = self.telemetry.engine
         if engine and not any(self.series.values()):
-            self._append_series(self.telemetry.get("ts") or self.clock(), engine)
+            self._append_series(self.telemetry.ts or self.clock(), engine)
             changed.add(CHART)
         return changed
 
@@ -374,10 +372,9 @@ class TuiModel:
         )
 
     def _apply_sample(self, sample: dict[str, Any]) -> set[str]:
-        tel = dict(self.telemetry)
-        for key in ("gpus", "host", "engine", "ts"):
-            if key in sample:
-                tel[key] = sample[key]
+        keys = [k for k in ("gpus", "host", "engine", "ts") if k in sample]
+        part = protocol.telemetry_view({k: sample[k] for k in keys})
+        tel = msgspec.structs.replace(self.telemetry, **{k: getattr(part, k) for k in keys})
         self.telemetry = tel
         self._note_host_cpu(tel)
         self._append_series(sample.get("ts") or self.clock(), sample.get("engine") or {})

@@ -239,30 +239,32 @@ def capacity_lines(card: protocol.CapacityCard) -> list[str]:
 
 
 def gpu_lines(
-    telemetry: dict[str, Any], width: int, slot_names: dict[str, str] | None = None
+    telemetry: protocol.TelemetryView, width: int, slot_names: dict[str, str] | None = None
 ) -> list[str]:
     """Two lines per GPU: a bar (the servers' share, other processes, free) and what the GPU
     is doing (utilization, power, temperature) with its name and each slot's share, abbreviated
     until it fits `width` (gpu_detail)."""
-    src = telemetry.get("gpu_source") or {}
-    gpus = telemetry.get("gpus") or []
+    gpus = telemetry.gpus
     if not gpus:
-        msg = src.get("message") or "no GPU source on this host (no NVML, no simulator running)"
+        msg = (
+            telemetry.gpu_source.message
+            or "no GPU source on this host (no NVML, no simulator running)"
+        )
         return [f"[dim]GPU: {escape(str(msg))}[/]"]
     out = []
     bar_w = max(10, width - 26)
     for g in gpus:
-        total = g.get("total_bytes") or 0
-        used = g.get("used_bytes") or 0
-        server = sum((g.get("server_bytes") or {}).values())
+        total = g.total_bytes or 0
+        used = g.used_bytes or 0
+        server = sum(g.server_bytes.values())
         server = min(server, used)
         if total <= 0:
-            out.append(f"GPU{g.get('index')}: no memory figures")
+            out.append(f"GPU{g.index}: no memory figures")
             continue
         cells = fmt.bar_cells([server / total, (used - server) / total], bar_w)
         free = bar_w - sum(cells)
         bar = f"[$accent]{'█' * cells[0]}[/][$warning]{'▓' * cells[1]}[/][dim]{'░' * free}[/]"
-        label = f"GPU{g.get('index', '?')}"
+        label = f"GPU{g.index}"
         out.append(f"{label:<5}{bar} {units.gib_of(used, total)}")
         out.append(gpu_detail(g, width))
     return out
@@ -275,15 +277,15 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def gpu_detail(g: dict[str, Any], width: int) -> str:
+def gpu_detail(g: protocol.GpuView, width: int) -> str:
     """The GPU's second line, the longest form that fits `width` cells.
 
     Utilization, power and temperature always show: at 100 columns as 'util 87% · 420 W ·
     61°C', at 80 abbreviated to '87% 420W 61°C'. The GPU's name goes first when room is short
     (only '(sim)' of it stays for a simulated GPU), then the slots' names in the shares, then
     the shares (the bar's accent part still shows them)."""
-    name = str(g.get("name") or "")
-    simulated = bool(g.get("simulated")) or name.endswith(" (simulated)")
+    name = g.name or ""
+    simulated = bool(g.simulated) or name.endswith(" (simulated)")
     name = name.removesuffix(" (simulated)")  # the simulator names its GPU so; said once below
     short = name.removeprefix("NVIDIA ").strip()
     names = [  # (plain text, markup), longest first
@@ -293,7 +295,7 @@ def gpu_detail(g: dict[str, Any], width: int) -> str:
          f"[dim]{escape(short)}[/]" + (" [b $warning](sim)[/]" if simulated else "")),
         ("(sim)", "[b $warning](sim)[/]") if simulated else ("", ""),
     ]  # fmt: skip
-    util, power, temp = (_num(g.get(k)) for k in ("utilization_pct", "power_w", "temperature_c"))
+    util, power, temp = (_num(v) for v in (g.utilization_pct, g.power_w, g.temperature_c))
     long_stats = [
         f"util {util:.0f}%" if util is not None else "",
         f"{power:.0f} W" if power is not None else "",
@@ -305,7 +307,7 @@ def gpu_detail(g: dict[str, Any], width: int) -> str:
         f"{temp:.0f}°C" if temp is not None else "",
     ]
     stats = [" · ".join(p for p in long_stats if p), " ".join(p for p in short_stats if p)]
-    shares_by_slot = {str(k): v for k, v in (g.get("server_bytes") or {}).items()}
+    shares_by_slot = dict(g.server_bytes)
     shares = [
         ", ".join(f"slot {k} {units.gib(v)}" for k, v in shares_by_slot.items()),
         # one server: its share needs no name; several: each slot's number
@@ -343,13 +345,13 @@ def _detail(name: tuple[str, str], stats: str, share: str) -> tuple[str, str]:
     return " · ".join(p[0] for p in present), " · ".join(p[1] for p in present)
 
 
-def host_lines(telemetry: dict[str, Any], width: int) -> list[str]:
-    host = telemetry.get("host") or {}
-    total = host.get("ram_total_bytes") or 0
-    if not total:
+def host_lines(telemetry: protocol.TelemetryView, width: int) -> list[str]:
+    host = telemetry.host
+    total = host.ram_total_bytes if host else 0
+    if not host or not total:
         return ["[dim]RAM: no host figures yet[/]"]
-    used = host.get("ram_used_bytes") or 0
-    rss = sum((host.get("server_rss_bytes") or {}).values())
+    used = host.ram_used_bytes or 0
+    rss = sum(host.server_rss_bytes.values())
     rss = min(rss, used)
     bar_w = max(10, width - 26)
     cells = fmt.bar_cells([rss / total, (used - rss) / total], bar_w)
@@ -357,10 +359,10 @@ def host_lines(telemetry: dict[str, Any], width: int) -> list[str]:
     bar = f"[$accent]{'█' * cells[0]}[/][$secondary]{'▓' * cells[1]}[/][dim]{'░' * free}[/]"
     out = [f"{'RAM':<5}{bar} {units.gib_of(used, total)}"]
     detail = f"{DETAIL_INDENT}[$accent]█[/] servers {units.gib(rss)}"
-    if host.get("cpu_pct") is not None:
-        detail += f" · cpu {host['cpu_pct']:.0f}%"
-    if host.get("swap_used_bytes"):
-        detail += f" · [$warning]swap {units.gib(host['swap_used_bytes'])}[/]"
+    if host.cpu_pct is not None:
+        detail += f" · cpu {host.cpu_pct:.0f}%"
+    if host.swap_used_bytes:
+        detail += f" · [$warning]swap {units.gib(host.swap_used_bytes)}[/]"
     out.append(detail)
     return out
 
@@ -380,20 +382,17 @@ class SlotFigures:
 
 
 def slot_figures(
-    slot: protocol.SlotStatus, engine: dict[str, Any] | None, gpus: list[dict[str, Any]]
+    slot: protocol.SlotStatus, engine: dict[str, Any] | None, gpus: list[protocol.GpuView]
 ) -> SlotFigures:
     """A slot's throughput, requests and GPU memory: its share on the GPUs it is given (or,
     not placed, on the GPUs its server is seen on)."""
     serving = slot.state in (SlotState.READY, SlotState.DRAINING)
     eng = engine or {}
     mine = [
-        g
-        for g in gpus
-        if (g.get("index") in slot.gpus)
-        or (not slot.gpus and slot.id in (g.get("server_bytes") or {}))
+        g for g in gpus if g.index in slot.gpus or (not slot.gpus and slot.id in g.server_bytes)
     ]
-    used = sum(float((g.get("server_bytes") or {}).get(slot.id) or 0) for g in mine)
-    total = sum(float(g.get("total_bytes") or 0) for g in mine)
+    used = sum(float(g.server_bytes.get(slot.id) or 0) for g in mine)
+    total = sum(float(g.total_bytes or 0) for g in mine)
     return SlotFigures(
         tok_s=_num(eng.get("gen_throughput")) if serving else None,
         running=int(eng.get("num_running_reqs") or 0) if serving else None,

@@ -251,8 +251,17 @@ async def test_tensor_parallel_gpus_all_attributed(sim_server):
             await asyncio.sleep(0.05)
     finally:
         await tel.stop()
-    gpus = tel.snapshot()["gpus"]
+    snap = tel.snapshot()
+    gpus = snap["gpus"]
     assert [g["index"] for g in gpus] == [0, 1]
+    # STATUS sends it as protocol.TelemetryView: every GPU figure declared with its type
+    typed = msgspec.convert(snap, protocol.TelemetryView)
+    extra = {k for g in gpus for k in g} - set(protocol.GpuView.__struct_fields__)
+    assert not extra, extra
+    for g, back in zip(json.loads(json.dumps(gpus)), protocol.to_builtins(typed.gpus)):
+        assert {k: back[k] for k in g} == g  # nothing lost or changed
+    if snap["host"]:
+        assert set(snap["host"]) <= set(protocol.HostView.__struct_fields__)
     assert all(g["server_bytes"].get("0", 0) > 0 for g in gpus)
     card = tel.capacity("0")
     assert card["tp_size"] == 2 and any("per GPU" in n for n in card["notes"])

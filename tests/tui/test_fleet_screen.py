@@ -53,7 +53,7 @@ async def test_a_key_on_host2s_slot_goes_to_host2_and_the_panes_follow_it():
         assert "h1" in hosts and "2/2 slots" in hosts and "1/1 slots" in hosts
         # Each host's log tail, asked of that host with its own slot names.
         await until(pilot, lambda: ("h2", "logs", {"slot": "a", "lines": 200}) in calls)
-        await until(pilot, lambda: len(app.model.memory_view["gpus"]) == 2)  # h1's two GPUs
+        await until(pilot, lambda: len(app.model.memory_view.gpus) == 2)  # h1's two GPUs
         await pilot.press("o")
         pane = app.query_one(SlotsPane)
         while app.model.selected != "h2/a":
@@ -61,7 +61,7 @@ async def test_a_key_on_host2s_slot_goes_to_host2_and_the_panes_follow_it():
             await until(pilot, lambda: app.model.selected is not None or pane.highlighted)
         assert src.focus_host == "h2"
         await until(pilot, lambda: app.query_one(MemoryPane).border_title == "memory · h2")
-        await until(pilot, lambda: len(app.model.memory_view["gpus"]) == 1)
+        await until(pilot, lambda: len(app.model.memory_view.gpus) == 1)
         await until(pilot, lambda: app.logbuf.only_slot == "h2/a")
         assert [ln.text for ln in app.logbuf.visible()][-1].endswith("h2 log line")
         calls.clear()

@@ -103,7 +103,7 @@ async def test_the_host_cpu_figure_is_each_3_s_mean_as_in_top():
             sample = make_sample(t)
             sample["host"] = dict(sample["host"], cpu_pct=pct)
             app.source.feed({"push": "sample", "data": sample})
-            await until(pilot, lambda: app.model.telemetry.get("ts") == T0 + t)
+            await until(pilot, lambda: app.model.telemetry.ts == T0 + t)
 
         await until(pilot, lambda: cpu() == "12", show=cpu)  # the snapshot's, at T0
         await feed_seen(1, 10.0)

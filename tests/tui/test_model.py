@@ -23,7 +23,7 @@ def test_samples_feed_bounded_series_in_time_order():
     # A late (older) sample must not go into the chart out of order.
     m.apply_push({"push": "sample", "data": make_sample(5)})
     assert m.series["running"][-1][0] == make_sample(29)["ts"]
-    assert m.telemetry["gpus"][0]["simulated"] is True
+    assert m.telemetry.gpus[0].simulated is True
 
 
 def test_slot_events_patch_state_and_ask_for_a_fresh_status():
@@ -142,12 +142,12 @@ def test_the_memory_view_shows_the_host_cpu_as_top_does_each_3_s_mean():
         sample = make_sample(t)
         sample["host"] = dict(sample["host"], cpu_pct=pct)
         model.apply_push({"push": "sample", "data": sample})
-        assert model.telemetry["host"]["cpu_pct"] == pct  # the record is untouched
-        shown.append(model.memory_view["host"]["cpu_pct"])
+        assert model.telemetry.host.cpu_pct == pct  # the record is untouched
+        shown.append(model.memory_view.host.cpu_pct)
     # 12 until T0+3 closes the first window: (12 + 10 + 70 + 4) / 4; then (36 + 20 + 10) / 3
     assert shown == [12.0, 12.0, 24.0, 24.0, 24.0, 22.0]
     model.apply_push({"push": "sample", "data": sample})  # the same sample again: ignored
-    assert model.memory_view["host"]["cpu_pct"] == 22.0
+    assert model.memory_view.host.cpu_pct == 22.0
 
 
 def two_slots():

@@ -23,7 +23,7 @@ def test_bar_cells_keep_small_shares_visible_and_sum_right():
 def test_gpu_bar_shows_server_share_and_simulated_label():
     tel = make_telemetry(server_gib=70.5)
     total_gib = tel["gpus"][0]["total_bytes"] / 2**30
-    lines = [plain(l) for l in views.gpu_lines(tel, 80)]
+    lines = [plain(l) for l in views.gpu_lines(protocol.telemetry_view(tel), 80)]
     assert "72.5/140.4 GiB" in lines[0]  # binary, and labelled so
     bar = lines[0][5 : lines[0].index(" ", 6)]
     assert bar.count("█") == round(70.5 / total_gib * (80 - 26))
@@ -32,7 +32,7 @@ def test_gpu_bar_shows_server_share_and_simulated_label():
 
 def detail(width: int, **gpu: object) -> str:
     g = make_telemetry(server_gib=80.0)["gpus"][0] | gpu
-    return plain(views.gpu_detail(g, width))
+    return plain(views.gpu_detail(protocol.telemetry_view({"gpus": [g]}).gpus[0], width))
 
 
 def test_gpu_detail_shows_util_power_and_temperature_in_full_where_it_fits():
@@ -71,7 +71,8 @@ def test_no_gpu_source_is_a_plain_message():
         "gpus": [],
         "gpu_source": {"kind": "none", "message": "no NVIDIA driver (NVML not found)"},
     }
-    assert plain(views.gpu_lines(tel, 80)[0]) == "GPU: no NVIDIA driver (NVML not found)"
+    view = protocol.telemetry_view(tel)
+    assert plain(views.gpu_lines(view, 80)[0]) == "GPU: no NVIDIA driver (NVML not found)"
 
 
 def test_launching_slot_shows_phase_progress_and_eta():

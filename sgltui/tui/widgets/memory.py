@@ -10,6 +10,7 @@ from textual.strip import Strip
 from textual.visual import Visual
 from textual.widget import Widget
 
+from sgltui import protocol
 from sgltui.tui import views
 
 
@@ -21,15 +22,15 @@ class MemoryPane(Widget, can_focus=True):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._telemetry: dict[str, Any] = {}
+        self._telemetry = protocol.TelemetryView()
         self._bar_text: list[str] = []  # the markup of each line, at the width of `_key`
         self._strips: dict[int, Strip] = {}  # line -> its Strip, built when first painted
         self._key: tuple | None = None  # (width, theme) the lines were built for
 
-    def show(self, telemetry: dict[str, Any]) -> None:
+    def show(self, telemetry: protocol.TelemetryView) -> None:
         # A layout pass only when the number of GPUs (so the height) changes, and a repaint of
         # only the lines that read differently (none on most samples of an idle server).
-        relayout = len(telemetry.get("gpus") or []) != len(self._telemetry.get("gpus") or [])
+        relayout = len(telemetry.gpus) != len(self._telemetry.gpus)
         self._telemetry = telemetry
         width = self.content_region.width
         if relayout or not width or self._key is None:
@@ -68,5 +69,5 @@ class MemoryPane(Widget, can_focus=True):
         return strip
 
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]
-        gpus = len(self._telemetry.get("gpus") or []) or 0.5
+        gpus = len(self._telemetry.gpus) or 0.5
         return int(gpus * 2) + 2
