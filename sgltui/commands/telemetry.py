@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from sgltui.agent.client import AgentClient, AgentError
+from sgltui.agent.client import AgentClient, AgentError, decode_reply
 from sgltui.agent.telemetry.textview import render
 from sgltui.cli import CliError
 from sgltui.commands import Subparsers
@@ -45,9 +45,9 @@ def parse_interval(text: str) -> float:
 
 
 def _frame(status: dict[str, Any], as_json: bool) -> str:
-    if as_json:
+    if as_json:  # as the agent sent it
         return json.dumps(status.get("telemetry") or {}, separators=(",", ":"))
-    return render(status)
+    return render(decode_reply("status", status))
 
 
 def _can_clear() -> bool:

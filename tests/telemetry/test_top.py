@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from sgltui import protocol
 from sgltui.agent.telemetry.textview import render
 from sgltui.core.units import GIB
 from tests.fixtures.cli import sgltui
@@ -120,8 +121,14 @@ def status_fixture() -> dict:
     }
 
 
+def typed(st: dict) -> protocol.StatusReply:
+    """A STATUS fixture as `sgltui top` reads the agent's reply (the agent's own fields filled)."""
+    agent = {"version": "", "started": 0.0, "state_dir": "", "session_dir": "", **st["agent"]}
+    return protocol.decode_reply("status", {**st, "agent": agent})
+
+
 def test_render_shows_every_reading_and_labels_simulated():
-    text = render(status_fixture(), now=100.0)
+    text = render(typed(status_fixture()), now=100.0)
     assert text.isascii()
     lines = text.splitlines()
     gpu = next(l for l in lines if l.startswith("  0  NVIDIA"))
@@ -169,7 +176,7 @@ def test_render_without_gpu_or_slots():
             "engine": {},
         },
     }
-    text = render(st)
+    text = render(typed(st))
     assert "GPU (none)  no NVIDIA driver found: GPU pane disabled" in text
     assert "HOST  (no reading yet)" in text and "SLOTS  (none" in text
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sgltui import protocol
 from sgltui.core import units
 from sgltui.core.charts import filled_cells
 
@@ -38,57 +39,45 @@ def duration(s: Any) -> str:
     return units.duration(s if isinstance(s, (int, float)) else None)
 
 
-def render_gpus(tel: dict[str, Any]) -> list[str]:
-    src = tel.get("gpu_source") or {}
-    kind, msg = src.get("kind") or "none", src.get("message") or ""
+def render_gpus(tel: protocol.TelemetryView) -> list[str]:
+    kind, msg = tel.gpu_source.kind or "none", tel.gpu_source.message
     head = {"nvml": "GPU (NVML)", "sim": "GPU (SIMULATED)", "none": "GPU (none)"}.get(
         kind, f"GPU ({kind})"
     )
     lines = [head + (f"  {msg}" if msg else "")]
-    for g in tel.get("gpus") or []:
-        total, used = g.get("total_bytes"), g.get("used_bytes")
-        frac = (
-            used / total
-            if isinstance(total, (int, float)) and total and isinstance(used, (int, float))
-            else None
-        )
-        label = g.get("name") or f"GPU {g.get('index')}"
-        if g.get("simulated") and "simulated" not in label.lower():
+    for g in tel.gpus:
+        total, used = g.total_bytes, g.used_bytes
+        frac = used / total if total and used is not None else None
+        label = g.name or f"GPU {g.index}"
+        if g.simulated and "simulated" not in label.lower():
             label += " (simulated)"
-        temp = g.get("temperature_c")
         lines.append(
-            f"  {g.get('index')}  {label}  mem {gib(used)}/{gib(total)} GiB {pct(frac, 100)} {bar(frac)}"
-            f"  util {pct(g.get('utilization_pct'))}  {num(g.get('power_w'))} W"
-            f"  {num(temp)} C  pcie rx {rate(g.get('pcie_rx_bytes_s'))} tx {rate(g.get('pcie_tx_bytes_s'))}"
+            f"  {g.index}  {label}  mem {gib(used)}/{gib(total)} GiB {pct(frac, 100)} {bar(frac)}"
+            f"  util {pct(g.utilization_pct)}  {num(g.power_w)} W"
+            f"  {num(g.temperature_c)} C  pcie rx {rate(g.pcie_rx_bytes_s)} tx {rate(g.pcie_tx_bytes_s)}"
         )
-        for slot, b in sorted((g.get("server_bytes") or {}).items()):
-            bd = g.get("breakdown_bytes") or {}
+        for slot, b in sorted(g.server_bytes.items()):
+            bd = g.breakdown_bytes or {}
             parts = ", ".join(f"{k} {gib(v)}" for k, v in bd.items() if v)
             lines.append(f"     slot {slot}: {gib(b)} GiB" + (f"  ({parts})" if parts else ""))
-        strays = [
-            p for p in g.get("processes") or [] if p.get("slot") is None and p.get("used_bytes")
-        ]
-        for p in strays:
-            lines.append(
-                f"     other pid {p.get('pid')}: {gib(p.get('used_bytes'))} GiB"
-                + (f" ({p['name']})" if p.get("name") else "")
-            )
+        for p in g.processes:
+            if p.slot is None and p.used_bytes:
+                lines.append(
+                    f"     other pid {p.pid}: {gib(p.used_bytes)} GiB"
+                    + (f" ({p.name})" if p.name else "")
+                )
     return lines
 
 
-def render_host(host: dict[str, Any] | None) -> list[str]:
+def render_host(host: protocol.HostView | None) -> list[str]:
     if not host:
         return ["HOST  (no reading yet)"]
     lines = [
-        f"HOST  ram {gib(host.get('ram_used_bytes'))}/{gib(host.get('ram_total_bytes'))} GiB used"
-        f" ({gib(host.get('ram_available_bytes'))} available)  swap {gib(host.get('swap_used_bytes'))}/"
-        f"{gib(host.get('swap_total_bytes'))} GiB  cpu {pct(host.get('cpu_pct'))}"
+        f"HOST  ram {gib(host.ram_used_bytes)}/{gib(host.ram_total_bytes)} GiB used"
+        f" ({gib(host.ram_available_bytes)} available)  swap {gib(host.swap_used_bytes)}/"
+        f"{gib(host.swap_total_bytes)} GiB  cpu {pct(host.cpu_pct)}"
     ]
-    rss, cpu, pinned = (
-        host.get("server_rss_bytes") or {},
-        host.get("server_cpu_pct") or {},
-        host.get("server_pinned_bytes") or {},
-    )
+    rss, cpu, pinned = host.server_rss_bytes, host.server_cpu_pct, host.server_pinned_bytes
     for slot in sorted(set(rss) | set(cpu)):
         extra = f"  pinned {gib(pinned[slot])} GiB" if pinned.get(slot) else ""
         lines.append(
@@ -98,6 +87,7 @@ def render_host(host: dict[str, Any] | None) -> list[str]:
 
 
 def render_engine(e: dict[str, Any] | None, now: float) -> str:
+    """An engine reading: SGLang's own figures, as JSON values (protocol.TelemetryView)."""
     if not e:
         return "     engine: no reading yet"
     age = now - e["ts"] if isinstance(e.get("ts"), (int, float)) else None
@@ -119,53 +109,48 @@ def cap_gib(value: Any, unit: float = units.GIB) -> str:
     return units.gib(value * unit if isinstance(value, (int, float)) else None)
 
 
-def render_capacity(card: dict[str, Any] | None) -> list[str]:
+def render_capacity(card: protocol.CapacityCard | None) -> list[str]:
     if not card:
         return []
-    bs = card.get("cuda_graph_bs") or []
+    bs = card.cuda_graph_bs or []
+    bs = [bs] if isinstance(bs, int) else bs
     graphs = f"{bs[0]}..{bs[-1]} ({len(bs)} sizes)" if bs else "-"
-    kv_tokens = card.get("kv_pool_tokens")
+    kv_tokens = card.kv_pool_tokens
     lines = [
-        f"     capacity: weights {cap_gib(card.get('weights_gb'))}"
-        + (
-            f" + draft {cap_gib(card.get('draft_weights_gb'))}"
-            if card.get("draft_weights_gb")
-            else ""
-        )
-        + f" | KV {f'{kv_tokens:,}' if isinstance(kv_tokens, int) else '-'} tok ({cap_gib(card.get('kv_pool_gb'))})"
-        + f" | max running {num(card.get('max_running_requests'))}"
-        + f" (requested {num(card.get('requested_max_running_requests'))})"
-        + f" | mamba slots {num(card.get('mamba_state_slots'))}"
-        + f" | hicache host {cap_gib(card.get('hicache_host_gb'), units.GB)}"
-        + f" | graphs bs {graphs} | ctx {num(card.get('context_length'))}"
+        f"     capacity: weights {cap_gib(card.weights_gb)}"
+        + (f" + draft {cap_gib(card.draft_weights_gb)}" if card.draft_weights_gb else "")
+        + f" | KV {f'{kv_tokens:,}' if isinstance(kv_tokens, int) else '-'} tok ({cap_gib(card.kv_pool_gb)})"
+        + f" | max running {num(card.max_running_requests)}"
+        + f" (requested {num(card.requested_max_running_requests)})"
+        + f" | mamba slots {num(card.mamba_state_slots)}"
+        + f" | hicache host {cap_gib(card.hicache_host_gb, units.GB)}"
+        + f" | graphs bs {graphs} | ctx {num(card.context_length)}"
     ]
-    for note in card.get("notes") or []:
+    for note in card.notes:
         lines.append(f"       note: {note}")
     return lines
 
 
-def render(status: dict[str, Any], now: float | None = None) -> str:
+def render(status: protocol.StatusReply, now: float | None = None) -> str:
     now = time.time() if now is None else now
-    tel = status.get("telemetry") or {}
-    agent = status.get("agent") or {}
+    tel = status.telemetry
     out = [
-        f"sgltui top  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}  agent pid {agent.get('pid', '-')}"
+        f"sgltui top  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}  agent pid {status.agent.pid or '-'}"
     ]
     out += render_gpus(tel)
-    out += render_host(tel.get("host"))
-    slots = status.get("slots") or []
-    engines = tel.get("engine") or {}
-    out.append("SLOTS" if slots else "SLOTS  (none: start one with `sgltui start PROFILE`)")
-    for s in slots:
-        sid = str(s.get("id"))
-        state = s.get("state") or "-"
-        if state == "launching" and s.get("phase"):
-            state += f" ({s['phase']})"
+    out += render_host(tel.host)
+    engines = tel.engine
+    out.append("SLOTS" if status.slots else "SLOTS  (none: start one with `sgltui start PROFILE`)")
+    for s in status.slots:
+        sid = s.id
+        state = str(s.state.value)
+        if state == "launching" and s.phase:
+            state += f" ({s.phase})"
         out.append(
-            f"  {sid}  {s.get('profile') or '-'}  {state}  {s.get('host') or '-'}:{s.get('port') or '-'}"
-            f"  pid {s.get('pid') or '-'}  up {duration(s.get('uptime_s'))}"
+            f"  {sid}  {s.profile or '-'}  {state}  {s.host or '-'}:{s.port or '-'}"
+            f"  pid {s.pid or '-'}  up {duration(s.uptime_s)}"
         )
         if sid in engines or state.startswith(("ready", "draining", "launching")):
             out.append(render_engine(engines.get(sid), now))
-        out += render_capacity(s.get("capacity"))
+        out += render_capacity(s.capacity)
     return "\n".join(out)
