@@ -238,3 +238,26 @@ async def test_a_gateway_left_by_a_killed_agent_is_ended_by_the_next(sim_server,
     finally:
         await nxt.stop()
         await first.stop()
+
+
+async def test_a_left_gateway_that_cannot_be_taken_over_is_ended_and_the_log_says_why(
+    sim_server, tmp_path, caplog
+):
+    a = sim_server()
+    first = _gateway(tmp_path)
+    await first.start([a.url])
+    old = first.pid
+    first._stopping = True  # only its watcher stops, as with a dead agent
+    # The next agent's pool has another port now (host.toml edited): not the same gateway.
+    nxt = _gateway(tmp_path)
+    try:
+        with caplog.at_level("WARNING", logger="sgltui.agent.gateway"):
+            assert not await nxt.adopt()
+        assert f"ending smg pid {old} left by an earlier agent (it listens on port" in (caplog.text)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and first.proc.poll() is None:
+            await asyncio.sleep(0.05)
+        assert first.proc.poll() is not None and nxt.pid is None
+    finally:
+        await nxt.stop()
+        await first.stop()
