@@ -1123,12 +1123,38 @@ class SlotView(Struct, kw_only=True):
     last_swap: LastSwap | None = None
 
 
+class BenchProgressView(Struct, kw_only=True):
+    """A bench run's latest progress: the bench.progress event's figures (BenchProgress less
+    its envelope; a test keeps the two alike)."""
+
+    run_id: str = ""
+    state: BenchState | None = None
+    profile: str | None = None
+    concurrency: int | None = None
+    repeat: int | None = None
+    point: int | None = None
+    points: int | None = None
+    phase: str | None = None
+    done: int | None = None
+    failed: int | None = None
+    total: int | None = None
+    in_flight: int | None = None
+    out_tokens: int | None = None
+    elapsed: float | None = None
+    error: str | None = None
+    path: str | None = None
+
+
+def bench_progress_view(ev: BenchProgress) -> BenchProgressView:
+    return BenchProgressView(**{k: getattr(ev, k) for k in BenchProgressView.__struct_fields__})
+
+
 class BenchView(Struct, kw_only=True):
     run_id: str
     state: BenchState = BenchState.RUNNING
     started: float | None = None
     path: str | None = None
-    progress: dict[str, Any] | None = None
+    progress: BenchProgressView | None = None
 
 
 class DiskView(Struct, kw_only=True):
@@ -1348,10 +1374,7 @@ def _bench_event(state: SessionState, ev: EventBase) -> dict[str, BenchView]:
         return {**state.bench, ev.run_id: BenchView(run_id=ev.run_id, started=ev.ts)}
     if isinstance(ev, BenchProgress) and ev.run_id:
         run = state.bench.get(ev.run_id) or BenchView(run_id=ev.run_id)
-        fields = event_dict(ev)
-        for k in ("v", "ts", "type", "client", "slot"):
-            fields.pop(k, None)
-        return {**state.bench, ev.run_id: r(run, progress=fields)}
+        return {**state.bench, ev.run_id: r(run, progress=bench_progress_view(ev))}
     if isinstance(ev, BenchDone) and ev.run_id:
         run = state.bench.get(ev.run_id) or BenchView(run_id=ev.run_id)
         done = ev.state or (BenchState.FAILED if ev.ok is False or ev.error else BenchState.DONE)
@@ -1684,7 +1707,7 @@ class BenchRun(Struct, kw_only=True):
     started: float
     spec: BenchSpec = field(default_factory=BenchSpec)
     client: str | None = None
-    progress: dict[str, Any] | None = None
+    progress: BenchProgressView | None = None
     path: str | None = None
     exit_code: int | None = None
 

@@ -476,10 +476,8 @@ def _list(args: argparse.Namespace) -> int:
     if not runs:
         print("no bench runs in this agent's session")
     for r in runs:
-        prog = r.progress or {}
-        print(
-            f"{r.run_id}  {r.state:<8} point {prog.get('point', 0)}/{prog.get('points', '?')}  {r.path}"
-        )
+        point, points = (r.progress.point, r.progress.points) if r.progress else (None, None)
+        print(f"{r.run_id}  {r.state:<8} point {point or 0}/{points or '?'}  {r.path}")
     return 0
 
 

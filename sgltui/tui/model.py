@@ -15,7 +15,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -75,7 +75,7 @@ class ActivityItem:
 class BenchRun:
     run_id: str
     state: str = "running"  # running | done | failed | stopped
-    progress: dict[str, Any] = field(default_factory=dict)
+    progress: protocol.BenchProgressView | None = None
     path: str | None = None
     result: dict[str, Any] | None = None  # the bench/<run-id>.json content once read
 
@@ -450,12 +450,12 @@ class TuiModel:
         if not run_id:
             return set()
         run = self.bench.setdefault(run_id, BenchRun(run_id))
-        known = protocol.BenchView(run_id=run_id, path=run.path, progress=run.progress or None)
+        known = protocol.BenchView(run_id=run_id, path=run.path, progress=run.progress)
         with contextlib.suppress(ValueError):
             known.state = protocol.BenchState(run.state)
         after = protocol.apply(protocol.SessionState(bench={run_id: known}), event).bench[run_id]
         run.state = str(after.state)
-        run.progress = dict(after.progress or {})
+        run.progress = after.progress
         run.path = after.path
         return {BENCH}
 

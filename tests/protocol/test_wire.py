@@ -164,3 +164,11 @@ def test_every_handler_returns_its_op_s_reply_type():
     handlers = hints(Supervisor) | hints(Operations) | hints(JobsHost, "job_")
     for op, spec in protocol.OPS.items():
         assert handlers[op] in (spec.reply, typing.Any), (op, handlers[op], spec.reply)
+
+
+def test_bench_progress_view_holds_every_figure_of_the_event():
+    """BenchRun.progress and the reducer's BenchView.progress are the bench.progress event's
+    figures: a figure added to the event only would be dropped on the way to the viewers."""
+    envelope = set(protocol.EventBase.__struct_fields__)
+    event = set(protocol.BenchProgress.__struct_fields__) - envelope
+    assert set(protocol.BenchProgressView.__struct_fields__) == event

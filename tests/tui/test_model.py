@@ -104,7 +104,7 @@ def test_bench_events_track_a_run():
     m.apply_push(
         ev("bench.progress", run_id="r1", profile="demo-mtp", concurrency=4, point=1, points=3)
     )
-    assert m.bench["r1"].state == "running" and m.bench["r1"].progress["concurrency"] == 4
+    assert m.bench["r1"].state == "running" and m.bench["r1"].progress.concurrency == 4
     m.apply_push(ev("bench.done", run_id="r1", path="/x/r1.json", state="done"))
     assert m.bench["r1"].state == "done" and m.bench["r1"].path == "/x/r1.json"
 

@@ -156,14 +156,18 @@ class BenchPane(Vertical, can_focus=False):
         prog = latest.progress
         if latest.state == "running" and prog:
             bits = [
-                f"{k} {escape(str(prog[k]))}"
-                for k in ("profile", "concurrency", "phase")
-                if prog.get(k) is not None
+                f"{k} {escape(str(v))}"
+                for k, v in (
+                    ("profile", prog.profile),
+                    ("concurrency", prog.concurrency),
+                    ("phase", prog.phase),
+                )
+                if v is not None
             ]
-            if prog.get("points"):
-                bits.append(f"point {prog.get('point', 0)}/{prog['points']}")
-            if prog.get("total"):
-                bits.append(f"requests {prog.get('done', 0)}/{prog['total']}")
+            if prog.points:
+                bits.append(f"point {prog.point or 0}/{prog.points}")
+            if prog.total:
+                bits.append(f"requests {prog.done or 0}/{prog.total}")
             line += "  " + "  ".join(bits)
         if latest.path:
             line += f"  [dim]{escape(latest.path)}[/]"
