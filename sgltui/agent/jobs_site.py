@@ -162,7 +162,7 @@ class AgentSite:
         return sorted(self._sup.children.bench_runs.values(), key=lambda r: r["started"])
 
     def publish(self, event: protocol.EventBase) -> Any:
-        return self._sup.publish(event)
+        return self._sup.bus.publish(event)
 
     async def command(self, op: str, args: dict, client: str) -> Any:
         return await self._sup.handle(op, args, client)

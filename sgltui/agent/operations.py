@@ -192,7 +192,7 @@ class Operations:
             profile = await self._accept(slot, slot.profile_name, args)
             changed = before is not None and before.content_hash != profile.content_hash
             if before is not None and changed:
-                self.sup.publish(
+                self.sup.bus.publish(
                     protocol.ProfileChanged(
                         client=client,
                         slot=slot.id,
@@ -271,7 +271,7 @@ class Operations:
         swap = slot.swap
         if swap is not None and swap.step != "failed":
             slot.swap_step("failed")
-            self.sup.publish(
+            self.sup.bus.publish(
                 protocol.SwapDone(
                     client=client,
                     slot=slot.id,
@@ -292,7 +292,7 @@ class Operations:
         target = self._place(slot, target)
         current = await asyncio.to_thread(self.sup.current, slot)
         checks = await asyncio.to_thread(preflight.run, target, current, force)
-        self.sup.publish(
+        self.sup.bus.publish(
             protocol.PreflightDone(
                 slot=slot.id,
                 profile=target.name,
@@ -434,7 +434,7 @@ class Operations:
 
         def step(name: str) -> None:
             slot.swap_step(name)
-            sup.publish(
+            sup.bus.publish(
                 protocol.SwapStep(
                     client=client,
                     slot=slot.id,
@@ -475,7 +475,7 @@ class Operations:
                     step("ready" if rolled_back else "failed")
                 # A healthy rolled-back slot has no cause; the failure stays in last_failure.
                 slot.keep_failure(failure)
-                sup.publish(
+                sup.bus.publish(
                     protocol.SwapFailure(
                         client=client, slot=slot.id, from_=frm, to=to, cause=_cause(failure)
                     )
@@ -483,7 +483,7 @@ class Operations:
             else:
                 step("failed")
             timings["total"] = round(time.monotonic() - t0, 3)
-            sup.publish(
+            sup.bus.publish(
                 protocol.SwapDone(
                     client=client,
                     slot=slot.id,

@@ -106,12 +106,12 @@ class Pools:
                 prometheus_port=_free_port(),
                 state_dir=self.sup.state_dir,
                 policy=place.policy,
-                on_change=self.sup.publish,
+                on_change=self.sup.bus.publish,
             )
             self.gateways[name] = gw
             # The gateway an earlier agent left (killed -9) serves on: taken over, not ended.
             if await gw.adopt():
-                self.sup.publish(
+                self.sup.bus.publish(
                     protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint, adopted=True)
                 )
             # Started once a slot is ready (in sync): then the model its "default" alias names
@@ -134,11 +134,11 @@ class Pools:
             await gw.start([slot_url(s) for s in ready])
         except GatewayError as exc:
             if self.errors.get(name) != str(exc):  # said once, not at every retry
-                self.sup.publish(protocol.GatewayFailed(pool=name, error=str(exc)))
+                self.sup.bus.publish(protocol.GatewayFailed(pool=name, error=str(exc)))
             self.errors[name] = str(exc)
             return False
         self.errors.pop(name, None)
-        self.sup.publish(protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint))
+        self.sup.bus.publish(protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint))
         return True
 
     async def close(self) -> None:
@@ -345,8 +345,10 @@ class Pools:
         profile = args.get("profile")
         roll = protocol.RollView(state="rolling", profile=profile, started=time.time())
         self.rolls[name] = roll
-        self.sup.publish(protocol.PoolRoll(client=client, pool=name, step="begin", profile=profile))
-        self.sup.state_changed()
+        self.sup.bus.publish(
+            protocol.PoolRoll(client=client, pool=name, step="begin", profile=profile)
+        )
+        self.sup.bus.changed()
         drain_s = float(args.get("timeout") or 30.0)
         try:
             for s in members:
@@ -371,14 +373,14 @@ class Pools:
                 self.out.add(s.id)
                 async with self._lock(name):
                     await gw.remove_worker(url)
-                self.sup.publish(
+                self.sup.bus.publish(
                     protocol.PoolRoll(client=client, pool=name, step="removed", slot=s.id)
                 )
                 drained: bool = True
                 left: int | None = 0
                 if was_routable:
                     drained, left = await gw_mod.wait_in_flight_zero(url, drain_s, s.api_key)
-                self.sup.publish(
+                self.sup.bus.publish(
                     protocol.PoolRoll(
                         client=client,
                         pool=name,
@@ -412,18 +414,18 @@ class Pools:
                 if error:
                     raise _RollStop(s.id, error)
                 roll.done.append(s.id)
-                self.sup.publish(
+                self.sup.bus.publish(
                     protocol.PoolRoll(client=client, pool=name, step="done", slot=s.id)
                 )
         except _RollStop as stop:
             roll.state, roll.slot, roll.error = "stopped", stop.slot, stop.why
-            self.sup.publish(
+            self.sup.bus.publish(
                 protocol.PoolRoll(
                     client=client, pool=name, step="stopped", slot=stop.slot, error=stop.why
                 )
             )
             self.sync()
-            self.sup.state_changed()
+            self.sup.bus.changed()
             raise OpError(
                 f"pool {name}: the roll stopped at slot {stop.slot}: {stop.why}; the pool serves "
                 f"mixed ({', '.join(f'{m.id}={m.profile_name}' for m in members)})"
@@ -431,9 +433,11 @@ class Pools:
         finally:
             self.out.difference_update(m.id for m in members)
         roll.state, roll.slot, roll.finished = "done", None, time.time()
-        self.sup.publish(protocol.PoolRoll(client=client, pool=name, step="end", profile=profile))
+        self.sup.bus.publish(
+            protocol.PoolRoll(client=client, pool=name, step="end", profile=profile)
+        )
         self.sync()  # the "default" alias follows the new model once the roll is over
-        self.sup.state_changed()
+        self.sup.bus.changed()
         return self.reply(name)
 
     def job_target(self, name: str) -> tuple[str | None, str | None, str]:

@@ -52,15 +52,14 @@ class RestartPolicy:
     def note(self, slot_id: str) -> str | None:
         return self.notes.get(slot_id)
 
-    def on_event(self, event: dict[str, Any]) -> None:
-        if event.get("type") != "slot.state":
+    def on_event(self, event: protocol.EventBase, record: dict[str, Any]) -> None:
+        """A subscriber of the agent's events (agent/events.py): a slot's crash is its cue."""
+        if not isinstance(event, protocol.SlotStateChanged) or event.slot is None:
             return
-        slot_id = event.get("slot")
-        if not isinstance(slot_id, str):
-            return
-        if event.get("state") == "ready" and event.get("client") != CLIENT:
+        slot_id = event.slot
+        if event.state == "ready" and event.client != CLIENT:
             self.notes.pop(slot_id, None)  # a person started it: the old story is over
-        if event.get("state") != "crashed" or not self._wanted(slot_id):
+        if event.state != "crashed" or not self._wanted(slot_id):
             return
         now = time.monotonic()
         crashes = self.crashes.setdefault(slot_id, deque())
@@ -68,14 +67,14 @@ class RestartPolicy:
             crashes.popleft()
         crashes.append(now)
         n = len(crashes)
-        summary = ((event.get("cause") or {}).get("summary")) or "it exited"
+        summary = (event.cause.summary if event.cause else "") or "it exited"
         if n >= MAX_CRASHES:
             self.notes[slot_id] = (
                 f"gave up restarting: {n} crashes in {WINDOW_S / 60:.0f} minutes "
                 f"(last: {summary}); `sgltui restart` tries again"
             )
             log.error("slot %s: %s", slot_id, self.notes[slot_id])
-            self.sup.publish(
+            self.sup.bus.publish(
                 protocol.SlotRestart(
                     client=CLIENT, slot=slot_id, crash=n, gave_up=True, reason=self.notes[slot_id]
                 )
@@ -90,7 +89,7 @@ class RestartPolicy:
         log.warning(
             "slot %s crashed (%s): relaunching in %.0fs (crash %d)", slot_id, summary, delay, n
         )
-        self.sup.publish(
+        self.sup.bus.publish(
             protocol.SlotRestart(
                 client=CLIENT,
                 slot=slot_id,

@@ -27,6 +27,7 @@ import msgspec
 from sgltui import protocol
 from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
+from sgltui.agent.events import EventBus
 from sgltui.core import causes, files, host_pool, phases, units
 from sgltui.protocol import SlotState
 
@@ -156,15 +157,13 @@ class SlotHost(Protocol):
 
     config: SlotConfig
 
-    def publish(self, event: protocol.EventBase) -> dict: ...
+    bus: EventBus  # where it publishes its events and says its state moved (agent/events.py)
+
     def push_log(self, slot_id: str, launch_id: str, lines: list[str]) -> None: ...
     def server_log_path(self, launch_id: str) -> Path: ...
     def learned(self, profile: str) -> dict[str, float] | None: ...
     def record_launch(self, profile: str, durations: dict[str, float]) -> None: ...
-    def telemetry_attach(self, slot: Slot) -> None: ...
-    def telemetry_detach(self, slot_id: str) -> None: ...
     def telemetry_line(self, slot_id: str, line: str) -> None: ...
-    def state_changed(self) -> None: ...
     def add_secret(self, secret: str) -> None: ...
 
     state_dir: Path
@@ -341,8 +340,8 @@ class Slot:
     def _announce(self, event: protocol.EventBase) -> None:
         """Publish a slot event (its client and slot filled in), wake wait_settled()."""
         event.client, event.slot = self.client, self.id
-        self.host.publish(event)
-        self.host.state_changed()
+        self.host.bus.publish(event)
+        self.host.bus.changed()
         self._changed.set()
 
     def _set_phase(self, phase: str) -> None:
@@ -476,7 +475,7 @@ class Slot:
         self.tree = procs.ProcTree.of(self.popen.pid)
         self.live_pids = [self.popen.pid]
         self.started_at = time.time()
-        self.host.publish(
+        self.host.bus.publish(
             protocol.Launch(
                 client=client,
                 slot=self.id,
@@ -491,7 +490,6 @@ class Slot:
         self.phase = None
         self._fire(lifecycle.SPAWN, f"launching {profile.name}")
         self._set_phase(phases.SPAWNED)
-        self.host.telemetry_attach(self)
         self._monitor = asyncio.get_running_loop().create_task(
             self._watch(), name=f"slot-{self.id}-watch"
         )
@@ -508,7 +506,7 @@ class Slot:
         failure as its cause (a ready slot never has one)."""
         if cause is not None and self.state != READY and self.cause is None:
             self.cause = cause
-            self.host.state_changed()
+            self.host.bus.changed()
             self._changed.set()
 
     # ---- a swap's state (sequenced by agent/operations.py) -------------------------------------
@@ -520,11 +518,11 @@ class Slot:
             from_=old, to=to, step="stopping", started_at=started, rollback=rollback, client=client
         )
         self.client = client
-        self.host.state_changed()
+        self.host.bus.changed()
 
     def swap_step(self, step: str) -> None:
         self.swap = msgspec.structs.replace(self.swap or protocol.SwapView(), step=step)
-        self.host.state_changed()
+        self.host.bus.changed()
 
     def end_swap(self, outcome: protocol.LastSwap | None = None) -> None:
         """No swap in progress (None means that to every viewer); `outcome` is kept for late
@@ -532,7 +530,7 @@ class Slot:
         self.swap = None
         if outcome is not None:
             self.last_swap = outcome
-        self.host.state_changed()
+        self.host.bus.changed()
 
     def attach_front(self, front: Any) -> None:
         """The slot's stable endpoint (agent/front.py), opened by the agent at start."""
@@ -664,7 +662,6 @@ class Slot:
         )
         if self.state == READY:
             self.phase = None
-        self.host.telemetry_attach(self)
         self._monitor = asyncio.get_running_loop().create_task(
             self._watch(), name=f"slot-{self.id}-watch"
         )
@@ -865,7 +862,6 @@ class Slot:
         self._reap()
         await self._drain_output(0.5, close=True)
         await self._wait_released()
-        self.host.telemetry_detach(self.id)
         self._fire(lifecycle.HANG, cause["summary"], cause)
 
     async def _on_unexpected_exit(self, rc: int | None) -> None:
@@ -877,7 +873,6 @@ class Slot:
         self._reap()
         await self._drain_output(0.5, close=True)
         await self._wait_released()
-        self.host.telemetry_detach(self.id)
         if was == LAUNCHING:
             self._fire(
                 lifecycle.EXIT, f"{self.profile_name} failed to start: {cause['summary']}", cause
@@ -947,7 +942,7 @@ class Slot:
                         "left_s": round(remaining, 1),
                         "timeout_s": timeout,
                     }
-                    self.host.publish(
+                    self.host.bus.publish(
                         protocol.SlotDrain(
                             client=self.client,
                             slot=self.id,
@@ -987,7 +982,6 @@ class Slot:
         report["timings_s"]["memory_release"] = round(time.monotonic() - t2, 3)
         report["gpu_bytes_held"], report["port_free"] = held, port_ok
         report["release_method"] = method
-        self.host.telemetry_detach(self.id)
         problems = []
         if left:
             problems.append(f"processes still alive: {procs.describe(left)}")

@@ -25,6 +25,7 @@ from sgltui.agent import keeper, preflight
 from sgltui.agent.children import ChildError, Children
 from sgltui.agent.config import AgentConfig
 from sgltui.agent.errors import OpError
+from sgltui.agent.events import EventBus
 from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.jobs_site import AgentSite
@@ -85,6 +86,9 @@ class Supervisor:
         # host.toml's slots (core/placement.py), each with its GPUs and port; else `slot_ids`,
         # each running a profile where the profile says.
         self.placement = placement
+        # Slots, operations, pools, fronts, bench runs and jobs publish here; the rest of the
+        # agent subscribes below (agent/events.py).
+        self.bus = EventBus()
         places = {p.name: p for p in placement.slots} if placement is not None else {}
         self.slots: dict[str, Slot] = {
             sid: Slot(sid, self, places.get(sid)) for sid in (list(places) or slot_ids)
@@ -93,7 +97,7 @@ class Supervisor:
         # host.toml's pools: a front for one slot, the gateway for more (agent/pools.py)
         self.pools = Pools(self, placement)
         self._pool_tasks: set[asyncio.Task] = set()
-        # a crashed server launched again (agent/restart_policy.py), fed every event by emit()
+        # a crashed server launched again (agent/restart_policy.py), a subscriber of the events
         self.restart_policy = RestartPolicy(self, self.agent_config.restart)
         self.started = time.time()
         self.recorder: Any = None
@@ -102,7 +106,7 @@ class Supervisor:
         self.history = LaunchHistory(state_dir)
         self.agent_state = AgentState(state_dir)
         self.subscribers: set[PushQueue] = set()
-        self.children = Children(self.publish, socket_path, state_dir, lambda: self.recorder)
+        self.children = Children(self.bus.publish, socket_path, state_dir, lambda: self.recorder)
         # batch jobs (agent/jobs_host.py), seeing the agent through agent/jobs_site.py
         self.batch = JobsHost(AgentSite(self))
         self.front_config: FrontConfig = self.agent_config.front
@@ -119,6 +123,17 @@ class Supervisor:
         self._save_task: asyncio.Task | None = None
         self._save_now = asyncio.Event()  # skips the debounce: a command's reply waits
         self._save_wanted = False
+        # Who reacts to the events, in this order: the recorder writes each first (what the
+        # others get as `record`: stamped, redacted), clients are sent it, the restart policy
+        # and telemetry follow the slots. On every state change the fronts and the pools'
+        # gateways follow at once and agent-state.json is saved (debounced).
+        self.bus.record_with(self._record)
+        self.bus.subscribe(self._push_event)
+        self.bus.subscribe(self.restart_policy.on_event)
+        self.bus.subscribe(self._telemetry_follows)
+        self.bus.on_change(self._fronts_follow)
+        self.bus.on_change(self.pools.sync)
+        self.bus.on_change(self._save_later)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -141,7 +156,7 @@ class Supervisor:
         self.recorder.on_disk_change = lambda ev: self.broadcast("event", ev)
         await self._start_telemetry()
         await self._start_fronts()
-        self.publish(
+        self.bus.publish(
             protocol.AgentStart(
                 pid=os.getpid(),
                 version=__version__,
@@ -168,7 +183,7 @@ class Supervisor:
             except Exception as exc:  # a corrupt record must not keep the agent from starting
                 log.warning("cannot adopt slot %s: %s", slot_id, exc, exc_info=True)
                 ok = False
-            self.publish(
+            self.bus.publish(
                 protocol.AgentAdopt(
                     slot=slot_id,
                     ok=ok,
@@ -178,7 +193,7 @@ class Supervisor:
                     state=slot.state if ok else None,
                 )
             )
-        self.state_changed()
+        self.bus.changed()
         await self.pools.start()  # after the slots: their ready servers are its first workers
         await asyncio.to_thread(self._refresh_profiles)
         await self.batch.start()  # after the slots: a resumed job finds its server
@@ -202,7 +217,7 @@ class Supervisor:
     def _front_event(self, event: protocol.EventBase) -> None:
         s = self.slots.get(event.slot or "")
         event.client = s.client if s else None
-        self.publish(event)
+        self.bus.publish(event)
 
     def _sync_front(self, slot: Slot) -> None:
         """Point the slot's front at what the slot runs: a ready server gets the requests; while a
@@ -266,7 +281,7 @@ class Supervisor:
         if self._save_task is not None:
             self._save_task.cancel()
         self._save_state()  # the last word, written before the agent goes
-        self.publish(
+        self.bus.publish(
             protocol.AgentStop(
                 stop_servers=stop_servers,
                 left_running=[s.id for s in self.slots.values() if s.state in RUNNING],
@@ -282,32 +297,19 @@ class Supervisor:
 
     # ---- what slots call back (SlotHost) ------------------------------------------------------
 
-    def publish(self, event: protocol.EventBase) -> dict:
-        """Record a typed event and push it to every subscriber (the recorder stamps its time
-        unless it has one)."""
+    def _record(self, event: protocol.EventBase) -> dict:
+        """events.jsonl gets the event first (the recorder stamps its time unless it has one)
+        and gives it back as written: what clients are sent."""
         fields = protocol.event_dict(event)
         type_ = fields.pop("type")
         fields.pop("v", None)
         if not event.ts:
             fields.pop("ts", None)
-        try:
-            record = self.recorder.event(type_, **fields)
-        except Exception:  # the recorder promises not to raise; do not let it take the agent down
-            log.exception("recording event %s", type_)
-            record = {
-                "v": 1,
-                "ts": time.time(),
-                "type": type_,
-                "client": fields.pop("client", None),
-                "slot": fields.pop("slot", None),
-                **fields,
-            }
-        self.broadcast("event", record)
-        try:
-            self.restart_policy.on_event(record)
-        except Exception:  # a policy's bug must not take the event stream down with it
-            log.exception("restart policy on %s", type_)
+        record: dict = self.recorder.event(type_, **fields)
         return record
+
+    def _push_event(self, event: protocol.EventBase, record: dict) -> None:
+        self.broadcast("event", record)
 
     def broadcast(self, kind: str, data: Any) -> None:
         msg = {"push": kind, "data": data}
@@ -354,9 +356,16 @@ class Supervisor:
             log.warning("cannot record launch history: %s", exc)
         self._learned_cache.pop(profile, None)
 
-    def telemetry_attach(self, slot: Slot) -> None:
-        if self.telemetry is not None and slot.tree is not None:
-            try:
+    def _telemetry_follows(self, event: protocol.EventBase, record: dict) -> None:
+        """The samplers watch a server from its launch (or its adoption by this agent) until
+        its slot has none: stopped, failed or crashed."""
+        if self.telemetry is None or event.slot is None:
+            return
+        slot = self.slots.get(event.slot)
+        if isinstance(event, protocol.Launch) or (
+            isinstance(event, protocol.AgentAdopt) and event.ok
+        ):
+            if slot is not None and slot.tree is not None:
                 self.telemetry.attach(
                     slot.id,
                     slot.tree.pid,
@@ -364,15 +373,12 @@ class Supervisor:
                     slot.api_key,
                     tp_size=slot.tp_size,
                 )
-            except Exception:
-                log.exception("telemetry attach")
-
-    def telemetry_detach(self, slot_id: str) -> None:
-        if self.telemetry is not None:
-            try:
-                self.telemetry.detach(slot_id)
-            except Exception:
-                log.exception("telemetry detach")
+        elif isinstance(event, protocol.SlotStateChanged) and event.state in (
+            STOPPED,
+            FAILED,
+            CRASHED,
+        ):
+            self.telemetry.detach(event.slot)
 
     def telemetry_line(self, slot_id: str, line: str) -> None:
         if self.telemetry is not None:
@@ -381,13 +387,15 @@ class Supervisor:
             except Exception:
                 log.exception("telemetry log line")
 
-    def state_changed(self) -> None:
-        """A slot changed: its front follows at once; the slots to re-adopt are saved soon
-        (debounced, in a worker thread: an fsync per slot event held up the loop that serves
-        clients and proxies traffic)."""
+    def _fronts_follow(self) -> None:
+        """A slot changed: its front follows at once (hold, route, release)."""
         for slot in self.slots.values():
             self._sync_front(slot)
-        self.pools.sync()
+
+    def _save_later(self) -> None:
+        """A slot changed: the slots to re-adopt are saved soon (debounced, in a worker
+        thread: an fsync per slot event held up the loop that serves clients and proxies
+        traffic)."""
         self._save_wanted = True
         try:
             loop = asyncio.get_running_loop()
@@ -443,7 +451,7 @@ class Supervisor:
 
     def _on_capacity(self, slot_id: str, card: dict) -> None:
         slot = self.slots.get(slot_id)
-        self.publish(
+        self.bus.publish(
             protocol.Capacity(
                 client=slot.client if slot else None,
                 slot=slot_id,
@@ -627,13 +635,13 @@ class Supervisor:
         # take the agent's.
         lock = contextlib.nullcontext() if op in Operations.OPS else self._lock
         async with lock:
-            self.publish(
+            self.bus.publish(
                 protocol.Command(client=client, slot=slot_id, op=op, args=_public_args(args))
             )
             try:
                 result = await handler(args, client)
             except OpError as exc:
-                self.publish(
+                self.bus.publish(
                     protocol.CommandRefused(client=client, slot=slot_id, op=op, reason=str(exc))
                 )
                 raise
@@ -649,14 +657,14 @@ class Supervisor:
         """An op on every slot of a pool (a swap rolls): agent/pools.py. Without `wait` it runs
         on in the agent and the reply says it began."""
         self.pools.pool(str(args["pool"]))  # an unknown pool: one line
-        self.publish(
+        self.bus.publish(
             protocol.Command(client=client, op=op, pool=args["pool"], args=_public_args(args))
         )
         if args.get("wait") or op == "preflight":
             try:
                 return await self.pools.op(op, args, client)
             except OpError as exc:
-                self.publish(protocol.CommandRefused(client=client, op=op, reason=str(exc)))
+                self.bus.publish(protocol.CommandRefused(client=client, op=op, reason=str(exc)))
                 raise
         task = asyncio.get_running_loop().create_task(self.pools.op(op, args, client))
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # said in events
