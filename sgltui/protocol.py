@@ -1934,13 +1934,23 @@ class Outcome(Struct, kw_only=True):
     error: str | None = None  # an internal failure (its traceback is in agent.log)
 
 
+class PoolResult(Struct, kw_only=True):
+    """What an op on a pool (--pool) did: every slot of the pool, and the roll of a swap."""
+
+    pool: str
+    slots: list[SlotStatus] = []
+    roll: RollView | None = None
+
+
 class Accepted(Struct, kw_only=True):
-    """A lifecycle command's reply: accepted at once, or (`wait`) its outcome."""
+    """A lifecycle command's reply: accepted at once, or (`wait`) its outcome. On a pool, `slot`
+    is its first slot and `pool` says what happened to each (`result` stays None)."""
 
     slot: SlotStatus
     accepted: bool = False
     result: Outcome | None = None
     profile_changed: bool | None = None  # restart: the profile file was edited since the launch
+    pool: PoolResult | None = None
 
 
 # ---- ops --------------------------------------------------------------------------------------

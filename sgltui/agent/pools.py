@@ -285,7 +285,9 @@ class Pools:
 
     # --- ops on a pool ----------------------------------------------------------------------
 
-    async def op(self, op: str, args: dict[str, Any], client: str | None) -> dict[str, Any]:
+    async def op(
+        self, op: str, args: dict[str, Any], client: str | None
+    ) -> protocol.Accepted | protocol.PreflightReply:
         """start / stop / restart of every slot of a pool (concurrently), or a rolling swap."""
         name = str(args["pool"])
         members = self.members(name)
@@ -313,21 +315,18 @@ class Pools:
             raise OpError("; ".join(errors))
         return self.reply(name)
 
-    def reply(self, name: str, accepted: bool = False) -> dict[str, Any]:
-        """A pool op's answer in the shape of a slot's (protocol.Accepted): `slot` is its first
-        slot, `result` holds every slot and the roll."""
+    def reply(self, name: str, accepted: bool = False) -> protocol.Accepted:
+        """A pool op's answer: `slot` is its first slot, `pool` holds every slot and the roll."""
         members = self.members(name)
-        return {
-            "slot": members[0].status(),
-            "accepted": accepted,
-            "result": {
-                "pool": name,
-                "slots": [m.status() for m in members],
-                "roll": self.rolls.get(name),
-            },
-        }
+        return protocol.Accepted(
+            slot=members[0].status(),
+            accepted=accepted,
+            pool=protocol.PoolResult(
+                pool=name, slots=[m.status() for m in members], roll=self.rolls.get(name)
+            ),
+        )
 
-    async def roll(self, name: str, args: dict[str, Any], client: str | None) -> dict[str, Any]:
+    async def roll(self, name: str, args: dict[str, Any], client: str | None) -> protocol.Accepted:
         if name in self.rolls_running():
             raise OpError(
                 f"pool {name} is rolling already; wait for it (sgltui status --pool {name})"

@@ -259,7 +259,7 @@ def _pool_lifecycle(args: argparse.Namespace, op: str, kw: dict[str, Any]) -> in
     if args.no_wait:
         print(f"pool {args.pool}: {op} accepted (sgltui status shows its slots)")
         return 0
-    result = res.get("result") or {}
+    result = res.get("pool") or {}  # protocol.PoolResult
     for slot in result.get("slots") or []:
         if isinstance(slot, dict):
             print(

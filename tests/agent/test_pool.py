@@ -39,7 +39,7 @@ def _host_toml(agent, pool_port: int) -> None:
 
 def _pool_call(agent, op, **args):
     res = call_sync(agent.state_dir, op, autostart=False, client_name="test", **args)
-    agent._note(res.get("result") or {})
+    agent._note(res.get("pool") or {})
     return res
 
 
@@ -76,7 +76,7 @@ def test_a_pool_of_two_starts_serves_default_and_rolls_under_streams_with_no_err
     b = agent.write_profile("t-b")
     agent.start()
     res = _pool_call(agent, "start", profile=a, pool="all", wait=True)
-    assert [s["state"] for s in res["result"]["slots"]] == ["ready", "ready"], res
+    assert [s["state"] for s in res["pool"]["slots"]] == ["ready", "ready"], res
     pool = _wait_workers(agent, ["ready", "ready"])
     assert pool["gateway"]["pid"] and pool["endpoint"] == agent.endpoint
     assert [s["gpus"] for s in agent.status()["slots"]] == [[0], [1]]
@@ -117,9 +117,9 @@ def test_a_pool_of_two_starts_serves_default_and_rolls_under_streams_with_no_err
         stop.set()
         for t in threads:
             t.join(timeout=30)
-    roll = res["result"]["roll"]
+    roll = res["pool"]["roll"]
     assert roll["state"] == "done" and roll["done"] == ["a", "b"], roll
-    assert [s["profile"] for s in res["result"]["slots"]] == [b, b]
+    assert [s["profile"] for s in res["pool"]["slots"]] == [b, b]
     bad = [o for o in outcomes if o != "ok"]
     assert outcomes and not bad, bad[:5]
     steps = [(e.get("slot"), e["step"]) for e in agent.events("pool.roll")]
