@@ -7,7 +7,8 @@ import time
 
 import psutil
 
-from tests.agent.test_resilience import _alive, _group_members
+from tests.agent.test_resilience import _group_members
+from tests.fixtures.agent import alive as _alive
 
 
 def _children(agent, module: str) -> list[int]:
