@@ -620,11 +620,19 @@ class BenchDone(EventBase, tag="bench.done", omit_defaults=True):
 
 
 class DiskError(EventBase, tag="disk.error"):
+    """The session directory refuses writes (the recorder's own event, session/writer.py)."""
+
     error: str | None = None
+    path: str | None = None  # the file the write failed on
 
 
 class DiskOk(EventBase, tag="disk.ok"):
-    pass
+    """Writes succeed again: what failed, since when, and what was dropped meanwhile."""
+
+    was: str | None = None
+    since: float | None = None
+    dropped_events: int = 0
+    dropped_samples: int = 0
 
 
 class LogRotated(EventBase, tag="log.rotated"):

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sgltui import protocol
 from sgltui.core import units
 from sgltui.core.files import PRIVATE_DIR as DIR_MODE
 from sgltui.core.files import PRIVATE_FILE as FILE_MODE
@@ -592,15 +593,11 @@ class Recorder:
         if first:
             self._error_since = time.time()
             ev = self.redactor.obj(
-                {
-                    "v": SCHEMA_VERSION,
-                    "ts": time.time(),
-                    "type": "disk.error",
-                    "client": None,
-                    "slot": None,
-                    "error": self._error,
-                    "path": str(target),
-                }
+                protocol.event_dict(
+                    protocol.DiskError(
+                        v=SCHEMA_VERSION, ts=time.time(), error=self._error, path=str(target)
+                    )
+                )
             )
             self._push_backlog(_dumps(ev))  # lands on disk after the outage, as evidence
             self._notify(ev)
@@ -608,17 +605,16 @@ class Recorder:
     def _recover(self) -> None:
         if self._error is None:
             return
-        ev = {
-            "v": SCHEMA_VERSION,
-            "ts": time.time(),
-            "type": "disk.ok",
-            "client": None,
-            "slot": None,
-            "was": self._error,
-            "since": self._error_since,
-            "dropped_events": self._dropped_events,
-            "dropped_samples": self._dropped_samples,
-        }
+        ev = protocol.event_dict(
+            protocol.DiskOk(
+                v=SCHEMA_VERSION,
+                ts=time.time(),
+                was=self._error,
+                since=self._error_since,
+                dropped_events=self._dropped_events,
+                dropped_samples=self._dropped_samples,
+            )
+        )
         self._error = None
         self._error_since = None
         try:
@@ -652,15 +648,14 @@ class Recorder:
                         self._write_event_line(
                             _dumps(
                                 self.redactor.obj(
-                                    {
-                                        "v": SCHEMA_VERSION,
-                                        "ts": time.time(),
-                                        "type": "log.rotated",
-                                        "client": None,
-                                        "slot": None,
-                                        "file": str(log.path.relative_to(self.path)),
-                                        "keep": log.limit.keep,
-                                    }
+                                    protocol.event_dict(
+                                        protocol.LogRotated(
+                                            v=SCHEMA_VERSION,
+                                            ts=time.time(),
+                                            file=str(log.path.relative_to(self.path)),
+                                            keep=log.limit.keep,
+                                        )
+                                    )
                                 )
                             )
                         )

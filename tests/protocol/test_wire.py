@@ -112,21 +112,39 @@ def test_secrets_file_prefix_is_the_launchers():
     assert protocol.SECRETS_FILE_PREFIX == FILE_PREFIX
 
 
-def test_every_event_the_agent_emits_has_a_type():
-    """An event type added in agent/ without its Struct here would reach readers untyped."""
+def test_every_event_is_built_as_its_struct():
+    """Events are built as their protocol Struct where they are published (agent/events.py):
+    no site names an event type by a string (`emit("slot.state", ...)`, or a dict
+    `{"ts": .., "type": ...}` written by hand) that could reach readers untyped. Each Struct's
+    tag is in EVENT_TYPES."""
     import re
     from pathlib import Path
 
     import sgltui
 
     root = Path(sgltui.__file__).parent
-    emitted = set()
-    for path in [*root.glob("agent/**/*.py"), *root.glob("session/**/*.py")]:
-        emitted |= set(re.findall(r"\b_?emit\(\s*\"([a-z_.]+)\"", path.read_text()))
-        # recorder-written events ({"v": .., "ts": .., "type": ...}); not HTTP error bodies
-        emitted |= set(re.findall(r"\"ts\": [^,]+,\s*\"type\": \"([a-z_.]+)\"", path.read_text()))
-    assert emitted, "no emit() calls found: the pattern is stale"
-    assert emitted - set(protocol.EVENT_TYPES) == set()
+    untyped = []
+    for path in [
+        *root.glob("agent/**/*.py"),
+        *root.glob("session/**/*.py"),
+        *root.glob("jobs/*.py"),
+    ]:
+        text = path.read_text()
+        for pattern in (
+            r"\b_?emit\(\s*\"([a-z_.]+)\"",
+            r"\"ts\": [^,]+,\s*\"type\": \"([a-z_.]+)\"",
+        ):
+            untyped += [f"{path.name}: {name}" for name in re.findall(pattern, text)]
+    assert untyped == []
+    built = set()
+    for path in [
+        *root.glob("agent/**/*.py"),
+        *root.glob("session/**/*.py"),
+        *root.glob("jobs/*.py"),
+    ]:
+        built |= set(re.findall(r"\bprotocol\.([A-Z]\w+)\(", path.read_text()))
+    events = {t.__name__ for t in protocol.EVENT_TYPES.values()}
+    assert built & events, "no event Struct built anywhere: the pattern is stale"
 
 
 def test_bench_spec_is_the_bench_s_own():
