@@ -244,6 +244,36 @@ class JobArgs(Args):
     job: JobRef = None
 
 
+class ExposeArgs(SlotArgs):
+    """Serve a slot to a gateway on another host (a fleet.toml [[pool]]): its server listens on
+    `address` and requires an API key the agent generates and keeps (0600). None: back to
+    loopback without a key. Takes effect at the slot's next launch (start, restart, swap)."""
+
+    address: Annotated[str, Meta(min_length=1, max_length=255)] | None = None
+
+
+class RemoteWorker(Struct, forbid_unknown_fields=True, kw_only=True):
+    """A server of another host behind this host's gateway (what ExposeArgs gave out)."""
+
+    name: Annotated[str, Meta(min_length=1, max_length=128)]  # host/slot
+    url: Annotated[str, Meta(min_length=1, max_length=512, pattern=r"^https?://")]
+    api_key: Annotated[str, Meta(max_length=512)] | None = None
+
+
+class RemotePoolArgs(Args):
+    """A pool whose workers this agent's gateway (smg) routes to, wherever they run: the fleet
+    side sets its whole worker list; the agent adds what is new and removes what is gone (one
+    it would leave with no routable worker is refused). `drop`: end the gateway."""
+
+    pool: SlotId
+    port: Annotated[int, Meta(ge=1, le=65535)]
+    host: Annotated[str, Meta(min_length=1, max_length=255)] = "127.0.0.1"
+    policy: Annotated[str, Meta(max_length=32)] | None = None
+    workers: list[RemoteWorker] = []
+    wait: NonNegative = 0.0  # seconds to wait for every listed worker to be ready (0: none)
+    drop: bool = False
+
+
 class JobSetArgs(Args):
     """Only what is given changes (UNSET fields are left out of the handler's dict)."""
 
@@ -460,6 +490,26 @@ class GatewayRestarted(PoolEvent, tag="gateway.restarted"):
 
 class GatewayFailed(PoolEvent, tag="gateway.error"):
     error: str = ""
+
+
+class GatewayStopped(PoolEvent, tag="gateway.stop"):
+    """A pool across hosts (fleet.toml) taken down: its gateway ended."""
+
+
+class PoolWorkerChanged(PoolEvent, tag="pool.worker"):
+    """A worker of another host added to or removed from a pool's gateway (its name: host/slot,
+    or the URL of one removed)."""
+
+    worker: str | None = None
+    url: str | None = None
+    step: str = ""  # added | removed
+
+
+class SlotExposed(EventBase, tag="slot.exposed"):
+    """A slot served to another host's gateway on `address` with a key (None: back to
+    loopback); the key itself is never in an event."""
+
+    address: str | None = None
 
 
 class PreflightDone(EventBase, tag="preflight"):
@@ -873,6 +923,9 @@ Event: TypeAlias = (
     | GatewayDied
     | GatewayRestarted
     | GatewayFailed
+    | GatewayStopped
+    | PoolWorkerChanged
+    | SlotExposed
     | PreflightDone
     | Launch
     | SlotStateChanged
@@ -906,6 +959,9 @@ _EVENT_TYPES: tuple[type[EventBase], ...] = (
     GatewayDied,
     GatewayRestarted,
     GatewayFailed,
+    GatewayStopped,
+    PoolWorkerChanged,
+    SlotExposed,
     PreflightDone,
     ProfileChanged,
     Launch,
@@ -1682,6 +1738,16 @@ class PoolStatus(Struct, kw_only=True):
     metrics: dict[str, Any] | None = None  # the gateway's: restarts, retries, errors, per worker
 
 
+class Exposed(Struct, kw_only=True):
+    """A slot served to another host's gateway: where it answers and the key it requires.
+    `applied`: the running server already does (else at its next launch)."""
+
+    slot: str
+    url: str | None = None
+    api_key: str | None = None
+    applied: bool = False
+
+
 class KeeperView(Struct, kw_only=True):
     """The agent's keeper (agent/keeper.py), from its keeper.json: how often it had to start
     the agent again, and why the last one ended."""
@@ -1999,6 +2065,8 @@ OPS: Final[Mapping[str, Op]] = {
     "job_resume": Op(JobArgs, JobView, W, "resume a paused batch job"),
     "job_cancel": Op(JobArgs, JobView, W, "cancel a batch job (answers so far are kept)"),
     "job_set": Op(JobSetArgs, JobView, W, "change a job's concurrency or pinning"),
+    "slot_expose": Op(ExposeArgs, Exposed, W, "serve a slot to another host's gateway (key)"),
+    "remote_pool": Op(RemotePoolArgs, PoolStatus, W, "a gateway whose workers are on any host"),
 }
 READ_ONLY_OPS: Final = frozenset(name for name, op in OPS.items() if op.read_only)
 # Ops that work whatever the versions: enough to find and stop an agent of another version.

@@ -146,6 +146,9 @@ class Gateway:
         self.policy = policy
         self.on_change = on_change or (lambda event: None)
         self.urls: list[str] = []  # the workers the agent wants routed, in order
+        # A worker of another host requires its own key (agent/exposure.py there): smg takes it
+        # per worker in POST /workers and sends it to that worker; never in argv.
+        self.keys: dict[str, str] = {}
         self.proc: subprocess.Popen[bytes] | Adopted | None = None
         self.restarts = 0
         self.state = "stopped"
@@ -183,8 +186,9 @@ class Gateway:
             "--prometheus-host", "127.0.0.1",
             "--prometheus-port", str(self.prometheus_port),
         ]  # fmt: skip
-        if self.urls:
-            args += ["--worker-urls", *self.urls]
+        plain = [u for u in self.urls if u not in self.keys]  # keyed ones: POSTed at start
+        if plain:
+            args += ["--worker-urls", *plain]
         if self.model and self.model != "default":
             args += ["--model-alias", f"default={self.model}"]
         return [
@@ -333,6 +337,9 @@ class Gateway:
                     f"see {self.log_path}"
                 )
             await asyncio.sleep(POLL_S / 2)
+        for url in self.urls:
+            if url in self.keys:
+                await self._post_worker(url)
         # --worker-urls are registered in the background: answer once they are routable (a
         # worker that is down holds the gateway back no longer than the bound).
         deadline = time.monotonic() + REGISTER_WAIT_S
@@ -431,11 +438,13 @@ class Gateway:
                 out.append(WorkerState(w["id"], str(w.get("url")), str(w.get("status"))))
         return out
 
-    async def add_worker(self, url: str) -> None:
-        """Route to `url` (the agent keeps it across gateway restarts). A worker the gateway
-        already has (409) is fine."""
+    async def add_worker(self, url: str, api_key: str | None = None) -> None:
+        """Route to `url` (the agent keeps it across gateway restarts), sending it `api_key`
+        when it requires one. A worker the gateway already has (409) is fine."""
         if url not in self.urls:
             self.urls.append(url)
+        if api_key:
+            self.keys[url] = api_key
         # A worker removed a moment ago is still listed while smg's drain timer runs (5 s), and
         # a POST for it then answers 409 and adds nothing: wait for that entry to go first.
         ws = await self.workers() or []
@@ -443,14 +452,21 @@ class Gateway:
             await self.wait_gone(url, timeout=DRAIN_TIMER_S)
         elif any(w.url == url for w in ws):
             return
-        status, body = await self._request("POST", "/workers", {"url": url})
+        await self._post_worker(url)
+
+    async def _post_worker(self, url: str) -> None:
+        body: dict[str, Any] = {"url": url}
+        if url in self.keys:
+            body["api_key"] = self.keys[url]
+        status, answer = await self._request("POST", "/workers", body)
         if status not in (200, 201, 202, 409):
-            raise GatewayError(f"pool {self.pool}: the gateway refused worker {url}: {body}")
+            raise GatewayError(f"pool {self.pool}: the gateway refused worker {url}: {answer}")
 
     async def remove_worker(self, url: str) -> bool:
         """Stop routing new requests to `url`; False when the gateway did not have it."""
         if url in self.urls:
             self.urls.remove(url)
+        self.keys.pop(url, None)
         found = [w for w in (await self.workers() or []) if w.url == url]
         for w in found:
             status, body = await self._request("DELETE", f"/workers/{w.id}")

@@ -305,16 +305,15 @@ class Operations:
             raise OpError(failed.line())
         return target
 
-    @staticmethod
-    def _place(slot: Slot, target: Resolved) -> Resolved:
-        """`target` as it runs on `slot` (host.toml's port and GPUs); a profile that needs
-        another number of GPUs than the slot has is refused with the fix."""
-        if slot.place is None:
-            return target
-        problem = placement.tp_problem(target.name, target.server, slot.place)
-        if problem:
-            raise OpError(problem)
-        return target.placed(slot.place)
+    def _place(self, slot: Slot, target: Resolved) -> Resolved:
+        """`target` as it runs on `slot` (host.toml's port and GPUs; the address and key of a
+        slot served to another host's gateway); a profile that needs another number of GPUs
+        than the slot has is refused with the fix."""
+        if slot.place is not None:
+            problem = placement.tp_problem(target.name, target.server, slot.place)
+            if problem:
+                raise OpError(problem)
+        return target.placed(slot.place, self.sup.exposures.get(slot.id))
 
     def _refuse_if_busy(self, slot: Slot, what: str) -> None:
         job = self.busy(slot.id)

@@ -27,6 +27,7 @@ from sgltui import protocol
 from sgltui.agent import gateway as gw_mod
 from sgltui.agent.errors import OpError
 from sgltui.agent.gateway import Gateway, GatewayError
+from sgltui.agent.remote_pools import RemotePools
 from sgltui.agent.slot import READY, Slot
 from sgltui.core.placement import Placement, PoolPlace
 
@@ -70,6 +71,8 @@ class Pools:
         self._poll: asyncio.Task[None] | None = None
         self._sync: asyncio.Task[None] | None = None
         self._sync_again = False
+        # fleet.toml's pools that span hosts: a gateway here, workers anywhere
+        self.remote = RemotePools(sup)
 
     # --- which pool -------------------------------------------------------------------------
 
@@ -82,6 +85,10 @@ class Pools:
         return None
 
     def pool(self, name: str) -> PoolPlace:
+        if name in self.remote:
+            # A pool of other hosts' servers: a job through it is filed under this agent's
+            # first slot (it does not follow that slot: jobs_host sends it to the gateway).
+            return PoolPlace(name, (next(iter(self.sup.slots)),), 0)
         place = self.places.get(name)
         if place is None:
             raise OpError(
@@ -148,6 +155,14 @@ class Pools:
                 await self._poll
         for gw in self.gateways.values():
             await gw.stop()
+        await self.remote.close()
+
+    async def remote_set(self, args: protocol.RemotePoolArgs) -> dict[str, Any]:
+        if args.pool in self.places:
+            raise OpError(
+                f"pool {args.pool} is one of host.toml's; give the fleet.toml pool another name"
+            )
+        return await self.remote.set(args)
 
     def _routable(self, slot: Slot) -> bool:
         return slot.state == READY and slot.swap is None and slot.id not in self.out
@@ -281,7 +296,7 @@ class Pools:
                     "metrics": _metrics(self.samples.get(name)),
                 }
             )
-        return out
+        return out + self.remote.status()
 
     # --- ops on a pool ----------------------------------------------------------------------
 
@@ -290,6 +305,11 @@ class Pools:
     ) -> protocol.Accepted | protocol.PreflightReply:
         """start / stop / restart of every slot of a pool (concurrently), or a rolling swap."""
         name = str(args["pool"])
+        if name in self.remote:
+            raise OpError(
+                f"pool {name} spans hosts (fleet.toml): `sgltui fleet pool {op} {name} ...` "
+                "drives its slots on their hosts"
+            )
         members = self.members(name)
         if op == "swap":
             return await self.roll(name, args, client)
@@ -441,6 +461,8 @@ class Pools:
 
     def job_target(self, name: str) -> tuple[str | None, str | None, str]:
         """(url, api_key, why not) for a job sent through pool `name`."""
+        if name in self.remote:
+            return self.remote.job_target(name)
         place = self.places.get(name)
         if place is None:
             return None, None, f"pool {name} does not exist"

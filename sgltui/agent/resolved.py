@@ -101,13 +101,18 @@ class Resolved:
     def command_hash(self) -> str:
         return self.profile.command_hash()
 
-    def placed(self, place: Any) -> Resolved:
+    def placed(self, place: Any, exposure: Any = None) -> Resolved:
         """This resolution as it runs on a slot of host.toml (core/placement.py): the profile's
-        port and CUDA_VISIBLE_DEVICES replaced by the slot's. The content hash stays the
-        profile's: a restart compares what the file says, not where it runs."""
-        if place is None:
+        port and CUDA_VISIBLE_DEVICES replaced by the slot's; on a slot served to another
+        host's gateway (agent/exposure.py), its host and api-key too. The content hash stays
+        the profile's: a restart compares what the file says, not where it runs."""
+        if place is None and exposure is None:
             return self
-        server, env = placement.apply_to(self.profile.server, self.profile.env, place)
+        server, env = dict(self.profile.server), dict(self.profile.env)
+        if place is not None:
+            server, env = placement.apply_to(server, env, place)
+        if exposure is not None:  # the key travels like a profile's own: the 0600 --config
+            server["host"], server["api-key"] = exposure.address, exposure.api_key
         return dataclasses.replace(
             self, profile=dataclasses.replace(self.profile, server=server, env=env)
         )

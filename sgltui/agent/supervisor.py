@@ -26,6 +26,7 @@ from sgltui.agent.children import ChildError, Children
 from sgltui.agent.config import AgentConfig
 from sgltui.agent.errors import OpError
 from sgltui.agent.events import EventBus
+from sgltui.agent.exposure import Exposures
 from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.jobs_site import AgentSite
@@ -94,6 +95,8 @@ class Supervisor:
             sid: Slot(sid, self, places.get(sid)) for sid in (list(places) or slot_ids)
         }
         self.ops = Operations(self)  # start / stop / restart / swap (agent/operations.py)
+        # slots served to another host's gateway: address and key (agent/exposure.py)
+        self.exposures = Exposures(state_dir)
         # host.toml's pools: a front for one slot, the gateway for more (agent/pools.py)
         self.pools = Pools(self, placement)
         self._pool_tasks: set[asyncio.Task] = set()
@@ -177,7 +180,8 @@ class Supervisor:
                 functools.partial(server_env, record),
             )
             if profile is not None:
-                profile = profile.placed(slot.place)  # the rollback target runs where it ran
+                # the rollback target runs where it ran (and with its key: not in the record)
+                profile = profile.placed(slot.place, self.exposures.get(slot_id))
             try:
                 ok = slot.adopt(record, profile)
             except Exception as exc:  # a corrupt record must not keep the agent from starting
@@ -693,6 +697,37 @@ class Supervisor:
     ) -> list[protocol.ProfileRow]:
         return await asyncio.to_thread(self._refresh_profiles, args)
 
+    async def op_slot_expose(
+        self, args: protocol.ExposeArgs, client: str | None
+    ) -> protocol.Exposed:
+        """Serve a slot to another host's gateway (agent/exposure.py): from its next launch."""
+        slot = self.slot_for(args)
+        exp = await asyncio.to_thread(self.exposures.set, slot.id, args.address)
+        if exp is not None:
+            self.add_secret(exp.api_key)
+        self.bus.publish(protocol.SlotExposed(client=client, slot=slot.id, address=args.address))
+        applied = (
+            slot.state == READY and slot.server_host == exp.address and slot.api_key == exp.api_key
+            if exp is not None
+            else slot.server_host == "127.0.0.1"
+        )
+        url = None
+        if exp is not None and applied:
+            host = f"[{exp.address}]" if ":" in exp.address else exp.address
+            url = f"http://{host}:{slot.port}"
+        return protocol.Exposed(
+            slot=slot.id, url=url, api_key=exp.api_key if exp else None, applied=applied
+        )
+
+    async def op_remote_pool(
+        self, args: protocol.RemotePoolArgs, client: str | None
+    ) -> protocol.PoolStatus:
+        """A gateway here whose workers the fleet side names (agent/pools.py, remote pools)."""
+        for w in args.workers:
+            if w.api_key:
+                self.add_secret(w.api_key)
+        return msgspec.convert(await self.pools.remote_set(args), protocol.PoolStatus)
+
     async def op_subscribe(self, args: protocol.Args, client: str | None) -> protocol.Subscribed:
         return protocol.Subscribed(subscribed=True)  # the connection handler registers the queue
 
@@ -826,7 +861,10 @@ def _tail_file(path: Path, n: int) -> list[str]:
 def _public_args(args: protocol.Args | dict) -> dict:
     """The arguments as the session records them (checked, defaults filled in)."""
     items = args if isinstance(args, dict) else protocol.args_dict(args)
-    return {k: v for k, v in items.items() if k not in ("profiles_dirs",)}
+    out = {k: v for k, v in items.items() if k not in ("profiles_dirs",)}
+    if "workers" in out:  # a remote pool's: their keys are secrets, their names are not
+        out["workers"] = [w.get("name") if isinstance(w, dict) else w.name for w in out["workers"]]
+    return out
 
 
 def _connect_host(host: str) -> str:

@@ -31,6 +31,24 @@ def register(sub: Subparsers) -> None:
     t = fs.add_parser("tui", help="the Hosts view: every host and its slots as host/slot")
     t.add_argument("--interval", type=float, default=2.0, help="seconds between polls (default 2)")
     t.set_defaults(handler=cmd_tui)
+    pl = fs.add_parser("pool", help="a pool across hosts (fleet.toml [[pool]]): up, swap, down")
+    ps = pl.add_subparsers(dest="pool_action", metavar="ACTION")
+    up = ps.add_parser("up", help="serve its slots to its gateway and start the gateway")
+    up.add_argument("pool", metavar="NAME")
+    up.add_argument("--profile", help="start stopped slots with this profile")
+    up.set_defaults(handler=cmd_pool)
+    sw = ps.add_parser("swap", help="rolling swap across hosts, one slot at a time")
+    sw.add_argument("pool", metavar="NAME")
+    sw.add_argument("profile", metavar="PROFILE")
+    sw.set_defaults(handler=cmd_pool)
+    dn = ps.add_parser("down", help="end the pool's gateway (its slots keep running)")
+    dn.add_argument("pool", metavar="NAME")
+    dn.set_defaults(handler=cmd_pool)
+    st = ps.add_parser("status", help="the gateway's word on each worker")
+    st.add_argument("pool", metavar="NAME")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(handler=cmd_pool)
+    pl.set_defaults(handler=lambda args: _usage(pl))
     p.set_defaults(handler=lambda args: _usage(p))
 
 
@@ -137,3 +155,49 @@ def cmd_status(args: argparse.Namespace) -> int:
     if down and not args.json:
         print(f"{len(down)} of {len(states)} hosts unreachable", file=sys.stderr)
     return 3 if down else 0
+
+
+def cmd_pool(args: argparse.Namespace) -> int:
+    """`sgltui fleet pool up|swap|down|status NAME`: sgltui/fleet/xpool.py over the bridges."""
+    from sgltui.fleet import xpool
+
+    fleet = load(args)
+    try:
+        pool = fleet.pool(args.pool)
+    except fleet_config.FleetConfigError as exc:
+        raise CliError(str(exc)) from None
+
+    async def go() -> dict:
+        async with xpool.CrossPool(fleet, pool, say=print) as xp:
+            action = args.pool_action
+            if action == "up":
+                return await xp.up(args.profile)
+            if action == "swap":
+                return await xp.swap(args.profile)
+            if action == "down":
+                return await xp.down()
+            return await xp.gateway_status() or {"name": pool.name, "gateway": None}
+
+    try:
+        result = asyncio.run(go())
+    except xpool.PoolError as exc:
+        raise CliError(str(exc)) from None
+    status = result.get("status", result) if args.pool_action == "swap" else result
+    if getattr(args, "json", False):
+        print(json.dumps(status))
+        return 0
+    print(pool_line(pool.name, pool.gateway, status))
+    return 0
+
+
+def pool_line(name: str, gateway_host: str, st: dict | None) -> str:
+    """`pool xp on h1 http://127.0.0.1:30090 gateway running: h1/0 ready, h2/0 ready`."""
+    if not st or not st.get("gateway"):
+        return f"pool {name} on {gateway_host}: no gateway (sgltui fleet pool up {name})"
+    gw = st["gateway"]
+    workers = ", ".join(
+        f"{w.get('slot')} {w.get('gateway_status') or 'not seen yet'}"
+        for w in st.get("workers") or []
+    )
+    where = st.get("endpoint") or ""
+    return f"pool {name} on {gateway_host} {where} gateway {gw.get('state')}: {workers or 'no workers'}"

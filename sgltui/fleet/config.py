@@ -11,11 +11,20 @@
     address = "10.0.0.11"       # where other hosts reach its servers (cross-host pools)
     state_dir = "..."           # the remote agent's state dir, when not the default
 
+    [[pool]]                    # a pool across hosts: one gateway, servers on several hosts
+    name = "xp"
+    slots = ["gpu1/a", "gpu2/a"]
+    gateway = "gpu1"            # the host whose agent runs the gateway (smg)
+    port = 30090                # the pool's endpoint on that host
+    host = "127.0.0.1"          # where that endpoint listens (loopback unless told)
+    policy = "power_of_two"     # the gateway's routing policy
+
 Every bad value is one FleetConfigError line naming the file, the key and the fix.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -33,6 +42,9 @@ else:  # pragma: no cover
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 HOST_KEYS = {"name", "ssh", "sgltui", "address", "state_dir"}
 SSH_KEYS = {"command", "options"}
+POOL_KEYS = {"name", "slots", "gateway", "port", "host", "policy"}
+POOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")  # the agent's pool names (protocol.SlotId)
+DEFAULT_POOL_PORT = 30090
 
 
 class FleetConfigError(Exception):
@@ -56,11 +68,38 @@ class Host:
 
 
 @dataclass(frozen=True)
+class Pool:
+    """A pool that spans hosts: `slots` are host/slot, its gateway runs on host `gateway`."""
+
+    name: str
+    slots: tuple[tuple[str, str], ...]  # (host, slot)
+    gateway: str
+    port: int = DEFAULT_POOL_PORT
+    host: str = "127.0.0.1"
+    policy: str | None = None
+
+
+@dataclass(frozen=True)
 class Fleet:
     path: Path
     hosts: tuple[Host, ...]
     ssh_command: str = "ssh"
     ssh_options: tuple[str, ...] = field(default_factory=tuple)
+    pools: tuple[Pool, ...] = ()
+
+    def pool(self, name: str) -> Pool:
+        for p in self.pools:
+            if p.name == name:
+                return p
+        known = ", ".join(p.name for p in self.pools) or "none"
+        raise FleetConfigError(
+            f"no pool named {name!r} in {self.path} (pools: {known}); add a [[pool]] for it"
+        )
+
+    def address(self, host: str) -> str:
+        """Where the servers of `host` listen for a pool's gateway: its `address`, else
+        loopback (allowed only on the gateway's own host: parse() checked)."""
+        return self.host(host).address or "127.0.0.1"
 
     def host(self, name: str) -> Host:
         for h in self.hosts:
@@ -99,11 +138,6 @@ def parse(raw: dict[str, Any], path: Path) -> Fleet:
             f"{path}: unknown table or key {sorted(unknown)[0]!r}; "
             f"fleet.toml holds [ssh] and [[host]] entries"
         )
-    if "pool" in raw:
-        raise FleetConfigError(
-            f"{path}: [[pool]] across hosts is not supported yet; "
-            f"remove it and run pools per host (host.toml)"
-        )
     ssh = raw.get("ssh", {})
     if not isinstance(ssh, dict):
         raise FleetConfigError(f'{path}: ssh must be a table: [ssh] command = "ssh"')
@@ -130,7 +164,76 @@ def parse(raw: dict[str, Any], path: Path) -> Fleet:
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise FleetConfigError(f"{path}: two hosts are named {dup!r}; give each a name of its own")
-    return Fleet(path=path, hosts=tuple(hosts), ssh_command=command, ssh_options=tuple(options))
+    fleet = Fleet(path=path, hosts=tuple(hosts), ssh_command=command, ssh_options=tuple(options))
+    pools_raw = raw.get("pool", [])
+    if not isinstance(pools_raw, list):
+        raise FleetConfigError(f'{path}: write pools as [[pool]] name = "xp", slots = [...]')
+    pools = [_pool(p, i, fleet) for i, p in enumerate(pools_raw, 1)]
+    seen: dict[tuple[str, str], str] = {}
+    for p in pools:
+        if sum(q.name == p.name for q in pools) > 1:
+            raise FleetConfigError(f"{path}: two pools are named {p.name!r}; rename one")
+        for member in p.slots:
+            if member in seen:
+                raise FleetConfigError(
+                    f"{path}: slot {'/'.join(member)} is in pools {seen[member]} and {p.name}; "
+                    "a slot serves one pool"
+                )
+            seen[member] = p.name
+    return dataclasses.replace(fleet, pools=tuple(pools))
+
+
+def _pool(p: Any, i: int, fleet: Fleet) -> Pool:
+    path = fleet.path
+    where = f"{path}: pool #{i}"
+    if not isinstance(p, dict):
+        raise FleetConfigError(f"{where} must be a table: [[pool]] name = ..., slots = [...]")
+    bad = set(p) - POOL_KEYS
+    if bad:
+        raise FleetConfigError(
+            f"{where} has no key {sorted(bad)[0]!r}; keys are {', '.join(sorted(POOL_KEYS))}"
+        )
+    name = p.get("name")
+    if not isinstance(name, str) or not POOL_NAME_RE.match(name):
+        raise FleetConfigError(
+            f'{where} needs name = "xp" (letters, digits, "_" or "-", at most 32)'
+        )
+    where = f"{path}: pool {name!r}"
+    slots = p.get("slots")
+    if not isinstance(slots, list) or len(slots) < 2 or not all(isinstance(x, str) for x in slots):
+        raise FleetConfigError(
+            f'{where}: slots must list two or more host/slot: slots = ["gpu1/a", "gpu2/a"]'
+        )
+    members: list[tuple[str, str]] = []
+    for x in slots:
+        host, slot = split_address(x)
+        if host is None or not slot:
+            raise FleetConfigError(f"{where}: slot {x!r} names no host; write HOST/SLOT (gpu1/a)")
+        fleet.host(host)  # an unknown host: one line naming the hosts
+        if (host, slot) in members:
+            raise FleetConfigError(f"{where}: slot {x} is listed twice")
+        members.append((host, slot))
+    gateway = p.get("gateway")
+    if not isinstance(gateway, str) or not gateway:
+        raise FleetConfigError(
+            f'{where}: gateway = "HOST" names the host that runs its gateway (smg)'
+        )
+    fleet.host(gateway)
+    for host, _ in members:
+        if host != gateway and not fleet.host(host).address:
+            raise FleetConfigError(
+                f'{where}: host {host!r} has no address; add address = "..." to its [[host]] '
+                f"(where {gateway} reaches its servers; never 0.0.0.0 unless you mean it)"
+            )
+    port = p.get("port", DEFAULT_POOL_PORT)
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+        raise FleetConfigError(f"{where}: port must be a number 1-65535 (the pool's endpoint)")
+    host_addr = p.get("host", "127.0.0.1")
+    policy = p.get("policy")
+    for key, v in (("host", host_addr), ("policy", policy)):
+        if v is not None and (not isinstance(v, str) or not v):
+            raise FleetConfigError(f"{where}: {key} must be a non-empty string")
+    return Pool(name, tuple(members), gateway, port, host_addr, policy)
 
 
 def _host(h: Any, i: int, path: Path) -> Host:

@@ -85,10 +85,12 @@ def _closure() -> list[md.Distribution]:
     """sgltui's installed dependencies and theirs (markers evaluated loosely: what is
     installed is copied)."""
     seen: dict[str, md.Distribution] = {}
+    # The fleet extra too (smg, the pool gateway), where it is installed: a host's agent runs
+    # a cross-host pool's gateway.
     todo = [
         re.split(r"[ ;<>=!~\[]", r, maxsplit=1)[0]
         for r in (md.requires("sgltui") or [])
-        if "extra ==" not in r
+        if "extra ==" not in r or "extra == 'fleet'" in r
     ]
     while todo:
         name = todo.pop().lower().replace("_", "-")
@@ -140,7 +142,10 @@ def remote_python(root: Path, probe_user: str) -> tuple[str, list[Path]]:
                 continue
             dst = deps / f
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
+            try:
+                os.link(src, dst)  # smg alone is ~100 MB: a link where the disk allows
+            except OSError:
+                shutil.copy2(src, dst)
     return system, [site, deps]
 
 

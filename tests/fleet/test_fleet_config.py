@@ -42,7 +42,22 @@ def test_hosts_ssh_and_remote_command(tmp_path):
         ("[[host]]\nname = 'a'\nssh = 'x'\nport = 22\n", "no key 'port'"),
         ("[ssh]\noptions = '-F x'\n[[host]]\nname = 'a'\nssh = 'x'\n", "list of strings"),
         ("[[host]\n", "fix the TOML"),
-        ("[[pool]]\nname = 'p'\n[[host]]\nname = 'a'\nssh = 'x'\n", "not supported yet"),
+        ("[[pool]]\nname = 'p'\n[[host]]\nname = 'a'\nssh = 'x'\n", "two or more host/slot"),
+        (
+            "[[pool]]\nname = 'p'\nslots = ['a/0', 'b/0']\ngateway = 'a'\n"
+            "[[host]]\nname = 'a'\nssh = 'x'\n[[host]]\nname = 'b'\nssh = 'y'\n",
+            "host 'b' has no address",
+        ),
+        (
+            "[[pool]]\nname = 'p'\nslots = ['a/0', 'c/0']\ngateway = 'a'\n"
+            "[[host]]\nname = 'a'\nssh = 'x'\n",
+            "no host named 'c'",
+        ),
+        (
+            "[[pool]]\nname = 'p'\nslots = ['a/0', 'a/1']\ngateway = 'z'\n"
+            "[[host]]\nname = 'a'\nssh = 'x'\n",
+            "no host named 'z'",
+        ),
     ],
 )
 def test_bad_fleet_files_are_one_line(tmp_path, text, says):
@@ -105,3 +120,22 @@ def test_a_bare_sgltui_with_a_fleet_file_opens_the_hosts_view(tmp_path, monkeypa
     assert cli.main(["tui"]) == 0
     assert cli.main(["--fleet", str(f), "fleet", "tui"]) == 0  # the same, by name
     assert opened == ["fleet", "host", "host", "fleet"]
+
+
+def test_a_pool_across_hosts_is_parsed(tmp_path):
+    f = load(
+        tmp_path,
+        "[[host]]\nname = 'a'\nssh = 'x'\n[[host]]\nname = 'b'\nssh = 'y'\naddress = '10.0.0.2'\n"
+        "[[pool]]\nname = 'xp'\nslots = ['a/0', 'b/0']\ngateway = 'a'\n",
+    )
+    p = f.pool("xp")
+    assert (p.slots, p.gateway, p.port, p.host) == (
+        (("a", "0"), ("b", "0")),
+        "a",
+        30090,
+        "127.0.0.1",
+    )
+    # The gateway's own host may stay on loopback; the others listen on their address.
+    assert (f.address("a"), f.address("b")) == ("127.0.0.1", "10.0.0.2")
+    with pytest.raises(FleetConfigError, match="no pool named 'q'"):
+        f.pool("q")

@@ -1,0 +1,215 @@
+"""Pools whose workers run on other hosts (fleet.toml's [[pool]] with a `gateway` host).
+
+This agent runs the pool's gateway (smg, agent/gateway.py: its own process group, keys from a
+0600 file) and routes to the workers the fleet side names in the remote_pool op: each an URL on
+its host's address and the API key that host's agent generated for it (agent/exposure.py
+there), which smg sends to that worker. The fleet side (sgltui/fleet/xpool.py) holds the whole
+picture and drives it through each host's bridge: this module knows nothing of ssh or hosts,
+only a list of endpoints to keep routed. It never leaves the pool without a routable worker:
+a worker list that would remove the last ready one is refused, as a roll on one host is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from sgltui import protocol
+from sgltui.agent.errors import OpError
+from sgltui.agent.gateway import Gateway, GatewayError
+from sgltui.core.placement import DEFAULT_POLICY, PoolPlace
+
+if TYPE_CHECKING:
+    from sgltui.agent.supervisor import Supervisor
+
+log = logging.getLogger("sgltui.agent.remote_pools")
+
+POLL_S = 1.0  # the gateway's word on each worker, for status
+
+
+class RemotePools:
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+        self.places: dict[str, PoolPlace] = {}
+        self.workers: dict[str, dict[str, protocol.RemoteWorker]] = {}  # pool -> url -> worker
+        self.gateways: dict[str, Gateway] = {}
+        self.seen: dict[str, dict[str, str]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._poll: asyncio.Task[None] | None = None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.places
+
+    async def set(self, args: protocol.RemotePoolArgs) -> dict[str, Any]:
+        name = args.pool
+        if args.drop:
+            await self._drop(name)
+            return {"name": name, "gateway": {"pid": None, "state": "stopped"}}
+        place = PoolPlace(name, (), args.port, args.host, args.policy or DEFAULT_POLICY)
+        old = self.places.get(name)
+        if old is not None and (old.port, old.host) != (place.port, place.host):
+            raise OpError(
+                f"pool {name} serves on {old.endpoint}; drop it first "
+                f"(sgltui fleet pool down {name}) to move it to {place.endpoint}"
+            )
+        want = {w.url: w for w in args.workers}
+        async with self._locks.setdefault(name, asyncio.Lock()):
+            gw = self.gateways.get(name)
+            if gw is None or gw.pid is None:
+                if want:
+                    gw = await self._start(place, want)
+            else:
+                await self._update(gw, want)
+            self.places[name] = place
+            self.workers[name] = want
+        if gw is not None and args.wait > 0:
+            deadline = time.monotonic() + args.wait
+            for url, w in want.items():
+                if not await gw.wait_ready(url, max(0.1, deadline - time.monotonic())):
+                    raise OpError(
+                        f"pool {name}: the gateway did not see {w.name} ({url}) ready within "
+                        f"{args.wait:.0f} s; is {w.name} ready and its address reachable from "
+                        f"here? (its log: {gw.log_path})"
+                    )
+        if gw is not None and (ws := await gw.workers()) is not None:
+            self.seen[name] = {w.url: w.status for w in ws}  # the reply says it as it is now
+        if self._poll is None or self._poll.done():
+            self._poll = asyncio.get_running_loop().create_task(self._poll_loop())
+        self.sup.bus.changed()
+        return self.status_of(name)
+
+    async def _start(self, place: PoolPlace, want: dict[str, protocol.RemoteWorker]) -> Gateway:
+        name = place.name
+        gw = Gateway(
+            name,
+            host=place.host,
+            port=place.port,
+            prometheus_port=_free_port(),
+            state_dir=self.sup.state_dir,
+            policy=place.policy,
+            on_change=self.sup.bus.publish,
+        )
+        first = next(iter(want.values()))
+        # smg routes by model name: "default" (what SGLang serves, and batch files carry) is
+        # aliased to the workers' model, as for a pool of one host.
+        gw.model = await _model_of(first.url, first.api_key)
+        gw.keys = {u: w.api_key for u, w in want.items() if w.api_key}
+        try:
+            await gw.start(list(want))
+        except GatewayError as exc:
+            self.sup.bus.publish(protocol.GatewayFailed(pool=name, error=str(exc)))
+            raise OpError(str(exc)) from None
+        self.gateways[name] = gw
+        self.sup.bus.publish(protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint))
+        return gw
+
+    async def _update(self, gw: Gateway, want: dict[str, protocol.RemoteWorker]) -> None:
+        gone = [u for u in gw.urls if u not in want]
+        new = [u for u in want if u not in gw.urls]
+        if gone:
+            ready = {w.url for w in await gw.workers() or [] if w.status == "ready"}
+            if ready and not ready - set(gone):
+                names = ", ".join(
+                    self.workers.get(gw.pool, {}).get(u, _Unnamed(u)).name for u in gone
+                )
+                raise OpError(
+                    f"pool {gw.pool}: removing {names} would leave no routable worker; "
+                    "add another worker first"
+                )
+        for url in new:
+            await gw.add_worker(url, want[url].api_key)
+            self.sup.bus.publish(
+                protocol.PoolWorkerChanged(pool=gw.pool, worker=want[url].name, step="added")
+            )
+        for url in gone:
+            await gw.remove_worker(url)
+            self.sup.bus.publish(protocol.PoolWorkerChanged(pool=gw.pool, url=url, step="removed"))
+
+    async def _drop(self, name: str) -> None:
+        gw = self.gateways.pop(name, None)
+        self.places.pop(name, None)
+        self.workers.pop(name, None)
+        self.seen.pop(name, None)
+        if gw is not None:
+            await gw.stop()
+            self.sup.bus.publish(protocol.GatewayStopped(pool=name))
+        self.sup.bus.changed()
+
+    async def close(self) -> None:
+        if self._poll is not None:
+            self._poll.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poll
+        for gw in self.gateways.values():
+            await gw.stop()
+
+    async def _poll_loop(self) -> None:
+        while self.gateways:
+            for name, gw in list(self.gateways.items()):
+                ws = await gw.workers() if gw.pid is not None else None
+                if ws is not None:
+                    self.seen[name] = {w.url: w.status for w in ws}
+            await asyncio.sleep(POLL_S)
+
+    # --- what the rest of the agent asks --------------------------------------------------
+
+    def status_of(self, name: str) -> dict[str, Any]:
+        place = self.places[name]
+        gw = self.gateways.get(name)
+        seen = self.seen.get(name, {})
+        workers = self.workers.get(name, {})
+        return {
+            "name": name,
+            "endpoint": place.endpoint,
+            "slots": [w.name for w in workers.values()],
+            "gateway": {
+                "pid": gw.pid if gw else None,
+                "state": gw.state if gw else "stopped",
+            },
+            "workers": [
+                {"slot": w.name, "url": u, "gateway_status": seen.get(u)}
+                for u, w in workers.items()
+            ],
+            "note": "workers on other hosts (fleet.toml)",
+        }
+
+    def status(self) -> list[dict[str, Any]]:
+        return [self.status_of(n) for n in self.places]
+
+    def job_target(self, name: str) -> tuple[str | None, str | None, str]:
+        gw = self.gateways.get(name)
+        if gw is None or gw.pid is None:
+            return None, None, f"pool {name}: its gateway is not running"
+        if not any(s == "ready" for s in self.seen.get(name, {}).values()):
+            return None, None, f"waiting for a worker of pool {name} to be ready"
+        return gw.endpoint, None, ""
+
+
+class _Unnamed:
+    def __init__(self, url: str) -> None:
+        self.name = url
+
+
+async def _model_of(url: str, api_key: str | None) -> str | None:
+    """The model a worker serves (its /v1/models), for the gateway's "default" alias."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        async with httpx.AsyncClient(trust_env=False) as client:
+            r = await client.get(f"{url}/v1/models", headers=headers, timeout=5.0)
+        data = r.json().get("data") or []
+        return str(data[0]["id"]) if data else None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -1,0 +1,204 @@
+"""A pool across hosts (fleet.toml [[pool]]) on a real OpenSSH server: two local users stand
+for two hosts; h1's agent runs the gateway (smg), each host serves its slot on its address with
+a key its own agent generated. A job goes through the pool while a rolling swap crosses both
+hosts, and every custom_id comes back exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pwd
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from sgltui.agent import gateway as gw_mod
+from sgltui.fleet import config as fleet_config
+from sgltui.fleet.client import HostClient
+from tests.fleet import sshd as sshd_mod
+
+why = sshd_mod.unavailable() or (None if gw_mod.smg_available() else gw_mod.NOT_INSTALLED)
+pytestmark = pytest.mark.skipif(why is not None, reason=why or "")
+
+# Tokens in real time, start-up at a hundredth: the servers come up in a moment, and the job
+# (one request at a time until the roll is over: 256 tokens, ~1.7 s each here whatever the CPU,
+# so ~200 s for the whole job against ~25 s for the roll) cannot finish before the roll does;
+# then 64 at a time finish the rest in a few seconds.
+PROFILE = """name = "{name}"
+launcher = "sim"
+[server]
+model-path = "meta-llama/Llama-3.1-8B-Instruct"
+port = {port}
+sim-time-scale = 1.0
+sim-slow-start = 0.01
+"""
+N = 120
+MAX_TOKENS = 256
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    s = sshd_mod.start(2)
+    try:
+        for u in s.users:
+            prof = u.home / ".config" / "sgltui" / "profiles"
+            prof.mkdir(parents=True)
+            for name in ("xa", "xb"):
+                (prof / f"{name}.toml").write_text(
+                    PROFILE.format(name=name, port=sshd_mod.free_port())
+                )
+            pw = pwd.getpwnam(u.name)
+            for p in [u.home / ".config", *(u.home / ".config").rglob("*")]:
+                os.chown(p, pw.pw_uid, pw.pw_gid)
+        yield s
+    finally:
+        sshd_mod.stop_agents(s)
+        sshd_mod.stop(s)
+
+
+def _fleet_file(s: sshd_mod.Sshd, path: Path, port: int) -> Path:
+    lines = ["[ssh]", f'options = ["-F", "{s.ssh_config}"]', ""]
+    for i, u in enumerate(s.users, 1):
+        lines += [
+            "[[host]]",
+            f'name = "h{i}"',
+            f'ssh = "{u.name}@127.0.0.1"',
+            f'sgltui = "{s.sgltui}"',
+            'address = "127.0.0.1"',
+            "",
+        ]
+    lines += ["[[pool]]", 'name = "xp"', 'slots = ["h1/0", "h2/0"]', 'gateway = "h1"']
+    lines += [f"port = {port}", ""]
+    path.write_text("\n".join(lines))
+    return path
+
+
+def sgltui(fleet_file: Path, *words: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "sgltui", "--fleet", str(fleet_file), *words],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+    )
+
+
+def _keys(s: sshd_mod.Sshd) -> list[str]:
+    out = []
+    for u in s.users:
+        path = u.state_dir / "secrets" / "exposed.json"
+        assert path.stat().st_mode & 0o777 == 0o600
+        out += [e["api_key"] for e in json.loads(path.read_text()).values()]
+    return out
+
+
+def test_a_pool_across_two_hosts_serves_a_job_exactly_once_through_a_rolling_swap(hosts, tmp_path):
+    fleet_file = _fleet_file(hosts, tmp_path / "fleet.toml", sshd_mod.free_port())
+    fleet = fleet_config.load(fleet_file)
+    r = sgltui(fleet_file, "fleet", "pool", "up", "xp", "--profile", "xa")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "h1/0 ready, h2/0 ready" in r.stdout, r.stdout
+
+    # Each host generated its own key: kept 0600, required by its server, in no process's argv.
+    keys = _keys(hosts)
+    assert len(keys) == 2 and keys[0] != keys[1]
+    for p in psutil.process_iter(["cmdline"]):
+        line = " ".join(p.info["cmdline"] or [])
+        assert not any(k in line for k in keys), line
+
+    # The job file and its output are h1's (its agent runs the job and the gateway).
+    u1 = hosts.users[0]
+    work = u1.home / "job"
+    work.mkdir()
+    inp, out = work / "in.jsonl", work / "out.jsonl"
+    with inp.open("w") as f:
+        for i in range(N):
+            body = {"model": "default", "prompt": f"p{i}", "max_tokens": MAX_TOKENS}
+            row = {"custom_id": f"r{i}", "method": "POST", "url": "/v1/completions", "body": body}
+            f.write(json.dumps(row) + "\n")
+    pw = pwd.getpwnam(u1.name)
+    for p in (work, inp):
+        os.chown(p, pw.pw_uid, pw.pw_gid)
+
+    async def run() -> None:
+        h1 = HostClient(fleet, fleet.host("h1"))
+        await h1.connect()
+        try:
+            # A direct request without the key is refused by h2's server.
+            st2 = (await _status(fleet, "h2"))["slots"][0]
+            proc = await asyncio.create_subprocess_exec(
+                "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                f"http://127.0.0.1:{st2['port']}/v1/models", stdout=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            code, _ = await proc.communicate()
+            assert code.decode() == "401"
+
+            job = await h1.call(
+                "job_run", input=str(inp), output=str(out), pool="xp", concurrency=1
+            )
+            jid = job["id"]
+
+            async def view() -> dict:
+                return dict(await h1.call("job_status", job=jid))
+
+            deadline = time.monotonic() + 60
+            while int((await view()).get("answered") or 0) < 2:
+                assert time.monotonic() < deadline, await view()
+                await asyncio.sleep(0.1)
+            began = time.monotonic()
+            roll = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "sgltui", "--fleet", str(fleet_file),
+                "fleet", "pool", "swap", "xp", "xb",
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )  # fmt: skip
+            stdout, stderr = await asyncio.wait_for(roll.communicate(), 180)
+            assert roll.returncode == 0, stdout.decode() + stderr.decode()
+            text = stdout.decode()
+            assert "h1/0: out of the gateway" in text and "h2/0: back in the gateway" in text
+            v = await view()
+            # The roll crossed the job: it was sending before and is not done after.
+            took = time.monotonic() - began
+            assert v["state"] == "running" and int(v.get("answered") or 0) < N, (took, v)
+            await h1.call("job_set", job=jid, concurrency=64)  # the rest, quickly
+            deadline = time.monotonic() + 120
+            while (v := await view())["state"] != "done":
+                assert v["state"] in ("running", "checking"), v
+                assert time.monotonic() < deadline, v
+                await asyncio.sleep(0.2)
+            for host in ("h1", "h2"):
+                slot = (await _status(fleet, host))["slots"][0]
+                assert (slot["profile"], slot["state"]) == ("xb", "ready"), slot
+        finally:
+            await h1.close()
+
+    asyncio.run(run())
+    r = subprocess.run(
+        [sys.executable, "-m", "sgltui", "job", "verify", str(inp), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    ids = [json.loads(line)["custom_id"] for line in out.read_text().splitlines()]
+    assert sorted(ids) == sorted(f"r{i}" for i in range(N))
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(row.get("error") is None for row in rows), [x for x in rows if x.get("error")][:3]
+
+    r = sgltui(fleet_file, "fleet", "pool", "down", "xp")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no gateway" in r.stdout or "stopped" in r.stdout, r.stdout
+
+
+async def _status(fleet: fleet_config.Fleet, host: str) -> dict:
+    c = HostClient(fleet, fleet.host(host))
+    await c.connect()
+    try:
+        return dict(await c.call("status"))
+    finally:
+        await c.close()
