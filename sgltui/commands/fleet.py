@@ -151,6 +151,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
             for s in r.slot_rows:
                 print(f"  {s['id']:<20} {s['profile'] or '-':<16} {s['state']}")
+            for p in view.pool_rows(
+                h
+            ):  # host.toml's pools, and fleet.toml's whose gateway runs here
+                print("  " + pool_line(p["name"], h.name, p))
     down = [h for h in states if not h.reachable]
     if down and not args.json:
         print(f"{len(down)} of {len(states)} hosts unreachable", file=sys.stderr)

@@ -93,6 +93,14 @@ def host_row(h: HostState) -> HostRow:
     )
 
 
+def pool_rows(h: HostState) -> list[dict[str, Any]]:
+    """The pools whose endpoint this host serves (JSON values): host.toml's, and fleet.toml's
+    pools across hosts whose gateway runs here."""
+    if not h.reachable or h.status is None:
+        return []
+    return [protocol.to_builtins(p) for p in h.status.pools]
+
+
 def as_json(states: list[HostState]) -> dict[str, Any]:
     """`fleet status --json`: {"hosts": [{"name", "reachable", ...}]}."""
     hosts = []
@@ -112,6 +120,7 @@ def as_json(states: list[HostState]) -> dict[str, Any]:
                 "running": r.running,
                 "tok_s": r.tok_s,
                 "rtt_ms": r.rtt_ms,
+                "pools": pool_rows(h),
             }
         )
     return {"hosts": hosts}

@@ -103,6 +103,9 @@ def test_a_pool_across_two_hosts_serves_a_job_exactly_once_through_a_rolling_swa
     r = sgltui(fleet_file, "fleet", "pool", "up", "xp", "--profile", "xa")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "h1/0 ready, h2/0 ready" in r.stdout, r.stdout
+    r = sgltui(fleet_file, "fleet", "status")  # the pool under the host that runs its gateway
+    assert r.returncode == 0, r.stderr
+    assert "  pool xp on h1 http://127.0.0.1:" in r.stdout, r.stdout
 
     # Each host generated its own key: kept 0600, required by its server, in no process's argv.
     keys = _keys(hosts)
