@@ -159,6 +159,11 @@ class Runner:
     def _maybe_report_paused(self) -> None:
         if self.paused and self.in_flight == 0 and not self._paused_reported:
             self._paused_reported = True
+            # What came back is written (and counted) first: a paused job's answered count
+            # must not move after it said paused (it did, by up to a write batch, at the next
+            # flush tick: test_pinned_job_makes_a_swap_ask_first saw 9 then 16 under load).
+            if self._writer is not None:
+                self._flush()
             self.emit({"t": "paused", **self.progress()})
 
     # ---- the run ------------------------------------------------------------------------------
