@@ -130,6 +130,7 @@ class Pools:
         if self.gateways:
             self._poll = asyncio.get_running_loop().create_task(self._poll_loop())
             self.sync()
+        await self.remote.start()  # fleet.toml's pools whose gateway runs here
 
     async def _start_gateway(self, name: str) -> bool:
         gw = self.gateways[name]

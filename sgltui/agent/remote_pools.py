@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ import httpx
 from sgltui import protocol
 from sgltui.agent.errors import OpError
 from sgltui.agent.gateway import Gateway, GatewayError
+from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.placement import DEFAULT_POLICY, PoolPlace
 
 if TYPE_CHECKING:
@@ -41,6 +43,52 @@ class RemotePools:
         self.seen: dict[str, dict[str, str]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._poll: asyncio.Task[None] | None = None
+        # What the fleet side set, keys included (0600 in the 0700 secrets folder): a restarted
+        # agent (kill -9, its keeper) takes the running gateway over, or starts it again.
+        self.path = sup.state_dir / "secrets" / "remote-pools.json"
+
+    async def start(self) -> None:
+        """The pools an earlier agent of this state dir ran: their gateway adopted (it kept
+        serving) or started again with the recorded workers."""
+        try:
+            saved = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return
+        for raw in saved.get("pools", []) if isinstance(saved, dict) else []:
+            try:
+                args = protocol.parse_args("remote_pool", raw)
+                assert isinstance(args, protocol.RemotePoolArgs)
+            except (protocol.ProtocolError, TypeError) as exc:
+                log.warning("remote pool in %s not taken back: %s", self.path, exc)
+                continue
+            place = PoolPlace(args.pool, (), args.port, args.host, args.policy or DEFAULT_POLICY)
+            want = {w.url: w for w in args.workers}
+            gw = self._gateway(place)
+            gw.keys = {u: w.api_key for u, w in want.items() if w.api_key}
+            self.places[args.pool], self.workers[args.pool] = place, want
+            if await gw.adopt():
+                self.gateways[args.pool] = gw
+                self.sup.bus.publish(
+                    protocol.GatewayStart(
+                        pool=args.pool, pid=gw.pid, endpoint=gw.endpoint, adopted=True
+                    )
+                )
+            elif want:
+                with contextlib.suppress(OpError):
+                    await self._start(place, want)
+        if self.gateways:
+            self._poll = asyncio.get_running_loop().create_task(self._poll_loop())
+
+    def _save(self) -> None:
+        pools = []
+        for name, place in self.places.items():
+            workers = [protocol.to_builtins(w) for w in self.workers.get(name, {}).values()]
+            pools.append(
+                {"pool": name, "port": place.port, "host": place.host, "policy": place.policy,
+                 "workers": workers}
+            )  # fmt: skip
+        private_dir(self.path.parent)
+        write_json_atomic(self.path, {"pools": pools})  # 0600
 
     def __contains__(self, name: object) -> bool:
         return name in self.places
@@ -67,6 +115,7 @@ class RemotePools:
                 await self._update(gw, want)
             self.places[name] = place
             self.workers[name] = want
+            await asyncio.to_thread(self._save)
         if gw is not None and args.wait > 0:
             deadline = time.monotonic() + args.wait
             for url, w in want.items():
@@ -83,10 +132,9 @@ class RemotePools:
         self.sup.bus.changed()
         return self.status_of(name)
 
-    async def _start(self, place: PoolPlace, want: dict[str, protocol.RemoteWorker]) -> Gateway:
-        name = place.name
-        gw = Gateway(
-            name,
+    def _gateway(self, place: PoolPlace) -> Gateway:
+        return Gateway(
+            place.name,
             host=place.host,
             port=place.port,
             prometheus_port=_free_port(),
@@ -94,6 +142,10 @@ class RemotePools:
             policy=place.policy,
             on_change=self.sup.bus.publish,
         )
+
+    async def _start(self, place: PoolPlace, want: dict[str, protocol.RemoteWorker]) -> Gateway:
+        name = place.name
+        gw = self._gateway(place)
         first = next(iter(want.values()))
         # smg routes by model name: "default" (what SGLang serves, and batch files carry) is
         # aliased to the workers' model, as for a pool of one host.
@@ -135,6 +187,7 @@ class RemotePools:
         self.places.pop(name, None)
         self.workers.pop(name, None)
         self.seen.pop(name, None)
+        await asyncio.to_thread(self._save)
         if gw is not None:
             await gw.stop()
             self.sup.bus.publish(protocol.GatewayStopped(pool=name))

@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import pwd
+import signal
 import subprocess
 import sys
 import time
@@ -193,6 +194,24 @@ def test_a_pool_across_two_hosts_serves_a_job_exactly_once_through_a_rolling_swa
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(row.get("error") is None for row in rows), [x for x in rows if x.get("error")][:3]
 
+    # h1's agent killed -9: the next one (its keeper's, or the next command's) takes the
+    # running gateway over from secrets/remote-pools.json; the pool keeps its workers.
+    r = sgltui(fleet_file, "fleet", "pool", "status", "xp", "--json")
+    gw_pid = json.loads(r.stdout)["gateway"]["pid"]
+    old_agent = _agent_pid(u1)
+    os.kill(old_agent, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while True:
+        r = sgltui(fleet_file, "fleet", "pool", "status", "xp", "--json")
+        st = json.loads(r.stdout) if r.returncode == 0 else {}
+        pid = _agent_pid(u1)
+        seen = [w.get("gateway_status") for w in st.get("workers") or []]
+        if pid != old_agent and seen == ["ready", "ready"]:
+            break
+        assert time.monotonic() < deadline, (r.stdout, r.stderr)
+        time.sleep(0.5)
+    assert st["gateway"]["pid"] == gw_pid, st  # the same smg: taken over, not restarted
+
     r = sgltui(fleet_file, "fleet", "pool", "down", "xp")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "no gateway" in r.stdout or "stopped" in r.stdout, r.stdout
@@ -205,3 +224,10 @@ async def _status(fleet: fleet_config.Fleet, host: str) -> dict:
         return dict(await c.call("status"))
     finally:
         await c.close()
+
+
+def _agent_pid(u: sshd_mod.User) -> int:
+    try:
+        return int((u.state_dir / "agent.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0  # between two agents
