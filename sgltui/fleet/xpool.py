@@ -8,11 +8,11 @@ the only place that knows the whole pool, and it sequences:
 - up: each member exposed (its server relaunched there if it ran on loopback or without the
   key; started with --profile if stopped), then the gateway given every worker, waiting until
   it reports each one ready;
-- swap (rolling, one member at a time): take the member out of the gateway (refused by the
-  gateway's agent if no other worker is ready: the pool never has zero), swap it on its host
-  (that agent drains it first: every request it had finishes there), put it back and wait
-  until the gateway says ready; a member whose swap fails is put back as it runs (its host
-  rolled it back) and the roll stops, the pool serving mixed;
+- swap (rolling, one member at a time): preflight it on its host, take it out of the gateway
+  (refused by the gateway's agent if no other worker is ready: the pool never has zero), swap
+  it on its host (that agent drains it first: every request it had finishes there), put it
+  back and wait until the gateway says ready; a member whose swap fails is put back as it runs
+  (its host rolled it back) and the roll stops, the pool serving mixed;
 - down: the gateway ended (the members keep running, still exposed).
 """
 
@@ -150,6 +150,14 @@ class CrossPool:
             if s.get("profile") == profile and s.get("state") == "ready":
                 done.append(name)
                 continue
+            # Checked before it leaves the gateway: a refusal (unknown profile, no GPU memory)
+            # leaves the pool as it was.
+            pre = await self._call(host, "preflight", slot=slot, profile=profile)
+            if not pre.get("ok"):
+                raise PoolError(
+                    f"pool {self.pool.name}: the roll stopped at {name} before taking it out: "
+                    f"{pre.get('error') or 'preflight refused'} (done: {', '.join(done) or 'none'})"
+                )
             others = [w for n, w in workers.items() if n != name]
             # The gateway's agent refuses this when no other worker is ready.
             await self._set(others)
