@@ -221,6 +221,10 @@ class SgltuiApp(App[str | None]):
         if self.fleet is not None:
             self.query_one("#hosts").border_title = "hosts"
             self._mark(M.HOSTS)
+            # A fleet always has the slots view: shown from the start, so `o` finds it before
+            # the first host has answered (it said "one slot: no slots view" until then).
+            self._pane(SlotsPane).display = True
+            self.screen.set_class(True, "-slots")
 
     async def on_unmount(self) -> None:
         if self.fleet is not None:

@@ -18,6 +18,7 @@ import pytest
 from sgltui.fleet import config as fleet_config
 from sgltui.fleet.client import HostClient, HostError
 from tests.fleet import sshd as sshd_mod
+from tests.tui.helpers import pick_slot
 
 why = sshd_mod.unavailable()
 pytestmark = pytest.mark.skipif(why is not None, reason=why or "")
@@ -197,12 +198,7 @@ def test_tui_over_the_bridge_one_hosts_ssh_cut_leaves_the_other_and_it_comes_bac
             await until(lambda: all(slot(s) and slot(s).state == "ready" for s in ("h1/0", "h2/0")))
             h1_launch = slot("h1/0").launch_id
             # A profile key on h2's slot: the swap goes to h2's agent, through h2's link.
-            await pilot.press("o")
-            for _ in range(4):  # h1/0, then h2/0
-                if app.model.current_id == "h2/0":
-                    break
-                await pilot.press("down")
-                await pilot.pause(0.05)
+            await pick_slot(pilot, app, "h2/0", timeout=30)
             assert app.model.current_id == "h2/0" and src.focus_host == "h2"
             await pilot.press("9")  # t2
             # A request the simulator's warm-up left in its latest figures makes the app ask

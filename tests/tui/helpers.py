@@ -9,6 +9,7 @@ import time
 from sgltui.tui.app import make_app
 from sgltui.tui.config import TuiConfig
 from sgltui.tui.scripted import ScriptedSource, make_engine, make_slot, make_status
+from sgltui.tui.widgets.slots import SlotsPane
 
 
 def status_with(state="ready", running=0, profile="demo-mtp", **slot):
@@ -62,3 +63,30 @@ __all__ = [
     "write_bench_run",
     "asyncio",
 ]
+
+
+async def pick_slot(pilot, app, slot_id: str, timeout: float = 10.0) -> None:
+    """Move the slots view's highlight to `slot_id` with the arrow keys, as an operator does,
+    and wait for the model to follow. Each press is checked on the pane's highlight (set by the
+    key itself), not on the model, which follows a message later: a loop on the model pressed
+    again before it caught up and overshot the row under load (a flaky fleet test)."""
+    pane = app.query_one(SlotsPane)
+    if not pane.has_focus:
+        # The view shows at the app's next draw of the slots, after the model has them.
+        await until(pilot, lambda: pane.display, timeout)
+        await pilot.press("o")
+        await until(
+            pilot,
+            lambda: pane.has_focus,
+            timeout,
+            show=lambda: f"focused {app.focused!r} on {app.screen!r}, slots shown {pane.display}",
+        )
+    ids = [option.id for option in pane.options]
+    target = ids.index(f"slot:{slot_id}")
+    for _ in range(len(ids)):
+        at = pane.highlighted
+        if at == target:
+            break
+        await pilot.press("down" if at is None or at < target else "up")
+        await until(pilot, lambda at=at: pane.highlighted != at, timeout)
+    await until(pilot, lambda: app.model.current_id == slot_id, timeout)

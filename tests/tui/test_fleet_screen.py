@@ -15,10 +15,9 @@ from sgltui.tui.screens import DrainChoice
 from sgltui.tui.scripted import make_host_sample, make_host_status
 from sgltui.tui.widgets.hosts import HostsPane
 from sgltui.tui.widgets.memory import MemoryPane
-from sgltui.tui.widgets.slots import SlotsPane
 
 from .fleet_fakes import fleet_source
-from .helpers import app_with, until
+from .helpers import app_with, pick_slot, until
 
 pytestmark = pytest.mark.usefixtures("utc")
 SIZE = (120, 40)
@@ -54,11 +53,7 @@ async def test_a_key_on_host2s_slot_goes_to_host2_and_the_panes_follow_it():
         # Each host's log tail, asked of that host with its own slot names.
         await until(pilot, lambda: ("h2", "logs", {"slot": "a", "lines": 200}) in calls)
         await until(pilot, lambda: len(app.model.memory_view.gpus) == 2)  # h1's two GPUs
-        await pilot.press("o")
-        pane = app.query_one(SlotsPane)
-        while app.model.selected != "h2/a":
-            await pilot.press("down")
-            await until(pilot, lambda: app.model.selected is not None or pane.highlighted)
+        await pick_slot(pilot, app, "h2/a")
         assert src.focus_host == "h2"
         await until(pilot, lambda: app.query_one(MemoryPane).border_title == "memory · h2")
         await until(pilot, lambda: len(app.model.memory_view.gpus) == 1)
