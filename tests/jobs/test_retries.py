@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections import Counter
 
 from aiohttp import web
@@ -29,10 +30,12 @@ async def _serve(handler) -> tuple[web.AppRunner, int]:
     app.router.add_post("/v1/chat/completions", handler)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001 - aiohttp has no public getter
-    return runner, port
+    # A socket bound here gives the port through public calls (aiohttp's TCPSite keeps its
+    # listening socket in a private attribute).
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    await web.SockSite(runner, sock).start()
+    return runner, sock.getsockname()[1]
 
 
 async def test_transient_errors_are_retried_and_4xx_are_final(tmp_path):
@@ -147,3 +150,47 @@ async def test_a_gateway_with_no_worker_yet_is_retried_not_a_failure(tmp_path):
     assert r.c.done == 10 and r.c.failed == 0, (r.c.done, r.c.failed)
     v = verify(inp, out)
     assert v.answered == 10 and v.n_failed == 0 and v.n_missing == 0
+
+
+async def test_paused_reports_only_once_the_last_answer_is_counted(tmp_path):
+    # The server holds every request until released; the job is paused with 3 in flight, then
+    # they are answered. "paused" must carry the count that stays: it was reported as the last
+    # answer left the flight, before it was written, and answered moved by one after it.
+    release = asyncio.Event()
+    arrived = 0
+
+    async def handler(request: web.Request) -> web.Response:
+        nonlocal arrived
+        arrived += 1
+        await release.wait()
+        return web.json_response(_answer("x"))
+
+    server, port = await _serve(handler)
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_input(inp, 10)
+    events: list[dict] = []
+    r = Runner(inp, out, 3, events.append)
+    r.prepare()
+    r.set_target(f"http://127.0.0.1:{port}")
+    task = asyncio.get_running_loop().create_task(r.run())
+
+    async def pause_then_answer() -> None:
+        while arrived < 3:
+            await asyncio.sleep(0.01)
+        r.pause()
+        assert not [e for e in events if e["t"] == "paused"]  # 3 still in flight
+        release.set()
+        while not [e for e in events if e["t"] == "paused"]:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)  # a few flush ticks
+
+    try:
+        await asyncio.wait_for(pause_then_answer(), 20)
+        paused = next(e for e in events if e["t"] == "paused")
+        assert paused["done"] == 3 and paused["in_flight"] == 0
+        assert r.c.done == 3  # nothing counted after "paused"
+        assert len(read_output(out)) == 3  # and it is on disk
+    finally:
+        r.stop()
+        await asyncio.wait_for(task, 10)
+        await server.cleanup()
