@@ -185,8 +185,9 @@ class ShutdownArgs(Args):
 
 
 class BenchSpec(Struct, forbid_unknown_fields=True, kw_only=True):
-    """What a bench run measures (bench/spec.py's BenchSpec checks it, and a test keeps the two
-    alike: protocol.py cannot import the bench). Unknown names are refused, as in the args."""
+    """What a bench run measures, declared once: bench/spec.py's BenchSpec subclasses it with the
+    runner's checks (protocol.py cannot import the bench). Unknown names are refused, as in
+    the args."""
 
     profiles: list[str] = []  # empty: whatever slot `slot` serves now
     slot: str = "0"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import msgspec
+
+from sgltui import protocol
 from sgltui.bench.apis import APIS
 
 
@@ -12,31 +14,13 @@ class SpecError(Exception):
     """A spec that cannot run; str() is one line that says what to change."""
 
 
-@dataclass
-class BenchSpec:
-    profiles: list[str] = field(default_factory=list)  # empty: whatever slot `slot` serves now
-    slot: str = "0"
-    concurrency: list[int] = field(default_factory=lambda: [1, 4, 16, 64])
-    input_len: int = 1024
-    output_len: int = 1024
-    requests: int | None = None
-    duration: float | None = None
-    repeat: int = 1
-    workload: str = "random"
-    api: str = "completions"
-    url: str | None = None  # bench this server directly, no agent, no swaps
-    warmup: int | None = None  # default: the concurrency (CUDA graphs, allocator, cache warm)
-    seed: int = 42
-    ignore_eos: bool = True
-    flush_cache: bool = True
-    job_completions: int | None = None
-    job_output_len: int | None = None
-    profiles_dirs: list[str] = field(default_factory=list)
-    ready_timeout: float = 1800.0
+class BenchSpec(protocol.BenchSpec):
+    """protocol.BenchSpec (the fields `bench_start` takes, declared there once) with the
+    checks the runner makes before it measures anything."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BenchSpec:
-        unknown = set(data) - set(cls.__dataclass_fields__)
+        unknown = set(data) - set(cls.__struct_fields__)
         if unknown:
             raise SpecError(f"unknown bench spec field(s): {', '.join(sorted(unknown))}")
         spec = cls(**data)
@@ -44,7 +28,8 @@ class BenchSpec:
         return spec
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # to_builtins copies the lists, as dataclasses.asdict did: the dict is the caller's
+        return msgspec.to_builtins(self)
 
     def validate(self) -> None:
         if not self.concurrency or any(not isinstance(c, int) or c < 1 for c in self.concurrency):
