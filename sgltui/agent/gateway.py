@@ -42,7 +42,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -516,6 +516,17 @@ class Gateway:
         return parse_metrics(
             text, pool=self.pool, pid=self.pid, state=self.state, restarts=self.restarts
         )
+
+
+async def stop_gateways(poll: asyncio.Task[None] | None, gateways: Iterable[Gateway]) -> None:
+    """A pool keeper's close (local pools and fleet.toml's alike): the poll that reads the
+    gateways ends first, so it never asks a gateway that is stopping, then each gateway stops."""
+    if poll is not None:
+        poll.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await poll
+    for gw in gateways:
+        await gw.stop()
 
 
 def parse_metrics(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from sgltui import protocol
 from sgltui.agent import gateway as gw_mod
 from sgltui.agent.errors import OpError
-from sgltui.agent.gateway import Gateway, GatewayError
+from sgltui.agent.gateway import Gateway, GatewayError, stop_gateways
 from sgltui.agent.remote_pools import RemotePools
 from sgltui.agent.slot import READY, Slot
 from sgltui.core.placement import Placement, PoolPlace
@@ -150,12 +150,7 @@ class Pools:
         return True
 
     async def close(self) -> None:
-        if self._poll is not None:
-            self._poll.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poll
-        for gw in self.gateways.values():
-            await gw.stop()
+        await stop_gateways(self._poll, self.gateways.values())
         await self.remote.close()
 
     async def remote_set(self, args: protocol.RemotePoolArgs) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import httpx
 
 from sgltui import protocol
 from sgltui.agent.errors import OpError
-from sgltui.agent.gateway import Gateway, GatewayError
+from sgltui.agent.gateway import Gateway, GatewayError, stop_gateways
 from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.placement import DEFAULT_POLICY, PoolPlace
 
@@ -194,12 +194,7 @@ class RemotePools:
         self.sup.bus.changed()
 
     async def close(self) -> None:
-        if self._poll is not None:
-            self._poll.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poll
-        for gw in self.gateways.values():
-            await gw.stop()
+        await stop_gateways(self._poll, self.gateways.values())
 
     async def _poll_loop(self) -> None:
         while self.gateways:
