@@ -53,6 +53,7 @@ from sgltui import protocol
 from sgltui.agent.gateway_launch import NOT_INSTALLED as NOT_INSTALLED
 from sgltui.agent.telemetry.engine_parse import metric_samples
 from sgltui.core.files import private_dir, write_json_atomic
+from sgltui.core.placement import PoolPlace
 
 log = logging.getLogger("sgltui.agent.gateway")
 
@@ -516,6 +517,30 @@ class Gateway:
         return parse_metrics(
             text, pool=self.pool, pid=self.pid, state=self.state, restarts=self.restarts
         )
+
+
+def for_pool(
+    place: PoolPlace, state_dir: Path, on_change: Callable[[protocol.PoolEvent], object]
+) -> Gateway:
+    """The gateway of a pool (host.toml's or fleet.toml's), its metrics on a free loopback port."""
+    return Gateway(
+        place.name,
+        host=place.host,
+        port=place.port,
+        prometheus_port=free_port(),
+        state_dir=state_dir,
+        policy=place.policy,
+        on_change=on_change,
+    )
+
+
+def free_port() -> int:
+    """The gateway's metrics port, on loopback: any free one (the agent scrapes it)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 async def stop_gateways(poll: asyncio.Task[None] | None, gateways: Iterable[Gateway]) -> None:

@@ -106,15 +106,7 @@ class Pools:
         for name, place in self.places.items():
             if len(place.slots) < 2:
                 continue
-            gw = Gateway(
-                name,
-                host=place.host,
-                port=place.port,
-                prometheus_port=_free_port(),
-                state_dir=self.sup.state_dir,
-                policy=place.policy,
-                on_change=self.sup.bus.publish,
-            )
+            gw = gw_mod.for_pool(place, self.sup.state_dir, self.sup.bus.publish)
             self.gateways[name] = gw
             # The gateway an earlier agent left (killed -9) serves on: taken over, not ended.
             if await gw.adopt():
@@ -490,15 +482,6 @@ def _slot_args(
     out["slot"] = slot.id
     out["pool"] = None
     return out
-
-
-def _free_port() -> int:
-    """The gateway's metrics port, on loopback: any free one (the agent scrapes it)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _metrics(sample: gw_mod.GatewaySample | None) -> dict[str, Any] | None:

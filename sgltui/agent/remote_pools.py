@@ -22,7 +22,7 @@ import httpx
 
 from sgltui import protocol
 from sgltui.agent.errors import OpError
-from sgltui.agent.gateway import Gateway, GatewayError, stop_gateways
+from sgltui.agent.gateway import Gateway, GatewayError, for_pool, stop_gateways
 from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.placement import DEFAULT_POLICY, PoolPlace
 
@@ -63,7 +63,7 @@ class RemotePools:
                 continue
             place = PoolPlace(args.pool, (), args.port, args.host, args.policy or DEFAULT_POLICY)
             want = {w.url: w for w in args.workers}
-            gw = self._gateway(place)
+            gw = for_pool(place, self.sup.state_dir, self.sup.bus.publish)
             gw.keys = {u: w.api_key for u, w in want.items() if w.api_key}
             self.places[args.pool], self.workers[args.pool] = place, want
             if await gw.adopt():
@@ -132,20 +132,9 @@ class RemotePools:
         self.sup.bus.changed()
         return self.status_of(name)
 
-    def _gateway(self, place: PoolPlace) -> Gateway:
-        return Gateway(
-            place.name,
-            host=place.host,
-            port=place.port,
-            prometheus_port=_free_port(),
-            state_dir=self.sup.state_dir,
-            policy=place.policy,
-            on_change=self.sup.bus.publish,
-        )
-
     async def _start(self, place: PoolPlace, want: dict[str, protocol.RemoteWorker]) -> Gateway:
         name = place.name
-        gw = self._gateway(place)
+        gw = for_pool(place, self.sup.state_dir, self.sup.bus.publish)
         first = next(iter(want.values()))
         # smg routes by model name: "default" (what SGLang serves, and batch files carry) is
         # aliased to the workers' model, as for a pool of one host.
@@ -253,11 +242,3 @@ async def _model_of(url: str, api_key: str | None) -> str | None:
         return str(data[0]["id"]) if data else None
     except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
