@@ -27,7 +27,19 @@ class _Modal(ModalScreen):
     """
 
 
-class DrainChoice(_Modal):
+class _Choice(_Modal):
+    """A choice among buttons: returns the pressed button's id, or None for the one with id
+    'cancel' (its keys bind `choose(...)` with the same ids)."""
+
+    def action_choose(self, choice: str | None) -> None:
+        self.dismiss(choice)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None if event.button.id == "cancel" else event.button.id)
+
+
+class DrainChoice(_Choice):
     """Requests are running: drain them, force (cut them), or cancel. Returns 'wait'|'force'|None."""
 
     BINDINGS = [
@@ -55,15 +67,8 @@ class DrainChoice(_Modal):
                 yield Button("Force", id="force", variant="error")
                 yield Button("Cancel", id="cancel")
 
-    def action_choose(self, choice: str | None) -> None:
-        self.dismiss(choice)
 
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(None if event.button.id == "cancel" else event.button.id)
-
-
-class SlotOrPool(_Modal):
+class SlotOrPool(_Choice):
     """A profile key with several slots in a pool: this slot, or the whole pool one slot at a
     time. Returns 'slot'|'pool'|None."""
 
@@ -89,13 +94,6 @@ class SlotOrPool(_Modal):
                 yield Button(f"Slot {self.slot}", id="slot", variant="primary")
                 yield Button(f"Pool {self.pool}", id="pool", variant="warning")
                 yield Button("Cancel", id="cancel")
-
-    def action_choose(self, choice: str | None) -> None:
-        self.dismiss(choice)
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(None if event.button.id == "cancel" else event.button.id)
 
 
 class Confirm(_Modal):
