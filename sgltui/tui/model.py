@@ -428,12 +428,18 @@ class TuiModel:
             changed |= self._apply_bench_event(event)
         if self._add_swap(event):
             changed.add(CHART)
-        item = self._activity_item(ev)
-        if item is not None:
-            self.activity.append(item)
-            self.activity_total += 1
+        if self._add_activity(ev):
             changed.add(ACTIVITY)
         return changed
+
+    def _add_activity(self, ev: dict[str, Any]) -> bool:
+        """Append the event's Activity item, if it makes one (live and from history alike)."""
+        item = self._activity_item(ev)
+        if item is None:
+            return False
+        self.activity.append(item)
+        self.activity_total += 1
+        return True
 
     def _add_swap(self, event: protocol.EventBase) -> bool:
         """Record a finished swap for the chart's marker; a swap a stop cut short changed
@@ -682,9 +688,6 @@ def load_history(
                 changed.add(CHART)
     if events and not model.activity:
         for ev in events:
-            item = model._activity_item(ev)
-            if item is not None:
-                model.activity.append(item)
-                model.activity_total += 1
+            model._add_activity(ev)
         changed.add(ACTIVITY)
     return changed
