@@ -30,7 +30,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from sgltui.core import locations
 
@@ -49,6 +49,25 @@ DEFAULT_POOL_PORT = 30090
 
 class FleetConfigError(Exception):
     """One line: which file, which key, what to write instead."""
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_N = TypeVar("_N", bound=_Named)
+
+
+def _named(items: tuple[_N, ...], name: str, kind: str, path: Path) -> _N:
+    """The [[kind]] entry called `name`; an unknown name is one line listing the known ones."""
+    for item in items:
+        if item.name == name:
+            return item
+    known = ", ".join(i.name for i in items) or "none"
+    raise FleetConfigError(
+        f"no {kind} named {name!r} in {path} ({kind}s: {known}); add a [[{kind}]] for it"
+    )
 
 
 @dataclass(frozen=True)
@@ -88,13 +107,7 @@ class Fleet:
     pools: tuple[Pool, ...] = ()
 
     def pool(self, name: str) -> Pool:
-        for p in self.pools:
-            if p.name == name:
-                return p
-        known = ", ".join(p.name for p in self.pools) or "none"
-        raise FleetConfigError(
-            f"no pool named {name!r} in {self.path} (pools: {known}); add a [[pool]] for it"
-        )
+        return _named(self.pools, name, "pool", self.path)
 
     def address(self, host: str) -> str:
         """Where the servers of `host` listen for a pool's gateway: its `address`, else
@@ -102,13 +115,7 @@ class Fleet:
         return self.host(host).address or "127.0.0.1"
 
     def host(self, name: str) -> Host:
-        for h in self.hosts:
-            if h.name == name:
-                return h
-        known = ", ".join(h.name for h in self.hosts) or "none"
-        raise FleetConfigError(
-            f"no host named {name!r} in {self.path} (hosts: {known}); add a [[host]] for it"
-        )
+        return _named(self.hosts, name, "host", self.path)
 
 
 def default_path() -> Path:
