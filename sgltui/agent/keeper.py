@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui.core.files import write_json_atomic
+from sgltui.core.pids import pid_alive
 
 LOCKFILE, PIDFILE, STATEFILE = "keeper.lock", "keeper.pid", "keeper.json"
 # the wait before the second start of a run of crashes (the first is at once), then doubled
@@ -83,7 +84,7 @@ def read_state(state_dir: Path) -> dict | None:
         data = json.loads((state_dir / STATEFILE).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or not _alive(int(data.get("pid") or 0)):
+    if not isinstance(data, dict) or not pid_alive(int(data.get("pid") or 0)):
         return None
     return data
 
@@ -126,23 +127,7 @@ def keeper_pid(state_dir: Path) -> int | None:
         pid = int((state_dir / PIDFILE).read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-    return pid if _alive(pid) else None
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie (exited, not yet reaped) is not alive
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    return True
+    return pid if pid_alive(pid) else None
 
 
 class Keeper:

@@ -26,6 +26,7 @@ from sgltui.agent.state import AgentState
 from sgltui.cli import CliError
 from sgltui.commands import Subparsers, agent_service
 from sgltui.core import locations, units
+from sgltui.core.pids import pid_alive
 
 
 def register(sub: Subparsers) -> None:
@@ -626,9 +627,9 @@ def cmd_agent_stop(args: argparse.Namespace) -> int:
 
 def _wait_gone(state: Path, pids: list[int], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
         time.sleep(0.1)
-    alive = [p for p in pids if _alive(p)]
+    alive = [p for p in pids if pid_alive(p)]
     if alive:
         raise CliError(
             f"the agent (pid {', '.join(map(str, alive))}) did not exit within {timeout:.0f}s; "
@@ -736,12 +737,3 @@ def _keeper_down_line(state: Path) -> str | None:
             f"{units.duration(wait)}, or now on any command; see {paths(state)['log']}"
         )
     return f"agent: starting (its keeper, pid {k.pid}, started it again after: {k.last_exit})"
-
-
-def _alive(pid: int) -> bool:
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False

@@ -13,30 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from sgltui.agent.gpu.reading import GpuReading, empty_gpu
 from sgltui.agent.procs import ProcTree
 from sgltui.core.locations import sim_gpu_dir
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OverflowError, ValueError):
-        return False
-    # A zombie (exited, not yet reaped) still answers kill(0) but publishes nothing any more.
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except OSError:
-        return True
+from sgltui.core.pids import pid_alive
 
 
 def read_publications(directory: Path | None = None) -> list[dict[str, Any]]:
@@ -57,7 +40,7 @@ def read_publications(directory: Path | None = None) -> list[dict[str, Any]]:
         pid = data.get("pid")
         if not isinstance(pid, int):
             continue
-        if not _alive(pid):
+        if not pid_alive(pid):
             # Its simulator ended without removing it (kill -9): nobody else ever will.
             with contextlib.suppress(OSError):
                 path.unlink()
