@@ -190,16 +190,23 @@ def parse(raw: dict[str, Any], path: Path) -> Fleet:
     return dataclasses.replace(fleet, pools=tuple(pools))
 
 
+def _table(entry: Any, where: str, keys: set[str], example: str) -> dict[str, Any]:
+    """A [[pool]] or [[host]] entry as a table of known keys; else one line naming the entry and
+    what to write."""
+    if not isinstance(entry, dict):
+        raise FleetConfigError(f"{where} must be a table: {example}")
+    bad = set(entry) - keys
+    if bad:
+        raise FleetConfigError(
+            f"{where} has no key {sorted(bad)[0]!r}; keys are {', '.join(sorted(keys))}"
+        )
+    return entry
+
+
 def _pool(p: Any, i: int, fleet: Fleet) -> Pool:
     path = fleet.path
     where = f"{path}: pool #{i}"
-    if not isinstance(p, dict):
-        raise FleetConfigError(f"{where} must be a table: [[pool]] name = ..., slots = [...]")
-    bad = set(p) - POOL_KEYS
-    if bad:
-        raise FleetConfigError(
-            f"{where} has no key {sorted(bad)[0]!r}; keys are {', '.join(sorted(POOL_KEYS))}"
-        )
+    p = _table(p, where, POOL_KEYS, "[[pool]] name = ..., slots = [...]")
     name = p.get("name")
     if not isinstance(name, str) or not POOL_NAME_RE.match(name):
         raise FleetConfigError(
@@ -245,13 +252,7 @@ def _pool(p: Any, i: int, fleet: Fleet) -> Pool:
 
 def _host(h: Any, i: int, path: Path) -> Host:
     where = f"{path}: host #{i}"
-    if not isinstance(h, dict):
-        raise FleetConfigError(f"{where} must be a table: [[host]] name = ..., ssh = ...")
-    bad = set(h) - HOST_KEYS
-    if bad:
-        raise FleetConfigError(
-            f"{where} has no key {sorted(bad)[0]!r}; keys are {', '.join(sorted(HOST_KEYS))}"
-        )
+    h = _table(h, where, HOST_KEYS, "[[host]] name = ..., ssh = ...")
     for key in ("name", "ssh"):
         if not isinstance(h.get(key), str) or not h[key]:
             raise FleetConfigError(f'{where} needs {key} = "..." (a string)')
