@@ -1737,6 +1737,9 @@ class PoolStatus(Struct, kw_only=True):
     note: str | None = None  # e.g. "mixed: a runs mtp, b runs base (roll stopped at b: ...)"
     error: str | None = None  # its gateway could not start (smg missing, port taken)
     metrics: dict[str, Any] | None = None  # the gateway's: restarts, retries, errors, per worker
+    # A fleet.toml pool whose gateway runs on this host (agent/remote_pools.py): its `slots`
+    # and workers' `slot` are fleet names (host/slot) already, and its members run elsewhere.
+    across_hosts: bool = False
 
 
 class Exposed(Struct, kw_only=True):

@@ -213,6 +213,7 @@ class RemotePools:
                 for u, w in workers.items()
             ],
             "note": "workers on other hosts (fleet.toml)",
+            "across_hosts": True,  # the fleet's TUI places the slots by these names as they are
         }
 
     def status(self) -> list[dict[str, Any]]:

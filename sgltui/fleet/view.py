@@ -37,6 +37,12 @@ class HostState:
         since = time.strftime("%H:%M", time.localtime(self.since))
         return f"unreachable since {since}, retrying" if self.retrying else f"unreachable ({since})"
 
+    def down_line(self) -> str:
+        """'unreachable since 14:02' (what a down host's slots say in the slots view)."""
+        if self.since is None:
+            return "connecting"
+        return f"unreachable since {time.strftime('%H:%M', time.localtime(self.since))}"
+
 
 @dataclass
 class HostRow:

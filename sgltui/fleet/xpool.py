@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sgltui.agent.client import AgentError
@@ -38,35 +38,61 @@ Say = Callable[[str], None]
 
 
 class CrossPool:
-    def __init__(self, fleet: Fleet, pool: Pool, say: Say | None = None) -> None:
+    """`clients`: the hosts' connections to use (host name -> a client with `call`), lent by a
+    caller that keeps its own (the fleet TUI's links); without them, `async with` opens one
+    ssh per host and closes them after (the CLI)."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        pool: Pool,
+        say: Say | None = None,
+        clients: Mapping[str, Any] | None = None,
+    ) -> None:
         self.fleet, self.pool = fleet, pool
         self.say: Say = say or (lambda line: None)
-        self.clients: dict[str, HostClient] = {}
+        self.clients: Mapping[str, Any] = clients if clients is not None else {}
+        self._owned: dict[str, HostClient] = {}
+        self._lent = clients is not None
+        # The roll as it goes, for a view of it (the fleet TUI's pool row).
+        self.at: str | None = None  # the member being swapped now (host/slot)
+        self.done: list[str] = []  # the members that run the roll's profile
 
     async def __aenter__(self) -> CrossPool:
+        if self._lent:
+            return self
         hosts = {h for h, _ in self.pool.slots} | {self.pool.gateway}
         try:
             for name in sorted(hosts):
                 c = HostClient(self.fleet, self.fleet.host(name), "fleet-pool")
                 await c.connect()
-                self.clients[name] = c
+                self._owned[name] = c
         except HostError as exc:
             await self.close()
             raise PoolError(str(exc)) from None
+        self.clients = self._owned
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     async def close(self) -> None:
-        for c in self.clients.values():
+        """The connections it opened (lent ones stay their owner's)."""
+        for c in self._owned.values():
             with contextlib.suppress(Exception):
                 await c.close()
-        self.clients.clear()
+        self._owned.clear()
 
     async def _call(self, where: str, op: str, /, **args: Any) -> Any:
         try:
-            return await self.clients[where].call(op, **args)
+            client = self.clients[where]
+        except KeyError:  # a lent connection that is down now
+            raise PoolError(
+                f"pool {self.pool.name}: host {where} is unreachable; nothing sent there (the "
+                f"pool is as this step left it: sgltui fleet pool status {self.pool.name})"
+            ) from None
+        try:
+            return await client.call(op, **args)
         except AgentError as exc:
             raise PoolError(f"host {where}: {exc}") from None
 
@@ -143,9 +169,10 @@ class CrossPool:
     async def swap(self, profile: str) -> dict[str, Any]:
         members = list(self.pool.slots)
         workers = {f"{h}/{s}": await self.expose(h, s, None) for h, s in members}
-        done: list[str] = []
+        self.done = []
+        done = self.done
         for host, slot in members:
-            name = f"{host}/{slot}"
+            name = self.at = f"{host}/{slot}"
             s = await self._slot_state(host, slot)
             if s.get("profile") == profile and s.get("state") == "ready":
                 done.append(name)
@@ -188,5 +215,6 @@ class CrossPool:
                 )
             done.append(name)
             self.say(f"{name}: back in the gateway, ready, runs {profile}")
+        self.at = None
         status = await self.gateway_status()
         return {"pool": self.pool.name, "profile": profile, "done": done, "status": status}

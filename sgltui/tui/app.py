@@ -169,6 +169,8 @@ class SgltuiApp(App[str | None]):
         self._launch_of: dict[str, str] = {}  # slot -> launch id of the log lines shown last
         self._jobs_read = False  # the Jobs tab has read the agent's jobs once
         self._host_errors: dict[str, str | None] = {}  # a fleet: each host's last error shown
+        # The pool whose row the slots view has picked (a profile key rolls it), else None.
+        self.picked_pool: str | None = None
         self.first_status = asyncio.Event()
         # The keymap in force (binding id -> keys): kept here, Textual's own copy is private.
         self.user_keymap: dict[str, str] = dict(self.config.keymap or {})
@@ -373,6 +375,18 @@ class SgltuiApp(App[str | None]):
         self.notify(one_line(exc), title="agent reply", severity="warning", markup=False)
 
     def _on_push(self, push: dict[str, Any]) -> None:
+        if push.get("push") == "note":
+            # A line of an op the source runs itself (a fleet.toml pool's roll): a toast, and
+            # the Activity tab (the model adds it).
+            data = push.get("data") or {}
+            error = data.get("level") == "error"
+            self.notify(
+                str(data.get("text") or ""),
+                title=str(data.get("title") or ""),
+                severity="error" if error else "information",
+                timeout=10 if error else 4,
+                markup=False,
+            )
         if push.get("push") == "fleet" and self.fleet is not None:
             # A host connected, dropped or changed: its row, and a STATUS merged afresh.
             self.fleet.fleet_read()
@@ -499,7 +513,8 @@ class SgltuiApp(App[str | None]):
                 self.logbuf.tag_slots, self.logbuf.only_slot = m.several, only
                 self._redraw_logs = True
                 dirty.add(M.LOGS)
-        if m.several and dirty & {M.SERVERS, M.MEMORY, M.CHART}:
+        # (HOSTS: a fleet's host went down or came back, and its slots' rows say so)
+        if m.several and dirty & {M.SERVERS, M.MEMORY, M.CHART, M.HOSTS}:
             self._draw_slots()
         elif M.SERVERS in dirty and self.screen.has_class("-slots"):
             self.screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
@@ -551,12 +566,14 @@ class SgltuiApp(App[str | None]):
         if pane.border_title != title:
             pane.border_title = title
         figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in m.slots}
-        pane.show(m.slots, m.pools, figures, m.current_id)
+        down = self.fleet.unreachable() if self.fleet is not None else None
+        pane.show(m.slots, m.pools, figures, m.current_id, down)
 
     @on(SlotsPane.Picked)
     def _slot_picked(self, msg: SlotsPane.Picked) -> None:
         """A row of the slots view: the screen follows that slot (a pool's row: every slot's
-        logs, the first slot's details)."""
+        logs, the first slot's details; a profile key rolls that pool)."""
+        self.picked_pool = msg.pool
         if msg.slot != self.model.selected:
             self.model.selected = msg.slot
             self._mark(M.SERVERS)
@@ -749,6 +766,16 @@ class SgltuiApp(App[str | None]):
             chosen,
         )
 
+    def _down_refusal(self, slot_id: str | None) -> bool:
+        """A slot of a fleet's host that is down: refused at once, in the line the source gives
+        (its row is what the host said last; nothing can reach it)."""
+        host = host_of(slot_id)
+        if self.fleet is None or host is None or host not in self.fleet.unreachable():
+            return False
+        why = self.fleet.refusal(host) or f"host {host} is unreachable"
+        self.notify(why, title="not sent", severity="warning", markup=False)
+        return True
+
     def _read_only_refusal(self) -> bool:
         if self.source.read_only:
             self.notify(f"{self.source.read_only_label}: commands are disabled", severity="warning")
@@ -776,6 +803,13 @@ class SgltuiApp(App[str | None]):
             return
         name = found[0].name
         if self._read_only_refusal():
+            return
+        picked = next((p for p in self.model.pools if p.name == self.picked_pool), None)
+        if picked is not None and self.model.selected is None:
+            # On a pool's row: the pool, one slot at a time (nothing to ask: the row says it).
+            self._ask_launcher(name, lambda: self.swap_pool(name, picked.name))
+            return
+        if self._down_refusal(self.model.current_id):
             return
         pool = self.model.pool_of(self.model.current_id or "")
         if pool is not None and len(pool.slots) > 1:
@@ -821,7 +855,7 @@ class SgltuiApp(App[str | None]):
         """Start `name`, or swap the current slot to it: the agent's preflight checks run first
         (a target that cannot start is refused before any dialog or stop), then it asks how to
         treat requests in flight."""
-        if self._read_only_refusal():
+        if self._read_only_refusal() or self._down_refusal(self.model.current_id):
             return
         slot = self.model.current
         state = slot.state if slot else None
@@ -913,7 +947,7 @@ class SgltuiApp(App[str | None]):
     def _active_profile(self) -> str | None:
         """The profile running in the current slot, or None after telling the user why nothing
         happens."""
-        if self._read_only_refusal():
+        if self._read_only_refusal() or self._down_refusal(self.model.current_id):
             return None
         slot = self.model.current
         if not slot or slot.state not in _ACTIVE:

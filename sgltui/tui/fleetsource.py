@@ -11,6 +11,10 @@ reachable host for its STATUS at once and gives a host that is slow its link's l
 goes to the one host it names (a slot `h2/a`, a pool `h2/all`), or to the host of the slot the
 operator follows (`focus_host`); a host that is down refuses at once with one line. Samples of all hosts are merged into at most one a second, so
 an idle fleet of four hosts draws as often as one host.
+
+A host that goes down keeps its last slots and pools in the snapshot (the app draws them as
+unreachable, `unreachable()`; they come back afresh when the host answers). A swap or start of
+a fleet.toml pool across hosts (named `gateway/pool`) runs here, not on an agent: fleetpools.py.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any, Protocol
 from sgltui import protocol
 from sgltui.agent.client import AgentError, client_id
 from sgltui.fleet.view import HostState
+from sgltui.tui.fleetpools import CrossPools
 
 SEP = "/"
 SAMPLE_MERGE_S = 1.0  # every host's samples, drawn as one at most this often
@@ -65,6 +70,8 @@ def status_of(host: str, status: protocol.StatusReply) -> dict[str, Any]:
         s["id"] = _prefixed(host, s.get("id"))
     for p in st.get("pools") or []:
         p["name"] = _prefixed(host, p.get("name"))
+        if p.get("across_hosts"):
+            continue  # a fleet.toml pool's gateway: its slots are host/slot already
         p["slots"] = [_prefixed(host, sid) for sid in p.get("slots") or []]
         for w in p.get("workers") or []:
             w["slot"] = _prefixed(host, w.get("slot"))
@@ -133,12 +140,14 @@ class FleetSource:
     read_only = False
     read_only_label = "READ-ONLY"
 
-    def __init__(self, links: list[Link], client_name: str = "tui") -> None:
+    def __init__(self, links: list[Link], client_name: str = "tui", fleet: Any = None) -> None:
         self.links = links
         self.by_name = {lk.state.name: lk for lk in links}
         self.client_name = client_id(client_name)
         self.focus_host: str | None = None  # the host of the slot the operator follows
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        # fleet.toml's pools across hosts (`fleet`: its Fleet; None: no such pools)
+        self.cross = CrossPools(fleet, self.by_name, self._queue.put_nowait, self._note_fleet)
         self._tasks: list[asyncio.Task] = []
         self._followers: dict[str, tuple[Any, asyncio.Task]] = {}
         self._samples: dict[str, dict[str, Any]] = {}
@@ -157,7 +166,7 @@ class FleetSource:
         links = [
             HostLink(fleet, h, interval_s=interval_s, client_name=client_name) for h in fleet.hosts
         ]
-        return cls(list(links), client_name=client_name)
+        return cls(list(links), client_name=client_name, fleet=fleet)
 
     # -- what the app reads ----------------------------------------------------------------
 
@@ -171,6 +180,22 @@ class FleetSource:
         if self.focus_host in self.by_name:
             return self.focus_host
         return next((lk.state.name for lk in self.links if lk.state.status is not None), None)
+
+    def unreachable(self) -> dict[str, str]:
+        """Each host that is down: 'unreachable since 14:02' (its last slots are drawn so)."""
+        return {lk.state.name: lk.state.down_line() for lk in self.links if not lk.state.reachable}
+
+    def refusal(self, host: str | None) -> str | None:
+        """Why nothing can be sent to `host` (None: the focused one): it is down or not in the
+        fleet. None: it can be."""
+        host = host or self.focused()
+        link = self.by_name.get(host or "")
+        if link is None:
+            known = ", ".join(self.by_name) or "none"
+            return f"no host {host!r} in the fleet (hosts: {known})"
+        if link.client is None or not link.state.reachable:
+            return f"host {host}: {link.state.line()}; nothing sent"
+        return None
 
     def retry_now(self) -> None:
         """Every host that is down tries again now (the operator asked), not after its backoff."""
@@ -187,10 +212,11 @@ class FleetSource:
             self._changed(lk.state)  # a link that answered before the app asked
 
     async def snapshot(self) -> dict[str, Any]:
-        """Every reachable host's STATUS as one. Asked afresh of each host at once (the app
+        """Every host's STATUS as one. Asked afresh of each reachable host at once (the app
         asks after an event: the link's latest poll may be seconds old and would undo what the
-        event showed); a host that does not answer within FRESH_TIMEOUT_S gives its link's."""
-        hosts = [lk for lk in self.links if lk.state.reachable and lk.state.status is not None]
+        event showed); a host that does not answer within FRESH_TIMEOUT_S gives its link's. A
+        host that is down gives the slots and pools it last had (no figures: they are gone)."""
+        hosts = [lk for lk in self.links if lk.state.status is not None]
         fresh = await asyncio.gather(*(self._fresh(lk) for lk in hosts))
         focus = self.focused()
         slots: list[Any] = []
@@ -202,14 +228,15 @@ class FleetSource:
             st = status_of(h.name, status)
             slots += st.get("slots") or []
             pools += st.get("pools") or []
-            sample = self._samples.get(h.name)
-            tel[h.name] = {**st["telemetry"], **(sample or {})}
+            if h.reachable:
+                sample = self._samples.get(h.name)
+                tel[h.name] = {**st["telemetry"], **(sample or {})}
             if h.name == focus:
                 mine = st
         return {
             "agent": mine.get("agent") or {},
             "slots": slots,
-            "pools": pools,
+            "pools": self.cross.rows(pools, {lk.state.name for lk in hosts}),
             "profiles": mine.get("profiles") or [],
             "telemetry": merge_telemetry(tel, focus),
             "bench": mine.get("bench"),
@@ -220,7 +247,7 @@ class FleetSource:
         cached = link.state.status
         assert cached is not None
         client = link.client
-        if client is None:
+        if client is None or not link.state.reachable:
             return cached
         try:
             raw = await asyncio.wait_for(client.call("status"), FRESH_TIMEOUT_S)
@@ -237,6 +264,10 @@ class FleetSource:
             return await self.snapshot()
         if op == "timeline":
             return {"series": {}}  # the chart starts with the fleet (history is per host)
+        xp = self.cross.pool_named(args.get("pool")) if op in ("swap", "start") else None
+        if xp is not None:  # a pool across hosts: rolled here, answered at once
+            self.cross.start(op, xp, args.get("profile"), self.refusal)
+            return {"slot": self._slot_of(*xp.slots[0]), "accepted": True}
         host = None
         for key in _SLOT_ARGS:
             value = args.get(key)
@@ -250,16 +281,21 @@ class FleetSource:
                     host, rest = split(value)
                     args["spec"] = {**spec, key: rest}
         host = host or self.focused()
-        link = self.by_name.get(host or "")
-        if link is None:
-            known = ", ".join(self.by_name) or "none"
-            raise AgentError(f"no host {host!r} in the fleet (hosts: {known})")
-        client = link.client
-        if client is None or not link.state.reachable:
-            raise AgentError(f"host {host}: {link.state.line()}; nothing sent")
-        return await client.call(op, **args)
+        why = self.refusal(host)
+        if why is not None:
+            raise AgentError(why)
+        return await self.by_name[str(host)].client.call(op, **args)
+
+    def _slot_of(self, host: str, slot: str) -> dict[str, Any]:
+        """A slot as its host last said (fleet name), for a reply that names one."""
+        status = self.by_name[host].state.status
+        for s in status.slots if status is not None else []:
+            if s.id == slot:
+                return {**protocol.to_builtins(s), "id": f"{host}{SEP}{slot}"}
+        return {"id": f"{host}{SEP}{slot}"}
 
     async def close(self) -> None:
+        await self.cross.close()
         tasks = self._tasks + [t for _, t in self._followers.values()]
         self._tasks, self._followers = [], {}
         if self._sample_due is not None:

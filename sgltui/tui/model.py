@@ -358,6 +358,14 @@ class TuiModel:
             return self._apply_event(data)
         if kind == "log":
             return {LOGS}  # lines are held by the log buffer; the model only routes
+        if kind == "note":  # a line of an op the source runs itself (a fleet's pool roll)
+            title, text = str(data.get("title") or ""), str(data.get("text") or "")
+            if title and not text.startswith(title):
+                text = f"{title}: {text}"
+            level = "error" if data.get("level") == "error" else "info"
+            self.activity.append(ActivityItem(self.clock(), None, text, level))
+            self.activity_total += 1
+            return {ACTIVITY}
         return set()
 
     def needs_status_refresh(self, push: dict[str, Any]) -> bool:

@@ -421,10 +421,19 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def slot_row(slot: protocol.SlotStatus, f: SlotFigures, selected: bool) -> str:
-    """One slot: name, GPUs, profile, state, tok/s, running/queued, GPU memory."""
+def slot_row(
+    slot: protocol.SlotStatus, f: SlotFigures, selected: bool, down: str | None = None
+) -> str:
+    """One slot: name, GPUs, profile, state, tok/s, running/queued, GPU memory. `down`: its
+    host is unreachable ('unreachable since 14:02'): the row is what the host said last, dimmed,
+    with that line for its state and no figures."""
     gpus = ",".join(map(str, slot.gpus)) or "-"
     mark = "[b $accent]▸[/]" if selected else " "
+    if down is not None:
+        return (
+            f"[dim]{mark} {escape(_cut(slot.id, 8)):<8} {escape(_cut(gpus, 5)):<5} "
+            f"{escape(_cut(slot.profile or '-', 18)):<18} ○ {escape(down)}[/]"
+        )
     state = slot.state
     if slot.swap is not None:
         shown = f"{STATE_MARK.get(state, '?')} swap"
@@ -441,10 +450,13 @@ def slot_row(slot: protocol.SlotStatus, f: SlotFigures, selected: bool) -> str:
 
 
 def pool_row(
-    pool: protocol.PoolStatus, slots: list[protocol.SlotStatus], figures: list[SlotFigures]
+    pool: protocol.PoolStatus,
+    slots: list[protocol.SlotStatus],
+    figures: list[SlotFigures],
+    down: str | None = None,
 ) -> str:
     """A pool: its slots summed (throughput, requests, memory), how many are ready, whether
-    they run one profile, and its gateway."""
+    they run one profile, and its gateway. `down`: its gateway's host is unreachable."""
     ready = sum(1 for s in slots if s.state == SlotState.READY)
     profiles = {s.profile for s in slots if s.profile and s.state != SlotState.STOPPED}
     tok = [f.tok_s for f in figures if f.tok_s is not None]
@@ -461,15 +473,18 @@ def pool_row(
     style = "$success" if slots and ready == len(slots) else "$warning"
     gw = ""
     roll = pool.roll
-    if pool.error:
+    at = roll.slot if roll is not None else None  # none: a fleet.toml pool's `up`
+    if down is not None:
+        gw = f"  [dim]gateway's host {escape(down)}[/]"
+    elif pool.error:
         gw = f"  [$error]{escape(pool.error)}[/]"
     elif roll is not None and roll.state == "rolling":
         gw = (
-            f"  [b $warning]rolling → {escape(str(roll.profile))}[/] "
-            f"slot {escape(str(roll.slot))} ({len(roll.done)}/{len(slots)} done)"
+            f"  [b $warning]rolling → {escape(str(roll.profile))}[/]"
+            f"{escape(f' slot {at}' if at else '')} ({len(roll.done)}/{len(slots)} done)"
         )
     elif roll is not None and roll.state == "stopped":
-        gw = f"  [$error]roll stopped at {escape(str(roll.slot))}: {escape(str(roll.error))}[/]"
+        gw = f"  [$error]roll stopped{escape(f' at {at}' if at else '')}: {escape(str(roll.error))}[/]"
     elif pool.gateway is not None and pool.gateway.state:
         gw = f"  [dim]gateway {escape(pool.gateway.state)}[/]"
     return (

@@ -75,8 +75,11 @@ class Sshd:
                 f'name = "{name}"',
                 f'ssh = "{u.name}@127.0.0.1"',
                 f'sgltui = "{extra.get("sgltui", self.sgltui)}"',
-                "",
             ]
+            if "address" in extra:  # where the other hosts reach its servers (cross-host pools)
+                lines.append(f'address = "{extra["address"]}"')
+            lines.append("")
+        lines.append(extra.get("tail", ""))  # more tables: [[pool]]
         path.write_text("\n".join(lines))
         return path
 

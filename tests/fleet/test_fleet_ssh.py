@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from sgltui.agent import gateway as gw_mod
 from sgltui.fleet import config as fleet_config
 from sgltui.fleet.client import HostClient, HostError
 from tests.fleet import sshd as sshd_mod
-from tests.tui.helpers import pick_slot
+from tests.tui.helpers import pick_row, pick_slot
 
 why = sshd_mod.unavailable()
 pytestmark = pytest.mark.skipif(why is not None, reason=why or "")
@@ -40,8 +41,9 @@ def fleet_hosts():
         for u in s.users:
             prof = u.home / ".config" / "sgltui" / "profiles"
             prof.mkdir(parents=True)
+            # t on key 8: what the pool test starts its cross-host pool with.
             (prof / "t.toml").write_text(
-                PROFILE.format(name="t", key="", port=sshd_mod.free_port())
+                PROFILE.format(name="t", key='key = "8"', port=sshd_mod.free_port())
             )
             # t2 on key 9: what the TUI test swaps h2's slot to.
             t2 = PROFILE.format(name="t2", key='key = "9"', port=sshd_mod.free_port())
@@ -161,25 +163,46 @@ def test_version_mismatch_is_one_line(fleet_hosts, tmp_path):
     assert "host old" in line and "0.0.1" in line and "install sgltui" in line
 
 
-def test_tui_over_the_bridge_one_hosts_ssh_cut_leaves_the_other_and_it_comes_back(fleet_file):
+def test_tui_over_the_bridge_one_hosts_ssh_cut_leaves_the_other_and_it_comes_back(
+    fleet_hosts, fleet_file
+):
     """The main app on the fleet: both hosts in the Hosts view and their slots as host/slot; a
     profile key on h2's slot swaps it on h2's agent (h1's server untouched); kill -9 of h1's
-    ssh shows h1 unreachable while h2 goes on, and h1 comes back by itself."""
+    ssh (its account locked: sshd lets no new login in) shows h1 unreachable while h2 goes on,
+    h1's slot stays in the slots view marked unreachable and refuses a key at once, and h1
+    comes back once it lets logins in again."""
+    from textual.notifications import Notify
+
     from sgltui.tui.app import make_app
     from sgltui.tui.config import TuiConfig
     from sgltui.tui.fleetsource import FleetSource
     from sgltui.tui.screens import DrainChoice
     from sgltui.tui.widgets.hosts import HostsPane
+    from sgltui.tui.widgets.slots import SlotsPane
 
+    app = None
     for h in ("h1", "h2"):  # t runs on both since the tests above (this one alone: start it)
         sgltui(fleet_file, "--host", h, "start", "t")
     fleet = fleet_config.load(fleet_file)
     src = FleetSource.from_fleet(fleet, interval_s=0.2)
     links = {lk.state.name: lk for lk in src.links}
 
+    said: list[str] = []
+
+    def hook(msg) -> None:
+        if isinstance(msg, Notify):
+            said.append(msg.notification.message)
+
+    def row(sid: str) -> str:
+        pane = app.query_one(SlotsPane)
+        return next((str(o.prompt) for o in pane.options if o.id == f"slot:{sid}"), "")
+
+    h1_user = fleet_hosts.users[0].name
+
     async def run() -> None:
+        nonlocal app
         app = make_app(src, config=TuiConfig(), load_user_themes=False)
-        async with app.run_test(size=(120, 40)) as pilot:
+        async with app.run_test(size=(120, 40), message_hook=hook) as pilot:
             hosts = app.query_one(HostsPane)
 
             async def until(cond, timeout=60.0) -> None:
@@ -217,18 +240,120 @@ def test_tui_over_the_bridge_one_hosts_ssh_cut_leaves_the_other_and_it_comes_bac
             # Cut h1's ssh: h1 says since when, h2 is polled on, h1 comes back on a new ssh.
             cut = links["h1"].client
             assert cut is not None and cut.pid is not None
-            os.kill(cut.pid, signal.SIGKILL)
-            await until(lambda: "unreachable since" in line("h1"), 20)
-            assert line("h1").endswith(", retrying[/]") and "●" in line("h2")
-            n2 = links["h2"].state.polls
-            await until(lambda: links["h2"].state.polls > n2 + 2, 20)
+            _lock(h1_user, True)
+            try:
+                os.kill(cut.pid, signal.SIGKILL)
+                await until(lambda: "unreachable since" in line("h1"), 20)
+                assert line("h1").endswith(", retrying[/]") and "●" in line("h2")
+                n2 = links["h2"].state.polls
+                await until(lambda: links["h2"].state.polls > n2 + 2, 20)
+                # h1's slot stays, as h1 last said, dimmed and unreachable; a key on it is
+                # refused at once in one line, nothing sent.
+                await until(lambda: "unreachable since" in row("h1/0"), 20)
+                assert row("h1/0").startswith("[dim]") and " t " in row("h1/0")
+                assert "unreachable" not in row("h2/0")
+                await pick_slot(pilot, app, "h1/0", timeout=30)
+                said.clear()
+                await pilot.press("9")
+                await until(lambda: said, 10)
+                assert said[0].startswith("host h1: unreachable since "), said
+                assert said[0].endswith(", retrying; nothing sent"), said
+            finally:
+                _lock(h1_user, False)
+            src.retry_now()  # (the palette's "retry unreachable hosts")
             await until(lambda: "●" in line("h1"), 60)
+            await until(lambda: "unreachable" not in row("h1/0"), 20)
             assert links["h1"].client is not None and links["h1"].client.pid != cut.pid
             await until(lambda: slot("h1/0") is not None and slot("h1/0").launch_id == h1_launch)
         # Quitting stopped and reaped every ssh the links ran.
         assert all(lk.client is None for lk in src.links)
 
     asyncio.run(run())
+
+
+def _lock(user: str, locked: bool) -> None:
+    """sshd lets no new login of a locked account in (its open sessions go on)."""
+    subprocess.run(["usermod", "-L" if locked else "-U", user], check=True, capture_output=True)
+
+
+@pytest.mark.skipif(not gw_mod.smg_available(), reason=gw_mod.NOT_INSTALLED)
+def test_tui_starts_and_rolls_a_pool_across_hosts_from_its_row(fleet_hosts, tmp_path):
+    """fleet.toml's pool over h1/0 and h2/0 (gateway h1) in the fleet app: one row over its
+    members on their hosts. A profile key on that row starts it (`up`: each member served to
+    the gateway with its key), the next one rolls it across both hosts (the fleet source runs
+    CrossPool on the links' own connections): each host's slot runs the new profile, the
+    roll's lines show as notes, and the pool serves."""
+    import httpx
+    from textual.notifications import Notify
+
+    from sgltui.tui.app import make_app
+    from sgltui.tui.config import TuiConfig
+    from sgltui.tui.fleetsource import FleetSource
+    from sgltui.tui.widgets.slots import SlotsPane
+
+    port = sshd_mod.free_port()
+    pool = f'[[pool]]\nname = "xp"\nslots = ["h1/0", "h2/0"]\ngateway = "h1"\nport = {port}\n'
+    fleet_file = fleet_hosts.fleet_toml(tmp_path / "fleet.toml", address="127.0.0.1", tail=pool)
+    fleet = fleet_config.load(fleet_file)
+    src = FleetSource.from_fleet(fleet, interval_s=0.2)
+    said: list[str] = []
+
+    def hook(msg) -> None:
+        if isinstance(msg, Notify):
+            said.append(msg.notification.message)
+
+    async def run() -> None:
+        app = make_app(src, config=TuiConfig(), load_user_themes=False)
+        async with app.run_test(size=(120, 40), message_hook=hook) as pilot:
+            pane = app.query_one(SlotsPane)
+
+            async def until(cond, timeout=60.0) -> None:
+                deadline = time.monotonic() + timeout
+                while not cond():
+                    assert time.monotonic() < deadline, (said, [o.prompt for o in pane.options])
+                    await pilot.pause(0.1)
+
+            def ids() -> list[str]:
+                return [o.id for o in pane.options]
+
+            def slot(sid: str):
+                return app.model.slot(sid)
+
+            def runs(profile: str) -> bool:
+                return all(
+                    (s := slot(sid)) is not None and (s.profile, s.state) == (profile, "ready")
+                    for sid in ("h1/0", "h2/0")
+                )
+
+            # The pool's row follows its members, whichever host they are on.
+            await until(lambda: ids()[:3] == ["slot:h1/0", "slot:h2/0", "pool:h1/xp"])
+            await pick_row(pilot, app, "pool:h1/xp", timeout=30)
+            await until(lambda: app.picked_pool == "h1/xp")  # the app has read the move
+            await pilot.press("8")  # t: the pool is not up: `up` with t
+            await until(lambda: any(s.startswith("pool xp up on h1: ") for s in said), 60)
+            assert runs("t"), said
+            up = next(s for s in said if s.startswith("pool xp up on h1: "))
+            assert up.endswith("h1/0 ready, h2/0 ready"), said
+            said.clear()
+            await pilot.press("9")  # t2: a rolling swap across both hosts
+            await until(lambda: any(s.startswith("pool xp rolled to t2: ") for s in said), 60)
+            assert "h1/0: out of the gateway; swapping to t2" in said, said
+            assert "h2/0: back in the gateway, ready, runs t2" in said, said
+            assert said[-1] == "pool xp rolled to t2: h1/0, h2/0", said
+            await until(lambda: runs("t2"))  # each host's own status says so
+            await until(lambda: "rolling" not in str(pane.options[2].prompt))
+            async with httpx.AsyncClient(trust_env=False) as http:
+                r = await http.post(
+                    f"http://127.0.0.1:{port}/v1/completions",
+                    json={"model": "default", "prompt": "hi", "max_tokens": 4},
+                    timeout=30,
+                )
+            assert r.status_code == 200, r.text
+
+    try:
+        asyncio.run(run())
+    finally:
+        sgltui(fleet_file, "fleet", "pool", "down", "xp")
 
 
 def test_a_host_nobody_answers_is_one_line_and_leaves_no_ssh(fleet_hosts, tmp_path):

@@ -67,9 +67,16 @@ __all__ = [
 
 async def pick_slot(pilot, app, slot_id: str, timeout: float = 10.0) -> None:
     """Move the slots view's highlight to `slot_id` with the arrow keys, as an operator does,
-    and wait for the model to follow. Each press is checked on the pane's highlight (set by the
-    key itself), not on the model, which follows a message later: a loop on the model pressed
-    again before it caught up and overshot the row under load (a flaky fleet test)."""
+    and wait for the model to follow."""
+    await pick_row(pilot, app, f"slot:{slot_id}", timeout)
+    await until(pilot, lambda: app.model.current_id == slot_id, timeout)
+
+
+async def pick_row(pilot, app, row_id: str, timeout: float = 10.0) -> None:
+    """Move the slots view's highlight to the row `row_id` (slot:NAME or pool:NAME) with the
+    arrow keys. Each press is checked on the pane's highlight (set by the key itself), not on
+    the model, which follows a message later: a loop on the model pressed again before it
+    caught up and overshot the row under load (a flaky fleet test)."""
     pane = app.query_one(SlotsPane)
     if not pane.has_focus:
         # The view shows at the app's next draw of the slots, after the model has them.
@@ -82,11 +89,10 @@ async def pick_slot(pilot, app, slot_id: str, timeout: float = 10.0) -> None:
             show=lambda: f"focused {app.focused!r} on {app.screen!r}, slots shown {pane.display}",
         )
     ids = [option.id for option in pane.options]
-    target = ids.index(f"slot:{slot_id}")
+    target = ids.index(row_id)
     for _ in range(len(ids)):
         at = pane.highlighted
         if at == target:
             break
         await pilot.press("down" if at is None or at < target else "up")
         await until(pilot, lambda at=at: pane.highlighted != at, timeout)
-    await until(pilot, lambda: app.model.current_id == slot_id, timeout)

@@ -6,15 +6,19 @@ view, slots as host/slot, the panes and the keys following the picked slot's hos
 from __future__ import annotations
 
 import asyncio
+import time
+from pathlib import Path
 
 import pytest
 from textual.notifications import Notify
 
+from sgltui.fleet.config import Fleet, Host, Pool
 from sgltui.tui.fleetsource import push_of, status_of
 from sgltui.tui.screens import DrainChoice
 from sgltui.tui.scripted import make_host_sample, make_host_status
 from sgltui.tui.widgets.hosts import HostsPane
 from sgltui.tui.widgets.memory import MemoryPane
+from sgltui.tui.widgets.slots import SlotsPane
 
 from .fleet_fakes import fleet_source
 from .helpers import app_with, pick_slot, until
@@ -137,4 +141,99 @@ async def test_four_hosts_samples_are_drawn_as_one_a_second():
         assert sorted(got["data"]["engine"]) == ["h1/a", "h2/a", "h3/a", "h4/a"]
         assert {g["host"] for g in got["data"]["gpus"]} == {"h1", "h2", "h3", "h4"}
     assert src._queue.empty()  # two rounds of four samples: two pushes
+    await src.close()
+
+
+def _row(app, sid: str) -> str:
+    pane = app.query_one(SlotsPane)
+    return next((str(o.prompt) for o in pane.options if o.id == f"slot:{sid}"), "")
+
+
+async def test_a_host_that_goes_down_keeps_its_slots_dimmed_and_refuses_them_at_once():
+    src, calls = fleet_source(two_hosts())
+    app = app_with(src)
+    said: list[str] = []
+
+    def hook(msg) -> None:
+        if isinstance(msg, Notify):
+            said.append(msg.notification.message)
+
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+        await until(pilot, lambda: "demo-no-mtp" in _row(app, "h2/a"))
+        link = src.by_name["h2"]
+        client = link.client
+        link.client, link.state.reachable = None, False  # h2's ssh drops
+        link.state.error = "host h2: connection lost; retrying"
+        link.on_change(link.state)
+        await until(pilot, lambda: "unreachable since" in _row(app, "h2/a"))
+        row = _row(app, "h2/a")
+        assert row.startswith("[dim]") and "demo-no-mtp" in row  # as h2 said last
+        assert "unreachable" not in _row(app, "h1/a")
+        await pick_slot(pilot, app, "h2/a")
+        calls.clear()
+        said.clear()
+        await pilot.press("2")  # demo-mtp: refused here, nothing sent, nothing asked
+        await until(pilot, lambda: said)
+        since = time.strftime("%H:%M", time.localtime(link.state.since))
+        assert said == [f"host h2: unreachable since {since}, retrying; nothing sent"]
+        await pilot.press("x")  # stop: the same
+        await until(pilot, lambda: len(said) == 2)
+        assert said[1] == said[0] and not [c for c in calls if c[0] == "h2"]
+        # h2 answers again: its slots are its own again.
+        link.client, link.state.reachable = client, True
+        link.on_change(link.state)
+        await until(pilot, lambda: "unreachable" not in _row(app, "h2/a"))
+        assert "● ready" in _row(app, "h2/a")
+
+
+def _cross_fleet() -> Fleet:
+    hosts = (Host("h1", "u@h1"), Host("h2", "u@h2", address="10.0.0.2"))
+    pool = Pool("xp", (("h1", "a"), ("h2", "a")), gateway="h1")
+    return Fleet(path=Path("fleet.toml"), hosts=hosts, pools=(pool,))
+
+
+def test_a_pool_across_hosts_is_one_row_over_its_members_on_their_hosts():
+    from sgltui import protocol
+
+    h1 = make_host_status(1, pool=None)
+    # What h1's agent says of the gateway it runs (agent/remote_pools.py): the workers by their
+    # fleet names, and only those routed now (a roll has taken h1/a out).
+    h1["pools"] = [
+        {
+            "name": "xp",
+            "slots": ["h2/a"],
+            "gateway": {"pid": 4100, "state": "running"},
+            "workers": [{"slot": "h2/a", "url": "http://10.0.0.2:31000"}],
+            "across_hosts": True,
+        }
+    ]
+    st = status_of("h1", protocol.decode_reply("status", h1))
+    assert st["pools"][0]["name"] == "h1/xp" and st["pools"][0]["slots"] == ["h2/a"]
+    assert st["pools"][0]["workers"][0]["slot"] == "h2/a"
+    src, _ = fleet_source({"h1": h1, "h2": make_host_status(1, pool=None)})
+    src.cross.fleet = _cross_fleet()
+    rows = src.cross.rows(st["pools"], {"h1", "h2"})
+    assert [(p["name"], p["slots"]) for p in rows] == [("h1/xp", ["h1/a", "h2/a"])]
+    assert src.cross.serving(src.cross.fleet.pools[0])
+    # Not up yet: a row from fleet.toml (a profile key on it starts it), once h1 has answered.
+    rows = src.cross.rows([], {"h1"})
+    assert rows == [
+        {
+            "name": "h1/xp",
+            "across_hosts": True,
+            "gateway": {"state": "not up"},
+            "slots": ["h1/a", "h2/a"],
+        }
+    ]
+    assert src.cross.rows([], {"h2"}) == []
+
+
+async def test_a_swap_of_a_pool_across_hosts_is_refused_at_once_when_a_member_host_is_down():
+    src, calls = fleet_source({"h1": make_host_status(1, pool=None), "h2": None})
+    src.cross.fleet = _cross_fleet()
+    with pytest.raises(
+        Exception, match=r"^host h2: unreachable since \d\d:\d\d, retrying; nothing"
+    ):
+        await src.call("swap", pool="h1/xp", profile="demo-mtp")
+    assert calls == [] and not src.cross.runs
     await src.close()

@@ -1,7 +1,9 @@
 """The slots view: with several slots, one row per slot (GPUs, profile, state, tok/s,
 running/queued, GPU memory) and a row per pool summing its slots. Moving onto a slot's row
 picks the slot the rest of the screen follows (its details, logs and insight, and what a
-profile key acts on); a pool's row shows every slot's logs. Hidden with one slot.
+profile key acts on); a pool's row shows every slot's logs, and a profile key there rolls the
+pool. Hidden with one slot. A fleet's host that is down keeps its last slots here, dimmed, with
+since when it is unreachable (`down`: host -> that line).
 
 The rows are views.slot_row/pool_row; this widget only lists them and says which was picked.
 """
@@ -28,11 +30,12 @@ class SlotsPane(OptionList):
     """
 
     class Picked(Message):
-        """The operator moved onto a row: a slot's name, or None for a pool's row."""
+        """The operator moved onto a row: a slot's name, or None and the pool's name for a
+        pool's row."""
 
-        def __init__(self, slot: str | None) -> None:
+        def __init__(self, slot: str | None, pool: str | None = None) -> None:
             super().__init__()
-            self.slot = slot
+            self.slot, self.pool = slot, pool
 
     def show(
         self,
@@ -40,21 +43,29 @@ class SlotsPane(OptionList):
         pools: list[protocol.PoolStatus],
         figures: Mapping[str, views.SlotFigures],
         selected: str | None,
+        down: Mapping[str, str] | None = None,
     ) -> None:
         by_id = {s.id: s for s in slots}
         rows: list[tuple[str, str]] = []
         placed: set[str] = set()
+        down = down or {}
+
+        def slot_row(s: protocol.SlotStatus) -> tuple[str, str]:
+            gone = down.get(s.id.partition("/")[0]) if "/" in s.id else None
+            return f"slot:{s.id}", views.slot_row(s, figures[s.id], s.id == selected, gone)
+
         for pool in pools:
             members = [by_id[sid] for sid in pool.slots if sid in by_id]
             for s in members:
-                rows.append((f"slot:{s.id}", views.slot_row(s, figures[s.id], s.id == selected)))
+                rows.append(slot_row(s))
                 placed.add(s.id)
             if members:
                 figs = [figures[s.id] for s in members]
-                rows.append((f"pool:{pool.name}", views.pool_row(pool, members, figs)))
+                gone = down.get(pool.name.partition("/")[0]) if "/" in pool.name else None
+                rows.append((f"pool:{pool.name}", views.pool_row(pool, members, figs, gone)))
         for s in slots:
             if s.id not in placed:
-                rows.append((f"slot:{s.id}", views.slot_row(s, figures[s.id], s.id == selected)))
+                rows.append(slot_row(s))
         ids = [o.id for o in self.options]
         if ids != [i for i, _ in rows]:
             self.set_options([Option(text, id=i) for i, text in rows])
@@ -73,7 +84,10 @@ class SlotsPane(OptionList):
         if not self.has_focus:  # the app moved the highlight to follow the model
             return
         kind, _, name = (event.option.id or "").partition(":")
-        self.post_message(self.Picked(name if kind == "slot" else None))
+        if kind == "slot":
+            self.post_message(self.Picked(name))
+        else:
+            self.post_message(self.Picked(None, name))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()  # enter on a row picks it (already done on the move); no profile start
