@@ -59,6 +59,10 @@ class Run:
     started: float = field(default_factory=time.time)
     finished: float | None = None
 
+    @property
+    def what(self) -> str:
+        return "roll" if self.rolling else "start"
+
     def view(self) -> dict[str, Any]:
         roll = protocol.RollView(
             state="rolling" if self.finished is None else ("stopped" if self.error else "done"),
@@ -137,9 +141,8 @@ class CrossPools:
         name = xp.name
         run = self.runs.get(name)
         if run is not None and run.finished is None:
-            what = "roll" if run.rolling else "start"
             raise AgentError(
-                f"pool {name}: a {what} to {run.profile} is in progress; wait for it to end "
+                f"pool {name}: a {run.what} to {run.profile} is in progress; wait for it to end "
                 "(its lines: the Activity tab)"
             )
         if not isinstance(profile, str) or not profile:
@@ -172,6 +175,9 @@ class CrossPools:
             self.note(name, said)
         except (PoolError, AgentError, OSError) as exc:
             run.error = " ".join(str(exc).split())
+            self.note(name, run.error, "error")
+        except Exception as exc:  # noqa: BLE001 - never a silent end: the operator is told
+            run.error = f"pool {name}: the {run.what} to {run.profile} failed: {exc!r}"
             self.note(name, run.error, "error")
         finally:
             run.finished = time.time()

@@ -363,7 +363,8 @@ class TuiModel:
             if title and not text.startswith(title):
                 text = f"{title}: {text}"
             level = "error" if data.get("level") == "error" else "info"
-            self.activity.append(ActivityItem(self.clock(), None, text, level))
+            # (this TUI's own op: its client, as the commands it sends for it are)
+            self.activity.append(ActivityItem(self.clock(), self.own_client, text, level))
             self.activity_total += 1
             return {ACTIVITY}
         return set()

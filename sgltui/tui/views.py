@@ -8,6 +8,7 @@ not need the colour to read the screen.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -454,10 +455,12 @@ def pool_row(
     slots: list[protocol.SlotStatus],
     figures: list[SlotFigures],
     down: str | None = None,
+    gone: Collection[str] = (),
 ) -> str:
     """A pool: its slots summed (throughput, requests, memory), how many are ready, whether
-    they run one profile, and its gateway. `down`: its gateway's host is unreachable."""
-    ready = sum(1 for s in slots if s.state == SlotState.READY)
+    they run one profile, and its gateway. `down`: its gateway's host is unreachable; `gone`:
+    its slots whose host is (not counted ready: what they said last may no longer hold)."""
+    ready = sum(1 for s in slots if s.state == SlotState.READY and s.id not in gone)
     profiles = {s.profile for s in slots if s.profile and s.state != SlotState.STOPPED}
     tok = [f.tok_s for f in figures if f.tok_s is not None]
     run = [f for f in figures if f.running is not None]

@@ -271,6 +271,19 @@ def test_tui_over_the_bridge_one_hosts_ssh_cut_leaves_the_other_and_it_comes_bac
     asyncio.run(run())
 
 
+def _tails(s: sshd_mod.Sshd, lines: int = 15) -> str:
+    """What each host's agent and the pool's gateway said last (a failure's evidence: the
+    hosts' homes go with the fixture)."""
+    out = []
+    for u in s.users:
+        for name in ("agent.log", "gateways/xp.log"):
+            path = u.state_dir / name
+            if path.exists():
+                tail = path.read_text(errors="replace").splitlines()[-lines:]
+                out.append(f"== {u.name} {name}\n" + "\n".join(tail))
+    return "\n".join(out)
+
+
 def _lock(user: str, locked: bool) -> None:
     """sshd lets no new login of a locked account in (its open sessions go on)."""
     subprocess.run(["usermod", "-L" if locked else "-U", user], check=True, capture_output=True)
@@ -297,10 +310,13 @@ def test_tui_starts_and_rolls_a_pool_across_hosts_from_its_row(fleet_hosts, tmp_
     fleet = fleet_config.load(fleet_file)
     src = FleetSource.from_fleet(fleet, interval_s=0.2)
     said: list[str] = []
+    errors: list[str] = []
 
     def hook(msg) -> None:
         if isinstance(msg, Notify):
             said.append(msg.notification.message)
+            if msg.notification.severity == "error":
+                errors.append(msg.notification.message)
 
     async def run() -> None:
         app = make_app(src, config=TuiConfig(), load_user_themes=False)
@@ -310,7 +326,11 @@ def test_tui_starts_and_rolls_a_pool_across_hosts_from_its_row(fleet_hosts, tmp_
             async def until(cond, timeout=60.0) -> None:
                 deadline = time.monotonic() + timeout
                 while not cond():
-                    assert time.monotonic() < deadline, (said, [o.prompt for o in pane.options])
+                    assert time.monotonic() < deadline, (
+                        said,
+                        [o.prompt for o in pane.options],
+                        _tails(fleet_hosts),
+                    )
                     await pilot.pause(0.1)
 
             def ids() -> list[str]:
@@ -330,13 +350,15 @@ def test_tui_starts_and_rolls_a_pool_across_hosts_from_its_row(fleet_hosts, tmp_
             await pick_row(pilot, app, "pool:h1/xp", timeout=30)
             await until(lambda: app.picked_pool == "h1/xp")  # the app has read the move
             await pilot.press("8")  # t: the pool is not up: `up` with t
-            await until(lambda: any(s.startswith("pool xp up on h1: ") for s in said), 60)
+            await until(lambda: errors or any(s.startswith("pool xp up on h1: ") for s in said))
+            assert not errors, (said, _tails(fleet_hosts))
             assert runs("t"), said
             up = next(s for s in said if s.startswith("pool xp up on h1: "))
             assert up.endswith("h1/0 ready, h2/0 ready"), said
             said.clear()
             await pilot.press("9")  # t2: a rolling swap across both hosts
-            await until(lambda: any(s.startswith("pool xp rolled to t2: ") for s in said), 60)
+            await until(lambda: errors or any(s.startswith("pool xp rolled to t2: ") for s in said))
+            assert not errors, (said, _tails(fleet_hosts))
             assert "h1/0: out of the gateway; swapping to t2" in said, said
             assert "h2/0: back in the gateway, ready, runs t2" in said, said
             assert said[-1] == "pool xp rolled to t2: h1/0, h2/0", said

@@ -184,6 +184,17 @@ async def test_a_host_that_goes_down_keeps_its_slots_dimmed_and_refuses_them_at_
         link.on_change(link.state)
         await until(pilot, lambda: "unreachable" not in _row(app, "h2/a"))
         assert "● ready" in _row(app, "h2/a")
+        # h1, which runs pool all, goes down: its pool's row counts none of them ready.
+        h1 = src.by_name["h1"]
+        h1.client, h1.state.reachable = None, False
+        h1.on_change(h1.state)
+        pane = app.query_one(SlotsPane)
+
+        def pool_row() -> str:
+            return next(str(o.prompt) for o in pane.options if o.id == "pool:h1/all")
+
+        await until(pilot, lambda: "gateway's host unreachable since" in pool_row())
+        assert "0/2 ready" in pool_row()
 
 
 def _cross_fleet() -> Fleet:

@@ -50,9 +50,11 @@ class SlotsPane(OptionList):
         placed: set[str] = set()
         down = down or {}
 
+        def gone(name: str) -> str | None:  # its host's "unreachable since" line
+            return down.get(name.partition("/")[0]) if "/" in name else None
+
         def slot_row(s: protocol.SlotStatus) -> tuple[str, str]:
-            gone = down.get(s.id.partition("/")[0]) if "/" in s.id else None
-            return f"slot:{s.id}", views.slot_row(s, figures[s.id], s.id == selected, gone)
+            return f"slot:{s.id}", views.slot_row(s, figures[s.id], s.id == selected, gone(s.id))
 
         for pool in pools:
             members = [by_id[sid] for sid in pool.slots if sid in by_id]
@@ -61,8 +63,9 @@ class SlotsPane(OptionList):
                 placed.add(s.id)
             if members:
                 figs = [figures[s.id] for s in members]
-                gone = down.get(pool.name.partition("/")[0]) if "/" in pool.name else None
-                rows.append((f"pool:{pool.name}", views.pool_row(pool, members, figs, gone)))
+                away = {s.id for s in members if gone(s.id)}
+                row = views.pool_row(pool, members, figs, gone(pool.name), away)
+                rows.append((f"pool:{pool.name}", row))
         for s in slots:
             if s.id not in placed:
                 rows.append(slot_row(s))
