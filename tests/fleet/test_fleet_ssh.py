@@ -43,10 +43,10 @@ def fleet_hosts():
             prof.mkdir(parents=True)
             # t on key 8: what the pool test starts its cross-host pool with.
             (prof / "t.toml").write_text(
-                PROFILE.format(name="t", key='key = "8"', port=sshd_mod.free_port())
+                PROFILE.format(name="t", key='key = "8"', port=sshd_mod.server_port())
             )
             # t2 on key 9: what the TUI test swaps h2's slot to.
-            t2 = PROFILE.format(name="t2", key='key = "9"', port=sshd_mod.free_port())
+            t2 = PROFILE.format(name="t2", key='key = "9"', port=sshd_mod.server_port())
             (prof / "t2.toml").write_text(t2)
             pw = pwd.getpwnam(u.name)
             for p in [u.home / ".config", *(u.home / ".config").rglob("*")]:
@@ -276,11 +276,12 @@ def _tails(s: sshd_mod.Sshd, lines: int = 15) -> str:
     hosts' homes go with the fixture)."""
     out = []
     for u in s.users:
-        for name in ("agent.log", "gateways/xp.log"):
-            path = u.state_dir / name
+        logs = [u.state_dir / "agent.log", u.state_dir / "gateways" / "xp.log"]
+        logs += sorted(u.state_dir.glob("sessions/*/servers/*.log"))[-2:]
+        for path in logs:
             if path.exists():
                 tail = path.read_text(errors="replace").splitlines()[-lines:]
-                out.append(f"== {u.name} {name}\n" + "\n".join(tail))
+                out.append(f"== {u.name} {path.name}\n" + "\n".join(tail))
     return "\n".join(out)
 
 
@@ -304,7 +305,7 @@ def test_tui_starts_and_rolls_a_pool_across_hosts_from_its_row(fleet_hosts, tmp_
     from sgltui.tui.fleetsource import FleetSource
     from sgltui.tui.widgets.slots import SlotsPane
 
-    port = sshd_mod.free_port()
+    port = sshd_mod.server_port()
     pool = f'[[pool]]\nname = "xp"\nslots = ["h1/0", "h2/0"]\ngateway = "h1"\nport = {port}\n'
     fleet_file = fleet_hosts.fleet_toml(tmp_path / "fleet.toml", address="127.0.0.1", tail=pool)
     fleet = fleet_config.load(fleet_file)
