@@ -1716,6 +1716,9 @@ class RollView(Struct, kw_only=True):
     """A pool's latest rolling swap (agent/pools.py keeps it as this, and changes it as it goes)."""
 
     state: Literal["rolling", "stopped", "done"] = "rolling"
+    # A rolling swap, or a fleet.toml pool's `up` (its members started, then routed), which
+    # the fleet TUI shows the same way while it runs.
+    kind: Literal["roll", "up"] = "roll"
     profile: str | None = None  # what the pool rolls to
     slot: str | None = None  # the slot it is at (rolling) or stopped at
     done: list[str] = []  # the slots that run `profile` now

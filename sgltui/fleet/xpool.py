@@ -12,7 +12,10 @@ the only place that knows the whole pool, and it sequences:
   (refused by the gateway's agent if no other worker is ready: the pool never has zero), swap
   it on its host (that agent drains it first: every request it had finishes there), put it
   back and wait until the gateway says ready; a member whose swap fails is put back as it runs
-  (its host rolled it back) and the roll stops, the pool serving mixed;
+  (its host rolled it back) and the roll stops, the pool serving mixed. A roll that ends with
+  every member's workers set again, so that running it once more mends one cut short (a ^C, a
+  quit, a host's link lost while a member was out of the gateway), even when each member
+  already runs the profile;
 - down: the gateway ended (the members keep running, still exposed).
 """
 
@@ -57,6 +60,7 @@ class CrossPool:
         # The roll as it goes, for a view of it (the fleet TUI's pool row).
         self.at: str | None = None  # the member being swapped now (host/slot)
         self.done: list[str] = []  # the members that run the roll's profile
+        self.out: str | None = None  # a member taken out of the gateway, not back in yet
 
     async def __aenter__(self) -> CrossPool:
         if self._lent:
@@ -188,33 +192,53 @@ class CrossPool:
             others = [w for n, w in workers.items() if n != name]
             # The gateway's agent refuses this when no other worker is ready.
             await self._set(others)
+            self.out = name
             self.say(f"{name}: out of the gateway; swapping to {profile}")
-            error = None
             try:
-                reply = await self._call(
-                    host, "swap", slot=slot, profile=profile, wait=True, drain="wait"
-                )
-                got = reply.get("slot") or {}
-                if got.get("profile") != profile or got.get("state") != "ready":
-                    cause = ((reply.get("result") or {}).get("cause") or {}).get("summary")
-                    error = f"{name} runs {got.get('profile')} ({got.get('state')})" + (
-                        f": {cause}" if cause else ""
+                await self._roll_one(host, slot, profile, workers)
+            except BaseException:
+                if self.out is not None:  # cut short (^C, a quit, a link lost): say the mend
+                    self.say(
+                        f"{self.out} is out of the gateway until the roll is run again "
+                        f"(sgltui fleet pool swap {self.pool.name} {profile}): the pool "
+                        "serves on the others meanwhile"
                     )
-            except PoolError as exc:
-                error = str(exc)
-            try:
-                workers[name] = await self.expose(host, slot, None)
-            except PoolError as exc:
-                error = error or str(exc)
-                workers.pop(name, None)
-            await self._set(list(workers.values()), wait=READY_WAIT_S)
-            if error is not None:
-                raise PoolError(
-                    f"pool {self.pool.name}: the roll stopped at {name}: {error}; the pool "
-                    f"serves mixed (done: {', '.join(done) or 'none'})"
-                )
+                raise
             done.append(name)
             self.say(f"{name}: back in the gateway, ready, runs {profile}")
         self.at = None
+        # Every member routed again: a no-op after a whole roll, the mend after one cut short.
+        await self._set(list(workers.values()), wait=READY_WAIT_S)
         status = await self.gateway_status()
         return {"pool": self.pool.name, "profile": profile, "done": done, "status": status}
+
+    async def _roll_one(
+        self, host: str, slot: str, profile: str, workers: dict[str, dict[str, Any]]
+    ) -> None:
+        """One member, out of the gateway now: swapped on its host and put back as it runs."""
+        name = f"{host}/{slot}"
+        error = None
+        try:
+            reply = await self._call(
+                host, "swap", slot=slot, profile=profile, wait=True, drain="wait"
+            )
+            got = reply.get("slot") or {}
+            if got.get("profile") != profile or got.get("state") != "ready":
+                cause = ((reply.get("result") or {}).get("cause") or {}).get("summary")
+                error = f"{name} runs {got.get('profile')} ({got.get('state')})" + (
+                    f": {cause}" if cause else ""
+                )
+        except PoolError as exc:
+            error = str(exc)
+        try:
+            workers[name] = await self.expose(host, slot, None)
+        except PoolError as exc:
+            error = error or str(exc)
+            workers.pop(name, None)
+        await self._set(list(workers.values()), wait=READY_WAIT_S)
+        self.out = None
+        if error is not None:
+            raise PoolError(
+                f"pool {self.pool.name}: the roll stopped at {name}: {error}; the pool "
+                f"serves mixed (done: {', '.join(self.done) or 'none'})"
+            )

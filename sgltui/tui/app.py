@@ -1177,6 +1177,19 @@ class SgltuiApp(App[str | None]):
         self.call_from_thread(self.notify, f"screenshot saved: {folder / name}", markup=False)
 
     def action_quit_app(self) -> None:
+        running = self.fleet.cross.in_progress() if self.fleet is not None else []
+        if running:
+            # A pool across hosts is rolled by this app (no agent sees it whole): quitting
+            # stops the roll where it is, so ask first.
+            self.push_screen(
+                Confirm(
+                    f"{escape('; '.join(running))} is in progress here. Quitting stops it where "
+                    "it is (a slot out of the gateway stays out until the roll is run again). "
+                    "Quit?"
+                ),
+                lambda yes: self._if_yes(yes, lambda: self.exit(self.exit_note())),
+            )
+            return
         self.exit(self.exit_note())
 
     def exit_note(self) -> str | None:

@@ -66,6 +66,7 @@ class Run:
     def view(self) -> dict[str, Any]:
         roll = protocol.RollView(
             state="rolling" if self.finished is None else ("stopped" if self.error else "done"),
+            kind="roll" if self.rolling else "up",
             profile=self.profile,
             slot=self.cp.at,
             done=list(self.cp.done),
@@ -190,6 +191,15 @@ class CrossPools:
             {"push": "note", "data": {"title": f"pool {pool}", "text": line, "level": level}}
         )
         self._changed()
+
+    def in_progress(self) -> list[str]:
+        """The ops running now, a line each (what quitting would cut short)."""
+        out = []
+        for name, run in self.runs.items():
+            if run.finished is None:
+                at = f" at {run.cp.at}" if run.cp.at else ""
+                out.append(f"pool {name}: the {run.what} to {run.profile}{at}")
+        return out
 
     async def close(self) -> None:
         """Ops still running end with the app (as `fleet pool swap` ends with a ^C): the pool

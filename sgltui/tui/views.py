@@ -481,13 +481,16 @@ def pool_row(
         gw = f"  [dim]gateway's host {escape(down)}[/]"
     elif pool.error:
         gw = f"  [$error]{escape(pool.error)}[/]"
+    elif roll is not None and roll.state == "rolling" and roll.kind == "up":
+        gw = f"  [b $warning]starting {escape(str(roll.profile))} on {len(slots)} slots[/]"
     elif roll is not None and roll.state == "rolling":
         gw = (
             f"  [b $warning]rolling → {escape(str(roll.profile))}[/]"
             f"{escape(f' slot {at}' if at else '')} ({len(roll.done)}/{len(slots)} done)"
         )
     elif roll is not None and roll.state == "stopped":
-        gw = f"  [$error]roll stopped{escape(f' at {at}' if at else '')}: {escape(str(roll.error))}[/]"
+        what = "start" if roll.kind == "up" else "roll"
+        gw = f"  [$error]{what} stopped{escape(f' at {at}' if at else '')}: {escape(str(roll.error))}[/]"
     elif pool.gateway is not None and pool.gateway.state:
         gw = f"  [dim]gateway {escape(pool.gateway.state)}[/]"
     return (

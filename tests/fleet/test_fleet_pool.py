@@ -231,3 +231,53 @@ def _agent_pid(u: sshd_mod.User) -> int:
         return int((u.state_dir / "agent.pid").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return 0  # between two agents
+
+
+def test_a_roll_cut_short_by_ctrl_c_is_mended_by_running_it_again(hosts, tmp_path):
+    """^C while the last member is out of the gateway: the roll says how to put it back, the
+    pool serves on the other meanwhile, and the same roll run again (every member already on
+    its profile: nothing to swap) routes to both."""
+    fleet_file = _fleet_file(hosts, tmp_path / "fleet.toml", sshd_mod.free_port())
+    fleet = fleet_config.load(fleet_file)
+    r = sgltui(fleet_file, "fleet", "pool", "up", "xp", "--profile", "xa")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    def workers() -> list:
+        r = sgltui(fleet_file, "fleet", "pool", "status", "xp", "--json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        return [(w["slot"], w.get("gateway_status")) for w in json.loads(r.stdout)["workers"]]
+
+    try:
+        roll = subprocess.Popen(
+            [sys.executable, "-m", "sgltui", "--fleet", str(fleet_file), "fleet", "pool", "swap",
+             "xp", "xb"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        said = []
+        assert roll.stdout is not None
+        for line in roll.stdout:  # h1/0 is rolled first; cut the roll at h2/0
+            said.append(line.strip())
+            if line.startswith("h2/0: out of the gateway"):
+                os.killpg(roll.pid, signal.SIGINT)
+                break
+        out, err = roll.communicate(timeout=60)
+        said += out.splitlines()
+        assert roll.returncode == 130 and "interrupted" in err, (said, err)
+        assert any(s.startswith("h2/0 is out of the gateway until the roll is run again (sgltui "
+                                "fleet pool swap xp xb)") for s in said), said  # fmt: skip
+
+        # h2's agent finishes the swap it was asked for; the gateway routes to h1/0 alone.
+        deadline = time.monotonic() + 60
+        while (s := asyncio.run(_status(fleet, "h2"))["slots"][0])["state"] != "ready":
+            assert time.monotonic() < deadline, s
+            time.sleep(0.2)
+        assert s["profile"] == "xb", s
+        assert [w for w, _ in workers()] == ["h1/0"]
+
+        r = sgltui(fleet_file, "fleet", "pool", "swap", "xp", "xb")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "out of the gateway" not in r.stdout, r.stdout  # nothing was swapped
+        assert sorted(workers()) == [("h1/0", "ready"), ("h2/0", "ready")]
+    finally:
+        sgltui(fleet_file, "fleet", "pool", "down", "xp")

@@ -248,3 +248,57 @@ async def test_a_swap_of_a_pool_across_hosts_is_refused_at_once_when_a_member_ho
         await src.call("swap", pool="h1/xp", profile="demo-mtp")
     assert calls == [] and not src.cross.runs
     await src.close()
+
+
+async def test_quitting_while_this_app_rolls_a_pool_across_hosts_asks_first():
+    """The app rolls a fleet.toml pool itself (no agent sees it whole): `q` mid-roll asks, `n`
+    keeps it rolling, `y` quits and the roll ends with the app."""
+    from sgltui.tui.screens import Confirm
+
+    src, calls = fleet_source({"h1": make_host_status(1, pool=None), "h2": make_host_status(1)})
+    src.cross.fleet = _cross_fleet()
+    held = asyncio.Event()  # slot_expose never answers: the `up` stays at its first step
+
+    def holding(client):
+        answer = client.call
+
+        async def call(op, **args):
+            if op == "slot_expose":
+                calls.append((client.name, op, dict(args)))
+                await held.wait()
+            return await answer(op, **args)
+
+        return call
+
+    for host in ("h1", "h2"):
+        src.by_name[host].client.call = holding(src.by_name[host].client)
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(app.model.slots) == 2)
+        await src.call("start", pool="h1/xp", profile="demo-mtp")
+        await until(
+            pilot, lambda: ("h2", "slot_expose", {"slot": "a", "address": "10.0.0.2"}) in calls
+        )
+        run = src.cross.runs["xp"]
+        # h2/a is in h2's own pool `all` and in xp: one row, above the first pool.
+        ids = [o.id for o in app.query_one(SlotsPane).options]
+        assert ids == ["slot:h2/a", "pool:h2/all", "slot:h1/a", "pool:h1/xp"], ids
+        await until(
+            pilot,
+            lambda: (
+                "starting demo-mtp on 2 slots" in str(app.query_one(SlotsPane).options[-1].prompt)
+            ),
+            show=lambda: str(app.query_one(SlotsPane).options[-1].prompt),
+        )
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, Confirm))
+        assert "pool xp: the start to demo-mtp is in progress" in app.screen.question
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, Confirm))
+        assert app.is_running and run.finished is None
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, Confirm))
+        await pilot.press("y")
+        await until(pilot, lambda: not app.is_running)
+    assert run.task is not None and run.task.done() and run.finished is not None
+    assert app.return_value and app.return_value.startswith("sgltui: closed")

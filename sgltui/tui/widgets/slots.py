@@ -59,8 +59,11 @@ class SlotsPane(OptionList):
         for pool in pools:
             members = [by_id[sid] for sid in pool.slots if sid in by_id]
             for s in members:
-                rows.append(slot_row(s))
-                placed.add(s.id)
+                # A slot in two pools (its host's `all` and a fleet.toml pool across hosts) is
+                # listed once, above the first; the second pool's row still counts it.
+                if s.id not in placed:
+                    rows.append(slot_row(s))
+                    placed.add(s.id)
             if members:
                 figs = [figures[s.id] for s in members]
                 away = {s.id for s in members if gone(s.id)}
