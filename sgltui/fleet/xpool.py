@@ -12,10 +12,10 @@ the only place that knows the whole pool, and it sequences:
   (refused by the gateway's agent if no other worker is ready: the pool never has zero), swap
   it on its host (that agent drains it first: every request it had finishes there), put it
   back and wait until the gateway says ready; a member whose swap fails is put back as it runs
-  (its host rolled it back) and the roll stops, the pool serving mixed. A roll that ends with
-  every member's workers set again, so that running it once more mends one cut short (a ^C, a
-  quit, a host's link lost while a member was out of the gateway), even when each member
-  already runs the profile;
+  (its host rolled it back) and the roll stops, the pool serving mixed. A roll first routes
+  every member (a no-op after a whole roll): running it again mends one cut short (a ^C, a
+  quit, a host's link lost while a member was out of the gateway), whether or not a member is
+  left to swap, and the gateway never loses its only ready worker to the roll;
 - down: the gateway ended (the members keep running, still exposed).
 """
 
@@ -173,6 +173,9 @@ class CrossPool:
     async def swap(self, profile: str) -> dict[str, Any]:
         members = list(self.pool.slots)
         workers = {f"{h}/{s}": await self.expose(h, s, None) for h, s in members}
+        # Every member routed first: one that a roll cut short left out is back before another
+        # is taken out (the gateway's agent refuses to remove its only ready worker).
+        await self._set(list(workers.values()), wait=READY_WAIT_S)
         self.done = []
         done = self.done
         for host, slot in members:
@@ -207,8 +210,6 @@ class CrossPool:
             done.append(name)
             self.say(f"{name}: back in the gateway, ready, runs {profile}")
         self.at = None
-        # Every member routed again: a no-op after a whole roll, the mend after one cut short.
-        await self._set(list(workers.values()), wait=READY_WAIT_S)
         status = await self.gateway_status()
         return {"pool": self.pool.name, "profile": profile, "done": done, "status": status}
 

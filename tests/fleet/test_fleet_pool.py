@@ -234,9 +234,10 @@ def _agent_pid(u: sshd_mod.User) -> int:
 
 
 def test_a_roll_cut_short_by_ctrl_c_is_mended_by_running_it_again(hosts, tmp_path):
-    """^C while the last member is out of the gateway: the roll says how to put it back, the
-    pool serves on the other meanwhile, and the same roll run again (every member already on
-    its profile: nothing to swap) routes to both."""
+    """^C while the first member is out of the gateway: the roll says how to put it back, the
+    pool serves on the other meanwhile, and the same roll run again routes to it first (the
+    gateway's agent would refuse to take out the only one it routes to), then rolls the
+    other."""
     fleet_file = _fleet_file(hosts, tmp_path / "fleet.toml", sshd_mod.free_port())
     fleet = fleet_config.load(fleet_file)
     r = sgltui(fleet_file, "fleet", "pool", "up", "xp", "--profile", "xa")
@@ -256,28 +257,30 @@ def test_a_roll_cut_short_by_ctrl_c_is_mended_by_running_it_again(hosts, tmp_pat
         )  # fmt: skip
         said = []
         assert roll.stdout is not None
-        for line in roll.stdout:  # h1/0 is rolled first; cut the roll at h2/0
+        for line in roll.stdout:  # h1/0 is rolled first: cut the roll there
             said.append(line.strip())
-            if line.startswith("h2/0: out of the gateway"):
+            if line.startswith("h1/0: out of the gateway"):
                 os.killpg(roll.pid, signal.SIGINT)
                 break
         out, err = roll.communicate(timeout=60)
         said += out.splitlines()
         assert roll.returncode == 130 and "interrupted" in err, (said, err)
-        assert any(s.startswith("h2/0 is out of the gateway until the roll is run again (sgltui "
+        assert any(s.startswith("h1/0 is out of the gateway until the roll is run again (sgltui "
                                 "fleet pool swap xp xb)") for s in said), said  # fmt: skip
 
-        # h2's agent finishes the swap it was asked for; the gateway routes to h1/0 alone.
+        # h1's agent finishes the swap it was asked for; the gateway routes to h2/0 alone.
         deadline = time.monotonic() + 60
-        while (s := asyncio.run(_status(fleet, "h2"))["slots"][0])["state"] != "ready":
+        while (s := asyncio.run(_status(fleet, "h1"))["slots"][0])["state"] != "ready":
             assert time.monotonic() < deadline, s
             time.sleep(0.2)
         assert s["profile"] == "xb", s
-        assert [w for w, _ in workers()] == ["h1/0"]
+        assert [w for w, _ in workers()] == ["h2/0"]
 
         r = sgltui(fleet_file, "fleet", "pool", "swap", "xp", "xb")
         assert r.returncode == 0, r.stdout + r.stderr
-        assert "out of the gateway" not in r.stdout, r.stdout  # nothing was swapped
+        assert "h1/0: out of" not in r.stdout and "h2/0: back in the gateway" in r.stdout
         assert sorted(workers()) == [("h1/0", "ready"), ("h2/0", "ready")]
+        for host in ("h1", "h2"):
+            assert asyncio.run(_status(fleet, host))["slots"][0]["profile"] == "xb"
     finally:
         sgltui(fleet_file, "fleet", "pool", "down", "xp")
