@@ -925,8 +925,15 @@ class SgltuiApp(App[str | None]):
         if any(s.swap for s in slots):
             self.notify(f"a swap is already in progress in pool {pool}", severity="warning")
             return
-        if slots and all(s.state in _ACTIVE for s in slots):
+        row = next((p for p in self.model.pools if p.name == pool), None)
+        # A fleet.toml pool whose gateway is not up is started (`up`), its slots ready or not.
+        not_up = (
+            row is not None and row.across_hosts and (row.gateway is None or not row.gateway.pid)
+        )
+        if slots and all(s.state in _ACTIVE for s in slots) and not not_up:
             self._op("swap", done=f"rolling pool {pool} to {name}", profile=name, pool=pool)
+        elif not_up:
+            self._op("swap", done=f"starting {name} on pool {pool}", profile=name, pool=pool)
         else:
             self._op("start", done=f"starting {name} on pool {pool}", profile=name, pool=pool)
 

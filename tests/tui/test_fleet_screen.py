@@ -21,7 +21,7 @@ from sgltui.tui.widgets.memory import MemoryPane
 from sgltui.tui.widgets.slots import SlotsPane
 
 from .fleet_fakes import fleet_source
-from .helpers import app_with, pick_slot, until
+from .helpers import app_with, pick_row, pick_slot, until
 
 pytestmark = pytest.mark.usefixtures("utc")
 SIZE = (120, 40)
@@ -273,9 +273,18 @@ async def test_quitting_while_this_app_rolls_a_pool_across_hosts_asks_first():
     for host in ("h1", "h2"):
         src.by_name[host].client.call = holding(src.by_name[host].client)
     app = app_with(src)
-    async with app.run_test(size=SIZE) as pilot:
+    said: list[str] = []
+
+    def hook(msg) -> None:
+        if isinstance(msg, Notify):
+            said.append(msg.notification.message)
+
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
         await until(pilot, lambda: len(app.model.slots) == 2)
-        await src.call("start", pool="h1/xp", profile="demo-mtp")
+        await pick_row(pilot, app, "pool:h1/xp")
+        await until(pilot, lambda: app.picked_pool == "h1/xp")
+        await pilot.press("2")  # demo-mtp on the row of a pool not up, both slots ready: `up`
+        await until(pilot, lambda: "starting demo-mtp on pool h1/xp" in said, show=lambda: said)
         await until(
             pilot, lambda: ("h2", "slot_expose", {"slot": "a", "address": "10.0.0.2"}) in calls
         )
