@@ -259,6 +259,9 @@ class RemoteWorker(Struct, forbid_unknown_fields=True, kw_only=True):
     name: Annotated[str, Meta(min_length=1, max_length=128)]  # host/slot
     url: Annotated[str, Meta(min_length=1, max_length=512, pattern=r"^https?://")]
     api_key: Annotated[str, Meta(max_length=512)] | None = None
+    # What it runs, as its host said (Exposed.profile): the pool's jobs label their segments
+    # with what the workers they were sent to run.
+    profile: Annotated[str, Meta(max_length=128)] | None = None
 
 
 class RemotePoolArgs(Args):
@@ -1753,6 +1756,7 @@ class Exposed(Struct, kw_only=True):
     url: str | None = None
     api_key: str | None = None
     applied: bool = False
+    profile: str | None = None  # what the server that serves so runs (applied only)
 
 
 class KeeperView(Struct, kw_only=True):

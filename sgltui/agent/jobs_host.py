@@ -502,10 +502,12 @@ class JobsHost:
         if url is not None and url != r.url:
             r.url = url
             slot = self.site.slot(rec["slot"])
-            if slot is not None:  # a pool job's slot may have left host.toml
+            if slot is not None and not rec.get("pool"):
                 rec["target_launch"], rec["target_profile"] = slot.launch_id, slot.profile_name
             r.send({"op": "target", "url": url, "api_key": key})
             self.rates[rec["id"]].reset()
+        if rec.get("pool"):
+            self._follow_pool(rec)
         if want_pause != r.sent_paused:
             r.sent_paused = bool(want_pause)
             if want_pause:
@@ -523,6 +525,21 @@ class JobsHost:
         if new_state != rec.get("state"):
             rec["state"] = new_state
             self._persist(rec, force=True)
+
+    def _follow_pool(self, rec: dict) -> None:
+        """A pool job's segment is what the pool's routable slots run: the gateway spreads the
+        job over all of them, so no one slot's launch says it (a rolling swap moves it from
+        `a` through `mixed: a, b` to `b`). A new segment whenever that changes."""
+        profiles = self.site.pool_profiles(rec["pool"])
+        if not profiles:  # nothing routable now: the answers still coming belong where they were
+            return
+        label = profiles[0] if len(profiles) == 1 else "mixed: " + ", ".join(profiles)
+        if rec.get("target_launch") and label == rec.get("target_profile"):
+            return
+        n = int(rec.get("pool_mixes") or 0) + 1
+        rec["pool_mixes"] = n
+        # Not a launch of one server: the pool's n-th mix (a segment id the report keeps apart)
+        rec["target_launch"], rec["target_profile"] = f"pool {rec['pool']} #{n}", label
 
     async def _tick(self) -> None:
         last = time.monotonic()

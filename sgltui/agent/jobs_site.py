@@ -63,6 +63,10 @@ class JobsSite(Protocol):
         """(url, api_key, why not) for a job sent through the pool now."""
         ...
 
+    def pool_profiles(self, pool: str) -> list[str]:
+        """The profiles the pool's routable slots run now, sorted (none: nothing routable)."""
+        ...
+
     def gpu_power_w(self) -> float | None:
         """The GPUs' power now (W), summed; None without readings."""
         ...
@@ -128,6 +132,9 @@ class AgentSite:
 
     def pool_target(self, pool: str) -> tuple[str | None, str | None, str]:
         return self._sup.pools.job_target(pool)
+
+    def pool_profiles(self, pool: str) -> list[str]:
+        return self._sup.pools.serving_profiles(pool)
 
     def gpu_power_w(self) -> float | None:
         # The agent serves one slot per GPU set; all GPUs it reads are counted (a host shared

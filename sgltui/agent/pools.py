@@ -447,6 +447,16 @@ class Pools:
         self.sup.bus.changed()
         return self.reply(name)
 
+    def serving_profiles(self, name: str) -> list[str]:
+        """What the slots a job through pool `name` reaches now run (a job's segment)."""
+        if name in self.remote:
+            return self.remote.serving_profiles(name)
+        if name not in self.places:
+            return []
+        return sorted(
+            {s.profile_name for s in self.members(name) if self._routable(s) and s.profile_name}
+        )
+
     def job_target(self, name: str) -> tuple[str | None, str | None, str]:
         """(url, api_key, why not) for a job sent through pool `name`."""
         if name in self.remote:

@@ -219,6 +219,12 @@ class RemotePools:
     def status(self) -> list[dict[str, Any]]:
         return [self.status_of(n) for n in self.places]
 
+    def serving_profiles(self, name: str) -> list[str]:
+        """What the workers the gateway sees ready run, as the fleet side said."""
+        seen = self.seen.get(name, {})
+        workers = self.workers.get(name, {}).items()
+        return sorted({w.profile for u, w in workers if w.profile and seen.get(u) == "ready"})
+
     def job_target(self, name: str) -> tuple[str | None, str | None, str]:
         gw = self.gateways.get(name)
         if gw is None or gw.pid is None:

@@ -716,7 +716,11 @@ class Supervisor:
             host = f"[{exp.address}]" if ":" in exp.address else exp.address
             url = f"http://{host}:{slot.port}"
         return protocol.Exposed(
-            slot=slot.id, url=url, api_key=exp.api_key if exp else None, applied=applied
+            slot=slot.id,
+            url=url,
+            api_key=exp.api_key if exp else None,
+            applied=applied,
+            profile=slot.profile_name if applied else None,
         )
 
     async def op_remote_pool(

@@ -139,7 +139,12 @@ class CrossPool:
                     f"pool {self.pool.name}: {name} is {s.get('state')}, not serving on {addr}; "
                     f"see sgltui --host {host} logs --slot {slot}"
                 )
-        return {"name": name, "url": e["url"], "api_key": e.get("api_key")}
+        return {
+            "name": name,
+            "url": e["url"],
+            "api_key": e.get("api_key"),
+            "profile": e.get("profile"),
+        }
 
     async def _set(self, workers: list[dict[str, Any]], wait: float = 0.0) -> dict[str, Any]:
         p = self.pool

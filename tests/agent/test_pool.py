@@ -338,3 +338,55 @@ def test_kill_9_of_the_agent_the_next_one_readopts_the_gateway_and_the_pool_answ
     r = agent_sgltui(agent, "agent", "stop", "--stop-servers")
     assert r.returncode == 0, r.stderr
     assert not alive(gw_pid)
+
+
+def test_a_pool_jobs_segments_follow_what_the_pool_runs_across_a_roll(pool_agent, tmp_path):
+    """A job through the pool is spread over its slots, so its segments are what the pool's
+    routable slots run: t-a, then (mid-roll) both, then t-b; they add up to the job. They were
+    one slot's launch, so a rolled pool's job still read t-a to its end."""
+    from tests.fixtures.cli import agent_sgltui
+
+    agent = pool_agent
+    slow = {
+        "time_scale": 1.0,
+        "sim_slow_start": 0.01,
+    }  # tokens in real time: the job outlasts the roll
+    a, b = agent.write_profile("t-a", **slow), agent.write_profile("t-b", **slow)
+    agent.start()
+    _pool_call(agent, "start", profile=a, pool="all", wait=True)
+    _wait_workers(agent, ["ready", "ready"])
+    n = 120
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    with inp.open("w") as f:
+        for i in range(n):
+            body = {"model": "default", "prompt": f"p{i}", "max_tokens": 128}
+            row = {"custom_id": f"r{i}", "method": "POST", "url": "/v1/completions", "body": body}
+            f.write(json.dumps(row) + "\n")
+    job = agent.call("job_run", input=str(inp), output=str(out), pool="all", concurrency=2)
+    jid = job["id"] if "id" in job else job["job"]["id"]
+
+    def view() -> dict:
+        return agent.call("job_status", job=jid)
+
+    deadline = time.monotonic() + 60
+    while int(view().get("answered") or 0) < 2:
+        assert time.monotonic() < deadline, view()
+        time.sleep(0.1)
+    res = _pool_call(agent, "swap", profile=b, pool="all", wait=True)
+    assert res["pool"]["roll"]["state"] == "done", res
+    v = view()
+    assert v["state"] == "running" and int(v["answered"]) < n, v  # the roll crossed the job
+    agent.call("job_set", job=jid, concurrency=64)  # the rest, quickly
+    deadline = time.monotonic() + 120
+    while (v := view())["state"] != "done":
+        assert v["state"] in ("running", "checking", "waiting"), v
+        assert time.monotonic() < deadline, v
+        time.sleep(0.2)
+    segs = v["segments"]
+    profiles = [s["profile"] for s in segs]
+    assert profiles[0] == a and profiles[-1] == b, segs
+    assert set(profiles) <= {a, b, f"mixed: {a}, {b}"}, segs
+    assert sum(s["completions"] for s in segs) == n, segs
+    assert len({s["launch_id"] for s in segs}) == len(segs), segs  # each kept apart
+    r = agent_sgltui(agent, "job", "status", jid)
+    assert f"segment {b} (pool all #" in r.stdout, r.stdout

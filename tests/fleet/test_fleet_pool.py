@@ -178,6 +178,13 @@ def test_a_pool_across_two_hosts_serves_a_job_exactly_once_through_a_rolling_swa
             for host in ("h1", "h2"):
                 slot = (await _status(fleet, host))["slots"][0]
                 assert (slot["profile"], slot["state"]) == ("xb", "ready"), slot
+            # Its segments are what the pool's workers ran, as each host said (the gateway's
+            # agent knows them only by URL): xa, then (mid-roll) both, then xb.
+            segs = v["segments"]
+            profiles = [s["profile"] for s in segs]
+            assert profiles[0] == "xa" and profiles[-1] == "xb", segs
+            assert set(profiles) <= {"xa", "xb", "mixed: xa, xb"}, segs
+            assert sum(s["completions"] for s in segs) == N, segs
         finally:
             await h1.close()
 
@@ -242,6 +249,10 @@ def test_a_roll_cut_short_by_ctrl_c_is_mended_by_running_it_again(hosts, tmp_pat
     fleet = fleet_config.load(fleet_file)
     r = sgltui(fleet_file, "fleet", "pool", "up", "xp", "--profile", "xa")
     assert r.returncode == 0, r.stdout + r.stderr
+    # `up` starts stopped members with xa; running ones (the test before rolled them to xb)
+    # keep what they run: roll to the other one.
+    was = asyncio.run(_status(fleet, "h1"))["slots"][0]["profile"]
+    to = "xb" if was == "xa" else "xa"
 
     def workers() -> list:
         r = sgltui(fleet_file, "fleet", "pool", "status", "xp", "--json")
@@ -251,7 +262,7 @@ def test_a_roll_cut_short_by_ctrl_c_is_mended_by_running_it_again(hosts, tmp_pat
     try:
         roll = subprocess.Popen(
             [sys.executable, "-m", "sgltui", "--fleet", str(fleet_file), "fleet", "pool", "swap",
-             "xp", "xb"],
+             "xp", to],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
@@ -266,21 +277,21 @@ def test_a_roll_cut_short_by_ctrl_c_is_mended_by_running_it_again(hosts, tmp_pat
         said += out.splitlines()
         assert roll.returncode == 130 and "interrupted" in err, (said, err)
         assert any(s.startswith("h1/0 is out of the gateway until the roll is run again (sgltui "
-                                "fleet pool swap xp xb)") for s in said), said  # fmt: skip
+                                f"fleet pool swap xp {to})") for s in said), said  # fmt: skip
 
         # h1's agent finishes the swap it was asked for; the gateway routes to h2/0 alone.
         deadline = time.monotonic() + 60
         while (s := asyncio.run(_status(fleet, "h1"))["slots"][0])["state"] != "ready":
             assert time.monotonic() < deadline, s
             time.sleep(0.2)
-        assert s["profile"] == "xb", s
+        assert s["profile"] == to, s
         assert [w for w, _ in workers()] == ["h2/0"]
 
-        r = sgltui(fleet_file, "fleet", "pool", "swap", "xp", "xb")
+        r = sgltui(fleet_file, "fleet", "pool", "swap", "xp", to)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "h1/0: out of" not in r.stdout and "h2/0: back in the gateway" in r.stdout
         assert sorted(workers()) == [("h1/0", "ready"), ("h2/0", "ready")]
         for host in ("h1", "h2"):
-            assert asyncio.run(_status(fleet, host))["slots"][0]["profile"] == "xb"
+            assert asyncio.run(_status(fleet, host))["slots"][0]["profile"] == to
     finally:
         sgltui(fleet_file, "fleet", "pool", "down", "xp")
