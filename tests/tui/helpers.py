@@ -6,6 +6,8 @@ import asyncio
 import json
 import time
 
+from textual.notifications import Notify
+
 from sgltui.tui.app import make_app
 from sgltui.tui.config import TuiConfig
 from sgltui.tui.scripted import ScriptedSource, make_engine, make_slot, make_status
@@ -36,6 +38,16 @@ async def until(pilot, cond, timeout=5.0, show=None):
                 f"condition not reached in {timeout}s" + (f": {show()}" if show else "")
             )
         await pilot.pause(0.02)
+
+
+def notes_into(said: list[str]):
+    """A message hook for run_test that keeps each notification's text in `said`."""
+
+    def hook(msg) -> None:
+        if isinstance(msg, Notify):
+            said.append(msg.notification.message)
+
+    return hook
 
 
 def event(type: str, ts: float = 1.0, **data) -> dict:

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-from textual.notifications import Notify
 
 from sgltui.fleet.config import Fleet, Host, Pool
 from sgltui.tui.fleetsource import push_of, status_of
@@ -21,7 +20,7 @@ from sgltui.tui.widgets.memory import MemoryPane
 from sgltui.tui.widgets.slots import SlotsPane
 
 from .fleet_fakes import fleet_source
-from .helpers import app_with, pick_row, pick_slot, until
+from .helpers import app_with, notes_into, pick_row, pick_slot, until
 
 pytestmark = pytest.mark.usefixtures("utc")
 SIZE = (120, 40)
@@ -80,12 +79,7 @@ async def test_a_host_that_is_down_says_why_once_and_refuses_at_once():
     src, calls = fleet_source({"h1": make_host_status(1, pool=None), "h2": None})
     app = app_with(src)
     said: list[str] = []
-
-    def hook(msg) -> None:
-        if isinstance(msg, Notify):
-            said.append(msg.notification.message)
-
-    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+    async with app.run_test(size=SIZE, message_hook=notes_into(said)) as pilot:
         await until(pilot, lambda: len(app.model.slots) == 1)
         await pilot.pause(0.3)
         assert said == ["host h2: ssh: connect to host h2 port 22: refused"]
@@ -153,12 +147,7 @@ async def test_a_host_that_goes_down_keeps_its_slots_dimmed_and_refuses_them_at_
     src, calls = fleet_source(two_hosts())
     app = app_with(src)
     said: list[str] = []
-
-    def hook(msg) -> None:
-        if isinstance(msg, Notify):
-            said.append(msg.notification.message)
-
-    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+    async with app.run_test(size=SIZE, message_hook=notes_into(said)) as pilot:
         await until(pilot, lambda: "demo-no-mtp" in _row(app, "h2/a"))
         link = src.by_name["h2"]
         client = link.client
@@ -274,12 +263,7 @@ async def test_quitting_while_this_app_rolls_a_pool_across_hosts_asks_first():
         src.by_name[host].client.call = holding(src.by_name[host].client)
     app = app_with(src)
     said: list[str] = []
-
-    def hook(msg) -> None:
-        if isinstance(msg, Notify):
-            said.append(msg.notification.message)
-
-    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+    async with app.run_test(size=SIZE, message_hook=notes_into(said)) as pilot:
         await until(pilot, lambda: len(app.model.slots) == 2)
         await pick_row(pilot, app, "pool:h1/xp")
         await until(pilot, lambda: app.picked_pool == "h1/xp")
