@@ -60,7 +60,6 @@ class CrossPool:
         # The roll as it goes, for a view of it (the fleet TUI's pool row).
         self.at: str | None = None  # the member being swapped now (host/slot)
         self.done: list[str] = []  # the members that run the roll's profile
-        self.out: str | None = None  # a member taken out of the gateway, not back in yet
 
     async def __aenter__(self) -> CrossPool:
         if self._lent:
@@ -200,18 +199,21 @@ class CrossPool:
             others = [w for n, w in workers.items() if n != name]
             # The gateway's agent refuses this when no other worker is ready.
             await self._set(others)
-            self.out = name
             self.say(f"{name}: out of the gateway; swapping to {profile}")
             try:
-                await self._roll_one(host, slot, profile, workers)
-            except BaseException:
-                if self.out is not None:  # cut short (^C, a quit, a link lost): say the mend
-                    self.say(
-                        f"{self.out} is out of the gateway until the roll is run again "
-                        f"(sgltui fleet pool swap {self.pool.name} {profile}): the pool "
-                        "serves on the others meanwhile"
-                    )
+                error = await self._roll_one(host, slot, profile, workers)
+            except BaseException:  # cut short (^C, a quit, a link lost): say the mend
+                self.say(
+                    f"{name} is out of the gateway until the roll is run again "
+                    f"(sgltui fleet pool swap {self.pool.name} {profile}): the pool "
+                    "serves on the others meanwhile"
+                )
                 raise
+            if error is not None:  # back in the gateway where it serves (its host rolled back)
+                raise PoolError(
+                    f"pool {self.pool.name}: the roll stopped at {name}: {error}; the pool "
+                    f"serves mixed (done: {', '.join(done) or 'none'})"
+                )
             done.append(name)
             self.say(f"{name}: back in the gateway, ready, runs {profile}")
         self.at = None
@@ -220,8 +222,9 @@ class CrossPool:
 
     async def _roll_one(
         self, host: str, slot: str, profile: str, workers: dict[str, dict[str, Any]]
-    ) -> None:
-        """One member, out of the gateway now: swapped on its host and put back as it runs."""
+    ) -> str | None:
+        """One member, out of the gateway now: swapped on its host and put back as it runs.
+        Why it does not run `profile` now, or None."""
         name = f"{host}/{slot}"
         error = None
         try:
@@ -242,9 +245,4 @@ class CrossPool:
             error = error or str(exc)
             workers.pop(name, None)
         await self._set(list(workers.values()), wait=READY_WAIT_S)
-        self.out = None
-        if error is not None:
-            raise PoolError(
-                f"pool {self.pool.name}: the roll stopped at {name}: {error}; the pool "
-                f"serves mixed (done: {', '.join(self.done) or 'none'})"
-            )
+        return error

@@ -932,7 +932,7 @@ class SgltuiApp(App[str | None]):
         )
         if slots and all(s.state in _ACTIVE for s in slots) and not not_up:
             self._op("swap", done=f"rolling pool {pool} to {name}", profile=name, pool=pool)
-        elif not_up:
+        elif not_up:  # still "swap": the fleet source, whose view is fresher, rolls it if up
             self._op("swap", done=f"starting {name} on pool {pool}", profile=name, pool=pool)
         else:
             self._op("start", done=f"starting {name} on pool {pool}", profile=name, pool=pool)
