@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import server_port
+
 pytest_plugins = [
     f"tests.fixtures.{p.stem}"
     for p in sorted((Path(__file__).parent / "fixtures").glob("*.py"))
@@ -38,15 +40,9 @@ def isolated_env(tmp_path, monkeypatch):
     return state
 
 
-def pick_free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def free_port() -> int:
-    return pick_free_port()
+    return server_port()
 
 
 @pytest.fixture

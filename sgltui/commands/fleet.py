@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sgltui.cli import CliError
 from sgltui.commands import Subparsers
+from sgltui.commands.server import force_opt, forced
 from sgltui.fleet import config as fleet_config
 from sgltui.fleet import link, remote, view
 
@@ -36,10 +37,12 @@ def register(sub: Subparsers) -> None:
     up = ps.add_parser("up", help="serve its slots to its gateway and start the gateway")
     up.add_argument("pool", metavar="NAME")
     up.add_argument("--profile", help="start stopped slots with this profile")
+    force_opt(up, drain=False)
     up.set_defaults(handler=cmd_pool)
     sw = ps.add_parser("swap", help="rolling swap across hosts, one slot at a time")
     sw.add_argument("pool", metavar="NAME")
     sw.add_argument("profile", metavar="PROFILE")
+    force_opt(sw, drain=False)  # each member is drained: the roll never drops a request
     sw.set_defaults(handler=cmd_pool)
     dn = ps.add_parser("down", help="end the pool's gateway (its slots keep running)")
     dn.add_argument("pool", metavar="NAME")
@@ -171,8 +174,10 @@ def cmd_pool(args: argparse.Namespace) -> int:
     except fleet_config.FleetConfigError as exc:
         raise CliError(str(exc)) from None
 
+    force = forced(args, drain=False)[1].get("force") if "force" in args else None
+
     async def go() -> dict:
-        async with xpool.CrossPool(fleet, pool, say=print) as xp:
+        async with xpool.CrossPool(fleet, pool, say=print, force=force) as xp:
             action = args.pool_action
             if action == "up":
                 return await xp.up(args.profile)

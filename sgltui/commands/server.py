@@ -33,7 +33,7 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser("start", help="launch a profile into a slot and wait until it is ready")
     p.add_argument("profile", help="profile name or .toml path")
     _slot_opts(p)
-    _force_opt(p, drain=False)
+    force_opt(p, drain=False)
     p.set_defaults(handler=cmd_start)
 
     p = sub.add_parser("stop", help="drain and stop the server in a slot")
@@ -50,7 +50,7 @@ def register(sub: Subparsers) -> None:
 
     p = sub.add_parser("restart", help="stop and relaunch the slot's profile (re-read from disk)")
     _slot_opts(p)
-    _force_opt(p)
+    force_opt(p)
     p.add_argument(
         "--yes", action="store_true", help="go ahead although a batch job is pinned to the slot"
     )
@@ -64,7 +64,7 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="leave the slot failed instead of relaunching the old profile",
     )
-    _force_opt(p)
+    force_opt(p)
     p.add_argument(
         "--yes", action="store_true", help="go ahead although a batch job is pinned to the slot"
     )
@@ -112,7 +112,7 @@ def register(sub: Subparsers) -> None:
 PREFLIGHT_CHECKS = ("flags", "interpreter", "model", "port", "gpu-memory", "host-memory")
 
 
-def _force_opt(p: argparse.ArgumentParser, drain: bool = True) -> None:
+def force_opt(p: argparse.ArgumentParser, drain: bool = True) -> None:
     what = "bare: do not wait for running requests; " if drain else ""
     p.add_argument(
         "--force",
@@ -126,7 +126,7 @@ def _force_opt(p: argparse.ArgumentParser, drain: bool = True) -> None:
     )
 
 
-def _forced(args: argparse.Namespace, drain: bool = True) -> tuple[str, dict]:
+def forced(args: argparse.Namespace, drain: bool = True) -> tuple[str, dict]:
     """(drain mode, {"force": [checks]} or {}) from --force / --force CHECK."""
     values = list(getattr(args, "force", None) or [])
     allowed = PREFLIGHT_CHECKS + (("drain",) if drain else ())
@@ -198,7 +198,7 @@ def _any_version_status(state: Path) -> protocol.StatusReply | protocol.PingRepl
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    return _lifecycle(args, "start", profile=args.profile, **_forced(args, drain=False)[1])
+    return _lifecycle(args, "start", profile=args.profile, **forced(args, drain=False)[1])
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
@@ -206,7 +206,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_restart(args: argparse.Namespace) -> int:
-    drain, skip = _forced(args)
+    drain, skip = forced(args)
     return _lifecycle(args, "restart", drain=drain, confirm=bool(args.yes), **skip)
 
 
@@ -216,9 +216,9 @@ def cmd_swap(args: argparse.Namespace) -> int:
         "swap",
         profile=args.profile,
         rollback=not args.no_rollback,
-        drain=_forced(args)[0],
+        drain=forced(args)[0],
         confirm=bool(args.yes),
-        **_forced(args)[1],
+        **forced(args)[1],
     )
 
 

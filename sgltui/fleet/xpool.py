@@ -51,8 +51,11 @@ class CrossPool:
         pool: Pool,
         say: Say | None = None,
         clients: Mapping[str, Any] | None = None,
+        force: list[str] | None = None,
     ) -> None:
         self.fleet, self.pool = fleet, pool
+        # Preflight checks every launch of the roll skips (`--force CHECK`), as on one host.
+        self.force: dict[str, Any] = {"force": list(force)} if force else {}
         self.say: Say = say or (lambda line: None)
         self.clients: Mapping[str, Any] = clients if clients is not None else {}
         self._owned: dict[str, HostClient] = {}
@@ -121,11 +124,11 @@ class CrossPool:
             s = await self._slot_state(host, slot)
             if s.get("state") == "ready" and profile in (None, s.get("profile")):
                 self.say(f"{name}: relaunching {s.get('profile')} on {addr} with its key")
-                await self._call(host, "restart", slot=slot, wait=True)
+                await self._launch(name, "restart", slot=slot, wait=True)
             elif profile is not None:
                 self.say(f"{name}: starting {profile} on {addr}")
                 op = "swap" if s.get("state") == "ready" else "start"
-                await self._call(host, op, slot=slot, profile=profile, wait=True)
+                await self._launch(name, op, slot=slot, profile=profile, wait=True)
             else:
                 raise PoolError(
                     f"pool {self.pool.name}: {name} is {s.get('state')}; give a profile "
@@ -134,9 +137,17 @@ class CrossPool:
             e = await self._call(host, "slot_expose", slot=slot, address=addr)
             if not e.get("applied"):
                 s = await self._slot_state(host, slot)
+                # The slot's own cause (a port in use, no GPU memory) says what to do; the
+                # logs are the way in when it has none.
+                cause = s.get("cause") or {}
+                why = (
+                    f": {cause['summary']}; {cause.get('fix') or ''}".rstrip("; ")
+                    if cause.get("summary")
+                    else ""
+                )
                 raise PoolError(
-                    f"pool {self.pool.name}: {name} is {s.get('state')}, not serving on {addr}; "
-                    f"see sgltui --host {host} logs --slot {slot}"
+                    f"pool {self.pool.name}: {name} is {s.get('state')}, not serving on "
+                    f"{addr}{why}; see sgltui --host {host} logs --slot {slot}"
                 )
         return {
             "name": name,
@@ -144,6 +155,15 @@ class CrossPool:
             "api_key": e.get("api_key"),
             "profile": e.get("profile"),
         }
+
+    async def _launch(self, name: str, op: str, /, **args: Any) -> Any:
+        """A launch op on the member's host; a refusal (a preflight check) names the member."""
+        host = name.split("/")[0]
+        try:
+            return await self._call(host, op, **args, **self.force)
+        except PoolError as exc:
+            why = str(exc).removeprefix(f"host {host}: ")
+            raise PoolError(f"pool {self.pool.name}: {name} not started: {why}") from None
 
     async def _set(self, workers: list[dict[str, Any]], wait: float = 0.0) -> dict[str, Any]:
         p = self.pool
@@ -190,7 +210,7 @@ class CrossPool:
                 continue
             # Checked before it leaves the gateway: a refusal (unknown profile, no GPU memory)
             # leaves the pool as it was.
-            pre = await self._call(host, "preflight", slot=slot, profile=profile)
+            pre = await self._call(host, "preflight", slot=slot, profile=profile, **self.force)
             if not pre.get("ok"):
                 raise PoolError(
                     f"pool {self.pool.name}: the roll stopped at {name} before taking it out: "
@@ -229,7 +249,7 @@ class CrossPool:
         error = None
         try:
             reply = await self._call(
-                host, "swap", slot=slot, profile=profile, wait=True, drain="wait"
+                host, "swap", slot=slot, profile=profile, wait=True, drain="wait", **self.force
             )
             got = reply.get("slot") or {}
             if got.get("profile") != profile or got.get("state") != "ready":

@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 
 from sgltui.agent.front import Front, FrontConfig
-from tests.conftest import pick_free_port
+from tests.ports import server_port
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 BODY = {
@@ -24,7 +24,7 @@ BODY = {
 
 
 async def _front(**cfg) -> Front:
-    front = Front("0", "127.0.0.1", pick_free_port(), FrontConfig(**cfg))
+    front = Front("0", "127.0.0.1", server_port(), FrontConfig(**cfg))
     assert await front.start(), front.error
     return front
 

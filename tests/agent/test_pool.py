@@ -17,8 +17,8 @@ import pytest
 
 from sgltui.agent import gateway
 from sgltui.agent.client import call_sync
-from tests.conftest import pick_free_port
 from tests.fixtures.agent import alive
+from tests.ports import server_port
 
 pytestmark = pytest.mark.skipif(not gateway.smg_available(), reason="smg not installed")
 
@@ -27,7 +27,7 @@ def _host_toml(agent, pool_port: int) -> None:
     cfg = agent.state_dir.parent / "config" / "sgltui"
     cfg.mkdir(parents=True, exist_ok=True)
     slots = "".join(
-        f'[[slot]]\nname = "{n}"\ngpus = [{i}]\nport = {pick_free_port()}\n\n'
+        f'[[slot]]\nname = "{n}"\ngpus = [{i}]\nport = {server_port()}\n\n'
         for i, n in enumerate("ab")
     )
     (cfg / "host.toml").write_text(
@@ -60,7 +60,7 @@ def _wait_workers(agent, statuses, timeout=30.0) -> dict:
 @pytest.fixture
 def pool_agent(agent_handle):
     agent = agent_handle
-    port = pick_free_port()
+    port = server_port()
     _host_toml(agent, port)
     agent.endpoint = f"http://127.0.0.1:{port}"
     yield agent
@@ -149,9 +149,9 @@ def test_a_pool_of_one_keeps_the_front_on_the_pool_port(agent_handle):
     agent = agent_handle
     cfg = agent.state_dir.parent / "config" / "sgltui"
     cfg.mkdir(parents=True, exist_ok=True)
-    port = pick_free_port()
+    port = server_port()
     (cfg / "host.toml").write_text(
-        f'[[slot]]\nname = "a"\ngpus = [0]\nport = {pick_free_port()}\n'
+        f'[[slot]]\nname = "a"\ngpus = [0]\nport = {server_port()}\n'
         f'[[pool]]\nname = "solo"\nslots = ["a"]\nport = {port}\n'
     )
     name = agent.write_profile("t-a")

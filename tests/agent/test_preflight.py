@@ -5,7 +5,6 @@ running is the same process, still ready, afterwards."""
 from __future__ import annotations
 
 import re
-import socket
 import sys
 import urllib.request
 
@@ -13,6 +12,7 @@ import pytest
 
 from sgltui.agent.client import AgentError
 from tests.fixtures.cli import agent_sgltui
+from tests.ports import server_port
 
 
 def _ready_http(port: int) -> int:
@@ -20,15 +20,9 @@ def _ready_http(port: int) -> int:
         return r.status
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _real_profile(agent, name: str, python: str = sys.executable, **server) -> str:
     """A launcher="sglang" profile (SGLang is not installed in the test interpreter)."""
-    port = server.pop("port", None) or _free_port()
+    port = server.pop("port", None) or server_port()
     lines = [
         f'name = "{name}"',
         'launcher = "sglang"',

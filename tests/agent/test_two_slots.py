@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 
 from sgltui.agent.client import AgentError
-from tests.conftest import pick_free_port
+from tests.ports import server_port
 
 
 def _get(port: int, path: str = "/v1/models") -> int:
@@ -32,7 +32,7 @@ def _host_toml(agent, ports: dict[str, int]) -> None:
 
 def test_two_slots_run_one_profile_and_a_swap_of_one_never_waits_the_other(agent_handle):
     agent = agent_handle
-    ports = {"a": pick_free_port(), "b": pick_free_port()}
+    ports = {"a": server_port(), "b": server_port()}
     _host_toml(agent, ports)
     name = agent.write_profile("t-a")
     # The swap target starts in about 2 s: time enough to find its new server launching and hold it.

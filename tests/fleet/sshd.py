@@ -50,21 +50,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def server_port() -> int:
-    """A free port for a server that starts later, below the ephemeral range (32768 up): a port
-    the kernel hands out can be a client socket's local port (ssh, HTTP) by the time the
-    server binds it, and its launch fails as 'port in use'."""
-    for _ in range(200):
-        port = secrets.randbelow(12000) + 20000
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    return free_port()
-
-
 @dataclass
 class User:
     name: str

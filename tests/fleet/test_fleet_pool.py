@@ -10,6 +10,7 @@ import json
 import os
 import pwd
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from sgltui.agent import gateway as gw_mod
 from sgltui.fleet import config as fleet_config
 from sgltui.fleet.client import HostClient
 from tests.fleet import sshd as sshd_mod
+from tests.ports import server_port
 
 why = sshd_mod.unavailable() or (None if gw_mod.smg_available() else gw_mod.NOT_INSTALLED)
 pytestmark = pytest.mark.skipif(why is not None, reason=why or "")
@@ -50,9 +52,7 @@ def hosts():
             prof = u.home / ".config" / "sgltui" / "profiles"
             prof.mkdir(parents=True)
             for name in ("xa", "xb"):
-                (prof / f"{name}.toml").write_text(
-                    PROFILE.format(name=name, port=sshd_mod.free_port())
-                )
+                (prof / f"{name}.toml").write_text(PROFILE.format(name=name, port=server_port()))
             pw = pwd.getpwnam(u.name)
             for p in [u.home / ".config", *(u.home / ".config").rglob("*")]:
                 os.chown(p, pw.pw_uid, pw.pw_gid)
@@ -89,6 +89,15 @@ def sgltui(fleet_file: Path, *words: str, timeout: float = 180) -> subprocess.Co
     )
 
 
+def _logs(fleet_file: Path) -> str:
+    """Each member's server log, for a failure's message: what CI cannot be asked later."""
+    out = []
+    for host in ("h1", "h2"):
+        r = sgltui(fleet_file, "--host", host, "logs", "--slot", "0", "-n", "40", timeout=60)
+        out.append(f"\n--- {host}/0 log ---\n{r.stdout}{r.stderr}")
+    return "".join(out)
+
+
 def _keys(s: sshd_mod.Sshd) -> list[str]:
     out = []
     for u in s.users:
@@ -99,10 +108,10 @@ def _keys(s: sshd_mod.Sshd) -> list[str]:
 
 
 def test_a_pool_across_two_hosts_serves_a_job_exactly_once_through_a_rolling_swap(hosts, tmp_path):
-    fleet_file = _fleet_file(hosts, tmp_path / "fleet.toml", sshd_mod.free_port())
+    fleet_file = _fleet_file(hosts, tmp_path / "fleet.toml", server_port())
     fleet = fleet_config.load(fleet_file)
     r = sgltui(fleet_file, "fleet", "pool", "up", "xp", "--profile", "xa")
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr + _logs(fleet_file)
     assert "h1/0 ready, h2/0 ready" in r.stdout, r.stdout
     r = sgltui(fleet_file, "fleet", "status")  # the pool under the host that runs its gateway
     assert r.returncode == 0, r.stderr
@@ -245,10 +254,10 @@ def test_a_roll_cut_short_by_ctrl_c_is_mended_by_running_it_again(hosts, tmp_pat
     pool serves on the other meanwhile, and the same roll run again routes to it first (the
     gateway's agent would refuse to take out the only one it routes to), then rolls the
     other."""
-    fleet_file = _fleet_file(hosts, tmp_path / "fleet.toml", sshd_mod.free_port())
+    fleet_file = _fleet_file(hosts, tmp_path / "fleet.toml", server_port())
     fleet = fleet_config.load(fleet_file)
     r = sgltui(fleet_file, "fleet", "pool", "up", "xp", "--profile", "xa")
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr + _logs(fleet_file)
     # `up` starts stopped members with xa; running ones (the test before rolled them to xb)
     # keep what they run: roll to the other one.
     was = asyncio.run(_status(fleet, "h1"))["slots"][0]["profile"]
@@ -271,6 +280,14 @@ def test_a_roll_cut_short_by_ctrl_c_is_mended_by_running_it_again(hosts, tmp_pat
         for line in roll.stdout:  # h1/0 is rolled first: cut the roll there
             said.append(line.strip())
             if line.startswith("h1/0: out of the gateway"):
+                # Cut once h1's agent has the swap (the line comes just before it is sent).
+                deadline = time.monotonic() + 30
+                while True:
+                    s = asyncio.run(_status(fleet, "h1"))["slots"][0]
+                    if (s["state"], s["profile"]) != ("ready", was):
+                        break
+                    assert time.monotonic() < deadline, s
+                    time.sleep(0.05)
                 os.killpg(roll.pid, signal.SIGINT)
                 break
         out, err = roll.communicate(timeout=60)
@@ -293,5 +310,51 @@ def test_a_roll_cut_short_by_ctrl_c_is_mended_by_running_it_again(hosts, tmp_pat
         assert sorted(workers()) == [("h1/0", "ready"), ("h2/0", "ready")]
         for host in ("h1", "h2"):
             assert asyncio.run(_status(fleet, host))["slots"][0]["profile"] == to
+    finally:
+        sgltui(fleet_file, "fleet", "pool", "down", "xp")
+
+
+def test_a_member_that_cannot_start_is_named_with_its_cause_and_what_to_do(hosts, tmp_path):
+    """h2's profile port held by another process: `pool up` says which member, why and what to
+    do, in one line: the pre-check's refusal (with the --force that `pool up` takes); a server
+    that fails after its launch, with the cause its agent read in its log. Then it is up."""
+    fleet_file = _fleet_file(hosts, tmp_path / "fleet.toml", server_port())
+    r = sgltui(fleet_file, "--host", "h2", "stop", "--slot", "0", "--force")
+    assert r.returncode == 0, r.stdout + r.stderr
+    prof = (hosts.users[1].home / ".config/sgltui/profiles/xa.toml").read_text()
+    port = int(prof.split("port = ")[1].split()[0])
+
+    def one_error(r: subprocess.CompletedProcess) -> str:
+        assert r.returncode == 1, r.stdout + r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, r.stderr
+        return lines[0]
+
+    up = ("fleet", "pool", "up", "xp", "--profile", "xa")
+    try:
+        with socket.socket() as holder:
+            holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # its last server's
+            holder.bind(("127.0.0.1", port))
+            holder.listen()
+            err = one_error(sgltui(fleet_file, *up))
+            assert err.startswith("sgltui: error: pool xp: h2/0 not started: preflight port: "
+                                  f"port {port} is already in use"), err  # fmt: skip
+            assert err.endswith("(or skip this check: --force port)"), err
+        # A server that fails after its launch (SGLang's bind error after loading): the cause
+        # its agent read in the log, in the line.
+        u2 = hosts.users[1]
+        bad = u2.home / ".config/sgltui/profiles/xf.toml"
+        bad.write_text(prof.replace('"xa"', '"xf"') + 'sim-fail-at-start = "port"\n')
+        pw = pwd.getpwnam(u2.name)
+        os.chown(bad, pw.pw_uid, pw.pw_gid)
+        err = one_error(sgltui(fleet_file, "fleet", "pool", "up", "xp", "--profile", "xf"))
+        assert err.startswith("sgltui: error: pool xp: h2/0 is failed, not serving on "
+                              "127.0.0.1: a port the server needs is already in use"), err  # fmt: skip
+        assert err.endswith("; see sgltui --host h2 logs --slot 0"), err
+        assert "address already in use" in _logs(fleet_file).split("--- h2/0 log ---")[1]
+
+        r = sgltui(fleet_file, *up)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "h1/0 ready, h2/0 ready" in r.stdout, r.stdout
     finally:
         sgltui(fleet_file, "fleet", "pool", "down", "xp")

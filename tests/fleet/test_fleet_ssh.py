@@ -19,6 +19,7 @@ from sgltui.agent import gateway as gw_mod
 from sgltui.fleet import config as fleet_config
 from sgltui.fleet.client import HostClient, HostError
 from tests.fleet import sshd as sshd_mod
+from tests.ports import server_port
 from tests.tui.helpers import pick_row, pick_slot
 
 why = sshd_mod.unavailable()
@@ -43,10 +44,10 @@ def fleet_hosts():
             prof.mkdir(parents=True)
             # t on key 8: what the pool test starts its cross-host pool with.
             (prof / "t.toml").write_text(
-                PROFILE.format(name="t", key='key = "8"', port=sshd_mod.server_port())
+                PROFILE.format(name="t", key='key = "8"', port=server_port())
             )
             # t2 on key 9: what the TUI test swaps h2's slot to.
-            t2 = PROFILE.format(name="t2", key='key = "9"', port=sshd_mod.server_port())
+            t2 = PROFILE.format(name="t2", key='key = "9"', port=server_port())
             (prof / "t2.toml").write_text(t2)
             pw = pwd.getpwnam(u.name)
             for p in [u.home / ".config", *(u.home / ".config").rglob("*")]:
@@ -305,7 +306,7 @@ def test_tui_starts_and_rolls_a_pool_across_hosts_from_its_row(fleet_hosts, tmp_
     from sgltui.tui.fleetsource import FleetSource
     from sgltui.tui.widgets.slots import SlotsPane
 
-    port = sshd_mod.server_port()
+    port = server_port()
     pool = f'[[pool]]\nname = "xp"\nslots = ["h1/0", "h2/0"]\ngateway = "h1"\nport = {port}\n'
     fleet_file = fleet_hosts.fleet_toml(tmp_path / "fleet.toml", address="127.0.0.1", tail=pool)
     fleet = fleet_config.load(fleet_file)

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,15 +22,11 @@ import aiohttp
 import psutil
 import pytest
 
+from tests.ports import server_port
+
 pytest.importorskip("textual_serve", reason="sgltui[web] (textual-serve) is not installed")
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Web:
@@ -39,7 +34,7 @@ class Web:
 
     def __init__(self, state_dir: Path, profiles_dir: Path, *extra: str) -> None:
         self.state_dir = state_dir
-        self.port = _free_port()
+        self.port = server_port()
         argv = [sys.executable, "-m", "sgltui", "--state-dir", str(state_dir)]
         argv += ["--profiles", str(profiles_dir), "web", "--port", str(self.port), *extra]
         self.proc = subprocess.Popen(
@@ -132,7 +127,7 @@ def test_token_visit_sets_cookie_and_serves_the_app_page(web_factory):
 def test_remote_host_refused_without_allow_remote(agent):
     res = subprocess.run(
         [sys.executable, "-m", "sgltui", "--state-dir", str(agent.state_dir), "web"]
-        + ["--host", "0.0.0.0", "--port", str(_free_port())],
+        + ["--host", "0.0.0.0", "--port", str(server_port())],
         capture_output=True,
         text=True,
         timeout=30,
@@ -288,6 +283,6 @@ def test_without_the_web_extra_says_how_to_install(monkeypatch, capsys):
     from sgltui.cli import main
 
     monkeypatch.setitem(sys.modules, "textual_serve", None)  # as if sgltui[web] were absent
-    assert main(["web", "--port", str(_free_port())]) == 1
+    assert main(["web", "--port", str(server_port())]) == 1
     err = capsys.readouterr().err.strip()
     assert err == "sgltui: error: sgltui web needs the web extra: pip install 'sgltui[web]'"
