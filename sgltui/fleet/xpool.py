@@ -124,11 +124,11 @@ class CrossPool:
             s = await self._slot_state(host, slot)
             if s.get("state") == "ready" and profile in (None, s.get("profile")):
                 self.say(f"{name}: relaunching {s.get('profile')} on {addr} with its key")
-                await self._launch(name, "restart", slot=slot, wait=True)
+                await self._launch(host, slot, "restart", wait=True)
             elif profile is not None:
                 self.say(f"{name}: starting {profile} on {addr}")
                 op = "swap" if s.get("state") == "ready" else "start"
-                await self._launch(name, op, slot=slot, profile=profile, wait=True)
+                await self._launch(host, slot, op, profile=profile, wait=True)
             else:
                 raise PoolError(
                     f"pool {self.pool.name}: {name} is {s.get('state')}; give a profile "
@@ -156,14 +156,16 @@ class CrossPool:
             "profile": e.get("profile"),
         }
 
-    async def _launch(self, name: str, op: str, /, **args: Any) -> Any:
+    async def _launch(self, host: str, slot: str, op: str, /, **args: Any) -> Any:
         """A launch op on the member's host; a refusal (a preflight check) names the member."""
-        host = name.split("/")[0]
         try:
-            return await self._call(host, op, **args, **self.force)
+            return await self._call(host, op, slot=slot, **args, **self.force)
         except PoolError as exc:
-            why = str(exc).removeprefix(f"host {host}: ")
-            raise PoolError(f"pool {self.pool.name}: {name} not started: {why}") from None
+            said = f"host {host}: "  # the agent's own words (an unreachable host says its own)
+            if not str(exc).startswith(said):
+                raise
+            why = str(exc).removeprefix(said)
+            raise PoolError(f"pool {self.pool.name}: {host}/{slot} not started: {why}") from None
 
     async def _set(self, workers: list[dict[str, Any]], wait: float = 0.0) -> dict[str, Any]:
         p = self.pool
