@@ -117,7 +117,9 @@ class Operations:
                 )
             profile = await self._accept(slot, args.profile, args)
             try:
-                await asyncio.to_thread(slot.precheck, profile, self.sup.our_pids())
+                await asyncio.to_thread(
+                    slot.precheck, profile, self.sup.our_pids(), _force_arg(args)
+                )
             except LaunchError as exc:
                 raise OpError(str(exc)) from None
             slot.end_swap()
@@ -204,7 +206,13 @@ class Operations:
                 )
             self._refuse_if_pinned(slot, args, "restart")
             job = self._start_swap(
-                slot, profile, client, rollback=False, drain=str(args.drain), kind="restart"
+                slot,
+                profile,
+                client,
+                rollback=False,
+                drain=str(args.drain),
+                kind="restart",
+                skip=_force_arg(args),
             )
             reply = self._reply(slot, args, job)
             if isinstance(reply, protocol.Accepted):
@@ -239,7 +247,13 @@ class Operations:
             rollback = args.rollback
             self._refuse_if_pinned(slot, args, "swap")
             started = self._start_swap(
-                slot, profile, client, rollback=rollback, drain=str(args.drain), kind="swap"
+                slot,
+                profile,
+                client,
+                rollback=rollback,
+                drain=str(args.drain),
+                kind="swap",
+                skip=_force_arg(args),
             )
             return self._reply(slot, args, started)
 
@@ -381,10 +395,13 @@ class Operations:
         launch_id = self._launch_id(profile.name)
         await slot.launch(profile, client, launch_id)
 
-    async def _launch(self, slot: Slot, profile: Any, client: str | None) -> None:
-        """Pre-check and spawn; a refused pre-check leaves the slot failed with the cause."""
+    async def _launch(
+        self, slot: Slot, profile: Any, client: str | None, skip: frozenset[str] = frozenset()
+    ) -> None:
+        """Pre-check and spawn; a refused pre-check leaves the slot failed with the cause.
+        `skip`: the checks the command forced (its preflight skipped them too)."""
         try:
-            await asyncio.to_thread(slot.precheck, profile, self.sup.our_pids())
+            await asyncio.to_thread(slot.precheck, profile, self.sup.our_pids(), skip)
             await self._spawn(slot, profile, client)
         except LaunchError as exc:
             slot.refuse(profile, client, exc.cause)
@@ -401,7 +418,14 @@ class Operations:
     # ---- swap and restart -------------------------------------------------------------------
 
     def _start_swap(
-        self, slot: Slot, profile: Any, client: str | None, rollback: bool, drain: str, kind: str
+        self,
+        slot: Slot,
+        profile: Any,
+        client: str | None,
+        rollback: bool,
+        drain: str,
+        kind: str,
+        skip: frozenset[str] = frozenset(),
     ) -> Job:
         old = slot.profile_name if slot.state in RUNNING else None
         desc = (
@@ -412,7 +436,8 @@ class Operations:
         job = Job(kind, desc, client, time.time())
         # The state moves now, before the reply: whoever reads status next sees the swap.
         slot.begin_swap(old, profile.name, job.started, rollback, client)
-        return self._run(slot, job, self._swap(slot, profile, old, client, rollback, drain))
+        swap = self._swap(slot, profile, old, client, rollback, drain, skip)
+        return self._run(slot, job, swap)
 
     async def _swap(
         self,
@@ -422,6 +447,7 @@ class Operations:
         client: str | None,
         rollback: bool,
         drain: str,
+        skip: frozenset[str],
     ) -> protocol.Outcome:
         t0 = time.monotonic()
         timings: dict[str, float] = {}
@@ -453,7 +479,7 @@ class Operations:
                     log.warning("swap: %s", "; ".join(report["problems"]))
             step("launching")
             t_launch = time.monotonic()
-            await self._launch(slot, target, client)
+            await self._launch(slot, target, client, skip)
             state = await slot.wait_settled()
             timings["load"] = slot.timings.get("load", round(time.monotonic() - t_launch, 3))
             timings["ready"] = slot.timings.get("ready", 0.0)

@@ -396,10 +396,14 @@ class Slot:
         )
         return errors[0] + more
 
-    def precheck(self, profile: Any, exclude_pids: set[int]) -> None:
-        """Refuse a launch that cannot work before minutes are spent loading it."""
+    def precheck(
+        self, profile: Any, exclude_pids: set[int], skip: frozenset[str] = frozenset()
+    ) -> None:
+        """Refuse a launch that cannot work before minutes are spent loading it. `skip`: the
+        preflight checks the command forced (`--force port`, `--force gpu-memory`), which the
+        user asked to go past here too; leftover SGLang on the GPUs is always refused."""
         host, port = profile.host, profile.port
-        if not procs.port_free(host, port):
+        if "port" not in skip and not procs.port_free(host, port):
             holder = procs.port_holder(port)
             raise LaunchError(
                 causes._cause(
@@ -431,7 +435,7 @@ class Slot:
                 )
             )
         need = host_pool.as_number(profile.server.get("mem-fraction-static")) or 0.5
-        problem = gpu.free_after_release(visible, need, set())
+        problem = None if "gpu-memory" in skip else gpu.free_after_release(visible, need, set())
         if problem:
             raise LaunchError(causes._cause("oom", problem[0], [], problem[1], None))
         # What the target GPUs use before this server exists: where NVML's pids cannot be

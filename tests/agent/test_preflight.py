@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import sys
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -133,6 +134,18 @@ def test_busy_target_port_is_refused_and_server_untouched(running, busy_port):
     with pytest.raises(AgentError, match=rf"preflight port: port {busy_port} is already in use"):
         agent.call("swap", profile=name)
     _untouched(agent, before)
+
+
+def test_forcing_the_port_check_launches_and_the_server_says_why(agent, busy_port):
+    """`--force port` goes past the agent's own pre-check too (it refused with the same words
+    the hint had just offered to skip); the server then fails on its bind, with that cause."""
+    name = agent.write_profile("pf-forced", port=busy_port)
+    with pytest.raises(AgentError, match=rf"preflight port: port {busy_port} is already in use"):
+        agent.call("start", profile=name, wait=True)
+    slot = agent.call("start", profile=name, force=["port"], wait=True)["slot"]
+    assert slot["state"] == "failed", slot
+    assert slot["cause"]["kind"] == "port", slot["cause"]
+    assert "address already in use" in Path(slot["log_path"]).read_text()
 
 
 def test_missing_local_model_is_refused_and_server_untouched(running, tmp_path):
