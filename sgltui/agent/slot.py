@@ -173,7 +173,7 @@ class LaunchError(Exception):
     """A pre-check refused the launch; carries a cause for the slot state."""
 
     def __init__(self, cause: dict) -> None:
-        super().__init__(f"{cause['summary']}; {cause['fix']}")
+        super().__init__(causes.line(cause))
         self.cause = cause
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import signal as _signal
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -224,6 +224,13 @@ def _matching(lines: Iterable[str], needles: tuple[str, ...]) -> list[str]:
     the same line printed twice under `cause:` reads as two failures)."""
     hits = dict.fromkeys(ln for ln in lines if any(n in ln for n in needles))
     return list(hits)[:MAX_LINES]
+
+
+def line(cause: Mapping[str, Any]) -> str:
+    """A cause as one line: what happened; what to do (a refused launch's message, a pool
+    member's failure)."""
+    fix = cause.get("fix")
+    return f"{cause['summary']}; {fix}" if fix else str(cause["summary"])
 
 
 def _cause(

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sgltui.agent.client import AgentError
+from sgltui.core import causes
 from sgltui.fleet.client import HostClient, HostError
 from sgltui.fleet.config import Fleet, Pool
 
@@ -140,11 +141,7 @@ class CrossPool:
                 # The slot's own cause (a port in use, no GPU memory) says what to do; the
                 # logs are the way in when it has none.
                 cause = s.get("cause") or {}
-                why = (
-                    f": {cause['summary']}; {cause.get('fix') or ''}".rstrip("; ")
-                    if cause.get("summary")
-                    else ""
-                )
+                why = f": {causes.line(cause)}" if cause.get("summary") else ""
                 raise PoolError(
                     f"pool {self.pool.name}: {name} is {s.get('state')}, not serving on "
                     f"{addr}{why}; see sgltui --host {host} logs --slot {slot}"
