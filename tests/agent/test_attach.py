@@ -1,0 +1,161 @@
+"""A server the user started by hand (issue 38): found, attached, benched and used through, then
+adopted and swapped; its resolved args back to a profile. The simulator is started here as a
+user would (subprocess, its own session), never through sgltui; the agent is the real one."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+
+from tests.fixtures.cli import agent_sgltui, sgltui
+from tests.jobs.batch_input import write_input
+
+
+def _wait(pred, timeout: float = 30.0, what: str = ""):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _slot(agent, sid: str) -> dict:
+    return next(s for s in agent.status()["slots"] if s["id"] == sid)
+
+
+def test_a_server_started_by_hand_is_listed_then_attached(agent, sim_server, tmp_path):
+    sim = sim_server("--served-model-name", "by-hand")
+    url = f"http://127.0.0.1:{sim.port}"
+    # found: by process, port and /server_info; `status` says how to attach it
+    found = _wait(
+        lambda: [u for u in agent.status()["unmanaged"] if u["pid"] == sim.pid],
+        what="the hand-started server in status.unmanaged",
+    )
+    assert found[0]["port"] == sim.port and found[0]["url"] == url
+    assert found[0]["model"] == "by-hand"
+    r = agent_sgltui(agent, "status")
+    assert r.returncode == 0, r.stderr
+    assert f"not managed: sim on :{sim.port}, pid {sim.pid}, by-hand" in r.stdout
+    assert f"attach with `sgltui attach {url}`" in r.stdout
+
+    # attached: the agent's only (idle) slot watches it
+    r = agent_sgltui(agent, "attach", url)
+    assert r.returncode == 0, r.stderr
+    assert f"slot 0: attached {url} (pid {sim.pid}" in r.stdout
+    st = agent.status()
+    assert not [u for u in st["unmanaged"] if u["pid"] == sim.pid]
+    slot = st["slots"][0]
+    assert slot["state"] == "ready" and slot["external"]["pid"] == sim.pid
+    assert slot["external"]["version"] and slot["external"]["info_hash"]
+
+    # lifecycle refused with the way forward
+    r = agent_sgltui(agent, "stop")
+    assert r.returncode == 1 and "sgltui adopt --slot 0" in r.stderr, r.stderr
+    agent.write_profile("t-b")
+    r = agent_sgltui(agent, "swap", "t-b")
+    assert r.returncode == 1 and "which sgltui did not start" in r.stderr, r.stderr
+
+    # memory of its process on the (simulated) GPU, its capacity card from /server_info
+    def mem():
+        tele = agent.status()["telemetry"]
+        return sum(g.get("server_bytes", {}).get("0", 0) for g in tele.get("gpus", []))
+
+    assert _wait(mem, what="the attached server's GPU memory") > 0
+    _wait(lambda: _slot(agent, "0").get("capacity"), what="its capacity card")
+
+    # a bench through it, recorded like any other
+    r = agent_sgltui(
+        agent, "bench", "--concurrency", "2", "--requests", "6",
+        "--input-len", "8", "--output-len", "4", "--warmup", "0", "--json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    run = json.loads(r.stdout)
+    print(json.dumps(run)[:3000])
+    # throughput and running requests seen by the agent's telemetry while it ran
+    assert agent.status()["telemetry"]["engine"].get("0"), "no engine figures for slot 0"
+
+    # a 100-line job through it
+    batch = tmp_path / "in.jsonl"
+    write_input(batch, 100)
+    r = agent_sgltui(agent, "job", "run", str(batch), "--concurrency", "8", timeout=240)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "100/100" in r.stdout
+    outs = (tmp_path / "in.output.jsonl").read_text().splitlines()
+    assert len(outs) == 100
+
+    # the session recorded the attach
+    ev = agent.events("slot.attached")
+    assert ev and ev[0]["url"] == url and ev[0]["pid"] == sim.pid
+
+    # the server ends: the slot says so, with how to attach it again
+    sim.proc.kill()
+    sim.proc.wait(10)
+    crashed = _wait(
+        lambda: (s := _slot(agent, "0"))["state"] == "crashed" and s, what="the crash"
+    )
+    assert "is gone" in crashed["cause"]["summary"]
+    assert f"sgltui attach {url}" in crashed["cause"]["fix"]
+
+
+def test_adopted_server_swaps_with_drain_and_rolls_back_to_itself(agent, sim_server, tmp_path):
+    sim = sim_server("--max-running-requests", "12", "--chunked-prefill-size", "2048")
+    url = f"http://127.0.0.1:{sim.port}"
+    assert agent_sgltui(agent, "attach", url, "--slot", "mine").returncode == 0
+    r = agent_sgltui(agent, "adopt", "--slot", "mine", "--name", "handmade")
+    assert r.returncode == 0, r.stderr
+    path = agent.profiles_dir / "handmade.toml"
+    text = path.read_text()
+    assert "max-running-requests = 12" in text and "chunked-prefill-size = 2048" in text
+    assert 'launcher = "sim"' in text
+    slot = _slot(agent, "mine")
+    assert slot["profile"] == "handmade" and slot["external"] is None
+
+    # a swap to a profile that cannot start: rolled back, relaunched from the adopted profile
+    bad = agent.write_profile("t-bad", port=sim.port, sim_fail_at_start="oom")
+    r = agent_sgltui(agent, "swap", bad, "--slot", "mine", timeout=120)
+    assert r.returncode != 0
+    slot = _slot(agent, "mine")
+    assert slot["state"] == "ready" and slot["profile"] == "handmade", slot
+    assert sim.proc.poll() is not None  # the hand-started process was stopped by pid
+    assert httpx.get(url + "/server_info", timeout=5).json()["max_running_requests"] == 12
+
+    # a swap that works (its drain: a stop waits for requests in flight)
+    good = agent.write_profile("t-good")
+    r = agent_sgltui(agent, "swap", good, "--slot", "mine", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert _slot(agent, "mine")["profile"] == "t-good"
+    assert [e for e in agent.events("swap.done") if e.get("slot") == "mine"]
+
+
+def test_unusual_flags_round_trip_through_import_from(agent, sim_server, tmp_path):
+    flags = (
+        "--max-running-requests", "7", "--chunked-prefill-size", "1536",
+        "--mem-fraction-static", "0.61", "--schedule-policy", "lpm",
+        "--disable-radix-cache", "--served-model-name", "odd",
+        "--context-length", "4096",
+    )  # fmt: skip
+    sim = sim_server(*flags)
+    url = f"http://127.0.0.1:{sim.port}"
+    out = tmp_path / "odd.toml"
+    r = sgltui("profiles", "import", "--from", url, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "api-key" not in text and "model-path" in text
+    before = httpx.get(url + "/server_info", timeout=5).json()
+    sim.proc.kill()
+    sim.proc.wait(10)
+    # the imported profile launched by sgltui runs the same resolved args
+    (agent.profiles_dir / "odd.toml").write_text(text)
+    r = agent_sgltui(agent, "start", "odd", timeout=120)
+    assert r.returncode == 0, r.stderr
+    after = httpx.get(url + "/server_info", timeout=5).json()
+    from sgltui.core import provenance
+
+    a, b = provenance.server_args(before), provenance.server_args(after)
+    diff = [d for d in provenance.differ(a, b) if d[0] not in ("sim_time_scale",)]
+    assert not diff, diff
+    assert json.loads(json.dumps(after["version"])) == before["version"]
