@@ -544,6 +544,20 @@ class SlotAttached(EventBase, tag="slot.attached"):
     info_hash: str | None = None
 
 
+class ServerProvenance(EventBase, tag="server.provenance"):
+    """What a ready server runs (core/provenance.py): its /server_info's resolved args (no
+    secrets), version, the values SGLang decided, the GPU, under `hash`; results carry the hash."""
+
+    launch_id: str | None = None
+    hash: str = ""
+    version: str | None = None
+    model: str | None = None
+    args: dict[str, Any] = {}
+    decided: dict[str, Any] = {}
+    gpu: dict[str, Any] = {}
+    launch_command: str | None = None
+
+
 class PreflightDone(EventBase, tag="preflight"):
     profile: str | None = None
     ok: bool = True
@@ -959,6 +973,7 @@ Event: TypeAlias = (
     | PoolWorkerChanged
     | SlotExposed
     | SlotAttached
+    | ServerProvenance
     | PreflightDone
     | Launch
     | SlotStateChanged
@@ -996,6 +1011,7 @@ _EVENT_TYPES: tuple[type[EventBase], ...] = (
     PoolWorkerChanged,
     SlotExposed,
     SlotAttached,
+    ServerProvenance,
     PreflightDone,
     ProfileChanged,
     Launch,

@@ -180,7 +180,7 @@ class Attacher:
                 tree = procs.ProcTree.of(pid)
             except (psutil.Error, OSError):
                 pid = None
-        rec = provenance.record(info, self._gpu())
+        rec = provenance.record(info, await asyncio.to_thread(self.sup.provenance.gpu))
         ext = External(
             url=url,
             pid=pid,
@@ -251,24 +251,6 @@ class Attacher:
             raise OpError(f"--slot {name!r}: {problem}")
         slot = slots[name] = Slot(name, self.sup)
         return slot
-
-    def _gpu(self) -> dict[str, Any]:
-        """The GPU the figures come from: name from telemetry, driver and CUDA from NVML."""
-        out: dict[str, Any] = {}
-        tele = self.sup.telemetry
-        if tele is not None:
-            try:
-                snap = tele.snapshot()
-                gpus = snap.get("gpus") or []
-                if gpus:
-                    out["name"], out["count"] = gpus[0].get("name"), len(gpus)
-                src = snap.get("gpu_source") or {}
-                if src.get("kind") == "sim":
-                    out["driver"] = "simulated"
-            except Exception:
-                log.debug("no GPU for provenance", exc_info=True)
-        out.update(gpu_versions())
-        return out
 
     async def _watch(self, slot: Slot, ext: External) -> None:
         """Until the server goes (its pid, or a remote's /health): then the slot says so."""
@@ -421,28 +403,6 @@ async def _healthy(url: str, api_key: str | None) -> bool:
         return r.status_code < 500
     except httpx.HTTPError:
         return False
-
-
-def gpu_versions() -> dict[str, Any]:
-    """NVIDIA driver and CUDA versions (empty without NVML)."""
-    try:
-        import pynvml
-
-        from sgltui.agent.gpu import nvml
-    except ImportError:
-        return {}
-    out: dict[str, Any] = {}
-    with nvml.session() as ok:
-        if not ok:
-            return {}
-        try:
-            drv = pynvml.nvmlSystemGetDriverVersion()
-            out["driver"] = drv.decode() if isinstance(drv, bytes) else str(drv)
-            cuda = int(pynvml.nvmlSystemGetCudaDriverVersion())
-            out["cuda"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
-        except pynvml.NVMLError:
-            pass
-    return out
 
 
 def _without_secrets(profile: Any) -> Any:

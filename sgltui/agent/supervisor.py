@@ -35,6 +35,7 @@ from sgltui.agent.jobs_site import AgentSite
 from sgltui.agent.operations import Job, Operations, Wait
 from sgltui.agent.pools import Pools
 from sgltui.agent.profile_rows import ProfileRows
+from sgltui.agent.provenance import ProvenanceKeeper
 from sgltui.agent.resolved import ProfileIndex, Resolved, from_record, server_env
 from sgltui.agent.restart_policy import RestartPolicy
 from sgltui.agent.slot import (
@@ -100,6 +101,7 @@ class Supervisor:
         # servers sgltui did not start: found (agent/discovery.py), attached (agent/attach.py)
         self.discovery = Discovery(self.our_pids)
         self.attacher = Attacher(self)
+        self.provenance = ProvenanceKeeper(self)  # what each ready server runs, under a hash
         # slots served to another host's gateway: address and key (agent/exposure.py)
         self.exposures = Exposures(state_dir)
         # host.toml's pools: a front for one slot, the gateway for more (agent/pools.py)
@@ -139,6 +141,7 @@ class Supervisor:
         self.bus.subscribe(self._push_event)
         self.bus.subscribe(self.restart_policy.on_event)
         self.bus.subscribe(self._telemetry_follows)
+        self.bus.subscribe(self.provenance.on_event)
         self.bus.on_change(self._fronts_follow)
         self.bus.on_change(self.pools.sync)
         self.bus.on_change(self._save_later)
@@ -276,6 +279,7 @@ class Supervisor:
                 job.task.cancel()
         await self.batch.close()
         await self.discovery.close()
+        await self.provenance.close()
         if stop_servers:
             for slot in self.slots.values():
                 if slot.state != STOPPED and slot.external is None:  # never one we attached

@@ -74,26 +74,48 @@ def decided(info: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def record(info: Mapping[str, Any], gpu: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """{hash, version, model, args, decided, gpu, launch_command}: what a result carries."""
+    """{hash, version, model, args, decided, gpu, launch_command}: what a result carries.
+
+    The hash is the server's: its version, resolved args and decided values, so that a bench
+    run (which asks the server itself) and the agent (which adds the GPU) name it alike; the
+    GPU's name, driver and CUDA version are kept beside it."""
     args = server_args(info)
-    gpu = (
-        {k: gpu.get(k) for k in ("name", "driver", "cuda", "count") if gpu.get(k) is not None}
-        if gpu
-        else {}
-    )
-    body = {
-        "version": info.get("version"),
-        "args": args,
-        "decided": decided(info),
-        "gpu": gpu,
-    }
+    body = {"version": info.get("version"), "args": args, "decided": decided(info)}
     text = json.dumps(body, sort_keys=True, default=str)
+    keys = ("name", "driver", "cuda", "count")
     return {
         "hash": hashlib.sha256(text.encode()).hexdigest()[:12],
         "model": args.get("served_model_name") or args.get("model_path"),
         "launch_command": _redacted_command(info.get("launch_command")),
+        "gpu": {k: gpu[k] for k in keys if gpu.get(k) is not None} if gpu else {},
         **body,
     }
+
+
+def flag_diff_lines(infos: Mapping[str, Mapping[str, Any] | None]) -> list[str]:
+    """For each server (by name) after the first: the flags in which it differs from the first
+    ('--flag: x vs y'), as resolved; the version too when it differs."""
+    named = [(n, i) for n, i in infos.items() if i]
+    out: list[str] = []
+    if len(named) < 2:
+        return out
+    (first, a), rest = named[0], named[1:]
+    for name, b in rest:
+        diffs = [d for d in differ(server_args(a), server_args(b)) if d[0] not in _VOLATILE]
+        head = f"{first} vs {name}:"
+        if a.get("version") != b.get("version"):
+            out.append(f"{head} SGLang {a.get('version')} vs {b.get('version')}")
+        if not diffs:
+            out.append(f"{head} the same resolved flags")
+            continue
+        out.append(f"{head} {len(diffs)} flag(s) differ")
+        for key, x, y in diffs:
+            out.append(f"  --{key.replace('_', '-')}: {x!r} vs {y!r}")
+    return out
+
+
+# Args that differ between any two launches and say nothing about what ran.
+_VOLATILE = frozenset({"port", "random_seed", "sim_time_scale", "api_key"})
 
 
 def _redacted_command(command: Any) -> str | None:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sgltui import protocol
-from sgltui.core import choice, units
+from sgltui.core import choice, provenance, units
 from sgltui.core.charts import hbar, sparkline, stacked_bar
 from sgltui.core.redact import Redactor
 from sgltui.session.reader import Session
@@ -490,6 +490,27 @@ INCIDENTS = {
 }
 
 
+def _what_ran(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per ready server (launched, adopted or attached), what actually ran: its version and GPU,
+    the flags that differ from SGLang's defaults and the values SGLang decided, under the hash
+    bench runs and jobs carry (core/provenance.py; the `server.provenance` events)."""
+    out = []
+    for e in events:
+        if e.get("type") != "server.provenance":
+            continue
+        rec = {k: e.get(k) for k in ("version", "args", "decided", "gpu")}
+        out.append(
+            {
+                "ts": e.get("ts"),
+                "slot": e.get("slot"),
+                "launch_id": e.get("launch_id"),
+                "model": e.get("model"),
+                **provenance.summary({**rec, "hash": e.get("hash")}),
+            }
+        )
+    return out
+
+
 def _jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Batch jobs (sgltui/agent/jobs_host.py events): each job's outcome and its segments, one
     per launch it sent to (completions, tokens, time and rate per profile)."""
@@ -574,6 +595,7 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
             "samples": len(session.timeline),
         },
         "launches": launches,
+        "what_ran": _what_ran(events),
         "swaps": _swaps(history.state),
         "crashes": _crashes(session, history.state, redactor),
         "time_in_profile": _time_in_profiles(history, span),
@@ -615,6 +637,9 @@ def render_markdown(r: dict[str, Any]) -> str:
     out = _md_header(r["session"])
     out += _md_section(
         "Launches", _md_launches(r["launches"]), "No server was launched in this session."
+    )
+    out += _md_section(
+        "What ran", _md_what_ran(r.get("what_ran") or []), "No server's /server_info was kept."
     )
     out += _md_section("Swaps", _md_swaps(r["swaps"]), "No swaps.")
     out += _md_section("Crashes and failures", _md_crashes(r["crashes"]), "None.")
@@ -675,6 +700,30 @@ def _md_launches(launches: list[dict[str, Any]]) -> list[str]:
             for x in launches
         ),
     )
+
+
+def _md_what_ran(rows: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for x in rows:
+        gpu = x.get("gpu") or {}
+        on = " ".join(str(gpu[k]) for k in ("name", "driver", "cuda") if gpu.get(k)) or "-"
+        out.append(
+            f"- {units.timestamp(x['ts'])} slot {x['slot']} `{x.get('launch_id') or '-'}`: "
+            f"{x.get('model') or '-'}, SGLang {x.get('version') or '?'}, GPU {on}, "
+            f"server_info `{x.get('hash')}`"
+        )
+        flags = x.get("flags") or {}
+        out.append(
+            "  - flags not at SGLang's default: "
+            + (", ".join(f"--{k} {_short(str(v), 40)}" for k, v in sorted(flags.items())) or "none")
+        )
+        decided = x.get("decided") or {}
+        if decided:
+            out.append(
+                "  - decided by SGLang: "
+                + ", ".join(f"{k}={v}" for k, v in sorted(decided.items()))
+            )
+    return out
 
 
 def _md_swaps(swaps: list[dict[str, Any]]) -> list[str]:

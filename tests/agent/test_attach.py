@@ -74,7 +74,11 @@ def test_a_server_started_by_hand_is_listed_then_attached(agent, sim_server, tmp
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     run = json.loads(r.stdout)
-    print(json.dumps(run)[:3000])
+    # every number says what produced it: the resolved args and version, under a hash
+    prov = next(iter(run["provenance"].values()))
+    assert prov["version"] and prov["args"]["model_path"] and prov["decided"]
+    assert prov["args"]["served_model_name"] == "by-hand"
+    assert {x["server_info_hash"] for x in run["results"]} == {prov["hash"]}
     # throughput and running requests seen by the agent's telemetry while it ran
     assert agent.status()["telemetry"]["engine"].get("0"), "no engine figures for slot 0"
 
@@ -87,9 +91,15 @@ def test_a_server_started_by_hand_is_listed_then_attached(agent, sim_server, tmp
     outs = (tmp_path / "in.output.jsonl").read_text().splitlines()
     assert len(outs) == 100
 
-    # the session recorded the attach
+    # the session recorded the attach, and what the server runs
     ev = agent.events("slot.attached")
     assert ev and ev[0]["url"] == url and ev[0]["pid"] == sim.pid
+    kept = agent.events("server.provenance")
+    assert kept and kept[-1]["hash"] == prov["hash"] and kept[-1]["slot"] == "0"
+    r = sgltui("report")
+    assert r.returncode == 0, r.stderr
+    assert "## What ran" in r.stdout and prov["hash"] in r.stdout, r.stdout
+    assert "decided by SGLang: " in r.stdout
 
     # the server ends: the slot says so, with how to attach it again
     sim.proc.kill()
