@@ -324,7 +324,11 @@ class Attacher:
         python = ext.cmdline[0] if kind == "sglang" and ext.cmdline else None
         try:
             profile, _catalog = provenance.profile_from_info(
-                info, name, launcher="sim" if kind == "sim" else "sglang", python=python
+                info,
+                name,
+                launcher="sim" if kind == "sim" else "sglang",
+                python=python,
+                cmdline=ext.cmdline,
             )
         except ProfileError as exc:
             raise OpError(f"cannot adopt {ext.url}: {exc}") from None

@@ -138,6 +138,7 @@ def import_from(args: argparse.Namespace) -> int:
             launcher="sim" if kind == "sim" else "sglang",
             python=cmdline[0] if kind == "sglang" and cmdline else None,
             description=args.description or f"imported from {url} (SGLang {info.get('version')})",
+            cmdline=cmdline,
         )
     except ProfileError as exc:
         raise CliError(str(exc)) from None

@@ -217,6 +217,7 @@ def profile_from_info(
     launcher: str = "sglang",
     python: str | None = None,
     description: str = "",
+    cmdline: list[str] | None = None,
 ) -> tuple[Profile, Catalog]:
     """A profile that launches what this server runs: the flags its command typed and every
     flag that differs from SGLang's default, with the values as the server resolved them; the
@@ -244,6 +245,8 @@ def profile_from_info(
                 continue
             value = True  # the flag given (its dest holds False)
         server[spec.name] = _as_flag_value(spec, value)
+    if launcher == "sim" and cmdline:  # the simulator's own flags are not in /server_info
+        server.update(_sim_flags(cmdline))
     profile = Profile(
         name=name,
         description=description or f"imported from a running server ({info.get('version')})",
@@ -252,6 +255,17 @@ def profile_from_info(
         server=server,
     )
     return profile, catalog
+
+
+def _sim_flags(cmdline: list[str]) -> dict[str, Any]:
+    """The --sim-* flags of a simulator's command line (its speed, its failures to play)."""
+    from sgltui.core.profile_import import import_command
+
+    try:
+        sim = import_command(cmdline, load_bundled_catalog())
+    except ProfileError:
+        return {}
+    return {k: v for k, v in sim.server.items() if k.startswith("sim-")}
 
 
 def summary(rec: Mapping[str, Any], catalog: Catalog | None = None) -> dict[str, Any]:
