@@ -194,7 +194,7 @@ class Attacher:
         slot.profile, slot.profile_name = None, f"ext:{Path(ext.model or 'server').name}"[:40]
         slot.server_host, slot.port, slot.api_key = host, port, args.api_key
         slot.launch_id = time.strftime("%Y%m%d-%H%M%S") + f"-attach-{port}"
-        slot.log_path, slot.client = None, client
+        slot.client = client
         slot.command = cmdline or [str(info.get("launch_command") or url)]
         slot.command_hash = rec["hash"]
         slot.tp_size = int(info.get("tp_size") or 1)
@@ -203,7 +203,15 @@ class Attacher:
         except psutil.Error:
             slot.started_at = time.time()
         slot.ready_at = time.time()
-        slot.watch_external(ext, tree, self._watch(slot, ext))
+        note = (
+            f"[sgltui] {url} was started outside sgltui"
+            + (f" (pid {pid})" if pid else " (remote)")
+            + ": its log lines are not ours to read; they go where it was started"
+        )
+        # `sgltui logs` reads the launch's file: it holds that one line
+        slot.log_path = await asyncio.to_thread(_note_file, self.sup, slot.launch_id, note)
+        slot.watch_external(ext, tree, self._watch(slot, ext), note)
+        self.sup.push_log(slot.id, slot.launch_id, [note])  # the log pane says so
         self.sup.bus.publish(
             protocol.SlotAttached(
                 client=client,
@@ -423,6 +431,13 @@ def _with_key(resolved: Any, key: str) -> Any:
     return dataclasses.replace(
         resolved, profile=dataclasses.replace(resolved.profile, server=server)
     )
+
+
+def _note_file(sup: Supervisor, launch_id: str, note: str) -> Path:
+    path = sup.server_log_path(launch_id)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(note + "\n")
+    return path
 
 
 def _write(path: Path, text: str) -> None:

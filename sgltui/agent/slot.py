@@ -676,12 +676,16 @@ class Slot:
         )
         return True
 
-    def watch_external(self, external: Any, tree: procs.ProcTree | None, watch: Any) -> None:
+    def watch_external(
+        self, external: Any, tree: procs.ProcTree | None, watch: Any, note: str = ""
+    ) -> None:
         """Watch a server sgltui did not start (agent/attach.py): ready at once, `watch` (a
         coroutine) follows it; lifecycle commands are refused while `external` is set."""
         if self.state in (FAILED, CRASHED):
             self._fire(lifecycle.STOPPED_EV, "cleared for an attached server")
         self._reset_launch()
+        if note:  # why its log stays empty (the log pane, `sgltui logs`)
+            self._tail.append(note)
         self.external, self.tree, self.popen = external, tree, None
         self.live_pids = tree.refresh() if tree else []
         self.gpu_baseline = None

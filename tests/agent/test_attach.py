@@ -52,6 +52,10 @@ def test_a_server_started_by_hand_is_listed_then_attached(agent, sim_server, tmp
     assert slot["state"] == "ready" and slot["external"]["pid"] == sim.pid
     assert slot["external"]["version"] and slot["external"]["info_hash"]
 
+    # its log lines are not ours: `logs` says so (not another launch's log)
+    r = agent_sgltui(agent, "logs")
+    assert r.returncode == 0 and "started outside sgltui" in r.stdout, r.stdout + r.stderr
+
     # lifecycle refused with the way forward
     r = agent_sgltui(agent, "stop")
     assert r.returncode == 1 and "sgltui adopt --slot 0" in r.stderr, r.stderr
