@@ -20,7 +20,7 @@ from sgltui.core.launch_secrets import SECRET_FLAGS
 from sgltui.core.profile_import import parse_flags
 from sgltui.core.profiles import Profile, ProfileError
 
-# /server_info keys that are not server arguments (sglang.md, the HTTP API table).
+# /server_info keys that are not server arguments (SGLang puts its scheduler figures beside them).
 NOT_ARGS = frozenset(
     {
         "launch_command",

@@ -108,9 +108,7 @@ def test_a_server_started_by_hand_is_listed_then_attached(agent, sim_server, tmp
     # the server ends: the slot says so, with how to attach it again
     sim.proc.kill()
     sim.proc.wait(10)
-    crashed = _wait(
-        lambda: (s := _slot(agent, "0"))["state"] == "crashed" and s, what="the crash"
-    )
+    crashed = _wait(lambda: (s := _slot(agent, "0"))["state"] == "crashed" and s, what="the crash")
     assert "is gone" in crashed["cause"]["summary"]
     assert f"sgltui attach {url}" in crashed["cause"]["fix"]
 
