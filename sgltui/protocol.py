@@ -748,6 +748,7 @@ class JobEvent(EventBase, tag="job", omit_defaults=True):
     output: str | None = None
     profile: str | None = None
     launch_id: str | None = None
+    info_hash: str | None = None  # what the segment's server ran (server.provenance)
     total: int | None = None
     answered: int | None = None
     failed: int | None = None
@@ -1919,6 +1920,7 @@ class JobSegment(Struct, kw_only=True):
 
     profile: str | None = None
     launch_id: str | None = None
+    info_hash: str | None = None  # what its server ran (server.provenance's hash)
     started: float
     last: float
     completions: int = 0

@@ -28,6 +28,7 @@ class ProvenanceKeeper:
     def __init__(self, sup: Supervisor) -> None:
         self.sup = sup
         self.latest: dict[str, dict[str, Any]] = {}  # slot -> its ready server's record
+        self.by_launch: dict[str, str] = {}  # launch id -> hash (job segments carry it)
         self._tasks: set[asyncio.Task] = set()
 
     def on_event(self, event: protocol.EventBase, record: dict) -> None:
@@ -63,6 +64,7 @@ class ProvenanceKeeper:
         gpu = await asyncio.to_thread(self.gpu)
         rec = provenance.record(info, gpu)
         self.latest[slot_id] = rec
+        self.by_launch[launch_id or ""] = rec["hash"]
         self.sup.bus.publish(
             protocol.ServerProvenance(
                 client=slot.client,

@@ -94,6 +94,8 @@ def test_a_server_started_by_hand_is_listed_then_attached(agent, sim_server, tmp
     assert "100/100" in r.stdout
     outs = (tmp_path / "in.output.jsonl").read_text().splitlines()
     assert len(outs) == 100
+    job = json.loads(agent_sgltui(agent, "job", "status", "--json").stdout)
+    assert [s["info_hash"] for s in job["segments"]] == [prov["hash"]], job["segments"]
 
     # the session recorded the attach, and what the server runs
     ev = agent.events("slot.attached")
