@@ -173,3 +173,11 @@ def test_unusual_flags_round_trip_through_import_from(agent, sim_server, tmp_pat
     diff = [d for d in provenance.differ(a, b) if d[0] not in ("sim_time_scale",)]
     assert not diff, diff
     assert json.loads(json.dumps(after["version"])) == before["version"]
+
+
+def test_status_without_an_agent_still_lists_a_server_started_by_hand(sim_server):
+    sim = sim_server()
+    r = sgltui("status")
+    assert r.returncode == 3
+    assert f"not managed: sim on :{sim.port}, pid {sim.pid}" in r.stdout, r.stdout
+    assert "no agent is running" in r.stderr
