@@ -27,6 +27,9 @@ import psutil
 log = logging.getLogger(__name__)
 
 _MODULES = ("sglang.launch_server", "sgltui.sim")
+# Set in the environment of every server an sgltui agent launches (agent/slot.py): a server
+# of another agent of this user (another state dir) is sgltui's too, not one to attach.
+LAUNCH_MARK = "SGLTUI_LAUNCH_ID"
 _DEFAULT_PORT = 30000
 _WILDCARD = ("0.0.0.0", "::", "", "[::]")
 
@@ -174,6 +177,13 @@ def _examine(proc: psutil.Process, cmdline: list[str], kind: str, timeout: float
     )
 
 
+def _launched_by_sgltui(proc: psutil.Process) -> bool:
+    try:
+        return LAUNCH_MARK in proc.environ()
+    except (psutil.Error, OSError):
+        return False
+
+
 def _ancestors(proc: psutil.Process) -> set[int]:
     try:
         return {p.pid for p in proc.parents()}
@@ -201,7 +211,7 @@ def scan(
         if uids is None or uids.real != uid or proc.pid in ours:
             continue
         kind = server_kind(list(cmdline))
-        if kind is not None:
+        if kind is not None and not _launched_by_sgltui(proc):
             matched[proc.pid] = (proc, list(cmdline), kind)
     out: list[Found] = []
     for pid, (proc, cmdline, kind) in matched.items():

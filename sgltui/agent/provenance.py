@@ -90,8 +90,6 @@ class ProvenanceKeeper:
                 gpus = snap.get("gpus") or []
                 if gpus:
                     out["name"], out["count"] = gpus[0].get("name"), len(gpus)
-                if (snap.get("gpu_source") or {}).get("kind") == "sim":
-                    out["driver"] = "simulated"
             except Exception:  # noqa: BLE001 - provenance without a GPU name still counts
                 log.debug("no GPU for provenance", exc_info=True)
         out.update(gpu_versions())

@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
+from sgltui.agent import discovery, gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
 from sgltui.agent.events import EventBus
 from sgltui.core import causes, files, host_pool, phases, units
@@ -479,6 +479,7 @@ class Slot:
         env.setdefault(
             "PYTHONUNBUFFERED", "1"
         )  # log lines reach the file (and the phases) as printed
+        env[discovery.LAUNCH_MARK] = launch_id  # any agent's discovery knows it is sgltui's
         self._reset_launch()
         self.popen = await asyncio.to_thread(self._spawn, env)
         self.tree = procs.ProcTree.of(self.popen.pid)

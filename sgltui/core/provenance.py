@@ -269,13 +269,23 @@ def _sim_flags(cmdline: list[str]) -> dict[str, Any]:
 
 
 def summary(rec: Mapping[str, Any], catalog: Catalog | None = None) -> dict[str, Any]:
-    """The part a report section shows: the hash, version, GPU, non-default flags, decided."""
+    """The part a report section shows: the hash, version, GPU, the flags given or off their
+    default (as resolved), and the values SGLang decided (those no flag set)."""
     catalog = catalog or catalog_of(rec.get("version"))
+    args = rec.get("args") or {}
+    typed = _typed_flags({"launch_command": rec.get("launch_command")}, catalog, sim=False)
+    flags = non_default(args, catalog)
+    for dest, spec in _specs_by_dest(catalog).items():
+        if spec.name in typed and args.get(dest) is not None:
+            flags[spec.name] = args[dest]
+    given = set(flags) | typed
     return {
         "hash": rec.get("hash"),
         "version": rec.get("version"),
         "model": rec.get("model"),
         "gpu": rec.get("gpu") or {},
-        "flags": non_default(rec.get("args") or {}, catalog),
-        "decided": rec.get("decided") or {},
+        "flags": flags,
+        "decided": {
+            k: v for k, v in (rec.get("decided") or {}).items() if k.replace("_", "-") not in given
+        },
     }

@@ -498,7 +498,9 @@ def _what_ran(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for e in events:
         if e.get("type") != "server.provenance":
             continue
-        rec = {k: e.get(k) for k in ("version", "args", "decided", "gpu")}
+        rec = {
+            k: e.get(k) for k in ("version", "args", "decided", "gpu", "model", "launch_command")
+        }
         out.append(
             {
                 "ts": e.get("ts"),
@@ -714,8 +716,8 @@ def _md_what_ran(rows: list[dict[str, Any]]) -> list[str]:
         )
         flags = x.get("flags") or {}
         out.append(
-            "  - flags not at SGLang's default: "
-            + (", ".join(f"--{k} {_short(str(v), 40)}" for k, v in sorted(flags.items())) or "none")
+            "  - flags given or off SGLang's default: "
+            + (", ".join(_flag_text(k, v) for k, v in sorted(flags.items())) or "none")
         )
         decided = x.get("decided") or {}
         if decided:
@@ -724,6 +726,14 @@ def _md_what_ran(rows: list[dict[str, Any]]) -> list[str]:
                 + ", ".join(f"{k}={v}" for k, v in sorted(decided.items()))
             )
     return out
+
+
+def _flag_text(key: str, value: Any) -> str:
+    if value is True:
+        return f"--{key}"
+    if isinstance(value, list):
+        value = " ".join(map(str, value))
+    return f"--{key} {_short(str(value), 40)}"
 
 
 def _md_swaps(swaps: list[dict[str, Any]]) -> list[str]:
