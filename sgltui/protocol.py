@@ -925,6 +925,7 @@ class JobCandidate(Struct, kw_only=True):
     projected_j: float | None = None
     j_per_completion: float | None = None
     tok_per_j: float | None = None
+    info_hash: str | None = None  # what its server ran (server.provenance), once measured
 
 
 class JobChoice(Struct, kw_only=True):

@@ -762,7 +762,7 @@ class JobsHost:
             runner_cpu_s=progress.get("cpu_run_s"),
             rate_history=[tuple(p) for p in rec.get("rate_history") or []] if full else None,
             joules=rec.get("joules"),
-            decision=msgspec.convert(choose.view(rec["choose"]), JobChoice)
+            decision=msgspec.convert(choose.view(rec["choose"], rec.get("segments")), JobChoice)
             if rec.get("choose")
             else None,
         )
