@@ -5,6 +5,7 @@ user would (subprocess, its own session), never through sgltui; the agent is the
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import httpx
@@ -116,7 +117,12 @@ def test_a_server_started_by_hand_is_listed_then_attached(agent, sim_server, tmp
 
 
 def test_adopted_server_swaps_with_drain_and_rolls_back_to_itself(agent, sim_server, tmp_path):
-    sim = sim_server("--max-running-requests", "12", "--chunked-prefill-size", "2048")
+    # tokens 20x slower than the other tests' (a request is still in flight at the swap),
+    # start-up as fast (--sim-slow-start scales it back)
+    sim = sim_server(
+        "--max-running-requests", "12", "--chunked-prefill-size", "2048",
+        "--sim-slow-start", "0.05", time_scale="0.2",
+    )  # fmt: skip
     url = f"http://127.0.0.1:{sim.port}"
     assert agent_sgltui(agent, "attach", url, "--slot", "mine").returncode == 0
     r = agent_sgltui(agent, "adopt", "--slot", "mine", "--name", "handmade")
@@ -128,21 +134,38 @@ def test_adopted_server_swaps_with_drain_and_rolls_back_to_itself(agent, sim_ser
     slot = _slot(agent, "mine")
     assert slot["profile"] == "handmade" and slot["external"] is None
 
-    # a swap to a profile that cannot start: rolled back, relaunched from the adopted profile
+    # a swap away from it, with its drain: a request in flight on the hand-started process
+    # when the swap begins is answered in full before that process gets SIGTERM
+    answer: dict = {}
+
+    def long_request() -> None:
+        body = {"text": "x", "sampling_params": {"max_new_tokens": 2000, "ignore_eos": True}}
+        answer["r"] = httpx.post(url + "/generate", json=body, timeout=60)
+
+    t = threading.Thread(target=long_request)
+    t.start()
+    # ... to a profile that cannot start: rolled back, relaunched from the adopted profile
     bad = agent.write_profile("t-bad", port=sim.port, sim_fail_at_start="oom")
     r = agent_sgltui(agent, "swap", bad, "--slot", "mine", timeout=120)
-    assert r.returncode != 0
+    t.join(60)
+    assert r.returncode != 0 and "rolled back" in (r.stdout + r.stderr), r.stdout + r.stderr
+    assert answer["r"].status_code == 200, answer["r"].text
+    assert answer["r"].json()["meta_info"]["completion_tokens"] == 2000
+    drains = [e for e in agent.events("slot.drain") if e.get("slot") == "mine"]
+    assert drains and drains[0]["requests"] >= 1, drains  # it waited for that request
+    assert sim.proc.poll() is not None  # the hand-started process was stopped by pid
     slot = _slot(agent, "mine")
     assert slot["state"] == "ready" and slot["profile"] == "handmade", slot
-    assert sim.proc.poll() is not None  # the hand-started process was stopped by pid
+    assert slot["pid"] != sim.pid
     assert httpx.get(url + "/server_info", timeout=5).json()["max_running_requests"] == 12
 
-    # a swap that works (its drain: a stop waits for requests in flight)
+    # a swap that works
     good = agent.write_profile("t-good")
     r = agent_sgltui(agent, "swap", good, "--slot", "mine", timeout=120)
     assert r.returncode == 0, r.stderr
     assert _slot(agent, "mine")["profile"] == "t-good"
-    assert [e for e in agent.events("swap.done") if e.get("slot") == "mine"]
+    # a server the agent launched is never listed as one to attach
+    assert not [u for u in agent.status()["unmanaged"] if u["port"] == agent.ports["t-good"]]
 
 
 def test_unusual_flags_round_trip_through_import_from(agent, sim_server, tmp_path):
