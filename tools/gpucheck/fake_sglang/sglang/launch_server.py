@@ -4,7 +4,7 @@ rank, then the simulator serves with the same flags: SGLang's HTTP API as smg po
 (/health, /v1/models owned_by sglang, /server_info, /model_info, /v1/loads, completions and chat,
 streaming and not). Without torch or CUDA it says so and holds nothing (the CPU dry run).
 
-The memory saver, as SGLang 0.5.23 has it (shared/reference/fast-swap.md): with
+The memory saver, as SGLang 0.5.23 has it (read from its http_server.py): with
 --enable-memory-saver, `POST /release_memory_occupation` makes the holder copy its bytes to pinned
 host memory (--enable-weights-cpu-backup; without it they are discarded and come back as garbage)
 and free the GPU memory, and `POST /resume_memory_occupation` allocates again and copies them
