@@ -108,6 +108,16 @@ def test_a_server_started_by_hand_is_listed_then_attached(agent, sim_server, tmp
     assert "## What ran" in r.stdout and prov["hash"] in r.stdout, r.stdout
     assert "decided by SGLang: " in r.stdout
 
+    # detached: it runs on, unwatched, and is listed again; attached again
+    r = agent_sgltui(agent, "detach")
+    assert r.returncode == 0 and "it runs on" in r.stdout, r.stderr
+    assert sim.proc.poll() is None and _slot(agent, "0")["state"] == "stopped"
+    _wait(
+        lambda: [u for u in agent.status()["unmanaged"] if u["pid"] == sim.pid],
+        what="the detached server listed again",
+    )
+    assert agent_sgltui(agent, "attach", url).returncode == 0
+
     # the server ends: the slot says so, with how to attach it again
     sim.proc.kill()
     sim.proc.wait(10)
