@@ -15,9 +15,10 @@ import asyncio
 import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ _MODULES = ("sglang.launch_server", "sgltui.sim")
 # of another agent of this user (another state dir) is sgltui's too, not one to attach.
 LAUNCH_MARK = "SGLTUI_LAUNCH_ID"
 _DEFAULT_PORT = 30000
+RETRY_S = 15.0  # a server that did not answer (still loading) is looked at again after this
 _WILDCARD = ("0.0.0.0", "::", "", "[::]")
 
 
@@ -45,9 +47,12 @@ class Found:
     kind: str = "sglang"  # "sglang" or "sim" (the simulator)
     version: str | None = None
     note: str | None = None  # why it could not be asked (no port, a key, no answer)
+    at: float = field(default_factory=time.monotonic, compare=False)  # when it was asked
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out.pop("at")
+        return out
 
     def line(self) -> str:
         """`not managed: sglang on :30000, pid N, MODEL; attach with ...`"""
@@ -177,56 +182,116 @@ def _examine(proc: psutil.Process, cmdline: list[str], kind: str, timeout: float
     )
 
 
-def _launched_by_sgltui(proc: psutil.Process) -> bool:
-    try:
-        return LAUNCH_MARK in proc.environ()
-    except (psutil.Error, OSError):
-        return False
-
-
-def _ancestors(proc: psutil.Process) -> set[int]:
-    try:
-        return {p.pid for p in proc.parents()}
-    except psutil.Error:
-        return set()
-
-
 def scan(
-    ours: Iterable[int] = (),
-    agent_pid: int | None = None,
-    timeout: float = 2.0,
-    known: dict[tuple[int, float], Found] | None = None,
+    ours: Iterable[int] = (), agent_pid: int | None = None, timeout: float = 2.0
 ) -> list[Found]:
     """Every SGLang server process of this uid that is neither in `ours` nor below
-    `agent_pid`; the topmost of a tree only (SGLang's schedulers are its children). `known`:
-    the previous scan's answers by (pid, create time), reused instead of asking again."""
-    ours = set(ours)
-    uid = os.getuid()
-    matched: dict[int, tuple[psutil.Process, list[str], str]] = {}
-    for proc in psutil.process_iter(["pid", "uids", "cmdline"]):
-        try:
-            uids, cmdline = proc.info["uids"], proc.info["cmdline"] or []
-        except (psutil.Error, KeyError):
-            continue
-        if uids is None or uids.real != uid or proc.pid in ours:
-            continue
-        kind = server_kind(list(cmdline))
-        if kind is not None and not _launched_by_sgltui(proc):
-            matched[proc.pid] = (proc, list(cmdline), kind)
+    `agent_pid`, nor launched by any sgltui agent; the topmost of a tree only (SGLang's
+    schedulers are its children). A server that answered before is not asked again."""
+    with _lock:  # the agent's loop and an attach may scan at once: one at a time
+        return _scan(set(ours), agent_pid, timeout)
+
+
+def _scan(ours: set[int], agent_pid: int | None, timeout: float) -> list[Found]:
+    servers = {pid: (key, cmdline, kind) for pid, key, cmdline, kind in _servers()}
     out: list[Found] = []
-    for pid, (proc, cmdline, kind) in matched.items():
-        up = _ancestors(proc)
-        if up & set(matched) or up & ours or (agent_pid is not None and agent_pid in up):
-            continue  # a server's own child, or something the agent started
-        try:
-            key = (pid, proc.create_time())
-        except psutil.Error:
+    answers: dict[tuple[int, int], Found] = {}
+    for pid, (key, cmdline, kind) in servers.items():
+        if pid in ours:
             continue
-        prev = (known or {}).get(key)
-        # A server that answered is not asked again; one that did not (loading) is.
-        found = prev if prev is not None and prev.url and prev.note is None else None
-        out.append(found or _examine(proc, cmdline, kind, timeout))
+        up = _ancestors(pid)
+        if up & set(servers) or up & ours or (agent_pid is not None and agent_pid in up):
+            continue  # a server's own child, or something the agent started
+        prev = _answers.get(key)
+        # One that did not answer (loading) is looked at again now and then: its ports are
+        # read from the kernel's whole socket table, not a thing to do every 5 s.
+        if prev is not None and (
+            (prev.url and prev.note is None) or time.monotonic() - prev.at < RETRY_S
+        ):
+            found = prev
+        else:
+            try:
+                found = _examine(psutil.Process(pid), cmdline, kind, timeout)
+            except psutil.Error:
+                continue
+        answers[key] = found
+        out.append(found)
+    _answers.clear()
+    _answers.update(answers)
     return sorted(out, key=lambda f: (f.port or 0, f.pid))
+
+
+_lock = threading.Lock()
+# Kept between scans (one at a time: _lock): the walk of /proc reads a
+# process's command line and environment once, and a server that answered is not asked again.
+# Keyed by (pid, the change time of /proc/PID): a pid used again is another process.
+_seen: dict[tuple[int, int], tuple[list[str], str | None]] = {}
+_answers: dict[tuple[int, int], Found] = {}
+
+
+def _servers() -> list[tuple[int, tuple[int, int], list[str], str]]:
+    """(pid, key, command line, kind) of this uid's server processes no sgltui launched."""
+    uid = os.getuid()
+    live: dict[tuple[int, int], tuple[list[str], str | None]] = {}
+    out = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            st = os.stat(f"/proc/{name}")
+        except OSError:
+            continue
+        if st.st_uid != uid:
+            continue
+        key = (int(name), st.st_ctime_ns)
+        entry = _seen.get(key)
+        if entry is None:
+            entry = _classify(name)
+            if entry is None:
+                continue
+        live[key] = entry
+        if entry[1] is not None:
+            out.append((int(name), key, entry[0], entry[1]))
+    _seen.clear()
+    _seen.update(live)
+    return out
+
+
+def _classify(pid: str) -> tuple[list[str], str | None] | None:
+    """(command line, kind or None: not a server, or one an sgltui agent launched)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            words = [w.decode(errors="replace") for w in fh.read().split(b"\0") if w]
+    except OSError:
+        return None
+    kind = server_kind(words)
+    if kind is not None:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                if (LAUNCH_MARK + "=").encode() in fh.read():
+                    kind = None
+        except OSError:
+            pass
+    return words, kind
+
+
+def _ancestors(pid: int) -> set[int]:
+    out: set[int] = set()
+    for _ in range(64):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+            pid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        if pid <= 1 or pid in out:
+            break
+        out.add(pid)
+    return out
 
 
 class Discovery:
@@ -236,7 +301,6 @@ class Discovery:
         self._ours = ours
         self.every_s = every_s
         self.found: list[Found] = []
-        self._known: dict[tuple[int, float], Found] = {}
         self.scanned = asyncio.Event()  # set after the first scan (status waits on it briefly)
         self._task: asyncio.Task | None = None
         self._at = 0.0
@@ -253,16 +317,10 @@ class Discovery:
     async def refresh(self) -> list[Found]:
         ours = self._ours()
         try:
-            found = await asyncio.to_thread(scan, ours, os.getpid(), 2.0, dict(self._known))
+            found = await asyncio.to_thread(scan, ours, os.getpid(), 2.0)
         except Exception:  # a scan must never take the agent down
             log.exception("discovery scan")
             found = self.found
-        self._known = {}
-        for f in found:
-            try:
-                self._known[(f.pid, psutil.Process(f.pid).create_time())] = f
-            except psutil.Error:
-                pass
         self.found, self._at = found, time.monotonic()
         self.scanned.set()
         return found

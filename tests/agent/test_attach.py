@@ -149,18 +149,24 @@ def test_adopted_server_swaps_with_drain_and_rolls_back_to_itself(agent, sim_ser
     answer: dict = {}
 
     def long_request() -> None:
-        body = {"text": "x", "sampling_params": {"max_new_tokens": 2000, "ignore_eos": True}}
+        body = {"text": "x", "sampling_params": {"max_new_tokens": 5000, "ignore_eos": True}}
         answer["r"] = httpx.post(url + "/generate", json=body, timeout=60)
 
     t = threading.Thread(target=long_request)
     t.start()
+
+    def running() -> int:
+        loads = httpx.get(url + "/v1/loads", timeout=5).json()["loads"]
+        return sum(x.get("num_running_reqs", 0) for x in loads)
+
+    _wait(lambda: running() >= 1, what="the request in flight")
     # ... to a profile that cannot start: rolled back, relaunched from the adopted profile
     bad = agent.write_profile("t-bad", port=sim.port, sim_fail_at_start="oom")
     r = agent_sgltui(agent, "swap", bad, "--slot", "mine", timeout=120)
     t.join(60)
     assert r.returncode != 0 and "rolled back" in (r.stdout + r.stderr), r.stdout + r.stderr
     assert answer["r"].status_code == 200, answer["r"].text
-    assert answer["r"].json()["meta_info"]["completion_tokens"] == 2000
+    assert answer["r"].json()["meta_info"]["completion_tokens"] == 5000
     drains = [e for e in agent.events("slot.drain") if e.get("slot") == "mine"]
     assert drains and drains[0]["requests"] >= 1, drains  # it waited for that request
     assert sim.proc.poll() is not None  # the hand-started process was stopped by pid
