@@ -163,15 +163,15 @@ class Attacher:
 
     async def op_attach(self, args: protocol.AttachArgs, client: str | None) -> protocol.Attached:
         url, host, port = split_url(args.url)
+        local = await asyncio.to_thread(is_local, host)  # a name lookup: not on the loop
         for s in self.sup.slots.values():
             if s.external is not None and s.external.url == url and s.state in RUNNING:
                 raise OpError(f"{url} is already attached as slot {s.id}")
-            if s.external is None and s.state in RUNNING and s.port == port and is_local(host):
+            if s.external is None and s.state in RUNNING and s.port == port and local:
                 raise OpError(f"slot {s.id} runs the server on :{port}; sgltui launched it")
         if args.api_key:
             self.sup.add_secret(args.api_key)
         info = await asyncio.to_thread(fetch_info, url, args.api_key)
-        local = await asyncio.to_thread(is_local, host)
         pid, cmdline = (await asyncio.to_thread(listener, port)) if local else (None, [])
         slot = self._pick(args.slot, port)
         tree = None

@@ -299,7 +299,10 @@ class Supervisor:
         self.bus.publish(
             protocol.AgentStop(
                 stop_servers=stop_servers,
-                left_running=[s.id for s in self.slots.values() if s.state in RUNNING],
+                # an attached server runs on, but was never this agent's to re-adopt
+                left_running=[
+                    s.id for s in self.slots.values() if s.state in RUNNING and s.external is None
+                ],
             )
         )
         if self.telemetry is not None:

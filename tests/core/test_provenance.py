@@ -109,3 +109,33 @@ def test_bench_compare_of_two_runs_shows_the_flags_they_differ_in(tmp_path):
     r = sgltui("bench", "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
     assert "a:p vs b:p: SGLang 0.5.23 vs 0.5.22" in r.stdout, r.stdout + r.stderr
     assert "--chunked-prefill-size: 8192 vs 4096" in r.stdout
+
+
+def test_attach_urls_and_the_refusals_that_say_the_way_forward():
+    from types import SimpleNamespace
+
+    import pytest
+
+    from sgltui.agent import attach
+    from sgltui.agent.errors import OpError
+
+    assert attach.split_url("http://127.0.0.1:30000/") == (
+        "http://127.0.0.1:30000",
+        "127.0.0.1",
+        30000,
+    )
+    assert attach.split_url("http://[::1]:8000")[0] == "http://[::1]:8000"
+    with pytest.raises(OpError, match="give http://HOST:PORT"):
+        attach.split_url("127.0.0.1:30000")
+    assert attach.is_local("127.0.0.1") and attach.is_local("localhost")
+    assert not attach.is_local("192.0.2.1")  # TEST-NET-1: never this host
+
+    def slot(pid):
+        ext = SimpleNamespace(url="http://h:1", pid=pid)
+        return SimpleNamespace(id="s", external=ext, state="ready")
+
+    with pytest.raises(OpError, match=r"`sgltui adopt --slot s` takes it over \(then stop works\)"):
+        attach.refuse(slot(42), "stop")
+    with pytest.raises(OpError, match="a remote server sgltui did not start: it cannot swap"):
+        attach.refuse(slot(None), "swap")
+    attach.refuse(SimpleNamespace(id="s", external=None, state="ready"), "stop")  # ours: no-op
