@@ -12,11 +12,11 @@ that profile. A remote URL can be attached too: no process, no GPU, no adoption.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import logging
 import socket
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -42,7 +42,7 @@ CHECK_S = 2.0  # how often an attached server is looked at (its pid, or /health 
 REMOTE_MISSES = 3  # a remote server is gone after this many unanswered looks in a row
 
 
-@dataclass
+@dataclasses.dataclass
 class External:
     """What the slot knows of a server it watches but did not start."""
 
@@ -418,15 +418,12 @@ async def _healthy(url: str, api_key: str | None) -> bool:
 
 
 def _without_secrets(profile: Any) -> Any:
-    import dataclasses
-
     server = {k: v for k, v in profile.server.items() if k not in SECRET_FLAGS}
     return dataclasses.replace(profile, server=server)
 
 
 def _with_key(resolved: Any, key: str) -> Any:
-    import dataclasses
-
+    """The adopted profile as it runs: with the server's key, which the file leaves out."""
     server = dict(resolved.profile.server, **{"api-key": key})
     return dataclasses.replace(
         resolved, profile=dataclasses.replace(resolved.profile, server=server)
