@@ -431,6 +431,12 @@ def _bench(session: Session) -> list[dict[str, Any]]:
                 "job": {k: v for k, v in job.items() if k != "estimates"} or None,
                 "estimates": job.get("estimates") or [],
                 "recommendation": recommendation,
+                # what each profile's server ran (core/provenance.py; runs before it: none)
+                "servers": {
+                    str(name): {"hash": rec.get("hash"), "version": rec.get("version")}
+                    for name, rec in (data.get("provenance") or {}).items()
+                    if isinstance(rec, dict)
+                },
             }
         )
     return runs
@@ -896,6 +902,16 @@ def _md_bench(runs: list[dict[str, Any]]) -> list[str]:
             continue
         if run.get("spec"):
             out += ["Spec: " + ", ".join(f"{k}={v}" for k, v in run["spec"].items()), ""]
+        servers = run.get("servers") or {}
+        if servers:
+            out += [
+                "Servers (see What ran): "
+                + ", ".join(
+                    f"{n} `{x.get('hash')}` SGLang {x.get('version') or '?'}"
+                    for n, x in servers.items()
+                ),
+                "",
+            ]
         out += _md_bench_rows(run["rows"])
         out += _md_estimates(run)
         if run.get("recommendation"):

@@ -107,6 +107,7 @@ def test_a_server_started_by_hand_is_listed_then_attached(agent, sim_server, tmp
     assert r.returncode == 0, r.stderr
     assert "## What ran" in r.stdout and prov["hash"] in r.stdout, r.stdout
     assert "decided by SGLang: " in r.stdout
+    assert f"Servers (see What ran): ext:by-hand `{prov['hash']}` SGLang" in r.stdout
 
     # detached: it runs on, unwatched, and is listed again; attached again
     r = agent_sgltui(agent, "detach")
