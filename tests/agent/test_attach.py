@@ -38,10 +38,19 @@ def test_a_server_started_by_hand_is_listed_then_attached(agent, sim_server, tmp
     )
     assert found[0]["port"] == sim.port and found[0]["url"] == url
     assert found[0]["model"] == "by-hand"
+    r = agent_sgltui(agent, "status", "--json")
+    listed = json.loads(r.stdout)["unmanaged"]
+    assert {"pid": sim.pid, "port": sim.port, "url": url, "model": "by-hand"}.items() <= next(
+        u for u in listed if u["pid"] == sim.pid
+    ).items()
     r = agent_sgltui(agent, "status")
     assert r.returncode == 0, r.stderr
     assert f"not managed: sim on :{sim.port}, pid {sim.pid}, by-hand" in r.stdout
     assert f"attach with `sgltui attach {url}`" in r.stdout
+
+    # nothing there: one line that says what to check
+    r = agent_sgltui(agent, "attach", "http://127.0.0.1:9")
+    assert r.returncode == 1 and "no answer" in r.stderr and "listening there" in r.stderr
 
     # attached: the agent's only (idle) slot watches it
     r = agent_sgltui(agent, "attach", url)
