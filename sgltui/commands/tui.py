@@ -117,8 +117,11 @@ def demo_pool(args: argparse.Namespace) -> None:
     n = args.gpus
     if not 2 <= n <= 8:
         raise CliError(f"--gpus {n}: give 2 to 8 (one simulated GPU per slot)")
+    from sgltui.agent.gateway import port_free, smg_available, smg_missing
+
+    if not smg_available():  # before anything starts: the pool would never serve
+        raise CliError(f"demo --gpus {n}: {smg_missing()}")
     state = state_dir(getattr(args, "state_dir", None))
-    from sgltui.agent.gateway import port_free
 
     # The usual front port, unless something else holds it (another demo on a shared host).
     port = placement.DEFAULT_POOL_PORT
