@@ -30,7 +30,7 @@ from sgltui import protocol
 from sgltui.core.files import private_dir, write_atomic
 from sgltui.session.layout import SCREENSHOTS_DIR
 from sgltui.tui import model as M
-from sgltui.tui import views
+from sgltui.tui import topbar, views
 from sgltui.tui.bindings import ALL_KEYS, KEYS
 from sgltui.tui.config import TuiConfig
 from sgltui.tui.fleetsource import FleetSource, host_of
@@ -238,6 +238,7 @@ class SgltuiApp(App[str | None]):
         # Textual has no media queries: classes switch the compact layout for 80x24.
         self.screen.set_class(event.size.height < 32, "-short")
         self.screen.set_class(event.size.width < 100, "-narrow")
+        self._update_topbar()  # its parts are chosen for the width
 
     # -- the source --------------------------------------------------------------------------
 
@@ -519,8 +520,8 @@ class SgltuiApp(App[str | None]):
         elif M.SERVERS in dirty and self.screen.has_class("-slots"):
             self.screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
             self._pane(SlotsPane).display = False
-        if M.MEMORY in dirty:
-            self._pane(MemoryPane).show(m.memory_view)
+        if M.MEMORY in dirty or (M.SERVERS in dirty and self.screen.has_class("-memory")):
+            self._show_memory()
         if M.CHART in dirty:
             # The row shows while the server serving now is speculative: its latest sample,
             # not the last five minutes (a swap to a plain profile drops the row at once).
@@ -552,6 +553,18 @@ class SgltuiApp(App[str | None]):
             title = f"memory · {focus}" if focus else "memory"
             if self._pane(MemoryPane).border_title != title:
                 self._pane(MemoryPane).border_title = title
+
+    def _show_memory(self) -> None:
+        m, pane = self.model, self._pane(MemoryPane)
+        if m.several and self.fleet is None and self.screen.has_class("-short"):
+            # In the chart's place (m): the picked slot's GPUs, named in the title.
+            sid = m.current_id
+            pane.show(views.slot_memory(m.memory_view, m.current))
+            title = f"memory · slot {sid} (t: chart)" if sid else "memory"
+            if pane.border_title != title:
+                pane.border_title = title
+        else:
+            pane.show(m.memory_view)
 
     def _draw_slots(self) -> None:
         """The slots view, shown from the second slot on (a one-slot screen is unchanged)."""
@@ -588,30 +601,31 @@ class SgltuiApp(App[str | None]):
     def _update_topbar(self) -> None:
         m = self.model
         agent = m.agent
-        parts = ["[b]sgltui[/]"]
+        # (markup, keep): a narrow terminal leaves out the parts of keep < 0, lowest first.
+        parts: list[tuple[str, int]] = [("[b]sgltui[/]", 0)]
         if self.source.read_only:
-            parts.append(f"[b $warning]{self.source.read_only_label}[/]")
+            parts.append((f"[b $warning]{self.source.read_only_label}[/]", 0))
         if self.fleet is not None:
             hosts = self.fleet.hosts
             up = sum(1 for h in hosts if h.reachable)
             style = "$success" if up == len(hosts) else "$warning"
-            parts.append(f"[{style}]● {up}/{len(hosts)} hosts reachable[/]")
+            parts.append((f"[{style}]● {up}/{len(hosts)} hosts reachable[/]", 0))
             focus = host_of(m.current_id) or self.fleet.focused()
             if focus:
-                parts.append(f"host {escape(focus)}")
+                parts.append((f"host {escape(focus)}", -1))
         elif m.connected:
-            parts.append("[$success]● connected[/]")
+            parts.append(("[$success]● connected[/]", 0))
             if agent.pid:
-                parts.append(f"agent pid {agent.pid}")
+                parts.append((f"agent pid {agent.pid}", -1))
             if agent.session_dir:
-                parts.append(f"session {escape(Path(agent.session_dir).name)}")
+                parts.append((f"session {escape(Path(agent.session_dir).name)}", -2))
         else:
-            parts.append(f"[$error]○ {escape(m.connection_note)}[/]")
+            parts.append((f"[$error]○ {escape(m.connection_note)}[/]", 0))
         if agent.demo_load:
-            parts.append("[b $warning]demo load running[/] (D: stop)")
+            parts.append(("[b $warning]demo load running[/] (D: stop)", 0))
         if not agent.disk.ok:
-            parts.append(f"[b $error]disk: {escape(str(agent.disk.error))}[/]")
-        text = " · ".join(parts)
+            parts.append((f"[b $error]disk: {escape(str(agent.disk.error))}[/]", 0))
+        text = topbar.fit(parts, self.size.width - 2)  # the bar's padding: one cell each side
         if text != self._topbar:
             self._topbar = text
             self.query_one("#topbar", Static).update(text, layout=False)
@@ -1097,10 +1111,13 @@ class SgltuiApp(App[str | None]):
             self.call_after_refresh(self.query_one(target).focus)
         elif pane == "profiles":
             self.query_one("#profile-list").focus()
-        elif pane == "memory":
-            self.query_one(MemoryPane).focus()
-        elif pane == "chart":
-            self.query_one(ThroughputPane).focus()
+        elif pane in ("memory", "chart"):
+            # A short screen with several slots has room for one of the two: the key picks
+            # which (app.tcss, -memory); elsewhere both are shown and it only focuses.
+            self.screen.set_class(pane == "memory", "-memory")
+            self._mark(M.MEMORY)
+            widget = self.query_one(MemoryPane if pane == "memory" else ThroughputPane)
+            self.call_after_refresh(widget.focus)
         elif pane == "slots":
             slots = self.query_one(SlotsPane)
             if slots.display:

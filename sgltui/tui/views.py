@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from textual.markup import escape
 
 from sgltui import protocol
@@ -512,3 +513,14 @@ def host_line(h: Any, focused: bool) -> str:
         return f"{mark} {name} [$error]○ {escape(r.state)}[/]"
     tok = units.sig3(r.tok_s) if r.tok_s is not None else "-"
     return f"{mark} {name} [$success]●[/] {r.gpus} GPU  {r.running}/{r.slots} slots  {tok:>5} tok/s"
+
+
+def slot_memory(
+    tel: protocol.TelemetryView, slot: protocol.SlotStatus | None
+) -> protocol.TelemetryView:
+    """The memory pane where it has the chart's few rows (a short screen of several slots): the
+    GPUs of the slot picked in the slots view and the host's RAM (eight GPUs take 16 rows)."""
+    if slot is None or not slot.gpus:
+        return tel
+    mine = [g for g in tel.gpus if g.index in slot.gpus]
+    return msgspec.structs.replace(tel, gpus=mine) if mine else tel
