@@ -177,7 +177,9 @@ def test_a_sweep_puts_back_the_profile_that_served(agent, free_port):
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr + agent.agent_log()
     slot = agent.status()["slots"][0]
-    assert (slot["profile"], slot["state"]) == (names[0], "ready"), r.stdout + agent.agent_log()[-3000:]
+    assert (slot["profile"], slot["state"]) == (names[0], "ready"), (
+        r.stdout + agent.agent_log()[-3000:]
+    )
     assert f"slot 0 put back on {names[0]} (it served that before the bench)" in r.stdout
     path = Path(r.stdout.strip().splitlines()[-1].split("result: ", 1)[1])
     assert json.loads(path.read_text())["put_back"] == {
