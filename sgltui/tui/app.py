@@ -890,17 +890,38 @@ class SgltuiApp(App[str | None]):
                 self.notify(one_line(exc), title="preflight", severity="error", markup=False)
                 return
             if not res.ok:
-                self.notify(
-                    res.error or f"{name} would not start: its preflight checks failed",
-                    title="not started",
-                    severity="error",
-                    markup=False,
-                    timeout=10,
-                )
+                self._preflight_refused(name, where, res)
                 return
             self._swap_checked(name, where)
 
         self.run_worker(check(), group="ops", exit_on_error=False, description="preflight")
+
+    def _preflight_refused(
+        self, name: str, where: dict[str, Any], res: protocol.PreflightReply
+    ) -> None:
+        """A failed check: what failed and its fix, and a dialog whose Yes skips that check
+        (the agent's line ends with the CLI's `--force CHECK`, no use to someone in the TUI)."""
+        bad = next((c for c in res.checks if not c.ok and not c.skipped), None)
+        if bad is None:
+            self.notify(
+                res.error or f"{name} would not start: its preflight checks failed",
+                title="not started",
+                severity="error",
+                markup=False,
+                timeout=10,
+            )
+            return
+        fix = f"; {bad.fix}" if bad.fix else ""
+        question = (
+            f"[b]{escape(name)}[/] would not start: {escape(bad.message + fix)}\n\n"
+            f"Start it anyway, skipping the {escape(bad.name)} check?"
+        )
+
+        def chosen(yes: bool | None) -> None:
+            if yes:
+                self._swap_checked(name, dict(where, force=[bad.name]))
+
+        self.push_screen(Confirm(question), chosen)
 
     def _swap_checked(self, name: str, where: dict[str, Any]) -> None:
         sid = where.get("slot")
