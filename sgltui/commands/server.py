@@ -399,7 +399,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             3,
         ) from None
     if args.json:  # the agent's object as it sent it, keys this version does not know included
-        print(json.dumps(raw, indent=1, default=str))
+        print(json.dumps(_only_asked(raw, args), indent=1, default=str))
         return 0
     try:
         st: protocol.StatusReply = decode_reply("status", raw)
@@ -466,6 +466,24 @@ def cmd_status(args: argparse.Namespace) -> int:
         if pool.error:
             print(f"     error: {pool.error}")
     return 0
+
+
+def _only_asked(raw: dict, args: argparse.Namespace) -> dict:
+    """`status --pool P --json` / `--slot S --json`: that pool's (or slot's) entries only, as
+    the text form shows (it printed every slot and pool)."""
+    pool, slot = getattr(args, "pool", None), getattr(args, "slot", None)
+    if not (pool or slot):
+        return raw
+    pools = [p for p in raw.get("pools") or [] if p.get("name") == pool]
+    if pool and not pools:
+        names = ", ".join(str(p.get("name")) for p in raw.get("pools") or []) or "none"
+        raise CliError(f"no pool {pool!r}; pools: {names}")
+    wanted = {str(s) for p in pools for s in p.get("slots") or []} | ({slot} if slot else set())
+    return dict(
+        raw,
+        slots=[s for s in raw.get("slots") or [] if str(s.get("id")) in wanted],
+        pools=pools if pool else raw.get("pools") or [],
+    )
 
 
 def _left_running(state: Path) -> list[str]:
