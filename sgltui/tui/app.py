@@ -29,8 +29,8 @@ from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, Ta
 from sgltui import protocol
 from sgltui.core.files import private_dir, write_atomic
 from sgltui.session.layout import SCREENSHOTS_DIR
+from sgltui.tui import logtail, topbar, views
 from sgltui.tui import model as M
-from sgltui.tui import topbar, views
 from sgltui.tui.bindings import ALL_KEYS, KEYS
 from sgltui.tui.config import TuiConfig
 from sgltui.tui.fleetsource import FleetSource, host_of
@@ -294,7 +294,7 @@ class SgltuiApp(App[str | None]):
                 continue
             sid = slot.id
             try:
-                tail: protocol.LogsReply = await ask(self.source, "logs", slot=sid, lines=200)
+                tail = await logtail.read_tail(self.source, sid)
             except MalformedReply as exc:
                 self._bad_reply(exc)
                 continue

@@ -171,3 +171,25 @@ async def test_a_filter_that_matches_nothing_says_so_and_esc_clears_it():
         assert first_row(view) == (
             "no shown line matches 'POST'; 1 access/batch line does (z shows them, esc clears)"
         )
+
+
+async def test_reopened_on_a_busy_server_the_pane_shows_its_last_lines_that_are_not_access():
+    """Issue 37: a re-opened TUI read only '248 access/batch lines hidden (z shows them)': the
+    last 200 lines were all access lines. It reads further back for the server's own lines."""
+    start = [f"[2026-12-03 13:00:{i:02d}] startup line {i}" for i in range(10)]
+    logs = start + ["The server is fired up and ready to roll!"] + [ACCESS] * 600
+
+    def tail(op, args, src):  # the agent's `logs`: the file's last `lines` lines
+        if op == "logs":
+            return {"lines": logs[-args["lines"] :], "path": "/tmp/x.log", "launch_id": "L1"}
+        return None
+
+    app = app_with(ScriptedSource(status_with(), logs=logs, on_call=tail))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        view = app.query_one(LogView)
+        await until(pilot, lambda: len(view.lines) >= 11, show=lambda: view.lines)
+        shown = "\n".join(str(x) for x in view.lines)
+        assert "fired up and ready to roll" in shown and "startup line 0" in shown
+        texts = [line.text for line in app.logbuf.lines]
+        assert len(texts) == len(set(texts[:11])) + texts.count(ACCESS)  # each once
