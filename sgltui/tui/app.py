@@ -944,7 +944,13 @@ class SgltuiApp(App[str | None]):
                     )
 
             self.push_screen(
-                DrainChoice(f"Swap to {name}", str(slot and slot.profile), running), chosen
+                DrainChoice(
+                    f"Swap to {name}",
+                    str(slot and slot.profile),
+                    running,
+                    live=lambda: self.model.running_requests(slot.id) if slot else 0,
+                ),
+                chosen,
             )
             return
         self._op("swap", done=f"swapping to {name}", profile=name, drain="wait", **where)
@@ -1009,7 +1015,9 @@ class SgltuiApp(App[str | None]):
                 if drain:
                     self._op("stop", done=f"stopping {name} ({drain})", drain=drain, **where)
 
-            self.push_screen(DrainChoice(f"Stop {name}", name, running), chosen)
+            sid = str(where.get("slot", ""))
+            live = lambda: self.model.running_requests(sid)  # noqa: E731
+            self.push_screen(DrainChoice(f"Stop {name}", name, running, live=live), chosen)
         elif self.config.confirm_stop:
             self.push_screen(
                 Confirm(f"Stop [b]{escape(name)}[/]? No requests are in flight."),
@@ -1053,7 +1061,16 @@ class SgltuiApp(App[str | None]):
 
         recent = [v for v in self.model.series_values("gen_throughput")[-60:] if v > 0]
         self.push_screen(
-            BenchDialog([current] if current else [], max(recent) if recent else None), chosen
+            BenchDialog(
+                [current] if current else [],
+                max(recent) if recent else None,
+                views.per_request_rate(
+                    self.model.series_values("gen_throughput"),
+                    self.model.series_values("running"),
+                ),
+                current,
+            ),
+            chosen,
         )
 
     def _bench_finished(self) -> None:

@@ -524,3 +524,11 @@ def slot_memory(
         return tel
     mine = [g for g in tel.gpus if g.index in slot.gpus]
     return msgspec.structs.replace(tel, gpus=mine) if mine else tel
+
+
+def per_request_rate(gen: list[float], running: list[float], last: int = 60) -> float | None:
+    """Output tok/s per request over the last `last` samples (the total rate over the requests
+    running): the bench dialog scales it by each concurrency. None: nothing ran."""
+    pairs = [(g, r) for g, r in zip(gen[-last:], running[-last:]) if r and r > 0]
+    total = sum(r for _, r in pairs)
+    return sum(g for g, _ in pairs) / total if total else None

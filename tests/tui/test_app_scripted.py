@@ -497,3 +497,51 @@ async def test_reattach_reads_the_latest_bench_run_the_status_already_names(tmp_
         await until(pilot, lambda: app.model.bench.get("r9") and app.model.bench["r9"].result)
         await pilot.press("c")
         await until(pilot, lambda: app.query_one("#bench-table").row_count == 1)
+
+
+async def test_the_drain_dialog_counts_requests_live():
+    """Issue 37: the swap dialog kept '1 request(s) in flight' while the legend showed running
+    3. Its count follows the samples while it is open."""
+    from sgltui.tui.scripted import make_engine, make_sample
+
+    src = ScriptedSource(status_with(running=1))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, DrainChoice))
+        count = app.screen.query_one("#drain-count")
+        assert "1 request(s) in flight now" in str(count.render())
+        sample = make_sample(50.0, running=3)
+        sample["engine"] = {"0": dict(make_engine(50.0, 3), num_queue_reqs=0)}
+        src.feed({"push": "sample", "data": sample})
+        await until(
+            pilot,
+            lambda: "3 request(s) in flight now" in str(count.render()),
+            show=lambda: str(count.render()),
+        )
+
+
+async def test_bench_estimate_uses_the_profiles_rate_per_request_and_says_how_old():
+    """Issue 37: the estimate used 'the 75.7 tok/s seen lately', the slot's total under the
+    demo load. It uses the serving profile's speed per request, named, over the last minute."""
+    from sgltui.tui.scripted import make_engine, make_sample
+    from sgltui.tui.views import per_request_rate
+
+    src = ScriptedSource(status_with(running=2))
+    for t in range(1, 30):
+        sample = make_sample(float(t), running=2)
+        sample["engine"] = {"0": dict(make_engine(float(t), 2), gen_throughput=100.0)}
+        src.feed({"push": "sample", "data": sample})
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await until(pilot, lambda: len(app.model.series_values("running")) > 10)
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog))
+        text = str(app.screen.query_one("#bench-estimate").render())
+        import re
+
+        m = re.search(r"at (\d+) tok/s per request \(demo-mtp, last minute\)", text)
+        assert m and 40 <= int(m.group(1)) <= 60, text  # 100 tok/s over 2 requests
+    assert per_request_rate([100.0, 0.0, 90.0], [2, 0, 3]) == 190.0 / 5
