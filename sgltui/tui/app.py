@@ -1056,6 +1056,8 @@ class SgltuiApp(App[str | None]):
             if spec:
                 # Where the slot goes back to when the bench has swapped other profiles in.
                 self._bench_return = slot.profile if slot else None
+                if slot is not None:  # the slot on screen (the spec's default is "0")
+                    spec = dict(spec, slot=slot.id)
                 self._op("bench_start", done="bench started", spec=spec)
                 self.action_focus_pane("bench")
 

@@ -545,3 +545,21 @@ async def test_bench_estimate_uses_the_profiles_rate_per_request_and_says_how_ol
         m = re.search(r"at (\d+) tok/s per request \(demo-mtp, last minute\)", text)
         assert m and 40 <= int(m.group(1)) <= 60, text  # 100 tok/s over 2 requests
     assert per_request_rate([100.0, 0.0, 90.0], [2, 0, 3]) == 190.0 / 5
+
+
+async def test_bench_from_the_slots_view_benches_the_slot_on_screen():
+    """Issue 37, seen in the first-hour run: with slots a and b the bench dialog's run was
+    refused ('no slot '0'; slots: a, b'): its spec named no slot."""
+    from sgltui.tui.scripted import make_host_status
+
+    src = ScriptedSource(make_host_status(2, ["demo-mtp", "demo-no-mtp"]))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("o", "down")
+        await until(pilot, lambda: app.model.current_id == "b")
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog))
+        await pilot.press("enter")
+        await until(pilot, lambda: ops(src, "bench_start"))
+        assert ops(src, "bench_start")[0]["spec"]["slot"] == "b"
