@@ -1071,6 +1071,7 @@ class SgltuiApp(App[str | None]):
                     self.model.series_values("running"),
                 ),
                 current,
+                views.measured_rates(self.model.bench.values()),
             ),
             chosen,
         )

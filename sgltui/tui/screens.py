@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -165,6 +166,7 @@ class BenchDialog(_Modal):
         tok_s: float | None = None,
         per_request: float | None = None,
         seen_on: str | None = None,
+        measured: dict[str, tuple[dict[int, float], float | None]] | None = None,
     ) -> None:
         super().__init__()
         self.profiles = profiles
@@ -173,6 +175,8 @@ class BenchDialog(_Modal):
         # point at concurrency c runs about c times that. The slot's total rate was the demo
         # load's (1-2 requests): it estimated 26 s for a run of 4.3 s.
         self.per_request, self.seen_on = per_request, seen_on
+        # profile -> ({concurrency: tok/s}, when): this session's benches, used first
+        self.measured = measured or {}
 
     def compose(self) -> ComposeResult:
         from textual.containers import Grid
@@ -251,15 +255,27 @@ class BenchDialog(_Modal):
             return
         points = len(spec["profiles"]) * len(spec["concurrency"]) * spec["repeat"]
         tokens = points * spec["requests"] * spec["output_len"]
-        if self.per_request and self.per_request > 0:
-            per_point = spec["requests"] * spec["output_len"] / self.per_request
-            secs = sum(per_point / min(c, spec["requests"]) for c in spec["concurrency"])
-            secs *= spec["repeat"] * len(spec["profiles"])
+        known = [p for p in spec["profiles"] if p in self.measured]
+        if known or (self.per_request and self.per_request > 0):
+            per_point = spec["requests"] * spec["output_len"]
+            secs = 0.0
+            for p in spec["profiles"]:
+                for c in spec["concurrency"]:
+                    secs += spec["repeat"] * per_point / self._rate(p, min(c, spec["requests"]))
+            basis = []
+            if known:
+                whens = [w for p in known if (w := self.measured[p][1]) is not None]
+                ago = f", {units.duration(time.time() - max(whens))} ago" if whens else ""
+                basis.append(f"{', '.join(known)} as measured by its bench{ago}")
+            if len(known) < len(spec["profiles"]) and self.per_request:
+                basis.append(
+                    f"{self.per_request:.0f} tok/s per request ({escape(str(self.seen_on))}, "
+                    "last minute) times the concurrency"
+                )
             box.update(
                 f"{points} point(s), {tokens:,} output tokens: about "
-                f"[b]{units.estimate(secs)}[/] at {self.per_request:.0f} tok/s per request "
-                f"({escape(str(self.seen_on))}, last minute) times the concurrency (high "
-                "concurrencies batch slower), plus a server start per profile"
+                f"[b]{units.estimate(secs)}[/] ({escape('; '.join(basis))}), plus a server "
+                "start per profile"
             )
         elif self.tok_s and self.tok_s > 0:
             box.update(
@@ -272,6 +288,18 @@ class BenchDialog(_Modal):
                 f"{points} point(s), {tokens:,} output tokens; no throughput seen yet to "
                 "estimate the duration"
             )
+
+    def _rate(self, profile: str, c: int) -> float:
+        """Output tok/s of `profile` at concurrency c: its bench at the nearest concurrency
+        (scaled by c / that one, at most doubled per step away: batching flattens it), else the
+        speed per request seen lately times c."""
+        rates = self.measured.get(profile, ({}, None))[0]
+        if rates:
+            near = min(rates, key=lambda k: abs(k - c))
+            return max(
+                rates[near] * min(c / near, 2.0) if c > near else rates[near] * c / near, 1e-6
+            )
+        return max((self.per_request or 1e-6) * c, 1e-6)
 
     @on(Input.Submitted)
     def _submit(self) -> None:

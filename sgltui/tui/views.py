@@ -532,3 +532,25 @@ def per_request_rate(gen: list[float], running: list[float], last: int = 60) -> 
     pairs = [(g, r) for g, r in zip(gen[-last:], running[-last:]) if r and r > 0]
     total = sum(r for _, r in pairs)
     return sum(g for g, _ in pairs) / total if total else None
+
+
+def measured_rates(runs: Collection[Any]) -> dict[str, tuple[dict[int, float], float | None]]:
+    """profile -> ({concurrency: output tok/s}, when) from the newest bench of each profile in
+    this session (the model's BenchRun results): the bench dialog's estimate for a profile
+    already measured."""
+    out: dict[str, tuple[dict[int, float], float | None]] = {}
+    for run in runs:
+        result = getattr(run, "result", None) or {}
+        when = result.get("finished") or result.get("started")
+        for r in result.get("results") or []:
+            tok_s = (r.get("metrics") or {}).get("output_throughput")
+            p, c = r.get("profile"), r.get("concurrency")
+            if not (p and isinstance(c, int) and isinstance(tok_s, (int, float)) and tok_s > 0):
+                continue
+            rates, seen = out.get(p, ({}, None))
+            if seen is not None and when is not None and when < seen:
+                continue  # an older run of this profile
+            rates = dict(rates) if seen == when else {}
+            rates[c] = float(tok_s)
+            out[p] = (rates, when)
+    return out

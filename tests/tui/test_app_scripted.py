@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from textual.widgets import OptionList
 
@@ -542,7 +543,7 @@ async def test_bench_estimate_uses_the_profiles_rate_per_request_and_says_how_ol
         text = str(app.screen.query_one("#bench-estimate").render())
         import re
 
-        m = re.search(r"at (\d+) tok/s per request \(demo-mtp, last minute\)", text)
+        m = re.search(r"(\d+) tok/s per request \(demo-mtp, last minute\)", text)
         assert m and 40 <= int(m.group(1)) <= 60, text  # 100 tok/s over 2 requests
     assert per_request_rate([100.0, 0.0, 90.0], [2, 0, 3]) == 190.0 / 5
 
@@ -563,3 +564,27 @@ async def test_bench_from_the_slots_view_benches_the_slot_on_screen():
         await pilot.press("enter")
         await until(pilot, lambda: ops(src, "bench_start"))
         assert ops(src, "bench_start")[0]["spec"]["slot"] == "b"
+
+
+async def test_bench_estimate_uses_the_profiles_own_bench_when_there_is_one(tmp_path):
+    """Seen in the first-hour run: 11 s estimated from the demo load's speed per request for a
+    point that ran 1.1 s (925 tok/s). A profile benched in this session is estimated from its
+    own figures, and the dialog says so and how old they are."""
+    results = [{"profile": "demo-mtp", "concurrency": 4, "metrics": {"output_throughput": 800.0}}]
+    path = write_bench_run(tmp_path / "r1.json", "r1", results, finished=time.time() - 120)
+    src = ScriptedSource(status_with(running=2))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        src.feed(event("bench.done", client=None, slot=None, run_id="r1", path=path, state="done"))
+        await until(pilot, lambda: (app.model.bench.get("r1") or None) is not None)
+        await until(pilot, lambda: app.model.bench["r1"].result is not None)
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog))
+        for field, value in (("#bench-concurrency", "4"), ("#bench-requests", "100")):
+            app.screen.query_one(field).value = value
+        app.screen.query_one("#bench-output").value = "80"
+        await pilot.pause(0.2)
+        text = str(app.screen.query_one("#bench-estimate").render())
+        # 100 requests x 80 tokens at 800 tok/s: 10 s
+        assert "about 10 s" in text and "demo-mtp as measured by its bench, 2m0" in text, text
