@@ -167,6 +167,7 @@ class SgltuiApp(App[str | None]):
         self._bindings_state: str | None = None
         self._topbar = ""
         self._launch_of: dict[str, str] = {}  # slot -> launch id of the log lines shown last
+        self._tail_read: dict[str, list[str]] = {}  # slot -> the lines its tail read on connect
         self._jobs_read = False  # the Jobs tab has read the agent's jobs once
         self._host_errors: dict[str, str | None] = {}  # a fleet: each host's last error shown
         # The pool whose row the slots view has picked (a profile key rolls it), else None.
@@ -289,6 +290,7 @@ class SgltuiApp(App[str | None]):
         # Re-read the tail of each live server's log: lines written while we were away. (A
         # fleet's source sends each host's tails itself, as that host connects.)
         self.logbuf.clear()
+        self._tail_read.clear()
         for slot in self.model.slots if self.fleet is None else []:
             if slot.state == protocol.SlotState.STOPPED and not slot.launch_id:
                 continue
@@ -301,6 +303,7 @@ class SgltuiApp(App[str | None]):
             except SOURCE_ERRORS:
                 continue
             self._new_lines.extend(self.logbuf.add(sid, tail.lines))
+            self._tail_read[sid] = list(tail.lines[-500:])
             if tail.launch_id:
                 self._launch_of[sid] = tail.launch_id
         self._redraw_logs = True
@@ -408,7 +411,15 @@ class SgltuiApp(App[str | None]):
                 self._new_lines.extend(self.logbuf.add(slot, [f"──── {launch} ────"]))
             if launch:
                 self._launch_of[slot] = launch
-            self._new_lines.extend(self.logbuf.add(slot, data.get("lines") or []))
+            lines = list(data.get("lines") or [])
+            read = self._tail_read.pop(slot, None)
+            if read:
+                # The first push after connecting starts with the lines the tail read ended
+                # with: the agent pushed them too, queued while the tail was read (a first
+                # launch's lines showed twice). Dropped only where the push covers the tail's
+                # whole end, so a line that merely repeats (a batch line) is kept.
+                lines = lines[_overlap(read, lines) :]
+            self._new_lines.extend(self.logbuf.add(slot, lines))
         elif push.get("push") == "event":
             ev = push.get("data") or {}
             if ev.get("type") == "bench.done" and ev.get("path"):
@@ -1348,6 +1359,15 @@ def _done_text(reply: Any, done: str | None) -> str | None:
 
 def _launcher_word(launcher: str) -> str:
     return {"sim": "simulator", "sglang": "real SGLang"}.get(launcher, launcher)
+
+
+def _overlap(tail: list[str], pushed: list[str]) -> int:
+    """How many of `pushed`'s first lines are `tail`'s last ones (the longest such run)."""
+    for start in range(max(0, len(tail) - len(pushed)), len(tail)):
+        end = tail[start:]
+        if pushed[: len(end)] == end:
+            return len(end)
+    return 0
 
 
 def make_app(

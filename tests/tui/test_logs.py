@@ -193,3 +193,21 @@ async def test_reopened_on_a_busy_server_the_pane_shows_its_last_lines_that_are_
         assert "fired up and ready to roll" in shown and "startup line 0" in shown
         texts = [line.text for line in app.logbuf.lines]
         assert len(texts) == len(set(texts[:11])) + texts.count(ACCESS)  # each once
+
+
+async def test_lines_pushed_while_the_tail_was_read_show_once():
+    """Issue 37: once the first launch's lines showed twice (the file has them once). The agent
+    pushes a launch's lines from the subscription on, and the tail read on connecting has the
+    same ones: pushed lines the tail already has are not added again."""
+    logs = [f"[2026-12-03 13:00:{i:02d}] startup line {i}" for i in range(8)]
+    src = ScriptedSource(status_with(), logs=logs)
+    # Queued while the app reads the tail: the last three lines again, then two new ones.
+    src.feed({"push": "log", "data": {"slot": "0", "lines": logs[5:] + ["new 1", "new 2"]}})
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        await until(pilot, lambda: any(x.text == "new 2" for x in app.logbuf.lines))
+        texts = [x.text for x in app.logbuf.lines]
+        assert texts == logs + ["new 1", "new 2"], texts
+        src.feed({"push": "log", "data": {"slot": "0", "lines": [logs[0]]}})  # later: new
+        await until(pilot, lambda: len(app.logbuf.lines) == len(texts) + 1)
