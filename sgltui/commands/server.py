@@ -403,7 +403,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             3,
         ) from None
     if args.json:  # the agent's object as it sent it, keys this version does not know included
-        print(json.dumps(raw, indent=1, default=str))
+        print(json.dumps(_only_asked(raw, args), indent=1, default=str))
         return 0
     try:
         st: protocol.StatusReply = decode_reply("status", raw)
@@ -499,6 +499,24 @@ def external_line(s: protocol.SlotStatus) -> str:
     return (
         f"external: {ext.url}, pid {ext.pid} (not started by sgltui; "
         f"`sgltui adopt --slot {s.id}` takes it over)"
+    )
+
+
+def _only_asked(raw: dict, args: argparse.Namespace) -> dict:
+    """`status --pool P --json` / `--slot S --json`: that pool's (or slot's) entries only, as
+    the text form shows (it printed every slot and pool)."""
+    pool, slot = getattr(args, "pool", None), getattr(args, "slot", None)
+    if not (pool or slot):
+        return raw
+    pools = [p for p in raw.get("pools") or [] if p.get("name") == pool]
+    if pool and not pools:
+        names = ", ".join(str(p.get("name")) for p in raw.get("pools") or []) or "none"
+        raise CliError(f"no pool {pool!r}; pools: {names}")
+    wanted = {str(s) for p in pools for s in p.get("slots") or []} | ({slot} if slot else set())
+    return dict(
+        raw,
+        slots=[s for s in raw.get("slots") or [] if str(s.get("id")) in wanted],
+        pools=pools if pool else raw.get("pools") or [],
     )
 
 
