@@ -239,13 +239,23 @@ class Operations:
                 raise OpError(
                     f"swap refused: slot {slot.id} is {slot.state}; wait for it to settle"
                 )
+            rollback = args.rollback
+            # Kept warm on this slot: woken in seconds, no preflight (it runs already: its
+            # port is its own) (agent/standby.py); else launched cold, able to sleep when the
+            # slot has standbys.
+            standbys = self.sup.standbys
+            if standbys.warm(slot, name) is not None:
+                self._refuse_if_pinned(slot, args, "swap")
+                warm = standbys.swap_job(slot, name, client, str(args.drain), rollback)
+                if warm is not None:
+                    return self._reply(slot, args, warm)
             profile = await self._accept(slot, name, args)
             if slot.state == READY and slot.profile_name == profile.name:
                 raise OpError(
                     f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it"
                 )
-            rollback = args.rollback
             self._refuse_if_pinned(slot, args, "swap")
+            profile = standbys.cold_target(slot, profile)
             started = self._start_swap(
                 slot,
                 profile,
@@ -353,7 +363,7 @@ class Operations:
     def _reply(
         self,
         slot: Slot,
-        args: protocol.StartArgs | protocol.StopArgs | protocol.RestartArgs,
+        args: protocol.StartArgs | protocol.StopArgs | protocol.RestartArgs | protocol.StandbyArgs,
         job: Job | None,
     ) -> Any:
         if args.wait:

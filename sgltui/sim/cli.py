@@ -152,6 +152,11 @@ def _add_sim_flags(p: argparse.ArgumentParser) -> None:
         help="pinned host <-> GPU copy speed in GB/s, for release/resume (H100 PCIe Gen5: 54)",
     )
     g.add_argument(
+        "--sim-release-fails",
+        action="store_true",
+        help="a release answers 200 null and frees nothing (as SGLang does when it cannot)",
+    )
+    g.add_argument(
         "--sim-bad-resume-draft",
         action="store_true",
         help="the MTP draft comes back wrong after a resume (accept length ~1.0)",

@@ -58,6 +58,7 @@ class MemorySaver:
         )
         self.bandwidth = max(1e6, float(getattr(args, "sim_pinned_bandwidth_gbs", 54.0)) * 1e9)
         self.bad_resume = bool(getattr(args, "sim_bad_resume_draft", False))
+        self.release_fails = bool(getattr(args, "sim_release_fails", False))
         self.released: set[str] = set()
         self._lock = asyncio.Lock()  # one release or resume at a time, as SGLang's communicator
 
@@ -99,7 +100,7 @@ class MemorySaver:
 
     # ---- the endpoints' work -----------------------------------------------------------------------
     async def release(self, tags: list[str] | None) -> None:
-        if not self.enabled:
+        if not self.enabled or self.release_fails:
             return  # SGLang: the memory saver is a no-op adapter without the flag
         tags = list(tags or TAGS)
         async with self._lock:
@@ -127,6 +128,7 @@ class MemorySaver:
     async def pause(self, mode: str) -> None:
         await self.s.the_engine.control(("pause", mode))
         self.s.paused = True
+        self._publish()  # what the GPU holds before a release is read fresh, not a second old
 
     async def resume_generation(self) -> None:
         await self.s.the_engine.control(("continue",))
