@@ -539,6 +539,7 @@ class Operations:
                     cause=None if ok else _cause(failure or slot.cause),
                     finished_at=time.time(),
                     client=client,
+                    seconds=timings["total"],
                 )
             )
         return protocol.Outcome(

@@ -33,11 +33,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from sgltui import protocol
 from sgltui.agent import http_probe, procs
 from sgltui.agent import standby_memory as mem
 from sgltui.agent.errors import OpError
 from sgltui.agent.events import EventBus
+from sgltui.agent.operations import Wait
 from sgltui.agent.slot import READY, LaunchError, Slot, as_cause
 from sgltui.core import causes, units
 
@@ -49,7 +52,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("sgltui.agent.standby")
 
 SAVER_FLAGS = ("enable-memory-saver", "enable-weights-cpu-backup")
-SAVER_ENV = {"SGLANG_MEMORY_SAVER_CUDA_GRAPH": "1"}
+# Graphs freed with the rest; the pinned copy of the weights kept between sleeps (weights do
+# not change: a release after the first only unmaps; torch_memory_saver PR #86).
+SAVER_ENV = {"SGLANG_MEMORY_SAVER_CUDA_GRAPH": "1", "TMS_RETAIN_CPU_BACKUP": "1"}
 SEP = "~"  # agent-state.json keys a sleeper as SLOT~PROFILE
 CANARY_PROMPT = "The capital city of France is"
 BAD_ACCEPT = 0.6  # a woken draft accepting under this share of its last known length is bad
@@ -227,8 +232,17 @@ class Standbys:
 
     async def op_add(self, args: protocol.StandbyArgs, client: str | None) -> Any:
         slots = self._slots(args)
-        replies = [await self._add_one(slot, args, client) for slot in slots]
-        return replies[0]
+        if len(slots) == 1:
+            return await self._add_one(slots[0], args, client)
+        # A pool: one slot at a time (each one's server sleeps while its standby starts, and
+        # the gateway routes to the others meanwhile); the first that fails ends it.
+        reply: Any = None
+        for slot in slots:
+            reply = await self._add_one(slot, msgspec.structs.replace(args, wait=True), client)
+            reply = await reply.wait()
+            if not (reply.result and reply.result.ok):
+                break
+        return reply
 
     async def _add_one(self, slot: Slot, args: protocol.StandbyArgs, client: str | None) -> Any:
         ops = self.sup.ops
@@ -252,6 +266,8 @@ class Standbys:
 
             job = Job("standby", f"standby add {target.name}", client, time.time())
             started = ops._run(slot, job, self._add(slot, target, client))
+            if args.wait:
+                return _WaitWithStandbys(slot, started, self)
             return ops._reply(slot, args, started)
 
     async def op_remove(self, args: protocol.StandbyArgs, client: str | None) -> Any:
@@ -292,6 +308,13 @@ class Standbys:
             for sb in sbs.values()
             if sb.server.profile is not None and sb.server.profile.launcher == target.launcher
         }
+        if (
+            slot.profile is not None
+            and can_sleep(slot)
+            and slot.profile.launcher == target.launcher
+        ):
+            # it keeps its pinned copy while it serves (TMS_RETAIN_CPU_BACKUP)
+            pinned[f"{slot.id}/{slot.profile_name}"] = mem.weights_bytes(slot.profile) or 0
         available = mem.host_available(target, sum(pinned.values()))
         problem = mem.refuse_host(target.name, need, available, self.reserve, pinned)
         if problem:
@@ -701,6 +724,21 @@ class Standbys:
         if state == READY:
             return True, None
         return False, slot.cause or causes._cause("exit", why, [], "see `sgltui logs`", None)
+
+
+class _WaitWithStandbys(Wait):
+    """A standby add's deferred reply: its slot with its standbys (Slot.status has none)."""
+
+    def __init__(self, slot: Slot, job: Job | None, standbys: Standbys) -> None:
+        super().__init__(slot, job)
+        self.standbys = standbys
+
+    async def wait(self) -> protocol.Accepted:
+        reply = await super().wait()
+        views = self.standbys.views(self.slot.id)
+        return msgspec.structs.replace(
+            reply, slot=msgspec.structs.replace(reply.slot, standbys=views)
+        )
 
 
 def pick_records(saved: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -59,6 +59,10 @@ class MemorySaver:
         self.bandwidth = max(1e6, float(getattr(args, "sim_pinned_bandwidth_gbs", 54.0)) * 1e9)
         self.bad_resume = bool(getattr(args, "sim_bad_resume_draft", False))
         self.release_fails = bool(getattr(args, "sim_release_fails", False))
+        # TMS_RETAIN_CPU_BACKUP=1 (torch_memory_saver PR #86): the pinned copy of the weights is
+        # kept after a resume, so the next release only unmaps (weights do not change).
+        self.retain = os.environ.get("TMS_RETAIN_CPU_BACKUP", "").lower() in ("1", "true")
+        self.backup_kept = False
         self.released: set[str] = set()
         self._lock = asyncio.Lock()  # one release or resume at a time, as SGLang's communicator
 
@@ -69,7 +73,7 @@ class MemorySaver:
 
     def host_bytes(self) -> int:
         """Pinned host memory the CPU backup holds now (the released weights)."""
-        if "weights" in self.released and self.cpu_backup:
+        if self.cpu_backup and ("weights" in self.released or self.backup_kept):
             return int(self.weights_bytes())
         return 0
 
@@ -106,8 +110,9 @@ class MemorySaver:
         async with self._lock:
             # The scheduler asserts it is idle; a busy one dies here (and the server with it).
             await self.s.the_engine.control(("release", tags))
-            if "weights" in tags and "weights" not in self.released:
-                await asyncio.sleep(self.transfer_s())
+            if "weights" in tags and "weights" not in self.released and not self.backup_kept:
+                await asyncio.sleep(self.transfer_s())  # GPU -> pinned host copy
+                self.backup_kept = self.retain and self.cpu_backup
             self.released |= set(tags)
             log.info(f"Release memory occupation done: tags={tags}")
             self._publish()

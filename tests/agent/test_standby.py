@@ -165,3 +165,27 @@ def test_a_sleeper_is_never_relaunched_or_called_hung(agent, monkeypatch):
         time.sleep(0.2)
     out = agent.call("swap", profile=b, wait=True)  # not warm any more: cold
     assert out["result"]["ok"] and agent.slot()["last_swap"]["kind"] == "cold"
+
+
+def test_cli_standby_add_list_swap_status_remove(agent):
+    from tests.fixtures.cli import agent_sgltui
+
+    a, b = two(agent)
+    r = agent_sgltui(agent, "standby", "add", b)
+    assert r.returncode == 0, r.stderr
+    assert f"{b} kept warm (asleep, pins" in r.stdout and f"sgltui swap {b}" in r.stdout
+    r = agent_sgltui(agent, "standby", "list")
+    assert r.returncode == 0 and b in r.stdout and "asleep" in r.stdout, r.stdout
+    r = agent_sgltui(agent, "swap", b)
+    assert r.returncode == 0, r.stderr
+    assert "(warm swap in" in r.stdout, r.stdout
+    r = agent_sgltui(agent, "status")
+    assert f"warm: {a} (asleep" in r.stdout and f"-> {b}: warm" in r.stdout, r.stdout
+    st = json.loads(agent_sgltui(agent, "status", "--json").stdout)["slots"][0]
+    assert st["last_swap"]["kind"] == "warm" and st["standbys"][0]["profile"] == a
+    assert set(st["standbys"][0]) >= {"profile", "state", "host_bytes", "gpu_bytes"}
+    r = agent_sgltui(agent, "standby", "remove", a)
+    assert r.returncode == 0, r.stderr
+    assert agent.slot()["standbys"] == []
+    r = agent_sgltui(agent, "standby", "remove", a)
+    assert r.returncode == 1 and "is not kept warm on slot 0" in r.stderr

@@ -154,3 +154,23 @@ def test_bad_tags_and_modes_are_400(sim_server, gpu_env):
     assert r.status_code == 400 and "unknown memory tag" in r.json()["message"]
     r = post_json(sim.url + "/pause_generation", {"mode": "sideways"})
     assert r.status_code == 400
+
+
+def test_retained_cpu_backup_makes_the_next_release_only_unmap(sim_server, gpu_env):
+    """TMS_RETAIN_CPU_BACKUP=1: the pinned copy stays after a resume (host RAM stays pinned), so
+    a second release does not copy the weights again; a resume still does."""
+    gpu_dir, env = gpu_env
+    sim = sim_server(
+        *SAVER, *SLOW_LINK, time_scale="0.02", env={**env, "TMS_RETAIN_CPU_BACKUP": "1"}
+    )
+    expected = weights(gpu_doc(gpu_dir, sim.pid)) / 1e9 * 0.02
+    post_json(sim.url + "/pause_generation", {"mode": "retract"})
+    t0 = time.monotonic()
+    post_json(sim.url + "/release_memory_occupation", {})
+    assert time.monotonic() - t0 >= expected * 0.9  # the first release copies
+    post_json(sim.url + "/resume_memory_occupation", {})
+    assert gpu_doc(gpu_dir, sim.pid)["host_pinned_bytes"] > 10e9  # kept while it serves
+    t0 = time.monotonic()
+    post_json(sim.url + "/release_memory_occupation", {})
+    assert time.monotonic() - t0 < expected * 0.5
+    assert weights(gpu_doc(gpu_dir, sim.pid)) == 0
