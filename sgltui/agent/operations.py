@@ -143,7 +143,11 @@ class Operations:
         target = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
         target = self._place(slot, target)
         current = await asyncio.to_thread(self.sup.current, slot)
-        checks = await asyncio.to_thread(preflight.run, target, current, _force_arg(args))
+        force = _force_arg(args)
+        if self.sup.standbys.warm(slot, target.name) is not None:
+            # kept warm: it runs already, on its own port and in its own GPU memory
+            force |= {"port", "gpu-memory"}
+        checks = await asyncio.to_thread(preflight.run, target, current, force)
         failed = preflight.first_failure(checks)
         return protocol.PreflightReply(
             profile=target.name,

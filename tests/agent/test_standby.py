@@ -49,6 +49,9 @@ def test_add_then_toggle_is_warm_both_ways(agent):
         assert slot["last_swap"]["seconds"] is not None
         left = standby(agent, frm)
         assert left is not None and left["state"] == "asleep", slot["standbys"]
+        # the TUI's preflight before a swap: a profile kept warm passes (its port is its own)
+        pre = agent.call("preflight", profile=frm)
+        assert pre["ok"], pre["error"]
         # the woken server answers through the front
         r = httpx.post(
             agent.front_url + "/generate",

@@ -104,7 +104,7 @@ def test_release_with_requests_running_takes_the_server_down(sim_server, gpu_env
 
     def cut_stream() -> None:
         try:
-            stream_events(sim.url + "/generate", gen_body(2000, text="long"))
+            stream_events(sim.url + "/generate", gen_body(30000, text="long"), timeout=60)
         except httpx.HTTPError:
             pass  # cut when the server goes down: what this test causes
 
