@@ -259,7 +259,6 @@ class Operations:
                     f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it"
                 )
             self._refuse_if_pinned(slot, args, "swap")
-            profile = standbys.cold_target(slot, profile)
             started = self._start_swap(
                 slot,
                 profile,
@@ -341,7 +340,9 @@ class Operations:
             problem = placement.tp_problem(target.name, target.server, slot.place)
             if problem:
                 raise OpError(problem)
-        return target.placed(slot.place, self.sup.exposures.get(slot.id))
+        placed = target.placed(slot.place, self.sup.exposures.get(slot.id))
+        # On a slot with standbys: launched able to sleep, off the ports its sleepers hold.
+        return self.sup.standbys.cold_target(slot, placed)
 
     def _refuse_if_busy(self, slot: Slot, what: str) -> None:
         job = self.busy(slot.id)

@@ -553,12 +553,17 @@ class Standbys:
         return self.sup.ops._run(slot, job, self._warm_swap(slot, sb, client, drain))
 
     def cold_target(self, slot: Slot, target: Resolved) -> Resolved:
-        """A cold swap on a slot with standbys launches its profile able to sleep: the warm
-        swap that later leaves it keeps it warm."""
+        """A launch on a slot with standbys: able to sleep (the warm swap that later leaves it
+        keeps it warm), and on a port of its own when a sleeper holds the profile's."""
         sb = self.of(slot.id).get(target.name)
         if sb is not None and not sb.alive:
             self.of(slot.id).pop(target.name)  # lost: the cold launch replaces it
-        return with_saver(target) if self.of(slot.id) else target
+        sleepers = self.of(slot.id)
+        if not sleepers:
+            return target
+        held = {s.server.port for s in sleepers.values() if s.server.tree is not None}
+        port = self._free_port(target.port) if target.port in held else None
+        return with_saver(target, port)
 
     async def _warm_swap(
         self, slot: Slot, sb: Standby, client: str | None, drain: str

@@ -32,9 +32,13 @@ def question(name: str, slot: protocol.SlotStatus | None, took: float | None) ->
         if serving
         else ""
     )
+    once = ""
+    if serving and slot is not None and "--enable-memory-saver" not in slot.command:
+        # agent/standby.py: a server started without the memory saver cannot sleep
+        once = f" [b]{escape(serving)}[/] restarts once first, able to sleep (one more start)."
     return (
         f"Keep [b]{escape(name)}[/] warm? It starts now, {how_long},{held}; then it sleeps "
-        "with its weights in host RAM, and a swap to it takes seconds."
+        f"with its weights in host RAM, and a swap to it takes seconds.{once}"
     )
 
 

@@ -64,16 +64,21 @@ def test_add_then_toggle_is_warm_both_ways(agent):
 
 def test_swap_to_a_profile_not_kept_warm_is_cold(agent):
     a, b = two(agent)
-    agent.write_profile("t-c")
     add(agent, b)
+    agent.call("swap", profile=b, wait=True)  # a sleeps now, on its own port
+    # a profile on the very port a's sleeper holds (the demo profiles all use 30000)
+    agent.write_profile("t-c", port=agent.ports[a])
+    pre = agent.call("preflight", profile="t-c")
+    assert pre["ok"], pre["error"]
     out = agent.call("swap", profile="t-c", wait=True)
-    assert out["result"]["ok"]
+    assert out["result"]["ok"], out["result"]
     slot = agent.slot()
     assert slot["last_swap"]["kind"] == "cold"
-    assert [s["profile"] for s in slot["standbys"]] == [b]
+    assert slot["port"] != agent.ports[a]
+    assert [s["profile"] for s in slot["standbys"]] == [a]
     # launched able to sleep: the warm swap that leaves it keeps it warm
     assert "--enable-memory-saver" in slot["command"]
-    agent.call("swap", profile=b, wait=True)
+    agent.call("swap", profile=a, wait=True)
     assert agent.slot()["last_swap"]["kind"] == "warm"
     assert standby(agent, "t-c")["state"] == "asleep"
 

@@ -36,6 +36,7 @@ async def test_k_asks_first_then_keeps_the_highlighted_profile_warm():
         question = app.screen.question
         assert f"Keep [b]{other}[/] warm?" in question and "demo-mtp" in question
         assert "sleeps" in question and "seconds" in question
+        assert "restarts once first" in question  # its server was started without the saver
         await pilot.press("y")
         await until(pilot, lambda: ops(src, "standby_add"))
         assert ops(src, "standby_add")[0]["profile"] == other
