@@ -625,7 +625,7 @@ class Standbys:
                 if good:
                     if accept:
                         self.accept[to] = accept
-                    await self._exchange(slot, sb, sleeps)
+                    await self._exchange(slot, sb, sleeps, client)
                 else:
                     kind = "cold"
                     step("relaunching cold")
@@ -691,11 +691,24 @@ class Standbys:
             self.of(slot.id).pop(sb.name, None)
             await sb.server.close()
 
-    async def _exchange(self, slot: Slot, sb: Standby, sleeps: bool) -> None:
+    async def _exchange(self, slot: Slot, sb: Standby, sleeps: bool, client: str | None) -> None:
         """The slot takes the woken server; the one it served (asleep) becomes a standby."""
         old_name = slot.profile_name
         handed_old = slot.hand_over() if sleeps and slot.tree is not None else None
         slot.take_over(sb.server.hand_over())
+        # What the session's fold (report, replay, viewers) learns the slot serves now.
+        self.sup.bus.publish(
+            protocol.SlotStateChanged(
+                client=client,
+                slot=slot.id,
+                state=READY,
+                prev=READY,
+                reason=f"{sb.name} woken (warm swap)"
+                + (f"; {old_name} asleep" if handed_old is not None else ""),
+                profile=sb.name,
+                launch_id=slot.launch_id,
+            )
+        )
         self.of(slot.id).pop(sb.name, None)
         if handed_old is not None and old_name:
             srv = self._hidden(slot, old_name)

@@ -60,6 +60,8 @@ def test_add_then_toggle_is_warm_both_ways(agent):
         )
         assert r.status_code == 200
     assert [e["kind"] for e in agent.events("swap.done")] == ["warm", "warm", "warm"]
+    woken = [e for e in agent.events("slot.state") if "woken (warm swap)" in (e["reason"] or "")]
+    assert [e["profile"] for e in woken] == [b, a, b]  # the session's fold follows the slot
 
 
 def test_swap_to_a_profile_not_kept_warm_is_cold(agent):
