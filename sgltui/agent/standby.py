@@ -248,6 +248,11 @@ class Standbys:
         ops = self.sup.ops
         async with ops.lock(slot.id):
             ops._refuse_if_busy(slot, "standby add")
+            if slot.external is not None:  # agent/attach.py: not ours to put to sleep
+                raise OpError(
+                    f"slot {slot.id} watches a server sgltui did not start; `sgltui adopt` it or "
+                    "start a profile there before keeping another warm"
+                )
             target = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
             if target.name in self.of(slot.id):
                 raise OpError(f"{target.name} is already kept warm on slot {slot.id}")
@@ -543,7 +548,7 @@ class Standbys:
     ) -> Job | None:
         """The warm swap's job when profile `name` is kept warm on the slot; None: swap cold."""
         sb = self.warm(slot, name)
-        if sb is None or slot.state != READY:
+        if sb is None or slot.state != READY or slot.external is not None:
             return None
         from sgltui.agent.operations import Job
 
