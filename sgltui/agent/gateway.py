@@ -54,6 +54,7 @@ from sgltui.agent.gateway_launch import NOT_INSTALLED as NOT_INSTALLED
 from sgltui.agent.telemetry.engine_parse import metric_samples
 from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.placement import PoolPlace
+from sgltui.core.tasks import watched
 
 log = logging.getLogger("sgltui.agent.gateway")
 
@@ -274,7 +275,9 @@ class Gateway:
         self.urls = [w.url for w in ws if w.status != "draining"]
         self._stopping = False
         self.state = "running"
-        self._watch = asyncio.get_running_loop().create_task(self._supervise())
+        self._watch = watched(
+            asyncio.get_running_loop().create_task(self._supervise()), f"gateway {self.pool}"
+        )
         log.info(
             "gateway %s: re-adopted smg pid %s on %s (left by an earlier agent; workers: %s)",
             self.pool, pid, self.endpoint, ", ".join(self.urls) or "none",
@@ -297,7 +300,9 @@ class Gateway:
         await self._launch()
         self.state = "running"
         if self._watch is None or self._watch.done():
-            self._watch = asyncio.get_running_loop().create_task(self._supervise())
+            self._watch = watched(
+                asyncio.get_running_loop().create_task(self._supervise()), f"gateway {self.pool}"
+            )
 
     def _end_leftover(self) -> None:
         """Blocking: end the gateway an earlier agent of this state dir left (killed -9), if

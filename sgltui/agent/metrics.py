@@ -22,6 +22,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from sgltui import protocol
+from sgltui.core.tasks import spawn
 
 log = logging.getLogger("sgltui.agent.metrics")
 
@@ -218,7 +219,7 @@ class MetricsService:
             return
         self.queue = PushQueue(5000)
         self.sup.subscribers.add(self.queue)
-        self.task = asyncio.get_running_loop().create_task(self._events(), name="metrics-events")
+        self.task = spawn(self._events(), "metrics-events")
         log.info("metrics on http://%s:%d/metrics", self.host, self.port)
 
     async def _events(self) -> None:

@@ -30,6 +30,7 @@ from sgltui.agent.gateway import Gateway, GatewayError, stop_gateways
 from sgltui.agent.remote_pools import RemotePools
 from sgltui.agent.slot import READY, Slot
 from sgltui.core.placement import Placement, PoolPlace
+from sgltui.core.tasks import spawn
 
 if TYPE_CHECKING:
     from sgltui.agent.supervisor import Supervisor
@@ -120,7 +121,7 @@ class Pools:
             elif not gw_mod.smg_available():
                 self.errors[name] = gw_mod.NOT_INSTALLED
         if self.gateways:
-            self._poll = asyncio.get_running_loop().create_task(self._poll_loop())
+            self._poll = spawn(self._poll_loop(), "pools: gateway poll")
             self.sync()
         await self.remote.start()  # fleet.toml's pools whose gateway runs here
 
@@ -162,7 +163,7 @@ class Pools:
         if self._sync is not None and not self._sync.done():
             self._sync_again = True
             return
-        self._sync = asyncio.get_running_loop().create_task(self._sync_all())
+        self._sync = spawn(self._sync_all(), "pools: gateway sync")
 
     async def _sync_all(self) -> None:
         while True:

@@ -29,6 +29,7 @@ from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
 from sgltui.agent.events import EventBus
 from sgltui.core import causes, files, host_pool, phases, units
+from sgltui.core.tasks import spawn
 from sgltui.protocol import SlotState
 
 S = TypeVar("S", bound=msgspec.Struct)
@@ -494,9 +495,7 @@ class Slot:
         self.phase = None
         self._fire(lifecycle.SPAWN, f"launching {profile.name}")
         self._set_phase(phases.SPAWNED)
-        self._monitor = asyncio.get_running_loop().create_task(
-            self._watch(), name=f"slot-{self.id}-watch"
-        )
+        self._monitor = spawn(self._watch(), f"slot-{self.id}-watch")
 
     def refuse(self, profile: Any, client: str | None, cause: dict) -> None:
         """A pre-launch check refused `profile`: failed with the cause, nothing started."""
@@ -666,9 +665,7 @@ class Slot:
         )
         if self.state == READY:
             self.phase = None
-        self._monitor = asyncio.get_running_loop().create_task(
-            self._watch(), name=f"slot-{self.id}-watch"
-        )
+        self._monitor = spawn(self._watch(), f"slot-{self.id}-watch")
         return True
 
     # ---- watching ------------------------------------------------------------------------------
@@ -856,7 +853,7 @@ class Slot:
             cause = causes.hang(phase, in_phase, expected, list(self._tail))
         log.warning("slot %s: %s", self.id, cause["summary"])
         self._stopping = True  # the watcher must not report the kill below as a crash
-        asyncio.get_running_loop().create_task(self._fail_hung(cause))
+        spawn(self._fail_hung(cause), f"slot {self.id}: ending a hung server")
         return True
 
     async def _fail_hung(self, cause: dict) -> None:
