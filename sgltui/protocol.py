@@ -507,6 +507,9 @@ class PoolWorkerChanged(PoolEvent, tag="pool.worker"):
     worker: str | None = None
     url: str | None = None
     step: str = ""  # added | removed
+    # set when the agent found the gateway's workers differed from what it must route and
+    # mended it (agent/reconcile.py): what was wrong
+    repair: str | None = None
 
 
 class SlotExposed(EventBase, tag="slot.exposed"):

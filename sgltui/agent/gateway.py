@@ -160,6 +160,9 @@ class Gateway:
         # gateway serving on the pool's port, and the next one re-adopts it or ends it.
         self.pid_path = state_dir / "gateways" / f"{pool}.pid"
         self._control_key = secrets.token_urlsafe(24)
+        # url -> when it was last POSTed: smg registers it in the background, so GET /workers
+        # may not list it yet (agent/reconcile.py does not add it twice meanwhile)
+        self.posted: dict[str, float] = {}
         self._watch: asyncio.Task[None] | None = None
         self._client: httpx.AsyncClient | None = None
         self._stopping = False
@@ -465,6 +468,9 @@ class Gateway:
         if url in self.keys:
             body["api_key"] = self.keys[url]
         status, answer = await self._request("POST", "/workers", body)
+        log.info("gateway %s: POST /workers %s -> %s", self.pool, url, status)
+        if status in (200, 201, 202):
+            self.posted[url] = time.monotonic()  # listed by GET /workers a moment later
         if status not in (200, 201, 202, 409):
             raise GatewayError(f"pool {self.pool}: the gateway refused worker {url}: {answer}")
 
@@ -473,9 +479,18 @@ class Gateway:
         if url in self.urls:
             self.urls.remove(url)
         self.keys.pop(url, None)
+        self.posted.pop(url, None)
         found = [w for w in (await self.workers() or []) if w.url == url]
         for w in found:
             status, body = await self._request("DELETE", f"/workers/{w.id}")
+            log.info(
+                "gateway %s: DELETE worker %s (%s, was %s) -> %s",
+                self.pool,
+                w.id,
+                url,
+                w.status,
+                status,
+            )
             if status not in (200, 202, 204, 404):
                 raise GatewayError(f"pool {self.pool}: the gateway kept worker {url}: {body}")
         return bool(found)

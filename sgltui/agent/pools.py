@@ -23,12 +23,16 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from sgltui import protocol
 from sgltui.agent import gateway as gw_mod
+from sgltui.agent import reconcile
 from sgltui.agent.errors import OpError
 from sgltui.agent.gateway import Gateway, GatewayError, stop_gateways
 from sgltui.agent.remote_pools import RemotePools
 from sgltui.agent.slot import READY, Slot
+from sgltui.core import causes
 from sgltui.core.placement import Placement, PoolPlace
 from sgltui.core.tasks import spawn
 
@@ -198,14 +202,12 @@ class Pools:
                 await gw.stop()
                 await self._start_gateway(name)
                 return
-            for s in members:
-                url = slot_url(s)
-                if s.id in self.out:
-                    continue  # a roll holds it out and puts it back
-                if self._routable(s) and url not in gw.urls:
-                    await gw.add_worker(url)
-                elif not self._routable(s) and url in gw.urls:
-                    await gw.remove_worker(url)
+            # what smg routes, against what it must: the difference mended (agent/reconcile.py)
+            observed = await gw.workers()
+            if observed is None:
+                return  # not answering: its supervisor restarts it with gw.urls
+            todo = reconcile.plan(gw, members, self._routable, self.out, observed, slot_url)
+            await reconcile.apply(gw, todo, slot_url, self.sup.bus.publish)
 
     def rolls_running(self) -> set[str]:
         return {p for p, r in self.rolls.items() if r.state == "rolling"}
@@ -214,7 +216,11 @@ class Pools:
         return self._locks.setdefault(name, asyncio.Lock())
 
     async def _poll_loop(self) -> None:
+        last = time.monotonic()
         while True:
+            if time.monotonic() - last >= reconcile.RECONCILE_S:
+                last = time.monotonic()
+                self.sync()  # compared with smg's word even when nothing changed here
             for name, gw in self.gateways.items():
                 if gw.pid is None:
                     continue
@@ -402,18 +408,19 @@ class Pools:
                     _slot_args(args, s), wait=True, drain="wait" if drained else "force"
                 )
                 error = None
+                res = None
                 try:
-                    await self.sup.handle("swap", swap_args, client)
+                    res = await self.sup.handle("swap", swap_args, client)
                 except OpError as exc:
                     error = str(exc)
                 if s.profile_name != profile or s.state != READY:
-                    error = error or f"slot {s.id} runs {s.profile_name} ({s.state})"
+                    error = error or _swap_failure(s, profile, res)
                 # Back into the gateway whatever it runs now (the new profile, or the old one
                 # after a rollback), once ready.
                 self.out.discard(s.id)
                 if s.state == READY:
                     async with self._lock(name):
-                        await gw.add_worker(url)
+                        await gw.add_worker(url, s.api_key)
                     if not await gw.wait_ready(url, WORKER_READY_S):
                         error = (
                             error
@@ -425,6 +432,11 @@ class Pools:
                 self.sup.bus.publish(
                     protocol.PoolRoll(client=client, pool=name, step="done", slot=s.id)
                 )
+            # The roll's success is what the gateway reports, not the agent's own list.
+            self.sync()
+            lost = await self._unrouted(name, gw, WORKER_READY_S)
+            if lost:
+                raise _RollStop(lost[0], f"the gateway does not route slot {lost[0]} (ready)")
         except _RollStop as stop:
             roll.state, roll.slot, roll.error = "stopped", stop.slot, stop.why
             self.sup.bus.publish(
@@ -435,8 +447,7 @@ class Pools:
             self.sync()
             self.sup.bus.changed()
             raise OpError(
-                f"pool {name}: the roll stopped at slot {stop.slot}: {stop.why}; the pool serves "
-                f"mixed ({', '.join(f'{m.id}={m.profile_name}' for m in members)})"
+                f"pool {name}: the roll stopped at slot {stop.slot}: {stop.why}; {_serving(members)}"
             ) from None
         finally:
             self.out.difference_update(m.id for m in members)
@@ -447,6 +458,19 @@ class Pools:
         self.sync()  # the "default" alias follows the new model once the roll is over
         self.sup.bus.changed()
         return self.reply(name)
+
+    async def _unrouted(self, name: str, gw: Gateway, within: float) -> list[str]:
+        """The pool's routable slots the gateway does not report ready, after waiting up to
+        `within` seconds for them (the reconciler mends a lost one meanwhile)."""
+        deadline = time.monotonic() + within
+        while True:
+            ws = await gw.workers()
+            ready = {w.url for w in ws or [] if w.status == "ready"}
+            lost = [s.id for s in self.members(name) if self._routable(s)]
+            lost = [i for i in lost if slot_url(self.sup.slots[i]) not in ready]
+            if not lost or time.monotonic() >= deadline:
+                return lost
+            await asyncio.sleep(gw_mod.POLL_S)
 
     def serving_profiles(self, name: str) -> list[str]:
         """What the slots a job through pool `name` reaches now run (a job's segment)."""
@@ -477,6 +501,28 @@ class Pools:
         if not any(self._routable(s) for s in members):
             return None, None, f"waiting for a slot of pool {name} to be ready"
         return gw.endpoint, gw.api_key, ""
+
+
+def _swap_failure(s: Slot, profile: Any, res: Any) -> str:
+    """Why a member's swap did not leave it on `profile`: the swap's own cause (an OOM, a bad
+    flag), and what the slot runs now (rolled back), not just its state."""
+    result = res.result if isinstance(res, protocol.Accepted) else None
+    now = f"slot {s.id} runs {s.profile_name} ({s.state})"
+    if result is None:
+        return now
+    why = causes.line(msgspec.structs.asdict(result.cause)) if result.cause else result.error
+    if not why:
+        return now
+    back = f"; rolled back: {now}" if result.rolled_back else f"; {now}"
+    return f"{profile} failed on slot {s.id}: {why}{back}"
+
+
+def _serving(members: list[Slot]) -> str:
+    """What the pool serves after a stopped roll: mixed only when it is."""
+    profiles = {m.profile_name for m in members}
+    if len(profiles) == 1:
+        return f"the pool serves {profiles.pop()} on every slot"
+    return f"the pool serves mixed ({', '.join(f'{m.id}={m.profile_name}' for m in members)})"
 
 
 class _RollStop(Exception):

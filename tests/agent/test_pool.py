@@ -187,6 +187,10 @@ def test_a_slot_that_fails_rolls_back_and_stops_the_roll_the_pool_serving(pool_a
     with pytest.raises(AgentError, match="roll stopped at slot a") as err:
         _pool_call(agent, "swap", profile=bad, pool="all", wait=True)
     assert "\n" not in str(err.value)
+    # the real cause (the OOM), and no 'mixed' for a pool that serves one profile (issue 35 F7)
+    msg = str(err.value)
+    assert "t-oom failed on slot a" in msg and "memory" in msg.lower(), msg
+    assert "mixed" not in msg and f"serves {a} on every slot" in msg, msg
     pool = _wait_workers(agent, ["ready", "ready"])  # a is back (rolled back), b never left
     assert pool["roll"]["state"] == "stopped" and pool["roll"]["slot"] == "a"
     assert [s["profile"] for s in agent.status()["slots"]] == [a, a]
