@@ -158,6 +158,8 @@ class Operations:
         slot = self.sup.slot_for(args)
         drain = str(args.drain)
         timeout = args.timeout
+        # a pool's last routable worker while a roll holds the other out: --force to go on
+        self.sup.pools.refuse_taking_out(slot.id, "stopping it", forced=drain == "force")
         async with self.lock(slot.id):
             running = self.busy(slot.id)
             if running and running.kind == "stop":
@@ -184,6 +186,7 @@ class Operations:
 
     async def op_restart(self, args: protocol.RestartArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
+        self.sup.pools.refuse_taking_out(slot.id, "restarting it", forced=args.drain == "force")
         async with self.lock(slot.id):
             self._refuse_if_busy(slot, "restart")
             if not slot.profile_name:

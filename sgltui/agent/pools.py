@@ -209,6 +209,27 @@ class Pools:
             todo = reconcile.plan(gw, members, self._routable, self.out, observed, slot_url)
             await reconcile.apply(gw, todo, slot_url, self.sup.bus.publish)
 
+    def refuse_taking_out(self, slot_id: str, doing: str, forced: bool) -> None:
+        """A command on one slot (stop, restart) that would leave a rolling pool with no routable
+        worker is refused, unless forced: the roll never does that, a manual command must not
+        either (503s for every client of the pool)."""
+        if forced:
+            return
+        for name in self.rolls_running():
+            members = self.members(name)
+            if slot_id not in {m.id for m in members} or not self._routable(
+                self.sup.slots[slot_id]
+            ):
+                continue
+            if any(m.id != slot_id and self._routable(m) for m in members):
+                continue
+            held = ", ".join(sorted(self.out & {m.id for m in members})) or "another slot"
+            raise OpError(
+                f"slot {slot_id} is pool {name}'s only routable worker while its roll has slot "
+                f"{held} out: {doing} now leaves the pool none (clients get 503); wait for the "
+                f"roll (sgltui status --pool {name}), or add --force"
+            )
+
     def rolls_running(self) -> set[str]:
         return {p for p, r in self.rolls.items() if r.state == "rolling"}
 

@@ -193,3 +193,37 @@ def test_a_roll_to_a_profile_with_an_api_key_completes(pool_agent):
         timeout=10,
     )
     assert r.status_code == 200, r.text
+
+
+@pytest.mark.timeout(150)
+def test_a_manual_stop_of_the_last_routable_slot_during_a_roll_is_refused(pool_agent):
+    """While the roll has a out, `stop --slot b` would leave the pool no worker (503s): refused
+    with what to do; the roll guards this itself, a manual command must too."""
+    from sgltui.agent.client import AgentError
+
+    agent = pool_agent
+    a = agent.write_profile("t-a")
+    b = agent.write_profile("t-b", sim_slow_start=1.0)  # a stays out for a few seconds
+    agent.start()
+    _pool_call(agent, "start", profile=a, pool="all", wait=True)
+    _wait_workers(agent, ["ready", "ready"])
+    result: dict = {}
+    t = threading.Thread(
+        target=lambda: result.update(
+            res=_pool_call(agent, "swap", profile=b, pool="all", wait=True)
+        )
+    )
+    t.start()
+    deadline = time.monotonic() + 60
+    while not any(
+        e.get("slot") == "a" and e["step"] == "removed" for e in agent.events("pool.roll")
+    ):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    with pytest.raises(AgentError, match="only routable worker") as err:
+        agent.call("stop", slot="b")
+    assert "--force" in str(err.value) and "\n" not in str(err.value)
+    assert agent.slot("b")["state"] == "ready"
+    t.join(timeout=120)
+    assert result["res"]["pool"]["roll"]["state"] == "done", result
+    _wait_workers(agent, ["ready", "ready"])
