@@ -313,7 +313,7 @@ class Gateway:
         try:
             rec = json.loads(self.pid_path.read_text())
             pid, created = int(rec["pid"]), rec.get("created")
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return
         # The same process (pid and start time), not a later one that reused the pid.
         ours = created is not None and _created(pid) == created
@@ -695,7 +695,7 @@ class Adopted:
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
 
 

@@ -53,7 +53,7 @@ class RemotePools:
         serving) or started again with the recorded workers."""
         try:
             saved = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return
         for raw in saved.get("pools", []) if isinstance(saved, dict) else []:
             try:
