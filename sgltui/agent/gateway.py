@@ -314,7 +314,8 @@ class Gateway:
             rec = json.loads(self.pid_path.read_text())
             pid, created = int(rec["pid"]), rec.get("created")
         except (OSError, ValueError, KeyError, TypeError, RecursionError):
-            return
+            pid, created = 0, None
+            self._end_lost()  # no pid to trust: found by its open log
         # The same process (pid and start time), not a later one that reused the pid.
         ours = created is not None and _created(pid) == created
         if ours and (self.proc is None or self.proc.pid != pid):
@@ -326,6 +327,25 @@ class Gateway:
                 time.sleep(0.05)
         with contextlib.suppress(OSError):
             self.pid_path.unlink()
+
+    def _end_lost(self) -> None:
+        """Blocking: end gateways of this pool and state dir whose pid file is lost or unreadable,
+        found by their stdout, this pool's log (agent/recover.py)."""
+        from sgltui.agent.recover import find_by_stdout
+
+        for pid in find_by_stdout(self.log_path):
+            if self.proc is not None and self.proc.pid == pid:
+                continue
+            log.warning(
+                "gateway %s: ending pid %s, left by an earlier agent (its pid file was "
+                "unreadable: found by its open log)",
+                self.pool, pid,
+            )  # fmt: skip
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not port_free(self.host, self.port):
+                time.sleep(0.05)
 
     async def _launch(self) -> None:
         self._spawn()
