@@ -1701,6 +1701,8 @@ class SlotStatus(SlotView, kw_only=True):
     uptime_s: float | None = None
     busy: str | None = None
     restart: str | None = None  # what the restart policy did after a crash (relaunch, gave up)
+    # a ready server that does not answer (SIGSTOP, a wedge), and why (agent/liveness.py)
+    unresponsive: str | None = None
     drain: DrainView | None = None  # while a stop waits for requests in flight
     gpus: list[int] = []  # the GPUs host.toml gives the slot (empty: not placed)
 

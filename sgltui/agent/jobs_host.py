@@ -588,6 +588,17 @@ class JobsHost:
             or slot.state != "ready"
         ):
             watch.reset()  # not meant to send now: waiting, paused, held, its server down
+        elif slot.unresponsive:
+            # the slot knows why nothing comes back (agent/liveness.py): said at once, by name
+            line = (
+                f"stalled: slot {slot.id}'s server ({slot.profile_name}) is unresponsive: "
+                f"{slot.unresponsive}"
+            )
+            if watch.stalled != line:
+                watch.stalled = rec["stalled"] = line
+                log.warning("job %s: %s", rec["id"], line)
+                self._publish(rec, protocol.JobStalled(message=line))
+            return
         else:
             server = f"slot {slot.id}'s server ({slot.profile_name})"
             answered = self._answered(rec) + self._failed(rec)

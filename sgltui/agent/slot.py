@@ -28,6 +28,7 @@ from sgltui import protocol
 from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
 from sgltui.agent.events import EventBus
+from sgltui.agent.liveness import Liveness
 from sgltui.core import causes, files, host_pool, phases, units
 from sgltui.core.tasks import spawn
 from sgltui.protocol import SlotState
@@ -208,6 +209,8 @@ class Slot:
         self.cause: dict | None = None  # why the slot is failed/crashed; None when healthy
         self.last_failure: dict | None = None  # the latest failure, kept after recovery
         self.draining: dict | None = None  # requests still in flight while a stop waits
+        # a ready server that stopped answering (SIGSTOP, a wedge): agent/liveness.py
+        self.liveness = Liveness(slot_id, self._on_liveness)
         self.swap: protocol.SwapView | None = None  # None: no swap in progress
         self.last_swap: protocol.LastSwap | None = None  # the latest swap's outcome, kept
         self.command: list[str] = []
@@ -275,7 +278,15 @@ class Slot:
             front=_typed(self.front.status(), protocol.FrontView) if self.front else None,
             last_stop=self.last_stop,
             gpus=list(self.place.gpus) if self.place is not None else [],
+            unresponsive=self.liveness.reason if self.state == READY else None,
         )
+
+    def _on_liveness(self, reason: str | None) -> None:
+        if reason is None:
+            log.info("slot %s: its server answers again", self.id)
+        else:
+            log.warning("slot %s: its server is unresponsive: %s", self.id, reason)
+        self.host.bus.changed()
 
     def record(self) -> dict | None:
         """What agent-state.json keeps to re-adopt this server (no secrets)."""
@@ -769,6 +780,12 @@ class Slot:
                     await self._drain_output(1.0)
                     await self._on_unexpected_exit(rc)
                 return
+            if self.state == READY and not self._stopping and self.tree is not None:
+                self.liveness.tick(
+                    now, self.tree.pid, self.server_host, self.port, self.api_key
+                )  # fmt: skip
+            else:
+                self.liveness.reset()
             if self.state == LAUNCHING and not self._stopping:
                 # /ready is asked whether or not the ready line was seen: lines may be lost (a
                 # full disk under a re-adopted server's log, a relay that fell behind), and a

@@ -452,6 +452,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"     swap {s.swap.from_ or '-'} -> {s.swap.to}: {s.swap.step}")
         if s.restart:
             print(f"     restart: {s.restart}")
+        if s.unresponsive:
+            print(f"     unresponsive: {s.unresponsive}")
         if s.cause:
             print(f"     cause: {s.cause.summary}")
             print(f"     fix:   {s.cause.fix}")
