@@ -227,3 +227,43 @@ def test_a_manual_stop_of_the_last_routable_slot_during_a_roll_is_refused(pool_a
     t.join(timeout=120)
     assert result["res"]["pool"]["roll"]["state"] == "done", result
     _wait_workers(agent, ["ready", "ready"])
+
+
+@pytest.mark.timeout(180)
+def test_a_kill_9_of_the_agent_mid_roll_says_how_to_finish_it(pool_agent):
+    """Issue 35: the CLI said only 'the agent closed the connection'."""
+    import subprocess
+    import sys
+
+    from tests.fixtures.cli import agent_sgltui
+
+    agent = pool_agent
+    a = agent.write_profile("t-a")
+    b = agent.write_profile("t-b", sim_slow_start=1.0)
+    agent.start()
+    _pool_call(agent, "start", profile=a, pool="all", wait=True)
+    _wait_workers(agent, ["ready", "ready"])
+    argv = [sys.executable, "-m", "sgltui", "--profiles", str(agent.profiles_dir)]
+    proc = subprocess.Popen(
+        [*argv, "swap", b, "--pool", "all"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not any(e.get("step") == "removed" for e in agent.events("pool.roll")):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        agent.kill9()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0, err
+    assert f"`sgltui swap {b} --pool all` again finishes the roll" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    r = agent_sgltui(agent, "swap", b, "--pool", "all", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [s["profile"] for s in agent.status()["slots"]] == [b, b]
