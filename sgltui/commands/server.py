@@ -407,6 +407,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             3,
         ) from None
     if args.json:  # the agent's object as it sent it, keys this version does not know included
+        if isinstance(raw, dict) and (getattr(args, "slot", None) or getattr(args, "pool", None)):
+            raw = _only(raw, getattr(args, "pool", None), getattr(args, "slot", None))
         print(json.dumps(raw, indent=1, default=str))
         return 0
     try:
@@ -497,6 +499,27 @@ def _left_running(state: Path) -> list[str]:
         for s in protocol.fold(events).slots.values()
         if s.state in running
     ]
+
+
+def _only(raw: dict, pool: str | None, slot: str | None) -> dict:
+    """STATUS (as sent) cut to --pool's slots and pool, or --slot's: `status --pool P --json`
+    printed every slot and pool."""
+    pools = [p for p in raw.get("pools") or [] if isinstance(p, dict)]
+    wanted: set[str] = set()
+    for p in pools:
+        if p.get("name") == pool:
+            wanted |= {str(s) for s in p.get("slots") or []}
+    if pool and not wanted:
+        names = ", ".join(str(p.get("name")) for p in pools) or "none"
+        raise CliError(f"no pool {pool!r}; pools: {names}")
+    if slot:
+        wanted.add(slot)
+    out = dict(raw)
+    out["slots"] = [
+        s for s in raw.get("slots") or [] if isinstance(s, dict) and s.get("id") in wanted
+    ]
+    out["pools"] = [p for p in pools if not pool or p.get("name") == pool]
+    return out
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
