@@ -135,7 +135,9 @@ def test_kill_9_of_a_worker_mid_roll_the_gateway_routes_every_ready_slot_again(p
     print(
         f"\nF1 figure: kill -9 at +0 s; roll ended at +{time.monotonic() - killed:.1f} s "
         f"({'stopped: ' + result['error'][:120] if 'error' in result else 'done'}); "
-        f"every ready slot routed {routed_after:.1f} s after both were ready"
+        f"every ready slot routed {routed_after:.1f} s after both were ready; streams: "
+        f"{streams.outcomes.count('ok')} ok, {len(streams.outcomes) - streams.outcomes.count('ok')}"
+        " cut or refused (a kill -9 cuts the dead worker's streams)"
     )
     assert not left, (left, _smg_workers(agent), result, agent.agent_log()[-4000:])
     # and it stays so: a second look a few seconds later
