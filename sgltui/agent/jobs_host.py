@@ -367,12 +367,15 @@ class JobsHost:
         if not launch_id:
             return segs[-1] if segs else None
         if segs and segs[-1]["launch_id"] == launch_id:
+            if not segs[-1].get("info_hash"):  # kept a moment after the ready
+                segs[-1]["info_hash"] = self.site.info_hash(launch_id)
             return segs[-1]
         if segs:
             self._close_segment(rec, segs[-1])
         seg = {
             "profile": profile,
             "launch_id": launch_id,
+            "info_hash": self.site.info_hash(launch_id),
             "started": time.time(),
             "last": time.time(),
             "completions": 0,
@@ -382,7 +385,10 @@ class JobsHost:
         }
         segs.append(seg)
         self._publish(
-            rec, protocol.JobSegmentStart(profile=seg["profile"], launch_id=seg["launch_id"])
+            rec,
+            protocol.JobSegmentStart(
+                profile=seg["profile"], launch_id=seg["launch_id"], info_hash=seg["info_hash"]
+            ),
         )
         return seg
 
@@ -397,6 +403,7 @@ class JobsHost:
             protocol.JobSegmentDone(
                 profile=seg["profile"],
                 launch_id=seg["launch_id"],
+                info_hash=seg.get("info_hash"),
                 completions=seg["completions"],
                 failed=seg["failed"],
                 out_tokens=seg["out_tokens"],
@@ -771,7 +778,7 @@ class JobsHost:
             runner_cpu_s=progress.get("cpu_run_s"),
             rate_history=[tuple(p) for p in rec.get("rate_history") or []] if full else None,
             joules=rec.get("joules"),
-            decision=msgspec.convert(choose.view(rec["choose"]), JobChoice)
+            decision=msgspec.convert(choose.view(rec["choose"], rec.get("segments")), JobChoice)
             if rec.get("choose")
             else None,
         )

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent import preflight
+from sgltui.agent import attach, preflight
 from sgltui.agent.errors import OpError
 from sgltui.agent.resolved import Resolved
 from sgltui.agent.slot import (
@@ -109,6 +109,7 @@ class Operations:
 
     async def op_start(self, args: protocol.StartArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
+        attach.refuse(slot, "start")  # a server sgltui did not start: the way forward
         async with self.lock(slot.id):
             self._refuse_if_busy(slot, "start")
             if slot.state not in IDLE:
@@ -157,6 +158,7 @@ class Operations:
 
     async def op_stop(self, args: protocol.StopArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
+        attach.refuse(slot, "stop")  # a server sgltui did not start: the way forward
         drain = str(args.drain)
         timeout = args.timeout
         # a pool's last routable worker while a roll holds the other out: --force to go on
@@ -187,6 +189,7 @@ class Operations:
 
     async def op_restart(self, args: protocol.RestartArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
+        attach.refuse(slot, "restart")  # a server sgltui did not start: the way forward
         self.sup.pools.refuse_taking_out(slot.id, "restarting it", forced=args.drain == "force")
         async with self.lock(slot.id):
             self._refuse_if_busy(slot, "restart")
@@ -225,6 +228,7 @@ class Operations:
 
     async def op_swap(self, args: protocol.SwapArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
+        attach.refuse(slot, "swap")  # a server sgltui did not start: the way forward
         async with self.lock(slot.id):
             job = self.busy(slot.id)
             if job and job.kind == "swap":

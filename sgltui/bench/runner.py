@@ -31,6 +31,7 @@ from sgltui.bench import compare, energy
 from sgltui.bench.loadgen import API_KEY_ENV
 from sgltui.bench.metrics import clean_json
 from sgltui.bench.spec import BenchSpec, SpecError
+from sgltui.core import provenance
 from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.redact import redact_obj
 
@@ -405,6 +406,9 @@ class Runner:
                             self._add(target, c, k, **res)
                         self.save()
                 self.result["server_info"][target.profile or "server"] = target.server_info
+                if target.server_info:  # what produced the numbers: core/provenance.py
+                    rec = provenance.record(target.server_info)
+                    self.result.setdefault("provenance", {})[target.profile or "server"] = rec
             finished = True
         finally:
             # an unexpected error still leaves a readable file that says the run failed
@@ -480,6 +484,9 @@ class Runner:
                 "command_hash": target.command_hash,
                 "capacity": target.capacity,
                 "server_version": target.server_version,
+                "server_info_hash": (
+                    provenance.record(target.server_info)["hash"] if target.server_info else None
+                ),
                 "base_url": target.base_url,
                 "concurrency": concurrency,
                 "repeat": repeat,

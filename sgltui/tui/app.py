@@ -567,7 +567,7 @@ class SgltuiApp(App[str | None]):
             pane.border_title = title
         figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in m.slots}
         down = self.fleet.unreachable() if self.fleet is not None else None
-        pane.show(m.slots, m.pools, figures, m.current_id, down)
+        pane.show(m.slots, m.pools, figures, m.current_id, down, m.unmanaged)
 
     @on(SlotsPane.Picked)
     def _slot_picked(self, msg: SlotsPane.Picked) -> None:
@@ -984,6 +984,24 @@ class SgltuiApp(App[str | None]):
             )
         else:
             self._op("stop", done=f"stopping {name}", drain="wait", **where)
+
+    def action_attach_found(self) -> None:
+        """Attach the highlighted 'not managed' row's server (else the only one found)."""
+        found = self.model.unmanaged
+        pid = self._pane(SlotsPane).found_pid()
+        pick = [u for u in found if u.pid == pid] or (found if len(found) == 1 else [])
+        if not pick:
+            self.notify(
+                "no server to attach: move onto a dimmed 'not managed' row"
+                if found
+                else "no server of yours runs outside sgltui"
+            )
+            return
+        u = pick[0]
+        if not u.url or u.note:
+            self.notify(f"cannot attach pid {u.pid}: {u.note or 'it does not listen yet'}")
+            return
+        self._op("attach", done=f"attaching {u.url}", url=u.url)
 
     def action_restart(self) -> None:
         name = self._active_profile()

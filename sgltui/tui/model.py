@@ -150,6 +150,7 @@ class TuiModel:
         self.agent = typed.agent({})
         self.profile_rows: list[protocol.ProfileRow] = []
         self.pools: list[protocol.PoolStatus] = []
+        self.unmanaged: list[protocol.Unmanaged] = []  # found, not started by sgltui
         self.telemetry = protocol.TelemetryView()
         self.jobs: dict[str, protocol.JobView] = {}  # by id, oldest first
         self.jobs_error: str | None = None  # why the jobs could not be read (a replay)
@@ -193,7 +194,7 @@ class TuiModel:
     @property
     def several(self) -> bool:
         """More than one slot: the slots view shows, a profile key asks slot or pool."""
-        return self.fleet or len(self.state.slots) > 1
+        return self.fleet or len(self.state.slots) > 1 or bool(self.unmanaged)
 
     @property
     def current_id(self) -> str | None:
@@ -314,6 +315,10 @@ class TuiModel:
             slots[s.id] = s
         profiles = [typed.profile(p) for p in status.get("profiles") or []]
         pools = [typed.pool(p) for p in status.get("pools") or []]
+        found = [typed.unmanaged(u) for u in status.get("unmanaged") or []]
+        if found != self.unmanaged:  # servers of the user's the agent did not start
+            self.unmanaged = found
+            changed.add(SERVERS)
         agent = typed.agent(status.get("agent"))
         if (
             list(self.state.slots.values()) != list(slots.values())

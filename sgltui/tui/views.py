@@ -151,6 +151,18 @@ def slot_details(slot: protocol.SlotStatus | None) -> str:
     if slot.port and state != SlotState.STOPPED:
         head += f"  [dim]:{slot.port} pid {slot.pid or '-'}[/]"
     lines.append(head)
+    ext = slot.external
+    if ext is not None and state != SlotState.STOPPED:
+        owner = "a remote server" if ext.pid is None else "started outside sgltui"
+        lines.append(
+            f"[dim]external: {escape(ext.url)}, {owner}; its log lines are not ours to read"
+            + (
+                ""
+                if ext.pid is None
+                else f"; `sgltui adopt --slot {escape(slot.id)}` takes it over"
+            )
+            + "[/]"
+        )
     front = slot.front
     if front is not None and (front.url or front.error):
         lines.append(front_line(front))
@@ -447,6 +459,19 @@ def slot_row(
         f"{mark} {escape(_cut(slot.id, 8)):<8} {escape(_cut(gpus, 5)):<5} "
         f"{escape(_cut(slot.profile or '-', 18)):<18} {state_txt} "
         f"{units.sig3(f.tok_s):>7}  {_req(f):>5}  {_mem(f.mem_used, f.mem_total)}"
+    )
+
+
+def unmanaged_row(u: protocol.Unmanaged, selected: bool) -> str:
+    """A server of the user's the agent did not start: dimmed, with the key that attaches it."""
+    mark = "[b $accent]▸[/]" if selected else " "
+    where = f":{u.port}" if u.port else "-"
+    what = f"{u.kind} pid {u.pid}"
+    hint = "A attaches" if u.url and not u.note else (u.note or "")
+    return (
+        f"[dim]{mark} {escape(_cut(where, 8)):<8} {'':<5} "
+        f"{escape(_cut(u.model or '-', 18)):<18} ◌ {'not managed':<11} "
+        f"{escape(_cut(what, 16))}  {escape(_cut(hint, 40))}[/]"
     )
 
 
