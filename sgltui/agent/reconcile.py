@@ -74,6 +74,12 @@ def plan(
             out.add.append(s)
             if url in gw.urls:  # the agent believed it routed
                 out.repairs[url] = f"slot {s.id} is ready but the gateway had lost it"
+        elif statuses == {"failed"}:
+            # smg gave up on it (its registration failed while the server was down): a ready
+            # server is registered afresh
+            out.remove.append(url)
+            out.add.append(s)
+            out.repairs[url] = f"slot {s.id} is ready but the gateway had it as failed"
         # draining only: smg's timer ends it in seconds; a later pass adds it again
     for url, statuses in seen.items():
         if statuses == {"draining"}:
@@ -93,6 +99,9 @@ async def apply(gw: Gateway, p: Plan, url_of: Callable[[Slot], str], publish: Ca
     """Carry out `p` on `gw`; each repair is said (event and agent.log)."""
     for s in p.add:
         url = url_of(s)
+        if url in p.remove:  # a failed entry: gone before it is registered again
+            await gw.remove_worker(url)
+            await gw.wait_gone(url, timeout=2.0)
         await gw.add_worker(url, s.api_key)
         why = p.repairs.get(url)
         if why is not None:
@@ -103,6 +112,8 @@ async def apply(gw: Gateway, p: Plan, url_of: Callable[[Slot], str], publish: Ca
                 )
             )
     for url in p.remove:
+        if any(url_of(s) == url for s in p.add):
+            continue  # removed just above (a failed entry registered afresh)
         await gw.remove_worker(url)
         why = p.repairs.get(url)
         if why is not None:

@@ -266,5 +266,5 @@ def test_a_kill_9_of_the_agent_mid_roll_says_how_to_finish_it(pool_agent):
     assert f"`sgltui swap {b} --pool all` again finishes the roll" in err, err
     assert len(err.strip().splitlines()) == 1, err
     r = agent_sgltui(agent, "swap", b, "--pool", "all", timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr + agent.agent_log()[-6000:]
     assert [s["profile"] for s in agent.status()["slots"]] == [b, b]

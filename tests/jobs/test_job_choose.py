@@ -175,9 +175,9 @@ def test_choose_on_a_stopped_slot_starts_the_first_candidate_and_decides(agent, 
     small = agent.write_profile("c-small", max_running_requests=2, **SIM)
     mid = agent.write_profile("c-mid", max_running_requests=8, **SIM)
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
-    ids = write_input(inp, 400, max_tokens=8)
+    ids = write_input(inp, 1200, max_tokens=8)
     view = agent.call(
-        "job_run", input=str(inp), output=str(out), choose=f"{small},{mid}", trial_requests=60
+        "job_run", input=str(inp), output=str(out), choose=f"{small},{mid}", trial_requests=200
     )
     jid = view["id"]
     first = _wait(
@@ -189,7 +189,9 @@ def test_choose_on_a_stopped_slot_starts_the_first_candidate_and_decides(agent, 
     )
     assert all(c["state"] != "skipped" for c in first["decision"]["candidates"]), first
     final = _wait(agent, jid, lambda v: v["state"] == "done", "done", timeout=100)
-    assert final["decision"]["phase"] == "decided" and final["decision"]["winner"], final
+    assert final["decision"]["phase"] == "decided" and final["decision"]["winner"], final[
+        "decision"
+    ]
     counts = Counter(line["custom_id"] for line in read_output(out))
     assert set(counts) == set(ids) and max(counts.values()) == 1
     assert "never retrieved" not in agent.agent_log()
