@@ -716,6 +716,9 @@ class BenchDone(EventBase, tag="bench.done", omit_defaults=True):
     ok: bool | None = None
     error: str | None = None
     exit_code: int | None = None
+    # The sweep swapped the slot back to what it served before: the result's `put_back`
+    # ({slot, profile, ok: true | false | null (asked, not waited for), error}).
+    put_back: dict[str, Any] | None = None
 
 
 class DiskError(EventBase, tag="disk.error"):

@@ -356,6 +356,17 @@ class JobsHost:
         self._persist(rec, force=new_segment)
 
     @staticmethod
+    def _average(rec: dict) -> tuple[float, float]:
+        """(completions/s, output tok/s) over the job's segments: from each one's first to its
+        last answer, so the time spent waiting for a server or paused does not count."""
+        segs = rec.get("segments") or []
+        secs = sum(max(0.0, s["last"] - s["started"]) for s in segs)
+        if secs <= 0:
+            return 0.0, 0.0
+        done = sum(s["completions"] for s in segs)
+        return done / secs, sum(s["out_tokens"] for s in segs) / secs
+
+    @staticmethod
     def _out_tokens(rec: dict) -> int:
         return int(rec.get("base_out_tokens", 0)) + int(rec.get("run_out_tokens", 0))
 
@@ -732,8 +743,10 @@ class JobsHost:
         answered, failed = self._answered(rec), self._failed(rec)
         total = rec.get("total")
         running = rec.get("state") == "running"
-        tok_s = rates.tok_s() if running else 0.0
-        comp_s = rates.completions_s() if running else 0.0
+        if running:
+            tok_s, comp_s = rates.tok_s(), rates.completions_s()
+        else:  # ended, paused or waiting: its average over the time it was sent (0.0 read wrong)
+            comp_s, tok_s = self._average(rec)
         remaining = (total - answered - failed) if total is not None else None
         r = self.runners.get(rec["id"])
         progress = r.progress if r else {}

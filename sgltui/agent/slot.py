@@ -225,6 +225,7 @@ class Slot:
         self.timings: dict[str, float] = {}
         self._phase_started = 0.0
         self._phase_done: dict[str, float] = {}
+        self._forward = phases.Forward()  # progress never goes back within a launch
         self._ready_line_at: float | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=300)
         self._log_pos = 0
@@ -324,6 +325,7 @@ class Slot:
         progress, eta = phases.estimate(
             self.phase, in_phase, self._phase_done, self.host.learned(self.profile_name or "")
         )
+        progress = self._forward(self.launch_id, progress)
         return round(progress, 3), (round(eta, 1) if eta is not None else None)
 
     # ---- state ---------------------------------------------------------------------------------

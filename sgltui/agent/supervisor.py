@@ -214,17 +214,22 @@ class Supervisor:
 
     async def _start_fronts(self) -> None:
         """One front endpoint per slot, on FrontConfig.port + the slot's index (agent/front.py)."""
+        from sgltui.agent import config as agent_config
+        from sgltui.core import placement
+
         cfg = self.front_config
         if cfg.port is None:
             return
         for i, slot in enumerate(self.slots.values()):
             host, port = cfg.host, cfg.port + i
+            setting = f"[front] port in {agent_config.default_path()}" + (f" (+{i})" if i else "")
             where = self.pools.front_port(slot.id)
             if where is False:
                 continue  # a slot of a pool of two or more: the pool's gateway is its endpoint
             if isinstance(where, tuple):
                 host, port = where  # a pool of one: the front is the pool's endpoint
-            front = Front(slot.id, host, port, cfg, on_event=self._front_event)
+                setting = f"the pool's port in {placement.default_path()}"
+            front = Front(slot.id, host, port, cfg, on_event=self._front_event, setting=setting)
             await front.start()  # a port already taken leaves front.error for status to show
             slot.attach_front(front)
 

@@ -423,6 +423,10 @@ def _show(args: argparse.Namespace, path: Path, result: dict | None) -> int:
             print()
         print(compare.render_text(data["comparison"]))
         _print_flag_diff(data.get("server_info") or {})
+        if data.get("put_back"):
+            from sgltui.bench.report import put_back_line
+
+            print(f"\n{put_back_line(data['put_back'])}")
         print(f"\nresult: {path}")
     _export(args, data)
     ok = any(r.get("metrics") and r["metrics"].get("completed") for r in data.get("results", []))

@@ -411,9 +411,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             3,
         ) from None
     if args.json:  # the agent's object as it sent it, keys this version does not know included
-        if isinstance(raw, dict) and (getattr(args, "slot", None) or getattr(args, "pool", None)):
-            raw = _only(raw, getattr(args, "pool", None), getattr(args, "slot", None))
-        print(json.dumps(raw, indent=1, default=str))
+        print(json.dumps(_only_asked(raw, args), indent=1, default=str))
         return 0
     try:
         st: protocol.StatusReply = decode_reply("status", raw)
@@ -514,6 +512,24 @@ def external_line(s: protocol.SlotStatus) -> str:
     )
 
 
+def _only_asked(raw: dict, args: argparse.Namespace) -> dict:
+    """`status --pool P --json` / `--slot S --json`: that pool's (or slot's) entries only, as
+    the text form shows (it printed every slot and pool)."""
+    pool, slot = getattr(args, "pool", None), getattr(args, "slot", None)
+    if not (pool or slot):
+        return raw
+    pools = [p for p in raw.get("pools") or [] if p.get("name") == pool]
+    if pool and not pools:
+        names = ", ".join(str(p.get("name")) for p in raw.get("pools") or []) or "none"
+        raise CliError(f"no pool {pool!r}; pools: {names}")
+    wanted = {str(s) for p in pools for s in p.get("slots") or []} | ({slot} if slot else set())
+    return dict(
+        raw,
+        slots=[s for s in raw.get("slots") or [] if str(s.get("id")) in wanted],
+        pools=pools if pool else raw.get("pools") or [],
+    )
+
+
 def _left_running(state: Path) -> list[str]:
     """Servers the latest session's events leave running (folded by protocol.apply, as the TUI,
     replay and report do): what an agent that was stopped without --stop-servers left behind.
@@ -533,27 +549,6 @@ def _left_running(state: Path) -> list[str]:
         for s in protocol.fold(events).slots.values()
         if s.state in running
     ]
-
-
-def _only(raw: dict, pool: str | None, slot: str | None) -> dict:
-    """STATUS (as sent) cut to --pool's slots and pool, or --slot's: `status --pool P --json`
-    printed every slot and pool."""
-    pools = [p for p in raw.get("pools") or [] if isinstance(p, dict)]
-    wanted: set[str] = set()
-    for p in pools:
-        if p.get("name") == pool:
-            wanted |= {str(s) for s in p.get("slots") or []}
-    if pool and not wanted:
-        names = ", ".join(str(p.get("name")) for p in pools) or "none"
-        raise CliError(f"no pool {pool!r}; pools: {names}")
-    if slot:
-        wanted.add(slot)
-    out = dict(raw)
-    out["slots"] = [
-        s for s in raw.get("slots") or [] if isinstance(s, dict) and s.get("id") in wanted
-    ]
-    out["pools"] = [p for p in pools if not pool or p.get("name") == pool]
-    return out
 
 
 def cmd_logs(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from sgltui import protocol
+from sgltui.bench.report import put_back_line
 from sgltui.core import units
 from sgltui.core.steady import WindowMean
 from sgltui.tui import typed
@@ -623,8 +624,12 @@ class TuiModel:
                 False,
             )
         if t in ("bench.start", "bench.done"):
+            text = f"{t.replace('.', ' ')} {ev.get('run_id', '')}".strip()
+            put = ev.get("put_back") or {}
+            if put.get("profile"):  # the sweep swapped the slot back to what it served
+                text += f" · {put_back_line(put)}"
             return ActivityItem(
-                ts, client, f"{t.replace('.', ' ')} {ev.get('run_id', '')}".strip(), "info", foreign
+                ts, client, text, "info" if put.get("ok") is not False else "error", foreign
             )
         if t == "disk.error":
             return ActivityItem(

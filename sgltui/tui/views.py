@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from textual.markup import escape
 
 from sgltui import protocol
@@ -537,3 +538,44 @@ def host_line(h: Any, focused: bool) -> str:
         return f"{mark} {name} [$error]○ {escape(r.state)}[/]"
     tok = units.sig3(r.tok_s) if r.tok_s is not None else "-"
     return f"{mark} {name} [$success]●[/] {r.gpus} GPU  {r.running}/{r.slots} slots  {tok:>5} tok/s"
+
+
+def slot_memory(
+    tel: protocol.TelemetryView, slot: protocol.SlotStatus | None
+) -> protocol.TelemetryView:
+    """The memory pane where it has the chart's few rows (a short screen of several slots): the
+    GPUs of the slot picked in the slots view and the host's RAM (eight GPUs take 16 rows)."""
+    if slot is None or not slot.gpus:
+        return tel
+    mine = [g for g in tel.gpus if g.index in slot.gpus]
+    return msgspec.structs.replace(tel, gpus=mine) if mine else tel
+
+
+def per_request_rate(gen: list[float], running: list[float], last: int = 60) -> float | None:
+    """Output tok/s per request over the last `last` samples (the total rate over the requests
+    running): the bench dialog scales it by each concurrency. None: nothing ran."""
+    pairs = [(g, r) for g, r in zip(gen[-last:], running[-last:]) if r and r > 0]
+    total = sum(r for _, r in pairs)
+    return sum(g for g, _ in pairs) / total if total else None
+
+
+def measured_rates(runs: Collection[Any]) -> dict[str, tuple[dict[int, float], float | None]]:
+    """profile -> ({concurrency: output tok/s}, when) from the newest bench of each profile in
+    this session (the model's BenchRun results): the bench dialog's estimate for a profile
+    already measured."""
+    out: dict[str, tuple[dict[int, float], float | None]] = {}
+    for run in runs:
+        result = getattr(run, "result", None) or {}
+        when = result.get("finished") or result.get("started")
+        for r in result.get("results") or []:
+            tok_s = (r.get("metrics") or {}).get("output_throughput")
+            p, c = r.get("profile"), r.get("concurrency")
+            if not (p and isinstance(c, int) and isinstance(tok_s, (int, float)) and tok_s > 0):
+                continue
+            rates, seen = out.get(p, ({}, None))
+            if seen is not None and when is not None and when < seen:
+                continue  # an older run of this profile
+            rates = dict(rates) if seen == when else {}
+            rates[c] = float(tok_s)
+            out[p] = (rates, when)
+    return out
