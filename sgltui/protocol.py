@@ -529,6 +529,9 @@ class PoolWorkerChanged(PoolEvent, tag="pool.worker"):
     worker: str | None = None
     url: str | None = None
     step: str = ""  # added | removed
+    # set when the agent found the gateway's workers differed from what it must route and
+    # mended it (agent/reconcile.py): what was wrong
+    repair: str | None = None
 
 
 class SlotExposed(EventBase, tag="slot.exposed"):
@@ -1799,6 +1802,8 @@ class SlotStatus(SlotView, kw_only=True):
     uptime_s: float | None = None
     busy: str | None = None
     restart: str | None = None  # what the restart policy did after a crash (relaunch, gave up)
+    # a ready server that does not answer (SIGSTOP, a wedge), and why (agent/liveness.py)
+    unresponsive: str | None = None
     drain: DrainView | None = None  # while a stop waits for requests in flight
     gpus: list[int] = []  # the GPUs host.toml gives the slot (empty: not placed)
     standbys: list[StandbyView] = []  # profiles kept warm beside its server (agent/standby.py)

@@ -18,6 +18,7 @@ on the starting command's stderr naming the key and the fix, never a crash in ag
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import sys
@@ -40,6 +41,16 @@ GPU_SOURCES = ("auto", "nvml", "sim", "none")
 GPU_RELEASES = ("auto", "pid", "used-memory")
 RESTARTS = ("job", "on-failure", "never")  # agent/restart_policy.py
 _SLOT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+DAY_S = 86_400.0  # no wait, timeout or grace of the agent's is longer than a day
+# key -> (low, high), as profiles have them; a seconds key (*_s) not named: 0 to a day;
+# another number: 0 to a million
+RANGES: dict[str, tuple[float, float]] = {
+    "hang_factor": (1.0, 100.0),
+    "poll_s": (0.01, 10.0),
+    "hold_max": (0, 1_000_000),
+    "retry_after_s": (0, 3600),
+    "send_timeout_s": (0.1, 3600.0),
+}
 
 
 class ConfigError(ValueError):
@@ -113,6 +124,8 @@ def load(path: Path | None = None, env: Mapping[str, str] | None = None) -> Agen
         raise ConfigError(f"{target}: cannot read ({exc}); fix or remove it") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{target}: {exc}; fix the TOML or remove the file") from None
+    except RecursionError:
+        raise ConfigError(f"{target}: nested too deeply; fix the TOML or remove the file") from None
     return _build(doc, env, target)
 
 
@@ -218,8 +231,10 @@ def _coerce(table: str, key: str, value: Any, default: Any, where: str) -> Any:
         return value
     kind = int if isinstance(default, int) else float
     number = _number(value, kind, where, "a number")
-    if number < 0:
-        raise ConfigError(f"{where}: must not be negative")
+    low, high = RANGES.get(key, (0, DAY_S if key.endswith("_s") else 1_000_000))
+    if not math.isfinite(number) or not low <= number <= high:
+        # nan passes every comparison and made each stop an immediate SIGKILL (issue 35 F6)
+        raise ConfigError(f"{where}: expected a number from {low:g} to {high:g}")
     return number
 
 

@@ -111,6 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.config = agent_config.load()
         args.placement = placement.load()
+        mcfg = args.config.metrics
+        if mcfg.port and not args.kept:  # a kept agent's own metrics may still be closing
+            from sgltui.agent.metrics import port_problem
+
+            taken = port_problem(mcfg.host, mcfg.port)
+            if taken:
+                raise agent_config.ConfigError(taken)
     except (agent_config.ConfigError, placement.PlacementError) as exc:
         print(f"sgltui agent: {exc}", file=sys.stderr)
         if args.kept:  # the keeper's child has no terminal: its log is where this is read

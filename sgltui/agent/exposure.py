@@ -30,7 +30,9 @@ class Exposures:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / "secrets" / "exposed.json"
         self.by_slot: dict[str, Exposure] = {}
-        with contextlib.suppress(OSError, ValueError, TypeError, KeyError, AttributeError):
+        with contextlib.suppress(
+            OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError
+        ):
             raw = json.loads(self.path.read_text())
             for slot, e in raw.items():
                 self.by_slot[str(slot)] = Exposure(str(e["address"]), str(e["api_key"]))

@@ -55,6 +55,7 @@ from sgltui.agent.gateway_launch import SMG as SMG
 from sgltui.agent.telemetry.engine_parse import metric_samples
 from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.placement import PoolPlace
+from sgltui.core.tasks import watched
 
 log = logging.getLogger("sgltui.agent.gateway")
 
@@ -184,6 +185,9 @@ class Gateway:
         # gateway serving on the pool's port, and the next one re-adopts it or ends it.
         self.pid_path = state_dir / "gateways" / f"{pool}.pid"
         self._control_key = secrets.token_urlsafe(24)
+        # url -> when it was last POSTed: smg registers it in the background, so GET /workers
+        # may not list it yet (agent/reconcile.py does not add it twice meanwhile)
+        self.posted: dict[str, float] = {}
         self._watch: asyncio.Task[None] | None = None
         self._client: httpx.AsyncClient | None = None
         self._stopping = False
@@ -299,7 +303,9 @@ class Gateway:
         self.urls = [w.url for w in ws if w.status != "draining"]
         self._stopping = False
         self.state = "running"
-        self._watch = asyncio.get_running_loop().create_task(self._supervise())
+        self._watch = watched(
+            asyncio.get_running_loop().create_task(self._supervise()), f"gateway {self.pool}"
+        )
         log.info(
             "gateway %s: re-adopted smg pid %s on %s (left by an earlier agent; workers: %s)",
             self.pool, pid, self.endpoint, ", ".join(self.urls) or "none",
@@ -322,7 +328,9 @@ class Gateway:
         await self._launch()
         self.state = "running"
         if self._watch is None or self._watch.done():
-            self._watch = asyncio.get_running_loop().create_task(self._supervise())
+            self._watch = watched(
+                asyncio.get_running_loop().create_task(self._supervise()), f"gateway {self.pool}"
+            )
 
     def _end_leftover(self) -> None:
         """Blocking: end the gateway an earlier agent of this state dir left (killed -9), if
@@ -330,8 +338,9 @@ class Gateway:
         try:
             rec = json.loads(self.pid_path.read_text())
             pid, created = int(rec["pid"]), rec.get("created")
-        except (OSError, ValueError, KeyError, TypeError):
-            return
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            pid, created = 0, None
+            self._end_lost()  # no pid to trust: found by its open log
         # The same process (pid and start time), not a later one that reused the pid.
         ours = created is not None and _created(pid) == created
         if ours and (self.proc is None or self.proc.pid != pid):
@@ -343,6 +352,25 @@ class Gateway:
                 time.sleep(0.05)
         with contextlib.suppress(OSError):
             self.pid_path.unlink()
+
+    def _end_lost(self) -> None:
+        """Blocking: end gateways of this pool and state dir whose pid file is lost or unreadable,
+        found by their stdout, this pool's log (agent/recover.py)."""
+        from sgltui.agent.recover import find_by_stdout
+
+        for pid in find_by_stdout(self.log_path):
+            if self.proc is not None and self.proc.pid == pid:
+                continue
+            log.warning(
+                "gateway %s: ending pid %s, left by an earlier agent (its pid file was "
+                "unreadable: found by its open log)",
+                self.pool, pid,
+            )  # fmt: skip
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not port_free(self.host, self.port):
+                time.sleep(0.05)
 
     async def _launch(self) -> None:
         self._spawn()
@@ -485,6 +513,9 @@ class Gateway:
         if url in self.keys:
             body["api_key"] = self.keys[url]
         status, answer = await self._request("POST", "/workers", body)
+        log.info("gateway %s: POST /workers %s -> %s", self.pool, url, status)
+        if status in (200, 201, 202):
+            self.posted[url] = time.monotonic()  # listed by GET /workers a moment later
         if status not in (200, 201, 202, 409):
             raise GatewayError(f"pool {self.pool}: the gateway refused worker {url}: {answer}")
 
@@ -493,9 +524,18 @@ class Gateway:
         if url in self.urls:
             self.urls.remove(url)
         self.keys.pop(url, None)
+        self.posted.pop(url, None)
         found = [w for w in (await self.workers() or []) if w.url == url]
         for w in found:
             status, body = await self._request("DELETE", f"/workers/{w.id}")
+            log.info(
+                "gateway %s: DELETE worker %s (%s, was %s) -> %s",
+                self.pool,
+                w.id,
+                url,
+                w.status,
+                status,
+            )
             if status not in (200, 202, 204, 404):
                 raise GatewayError(f"pool {self.pool}: the gateway kept worker {url}: {body}")
         return bool(found)
@@ -700,7 +740,7 @@ class Adopted:
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
 
 

@@ -73,7 +73,7 @@ class ChoiceHost:
             # a pool job's swap is the pool's rolling swap (never zero routable slots)
             where = {"pool": rec["pool"]} if rec.get("pool") else {"slot": rec["slot"]}
             res = await self.jobs.site.command(op, {**where, **args}, f"job {rec['id']}")
-        except OpError as exc:
+        except (OpError, protocol.ProtocolError) as exc:  # refused, or arguments it cannot take
             raise Refused(str(exc)) from None
         # the trial reads the reply as the wire carries it (JSON values)
         res = protocol.to_builtins(res)

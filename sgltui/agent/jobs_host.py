@@ -34,6 +34,7 @@ from sgltui.agent.job_choice import ChoiceHost, integrate_energy
 from sgltui.agent.jobs_site import JobsSite
 from sgltui.agent.state import read_json
 from sgltui.core.files import write_json_atomic
+from sgltui.core.tasks import spawn
 from sgltui.jobs import choose
 from sgltui.jobs.chooser import Chooser
 from sgltui.jobs.output import OutputError, default_output, ensure_writable, errors_path
@@ -128,7 +129,7 @@ class JobsHost:
                 self._publish(rec, protocol.JobResumeAfterRestart(answered=self._answered(rec)))
                 self._choose(rec)
                 await self._spawn(rec)
-        self._tick_task = asyncio.get_running_loop().create_task(self._tick())
+        self._tick_task = spawn(self._tick(), "jobs: tick")
 
     async def close(self) -> None:
         """Agent exit: runners stop (what they hold is written); records stay resumable."""
@@ -234,7 +235,7 @@ class JobsHost:
         self.runners[rec["id"]] = r
         rec["state"] = "checking"
         rec["pid"] = proc.pid
-        r.reader = asyncio.get_running_loop().create_task(self._read(rec, r))
+        r.reader = spawn(self._read(rec, r), f"job {rec['id']}: runner reader")
         return r
 
     async def _read(self, rec: dict, r: _Runner) -> None:
@@ -566,7 +567,9 @@ class JobsHost:
             now = time.monotonic()
             power = self.site.gpu_power_w() if self.jobs else None
             for rec in list(self.jobs.values()):
-                if rec.get("state") in ACTIVE:
+                if rec.get("state") not in ACTIVE:
+                    continue
+                try:
                     self._release_stale_hold(rec)
                     self._maybe_auto(rec)
                     self._sync(rec)
@@ -574,6 +577,8 @@ class JobsHost:
                     integrate_energy(rec, power, now - last)
                     if rec["id"] in self.choosers:
                         self.choosers[rec["id"]].tick()
+                except Exception:  # one job's fault must not stop every job's second
+                    log.exception("job %s: its second's checks failed", rec.get("id"))
             last = now
 
     def _tokens_at(self, slot_id: str) -> float | None:
@@ -601,6 +606,17 @@ class JobsHost:
             or slot.state != "ready"
         ):
             watch.reset()  # not meant to send now: waiting, paused, held, its server down
+        elif slot.unresponsive:
+            # the slot knows why nothing comes back (agent/liveness.py): said at once, by name
+            line = (
+                f"stalled: slot {slot.id}'s server ({slot.profile_name}) is unresponsive: "
+                f"{slot.unresponsive}"
+            )
+            if watch.stalled != line:
+                watch.stalled = rec["stalled"] = line
+                log.warning("job %s: %s", rec["id"], line)
+                self._publish(rec, protocol.JobStalled(message=line))
+            return
         else:
             server = f"slot {slot.id}'s server ({slot.profile_name})"
             answered = self._answered(rec) + self._failed(rec)

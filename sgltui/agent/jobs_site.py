@@ -39,6 +39,7 @@ class SlotSight:
     url: str  # its server, straight
     front_url: str | None  # its front, when that routes to the server; else None
     api_key: str | None
+    unresponsive: str | None = None  # a ready server that does not answer, and why
 
 
 class JobsSite(Protocol):
@@ -119,6 +120,7 @@ class AgentSite:
             url=slot_url(slot),
             front_url=front.url if routes and front is not None else None,
             api_key=slot.api_key,
+            unresponsive=slot.liveness.reason if str(slot.state) == "ready" else None,
         )
 
     def slot_ids(self) -> list[str]:

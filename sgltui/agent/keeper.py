@@ -82,7 +82,7 @@ def read_state(state_dir: Path) -> dict | None:
     """keeper.json, when its keeper is alive (a dead keeper's file says nothing true)."""
     try:
         data = json.loads((state_dir / STATEFILE).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not pid_alive(int(data.get("pid") or 0)):
         return None

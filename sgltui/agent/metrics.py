@@ -12,6 +12,7 @@ slot, "" for none).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import socket
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from sgltui import protocol
+from sgltui.core.tasks import spawn
 
 log = logging.getLogger("sgltui.agent.metrics")
 
@@ -43,6 +45,22 @@ def pools_of(status: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def port_problem(host: str, port: int) -> str | None:
+    """Why the metrics cannot listen on host:port (taken, not this host's), else None: checked
+    before the agent detaches, so that `agent start` says it instead of 'running'."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the HTTP server binds
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            return (
+                f"[metrics] port {port} on {host}: cannot listen ({exc.strerror or exc}); "
+                "set another [metrics] port in agent.toml (or SGLTUI_METRICS_PORT=off)"
+            )
+    return None
+
+
 class StatusCollector(Collector):
     """The gauges of one STATUS, read when Prometheus scrapes."""
 
@@ -53,7 +71,10 @@ class StatusCollector(Collector):
     def collect(self) -> Iterator[Any]:
         try:
             st = self.read_status()
-        except Exception:  # the agent's loop did not answer in time: no gauges this time
+        except (TimeoutError, concurrent.futures.TimeoutError):  # the loop did not answer in time
+            log.warning("metrics scrape: the agent did not answer in time; no gauges this time")
+            return
+        except Exception:
             log.exception("metrics scrape: no status")
             return
         pools = pools_of(st)
@@ -153,7 +174,8 @@ class AgentMetrics:
         self._server: Any = None
 
     def _status_from_thread(self) -> dict[str, Any]:
-        assert self.loop is not None
+        if self.loop is None:
+            return {}  # the registry's first look, at registration: nothing to read yet
 
         async def read() -> dict[str, Any]:
             st = self._status()
@@ -218,7 +240,7 @@ class MetricsService:
             return
         self.queue = PushQueue(5000)
         self.sup.subscribers.add(self.queue)
-        self.task = asyncio.get_running_loop().create_task(self._events(), name="metrics-events")
+        self.task = spawn(self._events(), "metrics-events")
         log.info("metrics on http://%s:%d/metrics", self.host, self.port)
 
     async def _events(self) -> None:

@@ -95,6 +95,7 @@ class Operations:
         self.sup = sup
         self.jobs: dict[str, Job] = {}  # slot id -> its latest job
         self._locks: dict[str, asyncio.Lock] = {}
+        self._ids_given: set[str] = set()  # launch ids handed out (their logs may not exist yet)
 
     def lock(self, slot_id: str) -> asyncio.Lock:
         """The slot's command lock (made on first use: a slot added later gets one too)."""
@@ -164,6 +165,8 @@ class Operations:
         attach.refuse(slot, "stop")  # a server sgltui did not start: the way forward
         drain = str(args.drain)
         timeout = args.timeout
+        # a pool's last routable worker while a roll holds the other out: --force to go on
+        self.sup.pools.refuse_taking_out(slot.id, "stopping it", forced=drain == "force")
         async with self.lock(slot.id):
             running = self.busy(slot.id)
             if running and running.kind == "stop":
@@ -191,6 +194,7 @@ class Operations:
     async def op_restart(self, args: protocol.RestartArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
         attach.refuse(slot, "restart")  # a server sgltui did not start: the way forward
+        self.sup.pools.refuse_taking_out(slot.id, "restarting it", forced=args.drain == "force")
         async with self.lock(slot.id):
             self._refuse_if_busy(slot, "restart")
             if not slot.profile_name:
@@ -403,10 +407,13 @@ class Operations:
         base = time.strftime("%Y%m%d-%H%M%S") + "-" + re.sub(r"[^A-Za-z0-9._-]", "_", profile_name)
         candidate, n = base, 1
         servers = Path(self.sup.recorder.path) / SERVERS_DIR
-        # Checked directly: the recorder's server_log_path() creates the file it names.
-        while (servers / f"{candidate}.log").exists():
+        # Checked directly: the recorder's server_log_path() creates the file it names. Two
+        # slots launching one profile in the same second (a pool's start) both found no file
+        # and shared one log and launch id: an id handed out is taken at once.
+        while (servers / f"{candidate}.log").exists() or candidate in self._ids_given:
             n += 1
             candidate = f"{base}-{n}"
+        self._ids_given.add(candidate)
         return candidate
 
     async def _spawn(self, slot: Slot, profile: Any, client: str | None) -> None:

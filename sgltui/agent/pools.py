@@ -23,13 +23,18 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from sgltui import protocol
 from sgltui.agent import gateway as gw_mod
+from sgltui.agent import reconcile
 from sgltui.agent.errors import OpError
 from sgltui.agent.gateway import Gateway, GatewayError, stop_gateways
 from sgltui.agent.remote_pools import RemotePools
 from sgltui.agent.slot import READY, Slot
+from sgltui.core import causes
 from sgltui.core.placement import Placement, PoolPlace
+from sgltui.core.tasks import spawn
 
 if TYPE_CHECKING:
     from sgltui.agent.supervisor import Supervisor
@@ -120,7 +125,7 @@ class Pools:
             elif not gw_mod.smg_available():
                 self.errors[name] = gw_mod.smg_missing()
         if self.gateways:
-            self._poll = asyncio.get_running_loop().create_task(self._poll_loop())
+            self._poll = spawn(self._poll_loop(), "pools: gateway poll")
             self.sync()
         await self.remote.start()  # fleet.toml's pools whose gateway runs here
 
@@ -162,7 +167,7 @@ class Pools:
         if self._sync is not None and not self._sync.done():
             self._sync_again = True
             return
-        self._sync = asyncio.get_running_loop().create_task(self._sync_all())
+        self._sync = spawn(self._sync_all(), "pools: gateway sync")
 
     async def _sync_all(self) -> None:
         while True:
@@ -197,17 +202,33 @@ class Pools:
                 await gw.stop()
                 await self._start_gateway(name)
                 return
-            current = {slot_url(s) for s in members}
-            for stale in [u for u in gw.urls if u not in current]:
-                await gw.remove_worker(stale)  # a slot's server moved (a warm swap's port)
-            for s in members:
-                url = slot_url(s)
-                if s.id in self.out:
-                    continue  # a roll holds it out and puts it back
-                if self._routable(s) and url not in gw.urls:
-                    await gw.add_worker(url)
-                elif not self._routable(s) and url in gw.urls:
-                    await gw.remove_worker(url)
+            # what smg routes, against what it must: the difference mended (agent/reconcile.py)
+            observed = await gw.workers()
+            if observed is None:
+                return  # not answering: its supervisor restarts it with gw.urls
+            todo = reconcile.plan(gw, members, self._routable, self.out, observed, slot_url)
+            await reconcile.apply(gw, todo, slot_url, self.sup.bus.publish)
+
+    def refuse_taking_out(self, slot_id: str, doing: str, forced: bool) -> None:
+        """A command on one slot (stop, restart) that would leave a rolling pool with no routable
+        worker is refused, unless forced: the roll never does that, a manual command must not
+        either (503s for every client of the pool)."""
+        if forced:
+            return
+        for name in self.rolls_running():
+            members = self.members(name)
+            if slot_id not in {m.id for m in members} or not self._routable(
+                self.sup.slots[slot_id]
+            ):
+                continue
+            if any(m.id != slot_id and self._routable(m) for m in members):
+                continue
+            held = ", ".join(sorted(self.out & {m.id for m in members})) or "another slot"
+            raise OpError(
+                f"slot {slot_id} is pool {name}'s only routable worker while its roll has slot "
+                f"{held} out: {doing} now leaves the pool none (clients get 503); wait for the "
+                f"roll (sgltui status --pool {name}), or add --force"
+            )
 
     def rolls_running(self) -> set[str]:
         return {p for p, r in self.rolls.items() if r.state == "rolling"}
@@ -228,7 +249,11 @@ class Pools:
             self.sync()
 
     async def _poll_loop(self) -> None:
+        last = time.monotonic()
         while True:
+            if time.monotonic() - last >= reconcile.RECONCILE_S:
+                last = time.monotonic()
+                self.sync()  # compared with smg's word even when nothing changed here
             self._smg_came()
             for name, gw in self.gateways.items():
                 if gw.pid is None:
@@ -422,12 +447,13 @@ class Pools:
                     _slot_args(args, s), wait=True, drain="wait" if drained else "force"
                 )
                 error = None
+                res = None
                 try:
-                    await self.sup.handle("swap", swap_args, client)
+                    res = await self.sup.handle("swap", swap_args, client)
                 except OpError as exc:
                     error = str(exc)
                 if s.profile_name != profile or s.state != READY:
-                    error = error or f"slot {s.id} runs {s.profile_name} ({s.state})"
+                    error = error or _swap_failure(s, profile, res)
                 # Back into the gateway whatever it runs now (the new profile, or the old one
                 # after a rollback), once ready; where it runs now (a standby woken has a port
                 # of its own: agent/standby.py).
@@ -435,7 +461,7 @@ class Pools:
                 url = slot_url(s)
                 if s.state == READY:
                     async with self._lock(name):
-                        await gw.add_worker(url)
+                        await gw.add_worker(url, s.api_key)
                     if not await gw.wait_ready(url, WORKER_READY_S):
                         error = (
                             error
@@ -447,6 +473,11 @@ class Pools:
                 self.sup.bus.publish(
                     protocol.PoolRoll(client=client, pool=name, step="done", slot=s.id)
                 )
+            # The roll's success is what the gateway reports, not the agent's own list.
+            self.sync()
+            lost = await self._unrouted(name, gw, WORKER_READY_S)
+            if lost:
+                raise _RollStop(lost[0], f"the gateway does not route slot {lost[0]} (ready)")
         except _RollStop as stop:
             roll.state, roll.slot, roll.error = "stopped", stop.slot, stop.why
             self.sup.bus.publish(
@@ -457,8 +488,7 @@ class Pools:
             self.sync()
             self.sup.bus.changed()
             raise OpError(
-                f"pool {name}: the roll stopped at slot {stop.slot}: {stop.why}; the pool serves "
-                f"mixed ({', '.join(f'{m.id}={m.profile_name}' for m in members)})"
+                f"pool {name}: the roll stopped at slot {stop.slot}: {stop.why}; {_serving(members)}"
             ) from None
         finally:
             self.out.difference_update(m.id for m in members)
@@ -469,6 +499,19 @@ class Pools:
         self.sync()  # the "default" alias follows the new model once the roll is over
         self.sup.bus.changed()
         return self.reply(name)
+
+    async def _unrouted(self, name: str, gw: Gateway, within: float) -> list[str]:
+        """The pool's routable slots the gateway does not report ready, after waiting up to
+        `within` seconds for them (the reconciler mends a lost one meanwhile)."""
+        deadline = time.monotonic() + within
+        while True:
+            ws = await gw.workers()
+            ready = {w.url for w in ws or [] if w.status == "ready"}
+            lost = [s.id for s in self.members(name) if self._routable(s)]
+            lost = [i for i in lost if slot_url(self.sup.slots[i]) not in ready]
+            if not lost or time.monotonic() >= deadline:
+                return lost
+            await asyncio.sleep(gw_mod.POLL_S)
 
     def serving_profiles(self, name: str) -> list[str]:
         """What the slots a job through pool `name` reaches now run (a job's segment)."""
@@ -499,6 +542,28 @@ class Pools:
         if not any(self._routable(s) for s in members):
             return None, None, f"waiting for a slot of pool {name} to be ready"
         return gw.endpoint, gw.api_key, ""
+
+
+def _swap_failure(s: Slot, profile: Any, res: Any) -> str:
+    """Why a member's swap did not leave it on `profile`: the swap's own cause (an OOM, a bad
+    flag), and what the slot runs now (rolled back), not just its state."""
+    result = res.result if isinstance(res, protocol.Accepted) else None
+    now = f"slot {s.id} runs {s.profile_name} ({s.state})"
+    if result is None:
+        return now
+    why = causes.line(msgspec.structs.asdict(result.cause)) if result.cause else result.error
+    if not why:
+        return now
+    back = f"; rolled back: {now}" if result.rolled_back else f"; {now}"
+    return f"{profile} failed on slot {s.id}: {why}{back}"
+
+
+def _serving(members: list[Slot]) -> str:
+    """What the pool serves after a stopped roll: mixed only when it is."""
+    profiles = {m.profile_name for m in members}
+    if len(profiles) == 1:
+        return f"the pool serves {profiles.pop()} on every slot"
+    return f"the pool serves mixed ({', '.join(f'{m.id}={m.profile_name}' for m in members)})"
 
 
 class _RollStop(Exception):

@@ -25,6 +25,7 @@ from sgltui.agent.errors import OpError
 from sgltui.agent.gateway import Gateway, GatewayError, for_pool, stop_gateways
 from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.placement import DEFAULT_POLICY, PoolPlace
+from sgltui.core.tasks import spawn
 
 if TYPE_CHECKING:
     from sgltui.agent.supervisor import Supervisor
@@ -52,7 +53,7 @@ class RemotePools:
         serving) or started again with the recorded workers."""
         try:
             saved = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return
         for raw in saved.get("pools", []) if isinstance(saved, dict) else []:
             try:
@@ -77,7 +78,7 @@ class RemotePools:
                 with contextlib.suppress(OpError):
                     await self._start(place, want)
         if self.gateways:
-            self._poll = asyncio.get_running_loop().create_task(self._poll_loop())
+            self._poll = spawn(self._poll_loop(), "fleet pools: poll")
 
     def _save(self) -> None:
         pools = []
@@ -128,7 +129,7 @@ class RemotePools:
         if gw is not None and (ws := await gw.workers()) is not None:
             self.seen[name] = {w.url: w.status for w in ws}  # the reply says it as it is now
         if self._poll is None or self._poll.done():
-            self._poll = asyncio.get_running_loop().create_task(self._poll_loop())
+            self._poll = spawn(self._poll_loop(), "fleet pools: poll")
         self.sup.bus.changed()
         return self.status_of(name)
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from sgltui import protocol
 from sgltui.agent.errors import OpError
+from sgltui.core.tasks import spawn
 
 if TYPE_CHECKING:
     from sgltui.agent.supervisor import Supervisor
@@ -102,9 +103,7 @@ class RestartPolicy:
         old = self._tasks.get(slot_id)
         if old is not None and not old.done():
             old.cancel()
-        self._tasks[slot_id] = asyncio.get_running_loop().create_task(
-            self._relaunch(slot_id, delay), name=f"restart-{slot_id}"
-        )
+        self._tasks[slot_id] = spawn(self._relaunch(slot_id, delay), f"restart-{slot_id}")
 
     def _wanted(self, slot_id: str) -> bool:
         if self.policy == "never":

@@ -28,7 +28,9 @@ from sgltui import protocol
 from sgltui.agent import discovery, gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
 from sgltui.agent.events import EventBus
+from sgltui.agent.liveness import Liveness
 from sgltui.core import causes, files, host_pool, phases, units
+from sgltui.core.tasks import spawn
 from sgltui.protocol import SlotState
 
 S = TypeVar("S", bound=msgspec.Struct)
@@ -207,6 +209,8 @@ class Slot:
         self.cause: dict | None = None  # why the slot is failed/crashed; None when healthy
         self.last_failure: dict | None = None  # the latest failure, kept after recovery
         self.draining: dict | None = None  # requests still in flight while a stop waits
+        # a ready server that stopped answering (SIGSTOP, a wedge): agent/liveness.py
+        self.liveness = Liveness(slot_id, self._on_liveness)
         self.swap: protocol.SwapView | None = None  # None: no swap in progress
         self.last_swap: protocol.LastSwap | None = None  # the latest swap's outcome, kept
         self.command: list[str] = []
@@ -278,7 +282,15 @@ class Slot:
             last_stop=self.last_stop,
             gpus=list(self.place.gpus) if self.place is not None else [],
             external=self.external.view() if self.external is not None else None,
+            unresponsive=self.liveness.reason if self.state == READY else None,
         )
+
+    def _on_liveness(self, reason: str | None) -> None:
+        if reason is None:
+            log.info("slot %s: its server answers again", self.id)
+        else:
+            log.warning("slot %s: its server is unresponsive: %s", self.id, reason)
+        self.host.bus.changed()
 
     def record(self) -> dict | None:
         """What agent-state.json keeps to re-adopt this server (no secrets)."""
@@ -502,9 +514,7 @@ class Slot:
         self.phase = None
         self._fire(lifecycle.SPAWN, f"launching {profile.name}")
         self._set_phase(phases.SPAWNED)
-        self._monitor = asyncio.get_running_loop().create_task(
-            self._watch(), name=f"slot-{self.id}-watch"
-        )
+        self._monitor = spawn(self._watch(), f"slot-{self.id}-watch")
 
     def refuse(self, profile: Any, client: str | None, cause: dict) -> None:
         """A pre-launch check refused `profile`: failed with the cause, nothing started."""
@@ -704,9 +714,7 @@ class Slot:
         )
         if self.state == READY:
             self.phase = None
-        self._monitor = asyncio.get_running_loop().create_task(
-            self._watch(), name=f"slot-{self.id}-watch"
-        )
+        self._monitor = spawn(self._watch(), f"slot-{self.id}-watch")
         return True
 
     def watch_external(
@@ -835,6 +843,12 @@ class Slot:
                     await self._drain_output(1.0)
                     await self._on_unexpected_exit(rc)
                 return
+            if self.state == READY and not self._stopping and self.tree is not None:
+                self.liveness.tick(
+                    now, self.tree.pid, self.server_host, self.port, self.api_key
+                )  # fmt: skip
+            else:
+                self.liveness.reset()
             if self.state == LAUNCHING and not self._stopping:
                 # /ready is asked whether or not the ready line was seen: lines may be lost (a
                 # full disk under a re-adopted server's log, a relay that fell behind), and a
@@ -919,7 +933,7 @@ class Slot:
             cause = causes.hang(phase, in_phase, expected, list(self._tail))
         log.warning("slot %s: %s", self.id, cause["summary"])
         self._stopping = True  # the watcher must not report the kill below as a crash
-        asyncio.get_running_loop().create_task(self._fail_hung(cause))
+        spawn(self._fail_hung(cause), f"slot {self.id}: ending a hung server")
         return True
 
     async def _fail_hung(self, cause: dict) -> None:

@@ -8,10 +8,13 @@ file, never half of one. No secrets: an API key is re-read from the profile when
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from sgltui.core.files import write_json_atomic
+
+log = logging.getLogger("sgltui.agent.state")
 
 STATE_FILE = "agent-state.json"
 HISTORY_FILE = "launch-history.json"
@@ -21,7 +24,7 @@ HISTORY_KEEP = 5  # launches per profile the ETA is learned from
 def read_json(path: Path, default: Any) -> Any:
     try:
         return json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return default
 
 
@@ -30,13 +33,50 @@ class AgentState:
 
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / STATE_FILE
+        self.recovered: str | None = None  # what was done about an unreadable file, said once
 
     def load(self) -> dict:
-        data = read_json(self.path, {})
-        if not isinstance(data, dict) or data.get("v") != 1:
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
             return {"v": 1, "session_dir": None, "slots": {}}
+        except (OSError, UnicodeDecodeError) as exc:
+            return self._recover(f"cannot be read ({exc})")
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            return self._recover(f"is not valid JSON ({type(exc).__name__})")
+        if (
+            not isinstance(data, dict)
+            or data.get("v") != 1
+            or not isinstance(data.get("slots", {}), dict)
+            or not all(isinstance(r, dict) for r in data.get("slots", {}).values())
+        ):
+            return self._recover("is not an agent-state record")
         data.setdefault("slots", {})
         return data
+
+    def _recover(self, why: str) -> dict:
+        """Keep the bad file aside and find the servers it named by their processes
+        (agent/recover.py); say what was done."""
+        from sgltui.agent import recover
+
+        aside = recover.set_aside(self.path)
+        found = recover.find_servers(self.path.parent)
+        names = ", ".join(
+            f"slot {s} ({r.get('profile')}, pid {r['tree']['pid']})"
+            for s, r in found["slots"].items()
+        )
+        self.recovered = (
+            f"{self.path} {why}: kept aside as {aside.name if aside else 'is (could not move it)'}; "
+            + (
+                f"found this agent's servers by their log relays and re-adopts them: {names}"
+                if names
+                else "no running server of this agent was found"
+            )
+        )
+        log.warning("%s", self.recovered)
+        return found
 
     def save(self, session_dir: str | None, slots: dict[str, dict]) -> None:
         write_json_atomic(self.path, {"v": 1, "session_dir": session_dir, "slots": slots})

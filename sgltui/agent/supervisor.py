@@ -51,6 +51,7 @@ from sgltui.agent.slot import (
 from sgltui.agent.standby import Standbys, pick_records
 from sgltui.agent.state import AgentState, LaunchHistory
 from sgltui.core.redact import Redactor
+from sgltui.core.tasks import watched
 from sgltui.session.layout import SERVERS_DIR
 from sgltui.session.writer import Recorder
 
@@ -718,7 +719,13 @@ class Supervisor:
                 self.bus.publish(protocol.CommandRefused(client=client, op=op, reason=str(exc)))
                 raise
         task = asyncio.get_running_loop().create_task(self.pools.op(op, args, client))
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # said in events
+
+        def failed(exc: BaseException) -> None:  # a refusal is said in events; anything else too
+            if not isinstance(exc, OpError):
+                reason = f"{op} failed inside the agent: {exc} (see agent.log)"
+                self.bus.publish(protocol.CommandRefused(client=client, op=op, reason=reason))
+
+        watched(task, f"pool {args['pool']}: {op}", failed, expected=(OpError,))
         self._pool_tasks.add(task)
         task.add_done_callback(self._pool_tasks.discard)
         return self.pools.reply(str(args["pool"]), accepted=True)

@@ -408,7 +408,7 @@ def _show(args: argparse.Namespace, path: Path, result: dict | None) -> int:
         raise CliError(
             f"no result file at {path}; the run wrote nothing (see the bench log beside it)"
         ) from None
-    except ValueError:
+    except (ValueError, RecursionError):
         raise CliError(f"{path} is not a bench result file (JSON)") from None
     if args.json:
         from sgltui.bench.metrics import clean_json

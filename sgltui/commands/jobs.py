@@ -242,10 +242,12 @@ def render_status(v: JobView) -> str:
         lines.append("  energy " + units.energy(v.joules, v.answered, v.out_tokens))
     for s in v.segments:
         secs = max(0.0, s.last - s.started)
-        rate = s.out_tokens / secs if secs > 0 else 0.0
+        # under a second (answers that came at once): a rate over it would read millions
+        rate = f" ({units.tok_s(s.out_tokens / secs)})" if secs >= 1.0 else ""
+        took = units.duration(secs) if secs >= 1.0 else "under 1s"
         lines.append(
             f"  segment {s.profile} ({s.launch_id}): {s.completions:,} completions, "
-            f"{s.out_tokens:,} tokens in {units.duration(secs)} ({units.tok_s(rate)})"
+            f"{s.out_tokens:,} tokens in {took}{rate}"
             + (f", {s.failed} failed" if s.failed else "")
             + (f", {units.energy(s.joules, s.completions, s.out_tokens)}" if s.joules else "")
         )

@@ -256,6 +256,14 @@ def _pool_lifecycle(args: argparse.Namespace, op: str, kw: dict[str, Any]) -> in
     try:
         res = call_sync(_state(args), op, autostart=True, profiles_dirs=dirs, **kw)
     except AgentError as exc:
+        if op == "swap" and "closed the connection" in str(exc):
+            # the agent died mid-roll (its keeper starts another, which re-adopts the servers):
+            # the pool may serve two profiles; the same command finishes the roll
+            raise CliError(
+                f"{exc} during the roll of pool {args.pool}; it may serve mixed now: "
+                f"`sgltui status --pool {args.pool}` shows it, and `sgltui swap "
+                f"{kw.get('profile')} --pool {args.pool}` again finishes the roll"
+            ) from None
         raise CliError(str(exc)) from None
     if args.no_wait:
         print(f"pool {args.pool}: {op} accepted (sgltui status shows its slots)")
@@ -470,6 +478,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
         if s.restart:
             print(f"     restart: {s.restart}")
+        if s.unresponsive:
+            print(f"     unresponsive: {s.unresponsive}")
         if s.cause:
             print(f"     cause: {s.cause.summary}")
             print(f"     fix:   {s.cause.fix}")

@@ -448,7 +448,7 @@ def load_live_catalog(
             return _catalog_from_json(
                 json.loads(cached.read_text(encoding="utf-8")), "cached", python, cached
             )
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, RecursionError):
             pass  # a damaged cache entry is rebuilt below
     try:
         data = extract_live(python) if timeout is None else extract_live(python, timeout)

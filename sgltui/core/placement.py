@@ -196,6 +196,8 @@ def parse(text: str, *, path: Path | None = None, gpu_count: int | None = None) 
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise fail(f"not valid TOML ({exc})", "fix the line it names") from None
+    except RecursionError:
+        raise fail("values nested too deeply to read", "flatten the value") from None
     unknown = sorted(set(doc) - _TOP_KEYS)
     if unknown:
         raise fail(

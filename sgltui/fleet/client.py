@@ -80,8 +80,8 @@ class HostClient:
         what = problem.split(": restart", 1)[0]
         name = self.host.name
         return (
-            f"host {name}: {what}; install sgltui {__version__} on {name} (or this version "
-            f"there here), then `sgltui --host {name} agent stop` so its next command starts it"
+            f"host {name}: {what}; install sgltui {__version__} on {name} (or {name}'s version "
+            f"here), then `sgltui --host {name} agent stop` so its next command starts it"
         )
 
     async def _read_stderr(self) -> None:

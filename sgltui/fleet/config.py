@@ -133,6 +133,8 @@ def load(path: Path | None = None) -> Fleet:
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise FleetConfigError(f"{path}: {exc}; fix the TOML syntax there") from None
+    except RecursionError:
+        raise FleetConfigError(f"{path}: values nested too deeply to read; flatten them") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise FleetConfigError(f"{path}: cannot read it ({exc})") from None
     return parse(raw, path)

@@ -14,6 +14,7 @@ from sgltui.fleet.client import HostClient, HostError
 from sgltui.fleet.config import Fleet, Host
 from sgltui.fleet.view import HostState
 
+FANOUT = 32  # ssh sessions at once for a one-shot question (2,000 hosts started 2,000)
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 STATUS_TIMEOUT_S = 10.0  # a host that takes longer to answer STATUS is treated as unreachable
 # A host whose view did not change is polled less often, up to this many times the interval
@@ -155,7 +156,13 @@ async def poll_once(fleet: Fleet, timeout_s: float = 30.0) -> list[HostState]:
     """Every host's STATUS once, all at the same time (`fleet status`): a dead host costs at
     most `timeout_s`, never another host's answer."""
 
+    gate = asyncio.Semaphore(FANOUT)
+
     async def one(host: Host) -> HostState:
+        async with gate:
+            return await ask(host)
+
+    async def ask(host: Host) -> HostState:
         st = HostState(name=host.name, ssh=host.ssh, retrying=False)
         client = HostClient(fleet, host, "fleet-status")
         try:

@@ -35,7 +35,7 @@ def run(fleet: Fleet, host: Host, words: list[str], interactive: bool) -> int:
             return _no_ssh(fleet, host, exc)
         rc = proc.wait()
         if rc in SSH_FAILURES:
-            print(f"sgltui: error: {ssh.explain(host, rc, '')}", file=sys.stderr)
+            print(f"sgltui: error: {ssh.explain(host, rc, '', retrying=False)}", file=sys.stderr)
         return rc
     try:
         proc = subprocess.Popen(
@@ -80,7 +80,7 @@ def run(fleet: Fleet, host: Host, words: list[str], interactive: bool) -> int:
     t.join(2)
     text = "".join(held)
     if rc in SSH_FAILURES:
-        line = ssh.explain(host, rc, text)
+        line = ssh.explain(host, rc, text, retrying=False)  # one shot: nothing retries
         print(f"sgltui: error: {line}", file=sys.stderr)
         return rc
     sys.stderr.write(text)

@@ -19,6 +19,7 @@ from typing import Any
 from sgltui.fleet import ssh
 from sgltui.fleet.client import HostClient, HostError, stop_group
 from sgltui.fleet.config import Fleet, Host
+from sgltui.fleet.link import FANOUT
 
 TIMEOUT_S = 120.0
 
@@ -76,7 +77,13 @@ async def gather(fleet: Fleet, session: str | None = None) -> dict[str, Any]:
         rep, off = await asyncio.gather(fetch_report(fleet, h, session), clock_offset(fleet, h))
         return h.name, rep, off
 
-    results = await asyncio.gather(*(one(h) for h in fleet.hosts))
+    gate = asyncio.Semaphore(FANOUT)  # ssh sessions at once, whatever the fleet's size
+
+    async def bounded(h: Host) -> Any:
+        async with gate:
+            return await one(h)
+
+    results = await asyncio.gather(*(bounded(h) for h in fleet.hosts))
     return merge({name: (rep, off) for name, rep, off in results})
 
 

@@ -37,8 +37,9 @@ def bridge_argv(fleet: Fleet, host: Host) -> list[str]:
     return argv(fleet, host, "agent", "bridge")
 
 
-def explain(host: Host, returncode: int | None, stderr: str) -> str:
-    """ssh's exit and stderr as one line: the host, what went wrong, what to do."""
+def explain(host: Host, returncode: int | None, stderr: str, retrying: bool = True) -> str:
+    """ssh's exit and stderr as one line: the host, what went wrong, what to do (`retrying`:
+    a link that tries again says so; a one-shot command, which exits, says what to check)."""
     err = stderr.strip()
     last = err.splitlines()[-1].strip() if err else ""
     low = err.lower()
@@ -58,7 +59,8 @@ def explain(host: Host, returncode: int | None, stderr: str) -> str:
     if "connection refused" in low:
         return f"{h}: no ssh server answers ({last}); is sshd running there, on that port?"
     if "timed out" in low or "no route to host" in low or "network is unreachable" in low:
-        return f"{h}: unreachable ({last}); retrying"
+        then = "retrying" if retrying else "check the network and the address in fleet.toml"
+        return f"{h}: unreachable ({last}); {then}"
     if returncode == 127 or "command not found" in low or "no such file or directory" in low:
         return (
             f"{h}: `{host.sgltui}` is not on the remote PATH; install sgltui there or set "

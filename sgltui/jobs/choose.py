@@ -231,7 +231,15 @@ def enough(c: dict, trial: dict) -> str | None:
 
 
 def finish(c: dict, reason: str) -> None:
-    c["state"], c["reason"] = "measured", reason
+    if not c["tok_s"]:
+        # a cap (or the job's end) before any rate was measured: not a figure to decide on
+        c["state"] = "skipped"
+        c["reason"] = (
+            f"not measured: {reason} before a rate could be measured "
+            f"({int(c.get('requests') or 0):,} answers, all in its warm-up)"
+        )
+    else:
+        c["state"], c["reason"] = "measured", reason
     c["points"] = c["points"][-1:] if c["points"] else []  # the record keeps the figures only
 
 
@@ -265,21 +273,40 @@ def decide(trial: dict, note: str | None = None) -> str | None:
     """The winner: the soonest projected finish (or the fewest joules; a candidate without an
     energy figure ranks after those with one). None when nothing was measured."""
     measured = [c for c in trial["candidates"] if c["state"] == "measured" and c["tok_s"]]
+    # A candidate without a measurement is never a winner; the decision says which and why.
+    missing = [
+        f"{c['name']} ({c.get('reason') or c['state']})"
+        for c in trial["candidates"]
+        if c not in measured
+    ]
+    lacking = "no measurement for " + ", ".join(missing) if missing else None
     if not measured:
         trial["phase"], trial["winner"] = "decided", None
-        trial["note"] = note or "no candidate could be measured"
+        trial["note"] = "; ".join(
+            x for x in (note or "no candidate could be measured", lacking) if x
+        )
         return None
     if trial["objective"] == "energy":
+        # energy measured while it ran (joules for its tokens) ranks before a mere estimate
+        unmetered = [c["name"] for c in measured if not (c["joules"] and c["out_tokens"])]
+        if unmetered:
+            lacking = "; ".join(
+                x
+                for x in (lacking, f"no energy measured for {', '.join(unmetered)}: ranked last")
+                if x
+            )
 
         def key(c: dict) -> tuple:
             j = c["projected_j"]
-            return (j is None, j if j is not None else 0.0, c["projected_s"] or 0.0)
+            metered = bool(c["joules"] and c["out_tokens"])
+            return (not metered, j is None, j if j is not None else 0.0, c["projected_s"] or 0.0)
     else:
 
         def key(c: dict) -> tuple:
             return (c["projected_s"] if c["projected_s"] is not None else math.inf,)
 
     winner = min(measured, key=key)
+    note = "; ".join(x for x in (note, lacking) if x) or None
     trial["phase"], trial["winner"], trial["note"] = "decided", winner["name"], note
     trial["decided_at"] = time.time()
     trial["projected_tok_s"] = winner["tok_s"]

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import msgspec
 
 from sgltui import protocol
+from sgltui.core.tasks import one_line, watched
 from sgltui.jobs import choose
 
 log = logging.getLogger("sgltui.jobs.chooser")
@@ -124,7 +125,30 @@ class Chooser:
             self._watch_step()
 
     def _start(self, coro: Any) -> None:
-        self.task = asyncio.get_running_loop().create_task(coro)
+        task = asyncio.get_running_loop().create_task(coro)
+        self.task = watched(task, f"job {self.rec.get('id')}: --choose trial", self._failed)
+
+    def _failed(self, exc: BaseException) -> None:
+        """A step of the trial failed inside the agent: the trial ends with the reason (the job
+        goes on with what the slot runs), never a trial left 'swapping' for ever."""
+        trial = self.trial
+        reason = f"the trial stopped: {one_line(exc)} (see agent.log)"
+        cur = trial.get("current")
+        if cur is not None:
+            c = choose.get(trial, cur)
+            if c["state"] in ("pending", "swapping", "measuring"):
+                choose.skip(trial, cur, reason)
+                self.host.publish(
+                    self.rec, protocol.JobTrial(profile=cur, state="failed", reason=reason)
+                )
+        trial["current"] = None
+        trial["phase"], trial["winner"] = "decided", None
+        trial["note"] = f"{reason}; the job runs on what the slot runs"
+        trial["prechecked"] = True
+        self.checked = True
+        self.measuring = None
+        self._emit_decision()
+        self.host.persist(self.rec)
 
     async def _preflight(self) -> None:
         """Candidates that would not launch are skipped with the reason, before any swap."""
@@ -261,8 +285,10 @@ class Chooser:
             if running == name and state == "ready":
                 return None
             op = "start" if state in ("stopped", "failed", "crashed") else "swap"
+            # a pinned job's own swap confirms itself; a start has nothing to confirm
+            more = {"confirm": True} if op == "swap" else {}
             try:
-                res = await self.host.command(self.rec, op, profile=name, wait=True, confirm=True)
+                res = await self.host.command(self.rec, op, profile=name, wait=True, **more)
             except Refused as exc:
                 if "busy" in str(exc) or "already running" in str(exc):
                     await asyncio.sleep(1.0)

@@ -140,6 +140,8 @@ def read_json(path: Path) -> tuple[Any, str | None]:
         return None, f"{path.name}: {exc.strerror or exc}"
     except ValueError as exc:
         return None, f"{path.name}: not valid JSON ({exc})"
+    except RecursionError:
+        return None, f"{path.name}: not valid JSON (nested too deeply)"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -475,7 +475,7 @@ class SgltuiApp(App[str | None]):
     def _read_bench_result(self, run_id: str, path: str) -> None:
         try:
             result = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             self.call_from_thread(
                 self.notify,
                 f"cannot read bench result {path}: {one_line(exc)}",

@@ -66,6 +66,8 @@ def load_config(path: Path | None = None) -> TuiConfig:
         raise ConfigError(
             f"{path}: not valid TOML ({exc}); fix the syntax or move the file away"
         ) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to read; fix it or move it away") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror}); check its permissions") from None
     cfg = TuiConfig(path=path)

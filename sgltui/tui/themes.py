@@ -65,6 +65,8 @@ def load_theme_file(path: Path) -> Theme:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ThemeError(f"{path}: cannot read theme ({exc}); fix the file or remove it") from None
+    except RecursionError:
+        raise ThemeError(f"{path}: nested too deeply to read; fix the file or remove it") from None
     unknown = set(data) - {"name", "dark", "colors", "variables"}
     if unknown:
         raise ThemeError(

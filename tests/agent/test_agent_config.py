@@ -35,7 +35,15 @@ def test_toml_then_environment():
         ("x = [\n", {}, "fix the TOML or remove the file"),
         ("", {"SGLTUI_FRONT_PORT": "99999"}, "SGLTUI_FRONT_PORT='99999': expected a port"),
         ("", {"SGLTUI_GPU_SOURCE": "cuda"}, "expected one of auto, nvml, sim, none; unset"),
-        ("", {"SGLTUI_HANG_MIN_S": "-1"}, "SGLTUI_HANG_MIN_S='-1': must not be negative"),
+        ("", {"SGLTUI_HANG_MIN_S": "-1"}, "SGLTUI_HANG_MIN_S='-1': expected a number from 0"),
+        # issue 35 F6: nan passed every check (each stop became an immediate SIGKILL), and
+        # inf and out-of-range values passed too
+        ("[slot]\nstop_grace_s = nan\n", {}, "[slot] stop_grace_s: expected a number from 0"),
+        ("[jobs]\ndrain_s = inf\n", {}, "[jobs] drain_s: expected a number from 0 to 86400"),
+        ("[front]\nhold_max = 1e23\n", {}, "[front] hold_max: expected a number from 0"),
+        ("", {"SGLTUI_STOP_GRACE_S": "nan"}, "SGLTUI_STOP_GRACE_S='nan': expected a number"),
+        # issue 35 F3: 500 nested arrays, one line naming the file
+        ("x = " + "[" * 500 + "]" * 500 + "\n", {}, "agent.toml: nested too deeply"),
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_key_and_the_fix(toml, env, says):

@@ -54,6 +54,29 @@ def test_metrics_serve_the_agents_gauges_and_counters(agent_handle, free_port):
     assert (value(m["sgltui_slot_gpu_memory_bytes"], **lab) or 0) > 0  # the simulator's share
     # Loopback only: nothing answers on another address of this host.
     assert load().metrics.host == "127.0.0.1"
+    # no traceback at start (the registry's first look once logged an AssertionError)
+    log = agent.agent_log()
+    assert "metrics scrape" not in log and "Traceback" not in log, log[-3000:]
+
+
+def test_a_taken_metrics_port_stops_the_agent_start_with_its_line(isolated_env):
+    """Issue 35 F8: `agent start` printed 'running' and only agent.log knew."""
+    from pathlib import Path
+
+    import pytest
+
+    from sgltui.agent.client import AgentError, spawn_agent
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        cfg = os.environ["XDG_CONFIG_HOME"] + "/sgltui"
+        os.makedirs(cfg, exist_ok=True)
+        with open(cfg + "/agent.toml", "w") as f:
+            f.write(f"[metrics]\nport = {port}\n")
+        with pytest.raises(AgentError, match=rf"did not start: .*\[metrics\] port {port}.*"):
+            spawn_agent(Path(isolated_env))
 
 
 def test_metrics_port_is_checked_like_every_key(tmp_path):

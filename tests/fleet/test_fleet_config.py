@@ -87,6 +87,12 @@ def test_ssh_failures_name_the_host_and_the_fix():
         line = ssh.explain(h, 255, err)
         assert line.startswith("host gpu1 (alice@gpu1): ") and fix in line, line
     assert "not on the remote PATH" in ssh.explain(h, 127, "sh: 1: /opt/sgltui: not found")
+    # issue 35: a one-shot command (`sgltui --host gpu1 status`) exits: it must not say
+    # "retrying"; a link that does retry says so
+    timeout = "ssh: connect to host gpu1 port 22: Connection timed out"
+    assert ssh.explain(h, 255, timeout).endswith("; retrying")
+    once = ssh.explain(h, 255, timeout, retrying=False)
+    assert "retrying" not in once and "check the network" in once, once
 
 
 def test_report_merge_moves_each_host_onto_our_clock():

@@ -162,6 +162,7 @@ def test_version_mismatch_is_one_line(fleet_hosts, tmp_path):
     line = r.stdout.strip()
     assert len(line.splitlines()) == 1
     assert "host old" in line and "0.0.1" in line and "install sgltui" in line
+    assert "(or old's version here)" in line and "there here" not in line, line  # issue 35
 
 
 def test_tui_over_the_bridge_one_hosts_ssh_cut_leaves_the_other_and_it_comes_back(

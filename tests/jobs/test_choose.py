@@ -149,3 +149,30 @@ def test_going_back_to_the_first_candidate_costs_a_swap_too():
     assert choose.get(trial, "a")["projected_s"] == 10.0 + 30.0  # the others' mean swap
     assert choose.get(trial, "c")["projected_s"] == 11.1
     assert choose.decide(trial) == "c"
+
+
+def test_a_candidate_without_a_measurement_never_wins_and_the_decision_says_why():
+    """Issue 35 F5: two candidates ended 'measured' with no rate and 0 J, and the one with real
+    figures, half as good, won 'fewest joules'. A cap reached inside the warm-up is no
+    measurement: never a winner, and the note names it and why."""
+    trial = choose.new_trial(["a", "b", "c"], objective="energy", cap_requests=10)
+    _measured(trial, "a", 500.0, 0.0, 4000.0, 1000)  # real figures: 4 J/token
+    for name in ("b", "c"):
+        c = choose.get(trial, name)
+        choose.begin(c, 0, 0, 0.0, concurrency=64)  # a warm-up longer than the cap
+        choose.observe(c, 1.0, 12, 192, 0.0)
+        assert choose.enough(c, trial) is not None  # the request cap
+        choose.finish(c, choose.enough(c, trial) or "")
+        assert c["state"] == "skipped" and "not measured" in c["reason"], c
+    choose.project(trial, remaining=100, mean_out=10.0, running="a", power_w=300.0)
+    assert choose.decide(trial) == "a"
+    assert "no measurement for b (" in trial["note"] and "c (" in trial["note"], trial["note"]
+
+
+def test_energy_measured_ranks_before_energy_estimated():
+    trial = choose.new_trial(["a", "b"], objective="energy")
+    _measured(trial, "a", 1000.0, 0.0, 4000.0, 1000)  # 4 J/token, measured
+    _measured(trial, "b", 2000.0, 0.0, 0.0, 1000)  # no power reading while it ran
+    choose.project(trial, remaining=100, mean_out=10.0, running="a", power_w=10.0)
+    assert choose.decide(trial) == "a"  # b's estimate from today's power is not a measurement
+    assert "no energy measured for b" in trial["note"], trial["note"]

@@ -143,3 +143,35 @@ async def test_a_pause_restarts_the_window_and_the_watch_replans(fake_clock, mon
     types = [t for t, _ in host.events]
     assert "job.watch" in types and "job.replan" in types
     assert rec["choose"]["round"] == 2 and rec["choose"]["phase"] == "trial"
+
+
+async def test_a_step_failing_inside_the_agent_ends_the_trial_with_its_reason():
+    """An op that fails unexpectedly (not a refusal) fails the trial with its reason at once:
+    the trial once stayed 'swapping' for ever, its task's exception never retrieved."""
+
+    class Broken(FakeHost):
+        async def command(self, rec: dict, op: str, **args: Any) -> dict:
+            if op == "swap":
+                raise RuntimeError("the op fell over")
+            return await super().command(rec, op, **args)
+
+    host = Broken("a", {"a": 1000.0, "b": 2000.0})
+    rec = {"id": "j", "state": "running", "choose": choose.new_trial(["b", "a"])}
+    rec["choose"]["candidates"][1]["state"] = "measured"  # a is done: next is b, a swap
+    rec["choose"]["candidates"][1]["tok_s"] = 1000.0
+    ch = Chooser(host, rec)
+    ch.checked = True
+    ch.tick()
+    assert ch.task is not None
+    with pytest.raises(RuntimeError):
+        await ch.task
+    await asyncio.sleep(0)  # the done callback
+    d = choose.view(rec["choose"])
+    assert d["phase"] == "decided" and "the op fell over" in d["note"], d
+    b = choose.get(rec["choose"], "b")
+    assert b["state"] == "skipped" and "the op fell over" in b["reason"]
+    failed = [f for t, f in host.events if t == "job.trial" and f["state"] == "failed"]
+    assert failed and "the op fell over" in failed[0]["reason"]
+    assert any(t == "job.decision" for t, _ in host.events)
+    ch.tick()
+    assert ch.task is None or ch.task.done()  # nothing more is tried

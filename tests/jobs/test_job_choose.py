@@ -165,3 +165,33 @@ def test_a_job_smaller_than_the_trial_finishes_in_it_and_says_so(agent, tmp_path
         assert d["winner"] == max(measured, key=lambda c: c["tok_per_j"])["name"], d
     counts = Counter(line["custom_id"] for line in read_output(out))
     assert set(counts) == set(ids) and max(counts.values()) == 1
+
+
+@pytest.mark.timeout(180)
+def test_choose_on_a_stopped_slot_starts_the_first_candidate_and_decides(agent, tmp_path):
+    """The most common case: no server runs yet. The trial starts the first candidate (the
+    agent once refused the start's `confirm` inside a task nobody awaited: the trial showed
+    'swapping' for ever)."""
+    small = agent.write_profile("c-small", max_running_requests=2, **SIM)
+    mid = agent.write_profile("c-mid", max_running_requests=8, **SIM)
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    ids = write_input(inp, 1200, max_tokens=8)
+    view = agent.call(
+        "job_run", input=str(inp), output=str(out), choose=f"{small},{mid}", trial_requests=200
+    )
+    jid = view["id"]
+    first = _wait(
+        agent,
+        jid,
+        lambda v: any(c["state"] == "measuring" for c in v["decision"]["candidates"]),
+        "a candidate measured",
+        timeout=60,
+    )
+    assert all(c["state"] != "skipped" for c in first["decision"]["candidates"]), first
+    final = _wait(agent, jid, lambda v: v["state"] == "done", "done", timeout=100)
+    assert final["decision"]["phase"] == "decided" and final["decision"]["winner"], final[
+        "decision"
+    ]
+    counts = Counter(line["custom_id"] for line in read_output(out))
+    assert set(counts) == set(ids) and max(counts.values()) == 1
+    assert "never retrieved" not in agent.agent_log()

@@ -33,7 +33,7 @@ def read_publications(directory: Path | None = None) -> list[dict[str, Any]]:
     for path in entries:
         try:
             data = json.loads(path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue  # being replaced, or half-written by a foreign tool: next second will do
         if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
             continue
