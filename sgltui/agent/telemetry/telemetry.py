@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 
 from sgltui.agent.gpu import GpuReading, GpuService
-from sgltui.agent.procs import ProcTree
+from sgltui.agent.procs import SHARED_AGE_S, ProcTree
 from sgltui.agent.telemetry.engine import SlotWatch
 from sgltui.agent.telemetry.host import HostSampler
 from sgltui.core.ring import RingSet
@@ -63,7 +63,7 @@ class _TreeCache:
     """Process trees shared by the GPU and host threads (one /proc walk per slot per ~interval).
     A slot's tree lives as long as its server's pid, so it remembers every process it saw."""
 
-    def __init__(self, max_age: float = 0.5) -> None:
+    def __init__(self, max_age: float = SHARED_AGE_S) -> None:
         self.max_age = max_age
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, int, ProcTree]] = {}
