@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual.binding import Binding
 from textual.content import Content
 from textual.events import Click
@@ -79,6 +81,8 @@ class SlotsPane(ScrollView, can_focus=True):
         self._row_options: list[Option] = []
         # row index -> (the key it was drawn for, its Strip)
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
+        # (head markup, look) -> its Strip and the tail's offset meta
+        self._heads: dict[tuple[object, ...], tuple[Strip, RichStyle]] = {}
 
     @property
     def options(self) -> list[Option]:
@@ -202,6 +206,7 @@ class SlotsPane(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self._strips.clear()
+        self._heads.clear()
         self.virtual_size = Size(self.scrollable_content_region.width, len(self._rows))
 
     def on_focus(self) -> None:
@@ -229,9 +234,36 @@ class SlotsPane(ScrollView, can_focus=True):
         hit = self._strips.get(index)
         if hit is not None and hit[0] == key:
             return hit[1]
-        content = Content.from_markup(self._rows[index][1])
-        strips = Visual.to_strips(self, content, width, 1, style)
-        strip = strips[0] if strips else Strip.blank(width, style.rich_style)
-        strip = strip.extend_cell_length(width, style.rich_style)
+        strip = self._row_strip(self._rows[index][1], width, key[2:], style)
         self._strips[index] = (key, strip)
         return strip
+
+    def _row_strip(self, markup: str, width: int, look: tuple[object, ...], style) -> Strip:
+        """A row's line. A row ends in its figures, plain text after the last style: the
+        styled head (slot, profile, state) is drawn once and kept, and the figures, which
+        change with every sample, are one plain segment after it (parsing and rendering the
+        whole row's markup each second was most of this pane's cost)."""
+        cut = markup.rfind("[/]") + 3
+        head, tail = (markup[:cut], markup[cut:]) if cut >= 3 else (markup, "")
+        if "[" in tail or "\\" in tail:  # not plain after all: the whole row as markup
+            head, tail = markup, ""
+        hkey = (head, *look)
+        found = self._heads.get(hkey)
+        if found is None:
+            content = Content.from_markup(head)
+            strips = Visual.to_strips(self, content, content.cell_length, 1, style)
+            # The tail carries the offset of its first character, as the whole row's would
+            # (text selection reads it; a screenshot's id hashes it).
+            meta = RichStyle.from_meta({"offset": (len(content.plain), 0)})
+            found = (strips[0] if strips else Strip([]), meta)
+            if len(self._heads) > 4 * max(8, len(self._rows)):
+                self._heads.clear()  # bounded: old heads of rows that changed
+            self._heads[hkey] = found
+        drawn, meta = found
+        if drawn.cell_length + len(tail) > width:  # too wide: cut with an ellipsis, as markup
+            content = Content.from_markup(markup)
+            strips = Visual.to_strips(self, content, width, 1, style)
+            strip = strips[0] if strips else Strip.blank(width, style.rich_style)
+        else:
+            strip = Strip.join([drawn, Strip([Segment(tail, style.rich_style + meta)])])
+        return strip.extend_cell_length(width, style.rich_style)
