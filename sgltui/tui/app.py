@@ -398,17 +398,23 @@ class SgltuiApp(App[str | None]):
                     self.notify(error, title="host unreachable", severity="warning", markup=False)
                 self._host_errors[h.name] = error
             return
-        self._mark(*self.model.apply_push(push))
+        areas = self.model.apply_push(push)
         if push.get("push") == "log":
             data = push.get("data") or {}
             slot, launch = str(data.get("slot") or self.model.current_id), data.get("launch_id")
+            added = []
             if launch and self._launch_of.get(slot) not in (None, launch):
                 # A new server's output follows: mark where, so a swap reads clearly in the tail.
-                self._new_lines.extend(self.logbuf.add(slot, [f"──── {launch} ────"]))
+                added = self.logbuf.add(slot, [f"──── {launch} ────"])
             if launch:
                 self._launch_of[slot] = launch
-            self._new_lines.extend(self.logbuf.add(slot, data.get("lines") or []))
-        elif push.get("push") == "event":
+            added += self.logbuf.add(slot, data.get("lines") or [])
+            if self._log_changed_by(added):
+                self._new_lines.extend(added)
+            else:  # lines the pane would not show (folded, filtered): kept in the buffer only
+                areas = areas - {M.LOGS}
+        self._mark(*areas)
+        if push.get("push") == "event":
             ev = push.get("data") or {}
             if ev.get("type") == "bench.done" and ev.get("path"):
                 self._read_bench_result(ev.get("run_id", ""), ev["path"])
@@ -433,7 +439,15 @@ class SgltuiApp(App[str | None]):
         if self.model.job_needs_reading(push) and self._jobs_shown():
             self._read_jobs()
 
+    def _log_changed_by(self, lines: list[LogLine]) -> bool:
+        try:
+            return self._pane(LogPane).changed_by(lines)
+        except NoMatches:  # shutting down
+            return False
+
     def _mark(self, *areas: str) -> None:
+        if not areas:
+            return  # nothing changed: no timer, no flush
         self._dirty.update(areas)
         if not self._flush_scheduled:
             self._flush_scheduled = True

@@ -171,3 +171,28 @@ async def test_a_filter_that_matches_nothing_says_so_and_esc_clears_it():
         assert first_row(view) == (
             "no shown line matches 'POST'; 1 access/batch line does (z shows them, esc clears)"
         )
+
+
+async def test_a_folded_line_draws_nothing_until_z_shows_it():
+    """Issue 39: an idle server's access lines (the agent's polls, a gateway's health checks)
+    change nothing on screen while folded: no draw of the app for them. z still shows them."""
+    app = app_with(ScriptedSource(status_with(), logs=["server started"]))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+        draws = []
+        real = app._draw
+        app._draw = lambda dirty: (draws.append(set(dirty)), real(dirty))  # type: ignore[method-assign]
+        for _ in range(3):
+            app.source.feed(
+                {"push": "log", "data": {"slot": "0", "launch_id": "", "lines": [ACCESS]}}
+            )
+        await pilot.pause(0.4)
+        assert draws == [] and app._new_lines == []
+        assert sum(1 for line in app.logbuf.lines if line.text == ACCESS) == 3
+        app.source.feed({"push": "log", "data": {"slot": "0", "launch_id": "", "lines": ["hi"]}})
+        await until(pilot, lambda: any("logs" in d for d in draws))
+        view = app.query_one(LogView)
+        shown = len(view.lines)
+        await pilot.press("l", "z")  # the fold off: the three access lines are there
+        await until(pilot, lambda: len(view.lines) == shown + 3)
