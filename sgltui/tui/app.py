@@ -167,6 +167,7 @@ class SgltuiApp(App[str | None]):
         self._bindings_state: str | None = None
         self._topbar = ""
         self._launch_of: dict[str, str] = {}  # slot -> launch id of the log lines shown last
+        self._slots_seen: tuple[object, ...] = ()  # the figures the slots view shows, and -short
         self._jobs_read = False  # the Jobs tab has read the agent's jobs once
         self._host_errors: dict[str, str | None] = {}  # a fleet: each host's last error shown
         # The pool whose row the slots view has picked (a profile key rolls it), else None.
@@ -529,7 +530,7 @@ class SgltuiApp(App[str | None]):
                 dirty.add(M.LOGS)
         # (HOSTS: a fleet's host went down or came back, and its slots' rows say so)
         if m.several and dirty & {M.SERVERS, M.MEMORY, M.CHART, M.HOSTS}:
-            self._draw_slots()
+            self._draw_slots(bool(dirty & {M.SERVERS, M.HOSTS}))
         elif M.SERVERS in dirty and self.screen.has_class("-slots"):
             self.screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
             self._pane(SlotsPane).display = False
@@ -567,9 +568,15 @@ class SgltuiApp(App[str | None]):
             if self._pane(MemoryPane).border_title != title:
                 self._pane(MemoryPane).border_title = title
 
-    def _draw_slots(self) -> None:
-        """The slots view, shown from the second slot on (a one-slot screen is unchanged)."""
+    def _draw_slots(self, servers: bool = True) -> None:
+        """The slots view, shown from the second slot on (a one-slot screen is unchanged).
+        A sample (`servers` False) whose figures are those on screen changes no row."""
         m = self.model
+        figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in m.slots}
+        seen = (figures, self.screen.has_class("-short"))
+        if not servers and seen == self._slots_seen:
+            return
+        self._slots_seen = seen
         pane = self._pane(SlotsPane)
         if not pane.display:
             pane.display = True
@@ -579,7 +586,6 @@ class SgltuiApp(App[str | None]):
         title = escape(views.SLOT_COLUMNS[1 if self.screen.has_class("-short") else 2 :])
         if pane.border_title != title:
             pane.border_title = title
-        figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in m.slots}
         down = self.fleet.unreachable() if self.fleet is not None else None
         pane.show(m.slots, m.pools, figures, m.current_id, down)
 
