@@ -95,6 +95,10 @@ class Operations:
         self.sup = sup
         self.jobs: dict[str, Job] = {}  # slot id -> its latest job
         self._locks: dict[str, asyncio.Lock] = {}
+        # Launch ids handed out: a pool's slots start in the same second with one profile, and
+        # each log file is created only later (the slots shared one id and one log file, each
+        # slot reading every server's lines as its own).
+        self._launch_ids: set[str] = set()
 
     def lock(self, slot_id: str) -> asyncio.Lock:
         """The slot's command lock (made on first use: a slot added later gets one too)."""
@@ -385,9 +389,10 @@ class Operations:
         candidate, n = base, 1
         servers = Path(self.sup.recorder.path) / SERVERS_DIR
         # Checked directly: the recorder's server_log_path() creates the file it names.
-        while (servers / f"{candidate}.log").exists():
+        while (servers / f"{candidate}.log").exists() or candidate in self._launch_ids:
             n += 1
             candidate = f"{base}-{n}"
+        self._launch_ids.add(candidate)
         return candidate
 
     async def _spawn(self, slot: Slot, profile: Any, client: str | None) -> None:
