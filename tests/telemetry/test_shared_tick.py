@@ -3,7 +3,7 @@
 - one pass over /proc serves every slot's process tree within SHARED_AGE_S (each slot read
   /proc on its own every second, and psutil's children() reads every process of the host);
 - an idle server's /metrics is polled every IDLE_POLL_S, not every tick, until a batch line
-  in its log says work came;
+  in its log says requests run or wait (a health check's batch line is no work);
 - the /metrics lines no reader uses are dropped before the Prometheus parser.
 """
 
@@ -68,14 +68,28 @@ def _watch(running: int, queued: int, polled_at: float) -> SlotWatch:
     return w
 
 
-def test_an_idle_server_is_polled_less_often_until_a_batch_line_comes():
+def test_an_idle_server_is_polled_less_often_until_a_batch_line_says_work_came():
     w = SlotWatch("a", 1, "http://127.0.0.1:1", None)
     assert w.poll_due(100.0, IDLE_POLL_S)  # never polled
     idle = _watch(0, 0, polled_at=100.0)
     assert not idle.poll_due(100.0 + IDLE_POLL_S / 2, IDLE_POLL_S)
     assert idle.poll_due(100.0 + IDLE_POLL_S, IDLE_POLL_S)  # still polled, every IDLE_POLL_S
-    idle.log_seq += 1  # a batch line: work came
-    assert idle.poll_due(100.0 + 0.1, IDLE_POLL_S)
+    # A health check's batch line (the gateway's, every second) is no work...
+    health = (
+        "[2026-12-05 21:35:13] Prefill batch, #new-seq: 1, #new-token: 1, #cached-token: 0, "
+        "full token usage: 0.00, #running-req: 0, #queue-req: 0"
+    )
+    assert idle.log.feed(health, 100.1)
+    idle.log_seq += 1
+    assert not idle.poll_due(100.0 + 0.1, IDLE_POLL_S)
+    # ... a batch line with requests running is.
+    decode = (
+        "[2026-12-05 21:35:14] Decode batch, #running-req: 4, #token: 8000, token usage: 0.30, "
+        "gen throughput (token/s): 181.20, #queue-req: 2"
+    )
+    assert idle.log.feed(decode, 100.2)
+    idle.log_seq += 1
+    assert idle.poll_due(100.0 + 0.2, IDLE_POLL_S)
     busy = _watch(2, 0, polled_at=100.0)
     assert busy.poll_due(100.1, IDLE_POLL_S)
     failing = _watch(0, 0, polled_at=100.0)

@@ -54,6 +54,13 @@ class LogEngineState:
         self.updated = now
         return True
 
+    @property
+    def busy(self) -> bool:
+        """The last batch lines had requests running or queued."""
+        return any(
+            r.get("num_running_reqs") or r.get("num_queue_reqs") for r in self._ranks.values()
+        )
+
     def engine(self) -> dict[str, Any] | None:
         if not self._ranks:
             return None
@@ -105,11 +112,15 @@ class SlotWatch:
 
     def poll_due(self, now: float, idle_every: float) -> bool:
         """Whether this tick should poll: always, unless the last good poll found the server
-        idle, no batch line came since, and that poll is younger than `idle_every`."""
+        idle, its batch lines since say nothing runs or waits either, and that poll is younger
+        than `idle_every`. (An idle server still prints a batch line for each health check,
+        the gateway's every second: those are no work.)"""
         last = self.polled
-        if last is None or self.error is not None or self.log_seq != self._polled_seq:
+        if last is None or self.error is not None:
             return True
         idle = not last.get("num_running_reqs") and not last.get("num_queue_reqs")
+        if self.log_seq != self._polled_seq and self.log.busy:
+            idle = False
         return not idle or now - self.polled_at >= idle_every
 
     def news(self) -> bool:
