@@ -117,10 +117,9 @@ class AgentHost:
             time.sleep(0.5)
         raise SystemExit(f"the bench servers were not all ready in 180 s: {states}")
 
-    def log(self) -> Path:
-        """The first slot's server log (what a bare log tail reads)."""
-        slot = self.call("status")["slots"][0]
-        return Path(slot["log_path"])
+    def logs(self) -> list[Path]:
+        """Every slot's server log (what a bare log tail reads: the lines the TUI gets)."""
+        return [Path(s["log_path"]) for s in self.call("status")["slots"]]
 
     def load(self, on: bool) -> None:
         self.call("demo_load", on=on)

@@ -7,14 +7,15 @@ Budgets (design.md), each measured in the same run against its baseline:
    bars, the chart, the log and the activity pane all redraw) and fed by a real agent with
    real simulator servers running (`--agent`, the default; `--no-agent` skips it);
 2. live: under the demo load (~20 log lines/s from the simulator), at most 0.1x a bare Textual
-   app that tails the same server log into a `Log` widget at 10 Hz; with a pool of several
+   app that tails the same server logs (every slot's) into a `Log` widget at 10 Hz; with a pool of several
    slots (`--slots 8`: the agent runs a host of 8 simulated GPUs in one pool, the demo load
    goes through its gateway), at most 0.2x.
 
 All apps run in a real pseudo-terminal (the real driver, real escape codes written), 120x40, as
-the user sees them. Rounds alternate baseline/app so background load hits both alike. The agent
-runs on a temporary state dir with a simulator profile on a free port; it and its server are
-shut down at the end.
+the user sees them. Rounds alternate baseline/app so background load hits both alike, and each
+app's warm-up counts from when it has started and drawn (sgltui: with its first STATUS). The agent
+runs on a temporary host of --slots simulated GPUs (bench/agent_host.py); it and its
+servers are shut down at the end.
 
 CPU time is the measured process's own `time.process_time()` (every thread, nanoseconds), read
 at the end of the warm-up and at the end of the round: the kernel's per-process counters that
@@ -73,10 +74,10 @@ def run_child(mode: str) -> None:
             def tick(self):
                 self.query_one("#clock", Static).update(time.strftime("%H:%M:%S"))
 
-        Clock().run()
+        run_when_ready(Clock())
         return
     if mode == "log10":
-        tail_log(Path(os.environ["SGLTUI_BENCH_LOG"]))
+        tail_logs([Path(p) for p in os.environ["SGLTUI_BENCH_LOG"].split(os.pathsep)])
         return
     from sgltui.tui.app import make_app
 
@@ -84,7 +85,7 @@ def run_child(mode: str) -> None:
         from sgltui.tui.source import LiveSource
 
         state = Path(os.environ["SGLTUI_BENCH_STATE"])
-        make_app(LiveSource(state, client_name="tui"), load_user_themes=False).run()
+        run_when_ready(make_app(LiveSource(state, client_name="tui"), load_user_themes=False))
         return
     from sgltui.tui.scripted import ScriptedSource, make_host_status, make_status
 
@@ -136,11 +137,31 @@ def run_child(mode: str) -> None:
 
     if mode == "app":
         app.call_later(lambda: app.run_worker(events(), exit_on_error=False))
+    run_when_ready(app)
+
+
+def run_when_ready(app) -> None:
+    """Run `app`, writing the ready file once it has started and drawn its first screen (for
+    sgltui: its first STATUS too). The parent's warm-up counts from then: under load a start
+    (CSS, mount, first layout) takes seconds of CPU, and must not land in the measured window."""
+    import asyncio
+
+    path = Path(os.environ["SGLTUI_BENCH_CPU"] + ".ready")
+
+    async def wait() -> None:
+        first = getattr(app, "first_status", None)
+        if first is not None:
+            await first.wait()
+        await asyncio.sleep(0.5)
+        app.call_after_refresh(lambda: path.write_text("ready", encoding="utf-8"))
+
+    app.call_later(lambda: app.run_worker(wait(), exit_on_error=False))
     app.run()
 
 
-def tail_log(path: Path) -> None:
-    """The live baseline: a bare Textual app tailing a server log into a Log widget at 10 Hz."""
+def tail_logs(paths: list[Path]) -> None:
+    """The live baseline: a bare Textual app tailing the servers' logs (every slot's, the
+    lines the TUI receives) into a Log widget at 10 Hz."""
     from textual.app import App
     from textual.widgets import Log
 
@@ -149,16 +170,18 @@ def tail_log(path: Path) -> None:
             yield Log(max_lines=5000)
 
         def on_mount(self):
-            self.file = path.open("r", encoding="utf-8", errors="replace")
-            self.query_one(Log).write(self.file.read())
+            self.files = [p.open("r", encoding="utf-8", errors="replace") for p in paths]
+            for f in self.files:
+                self.query_one(Log).write(f.read())
             self.set_interval(0.1, self.tick)
 
         def tick(self):
-            text = self.file.read()
-            if text:
-                self.query_one(Log).write(text)
+            for f in self.files:
+                text = f.read()
+                if text:
+                    self.query_one(Log).write(text)
 
-    Tail().run()
+    run_when_ready(Tail())
 
 
 def cpu_mark(proc: subprocess.Popen, path: Path, n: int) -> tuple[float, float]:
@@ -213,6 +236,10 @@ def measure(mode: str, seconds: float, warmup: float, env_extra: dict | None = N
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
+        ready = Path(str(marks) + ".ready")
+        deadline = time.monotonic() + 120
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
         time.sleep(warmup)
         c0, t0 = cpu_mark(proc, marks, 1)
         time.sleep(seconds)
@@ -235,6 +262,7 @@ def measure(mode: str, seconds: float, warmup: float, env_extra: dict | None = N
             proc.wait()
         os.close(master)
         marks.unlink(missing_ok=True)
+        Path(str(marks) + ".ready").unlink(missing_ok=True)
         marks.parent.rmdir()
 
 
@@ -302,8 +330,11 @@ def measure_agent(args, bare: list[float]) -> bool:
     live_budget = LIVE_BUDGET if args.slots == 1 else POOL_LIVE_BUDGET
     try:
         agent.start()
-        log = agent.log()
-        env = {"SGLTUI_BENCH_STATE": str(agent.state), "SGLTUI_BENCH_LOG": str(log)}
+        logs = agent.logs()
+        env = {
+            "SGLTUI_BENCH_STATE": str(agent.state),
+            "SGLTUI_BENCH_LOG": os.pathsep.join(str(p) for p in logs),
+        }
         # The idle rounds' own baselines (the scripted rounds' ran earlier, under other load).
         bare = []
         idle: list[float] = []

@@ -263,8 +263,13 @@ class Telemetry:
         try:
             if watch.poll_due(time.monotonic(), IDLE_POLL_S):
                 await watch.poll(self._client, time.time())
-            if await watch.fetch_server_info(self._client):
+            if (
+                await watch.fetch_server_info(self._client)
+                and self._slots.get(watch.slot_id) is watch
+            ):
                 self._capacity_changed(watch)
+            if self._slots.get(watch.slot_id) is not watch:
+                return  # detached (stopped, relaunched) while its poll was out
             if watch.news():  # only new data goes on the timeline
                 e = watch.engine(self._stale_after)
                 if e is not None:
