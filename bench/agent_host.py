@@ -119,7 +119,8 @@ class AgentHost:
 
     def logs(self) -> list[Path]:
         """Every slot's server log (what a bare log tail reads: the lines the TUI gets)."""
-        return [Path(s["log_path"]) for s in self.call("status")["slots"]]
+        paths = [Path(s["log_path"]) for s in self.call("status")["slots"]]
+        return list(dict.fromkeys(paths))  # (an older agent gave a pool's slots one log)
 
     def load(self, on: bool) -> None:
         self.call("demo_load", on=on)
