@@ -619,6 +619,17 @@ async def stop_gateways(poll: asyncio.Task[None] | None, gateways: Iterable[Gate
         await gw.stop()
 
 
+# The sample names parse_metrics reads (the gateway's other lines are dropped unparsed).
+_GATEWAY_METRICS = (
+    "smg_worker_requests_active",
+    "smg_worker_cb_state",
+    "smg_worker_health",
+    "smg_worker_retries_total",
+    "smg_router_request_errors_total",
+    "smg_router_requests_total",
+)
+
+
 def parse_metrics(
     text: str, *, pool: str, pid: int | None, state: str, restarts: int
 ) -> GatewaySample:
@@ -627,7 +638,7 @@ def parse_metrics(
     health: dict[str, bool] = {}
     retries = errors = requests = 0.0
     try:
-        samples = metric_samples(text)
+        samples = metric_samples(text, _GATEWAY_METRICS)
     except ValueError:
         samples = []  # a torn scrape: next second's will do
     for s in samples:

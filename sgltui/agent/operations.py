@@ -95,7 +95,10 @@ class Operations:
         self.sup = sup
         self.jobs: dict[str, Job] = {}  # slot id -> its latest job
         self._locks: dict[str, asyncio.Lock] = {}
-        self._ids_given: set[str] = set()  # launch ids handed out (their logs may not exist yet)
+        # Launch ids handed out: a pool's slots start in the same second with one profile, and
+        # each log file is created only later (the slots shared one id and one log file, each
+        # slot reading every server's lines as its own).
+        self._launch_ids: set[str] = set()
 
     def lock(self, slot_id: str) -> asyncio.Lock:
         """The slot's command lock (made on first use: a slot added later gets one too)."""
@@ -407,13 +410,11 @@ class Operations:
         base = time.strftime("%Y%m%d-%H%M%S") + "-" + re.sub(r"[^A-Za-z0-9._-]", "_", profile_name)
         candidate, n = base, 1
         servers = Path(self.sup.recorder.path) / SERVERS_DIR
-        # Checked directly: the recorder's server_log_path() creates the file it names. Two
-        # slots launching one profile in the same second (a pool's start) both found no file
-        # and shared one log and launch id: an id handed out is taken at once.
-        while (servers / f"{candidate}.log").exists() or candidate in self._ids_given:
+        # Checked directly: the recorder's server_log_path() creates the file it names.
+        while (servers / f"{candidate}.log").exists() or candidate in self._launch_ids:
             n += 1
             candidate = f"{base}-{n}"
-        self._ids_given.add(candidate)
+        self._launch_ids.add(candidate)
         return candidate
 
     async def _spawn(self, slot: Slot, profile: Any, client: str | None) -> None:

@@ -17,11 +17,17 @@ import errno
 import os
 import signal
 import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+
+# How old a process table the periodic readers (slot monitors, GPU and host samplers, each
+# once a second) share: one pass over /proc serves all of them.
+SHARED_AGE_S = 0.9
+LABELS_AGE_S = 10.0  # a process's names are read again this often (a server retitles early)
 
 
 @dataclass
@@ -39,6 +45,10 @@ class ProcTree:
     # pid -> names a foreign tool may know the process by: comm, argv[0] and its basename
     # (SGLang retitles schedulers "sglang::scheduler_TP<r>", which lands in argv[0]), exe path.
     labels: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # pid -> (monotonic time read, its labels): see _labels_of
+    _label_cache: dict[int, tuple[float, tuple[str, ...]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @classmethod
     def of(cls, pid: int) -> ProcTree:
@@ -79,8 +89,17 @@ class ProcTree:
     def main_alive(self) -> bool:
         return _same_process(self.pid, self.create_time)
 
-    def refresh(self) -> list[int]:
-        """Record the current descendants of the main process; return the live pids of the tree."""
+    def refresh(self, max_age: float = SHARED_AGE_S) -> list[int]:
+        """Record the current descendants of the main process; return the live pids of the tree.
+
+        Reads the process table shared by every slot and sampler (one pass over /proc at most
+        every `max_age` seconds, whatever the number of slots): each slot walking /proc every
+        second on its own was most of an 8-slot agent's CPU."""
+        table = process_table(max_age)
+        if table is not None and not table.same(self.pid, self.create_time):
+            table = process_table(0.0)  # a table from before this server (or since it ended)
+        if table is not None:
+            return self._refresh_from(table)
         # Runs in worker threads while the loop reads `seen`: built aside, then replaced whole.
         seen = dict(self.seen)
         try:
@@ -97,9 +116,24 @@ class ProcTree:
         # Cheap on purpose (called every second): the process-group scan is left to alive().
         return sorted(p for p, t in seen.items() if _same_process(p, t))
 
-    def alive(self) -> list[int]:
+    def _refresh_from(self, table: ProcessTable) -> list[int]:
+        seen = dict(self.seen)
+        main = table.procs.get(self.pid)
+        if main is not None and abs(main.create_time - self.create_time) < 0.01:
+            for child in table.descendants(self.pid):
+                seen.setdefault(child, table.procs[child].create_time)
+        self.seen = seen
+        return sorted(p for p, t in seen.items() if table.same(p, t))
+
+    def alive(self, max_age: float = 0.0) -> list[int]:
         """Live processes of this launch: seen pids that are still the same process, plus any
-        process still in the launch's process group or session (orphans keep both)."""
+        process still in the launch's process group or session (orphans keep both).
+
+        `max_age`: a process table this old will do (the samplers'); 0 (stop, kill, release
+        waits) reads /proc afresh."""
+        table = process_table(max_age)
+        if table is not None:
+            return self._alive_from(table)
         pids = {p for p, t in self.seen.items() if _same_process(p, t)}
         for pid in _group_members(self.pgid):
             if pid in pids:
@@ -117,20 +151,46 @@ class ProcTree:
                 continue
         return sorted(pids)
 
+    def _alive_from(self, table: ProcessTable) -> list[int]:
+        pids = {p for p, t in self.seen.items() if table.same(p, t)}
+        added = {}
+        for pid in table.members(self.pgid):
+            info = table.procs[pid]
+            # A zombie holds nothing (no memory, no port); it only waits for its reaper.
+            if pid not in pids and info.create_time >= self.create_time - 1 and not info.zombie:
+                pids.add(pid)
+                added[pid] = info.create_time
+        if added:
+            self.seen = {**self.seen, **added}  # replaced whole, see refresh
+        return sorted(pids)
+
     def scan(self) -> ProcTree:
         """Find the tree's live processes now (descendants, group and session members) with the
         names they are known by; sets `pids`, `names`, `labels`. Returns self."""
         self.refresh()
         names: dict[int, str] = {}
         labels: dict[int, tuple[str, ...]] = {}
-        for pid in self.alive():
-            found = _labels(pid)
+        for pid in self.alive(SHARED_AGE_S):
+            found = self._labels_of(pid)
             if found:
                 names[pid] = found[0]
                 labels[pid] = found
         # Replaced whole, never mutated: the GPU and host threads read them while a scan runs.
         self.names, self.labels, self.pids = names, labels, set(names)
         return self
+
+    def _labels_of(self, pid: int) -> tuple[str, ...]:
+        """_labels(pid), read again only every LABELS_AGE_S (three files per process per
+        scan, per slot, each second, for names that change once in a server's life)."""
+        now = time.monotonic()
+        hit = self._label_cache.get(pid)
+        if hit is not None and now - hit[0] <= LABELS_AGE_S:
+            return hit[1]
+        found = _labels(pid)
+        cache = {p: v for p, v in self._label_cache.items() if now - v[0] <= LABELS_AGE_S}
+        cache[pid] = (now, found)
+        self._label_cache = cache  # replaced whole: scans run in the GPU and host threads
+        return found
 
     def match_name(self, name: str) -> int | None:
         """A pid of this tree known by `name` (a path, a full title or a 15-char comm), or None."""
@@ -163,6 +223,102 @@ class ProcTree:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    ppid: int
+    pgrp: int
+    session: int
+    create_time: float  # as psutil's Process.create_time()
+    zombie: bool
+
+
+@dataclass
+class ProcessTable:
+    """Every process of the host from one pass over /proc/<pid>/stat (Linux)."""
+
+    procs: dict[int, ProcInfo]
+    taken: float  # monotonic
+    _children: dict[int, list[int]] | None = None
+
+    def same(self, pid: int, create_time: float) -> bool:
+        info = self.procs.get(pid)
+        return info is not None and abs(info.create_time - create_time) < 0.01 and not info.zombie
+
+    def descendants(self, pid: int) -> list[int]:
+        if self._children is None:
+            children: dict[int, list[int]] = {}
+            for p, info in self.procs.items():
+                children.setdefault(info.ppid, []).append(p)
+            self._children = children
+        out, todo = [], list(self._children.get(pid, ()))
+        while todo:
+            p = todo.pop()
+            out.append(p)
+            todo.extend(self._children.get(p, ()))
+        return out
+
+    def members(self, pgid: int) -> list[int]:
+        """pids whose process group or session is `pgid`."""
+        return [p for p, i in self.procs.items() if i.pgrp == pgid or i.session == pgid]
+
+
+_table_lock = threading.Lock()
+_table: ProcessTable | None = None
+_no_proc = not os.path.isdir("/proc/self")
+
+
+def process_table(max_age: float = SHARED_AGE_S) -> ProcessTable | None:
+    """The host's processes, read at most `max_age` seconds ago; None where there is no /proc
+    (the psutil calls then answer process by process)."""
+    global _table
+    if _no_proc:
+        return None
+    with _table_lock:
+        now = time.monotonic()
+        if _table is not None and max_age > 0 and now - _table.taken <= max_age:
+            return _table
+        try:
+            _table = ProcessTable(_read_proc(), now)
+        except OSError:
+            return None
+        return _table
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+_boot_time: float | None = None
+
+
+def _read_proc() -> dict[int, ProcInfo]:
+    global _boot_time
+    if _boot_time is None:
+        _boot_time = psutil.boot_time()
+    boot = _boot_time
+    out: dict[int, ProcInfo] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        # The command name may hold spaces and parentheses: the fields follow the last ')'.
+        fields = data[data.rfind(b")") + 2 :].split()
+        try:
+            out[int(name)] = ProcInfo(
+                ppid=int(fields[1]),
+                pgrp=int(fields[2]),
+                session=int(fields[3]),
+                create_time=int(fields[19]) / _CLOCK_TICKS + boot,
+                zombie=fields[0] == b"Z",
+            )
+        except (IndexError, ValueError):
+            continue
+    return out
 
 
 def server_tree(pid: int) -> ProcTree:

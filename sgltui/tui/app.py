@@ -168,6 +168,7 @@ class SgltuiApp(App[str | None]):
         self._topbar = ""
         self._launch_of: dict[str, str] = {}  # slot -> launch id of the log lines shown last
         self._tail_read: dict[str, list[str]] = {}  # slot -> the lines its tail read on connect
+        self._slots_seen: tuple[object, ...] = ()  # the figures the slots view shows, and -short
         self._jobs_read = False  # the Jobs tab has read the agent's jobs once
         self._host_errors: dict[str, str | None] = {}  # a fleet: each host's last error shown
         # The pool whose row the slots view has picked (a profile key rolls it), else None.
@@ -402,13 +403,14 @@ class SgltuiApp(App[str | None]):
                     self.notify(error, title="host unreachable", severity="warning", markup=False)
                 self._host_errors[h.name] = error
             return
-        self._mark(*self.model.apply_push(push))
+        areas = self.model.apply_push(push)
         if push.get("push") == "log":
             data = push.get("data") or {}
             slot, launch = str(data.get("slot") or self.model.current_id), data.get("launch_id")
+            added = []
             if launch and self._launch_of.get(slot) not in (None, launch):
                 # A new server's output follows: mark where, so a swap reads clearly in the tail.
-                self._new_lines.extend(self.logbuf.add(slot, [f"──── {launch} ────"]))
+                added = self.logbuf.add(slot, [f"──── {launch} ────"])
             if launch:
                 self._launch_of[slot] = launch
             lines = list(data.get("lines") or [])
@@ -419,8 +421,13 @@ class SgltuiApp(App[str | None]):
                 # launch's lines showed twice). Dropped only where the push covers the tail's
                 # whole end, so a line that merely repeats (a batch line) is kept.
                 lines = lines[_overlap(read, lines) :]
-            self._new_lines.extend(self.logbuf.add(slot, lines))
-        elif push.get("push") == "event":
+            added += self.logbuf.add(slot, lines)
+            if self._log_changed_by(added):
+                self._new_lines.extend(added)
+            else:  # lines the pane would not show (folded, filtered): kept in the buffer only
+                areas = areas - {M.LOGS}
+        self._mark(*areas)
+        if push.get("push") == "event":
             ev = push.get("data") or {}
             if ev.get("type") == "bench.done" and ev.get("path"):
                 self._read_bench_result(ev.get("run_id", ""), ev["path"])
@@ -445,7 +452,15 @@ class SgltuiApp(App[str | None]):
         if self.model.job_needs_reading(push) and self._jobs_shown():
             self._read_jobs()
 
+    def _log_changed_by(self, lines: list[LogLine]) -> bool:
+        try:
+            return self._pane(LogPane).changed_by(lines)
+        except NoMatches:  # shutting down
+            return False
+
     def _mark(self, *areas: str) -> None:
+        if not areas:
+            return  # nothing changed: no timer, no flush
         self._dirty.update(areas)
         if not self._flush_scheduled:
             self._flush_scheduled = True
@@ -527,7 +542,7 @@ class SgltuiApp(App[str | None]):
                 dirty.add(M.LOGS)
         # (HOSTS: a fleet's host went down or came back, and its slots' rows say so)
         if m.several and dirty & {M.SERVERS, M.MEMORY, M.CHART, M.HOSTS}:
-            self._draw_slots()
+            self._draw_slots(bool(dirty & {M.SERVERS, M.HOSTS}))
         elif M.SERVERS in dirty and self.screen.has_class("-slots"):
             self.screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
             self._pane(SlotsPane).display = False
@@ -577,9 +592,15 @@ class SgltuiApp(App[str | None]):
         else:
             pane.show(m.memory_view, m.slots)
 
-    def _draw_slots(self) -> None:
-        """The slots view, shown from the second slot on (a one-slot screen is unchanged)."""
+    def _draw_slots(self, servers: bool = True) -> None:
+        """The slots view, shown from the second slot on (a one-slot screen is unchanged).
+        A sample (`servers` False) whose figures are those on screen changes no row."""
         m = self.model
+        figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in m.slots}
+        seen = (figures, self.screen.has_class("-short"))
+        if not servers and seen == self._slots_seen:
+            return
+        self._slots_seen = seen
         pane = self._pane(SlotsPane)
         if not pane.display:
             pane.display = True
@@ -589,7 +610,6 @@ class SgltuiApp(App[str | None]):
         title = escape(views.SLOT_COLUMNS[1 if self.screen.has_class("-short") else 2 :])
         if pane.border_title != title:
             pane.border_title = title
-        figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in m.slots}
         down = self.fleet.unreachable() if self.fleet is not None else None
         pane.show(m.slots, m.pools, figures, m.current_id, down, m.unmanaged)
 

@@ -80,6 +80,10 @@ def test_a_pool_of_two_starts_serves_default_and_rolls_under_streams_with_no_err
     pool = _wait_workers(agent, ["ready", "ready"])
     assert pool["gateway"]["pid"] and pool["endpoint"] == agent.endpoint
     assert [s["gpus"] for s in agent.status()["slots"]] == [[0], [1]]
+    # Started in the same second with one profile, each slot still has its own launch and log
+    # (issue 39: they shared one, and each slot read both servers' lines as its own).
+    slots = agent.status()["slots"]
+    assert len({s["launch_id"] for s in slots}) == 2 and len({s["log_path"] for s in slots}) == 2
     r = httpx.post(
         agent.endpoint + "/v1/completions",
         json={"model": "default", "prompt": "hi", "max_tokens": 4},

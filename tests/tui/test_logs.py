@@ -211,3 +211,28 @@ async def test_lines_pushed_while_the_tail_was_read_show_once():
         assert texts == logs + ["new 1", "new 2"], texts
         src.feed({"push": "log", "data": {"slot": "0", "lines": [logs[0]]}})  # later: new
         await until(pilot, lambda: len(app.logbuf.lines) == len(texts) + 1)
+
+
+async def test_a_folded_line_draws_nothing_until_z_shows_it():
+    """Issue 39: an idle server's access lines (the agent's polls, a gateway's health checks)
+    change nothing on screen while folded: no draw of the app for them. z still shows them."""
+    app = app_with(ScriptedSource(status_with(), logs=["server started"]))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+        draws = []
+        real = app._draw
+        app._draw = lambda dirty: (draws.append(set(dirty)), real(dirty))  # type: ignore[method-assign]
+        for _ in range(3):
+            app.source.feed(
+                {"push": "log", "data": {"slot": "0", "launch_id": "", "lines": [ACCESS]}}
+            )
+        await pilot.pause(0.4)
+        assert draws == [] and app._new_lines == []
+        assert sum(1 for line in app.logbuf.lines if line.text == ACCESS) == 3
+        app.source.feed({"push": "log", "data": {"slot": "0", "launch_id": "", "lines": ["hi"]}})
+        await until(pilot, lambda: any("logs" in d for d in draws))
+        view = app.query_one(LogView)
+        shown = len(view.lines)
+        await pilot.press("l", "z")  # the fold off: the three access lines are there
+        await until(pilot, lambda: len(view.lines) == shown + 3)

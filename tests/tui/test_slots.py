@@ -171,3 +171,28 @@ async def test_a_server_found_on_the_host_is_a_dimmed_row_that_A_attaches():
         assert "A attaches" in found
         await pilot.press("A")
         await until(pilot, lambda: {"url": url} in ops(src, "attach"))
+
+
+async def test_a_sample_repaints_only_the_rows_it_changed():
+    """Issue 39: a slot's row is drawn again only when its text changes (an OptionList drew
+    every row again on any change of one)."""
+    import copy
+
+    src = ScriptedSource(make_host_status(3))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        first = make_host_sample(50, ["a", "b", "c"])
+        src.feed({"push": "sample", "data": first})
+        await until(pilot, lambda: app.model.series["gen_throughput"][-1][0] == first["ts"])
+        await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+        pane = app.query_one(SlotsPane)
+        before = [pane.render_line(y) for y in range(4)]
+        second = copy.deepcopy(first)
+        second["ts"] = first["ts"] + 1
+        second["engine"]["b"]["gen_throughput"] = 777.0
+        src.feed({"push": "sample", "data": second})
+        await until(pilot, lambda: "777" in rows(app)[1])
+        after = [pane.render_line(y) for y in range(4)]
+        assert after[0] is before[0] and after[2] is before[2]  # a and c: the same Strips
+        assert after[1] is not before[1] and after[3] is not before[3]  # b and the pool's sum

@@ -54,6 +54,13 @@ class LogEngineState:
         self.updated = now
         return True
 
+    @property
+    def busy(self) -> bool:
+        """The last batch lines had requests running or queued."""
+        return any(
+            r.get("num_running_reqs") or r.get("num_queue_reqs") for r in self._ranks.values()
+        )
+
     def engine(self) -> dict[str, Any] | None:
         if not self._ranks:
             return None
@@ -100,6 +107,29 @@ class SlotWatch:
         self.server_info_done = False
         self._server_info_tried = 0.0
         self.log_seq = 0  # bumps on every batch line (new data for the timeline)
+        self._polled_seq = -1  # log_seq at the last good poll
+        self._news_key: tuple[object, int] | None = None
+
+    def poll_due(self, now: float, idle_every: float) -> bool:
+        """Whether this tick should poll: always, unless the last good poll found the server
+        idle, its batch lines since say nothing runs or waits either, and that poll is younger
+        than `idle_every`. (An idle server still prints a batch line for each health check,
+        the gateway's every second: those are no work.)"""
+        last = self.polled
+        if last is None or self.error is not None:
+            return True
+        idle = not last.get("num_running_reqs") and not last.get("num_queue_reqs")
+        if self.log_seq != self._polled_seq and self.log.busy:
+            idle = False
+        return not idle or now - self.polled_at >= idle_every
+
+    def news(self) -> bool:
+        """New data since the last call: a new poll or a new batch line."""
+        key = (self.polled["ts"] if self.polled else None, self.log_seq)
+        if key == self._news_key:
+            return False
+        self._news_key = key
+        return True
 
     @property
     def headers(self) -> dict[str, str]:
@@ -131,6 +161,7 @@ class SlotWatch:
             self.error = f"engine poll failed: {type(exc).__name__}: {exc}".splitlines()[0]
 
     def _ok(self, engine: dict[str, Any]) -> None:
+        self._polled_seq = self.log_seq
         self.polled = engine
         self.polled_at = time.monotonic()
         self.error = None

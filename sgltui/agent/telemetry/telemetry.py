@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 
 from sgltui.agent.gpu import GpuReading, GpuService
-from sgltui.agent.procs import ProcTree
+from sgltui.agent.procs import SHARED_AGE_S, ProcTree
 from sgltui.agent.telemetry.engine import SlotWatch
 from sgltui.agent.telemetry.host import HostSampler
 from sgltui.core.ring import RingSet
@@ -49,6 +49,11 @@ GPU_SERIES = (
 )
 HOST_SERIES = ("ram_used_bytes", "ram_available_bytes", "swap_used_bytes", "cpu_pct")
 HOST_SLOT_SERIES = ("server_rss_bytes", "server_cpu_pct", "server_pinned_bytes")
+# An idle server (nothing running or queued at the last poll, no batch line in its log since)
+# is polled this often instead of every engine_interval: its figures do not move until a
+# request comes, and a request's batch lines make the next tick poll it.
+IDLE_POLL_S = 3.0
+
 ENGINE_SERIES = (
     "gen_throughput",
     "num_running_reqs",
@@ -63,7 +68,7 @@ class _TreeCache:
     """Process trees shared by the GPU and host threads (one /proc walk per slot per ~interval).
     A slot's tree lives as long as its server's pid, so it remembers every process it saw."""
 
-    def __init__(self, max_age: float = 0.5) -> None:
+    def __init__(self, max_age: float = SHARED_AGE_S) -> None:
         self.max_age = max_age
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, int, ProcTree]] = {}
@@ -119,7 +124,6 @@ class Telemetry:
         self._gpu: GpuReading = GpuReading("none", "first GPU reading pending")
         self._host: dict[str, Any] | None = None
         self._tasks: list[asyncio.Task] = []
-        self._engine_tasks: dict[str, asyncio.Task] = {}
         self._client: httpx.AsyncClient | None = None
         self._gpu_exec: ThreadPoolExecutor | None = None
         self._host_exec: ThreadPoolExecutor | None = None
@@ -144,19 +148,20 @@ class Telemetry:
                 self._every(self.record_interval, self._record, first_delay=True),
                 name="telemetry-record",
             ),
+            asyncio.create_task(
+                self._every(self.engine_interval, self._engine_tick), name="telemetry-engine"
+            ),
         ]
-        for slot_id in self._slots:
-            self._start_engine(slot_id)
 
     async def stop(self) -> None:
         if not self._running:
             return
         self._running = False
-        tasks = self._tasks + list(self._engine_tasks.values())
+        tasks = self._tasks
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._tasks, self._engine_tasks = [], {}
+        self._tasks = []
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -207,15 +212,10 @@ class Telemetry:
             watch.log, watch.capacity = old.log, old.capacity
         self._slots[slot_id] = watch
         self._detached.discard(slot_id)
-        if self._running:
-            self._start_engine(slot_id)
 
     def detach(self, slot_id: str, keep_card: bool = True) -> None:
         watch = self._slots.pop(slot_id, None)
         self._detached.add(slot_id)
-        task = self._engine_tasks.pop(slot_id, None)
-        if task is not None:
-            task.cancel()
         if watch is not None and keep_card:
             card = watch.capacity.card()
             if card is not None:
@@ -251,34 +251,31 @@ class Telemetry:
         except Exception:
             log.exception("on_capacity callback failed")
 
-    def _start_engine(self, slot_id: str) -> None:
-        watch = self._slots[slot_id]
-        if watch.pid <= 0 or not watch.base_url:
-            return
-        self._engine_tasks[slot_id] = asyncio.create_task(
-            self._engine_loop(watch), name=f"telemetry-engine-{slot_id}"
-        )
+    async def _engine_tick(self) -> None:
+        """Every slot's engine poll, on one shared tick (concurrent requests, one timestamp
+        phase for all): a task and a timer per slot cost more than the polls of idle servers."""
+        watches = [w for w in self._slots.values() if w.pid > 0 and w.base_url]
+        if watches:
+            await asyncio.gather(*(self._engine_poll(w) for w in watches))
 
-    async def _engine_loop(self, watch: SlotWatch) -> None:
-        last_seq = -1
-        last_poll_ts = None
-
-        async def tick() -> None:
-            nonlocal last_seq, last_poll_ts
-            assert self._client is not None
-            await watch.poll(self._client, time.time())
-            if await watch.fetch_server_info(self._client):
-                self._capacity_changed(watch)
-            poll_ts = watch.polled["ts"] if watch.polled else None
+    async def _engine_poll(self, watch: SlotWatch) -> None:
+        assert self._client is not None
+        try:
+            if watch.poll_due(time.monotonic(), IDLE_POLL_S):
+                await watch.poll(self._client, time.time())
             if (
-                poll_ts != last_poll_ts or watch.log_seq != last_seq
-            ):  # only new data goes on the timeline
-                last_poll_ts, last_seq = poll_ts, watch.log_seq
+                await watch.fetch_server_info(self._client)
+                and self._slots.get(watch.slot_id) is watch
+            ):
+                self._capacity_changed(watch)
+            if self._slots.get(watch.slot_id) is not watch:
+                return  # detached (stopped, relaunched) while its poll was out
+            if watch.news():  # only new data goes on the timeline
                 e = watch.engine(self._stale_after)
                 if e is not None:
                     self.record_engine(watch.slot_id, e, time.time())
-
-        await self._every(self.engine_interval, tick)
+        except Exception:  # one server's bad answer must not end the others' polls
+            log.exception("engine poll of slot %s failed", watch.slot_id)
 
     def record_engine(self, slot_id: str, engine: dict[str, Any], ts: float) -> None:
         for key in ENGINE_SERIES:

@@ -423,6 +423,13 @@ class LogPane(Vertical):
             segments.append(Segment(text[pos:], style))
         return Strip(segments, cell_len(text))
 
+    def changed_by(self, lines: list[LogLine]) -> bool:
+        """Whether appending `lines` changes what this pane shows: one of them passes the
+        filter and fold, or the pane is empty (its placeholder counts the folded lines). An
+        idle server's access lines (the agent's polls, the gateway's health checks) do not:
+        with 8 servers they came several times a second, each a draw of the whole app."""
+        return not self._shown or any(self.buffer.matches(line) for line in lines)
+
     def append(self, lines: list[LogLine]) -> None:
         shown = [line for line in lines if self.buffer.matches(line)]
         if not shown:

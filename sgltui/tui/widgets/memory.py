@@ -29,6 +29,8 @@ class MemoryPane(Widget, can_focus=True):
         self._strips: dict[int, Strip] = {}  # line -> its Strip, built when first painted
         self._key: tuple | None = None  # (width, theme) the lines were built for
         self._warm: list[str] = []  # views.standby_lines of the slots, one per standby
+        self._gpu_key: tuple | None = None  # (width, GPU readings) of _gpu_text
+        self._gpu_text: list[str] = []
 
     def show(
         self, telemetry: protocol.TelemetryView, slots: list[protocol.SlotStatus] | None = None
@@ -54,11 +56,13 @@ class MemoryPane(Widget, can_focus=True):
                 self.refresh(Region(0, y, width, 1))
 
     def _bar_markup(self, width: int) -> list[str]:
-        return (
-            views.gpu_lines(self._telemetry, width)
-            + views.host_lines(self._telemetry, width)
-            + self._warm
-        )
+        # The GPUs' lines are built again only when their readings changed (an idle host of 8
+        # GPUs: 16 lines of markup each second for the same text); the host's change often.
+        tel = self._telemetry
+        key = (width, tel.gpus, tel.gpu_source.message if not tel.gpus else None)
+        if key != self._gpu_key:
+            self._gpu_key, self._gpu_text = key, views.gpu_lines(tel, width)
+        return self._gpu_text + views.host_lines(tel, width) + self._warm
 
     def render_line(self, y: int) -> Strip:
         width = self.content_region.width

@@ -6,28 +6,66 @@ pool. Hidden with one slot. A fleet's host that is down keeps its last slots her
 since when it is unreachable (`down`: host -> that line).
 
 The rows are views.slot_row/pool_row; this widget only lists them and says which was picked.
+It draws its own lines (the Line API), one cached Strip per row: a sample changes the figures
+of a few rows, and only those rows are rebuilt and repainted. (An OptionList rebuilt and
+repainted every row on any change of one: with 8 slots, the largest part of an idle TUI's CPU.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from rich.segment import Segment
+from rich.style import Style as RichStyle
+from textual.binding import Binding
+from textual.content import Content
+from textual.events import Click
+from textual.geometry import Region, Size
 from textual.message import Message
-from textual.widgets import OptionList
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.visual import Visual
 from textual.widgets.option_list import Option
 
 from sgltui import protocol
 from sgltui.tui import views
 
 
-class SlotsPane(OptionList):
+class SlotsPane(ScrollView, can_focus=True):
+    # The look of an OptionList's highlighted option (what this pane was), focused or not.
     DEFAULT_CSS = """
     SlotsPane {
         height: auto; max-height: 12; padding: 0; display: none;
-        text-wrap: nowrap; text-overflow: ellipsis; overflow-x: hidden;
+        color: $foreground; text-wrap: nowrap; text-overflow: ellipsis;
+        overflow-x: hidden; overflow-y: auto;
         scrollbar-size-vertical: 1;
+        & > .slots--highlighted {
+            color: $foreground;
+            background: $block-cursor-blurred-background;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        &:focus > .slots--highlighted {
+            color: $block-cursor-foreground;
+            background: $block-cursor-background;
+            text-style: $block-cursor-text-style;
+        }
     }
     """
+    COMPONENT_CLASSES = {"slots--row", "slots--highlighted"}
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "cursor(-10)", "Page up", show=False),
+        Binding("pagedown", "cursor(10)", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+        # Enter on a row picks it, which the move has done: it must not start a profile.
+        Binding("enter", "nothing", "Select", show=False),
+    ]
+
+    # The row under the cursor (index into `options`), None with no rows.
+    highlighted: reactive[int | None] = reactive(None, always_update=False)
 
     class Picked(Message):
         """The operator moved onto a row: a slot's name, or None and the pool's name for a
@@ -36,6 +74,20 @@ class SlotsPane(OptionList):
         def __init__(self, slot: str | None, pool: str | None = None) -> None:
             super().__init__()
             self.slot, self.pool = slot, pool
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._rows: list[tuple[str, str]] = []  # (row id, markup), in order
+        self._row_options: list[Option] = []
+        # row index -> (the key it was drawn for, its Strip)
+        self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
+        # (head markup, look) -> its Strip and the tail's offset meta
+        self._heads: dict[tuple[object, ...], tuple[Strip, RichStyle]] = {}
+
+    @property
+    def options(self) -> list[Option]:
+        """The rows as Options (id "slot:NAME" or "pool:NAME", prompt the row's markup)."""
+        return list(self._row_options)
 
     def show(
         self,
@@ -46,6 +98,38 @@ class SlotsPane(OptionList):
         down: Mapping[str, str] | None = None,
         unmanaged: Sequence[protocol.Unmanaged] = (),
     ) -> None:
+        rows = self.rows(slots, pools, figures, selected, down, unmanaged)
+        old = self._rows
+        self._rows = rows
+        if [i for i, _ in old] != [i for i, _ in rows]:
+            self._row_options = [Option(text, id=i) for i, text in rows]
+            self._strips.clear()
+            self.virtual_size = Size(self.scrollable_content_region.width, len(rows))
+            self.refresh(layout=len(old) != len(rows))
+        else:  # the same rows: repaint only those that read differently (no layout)
+            for index, ((_, was), (rid, now)) in enumerate(zip(old, rows, strict=True)):
+                if was != now:
+                    self._row_options[index] = Option(now, id=rid)
+                    self._refresh_row(index)
+        want = f"slot:{selected}" if selected is not None else None
+        names = [i for i, _ in rows]
+        if self.highlighted is not None and self.highlighted >= len(rows):
+            self.highlighted = len(rows) - 1 if rows else None
+        # The highlight follows the model until the operator moves it (the pane has focus).
+        if not self.has_focus and want in names and self.highlighted != names.index(want):
+            self.highlighted = names.index(want)
+
+    @staticmethod
+    def rows(
+        slots: list[protocol.SlotStatus],
+        pools: list[protocol.PoolStatus],
+        figures: Mapping[str, views.SlotFigures],
+        selected: str | None,
+        down: Mapping[str, str] | None = None,
+        unmanaged: Sequence[protocol.Unmanaged] = (),
+    ) -> list[tuple[str, str]]:
+        """(row id, markup) of every row: each pool's slots, then the pool's own row, then the
+        slots in no pool, then the servers found and not managed (dimmed)."""
         by_id = {s.id: s for s in slots}
         rows: list[tuple[str, str]] = []
         placed: set[str] = set()
@@ -75,37 +159,124 @@ class SlotsPane(OptionList):
                 rows.append(slot_row(s))
         for u in unmanaged:  # servers the user started, dimmed: `A` attaches the highlighted
             rows.append((f"found:{u.pid}", views.unmanaged_row(u, False)))
-        ids = [o.id for o in self.options]
-        if ids != [i for i, _ in rows]:
-            self.set_options([Option(text, id=i) for i, text in rows])
-        else:  # the same rows: only the prompts that read differently (no reset, no layout)
-            for index, (option, (_, text)) in enumerate(zip(self.options, rows, strict=True)):
-                if str(option.prompt) != text:
-                    self.replace_option_prompt_at_index(index, text)
-        want = f"slot:{selected}" if selected is not None else None
-        names = [i for i, _ in rows]
-        # The highlight follows the model until the operator moves it (the pane has focus).
-        if not self.has_focus and want in names and self.highlighted != names.index(want):
-            self.highlighted = names.index(want)
+        return rows
 
-    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        event.stop()
-        if not self.has_focus:  # the app moved the highlight to follow the model
+    # -- the cursor --------------------------------------------------------------------------
+
+    def validate_highlighted(self, value: int | None) -> int | None:
+        if value is None or not self._rows:
+            return None
+        return max(0, min(value, len(self._rows) - 1))
+
+    def watch_highlighted(self, was: int | None, now: int | None) -> None:
+        for index in (was, now):
+            if index is not None:
+                self._refresh_row(index)
+        if now is None:
             return
-        kind, _, name = (event.option.id or "").partition(":")
-        if kind == "found":  # not a slot: the screen stays on the one it showed
-            return
-        if kind == "slot":
-            self.post_message(self.Picked(name))
-        else:
-            self.post_message(self.Picked(None, name))
+        self.scroll_to_region(Region(0, now, 1, 1), animate=False, immediate=True)
+        if self.has_focus:  # the operator moved it (the app's own moves follow the model)
+            kind, _, name = self._rows[now][0].partition(":")
+            if kind == "found":  # not a slot: the screen stays on the one it showed
+                return
+            self.post_message(self.Picked(name) if kind == "slot" else self.Picked(None, name))
 
     def found_pid(self) -> int | None:
         """The pid of the highlighted found server's row, if one is highlighted."""
-        if self.highlighted is None or self.highlighted >= self.option_count:
+        if self.highlighted is None or self.highlighted >= len(self._rows):
             return None
-        kind, _, name = (self.get_option_at_index(self.highlighted).id or "").partition(":")
+        kind, _, name = self._rows[self.highlighted][0].partition(":")
         return int(name) if kind == "found" and name.isdigit() else None
 
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        event.stop()  # enter on a row picks it (already done on the move); no profile start
+    def action_cursor(self, step: int) -> None:
+        if self._rows:
+            at = self.highlighted
+            self.highlighted = (0 if step > 0 else len(self._rows) - 1) if at is None else at + step
+
+    def action_first(self) -> None:
+        self.highlighted = 0
+
+    def action_last(self) -> None:
+        self.highlighted = len(self._rows) - 1
+
+    def action_nothing(self) -> None:
+        pass
+
+    def on_click(self, event: Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is not None:
+            index = offset.y + self.scroll_offset.y
+            if 0 <= index < len(self._rows):
+                self.highlighted = index
+
+    # -- drawing -----------------------------------------------------------------------------
+
+    def _refresh_row(self, index: int) -> None:
+        self._strips.pop(index, None)
+        y = index - self.scroll_offset.y
+        if 0 <= y < self.scrollable_content_region.height:
+            self.refresh(Region(0, y, self.scrollable_content_region.width, 1))
+
+    def on_resize(self) -> None:
+        self._strips.clear()
+        self._heads.clear()
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self._rows))
+
+    def on_focus(self) -> None:
+        if self.highlighted is not None:
+            self._refresh_row(self.highlighted)
+
+    def on_blur(self) -> None:
+        if self.highlighted is not None:
+            self._refresh_row(self.highlighted)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._rows)
+
+    def render_line(self, y: int) -> Strip:
+        index = y + self.scroll_offset.y
+        width = self.scrollable_content_region.width
+        lit = index == self.highlighted
+        if lit:
+            style = self.get_visual_style("slots--row", "slots--highlighted")
+        else:
+            style = self.get_visual_style("slots--row")
+        if not 0 <= index < len(self._rows):
+            return Strip.blank(width, style.rich_style)
+        key = (self._rows[index][1], width, lit, self.has_focus, self.app.theme)
+        hit = self._strips.get(index)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        strip = self._row_strip(self._rows[index][1], width, key[2:], style)
+        self._strips[index] = (key, strip)
+        return strip
+
+    def _row_strip(self, markup: str, width: int, look: tuple[object, ...], style) -> Strip:
+        """A row's line. A row ends in its figures, plain text after the last style: the
+        styled head (slot, profile, state) is drawn once and kept, and the figures, which
+        change with every sample, are one plain segment after it (parsing and rendering the
+        whole row's markup each second was most of this pane's cost)."""
+        cut = markup.rfind("[/]") + 3
+        head, tail = (markup[:cut], markup[cut:]) if cut >= 3 else (markup, "")
+        if "[" in tail or "\\" in tail:  # not plain after all: the whole row as markup
+            head, tail = markup, ""
+        hkey = (head, *look)
+        found = self._heads.get(hkey)
+        if found is None:
+            content = Content.from_markup(head)
+            strips = Visual.to_strips(self, content, content.cell_length, 1, style)
+            # The tail carries the offset of its first character, as the whole row's would
+            # (text selection reads it; a screenshot's id hashes it).
+            meta = RichStyle.from_meta({"offset": (len(content.plain), 0)})
+            found = (strips[0] if strips else Strip([]), meta)
+            if len(self._heads) > 4 * max(8, len(self._rows)):
+                self._heads.clear()  # bounded: old heads of rows that changed
+            self._heads[hkey] = found
+        drawn, meta = found
+        if drawn.cell_length + len(tail) > width:  # too wide: cut with an ellipsis, as markup
+            content = Content.from_markup(markup)
+            strips = Visual.to_strips(self, content, width, 1, style)
+            strip = strips[0] if strips else Strip.blank(width, style.rich_style)
+        else:
+            strip = Strip.join([drawn, Strip([Segment(tail, style.rich_style + meta)])])
+        return strip.extend_cell_length(width, style.rich_style)
