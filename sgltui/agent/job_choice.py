@@ -74,7 +74,7 @@ class ChoiceHost:
             where = {"pool": rec["pool"]} if rec.get("pool") else {"slot": rec["slot"]}
             res = await self.jobs.site.command(op, {**where, **args}, f"job {rec['id']}")
         except OpError as exc:
-            raise Refused(str(exc)) from None
+            raise Refused(str(exc), exc.code) from None
         # the trial reads the reply as the wire carries it (JSON values)
         res = protocol.to_builtins(res)
         return res if isinstance(res, dict) else {}

@@ -93,7 +93,8 @@ class Pools:
         if place is None:
             raise OpError(
                 f"no pool {name!r}; pools: {', '.join(self.places) or 'none'} "
-                "(host.toml; sgltui host show)"
+                "(host.toml; sgltui host show)",
+                "not_found",
             )
         return place
 
@@ -148,7 +149,8 @@ class Pools:
     async def remote_set(self, args: protocol.RemotePoolArgs) -> dict[str, Any]:
         if args.pool in self.places:
             raise OpError(
-                f"pool {args.pool} is one of host.toml's; give the fleet.toml pool another name"
+                f"pool {args.pool} is one of host.toml's; give the fleet.toml pool another name",
+                "invalid",
             )
         return await self.remote.set(args)
 
@@ -317,10 +319,11 @@ class Pools:
                     raise OpError(f"slot {s.id}: {pre.error or 'preflight refused'}")
         tasks = [self.sup.handle(op, dict(_slot_args(args, s), wait=True), client) for s in members]
         results = await asyncio.gather(*tasks, return_exceptions=True)
-        errors = [f"slot {s.id}: {r}" for s, r in zip(members, results) if isinstance(r, Exception)]
+        failed = [(s, r) for s, r in zip(members, results) if isinstance(r, Exception)]
         self.sync()
-        if errors:
-            raise OpError("; ".join(errors))
+        if failed:
+            line = "; ".join(f"slot {s.id}: {r}" for s, r in failed)
+            raise OpError.of([r for _, r in failed], line)
         return self.reply(name)
 
     def reply(self, name: str, accepted: bool = False) -> protocol.Accepted:
@@ -337,7 +340,8 @@ class Pools:
     async def roll(self, name: str, args: dict[str, Any], client: str | None) -> protocol.Accepted:
         if name in self.rolls_running():
             raise OpError(
-                f"pool {name} is rolling already; wait for it (sgltui status --pool {name})"
+                f"pool {name} is rolling already; wait for it (sgltui status --pool {name})",
+                "busy",
             )
         members = self.members(name)
         gw = self.gateways.get(name)

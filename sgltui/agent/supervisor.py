@@ -489,7 +489,8 @@ class Supervisor:
 
         if not name or not isinstance(name, str):
             raise OpError(
-                "a profile name is required, e.g. `sgltui start demo-mtp` (see `sgltui profiles list`)"
+                "a profile name is required, e.g. `sgltui start demo-mtp` (see `sgltui profiles list`)",
+                "invalid",
             )
         try:
             return self.index.resolve(name, self._extra_dirs(args))
@@ -619,7 +620,8 @@ class Supervisor:
         # The ops and their arguments' Structs are protocol.OPS; the server made `args` one.
         handler = self._handler(op)
         if handler is None:
-            raise OpError(f"unknown op {op!r}; this agent knows: {', '.join(sorted(protocol.OPS))}")
+            known = ", ".join(sorted(protocol.OPS))
+            raise OpError(f"unknown op {op!r}; this agent knows: {known}", "invalid")
         if isinstance(args, dict):  # an op from inside the agent (agent/pools.py): checked here
             args = protocol.parse_args(op, args)
         pool = getattr(args, "pool", None)
@@ -653,7 +655,7 @@ class Supervisor:
             try:
                 result = await result.wait()
             except JobError as exc:
-                raise OpError(str(exc)) from None
+                raise OpError(str(exc), exc.code) from None
         await self.state_saved()
         return result
 
@@ -681,7 +683,7 @@ class Supervisor:
             __version__, protocol.PROTOCOL_VERSION, args.version, args.protocol
         )
         if problem:
-            raise OpError(problem)
+            raise OpError(problem, "version")
         return protocol.HelloReply(
             version=__version__, protocol=protocol.PROTOCOL_VERSION, pid=os.getpid()
         )
@@ -742,10 +744,11 @@ class Supervisor:
             if len(self.slots) == 1:
                 return next(iter(self.slots.values()))
             raise OpError(
-                f"this agent has several slots; name one with --slot: {', '.join(self.slots)}"
+                f"this agent has several slots; name one with --slot: {', '.join(self.slots)}",
+                "invalid",
             )
         if str(sid) not in self.slots:
-            raise OpError(f"no slot {sid!r}; slots: {', '.join(self.slots)}")
+            raise OpError(f"no slot {sid!r}; slots: {', '.join(self.slots)}", "not_found")
         return self.slots[str(sid)]
 
     @property
@@ -766,7 +769,7 @@ class Supervisor:
         path: Path | None
         if launch_id:
             if not re.fullmatch(r"[A-Za-z0-9._-]+", str(launch_id)):
-                raise OpError(f"bad launch id {launch_id!r}")
+                raise OpError(f"bad launch id {launch_id!r}", "invalid")
             path = self.server_log_path(str(launch_id))
         else:
             slot = self.slot_for(args)
@@ -779,7 +782,8 @@ class Supervisor:
                 path = logs[-1] if logs else None
         if path is None or not Path(path).exists():
             raise OpError(
-                "no server log yet in this session; start a profile first (`sgltui start PROFILE`)"
+                "no server log yet in this session; start a profile first (`sgltui start PROFILE`)",
+                "not_found",
             )
         lines = await asyncio.to_thread(_tail_file, Path(path), n)
         return protocol.LogsReply(
@@ -819,7 +823,7 @@ class Supervisor:
         try:
             return await self.children.bench_stop(args.run_id)
         except ChildError as exc:
-            raise OpError(str(exc)) from None
+            raise OpError(str(exc), exc.code) from None
 
     async def op_bench_list(
         self, args: protocol.Args, client: str | None
@@ -838,14 +842,14 @@ class Supervisor:
         try:
             return await fn(args, client)
         except JobError as exc:
-            raise OpError(str(exc)) from None
+            raise OpError(str(exc), exc.code) from None
 
     @staticmethod
     def _child(fn: Callable[[], Any]) -> Any:
         try:
             return fn()
         except ChildError as exc:
-            raise OpError(str(exc)) from None
+            raise OpError(str(exc), exc.code) from None
 
 
 def _tail_file(path: Path, n: int) -> list[str]:

@@ -110,6 +110,7 @@ def demo_pool(args: argparse.Namespace) -> None:
     demo's own in the state dir; the user's is left alone), the first demo profile started on
     every slot of pool 'all' (the TUI then sends the demo load to the pool's endpoint)."""
     from sgltui.agent.client import AgentError, call_sync
+    from sgltui.agent.client_errors import Already
     from sgltui.core import placement
     from sgltui.core.files import private_dir, write_atomic
     from sgltui.core.locations import state_dir
@@ -151,9 +152,10 @@ def demo_pool(args: argparse.Namespace) -> None:
         call_sync(
             state, "start", autostart=True, profiles_dirs=dirs, profile="demo-base", pool=pool.name
         )
+    except Already:
+        pass  # the pool's slots run already: the demo goes on with them
     except AgentError as exc:
-        if "already runs" not in str(exc):
-            raise CliError(str(exc)) from None
+        raise CliError(str(exc)) from None
     print(f"sgltui: demo pool '{pool.name}' of {n} simulated GPUs on {pool.endpoint}")
 
 

@@ -28,7 +28,12 @@ log = logging.getLogger("sgltui.jobs.chooser")
 
 
 class Refused(Exception):
-    """A lifecycle command the agent refused, in its one line."""
+    """A lifecycle command the agent refused, in its one line, and its code (protocol.ErrorCode:
+    `busy` is waited out)."""
+
+    def __init__(self, message: str, code: protocol.ErrorCode = "refused") -> None:
+        super().__init__(message)
+        self.code: protocol.ErrorCode = code
 
 
 class ChooseHost(Protocol):
@@ -264,7 +269,7 @@ class Chooser:
             try:
                 res = await self.host.command(self.rec, op, profile=name, wait=True, confirm=True)
             except Refused as exc:
-                if "busy" in str(exc) or "already running" in str(exc):
+                if exc.code == "busy":  # another client's command on the slot: wait for it
                     await asyncio.sleep(1.0)
                     continue
                 return str(exc)

@@ -27,6 +27,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 
 from sgltui import protocol
+from sgltui.agent.client_errors import Pinned
 from sgltui.core.files import private_dir, write_atomic
 from sgltui.session.layout import SCREENSHOTS_DIR
 from sgltui.tui import model as M
@@ -55,7 +56,6 @@ W = TypeVar("W", bound=Widget)
 # Actions that change servers or start work: disabled in a read-only (replay) source.
 _MUTATING = {"start", "stop", "restart", "bench", "bench_stop", "toggle_demo_load", "profile_key"}
 _ACTIVE = ("launching", "ready", "draining", "stopping")
-PINNED = "is pinned to slot"  # the agent's refusal of a swap under a pinned batch job
 FLUSH_DELAY_S = 0.1  # pushes arriving within this window are drawn in one go
 HISTORY_S = 300.0  # the chart's window: what a re-attach asks the agent for
 # A safety net for anything a missed event would leave stale, and the uptime (shown to the
@@ -735,8 +735,8 @@ class SgltuiApp(App[str | None]):
                 self._refresh_status_soon()
                 return
             except SOURCE_ERRORS as exc:
-                if op in ("swap", "restart") and PINNED in str(exc) and not args.get("confirm"):
-                    self._confirm_pinned(op, done, args, one_line(exc))
+                if isinstance(exc, Pinned) and not args.get("confirm"):  # ask, then confirm
+                    self._confirm_pinned(op, done, args, exc.message)
                     return
                 self.notify(
                     one_line(exc), title=f"{op} failed", severity="error", markup=False, timeout=8
@@ -757,10 +757,9 @@ class SgltuiApp(App[str | None]):
             if yes:
                 self._op(op, done=done, **{**args, "confirm": True})
 
-        what = why.split(";")[0].split("refused: ")[-1]  # the CLI's `--yes` hint is not for us
         self.push_screen(
             Confirm(
-                f"{escape(what)}.\nIt pauses, then resumes on the new server.\n\n"
+                f"{escape(why)}.\nIt pauses, then resumes on the new server.\n\n"
                 f"{op.capitalize()} anyway?"
             ),
             chosen,
