@@ -31,7 +31,7 @@ from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.jobs_site import AgentSite
 from sgltui.agent.operations import Job, Operations, Wait
-from sgltui.agent.pools import Pools
+from sgltui.agent.pools import PoolArgs, Pools
 from sgltui.agent.profile_rows import ProfileRows
 from sgltui.agent.resolved import ProfileIndex, Resolved, from_record, server_env
 from sgltui.agent.restart_policy import RestartPolicy
@@ -616,17 +616,18 @@ class Supervisor:
             return getattr(self.ops, f"op_{op}", None)
         return getattr(self, f"op_{op}", None)
 
-    async def handle(self, op: str, args: protocol.Args | dict, client: str | None) -> Any:
-        # The ops and their arguments' Structs are protocol.OPS; the server made `args` one.
+    async def handle(self, op: str, args: protocol.Args, client: str | None) -> Any:
+        # The ops and their arguments' Structs are protocol.OPS: the server parsed a client's
+        # into one, and calls from inside the agent (pools, the --choose trial) build one.
         handler = self._handler(op)
         if handler is None:
             known = ", ".join(sorted(protocol.OPS))
             raise OpError(f"unknown op {op!r}; this agent knows: {known}", "invalid")
-        if isinstance(args, dict):  # an op from inside the agent (agent/pools.py): checked here
-            args = protocol.parse_args(op, args)
+        if not isinstance(args, protocol.OPS[op].args):
+            raise OpError(f"{op} takes {protocol.OPS[op].args.__name__}", "internal")
         pool = getattr(args, "pool", None)
-        if pool and op in Pools.OPS:
-            return await self._pool_op(op, protocol.args_dict(args), client)
+        if pool and op in Pools.OPS and isinstance(args, PoolArgs):
+            return await self._pool_op(op, args, client)
         if pool and op == "job_run" and getattr(args, "slot", None) is None:
             # A job through a pool is filed under its first slot (jobs_host sends it to the
             # pool's endpoint and does not hold it for that slot's swaps).
@@ -659,14 +660,13 @@ class Supervisor:
         await self.state_saved()
         return result
 
-    async def _pool_op(self, op: str, args: dict, client: str | None) -> Any:
+    async def _pool_op(self, op: str, args: PoolArgs, client: str | None) -> Any:
         """An op on every slot of a pool (a swap rolls): agent/pools.py. Without `wait` it runs
         on in the agent and the reply says it began."""
-        self.pools.pool(str(args["pool"]))  # an unknown pool: one line
-        self.bus.publish(
-            protocol.Command(client=client, op=op, pool=args["pool"], args=_public_args(args))
-        )
-        if args.get("wait") or op == "preflight":
+        name = str(args.pool)
+        self.pools.pool(name)  # an unknown pool: one line
+        self.bus.publish(protocol.Command(client=client, op=op, pool=name, args=_public_args(args)))
+        if getattr(args, "wait", False) or op == "preflight":
             try:
                 return await self.pools.op(op, args, client)
             except OpError as exc:
@@ -676,7 +676,7 @@ class Supervisor:
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # said in events
         self._pool_tasks.add(task)
         task.add_done_callback(self._pool_tasks.discard)
-        return self.pools.reply(str(args["pool"]), accepted=True)
+        return self.pools.reply(name, accepted=True)
 
     async def op_hello(self, args: protocol.HelloArgs, client: str | None) -> protocol.HelloReply:
         problem = protocol.version_mismatch(
@@ -866,9 +866,9 @@ def _tail_file(path: Path, n: int) -> list[str]:
     return lines[-n:] if n > 0 else []
 
 
-def _public_args(args: protocol.Args | dict) -> dict:
+def _public_args(args: protocol.Args) -> dict:
     """The arguments as the session records them (checked, defaults filled in)."""
-    items = args if isinstance(args, dict) else protocol.args_dict(args)
+    items = protocol.args_dict(args)
     out = {k: v for k, v in items.items() if k not in ("profiles_dirs",)}
     if "workers" in out:  # a remote pool's: their keys are secrets, their names are not
         out["workers"] = [w.get("name") if isinstance(w, dict) else w.name for w in out["workers"]]

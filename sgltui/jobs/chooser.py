@@ -52,8 +52,9 @@ class ChooseHost(Protocol):
 
     def power_w(self, rec: dict) -> float | None: ...
 
-    async def command(self, rec: dict, op: str, **args: Any) -> dict:
-        """An agent op on the job's slot, waited for; raises Refused with the agent's line."""
+    async def command(self, rec: dict, op: str, args: protocol.PreflightArgs) -> dict:
+        """An agent op on the job's slot (the host fills in the slot or pool), waited for;
+        raises Refused with the agent's line."""
 
     def publish(self, rec: dict, event: protocol.JobEvent) -> None: ...
 
@@ -139,7 +140,8 @@ class Chooser:
                 continue
             reason: str | None
             try:
-                res = await self.host.command(self.rec, "preflight", profile=c["name"])
+                check = protocol.PreflightArgs(profile=c["name"])
+                res = await self.host.command(self.rec, "preflight", check)
             except Refused as exc:
                 reason = str(exc)
             else:
@@ -267,7 +269,13 @@ class Chooser:
                 return None
             op = "start" if state in ("stopped", "failed", "crashed") else "swap"
             try:
-                res = await self.host.command(self.rec, op, profile=name, wait=True, confirm=True)
+                # confirm: the job asking is the one pinned to the slot (a start takes none)
+                args = (
+                    protocol.StartArgs(profile=name, wait=True)
+                    if op == "start"
+                    else protocol.SwapArgs(profile=name, wait=True, confirm=True)
+                )
+                res = await self.host.command(self.rec, op, args)
             except Refused as exc:
                 if exc.code == "busy":  # another client's command on the slot: wait for it
                     await asyncio.sleep(1.0)
