@@ -28,6 +28,7 @@ from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, Ta
 
 from sgltui import protocol
 from sgltui.agent.client_errors import Pinned
+from sgltui.core import retry
 from sgltui.core.files import private_dir, write_atomic
 from sgltui.session.layout import SCREENSHOTS_DIR
 from sgltui.tui import model as M
@@ -53,6 +54,8 @@ from sgltui.tui.widgets.throughput import ThroughputPane
 
 W = TypeVar("W", bound=Widget)
 
+# Reconnecting to the agent: 0.5 s after it went away, doubling to 5 s (core/retry.py).
+RECONNECT_FIRST_S, RECONNECT_MAX_S = 0.5, 5.0
 # Actions that change servers or start work: disabled in a read-only (replay) source.
 _MUTATING = {"start", "stop", "restart", "bench", "bench_stop", "toggle_demo_load", "profile_key"}
 _ACTIVE = ("launching", "ready", "draining", "stopping")
@@ -243,13 +246,13 @@ class SgltuiApp(App[str | None]):
 
     @work(exclusive=True, group="source", exit_on_error=False, description="agent pushes")
     async def consume_source(self) -> None:
-        delay = 0.5
+        backoff = retry.Backoff(first=RECONNECT_FIRST_S, cap=RECONNECT_MAX_S)
         while True:
             try:
                 await self.source.connect()
                 status = await self.source.snapshot()
                 await self._on_connected(status)
-                delay = 0.5
+                backoff.reset()
                 async for push in self.source.pushes():
                     self._on_push(push)
                 if self.source.read_only:
@@ -258,6 +261,7 @@ class SgltuiApp(App[str | None]):
             except asyncio.CancelledError:
                 raise
             except SOURCE_ERRORS as exc:  # the link failed: show it and retry
+                delay = backoff.failed()
                 self.model.connected = False
                 self.model.connection_note = (
                     f"agent unreachable: {one_line(exc)}; retrying every {delay:.0f}s"
@@ -268,7 +272,6 @@ class SgltuiApp(App[str | None]):
                 except SOURCE_ERRORS:
                     pass
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
 
     async def _on_connected(self, status: dict[str, Any]) -> None:
         # Ask for the profile list explicitly: it makes the agent re-read the profile files
