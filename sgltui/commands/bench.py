@@ -20,8 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 from sgltui.core.locations import state_dir
 from sgltui.protocol import BenchState
 

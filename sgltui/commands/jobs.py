@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 from sgltui.core import choice, units
 from sgltui.core.locations import state_dir
 from sgltui.protocol import JobState, JobView, to_builtins

@@ -24,8 +24,7 @@ from sgltui.agent.client import AgentClient, AgentError, VersionMismatch, call_s
 from sgltui.agent.client_errors import ConnectionLost
 from sgltui.agent.daemon import paths
 from sgltui.agent.state import AgentState
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers, agent_service
+from sgltui.commands import CliError, Subparsers, agent_service
 from sgltui.core import locations, units
 from sgltui.core.pids import pid_alive
 

@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 
 
 def register(sub: Subparsers) -> None:
@@ -89,9 +88,9 @@ def open_tui(args: argparse.Namespace) -> int:
 
 def open_fleet(args: argparse.Namespace, interval_s: float = 2.0) -> int:
     """The app on a fleet (also `sgltui fleet tui`): each host over its own ssh link."""
-    from sgltui.commands import fleet
+    from sgltui.commands import fleet_file
 
-    hosts = fleet.load(args)
+    hosts = fleet_file.load(args)
     from sgltui.tui.fleetsource import FleetSource
 
     return _run(args, demo=False, source=FleetSource.from_fleet(hosts, interval_s=interval_s))
