@@ -11,15 +11,11 @@ import pytest
 from sgltui.cli import build_parser
 
 
-def help_of(*argv: str) -> str:
-    r = subprocess.run(
-        [sys.executable, "-m", "sgltui", *argv, "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert r.returncode == 0, r.stderr
-    return r.stdout
+def help_of(capsys, *argv: str) -> str:
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args([*argv, "--help"])
+    assert done.value.code == 0
+    return capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -33,8 +29,8 @@ def help_of(*argv: str) -> str:
         (("bench", "run"), "--concurrency", ("RUN_ID", "compare")),
     ],
 )
-def test_an_action_prints_only_its_own_help(argv, has, lacks):
-    text = help_of(*argv)
+def test_an_action_prints_only_its_own_help(capsys, argv, has, lacks):
+    text = help_of(capsys, *argv)
     assert text.startswith(f"usage: sgltui {' '.join(argv)} "), text
     assert has in text
     for word in lacks:

@@ -66,6 +66,7 @@ async def test_streams_pass_through_like_direct(sim_server):
         await front.close()
 
 
+@pytest.mark.slow
 async def test_held_requests_go_to_the_new_server(sim_server):
     old, new = sim_server(), sim_server()
     front = await _front()
