@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "tui",  # sgltui (no subcommand), sgltui demo
     "profiles",  # sgltui profiles list|show|validate|import
     "server",  # sgltui start|stop|restart|swap|status|logs|agent
+    "attach",  # sgltui attach|adopt|detach (servers you started yourself)
     "telemetry",  # sgltui top
     "bench",  # sgltui bench
     "sessions",  # sgltui sessions list, report, replay

@@ -255,6 +255,21 @@ class ExposeArgs(SlotArgs):
     address: Annotated[str, Meta(min_length=1, max_length=255)] | None = None
 
 
+class AttachArgs(SlotArgs, kw_only=True):
+    """Watch a server sgltui did not start (agent/attach.py): `url`, with its key if it needs
+    one. `slot`: the slot it becomes (None: the only slot when idle, else ext-PORT)."""
+
+    url: Annotated[str, Meta(min_length=1, max_length=512, pattern=r"^https?://")]
+    api_key: Annotated[str, Meta(max_length=4096)] | None = None
+
+
+class AdoptArgs(SlotArgs):
+    """Take over an attached server: its effective configuration becomes profile `name`
+    (None: ext-PORT) in the agent's profile folder; swap and stop then treat it as launched."""
+
+    name: Annotated[str, Meta(min_length=1, max_length=64)] | None = None
+
+
 class RemoteWorker(Struct, forbid_unknown_fields=True, kw_only=True):
     """A server of another host behind this host's gateway (what ExposeArgs gave out)."""
 
@@ -547,6 +562,33 @@ class SlotExposed(EventBase, tag="slot.exposed"):
     address: str | None = None
 
 
+class SlotAttached(EventBase, tag="slot.attached"):
+    """A server sgltui did not start is watched in `slot` (attached), taken over (adopted:
+    `profile` is its configuration), or let go (detached). `info_hash`: core/provenance.py."""
+
+    action: Literal["attached", "adopted", "detached"] = "attached"
+    url: str | None = None
+    pid: int | None = None
+    model: str | None = None
+    version: str | None = None
+    profile: str | None = None
+    info_hash: str | None = None
+
+
+class ServerProvenance(EventBase, tag="server.provenance"):
+    """What a ready server runs (core/provenance.py): its /server_info's resolved args (no
+    secrets), version, the values SGLang decided, the GPU, under `hash`; results carry the hash."""
+
+    launch_id: str | None = None
+    hash: str = ""
+    version: str | None = None
+    model: str | None = None
+    args: dict[str, Any] = {}
+    decided: dict[str, Any] = {}
+    gpu: dict[str, Any] = {}
+    launch_command: str | None = None
+
+
 class PreflightDone(EventBase, tag="preflight"):
     profile: str | None = None
     ok: bool = True
@@ -702,6 +744,9 @@ class BenchDone(EventBase, tag="bench.done", omit_defaults=True):
     ok: bool | None = None
     error: str | None = None
     exit_code: int | None = None
+    # The sweep swapped the slot back to what it served before: the result's `put_back`
+    # ({slot, profile, ok: true | false | null (asked, not waited for), error}).
+    put_back: dict[str, Any] | None = None
 
 
 class DiskError(EventBase, tag="disk.error"):
@@ -737,6 +782,7 @@ class JobEvent(EventBase, tag="job", omit_defaults=True):
     output: str | None = None
     profile: str | None = None
     launch_id: str | None = None
+    info_hash: str | None = None  # what the segment's server ran (server.provenance)
     total: int | None = None
     answered: int | None = None
     failed: int | None = None
@@ -913,6 +959,7 @@ class JobCandidate(Struct, kw_only=True):
     projected_j: float | None = None
     j_per_completion: float | None = None
     tok_per_j: float | None = None
+    info_hash: str | None = None  # what its server ran (server.provenance), once measured
 
 
 class JobChoice(Struct, kw_only=True):
@@ -961,6 +1008,8 @@ Event: TypeAlias = (
     | GatewayStopped
     | PoolWorkerChanged
     | SlotExposed
+    | SlotAttached
+    | ServerProvenance
     | PreflightDone
     | Launch
     | SlotStateChanged
@@ -997,6 +1046,8 @@ _EVENT_TYPES: tuple[type[EventBase], ...] = (
     GatewayStopped,
     PoolWorkerChanged,
     SlotExposed,
+    SlotAttached,
+    ServerProvenance,
     PreflightDone,
     ProfileChanged,
     Launch,
@@ -1723,9 +1774,34 @@ class DrainView(Struct, kw_only=True):
     timeout_s: float | None = None
 
 
+class ExternalView(Struct, kw_only=True):
+    """A slot's server that sgltui did not start (agent/attach.py): watched, never stopped."""
+
+    url: str
+    pid: int | None = None  # None: a remote URL (no lifecycle, no GPU)
+    model: str | None = None
+    version: str | None = None
+    attached_at: float | None = None
+    info_hash: str | None = None
+
+
+class Unmanaged(Struct, kw_only=True):
+    """An SGLang server of this user on this host that the agent did not start
+    (agent/discovery.py); `url` None while it does not listen yet."""
+
+    pid: int
+    port: int | None = None
+    url: str | None = None
+    model: str | None = None
+    kind: str = "sglang"
+    version: str | None = None
+    note: str | None = None
+
+
 class SlotStatus(SlotView, kw_only=True):
     """A slot in STATUS: what events say (SlotView) and what only the live agent knows."""
 
+    external: ExternalView | None = None  # attached, not launched by sgltui
     uptime_s: float | None = None
     busy: str | None = None
     restart: str | None = None  # what the restart policy did after a crash (relaunch, gave up)
@@ -1788,6 +1864,19 @@ class Exposed(Struct, kw_only=True):
     api_key: str | None = None
     applied: bool = False
     profile: str | None = None  # what the server that serves so runs (applied only)
+
+
+class Attached(Struct, kw_only=True):
+    """The reply to attach / adopt / detach."""
+
+    slot: str
+    url: str | None = None
+    pid: int | None = None
+    model: str | None = None
+    version: str | None = None
+    profile: str | None = None  # adopt: the profile it now runs
+    path: str | None = None  # adopt: the profile file written
+    info_hash: str | None = None
 
 
 class KeeperView(Struct, kw_only=True):
@@ -1866,6 +1955,7 @@ class JobSegment(Struct, kw_only=True):
 
     profile: str | None = None
     launch_id: str | None = None
+    info_hash: str | None = None  # what its server ran (server.provenance's hash)
     started: float
     last: float
     completions: int = 0
@@ -2018,6 +2108,7 @@ class StatusReply(Struct, kw_only=True):
     bench: BenchRun | None = None  # the latest run
     jobs: list[JobView] = []
     pools: list[PoolStatus] = []
+    unmanaged: list[Unmanaged] = []  # servers of this user the agent did not start
 
 
 class StopReport(Struct, kw_only=True):
@@ -2109,6 +2200,9 @@ OPS: Final[Mapping[str, Op]] = {
     "job_set": Op(JobSetArgs, JobView, W, "change a job's concurrency or pinning"),
     "slot_expose": Op(ExposeArgs, Exposed, W, "serve a slot to another host's gateway (key)"),
     "remote_pool": Op(RemotePoolArgs, PoolStatus, W, "a gateway whose workers are on any host"),
+    "attach": Op(AttachArgs, Attached, W, "watch a server sgltui did not start, in a slot"),
+    "adopt": Op(AdoptArgs, Attached, W, "take over an attached server (a profile of its config)"),
+    "detach": Op(SlotArgs, Attached, W, "stop watching an attached server (it runs on)"),
 }
 READ_ONLY_OPS: Final = frozenset(name for name, op in OPS.items() if op.read_only)
 # Ops that work whatever the versions: enough to find and stop an agent of another version.

@@ -8,6 +8,7 @@ no agent: the supervisor stops them all at shutdown.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -67,6 +68,16 @@ def stop_group(proc: subprocess.Popen, grace: float) -> None:
 
 
 _NOT_PROGRESS = frozenset({"run_id", *protocol.EventBase.__struct_fields__})
+
+
+def _put_back_of(path: str | None) -> dict | None:
+    """The result file's `put_back` (bench/runner.py): what the sweep swapped the slot back to."""
+    try:
+        with open(path or "", encoding="utf-8") as fh:
+            put = json.load(fh).get("put_back")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return put if isinstance(put, dict) else None
 
 
 def bench_view(run: dict) -> protocol.BenchRun:
@@ -152,6 +163,7 @@ class Children:
                 path=run["path"],
                 state=run["state"],
                 exit_code=proc.returncode,
+                put_back=await asyncio.to_thread(_put_back_of, run["path"]),
             )
         )
 

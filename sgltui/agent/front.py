@@ -74,8 +74,10 @@ class Front:
         port: int,
         config: FrontConfig | None = None,
         on_event: Callable[[protocol.EventBase], Any] | None = None,
+        setting: str = "[front] port in agent.toml",
     ) -> None:
         self.slot_id = slot_id
+        self.setting = setting  # where this port is set: a refusal names it
         self.host, self.port = host, port
         self.config = config or FrontConfig()
         self.on_event = on_event or (lambda event: None)
@@ -110,7 +112,8 @@ class Front:
             await runner.cleanup()
             self.error = (
                 f"front port {self.host}:{self.port} unavailable ({exc.strerror or exc}); "
-                f"set SGLTUI_FRONT_PORT to a free port (or off) and restart the agent"
+                f'set {self.setting} to a free port (or "off") and restart the agent '
+                "(sgltui agent stop; servers keep running)"
             )
             log.warning("slot %s: %s", self.slot_id, self.error)
             return False

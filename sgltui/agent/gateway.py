@@ -51,6 +51,7 @@ import msgspec
 
 from sgltui import protocol
 from sgltui.agent.gateway_launch import NOT_INSTALLED as NOT_INSTALLED
+from sgltui.agent.gateway_launch import SMG as SMG
 from sgltui.agent.telemetry.engine_parse import metric_samples
 from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.placement import PoolPlace
@@ -99,13 +100,37 @@ class GatewaySample(msgspec.Struct, frozen=True):
 _CB_STATES = {0: "closed", 1: "open", 2: "half_open"}
 
 
+# Where PyPI has smg wheels (1.13): elsewhere `pip install smg` builds it from source (Rust).
+_SMG_WHEELS = {("linux", "x86_64"), ("darwin", "x86_64"), ("darwin", "arm64"), ("win32", "amd64")}
+
+
 def smg_available() -> bool:
-    return importlib.util.find_spec("smg") is not None
+    """Looked up at each call, not once: smg installed while the agent runs is found (the
+    import system's directory caches are dropped first, or a new package stays unseen)."""
+    importlib.invalidate_caches()
+    try:
+        return importlib.util.find_spec("smg") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def smg_missing() -> str:
+    """The one line a pool says while smg is not importable: what to install, and where."""
+    import platform
+
+    where = (sys.platform, platform.machine().lower())
+    if where in _SMG_WHEELS:
+        return f"{NOT_INSTALLED}; into {sys.executable}"
+    return (
+        f"{SMG} smg (SGLang's gateway, for pools of 2+ slots) has no wheel for {where[0]} "
+        f"{where[1]}: `{sys.executable} -m pip install smg` builds it (needs a Rust toolchain); "
+        "or run one slot"
+    )
 
 
 def require_smg() -> None:
     if not smg_available():
-        raise GatewayError(NOT_INSTALLED)
+        raise GatewayError(smg_missing())
 
 
 def port_free(host: str, port: int) -> bool:

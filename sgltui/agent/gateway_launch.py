@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import sys
 
-NOT_INSTALLED = "smg is not installed: pip install 'sgltui[fleet]'"
+# The fix first: a pool's row in the TUI cuts the end of a long line.
+SMG = "no gateway:"  # how each line that says smg cannot be had begins
+NOT_INSTALLED = f"{SMG} pip install smg (SGLang's gateway, for pools of 2+ slots)"
 CONTROL_PLANE_ID = "sgltui"  # the key's id and name in smg's 'id:name:role:key'
 
 

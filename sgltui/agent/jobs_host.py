@@ -359,6 +359,17 @@ class JobsHost:
         self._persist(rec, force=new_segment)
 
     @staticmethod
+    def _average(rec: dict) -> tuple[float, float]:
+        """(completions/s, output tok/s) over the job's segments: from each one's first to its
+        last answer, so the time spent waiting for a server or paused does not count."""
+        segs = rec.get("segments") or []
+        secs = sum(max(0.0, s["last"] - s["started"]) for s in segs)
+        if secs <= 0:
+            return 0.0, 0.0
+        done = sum(s["completions"] for s in segs)
+        return done / secs, sum(s["out_tokens"] for s in segs) / secs
+
+    @staticmethod
     def _out_tokens(rec: dict) -> int:
         return int(rec.get("base_out_tokens", 0)) + int(rec.get("run_out_tokens", 0))
 
@@ -370,12 +381,15 @@ class JobsHost:
         if not launch_id:
             return segs[-1] if segs else None
         if segs and segs[-1]["launch_id"] == launch_id:
+            if not segs[-1].get("info_hash"):  # kept a moment after the ready
+                segs[-1]["info_hash"] = self.site.info_hash(launch_id)
             return segs[-1]
         if segs:
             self._close_segment(rec, segs[-1])
         seg = {
             "profile": profile,
             "launch_id": launch_id,
+            "info_hash": self.site.info_hash(launch_id),
             "started": time.time(),
             "last": time.time(),
             "completions": 0,
@@ -385,7 +399,10 @@ class JobsHost:
         }
         segs.append(seg)
         self._publish(
-            rec, protocol.JobSegmentStart(profile=seg["profile"], launch_id=seg["launch_id"])
+            rec,
+            protocol.JobSegmentStart(
+                profile=seg["profile"], launch_id=seg["launch_id"], info_hash=seg["info_hash"]
+            ),
         )
         return seg
 
@@ -400,6 +417,7 @@ class JobsHost:
             protocol.JobSegmentDone(
                 profile=seg["profile"],
                 launch_id=seg["launch_id"],
+                info_hash=seg.get("info_hash"),
                 completions=seg["completions"],
                 failed=seg["failed"],
                 out_tokens=seg["out_tokens"],
@@ -713,8 +731,10 @@ class JobsHost:
         answered, failed = self._answered(rec), self._failed(rec)
         total = rec.get("total")
         running = rec.get("state") == "running"
-        tok_s = rates.tok_s() if running else 0.0
-        comp_s = rates.completions_s() if running else 0.0
+        if running:
+            tok_s, comp_s = rates.tok_s(), rates.completions_s()
+        else:  # ended, paused or waiting: its average over the time it was sent (0.0 read wrong)
+            comp_s, tok_s = self._average(rec)
         remaining = (total - answered - failed) if total is not None else None
         r = self.runners.get(rec["id"])
         progress = r.progress if r else {}
@@ -759,7 +779,7 @@ class JobsHost:
             runner_cpu_s=progress.get("cpu_run_s"),
             rate_history=[tuple(p) for p in rec.get("rate_history") or []] if full else None,
             joules=rec.get("joules"),
-            decision=msgspec.convert(choose.view(rec["choose"]), JobChoice)
+            decision=msgspec.convert(choose.view(rec["choose"], rec.get("segments")), JobChoice)
             if rec.get("choose")
             else None,
         )

@@ -71,6 +71,10 @@ class JobsSite(Protocol):
         """The GPUs' power now (W), summed; None without readings."""
         ...
 
+    def info_hash(self, launch_id: str | None) -> str | None:
+        """The hash of what that launch's server runs (agent/provenance.py), once kept."""
+        ...
+
     def engine(self, slot_id: str) -> dict | None:
         """The slot's latest engine reading (gen_throughput, ts, ...), if any."""
         ...
@@ -97,6 +101,9 @@ class AgentSite:
         self._sup = sup
         self.jobs_dir = Path(sup.state_dir) / "jobs"
         self.jobs_config = sup.agent_config.jobs
+
+    def info_hash(self, launch_id: str | None) -> str | None:
+        return self._sup.provenance.by_launch.get(launch_id or "")
 
     def _sight(self, slot: Slot) -> SlotSight:
         job = self._sup.ops.jobs.get(slot.id)

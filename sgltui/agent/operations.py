@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent import preflight
+from sgltui.agent import attach, preflight
 from sgltui.agent.errors import OpError
 from sgltui.agent.resolved import Resolved
 from sgltui.agent.slot import (
@@ -108,6 +108,7 @@ class Operations:
 
     async def op_start(self, args: protocol.StartArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
+        attach.refuse(slot, "start")  # a server sgltui did not start: the way forward
         async with self.lock(slot.id):
             self._refuse_if_busy(slot, "start")
             if slot.state not in IDLE:
@@ -157,6 +158,7 @@ class Operations:
 
     async def op_stop(self, args: protocol.StopArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
+        attach.refuse(slot, "stop")  # a server sgltui did not start: the way forward
         drain = str(args.drain)
         timeout = args.timeout
         async with self.lock(slot.id):
@@ -186,6 +188,7 @@ class Operations:
 
     async def op_restart(self, args: protocol.RestartArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
+        attach.refuse(slot, "restart")  # a server sgltui did not start: the way forward
         async with self.lock(slot.id):
             self._refuse_if_busy(slot, "restart")
             if not slot.profile_name:
@@ -223,6 +226,7 @@ class Operations:
 
     async def op_swap(self, args: protocol.SwapArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
+        attach.refuse(slot, "swap")  # a server sgltui did not start: the way forward
         async with self.lock(slot.id):
             job = self.busy(slot.id)
             if job and job.kind == "swap":

@@ -122,7 +122,7 @@ class Pools:
             elif any(self._routable(s) for s in self.members(name)):
                 await self._start_gateway(name)
             elif not gw_mod.smg_available():
-                self.errors[name] = gw_mod.NOT_INSTALLED
+                self.errors[name] = gw_mod.smg_missing()
         if self.gateways:
             self._poll = asyncio.get_running_loop().create_task(self._poll_loop())
             self.sync()
@@ -217,8 +217,21 @@ class Pools:
     def _lock(self, name: str) -> asyncio.Lock:
         return self._locks.setdefault(name, asyncio.Lock())
 
+    def _smg_came(self) -> None:
+        """A pool that said "smg is not installed" looks again (it may have been installed
+        since, with this agent running): the error goes and the gateway starts when a slot is
+        ready, no agent restart needed."""
+        missing = [
+            n for n, e in self.errors.items() if n in self.gateways and e.startswith(gw_mod.SMG)
+        ]
+        if missing and gw_mod.smg_available():
+            for name in missing:
+                self.errors.pop(name, None)
+            self.sync()
+
     async def _poll_loop(self) -> None:
         while True:
+            self._smg_came()
             for name, gw in self.gateways.items():
                 if gw.pid is None:
                     continue
@@ -310,7 +323,12 @@ class Pools:
             results = [await self.sup.handle(op, _on(args, s), client) for s in members]
             bad = next((r for r in results if not r.ok), None)
             return bad or results[0]
-        if not isinstance(args, protocol.StopArgs):
+        if not isinstance(args, protocol.StopArgs):  # a start or restart
+            # No gateway, no pool: refused before any slot starts (looked up now, not at the
+            # agent's start: smg installed since is found).
+            if name in self.gateways and not gw_mod.smg_available():
+                raise OpError(f"pool {name}: {gw_mod.smg_missing()}", "unavailable")
+            self._smg_came()
             # Preflight every slot first: a refusal leaves all of them as they were.
             for s in members:
                 pre = await self.sup.handle("preflight", _preflight(args, s), client)

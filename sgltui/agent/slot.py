@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent import gpu, http_probe, lifecycle, procs, secret_config
+from sgltui.agent import discovery, gpu, http_probe, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
 from sgltui.agent.events import EventBus
 from sgltui.core import causes, files, host_pool, phases, units
@@ -214,6 +214,7 @@ class Slot:
         self.timings: dict[str, float] = {}
         self._phase_started = 0.0
         self._phase_done: dict[str, float] = {}
+        self._forward = phases.Forward()  # progress never goes back within a launch
         self._ready_line_at: float | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=300)
         self._log_pos = 0
@@ -227,6 +228,8 @@ class Slot:
         self._changed = asyncio.Event()
         self._last_refresh = 0.0
         self.live_pids: list[int] = []  # the tree's live pids at the watcher's last look
+        # A server sgltui did not start, watched here (agent/attach.py External); None: ours.
+        self.external: Any = None
 
     # ---- views -------------------------------------------------------------------------------
 
@@ -267,10 +270,13 @@ class Slot:
             front=_typed(self.front.status(), protocol.FrontView) if self.front else None,
             last_stop=self.last_stop,
             gpus=list(self.place.gpus) if self.place is not None else [],
+            external=self.external.view() if self.external is not None else None,
         )
 
     def record(self) -> dict | None:
         """What agent-state.json keeps to re-adopt this server (no secrets)."""
+        if self.external is not None:  # not ours: a new agent finds it again (discovery)
+            return None
         if not self.tree or self.state not in RUNNING + (STOPPING,):
             return None
         return {
@@ -300,6 +306,7 @@ class Slot:
         progress, eta = phases.estimate(
             self.phase, in_phase, self._phase_done, self.host.learned(self.profile_name or "")
         )
+        progress = self._forward(self.launch_id, progress)
         return round(progress, 3), (round(eta, 1) if eta is not None else None)
 
     # ---- state ---------------------------------------------------------------------------------
@@ -467,6 +474,7 @@ class Slot:
         env.setdefault(
             "PYTHONUNBUFFERED", "1"
         )  # log lines reach the file (and the phases) as printed
+        env[discovery.LAUNCH_MARK] = launch_id  # any agent's discovery knows it is sgltui's
         self._reset_launch()
         self.popen = await asyncio.to_thread(self._spawn, env)
         self.tree = procs.ProcTree.of(self.popen.pid)
@@ -663,6 +671,31 @@ class Slot:
             self._watch(), name=f"slot-{self.id}-watch"
         )
         return True
+
+    def watch_external(
+        self, external: Any, tree: procs.ProcTree | None, watch: Any, note: str = ""
+    ) -> None:
+        """Watch a server sgltui did not start (agent/attach.py): ready at once, `watch` (a
+        coroutine) follows it; lifecycle commands are refused while `external` is set."""
+        if self.state in (FAILED, CRASHED):
+            self._fire(lifecycle.STOPPED_EV, "cleared for an attached server")
+        self._reset_launch()
+        if note:  # why its log stays empty (the log pane, `sgltui logs`)
+            self._tail.append(note)
+        self.external, self.tree, self.popen = external, tree, None
+        self.live_pids = tree.refresh() if tree else []
+        self.gpu_baseline = None
+        self._fire(lifecycle.ADOPT_READY, f"attached {external.url}")
+        self._monitor = asyncio.get_running_loop().create_task(watch, name=f"slot-{self.id}-ext")
+
+    def external_gone(self, cause: dict | None) -> None:
+        """The attached server ended or was let go: crashed with `cause`, or stopped (None)."""
+        if cause is not None and self.state in (READY, DRAINING):
+            self._fire(lifecycle.EXIT, cause["summary"], cause)
+        elif self.state in RUNNING:
+            self._fire(lifecycle.STOP, "detaching (the server runs on)")
+            self._fire(lifecycle.STOPPED_EV, "detached: the server runs on, unwatched")
+        self.tree, self.live_pids, self.external = None, [], None
 
     # ---- watching ------------------------------------------------------------------------------
 

@@ -22,8 +22,10 @@ import msgspec
 
 from sgltui import __version__, protocol
 from sgltui.agent import keeper, preflight
+from sgltui.agent.attach import Attacher
 from sgltui.agent.children import ChildError, Children
 from sgltui.agent.config import AgentConfig
+from sgltui.agent.discovery import Discovery
 from sgltui.agent.errors import OpError
 from sgltui.agent.events import EventBus
 from sgltui.agent.exposure import Exposures
@@ -33,6 +35,7 @@ from sgltui.agent.jobs_site import AgentSite
 from sgltui.agent.operations import Job, Operations, Wait
 from sgltui.agent.pools import PoolArgs, Pools
 from sgltui.agent.profile_rows import ProfileRows
+from sgltui.agent.provenance import ProvenanceKeeper
 from sgltui.agent.resolved import ProfileIndex, Resolved, from_record, server_env
 from sgltui.agent.restart_policy import RestartPolicy
 from sgltui.agent.slot import (
@@ -95,6 +98,10 @@ class Supervisor:
             sid: Slot(sid, self, places.get(sid)) for sid in (list(places) or slot_ids)
         }
         self.ops = Operations(self)  # start / stop / restart / swap (agent/operations.py)
+        # servers sgltui did not start: found (agent/discovery.py), attached (agent/attach.py)
+        self.discovery = Discovery(self.our_pids)
+        self.attacher = Attacher(self)
+        self.provenance = ProvenanceKeeper(self)  # what each ready server runs, under a hash
         # slots served to another host's gateway: address and key (agent/exposure.py)
         self.exposures = Exposures(state_dir)
         # host.toml's pools: a front for one slot, the gateway for more (agent/pools.py)
@@ -134,6 +141,7 @@ class Supervisor:
         self.bus.subscribe(self._push_event)
         self.bus.subscribe(self.restart_policy.on_event)
         self.bus.subscribe(self._telemetry_follows)
+        self.bus.subscribe(self.provenance.on_event)
         self.bus.on_change(self._fronts_follow)
         self.bus.on_change(self.pools.sync)
         self.bus.on_change(self._save_later)
@@ -159,6 +167,7 @@ class Supervisor:
         self.recorder.on_disk_change = lambda ev: self.broadcast("event", ev)
         await self._start_telemetry()
         await self._start_fronts()
+        self.discovery.start()
         self.bus.publish(
             protocol.AgentStart(
                 pid=os.getpid(),
@@ -204,17 +213,22 @@ class Supervisor:
 
     async def _start_fronts(self) -> None:
         """One front endpoint per slot, on FrontConfig.port + the slot's index (agent/front.py)."""
+        from sgltui.agent import config as agent_config
+        from sgltui.core import placement
+
         cfg = self.front_config
         if cfg.port is None:
             return
         for i, slot in enumerate(self.slots.values()):
             host, port = cfg.host, cfg.port + i
+            setting = f"[front] port in {agent_config.default_path()}" + (f" (+{i})" if i else "")
             where = self.pools.front_port(slot.id)
             if where is False:
                 continue  # a slot of a pool of two or more: the pool's gateway is its endpoint
             if isinstance(where, tuple):
                 host, port = where  # a pool of one: the front is the pool's endpoint
-            front = Front(slot.id, host, port, cfg, on_event=self._front_event)
+                setting = f"the pool's port in {placement.default_path()}"
+            front = Front(slot.id, host, port, cfg, on_event=self._front_event, setting=setting)
             await front.start()  # a port already taken leaves front.error for status to show
             slot.attach_front(front)
 
@@ -269,9 +283,11 @@ class Supervisor:
             if job.task and not job.task.done() and not stop_servers:
                 job.task.cancel()
         await self.batch.close()
+        await self.discovery.close()
+        await self.provenance.close()
         if stop_servers:
             for slot in self.slots.values():
-                if slot.state != STOPPED:
+                if slot.state != STOPPED and slot.external is None:  # never one we attached
                     try:
                         await slot.stop("agent", drain="force")
                     except Exception:
@@ -288,7 +304,10 @@ class Supervisor:
         self.bus.publish(
             protocol.AgentStop(
                 stop_servers=stop_servers,
-                left_running=[s.id for s in self.slots.values() if s.state in RUNNING],
+                # an attached server runs on, but was never this agent's to re-adopt
+                left_running=[
+                    s.id for s in self.slots.values() if s.state in RUNNING and s.external is None
+                ],
             )
         )
         if self.telemetry is not None:
@@ -366,13 +385,16 @@ class Supervisor:
         if self.telemetry is None or event.slot is None:
             return
         slot = self.slots.get(event.slot)
-        if isinstance(event, protocol.Launch) or (
-            isinstance(event, protocol.AgentAdopt) and event.ok
+        attached = isinstance(event, protocol.SlotAttached) and event.action == "attached"
+        if (
+            isinstance(event, protocol.Launch)
+            or (isinstance(event, protocol.AgentAdopt) and event.ok)
+            or attached
         ):
-            if slot is not None and slot.tree is not None:
+            if slot is not None and (slot.tree is not None or attached):
                 self.telemetry.attach(
                     slot.id,
-                    slot.tree.pid,
+                    slot.tree.pid if slot.tree else 0,  # 0: a remote server, no process here
                     f"http://{_connect_host(slot.server_host)}:{slot.port}",
                     slot.api_key,
                     tp_size=slot.tp_size,
@@ -602,6 +624,7 @@ class Supervisor:
             bench=self.children.latest_bench(),
             jobs=self.batch.views(),
             pools=msgspec.convert(self.pools.status(), list[protocol.PoolStatus]),
+            unmanaged=msgspec.convert(self.discovery.view(), list[protocol.Unmanaged]),
         )
 
     # ---- commands ------------------------------------------------------------------------------
@@ -614,6 +637,8 @@ class Supervisor:
             return None if fn is None else functools.partial(self._job_op, fn)
         if op in Operations.OPS:  # a slot's lifecycle: agent/operations.py
             return getattr(self.ops, f"op_{op}", None)
+        if op in Attacher.OPS:  # servers sgltui did not start: agent/attach.py
+            return getattr(self.attacher, f"op_{op}", None)
         return getattr(self, f"op_{op}", None)
 
     async def handle(self, op: str, args: protocol.Args, client: str | None) -> Any:
@@ -692,6 +717,7 @@ class Supervisor:
         return protocol.PingReply(pong=True, pid=os.getpid(), version=__version__)
 
     async def op_status(self, args: protocol.Args, client: str | None) -> protocol.StatusReply:
+        await self.discovery.first()  # an agent just started has looked for servers once
         return self.status()
 
     async def op_profiles(

@@ -68,3 +68,13 @@ def format_point(
             lines.append(f"{count:>6}  {msg}")
     lines.append("=" * 50)
     return "\n".join(lines)
+
+
+def put_back_line(put: dict[str, Any]) -> str:
+    """A result's `put_back` in words (bench/runner.py): the sweep swapped the slot away from
+    the profile it served and back to it."""
+    where = f"slot {put.get('slot')}"
+    if put.get("ok") is False:
+        return f"{where} NOT put back on {put.get('profile')}: {put.get('error')}"
+    verb = "asked back to" if put.get("ok") is None else "put back on"
+    return f"{where} {verb} {put.get('profile')} (it served that before the bench)"

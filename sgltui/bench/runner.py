@@ -31,6 +31,7 @@ from sgltui.bench import compare, energy
 from sgltui.bench.loadgen import API_KEY_ENV
 from sgltui.bench.metrics import clean_json
 from sgltui.bench.spec import BenchSpec, SpecError
+from sgltui.core import provenance
 from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.redact import redact_obj
 
@@ -352,6 +353,7 @@ class Runner:
         point = 0
         profiles: list[str | None] = list(spec.profiles) or [None]
         finished = False
+        before = await self._serving()
         try:
             for profile in profiles:
                 if self.stopping:
@@ -405,6 +407,9 @@ class Runner:
                             self._add(target, c, k, **res)
                         self.save()
                 self.result["server_info"][target.profile or "server"] = target.server_info
+                if target.server_info:  # what produced the numbers: core/provenance.py
+                    rec = provenance.record(target.server_info)
+                    self.result.setdefault("provenance", {})[target.profile or "server"] = rec
             finished = True
         finally:
             # an unexpected error still leaves a readable file that says the run failed
@@ -416,6 +421,7 @@ class Runner:
                 self.result["results"], spec.job_completions, spec.job_output_len, spec.output_len
             )
             self.save()
+        await self._put_back(before, point)
         await self.progress(
             force=True,
             state=self.result["state"],
@@ -424,6 +430,54 @@ class Runner:
             points=spec.points(),
         )
         return self.result
+
+    async def _serving(self) -> str | None:
+        """The profile the slot serves before the sweep swaps it (None: nothing ready, a --url
+        run, or a sweep of the profile running now only)."""
+        if self.spec.url or self.agent is None or not self.spec.profiles:
+            return None
+        from sgltui.agent.client import AgentError
+
+        with contextlib.suppress(AgentError, OSError, asyncio.TimeoutError):
+            slot = _slot(await self.agent.call("status"), self.spec.slot) or {}
+            if slot.get("state") == "ready":
+                return slot.get("profile")
+        return None
+
+    async def _put_back(self, before: str | None, point: int) -> None:
+        """A sweep that swapped the slot away from what it served swaps it back, and says so in
+        the result (`put_back`, shown by `sgltui bench`, the Bench tab and the Activity pane)."""
+        if before is None or self.agent is None:
+            return
+        from sgltui.agent.client import AgentError
+
+        with contextlib.suppress(AgentError, OSError, asyncio.TimeoutError):
+            slot = _slot(await self.agent.call("status"), self.spec.slot) or {}
+            if slot.get("profile") == before and slot.get("state") == "ready":
+                return
+        await self.progress(
+            force=True, state="running", profile=before, phase=f"putting {before} back", point=point
+        )
+        put: dict[str, Any] = {"slot": self.spec.slot, "profile": before}
+        if self.stopping:  # the agent ends a stopped run within seconds: asked, not waited for
+            with contextlib.suppress(AgentError, OSError, asyncio.TimeoutError):
+                await self.agent.call(
+                    "swap",
+                    profile=before,
+                    slot=self.spec.slot,
+                    profiles_dirs=self.spec.profiles_dirs,
+                )
+                put["ok"] = None
+            self.result["put_back"] = put
+            self.save()
+            return
+        try:
+            await ensure_ready(self.agent, self.spec, before)
+            put["ok"] = True
+        except (RunError, AgentError, OSError, asyncio.TimeoutError) as exc:
+            put.update(ok=False, error=str(exc))
+        self.result["put_back"] = put
+        self.save()
 
     async def _energy(self, t0: float, metrics: dict) -> dict:
         """The point's GPU energy from the agent's power samples (none for --url runs)."""
@@ -480,6 +534,9 @@ class Runner:
                 "command_hash": target.command_hash,
                 "capacity": target.capacity,
                 "server_version": target.server_version,
+                "server_info_hash": (
+                    provenance.record(target.server_info)["hash"] if target.server_info else None
+                ),
                 "base_url": target.base_url,
                 "concurrency": concurrency,
                 "repeat": repeat,

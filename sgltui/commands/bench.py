@@ -60,6 +60,9 @@ def register(subparsers: Subparsers) -> None:
     cmp.add_argument(
         "target", metavar="RUN.json", nargs="?", help="a run file (bench/ of a session)"
     )
+    cmp.add_argument(
+        "other", metavar="OTHER.json", nargs="?", help="a second run: the flags that differ"
+    )
     _export_options(cmp)
     cmp.set_defaults(handler=_compare)
     ls = acts.add_parser("list", help="this agent's bench runs")
@@ -434,6 +437,11 @@ def _show(args: argparse.Namespace, path: Path, result: dict | None) -> int:
             )
             print()
         print(compare.render_text(data["comparison"]))
+        _print_flag_diff(data.get("server_info") or {})
+        if data.get("put_back"):
+            from sgltui.bench.report import put_back_line
+
+            print(f"\n{put_back_line(data['put_back'])}")
         print(f"\nresult: {path}")
     _export(args, data)
     ok = any(r.get("metrics") and r["metrics"].get("completed") for r in data.get("results", []))
@@ -466,13 +474,48 @@ def _write(path: str, text: str) -> None:
         raise CliError(f"cannot write {path}: {exc.strerror}; choose a writable path") from None
 
 
+def _print_flag_diff(infos: dict) -> None:
+    """The flags in which the runs' servers differ, as they resolved them (issue 38)."""
+    from sgltui.core import provenance
+
+    lines = provenance.flag_diff_lines(infos)
+    if lines:
+        print("\nserver flags (resolved, from /server_info):")
+        print("\n".join(f"  {line}" for line in lines))
+
+
 def _compare(args: argparse.Namespace) -> int:
     if not args.target:
-        raise CliError("give the run file: sgltui bench compare RUN.json")
+        raise CliError("give the run file: sgltui bench compare RUN.json [OTHER.json]")
     path = Path(args.target).expanduser()
     if not path.is_file():
         raise CliError(f"no such run file: {path}; run files are under the session's bench/ folder")
-    return _show(args, path, None)
+    other = getattr(args, "other", None)
+    if not other:
+        return _show(args, path, None)
+    return _compare_two(args, path, Path(other).expanduser())
+
+
+def _compare_two(args: argparse.Namespace, a: Path, b: Path) -> int:
+    """Two stored runs: each one's table, then the flags in which their servers differ."""
+    from sgltui.bench.runner import load_result
+
+    infos: dict = {}
+    rc = 0
+    for path in (a, b):
+        if not path.is_file():
+            raise CliError(f"no such run file: {path}")
+        print(f"== {path.name}")
+        rc |= _show(args, path, None)
+        try:
+            data = load_result(path)
+        except ValueError:
+            raise CliError(f"{path} is not a bench result file (JSON)") from None
+        for name, info in (data.get("server_info") or {}).items():
+            infos[f"{path.stem}:{name}"] = info
+    if not args.json:
+        _print_flag_diff(infos)
+    return rc
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -103,6 +103,13 @@ def register(subparsers: Subparsers) -> None:
     imp.add_argument("--description", default="", help="profile description")
     imp.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     imp.add_argument(
+        "--from",
+        dest="from_url",
+        metavar="URL",
+        help="a running server (its resolved args, from /server_info) instead of a command line",
+    )
+    imp.add_argument("--api-key-file", metavar="FILE", help="with --from: the server's API key")
+    imp.add_argument(
         "cmd",
         nargs=argparse.REMAINDER,
         metavar="-- COMMAND",
@@ -355,6 +362,10 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    if args.from_url:  # a running server: commands/attach.py
+        from sgltui.commands.attach import import_from
+
+        return import_from(args)
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]

@@ -393,13 +393,17 @@ def cmd_status(args: argparse.Namespace) -> int:
                 f"{', '.join(left)} still running: `sgltui agent start` re-adopts them",
                 3,
             ) from None
+        found = _unmanaged_lines()
+        for line in found:  # servers of yours sgltui did not start, found by this command
+            print(line)
         raise CliError(
-            f"no agent is running for {_state(args)}: no servers; "
-            "`sgltui start PROFILE` or `sgltui` starts one",
+            f"no agent is running for {_state(args)}"
+            + ("" if found else ": no servers")
+            + "; `sgltui start PROFILE` or `sgltui` starts one",
             3,
         ) from None
     if args.json:  # the agent's object as it sent it, keys this version does not know included
-        print(json.dumps(raw, indent=1, default=str))
+        print(json.dumps(_only_asked(raw, args), indent=1, default=str))
         return 0
     try:
         st: protocol.StatusReply = decode_reply("status", raw)
@@ -440,6 +444,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"{s.id:<5}{(s.profile or '-'):<22}{s.state:<11}{phase if launching else '-':<24}"
             f"{s.port or '-':<7}{pids:<18}{units.duration(s.uptime_s)}"
         )
+        if s.external:
+            print(f"     {external_line(s)}")
         front = s.front
         if front:
             if front.error:
@@ -455,6 +461,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         if s.cause:
             print(f"     cause: {s.cause.summary}")
             print(f"     fix:   {s.cause.fix}")
+    for u in st.unmanaged:
+        print(unmanaged_line(u))
     for pool in st.pools:
         gw = pool.gateway
         via = f"gateway pid {gw.pid} ({gw.state})" if gw and gw.pid else (gw.state if gw else "-")
@@ -466,6 +474,50 @@ def cmd_status(args: argparse.Namespace) -> int:
         if pool.error:
             print(f"     error: {pool.error}")
     return 0
+
+
+def _unmanaged_lines() -> list[str]:
+    from sgltui.agent import discovery
+
+    try:
+        return [f.line() for f in discovery.scan()]
+    except Exception:  # noqa: BLE001 - a look around must not hide the real answer
+        return []
+
+
+def unmanaged_line(u: protocol.Unmanaged) -> str:
+    from sgltui.agent.discovery import Found
+
+    return Found(u.pid, u.port, u.url, u.model, u.kind, u.version, u.note).line()
+
+
+def external_line(s: protocol.SlotStatus) -> str:
+    ext = s.external
+    assert ext is not None
+    if ext.pid is None:
+        return f"external: {ext.url} (remote; watched only)"
+    return (
+        f"external: {ext.url}, pid {ext.pid} (not started by sgltui; "
+        f"`sgltui adopt --slot {s.id}` takes it over)"
+    )
+
+
+def _only_asked(raw: dict, args: argparse.Namespace) -> dict:
+    """`status --pool P --json` / `--slot S --json`: that pool's (or slot's) entries only, as
+    the text form shows (it printed every slot and pool)."""
+    pool, slot = getattr(args, "pool", None), getattr(args, "slot", None)
+    if not (pool or slot):
+        return raw
+    pools = [p for p in raw.get("pools") or [] if p.get("name") == pool]
+    if pool and not pools:
+        names = ", ".join(str(p.get("name")) for p in raw.get("pools") or []) or "none"
+        raise CliError(f"no pool {pool!r}; pools: {names}")
+    wanted = {str(s) for p in pools for s in p.get("slots") or []} | ({slot} if slot else set())
+    return dict(
+        raw,
+        slots=[s for s in raw.get("slots") or [] if str(s.get("id")) in wanted],
+        pools=pools if pool else raw.get("pools") or [],
+    )
 
 
 def _left_running(state: Path) -> list[str]:

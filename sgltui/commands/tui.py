@@ -101,7 +101,60 @@ def open_demo(args: argparse.Namespace) -> int:
         return stop_demo(args)
     if getattr(args, "gpus", None) is not None:
         demo_pool(args)
+    else:
+        _demo_ports(args)
     return _run(args, demo=True)
+
+
+def _demo_ports(args: argparse.Namespace) -> None:
+    """A demo of one slot whose usual ports are held (another user's demo on this host): the
+    agent it starts gets free ones, a host.toml of the demo's own (slot and front port), so
+    that the start is not refused over a port the user never chose. An agent already running
+    keeps what it has; the usual ports free: nothing changes."""
+    from sgltui.agent.client import AgentError, call_sync
+    from sgltui.commands import demo_ports
+
+    state = state_dir_of(args)
+    try:
+        call_sync(state, "ping", autostart=False)
+        return
+    except AgentError:
+        pass
+    from sgltui.core import placement
+
+    if placement.default_path().exists():
+        return  # the user's own host.toml places the servers
+    if demo_ports.free(demo_ports.SERVER_PORT) and demo_ports.free(placement.DEFAULT_POOL_PORT):
+        return
+    _write_demo_host(args, 1)
+
+
+def state_dir_of(args: argparse.Namespace) -> Path:
+    from sgltui.core.locations import state_dir
+
+    return state_dir(getattr(args, "state_dir", None))
+
+
+def _write_demo_host(args: argparse.Namespace, n: int) -> Any:
+    """A host.toml of the demo's own (the user's is left alone) on free ports: n simulated GPUs,
+    one slot each, in pool 'all' (of one: its front). The agent started next reads it."""
+    from sgltui.commands import demo_ports
+    from sgltui.core import placement
+    from sgltui.core.files import private_dir, write_atomic
+
+    state = state_dir_of(args)
+    layout = placement.layout(
+        n,
+        simulated=True,
+        simulated_gpu="rtx-pro-6000-96gb",
+        pool_port=demo_ports.front_port(),
+        taken=demo_ports.busy_slot_ports(),
+    )
+    path = state / f"demo-host-{n}.toml"
+    private_dir(state)
+    write_atomic(path, layout.to_toml())
+    os.environ[placement.HOST_FILE_ENV] = str(path)  # the agent started below reads it
+    return layout
 
 
 def demo_pool(args: argparse.Namespace) -> None:
@@ -111,51 +164,43 @@ def demo_pool(args: argparse.Namespace) -> None:
     from sgltui.agent.client import AgentError, call_sync
     from sgltui.agent.client_errors import Already
     from sgltui.core import placement
-    from sgltui.core.files import private_dir, write_atomic
     from sgltui.core.locations import state_dir
 
     n = args.gpus
     if not 2 <= n <= 8:
         raise CliError(f"--gpus {n}: give 2 to 8 (one simulated GPU per slot)")
+    from sgltui.agent.gateway import smg_available, smg_missing
+
+    if not smg_available():  # before anything starts: the pool would never serve
+        raise CliError(f"demo --gpus {n}: {smg_missing()}")
     state = state_dir(getattr(args, "state_dir", None))
-    from sgltui.agent.gateway import port_free
-
-    # The usual front port, unless something else holds it (another demo on a shared host).
-    port = placement.DEFAULT_POOL_PORT
-    if not port_free("127.0.0.1", port):
-        import socket
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-    layout = placement.layout(n, simulated=True, simulated_gpu="rtx-pro-6000-96gb", pool_port=port)
     try:
         running = call_sync(state, "status", autostart=False)
     except AgentError:
         running = None
     if running is not None:
         ids = [s.get("id") for s in running.get("slots") or []]
-        if ids != layout.slot_names():
+        wanted = [placement.slot_name(i) for i in range(n)]
+        if ids != wanted:
             raise CliError(
                 f"an agent already runs for {state} with slots {', '.join(map(str, ids))}; "
                 "stop it (sgltui agent stop --stop-servers) or give --state-dir DIR"
             )
+        pools = running.get("pools") or []
+        endpoint = next((p.get("endpoint") for p in pools if p.get("name") == "all"), "")
     else:
-        path = state / f"demo-host-{n}.toml"
-        private_dir(state)
-        write_atomic(path, layout.to_toml())
-        os.environ[placement.HOST_FILE_ENV] = str(path)  # the agent started below reads it
+        # Free ports, the usual ones first (another demo on a shared host holds them).
+        endpoint = _write_demo_host(args, n).pools[0].endpoint
     dirs = [str(Path(p).expanduser()) for p in (getattr(args, "profiles", None) or [])]
-    pool = layout.pools[0]
     try:
         call_sync(
-            state, "start", autostart=True, profiles_dirs=dirs, profile="demo-base", pool=pool.name
+            state, "start", autostart=True, profiles_dirs=dirs, profile="demo-base", pool="all"
         )
     except Already:
         pass  # the pool's slots run already: the demo goes on with them
     except AgentError as exc:
         raise CliError(str(exc)) from None
-    print(f"sgltui: demo pool '{pool.name}' of {n} simulated GPUs on {pool.endpoint}")
+    print(f"sgltui: demo pool 'all' of {n} simulated GPUs on {endpoint}")
 
 
 def stop_demo(args: argparse.Namespace) -> int:

@@ -567,28 +567,42 @@ def throughput_chart(
     )
 
 
+def _room(col: int, step: int, most: int, width: int, blocked: set[int]) -> list[int]:
+    """Free cells from beside `col` towards `step`, up to `most`, stopping at a blocked one."""
+    out: list[int] = []
+    i = col + step
+    while 0 <= i < width and len(out) < most and i not in blocked:
+        out.append(i)
+        i += step
+    return out
+
+
+MIN_LABEL = 4  # a label cut shorter than this says nothing ("tp"): left out instead
+
+
 def _label_markers(cells: list[str], roles: list[str], marks: dict[int, str]) -> None:
     """Write each marker's label on the row beside its line: to the right when it fits, else to
-    the left; a label that would cover another marker's line or label is cut short or left out
-    (the newest marker wins, it is the one people look for)."""
+    the left. A label never covers another marker's line or label and keeps a blank cell from
+    the next label; short of room it is cut with an ellipsis, or left out when under MIN_LABEL
+    cells (the newest marker goes first: it is the one people look for)."""
     width = len(cells)
-    taken = set(marks)
+    taken = set(marks)  # marker lines and placed labels
+    apart: set[int] = set()  # the cell each side of a placed label: labels never touch
     for col in sorted(marks, reverse=True):
         text = marks[col]
-        right = [i for i in range(col + 1, min(width, col + 1 + len(text)))]
-        left = [i for i in range(max(0, col - len(text)), col)]
-        span = right if len(right) == len(text) or len(right) >= len(left) else left
-        free: list[int] = []
-        for i in span if span is right else reversed(span):
-            if i in taken:
-                break
-            free.append(i)
-        if not free:
-            continue
-        if span is not right:
-            free.reverse()
-            text = text[-len(free) :]
+
+        right, left = (
+            _room(col, 1, len(text), width, taken | apart),
+            _room(col, -1, len(text), width, taken | apart),
+        )
+        free = right if len(right) == len(text) or len(right) >= len(left) else left
+        if len(free) < len(text):
+            if len(free) < MIN_LABEL:
+                continue
+            text = text[: len(free) - 1] + "…"
+        free = sorted(free)
         for i, ch in zip(free, text):
             cells[i] = ch
             roles[i] = MARKER
             taken.add(i)
+        apart.update((free[0] - 1, free[-1] + 1))

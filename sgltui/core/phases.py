@@ -100,3 +100,21 @@ def estimate(
 def uvicorn_url(line: str) -> str | None:
     m = _UVICORN_RE.search(line)
     return m.group(1) if m else None
+
+
+class Forward:
+    """A launch's progress that never goes back. SGLang loads the draft model's weights and
+    allocates its KV cache after the target's (loading weights, allocating KV cache, loading
+    weights, ...), and the estimate of a phase entered again is lower: the CLI read
+    `allocating KV cache 72%` then `loading weights 56%`. Progress holds until the estimate
+    passes it; a new launch (another key) starts from 0."""
+
+    def __init__(self) -> None:
+        self.key: object = None
+        self.floor = 0.0
+
+    def __call__(self, key: object, progress: float) -> float:
+        if key != self.key:
+            self.key, self.floor = key, 0.0
+        self.floor = max(self.floor, progress)
+        return self.floor

@@ -368,8 +368,10 @@ def layout(
     simulated: bool = False,
     simulated_gpu: str | None = None,
     pool_port: int = DEFAULT_POOL_PORT,
+    taken: Mapping[int, str] | None = None,
 ) -> Placement:
-    """`sgltui host init`: one slot per GPU (or per group of `tp`), all in pool "all"."""
+    """`sgltui host init`: one slot per GPU (or per group of `tp`), all in pool "all". Slot
+    ports keep clear of `taken` (port -> holder: the demo's busy ports) and of the pool's."""
     if gpu_count < 1:
         raise PlacementError(
             "no GPU found on this host; try sgltui host init --simulated-gpus N for a simulated one"
@@ -381,7 +383,7 @@ def layout(
         )
     groups = [tuple(range(i, i + tp)) for i in range(0, gpu_count, tp)]
     names = [slot_name(i) for i in range(len(groups))]
-    ports = assign_ports([(n, None) for n in names], {pool_port: "pool"})
+    ports = assign_ports([(n, None) for n in names], {**(taken or {}), pool_port: "pool"})
     slots = tuple(
         SlotPlace(
             n,

@@ -287,8 +287,10 @@ def decide(trial: dict, note: str | None = None) -> str | None:
     return winner["name"]
 
 
-def view(trial: dict) -> dict:
-    """What status, the Jobs pane and the decision event show (the points left out)."""
+def view(trial: dict, segments: list[dict] | None = None) -> dict:
+    """What status, the Jobs pane and the decision event show (the points left out). With the
+    job's `segments`: each candidate carries the hash of what its server ran (info_hash)."""
+    hashes = {s.get("profile"): s.get("info_hash") for s in segments or [] if s.get("info_hash")}
     keep = (
         "name",
         "state",
@@ -312,6 +314,7 @@ def view(trial: dict) -> dict:
         j = row["joules"]
         row["j_per_completion"] = round(j / reqs, 2) if reqs and j else None
         row["tok_per_j"] = round(toks / j, 3) if toks and j else None
+        row["info_hash"] = hashes.get(c.get("name"))
         cands.append(row)
     return {
         "winner": trial.get("winner"),

@@ -325,7 +325,7 @@ class Chooser:
             self.host.persist(self.rec)
 
     def _emit_decision(self) -> None:
-        v = choose.view(self.trial)
+        v = choose.view(self.trial, self.rec.get("segments"))
         self.host.publish(
             self.rec,
             protocol.JobDecisionEvent(

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sgltui import protocol
-from sgltui.core import choice, units
+from sgltui.core import choice, provenance, units
 from sgltui.core.charts import hbar, sparkline, stacked_bar
 from sgltui.core.redact import Redactor
 from sgltui.session.reader import Session
@@ -431,6 +431,12 @@ def _bench(session: Session) -> list[dict[str, Any]]:
                 "job": {k: v for k, v in job.items() if k != "estimates"} or None,
                 "estimates": job.get("estimates") or [],
                 "recommendation": recommendation,
+                # what each profile's server ran (core/provenance.py; runs before it: none)
+                "servers": {
+                    str(name): {"hash": rec.get("hash"), "version": rec.get("version")}
+                    for name, rec in (data.get("provenance") or {}).items()
+                    if isinstance(rec, dict)
+                },
             }
         )
     return runs
@@ -488,6 +494,29 @@ INCIDENTS = {
     "job.disk_error": "output refused",
     "job.disk_ok": "output written again",
 }
+
+
+def _what_ran(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per ready server (launched, adopted or attached), what actually ran: its version and GPU,
+    the flags that differ from SGLang's defaults and the values SGLang decided, under the hash
+    bench runs and jobs carry (core/provenance.py; the `server.provenance` events)."""
+    out = []
+    for e in events:
+        if e.get("type") != "server.provenance":
+            continue
+        rec = {
+            k: e.get(k) for k in ("version", "args", "decided", "gpu", "model", "launch_command")
+        }
+        out.append(
+            {
+                "ts": e.get("ts"),
+                "slot": e.get("slot"),
+                "launch_id": e.get("launch_id"),
+                "model": e.get("model"),
+                **provenance.summary({**rec, "hash": e.get("hash")}),
+            }
+        )
+    return out
 
 
 def _jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -574,6 +603,7 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
             "samples": len(session.timeline),
         },
         "launches": launches,
+        "what_ran": _what_ran(events),
         "swaps": _swaps(history.state),
         "crashes": _crashes(session, history.state, redactor),
         "time_in_profile": _time_in_profiles(history, span),
@@ -615,6 +645,9 @@ def render_markdown(r: dict[str, Any]) -> str:
     out = _md_header(r["session"])
     out += _md_section(
         "Launches", _md_launches(r["launches"]), "No server was launched in this session."
+    )
+    out += _md_section(
+        "What ran", _md_what_ran(r.get("what_ran") or []), "No server's /server_info was kept."
     )
     out += _md_section("Swaps", _md_swaps(r["swaps"]), "No swaps.")
     out += _md_section("Crashes and failures", _md_crashes(r["crashes"]), "None.")
@@ -675,6 +708,38 @@ def _md_launches(launches: list[dict[str, Any]]) -> list[str]:
             for x in launches
         ),
     )
+
+
+def _md_what_ran(rows: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for x in rows:
+        gpu = x.get("gpu") or {}
+        on = " ".join(str(gpu[k]) for k in ("name", "driver", "cuda") if gpu.get(k)) or "-"
+        out.append(
+            f"- {units.timestamp(x['ts'])} slot {x['slot']} `{x.get('launch_id') or '-'}`: "
+            f"{x.get('model') or '-'}, SGLang {x.get('version') or '?'}, GPU {on}, "
+            f"server_info `{x.get('hash')}`"
+        )
+        flags = x.get("flags") or {}
+        out.append(
+            "  - flags given or off SGLang's default: "
+            + (", ".join(_flag_text(k, v) for k, v in sorted(flags.items())) or "none")
+        )
+        decided = x.get("decided") or {}
+        if decided:
+            out.append(
+                "  - decided by SGLang: "
+                + ", ".join(f"{k}={v}" for k, v in sorted(decided.items()))
+            )
+    return out
+
+
+def _flag_text(key: str, value: Any) -> str:
+    if value is True:
+        return f"--{key}"
+    if isinstance(value, list):
+        value = " ".join(map(str, value))
+    return f"--{key} {_short(str(value), 40)}"
 
 
 def _md_swaps(swaps: list[dict[str, Any]]) -> list[str]:
@@ -837,6 +902,16 @@ def _md_bench(runs: list[dict[str, Any]]) -> list[str]:
             continue
         if run.get("spec"):
             out += ["Spec: " + ", ".join(f"{k}={v}" for k, v in run["spec"].items()), ""]
+        servers = run.get("servers") or {}
+        if servers:
+            out += [
+                "Servers (see What ran): "
+                + ", ".join(
+                    f"{n} `{x.get('hash')}` SGLang {x.get('version') or '?'}"
+                    for n, x in servers.items()
+                ),
+                "",
+            ]
         out += _md_bench_rows(run["rows"])
         out += _md_estimates(run)
         if run.get("recommendation"):

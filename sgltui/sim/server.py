@@ -634,7 +634,17 @@ class SimServer:
         return info
 
     def argv_sglang(self) -> list[str]:
-        return [a for a in self.argv if not a.startswith("--sim-")]
+        """The command line less the simulator's own flags, each with its value (every --sim-*
+        flag takes one): what SGLang's launch_command would show."""
+        out, skip = [], False
+        for a in self.argv:
+            if skip:
+                skip = False
+            elif a.startswith("--sim-"):
+                skip = "=" not in a
+            else:
+                out.append(a)
+        return out
 
     def loads(self, include: str, dp_rank) -> dict:
         p, s = self.the_plan, self.the_engine.stats

@@ -31,8 +31,8 @@ from sgltui.agent.client_errors import Pinned
 from sgltui.core import retry
 from sgltui.core.files import private_dir, write_atomic
 from sgltui.session.layout import SCREENSHOTS_DIR
+from sgltui.tui import logtail, topbar, views
 from sgltui.tui import model as M
-from sgltui.tui import views
 from sgltui.tui.bindings import ALL_KEYS, KEYS
 from sgltui.tui.config import TuiConfig
 from sgltui.tui.fleetsource import FleetSource, host_of
@@ -170,6 +170,7 @@ class SgltuiApp(App[str | None]):
         self._bindings_state: str | None = None
         self._topbar = ""
         self._launch_of: dict[str, str] = {}  # slot -> launch id of the log lines shown last
+        self._tail_read: dict[str, list[str]] = {}  # slot -> the lines its tail read on connect
         self._jobs_read = False  # the Jobs tab has read the agent's jobs once
         self._host_errors: dict[str, str | None] = {}  # a fleet: each host's last error shown
         # The pool whose row the slots view has picked (a profile key rolls it), else None.
@@ -241,6 +242,7 @@ class SgltuiApp(App[str | None]):
         # Textual has no media queries: classes switch the compact layout for 80x24.
         self.screen.set_class(event.size.height < 32, "-short")
         self.screen.set_class(event.size.width < 100, "-narrow")
+        self._update_topbar()  # its parts are chosen for the width
 
     # -- the source --------------------------------------------------------------------------
 
@@ -291,18 +293,20 @@ class SgltuiApp(App[str | None]):
         # Re-read the tail of each live server's log: lines written while we were away. (A
         # fleet's source sends each host's tails itself, as that host connects.)
         self.logbuf.clear()
+        self._tail_read.clear()
         for slot in self.model.slots if self.fleet is None else []:
             if slot.state == protocol.SlotState.STOPPED and not slot.launch_id:
                 continue
             sid = slot.id
             try:
-                tail: protocol.LogsReply = await ask(self.source, "logs", slot=sid, lines=200)
+                tail = await logtail.read_tail(self.source, sid)
             except MalformedReply as exc:
                 self._bad_reply(exc)
                 continue
             except SOURCE_ERRORS:
                 continue
             self._new_lines.extend(self.logbuf.add(sid, tail.lines))
+            self._tail_read[sid] = list(tail.lines[-500:])
             if tail.launch_id:
                 self._launch_of[sid] = tail.launch_id
         self._redraw_logs = True
@@ -410,7 +414,15 @@ class SgltuiApp(App[str | None]):
                 self._new_lines.extend(self.logbuf.add(slot, [f"──── {launch} ────"]))
             if launch:
                 self._launch_of[slot] = launch
-            self._new_lines.extend(self.logbuf.add(slot, data.get("lines") or []))
+            lines = list(data.get("lines") or [])
+            read = self._tail_read.pop(slot, None)
+            if read:
+                # The first push after connecting starts with the lines the tail read ended
+                # with: the agent pushed them too, queued while the tail was read (a first
+                # launch's lines showed twice). Dropped only where the push covers the tail's
+                # whole end, so a line that merely repeats (a batch line) is kept.
+                lines = lines[_overlap(read, lines) :]
+            self._new_lines.extend(self.logbuf.add(slot, lines))
         elif push.get("push") == "event":
             ev = push.get("data") or {}
             if ev.get("type") == "bench.done" and ev.get("path"):
@@ -522,8 +534,8 @@ class SgltuiApp(App[str | None]):
         elif M.SERVERS in dirty and self.screen.has_class("-slots"):
             self.screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
             self._pane(SlotsPane).display = False
-        if M.MEMORY in dirty:
-            self._pane(MemoryPane).show(m.memory_view)
+        if M.MEMORY in dirty or (M.SERVERS in dirty and self.screen.has_class("-memory")):
+            self._show_memory()
         if M.CHART in dirty:
             # The row shows while the server serving now is speculative: its latest sample,
             # not the last five minutes (a swap to a plain profile drops the row at once).
@@ -556,6 +568,18 @@ class SgltuiApp(App[str | None]):
             if self._pane(MemoryPane).border_title != title:
                 self._pane(MemoryPane).border_title = title
 
+    def _show_memory(self) -> None:
+        m, pane = self.model, self._pane(MemoryPane)
+        if m.several and self.fleet is None and self.screen.has_class("-short"):
+            # In the chart's place (m): the picked slot's GPUs, named in the title.
+            sid = m.current_id
+            pane.show(views.slot_memory(m.memory_view, m.current))
+            title = f"memory · slot {sid} (t: chart)" if sid else "memory"
+            if pane.border_title != title:
+                pane.border_title = title
+        else:
+            pane.show(m.memory_view)
+
     def _draw_slots(self) -> None:
         """The slots view, shown from the second slot on (a one-slot screen is unchanged)."""
         m = self.model
@@ -570,7 +594,7 @@ class SgltuiApp(App[str | None]):
             pane.border_title = title
         figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in m.slots}
         down = self.fleet.unreachable() if self.fleet is not None else None
-        pane.show(m.slots, m.pools, figures, m.current_id, down)
+        pane.show(m.slots, m.pools, figures, m.current_id, down, m.unmanaged)
 
     @on(SlotsPane.Picked)
     def _slot_picked(self, msg: SlotsPane.Picked) -> None:
@@ -591,30 +615,31 @@ class SgltuiApp(App[str | None]):
     def _update_topbar(self) -> None:
         m = self.model
         agent = m.agent
-        parts = ["[b]sgltui[/]"]
+        # (markup, keep): a narrow terminal leaves out the parts of keep < 0, lowest first.
+        parts: list[tuple[str, int]] = [("[b]sgltui[/]", 0)]
         if self.source.read_only:
-            parts.append(f"[b $warning]{self.source.read_only_label}[/]")
+            parts.append((f"[b $warning]{self.source.read_only_label}[/]", 0))
         if self.fleet is not None:
             hosts = self.fleet.hosts
             up = sum(1 for h in hosts if h.reachable)
             style = "$success" if up == len(hosts) else "$warning"
-            parts.append(f"[{style}]● {up}/{len(hosts)} hosts reachable[/]")
+            parts.append((f"[{style}]● {up}/{len(hosts)} hosts reachable[/]", 0))
             focus = host_of(m.current_id) or self.fleet.focused()
             if focus:
-                parts.append(f"host {escape(focus)}")
+                parts.append((f"host {escape(focus)}", -1))
         elif m.connected:
-            parts.append("[$success]● connected[/]")
+            parts.append(("[$success]● connected[/]", 0))
             if agent.pid:
-                parts.append(f"agent pid {agent.pid}")
+                parts.append((f"agent pid {agent.pid}", -1))
             if agent.session_dir:
-                parts.append(f"session {escape(Path(agent.session_dir).name)}")
+                parts.append((f"session {escape(Path(agent.session_dir).name)}", -2))
         else:
-            parts.append(f"[$error]○ {escape(m.connection_note)}[/]")
+            parts.append((f"[$error]○ {escape(m.connection_note)}[/]", 0))
         if agent.demo_load:
-            parts.append("[b $warning]demo load running[/] (D: stop)")
+            parts.append(("[b $warning]demo load running[/] (D: stop)", 0))
         if not agent.disk.ok:
-            parts.append(f"[b $error]disk: {escape(str(agent.disk.error))}[/]")
-        text = " · ".join(parts)
+            parts.append((f"[b $error]disk: {escape(str(agent.disk.error))}[/]", 0))
+        text = topbar.fit(parts, self.size.width - 2)  # the bar's padding: one cell each side
         if text != self._topbar:
             self._topbar = text
             self.query_one("#topbar", Static).update(text, layout=False)
@@ -878,17 +903,38 @@ class SgltuiApp(App[str | None]):
                 self.notify(one_line(exc), title="preflight", severity="error", markup=False)
                 return
             if not res.ok:
-                self.notify(
-                    res.error or f"{name} would not start: its preflight checks failed",
-                    title="not started",
-                    severity="error",
-                    markup=False,
-                    timeout=10,
-                )
+                self._preflight_refused(name, where, res)
                 return
             self._swap_checked(name, where)
 
         self.run_worker(check(), group="ops", exit_on_error=False, description="preflight")
+
+    def _preflight_refused(
+        self, name: str, where: dict[str, Any], res: protocol.PreflightReply
+    ) -> None:
+        """A failed check: what failed and its fix, and a dialog whose Yes skips that check
+        (the agent's line ends with the CLI's `--force CHECK`, no use to someone in the TUI)."""
+        bad = next((c for c in res.checks if not c.ok and not c.skipped), None)
+        if bad is None:
+            self.notify(
+                res.error or f"{name} would not start: its preflight checks failed",
+                title="not started",
+                severity="error",
+                markup=False,
+                timeout=10,
+            )
+            return
+        fix = f"; {bad.fix}" if bad.fix else ""
+        question = (
+            f"[b]{escape(name)}[/] would not start: {escape(bad.message + fix)}\n\n"
+            f"Start it anyway, skipping the {escape(bad.name)} check?"
+        )
+
+        def chosen(yes: bool | None) -> None:
+            if yes:
+                self._swap_checked(name, dict(where, force=[bad.name]))
+
+        self.push_screen(Confirm(question), chosen)
 
     def _swap_checked(self, name: str, where: dict[str, Any]) -> None:
         sid = where.get("slot")
@@ -911,7 +957,13 @@ class SgltuiApp(App[str | None]):
                     )
 
             self.push_screen(
-                DrainChoice(f"Swap to {name}", str(slot and slot.profile), running), chosen
+                DrainChoice(
+                    f"Swap to {name}",
+                    str(slot and slot.profile),
+                    running,
+                    live=lambda: self.model.running_requests(slot.id) if slot else 0,
+                ),
+                chosen,
             )
             return
         self._op("swap", done=f"swapping to {name}", profile=name, drain="wait", **where)
@@ -976,7 +1028,9 @@ class SgltuiApp(App[str | None]):
                 if drain:
                     self._op("stop", done=f"stopping {name} ({drain})", drain=drain, **where)
 
-            self.push_screen(DrainChoice(f"Stop {name}", name, running), chosen)
+            sid = str(where.get("slot", ""))
+            live = lambda: self.model.running_requests(sid)  # noqa: E731
+            self.push_screen(DrainChoice(f"Stop {name}", name, running, live=live), chosen)
         elif self.config.confirm_stop:
             self.push_screen(
                 Confirm(f"Stop [b]{escape(name)}[/]? No requests are in flight."),
@@ -986,6 +1040,24 @@ class SgltuiApp(App[str | None]):
             )
         else:
             self._op("stop", done=f"stopping {name}", drain="wait", **where)
+
+    def action_attach_found(self) -> None:
+        """Attach the highlighted 'not managed' row's server (else the only one found)."""
+        found = self.model.unmanaged
+        pid = self._pane(SlotsPane).found_pid()
+        pick = [u for u in found if u.pid == pid] or (found if len(found) == 1 else [])
+        if not pick:
+            self.notify(
+                "no server to attach: move onto a dimmed 'not managed' row"
+                if found
+                else "no server of yours runs outside sgltui"
+            )
+            return
+        u = pick[0]
+        if not u.url or u.note:
+            self.notify(f"cannot attach pid {u.pid}: {u.note or 'it does not listen yet'}")
+            return
+        self._op("attach", done=f"attaching {u.url}", url=u.url)
 
     def action_restart(self) -> None:
         name = self._active_profile()
@@ -1015,12 +1087,24 @@ class SgltuiApp(App[str | None]):
             if spec:
                 # Where the slot goes back to when the bench has swapped other profiles in.
                 self._bench_return = slot.profile if slot else None
+                if slot is not None:  # the slot on screen (the spec's default is "0")
+                    spec = dict(spec, slot=slot.id)
                 self._op("bench_start", done="bench started", spec=spec)
                 self.action_focus_pane("bench")
 
         recent = [v for v in self.model.series_values("gen_throughput")[-60:] if v > 0]
         self.push_screen(
-            BenchDialog([current] if current else [], max(recent) if recent else None), chosen
+            BenchDialog(
+                [current] if current else [],
+                max(recent) if recent else None,
+                views.per_request_rate(
+                    self.model.series_values("gen_throughput"),
+                    self.model.series_values("running"),
+                ),
+                current,
+                views.measured_rates(self.model.bench.values()),
+            ),
+            chosen,
         )
 
     def _bench_finished(self) -> None:
@@ -1099,10 +1183,13 @@ class SgltuiApp(App[str | None]):
             self.call_after_refresh(self.query_one(target).focus)
         elif pane == "profiles":
             self.query_one("#profile-list").focus()
-        elif pane == "memory":
-            self.query_one(MemoryPane).focus()
-        elif pane == "chart":
-            self.query_one(ThroughputPane).focus()
+        elif pane in ("memory", "chart"):
+            # A short screen with several slots has room for one of the two: the key picks
+            # which (app.tcss, -memory); elsewhere both are shown and it only focuses.
+            self.screen.set_class(pane == "memory", "-memory")
+            self._mark(M.MEMORY)
+            widget = self.query_one(MemoryPane if pane == "memory" else ThroughputPane)
+            self.call_after_refresh(widget.focus)
         elif pane == "slots":
             slots = self.query_one(SlotsPane)
             if slots.display:
@@ -1292,6 +1379,15 @@ def _done_text(reply: Any, done: str | None) -> str | None:
 
 def _launcher_word(launcher: str) -> str:
     return {"sim": "simulator", "sglang": "real SGLang"}.get(launcher, launcher)
+
+
+def _overlap(tail: list[str], pushed: list[str]) -> int:
+    """How many of `pushed`'s first lines are `tail`'s last ones (the longest such run)."""
+    for start in range(max(0, len(tail) - len(pushed)), len(tail)):
+        end = tail[start:]
+        if pushed[: len(end)] == end:
+            return len(end)
+    return 0
 
 
 def make_app(

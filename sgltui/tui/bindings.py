@@ -36,6 +36,14 @@ KEYS: tuple[Key, ...] = (
         "Restart the current slot's server with its profile re-read",
     ),
     Key("bench.start", "b", "bench", "Bench", "Run a benchmark of the current profile"),
+    Key(
+        "server.attach",
+        "A",
+        "attach_found",
+        "Attach",
+        "Attach a server you started yourself (a dimmed 'not managed' row)",
+        show=False,
+    ),
     Key("bench.stop", "B", "bench_stop", "Stop bench", "Stop the running benchmark", show=False),
     Key(
         "demo.load",

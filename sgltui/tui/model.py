@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from sgltui import protocol
+from sgltui.bench.report import put_back_line
 from sgltui.core import units
 from sgltui.core.steady import WindowMean
 from sgltui.tui import typed
@@ -150,6 +151,7 @@ class TuiModel:
         self.agent = typed.agent({})
         self.profile_rows: list[protocol.ProfileRow] = []
         self.pools: list[protocol.PoolStatus] = []
+        self.unmanaged: list[protocol.Unmanaged] = []  # found, not started by sgltui
         self.telemetry = protocol.TelemetryView()
         self.jobs: dict[str, protocol.JobView] = {}  # by id, oldest first
         self.jobs_error: str | None = None  # why the jobs could not be read (a replay)
@@ -193,7 +195,7 @@ class TuiModel:
     @property
     def several(self) -> bool:
         """More than one slot: the slots view shows, a profile key asks slot or pool."""
-        return self.fleet or len(self.state.slots) > 1
+        return self.fleet or len(self.state.slots) > 1 or bool(self.unmanaged)
 
     @property
     def current_id(self) -> str | None:
@@ -314,6 +316,10 @@ class TuiModel:
             slots[s.id] = s
         profiles = [typed.profile(p) for p in status.get("profiles") or []]
         pools = [typed.pool(p) for p in status.get("pools") or []]
+        found = [typed.unmanaged(u) for u in status.get("unmanaged") or []]
+        if found != self.unmanaged:  # servers of the user's the agent did not start
+            self.unmanaged = found
+            changed.add(SERVERS)
         agent = typed.agent(status.get("agent"))
         if (
             list(self.state.slots.values()) != list(slots.values())
@@ -618,8 +624,12 @@ class TuiModel:
                 False,
             )
         if t in ("bench.start", "bench.done"):
+            text = f"{t.replace('.', ' ')} {ev.get('run_id', '')}".strip()
+            put = ev.get("put_back") or {}
+            if put.get("profile"):  # the sweep swapped the slot back to what it served
+                text += f" · {put_back_line(put)}"
             return ActivityItem(
-                ts, client, f"{t.replace('.', ' ')} {ev.get('run_id', '')}".strip(), "info", foreign
+                ts, client, text, "info" if put.get("ok") is not False else "error", foreign
             )
         if t == "disk.error":
             return ActivityItem(

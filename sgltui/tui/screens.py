@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from textual import on
@@ -48,16 +50,36 @@ class DrainChoice(_Choice):
         Binding("c,escape,n", "choose(None)", "Cancel", id="modal.cancel"),
     ]
 
-    def __init__(self, what: str, profile: str, running: int) -> None:
+    def __init__(
+        self, what: str, profile: str, running: int, live: Callable[[], int] | None = None
+    ) -> None:
         super().__init__()
         self.what, self.profile, self.running = what, profile, running
+        self.live = live  # the count now (the app's latest sample): the line follows it
+
+    def _line(self) -> str:
+        now = " now" if self.live is not None else ""
+        return (
+            f"[b]{escape(self.what)}[/]: {self.running} request(s) in flight{now} on "
+            f"[b]{escape(self.profile)}[/]."
+        )
+
+    def on_mount(self) -> None:
+        if self.live is not None:
+            self.set_interval(0.5, self._follow, name="in-flight count")
+
+    def _follow(self) -> None:
+        """The count as requests finish or arrive (it kept the count of the key press)."""
+        if self.live is None:
+            return
+        running = self.live()
+        if running != self.running:
+            self.running = running
+            self.query_one("#drain-count", Label).update(self._line())
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(
-                f"[b]{escape(self.what)}[/]: {self.running} request(s) in flight on "
-                f"[b]{escape(self.profile)}[/]."
-            )
+            yield Label(self._line(), id="drain-count")
             yield Label(
                 "[b]d[/] drain: let them finish first (bounded wait)\n[b]f[/] force: cut them now\n"
                 "[b]c[/] or esc: cancel"
@@ -138,10 +160,23 @@ class BenchDialog(_Modal):
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]
 
-    def __init__(self, profiles: list[str], tok_s: float | None = None) -> None:
+    def __init__(
+        self,
+        profiles: list[str],
+        tok_s: float | None = None,
+        per_request: float | None = None,
+        seen_on: str | None = None,
+        measured: dict[str, tuple[dict[int, float], float | None]] | None = None,
+    ) -> None:
         super().__init__()
         self.profiles = profiles
-        self.tok_s = tok_s  # the recent output throughput, to estimate the duration
+        self.tok_s = tok_s  # the recent output throughput (used when no per-request rate)
+        # The serving profile's decode speed per request (tok/s) over the last minute: a
+        # point at concurrency c runs about c times that. The slot's total rate was the demo
+        # load's (1-2 requests): it estimated 26 s for a run of 4.3 s.
+        self.per_request, self.seen_on = per_request, seen_on
+        # profile -> ({concurrency: tok/s}, when): this session's benches, used first
+        self.measured = measured or {}
 
     def compose(self) -> ComposeResult:
         from textual.containers import Grid
@@ -220,7 +255,29 @@ class BenchDialog(_Modal):
             return
         points = len(spec["profiles"]) * len(spec["concurrency"]) * spec["repeat"]
         tokens = points * spec["requests"] * spec["output_len"]
-        if self.tok_s and self.tok_s > 0:
+        known = [p for p in spec["profiles"] if p in self.measured]
+        if known or (self.per_request and self.per_request > 0):
+            per_point = spec["requests"] * spec["output_len"]
+            secs = 0.0
+            for p in spec["profiles"]:
+                for c in spec["concurrency"]:
+                    secs += spec["repeat"] * per_point / self._rate(p, min(c, spec["requests"]))
+            basis = []
+            if known:
+                whens = [w for p in known if (w := self.measured[p][1]) is not None]
+                ago = f", {units.duration(time.time() - max(whens))} ago" if whens else ""
+                basis.append(f"{', '.join(known)} as measured by its bench{ago}")
+            if len(known) < len(spec["profiles"]) and self.per_request:
+                basis.append(
+                    f"{self.per_request:.0f} tok/s per request ({escape(str(self.seen_on))}, "
+                    "last minute) times the concurrency"
+                )
+            box.update(
+                f"{points} point(s), {tokens:,} output tokens: about "
+                f"[b]{units.estimate(secs)}[/] ({escape('; '.join(basis))}), plus a server "
+                "start per profile"
+            )
+        elif self.tok_s and self.tok_s > 0:
             box.update(
                 f"{points} point(s), {tokens:,} output tokens: about "
                 f"[b]{units.estimate(tokens / self.tok_s)}[/] at the {units.tok_s(self.tok_s)} seen "
@@ -231,6 +288,18 @@ class BenchDialog(_Modal):
                 f"{points} point(s), {tokens:,} output tokens; no throughput seen yet to "
                 "estimate the duration"
             )
+
+    def _rate(self, profile: str, c: int) -> float:
+        """Output tok/s of `profile` at concurrency c: its bench at the nearest concurrency
+        (scaled by c / that one, at most doubled per step away: batching flattens it), else the
+        speed per request seen lately times c."""
+        rates = self.measured.get(profile, ({}, None))[0]
+        if rates:
+            near = min(rates, key=lambda k: abs(k - c))
+            return max(
+                rates[near] * min(c / near, 2.0) if c > near else rates[near] * c / near, 1e-6
+            )
+        return max((self.per_request or 1e-6) * c, 1e-6)
 
     @on(Input.Submitted)
     def _submit(self) -> None:

@@ -73,6 +73,12 @@ def agent(data: Any) -> protocol.AgentInfo:
     )
 
 
+def unmanaged(data: Any) -> protocol.Unmanaged:
+    """A server the agent found and did not start (its model name is anyone's text)."""
+    pid = data.get("pid") if isinstance(data, Mapping) else None
+    return lenient(protocol.Unmanaged, data, pid=int(pid) if isinstance(pid, int) else 0)
+
+
 def pool(data: Any) -> protocol.PoolStatus:
     name = data.get("name") if isinstance(data, Mapping) else None
     return lenient(protocol.PoolStatus, data, name=str(name or "?"))

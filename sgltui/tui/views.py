@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from textual.markup import escape
 
 from sgltui import protocol
@@ -151,6 +152,18 @@ def slot_details(slot: protocol.SlotStatus | None) -> str:
     if slot.port and state != SlotState.STOPPED:
         head += f"  [dim]:{slot.port} pid {slot.pid or '-'}[/]"
     lines.append(head)
+    ext = slot.external
+    if ext is not None and state != SlotState.STOPPED:
+        owner = "a remote server" if ext.pid is None else "started outside sgltui"
+        lines.append(
+            f"[dim]external: {escape(ext.url)}, {owner}; its log lines are not ours to read"
+            + (
+                ""
+                if ext.pid is None
+                else f"; `sgltui adopt --slot {escape(slot.id)}` takes it over"
+            )
+            + "[/]"
+        )
     front = slot.front
     if front is not None and (front.url or front.error):
         lines.append(front_line(front))
@@ -450,6 +463,19 @@ def slot_row(
     )
 
 
+def unmanaged_row(u: protocol.Unmanaged, selected: bool) -> str:
+    """A server of the user's the agent did not start: dimmed, with the key that attaches it."""
+    mark = "[b $accent]▸[/]" if selected else " "
+    where = f":{u.port}" if u.port else "-"
+    what = f"{u.kind} pid {u.pid}"
+    hint = "A attaches" if u.url and not u.note else (u.note or "")
+    return (
+        f"[dim]{mark} {escape(_cut(where, 8)):<8} {'':<5} "
+        f"{escape(_cut(u.model or '-', 18)):<18} ◌ {'not managed':<11} "
+        f"{escape(_cut(what, 16))}  {escape(_cut(hint, 40))}[/]"
+    )
+
+
 def pool_row(
     pool: protocol.PoolStatus,
     slots: list[protocol.SlotStatus],
@@ -512,3 +538,44 @@ def host_line(h: Any, focused: bool) -> str:
         return f"{mark} {name} [$error]○ {escape(r.state)}[/]"
     tok = units.sig3(r.tok_s) if r.tok_s is not None else "-"
     return f"{mark} {name} [$success]●[/] {r.gpus} GPU  {r.running}/{r.slots} slots  {tok:>5} tok/s"
+
+
+def slot_memory(
+    tel: protocol.TelemetryView, slot: protocol.SlotStatus | None
+) -> protocol.TelemetryView:
+    """The memory pane where it has the chart's few rows (a short screen of several slots): the
+    GPUs of the slot picked in the slots view and the host's RAM (eight GPUs take 16 rows)."""
+    if slot is None or not slot.gpus:
+        return tel
+    mine = [g for g in tel.gpus if g.index in slot.gpus]
+    return msgspec.structs.replace(tel, gpus=mine) if mine else tel
+
+
+def per_request_rate(gen: list[float], running: list[float], last: int = 60) -> float | None:
+    """Output tok/s per request over the last `last` samples (the total rate over the requests
+    running): the bench dialog scales it by each concurrency. None: nothing ran."""
+    pairs = [(g, r) for g, r in zip(gen[-last:], running[-last:]) if r and r > 0]
+    total = sum(r for _, r in pairs)
+    return sum(g for g, _ in pairs) / total if total else None
+
+
+def measured_rates(runs: Collection[Any]) -> dict[str, tuple[dict[int, float], float | None]]:
+    """profile -> ({concurrency: output tok/s}, when) from the newest bench of each profile in
+    this session (the model's BenchRun results): the bench dialog's estimate for a profile
+    already measured."""
+    out: dict[str, tuple[dict[int, float], float | None]] = {}
+    for run in runs:
+        result = getattr(run, "result", None) or {}
+        when = result.get("finished") or result.get("started")
+        for r in result.get("results") or []:
+            tok_s = (r.get("metrics") or {}).get("output_throughput")
+            p, c = r.get("profile"), r.get("concurrency")
+            if not (p and isinstance(c, int) and isinstance(tok_s, (int, float)) and tok_s > 0):
+                continue
+            rates, seen = out.get(p, ({}, None))
+            if seen is not None and when is not None and when < seen:
+                continue  # an older run of this profile
+            rates = dict(rates) if seen == when else {}
+            rates[c] = float(tok_s)
+            out[p] = (rates, when)
+    return out

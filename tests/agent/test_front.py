@@ -154,7 +154,9 @@ async def test_port_in_use_is_one_clear_error():
     try:
         second = Front("1", "127.0.0.1", front.port)
         assert not await second.start()
-        assert "SGLTUI_FRONT_PORT" in second.error and str(front.port) in second.error
+        # the setting to change, in the file it lives in (issue 37: it named an env variable)
+        assert "set [front] port in agent.toml" in second.error, second.error
+        assert "SGLTUI_" not in second.error and str(front.port) in second.error
         assert second.status()["state"] == "error" and second.status()["url"] is None
     finally:
         await front.close()

@@ -190,7 +190,7 @@ async def test_a_taken_port_and_a_missing_smg_are_one_line_each(tmp_path, monkey
             await gw.start([])
     assert gw.proc is None
     monkeypatch.setattr(gateway, "smg_available", lambda: False)
-    with pytest.raises(GatewayError, match=r"pip install 'sgltui\[fleet\]'"):
+    with pytest.raises(GatewayError, match=r"no gateway: pip install smg"):
         await gw.start([])
     key = tmp_path / "k.json"
     key.write_text("{}")

@@ -151,3 +151,22 @@ def test_real_sglang_flag_error_is_classified():
     cause = causes.classify(out.returncode, (out.stdout + out.stderr).splitlines())
     assert out.returncode == 2
     assert cause["kind"] == "flag" and any("unrecognized arguments" in ln for ln in cause["lines"])
+
+
+def test_launch_progress_never_goes_back_when_a_phase_comes_again():
+    """Issue 37: the draft model's weights load after the target's KV cache; the estimate for
+    'loading weights' entered again was lower (`allocating KV cache 72%`, `loading weights
+    56%`). phases.Forward (what the slot reports through) holds it."""
+    forward, phase, done, shown, raw = phases.Forward(), None, {}, [], []
+    for line in STARTUP:
+        new = phases.advance(phase, line)
+        if new != phase:
+            if phase:
+                done[phase] = done.get(phase, 0.0) + 1.0
+            phase = new
+            p, _ = phases.estimate(phase, 0.5, done, None)
+            raw.append(p)
+            shown.append(forward("launch-1", p))
+    assert any(b < a for a, b in zip(raw, raw[1:]))  # the estimate alone goes back
+    assert shown == sorted(shown) and shown[-1] == max(raw)
+    assert forward("launch-2", 0.05) == 0.05  # a new launch starts again

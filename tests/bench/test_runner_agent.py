@@ -163,3 +163,33 @@ def test_bench_profile_that_fails_to_start_is_reported_and_sweep_goes_on(agent, 
     slot = agent.wait_state("ready", timeout=60)
     assert slot["profile"] == names[1]
     assert slot["last_swap"]["to"] == "b-oom" and slot["last_swap"]["rolled_back"] is True
+
+
+def test_a_sweep_puts_back_the_profile_that_served(agent, free_port):
+    """Issue 37 item 2: the slot served b-mtp; a sweep of b-no-mtp (and a third profile) left
+    it on the last one benched. It is put back, and the result, `sgltui bench`'s output and
+    the bench.done event (the Activity pane's line) say so."""
+    names = write_demo_profiles(agent.profiles_dir, free_port)  # b-mtp, b-no-mtp
+    agent.call("start", profile=names[0], wait=True)
+    r = sgltui(
+        agent, "bench", "--profile", names[1], "--concurrency", "2", "--requests", "6",
+        "--input-len", "16", "--output-len", "16",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr + agent.agent_log()
+    slot = agent.status()["slots"][0]
+    assert (slot["profile"], slot["state"]) == (names[0], "ready"), (
+        r.stdout + agent.agent_log()[-3000:]
+    )
+    assert f"slot 0 put back on {names[0]} (it served that before the bench)" in r.stdout
+    path = Path(r.stdout.strip().splitlines()[-1].split("result: ", 1)[1])
+    assert json.loads(path.read_text())["put_back"] == {
+        "slot": "0", "profile": names[0], "ok": True,
+    }  # fmt: skip
+    events = (path.parent.parent / "events.jsonl").read_text().splitlines()
+    done = [json.loads(e) for e in events if '"bench.done"' in e][-1]
+    assert done["put_back"]["profile"] == names[0]
+
+    from sgltui.tui.model import TuiModel
+
+    item = TuiModel()._activity_item(done)  # the Activity pane's line for the event
+    assert item is not None and f"slot 0 put back on {names[0]}" in item.text, item

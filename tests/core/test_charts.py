@@ -164,3 +164,26 @@ def test_equal_chart_keys_mean_equal_layouts(maxlen, width):
         prev_key, prev_layout = key, layout
     if maxlen >= 300:
         assert same > idle_steps // 2
+
+
+def test_markers_close_together_never_run_their_labels_together():
+    """Swaps a few seconds apart (a pool roll, issue 37): each label is whole, cut with an
+    ellipsis, or left out, and a blank cell parts it from the next label. It read
+    `a:demo-mtp││tp││tp│` (two labels cut to their last two letters)."""
+    markers = [
+        charts.ChartMarker(T + 240, "a:demo-mtp"),
+        charts.ChartMarker(T + 250, "b:demo-mtp"),
+        charts.ChartMarker(T + 260, "c:demo-mtp"),
+    ]
+    for width in (60, 80, 120):
+        row = chart(width, 4, markers)[1]
+        top = text(row)
+        # the marker-coloured cells: lines and labels, a blank (no label) between lines
+        marked = "".join(t if role == charts.MARKER else " " for t, role in row)
+        words = marked.replace("│", " ").split()
+        for w in words:
+            assert w in {"a:demo-mtp", "b:demo-mtp", "c:demo-mtp"} or (
+                w.endswith("…") and len(w) >= 4
+            ), (width, top)
+        assert any(w.startswith("c:de") for w in words), top  # the newest, whole or cut
+        assert "mtpb" not in top and "mtp│tp" not in top and "││tp" not in top, top

@@ -249,3 +249,20 @@ def test_a_stop_holds_the_job_and_a_start_resumes_it(agent, tmp_path):
     }
     counts = Counter(line["custom_id"] for line in read_output(out))
     assert len(counts) == 600 and set(counts.values()) == {1}
+
+
+def test_a_finished_job_shows_its_average_rate(agent, tmp_path):
+    """Issue 37: a done job read '0.0 compl/s' (the rate of the last seconds, none once it
+    ends): it shows its average over the time it was sent."""
+    a = agent.write_profile("t-a")
+    agent.call("start", profile=a, wait=True)
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_input(inp, 60)
+    jid = agent.call("job_run", input=str(inp), output=str(out))["id"]
+    view = _wait_job(agent, lambda v: v["state"] == "done", "done", job=jid)
+    assert view["completions_s"] > 0 and view["tok_s"] > 0, view
+    cli = subprocess.run(
+        [sys.executable, "-m", "sgltui", "job", "status", jid],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert " 0.0 compl/s" not in cli.stdout and "compl/s" in cli.stdout, cli.stdout + cli.stderr

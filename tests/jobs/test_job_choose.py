@@ -100,6 +100,9 @@ def test_choose_trial_survives_kill9_keeps_every_answer_and_agrees_with_bench(ag
         assert c["requests"] > 0 and c["projected_s"] is not None
     fastest = max(d["candidates"], key=lambda c: c["tok_s"])
     assert fastest["name"] == big
+    # each candidate says what its server ran: the hash the agent kept at its ready
+    kept = {e["hash"] for e in agent.events("server.provenance")}
+    assert all(c["info_hash"] in kept for c in d["candidates"]), d["candidates"]
     assert final["answered"] == 1500 and final["failed"] == 0
 
     # exactly once: the test's own reading and `job verify`

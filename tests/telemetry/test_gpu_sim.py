@@ -186,3 +186,20 @@ async def test_telemetry_records_sim_gpu_and_pinned_host_series(sleeper):
     assert samples[-1]["host"]["server_pinned_bytes"] == {"0": 5 * GB}
     since = ser["gpu.0.used_bytes"][-2][0]
     assert len(t.series("gpu.0.used_bytes", since=since)["series"]["gpu.0.used_bytes"]) == 1
+
+
+def test_between_two_simulators_the_pane_keeps_their_gpus_empty_not_no_driver(sleeper, spawn):
+    """Issue 37: during a swap no simulator runs for a moment, and the memory pane flashed
+    'GPU: no NVIDIA driver found'. The simulator's GPUs stay, with nothing on them."""
+    import os
+
+    a = sleeper()
+    publish(a, [a], [gpu(0, 80 * GB)])
+    service = GpuService(prefer="auto")
+    assert service.sample({"0": server_tree(a)}).gpus[0]["used_bytes"] == 80 * GB
+    os.kill(a, 9)  # the old server gone, the new one not started yet
+    os.waitpid(a, 0)
+    between = service.sample({})
+    assert between.kind == "sim" and "NVIDIA" not in between.message, between
+    (g0,) = between.gpus
+    assert g0["used_bytes"] == 0 and g0["free_bytes"] == 141 * GB and g0["server_bytes"] == {}

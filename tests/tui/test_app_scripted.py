@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from textual.widgets import OptionList
 
@@ -497,3 +498,93 @@ async def test_reattach_reads_the_latest_bench_run_the_status_already_names(tmp_
         await until(pilot, lambda: app.model.bench.get("r9") and app.model.bench["r9"].result)
         await pilot.press("c")
         await until(pilot, lambda: app.query_one("#bench-table").row_count == 1)
+
+
+async def test_the_drain_dialog_counts_requests_live():
+    """Issue 37: the swap dialog kept '1 request(s) in flight' while the legend showed running
+    3. Its count follows the samples while it is open."""
+    from sgltui.tui.scripted import make_engine, make_sample
+
+    src = ScriptedSource(status_with(running=1))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, DrainChoice))
+        count = app.screen.query_one("#drain-count")
+        assert "1 request(s) in flight now" in str(count.render())
+        sample = make_sample(50.0, running=3)
+        sample["engine"] = {"0": dict(make_engine(50.0, 3), num_queue_reqs=0)}
+        src.feed({"push": "sample", "data": sample})
+        await until(
+            pilot,
+            lambda: "3 request(s) in flight now" in str(count.render()),
+            show=lambda: str(count.render()),
+        )
+
+
+async def test_bench_estimate_uses_the_profiles_rate_per_request_and_says_how_old():
+    """Issue 37: the estimate used 'the 75.7 tok/s seen lately', the slot's total under the
+    demo load. It uses the serving profile's speed per request, named, over the last minute."""
+    from sgltui.tui.scripted import make_engine, make_sample
+    from sgltui.tui.views import per_request_rate
+
+    src = ScriptedSource(status_with(running=2))
+    for t in range(1, 30):
+        sample = make_sample(float(t), running=2)
+        sample["engine"] = {"0": dict(make_engine(float(t), 2), gen_throughput=100.0)}
+        src.feed({"push": "sample", "data": sample})
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await until(pilot, lambda: len(app.model.series_values("running")) > 10)
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog))
+        text = str(app.screen.query_one("#bench-estimate").render())
+        import re
+
+        m = re.search(r"(\d+) tok/s per request \(demo-mtp, last minute\)", text)
+        assert m and 40 <= int(m.group(1)) <= 60, text  # 100 tok/s over 2 requests
+    assert per_request_rate([100.0, 0.0, 90.0], [2, 0, 3]) == 190.0 / 5
+
+
+async def test_bench_from_the_slots_view_benches_the_slot_on_screen():
+    """Issue 37, seen in the first-hour run: with slots a and b the bench dialog's run was
+    refused ('no slot '0'; slots: a, b'): its spec named no slot."""
+    from sgltui.tui.scripted import make_host_status
+
+    src = ScriptedSource(make_host_status(2, ["demo-mtp", "demo-no-mtp"]))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("o", "down")
+        await until(pilot, lambda: app.model.current_id == "b")
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog))
+        await pilot.press("enter")
+        await until(pilot, lambda: ops(src, "bench_start"))
+        assert ops(src, "bench_start")[0]["spec"]["slot"] == "b"
+
+
+async def test_bench_estimate_uses_the_profiles_own_bench_when_there_is_one(tmp_path):
+    """Seen in the first-hour run: 11 s estimated from the demo load's speed per request for a
+    point that ran 1.1 s (925 tok/s). A profile benched in this session is estimated from its
+    own figures, and the dialog says so and how old they are."""
+    results = [{"profile": "demo-mtp", "concurrency": 4, "metrics": {"output_throughput": 800.0}}]
+    path = write_bench_run(tmp_path / "r1.json", "r1", results, finished=time.time() - 120)
+    src = ScriptedSource(status_with(running=2))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        src.feed(event("bench.done", client=None, slot=None, run_id="r1", path=path, state="done"))
+        await until(pilot, lambda: (app.model.bench.get("r1") or None) is not None)
+        await until(pilot, lambda: app.model.bench["r1"].result is not None)
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog))
+        for field, value in (("#bench-concurrency", "4"), ("#bench-requests", "100")):
+            app.screen.query_one(field).value = value
+        app.screen.query_one("#bench-output").value = "80"
+        await pilot.pause(0.2)
+        text = str(app.screen.query_one("#bench-estimate").render())
+        # 100 requests x 80 tokens at 800 tok/s: 10 s
+        assert "about 10 s" in text and "demo-mtp as measured by its bench, 2m0" in text, text

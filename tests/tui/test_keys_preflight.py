@@ -87,3 +87,34 @@ async def test_refused_preflight_shows_its_line_and_opens_no_dialog():
 def test_profiles_pane_marks_a_clashing_key():
     row = profile_option(typed.profile({"name": "a", "key": "7", "key_clash": ["b"]}), [])
     assert "key 7 also on b" in row
+
+
+async def test_refused_preflight_offers_to_skip_the_check_in_a_dialog_not_a_cli_flag():
+    """Issue 37: the TUI said 'or skip this check: --force interpreter', a CLI flag. The failed
+    check and its fix show in a dialog whose Yes skips that check (force=[check])."""
+    check = {
+        "name": "interpreter",
+        "ok": False,
+        "message": "/usr/bin/python3 cannot import sglang.launch_server",
+        "fix": "set python in the profile",
+    }
+
+    def on_call(op, args, src):
+        if op == "preflight":
+            line = f"preflight interpreter: {check['message']} (or skip this check: --force interpreter)"
+            return {"profile": args["profile"], "ok": False, "error": line, "checks": [check]}
+        return None
+
+    src = ScriptedSource(status_with(running=0))
+    src.on_call = on_call
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, Confirm))
+        text = str(app.screen.question)
+        assert "cannot import sglang.launch_server; set python in the profile" in text
+        assert "skipping the interpreter check" in text and "--force" not in text
+        await pilot.press("y")
+        await until(pilot, lambda: ops(src, "swap"))
+        assert ops(src, "swap")[0]["force"] == ["interpreter"]

@@ -171,3 +171,43 @@ async def test_a_filter_that_matches_nothing_says_so_and_esc_clears_it():
         assert first_row(view) == (
             "no shown line matches 'POST'; 1 access/batch line does (z shows them, esc clears)"
         )
+
+
+async def test_reopened_on_a_busy_server_the_pane_shows_its_last_lines_that_are_not_access():
+    """Issue 37: a re-opened TUI read only '248 access/batch lines hidden (z shows them)': the
+    last 200 lines were all access lines. It reads further back for the server's own lines."""
+    start = [f"[2026-12-03 13:00:{i:02d}] startup line {i}" for i in range(10)]
+    logs = start + ["The server is fired up and ready to roll!"] + [ACCESS] * 600
+
+    def tail(op, args, src):  # the agent's `logs`: the file's last `lines` lines
+        if op == "logs":
+            return {"lines": logs[-args["lines"] :], "path": "/tmp/x.log", "launch_id": "L1"}
+        return None
+
+    app = app_with(ScriptedSource(status_with(), logs=logs, on_call=tail))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        view = app.query_one(LogView)
+        await until(pilot, lambda: len(view.lines) >= 11, show=lambda: view.lines)
+        shown = "\n".join(str(x) for x in view.lines)
+        assert "fired up and ready to roll" in shown and "startup line 0" in shown
+        texts = [line.text for line in app.logbuf.lines]
+        assert len(texts) == len(set(texts[:11])) + texts.count(ACCESS)  # each once
+
+
+async def test_lines_pushed_while_the_tail_was_read_show_once():
+    """Issue 37: once the first launch's lines showed twice (the file has them once). The agent
+    pushes a launch's lines from the subscription on, and the tail read on connecting has the
+    same ones: pushed lines the tail already has are not added again."""
+    logs = [f"[2026-12-03 13:00:{i:02d}] startup line {i}" for i in range(8)]
+    src = ScriptedSource(status_with(), logs=logs)
+    # Queued while the app reads the tail: the last three lines again, then two new ones.
+    src.feed({"push": "log", "data": {"slot": "0", "lines": logs[5:] + ["new 1", "new 2"]}})
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        await until(pilot, lambda: any(x.text == "new 2" for x in app.logbuf.lines))
+        texts = [x.text for x in app.logbuf.lines]
+        assert texts == logs + ["new 1", "new 2"], texts
+        src.feed({"push": "log", "data": {"slot": "0", "lines": [logs[0]]}})  # later: new
+        await until(pilot, lambda: len(app.logbuf.lines) == len(texts) + 1)

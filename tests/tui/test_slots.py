@@ -151,3 +151,23 @@ async def test_a_rolling_swap_shows_on_the_pools_row_and_in_the_activity():
         texts = [item.text for item in app.model.activity]
         assert "pool all: rolling to demo-no-mtp" in texts
         assert "pool all: roll stopped at slot b: preflight refused" in texts
+
+
+async def test_a_server_found_on_the_host_is_a_dimmed_row_that_A_attaches():
+    """Issue 38: a server the user started by hand is listed beside the one slot, dimmed, and
+    `A` on its row asks the agent to attach it."""
+    status = status_with()
+    url = "http://127.0.0.1:30000"
+    status["unmanaged"] = [
+        {"pid": 4242, "port": 30000, "url": url, "model": "Qwen/Qwen3-8B", "kind": "sglang"}
+    ]
+    src = ScriptedSource(status)
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await until(pilot, lambda: len(rows(app)) == 2)
+        found = rows(app)[1]
+        assert ":30000" in found and "Qwen/Qwen3-8B" in found and "not managed" in found
+        assert "A attaches" in found
+        await pilot.press("A")
+        await until(pilot, lambda: {"url": url} in ops(src, "attach"))

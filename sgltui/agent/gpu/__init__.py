@@ -30,6 +30,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import psutil
 
@@ -89,6 +90,7 @@ class GpuService:
         self._nvml_message = ""
         self._nvml_tried_at: float | None = None
         self._sim: sim.SimGpuSource | None = None
+        self._sim_gpus: list[dict[str, Any]] = []  # the simulator's GPUs when one last ran
 
     # ---- sampling (the GPU pane) ----------------------------------------------------------------
 
@@ -122,7 +124,13 @@ class GpuService:
             self._sim = sim.SimGpuSource()
         reading = self._sim.sample(trees)
         if reading.gpus:
+            self._sim_gpus = reading.gpus
             return reading
+        if self._sim_gpus:
+            # The simulator ran and none runs now (a swap between two, a stop): its GPUs, with
+            # nothing on them, not "no NVIDIA driver found" flashing in the pane for a second.
+            idle = [_idle(g) for g in self._sim_gpus]
+            return GpuReading("sim", "simulated GPUs: no simulator running on them now", idle)
         if self.prefer == "sim":
             return GpuReading(
                 "none", "no simulator is publishing GPUs: GPU pane empty until one runs"
@@ -313,3 +321,17 @@ free_after_release = SERVICE.free_after_release
 smallest_total_bytes = SERVICE.smallest_total_bytes
 used_bytes = SERVICE.used_bytes
 release_state = SERVICE.release_state
+
+
+def _idle(gpu: dict[str, Any]) -> dict[str, Any]:
+    """A simulated GPU as it is when no simulator runs on it: all its memory free."""
+    total = gpu.get("total_bytes")
+    return dict(
+        gpu,
+        used_bytes=0,
+        free_bytes=total,
+        utilization_pct=0.0,
+        server_bytes={},
+        breakdown_bytes=None,
+        processes=[],
+    )

@@ -10,7 +10,7 @@ The rows are views.slot_row/pool_row; this widget only lists them and says which
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from textual.message import Message
 from textual.widgets import OptionList
@@ -44,6 +44,7 @@ class SlotsPane(OptionList):
         figures: Mapping[str, views.SlotFigures],
         selected: str | None,
         down: Mapping[str, str] | None = None,
+        unmanaged: Sequence[protocol.Unmanaged] = (),
     ) -> None:
         by_id = {s.id: s for s in slots}
         rows: list[tuple[str, str]] = []
@@ -72,6 +73,8 @@ class SlotsPane(OptionList):
         for s in slots:
             if s.id not in placed:
                 rows.append(slot_row(s))
+        for u in unmanaged:  # servers the user started, dimmed: `A` attaches the highlighted
+            rows.append((f"found:{u.pid}", views.unmanaged_row(u, False)))
         ids = [o.id for o in self.options]
         if ids != [i for i, _ in rows]:
             self.set_options([Option(text, id=i) for i, text in rows])
@@ -90,10 +93,19 @@ class SlotsPane(OptionList):
         if not self.has_focus:  # the app moved the highlight to follow the model
             return
         kind, _, name = (event.option.id or "").partition(":")
+        if kind == "found":  # not a slot: the screen stays on the one it showed
+            return
         if kind == "slot":
             self.post_message(self.Picked(name))
         else:
             self.post_message(self.Picked(None, name))
+
+    def found_pid(self) -> int | None:
+        """The pid of the highlighted found server's row, if one is highlighted."""
+        if self.highlighted is None or self.highlighted >= self.option_count:
+            return None
+        kind, _, name = (self.get_option_at_index(self.highlighted).id or "").partition(":")
+        return int(name) if kind == "found" and name.isdigit() else None
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()  # enter on a row picks it (already done on the move); no profile start
