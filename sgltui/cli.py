@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "jobs",  # sgltui job run|status|list|pause|resume|cancel|set|verify
     "host",  # sgltui host init|show (host.toml: slots and pools)
     "fleet",  # sgltui fleet status; the root option --host NAME (fleet.toml, over ssh)
+    "standby",  # sgltui standby add|remove|list (profiles kept warm: agent/standby.py)
 )
 
 

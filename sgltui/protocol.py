@@ -186,6 +186,13 @@ class ShutdownArgs(Args):
     stop_servers: bool = False
 
 
+class StandbyArgs(LaunchArgs):
+    """standby add / remove: a profile kept warm (asleep) beside a slot's server."""
+
+    profile: ProfileName = ""
+    wait: bool = False
+
+
 class BenchSpec(Struct, forbid_unknown_fields=True, kw_only=True):
     """What a bench run measures, declared once: bench/spec.py's BenchSpec subclasses it with the
     runner's checks (protocol.py cannot import the bench). Unknown names are refused, as in
@@ -666,6 +673,7 @@ class SwapDone(SwapEvent, tag="swap.done"):
     rolled_back: bool = False
     aborted: bool = False
     timings_s: dict[str, float | None] = {}
+    kind: Literal["warm", "cold"] = "cold"  # warm: a standby woken (agent/standby.py)
 
 
 class SwapFailure(SwapEvent, tag="swap.failure"):
@@ -1166,6 +1174,8 @@ class LastSwap(FromTo, kw_only=True):
     cause: Cause | None = None
     finished_at: float | None = None
     client: str | None = None
+    kind: Literal["warm", "cold"] = "cold"  # warm: a standby was woken (agent/standby.py)
+    seconds: float | None = None  # keystroke (accepted) to serving
 
 
 class ResolvedView(Struct, kw_only=True):
@@ -1495,6 +1505,8 @@ def _slot_event(slot: SlotView, ev: EventBase) -> SlotView:
             cause=None if ev.ok else (failure or slot.cause),
             finished_at=ev.ts,
             client=ev.client,
+            kind=ev.kind,
+            seconds=ev.timings_s.get("total"),
         )
         return r(slot, swap=None, last_swap=done)
     if isinstance(ev, (FrontHold, FrontRoute, FrontRelease)):
@@ -1774,6 +1786,19 @@ class DrainView(Struct, kw_only=True):
     timeout_s: float | None = None
 
 
+class StandbyView(Struct, kw_only=True):
+    """A profile kept warm beside a slot's server: its own server process, asleep (paused, its
+    weights in pinned host RAM, `gpu_bytes` left on the GPU: CUDA context and untagged buffers)."""
+
+    profile: str
+    state: Literal["starting", "asleep", "lost"] = "starting"
+    host_bytes: int = 0
+    gpu_bytes: int = 0
+    port: int | None = None
+    pid: int | None = None
+    accept_length: float | None = None  # the draft's, last measured (MTP profiles)
+
+
 class ExternalView(Struct, kw_only=True):
     """A slot's server that sgltui did not start (agent/attach.py): watched, never stopped."""
 
@@ -1807,6 +1832,7 @@ class SlotStatus(SlotView, kw_only=True):
     restart: str | None = None  # what the restart policy did after a crash (relaunch, gave up)
     drain: DrainView | None = None  # while a stop waits for requests in flight
     gpus: list[int] = []  # the GPUs host.toml gives the slot (empty: not placed)
+    standbys: list[StandbyView] = []  # profiles kept warm beside its server (agent/standby.py)
 
 
 class PoolGateway(Struct, kw_only=True):
@@ -2200,6 +2226,8 @@ OPS: Final[Mapping[str, Op]] = {
     "job_set": Op(JobSetArgs, JobView, W, "change a job's concurrency or pinning"),
     "slot_expose": Op(ExposeArgs, Exposed, W, "serve a slot to another host's gateway (key)"),
     "remote_pool": Op(RemotePoolArgs, PoolStatus, W, "a gateway whose workers are on any host"),
+    "standby_add": Op(StandbyArgs, Accepted, W, "keep a profile warm beside a slot's server"),
+    "standby_remove": Op(StandbyArgs, Accepted, W, "stop a profile kept warm on a slot"),
     "attach": Op(AttachArgs, Attached, W, "watch a server sgltui did not start, in a slot"),
     "adopt": Op(AdoptArgs, Attached, W, "take over an attached server (a profile of its config)"),
     "detach": Op(SlotArgs, Attached, W, "stop watching an attached server (it runs on)"),

@@ -68,6 +68,7 @@ class AgentConfig:
     gpu_source: str = "auto"
     gpu_release: str = "auto"
     restart: str = "job"  # a crashed server is relaunched: job | on-failure | never
+    standby_reserve_gb: float = 16.0  # host RAM a standby must leave free (agent/standby.py)
     slot: SlotConfig = field(default_factory=SlotConfig)
     front: FrontConfig = field(default_factory=FrontConfig)
     jobs: JobsConfig = field(default_factory=JobsConfig)
@@ -81,6 +82,7 @@ ENV_NAMES: dict[tuple[str, str], str] = {
     ("", "gpu_source"): "SGLTUI_GPU_SOURCE",
     ("", "gpu_release"): "SGLTUI_GPU_RELEASE",
     ("", "restart"): "SGLTUI_RESTART",
+    ("", "standby_reserve_gb"): "SGLTUI_STANDBY_RESERVE_GB",
     **{("slot", f.name): f"SGLTUI_{f.name.upper()}" for f in dataclasses.fields(SlotConfig)},
     **{
         ("front", f.name): f"SGLTUI_FRONT_{f.name.upper()}" for f in dataclasses.fields(FrontConfig)

@@ -71,3 +71,30 @@ async def load(host: str, port: int, api_key: str | None) -> int | None:
         )
     except (ValueError, AttributeError, TypeError):
         return None
+
+
+async def post(
+    host: str,
+    port: int,
+    path: str,
+    body: Any,
+    api_key: str | None = None,
+    timeout: float = 30.0,
+) -> tuple[int, Any]:
+    """(status, JSON body or None) of a POST; status 0 when the server did not answer in time.
+    For the memory saver's endpoints and the canary (agent/standby.py)."""
+    connect_host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+    if ":" in connect_host:
+        connect_host = f"[{connect_host}]"
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    url = f"http://{connect_host}:{port}{path}"
+    try:
+        r = await asyncio.wait_for(
+            _client().post(url, json=body, headers=headers, timeout=timeout), timeout
+        )
+    except (httpx.HTTPError, asyncio.TimeoutError):
+        return 0, None
+    try:
+        return r.status_code, r.json()
+    except ValueError:
+        return r.status_code, None

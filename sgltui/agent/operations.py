@@ -145,7 +145,11 @@ class Operations:
         target = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
         target = self._place(slot, target)
         current = await asyncio.to_thread(self.sup.current, slot)
-        checks = await asyncio.to_thread(preflight.run, target, current, _force_arg(args))
+        force = _force_arg(args)
+        if self.sup.standbys.warm(slot, target.name) is not None:
+            # kept warm: it runs already, on its own port and in its own GPU memory
+            force |= {"port", "gpu-memory"}
+        checks = await asyncio.to_thread(preflight.run, target, current, force)
         failed = preflight.first_failure(checks)
         return protocol.PreflightReply(
             profile=target.name,
@@ -247,13 +251,22 @@ class Operations:
                 raise OpError(
                     f"swap refused: slot {slot.id} is {slot.state}; wait for it to settle", "busy"
                 )
+            rollback = args.rollback
+            # Kept warm on this slot: woken in seconds, no preflight (it runs already: its
+            # port is its own) (agent/standby.py); else launched cold, able to sleep when the
+            # slot has standbys.
+            standbys = self.sup.standbys
+            if standbys.warm(slot, name) is not None:
+                self._refuse_if_pinned(slot, args, "swap")
+                warm = standbys.swap_job(slot, name, client, str(args.drain), rollback)
+                if warm is not None:
+                    return self._reply(slot, args, warm)
             profile = await self._accept(slot, name, args)
             if slot.state == READY and slot.profile_name == profile.name:
                 raise OpError(
                     f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it",
                     "already",
                 )
-            rollback = args.rollback
             self._refuse_if_pinned(slot, args, "swap")
             started = self._start_swap(
                 slot,
@@ -336,7 +349,9 @@ class Operations:
             problem = placement.tp_problem(target.name, target.server, slot.place)
             if problem:
                 raise OpError(problem)
-        return target.placed(slot.place, self.sup.exposures.get(slot.id))
+        placed = target.placed(slot.place, self.sup.exposures.get(slot.id))
+        # On a slot with standbys: launched able to sleep, off the ports its sleepers hold.
+        return self.sup.standbys.cold_target(slot, placed)
 
     def _refuse_if_busy(self, slot: Slot, what: str) -> None:
         job = self.busy(slot.id)
@@ -364,7 +379,7 @@ class Operations:
     def _reply(
         self,
         slot: Slot,
-        args: protocol.StartArgs | protocol.StopArgs | protocol.RestartArgs,
+        args: protocol.StartArgs | protocol.StopArgs | protocol.RestartArgs | protocol.StandbyArgs,
         job: Job | None,
     ) -> Any:
         if args.wait:
@@ -540,6 +555,7 @@ class Operations:
                     cause=None if ok else _cause(failure or slot.cause),
                     finished_at=time.time(),
                     client=client,
+                    seconds=timings["total"],
                 )
             )
         return protocol.Outcome(

@@ -202,6 +202,9 @@ class Pools:
                 await gw.stop()
                 await self._start_gateway(name)
                 return
+            current = {slot_url(s) for s in members}
+            for stale in [u for u in gw.urls if u not in current]:
+                await gw.remove_worker(stale)  # a slot's server moved (a warm swap's port)
             for s in members:
                 url = slot_url(s)
                 if s.id in self.out:
@@ -428,8 +431,10 @@ class Pools:
                 if s.profile_name != profile or s.state != READY:
                     error = error or f"slot {s.id} runs {s.profile_name} ({s.state})"
                 # Back into the gateway whatever it runs now (the new profile, or the old one
-                # after a rollback), once ready.
+                # after a rollback), once ready; where it runs now (a standby woken has a port
+                # of its own: agent/standby.py).
                 self.out.discard(s.id)
+                url = slot_url(s)
                 if s.state == READY:
                     async with self._lock(name):
                         await gw.add_worker(url)

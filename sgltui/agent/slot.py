@@ -537,6 +537,36 @@ class Slot:
             self.last_swap = outcome
         self.host.bus.changed()
 
+    def hand_over(self) -> dict:
+        """Let another slot object take this ready server over, running (a warm swap moves a
+        server between a slot and a standby's own slot: agent/standby.py): stop watching it and
+        forget it, without a state event (the taker's swap says what happened)."""
+        record = self.record()
+        assert record is not None and self.state == READY, "only a ready server is handed over"
+        handed = {"record": record, "popen": self.popen, "profile": self.profile}
+        if self._monitor and not self._monitor.done():
+            self._monitor.cancel()
+        self._close_relay()  # the relay keeps writing the log file (as for a re-adoption)
+        self.tree, self.popen, self.live_pids = None, None, []
+        self.state = STOPPED
+        return handed
+
+    def take_over(self, handed: dict) -> None:
+        """Watch a server another slot object handed over (hand_over), ready as it was."""
+        assert self.state == STOPPED, "a slot takes a server over only when it has none"
+        if not self.adopt(handed["record"], handed["profile"]):
+            raise LaunchError(
+                causes._cause("exit", "the server handed over is gone", [], "start it again", None)
+            )
+        self.popen = handed["popen"]  # still our child: reaped when it ends
+        if self.log_path is not None:
+            try:
+                self._log_pos, self._partial = self.log_path.stat().st_size, b""
+            except OSError:
+                pass
+        self.host.bus.changed()
+        self._changed.set()
+
     def attach_front(self, front: Any) -> None:
         """The slot's stable endpoint (agent/front.py), opened by the agent at start."""
         self.front = front

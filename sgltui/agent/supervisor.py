@@ -48,6 +48,7 @@ from sgltui.agent.slot import (
     Slot,
     SlotConfig,
 )
+from sgltui.agent.standby import Standbys, pick_records
 from sgltui.agent.state import AgentState, LaunchHistory
 from sgltui.core.redact import Redactor
 from sgltui.session.layout import SERVERS_DIR
@@ -109,6 +110,8 @@ class Supervisor:
         self._pool_tasks: set[asyncio.Task] = set()
         # a crashed server launched again (agent/restart_policy.py), a subscriber of the events
         self.restart_policy = RestartPolicy(self, self.agent_config.restart)
+        # profiles kept warm beside the slots' servers, asleep (agent/standby.py)
+        self.standbys = Standbys(self)
         self.started = time.time()
         self.recorder: Any = None
         self.telemetry: Any = None
@@ -177,7 +180,8 @@ class Supervisor:
                 state_dir=str(self.state_dir),
             )
         )
-        for slot_id, record in (saved.get("slots") or {}).items():
+        saved_slots, sleepers = pick_records(saved.get("slots") or {})
+        for slot_id, record in saved_slots.items():
             slot = self.slots.get(slot_id) or self.slots.setdefault(slot_id, Slot(slot_id, self))
             # Exactly what the earlier agent ran (its rollback target), not today's file.
             fresh = await asyncio.to_thread(self._try_profile, record.get("profile"))
@@ -206,6 +210,19 @@ class Supervisor:
                     state=slot.state if ok else None,
                 )
             )
+        for key, record in sleepers.items():  # still asleep: agent/standby.py
+            profile = await asyncio.to_thread(
+                from_record,
+                record.get("resolved_profile"),
+                None,
+                functools.partial(server_env, record),
+            )
+            try:
+                ok = self.standbys.adopt(key, record, profile)
+            except Exception as exc:  # a corrupt record must not keep the agent from starting
+                log.warning("cannot adopt standby %s: %s", key, exc, exc_info=True)
+                ok = False
+            log.info("standby %s %s", key, "re-adopted, asleep" if ok else "is gone")
         self.bus.changed()
         await self.pools.start()  # after the slots: their ready servers are its first workers
         await asyncio.to_thread(self._refresh_profiles)
@@ -293,6 +310,7 @@ class Supervisor:
                     except Exception:
                         log.exception("stopping slot %s", slot.id)
         await self.children.stop_all()
+        await self.standbys.close(stop_servers)
         await self.pools.close()
         for slot in self.slots.values():
             await slot.close()
@@ -453,7 +471,8 @@ class Supervisor:
                 self._save_wanted = True
 
     def _records(self) -> dict[str, dict]:
-        return {sid: r for sid, s in self.slots.items() if (r := s.record())}
+        records = {sid: r for sid, s in self.slots.items() if (r := s.record())}
+        return {**records, **self.standbys.records()}
 
     def _save_state(self, records: dict[str, dict] | None = None) -> bool:
         """Write agent-state.json (blocking). A failed save (full disk) keeps the last good
@@ -591,6 +610,7 @@ class Supervisor:
                 capacity=capacity,
                 busy=job.desc if job and job.task and not job.task.done() else None,
                 restart=self.restart_policy.note(slot.id),
+                standbys=self.standbys.views(slot.id),
             )
             slots.append(st)
         tele = None
@@ -637,6 +657,8 @@ class Supervisor:
             return None if fn is None else functools.partial(self._job_op, fn)
         if op in Operations.OPS:  # a slot's lifecycle: agent/operations.py
             return getattr(self.ops, f"op_{op}", None)
+        if op.startswith("standby_"):  # profiles kept warm: agent/standby.py
+            return getattr(self.standbys, f"op_{op.removeprefix('standby_')}", None)
         if op in Attacher.OPS:  # servers sgltui did not start: agent/attach.py
             return getattr(self.attacher, f"op_{op}", None)
         return getattr(self, f"op_{op}", None)
@@ -787,7 +809,7 @@ class Supervisor:
         for s in self.slots.values():
             if s.tree:
                 pids |= set(s.tree.seen)
-        return pids
+        return pids | self.standbys.pids()
 
     async def op_logs(self, args: protocol.LogsArgs, client: str | None) -> protocol.LogsReply:
         n = args.lines

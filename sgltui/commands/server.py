@@ -353,6 +353,8 @@ def _report(op: str, outcome: protocol.Accepted) -> int:
     if slot.state == protocol.SlotState.READY:
         total = result.timings_s.get("total")
         took = f" in {units.span(total)}" if total else ""
+        if op == "swap" and slot.last_swap is not None and total:
+            took = f" ({slot.last_swap.kind} swap in {units.span(total)})"  # agent/standby.py
         front = slot.front.url if slot.front else None
         print(
             f"slot {slot.id}: {slot.profile} ready on {slot.host}:{slot.port}{took}"
@@ -456,6 +458,16 @@ def cmd_status(args: argparse.Namespace) -> int:
                 print(f"     front: {front.url} ({front.state}{to}{held})")
         if s.swap:
             print(f"     swap {s.swap.from_ or '-'} -> {s.swap.to}: {s.swap.step}")
+        elif s.last_swap and s.last_swap.ok and s.last_swap.seconds is not None:
+            ls = s.last_swap
+            print(
+                f"     last swap {ls.from_ or '-'} -> {ls.to}: {ls.kind}, {units.span(ls.seconds)}"
+            )
+        for sb in s.standbys:
+            print(
+                f"     warm: {sb.profile} ({sb.state}, pins {units.gib(sb.host_bytes)} host RAM, "
+                f"{units.gib(sb.gpu_bytes)} GPU)"
+            )
         if s.restart:
             print(f"     restart: {s.restart}")
         if s.cause:

@@ -121,6 +121,7 @@ RANGES: dict[str, Range] = {
     "sim-crash-after": Range(0, None),
     "sim-slow-start": Range(0, 1000, low_open=True),
     "sim-host-memory-gb": Range(0, 1_000_000, low_open=True),
+    "sim-pinned-bandwidth-gbs": Range(0, 10_000, low_open=True),
     "sim-seed": Range(-INT64_MAX, INT64_MAX),
 }
 

@@ -59,6 +59,9 @@ _SIM_FLAGS: dict[str, dict[str, Any]] = {
     "sim-hang-in": {"type": "str", "choices": ["weights", "kv", "graphs", "warmup"]},
     "sim-slow-start": {"type": "float"},
     "sim-host-memory-gb": {"type": "float"},
+    "sim-pinned-bandwidth-gbs": {"type": "float"},
+    "sim-release-fails": {"action": "store_true", "type": "bool"},
+    "sim-bad-resume-draft": {"action": "store_true", "type": "bool"},
 }
 
 

@@ -82,6 +82,8 @@ def _add_fallback_flags(p: argparse.ArgumentParser) -> None:
     add("--schedule-conservativeness", type=float, default=1.0)
     add("--max-queued-requests", type=int, default=None)
     add("--watchdog-timeout", type=float, default=300)
+    add("--enable-memory-saver", action="store_true")
+    add("--enable-weights-cpu-backup", action="store_true")
 
 
 def _add_sim_flags(p: argparse.ArgumentParser) -> None:
@@ -141,7 +143,23 @@ def _add_sim_flags(p: argparse.ArgumentParser) -> None:
         "--sim-host-memory-gb",
         type=float,
         default=512.0,
-        help="simulated host RAM (HiCache host pool limit)",
+        help="simulated host RAM (HiCache host pool limit, the standbys' pinned weights)",
+    )
+    g.add_argument(
+        "--sim-pinned-bandwidth-gbs",
+        type=float,
+        default=54.0,
+        help="pinned host <-> GPU copy speed in GB/s, for release/resume (H100 PCIe Gen5: 54)",
+    )
+    g.add_argument(
+        "--sim-release-fails",
+        action="store_true",
+        help="a release answers 200 null and frees nothing (as SGLang does when it cannot)",
+    )
+    g.add_argument(
+        "--sim-bad-resume-draft",
+        action="store_true",
+        help="the MTP draft comes back wrong after a resume (accept length ~1.0)",
     )
 
 

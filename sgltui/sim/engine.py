@@ -119,6 +119,7 @@ class Engine:
         self._ready = asyncio.Event()
         self._ranks_ready = 0
         self._flush_waiters: list[asyncio.Future] = []
+        self._control_waiters: list[asyncio.Future] = []
         self._counter = itertools.count()
         self.child_exit: tuple[str, int, int] | None = None  # (name, pid, exit code)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -245,6 +246,11 @@ class Engine:
                 self.ready_info = msg[1]
             if self._ranks_ready == self.tp:
                 self._ready.set()
+        elif kind == "control_result":
+            if self._control_waiters:
+                fut = self._control_waiters.pop(0)
+                if not fut.done():
+                    fut.set_result(msg[1])
         elif kind == "flush_result":
             if self._flush_waiters:
                 fut = self._flush_waiters.pop(0)
@@ -294,6 +300,14 @@ class Engine:
         fut = asyncio.get_running_loop().create_future()
         self._flush_waiters.append(fut)
         self.outboxes[0].put(("flush",))
+        return await fut
+
+    async def control(self, msg: tuple):
+        """A control message to scheduler rank 0 (sim/memory_saver.py), awaited until it answers;
+        a rank that dies on it never does (the server goes down around the caller)."""
+        fut = asyncio.get_running_loop().create_future()
+        self._control_waiters.append(fut)
+        self.outboxes[0].put(msg)
         return await fut
 
     @property

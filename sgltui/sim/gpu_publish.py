@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 
 from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.locations import sim_gpu_dir
@@ -63,6 +64,9 @@ class GpuPublisher:
         self.phase_expected_s = 1.0
         self.plan: MemoryPlan | None = None
         self._last_io: tuple[float, float, float] | None = None
+        # The memory saver's view (sim/memory_saver.py): released parts taken out, pinned backup.
+        self.adjust: Callable[[dict[str, int]], dict[str, int]] | None = None
+        self.backup_bytes: Callable[[], int] | None = None
 
     def breakdown(self) -> dict[str, int]:
         parts = _PHASE_PARTS.get(self.phase, _PHASE_PARTS["ready"])
@@ -119,6 +123,8 @@ class GpuPublisher:
         if self.phase == "loading weights" and self.plan is not None:
             rx += self.plan.weights_bytes / max(1e-3, self.phase_expected_s)
         bd = self.breakdown()
+        if self.adjust is not None:
+            bd = self.adjust(bd)
         used = min(self.gpu.total_bytes, sum(bd.values()))
         gpus = []
         for i in self.indexes:
@@ -142,6 +148,8 @@ class GpuPublisher:
         host_pinned = 0
         if self.plan is not None and self.phase in ("capturing CUDA graphs", "warming up", "ready"):
             host_pinned = int(self.plan.hicache_host_bytes + self.plan.hicache_state_host_bytes)
+        if self.backup_bytes is not None:
+            host_pinned += self.backup_bytes()
         doc = {
             "v": 1,
             "pid": os.getpid(),

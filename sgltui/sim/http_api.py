@@ -20,6 +20,7 @@ from aiohttp import web
 
 from sgltui.sim import api_bodies as rq
 from sgltui.sim import auth
+from sgltui.sim.memory_saver import parse_tags
 
 log = logging.getLogger("sglang")
 # aiohttp's own error logs (e.g. writes to a client that left) are not SGLang output.
@@ -85,6 +86,8 @@ class Api:
         r.add_post("/pause_generation", self.pause)
         r.add_post("/continue_generation", self.resume)
         r.add_post("/freeze_gc", self.freeze_gc)
+        r.add_post("/release_memory_occupation", self.release_memory)
+        r.add_post("/resume_memory_occupation", self.resume_memory)
         r.add_route("*", "/{tail:.*}", self.fallback)
         app.on_startup.append(self._start_watcher)
         return app
@@ -144,7 +147,9 @@ class Api:
     # ---- health ------------------------------------------------------------------------------------
     async def health(self, request: web.Request):
         s = self.s
-        if s.status != "Up" or s.draining:
+        # An UnHealthy server is probed again: a generation that gets through makes it Up (as
+        # SGLang's health_generate does once a paused server continues).
+        if s.status not in ("Up", "UnHealthy") or s.draining:
             return web.Response(status=503)
         if request.rel_url.path == "/health" and os.environ.get(
             "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "true"
@@ -160,6 +165,7 @@ class Api:
             while True:
                 await asyncio.sleep(poll)
                 if st.output_ids or st.finish or self.engine.last_output_at > started:
+                    s.status = "Up"
                     return web.Response(status=200)
                 if time.monotonic() - started > timeout:
                     tic = time.strftime(
@@ -294,13 +300,39 @@ class Api:
             self.engine.abort(str(body["rid"]))
         return web.Response(status=200)
 
+    async def _body(self, request) -> dict:
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return {}
+        return body if isinstance(body, dict) else {}
+
     async def pause(self, request):
-        self.s.paused = True
+        mode = str((await self._body(request)).get("mode") or "abort")
+        if mode not in ("abort", "retract", "in_place"):
+            return error_body(f"mode must be abort, retract or in_place, not {mode!r}", 400)
+        await self.s.saver.pause(mode)
         return web.json_response({"message": "Generation paused successfully.", "status": "ok"})
 
     async def resume(self, request):
-        self.s.paused = False
+        await self.s.saver.resume_generation()
         return web.json_response({"message": "Generation continued successfully.", "status": "ok"})
+
+    async def release_memory(self, request):
+        try:
+            tags = parse_tags(await self._body(request))
+        except ValueError as exc:
+            return error_body(str(exc), 400)
+        await self.s.saver.release(tags)
+        return web.json_response(None)
+
+    async def resume_memory(self, request):
+        try:
+            tags = parse_tags(await self._body(request))
+        except ValueError as exc:
+            return error_body(str(exc), 400)
+        await self.s.saver.resume(tags)
+        return web.json_response(None)
 
     # ---- generation ----------------------------------------------------------------------------------
     async def _json(self, request) -> dict:

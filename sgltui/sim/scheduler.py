@@ -78,6 +78,8 @@ class Scheduler:
         self.mean_answer = mean_answer
         self.scale = float(args.sim_time_scale)
         self.waiting: deque[Req] = deque()
+        self.paused = False  # pause_generation: nothing runs until continue_generation
+        self.bad_draft = False  # set by a resume under --sim-bad-resume-draft (memory_saver.py)
         self.running: list[Req] = []
         self.chunked: Req | None = None
         host_tokens = plan.hicache_host_tokens
@@ -460,6 +462,8 @@ class Scheduler:
 
     def _accept_length(self, req: Req) -> int:
         """1 bonus token + accepted drafts along the chain (per-position cumulative acceptance)."""
+        if self.bad_draft:
+            return 1  # a draft refilled wrongly after a resume: nothing it proposes is accepted
         chain = self.speed.model.accept_chain
         assert self.spec is not None, "only speculative requests get an accept length"
         topk_boost = 1.0 + 0.05 * (self.spec.eagle_topk - 1)
@@ -472,6 +476,11 @@ class Scheduler:
             prev = p
             n += 1
         return n
+
+    def retract_running(self) -> None:
+        """Every running request back to the queue (pause_generation's retract mode)."""
+        for req in list(self.running):
+            self._retract(req)
 
     def _retract(self, req: Req) -> None:
         self.running.remove(req)

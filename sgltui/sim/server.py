@@ -30,6 +30,7 @@ from sgltui.sim.memory import (
     parse_context_length,
     plan_memory,
 )
+from sgltui.sim.memory_saver import MemorySaver
 from sgltui.sim.models import ModelNotFound, resolve_draft, resolve_model
 
 if TYPE_CHECKING:  # imported lazily at run time: the engine and aiohttp load only once needed
@@ -133,6 +134,7 @@ class SimServer:
         self._runner: web.AppRunner | None = None
         self._dying = False
         self.draining_done = False  # children are being stopped on purpose from here on
+        self.saver = MemorySaver(self)  # release/resume of GPU memory (sim/memory_saver.py)
 
     # Set by prepare() and run(); everything after start-up may rely on them.
     @property
@@ -289,6 +291,8 @@ class SimServer:
             os.environ.get("CUDA_VISIBLE_DEVICES"),
         )
         publisher.plan = self.plan
+        publisher.adjust = self.saver.breakdown
+        publisher.backup_bytes = self.saver.host_bytes
         loop.add_signal_handler(signal.SIGQUIT, self._on_sigquit)
         loop.add_signal_handler(signal.SIGINT, self._on_sigint)
         self.the_engine.start()

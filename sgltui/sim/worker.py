@@ -20,6 +20,9 @@ import traceback
 from typing import Any
 
 from sgltui.sim.logs import gb, rank_prefix, setup_logging
+from sgltui.sim.memory_saver import scheduler_control
+
+CONTROL = ("pause", "continue", "release", "resume")  # memory_saver.py's messages
 
 log = logging.getLogger("sglang")
 
@@ -254,6 +257,8 @@ def scheduler_main(conn, cfg: dict, rank: int) -> None:
         )
     except _SimulatedError as exc:
         _fail(f"RuntimeError: {exc}")
+    except AssertionError as exc:  # SGLang's own assertions (a release while requests run)
+        _fail(f"AssertionError: {exc}")
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
     except Exception:  # noqa: BLE001 - a simulator bug: its traceback, as SGLang reports a rank crash
@@ -341,7 +346,7 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
     while True:
         if phases.crash_at is not None and time.monotonic() >= phases.crash_at:
             raise _Crash()
-        was_idle = sched.idle
+        was_idle = sched.idle or sched.paused
         timeout = 0.0 if not was_idle else 0.5
         while (msg := inbox.get(timeout)) is not None:
             timeout = 0.0
@@ -354,11 +359,13 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
                 conn.send(("flush_result", sched.flush_cache()))
             elif kind == "shutdown":
                 return
+            elif kind in CONTROL:
+                conn.send(("control_result", scheduler_control(sched, msg)))
             elif msg is _Inbox.EOF:
                 raise EOFError
         if was_idle:
             sched.realign()  # work that arrives after a pause starts on the current clock
-        if sched.idle:
+        if sched.idle or sched.paused:
             sched.snapshot(report=False)
             if sched.gauges_stale or time.monotonic() - last_idle_refresh > 30:
                 sched.idle_refresh()

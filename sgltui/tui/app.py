@@ -31,7 +31,7 @@ from sgltui.agent.client_errors import Pinned
 from sgltui.core import retry
 from sgltui.core.files import private_dir, write_atomic
 from sgltui.session.layout import SCREENSHOTS_DIR
-from sgltui.tui import logtail, topbar, views
+from sgltui.tui import logtail, standby, topbar, views
 from sgltui.tui import model as M
 from sgltui.tui.bindings import ALL_KEYS, KEYS
 from sgltui.tui.config import TuiConfig
@@ -534,7 +534,7 @@ class SgltuiApp(App[str | None]):
         elif M.SERVERS in dirty and self.screen.has_class("-slots"):
             self.screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
             self._pane(SlotsPane).display = False
-        if M.MEMORY in dirty or (M.SERVERS in dirty and self.screen.has_class("-memory")):
+        if dirty & {M.MEMORY, M.SERVERS}:  # SERVERS: a standby added or woken (its line)
             self._show_memory()
         if M.CHART in dirty:
             # The row shows while the server serving now is speculative: its latest sample,
@@ -573,12 +573,12 @@ class SgltuiApp(App[str | None]):
         if m.several and self.fleet is None and self.screen.has_class("-short"):
             # In the chart's place (m): the picked slot's GPUs, named in the title.
             sid = m.current_id
-            pane.show(views.slot_memory(m.memory_view, m.current))
+            pane.show(views.slot_memory(m.memory_view, m.current), m.slots)
             title = f"memory · slot {sid} (t: chart)" if sid else "memory"
             if pane.border_title != title:
                 pane.border_title = title
         else:
-            pane.show(m.memory_view)
+            pane.show(m.memory_view, m.slots)
 
     def _draw_slots(self) -> None:
         """The slots view, shown from the second slot on (a one-slot screen is unchanged)."""
@@ -1073,6 +1073,25 @@ class SgltuiApp(App[str | None]):
             lambda yes: self._if_yes(yes, self._op, "restart", done=f"restarting {name}", **where),
         )
 
+    def action_keep_warm(self) -> None:
+        """k: keep the highlighted profile warm on the current slot (tui/standby.py asks)."""
+        name = self.query_one(ProfilesPane).highlighted_profile()
+        if name is None or self._read_only_refusal():
+            return
+        slot = self.model.current
+        refused = standby.refusal(name, slot)
+        if refused:
+            self.notify(refused, severity="warning")
+            return
+        took = standby.last_start_s(self.model.state, name)
+        where = self._slot_args()
+        self.push_screen(
+            Confirm(standby.question(name, slot, took)),
+            lambda yes: self._if_yes(
+                yes, self._op, "standby_add", done=f"keeping {name} warm", profile=name, **where
+            ),
+        )
+
     def action_bench(self) -> None:
         if self._read_only_refusal():
             return
@@ -1154,6 +1173,14 @@ class SgltuiApp(App[str | None]):
                     one_line(exc), title="demo start failed", severity="error", markup=False
                 )
                 return
+        if len(demo) > 1 and len(starts) == 1:  # the warm swap, offered (agent/standby.py)
+            self.notify(
+                f"k on {demo[1].name} keeps it warm beside {demo[0].name}: "
+                "a swap to it then takes seconds",
+                title="tip",
+                timeout=10,
+                markup=False,
+            )
         if not self.demo_load:
             self._refresh_status_soon()
             return

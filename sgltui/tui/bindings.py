@@ -35,6 +35,14 @@ KEYS: tuple[Key, ...] = (
         "Restart",
         "Restart the current slot's server with its profile re-read",
     ),
+    Key(
+        "server.keep_warm",
+        "k",
+        "keep_warm",
+        "Keep warm",
+        "Keep the highlighted profile warm beside the slot's server: a swap to it takes seconds",
+        show=False,
+    ),
     Key("bench.start", "b", "bench", "Bench", "Run a benchmark of the current profile"),
     Key(
         "server.attach",

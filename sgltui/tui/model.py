@@ -616,10 +616,11 @@ class TuiModel:
                 "done" if ev.get("ok") else ("rolled back" if ev.get("rolled_back") else "failed")
             )
             extra = f" in {units.span(total)}" if isinstance(total, (int, float)) else ""
+            kind = ev.get("kind") or "cold"  # warm: a standby was woken (agent/standby.py)
             return ActivityItem(
                 ts,
                 client,
-                f"swap {ev.get('from')} -> {ev.get('to')} {verdict}{extra}",
+                f"swap {ev.get('from')} -> {ev.get('to')} {verdict} ({kind}){extra}",
                 "info" if ev.get("ok") else "error",
                 False,
             )

@@ -92,6 +92,12 @@ def profile_option(profile: protocol.ProfileRow, slots: list[protocol.SlotStatus
     elif running:  # several slots run it: how many, in the state of the first
         state = f"  {state_label(running[0].state)} ×{len(running)}"
     launcher = f"  [dim]{launcher_label(profile)}[/]"
+    # Kept warm beside a slot's server (agent/standby.py): a swap to it takes seconds.
+    warm = [sb for s in slots for sb in s.standbys if sb.profile == profile.name]
+    if warm:
+        state += (
+            "  [$success]warm[/]" if warm[0].state == "asleep" else f"  [dim]{warm[0].state}[/]"
+        )
     clash = profile.key_clash
     warn = ""
     if key and clash:
@@ -578,4 +584,21 @@ def measured_rates(runs: Collection[Any]) -> dict[str, tuple[dict[int, float], f
             rates = dict(rates) if seen == when else {}
             rates[c] = float(tok_s)
             out[p] = (rates, when)
+    return out
+
+
+def standby_lines(slots: list[protocol.SlotStatus]) -> list[str]:
+    """One memory-pane line per profile kept warm (agent/standby.py): its slot and the server
+    that serves there, what the sleeper keeps on the GPU and pins in host RAM."""
+    out = []
+    for slot in slots:
+        for sb in slot.standbys:
+            mark = (
+                "[$success]warm[/]" if sb.state == "asleep" else f"[$warning]{escape(sb.state)}[/]"
+            )
+            out.append(
+                f"{mark} {escape(slot.id)}: {escape(sb.profile)} beside "
+                f"{escape(slot.profile or '-')} · GPU {units.gib(sb.gpu_bytes)} · "
+                f"host {units.gib(sb.host_bytes)} pinned"
+            )
     return out

@@ -390,3 +390,51 @@ def test_a_pool_jobs_segments_follow_what_the_pool_runs_across_a_roll(pool_agent
     assert len({s["launch_id"] for s in segs}) == len(segs), segs  # each kept apart
     r = agent_sgltui(agent, "job", "status", jid)
     assert f"segment {b} (pool all #" in r.stdout, r.stdout
+
+
+def test_a_rolling_swap_wakes_each_slots_standby_under_streams(pool_agent):
+    """issue 34: `standby add --pool` keeps a profile warm on every slot; the roll to it is
+    warm on each, and back again, with no client error."""
+    agent = pool_agent
+    a = agent.write_profile("t-a")
+    b = agent.write_profile("t-b")
+    agent.start()
+    _pool_call(agent, "start", profile=a, pool="all", wait=True)
+    _wait_workers(agent, ["ready", "ready"])
+    res = _pool_call(agent, "standby_add", profile=b, pool="all", wait=True)
+    assert res["result"]["ok"], res["result"]
+    assert [[w["profile"] for w in s["standbys"]] for s in agent.status()["slots"]] == [[b], [b]]
+    _wait_workers(agent, ["ready", "ready"])
+    stop = threading.Event()
+    outcomes: list[str] = []
+
+    def client() -> None:
+        with httpx.Client(timeout=30) as c:
+            while not stop.is_set():
+                body = {"model": "default", "prompt": "x", "max_tokens": 16, "stream": True}
+                try:
+                    with c.stream("POST", agent.endpoint + "/v1/completions", json=body) as r:
+                        text = "".join(r.iter_text())
+                    ok = r.status_code == 200 and "[DONE]" in text and "error" not in text
+                    outcomes.append("ok" if ok else f"{r.status_code}: {text[-200:]}")
+                except httpx.HTTPError as exc:
+                    outcomes.append(f"error: {exc!r}")
+
+    threads = [threading.Thread(target=client) for _ in range(8)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.5)
+        for to in (b, a):
+            res = _pool_call(agent, "swap", profile=to, pool="all", wait=True)
+            assert res["pool"]["roll"]["state"] == "done", res["pool"]["roll"]
+            slots = agent.status()["slots"]
+            assert [s["profile"] for s in slots] == [to, to]
+            assert [s["last_swap"]["kind"] for s in slots] == ["warm", "warm"]
+            _wait_workers(agent, ["ready", "ready"])
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+    bad = [o for o in outcomes if o != "ok"]
+    assert outcomes and not bad, bad[:5]

@@ -1,4 +1,6 @@
-"""GPU memory bars (the servers' share in the accent colour) and the host RAM bar."""
+"""GPU memory bars (the servers' share in the accent colour), the host RAM bar, and one line per
+profile kept warm (agent/standby.py): what its sleeping server keeps on the GPU and pins in host
+RAM, beside the slot's serving server."""
 
 from __future__ import annotations
 
@@ -26,12 +28,16 @@ class MemoryPane(Widget, can_focus=True):
         self._bar_text: list[str] = []  # the markup of each line, at the width of `_key`
         self._strips: dict[int, Strip] = {}  # line -> its Strip, built when first painted
         self._key: tuple | None = None  # (width, theme) the lines were built for
+        self._warm: list[str] = []  # views.standby_lines of the slots, one per standby
 
-    def show(self, telemetry: protocol.TelemetryView) -> None:
-        # A layout pass only when the number of GPUs (so the height) changes, and a repaint of
-        # only the lines that read differently (none on most samples of an idle server).
-        relayout = len(telemetry.gpus) != len(self._telemetry.gpus)
-        self._telemetry = telemetry
+    def show(
+        self, telemetry: protocol.TelemetryView, slots: list[protocol.SlotStatus] | None = None
+    ) -> None:
+        # A layout pass only when the number of GPUs or standbys (so the height) changes, and a
+        # repaint of only the lines that read differently (none on most samples of an idle server).
+        warm = views.standby_lines(slots or [])
+        relayout = len(telemetry.gpus) != len(self._telemetry.gpus) or len(warm) != len(self._warm)
+        self._telemetry, self._warm = telemetry, warm
         width = self.content_region.width
         if relayout or not width or self._key is None:
             self._key = None
@@ -48,7 +54,11 @@ class MemoryPane(Widget, can_focus=True):
                 self.refresh(Region(0, y, width, 1))
 
     def _bar_markup(self, width: int) -> list[str]:
-        return views.gpu_lines(self._telemetry, width) + views.host_lines(self._telemetry, width)
+        return (
+            views.gpu_lines(self._telemetry, width)
+            + views.host_lines(self._telemetry, width)
+            + self._warm
+        )
 
     def render_line(self, y: int) -> Strip:
         width = self.content_region.width
@@ -70,4 +80,4 @@ class MemoryPane(Widget, can_focus=True):
 
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]
         gpus = len(self._telemetry.gpus) or 0.5
-        return int(gpus * 2) + 2
+        return int(gpus * 2) + 2 + len(self._warm)

@@ -1,0 +1,771 @@
+"""Standbys: profiles kept warm beside a slot's server, and the warm swap that wakes one.
+
+No profile setting changes inside a running SGLang server, so a swap in seconds needs a second
+server process per profile, asleep: launched with the memory saver (--enable-memory-saver
+--enable-weights-cpu-backup, SGLANG_MEMORY_SAVER_CUDA_GRAPH=1), then paused and released (its
+weights in pinned host RAM, its KV cache and graphs freed). A standby's server lives in a slot
+object of its own (`Slot`, so launching, watching for its exit and stopping are the slot's),
+hidden from status and with its own event bus: nothing that watches slots (restart policy,
+fronts, pools, telemetry) ever sees a sleeper, so none can call it hung or relaunch it. It only
+notices the sleeper's exit (the standby is then `lost`).
+
+    standby add B:  hold the front -> drain A -> pause A -> release A -> launch B beside it (cold)
+                    -> canary B (its accept length, the baseline) -> pause B -> release B
+                    -> resume A -> continue A -> route            (any failure: A resumed)
+    warm swap A->B: hold the front -> drain A -> pause A -> release A -> memory back (GPU source)
+                    -> resume B -> continue B -> canary B -> the slot takes B's server, A's goes
+                    to a standby of its own (asleep) -> route
+                    | a failure before the canary: A resumed (rollback), B stays a standby
+                    | a bad canary (MTP accept length fell): B's sleeper stopped, B relaunched
+                      cold on the slot, saying why; A stays warm
+A server that was launched without the memory saver cannot sleep: the add stops and relaunches
+it with the memory saver (one more cold start, said), a warm swap stops it (it is not kept).
+The sleepers are saved in agent-state.json with the slots ("SLOT~PROFILE") and re-adopted,
+still asleep, by the next agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from sgltui import protocol
+from sgltui.agent import http_probe, procs
+from sgltui.agent import standby_memory as mem
+from sgltui.agent.errors import OpError
+from sgltui.agent.events import EventBus
+from sgltui.agent.operations import Wait
+from sgltui.agent.slot import READY, LaunchError, Slot, as_cause
+from sgltui.core import causes, units
+
+if TYPE_CHECKING:
+    from sgltui.agent.operations import Job
+    from sgltui.agent.resolved import Resolved
+    from sgltui.agent.supervisor import Supervisor
+
+log = logging.getLogger("sgltui.agent.standby")
+
+SAVER_FLAGS = ("enable-memory-saver", "enable-weights-cpu-backup")
+# Graphs freed with the rest; the pinned copy of the weights kept between sleeps (weights do
+# not change: a release after the first only unmaps; torch_memory_saver PR #86).
+SAVER_ENV = {"SGLANG_MEMORY_SAVER_CUDA_GRAPH": "1", "TMS_RETAIN_CPU_BACKUP": "1"}
+SEP = "~"  # agent-state.json keys a sleeper as SLOT~PROFILE
+CANARY_PROMPT = "The capital city of France is"
+BAD_ACCEPT = 0.6  # a woken draft accepting under this share of its last known length is bad
+MEMORY_BACK_S = 3.0  # how long the GPU source gets to show a release (NVML: ~0.13 s)
+
+
+class WakeError(Exception):
+    """A step of a sleep or a wake did not happen (the server did not answer, or the GPU did
+    not get its memory back)."""
+
+
+def with_saver(target: Resolved, port: int | None = None) -> Resolved:
+    """`target` launched so that it can sleep (and, given, on its own port). The content hash
+    stays the profile's: the file did not change."""
+    server, env = dict(target.profile.server), dict(target.profile.env)
+    for flag in SAVER_FLAGS:
+        server[flag] = True
+    for k, v in SAVER_ENV.items():
+        env.setdefault(k, v)
+    if port is not None:
+        server["port"] = port
+    return dataclasses.replace(
+        target, profile=dataclasses.replace(target.profile, server=server, env=env)
+    )
+
+
+def can_sleep(slot: Slot) -> bool:
+    """Whether the slot's server was launched with the memory saver (its command says)."""
+    return "--enable-memory-saver" in slot.command and "--enable-weights-cpu-backup" in (
+        slot.command
+    )
+
+
+class _QuietHost:
+    """A sleeper's slot host: the agent's, less everything that would make it visible (its own
+    event bus, no log pushes or telemetry lines)."""
+
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+        self.bus = EventBus()
+        self.config = sup.config
+        self.state_dir = sup.state_dir
+
+    def push_log(self, slot_id: str, launch_id: str, lines: list[str]) -> None:
+        pass  # the log file has them; no viewer shows a sleeper's log live
+
+    def server_log_path(self, launch_id: str) -> Any:
+        return self.sup.server_log_path(launch_id)
+
+    def learned(self, profile: str) -> dict[str, float] | None:
+        return self.sup.learned(profile)
+
+    def record_launch(self, profile: str, durations: dict[str, float]) -> None:
+        self.sup.record_launch(profile, durations)
+
+    def telemetry_line(self, slot_id: str, line: str) -> None:
+        pass
+
+    def add_secret(self, secret: str) -> None:
+        self.sup.add_secret(secret)
+
+
+@dataclass
+class Standby:
+    slot_id: str
+    name: str
+    server: Slot  # the hidden slot that holds the sleeping server
+    state: str = "starting"  # starting | asleep (lost is read off the server)
+    host_bytes: int = 0
+    gpu_bytes: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.slot_id}{SEP}{self.name}"
+
+    @property
+    def alive(self) -> bool:
+        return self.server.state == READY and self.server.tree is not None
+
+    def view(self, accept: float | None) -> protocol.StandbyView:
+        state = self.state if self.server.state in (READY, "launching") else "lost"
+        return protocol.StandbyView(
+            profile=self.name,
+            state=state,  # type: ignore[arg-type]
+            host_bytes=self.host_bytes,
+            gpu_bytes=self.gpu_bytes,
+            port=self.server.port,
+            pid=self.server.tree.pid if self.server.tree else None,
+            accept_length=accept,
+        )
+
+
+class Standbys:
+    """Every slot's standbys; the standby ops and the warm swap."""
+
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+        self.by_slot: dict[str, dict[str, Standby]] = {}
+        self.accept: dict[str, float] = {}  # profile -> its draft's last measured accept length
+        self.reserve = int(sup.agent_config.standby_reserve_gb * 1e9)
+
+    # ---- views and records ----------------------------------------------------------------------
+    def of(self, slot_id: str) -> dict[str, Standby]:
+        return self.by_slot.setdefault(slot_id, {})
+
+    def views(self, slot_id: str) -> list[protocol.StandbyView]:
+        return [sb.view(self.accept.get(sb.name)) for sb in self.of(slot_id).values()]
+
+    def warm(self, slot: Slot, name: str) -> Standby | None:
+        sb = self.of(slot.id).get(name)
+        return sb if sb is not None and sb.state == "asleep" and sb.alive else None
+
+    def pids(self) -> set[int]:
+        out: set[int] = set()
+        for sbs in self.by_slot.values():
+            for sb in sbs.values():
+                if sb.server.tree is not None:
+                    out |= set(sb.server.tree.seen)
+        return out
+
+    def records(self) -> dict[str, dict]:
+        """agent-state.json entries of the sleepers (SLOT~PROFILE), to re-adopt them asleep."""
+        out = {}
+        for sbs in self.by_slot.values():
+            for sb in sbs.values():
+                rec = sb.server.record() if sb.state == "asleep" else None
+                if rec:
+                    rec["standby"] = {
+                        "slot": sb.slot_id,
+                        "host_bytes": sb.host_bytes,
+                        "gpu_bytes": sb.gpu_bytes,
+                        "accept_length": self.accept.get(sb.name),
+                    }
+                    out[sb.key] = rec
+        return out
+
+    def adopt(self, key: str, record: dict, profile: Any) -> bool:
+        """A sleeper an earlier agent left (agent-state.json): taken over, still asleep."""
+        meta = record.get("standby") or {}
+        slot_id, _, name = key.partition(SEP)
+        if slot_id not in self.sup.slots or not name:
+            return False
+        server = Slot(key, _QuietHost(self.sup))
+        if not server.adopt(record, profile):
+            return False
+        sb = Standby(
+            slot_id,
+            name,
+            server,
+            "asleep",
+            int(meta.get("host_bytes") or 0),
+            int(meta.get("gpu_bytes") or 0),
+        )
+        if meta.get("accept_length"):
+            self.accept[name] = float(meta["accept_length"])
+        self.of(slot_id)[name] = sb
+        return True
+
+    async def close(self, stop_servers: bool) -> None:
+        for sbs in self.by_slot.values():
+            for sb in sbs.values():
+                if stop_servers and sb.server.tree is not None:
+                    try:
+                        await sb.server.stop("agent", drain="force")
+                    except Exception:
+                        log.exception("stopping standby %s", sb.key)
+                await sb.server.close()
+
+    # ---- ops ----------------------------------------------------------------------------------------
+    def _slots(self, args: protocol.StandbyArgs) -> list[Slot]:
+        if args.pool:
+            pool = self.sup.pools.pool(str(args.pool))
+            return [self.sup.slots[s] for s in pool.slots if s in self.sup.slots]
+        return [self.sup.slot_for(args)]
+
+    async def op_add(self, args: protocol.StandbyArgs, client: str | None) -> Any:
+        slots = self._slots(args)
+        if len(slots) == 1:
+            return await self._add_one(slots[0], args, client)
+        # A pool: one slot at a time (each one's server sleeps while its standby starts, and
+        # the gateway routes to the others meanwhile); the first that fails ends it.
+        reply: Any = None
+        for slot in slots:
+            reply = await self._add_one(slot, msgspec.structs.replace(args, wait=True), client)
+            reply = await reply.wait()
+            if not (reply.result and reply.result.ok):
+                break
+        return reply
+
+    async def _add_one(self, slot: Slot, args: protocol.StandbyArgs, client: str | None) -> Any:
+        ops = self.sup.ops
+        async with ops.lock(slot.id):
+            ops._refuse_if_busy(slot, "standby add")
+            if slot.external is not None:  # agent/attach.py: not ours to put to sleep
+                raise OpError(
+                    f"slot {slot.id} watches a server sgltui did not start; `sgltui adopt` it or "
+                    "start a profile there before keeping another warm"
+                )
+            target = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
+            if target.name in self.of(slot.id):
+                raise OpError(f"{target.name} is already kept warm on slot {slot.id}")
+            if slot.profile_name == target.name and slot.state == READY:
+                raise OpError(
+                    f"slot {slot.id} serves {target.name} itself; keep another profile warm "
+                    "(`sgltui standby add OTHER`)"
+                )
+            target = ops._place(slot, target)
+            port = await asyncio.to_thread(self._free_port, target.port)
+            target = with_saver(target, port)
+            problem = await asyncio.to_thread(self._check, slot, target)
+            if problem:
+                raise OpError(problem)
+            from sgltui.agent.operations import Job
+
+            job = Job("standby", f"standby add {target.name}", client, time.time())
+            started = ops._run(slot, job, self._add(slot, target, client))
+            if args.wait:
+                return _WaitWithStandbys(slot, started, self)
+            return ops._reply(slot, args, started)
+
+    async def op_remove(self, args: protocol.StandbyArgs, client: str | None) -> Any:
+        slots = self._slots(args)
+        for slot in slots:
+            sb = self.of(slot.id).get(args.profile)
+            if sb is None:
+                kept = ", ".join(self.of(slot.id)) or "none"
+                raise OpError(
+                    f"{args.profile} is not kept warm on slot {slot.id} (standbys: {kept}); "
+                    "see `sgltui standby list`"
+                )
+            async with self.sup.ops.lock(slot.id):
+                self.sup.ops._refuse_if_busy(slot, "standby remove")
+                self.of(slot.id).pop(args.profile, None)
+                if sb.server.tree is not None:
+                    await sb.server.stop(client, drain="force")
+                await sb.server.close()
+                self.sup.bus.changed()
+        mine = next(s for s in self.sup.status().slots if s.id == slots[0].id)
+        return protocol.Accepted(slot=mine, accepted=True)
+
+    # ---- checks ------------------------------------------------------------------------------------
+    def _free_port(self, base: int) -> int:
+        taken = {sb.server.port for sbs in self.by_slot.values() for sb in sbs.values()}
+        taken |= {s.port for s in self.sup.slots.values()}
+        for port in range(base + 1000, base + 1200):
+            if port <= 65535 and port not in taken and procs.port_free("127.0.0.1", port):
+                return port
+        raise OpError(f"no free port near {base + 1000} for a standby; free one and try again")
+
+    def _check(self, slot: Slot, target: Resolved) -> str | None:
+        """Host RAM and GPU room for one more sleeper (blocking: a worker thread)."""
+        need = mem.weights_bytes(target)
+        pinned = {
+            f"{sb.slot_id}/{sb.name}": sb.host_bytes or (mem.weights_bytes(sb.server.profile) or 0)
+            for sbs in self.by_slot.values()
+            for sb in sbs.values()
+            if sb.server.profile is not None and sb.server.profile.launcher == target.launcher
+        }
+        if (
+            slot.profile is not None
+            and can_sleep(slot)
+            and slot.profile.launcher == target.launcher
+        ):
+            # it keeps its pinned copy while it serves (TMS_RETAIN_CPU_BACKUP)
+            pinned[f"{slot.id}/{slot.profile_name}"] = mem.weights_bytes(slot.profile) or 0
+        available = mem.host_available(target, sum(pinned.values()))
+        problem = mem.refuse_host(target.name, need, available, self.reserve, pinned)
+        if problem:
+            return problem
+        members = [
+            mem.Member(
+                sb.name, mem.mem_fraction(sb.server.profile), sb.gpu_bytes or mem.DEFAULT_REMAINDER
+            )
+            for sb in self.of(slot.id).values()
+            if sb.server.profile is not None
+        ]
+        if slot.profile is not None and slot.state == READY:
+            members.append(mem.Member(slot.profile_name or "?", mem.mem_fraction(slot.profile), 0))
+        members.append(mem.Member(target.name, mem.mem_fraction(target), mem.DEFAULT_REMAINDER))
+        if slot.profile is not None and slot.state == READY:
+            # the serving one sleeps in turn when another is woken
+            members[-2].remainder = mem.DEFAULT_REMAINDER
+        return mem.refuse_gpu(target.name, mem.gpu_total(target), members)
+
+    # ---- the server's sleep and wake --------------------------------------------------------------
+    async def _call(self, srv: Slot, path: str, body: Any, timeout: float = 120.0) -> Any:
+        status, data = await http_probe.post(
+            srv.server_host, srv.port, path, body, srv.api_key, timeout=timeout
+        )
+        if status != 200:
+            what = "did not answer" if status == 0 else f"answered HTTP {status}"
+            raise WakeError(f"{srv.profile_name}: {path} {what}")
+        return data
+
+    async def _sleep(self, srv: Slot) -> None:
+        await self._call(srv, "/pause_generation", {"mode": "retract"})
+        await self._release(srv)
+
+    async def _release(self, srv: Slot) -> float:
+        """Release and wait for the GPU source to show it; the seconds until it did."""
+        pids = set(srv.tree.seen) if srv.tree else set()
+        before = await asyncio.to_thread(mem.held_bytes, pids)
+        t0 = time.monotonic()
+        await self._call(srv, "/release_memory_occupation", {})
+        if not before:
+            return time.monotonic() - t0  # no GPU source says what it holds: take its word
+        deadline = time.monotonic() + MEMORY_BACK_S
+        while True:
+            now = await asyncio.to_thread(mem.held_bytes, pids)
+            if now is not None and now <= before * 0.5:
+                return time.monotonic() - t0
+            if time.monotonic() >= deadline:
+                raise WakeError(
+                    f"{srv.profile_name} still holds {units.gib(now)} of GPU memory after its "
+                    f"release (was {units.gib(before)}): SGLang answers a release it did not do "
+                    "the same way; is it launched with --enable-memory-saver?"
+                )
+            await asyncio.sleep(0.05)
+
+    async def _wake(self, srv: Slot) -> None:
+        await self._call(srv, "/resume_memory_occupation", {})
+        await self._call(srv, "/continue_generation", {"torch_empty_cache": True})
+
+    async def _canary(self, srv: Slot, name: str) -> tuple[bool, float | None, str]:
+        """One request to the woken server: it answers; an MTP draft's accept length is not far
+        under its last known value (SGLang PR #31674: a draft refilled wrongly accepts nothing,
+        with no error). -> (good, accept length, why not)."""
+        spec = bool((srv.profile.server if srv.profile else {}).get("speculative-algorithm"))
+        body = {
+            "text": CANARY_PROMPT,
+            "sampling_params": {
+                "max_new_tokens": 16 if spec else 1,
+                "temperature": 0,
+                "ignore_eos": True,
+            },
+        }
+        status, data = await http_probe.post(
+            srv.server_host, srv.port, "/generate", body, srv.api_key, timeout=60.0
+        )
+        if status != 200 or not isinstance(data, dict):
+            return False, None, f"the canary request got HTTP {status}"
+        accept = (data.get("meta_info") or {}).get("spec_accept_length")
+        if not spec or not isinstance(accept, (int, float)):
+            return True, None, ""
+        known = self.accept.get(name)
+        if known and accept < max(1.2, known * BAD_ACCEPT):
+            return (
+                False,
+                float(accept),
+                f"its MTP draft came back wrong after the resume (accept length {accept:.2f}, "
+                f"{known:.2f} before)",
+            )
+        return True, float(accept), ""
+
+    async def _measure(self, sb: Standby) -> None:
+        srv = sb.server
+        pids = set(srv.tree.seen) if srv.tree else set()
+        held = await asyncio.to_thread(mem.held_bytes, pids)
+        sb.gpu_bytes = int(held or 0)
+        host = await asyncio.to_thread(mem.measured_host_bytes, srv.tree.pid) if srv.tree else None
+        if host is None:
+            host = await asyncio.to_thread(mem.weights_bytes, srv.profile)
+        sb.host_bytes = int(host or 0)
+
+    async def _drain(self, slot: Slot, wait: bool, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + (timeout if wait else 0.0)
+        while slot.state == READY:
+            load = await http_probe.load(slot.server_host, slot.port, slot.api_key)
+            front = slot.front.in_flight((slot.server_host, slot.port)) if slot.front else 0
+            if not (load or 0) + front or time.monotonic() >= deadline:
+                return
+            await asyncio.sleep(0.05)
+
+    def _hidden(self, slot: Slot, name: str) -> Slot:
+        return Slot(f"{slot.id}{SEP}{name}", _QuietHost(self.sup))
+
+    def _follow(self, slot: Slot) -> None:
+        """Telemetry follows the server the slot has now (no event says it: the slot took it)."""
+        tele = self.sup.telemetry
+        if tele is None:
+            return
+        tele.detach(slot.id)
+        if slot.tree is not None:
+            host = "127.0.0.1" if slot.server_host in ("0.0.0.0", "", "::") else slot.server_host
+            tele.attach(
+                slot.id,
+                slot.tree.pid,
+                f"http://{host}:{slot.port}",
+                slot.api_key,
+                tp_size=slot.tp_size,
+            )
+
+    # ---- standby add --------------------------------------------------------------------------------
+    async def _add(self, slot: Slot, target: Resolved, client: str | None) -> protocol.Outcome:
+        ops = self.sup.ops
+        t0 = time.monotonic()
+        serving = slot.state == READY and slot.tree is not None
+        frm = slot.profile_name
+        sleeps = serving and can_sleep(slot)
+        previous = slot.profile
+        slot.begin_swap(frm, frm or target.name, time.time(), True, client)
+        slot.swap_step(f"keeping {target.name} warm")
+        sb = Standby(slot.id, target.name, self._hidden(slot, target.name))
+        self.of(slot.id)[target.name] = sb
+        self.sup.bus.changed()
+        cause: dict | None = None
+        try:
+            async with ops._server_going(slot, "wait"):
+                slot.hold_front(f"slot {slot.id}: keeping {target.name} warm")
+                if serving:
+                    await self._drain(slot, wait=True)
+                    if sleeps:
+                        slot.swap_step(f"keeping {target.name} warm: {frm} asleep")
+                        await self._sleep(slot)
+                    else:
+                        slot.swap_step(f"keeping {target.name} warm: stopping {frm}")
+                        await slot.stop(client, drain="force")
+                slot.swap_step(f"keeping {target.name} warm: launching it")
+                cause = await self._launch_hidden(sb, target, client)
+                if cause is None:
+                    good, accept, _ = await self._canary(sb.server, target.name)
+                    if accept:
+                        self.accept[target.name] = accept
+                    await self._sleep(sb.server)
+                    sb.state = "asleep"
+                    await self._measure(sb)
+                slot.swap_step(f"keeping {target.name} warm: {frm} back")
+                await self._back(slot, previous, serving, sleeps, client)
+        except (WakeError, LaunchError) as exc:
+            cause = causes._cause("exit", str(exc), [], "see `sgltui logs`", None)
+            await self._back(slot, previous, serving, sleeps, client, quiet=True)
+        finally:
+            slot.end_swap()
+            if cause is not None or sb.state != "asleep":
+                self.of(slot.id).pop(target.name, None)
+                if sb.server.tree is not None:
+                    await sb.server.stop(client, drain="force")
+            self.sup.bus.changed()
+        took = round(time.monotonic() - t0, 3)
+        if cause is None:
+            log.info("slot %s: %s kept warm (%.1fs)", slot.id, target.name, took)
+        return protocol.Outcome(
+            state=slot.state, ok=cause is None, timings_s={"total": took}, cause=as_cause(cause)
+        )
+
+    async def _launch_hidden(
+        self, sb: Standby, target: Resolved, client: str | None
+    ) -> dict | None:
+        """Launch `target` cold into the standby's own slot; None once ready, else the cause."""
+        srv = sb.server
+        try:
+            await asyncio.to_thread(srv.precheck, target, self.sup.our_pids())
+        except LaunchError as exc:
+            return exc.cause
+        await srv.launch(target, client, self.sup.ops._launch_id(target.name))
+        state = await srv.wait_settled()
+        return None if state == READY else (srv.cause or {"summary": f"it ended {state}"})
+
+    async def _back(
+        self,
+        slot: Slot,
+        previous: Any,
+        serving: bool,
+        sleeps: bool,
+        client: str | None,
+        quiet: bool = False,
+    ) -> None:
+        """The serving profile back as it was: woken, or (it could not sleep) relaunched with
+        the memory saver so that it can from now on."""
+        if not serving:
+            return
+        try:
+            if sleeps and slot.state == READY:
+                await self._wake(slot)
+            elif slot.state != READY and previous is not None:
+                await self.sup.ops._launch(slot, with_saver(previous), client)
+                await slot.wait_settled()
+        except WakeError:
+            if not quiet:
+                raise
+            log.exception("slot %s: the serving server did not come back", slot.id)
+
+    # ---- the warm swap -----------------------------------------------------------------------------
+    def swap_job(
+        self,
+        slot: Slot,
+        name: str,
+        client: str | None,
+        drain: str,
+        rollback: bool,
+    ) -> Job | None:
+        """The warm swap's job when profile `name` is kept warm on the slot; None: swap cold."""
+        sb = self.warm(slot, name)
+        if sb is None or slot.state != READY or slot.external is not None:
+            return None
+        from sgltui.agent.operations import Job
+
+        old = slot.profile_name
+        job = Job("swap", f"swap {old} -> {name} (warm)", client, time.time())
+        slot.begin_swap(old, name, job.started, rollback, client)
+        return self.sup.ops._run(slot, job, self._warm_swap(slot, sb, client, drain))
+
+    def cold_target(self, slot: Slot, target: Resolved) -> Resolved:
+        """A launch on a slot with standbys: able to sleep (the warm swap that later leaves it
+        keeps it warm), and on a port of its own when a sleeper holds the profile's."""
+        sb = self.of(slot.id).get(target.name)
+        if sb is not None and not sb.alive:
+            self.of(slot.id).pop(target.name)  # lost: the cold launch replaces it
+        sleepers = self.of(slot.id)
+        if not sleepers:
+            return target
+        held = {s.server.port for s in sleepers.values() if s.server.tree is not None}
+        port = self._free_port(target.port) if target.port in held else None
+        return with_saver(target, port)
+
+    async def _warm_swap(
+        self, slot: Slot, sb: Standby, client: str | None, drain: str
+    ) -> protocol.Outcome:
+        t0 = time.monotonic()
+        frm, to = slot.profile_name, sb.name
+        timings: dict[str, float] = {}
+        bus = self.sup.bus
+
+        def step(name: str) -> None:
+            slot.swap_step(name)
+            bus.publish(
+                protocol.SwapStep(
+                    client=client,
+                    slot=slot.id,
+                    from_=frm,
+                    to=to,
+                    step=name,
+                    elapsed_s=round(time.monotonic() - t0, 3),
+                )
+            )
+
+        def mark(name: str, since: float) -> float:
+            timings[name] = round(time.monotonic() - since, 3)
+            return time.monotonic()
+
+        ok, rolled_back, kind, cause = True, False, "warm", None
+        async with self.sup.ops._server_going(slot, drain):
+            slot.hold_front(f"slot {slot.id}: {frm or '-'} -> {to} (warm)")
+            step("draining")
+            t = time.monotonic()
+            await self._drain(slot, wait=drain == "wait")
+            t = mark("drain", t)
+            sleeps = can_sleep(slot)
+            try:
+                step("pausing")
+                await self._call(slot, "/pause_generation", {"mode": "retract"})
+                t = mark("pause", t)
+                if sleeps:
+                    step("releasing")
+                    timings["memory_back"] = round(await self._release(slot), 3)
+                    t = mark("release", t)
+                else:
+                    step("stopping")  # it cannot sleep: not kept
+                    await slot.stop(client, drain="force")
+                    t = mark("stop", t)
+                step("resuming")
+                await self._wake(sb.server)
+                t = mark("resume", t)
+            except WakeError as exc:
+                ok, rolled_back = False, True
+                cause = causes._cause("exit", str(exc), [], "see `sgltui logs`", None)
+                step("rolling back")
+                await self._rollback(slot, sb, sleeps, client)
+            if ok:
+                step("canary")
+                good, accept, why = await self._canary(sb.server, to)
+                t = mark("canary", t)
+                if good:
+                    if accept:
+                        self.accept[to] = accept
+                    await self._exchange(slot, sb, sleeps, client)
+                else:
+                    kind = "cold"
+                    step("relaunching cold")
+                    log.warning("slot %s: %s; relaunching %s cold", slot.id, why, to)
+                    ok, cause = await self._cold_after_bad_canary(slot, sb, sleeps, why, client)
+                    t = mark("cold_launch", t)
+            step("ready" if ok or rolled_back else "failed")
+            total = round(time.monotonic() - t0, 3)
+            timings["total"] = total
+            bus.publish(
+                protocol.SwapDone(
+                    client=client,
+                    slot=slot.id,
+                    from_=frm,
+                    to=to,
+                    ok=ok,
+                    rolled_back=rolled_back,
+                    timings_s=dict(timings),
+                    kind=kind,  # type: ignore[arg-type]
+                )
+            )
+            if not ok and cause is not None:
+                slot.keep_failure(cause)
+            slot.end_swap(
+                protocol.LastSwap(
+                    from_=frm,
+                    to=to,
+                    ok=ok,
+                    rolled_back=rolled_back,
+                    timings_s=dict(timings),
+                    cause=as_cause(cause),
+                    finished_at=time.time(),
+                    client=client,
+                    kind=kind,  # type: ignore[arg-type]
+                    seconds=total,
+                )
+            )
+        return protocol.Outcome(
+            state=slot.state,
+            ok=ok,
+            rolled_back=rolled_back,
+            timings_s=timings,
+            cause=as_cause(cause),
+        )
+
+    async def _rollback(self, slot: Slot, sb: Standby, sleeps: bool, client: str | None) -> None:
+        """A wake that failed: the one that served is resumed; the standby goes back to sleep
+        (or, gone, is dropped)."""
+        try:
+            if sleeps and slot.state == READY:
+                await self._wake(slot)
+            elif slot.state != READY and slot.profile is not None:
+                await self.sup.ops._launch(slot, with_saver(slot.profile), client)
+                await slot.wait_settled()
+        except WakeError:
+            log.exception("slot %s: the rollback could not wake %s", slot.id, slot.profile_name)
+        if sb.alive:
+            try:
+                await self._sleep(sb.server)
+            except WakeError:
+                log.exception("slot %s: standby %s did not go back to sleep", slot.id, sb.name)
+        else:
+            self.of(slot.id).pop(sb.name, None)
+            await sb.server.close()
+
+    async def _exchange(self, slot: Slot, sb: Standby, sleeps: bool, client: str | None) -> None:
+        """The slot takes the woken server; the one it served (asleep) becomes a standby."""
+        old_name = slot.profile_name
+        handed_old = slot.hand_over() if sleeps and slot.tree is not None else None
+        slot.take_over(sb.server.hand_over())
+        # What the session's fold (report, replay, viewers) learns the slot serves now.
+        self.sup.bus.publish(
+            protocol.SlotStateChanged(
+                client=client,
+                slot=slot.id,
+                state=READY,
+                prev=READY,
+                reason=f"{sb.name} woken (warm swap)"
+                + (f"; {old_name} asleep" if handed_old is not None else ""),
+                profile=sb.name,
+                launch_id=slot.launch_id,
+            )
+        )
+        self.of(slot.id).pop(sb.name, None)
+        if handed_old is not None and old_name:
+            srv = self._hidden(slot, old_name)
+            srv.take_over(handed_old)
+            old = Standby(slot.id, old_name, srv, "asleep", sb.host_bytes, 0)
+            self.of(slot.id)[old_name] = old
+            await self._measure(old)
+        self._follow(slot)
+        self.sup.bus.changed()
+
+    async def _cold_after_bad_canary(
+        self, slot: Slot, sb: Standby, sleeps: bool, why: str, client: str | None
+    ) -> tuple[bool, dict | None]:
+        """The woken draft is bad: its sleeper is stopped and the profile launched cold on the
+        slot (its own port: the one that served stays asleep, a standby now)."""
+        target = sb.server.profile
+        old_name = slot.profile_name
+        self.of(slot.id).pop(sb.name, None)
+        await sb.server.stop(client, drain="force")
+        await sb.server.close()
+        if sleeps and slot.tree is not None and old_name:
+            srv = self._hidden(slot, old_name)
+            srv.take_over(slot.hand_over())
+            self.of(slot.id)[old_name] = Standby(slot.id, old_name, srv, "asleep")
+            await self._measure(self.of(slot.id)[old_name])
+        elif slot.tree is not None:
+            await slot.stop(client, drain="force")
+        await self.sup.ops._launch(slot, target, client)
+        state = await slot.wait_settled()
+        self._follow(slot)
+        if state == READY:
+            return True, None
+        return False, slot.cause or causes._cause("exit", why, [], "see `sgltui logs`", None)
+
+
+class _WaitWithStandbys(Wait):
+    """A standby add's deferred reply: its slot with its standbys (Slot.status has none)."""
+
+    def __init__(self, slot: Slot, job: Job | None, standbys: Standbys) -> None:
+        super().__init__(slot, job)
+        self.standbys = standbys
+
+    async def wait(self) -> protocol.Accepted:
+        reply = await super().wait()
+        views = self.standbys.views(self.slot.id)
+        return msgspec.structs.replace(
+            reply, slot=msgspec.structs.replace(reply.slot, standbys=views)
+        )
+
+
+def pick_records(saved: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """agent-state.json's slot entries split into (slots, sleepers)."""
+    slots = {k: v for k, v in saved.items() if SEP not in k}
+    sleepers = {k: v for k, v in saved.items() if SEP in k}
+    return slots, sleepers

@@ -1,0 +1,201 @@
+"""Standbys and the warm swap (agent/standby.py) with a real agent and real simulators."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import httpx
+import pytest
+
+from tests.fixtures.agent import alive
+
+MTP_MODEL = "Qwen/Qwen3.6-27B"
+
+
+def two(agent, **b_flags):
+    a = agent.write_profile("t-a")
+    b = agent.write_profile("t-b", **b_flags)
+    agent.call("start", profile=a, wait=True)
+    return a, b
+
+
+def standby(agent, name: str, slot: str = "0") -> dict | None:
+    return next((s for s in agent.slot(slot)["standbys"] if s["profile"] == name), None)
+
+
+def add(agent, name: str) -> dict:
+    res = agent.call("standby_add", profile=name, wait=True)
+    assert res["result"]["ok"], (res["result"]["cause"]["summary"], agent.agent_log()[-1500:])
+    return res
+
+
+def test_add_then_toggle_is_warm_both_ways(agent):
+    a, b = two(agent)
+    res = add(agent, b)
+    sb = standby(agent, b)
+    assert sb["state"] == "asleep" and sb["host_bytes"] > 10e9  # an 8B model's weights, pinned
+    slot = agent.slot()
+    assert slot["profile"] == a and slot["state"] == "ready"
+    assert res["slot"]["profile"] == a
+    for frm, to in ((a, b), (b, a), (a, b)):
+        out = agent.call("swap", profile=to, wait=True)
+        assert out["result"]["ok"], out
+        slot = agent.slot()
+        assert slot["profile"] == to and slot["state"] == "ready"
+        assert slot["last_swap"]["kind"] == "warm", slot["last_swap"]
+        assert slot["last_swap"]["seconds"] is not None
+        left = standby(agent, frm)
+        assert left is not None and left["state"] == "asleep", slot["standbys"]
+        # the TUI's preflight before a swap: a profile kept warm passes (its port is its own)
+        pre = agent.call("preflight", profile=frm)
+        assert pre["ok"], pre["error"]
+        # the woken server answers through the front
+        r = httpx.post(
+            agent.front_url + "/generate",
+            json={"text": "hi", "sampling_params": {"max_new_tokens": 2, "ignore_eos": True}},
+            timeout=30,
+        )
+        assert r.status_code == 200
+    assert [e["kind"] for e in agent.events("swap.done")] == ["warm", "warm", "warm"]
+    woken = [e for e in agent.events("slot.state") if "woken (warm swap)" in (e["reason"] or "")]
+    assert [e["profile"] for e in woken] == [b, a, b]  # the session's fold follows the slot
+
+
+def test_swap_to_a_profile_not_kept_warm_is_cold(agent):
+    a, b = two(agent)
+    add(agent, b)
+    agent.call("swap", profile=b, wait=True)  # a sleeps now, on its own port
+    # a profile on the very port a's sleeper holds (the demo profiles all use 30000)
+    agent.write_profile("t-c", port=agent.ports[a])
+    pre = agent.call("preflight", profile="t-c")
+    assert pre["ok"], pre["error"]
+    out = agent.call("swap", profile="t-c", wait=True)
+    assert out["result"]["ok"], out["result"]
+    slot = agent.slot()
+    assert slot["last_swap"]["kind"] == "cold"
+    assert slot["port"] != agent.ports[a]
+    assert [s["profile"] for s in slot["standbys"]] == [a]
+    # launched able to sleep: the warm swap that leaves it keeps it warm
+    assert "--enable-memory-saver" in slot["command"]
+    agent.call("swap", profile=a, wait=True)
+    assert agent.slot()["last_swap"]["kind"] == "warm"
+    assert standby(agent, "t-c")["state"] == "asleep"
+
+
+def test_refused_standby_host_ram_and_gpu_room(agent):
+    a = agent.write_profile("t-a")
+    big = agent.write_profile("t-big", model=MTP_MODEL, sim_host_memory_gb=60)
+    greedy = agent.write_profile("t-greedy", mem_fraction_static=0.99)
+    agent.call("start", profile=a, wait=True)
+    with pytest.raises(Exception) as exc:
+        agent.call("standby_add", profile=big, wait=True)
+    msg = str(exc.value)
+    assert "refused" in msg and "host RAM" in msg and "reserve" in msg, msg
+    with pytest.raises(Exception) as exc:
+        agent.call("standby_add", profile=greedy, wait=True)
+    assert "no GPU room" in str(exc.value), exc.value
+    assert agent.slot()["standbys"] == []
+    assert agent.slot()["state"] == "ready"
+
+
+def test_bad_resume_canary_falls_back_to_cold(agent):
+    a = agent.write_profile(
+        "t-mtp-a", model=MTP_MODEL, speculative_algorithm="NEXTN", time_scale=0.005
+    )
+    b = agent.write_profile(
+        "t-mtp-b",
+        model=MTP_MODEL,
+        speculative_algorithm="NEXTN",
+        sim_bad_resume_draft=True,
+        time_scale=0.005,
+    )
+    agent.call("start", profile=a, wait=True)
+    add(agent, b)
+    assert standby(agent, b)["accept_length"] > 1.5
+    out = agent.call("swap", profile=b, wait=True)
+    assert out["result"]["ok"], out
+    slot = agent.slot()
+    assert slot["profile"] == b and slot["state"] == "ready"
+    assert slot["last_swap"]["kind"] == "cold"
+    assert standby(agent, a)["state"] == "asleep"  # the one it left stays warm
+    assert "MTP draft came back wrong" in agent.agent_log()
+
+
+def test_a_release_that_fails_rolls_back(agent):
+    a = agent.write_profile("t-a", sim_release_fails=True)
+    b = agent.write_profile("t-b")
+    agent.call("start", profile=a, wait=True)
+    add(agent, b)  # t-a relaunched able to sleep... but its releases do nothing
+    out = agent.call("swap", profile=b, wait=True)
+    assert not out["result"]["ok"] and out["result"]["rolled_back"], out
+    slot = agent.slot()
+    assert slot["profile"] == a and slot["state"] == "ready"
+    assert "still holds" in slot["last_swap"]["cause"]["summary"]
+    assert standby(agent, b)["state"] == "asleep"
+    r = httpx.post(
+        agent.front_url + "/generate",
+        json={"text": "hi", "sampling_params": {"max_new_tokens": 2, "ignore_eos": True}},
+        timeout=30,
+    )
+    assert r.status_code == 200
+
+
+def test_kill9_agent_readopts_the_sleeper_still_asleep(agent):
+    a, b = two(agent)
+    add(agent, b)
+    before = standby(agent, b)
+    agent.kill9()
+    after = standby(agent, b)
+    assert after is not None and after["state"] == "asleep" and after["pid"] == before["pid"]
+    assert alive(before["pid"])
+    state = json.loads((agent.state_dir / "agent-state.json").read_text())
+    assert f"0~{b}" in state["slots"]
+    out = agent.call("swap", profile=b, wait=True)
+    assert out["result"]["ok"] and agent.slot()["last_swap"]["kind"] == "warm"
+
+
+def test_a_sleeper_is_never_relaunched_or_called_hung(agent, monkeypatch):
+    a, b = two(agent)
+    add(agent, b)
+    pid = standby(agent, b)["pid"]
+    time.sleep(3)  # /health on a sleeper would hang; nothing of the agent may act on that
+    assert standby(agent, b)["pid"] == pid and alive(pid)
+    assert standby(agent, b)["state"] == "asleep"
+    kinds = {e["type"] for e in agent.events()}
+    assert "slot.restart" not in kinds
+    assert all(e.get("slot") == "0" for e in agent.events("slot.state"))
+    # a sleeper that dies is said lost, not relaunched
+    os.killpg(os.getpgid(pid), signal.SIGKILL)
+    deadline = time.monotonic() + 15
+    while standby(agent, b)["state"] != "lost":
+        assert time.monotonic() < deadline, agent.slot()
+        time.sleep(0.2)
+    out = agent.call("swap", profile=b, wait=True)  # not warm any more: cold
+    assert out["result"]["ok"] and agent.slot()["last_swap"]["kind"] == "cold"
+
+
+def test_cli_standby_add_list_swap_status_remove(agent):
+    from tests.fixtures.cli import agent_sgltui
+
+    a, b = two(agent)
+    r = agent_sgltui(agent, "standby", "add", b)
+    assert r.returncode == 0, r.stderr
+    assert f"{b} kept warm (asleep, pins" in r.stdout and f"sgltui swap {b}" in r.stdout
+    r = agent_sgltui(agent, "standby", "list")
+    assert r.returncode == 0 and b in r.stdout and "asleep" in r.stdout, r.stdout
+    r = agent_sgltui(agent, "swap", b)
+    assert r.returncode == 0, r.stderr
+    assert "(warm swap in" in r.stdout, r.stdout
+    r = agent_sgltui(agent, "status")
+    assert f"warm: {a} (asleep" in r.stdout and f"-> {b}: warm" in r.stdout, r.stdout
+    st = json.loads(agent_sgltui(agent, "status", "--json").stdout)["slots"][0]
+    assert st["last_swap"]["kind"] == "warm" and st["standbys"][0]["profile"] == a
+    assert set(st["standbys"][0]) >= {"profile", "state", "host_bytes", "gpu_bytes"}
+    r = agent_sgltui(agent, "standby", "remove", a)
+    assert r.returncode == 0, r.stderr
+    assert agent.slot()["standbys"] == []
+    r = agent_sgltui(agent, "standby", "remove", a)
+    assert r.returncode == 1 and "is not kept warm on slot 0" in r.stderr
