@@ -17,6 +17,7 @@ KNOWN_HUB = {
     "sgltui.agent.pools",
     "sgltui.agent.remote_pools",
     "sgltui.agent.restart_policy",
+    "sgltui.agent.standby",  # joined from main (warm standbys) after this test: to cut too
     "sgltui.agent.supervisor",
 }
 
