@@ -13,6 +13,9 @@ import importlib
 import sys
 
 from sgltui import __version__
+from sgltui.commands import CliError
+
+__all__ = ["CliError", "build_parser", "main"]  # CliError lives in sgltui.commands
 
 # Modules under sgltui.commands, each exposing register(subparsers). Order = order in --help.
 COMMAND_MODULES = (
@@ -29,14 +32,6 @@ COMMAND_MODULES = (
     "fleet",  # sgltui fleet status; the root option --host NAME (fleet.toml, over ssh)
     "standby",  # sgltui standby add|remove|list (profiles kept warm: agent/standby.py)
 )
-
-
-class CliError(Exception):
-    """An expected failure: printed as one line, exit code `code`."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,7 +5,9 @@ Everything that crosses the agent's unix socket is defined here, and encoded and
 - a request is one JSON object a line, ``{"id", "op", "args", "client"}``; ``OPS`` is the one
   list of ops, each with the Struct its arguments must match (so a wrong type is one clear error,
   never a traceback deep in the agent) and whether it only reads;
-- a reply is ``{"id", "ok", "result"}`` or ``{"id", "ok": false, "error"}``;
+- a reply is ``{"id", "ok", "result"}`` or ``{"id", "ok": false, "error"}``, the error an
+  ``Error`` (a code from ``ErrorCode``, the message, the fix): clients act on the code, never on
+  the words (before a hello agrees it is the bare line, which every version reads);
 - a push is ``{"push": "event" | "sample" | "log", "data"}``;
 - an event (what the agent records in ``events.jsonl`` and pushes) is one Struct per ``type``.
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal, TypeAlias
+from typing import Annotated, Any, Final, Literal, TypeAlias, get_args
 
 import msgspec
 from msgspec import Meta, Struct, field
@@ -30,7 +32,7 @@ from sgltui import __version__
 
 # Bumped whenever a message changes shape; a client and an agent of different protocol (or
 # package) versions refuse to talk (see `version_mismatch`).
-PROTOCOL_VERSION: Final = 2
+PROTOCOL_VERSION: Final = 3  # 3: a reply's error is an Error (code, message, fix)
 # Schema version of recorded events (the "v" of each events.jsonl line).
 EVENT_SCHEMA: Final = 1
 
@@ -320,11 +322,40 @@ class Request(Struct, kw_only=True):
     client: str | None = None
 
 
+# What kind of refusal or failure an error is; a client acts on this, never on the message.
+ErrorCode: TypeAlias = Literal[
+    "busy",  # another command holds the slot or pool now: wait and ask again
+    "pinned",  # a batch job pinned to the slot: confirm (`--yes`) to go ahead
+    "already",  # it is so already (the slot runs that profile, it is stopped)
+    "refused",  # a check refused it (preflight, the profile, the slot's state): the fix says what
+    "not_found",  # no such profile, slot, pool, job, run or log
+    "invalid",  # the request itself is wrong (unknown op, bad arguments, not JSON)
+    "unavailable",  # the agent or a host cannot be reached, or what it needs is not up
+    "internal",  # a bug in the agent: its log has the traceback
+    "version",  # the client and the agent are of different versions
+]
+ERROR_CODES: Final[tuple[str, ...]] = get_args(ErrorCode)
+
+
+class Error(Struct, kw_only=True, omit_defaults=True):
+    """A refused or failed op: `code` for the program, `message` and `fix` for the person."""
+
+    code: ErrorCode
+    message: str
+    fix: str | None = None
+
+    def line(self) -> str:
+        """The one line a person reads: what is wrong; what to do."""
+        return f"{self.message}; {self.fix}" if self.fix else self.message
+
+
 class Reply(Struct, kw_only=True, omit_defaults=True):
     id: RequestId
     ok: bool
     result: Any = None
-    error: str | None = None
+    # An Error once a hello agreed; before that the bare line (a client of another version
+    # reads it, and a refused hello is how it learns of the mismatch).
+    error: Error | str | None = None
 
 
 class Push(Struct, kw_only=True):

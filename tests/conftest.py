@@ -25,6 +25,17 @@ pytest_plugins = [
 ]
 
 
+# A test that starts a real agent (these fixtures) takes seconds: it is `slow` without saying
+# so; other slow tests carry @pytest.mark.slow (the fast subset: pytest -m "not slow").
+SLOW_FIXTURES = frozenset({"agent_handle"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path, monkeypatch):
     """Point every sgltui location at a fresh temporary directory."""

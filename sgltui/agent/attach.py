@@ -18,7 +18,7 @@ import logging
 import socket
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -28,14 +28,29 @@ from sgltui import protocol
 from sgltui.agent import discovery, procs
 from sgltui.agent.errors import OpError
 from sgltui.agent.lifecycle import IDLE, READY, RUNNING, STOPPED
-from sgltui.agent.slot import Slot
+from sgltui.agent.slot import Slot, SlotHost
 from sgltui.core import locations, provenance
 from sgltui.core.launch_secrets import SECRET_FLAGS
 from sgltui.core.profile_import import profile_to_toml
 from sgltui.core.profiles import ProfileError, name_problem
 
 if TYPE_CHECKING:
-    from sgltui.agent.supervisor import Supervisor
+    from sgltui.agent.provenance import ProvenanceKeeper
+    from sgltui.agent.resolved import Resolved
+
+
+class AttachHost(SlotHost, Protocol):
+    """What attach / adopt / detach need of the agent (the Supervisor is one): what a slot
+    needs (it makes slots), and its slots, profiles and provenance."""
+
+    slots: dict[str, Slot]
+    provenance: ProvenanceKeeper
+    profiles_dirs: list[Path]
+
+    def slot_for(self, args: protocol.Args) -> Slot: ...
+
+    def get_profile(self, name: str | None, args: protocol.Args | None) -> Resolved: ...
+
 
 log = logging.getLogger(__name__)
 CHECK_S = 2.0  # how often an attached server is looked at (its pid, or /health for a remote)
@@ -156,7 +171,7 @@ class Attacher:
 
     OPS = ("attach", "adopt", "detach")
 
-    def __init__(self, sup: Supervisor) -> None:
+    def __init__(self, sup: AttachHost) -> None:
         self.sup = sup
 
     # ---- attach ---------------------------------------------------------------------------------
@@ -430,7 +445,7 @@ def _with_key(resolved: Any, key: str) -> Any:
     )
 
 
-def _note_file(sup: Supervisor, launch_id: str, note: str) -> Path:
+def _note_file(sup: AttachHost, launch_id: str, note: str) -> Path:
     path = sup.server_log_path(launch_id)
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(note + "\n")

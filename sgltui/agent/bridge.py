@@ -21,7 +21,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sgltui.agent.client import START_TIMEOUT_S, AgentError, spawn_agent
+from sgltui.agent.client import START_TIMEOUT_S, spawn_agent
+from sgltui.agent.client_errors import AgentError, Unavailable
 from sgltui.agent.daemon import paths
 
 CHUNK = 1 << 16
@@ -51,7 +52,7 @@ def open_agent_socket(state_dir: Path, profiles_dirs: Sequence[str] = ()) -> soc
             return attempt()
         except OSError:
             if time.monotonic() > deadline:
-                raise AgentError(
+                raise Unavailable(
                     f"the agent did not come up within {START_TIMEOUT_S:.0f}s; "
                     f"see {paths(state_dir)['log']}"
                 ) from None

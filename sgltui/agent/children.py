@@ -27,7 +27,11 @@ log = logging.getLogger("sgltui.agent.children")
 
 
 class ChildError(Exception):
-    """A refused request about a child (one line)."""
+    """A refused request about a child (one line), and its code (protocol.ErrorCode)."""
+
+    def __init__(self, message: str, code: protocol.ErrorCode = "refused") -> None:
+        super().__init__(message)
+        self.code: protocol.ErrorCode = code
 
 
 def spawn_child(argv: list[str], log_path: Path) -> subprocess.Popen:
@@ -105,7 +109,8 @@ class Children:
         running = [r for r in self.bench_runs.values() if r["state"] == "running"]
         if running:
             raise ChildError(
-                f"bench run {running[0]['run_id']} is still running; stop it first (`sgltui bench stop`)"
+                f"bench run {running[0]['run_id']} is still running; stop it first (`sgltui bench stop`)",
+                "busy",
             )
         rec = self.session()
         run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid() % 1000:03d}{len(self.bench_runs)}"
@@ -176,7 +181,7 @@ class Children:
     async def bench_stop(self, run_id: Any) -> protocol.BenchRun:
         run = self.bench_runs.get(str(run_id))
         if run is None:
-            raise ChildError(f"no bench run {run_id!r}; see `sgltui bench list`")
+            raise ChildError(f"no bench run {run_id!r}; see `sgltui bench list`", "not_found")
         if run["state"] == "running":
             run["state"] = "stopped"
             await asyncio.to_thread(

@@ -20,6 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from sgltui import __version__, protocol
+from sgltui.agent.client_errors import (
+    AgentError,
+    ConnectionLost,
+    Internal,
+    Unavailable,
+    VersionMismatch,
+    from_reply,
+)
 from sgltui.agent.daemon import paths
 
 START_TIMEOUT_S = 20.0
@@ -27,12 +35,7 @@ STREAM_LIMIT = 8 << 20  # a line (a status or a push) longer than this is a brok
 READ_ONLY_OPS = protocol.READ_ONLY_OPS  # where the TUI's source looks for them
 
 
-class AgentError(Exception):
-    """One-line message from the agent or about the connection to it."""
-
-
-class VersionMismatch(AgentError):
-    """The agent runs another version; the message says which and how to restart it."""
+__all__ = ["AgentClient", "AgentError", "VersionMismatch", "call_sync", "decode_reply"]
 
 
 def decode_reply(op: str, result: Any) -> Any:
@@ -40,7 +43,7 @@ def decode_reply(op: str, result: Any) -> Any:
     try:
         return protocol.decode_reply(op, result)
     except protocol.ProtocolError as exc:
-        raise AgentError(str(exc)) from None
+        raise Internal(str(exc)) from None
 
 
 def client_id(name: str = "cli") -> str:
@@ -64,7 +67,7 @@ def spawn_agent(state_dir: Path, profiles_dirs: Sequence[str | os.PathLike] = ()
     _, err = proc.communicate(timeout=START_TIMEOUT_S)
     if proc.returncode != 0:
         msg = (err or b"").decode(errors="replace").strip().splitlines()
-        raise AgentError(
+        raise Unavailable(
             f"the agent did not start: {msg[-1] if msg else f'exit code {proc.returncode}'}"
         )
 
@@ -78,6 +81,7 @@ class AgentClient:
         self._writer: asyncio.StreamWriter | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future] = {}
+        self._ops: dict[int, str] = {}  # the op of each pending request: its error's class
         self._pushes: asyncio.Queue = asyncio.Queue()
         self._read_task: asyncio.Task | None = None
         self._closed = False
@@ -106,12 +110,10 @@ class AgentClient:
     async def _hello(self) -> None:
         try:
             res = await self.call("hello", version=__version__, protocol=protocol.PROTOCOL_VERSION)
-        except AgentError as exc:
+        except AgentError:
+            # A refused hello is a VersionMismatch (client_errors.from_reply): the agent's line
+            # says both versions and what to do.
             await self.close()
-            if str(exc).startswith("unknown op 'hello'"):  # an agent from before the handshake
-                raise VersionMismatch(protocol.version_mismatch("(older)", 1) or "") from None
-            if str(exc).startswith("the agent runs sgltui"):  # the agent refused our version
-                raise VersionMismatch(str(exc)) from None
             raise
         try:
             hello: protocol.HelloReply = protocol.decode_reply("hello", res)
@@ -130,7 +132,7 @@ class AgentClient:
             return
         except (FileNotFoundError, ConnectionRefusedError, OSError) as exc:
             if not autostart:
-                raise AgentError(
+                raise Unavailable(
                     f"no agent is running for {self.state_dir} ({_why(exc)}); "
                     f"any sgltui command that needs it starts one"
                 ) from None
@@ -142,7 +144,7 @@ class AgentClient:
                 return
             except (FileNotFoundError, ConnectionRefusedError, OSError):
                 if time.monotonic() > deadline:
-                    raise AgentError(
+                    raise Unavailable(
                         f"the agent did not come up within {START_TIMEOUT_S:.0f}s; "
                         f"see {self.paths['log']}"
                     ) from None
@@ -190,11 +192,12 @@ class AgentClient:
                     self._pushes.put_nowait({"push": msg.push, "data": msg.data})
                     continue
                 fut = self._pending.pop(msg.id, None) if isinstance(msg.id, int) else None
+                op = self._ops.pop(msg.id, "?") if isinstance(msg.id, int) else "?"
                 if fut is not None and not fut.done():
                     if msg.ok:
                         fut.set_result(msg.result)
                     else:
-                        fut.set_exception(AgentError(msg.error or "the agent refused the command"))
+                        fut.set_exception(from_reply(op, msg.error))
         except (ConnectionError, OSError, ValueError) as exc:
             error = f"connection to the agent lost ({_why(exc)})"
         except asyncio.CancelledError:
@@ -202,23 +205,26 @@ class AgentClient:
         self._closed = True
         for fut in self._pending.values():
             if not fut.done():
-                fut.set_exception(AgentError(error))
+                fut.set_exception(ConnectionLost(error))
         self._pending.clear()
+        self._ops.clear()
         self._pushes.put_nowait(None)  # ends subscribe()
 
     async def call(self, op: str, **args: Any) -> Any:
         if self._writer is None or self._closed:
-            raise AgentError("not connected to the agent")
+            raise Unavailable("not connected to the agent")
         rid = next(self._ids)
         fut = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
+        self._ops[rid] = op
         req = protocol.Request(id=rid, op=op, args=args, client=self.client)
         try:
             self._writer.write(protocol.encode(req))
             await self._writer.drain()
         except (ConnectionError, OSError) as exc:
             self._pending.pop(rid, None)
-            raise AgentError(f"connection to the agent lost ({_why(exc)})") from None
+            self._ops.pop(rid, None)
+            raise ConnectionLost(f"connection to the agent lost ({_why(exc)})") from None
         return await fut
 
     async def subscribe(self) -> AsyncIterator[dict]:
@@ -285,12 +291,10 @@ def call_sync(
 
     try:
         return asyncio.run(run())
-    except AgentError as exc:
+    except ConnectionLost:
         # An agent that was just replaced (killed, restarted) may drop the first connection;
         # a read-only question is safe to ask once more. Commands are never repeated.
-        if op not in protocol.READ_ONLY_OPS or not str(exc).startswith(
-            "connection to the agent lost"
-        ):
+        if op not in protocol.READ_ONLY_OPS:
             raise
         time.sleep(0.2)
         return asyncio.run(run())

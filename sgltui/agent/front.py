@@ -16,7 +16,7 @@ import asyncio
 import collections
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,13 +58,6 @@ class FrontConfig:
     hold_s: float = 300.0  # a held request waits this long for the new server, then 503
     hold_max: int = 4096  # at most this many requests held at once; more get 503 at once
     retry_after_s: int = 5
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> FrontConfig:
-        """The defaults with `SGLTUI_FRONT_*` applied (agent/config.py, the one reader)."""
-        from sgltui.agent.config import from_env
-
-        return from_env(env).front
 
 
 def _connect_host(host: str) -> str:

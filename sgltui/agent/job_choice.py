@@ -10,7 +10,9 @@ simulator's published power).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+import msgspec
 
 from sgltui import protocol
 from sgltui.jobs.chooser import Refused
@@ -66,15 +68,20 @@ class ChoiceHost:
     def power_w(self, rec: dict) -> float | None:
         return self.jobs.site.gpu_power_w()
 
-    async def command(self, rec: dict, op: str, **args: Any) -> dict:
+    async def command(self, rec: dict, op: str, args: protocol.PreflightArgs) -> dict:
         from sgltui.agent.errors import OpError
 
+        # a pool job's swap is the pool's rolling swap (never zero routable slots)
+        if rec.get("pool"):
+            args = msgspec.structs.replace(args, pool=str(rec["pool"]))
+        else:
+            args = msgspec.structs.replace(args, slot=str(rec["slot"]))
         try:
-            # a pool job's swap is the pool's rolling swap (never zero routable slots)
-            where = {"pool": rec["pool"]} if rec.get("pool") else {"slot": rec["slot"]}
-            res = await self.jobs.site.command(op, {**where, **args}, f"job {rec['id']}")
-        except (OpError, protocol.ProtocolError) as exc:  # refused, or arguments it cannot take
-            raise Refused(str(exc)) from None
+            res = await self.jobs.site.command(op, args, f"job {rec['id']}")
+        except OpError as exc:
+            raise Refused(str(exc), exc.code) from None
+        except protocol.ProtocolError as exc:  # arguments it cannot take: refused, never a hang
+            raise Refused(str(exc), "invalid") from None
         # the trial reads the reply as the wire carries it (JSON values)
         res = protocol.to_builtins(res)
         return res if isinstance(res, dict) else {}

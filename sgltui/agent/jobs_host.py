@@ -56,7 +56,11 @@ DEFAULT_CONCURRENCY = 16
 
 # What a segment (one launch's share of a job) counts, as its job.segment event says it.
 class JobError(Exception):
-    """A refused job command: one line for the client."""
+    """A refused job command: one line for the client, and its code (protocol.ErrorCode)."""
+
+    def __init__(self, message: str, code: protocol.ErrorCode = "refused") -> None:
+        super().__init__(message)
+        self.code: protocol.ErrorCode = code
 
 
 class Deferred:
@@ -199,9 +203,9 @@ class JobsHost:
             named = [j for j in self.jobs.values() if j.get("name") == ref]
             if named:
                 return max(named, key=lambda j: j["created"])
-            raise JobError(f"no job {ref!r}; see `sgltui job list`")
+            raise JobError(f"no job {ref!r}; see `sgltui job list`", "not_found")
         if not self.jobs:
-            raise JobError("no job yet; start one with `sgltui job run INPUT.jsonl`")
+            raise JobError("no job yet; start one with `sgltui job run INPUT.jsonl`", "not_found")
         active = [j for j in self.jobs.values() if j.get("state") in ACTIVE]
         return max(active or self.jobs.values(), key=lambda j: j["created"])
 
@@ -804,15 +808,17 @@ class JobsHost:
     async def op_run(self, args: protocol.JobRunArgs, client: str | None) -> Any:
         raw_input = args.input
         if not raw_input or not isinstance(raw_input, str):
-            raise JobError("job_run needs input: the path of an OpenAI batch file (JSONL)")
+            raise JobError(
+                "job_run needs input: the path of an OpenAI batch file (JSONL)", "invalid"
+            )
         inp = Path(raw_input).expanduser()
         if not inp.is_absolute():
-            raise JobError(f"input must be an absolute path, not {raw_input!r}")
+            raise JobError(f"input must be an absolute path, not {raw_input!r}", "invalid")
         if not inp.is_file():
             raise JobError(f"{inp} does not exist or is not a file; check the path")
         out = Path(args.output or default_output(inp)).expanduser()
         if not out.is_absolute():
-            raise JobError(f"output must be an absolute path, not {out}")
+            raise JobError(f"output must be an absolute path, not {out}", "invalid")
         if out.resolve() == inp.resolve():
             raise JobError("the output must not be the input file; choose another -o")
         if not out.parent.is_dir():
@@ -830,7 +836,8 @@ class JobsHost:
         slot_id = str(args.slot)  # the agent named the slot (its only one when none was given)
         slot = self.site.slot(slot_id)
         if slot is None:
-            raise JobError(f"no slot {slot_id!r}; slots: {', '.join(self.site.slot_ids())}")
+            slots = ", ".join(self.site.slot_ids())
+            raise JobError(f"no slot {slot_id!r}; slots: {slots}", "not_found")
         if args.pool:
             members = self.site.pool_members(str(args.pool))  # an unknown pool: one line
         trial = _trial(args)
@@ -972,7 +979,9 @@ class JobsHost:
         if args.pinned is not msgspec.UNSET:
             rec["pinned"] = changed.pinned = bool(args.pinned)
         if changed.concurrency is None and changed.pinned is None:
-            raise JobError("job_set needs concurrency (N or auto) or pinned (true/false)")
+            raise JobError(
+                "job_set needs concurrency (N or auto) or pinned (true/false)", "invalid"
+            )
         return self._changed(rec, changed)
 
 
@@ -997,7 +1006,9 @@ def _concurrency(raw: Any) -> int:
     try:
         n = int(raw)
     except (TypeError, ValueError):
-        raise JobError(f"concurrency must be a whole number or auto, not {raw!r}") from None
+        raise JobError(
+            f"concurrency must be a whole number or auto, not {raw!r}", "invalid"
+        ) from None
     if not 1 <= n <= MAX_CONCURRENCY:
-        raise JobError(f"concurrency must be between 1 and {MAX_CONCURRENCY}, not {n}")
+        raise JobError(f"concurrency must be between 1 and {MAX_CONCURRENCY}, not {n}", "invalid")
     return n

@@ -90,7 +90,7 @@ class JobsSite(Protocol):
 
     def publish(self, event: protocol.EventBase) -> Any: ...
 
-    async def command(self, op: str, args: dict, client: str) -> Any:
+    async def command(self, op: str, args: protocol.Args, client: str) -> Any:
         """A command as a client sends it (paused around, drained, recorded, refused alike)."""
         ...
 
@@ -180,5 +180,5 @@ class AgentSite:
     def publish(self, event: protocol.EventBase) -> Any:
         return self._sup.bus.publish(event)
 
-    async def command(self, op: str, args: dict, client: str) -> Any:
+    async def command(self, op: str, args: protocol.Args, client: str) -> Any:
         return await self._sup.handle(op, args, client)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sgltui.core import retry
 from sgltui.core.files import write_json_atomic
 from sgltui.core.pids import pid_alive
 
@@ -64,18 +65,19 @@ def describe_exit(returncode: int) -> str:
 
 @dataclass
 class Backoff:
-    """How long to wait before the next start, from the crashes of the current run of them."""
+    """How long to wait before the next start, from the crashes of the current run of them:
+    the first at once, then BACKOFF_FIRST_S doubling up to BACKOFF_MAX_S (core/retry.py)."""
 
     crashes: list[float] = field(default_factory=list)  # wall times of this run's crashes
+    policy: retry.Backoff = field(
+        default_factory=lambda: retry.Backoff(first=BACKOFF_FIRST_S, cap=BACKOFF_MAX_S, immediate=1)
+    )
 
     def after_crash(self, now: float, uptime_s: float) -> float:
         if uptime_s >= STABLE_S:
             self.crashes.clear()  # it ran well for a while: this crash starts a new run
         self.crashes.append(now)
-        n = len(self.crashes)
-        if n == 1:
-            return 0.0
-        return min(BACKOFF_FIRST_S * 2 ** (n - 2), BACKOFF_MAX_S)
+        return self.policy.wait(len(self.crashes))
 
 
 def read_state(state_dir: Path) -> dict | None:

@@ -118,7 +118,8 @@ class Operations:
             if slot.state not in IDLE:
                 raise OpError(
                     f"slot {slot.id} already runs {slot.profile_name} ({slot.state}); "
-                    f"use `sgltui swap PROFILE` or `sgltui stop` first"
+                    f"use `sgltui swap PROFILE` or `sgltui stop` first",
+                    "already",
                 )
             profile = await self._accept(slot, args.profile, args)
             try:
@@ -174,12 +175,13 @@ class Operations:
             running = self.busy(slot.id)
             if running and running.kind == "stop":
                 raise OpError(
-                    f"slot {slot.id} is already stopping (by {running.client or 'agent'}); wait for it"
+                    f"slot {slot.id} is already stopping (by {running.client or 'agent'}); wait for it",
+                    "busy",
                 )
             if running is not None:
                 await self._abort(slot, running, client)
             if slot.state == STOPPED and slot.tree is None and running is None:
-                raise OpError(f"slot {slot.id} is not running anything")
+                raise OpError(f"slot {slot.id} is not running anything", "already")
 
             async def job() -> protocol.Outcome:
                 async with self._server_going(slot, drain):
@@ -242,17 +244,19 @@ class Operations:
                 ago = time.time() - job.started
                 raise OpError(
                     f"swap refused: {job.desc} is already running (by {job.client or 'agent'}, "
-                    f"{units.duration(ago)} ago); wait for it to finish"
+                    f"{units.duration(ago)} ago); wait for it to finish",
+                    "busy",
                 )
             self._refuse_if_busy(slot, "swap")
             name = args.profile
             if slot.state == READY and slot.profile_name == name:
                 raise OpError(
-                    f"slot {slot.id} already runs {name}; use `sgltui restart` to relaunch it"
+                    f"slot {slot.id} already runs {name}; use `sgltui restart` to relaunch it",
+                    "already",
                 )
             if slot.state in (DRAINING, STOPPING):  # a stop is on (its job is over: a bug)
                 raise OpError(
-                    f"swap refused: slot {slot.id} is {slot.state}; wait for it to settle"
+                    f"swap refused: slot {slot.id} is {slot.state}; wait for it to settle", "busy"
                 )
             rollback = args.rollback
             # Kept warm on this slot: woken in seconds, no preflight (it runs already: its
@@ -267,7 +271,8 @@ class Operations:
             profile = await self._accept(slot, name, args)
             if slot.state == READY and slot.profile_name == profile.name:
                 raise OpError(
-                    f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it"
+                    f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it",
+                    "already",
                 )
             self._refuse_if_pinned(slot, args, "swap")
             started = self._start_swap(
@@ -361,7 +366,8 @@ class Operations:
             ago = time.time() - job.started
             raise OpError(
                 f"{what} refused: slot {slot.id} is busy with {job.desc} (by {job.client or 'agent'}, "
-                f"{units.duration(ago)} ago); wait for it or run `sgltui stop`"
+                f"{units.duration(ago)} ago); wait for it or run `sgltui stop`",
+                "busy",
             )
 
     def _refuse_if_pinned(
@@ -371,9 +377,10 @@ class Operations:
         rec = self.sup.batch.pinned_on(slot.id)
         if rec is not None and not args.confirm:
             raise OpError(
-                f"{what} refused: batch job {rec['name']} ({rec['id']}) is pinned to slot {slot.id}; "
-                f"confirm with `--yes` (the job pauses and resumes on the new server) "
-                f"or unpin it with `sgltui job set --unpin`"
+                f"{what} refused: batch job {rec['name']} ({rec['id']}) is pinned to slot {slot.id}",
+                "pinned",
+                fix="confirm with `--yes` (the job pauses and resumes on the new server) "
+                "or unpin it with `sgltui job set --unpin`",
             )
 
     def _reply(
@@ -586,6 +593,7 @@ def _force_arg(args: protocol.LaunchArgs) -> frozenset[str]:
     unknown = [x for x in names if x not in preflight.CHECKS]
     if unknown:
         raise OpError(
-            f"unknown preflight check {unknown[0]!r}; checks: {', '.join(preflight.CHECKS)}"
+            f"unknown preflight check {unknown[0]!r}; checks: {', '.join(preflight.CHECKS)}",
+            "invalid",
         )
     return frozenset(names)

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import msgspec
 
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sgltui.agent.pools")
 
 WORKER_READY_S = 60.0  # the gateway sees a ready server within a health check or two
+ROLL_DRAIN_S = 30.0  # a rolling swap waits this long for a worker's requests in flight
 POLL_S = 1.0  # the gateway's view of its workers, for status
 
 
@@ -98,7 +99,8 @@ class Pools:
         if place is None:
             raise OpError(
                 f"no pool {name!r}; pools: {', '.join(self.places) or 'none'} "
-                "(host.toml; sgltui host show)"
+                "(host.toml; sgltui host show)",
+                "not_found",
             )
         return place
 
@@ -153,7 +155,8 @@ class Pools:
     async def remote_set(self, args: protocol.RemotePoolArgs) -> dict[str, Any]:
         if args.pool in self.places:
             raise OpError(
-                f"pool {args.pool} is one of host.toml's; give the fleet.toml pool another name"
+                f"pool {args.pool} is one of host.toml's; give the fleet.toml pool another name",
+                "invalid",
             )
         return await self.remote.set(args)
 
@@ -330,43 +333,40 @@ class Pools:
     # --- ops on a pool ----------------------------------------------------------------------
 
     async def op(
-        self, op: str, args: dict[str, Any], client: str | None
+        self, op: str, args: PoolArgs, client: str | None
     ) -> protocol.Accepted | protocol.PreflightReply:
         """start / stop / restart of every slot of a pool (concurrently), or a rolling swap."""
-        name = str(args["pool"])
+        name = str(args.pool)
         if name in self.remote:
             raise OpError(
                 f"pool {name} spans hosts (fleet.toml): `sgltui fleet pool {op} {name} ...` "
                 "drives its slots on their hosts"
             )
         members = self.members(name)
-        if op == "swap":
+        if isinstance(args, protocol.SwapArgs):
             return await self.roll(name, args, client)
-        if op == "preflight":
-            results = [
-                await self.sup.handle(op, dict(args, pool=None, slot=s.id), client) for s in members
-            ]
+        if not isinstance(args, protocol.StartArgs | protocol.StopArgs | protocol.RestartArgs):
+            results = [await self.sup.handle(op, _on(args, s), client) for s in members]
             bad = next((r for r in results if not r.ok), None)
             return bad or results[0]
-        if op in ("start", "restart"):
+        if not isinstance(args, protocol.StopArgs):  # a start or restart
             # No gateway, no pool: refused before any slot starts (looked up now, not at the
             # agent's start: smg installed since is found).
             if name in self.gateways and not gw_mod.smg_available():
-                raise OpError(f"pool {name}: {gw_mod.smg_missing()}")
+                raise OpError(f"pool {name}: {gw_mod.smg_missing()}", "unavailable")
             self._smg_came()
             # Preflight every slot first: a refusal leaves all of them as they were.
             for s in members:
-                pre = await self.sup.handle(
-                    "preflight", _slot_args(args, s, keep=("profile", "force")), client
-                )
+                pre = await self.sup.handle("preflight", _preflight(args, s), client)
                 if not pre.ok:
                     raise OpError(f"slot {s.id}: {pre.error or 'preflight refused'}")
-        tasks = [self.sup.handle(op, dict(_slot_args(args, s), wait=True), client) for s in members]
+        tasks = [self.sup.handle(op, _on(args, s, wait=True), client) for s in members]
         results = await asyncio.gather(*tasks, return_exceptions=True)
-        errors = [f"slot {s.id}: {r}" for s, r in zip(members, results) if isinstance(r, Exception)]
+        failed = [(s, r) for s, r in zip(members, results) if isinstance(r, Exception)]
         self.sync()
-        if errors:
-            raise OpError("; ".join(errors))
+        if failed:
+            line = "; ".join(f"slot {s.id}: {r}" for s, r in failed)
+            raise OpError.of([r for _, r in failed], line)
         return self.reply(name)
 
     def reply(self, name: str, accepted: bool = False) -> protocol.Accepted:
@@ -380,10 +380,13 @@ class Pools:
             ),
         )
 
-    async def roll(self, name: str, args: dict[str, Any], client: str | None) -> protocol.Accepted:
+    async def roll(
+        self, name: str, args: protocol.SwapArgs, client: str | None
+    ) -> protocol.Accepted:
         if name in self.rolls_running():
             raise OpError(
-                f"pool {name} is rolling already; wait for it (sgltui status --pool {name})"
+                f"pool {name} is rolling already; wait for it (sgltui status --pool {name})",
+                "busy",
             )
         members = self.members(name)
         gw = self.gateways.get(name)
@@ -391,27 +394,25 @@ class Pools:
             if name in self.errors:
                 raise OpError(self.errors[name])
             # A pool of one: its slot's swap, held across by its front.
-            await self.sup.handle("swap", dict(_slot_args(args, members[0]), wait=True), client)
+            await self.sup.handle("swap", _on(args, members[0], wait=True), client)
             return self.reply(name)
         if name in self.errors and gw.pid is None:
             raise OpError(self.errors[name])
-        profile = args.get("profile")
+        profile = args.profile
         roll = protocol.RollView(state="rolling", profile=profile, started=time.time())
         self.rolls[name] = roll
         self.sup.bus.publish(
             protocol.PoolRoll(client=client, pool=name, step="begin", profile=profile)
         )
         self.sup.bus.changed()
-        drain_s = float(args.get("timeout") or 30.0)
+        drain_s = ROLL_DRAIN_S
         try:
             for s in members:
                 roll.slot = s.id
                 if s.profile_name == profile and s.state == READY:
                     roll.done.append(s.id)
                     continue
-                pre = await self.sup.handle(
-                    "preflight", _slot_args(args, s, keep=("profile", "force")), client
-                )
+                pre = await self.sup.handle("preflight", _preflight(args, s), client)
                 if not pre.ok:
                     raise _RollStop(s.id, pre.error or "preflight refused")
                 url = slot_url(s)
@@ -443,9 +444,8 @@ class Pools:
                         left=left,
                     )
                 )
-                swap_args = dict(
-                    _slot_args(args, s), wait=True, drain="wait" if drained else "force"
-                )
+                drain = protocol.Drain.WAIT if drained else protocol.Drain.FORCE
+                swap_args = _on(args, s, wait=True, drain=drain)
                 error = None
                 res = None
                 try:
@@ -573,13 +573,26 @@ class _RollStop(Exception):
         self.why = why
 
 
-def _slot_args(
-    args: dict[str, Any], slot: Slot, keep: tuple[str, ...] | None = None
-) -> dict[str, Any]:
-    out = {k: v for k, v in args.items() if keep is None or k in keep}
-    out["slot"] = slot.id
-    out["pool"] = None
-    return out
+# What a pool op takes: the op's own arguments, `pool` set (protocol.OPS).
+PoolArgs: TypeAlias = (
+    protocol.PreflightArgs | protocol.StartArgs | protocol.StopArgs | protocol.RestartArgs
+)
+
+
+A = TypeVar("A", bound=protocol.SlotArgs)
+
+
+def _on(args: A, slot: Slot, **changes: Any) -> A:
+    """The pool op's arguments for one of its slots (the same op, that slot, no pool)."""
+    return msgspec.structs.replace(args, slot=slot.id, pool=None, **changes)
+
+
+def _preflight(args: protocol.LaunchArgs, slot: Slot) -> protocol.PreflightArgs:
+    """What a launch on `slot` is checked with first (a restart: the slot's own profile)."""
+    profile = args.profile if isinstance(args, protocol.PreflightArgs) else ""
+    return protocol.PreflightArgs(
+        slot=slot.id, profile=profile, force=args.force, profiles_dirs=args.profiles_dirs
+    )
 
 
 def _metrics(sample: gw_mod.GatewaySample | None) -> dict[str, Any] | None:

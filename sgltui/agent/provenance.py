@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
@@ -16,7 +16,18 @@ from sgltui import protocol
 from sgltui.core import provenance
 
 if TYPE_CHECKING:
-    from sgltui.agent.supervisor import Supervisor
+    from sgltui.agent.events import EventBus
+    from sgltui.agent.slot import Slot
+
+
+class ProvenanceHost(Protocol):
+    """What the keeper needs of the agent (the Supervisor is one; slot.py's SlotHost is the
+    model): its slots, its event bus, its telemetry."""
+
+    slots: dict[str, Slot]
+    bus: EventBus
+    telemetry: Any
+
 
 log = logging.getLogger(__name__)
 TRIES = 3  # /server_info round-trips to every scheduler; a busy start may time out once
@@ -25,7 +36,7 @@ TRIES = 3  # /server_info round-trips to every scheduler; a busy start may time 
 class ProvenanceKeeper:
     """A subscriber of the agent's events: a slot's `ready` -> its provenance, once per launch."""
 
-    def __init__(self, sup: Supervisor) -> None:
+    def __init__(self, sup: ProvenanceHost) -> None:
         self.sup = sup
         self.latest: dict[str, dict[str, Any]] = {}  # slot -> its ready server's record
         self.by_launch: dict[str, str] = {}  # launch id -> hash (job segments carry it)

@@ -145,7 +145,7 @@ class RemotePools:
             await gw.start(list(want))
         except GatewayError as exc:
             self.sup.bus.publish(protocol.GatewayFailed(pool=name, error=str(exc)))
-            raise OpError(str(exc)) from None
+            raise OpError(str(exc), "unavailable") from None
         self.gateways[name] = gw
         self.sup.bus.publish(protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint))
         return gw

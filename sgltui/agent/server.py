@@ -99,7 +99,8 @@ class _Conn:
                 raw = await self.reader.readline()
             except (asyncio.LimitOverrunError, ValueError):
                 self.slots.release()
-                await self.send(protocol.Reply(id=None, ok=False, error="request line too long"))
+                too_long = protocol.Error(code="invalid", message="request line too long")
+                await self.send(self._refusal(None, too_long))
                 return
             if not raw:
                 self.slots.release()
@@ -148,14 +149,21 @@ class _Conn:
             if op == "subscribe":
                 self.subscribe()
             reply = protocol.Reply(id=rid, ok=True, result=result)
-        except (protocol.ProtocolError, OpError) as exc:
-            reply = protocol.Reply(id=rid, ok=False, error=str(exc))
+        except OpError as exc:
+            reply = self._refusal(rid, exc.error)
+        except protocol.ProtocolError as exc:
+            reply = self._refusal(rid, protocol.Error(code="invalid", message=str(exc)))
         except Exception as exc:  # a bug in a handler: logged with its traceback, one line back
             log.exception("op %s failed", op)
-            reply = protocol.Reply(
-                id=rid, ok=False, error=f"internal error in {op}: {type(exc).__name__}: {exc}"
-            )
+            why = f"internal error in {op}: {type(exc).__name__}: {exc}"
+            reply = self._refusal(rid, protocol.Error(code="internal", message=why))
         await self.send(reply)
+
+    def _refusal(self, rid: protocol.RequestId, error: protocol.Error) -> protocol.Reply:
+        """An error reply: the typed Error once a hello agreed (both ends speak this protocol),
+        before that the bare line, which a client of any version reads (a refused hello is how
+        it learns of the mismatch)."""
+        return protocol.Reply(id=rid, ok=False, error=error if self.greeted else error.line())
 
     def subscribe(self) -> None:
         if self.queue is not None:

@@ -86,13 +86,6 @@ class SlotConfig:
     release_timeout_s: float = 30.0  # wait for VRAM and the port after the processes are gone
     poll_s: float = 0.1
 
-    @classmethod
-    def from_env(cls) -> SlotConfig:
-        """The defaults with `SGLTUI_<NAME>` applied (agent/config.py, the one reader)."""
-        from sgltui.agent.config import from_env
-
-        return from_env(os.environ).slot
-
 
 # Relays whose server left an orphan holding the pipe: reaped once they end (never zombies).
 _orphan_relays: list[subprocess.Popen] = []

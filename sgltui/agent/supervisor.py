@@ -33,7 +33,7 @@ from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.jobs_site import AgentSite
 from sgltui.agent.operations import Job, Operations, Wait
-from sgltui.agent.pools import Pools
+from sgltui.agent.pools import PoolArgs, Pools
 from sgltui.agent.profile_rows import ProfileRows
 from sgltui.agent.provenance import ProvenanceKeeper
 from sgltui.agent.resolved import ProfileIndex, Resolved, from_record, server_env
@@ -531,7 +531,8 @@ class Supervisor:
 
         if not name or not isinstance(name, str):
             raise OpError(
-                "a profile name is required, e.g. `sgltui start demo-mtp` (see `sgltui profiles list`)"
+                "a profile name is required, e.g. `sgltui start demo-mtp` (see `sgltui profiles list`)",
+                "invalid",
             )
         try:
             return self.index.resolve(name, self._extra_dirs(args))
@@ -663,16 +664,18 @@ class Supervisor:
             return getattr(self.attacher, f"op_{op}", None)
         return getattr(self, f"op_{op}", None)
 
-    async def handle(self, op: str, args: protocol.Args | dict, client: str | None) -> Any:
-        # The ops and their arguments' Structs are protocol.OPS; the server made `args` one.
+    async def handle(self, op: str, args: protocol.Args, client: str | None) -> Any:
+        # The ops and their arguments' Structs are protocol.OPS: the server parsed a client's
+        # into one, and calls from inside the agent (pools, the --choose trial) build one.
         handler = self._handler(op)
         if handler is None:
-            raise OpError(f"unknown op {op!r}; this agent knows: {', '.join(sorted(protocol.OPS))}")
-        if isinstance(args, dict):  # an op from inside the agent (agent/pools.py): checked here
-            args = protocol.parse_args(op, args)
+            known = ", ".join(sorted(protocol.OPS))
+            raise OpError(f"unknown op {op!r}; this agent knows: {known}", "invalid")
+        if not isinstance(args, protocol.OPS[op].args):
+            raise OpError(f"{op} takes {protocol.OPS[op].args.__name__}", "internal")
         pool = getattr(args, "pool", None)
-        if pool and op in Pools.OPS:
-            return await self._pool_op(op, protocol.args_dict(args), client)
+        if pool and op in Pools.OPS and isinstance(args, PoolArgs):
+            return await self._pool_op(op, args, client)
         if pool and op == "job_run" and getattr(args, "slot", None) is None:
             # A job through a pool is filed under its first slot (jobs_host sends it to the
             # pool's endpoint and does not hold it for that slot's swaps).
@@ -701,18 +704,17 @@ class Supervisor:
             try:
                 result = await result.wait()
             except JobError as exc:
-                raise OpError(str(exc)) from None
+                raise OpError(str(exc), exc.code) from None
         await self.state_saved()
         return result
 
-    async def _pool_op(self, op: str, args: dict, client: str | None) -> Any:
+    async def _pool_op(self, op: str, args: PoolArgs, client: str | None) -> Any:
         """An op on every slot of a pool (a swap rolls): agent/pools.py. Without `wait` it runs
         on in the agent and the reply says it began."""
-        self.pools.pool(str(args["pool"]))  # an unknown pool: one line
-        self.bus.publish(
-            protocol.Command(client=client, op=op, pool=args["pool"], args=_public_args(args))
-        )
-        if args.get("wait") or op == "preflight":
+        name = str(args.pool)
+        self.pools.pool(name)  # an unknown pool: one line
+        self.bus.publish(protocol.Command(client=client, op=op, pool=name, args=_public_args(args)))
+        if getattr(args, "wait", False) or op == "preflight":
             try:
                 return await self.pools.op(op, args, client)
             except OpError as exc:
@@ -725,17 +727,17 @@ class Supervisor:
                 reason = f"{op} failed inside the agent: {exc} (see agent.log)"
                 self.bus.publish(protocol.CommandRefused(client=client, op=op, reason=reason))
 
-        watched(task, f"pool {args['pool']}: {op}", failed, expected=(OpError,))
+        watched(task, f"pool {name}: {op}", failed, expected=(OpError,))
         self._pool_tasks.add(task)
         task.add_done_callback(self._pool_tasks.discard)
-        return self.pools.reply(str(args["pool"]), accepted=True)
+        return self.pools.reply(name, accepted=True)
 
     async def op_hello(self, args: protocol.HelloArgs, client: str | None) -> protocol.HelloReply:
         problem = protocol.version_mismatch(
             __version__, protocol.PROTOCOL_VERSION, args.version, args.protocol
         )
         if problem:
-            raise OpError(problem)
+            raise OpError(problem, "version")
         return protocol.HelloReply(
             version=__version__, protocol=protocol.PROTOCOL_VERSION, pid=os.getpid()
         )
@@ -797,10 +799,11 @@ class Supervisor:
             if len(self.slots) == 1:
                 return next(iter(self.slots.values()))
             raise OpError(
-                f"this agent has several slots; name one with --slot: {', '.join(self.slots)}"
+                f"this agent has several slots; name one with --slot: {', '.join(self.slots)}",
+                "invalid",
             )
         if str(sid) not in self.slots:
-            raise OpError(f"no slot {sid!r}; slots: {', '.join(self.slots)}")
+            raise OpError(f"no slot {sid!r}; slots: {', '.join(self.slots)}", "not_found")
         return self.slots[str(sid)]
 
     @property
@@ -821,7 +824,7 @@ class Supervisor:
         path: Path | None
         if launch_id:
             if not re.fullmatch(r"[A-Za-z0-9._-]+", str(launch_id)):
-                raise OpError(f"bad launch id {launch_id!r}")
+                raise OpError(f"bad launch id {launch_id!r}", "invalid")
             path = self.server_log_path(str(launch_id))
         else:
             slot = self.slot_for(args)
@@ -834,7 +837,8 @@ class Supervisor:
                 path = logs[-1] if logs else None
         if path is None or not Path(path).exists():
             raise OpError(
-                "no server log yet in this session; start a profile first (`sgltui start PROFILE`)"
+                "no server log yet in this session; start a profile first (`sgltui start PROFILE`)",
+                "not_found",
             )
         lines = await asyncio.to_thread(_tail_file, Path(path), n)
         return protocol.LogsReply(
@@ -874,7 +878,7 @@ class Supervisor:
         try:
             return await self.children.bench_stop(args.run_id)
         except ChildError as exc:
-            raise OpError(str(exc)) from None
+            raise OpError(str(exc), exc.code) from None
 
     async def op_bench_list(
         self, args: protocol.Args, client: str | None
@@ -893,14 +897,14 @@ class Supervisor:
         try:
             return await fn(args, client)
         except JobError as exc:
-            raise OpError(str(exc)) from None
+            raise OpError(str(exc), exc.code) from None
 
     @staticmethod
     def _child(fn: Callable[[], Any]) -> Any:
         try:
             return fn()
         except ChildError as exc:
-            raise OpError(str(exc)) from None
+            raise OpError(str(exc), exc.code) from None
 
 
 def _tail_file(path: Path, n: int) -> list[str]:
@@ -917,9 +921,9 @@ def _tail_file(path: Path, n: int) -> list[str]:
     return lines[-n:] if n > 0 else []
 
 
-def _public_args(args: protocol.Args | dict) -> dict:
+def _public_args(args: protocol.Args) -> dict:
     """The arguments as the session records them (checked, defaults filled in)."""
-    items = args if isinstance(args, dict) else protocol.args_dict(args)
+    items = protocol.args_dict(args)
     out = {k: v for k, v in items.items() if k not in ("profiles_dirs",)}
     if "workers" in out:  # a remote pool's: their keys are secrets, their names are not
         out["workers"] = [w.get("name") if isinstance(w, dict) else w.name for w in out["workers"]]

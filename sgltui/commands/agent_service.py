@@ -17,7 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from sgltui.cli import CliError
+from sgltui.commands import CliError
 from sgltui.core import locations
 
 UNIT = "sgltui-agent.service"

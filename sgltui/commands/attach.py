@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui import protocol
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 
 
 def register(sub: Subparsers) -> None:

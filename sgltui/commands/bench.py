@@ -20,15 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 from sgltui.core.locations import state_dir
 from sgltui.protocol import BenchState
 
 # sgltui.bench.loadgen.API_KEY_ENV (not imported here: the CLI starts without the bench stack).
 API_KEY_ENV = "SGLTUI_BENCH_API_KEY"
-
-ACTIONS = ("run", "compare", "list", "stop")
 
 
 def register(subparsers: Subparsers) -> None:
@@ -42,114 +39,132 @@ def register(subparsers: Subparsers) -> None:
         "  sgltui bench --profile demo-mtp --profile demo-no-mtp --concurrency 1,4,16 \\\n"
         "      --input-len 512 --output-len 256 --requests 200 --job-completions 902087 --job-output-len 1000\n"
         "  sgltui bench --url http://127.0.0.1:30000 --concurrency 8 --duration 60\n"
-        "  sgltui bench compare ~/.local/state/sgltui/sessions/.../bench/RUN.json --export-md cmp.md",
+        "  sgltui bench compare ~/.local/state/sgltui/sessions/.../bench/RUN.json --export-md cmp.md\n"
+        "`sgltui bench ACTION --help` shows one action's options; a bare `sgltui bench` is `run`.",
     )
-    p.add_argument(
-        "action",
-        nargs="?",
-        default="run",
-        choices=ACTIONS,
-        help="run (default), compare, list, stop",
+    _run_options(p)
+    p.set_defaults(handler=handle)
+    acts = p.add_subparsers(dest="action", metavar="ACTION")
+    run = acts.add_parser(
+        "run",
+        help="sweep concurrency on each profile (the default action)",
+        description="Benchmark one or more profiles (swapped in through the agent), a pool, "
+        "or a running server (--url).",
     )
-    p.add_argument("target", nargs="?", help="RUN.json for compare, RUN_ID for stop")
-    p.add_argument("other", nargs="?", help="compare: a second RUN.json (the flags that differ)")
-    p.add_argument(
+    # The defaults live on `bench` itself (a bare `sgltui bench` runs): here they are left out,
+    # so `sgltui bench --requests 4 run` keeps the 4.
+    for option in _run_options(run):
+        option.default = argparse.SUPPRESS
+    run.set_defaults(handler=handle)
+    cmp = acts.add_parser("compare", help="re-print a stored run, or export it")
+    cmp.add_argument(
+        "target", metavar="RUN.json", nargs="?", help="a run file (bench/ of a session)"
+    )
+    cmp.add_argument(
+        "other", metavar="OTHER.json", nargs="?", help="a second run: the flags that differ"
+    )
+    _export_options(cmp)
+    cmp.set_defaults(handler=_compare)
+    ls = acts.add_parser("list", help="this agent's bench runs")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(handler=_list)
+    stop = acts.add_parser("stop", help="stop a run; the points measured so far are kept")
+    stop.add_argument("target", metavar="RUN_ID", nargs="?", help="see `sgltui bench list`")
+    stop.set_defaults(handler=_stop)
+
+
+def _export_options(p: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [
+        p.add_argument("--export-md", metavar="F", help="write the comparison as Markdown to F"),
+        p.add_argument("--export-csv", metavar="F", help="write the comparison as CSV to F"),
+        p.add_argument(
+            "--json", action="store_true", help="print the result file's JSON instead of tables"
+        ),
+    ]
+
+
+def _run_options(p: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The options of a run (on `bench` and on `bench run`); returns them."""
+    opts: list[argparse.Action] = []
+
+    def add(*names: str, **kw: Any) -> None:
+        opts.append(p.add_argument(*names, **kw))
+
+    add(
         "--profile",
         action="append",
         default=[],
         metavar="P",
         help="profile to swap in and measure (repeatable); default: what slot 0 serves now",
     )
-    p.add_argument("--slot", default="0", help="server slot to use (default 0)")
-    p.add_argument(
+    add("--slot", default="0", help="server slot to use (default 0)")
+    add(
         "--pool",
         help="bench a host.toml pool through its endpoint (its gateway), as it serves now",
     )
-    p.add_argument(
+    add(
         "--url",
         help="bench an already-running server at URL directly, without the agent; its API key "
         f"comes from ${API_KEY_ENV} or --api-key-file",
     )
-    p.add_argument(
+    add(
         "--api-key-file",
         metavar="FILE",
         help=f"with --url: read the server's API key from FILE (or set ${API_KEY_ENV}); there is "
         "no --api-key flag because every user can read a process's flags with ps",
     )
-    p.add_argument(
+    add(
         "--concurrency",
         default="1,4,16,64",
         help="comma-separated concurrency levels (default 1,4,16,64)",
     )
-    p.add_argument(
-        "--input-len", type=int, default=1024, metavar="L", help="prompt length in words (~tokens)"
-    )
-    p.add_argument(
-        "--output-len", type=int, default=1024, metavar="L", help="output tokens per request"
-    )
+    add("--input-len", type=int, default=1024, metavar="L", help="prompt length in words (~tokens)")
+    add("--output-len", type=int, default=1024, metavar="L", help="output tokens per request")
     g = p.add_mutually_exclusive_group()
-    g.add_argument(
-        "--requests",
-        type=int,
-        metavar="N",
-        help="measured requests per point (use >= 10x concurrency)",
+    opts.append(
+        g.add_argument(
+            "--requests",
+            type=int,
+            metavar="N",
+            help="measured requests per point (use >= 10x concurrency)",
+        )
     )
-    g.add_argument("--duration", type=float, metavar="S", help="seconds of load per point")
-    p.add_argument(
+    opts.append(
+        g.add_argument("--duration", type=float, metavar="S", help="seconds of load per point")
+    )
+    add(
         "--repeat", type=int, default=1, metavar="K", help="repeats per point; >= 3 gives a 95%% CI"
     )
-    p.add_argument(
+    add(
         "--warmup",
         type=int,
         metavar="N",
         help="unmeasured warmup requests (default: the concurrency)",
     )
-    p.add_argument(
-        "--workload", default="random", help="random, shared-prefix, or a FILE.jsonl of prompts"
-    )
-    p.add_argument(
+    add("--workload", default="random", help="random, shared-prefix, or a FILE.jsonl of prompts")
+    add(
         "--api",
         default="completions",
         choices=("completions", "chat", "generate"),
         help="/v1/completions (default), /v1/chat/completions or native /generate",
     )
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument(
+    add("--seed", type=int, default=42)
+    add(
         "--no-ignore-eos",
         action="store_true",
         help="let requests stop at EOS (use with real prompts for speculative decoding)",
     )
-    p.add_argument(
-        "--no-flush-cache", action="store_true", help="keep the prefix cache between points"
-    )
-    p.add_argument(
+    add("--no-flush-cache", action="store_true", help="keep the prefix cache between points")
+    add(
         "--job-completions", type=int, metavar="N", help="estimate the time to finish N completions"
     )
-    p.add_argument(
-        "--job-output-len", type=int, metavar="L", help="output tokens per job completion"
-    )
-    p.add_argument("--export-md", metavar="F", help="write the comparison as Markdown to F")
-    p.add_argument("--export-csv", metavar="F", help="write the comparison as CSV to F")
-    p.add_argument(
-        "--detach", action="store_true", help="start the run in the agent and return at once"
-    )
-    p.add_argument(
-        "--json", action="store_true", help="print the result file's JSON instead of tables"
-    )
-    p.set_defaults(handler=handle)
+    add("--job-output-len", type=int, metavar="L", help="output tokens per job completion")
+    add("--detach", action="store_true", help="start the run in the agent and return at once")
+    opts += _export_options(p)
+    return opts
 
 
 def handle(args: argparse.Namespace) -> int:
-    if args.action == "compare":
-        return _compare(args)
-    if args.action == "list":
-        return _list(args)
-    if args.action == "stop":
-        return _stop(args)
-    if args.target:
-        raise CliError(
-            f"unexpected argument {args.target!r}; `sgltui bench` takes options only (see --help)"
-        )
     if getattr(args, "pool", None):
         _pool_url(args)
     spec = _spec(args)

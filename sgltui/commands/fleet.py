@@ -7,10 +7,9 @@ import argparse
 import asyncio
 import json
 import sys
-from pathlib import Path
 
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
+from sgltui.commands.fleet_file import load
 from sgltui.commands.server import force_opt, forced
 from sgltui.fleet import config as fleet_config
 from sgltui.fleet import link, remote, view
@@ -73,14 +72,6 @@ def register_root(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="the fleet file (default: $SGLTUI_FLEET or ~/.config/sgltui/fleet.toml)",
     )
-
-
-def load(args: argparse.Namespace) -> fleet_config.Fleet:
-    path = getattr(args, "fleet_file", None)
-    try:
-        return fleet_config.load(Path(path).expanduser() if path else None)
-    except fleet_config.FleetConfigError as exc:
-        raise CliError(str(exc)) from None
 
 
 def strip_root_host(argv: list[str], command: str | None) -> list[str]:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 from sgltui.core import placement
 from sgltui.core.files import private_dir, write_atomic
 from sgltui.core.placement import PlacementError

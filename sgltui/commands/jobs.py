@@ -17,13 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 from sgltui.core import choice, units
 from sgltui.core.locations import state_dir
 from sgltui.protocol import JobState, JobView, to_builtins
 
-ACTIONS = ("run", "status", "list", "pause", "resume", "cancel", "set", "verify")
 ENDED = (JobState.DONE, JobState.CANCELLED, JobState.FAILED)
 
 
@@ -39,11 +37,58 @@ def register(subparsers: Subparsers) -> None:
         "  sgltui job run prompts.jsonl --choose mtp,no-mtp,mtp-hicache\n"
         "  sgltui job status --json\n"
         "  sgltui job set --concurrency 64\n"
-        "  sgltui job verify prompts.jsonl answers.jsonl",
+        "  sgltui job verify prompts.jsonl answers.jsonl\n"
+        "`sgltui job ACTION --help` shows one action's options.",
     )
-    p.add_argument("action", choices=ACTIONS, help=", ".join(ACTIONS))
-    p.add_argument("target", nargs="?", help="INPUT for run and verify; JOB (id or name) otherwise")
-    p.add_argument("target2", nargs="?", help="OUTPUT for verify")
+    acts = p.add_subparsers(dest="action", metavar="ACTION")
+    _register_run(acts)
+    st = acts.add_parser("status", help="one job's progress, rate, ETA and target")
+    _job_arg(st)
+    st.add_argument("--json", action="store_true", help="print JSON")
+    st.set_defaults(handler=_status)
+    ls = acts.add_parser("list", help="every job of this agent")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(handler=_list)
+    for action, what in (
+        ("pause", "stop sending its requests (those in flight finish)"),
+        ("resume", "send its requests again"),
+        ("cancel", "end it; its output file keeps every answer so far"),
+    ):
+        a = acts.add_parser(action, help=what)
+        _job_arg(a)
+        a.set_defaults(handler=_state_change)
+    s = acts.add_parser("set", help="change a running job's concurrency or pin")
+    _job_arg(s)
+    s.add_argument("--concurrency", help="requests in flight: N, or auto")
+    pin = s.add_mutually_exclusive_group()
+    pin.add_argument("--pin", action="store_true", help="a swap of the slot must be confirmed")
+    pin.add_argument("--unpin", action="store_true", help="swaps no longer ask")
+    s.set_defaults(handler=_set)
+    v = acts.add_parser("verify", help="check an output file against its input: every id once")
+    v.add_argument("target", metavar="INPUT", nargs="?", help="the batch input file")
+    v.add_argument("target2", metavar="OUTPUT", nargs="?", help="the job's output file")
+    v.add_argument("--json", action="store_true", help="print JSON")
+    v.set_defaults(handler=_verify)
+    p.set_defaults(handler=lambda args: _usage(p))
+
+
+def _usage(p: argparse.ArgumentParser) -> int:
+    p.print_help()
+    return 2
+
+
+def _job_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", metavar="JOB", nargs="?", help="id or name (default: the latest job)")
+
+
+def _register_run(acts: Subparsers) -> None:
+    p = acts.add_parser(
+        "run",
+        help="start a job from an OpenAI batch input file",
+        description="Start a batch job in the agent and follow it (--no-wait: return once "
+        "it is started).",
+    )
+    p.add_argument("target", metavar="INPUT", nargs="?", help="the batch input file (.jsonl)")
     p.add_argument("-o", "--output", help="output file (default INPUT.output.jsonl)")
     p.add_argument("--slot", default="0", help="server slot (default 0)")
     p.add_argument(
@@ -57,10 +102,8 @@ def register(subparsers: Subparsers) -> None:
     )
     p.add_argument("--name", help="a name for the job (default: the input's file name)")
     p.add_argument("--pin", action="store_true", help="a swap of the slot must be confirmed")
-    p.add_argument("--unpin", action="store_true", help="(set) swaps no longer ask")
-    p.add_argument("--no-wait", action="store_true", help="(run) return once the job is started")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    c = p.add_argument_group("choosing the profile (run)")
+    p.add_argument("--no-wait", action="store_true", help="return once the job is started")
+    c = p.add_argument_group("choosing the profile")
     c.add_argument(
         "--choose",
         metavar="A,B,C",
@@ -82,7 +125,7 @@ def register(subparsers: Subparsers) -> None:
         "--trial-requests", type=int, help="cap on each candidate's trial requests (2000)"
     )
     c.add_argument("--trial-minutes", type=float, help="cap on each candidate's trial minutes (10)")
-    p.set_defaults(handler=handle)
+    p.set_defaults(handler=_run)
 
 
 def _call(args: argparse.Namespace, op: str, autostart: bool = False, **kw: Any) -> Any:
@@ -95,31 +138,29 @@ def _call(args: argparse.Namespace, op: str, autostart: bool = False, **kw: Any)
         raise CliError(str(exc)) from None
 
 
-def handle(args: argparse.Namespace) -> int:
-    if args.action == "verify":
-        return _verify(args)
-    if args.action == "run":
-        return _run(args)
-    if args.action == "list":
-        return _list(args)
-    if args.action == "status":
-        view = _call(args, "job_status", job=args.target)
-        if args.json:
-            print(json.dumps(to_builtins(view), indent=1))
-        else:
-            print(render_status(view))
-        return 0
-    if args.action == "set":
-        kw: dict[str, Any] = {}
-        if args.concurrency:
-            kw["concurrency"] = args.concurrency
-        if args.pin or args.unpin:
-            kw["pinned"] = bool(args.pin)
-        if not kw:
-            raise CliError("job set needs --concurrency N|auto, --pin or --unpin")
-        view = _call(args, "job_set", job=args.target, **kw)
-        print(f"job {view.id}: concurrency {view.concurrency}, pinned {view.pinned}")
-        return 0
+def _status(args: argparse.Namespace) -> int:
+    view = _call(args, "job_status", job=args.target)
+    if args.json:
+        print(json.dumps(to_builtins(view), indent=1))
+    else:
+        print(render_status(view))
+    return 0
+
+
+def _set(args: argparse.Namespace) -> int:
+    kw: dict[str, Any] = {}
+    if args.concurrency:
+        kw["concurrency"] = args.concurrency
+    if args.pin or args.unpin:
+        kw["pinned"] = bool(args.pin)
+    if not kw:
+        raise CliError("job set needs --concurrency N|auto, --pin or --unpin")
+    view = _call(args, "job_set", job=args.target, **kw)
+    print(f"job {view.id}: concurrency {view.concurrency}, pinned {view.pinned}")
+    return 0
+
+
+def _state_change(args: argparse.Namespace) -> int:
     view = _call(args, f"job_{args.action}", job=args.target)
     print(f"job {view.id} ({view.name}): {view.state}")
     return 0

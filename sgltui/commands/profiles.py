@@ -10,8 +10,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 from sgltui.core.flags import (
     PROBE_TIMEOUT_S,
     Catalog,

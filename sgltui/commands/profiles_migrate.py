@@ -7,7 +7,7 @@ import difflib
 import sys
 from pathlib import Path
 
-from sgltui.cli import CliError
+from sgltui.commands import CliError
 from sgltui.core.files import write_atomic
 from sgltui.core.flags import (
     Catalog,

@@ -21,10 +21,10 @@ import msgspec
 from sgltui import __version__, protocol
 from sgltui.agent import bridge, keeper
 from sgltui.agent.client import AgentClient, AgentError, VersionMismatch, call_sync, decode_reply
+from sgltui.agent.client_errors import ConnectionLost
 from sgltui.agent.daemon import paths
 from sgltui.agent.state import AgentState
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers, agent_service
+from sgltui.commands import CliError, Subparsers, agent_service
 from sgltui.core import locations, units
 from sgltui.core.pids import pid_alive
 
@@ -619,7 +619,7 @@ async def _follow_logs(args: argparse.Namespace, kw: dict) -> None:
                 print(f"==> {launch} <==", flush=True)
             for line in data.get("lines") or []:
                 print(line, flush=True)
-        raise AgentError("the agent went away")
+        raise ConnectionLost("the agent went away")
     finally:
         await client.close()
 

@@ -11,8 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 from sgltui.core import locations, units
 from sgltui.core.files import write_atomic
 from sgltui.session.layout import sessions_root

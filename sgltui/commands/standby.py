@@ -13,8 +13,7 @@ from typing import Any
 
 from sgltui import protocol
 from sgltui.agent.client import AgentError, call_sync, decode_reply
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 from sgltui.commands.server import _call, _dirs, _state
 from sgltui.core import units
 

@@ -15,8 +15,7 @@ from typing import Any
 
 from sgltui.agent.client import AgentClient, AgentError, decode_reply
 from sgltui.agent.telemetry.textview import render
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 from sgltui.core import locations
 
 

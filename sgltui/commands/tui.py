@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 
 
 def register(sub: Subparsers) -> None:
@@ -89,9 +88,9 @@ def open_tui(args: argparse.Namespace) -> int:
 
 def open_fleet(args: argparse.Namespace, interval_s: float = 2.0) -> int:
     """The app on a fleet (also `sgltui fleet tui`): each host over its own ssh link."""
-    from sgltui.commands import fleet
+    from sgltui.commands import fleet_file
 
-    hosts = fleet.load(args)
+    hosts = fleet_file.load(args)
     from sgltui.tui.fleetsource import FleetSource
 
     return _run(args, demo=False, source=FleetSource.from_fleet(hosts, interval_s=interval_s))
@@ -163,6 +162,7 @@ def demo_pool(args: argparse.Namespace) -> None:
     demo's own in the state dir; the user's is left alone), the first demo profile started on
     every slot of pool 'all' (the TUI then sends the demo load to the pool's endpoint)."""
     from sgltui.agent.client import AgentError, call_sync
+    from sgltui.agent.client_errors import Already
     from sgltui.core import placement
     from sgltui.core.locations import state_dir
 
@@ -196,9 +196,10 @@ def demo_pool(args: argparse.Namespace) -> None:
         call_sync(
             state, "start", autostart=True, profiles_dirs=dirs, profile="demo-base", pool="all"
         )
+    except Already:
+        pass  # the pool's slots run already: the demo goes on with them
     except AgentError as exc:
-        if "already runs" not in str(exc):
-            raise CliError(str(exc)) from None
+        raise CliError(str(exc)) from None
     print(f"sgltui: demo pool 'all' of {n} simulated GPUs on {endpoint}")
 
 

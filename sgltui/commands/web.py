@@ -13,8 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from sgltui.cli import CliError
-from sgltui.commands import Subparsers
+from sgltui.commands import CliError, Subparsers
 from sgltui.core.locations import state_dir
 
 STOP_TIMEOUT_S = 15.0

@@ -10,12 +10,13 @@ from collections.abc import Callable
 
 from sgltui import protocol
 from sgltui.agent.client import AgentError
+from sgltui.core import retry
 from sgltui.fleet.client import HostClient, HostError
 from sgltui.fleet.config import Fleet, Host
 from sgltui.fleet.view import HostState
 
 FANOUT = 32  # ssh sessions at once for a one-shot question (2,000 hosts started 2,000)
-BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+BACKOFF_FIRST_S, BACKOFF_MAX_S = 1.0, 30.0  # between tries of a host that is down
 STATUS_TIMEOUT_S = 10.0  # a host that takes longer to answer STATUS is treated as unreachable
 # A host whose view did not change is polled less often, up to this many times the interval
 # (an idle fleet costs little however many hosts it has); any change brings the interval back.
@@ -60,16 +61,15 @@ class HostLink:
             self._nap_fut = None
 
     async def run(self) -> None:
-        failures = 0
+        backoff = retry.Backoff(first=BACKOFF_FIRST_S, cap=BACKOFF_MAX_S)
         try:
             while True:
                 try:
                     await self._session()
-                    failures = 0  # it had connected: start the backoff over
+                    backoff.reset()  # it had connected: start the backoff over
                 except HostError as exc:
                     self._down(str(exc))
-                delay = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
-                failures += 1
+                delay = backoff.failed()
                 self.state.next_retry = time.time() + delay
                 self._changed()
                 await self._nap(delay)

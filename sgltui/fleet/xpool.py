@@ -35,7 +35,12 @@ READY_WAIT_S = 60.0  # the gateway sees a ready worker within a health check or 
 
 
 class PoolError(Exception):
-    """One line: which pool, which member, what to do."""
+    """One line: which pool, which member, what to do; `refusal` is the agent's own error when
+    a host's agent refused (None: the host could not be asked)."""
+
+    def __init__(self, message: str, refusal: AgentError | None = None) -> None:
+        super().__init__(message)
+        self.refusal = refusal
 
 
 Say = Callable[[str], None]
@@ -101,7 +106,7 @@ class CrossPool:
         try:
             return await client.call(op, **args)
         except AgentError as exc:
-            raise PoolError(f"host {where}: {exc}") from None
+            raise PoolError(f"host {where}: {exc}", refusal=exc) from None
 
     # --- the members ------------------------------------------------------------------------
 
@@ -158,10 +163,9 @@ class CrossPool:
         try:
             return await self._call(host, op, slot=slot, **args, **self.force)
         except PoolError as exc:
-            said = f"host {host}: "  # the agent's own words (an unreachable host says its own)
-            if not str(exc).startswith(said):
+            if exc.refusal is None:  # an unreachable host: its own line
                 raise
-            why = str(exc).removeprefix(said)
+            why = exc.refusal
             raise PoolError(f"pool {self.pool.name}: {host}/{slot} not started: {why}") from None
 
     async def _set(self, workers: list[dict[str, Any]], wait: float = 0.0) -> dict[str, Any]:

@@ -29,7 +29,12 @@ log = logging.getLogger("sgltui.jobs.chooser")
 
 
 class Refused(Exception):
-    """A lifecycle command the agent refused, in its one line."""
+    """A lifecycle command the agent refused, in its one line, and its code (protocol.ErrorCode:
+    `busy` is waited out)."""
+
+    def __init__(self, message: str, code: protocol.ErrorCode = "refused") -> None:
+        super().__init__(message)
+        self.code: protocol.ErrorCode = code
 
 
 class ChooseHost(Protocol):
@@ -48,8 +53,9 @@ class ChooseHost(Protocol):
 
     def power_w(self, rec: dict) -> float | None: ...
 
-    async def command(self, rec: dict, op: str, **args: Any) -> dict:
-        """An agent op on the job's slot, waited for; raises Refused with the agent's line."""
+    async def command(self, rec: dict, op: str, args: protocol.PreflightArgs) -> dict:
+        """An agent op on the job's slot (the host fills in the slot or pool), waited for;
+        raises Refused with the agent's line."""
 
     def publish(self, rec: dict, event: protocol.JobEvent) -> None: ...
 
@@ -158,7 +164,8 @@ class Chooser:
                 continue
             reason: str | None
             try:
-                res = await self.host.command(self.rec, "preflight", profile=c["name"])
+                check = protocol.PreflightArgs(profile=c["name"])
+                res = await self.host.command(self.rec, "preflight", check)
             except Refused as exc:
                 reason = str(exc)
             else:
@@ -285,12 +292,16 @@ class Chooser:
             if running == name and state == "ready":
                 return None
             op = "start" if state in ("stopped", "failed", "crashed") else "swap"
-            # a pinned job's own swap confirms itself; a start has nothing to confirm
-            more = {"confirm": True} if op == "swap" else {}
             try:
-                res = await self.host.command(self.rec, op, profile=name, wait=True, **more)
+                # confirm: the job asking is the one pinned to the slot (a start takes none)
+                args = (
+                    protocol.StartArgs(profile=name, wait=True)
+                    if op == "start"
+                    else protocol.SwapArgs(profile=name, wait=True, confirm=True)
+                )
+                res = await self.host.command(self.rec, op, args)
             except Refused as exc:
-                if "busy" in str(exc) or "already running" in str(exc):
+                if exc.code == "busy":  # another client's command on the slot: wait for it
                     await asyncio.sleep(1.0)
                     continue
                 return str(exc)

@@ -29,13 +29,14 @@ import httpx
 import orjson
 
 from sgltui.bench.loadgen import open_transport, post_bytes
+from sgltui.core import retry
 from sgltui.jobs import batchfile
 from sgltui.jobs.output import OutputLock, OutputWriter, disk_problem, scan
 
 MAX_RETRIES = 8
 BACKOFF_S = 0.5
 BACKOFF_MAX_S = 30.0
-CONNECT_BACKOFF_MAX_S = 2.0
+CONNECT_BACKOFF_FIRST_S, CONNECT_BACKOFF_MAX_S = 0.1, 2.0
 PROGRESS_S = 0.5
 
 OK, FINAL, TRANSIENT, CONNECT = "ok", "final", "transient", "connect"
@@ -314,7 +315,10 @@ class Runner:
 
     async def _handle(self, item: batchfile.Item) -> None:
         attempts = 0
-        connect_wait = 0.1
+        # Connection errors (a server going away, not up yet) are waited out without limit;
+        # other retryable answers count towards MAX_RETRIES.
+        connect = retry.Backoff(first=CONNECT_BACKOFF_FIRST_S, cap=CONNECT_BACKOFF_MAX_S)
+        answer = retry.Backoff(first=BACKOFF_S, cap=BACKOFF_MAX_S)
         while True:
             await self._go.wait()
             if self.stopping:
@@ -347,15 +351,14 @@ class Runner:
                 return
             if kind == CONNECT:
                 self.c.conn_errors += 1
-                await asyncio.sleep(connect_wait)
-                connect_wait = min(connect_wait * 2, CONNECT_BACKOFF_MAX_S)
+                await asyncio.sleep(connect.failed())
                 continue
             attempts += 1
             if attempts > MAX_RETRIES:
                 self._write_failed(item, status, data, f"{info} (after {MAX_RETRIES} retries)")
                 return
             self.c.retries += 1
-            await asyncio.sleep(min(BACKOFF_S * (2 ** (attempts - 1)), BACKOFF_MAX_S))
+            await asyncio.sleep(answer.failed())
 
     async def _send(self, item: batchfile.Item) -> tuple[str, int, Any, Any]:
         try:

@@ -1,6 +1,6 @@
 """Find and load recorded sessions (read-only): listing, name resolution, loading for reports/replay.
 
-Layout (written by sgltui/session/writer.py; see README.md, "Sessions"):
+Layout (written by sgltui/session/writer.py; see docs/sessions.md):
 ``<state>/sessions/<YYYYmmdd-HHMMSS>-<host>/{events.jsonl, timeline.jsonl, servers/, bench/}``.
 Every read here tolerates a session that is still being written or was cut by kill -9.
 """

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui import protocol
-from sgltui.core import units
+from sgltui.core import retry, units
 from sgltui.core.files import PRIVATE_DIR as DIR_MODE
 from sgltui.core.files import PRIVATE_FILE as FILE_MODE
 from sgltui.core.redact import Redactor
@@ -369,6 +369,8 @@ class Recorder:
         self._error: str | None = None
         self._error_since: float | None = None
         self._retry_at = 0.0
+        # A disk that refuses writes is tried again at a fixed interval (core/retry.py).
+        self._retry = retry.Backoff(first=RETRY_INTERVAL_S, cap=RETRY_INTERVAL_S, factor=1.0)
         self._next_scrub = 0.0
         self._next_rotate_check = 0.0
         self._next_free_check = 0.0
@@ -574,7 +576,7 @@ class Recorder:
 
     def _retry_backlog(self) -> bool:
         """Try to write the waiting events, oldest first. True once the disk takes them all."""
-        self._retry_at = time.monotonic() + RETRY_INTERVAL_S
+        self._retry_at = time.monotonic() + self._retry.failed()
         try:
             self._ensure_dirs()
             while self._backlog:
@@ -589,7 +591,7 @@ class Recorder:
     def _fail(self, exc: OSError, target: Path) -> None:
         first = self._error is None
         self._error = _describe(exc, target)
-        self._retry_at = time.monotonic() + RETRY_INTERVAL_S
+        self._retry_at = time.monotonic() + self._retry.failed()
         if first:
             self._error_since = time.time()
             ev = self.redactor.obj(
@@ -605,6 +607,7 @@ class Recorder:
     def _recover(self) -> None:
         if self._error is None:
             return
+        self._retry.reset()
         ev = protocol.event_dict(
             protocol.DiskOk(
                 v=SCHEMA_VERSION,

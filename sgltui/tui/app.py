@@ -27,6 +27,8 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 
 from sgltui import protocol
+from sgltui.agent.client_errors import Pinned
+from sgltui.core import retry
 from sgltui.core.files import private_dir, write_atomic
 from sgltui.session.layout import SCREENSHOTS_DIR
 from sgltui.tui import logtail, standby, topbar, views
@@ -52,10 +54,11 @@ from sgltui.tui.widgets.throughput import ThroughputPane
 
 W = TypeVar("W", bound=Widget)
 
+# Reconnecting to the agent: 0.5 s after it went away, doubling to 5 s (core/retry.py).
+RECONNECT_FIRST_S, RECONNECT_MAX_S = 0.5, 5.0
 # Actions that change servers or start work: disabled in a read-only (replay) source.
 _MUTATING = {"start", "stop", "restart", "bench", "bench_stop", "toggle_demo_load", "profile_key"}
 _ACTIVE = ("launching", "ready", "draining", "stopping")
-PINNED = "is pinned to slot"  # the agent's refusal of a swap under a pinned batch job
 FLUSH_DELAY_S = 0.1  # pushes arriving within this window are drawn in one go
 HISTORY_S = 300.0  # the chart's window: what a re-attach asks the agent for
 # A safety net for anything a missed event would leave stale, and the uptime (shown to the
@@ -246,13 +249,13 @@ class SgltuiApp(App[str | None]):
 
     @work(exclusive=True, group="source", exit_on_error=False, description="agent pushes")
     async def consume_source(self) -> None:
-        delay = 0.5
+        backoff = retry.Backoff(first=RECONNECT_FIRST_S, cap=RECONNECT_MAX_S)
         while True:
             try:
                 await self.source.connect()
                 status = await self.source.snapshot()
                 await self._on_connected(status)
-                delay = 0.5
+                backoff.reset()
                 async for push in self.source.pushes():
                     self._on_push(push)
                 if self.source.read_only:
@@ -261,6 +264,7 @@ class SgltuiApp(App[str | None]):
             except asyncio.CancelledError:
                 raise
             except SOURCE_ERRORS as exc:  # the link failed: show it and retry
+                delay = backoff.failed()
                 self.model.connected = False
                 self.model.connection_note = (
                     f"agent unreachable: {one_line(exc)}; retrying every {delay:.0f}s"
@@ -271,7 +275,6 @@ class SgltuiApp(App[str | None]):
                 except SOURCE_ERRORS:
                     pass
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
 
     async def _on_connected(self, status: dict[str, Any]) -> None:
         # Ask for the profile list explicitly: it makes the agent re-read the profile files
@@ -780,8 +783,8 @@ class SgltuiApp(App[str | None]):
                 self._refresh_status_soon()
                 return
             except SOURCE_ERRORS as exc:
-                if op in ("swap", "restart") and PINNED in str(exc) and not args.get("confirm"):
-                    self._confirm_pinned(op, done, args, one_line(exc))
+                if isinstance(exc, Pinned) and not args.get("confirm"):  # ask, then confirm
+                    self._confirm_pinned(op, done, args, exc.message)
                     return
                 self.notify(
                     one_line(exc), title=f"{op} failed", severity="error", markup=False, timeout=8
@@ -802,10 +805,9 @@ class SgltuiApp(App[str | None]):
             if yes:
                 self._op(op, done=done, **{**args, "confirm": True})
 
-        what = why.split(";")[0].split("refused: ")[-1]  # the CLI's `--yes` hint is not for us
         self.push_screen(
             Confirm(
-                f"{escape(what)}.\nIt pauses, then resumes on the new server.\n\n"
+                f"{escape(why)}.\nIt pauses, then resumes on the new server.\n\n"
                 f"{op.capitalize()} anyway?"
             ),
             chosen,

@@ -23,6 +23,7 @@ from typing import Any
 
 from sgltui import protocol
 from sgltui.agent.client import AgentError
+from sgltui.agent.client_errors import Busy, Invalid, Unavailable
 from sgltui.fleet.config import Fleet, Pool
 from sgltui.fleet.xpool import CrossPool, PoolError
 
@@ -142,16 +143,16 @@ class CrossPools:
         name = xp.name
         run = self.runs.get(name)
         if run is not None and run.finished is None:
-            raise AgentError(
+            raise Busy(
                 f"pool {name}: a {run.what} to {run.profile} is in progress; wait for it to end "
                 "(its lines: the Activity tab)"
             )
         if not isinstance(profile, str) or not profile:
-            raise AgentError(f"pool {name}: name the profile to run")
+            raise Invalid(f"pool {name}: name the profile to run")
         for host in sorted({h for h, _ in xp.slots} | {xp.gateway}):
             why = refusal(host)  # a member's or the gateway's host down: nothing is started
             if why:
-                raise AgentError(why)
+                raise Unavailable(why)
         cp = CrossPool(
             self.fleet, xp, say=lambda line: self.note(name, line), clients=LinkClients(self.links)
         )

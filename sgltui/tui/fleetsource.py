@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from sgltui import protocol
 from sgltui.agent.client import AgentError, client_id
+from sgltui.agent.client_errors import Unavailable
 from sgltui.fleet.view import HostState
 from sgltui.tui.fleetpools import CrossPools
 
@@ -283,7 +284,7 @@ class FleetSource:
         host = host or self.focused()
         why = self.refusal(host)
         if why is not None:
-            raise AgentError(why)
+            raise Unavailable(why)
         return await self.by_name[str(host)].client.call(op, **args)
 
     def _slot_of(self, host: str, slot: str) -> dict[str, Any]:

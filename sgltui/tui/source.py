@@ -98,13 +98,14 @@ class LiveSource:
         return self._subs.subscribe()
 
     async def call(self, op: str, **args: Any) -> Any:
-        from sgltui.agent.client import READ_ONLY_OPS, AgentError
+        from sgltui.agent.client import READ_ONLY_OPS
+        from sgltui.agent.client_errors import Refused, Unavailable
 
         if self._calls is None:
-            raise AgentError("not connected to the agent (reconnecting)")
+            raise Unavailable("not connected to the agent (reconnecting)")
         if self.read_only and op not in READ_ONLY_OPS:
             # The app disables these actions already; this keeps any other path from a command.
-            raise AgentError(f"read-only: {op} is not available")
+            raise Refused(f"read-only: {op} is not available")
         if (
             op in ("start", "swap", "profiles")
             and self.profiles_dirs

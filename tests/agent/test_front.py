@@ -66,6 +66,7 @@ async def test_streams_pass_through_like_direct(sim_server):
         await front.close()
 
 
+@pytest.mark.slow
 async def test_held_requests_go_to_the_new_server(sim_server):
     old, new = sim_server(), sim_server()
     front = await _front()
@@ -162,7 +163,9 @@ async def test_port_in_use_is_one_clear_error():
 
 
 def test_config_from_env():
-    assert FrontConfig.from_env({}).port == 30080
-    assert FrontConfig.from_env({"SGLTUI_FRONT_PORT": "off"}).port is None
-    cfg = FrontConfig.from_env({"SGLTUI_FRONT_PORT": "4000", "SGLTUI_FRONT_HOLD_S": "9"})
+    from sgltui.agent.config import from_env
+
+    assert from_env({}).front.port == 30080
+    assert from_env({"SGLTUI_FRONT_PORT": "off"}).front.port is None
+    cfg = from_env({"SGLTUI_FRONT_PORT": "4000", "SGLTUI_FRONT_HOLD_S": "9"}).front
     assert (cfg.port, cfg.hold_s) == (4000, 9.0)

@@ -47,6 +47,7 @@ def small_disk(tmp_path, monkeypatch):
     subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_swap_completes_on_a_full_disk_and_state_keeps_last_good_copy(small_disk, tmp_path):
     state = small_disk / "state"
     profiles = tmp_path / "profiles"

@@ -19,7 +19,10 @@ from sgltui import protocol
 from sgltui.agent import gateway, gateway_launch
 from sgltui.agent.gateway import Gateway, GatewayError
 
-pytestmark = pytest.mark.skipif(not gateway.smg_available(), reason="smg not installed")
+pytestmark = [
+    pytest.mark.skipif(not gateway.smg_available(), reason="smg not installed"),
+    pytest.mark.slow,  # a real gateway (smg) and servers
+]
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 

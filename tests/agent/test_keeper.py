@@ -13,6 +13,7 @@ import signal
 import time
 
 import psutil
+import pytest
 
 from sgltui.agent import keeper
 from tests.fixtures.agent import alive
@@ -107,6 +108,7 @@ def test_agent_stop_stop_servers_with_a_dead_agent_stops_its_servers(agent):
     assert _ours(agent.state_dir) == []
 
 
+@pytest.mark.slow
 def test_install_service_writes_a_user_unit_that_leaves_the_servers_running(tmp_path):
     import shutil
     import subprocess

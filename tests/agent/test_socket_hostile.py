@@ -112,9 +112,11 @@ def test_fuzzed_socket_messages_get_one_line_errors_and_no_traceback(agent):
             assert isinstance(reply.get("ok"), bool)
             if not reply["ok"]:
                 errors += 1
-                err = reply.get("error") or ""
-                assert err and "\n" not in err and "Traceback" not in err, err
-                assert "internal error" not in err, (line[:300], err)
+                err = reply.get("error") or {}  # typed once the hello agreed (protocol.Error)
+                assert err.get("code") in protocol.ERROR_CODES, err
+                assert err.get("code") != "internal", (line[:300], err)
+                text = err.get("message", "")
+                assert text and "\n" not in text and "Traceback" not in text, err
             assert time.monotonic() < deadline, f"fuzzing took too long ({sent} messages)"
         s.close()
     assert sent >= 1000 and errors > sent // 2
@@ -254,7 +256,9 @@ def test_the_reported_loose_types_are_refused(agent, line, expect):
     s.sendall(line + b"\n")
     reply = json.loads(s.makefile("rb").readline())
     s.close()
-    assert reply["ok"] is False and expect in reply["error"] and "\n" not in reply["error"]
+    err = reply["error"]  # typed once the hello agreed: code, message
+    assert reply["ok"] is False and err["code"] == "invalid", err
+    assert expect in err["message"] and "\n" not in err["message"]
     assert agent.status()["agent"]["demo_load"] is False
     assert "Traceback" not in agent.paths["log"].read_text()
 

@@ -7,7 +7,11 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.fixtures.cli import sgltui
+
+pytestmark = pytest.mark.slow  # simulators and CLI processes: seconds each
 
 
 def test_bench_url_sweep_compare_and_exports(mock_sse, tmp_path, isolated_env):

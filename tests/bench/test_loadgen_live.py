@@ -9,6 +9,8 @@ import pytest
 from tests.bench.loadgen_proc import run_loadgen
 from tests.fixtures.bench import get_json
 
+pytestmark = pytest.mark.slow  # a live load generator against servers: seconds each
+
 
 @pytest.mark.parametrize("api", ["completions", "chat", "generate"])
 def test_token_counts_come_from_server_usage(mock_sse, tmp_path, api):

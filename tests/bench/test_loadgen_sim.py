@@ -8,6 +8,8 @@ import pytest
 from tests.bench.loadgen_proc import run_loadgen
 from tests.fixtures.sim import streaming_total
 
+pytestmark = pytest.mark.slow  # the load generator against a simulator: seconds each
+
 
 @pytest.mark.parametrize("api", ["completions", "generate"])
 def test_measured_tokens_match_simulator(sim_server, tmp_path, api):

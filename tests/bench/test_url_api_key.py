@@ -7,9 +7,13 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from sgltui.bench.loadgen import API_KEY_ENV
 from sgltui.commands import bench as bench_command
 from tests.fixtures.cli import sgltui as run_sgltui
+
+pytestmark = pytest.mark.slow  # simulators and CLI processes: seconds each
 
 KEY = "sk-bench-key-77"
 

@@ -203,6 +203,7 @@ def test_help_for_every_subcommand(capsys, argv):
     assert "usage: sgltui profiles" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_real_process_never_prints_a_traceback(tmp_path):
     broken = write(tmp_path, "b.toml", 'extends = "b"\n[server]\nmodel-path = "m"\n')
     for argv in (

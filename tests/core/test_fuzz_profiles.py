@@ -218,6 +218,7 @@ def _cli(failures: list[str], *argv: str) -> str:
     return text
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_fuzzed_profiles_never_raise_a_traceback(tmp_path, monkeypatch):
     rng = random.Random(SEED)

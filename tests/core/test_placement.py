@@ -148,6 +148,7 @@ def test_describe_names_each_slot_and_pool():
     assert "gateway (smg)" in lines[-1] and "http://127.0.0.1:30080" in lines[-1]
 
 
+@pytest.mark.slow
 def test_host_init_show_and_validate_as_a_user(tmp_path):
     from tests.fixtures.cli import sgltui
 

@@ -147,6 +147,7 @@ def test_validate_refuses_a_host_that_is_no_address(capsys, tmp_path, host, prob
         assert "h.toml:5: host:" in lines[0]
 
 
+@pytest.mark.slow
 def test_validate_bounds_a_slow_interpreter_and_names_its_profile(tmp_path):
     """F12: validate ran each profile's `python` with a 30 s bound, one after the other, and
     said nothing of which one was slow (one slow interpreter made it take 31 s)."""

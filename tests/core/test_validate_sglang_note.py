@@ -6,7 +6,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_validate_notes_sglang_not_importable(tmp_path):
     (tmp_path / "real.toml").write_text(
         f'name = "nosg"\nlauncher = "sglang"\npython = "{sys.executable}"\n'

@@ -26,7 +26,7 @@ from tests.fleet import sshd as sshd_mod
 from tests.ports import server_port
 
 why = sshd_mod.unavailable() or (None if gw_mod.smg_available() else gw_mod.NOT_INSTALLED)
-pytestmark = pytest.mark.skipif(why is not None, reason=why or "")
+pytestmark = [pytest.mark.skipif(why is not None, reason=why or ""), pytest.mark.slow]  # real sshd
 
 # Tokens in real time, start-up at a hundredth: the servers come up in a moment, and the job
 # (one request at a time until the roll is over: 256 tokens, ~1.7 s each here whatever the CPU,

@@ -23,7 +23,7 @@ from tests.ports import server_port
 from tests.tui.helpers import pick_row, pick_slot
 
 why = sshd_mod.unavailable()
-pytestmark = pytest.mark.skipif(why is not None, reason=why or "")
+pytestmark = [pytest.mark.skipif(why is not None, reason=why or ""), pytest.mark.slow]  # real sshd
 
 PROFILE = """name = "{name}"
 launcher = "sim"

@@ -4,7 +4,6 @@ that restart across a pause, the decision and the swap to the winner, the watch 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
@@ -25,9 +24,10 @@ class FakeHost:
         self.events: list[tuple[str, dict]] = []
         self.commands: list[tuple[str, dict]] = []
         self.tok_s = 0.0
+        self.state = "ready"
 
     def slot_now(self, rec: dict) -> tuple[str | None, str, str | None]:
-        return self.running, "ready", f"launch-{self.running}"
+        return self.running, self.state, f"launch-{self.running}"
 
     def counters(self, rec: dict) -> tuple[int, int, float]:
         return self.done, self.out, self.joules
@@ -44,13 +44,15 @@ class FakeHost:
     def power_w(self, rec: dict) -> float | None:
         return 300.0
 
-    async def command(self, rec: dict, op: str, **args: Any) -> dict:
-        self.commands.append((op, args))
-        if args["profile"] in self.bad:
-            raise Refused(f"no profile {args['profile']!r}")
+    async def command(self, rec: dict, op: str, args: protocol.PreflightArgs) -> dict:
+        # The Struct the agent would take: the op's own (a start takes no confirm).
+        assert isinstance(args, protocol.OPS[op].args), (op, args)
+        self.commands.append((op, protocol.args_dict(args)))
+        if args.profile in self.bad:
+            raise Refused(f"no profile {args.profile!r}")
         if op == "preflight":
             return {"ok": True}
-        self.running = args["profile"]
+        self.running, self.state = args.profile, "ready"
         return {"slot": {"state": "ready", "profile": self.running}, "result": {"ok": True}}
 
     def publish(self, rec: dict, event: protocol.JobEvent) -> None:
@@ -150,10 +152,10 @@ async def test_a_step_failing_inside_the_agent_ends_the_trial_with_its_reason():
     the trial once stayed 'swapping' for ever, its task's exception never retrieved."""
 
     class Broken(FakeHost):
-        async def command(self, rec: dict, op: str, **args: Any) -> dict:
+        async def command(self, rec: dict, op: str, args: protocol.PreflightArgs) -> dict:
             if op == "swap":
                 raise RuntimeError("the op fell over")
-            return await super().command(rec, op, **args)
+            return await super().command(rec, op, args)
 
     host = Broken("a", {"a": 1000.0, "b": 2000.0})
     rec = {"id": "j", "state": "running", "choose": choose.new_trial(["b", "a"])}
@@ -175,3 +177,23 @@ async def test_a_step_failing_inside_the_agent_ends_the_trial_with_its_reason():
     assert any(t == "job.decision" for t, _ in host.events)
     ch.tick()
     assert ch.task is None or ch.task.done()  # nothing more is tried
+
+
+async def test_a_stopped_slot_is_started_with_a_start_and_swapped_with_confirm(fake_clock):
+    """The trial's own commands are the ops' Structs: a start of a stopped slot takes no
+    `confirm` (a dict with one was refused by the agent at run time, and the trial hung)."""
+    host = FakeHost("a", {"a": 1000.0, "b": 2000.0})
+    host.state = "stopped"
+    rec = {"id": "j", "state": "running", "choose": choose.new_trial(["a", "b"])}
+    ch = Chooser(host, rec)
+    orig = host.advance
+
+    def advance(dt: float) -> None:
+        fake_clock(dt)
+        orig(dt)
+
+    host.advance = advance  # type: ignore[method-assign]
+    await _run(ch, host, rec, 60.0)
+    ops = [(op, a) for op, a in host.commands if op != "preflight"]
+    assert ops[0][0] == "start" and "confirm" not in ops[0][1] and ops[0][1]["wait"]
+    assert all(a["confirm"] for op, a in ops[1:] if op == "swap")

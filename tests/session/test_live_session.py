@@ -16,6 +16,8 @@ import pytest
 from sgltui.session.reader import load_session, session_dirs
 from sgltui.session.report import build_report, render
 
+pytestmark = pytest.mark.slow  # a live agent session: seconds each
+
 pytest.importorskip("sgltui.agent.daemon", reason="agent area not in this tree")
 pytest.importorskip("sgltui.sim.server", reason="simulator area not in this tree")
 client = pytest.importorskip("sgltui.agent.client", reason="agent client not in this tree")

@@ -196,6 +196,7 @@ def test_torn_and_bad_lines_are_noted(session_dir):
     assert "## Notes" in render(r, "md")
 
 
+@pytest.mark.slow
 def test_cli_list_report_and_errors(session_dir, tmp_path):
     out = sgltui("sessions", "list")
     assert out.returncode == 0 and session_dir.name in out.stdout and "ended" in out.stdout

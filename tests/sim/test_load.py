@@ -14,6 +14,7 @@ import re
 import time
 
 import aiohttp
+import pytest
 
 STREAMS = 512
 OUTPUT_LEN = 64
@@ -78,6 +79,7 @@ async def _drive(url: str) -> dict:
     return {"done": len(done), "peak": peak, "wall": wall, "timed_out": timed_out}
 
 
+@pytest.mark.slow
 def test_hundreds_of_concurrent_streams_at_time_scale_zero(sim_server):
     sim = sim_server(
         "--sim-time-scale",

@@ -19,6 +19,8 @@ import pytest
 from sgltui.core.locations import sim_gpu_dir
 from tests.sim.helpers import gen_body, post_json, qwen36, stream_events, stream_in_background
 
+pytestmark = pytest.mark.slow  # simulator processes and their signals: seconds each
+
 PY = sys.executable
 
 

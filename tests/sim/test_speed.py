@@ -41,6 +41,7 @@ async def _measure(url: str, concurrency: int, rounds: int = 2) -> float:
     return tokens / (wall / SCALE)
 
 
+@pytest.mark.slow
 def test_throughput_rises_then_flattens_at_max_running_requests(sim_server):
     sim = sim_server(
         "--max-running-requests",

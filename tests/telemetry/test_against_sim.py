@@ -13,6 +13,7 @@ import json
 import httpx
 import msgspec
 import psutil
+import pytest
 
 from sgltui import protocol
 from sgltui.agent.gpu.sim import read_publications
@@ -20,6 +21,8 @@ from sgltui.agent.telemetry import Telemetry
 from sgltui.agent.telemetry.engine_parse import parse_metrics_text
 from sgltui.core.loglines import parse_batch_line
 from tests.sim.helpers import qwen36
+
+pytestmark = pytest.mark.slow  # samplers against running simulators: seconds each
 
 MTP_HICACHE = (
     *qwen36("rtx-pro-6000-96gb"),

@@ -196,6 +196,7 @@ def agent_cleanup(isolated_env):
             pass
 
 
+@pytest.mark.slow
 def test_top_once_and_json_against_the_agent(agent_cleanup):
     out = sgltui("top", "--once")
     assert out.returncode == 0, out.stderr

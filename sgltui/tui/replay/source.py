@@ -41,9 +41,9 @@ log = logging.getLogger(__name__)
 
 
 def _read_only_error(op: str) -> Exception:
-    from sgltui.agent.client import AgentError
+    from sgltui.agent.client_errors import Refused
 
-    return AgentError(f"read-only replay: {op} is not available")
+    return Refused(f"read-only replay: {op} is not available")
 
 
 class ReplaySource:
