@@ -1,6 +1,6 @@
 """The agent's own CPU with 8 slots against one slot, idle and under the demo load.
 
-Budget (design.md): the agent with 8 slots uses at most 4x the CPU of the agent with one slot,
+Budget (the design's): the agent with 8 slots uses at most 4x the CPU of the agent with one slot,
 idle and under load.
 
 Two real agents run side by side on temporary state dirs, so both see the same background load

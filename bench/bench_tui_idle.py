@@ -1,6 +1,6 @@
 """Idle CPU of the TUI with every pane live at 1 Hz, against a bare Textual app ticking a clock.
 
-Budgets (design.md), each measured in the same run against its baseline:
+Budgets (the design's), each measured in the same run against its baseline:
 
 1. idle: within 1.2x of a bare Textual app ticking a clock at 1 Hz, measured twice: fed by a
    scripted source (a sample, a log line and every few seconds an event each second, so the

@@ -1,4 +1,4 @@
-"""The agent's unix-socket API: one request, reply or push a line (sgltui/protocol.py).
+"""The agent's unix-socket API: one request, reply or push a line (sgltui/protocol/).
 
 Each request runs as its own task, so a long `swap ... wait=true` does not hold up a `status`
 on the same connection, and a reply is written whenever its command finishes (matched by id).

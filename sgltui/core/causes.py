@@ -1,6 +1,6 @@
 """Why a server failed: exit code + log lines -> a cause the operator can act on.
 
-A cause is `{"kind", "summary", "lines", "fix", "exit_code"}` (sgltui/protocol.py); kinds: oom,
+A cause is `{"kind", "summary", "lines", "fix", "exit_code"}` (sgltui/protocol/); kinds: oom,
 port, flag, model, cuda, import (SGLang or a dependency missing), signal, hang, exit. Rules are
 checked in order, most specific first: an OOM during CUDA-graph capture also prints a generic
 "Scheduler hit an exception", and the operator needs the OOM, not the cascade.

@@ -1,7 +1,7 @@
 """The insight card: is this profile's speculative decoding or HiCache paying off, and what
 bounds its concurrency?
 
-Pure computation over what telemetry already carries: ENGINE readings (sgltui/protocol.py), the
+Pure computation over what telemetry already carries: ENGINE readings (sgltui/protocol/), the
 capacity card of each launch (core/capacity.py) and bench results (bench/<run-id>.json). A
 `Ledger` remembers, per profile, the per-request decode speed measured at each concurrency, from
 live readings (gen_throughput / num_running_reqs while requests run) and from bench points

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sgltui.protocol import EVENT_SCHEMA
 
-# Bumped (in protocol.py, with the events' shapes) when a reader of the old format would misread
+# Bumped (in sgltui/protocol/, with the events' shapes) when a reader of the old format would misread
 # the new one; written as "v" on every event and sample. Readers accept it and older ones.
 FORMAT_VERSION = EVENT_SCHEMA
 

@@ -1,7 +1,7 @@
 """Rebuild what the agent would have said at any moment of a recorded session (pure, no I/O
 beyond reading the session once).
 
-`Replay.status_at(t)` gives a STATUS dict (sgltui/protocol.py) as of time t: slots from the
+`Replay.status_at(t)` gives a STATUS dict (sgltui/protocol/) as of time t: slots from the
 events, telemetry from the last sample, bench runs, disk state. `pushes_between(t0, t1)` gives
 the event/sample/log pushes the agent would have sent in (t0, t1], in time order, so a viewer
 moving forward in small steps sees the same stream it saw live. Seeking backwards is a rebuild:
@@ -111,7 +111,7 @@ class Replay:
         )
         self.start = min(stamps) if stamps else 0.0
         self.end = max(stamps) if stamps else 0.0
-        # Events folded by the one reducer (sgltui/protocol.py); its states share what an event
+        # Events folded by the one reducer (sgltui/protocol/); its states share what an event
         # does not change, so a checkpoint is a reference, not a copy.
         self._decoded = [protocol.decode_event(e) for e in self.events]
         self._checkpoints: list[tuple[int, protocol.SessionState]] = []

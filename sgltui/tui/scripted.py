@@ -2,7 +2,7 @@
 
 Used by the snapshot tests (deterministic screens: fixed timestamps, no agent), by Pilot tests
 of the app's wiring, and by bench/bench_tui_idle.py (all panes live at 1 Hz without the cost of
-a real agent in the measurement). The STATUS/SAMPLE dicts it builds follow sgltui/protocol.py.
+a real agent in the measurement). The STATUS/SAMPLE dicts it builds follow sgltui/protocol/.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""sgltui/protocol.py: requests and their arguments are checked by type, in one place."""
+"""sgltui/protocol/: requests and their arguments are checked by type, in one place."""
 
 from __future__ import annotations
 

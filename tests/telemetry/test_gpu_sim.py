@@ -1,4 +1,4 @@
-"""SimGpuSource over publication files (sgltui/protocol.py), written here by hand for real live and
+"""SimGpuSource over publication files (sgltui/protocol/), written here by hand for real live and
 dead processes; the end-to-end check against the real simulator is in test_against_sim.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Turn SGLang's /metrics text and /v1/loads JSON into one ENGINE dict (sgltui/protocol.py).
+"""Turn SGLang's /metrics text and /v1/loads JSON into one ENGINE dict (sgltui/protocol/).
 
 SGLang's metric rules (sglang/srt/metrics/collector.py): scheduler gauges are published by attention-TP rank 0 of
 each DP group, so only rank-0 series are read (with --enable-metrics-for-all-schedulers every rank
