@@ -14,6 +14,7 @@ import sys
 
 from sgltui import __version__
 from sgltui.commands import CliError
+from sgltui.core import hangup
 
 __all__ = ["CliError", "build_parser", "main"]  # CliError lives in sgltui.commands
 
@@ -67,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(words)
+    if argv is None:  # a process of its own (not a caller's main([...])): see core/hangup.py
+        hangup.watch()  # the far end of `ssh HOST sgltui ...` ends when the connection does
     handler = getattr(args, "handler", None)
     if getattr(args, "remote_host", None):
         # --host NAME: the whole command runs on that host (sgltui/fleet/remote.py).

@@ -14,6 +14,8 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from sgltui.fleet import ssh
 from sgltui.fleet.config import Fleet, Host
@@ -65,18 +67,27 @@ def run(fleet: Fleet, host: Host, words: list[str], interactive: bool) -> int:
 
     t = threading.Thread(target=relay, daemon=True)
     t.start()
+    gave_up: list[int] = []  # the signal that ended us, when one did
+
+    def give_up(signum: int, _frame: object) -> None:
+        gave_up.append(signum)
+        raise KeyboardInterrupt
+
+    # ssh is in its own group: a SIGTERM or SIGHUP (the terminal closed) reaches only us; ssh
+    # must end with us, so that sshd closes the far command's pipes and it ends too
+    # (core/hangup.py), instead of both running on without anyone to answer.
+    restore = _on_signals((signal.SIGTERM, signal.SIGHUP), give_up)
     try:
         rc = proc.wait()
     except KeyboardInterrupt:
-        # ssh is in its own group: the terminal's Ctrl-C reached only us; pass it on.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGINT)
-        try:
-            rc = proc.wait(5)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            rc = proc.wait()
+        # The terminal's Ctrl-C reached only us, not ssh's group: pass it on.
+        _stop(proc, gave_up[0] if gave_up else signal.SIGINT)
+        t.join(2)
+        if gave_up:
+            return 128 + gave_up[0]
+        raise  # cli.main: "sgltui: interrupted", exit 130
+    finally:
+        restore()
     t.join(2)
     text = "".join(held)
     if rc in SSH_FAILURES:
@@ -85,6 +96,31 @@ def run(fleet: Fleet, host: Host, words: list[str], interactive: bool) -> int:
         return rc
     sys.stderr.write(text)
     return rc
+
+
+def _stop(proc: subprocess.Popen, sig: int) -> None:
+    """`sig` to ssh's group; SIGKILL after 5 s; reaped."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _on_signals(sigs: tuple[int, ...], handler: Callable[[int, Any], None]) -> Callable[[], None]:
+    """Install `handler` for `sigs` (main thread only: elsewhere nothing); returns the undo."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    before = {s: signal.signal(s, handler) for s in sigs}
+
+    def restore() -> None:
+        for s, h in before.items():
+            signal.signal(s, h)
+
+    return restore
 
 
 def _no_ssh(fleet: Fleet, host: Host, exc: OSError) -> int:
