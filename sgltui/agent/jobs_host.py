@@ -749,8 +749,10 @@ class JobsHost:
         running = rec.get("state") == "running"
         if running:
             tok_s, comp_s = rates.tok_s(), rates.completions_s()
-        else:  # ended, paused or waiting: its average over the time it was sent (0.0 read wrong)
+        elif rec.get("state") in FINISHED:  # its average over the time it was sent (0.0 read wrong)
             comp_s, tok_s = self._average(rec)
+        else:  # paused or waiting: nothing is sent now, and a figure would be stale
+            comp_s = tok_s = 0.0
         remaining = (total - answered - failed) if total is not None else None
         r = self.runners.get(rec["id"])
         progress = r.progress if r else {}

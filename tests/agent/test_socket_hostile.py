@@ -9,11 +9,12 @@ import os
 import random
 import socket
 import time
+from typing import Any
 
 import psutil
 import pytest
 
-from sgltui import protocol
+from sgltui import __version__, protocol
 from sgltui.agent.client import AgentError, call_sync
 
 FUZZ_MESSAGES = 1200
@@ -26,7 +27,7 @@ def _connect(agent) -> socket.socket:
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(60)
     s.connect(str(agent.paths["socket"]))
-    hello = {"version": protocol.__version__, "protocol": protocol.PROTOCOL_VERSION}
+    hello = {"version": __version__, "protocol": protocol.PROTOCOL_VERSION}
     s.sendall(json.dumps({"id": 0, "op": "hello", "args": hello}).encode() + b"\n")
     reply = b""
     while not reply.endswith(b"\n"):  # read byte by byte: nothing after the reply is consumed
@@ -270,7 +271,7 @@ def test_live_replies_match_their_types(agent):
 
     a = agent.write_profile("t-a")
     calls = [
-        ("hello", {"version": protocol.__version__, "protocol": protocol.PROTOCOL_VERSION}),
+        ("hello", {"version": __version__, "protocol": protocol.PROTOCOL_VERSION}),
         ("ping", {}),
         ("status", {}),
         ("profiles", {}),
@@ -297,7 +298,7 @@ def test_live_replies_match_their_types(agent):
         result = agent.call(op, **args)
         msgspec.convert(result, protocol.OPS[op].reply)
         checked.add(op)
-    assert [n for n, o in protocol.OPS.items() if o.reply is protocol.Any] == []
+    assert [n for n, o in protocol.OPS.items() if o.reply is Any] == []
     # the others: restart and swap (tests/agent), shutdown (teardown), bench_* (tests/bench),
     # job_* (tests/jobs), all through the fixture's `call`, which decodes every reply
     assert {"hello", "status", "preflight", "job_list"} <= checked

@@ -26,8 +26,9 @@ async def test_k_asks_first_then_keeps_the_highlighted_profile_warm():
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.model.connected and app.first_status.is_set())
-        await pilot.pause(0.15)
         rows = app.query_one("#profile-list", OptionList)
+        # the list fills after the first status (under load, later than a fixed pause)
+        await until(pilot, lambda: any(o.id != "demo-mtp" for o in rows.options))
         names = [o.id for o in rows.options]
         other = next(n for n in names if n != "demo-mtp")
         rows.highlighted = names.index(other)
@@ -47,7 +48,9 @@ async def test_k_on_the_serving_profile_says_why_not():
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.model.connected and app.first_status.is_set())
-        await pilot.pause(0.15)
+        rows = app.query_one("#profile-list", OptionList)
+        await until(pilot, lambda: any(o.id != "demo-mtp" for o in rows.options))
+        rows.highlighted = [o.id for o in rows.options].index("demo-mtp")  # the serving one
         await pilot.press("k")
         await pilot.pause(0.3)
         assert not isinstance(app.screen, Confirm) and ops(src, "standby_add") == []
