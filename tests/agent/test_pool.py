@@ -446,26 +446,3 @@ def test_a_rolling_swap_wakes_each_slots_standby_under_streams(pool_agent):
             t.join(timeout=30)
     bad = [o for o in outcomes if o != "ok"]
     assert outcomes and not bad, bad[:5]
-
-
-def test_status_pool_json_is_that_pool_only(agent_handle):
-    """Issue 35: `status --pool P --json`, which a refusal suggests, printed every slot."""
-    from tests.fixtures.cli import agent_sgltui
-
-    agent = agent_handle
-    cfg = agent.state_dir.parent / "config" / "sgltui"
-    cfg.mkdir(parents=True, exist_ok=True)
-    (cfg / "host.toml").write_text(
-        "simulated_gpus = 2\n"
-        f'[[slot]]\nname = "a"\ngpus = [0]\nport = {server_port()}\n'
-        f'[[slot]]\nname = "b"\ngpus = [1]\nport = {server_port()}\n'
-        f'[[pool]]\nname = "solo"\nslots = ["a"]\nport = {server_port()}\n'
-    )
-    agent.start()
-    r = agent_sgltui(agent, "status", "--pool", "solo", "--json")
-    assert r.returncode == 0, r.stderr
-    st = json.loads(r.stdout)
-    assert [s["id"] for s in st["slots"]] == ["a"], st["slots"]
-    assert [p["name"] for p in st["pools"]] == ["solo"]
-    r = agent_sgltui(agent, "status", "--pool", "nope", "--json")
-    assert r.returncode != 0 and "no pool 'nope'" in r.stderr
