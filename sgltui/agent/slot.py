@@ -474,8 +474,13 @@ class Slot:
         except (TypeError, ValueError):
             self.tp_size = 1
         # Secrets go in a 0600 --config file removed once read, never in argv (ps shows argv).
+        # "The launch is over" counts only once the spawn has returned: before it, the state is
+        # still the previous launch's (not launching), and a spawn slower than the watcher's poll
+        # (a loaded machine) had the file removed before the server could read it, which then
+        # failed as 'rejected its command-line flags' (seen in CI's fleet pool test).
+        spawned: list[bool] = []
         self.command = secret_config.launch_argv(
-            profile, self.host.state_dir, lambda: self.state != LAUNCHING
+            profile, self.host.state_dir, lambda: bool(spawned) and self.state != LAUNCHING
         )
         self.command_hash = profile.command_hash()
         self.launch_id = launch_id
@@ -488,7 +493,10 @@ class Slot:
         )  # log lines reach the file (and the phases) as printed
         env[discovery.LAUNCH_MARK] = launch_id  # any agent's discovery knows it is sgltui's
         self._reset_launch()
-        self.popen = await asyncio.to_thread(self._spawn, env)
+        try:
+            self.popen = await asyncio.to_thread(self._spawn, env)
+        finally:  # nothing awaits from here to the SPAWN below: the watcher sees it launching
+            spawned.append(True)
         self.tree = procs.ProcTree.of(self.popen.pid)
         self.live_pids = [self.popen.pid]
         self.started_at = time.time()

@@ -64,6 +64,11 @@ class Fake:
                 pass
             assert self.proc.poll() is None and time.monotonic() < end, self.tail()
             time.sleep(0.05)
+        # ... and until the server's warm-up request is over: a release while it runs dies on
+        # SGLang's idle assertion, as the simulator models (the test saw that under load)
+        while b"ready to roll" not in Path(self.log.name).read_bytes():
+            assert self.proc.poll() is None and time.monotonic() < end, self.tail()
+            time.sleep(0.05)
 
     def holder(self, verify: bool = False) -> dict:
         return call(self.port, "/fake_sglang/holder" + ("?verify=1" if verify else ""))[1]
