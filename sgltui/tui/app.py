@@ -231,7 +231,7 @@ class SgltuiApp(App[str | None]):
             # A fleet always has the slots view: shown from the start, so `o` finds it before
             # the first host has answered (it said "one slot: no slots view" until then).
             self._pane(SlotsPane).display = True
-            self.screen.set_class(True, "-slots")
+            self.main_screen.set_class(True, "-slots")
 
     async def on_unmount(self) -> None:
         if self.fleet is not None:
@@ -239,10 +239,17 @@ class SgltuiApp(App[str | None]):
             # and reap them (a local agent's connection simply closes with the process).
             await self.fleet.close()
 
+    @property
+    def main_screen(self) -> Screen:
+        """The screen the panes live on. `self.screen` is a dialog while one is open, and the
+        layout classes (-short, -slots, -memory) belong to the panes' screen whatever is on top:
+        read from a dialog, the memory pane showed every GPU under the picked slot's title."""
+        return self.screen_stack[0]
+
     def on_resize(self, event: Resize) -> None:
         # Textual has no media queries: classes switch the compact layout for 80x24.
-        self.screen.set_class(event.size.height < 32, "-short")
-        self.screen.set_class(event.size.width < 100, "-narrow")
+        self.main_screen.set_class(event.size.height < 32, "-short")
+        self.main_screen.set_class(event.size.width < 100, "-narrow")
         self._update_topbar()  # its parts are chosen for the width
 
     # -- the source --------------------------------------------------------------------------
@@ -546,8 +553,8 @@ class SgltuiApp(App[str | None]):
         # (HOSTS: a fleet's host went down or came back, and its slots' rows say so)
         if m.several and dirty & {M.SERVERS, M.MEMORY, M.CHART, M.HOSTS}:
             self._draw_slots(bool(dirty & {M.SERVERS, M.HOSTS}))
-        elif M.SERVERS in dirty and self.screen.has_class("-slots"):
-            self.screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
+        elif M.SERVERS in dirty and self.main_screen.has_class("-slots"):
+            self.main_screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
             self._pane(SlotsPane).display = False
         if dirty & {M.MEMORY, M.SERVERS}:  # SERVERS: a standby added or woken (its line)
             self._show_memory()
@@ -585,7 +592,7 @@ class SgltuiApp(App[str | None]):
 
     def _show_memory(self) -> None:
         m, pane = self.model, self._pane(MemoryPane)
-        if m.several and self.fleet is None and self.screen.has_class("-short"):
+        if m.several and self.fleet is None and self.main_screen.has_class("-short"):
             # In the chart's place (m): the picked slot's GPUs, named in the title.
             sid = m.current_id
             pane.show(views.slot_memory(m.memory_view, m.current), m.slots)
@@ -600,17 +607,17 @@ class SgltuiApp(App[str | None]):
         A sample (`servers` False) whose figures are those on screen changes no row."""
         m = self.model
         figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in m.slots}
-        seen = (figures, self.screen.has_class("-short"))
+        seen = (figures, self.main_screen.has_class("-short"))
         if not servers and seen == self._slots_seen:
             return
         self._slots_seen = seen
         pane = self._pane(SlotsPane)
         if not pane.display:
             pane.display = True
-            self.screen.set_class(True, "-slots")
+            self.main_screen.set_class(True, "-slots")
         # The column names in the border, over the rows: a round border's corner and the
         # title's own space take two cells, a short screen's top line one.
-        title = escape(views.SLOT_COLUMNS[1 if self.screen.has_class("-short") else 2 :])
+        title = escape(views.SLOT_COLUMNS[1 if self.main_screen.has_class("-short") else 2 :])
         if pane.border_title != title:
             pane.border_title = title
         down = self.fleet.unreachable() if self.fleet is not None else None
@@ -1233,7 +1240,7 @@ class SgltuiApp(App[str | None]):
         elif pane in ("memory", "chart"):
             # A short screen with several slots has room for one of the two: the key picks
             # which (app.tcss, -memory); elsewhere both are shown and it only focuses.
-            self.screen.set_class(pane == "memory", "-memory")
+            self.main_screen.set_class(pane == "memory", "-memory")
             self._mark(M.MEMORY)
             widget = self.query_one(MemoryPane if pane == "memory" else ThroughputPane)
             self.call_after_refresh(widget.focus)

@@ -12,7 +12,13 @@ import pytest
 from textual.content import Content
 from textual.widgets import Input
 
-from sgltui.tui.scripted import ScriptedSource, make_host_status, make_status, slot_names
+from sgltui.tui.scripted import (
+    ScriptedSource,
+    make_host_sample,
+    make_host_status,
+    make_status,
+    slot_names,
+)
 
 from .helpers import app_with, until
 from .test_snapshots import host_samples, samples_with_a_swap, settle
@@ -139,3 +145,29 @@ def test_command_palette_80x24(snap_compare):
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_the_slot_memory_stays_the_slots_while_a_dialog_is_open():
+    """80x24, m on slot a, then a profile key (the slot-or-pool question): the pane kept its
+    title 'memory · slot a' but drew every GPU, as the layout class was read from the dialog's
+    screen (seen in the first-hour run in tmux)."""
+    from sgltui.tui.screens import SlotOrPool
+    from sgltui.tui.widgets.memory import MemoryPane
+
+    app = app_with(source(2))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.model.connected and len(app.model.slots) == 2)
+        await pilot.press("m")
+        pane = app.query_one(MemoryPane)
+        await until(pilot, lambda: pane.border_title.startswith("memory · slot"))
+
+        def gpus() -> int:
+            return sum(1 for line in pane._bar_markup(60) if line.lstrip().startswith("GPU"))
+
+        assert gpus() == 1
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, SlotOrPool))
+        # a sample while the dialog is open: the memory pane is drawn again
+        app.source.feed({"push": "sample", "data": make_host_sample(200, slot_names(2))})
+        await pilot.pause(0.5)
+        assert pane.border_title.startswith("memory · slot") and gpus() == 1, pane._bar_markup(60)
