@@ -27,7 +27,7 @@ import psutil
 from sgltui import protocol
 from sgltui.agent import discovery, procs
 from sgltui.agent.errors import OpError
-from sgltui.agent.lifecycle import IDLE, READY, RUNNING, STOPPED
+from sgltui.agent.lifecycle import IDLE, READY, RUNNING
 from sgltui.agent.slot import Slot, SlotHost
 from sgltui.core import locations, provenance
 from sgltui.core.launch_secrets import SECRET_FLAGS
@@ -206,27 +206,32 @@ class Attacher:
             cmdline=cmdline,
             info_hash=rec["hash"],
         )
-        slot.profile, slot.profile_name = None, f"ext:{Path(ext.model or 'server').name}"[:40]
-        slot.server_host, slot.port, slot.api_key = host, port, args.api_key
-        slot.launch_id = time.strftime("%Y%m%d-%H%M%S") + f"-attach-{port}"
-        slot.client = client
-        slot.command = cmdline or [str(info.get("launch_command") or url)]
-        slot.command_hash = rec["hash"]
-        slot.tp_size = int(info.get("tp_size") or 1)
         try:
-            slot.started_at = psutil.Process(pid).create_time() if pid else time.time()
+            started = psutil.Process(pid).create_time() if pid else time.time()
         except psutil.Error:
-            slot.started_at = time.time()
-        slot.ready_at = time.time()
+            started = time.time()
+        launch_id = time.strftime("%Y%m%d-%H%M%S") + f"-attach-{port}"
+        slot.describe_external(
+            name=f"ext:{Path(ext.model or 'server').name}"[:40],
+            host=host,
+            port=port,
+            api_key=args.api_key,
+            launch_id=launch_id,
+            client=client,
+            command=cmdline or [str(info.get("launch_command") or url)],
+            command_hash=rec["hash"],
+            tp_size=int(info.get("tp_size") or 1),
+            started_at=started,
+        )
         note = (
             f"[sgltui] {url} was started outside sgltui"
             + (f" (pid {pid})" if pid else " (remote)")
             + ": its log lines are not ours to read; they go where it was started"
         )
         # `sgltui logs` reads the launch's file: it holds that one line
-        slot.log_path = await asyncio.to_thread(_note_file, self.sup, slot.launch_id, note)
-        slot.watch_external(ext, tree, self._watch(slot, ext), note)
-        self.sup.push_log(slot.id, slot.launch_id, [note])  # the log pane says so
+        log_path = await asyncio.to_thread(_note_file, self.sup, launch_id, note)
+        slot.watch_external(ext, tree, self._watch(slot, ext), note, log_path)
+        self.sup.push_log(slot.id, launch_id, [note])  # the log pane says so
         self.sup.bus.publish(
             protocol.SlotAttached(
                 client=client,
@@ -284,7 +289,7 @@ class Attacher:
                 if slot.external is not ext:
                     return
                 if slot.tree is not None:
-                    slot.live_pids = await asyncio.to_thread(slot.tree.refresh)
+                    slot.note_live_pids(await asyncio.to_thread(slot.tree.refresh))
                     if not slot.tree.main_alive():
                         slot.external_gone(_gone(ext, f"pid {ext.pid} ended"))
                         return
@@ -383,8 +388,7 @@ class Attacher:
             "tp_size": slot.tp_size,
         }
         await slot.close()  # the attach watcher; the slot's own takes over
-        slot.external = None
-        slot.state = STOPPED
+        slot.unwatch_for_adoption()
         if not slot.adopt(record, resolved):
             raise OpError(f"cannot adopt {ext.url}: pid {ext.pid} is gone")
         self.sup.bus.publish(

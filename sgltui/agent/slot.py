@@ -718,11 +718,41 @@ class Slot:
         self._monitor = spawn(self._watch(), f"slot-{self.id}-watch")
         return True
 
+    def describe_external(
+        self,
+        *,
+        name: str,
+        host: str,
+        port: int,
+        api_key: str | None,
+        launch_id: str,
+        client: str | None,
+        command: list[str],
+        command_hash: str,
+        tp_size: int,
+        started_at: float,
+    ) -> None:
+        """What a server sgltui did not start is (agent/attach.py), before it is watched: no
+        profile, a name, where it answers, its command line and the hash of what it runs."""
+        self.profile, self.profile_name = None, name
+        self.server_host, self.port, self.api_key = host, port, api_key
+        self.launch_id, self.client = launch_id, client
+        self.command, self.command_hash, self.tp_size = command, command_hash, tp_size
+        self.started_at, self.ready_at = started_at, time.time()
+
     def watch_external(
-        self, external: Any, tree: procs.ProcTree | None, watch: Any, note: str = ""
+        self,
+        external: Any,
+        tree: procs.ProcTree | None,
+        watch: Any,
+        note: str = "",
+        log_path: Path | None = None,
     ) -> None:
         """Watch a server sgltui did not start (agent/attach.py): ready at once, `watch` (a
-        coroutine) follows it; lifecycle commands are refused while `external` is set."""
+        coroutine) follows it; lifecycle commands are refused while `external` is set. Its log
+        file (`log_path`) holds only the note that its lines are not ours."""
+        if log_path is not None:
+            self.log_path = log_path
         if self.state in (FAILED, CRASHED):
             self._fire(lifecycle.STOPPED_EV, "cleared for an attached server")
         self._reset_launch()
@@ -733,6 +763,16 @@ class Slot:
         self.gpu_baseline = None
         self._fire(lifecycle.ADOPT_READY, f"attached {external.url}")
         self._monitor = asyncio.get_running_loop().create_task(watch, name=f"slot-{self.id}-ext")
+
+    def note_live_pids(self, pids: list[int]) -> None:
+        """The attached server's processes as its watcher last found them (agent/attach.py)."""
+        self.live_pids = pids
+
+    def unwatch_for_adoption(self) -> None:
+        """An attached server about to be adopted: no longer external, and stopped without an
+        event, so that adopt() takes it as a server of its own (its event says what happened)."""
+        self.external = None
+        self.state = STOPPED
 
     def external_gone(self, cause: dict | None) -> None:
         """The attached server ended or was let go: crashed with `cause`, or stopped (None)."""

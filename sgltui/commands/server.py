@@ -256,7 +256,7 @@ def _pool_lifecycle(args: argparse.Namespace, op: str, kw: dict[str, Any]) -> in
     try:
         res = call_sync(_state(args), op, autostart=True, profiles_dirs=dirs, **kw)
     except AgentError as exc:
-        if op == "swap" and "closed the connection" in str(exc):
+        if op == "swap" and isinstance(exc, ConnectionLost):
             # the agent died mid-roll (its keeper starts another, which re-adopts the servers):
             # the pool may serve two profiles; the same command finishes the roll
             raise CliError(
