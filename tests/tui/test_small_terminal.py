@@ -8,6 +8,8 @@ intended change with --snapshot-update and review tests/tui/__snapshots__/test_s
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import pytest
 from textual.content import Content
 from textual.widgets import Input
@@ -133,6 +135,12 @@ def test_help_80x24(snap_compare):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+# Textual 8.2.0 draws the palette's dim text a shade darker than 8.2.8 (two colours in the SVG,
+# nothing else): the snapshot is the newest's, and .ci/run's lowest-version pass skips it.
+@pytest.mark.skipif(
+    tuple(int(x) for x in version("textual").split(".")[:3]) < (8, 2, 8),
+    reason="the palette's dim colour differs before Textual 8.2.8; snapshot made on 8.2.8",
+)
 def test_command_palette_80x24(snap_compare):
     app = app_with(source(1))
 
