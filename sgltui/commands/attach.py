@@ -111,9 +111,7 @@ def import_from(args: argparse.Namespace) -> int:
     from sgltui.agent.errors import OpError
     from sgltui.core import provenance
     from sgltui.core.launch_secrets import SECRET_FLAGS
-    from sgltui.core.profile_import import profile_to_toml
     from sgltui.core.profiles import ProfileError
-    from sgltui.core.validate import check_profile
 
     if args.cmd and args.cmd != ["--"]:
         raise CliError("give either --from URL or a command line after --, not both", code=2)
@@ -151,15 +149,6 @@ def import_from(args: argparse.Namespace) -> int:
             "or keep it where sgltui keeps keys",
             file=sys.stderr,
         )
-    text = profile_to_toml(profile)
-    if out is None:
-        print(text, end="")
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
-        profile.source = out
-        print(f"wrote {out} (profile {profile.name}, {len(profile.server)} flags)", file=sys.stderr)
-    issues = check_profile(profile, catalog)
-    for issue in issues:
-        print(f"sgltui: {issue}", file=sys.stderr)
-    return 1 if any(i.is_error for i in issues) else 0
+    from sgltui.commands.profile_out import write_imported
+
+    return write_imported(profile, out, catalog)

@@ -387,19 +387,9 @@ def _import(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     for note in _drop_masked(profile):
         print(f"sgltui: note: {note}", file=sys.stderr)
-    text = profile_to_toml(profile)
-    if out is None:
-        print(text, end="")
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
-        profile.source = out
-        print(f"wrote {out} (profile {profile.name}, {len(profile.server)} flags)", file=sys.stderr)
-    issues = check_profile(profile, load_bundled_catalog())
-    for issue in issues:
-        print(f"sgltui: {issue}", file=sys.stderr)
-    # Imported as written; SGLang would refuse it, so say so through the exit code too.
-    return 1 if any(i.is_error for i in issues) else 0
+    from sgltui.commands.profile_out import write_imported
+
+    return write_imported(profile, out, load_bundled_catalog())
 
 
 def _drop_masked(profile: Profile) -> list[str]:
