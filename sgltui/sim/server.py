@@ -425,6 +425,9 @@ class SimServer:
             self.publisher.phase_expected_s = max(
                 1e-3, cfg_weights * self.scale * float(self.args.sim_slow_start or 1)
             )
+        # NVML shows memory as it is taken: publish at every phase, not only on the next tick, so a
+        # reader right after ready sees the weights (a test once read the pre-load document).
+        self.publisher.write(self.the_engine.pids, self.the_engine.stats)
 
     def _on_stats(self, stats: dict) -> None:
         if self.metrics is not None:
