@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sgltui.tui.panes import PANES
+
 
 @dataclass(frozen=True)
 class Key:
@@ -18,6 +20,13 @@ class Key:
     tooltip: str
     show: bool = True
 
+
+# Each pane's focus key is its row of panes.py's table (in the table's order).
+FOCUS_KEYS: tuple[Key, ...] = tuple(
+    Key(f"focus.{p.name}", p.key, f"focus_pane('{p.name}')", p.label, p.tooltip, show=False)
+    for p in PANES
+    if p.key
+)
 
 KEYS: tuple[Key, ...] = (
     Key("server.start", "s", "start", "Start", "Start the highlighted profile in the current slot"),
@@ -113,64 +122,7 @@ KEYS: tuple[Key, ...] = (
         "Jump to the end of the log and follow it",
         show=False,
     ),
-    Key(
-        "focus.profiles",
-        "p",
-        "focus_pane('profiles')",
-        "Profiles",
-        "Focus the profiles pane",
-        show=False,
-    ),
-    Key("focus.memory", "m", "focus_pane('memory')", "Memory", "Focus the memory pane", show=False),
-    Key(
-        "focus.chart",
-        "t",
-        "focus_pane('chart')",
-        "Throughput",
-        "Focus the throughput pane",
-        show=False,
-    ),
-    Key("focus.logs", "l", "focus_pane('logs')", "Logs", "Focus the log pane", show=False),
-    Key(
-        "focus.slots",
-        "o",
-        "focus_pane('slots')",
-        "Slots",
-        "Focus the slots view (several slots): up/down picks the slot the screen follows",
-        show=False,
-    ),
-    Key(
-        "focus.bench",
-        "c",
-        "focus_pane('bench')",
-        "Compare",
-        "Focus the bench results and comparison",
-        show=False,
-    ),
-    Key(
-        "focus.jobs",
-        "j",
-        "focus_pane('jobs')",
-        "Jobs",
-        "Focus the batch jobs (space pauses or resumes, + and - change the concurrency)",
-        show=False,
-    ),
-    Key(
-        "focus.insight",
-        "i",
-        "focus_pane('insight')",
-        "Insight",
-        "Show whether MTP / HiCache pay off and what bounds max running requests",
-        show=False,
-    ),
-    Key(
-        "focus.activity",
-        "a",
-        "focus_pane('activity')",
-        "Activity",
-        "Focus the activity pane (commands from all clients)",
-        show=False,
-    ),
+    *FOCUS_KEYS,
     Key(
         "app.screenshot",
         "S",

@@ -36,3 +36,9 @@ def bar_cells(fractions: list[float], width: int) -> list[int]:
         cells.append(n)
         used += n
     return cells
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as the one line a toast shows: its first line, else its class's name."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else exc.__class__.__name__

@@ -21,10 +21,9 @@ from typing import Any
 import msgspec
 
 from sgltui import protocol
-from sgltui.bench.report import put_back_line
-from sgltui.core import units
 from sgltui.core.steady import WindowMean
 from sgltui.tui import typed
+from sgltui.tui.activity_items import ActivityItem, activity_item
 
 # Series drawn by the throughput pane: name -> key of ENGINE in STATUS/SAMPLE.
 SERIES = {
@@ -47,6 +46,9 @@ SERVERS, MEMORY, CHART, LOGS, ACTIVITY, BENCH, HEADER, JOBS = (
     "jobs",
 )
 HOSTS = "hosts"  # a fleet's Hosts view (a host connected, dropped or changed)
+AREAS = frozenset({SERVERS, MEMORY, CHART, LOGS, ACTIVITY, BENCH, HEADER, JOBS, HOSTS})
+# A slot whose server is up or on its way (stop, restart and a swap apply; start does not).
+ACTIVE = ("launching", "ready", "draining", "stopping")
 
 # Event types that change a slot; after one of these the app re-reads STATUS (debounced) because
 # an event carries only the fields that changed.
@@ -59,17 +61,6 @@ _SLOT_EVENTS = {
     "capacity",
     "agent.adopt",
 }
-
-
-@dataclass
-class ActivityItem:
-    """One line of the activity pane: a command or a notable event, with who issued it."""
-
-    ts: float
-    client: str | None
-    text: str
-    level: str = "info"  # info | warning | error
-    foreign: bool = False  # issued by another client (CLI, a second TUI)
 
 
 @dataclass
@@ -449,7 +440,7 @@ class TuiModel:
 
     def _add_activity(self, ev: dict[str, Any]) -> bool:
         """Append the event's Activity item, if it makes one (live and from history alike)."""
-        item = self._activity_item(ev)
+        item = activity_item(ev, self.own_client, self.clock)
         if item is None:
             return False
         self.activity.append(item)
@@ -576,90 +567,6 @@ class TuiModel:
             job = data.get("job")
             return str(job) if job else None
         return None
-
-    # -- activity -----------------------------------------------------------------------------
-
-    def _activity_item(self, ev: dict[str, Any]) -> ActivityItem | None:
-        t = ev.get("type", "")
-        client = ev.get("client")
-        foreign = bool(client) and client != self.own_client
-        ts = float(ev.get("ts") or self.clock())
-        if t == "command":
-            args = ev.get("args") or {}
-            shown = " ".join(
-                f"{k}={v}"
-                for k, v in args.items()
-                if k not in ("profiles_dirs", "spec") and v is not None
-            )
-            return ActivityItem(ts, client, f"{ev.get('op', '?')} {shown}".strip(), "info", foreign)
-        if t == "command.refused":
-            return ActivityItem(
-                ts,
-                client,
-                f"refused {ev.get('op', '?')}: {ev.get('reason', '')}",
-                "warning",
-                foreign,
-            )
-        if t == "slot.state":
-            st = ev.get("state")
-            level = "error" if st in ("failed", "crashed") else "info"
-            text = f"slot {ev.get('slot')}: {st}"
-            cause = ev.get("cause") or {}
-            if cause.get("summary"):
-                text += f" ({cause['summary']})"
-            elif ev.get("reason"):
-                text += f" ({ev['reason']})"
-            return ActivityItem(ts, client, text, level, False)
-        if t == "swap.done":
-            total = (ev.get("timings_s") or {}).get("total")
-            verdict = (
-                "done" if ev.get("ok") else ("rolled back" if ev.get("rolled_back") else "failed")
-            )
-            extra = f" in {units.span(total)}" if isinstance(total, (int, float)) else ""
-            kind = ev.get("kind") or "cold"  # warm: a standby was woken (agent/standby.py)
-            return ActivityItem(
-                ts,
-                client,
-                f"swap {ev.get('from')} -> {ev.get('to')} {verdict} ({kind}){extra}",
-                "info" if ev.get("ok") else "error",
-                False,
-            )
-        if t in ("bench.start", "bench.done"):
-            text = f"{t.replace('.', ' ')} {ev.get('run_id', '')}".strip()
-            put = ev.get("put_back") or {}
-            if put.get("profile"):  # the sweep swapped the slot back to what it served
-                text += f" · {put_back_line(put)}"
-            return ActivityItem(
-                ts, client, text, "info" if put.get("ok") is not False else "error", foreign
-            )
-        if t == "disk.error":
-            return ActivityItem(
-                ts, client, f"session disk error: {ev.get('error', '')}", "error", False
-            )
-        if t in ("agent.start", "agent.stop", "agent.adopt"):
-            return ActivityItem(ts, client, t.replace(".", " "), "info", False)
-        if t == "pool.roll":
-            return _roll_item(ev, ts, client)
-        if t in ("gateway.died", "gateway.error"):
-            why = ev.get("error") or f"exit code {ev.get('code')}"
-            return ActivityItem(ts, client, f"pool {ev.get('pool')}: gateway {why}", "error", False)
-        if t == "gateway.restarted":
-            return ActivityItem(ts, client, f"pool {ev.get('pool')}: gateway back", "info", False)
-        return None
-
-
-def _roll_item(ev: dict[str, Any], ts: float, client: str | None) -> ActivityItem | None:
-    """A rolling swap's step in the Activity tab: begin, each slot's progress, its end."""
-    pool, step, slot = ev.get("pool"), ev.get("step"), ev.get("slot")
-    if step == "begin":
-        return ActivityItem(ts, client, f"pool {pool}: rolling to {ev.get('profile')}", "info")
-    if step == "stopped" or ev.get("error"):
-        text = f"pool {pool}: roll stopped at slot {slot}: {ev.get('error') or '?'}"
-        return ActivityItem(ts, client, text, "error")
-    if step in ("done", "end"):
-        what = f"slot {slot} done" if step == "done" and slot else "roll done"
-        return ActivityItem(ts, client, f"pool {pool}: {what}", "info")
-    return None
 
 
 def _bounded(state: protocol.SessionState) -> protocol.SessionState:

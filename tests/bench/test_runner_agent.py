@@ -189,7 +189,7 @@ def test_a_sweep_puts_back_the_profile_that_served(agent, free_port):
     done = [json.loads(e) for e in events if '"bench.done"' in e][-1]
     assert done["put_back"]["profile"] == names[0]
 
-    from sgltui.tui.model import TuiModel
+    from sgltui.tui.activity_items import activity_item
 
-    item = TuiModel()._activity_item(done)  # the Activity pane's line for the event
+    item = activity_item(done, None, time.time)  # the Activity pane's line for the event
     assert item is not None and f"slot 0 put back on {names[0]}" in item.text, item

@@ -228,7 +228,7 @@ async def test_a_folded_line_draws_nothing_until_z_shows_it():
                 {"push": "log", "data": {"slot": "0", "launch_id": "", "lines": [ACCESS]}}
             )
         await pilot.pause(0.4)
-        assert draws == [] and app._new_lines == []
+        assert draws == [] and app.logfeed.new_lines == []
         assert sum(1 for line in app.logbuf.lines if line.text == ACCESS) == 3
         app.source.feed({"push": "log", "data": {"slot": "0", "launch_id": "", "lines": ["hi"]}})
         await until(pilot, lambda: any("logs" in d for d in draws))

@@ -92,8 +92,8 @@ class ReplayApp(SgltuiApp):
         replay = self.replay_source.replay
         await self._on_connected(replay.status_at(t))
         for push in replay.window(t):
-            self._mark(*self.model.apply_push(push))
-        self._mark(*self.model.apply_status(replay.status_at(t)))
+            self.mark(*self.model.apply_push(push))
+        self.mark(*self.model.apply_status(replay.status_at(t)))
 
     # -- actions ------------------------------------------------------------------------------
     def action_replay_toggle(self) -> None:

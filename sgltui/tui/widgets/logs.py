@@ -32,7 +32,6 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Input
 
-from sgltui.tui.bindings import key_for
 from sgltui.tui.logbuffer import LogBuffer, LogLine
 from sgltui.tui.widgets.colors import level_style, search_style
 
@@ -315,13 +314,11 @@ class LogPane(Vertical):
     class StateChanged(Message):
         """The pane's title should change (filter, level, follow, search)."""
 
-    def __init__(
-        self, buffer: LogBuffer, key_of: Callable[[str], str] | None = None, **kwargs
-    ) -> None:
+    def __init__(self, buffer: LogBuffer, key_of: Callable[[str], str], **kwargs) -> None:
         super().__init__(**kwargs)
         self.buffer = buffer
         # The key bound to a binding id, as a person reads it (the app's, after the keymap).
-        self.key_of = key_of or key_for
+        self.key_of = key_of
         self._shown: list[LogLine] = []
         self._input_mode: str | None = None  # "filter" | "search"
         self._match: int | None = None  # index in _shown of the current match

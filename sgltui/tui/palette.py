@@ -1,0 +1,63 @@
+"""The command palette's entries (ctrl+p): every key's action by name, a swap to each profile,
+a fleet's retry, and quit. The app is reached through PaletteHost."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+from textual.app import SystemCommand
+
+from sgltui.tui.bindings import KEYS
+from sgltui.tui.fleetsource import FleetSource
+from sgltui.tui.model import TuiModel
+from sgltui.tui.source import TuiSource
+
+
+class PaletteHost(Protocol):
+    model: TuiModel
+    source: TuiSource
+    fleet: FleetSource | None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None: ...
+
+    def key_of(self, binding_id: str) -> str: ...
+
+    def call_later(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> bool: ...
+
+    async def run_action(self, action: str) -> bool: ...
+
+    def swap_to(self, name: str) -> object: ...
+
+    def action_quit_app(self) -> None: ...
+
+
+def commands(host: PaletteHost) -> Iterator[SystemCommand]:
+    for k in KEYS:
+        if k.id == "app.quit" or host.check_action(k.action.split("(")[0], ()) is False:
+            continue
+        yield SystemCommand(
+            f"{k.description} ({host.key_of(k.id)})",
+            k.tooltip,
+            lambda a=k.action: host.call_later(host.run_action, a),
+        )
+    if not host.source.read_only:
+        sid = host.model.current_id or "-"
+        for p in host.model.profiles:
+            key = f" ({p.key})" if p.key else ""
+            yield SystemCommand(
+                f"Swap to {p.name}{key}",
+                p.description or f"start or swap slot {sid}",
+                lambda n=p.name: host.swap_to(n),
+            )
+    if host.fleet is not None:
+        yield SystemCommand(
+            "Retry unreachable hosts now",
+            "Each host that is down tries its ssh again now, not at the end of its backoff",
+            host.fleet.retry_now,
+        )
+    yield SystemCommand(
+        "Quit sgltui (servers keep running)",
+        "Close the TUI; the agent and servers stay up",
+        host.action_quit_app,
+    )

@@ -1,0 +1,362 @@
+"""The panes of the main screen, registered in one table.
+
+Each row says where the pane sits (compose), which of the model's areas redraw it and how
+(the app's one draw per tick), its focus key (bindings.py builds the key from it: the help
+screen and the command palette list the keys in this table's order) and what that key focuses.
+Adding a pane is one row here and its widget; the model names the data areas it reads.
+
+The app is reached through PaneHost, the few things drawing and focusing need of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from textual.markup import escape
+from textual.notifications import SeverityLevel
+from textual.screen import Screen
+from textual.widget import Widget
+
+from sgltui.tui import model as M
+from sgltui.tui import views
+from sgltui.tui.fleetsource import FleetSource, host_of
+from sgltui.tui.logbuffer import LogBuffer
+from sgltui.tui.logfeed import LogFeed
+from sgltui.tui.widgets.activity import ActivityPane
+from sgltui.tui.widgets.bench import BenchPane
+from sgltui.tui.widgets.hosts import HostsPane
+from sgltui.tui.widgets.insight import InsightPane
+from sgltui.tui.widgets.jobs import JobsPane
+from sgltui.tui.widgets.logs import LogPane
+from sgltui.tui.widgets.memory import MemoryPane
+from sgltui.tui.widgets.profiles import ProfilesPane
+from sgltui.tui.widgets.slots import SlotsPane
+from sgltui.tui.widgets.throughput import ThroughputPane
+
+
+class PaneHost(Protocol):
+    """What drawing and focusing a pane need of the app."""
+
+    model: M.TuiModel
+    logbuf: LogBuffer
+    logfeed: LogFeed
+    fleet: FleetSource | None
+    slots_seen: tuple[object, ...]  # the figures the slots view shows, and -short
+
+    @property
+    def main_screen(self) -> Screen[Any]: ...
+
+    def pane(self, name: str) -> Widget: ...
+
+    def key_of(self, binding_id: str) -> str: ...
+
+    def mark(self, *areas: str) -> None: ...
+
+    def show_tab(self, name: str) -> None: ...
+
+    def call_after_refresh(
+        self, callback: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> bool: ...
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
+
+
+# Where a pane sits: the upper row's left, the column at its right, the row of slots (a
+# fleet's hosts beside them), the tabs below.
+LEFT, RIGHT, ROW, TAB = "left", "right", "row", "tab"
+
+
+@dataclass(frozen=True)
+class Pane:
+    name: str  # the widget's id, and the focus key's: focus.NAME, focus_pane('NAME')
+    place: tuple[str, int]  # where compose puts it, and its position there
+    make: Callable[[PaneHost], Widget]
+    areas: frozenset[str]  # the model's areas whose change redraws it
+    draw: Callable[[PaneHost, Any, set[str]], None]  # (host, its widget, the dirty areas)
+    key: str = ""  # its focus key (none: no key)
+    label: str = ""  # the key's description
+    tooltip: str = ""
+    title: str = ""  # its border title
+    tab: str = ""  # the tab's label (place TAB)
+    focus_on: str = ""  # the widget in it that its key focuses (default: the pane)
+    focus: Callable[[PaneHost, Any], None] | None = None  # a key that does more than focus
+    when_shown: bool = False  # a tab drawn only while shown (a hidden RichLog still lays out)
+    fleet_only: bool = False  # shown with several hosts only (fleet.toml)
+
+
+# -- drawing (each pane's part of the app's one draw per tick) -------------------------------
+
+
+def _draw_profiles(host: PaneHost, pane: ProfilesPane, dirty: set[str]) -> None:
+    m = host.model
+    pane.show(m.profiles, m.slots, m.current)
+
+
+def _draw_memory(host: PaneHost, pane: MemoryPane, dirty: set[str]) -> None:
+    # (SERVERS: a standby added or woken, its line)
+    m = host.model
+    if m.several and host.fleet is None and host.main_screen.has_class("-short"):
+        # In the chart's place (m): the picked slot's GPUs, named in the title.
+        sid = m.current_id
+        pane.show(views.slot_memory(m.memory_view, m.current), m.slots)
+        title = f"memory · slot {sid} (t: chart)" if sid else "memory"
+        if pane.border_title != title:
+            pane.border_title = title
+    else:
+        pane.show(m.memory_view, m.slots)
+
+
+def _draw_chart(host: PaneHost, pane: ThroughputPane, dirty: set[str]) -> None:
+    # The row shows while the server serving now is speculative: its latest sample,
+    # not the last five minutes (a swap to a plain profile drops the row at once).
+    m = host.model
+    accept = m.series_values("accept_length")
+    has_spec = bool(accept) and accept[-1] > 0
+    pane.show(m.series, has_spec, m.chart_marks(), m.chart_slots())
+
+
+def _draw_logs(host: PaneHost, pane: LogPane, dirty: set[str]) -> None:
+    feed = host.logfeed
+    if feed.redraw:
+        feed.redraw = False
+        feed.new_lines = []
+        pane.redraw()
+    elif feed.new_lines:
+        lines, feed.new_lines = feed.new_lines, []
+        pane.append(lines)
+
+
+def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
+    """The slots view, shown from the second slot on (a one-slot screen is unchanged).
+    A sample (no SERVERS or HOSTS change) whose figures are those on screen changes no row."""
+    m, screen = host.model, host.main_screen
+    if not m.several:
+        if M.SERVERS in dirty and screen.has_class("-slots"):
+            screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
+            pane.display = False
+        return
+    figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in m.slots}
+    seen = (figures, screen.has_class("-short"))
+    if not dirty & {M.SERVERS, M.HOSTS} and seen == host.slots_seen:
+        return
+    host.slots_seen = seen
+    if not pane.display:
+        pane.display = True
+        screen.set_class(True, "-slots")
+    # The column names in the border, over the rows: a round border's corner and the
+    # title's own space take two cells, a short screen's top line one.
+    title = escape(views.SLOT_COLUMNS[1 if screen.has_class("-short") else 2 :])
+    if pane.border_title != title:
+        pane.border_title = title
+    down = host.fleet.unreachable() if host.fleet is not None else None
+    pane.show(m.slots, m.pools, figures, m.current_id, down, m.unmanaged)
+
+
+def _draw_activity(host: PaneHost, pane: ActivityPane, dirty: set[str]) -> None:
+    pane.show(list(host.model.activity), host.model.activity_total)
+
+
+def _draw_bench(host: PaneHost, pane: BenchPane, dirty: set[str]) -> None:
+    pane.show(host.model.bench)
+
+
+def _draw_jobs(host: PaneHost, pane: JobsPane, dirty: set[str]) -> None:
+    m = host.model
+    pane.show(m.jobs, m.shown_job, m.jobs_error)
+
+
+def _draw_insight(host: PaneHost, pane: InsightPane, dirty: set[str]) -> None:
+    pane.show(host.model)
+
+
+def _draw_hosts(host: PaneHost, pane: HostsPane, dirty: set[str]) -> None:
+    # (HOSTS: a host went down or came back; SERVERS: the followed slot's host changed)
+    if host.fleet is None:
+        return
+    focus = host_of(host.model.current_id)
+    pane.show(host.fleet.hosts, focus)
+    title = f"memory · {focus}" if focus else "memory"
+    memory = host.pane("memory")
+    if memory.border_title != title:
+        memory.border_title = title
+
+
+# -- focus keys that do more than focus ------------------------------------------------------
+
+
+def _focus_memory_or_chart(host: PaneHost, pane: Widget) -> None:
+    # A short screen with several slots has room for one of the two: the key picks which
+    # (app.tcss, -memory); elsewhere both are shown and it only focuses.
+    host.main_screen.set_class(pane.id == "memory", "-memory")
+    host.mark(M.MEMORY)
+    host.call_after_refresh(pane.focus)
+
+
+def _focus_slots(host: PaneHost, pane: SlotsPane) -> None:
+    if pane.display:
+        pane.focus()
+    else:
+        host.notify("one slot: no slots view (host.toml places servers on GPUs)")
+
+
+def _log_pane(host: PaneHost) -> LogPane:
+    return LogPane(host.logbuf, key_of=host.key_of, id="logs")
+
+
+# The table. Its order is the focus keys' order in the help screen and the palette.
+PANES: tuple[Pane, ...] = (
+    Pane(
+        "profiles",
+        (LEFT, 0),
+        lambda host: ProfilesPane(id="profiles"),
+        frozenset({M.SERVERS}),
+        _draw_profiles,
+        key="p",
+        label="Profiles",
+        tooltip="Focus the profiles pane",
+        title="profiles · server",
+        focus_on="#profile-list",
+    ),
+    Pane(
+        "memory",
+        (RIGHT, 0),
+        lambda host: MemoryPane(id="memory"),
+        frozenset({M.MEMORY, M.SERVERS}),
+        _draw_memory,
+        key="m",
+        label="Memory",
+        tooltip="Focus the memory pane",
+        title="memory",
+        focus=_focus_memory_or_chart,
+    ),
+    Pane(
+        "chart",
+        (RIGHT, 1),
+        lambda host: ThroughputPane(id="chart"),
+        frozenset({M.CHART}),
+        _draw_chart,
+        key="t",
+        label="Throughput",
+        tooltip="Focus the throughput pane",
+        title="throughput · last 5 min",
+        focus=_focus_memory_or_chart,
+    ),
+    Pane(
+        "logs",
+        (TAB, 0),
+        _log_pane,
+        frozenset({M.LOGS}),
+        _draw_logs,
+        key="l",
+        label="Logs",
+        tooltip="Focus the log pane",
+        tab="Logs",
+        focus_on="#log-view",
+    ),
+    Pane(
+        "slots",
+        (ROW, 1),
+        lambda host: SlotsPane(id="slots"),
+        # (HOSTS: a fleet's host went down or came back, and its slots' rows say so)
+        frozenset({M.SERVERS, M.MEMORY, M.CHART, M.HOSTS}),
+        _draw_slots,
+        key="o",
+        label="Slots",
+        tooltip="Focus the slots view (several slots): up/down picks the slot the screen follows",
+        focus=_focus_slots,
+    ),
+    Pane(
+        "bench",
+        (TAB, 1),
+        lambda host: BenchPane(id="bench"),
+        frozenset({M.BENCH}),
+        _draw_bench,
+        key="c",
+        label="Compare",
+        tooltip="Focus the bench results and comparison",
+        tab="Bench",
+        focus_on="#bench-table",
+    ),
+    Pane(
+        "jobs",
+        (TAB, 3),
+        lambda host: JobsPane(id="jobs"),
+        frozenset({M.JOBS}),
+        _draw_jobs,
+        key="j",
+        label="Jobs",
+        tooltip="Focus the batch jobs (space pauses or resumes, + and - change the concurrency)",
+        tab="Jobs",
+        when_shown=True,
+    ),
+    Pane(
+        "insight",
+        (TAB, 4),
+        lambda host: InsightPane(id="insight"),
+        frozenset({M.MEMORY, M.SERVERS, M.BENCH}),
+        _draw_insight,
+        key="i",
+        label="Insight",
+        tooltip="Show whether MTP / HiCache pay off and what bounds max running requests",
+        tab="Insight",
+    ),
+    Pane(
+        "activity",
+        (TAB, 2),
+        lambda host: ActivityPane(id="activity"),
+        frozenset({M.ACTIVITY}),
+        _draw_activity,
+        key="a",
+        label="Activity",
+        tooltip="Focus the activity pane (commands from all clients)",
+        tab="Activity",
+        when_shown=True,
+    ),
+    Pane(
+        "hosts",
+        (ROW, 0),
+        lambda host: HostsPane(id="hosts"),
+        frozenset({M.HOSTS, M.SERVERS}),
+        _draw_hosts,
+        title="hosts",
+        fleet_only=True,
+    ),
+)
+BY_NAME: dict[str, Pane] = {p.name: p for p in PANES}
+
+
+def placed(where: str, fleet: bool) -> Iterator[Pane]:
+    """The panes of one place, in their order there (a fleet's panes only with a fleet)."""
+    here = [p for p in PANES if p.place[0] == where and (fleet or not p.fleet_only)]
+    yield from sorted(here, key=lambda p: p.place[1])
+
+
+def focus(host: PaneHost, name: str) -> None:
+    """A pane's focus key: its tab shown, then the pane (or the widget in it) focused."""
+    spec = BY_NAME.get(name)
+    if spec is None:
+        return
+    pane = host.pane(name)
+    if spec.focus is not None:
+        spec.focus(host, pane)
+        return
+    target = pane.query_one(spec.focus_on) if spec.focus_on else pane
+    if spec.place[0] == TAB:
+        host.show_tab(name)
+        host.call_after_refresh(target.focus)
+    else:
+        target.focus()
+
+
+def tab_id(name: str) -> str:
+    return f"tab-{name}"
