@@ -612,12 +612,6 @@ class SgltuiApp(App[str | None]):
         if event.option.id:
             self.swap_to(event.option.id)
 
-    @staticmethod
-    def _if_yes(yes: bool | None, act: Callable[..., None], *args: Any, **kwargs: Any) -> None:
-        """A confirmation's callback: act only on yes."""
-        if yes:
-            act(*args, **kwargs)
-
     # -- the current slot's server (serverkeys.py: each key one flow, in a worker) -----------
 
     @work(group="ops", exit_on_error=False, description="stop")
@@ -779,7 +773,7 @@ class SgltuiApp(App[str | None]):
                     "it is (a slot out of the gateway stays out until the roll is run again). "
                     "Quit?"
                 ),
-                lambda yes: self._if_yes(yes, lambda: self.exit(self.exit_note())),
+                lambda yes: self.exit(self.exit_note()) if yes else None,
             )
             return
         self.exit(self.exit_note())
