@@ -56,6 +56,3 @@ def host_problem(host: str) -> str | None:
     problem = answer[0]
     _resolved[name] = (now, problem)
     return problem
-
-
-# --- helpers ------------------------------------------------------------------------------------

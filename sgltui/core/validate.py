@@ -455,7 +455,7 @@ def check_profile_set(profiles: Iterable[Profile]) -> list[Issue]:
     return issues
 
 
-# --- host names ---------------------------------------------------------------------------------
+# --- helpers ------------------------------------------------------------------------------------
 
 
 def _expand(text: str) -> int:

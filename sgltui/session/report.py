@@ -86,11 +86,6 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
     return cleaned
 
 
-# ---------------------------------------------------------------------------------------------
-# Rendering
-# ---------------------------------------------------------------------------------------------
-
-
 def render(report: dict[str, Any], fmt: str) -> str:
     if fmt == "md":
         return render_markdown(report)

@@ -135,8 +135,3 @@ def _best_sentence(best: dict[str, Any]) -> str | None:
         second, other, _ = rest[0]
         text += f" {first / second:.2f}x {other} ({units.tok_s(second)})."
     return text
-
-
-# ---------------------------------------------------------------------------------------------
-# The report
-# ---------------------------------------------------------------------------------------------

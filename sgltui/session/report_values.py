@@ -34,6 +34,3 @@ def quantile(values: list[float], q: float) -> float | None:
     lo = math.floor(pos)
     hi = min(lo + 1, len(s) - 1)
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
-# ---------------------------------------------------------------------------------------------

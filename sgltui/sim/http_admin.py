@@ -18,13 +18,14 @@ log = logging.getLogger("sglang")
 
 
 class AdminApi:
+    """Handlers of the admin routes Api.app() registers (sim/http_api.py)."""
+
     def __init__(self, server: Any) -> None:
         self.s = server  # sgltui.sim.server.SimServer
         self.engine = server.engine
         self.args = server.args
         self.model_name = server.model_name
 
-    # ---- admin ---------------------------------------------------------------------------------------
     async def flush_cache(self, request):
         timeout = float(request.rel_url.query.get("timeout", 0) or 0)
         deadline = time.monotonic() + timeout

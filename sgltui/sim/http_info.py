@@ -18,6 +18,8 @@ log = logging.getLogger("sglang")
 
 
 class InfoApi:
+    """Handlers of the health and info routes Api.app() registers (sim/http_api.py)."""
+
     def __init__(self, server: Any) -> None:
         self.s = server  # sgltui.sim.server.SimServer
         self.engine = server.engine

@@ -59,6 +59,8 @@ class Gauges(Protocol):
 
 
 class SchedulerReport:
+    """The scheduler's log lines and load snapshots; holds what it last published."""
+
     def __init__(self, sched: Gauges) -> None:
         self.s = sched
         self.reported_running = 0  # the gauges as last published (report=True snapshots)
