@@ -18,13 +18,10 @@ CLASS_LIMITS = {"sgltui/tui/app.py::SgltuiApp": 800}  # the Textual App
 ALLOWED = {
     "sgltui/agent/jobs_host.py",
     "sgltui/agent/slot.py",
-    "sgltui/tui/app.py",
     "sgltui/agent/jobs_host.py::JobsHost",
     "sgltui/agent/slot.py::Slot",
     "sgltui/agent/standby.py::Standbys",
     "sgltui/agent/supervisor.py::Supervisor",
-    "sgltui/tui/app.py::SgltuiApp",
-    "sgltui/tui/model.py::TuiModel",
 }
 
 
