@@ -24,6 +24,7 @@ from sgltui import protocol
 from sgltui.agent import discovery, http_probe, launch_check, lifecycle, procs, secret_config
 from sgltui.agent import resolved as resolved_mod
 from sgltui.agent.events import EventBus
+from sgltui.agent.launch_progress import LaunchProgress
 from sgltui.agent.liveness import Liveness
 from sgltui.agent.server_process import LaunchError, ServerProcess, stop_outcome
 from sgltui.core import causes, phases, units
@@ -60,16 +61,6 @@ __all__ = [
     "STOPPED",
     "STOPPING",
 ]
-
-# A launch with no history gets these ceilings per phase before it counts as hung: generous,
-# because the first launch of a model may download weights or compile kernels.
-NO_HISTORY_LIMIT_S = {
-    phases.SPAWNED: 900.0,
-    phases.LOADING_WEIGHTS: 3600.0,
-    phases.ALLOCATING_KV: 900.0,
-    phases.CAPTURING_GRAPHS: 1800.0,
-    phases.WARMING_UP: 900.0,
-}
 
 
 @dataclass
@@ -150,7 +141,6 @@ class Slot:
         # the profile says (one slot, no host.toml).
         self.place = place
         self.state: SlotState = STOPPED
-        self.phase: str | None = None
         self.profile: Any = None  # sgltui.core.profiles.Profile of the current launch
         self.profile_name: str | None = None
         # its processes: spawn, the log relay, the tree, kill, reap (agent/server_process.py)
@@ -176,11 +166,8 @@ class Slot:
         self.client: str | None = None  # who issued the command now driving this slot
         self.front: Any = None  # the slot's stable endpoint (agent/front.py), set by the agent
         self.last_stop: protocol.StopView | None = None  # how the latest stop went
-        self.timings: dict[str, float] = {}
-        self._phase_started = 0.0
-        self._phase_done: dict[str, float] = {}
-        self._forward = phases.Forward()  # progress never goes back within a launch
-        self._ready_line_at: float | None = None
+        # the launch's phase, its clocks, progress and hang check (agent/launch_progress.py)
+        self.progress = LaunchProgress()
         self._tail: collections.deque[str] = collections.deque(maxlen=300)
         self._monitor: asyncio.Task | None = None
         self._stopping = False
@@ -207,6 +194,19 @@ class Slot:
     @property
     def log_path(self) -> Path | None:
         return self.proc.log_path
+
+    @property
+    def phase(self) -> str | None:
+        return self.progress.phase
+
+    @phase.setter
+    def phase(self, phase: str | None) -> None:
+        self.progress.phase = phase
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """The latest launch's load and ready seconds (empty until it is ready)."""
+        return self.progress.timings
 
     # ---- views -------------------------------------------------------------------------------
 
@@ -279,7 +279,7 @@ class Slot:
             "command_hash": self.command_hash,
             "tp_size": self.tp_size,
             "gpu_baseline": {str(i): b for i, b in (self.gpu_baseline or {}).items()} or None,
-            "phase_done": self._phase_done,
+            "phase_done": self.progress.done,
             "resolved": _describe(self.profile),
             "resolved_profile": resolved_mod.to_record(self.profile),
         }
@@ -287,12 +287,7 @@ class Slot:
     def _estimate(self) -> tuple[float | None, float | None]:
         if self.state != LAUNCHING:
             return None, None
-        in_phase = time.monotonic() - self._phase_started
-        progress, eta = phases.estimate(
-            self.phase, in_phase, self._phase_done, self.host.learned(self.profile_name or "")
-        )
-        progress = self._forward(self.launch_id, progress)
-        return round(progress, 3), (round(eta, 1) if eta is not None else None)
+        return self.progress.estimate(self.launch_id, self.host.learned(self.profile_name or ""))
 
     # ---- state ---------------------------------------------------------------------------------
 
@@ -330,12 +325,7 @@ class Slot:
         self._changed.set()
 
     def _set_phase(self, phase: str) -> None:
-        now = time.monotonic()
-        if self.phase:
-            self._phase_done[self.phase] = (
-                self._phase_done.get(self.phase, 0.0) + now - self._phase_started
-            )
-        self.phase, self._phase_started = phase, now
+        self.progress.enter(phase)
         progress, eta = self._estimate()
         self._announce(protocol.SlotPhase(phase=phase, progress=progress, eta_s=eta))
 
@@ -506,11 +496,10 @@ class Slot:
 
     def _reset_launch(self) -> None:
         self.proc.reset_output()
-        self.cause, self.ready_at, self._ready_line_at = None, None, None
-        self._phase_done, self.timings = {}, {}
+        self.cause, self.ready_at = None, None
+        self.progress.reset()
         self._tail.clear()
         self._stopping = False
-        self.phase = None
 
     def adopt(self, record: dict, profile: Any | None) -> bool:
         """Take over a server launched by an earlier agent. False when it is gone."""
@@ -532,16 +521,11 @@ class Slot:
         self.api_key = getattr(profile, "api_key", None) if profile else None
         if self.api_key:
             self.host.add_secret(self.api_key)
-        self._phase_done = dict(record.get("phase_done") or {})
         # Re-read the whole log to rebuild phase and tail (not pushed again: clients saw it).
         self.proc.rewind_log()
-        for line in self.proc.read_new_lines():
-            self._tail.append(line)
-            self.phase = phases.advance(self.phase, line)
-            if phases.is_ready_line(line):
-                self._ready_line_at = time.monotonic()
-        self.phase = self.phase or phases.SPAWNED
-        self._phase_started = time.monotonic()
+        lines = self.proc.read_new_lines()
+        self._tail.extend(lines)
+        self.progress.replay(lines, record.get("phase_done") or {})
         self.state = lifecycle.next_state(
             self.state,
             lifecycle.ADOPT_READY if record.get("state") == READY else lifecycle.ADOPT_LAUNCHING,
@@ -667,7 +651,7 @@ class Slot:
                 # full disk under a re-adopted server's log, a relay that fell behind), and a
                 # launch must never wait on them. Before the line only the strict /ready counts
                 # (an older server's /model_info answers before warm-up).
-                seen = self._ready_line_at is not None
+                seen = self.progress.ready_line_at is not None
                 # The ready line makes the next probe due at once (every ms of it is swap time).
                 if now >= next_probe or (seen and not probed_after_line):
                     probed_after_line = seen
@@ -688,62 +672,25 @@ class Slot:
         for line in lines:
             self._tail.append(line)
             self.host.telemetry_line(self.id, line)
-            if self.state == LAUNCHING:
-                new = phases.advance(self.phase, line)
-                if new is not None and new != self.phase:
-                    self._set_phase(new)
-                if phases.is_ready_line(line) and self._ready_line_at is None:
-                    self._ready_line_at = time.monotonic()
+            if self.state == LAUNCHING and (new := self.progress.observe(line)) is not None:
+                self._set_phase(new)
         self.host.push_log(self.id, self.launch_id or "", lines)
 
     def _on_ready(self) -> None:
-        now = time.monotonic()
-        if self.phase:
-            self._phase_done[self.phase] = (
-                self._phase_done.get(self.phase, 0.0)
-                + (self._ready_line_at or now)
-                - self._phase_started
-            )
-        self.ready_at = time.time()
-        self.timings = {
-            "load": round(
-                self.ready_at
-                - (self.started_at or self.ready_at)
-                - (now - (self._ready_line_at or now)),
-                3,
-            ),
-            "ready": round(now - (self._ready_line_at or now), 3),
-        }
-        self.host.record_launch(self.profile_name or "", dict(self._phase_done))
+        self.ready_at = self.progress.finish(self.started_at)
+        self.host.record_launch(self.profile_name or "", dict(self.progress.done))
         self._fire(lifecycle.READY_EV, f"{self.profile_name} ready on port {self.port}")
 
     def _hung(self, now: float) -> bool:
-        cfg = self.host.config
-        in_phase = now - self._phase_started
-        learned = self.host.learned(self.profile_name or "")
-        phase = self.phase or phases.SPAWNED
-        if learned and phase in learned:
-            expected = learned[phase]
-            limit = max(expected * cfg.hang_factor, expected + cfg.hang_min_s)
-        else:
-            expected = limit = NO_HISTORY_LIMIT_S.get(phase, 900.0)
-        if self._ready_line_at is not None:
-            # Past the ready line only the probe is pending; a server that never answers it
-            # (bound elsewhere, firewalled) is as stuck as one that never loads.
-            silent = now - self._ready_line_at
-            if silent <= max(30.0, cfg.hang_min_s):
-                return False
-            cause = causes._cause(
-                "hang",
-                f"printed its ready line {silent:.0f}s ago but /ready on {self.server_host}:{self.port} does not answer",
-                list(self._tail)[-causes.MAX_LINES :],
-                "check host/port in the profile and what listens there",
-                None,
-            )
-        elif in_phase <= limit:
+        cause = self.progress.hang(
+            now,
+            self.host.learned(self.profile_name or ""),
+            self.host.config,
+            f"{self.server_host}:{self.port}",
+            list(self._tail),
+        )
+        if cause is None:
             return False
-        else:
-            cause = causes.hang(phase, in_phase, expected, list(self._tail))
         log.warning("slot %s: %s", self.id, cause["summary"])
         self._stopping = True  # the watcher must not report the kill below as a crash
         spawn(self._fail_hung(cause), f"slot {self.id}: ending a hung server")
