@@ -319,6 +319,16 @@ class JobView(Struct, kw_only=True):
     joules: float | None = None  # GPU energy while the job ran (None: no power readings)
     decision: JobChoice | None = None  # --choose: the trial and its decision
 
+    def where(self) -> JobTarget:
+        """Where it sends: its target, or (an older agent's view) its pool, else its slot."""
+        if self.target is not None:
+            return self.target
+        return (
+            JobTarget(kind="pool", name=self.pool)
+            if self.pool
+            else JobTarget(kind="slot", name=self.slot)
+        )
+
 
 class GpuProcess(Struct, kw_only=True):
     """A process holding GPU memory, and the slot it belongs to (None: not ours)."""

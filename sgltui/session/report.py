@@ -519,6 +519,15 @@ def _what_ran(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _job_target(start: dict[str, Any]) -> str | None:
+    """Where a job sent, from its job.start: "pool NAME" or "slot ID" (a session recorded
+    before job.start carried its target: the slot it was stamped with)."""
+    target = start.get("target")
+    if isinstance(target, dict) and target.get("kind") and target.get("name"):
+        return f"{target['kind']} {target['name']}"
+    return f"slot {start['slot']}" if start.get("slot") else None
+
+
 def _jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Batch jobs (sgltui/agent/jobs_host.py events): each job's outcome and its segments, one
     per launch it sent to (completions, tokens, time and rate per profile)."""
@@ -529,7 +538,7 @@ def _jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         job = jobs.setdefault(
             str(ev["job"]),
-            {"job": str(ev["job"]), "name": None, "started": None, "state": None,
+            {"job": str(ev["job"]), "name": None, "target": None, "started": None, "state": None,
              "total": None, "answered": None, "failed": None, "segments": [],
              "joules": None, "decision": None, "incidents": []},
         )  # fmt: skip
@@ -539,6 +548,7 @@ def _jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             job["incidents"].append(f"{units.clock(ev.get('ts'))} {said}")
         if t == "job.start":
             job["name"], job["started"] = ev.get("name"), ev.get("ts")
+            job["target"] = _job_target(ev)
         elif t == "job.checked":
             job["total"] = ev.get("total")
         elif t == "job.segment":
@@ -850,7 +860,9 @@ def _md_jobs(jobs: list[dict[str, Any]]) -> list[str]:
     out: list[str] = []
     for job in jobs:
         out.append(
-            f"### {job['name'] or job['job']} ({job['job']}): {job['state'] or 'running'}, "
+            f"### {job['name'] or job['job']} ({job['job']}"
+            + (f", {job['target']}" if job.get("target") else "")
+            + f"): {job['state'] or 'running'}, "
             f"{job['answered'] if job['answered'] is not None else '?'} of "
             f"{job['total'] if job['total'] is not None else '?'} answered, "
             f"{job['failed'] or 0} failed"
