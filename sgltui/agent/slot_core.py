@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,7 +165,7 @@ class SlotCore:
         return self.proc.tree
 
     @property
-    def popen(self) -> Any:
+    def popen(self) -> subprocess.Popen | None:
         return self.proc.popen
 
     @property
