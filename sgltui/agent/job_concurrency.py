@@ -14,7 +14,7 @@ from sgltui.agent.job_segments import Publish
 from sgltui.agent.state import read_json
 
 if TYPE_CHECKING:
-    from sgltui.agent.jobs_site import JobsSite
+    from sgltui.agent.jobs_sight import JobsSite
 
 DEFAULT_CONCURRENCY = 16
 

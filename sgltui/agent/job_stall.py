@@ -15,7 +15,7 @@ from sgltui.agent.job_segments import Publish
 from sgltui.jobs.stall import StallWatch
 
 if TYPE_CHECKING:
-    from sgltui.agent.jobs_site import JobsSite
+    from sgltui.agent.jobs_sight import JobsSite
 
 log = logging.getLogger("sgltui.agent.jobs")  # these lines were the jobs host's in agent.log
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sgltui.protocol import JobTarget
 
 if TYPE_CHECKING:
-    from sgltui.agent.jobs_site import JobsSite
+    from sgltui.agent.jobs_sight import JobsSite
 
 
 def target_record(slot: str, pool: str | None) -> dict:

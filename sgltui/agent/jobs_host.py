@@ -52,7 +52,7 @@ from sgltui.agent.job_runner import MAX_CONCURRENCY, Runner, read_lines, start_r
 from sgltui.agent.job_stall import Stalls
 from sgltui.agent.job_target import send_to, target_of
 from sgltui.agent.job_view import job_view
-from sgltui.agent.jobs_site import JobsSite
+from sgltui.agent.jobs_sight import JobsSite
 from sgltui.core.tasks import spawn
 from sgltui.jobs.chooser import Chooser
 from sgltui.jobs.progress import Rates
