@@ -93,8 +93,7 @@ class JobsHost:
     publish = property(lambda self: self._publish)
 
     def __init__(self, site: JobsSite) -> None:
-        self.site = site  # all it sees of the agent (agent/jobs_site.py)
-        self.dir = site.jobs_dir
+        self.site = site  # all it sees of the agent (agent/jobs_sight.py)
         self.store = JobStore(site.jobs_dir)  # the records on disk (agent/job_records.py)
         self.jobs: dict[str, dict] = {}  # id -> record (what is persisted)
         self.runners: dict[str, Runner] = {}
