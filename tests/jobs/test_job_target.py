@@ -14,7 +14,9 @@ from sgltui.agent.job_records import JobStore, new_record
 from sgltui.agent.job_target import target_of
 from sgltui.agent.job_view import job_view
 from sgltui.protocol import JobTarget, JobView
-from sgltui.session.report import _jobs, _md_jobs
+from sgltui.session.reader import load_session
+from sgltui.session.report import build_report, render
+from sgltui.session.writer import Recorder
 from sgltui.tui.widgets.jobs import render_job
 
 
@@ -56,13 +58,23 @@ def test_a_new_record_keeps_its_target_and_the_view_and_pane_show_it() -> None:
     assert str(msgspec.structs.replace(old, pool=None).where()) == "slot a"
 
 
-def test_the_report_names_the_target_and_reads_older_sessions() -> None:
+def test_the_report_names_the_target_and_reads_older_sessions(tmp_path: Path) -> None:
+    """A session with a pool job (job.start carries its target) and a job recorded before
+    job.start carried one (its slot stamp says it): `sgltui report` names both."""
     start = msgspec.to_builtins(
         protocol.JobStart(job="j1", slot="a", name="big", target=JobTarget(kind="pool", name="all"))
     )
     assert start["target"] == {"kind": "pool", "name": "all"}
-    older = {"type": "job.start", "job": "j2", "slot": "b", "name": "small", "ts": 2.0}
-    jobs = _jobs([start, older])
-    assert [j["target"] for j in jobs] == ["pool all", "slot b"]
-    md = "\n".join(_md_jobs(jobs))
-    assert "(j1, pool all): running" in md and "(j2, slot b): running" in md
+    rec = Recorder.create(tmp_path)
+    rec.event("agent.start", ts=1.0, pid=1, version="0.1.0")
+    rec.event("job.start", ts=2.0, **{k: v for k, v in start.items() if k not in ("type", "ts")})
+    rec.event("job.start", ts=3.0, job="j2", slot="b", name="small")  # an older agent's
+    rec.event("agent.stop", ts=4.0)
+    rec.close()
+    report = build_report(load_session(rec.path))
+    assert [(j["job"], j["target"]) for j in report["jobs"]] == [
+        ("j1", "pool all"),
+        ("j2", "slot b"),
+    ]
+    md = render(report, "md")
+    assert "(j1, pool all): running" in md and "(j2, slot b): running" in md, md
