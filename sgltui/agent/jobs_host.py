@@ -12,55 +12,67 @@ What this holds:
   and requeues what is), `after_swap` points them at the new server and lets them go;
 - per-profile segments (completions, tokens, time on each launch) for status and the report;
 - the ops: job_run, job_status, job_list, job_pause, job_resume, job_cancel, job_set.
+
+Its parts, each in its own module: the records on disk and their counters (job_records), the
+runner child (job_runner), where a job sends: a slot or a pool (job_target), its segments
+(job_segments), automatic concurrency (job_concurrency), the stall watch (job_stall), the view
+(job_view), job_run's checks (job_run_args), a --choose trial's side (job_choice).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import os
-import signal
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from sgltui import protocol
+from sgltui.agent import job_segments
 from sgltui.agent.job_choice import ChoiceHost, integrate_energy
-from sgltui.agent.jobs_site import JobsSite
-from sgltui.agent.state import read_json
-from sgltui.core.files import write_json_atomic
+from sgltui.agent.job_concurrency import (
+    DEFAULT_CONCURRENCY,
+    auto_concurrency,
+    initial_concurrency,
+    maybe_auto,
+)
+from sgltui.agent.job_records import (
+    ACTIVE,
+    FINISHED,
+    JobStore,
+    answered,
+    failed,
+    new_record,
+    out_tokens,
+)
+from sgltui.agent.job_run_args import JobError, check_paths, concurrency, find_job, trial
+from sgltui.agent.job_runner import MAX_CONCURRENCY, Runner, read_lines, start_runner
+from sgltui.agent.job_stall import Stalls
+from sgltui.agent.job_target import send_to, target_of
+from sgltui.agent.job_view import job_view
+from sgltui.agent.jobs_sight import JobsSite
 from sgltui.core.tasks import spawn
-from sgltui.jobs import choose
 from sgltui.jobs.chooser import Chooser
-from sgltui.jobs.output import OutputError, default_output, ensure_writable, errors_path
-from sgltui.jobs.progress import Rates, eta_s
-from sgltui.jobs.stall import StallWatch
-from sgltui.protocol import JobChoice, JobSegment, JobState, JobView
+from sgltui.jobs.progress import Rates
+from sgltui.protocol import JobView
+
+__all__ = [
+    "ACTIVE",
+    "DEFAULT_CONCURRENCY",
+    "FINISHED",
+    "MAX_CONCURRENCY",
+    "Deferred",
+    "JobError",
+    "JobsHost",
+]
 
 log = logging.getLogger("sgltui.agent.jobs")
 
-ACTIVE = ("checking", "waiting", "running", "paused")
-FINISHED = ("done", "cancelled", "failed")
 CHECK_TIMEOUT_S = 600.0
-PERSIST_S = 5.0
 PROGRESS_EVENT_S = 15.0
 RESPAWN_MAX = 5
-MAX_CONCURRENCY = 4096
-DEFAULT_CONCURRENCY = 16
-
-
-# What a segment (one launch's share of a job) counts, as its job.segment event says it.
-class JobError(Exception):
-    """A refused job command: one line for the client, and its code (protocol.ErrorCode)."""
-
-    def __init__(self, message: str, code: protocol.ErrorCode = "refused") -> None:
-        super().__init__(message)
-        self.code: protocol.ErrorCode = code
 
 
 class Deferred:
@@ -73,64 +85,36 @@ class Deferred:
         return await self.coro
 
 
-class _Runner:
-    """The agent's side of one runner child."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-        self.progress: dict = {}
-        self.checked: dict | None = None
-        self.checked_ev = asyncio.Event()
-        self.paused_ev = asyncio.Event()
-        self.error: str | None = None
-        self.final: dict | None = None
-        self.url: str | None = None
-        self.sent_paused: bool | None = None
-        self.concurrency: int | None = None
-        self.reader: asyncio.Task | None = None
-
-    def send(self, msg: dict) -> None:
-        stdin = self.proc.stdin
-        if stdin is None or stdin.is_closing():
-            return
-        with contextlib.suppress(ConnectionError, RuntimeError, OSError):
-            stdin.write(json.dumps(msg).encode() + b"\n")
-
-
 class JobsHost:
     # what agent/job_choice.py reads and calls (the trial's narrow view of the jobs host)
-    answered = property(lambda self: self._answered)
-    failed = property(lambda self: self._failed)
-    out_tokens = property(lambda self: self._out_tokens)
+    answered = staticmethod(answered)
+    failed = staticmethod(failed)
+    out_tokens = staticmethod(out_tokens)
     publish = property(lambda self: self._publish)
 
     def __init__(self, site: JobsSite) -> None:
-        self.site = site  # all it sees of the agent (agent/jobs_site.py)
-        self.dir = site.jobs_dir
+        self.site = site  # all it sees of the agent (agent/jobs_sight.py)
+        self.store = JobStore(site.jobs_dir)  # the records on disk (agent/job_records.py)
         self.jobs: dict[str, dict] = {}  # id -> record (what is persisted)
-        self.runners: dict[str, _Runner] = {}
+        self.runners: dict[str, Runner] = {}
         self.rates: dict[str, Rates] = {}
         self._tick_task: asyncio.Task | None = None
         self._closing = False
-        self._persisted: dict[str, float] = {}
         self._progress_ev: dict[str, float] = {}
-        self.stalls: dict[str, StallWatch] = {}  # sgltui/jobs/stall.py, per job
+        self.stalls = Stalls(site, self._publish)  # agent/job_stall.py
         self.choosers: dict[str, Chooser] = {}  # --choose jobs' trials (jobs/chooser.py)
         self._choice_host = ChoiceHost(self)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for path in sorted(self.dir.glob("*.json")):
-            rec = read_json(path, None)
-            if not isinstance(rec, dict) or "id" not in rec:
-                continue
+        for rec in self.store.load():
+            rec.setdefault("target", msgspec.to_builtins(target_of(rec)))  # an older record
             self.jobs[rec["id"]] = rec
             self.rates[rec["id"]] = Rates()
             if rec.get("state") in ACTIVE:
                 rec["respawns"] = 0
-                self._publish(rec, protocol.JobResumeAfterRestart(answered=self._answered(rec)))
+                self._publish(rec, protocol.JobResumeAfterRestart(answered=answered(rec)))
                 self._choose(rec)
                 await self._spawn(rec)
         self._tick_task = spawn(self._tick(), "jobs: tick")
@@ -145,35 +129,16 @@ class JobsHost:
         for r in list(self.runners.values()):
             r.send({"op": "stop"})
         for jid, r in list(self.runners.items()):
-            await self._reap(r, 10.0)
+            await r.reap(10.0)
             self._persist(self.jobs[jid], force=True)
-
-    async def _reap(self, r: _Runner, timeout: float) -> None:
-        try:
-            await asyncio.wait_for(r.proc.wait(), timeout)
-        except asyncio.TimeoutError:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(r.proc.pid, signal.SIGKILL)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(r.proc.wait(), 5.0)
 
     # ---- records ---------------------------------------------------------------------------
 
-    def _path(self, jid: str) -> Path:
-        return self.dir / f"{jid}.json"
-
     def persist(self, rec: dict) -> None:
-        self._persist(rec, force=True)
+        self.store.save(rec, force=True)
 
     def _persist(self, rec: dict, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._persisted.get(rec["id"], 0.0) < PERSIST_S:
-            return
-        self._persisted[rec["id"]] = now
-        try:
-            write_json_atomic(self._path(rec["id"]), rec)
-        except OSError as exc:
-            log.warning("cannot write job record %s: %s", rec["id"], exc)
+        self.store.save(rec, force)
 
     def _publish(self, rec: dict, event: protocol.JobEvent) -> None:
         """A job's event, stamped with the job, its client and its slot."""
@@ -186,90 +151,34 @@ class JobsHost:
             watch_s = float(self.site.jobs_config.choose_watch_s)
             self.choosers[rec["id"]] = Chooser(self._choice_host, rec, watch_s=watch_s)
 
-    @staticmethod
-    def _answered(rec: dict) -> int:
-        return int(rec.get("base_ok", 0)) + int(rec.get("run_done", 0))
-
-    @staticmethod
-    def _failed(rec: dict) -> int:
-        return int(rec.get("base_failed", 0)) + int(rec.get("run_failed", 0))
-
     def find(self, ref: Any) -> dict:
         """A job by id or name; without one, the newest active job (else the newest)."""
-        if ref:
-            ref = str(ref)
-            if ref in self.jobs:
-                return self.jobs[ref]
-            named = [j for j in self.jobs.values() if j.get("name") == ref]
-            if named:
-                return max(named, key=lambda j: j["created"])
-            raise JobError(f"no job {ref!r}; see `sgltui job list`", "not_found")
-        if not self.jobs:
-            raise JobError("no job yet; start one with `sgltui job run INPUT.jsonl`", "not_found")
-        active = [j for j in self.jobs.values() if j.get("state") in ACTIVE]
-        return max(active or self.jobs.values(), key=lambda j: j["created"])
+        return find_job(self.jobs, ref)
 
     # ---- the runner child ------------------------------------------------------------------
 
-    async def _spawn(self, rec: dict) -> _Runner:
-        log_path = self.dir / f"{rec['id']}.log"
-        spec = {
-            "id": rec["id"],
-            "input": rec["input"],
-            "output": rec["output"],
-            "concurrency": rec["concurrency"],
-            "max_concurrency": MAX_CONCURRENCY,
-            "stamp": rec.get("stamp"),  # the input's earlier check: unchanged -> not re-read
-        }
-        with open(log_path, "ab") as err:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "sgltui.jobs.worker",
-                "--spec-json",
-                json.dumps(spec),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=err,
-                start_new_session=True,  # its own group: stopped as a whole, never by a ^C
-                limit=1 << 20,
-            )
-        r = _Runner(proc)
-        r.concurrency = rec["concurrency"]
+    async def _spawn(self, rec: dict) -> Runner:
+        r = await start_runner(rec, self.store.log_path(rec["id"]))
         self.runners[rec["id"]] = r
         rec["state"] = "checking"
-        rec["pid"] = proc.pid
+        rec["pid"] = r.proc.pid
         r.reader = spawn(self._read(rec, r), f"job {rec['id']}: runner reader")
         return r
 
-    async def _read(self, rec: dict, r: _Runner) -> None:
-        assert r.proc.stdout is not None
+    async def _read(self, rec: dict, r: Runner) -> None:
         try:
-            while True:
-                raw = await r.proc.stdout.readline()
-                if not raw:
-                    break
-                try:
-                    msg = json.loads(raw)
-                except ValueError:
-                    continue
+            async for msg in read_lines(r):
                 self._on_message(rec, r, msg)
         finally:
             await r.proc.wait()
             await self._on_exit(rec, r)
 
-    def _on_message(self, rec: dict, r: _Runner, msg: dict) -> None:
+    def _on_message(self, rec: dict, r: Runner, msg: dict) -> None:
         t = msg.get("t")
         if t == "checked":
             r.checked = msg
-            # The output file is the truth: what the last runner wrote after the record was last
-            # saved (a kill -9 of the agent) belongs to the segment it was written in.
-            segs = rec.get("segments") or []
-            if segs:
-                seg = segs[-1]
-                seg["completions"] += max(0, msg["resumed_ok"] - self._answered(rec))
-                seg["failed"] += max(0, msg["resumed_failed"] - self._failed(rec))
-                seg["out_tokens"] += max(0, msg["resumed_out_tokens"] - self._out_tokens(rec))
+            # The output file is the truth (agent/job_segments.py)
+            job_segments.place_resumed(rec, msg)
             rec["total"] = msg["total"]
             rec["stamp"] = msg.get("stamp")
             rec["base_ok"] = msg["resumed_ok"]
@@ -300,7 +209,7 @@ class JobsHost:
             r.error = str(msg.get("message"))
             r.checked_ev.set()
 
-    def _on_progress(self, rec: dict, r: _Runner, msg: dict) -> None:
+    def _on_progress(self, rec: dict, r: Runner, msg: dict) -> None:
         prev = r.progress
         r.progress = msg
         disk = msg.get("disk_error")
@@ -322,7 +231,7 @@ class JobsHost:
         new_segment = False
         if d_done or d_failed:
             n_segs = len(rec.get("segments") or [])
-            seg = self._segment(rec)
+            seg = job_segments.current(rec, self.site.info_hash, self._publish)
             new_segment = len(rec.get("segments") or []) != n_segs
             if seg is not None:
                 seg["completions"] += d_done
@@ -334,10 +243,8 @@ class JobsHost:
         # count answers a restarted agent could not place in any segment
         rec["run_done"], rec["run_failed"] = msg["done"], msg["failed"]
         rec["run_out_tokens"] = msg["out_tokens"]
-        answered = self._answered(rec)
-        self.rates[rec["id"]].add(
-            time.monotonic(), answered, self._out_tokens(rec), wall=time.time()
-        )
+        done = answered(rec)
+        self.rates[rec["id"]].add(time.monotonic(), done, out_tokens(rec), wall=time.time())
         rec["rate_history"] = list(self.rates[rec["id"]].history)
         now = time.monotonic()
         if now - self._progress_ev.get(rec["id"], 0.0) >= PROGRESS_EVENT_S:
@@ -346,8 +253,8 @@ class JobsHost:
             self._publish(
                 rec,
                 protocol.JobProgress(
-                    answered=answered,
-                    failed=self._failed(rec),
+                    answered=done,
+                    failed=failed(rec),
                     total=rec.get("total"),
                     completions_s=v.completions_s,
                     tok_s=v.tok_s,
@@ -359,77 +266,7 @@ class JobsHost:
         # a new segment is saved at once: a restarted agent must not close the old one again
         self._persist(rec, force=new_segment)
 
-    @staticmethod
-    def _average(rec: dict) -> tuple[float, float]:
-        """(completions/s, output tok/s) over the job's segments: from each one's first to its
-        last answer, so the time spent waiting for a server or paused does not count."""
-        segs = rec.get("segments") or []
-        secs = sum(max(0.0, s["last"] - s["started"]) for s in segs)
-        if secs <= 0:
-            return 0.0, 0.0
-        done = sum(s["completions"] for s in segs)
-        return done / secs, sum(s["out_tokens"] for s in segs) / secs
-
-    @staticmethod
-    def _out_tokens(rec: dict) -> int:
-        return int(rec.get("base_out_tokens", 0)) + int(rec.get("run_out_tokens", 0))
-
-    def _segment(self, rec: dict) -> dict | None:
-        """The segment of the launch the runner was pointed at (a new one when that changed):
-        answers reported after a swap began still belong to the server that gave them."""
-        segs = rec.setdefault("segments", [])
-        launch_id, profile = rec.get("target_launch"), rec.get("target_profile")
-        if not launch_id:
-            return segs[-1] if segs else None
-        if segs and segs[-1]["launch_id"] == launch_id:
-            if not segs[-1].get("info_hash"):  # kept a moment after the ready
-                segs[-1]["info_hash"] = self.site.info_hash(launch_id)
-            return segs[-1]
-        if segs:
-            self._close_segment(rec, segs[-1])
-        seg = {
-            "profile": profile,
-            "launch_id": launch_id,
-            "info_hash": self.site.info_hash(launch_id),
-            "started": time.time(),
-            "last": time.time(),
-            "completions": 0,
-            "failed": 0,
-            "out_tokens": 0,
-            "in_tokens": 0,
-        }
-        segs.append(seg)
-        self._publish(
-            rec,
-            protocol.JobSegmentStart(
-                profile=seg["profile"], launch_id=seg["launch_id"], info_hash=seg["info_hash"]
-            ),
-        )
-        return seg
-
-    def _close_segment(self, rec: dict, seg: dict) -> None:
-        if seg.get("closed"):
-            return
-        seg["closed"] = True
-        secs = max(0.0, seg["last"] - seg["started"])
-        tok_s = round(seg["out_tokens"] / secs, 1) if secs > 0 else None
-        self._publish(
-            rec,
-            protocol.JobSegmentDone(
-                profile=seg["profile"],
-                launch_id=seg["launch_id"],
-                info_hash=seg.get("info_hash"),
-                completions=seg["completions"],
-                failed=seg["failed"],
-                out_tokens=seg["out_tokens"],
-                in_tokens=seg["in_tokens"],
-                seconds=round(secs, 3),
-                tok_s=tok_s,
-                joules=seg.get("joules"),
-            ),
-        )
-
-    async def _on_exit(self, rec: dict, r: _Runner) -> None:
+    async def _on_exit(self, rec: dict, r: Runner) -> None:
         if self.runners.get(rec["id"]) is r:
             del self.runners[rec["id"]]
         rec["pid"] = None
@@ -438,7 +275,7 @@ class JobsHost:
             # respawns while `job run` waits for a check that never comes
             r.error = (
                 f"the job's runner exited (code {r.proc.returncode}) before it checked the "
-                f"input; see {self.dir / (rec['id'] + '.log')}"
+                f"input; see {self.store.log_path(rec['id'])}"
             )
             r.checked_ev.set()
         if r.error is not None:
@@ -448,22 +285,22 @@ class JobsHost:
         elif r.final is not None and r.final.get("state") in ("done", "cancelled"):
             rec["state"] = r.final["state"]
             rec["finished"] = time.time()
-            self._end_stall(rec)
+            self.stalls.end(rec)
             ch = self.choosers.pop(rec["id"], None)
             if ch is not None:
                 ch.close()
                 if rec["state"] == "done":
                     ch.on_finished()
             for seg in rec.get("segments") or []:
-                self._close_segment(rec, seg)
+                job_segments.close(rec, seg, self._publish)
             self._publish(
                 rec,
                 protocol.JobDone(
                     state=rec["state"],
-                    answered=self._answered(rec),
-                    failed=self._failed(rec),
+                    answered=answered(rec),
+                    failed=failed(rec),
                     total=rec.get("total"),
-                    out_tokens=self._out_tokens(rec),
+                    out_tokens=out_tokens(rec),
                     seconds=round(rec["finished"] - rec["created"], 3),
                     joules=rec.get("joules"),
                 ),
@@ -478,7 +315,7 @@ class JobsHost:
                 rec["state"], rec["finished"] = "failed", time.time()
                 rec["error"] = (
                     f"the runner exited {RESPAWN_MAX} times (last code {code}); "
-                    f"see {self.dir / (rec['id'] + '.log')} and `sgltui job resume` to try again"
+                    f"see {self.store.log_path(rec['id'])} and `sgltui job resume` to try again"
                 )
                 self._publish(rec, protocol.JobErrored(message=rec["error"]))
             else:
@@ -491,36 +328,12 @@ class JobsHost:
 
     # ---- when a job may send ----------------------------------------------------------------
 
-    def _target(self, rec: dict) -> tuple[str | None, str | None, str]:
-        """(url, api_key, why not) for the job's slot (or pool) now."""
-        if rec.get("pool"):
-            # Through the pool's gateway: one slot's swap does not hold the job (the gateway
-            # sends its requests to the other slots meanwhile).
-            if rec.get("hold"):
-                return None, None, "held"
-            return self.site.pool_target(rec["pool"])
-        slot = self.site.slot(rec["slot"])
-        if slot is None:
-            return None, None, f"slot {rec['slot']} does not exist"
-        if slot.swapping or rec.get("hold"):
-            return None, None, "held for a swap"
-        if slot.state != "ready":
-            return None, None, f"waiting for slot {slot.id} to be ready ({slot.state})"
-        # Straight to the server by default: the job holds itself across swaps (so the front's
-        # holding adds nothing), and the front passes every answer through the agent's own
-        # event loop: measured at zero time scale (bench/bench_job.py part 2), 5,000 requests
-        # took 24 s through the front with the agent at 15% of a core, 16.5 s direct at 4%.
-        # SGLTUI_JOB_VIA_FRONT=1 sends through the slot's front when it routes (read from the
-        # front itself: slot.status() walks the process tree, and this runs every second).
-        via_front = slot.front_url if self.site.jobs_config.via_front else None
-        return via_front or slot.url, slot.api_key, ""
-
     def _sync(self, rec: dict) -> None:
         """Tell the runner what it may do now (idempotent; called on every change and each second)."""
         r = self.runners.get(rec["id"])
         if r is None or r.checked is None:
             return
-        url, key, why = self._target(rec)
+        url, key, why = send_to(self.site, rec)
         want_pause = rec.get("user_paused") or url is None
         if url is not None and url != r.url:
             r.url = url
@@ -530,7 +343,7 @@ class JobsHost:
             r.send({"op": "target", "url": url, "api_key": key})
             self.rates[rec["id"]].reset()
         if rec.get("pool"):
-            self._follow_pool(rec)
+            job_segments.follow_pool(rec, self.site.pool_profiles(rec["pool"]))
         if want_pause != r.sent_paused:
             r.sent_paused = bool(want_pause)
             if want_pause:
@@ -549,21 +362,6 @@ class JobsHost:
             rec["state"] = new_state
             self._persist(rec, force=True)
 
-    def _follow_pool(self, rec: dict) -> None:
-        """A pool job's segment is what the pool's routable slots run: the gateway spreads the
-        job over all of them, so no one slot's launch says it (a rolling swap moves it from
-        `a` through `mixed: a, b` to `b`). A new segment whenever that changes."""
-        profiles = self.site.pool_profiles(rec["pool"])
-        if not profiles:  # nothing routable now: the answers still coming belong where they were
-            return
-        label = profiles[0] if len(profiles) == 1 else "mixed: " + ", ".join(profiles)
-        if rec.get("target_launch") and label == rec.get("target_profile"):
-            return
-        n = int(rec.get("pool_mixes") or 0) + 1
-        rec["pool_mixes"] = n
-        # Not a launch of one server: the pool's n-th mix (a segment id the report keeps apart)
-        rec["target_launch"], rec["target_profile"] = f"pool {rec['pool']} #{n}", label
-
     async def _tick(self) -> None:
         last = time.monotonic()
         while True:
@@ -575,74 +373,15 @@ class JobsHost:
                     continue
                 try:
                     self._release_stale_hold(rec)
-                    self._maybe_auto(rec)
+                    maybe_auto(self.site, rec, self._publish)
                     self._sync(rec)
-                    self._watch_stall(rec)
+                    self.stalls.watch(rec, self.runners.get(rec["id"]))
                     integrate_energy(rec, power, now - last)
                     if rec["id"] in self.choosers:
                         self.choosers[rec["id"]].tick()
                 except Exception:  # one job's fault must not stop every job's second
                     log.exception("job %s: its second's checks failed", rec.get("id"))
             last = now
-
-    def _tokens_at(self, slot_id: str) -> float | None:
-        """When (time.monotonic()) the slot's latest engine reading showed tokens being made."""
-        engine = self.site.engine(slot_id)
-        if not engine or not float(engine.get("gen_throughput") or 0.0) > 0.0:
-            return None
-        age = time.time() - float(engine.get("ts") or 0.0)  # the reading's wall time
-        return time.monotonic() - max(0.0, age)
-
-    def _watch_stall(self, rec: dict) -> None:
-        """A job that should be sending and gets no answer says so (sgltui/jobs/stall.py)."""
-        watch = self.stalls.get(rec["id"])
-        if watch is None:
-            watch = self.stalls[rec["id"]] = StallWatch(float(self.site.jobs_config.stall_s))
-        r = self.runners.get(rec["id"])
-        slot = self.site.slot(rec["slot"])
-        was = watch.stalled
-        if (
-            rec.get("state") != "running"
-            or r is None
-            or r.checked is None
-            or r.sent_paused
-            or slot is None
-            or slot.state != "ready"
-        ):
-            watch.reset()  # not meant to send now: waiting, paused, held, its server down
-        elif slot.unresponsive:
-            # the slot knows why nothing comes back (agent/liveness.py): said at once, by name
-            line = (
-                f"stalled: slot {slot.id}'s server ({slot.profile_name}) is unresponsive: "
-                f"{slot.unresponsive}"
-            )
-            if watch.stalled != line:
-                watch.stalled = rec["stalled"] = line
-                log.warning("job %s: %s", rec["id"], line)
-                self._publish(rec, protocol.JobStalled(message=line))
-            return
-        else:
-            server = f"slot {slot.id}'s server ({slot.profile_name})"
-            answered = self._answered(rec) + self._failed(rec)
-            new = watch.observe(
-                time.monotonic(), answered, r.progress, server, self._tokens_at(slot.id)
-            )
-            if new:
-                rec["stalled"] = new
-                log.warning("job %s: %s", rec["id"], new)
-                self._publish(rec, protocol.JobStalled(message=new))
-                return
-        if was and watch.stalled is None:
-            rec.pop("stalled", None)
-            self._publish(rec, protocol.JobStallOver())
-
-    def _end_stall(self, rec: dict) -> None:
-        """A job that finishes is stalled no more: answers that came back between two of the
-        stall watch's ticks can finish it before the watch sees them (a server that resumed
-        with little left to do), and a done job must not say 'stalled'."""
-        watch = self.stalls.pop(rec["id"], None)
-        if rec.pop("stalled", None) is not None or (watch is not None and watch.stalled):
-            self._publish(rec, protocol.JobStallOver())
 
     def _release_stale_hold(self, rec: dict) -> None:
         """A hold whose swap or stop is over without saying so (cancelled, failed): let go."""
@@ -651,46 +390,6 @@ class JobsHost:
         slot = self.site.slot(rec["slot"])
         if slot is not None and not slot.swapping and not slot.busy:
             self.after_swap(rec["slot"])
-
-    def _maybe_auto(self, rec: dict) -> None:
-        if rec.get("concurrency_mode") != "auto":
-            return
-        slot = self.site.slot(rec["slot"])
-        if slot is None or slot.state != "ready" or rec.get("auto_for") == slot.launch_id:
-            return
-        n, why = self.auto_concurrency(rec["slot"])
-        if rec.get("pool") and self.site.has_pool(rec["pool"]):
-            k = len(self.site.pool_members(rec["pool"]))
-            n, why = n * k, f"{why}, x {k} slots of the pool"
-        if why.startswith("default") and slot.launch_id and not rec.get("auto_tries"):
-            rec["auto_tries"] = 1  # the capacity card may come a moment after ready
-            return
-        rec["auto_for"] = slot.launch_id
-        rec.pop("auto_tries", None)
-        if n != rec["concurrency"]:
-            rec["concurrency"] = n
-            self._publish(rec, protocol.JobConcurrency(concurrency=n, why=why))
-
-    def auto_concurrency(self, slot_id: str) -> tuple[int, str]:
-        slot = self.site.slot(slot_id)
-        profile = slot.profile_name if slot else None
-        best = self._bench_best(profile) if profile else None
-        if best:
-            return min(best, MAX_CONCURRENCY), f"the last bench's best point for {profile}"
-        card = self.site.capacity(slot_id)
-        mrr = (card or {}).get("max_running_requests")
-        if isinstance(mrr, int) and mrr > 0:
-            # what the scheduler admits at once: more would only wait in its queue
-            return min(mrr, MAX_CONCURRENCY), f"the effective max_running_requests of {profile}"
-        return DEFAULT_CONCURRENCY, "default (no capacity card or bench for this profile yet)"
-
-    def _bench_best(self, profile: str) -> int | None:
-        for run in reversed(self.site.bench_runs()):
-            data = read_json(Path(run["path"]), {})
-            best = ((data.get("comparison") or {}).get("best") or {}).get(profile)
-            if best and best.get("concurrency"):
-                return int(best["concurrency"])
-        return None
 
     async def before_swap(self, slot_id: str, force: bool) -> None:
         """A swap of `slot_id` is about to stop its server: hold its jobs, let (or make) what
@@ -724,7 +423,7 @@ class JobsHost:
                 r = self.runners.get(rec["id"])
                 if r is not None:
                     r.url = None  # a new server: a new connection pool, even on the same port
-                self._maybe_auto(rec)
+                maybe_auto(self.site, rec, self._publish)
                 self._sync(rec)
 
     def active_on(self, slot_id: str) -> bool:
@@ -743,64 +442,10 @@ class JobsHost:
     # ---- views -----------------------------------------------------------------------------
 
     def view(self, rec: dict, full: bool = False) -> JobView:
-        rates = self.rates.get(rec["id"]) or Rates()
-        answered, failed = self._answered(rec), self._failed(rec)
-        total = rec.get("total")
-        running = rec.get("state") == "running"
-        if running:
-            tok_s, comp_s = rates.tok_s(), rates.completions_s()
-        elif rec.get("state") in FINISHED:  # its average over the time it was sent (0.0 read wrong)
-            comp_s, tok_s = self._average(rec)
-        else:  # paused or waiting: nothing is sent now, and a figure would be stale
-            comp_s = tok_s = 0.0
-        remaining = (total - answered - failed) if total is not None else None
-        r = self.runners.get(rec["id"])
-        progress = r.progress if r else {}
-        return JobView(
-            id=rec["id"],
-            name=rec.get("name"),
-            state=JobState(rec["state"]),
-            slot=rec["slot"],
-            pool=rec.get("pool"),
-            input=rec["input"],
-            output=rec["output"],
-            errors_output=str(errors_path(Path(rec["output"]))),
-            pinned=bool(rec.get("pinned")),
-            hold=rec.get("hold"),
-            waiting_for=rec.get("waiting_for"),
-            concurrency=rec["concurrency"],
-            concurrency_mode=rec.get("concurrency_mode", "fixed"),
-            total=total,
-            answered=answered,
-            failed=failed,
-            remaining=remaining,
-            in_flight=progress.get("in_flight", 0),
-            # the runner said it stopped sending and nothing is in flight
-            quiet=bool(r is None or (r.sent_paused and r.paused_ev.is_set())),
-            out_tokens=self._out_tokens(rec),
-            retries=progress.get("retries", 0),
-            conn_errors=progress.get("conn_errors", 0),
-            completions_s=round(comp_s, 2),
-            tok_s=round(tok_s, 1),
-            eta_s=eta_s(remaining, answered, self._out_tokens(rec), tok_s)
-            if remaining is not None and running
-            else (0.0 if remaining == 0 else None),
-            created=rec["created"],
-            finished=rec.get("finished"),
-            error=rec.get("error"),
-            stalled=rec.get("stalled"),
-            segments=[
-                JobSegment(**{k: s.get(k) for k in JobSegment.__struct_fields__ if k in s})
-                for s in rec.get("segments") or []
-            ],
-            runner_pid=rec.get("pid"),
-            runner_cpu_s=progress.get("cpu_run_s"),
-            rate_history=[tuple(p) for p in rec.get("rate_history") or []] if full else None,
-            joules=rec.get("joules"),
-            decision=msgspec.convert(choose.view(rec["choose"], rec.get("segments")), JobChoice)
-            if rec.get("choose")
-            else None,
-        )
+        return job_view(rec, self.rates.get(rec["id"]), self.runners.get(rec["id"]), full)
+
+    def auto_concurrency(self, slot_id: str) -> tuple[int, str]:
+        return auto_concurrency(self.site, slot_id)
 
     def views(self) -> list[JobView]:
         return [self.view(j) for j in sorted(self.jobs.values(), key=lambda j: j["created"])]
@@ -808,75 +453,22 @@ class JobsHost:
     # ---- ops -------------------------------------------------------------------------------
 
     async def op_run(self, args: protocol.JobRunArgs, client: str | None) -> Any:
-        raw_input = args.input
-        if not raw_input or not isinstance(raw_input, str):
-            raise JobError(
-                "job_run needs input: the path of an OpenAI batch file (JSONL)", "invalid"
-            )
-        inp = Path(raw_input).expanduser()
-        if not inp.is_absolute():
-            raise JobError(f"input must be an absolute path, not {raw_input!r}", "invalid")
-        if not inp.is_file():
-            raise JobError(f"{inp} does not exist or is not a file; check the path")
-        out = Path(args.output or default_output(inp)).expanduser()
-        if not out.is_absolute():
-            raise JobError(f"output must be an absolute path, not {out}", "invalid")
-        if out.resolve() == inp.resolve():
-            raise JobError("the output must not be the input file; choose another -o")
-        if not out.parent.is_dir():
-            raise JobError(f"{out.parent} does not exist; create it or choose another -o")
-        try:
-            ensure_writable(out)  # refused here, at once, not by a runner that cannot start
-        except OutputError as exc:
-            raise JobError(str(exc)) from None
-        for other in self.jobs.values():
-            if other.get("state") in ACTIVE and Path(other["output"]) == out:
-                raise JobError(
-                    f"job {other['id']} ({other.get('name')}) already writes {out}; "
-                    "wait for it, cancel it, or choose another -o"
-                )
+        inp, out = check_paths(args, self.jobs.values())
         slot_id = str(args.slot)  # the agent named the slot (its only one when none was given)
         slot = self.site.slot(slot_id)
         if slot is None:
             slots = ", ".join(self.site.slot_ids())
             raise JobError(f"no slot {slot_id!r}; slots: {slots}", "not_found")
         if args.pool:
-            members = self.site.pool_members(str(args.pool))  # an unknown pool: one line
-        trial = _trial(args)
-        conc_arg = args.concurrency
-        if trial is not None and conc_arg not in (None, "auto"):
-            raise JobError(
-                "--choose measures each profile at its automatic concurrency; leave out --concurrency"
-            )
-        if conc_arg in (None, "auto"):
-            mode = "auto"
-            conc, why = self.auto_concurrency(slot_id)
-            if args.pool:
-                conc, why = conc * len(members), f"{why}, x {len(members)} slots of the pool"
-        else:
-            mode = "fixed"
-            conc, why = _concurrency(conc_arg), "given"
+            self.site.pool_members(str(args.pool))  # an unknown pool: one line
+        chosen = trial(args)
+        mode, conc, why = initial_concurrency(self.site, args, slot_id, chosen is not None)
         jid = time.strftime("%Y%m%d-%H%M%S") + f"-{len(self.jobs) % 100:02d}"
         while jid in self.jobs:
             jid += "x"
-        rec: dict[str, Any] = {
-            "v": 1,
-            "id": jid,
-            "name": str(args.name or inp.stem)[:80],
-            "input": str(inp),
-            "output": str(out),
-            "slot": slot_id,
-            "pool": args.pool,
-            "concurrency": conc,
-            "concurrency_mode": mode,
-            "pinned": bool(args.pinned),
-            "client": client,
-            "created": time.time(),
-            "state": "checking",
-            "segments": [],
-        }
-        if trial is not None:
-            rec["choose"] = trial
+        rec = new_record(jid, args, inp, out, slot_id, conc, mode, client)
+        if chosen is not None:
+            rec["choose"] = chosen
         self.jobs[jid] = rec
         self.rates[jid] = Rates()
         if mode == "auto" and slot.state == "ready" and not why.startswith("default"):
@@ -890,13 +482,14 @@ class JobsHost:
                 concurrency=conc,
                 concurrency_why=why,
                 pinned=rec["pinned"],
+                target=target_of(rec),
             ),
         )
         r = await self._spawn(rec)
         self._choose(rec)
         return Deferred(self._await_checked(rec, r))
 
-    async def _await_checked(self, rec: dict, r: _Runner) -> JobView:
+    async def _await_checked(self, rec: dict, r: Runner) -> JobView:
         try:
             await asyncio.wait_for(r.checked_ev.wait(), CHECK_TIMEOUT_S)
         except asyncio.TimeoutError:
@@ -908,8 +501,7 @@ class JobsHost:
             ch = self.choosers.pop(rec["id"], None)
             if ch is not None:
                 ch.close()
-            with contextlib.suppress(OSError):
-                self._path(rec["id"]).unlink()
+            self.store.remove(rec["id"])
             raise JobError(r.error)
         return self.view(rec)
 
@@ -975,7 +567,7 @@ class JobsHost:
                 rec.pop("auto_for", None)
                 n, _ = self.auto_concurrency(rec["slot"])
             else:
-                n = _concurrency(raw)
+                n = concurrency(raw)
                 rec["concurrency_mode"] = "fixed"
             rec["concurrency"] = changed.concurrency = n
         if args.pinned is not msgspec.UNSET:
@@ -985,32 +577,3 @@ class JobsHost:
                 "job_set needs concurrency (N or auto) or pinned (true/false)", "invalid"
             )
         return self._changed(rec, changed)
-
-
-def _trial(args: protocol.JobRunArgs) -> dict | None:
-    """The trial state of a --choose job (jobs/choose.py), or None without --choose."""
-    if not args.choose:
-        return None
-    try:
-        names = choose.parse_candidates(args.choose)
-        return choose.new_trial(
-            names,
-            objective=str(args.objective or "time"),
-            cap_requests=int(args.trial_requests or choose.DEFAULT_CAP_REQUESTS),
-            cap_minutes=float(args.trial_minutes or choose.DEFAULT_CAP_MINUTES),
-            replan=bool(args.replan),
-        )
-    except ValueError as exc:
-        raise JobError(str(exc)) from None
-
-
-def _concurrency(raw: Any) -> int:
-    try:
-        n = int(raw)
-    except (TypeError, ValueError):
-        raise JobError(
-            f"concurrency must be a whole number or auto, not {raw!r}", "invalid"
-        ) from None
-    if not 1 <= n <= MAX_CONCURRENCY:
-        raise JobError(f"concurrency must be between 1 and {MAX_CONCURRENCY}, not {n}", "invalid")
-    return n

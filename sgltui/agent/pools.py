@@ -92,8 +92,9 @@ class Pools:
 
     def pool(self, name: str) -> PoolPlace:
         if name in self.remote:
-            # A pool of other hosts' servers: a job through it is filed under this agent's
-            # first slot (it does not follow that slot: jobs_host sends it to the gateway).
+            # A pool of other hosts' servers: a job through it targets the pool; this agent's
+            # first slot is only its reference slot (agent/job_target.py: it is sent to the
+            # gateway and does not follow that slot).
             return PoolPlace(name, (next(iter(self.sup.slots)),), 0)
         place = self.places.get(name)
         if place is None:

@@ -4,41 +4,28 @@ States (agent/lifecycle.py): stopped -> launching(phase) -> ready -> draining ->
 stopped, launching -> failed(cause), ready -> crashed(cause). The slot spawns the server, tails
 its log file for phases and the ready line, probes readiness, notices exits and hangs, and stops
 the whole process tree. It does not decide *what* to run: the supervisor sequences commands.
+
+Three parts: the slot's state, its transitions and views (agent/slot_core.py SlotCore); the
+server's processes: spawn, log relay, tree, kill, reap (agent/server_process.py); and, here, the
+sequences that drive the one through the other: launch, adopt, hand over, watch, stop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import concurrent.futures
 import logging
 import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
-
-import msgspec
+from typing import Any
 
 from sgltui import protocol
-from sgltui.agent import discovery, gpu, http_probe, lifecycle, procs, secret_config
-from sgltui.agent import resolved as resolved_mod
-from sgltui.agent.events import EventBus
-from sgltui.agent.liveness import Liveness
-from sgltui.core import causes, files, host_pool, phases, units
-from sgltui.core.tasks import spawn
-from sgltui.protocol import SlotState
+from sgltui.agent import discovery, http_probe, launch_check, lifecycle, procs, secret_config
+from sgltui.agent.server_process import LaunchError, stop_outcome
 
-S = TypeVar("S", bound=msgspec.Struct)
-
-log = logging.getLogger("sgltui.agent.slot")
-
-# The states are the lifecycle table's (sgltui/agent/lifecycle.py); re-exported here.
-from sgltui.agent.lifecycle import (  # noqa: E402
+# The slot's state and views (agent/slot_core.py), and the lifecycle's states: re-exported here.
+from sgltui.agent.slot_core import (
     CRASHED,
     DRAINING,
     FAILED,
@@ -48,8 +35,14 @@ from sgltui.agent.lifecycle import (  # noqa: E402
     RUNNING,
     STOPPED,
     STOPPING,
-    TERMINAL,
+    SlotConfig,
+    SlotCore,
+    SlotHost,
+    as_cause,
+    redact_argv,
 )
+from sgltui.core import causes, phases, units
+from sgltui.core.tasks import spawn
 
 __all__ = [
     "CRASHED",
@@ -61,58 +54,14 @@ __all__ = [
     "RUNNING",
     "STOPPED",
     "STOPPING",
+    "LaunchError",
+    "Slot",
+    "SlotConfig",
+    "SlotHost",
+    "as_cause",
 ]
 
-# A launch with no history gets these ceilings per phase before it counts as hung: generous,
-# because the first launch of a model may download weights or compile kernels.
-NO_HISTORY_LIMIT_S = {
-    phases.SPAWNED: 900.0,
-    phases.LOADING_WEIGHTS: 3600.0,
-    phases.ALLOCATING_KV: 900.0,
-    phases.CAPTURING_GRAPHS: 1800.0,
-    phases.WARMING_UP: 900.0,
-}
-
-
-@dataclass
-class SlotConfig:
-    """Timings the agent applies to every slot: agent.toml's [slot] (agent/config.py; the
-    environment's overrides let tests run in seconds)."""
-
-    hang_factor: float = 3.0  # hung when a phase takes this many times its learned duration...
-    hang_min_s: float = 60.0  # ...and at least this much longer than it
-    stop_grace_s: float = 20.0  # SIGTERM -> SIGKILL of the group (SGLang: drain, then 15 s)
-    force_grace_s: float = 3.0
-    release_timeout_s: float = 30.0  # wait for VRAM and the port after the processes are gone
-    poll_s: float = 0.1
-
-
-# Relays whose server left an orphan holding the pipe: reaped once they end (never zombies).
-_orphan_relays: list[subprocess.Popen] = []
-
-
-def _reap_relays() -> None:
-    _orphan_relays[:] = [r for r in _orphan_relays if r.poll() is None]
-
-
-def _zombie_returncode(pid: int) -> int | None:
-    """Popen-style returncode of `pid` if it is a zombie (its wait status is in /proc/PID/stat
-    until the parent reaps it: field 52, Linux >= 3.5); None when it runs or is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state is field 3
-    if not fields or fields[0] != "Z" or len(fields) < 50:
-        return None
-    try:
-        status = int(fields[-1])
-    except ValueError:
-        return None
-    if os.WIFSIGNALED(status):
-        return -os.WTERMSIG(status)
-    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+log = logging.getLogger("sgltui.agent.slot")
 
 
 async def to_the_end(coro: Any) -> Any:
@@ -131,254 +80,9 @@ async def to_the_end(coro: Any) -> Any:
         raise
 
 
-def as_cause(cause: dict | None) -> protocol.Cause | None:
-    """A cause of core/causes.py (a dict: core does not know the protocol) as its Struct."""
-    return None if not cause else msgspec.convert(cause, protocol.Cause, strict=False)
-
-
-def _typed(data: dict | None, cls: type[S]) -> S | None:
-    """A dict the slot keeps, as the Struct STATUS declares for it."""
-    return None if data is None else msgspec.convert(data, cls)
-
-
-def _describe(profile: Any) -> dict | None:
-    """The resolved profile a slot runs (sgltui/agent/resolved.py), without secrets."""
-    describe = getattr(profile, "describe", None)
-    return describe() if callable(describe) else None
-
-
-class SlotHost(Protocol):
-    """What a slot needs from the agent around it."""
-
-    config: SlotConfig
-
-    bus: EventBus  # where it publishes its events and says its state moved (agent/events.py)
-
-    def push_log(self, slot_id: str, launch_id: str, lines: list[str]) -> None: ...
-    def server_log_path(self, launch_id: str) -> Path: ...
-    def learned(self, profile: str) -> dict[str, float] | None: ...
-    def record_launch(self, profile: str, durations: dict[str, float]) -> None: ...
-    def telemetry_line(self, slot_id: str, line: str) -> None: ...
-    def add_secret(self, secret: str) -> None: ...
-
-    state_dir: Path
-
-
-class LaunchError(Exception):
-    """A pre-check refused the launch; carries a cause for the slot state."""
-
-    def __init__(self, cause: dict) -> None:
-        super().__init__(causes.line(cause))
-        self.cause = cause
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    out, hide = [], False
-    for a in argv:
-        out.append("***" if hide else a)
-        hide = a in ("--api-key", "--admin-api-key")
-    return out
-
-
-class Slot:
-    def __init__(self, slot_id: str, host: SlotHost, place: Any = None) -> None:
-        self.id = slot_id
-        self.host = host
-        # Where it runs (core/placement.SlotPlace: GPUs, port), from host.toml; None: where
-        # the profile says (one slot, no host.toml).
-        self.place = place
-        self.state: SlotState = STOPPED
-        self.phase: str | None = None
-        self.profile: Any = None  # sgltui.core.profiles.Profile of the current launch
-        self.profile_name: str | None = None
-        self.tree: procs.ProcTree | None = None
-        # Used bytes per target GPU just before the launch (None: simulated, or no NVML).
-        self.gpu_baseline: dict[int, int] | None = None
-        self.popen: subprocess.Popen | None = None
-        self.launch_id: str | None = None
-        self.log_path: Path | None = None
-        self.started_at: float | None = None
-        self.ready_at: float | None = None
-        self.cause: dict | None = None  # why the slot is failed/crashed; None when healthy
-        self.last_failure: dict | None = None  # the latest failure, kept after recovery
-        self.draining: dict | None = None  # requests still in flight while a stop waits
-        # a ready server that stopped answering (SIGSTOP, a wedge): agent/liveness.py
-        self.liveness = Liveness(slot_id, self._on_liveness)
-        self.swap: protocol.SwapView | None = None  # None: no swap in progress
-        self.last_swap: protocol.LastSwap | None = None  # the latest swap's outcome, kept
-        self.command: list[str] = []
-        self.command_hash: str | None = None
-        self.server_host = "127.0.0.1"
-        self.port = 30000
-        self.api_key: str | None = None
-        self.tp_size = 1
-        self.client: str | None = None  # who issued the command now driving this slot
-        self.front: Any = None  # the slot's stable endpoint (agent/front.py), set by the agent
-        self.last_stop: protocol.StopView | None = None  # how the latest stop went
-        self.timings: dict[str, float] = {}
-        self._phase_started = 0.0
-        self._phase_done: dict[str, float] = {}
-        self._forward = phases.Forward()  # progress never goes back within a launch
-        self._ready_line_at: float | None = None
-        self._tail: collections.deque[str] = collections.deque(maxlen=300)
-        self._log_pos = 0
-        self._partial = b""
-        self._relay: subprocess.Popen | None = None
-        self._pipe: int | None = None  # read end of the relay's pipe (non-blocking)
-        self.pipe_closed = False
-        self._monitor: asyncio.Task | None = None
-        self._stopping = False
-        self._kill: dict | None = None  # set by _terminate_tree when a SIGKILL was needed
-        self._changed = asyncio.Event()
-        self._last_refresh = 0.0
-        self.live_pids: list[int] = []  # the tree's live pids at the watcher's last look
-        # A server sgltui did not start, watched here (agent/attach.py External); None: ours.
-        self.external: Any = None
-
-    # ---- views -------------------------------------------------------------------------------
-
-    def status(self) -> protocol.SlotStatus:
-        progress, eta = self._estimate()
-        now = time.time()
-        # The watcher's last look (each second, in a worker thread): a status must not walk
-        # the process tree on the loop.
-        pids = list(self.live_pids) if self.tree and self.state in RUNNING + (STOPPING,) else []
-        return protocol.SlotStatus(
-            id=self.id,
-            profile=self.profile_name,
-            state=SlotState(self.state),
-            phase=self.phase,
-            progress=progress,
-            eta_s=eta,
-            host=self.server_host,
-            port=self.port,
-            pid=self.tree.pid if self.tree else None,
-            pids=pids,
-            launch_id=self.launch_id,
-            log_path=str(self.log_path) if self.log_path else None,
-            started_at=self.started_at,
-            ready_at=self.ready_at,
-            uptime_s=round(now - self.started_at, 1)
-            if self.started_at and self.state in RUNNING
-            else None,
-            command=redact_argv(self.command),
-            command_hash=self.command_hash,
-            # the slot keeps these as the dicts its events carry (core/causes.py, the drain)
-            cause=_typed(self.cause, protocol.Cause),
-            last_failure=self.last_failure,
-            drain=_typed(self.draining, protocol.DrainView),
-            swap=self.swap,
-            last_swap=self.last_swap,
-            api_key_set=bool(self.api_key),
-            resolved=_typed(_describe(self.profile), protocol.ResolvedView),
-            front=_typed(self.front.status(), protocol.FrontView) if self.front else None,
-            last_stop=self.last_stop,
-            gpus=list(self.place.gpus) if self.place is not None else [],
-            external=self.external.view() if self.external is not None else None,
-            unresponsive=self.liveness.reason if self.state == READY else None,
-        )
-
-    def _on_liveness(self, reason: str | None) -> None:
-        if reason is None:
-            log.info("slot %s: its server answers again", self.id)
-        else:
-            log.warning("slot %s: its server is unresponsive: %s", self.id, reason)
-        self.host.bus.changed()
-
-    def record(self) -> dict | None:
-        """What agent-state.json keeps to re-adopt this server (no secrets)."""
-        if self.external is not None:  # not ours: a new agent finds it again (discovery)
-            return None
-        if not self.tree or self.state not in RUNNING + (STOPPING,):
-            return None
-        return {
-            "profile": self.profile_name,
-            "state": self.state,
-            "phase": self.phase,
-            "tree": self.tree.to_json(),
-            "launch_id": self.launch_id,
-            "log_path": str(self.log_path),
-            "started_at": self.started_at,
-            "ready_at": self.ready_at,
-            "host": self.server_host,
-            "port": self.port,
-            "command": redact_argv(self.command),
-            "command_hash": self.command_hash,
-            "tp_size": self.tp_size,
-            "gpu_baseline": {str(i): b for i, b in (self.gpu_baseline or {}).items()} or None,
-            "phase_done": self._phase_done,
-            "resolved": _describe(self.profile),
-            "resolved_profile": resolved_mod.to_record(self.profile),
-        }
-
-    def _estimate(self) -> tuple[float | None, float | None]:
-        if self.state != LAUNCHING:
-            return None, None
-        in_phase = time.monotonic() - self._phase_started
-        progress, eta = phases.estimate(
-            self.phase, in_phase, self._phase_done, self.host.learned(self.profile_name or "")
-        )
-        progress = self._forward(self.launch_id, progress)
-        return round(progress, 3), (round(eta, 1) if eta is not None else None)
-
-    # ---- state ---------------------------------------------------------------------------------
-
-    def _fire(self, event: str, reason: str, cause: dict | None = None) -> None:
-        """Move the slot by the lifecycle table (sgltui/agent/lifecycle.py) and announce it."""
-        prev = self.state
-        state = lifecycle.next_state(prev, event)
-        entry = lifecycle.ENTRY[state]
-        self.state = state
-        if entry.clears_phase:
-            self.phase = None
-        if cause is not None:
-            if cause is not self.cause:
-                self.last_failure = dict(cause, profile=self.profile_name, at=time.time())
-            self.cause = cause
-        elif not entry.keeps_cause:
-            self.cause = None
-        self._announce(
-            protocol.SlotStateChanged(
-                state=state,
-                prev=prev,
-                phase=self.phase,
-                reason=reason,
-                cause=as_cause(cause),
-                profile=self.profile_name,
-                launch_id=self.launch_id,
-            )
-        )
-
-    def _announce(self, event: protocol.EventBase) -> None:
-        """Publish a slot event (its client and slot filled in), wake wait_settled()."""
-        event.client, event.slot = self.client, self.id
-        self.host.bus.publish(event)
-        self.host.bus.changed()
-        self._changed.set()
-
-    def _set_phase(self, phase: str) -> None:
-        now = time.monotonic()
-        if self.phase:
-            self._phase_done[self.phase] = (
-                self._phase_done.get(self.phase, 0.0) + now - self._phase_started
-            )
-        self.phase, self._phase_started = phase, now
-        progress, eta = self._estimate()
-        self._announce(protocol.SlotPhase(phase=phase, progress=progress, eta_s=eta))
-
-    async def wait_settled(self, timeout: float | None = None) -> SlotState:
-        """Wait until the slot is ready, stopped, failed or crashed; return that state."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.state not in TERMINAL:
-            self._changed.clear()
-            remaining = None if deadline is None else max(deadline - time.monotonic(), 0)
-            if remaining == 0:
-                break
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except asyncio.TimeoutError:
-                break
-        return self.state
+class Slot(SlotCore):
+    """One slot's server: launched, adopted, watched and stopped through the slot's
+    transitions (agent/slot_core.py); its processes are agent/server_process.py's."""
 
     # ---- launch --------------------------------------------------------------------------------
 
@@ -386,73 +90,16 @@ class Slot:
     def validate(profile: Any) -> str | None:
         """The first error the flag validator finds in `profile` (one line), before anything stops
         or starts; None when it is valid or the validator is unavailable."""
-        try:
-            from sgltui.core.validate import check_profile
-
-            issues = check_profile(profile)
-        except Exception as exc:  # a validator problem must not block a launch that may work
-            log.warning(
-                "profile validation unavailable for %s: %s",
-                getattr(profile, "name", "?"),
-                exc,
-                exc_info=True,
-            )
-            return None
-        errors = [str(i).splitlines()[0] for i in issues if i.is_error]
-        if not errors:
-            return None
-        more = (
-            f" (+{len(errors) - 1} more: `sgltui profiles validate {profile.name}`)"
-            if len(errors) > 1
-            else ""
-        )
-        return errors[0] + more
+        return launch_check.validate(profile)
 
     def precheck(
         self, profile: Any, exclude_pids: set[int], skip: frozenset[str] = frozenset()
     ) -> None:
-        """Refuse a launch that cannot work before minutes are spent loading it. `skip`: the
-        preflight checks the command forced (`--force port`, `--force gpu-memory`), which the
-        user asked to go past here too; leftover SGLang on the GPUs is always refused."""
-        host, port = profile.host, profile.port
-        if "port" not in skip and not procs.port_free(host, port):
-            holder = procs.port_holder(port)
-            raise LaunchError(
-                causes._cause(
-                    "port",
-                    f"port {port} is already in use" + (f" by {holder}" if holder else ""),
-                    [],
-                    "stop what holds it or set `port` in the profile's [server]",
-                    None,
-                )
-            )
+        """Refuse a launch that cannot work before minutes are spent loading it
+        (agent/launch_check.py); keeps what the target GPUs use before it."""
+        launch_check.check_port(profile, skip)
         self.gpu_baseline = None
-        if profile.launcher == "sim":
-            return  # simulated GPUs: nothing real to hold or to be short of
-        visible = profile.env.get("CUDA_VISIBLE_DEVICES") or os.environ.get("CUDA_VISIBLE_DEVICES")
-        holders = gpu.sglang_on_gpus(visible, exclude_pids)
-        if holders is None:
-            # No NVML: nothing says which GPU a process holds, so orphans only earn a warning.
-            orphans = procs.orphan_sglang_processes(exclude_pids)
-            if orphans:
-                log.warning("orphaned SGLang processes on this host: %s", procs.describe(orphans))
-        elif holders:
-            raise LaunchError(
-                causes._cause(
-                    "oom",
-                    f"leftover SGLang processes hold the target GPUs: {procs.describe(holders)}",
-                    [],
-                    f"end them (kill -9 {' '.join(map(str, holders))}) and start again",
-                    None,
-                )
-            )
-        need = host_pool.as_number(profile.server.get("mem-fraction-static")) or 0.5
-        problem = None if "gpu-memory" in skip else gpu.free_after_release(visible, need, set())
-        if problem:
-            raise LaunchError(causes._cause("oom", problem[0], [], problem[1], None))
-        # What the target GPUs use before this server exists: where NVML's pids cannot be
-        # matched to ours (a container), its release is this figure coming back (agent/gpu/).
-        self.gpu_baseline = gpu.used_bytes(visible)
+        self.gpu_baseline = launch_check.check_gpus(profile, exclude_pids, skip)
 
     async def launch(self, profile: Any, client: str | None, launch_id: str) -> None:
         """Spawn `profile` (the caller ran precheck). Returns once the process exists. The table
@@ -484,8 +131,8 @@ class Slot:
         )
         self.command_hash = profile.command_hash()
         self.launch_id = launch_id
-        self.log_path = self.host.server_log_path(launch_id)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.proc.log_path = log_path = self.host.server_log_path(launch_id)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
         env.update({k: str(v) for k, v in (profile.env or {}).items()})
         env.setdefault(
@@ -494,11 +141,10 @@ class Slot:
         env[discovery.LAUNCH_MARK] = launch_id  # any agent's discovery knows it is sgltui's
         self._reset_launch()
         try:
-            self.popen = await asyncio.to_thread(self._spawn, env)
+            popen = await asyncio.to_thread(self.proc.spawn, self.command, env)
         finally:  # nothing awaits from here to the SPAWN below: the watcher sees it launching
             spawned.append(True)
-        self.tree = procs.ProcTree.of(self.popen.pid)
-        self.live_pids = [self.popen.pid]
+        self.proc.track(popen)
         self.started_at = time.time()
         self.host.bus.publish(
             protocol.Launch(
@@ -508,8 +154,8 @@ class Slot:
                 profile=profile.name,
                 command=redact_argv(self.command),
                 command_hash=self.command_hash,
-                log_path=str(self.log_path),
-                pid=self.popen.pid,
+                log_path=str(log_path),
+                pid=popen.pid,
             )
         )
         self.phase = None
@@ -517,55 +163,15 @@ class Slot:
         self._set_phase(phases.SPAWNED)
         self._monitor = spawn(self._watch(), f"slot-{self.id}-watch")
 
-    def refuse(self, profile: Any, client: str | None, cause: dict) -> None:
-        """A pre-launch check refused `profile`: failed with the cause, nothing started."""
-        self.client = client
-        self.profile, self.profile_name = profile, profile.name
-        self.tree, self.popen = None, None
-        self._fire(lifecycle.REFUSE, f"{profile.name} not launched: {cause['summary']}", cause)
-
-    def keep_failure(self, cause: dict | None) -> None:
-        """A swap failed and its rollback brought no server back: the slot keeps that swap's
-        failure as its cause (a ready slot never has one)."""
-        if cause is not None and self.state != READY and self.cause is None:
-            self.cause = cause
-            self.host.bus.changed()
-            self._changed.set()
-
-    # ---- a swap's state (sequenced by agent/operations.py) -------------------------------------
-
-    def begin_swap(
-        self, old: str | None, to: str, started: float, rollback: bool, client: str | None
-    ) -> None:
-        self.swap = protocol.SwapView(
-            from_=old, to=to, step="stopping", started_at=started, rollback=rollback, client=client
-        )
-        self.client = client
-        self.host.bus.changed()
-
-    def swap_step(self, step: str) -> None:
-        self.swap = msgspec.structs.replace(self.swap or protocol.SwapView(), step=step)
-        self.host.bus.changed()
-
-    def end_swap(self, outcome: protocol.LastSwap | None = None) -> None:
-        """No swap in progress (None means that to every viewer); `outcome` is kept for late
-        readers as last_swap."""
-        self.swap = None
-        if outcome is not None:
-            self.last_swap = outcome
-        self.host.bus.changed()
-
     def hand_over(self) -> dict:
         """Let another slot object take this ready server over, running (a warm swap moves a
         server between a slot and a standby's own slot: agent/standby.py): stop watching it and
         forget it, without a state event (the taker's swap says what happened)."""
         record = self.record()
         assert record is not None and self.state == READY, "only a ready server is handed over"
-        handed = {"record": record, "popen": self.popen, "profile": self.profile}
         if self._monitor and not self._monitor.done():
             self._monitor.cancel()
-        self._close_relay()  # the relay keeps writing the log file (as for a re-adoption)
-        self.tree, self.popen, self.live_pids = None, None, []
+        handed = {"record": record, "popen": self.proc.hand_over(), "profile": self.profile}
         self.state = STOPPED
         return handed
 
@@ -576,115 +182,16 @@ class Slot:
             raise LaunchError(
                 causes._cause("exit", "the server handed over is gone", [], "start it again", None)
             )
-        self.popen = handed["popen"]  # still our child: reaped when it ends
-        if self.log_path is not None:
-            try:
-                self._log_pos, self._partial = self.log_path.stat().st_size, b""
-            except OSError:
-                pass
+        self.proc.take_popen(handed["popen"])  # still our child: reaped when it ends
         self.host.bus.changed()
         self._changed.set()
 
-    def attach_front(self, front: Any) -> None:
-        """The slot's stable endpoint (agent/front.py), opened by the agent at start."""
-        self.front = front
-
-    def hold_front(self, why: str) -> None:
-        """New requests wait at the front (agent/front.py) from here: the old server only
-        drains. Called once the batch jobs have paused: their requests held here would be in
-        flight for them, and they wait for those to finish."""
-        if self.front is not None:
-            self.front.hold(why, held_from=self.launch_id)
-
-    def _spawn(self, env: dict[str, str]) -> subprocess.Popen:
-        """Start the server with its output on a pipe to a log relay (sgltui/agent/logrelay.py):
-        the agent reads phases from the relay, never from the disk, and the relay keeps the log
-        file for whoever re-adopts the server. Without a relay the server writes the file."""
-        assert self.log_path is not None
-        read_end, write_end = os.pipe()
-        try:
-            try:
-                self._relay = subprocess.Popen(
-                    [sys.executable, "-m", "sgltui.agent.logrelay", str(self.log_path)],
-                    stdin=read_end,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    start_new_session=True,  # not in the server's group: it outlives its kill
-                    close_fds=True,
-                )
-            except OSError as exc:
-                log.warning("no log relay (%s); the server writes its log file itself", exc)
-                self._relay = None
-            if self._relay is not None:
-                assert self._relay.stdout is not None
-                self._pipe = self._relay.stdout.fileno()
-                os.set_blocking(self._pipe, False)
-                out: Any = write_end
-            else:
-                out = open(self.log_path, "ab")  # noqa: SIM115 - closed right after the spawn
-            try:
-                return subprocess.Popen(
-                    self.command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                    close_fds=True,
-                    umask=files.inherited_umask(),  # its caches are the user's own files
-                )
-            except OSError as exc:
-                self._close_relay()
-                raise LaunchError(
-                    causes._cause(
-                        "exit",
-                        f"cannot run {self.command[0]}: {exc.strerror or exc}",
-                        [],
-                        "set `python` in the profile to an interpreter that has sglang installed",
-                        None,
-                    )
-                ) from None
-            finally:
-                if out is not write_end:
-                    out.close()
-        finally:
-            os.close(read_end)
-            os.close(write_end)
-
-    def _close_relay(self, wait: float = 0.0) -> None:
-        """Stop reading the relay; reap it (it ends by itself once the server's tree is gone)."""
-        relay, self._relay, self._pipe = self._relay, None, None
-        if relay is None:
-            return
-        if relay.stdout is not None:
-            relay.stdout.close()
-        try:
-            relay.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            # Something of the server's tree still holds the pipe; the relay ends with it.
-            # Reaped later by _reap_relays so it never lingers as a zombie.
-            _orphan_relays.append(relay)
-        _reap_relays()
-
-    def _reset_launch(self) -> None:
-        self._close_relay()
-        self.pipe_closed = False
-        self.cause, self.ready_at, self._ready_line_at = None, None, None
-        self._phase_done, self.timings = {}, {}
-        self._tail.clear()
-        self._partial = b""
-        self._stopping = False
-        self.phase = None
-
     def adopt(self, record: dict, profile: Any | None) -> bool:
         """Take over a server launched by an earlier agent. False when it is gone."""
-        tree = procs.ProcTree.from_json(record["tree"])
-        if not tree.main_alive():
+        if not self.proc.adopt(record["tree"]):
             return False
-        self.live_pids = tree.refresh()
-        self.tree, self.popen = tree, None
         self.profile, self.profile_name = profile, record.get("profile")
-        self.launch_id, self.log_path = record.get("launch_id"), Path(record["log_path"])
+        self.launch_id, self.proc.log_path = record.get("launch_id"), Path(record["log_path"])
         self.started_at, self.ready_at = record.get("started_at"), record.get("ready_at")
         self.server_host, self.port = (
             record.get("host", "127.0.0.1"),
@@ -699,16 +206,11 @@ class Slot:
         self.api_key = getattr(profile, "api_key", None) if profile else None
         if self.api_key:
             self.host.add_secret(self.api_key)
-        self._phase_done = dict(record.get("phase_done") or {})
         # Re-read the whole log to rebuild phase and tail (not pushed again: clients saw it).
-        self._log_pos = 0
-        for line in self._read_new_lines():
-            self._tail.append(line)
-            self.phase = phases.advance(self.phase, line)
-            if phases.is_ready_line(line):
-                self._ready_line_at = time.monotonic()
-        self.phase = self.phase or phases.SPAWNED
-        self._phase_started = time.monotonic()
+        self.proc.rewind_log()
+        lines = self.proc.read_new_lines()
+        self._tail.extend(lines)
+        self.progress.replay(lines, record.get("phase_done") or {})
         self.state = lifecycle.next_state(
             self.state,
             lifecycle.ADOPT_READY if record.get("state") == READY else lifecycle.ADOPT_LAUNCHING,
@@ -717,28 +219,6 @@ class Slot:
             self.phase = None
         self._monitor = spawn(self._watch(), f"slot-{self.id}-watch")
         return True
-
-    def describe_external(
-        self,
-        *,
-        name: str,
-        host: str,
-        port: int,
-        api_key: str | None,
-        launch_id: str,
-        client: str | None,
-        command: list[str],
-        command_hash: str,
-        tp_size: int,
-        started_at: float,
-    ) -> None:
-        """What a server sgltui did not start is (agent/attach.py), before it is watched: no
-        profile, a name, where it answers, its command line and the hash of what it runs."""
-        self.profile, self.profile_name = None, name
-        self.server_host, self.port, self.api_key = host, port, api_key
-        self.launch_id, self.client = launch_id, client
-        self.command, self.command_hash, self.tp_size = command, command_hash, tp_size
-        self.started_at, self.ready_at = started_at, time.time()
 
     def watch_external(
         self,
@@ -752,113 +232,33 @@ class Slot:
         coroutine) follows it; lifecycle commands are refused while `external` is set. Its log
         file (`log_path`) holds only the note that its lines are not ours."""
         if log_path is not None:
-            self.log_path = log_path
+            self.proc.log_path = log_path
         if self.state in (FAILED, CRASHED):
             self._fire(lifecycle.STOPPED_EV, "cleared for an attached server")
         self._reset_launch()
         if note:  # why its log stays empty (the log pane, `sgltui logs`)
             self._tail.append(note)
-        self.external, self.tree, self.popen = external, tree, None
-        self.live_pids = tree.refresh() if tree else []
+        self.external = external
+        self.proc.watch_tree(tree)
         self.gpu_baseline = None
         self._fire(lifecycle.ADOPT_READY, f"attached {external.url}")
         self._monitor = asyncio.get_running_loop().create_task(watch, name=f"slot-{self.id}-ext")
 
-    def note_live_pids(self, pids: list[int]) -> None:
-        """The attached server's processes as its watcher last found them (agent/attach.py)."""
-        self.live_pids = pids
-
-    def unwatch_for_adoption(self) -> None:
-        """An attached server about to be adopted: no longer external, and stopped without an
-        event, so that adopt() takes it as a server of its own (its event says what happened)."""
-        self.external = None
-        self.state = STOPPED
-
-    def external_gone(self, cause: dict | None) -> None:
-        """The attached server ended or was let go: crashed with `cause`, or stopped (None)."""
-        if cause is not None and self.state in (READY, DRAINING):
-            self._fire(lifecycle.EXIT, cause["summary"], cause)
-        elif self.state in RUNNING:
-            self._fire(lifecycle.STOP, "detaching (the server runs on)")
-            self._fire(lifecycle.STOPPED_EV, "detached: the server runs on, unwatched")
-        self.tree, self.live_pids, self.external = None, [], None
-
     # ---- watching ------------------------------------------------------------------------------
-
-    def _read_new_lines(self) -> list[str]:
-        """Complete lines the server printed since the last call: from the relay's pipe while
-        there is one, else (a re-adopted server) from the log file."""
-        if self._pipe is not None:
-            data = self._read_pipe()
-        else:
-            data = self._read_file()
-        if not data:
-            return []
-        data = self._partial + data
-        *lines, self._partial = data.split(b"\n")
-        return [ln.decode("utf-8", "replace").rstrip("\r") for ln in lines]
-
-    def _read_pipe(self) -> bytes:
-        chunks, total = [], 0
-        pipe = self._pipe
-        assert pipe is not None, "read only while the relay's pipe is open"
-        while total < 4 << 20:
-            try:
-                data = os.read(pipe, 1 << 16)
-            except BlockingIOError:
-                break
-            except OSError:
-                data = b""
-            if not data:  # EOF: the relay is done (the server's tree closed its output)
-                self.pipe_closed = True
-                self._close_relay()
-                break
-            chunks.append(data)
-            total += len(data)
-        return b"".join(chunks)
-
-    def _read_file(self) -> bytes:
-        if not self.log_path:
-            return b""
-        try:
-            with open(self.log_path, "rb") as fh:
-                if os.fstat(fh.fileno()).st_size < self._log_pos:
-                    self._log_pos, self._partial = 0, b""  # the recorder rotated it (copy-truncate)
-                fh.seek(self._log_pos)
-                data = fh.read(4 << 20)
-                self._log_pos = fh.tell()
-        except OSError:
-            return b""
-        return data
 
     async def _drain_output(self, timeout: float, close: bool = False) -> None:
         """After the server exited: take what the relay still carries (the lines that explain
         the exit), bounded, since an orphan may hold the pipe open; `close` then stops reading
         the relay (the tree is gone)."""
         deadline = time.monotonic() + timeout
-        while self._pipe is not None and time.monotonic() < deadline:
-            self._consume(self._read_new_lines())
-            if self._pipe is not None:
+        while self.proc.relay_open and time.monotonic() < deadline:
+            self._consume(self.proc.read_new_lines())
+            if self.proc.relay_open:
                 await asyncio.sleep(0.02)
-        self._consume(self._read_new_lines())
-        if self._partial and (close or self._pipe is None):
-            self._consume([self._partial.decode("utf-8", "replace")])
-            self._partial = b""
+        self._consume(self.proc.read_new_lines())
+        self._consume(self.proc.take_partial(close))
         if close:
-            self._close_relay()
-
-    def _exit_code(self) -> tuple[bool, int | None]:
-        """(exited, returncode) of the main process; for a re-adopted server (not our child) the
-        code is read from /proc while it is a zombie, else None."""
-        if self.popen is not None:
-            rc = self.popen.poll()
-            return rc is not None, rc
-        if not self.tree:
-            return True, None
-        zombie_rc = _zombie_returncode(self.tree.pid)
-        if zombie_rc is not None:
-            return True, zombie_rc
-        return not self.tree.main_alive(), None
+            self.proc.close_relay()
 
     async def _watch(self) -> None:
         try:
@@ -873,12 +273,12 @@ class Slot:
         next_probe = 0.0
         probed_after_line = False
         while True:
-            self._consume(self._read_new_lines())
+            self._consume(self.proc.read_new_lines())
             now = time.monotonic()
             if now - self._last_refresh > 1.0 and self.tree:
                 self._last_refresh = now
-                self.live_pids = await asyncio.to_thread(self.tree.refresh)
-            exited, rc = self._exit_code()
+                await self.proc.refresh()
+            exited, rc = self.proc.exit_code()
             if exited:
                 if not self._stopping:
                     await self._drain_output(1.0)
@@ -895,7 +295,7 @@ class Slot:
                 # full disk under a re-adopted server's log, a relay that fell behind), and a
                 # launch must never wait on them. Before the line only the strict /ready counts
                 # (an older server's /model_info answers before warm-up).
-                seen = self._ready_line_at is not None
+                seen = self.progress.ready_line_at is not None
                 # The ready line makes the next probe due at once (every ms of it is swap time).
                 if now >= next_probe or (seen and not probed_after_line):
                     probed_after_line = seen
@@ -916,62 +316,25 @@ class Slot:
         for line in lines:
             self._tail.append(line)
             self.host.telemetry_line(self.id, line)
-            if self.state == LAUNCHING:
-                new = phases.advance(self.phase, line)
-                if new is not None and new != self.phase:
-                    self._set_phase(new)
-                if phases.is_ready_line(line) and self._ready_line_at is None:
-                    self._ready_line_at = time.monotonic()
+            if self.state == LAUNCHING and (new := self.progress.observe(line)) is not None:
+                self._set_phase(new)
         self.host.push_log(self.id, self.launch_id or "", lines)
 
     def _on_ready(self) -> None:
-        now = time.monotonic()
-        if self.phase:
-            self._phase_done[self.phase] = (
-                self._phase_done.get(self.phase, 0.0)
-                + (self._ready_line_at or now)
-                - self._phase_started
-            )
-        self.ready_at = time.time()
-        self.timings = {
-            "load": round(
-                self.ready_at
-                - (self.started_at or self.ready_at)
-                - (now - (self._ready_line_at or now)),
-                3,
-            ),
-            "ready": round(now - (self._ready_line_at or now), 3),
-        }
-        self.host.record_launch(self.profile_name or "", dict(self._phase_done))
+        self.ready_at = self.progress.finish(self.started_at)
+        self.host.record_launch(self.profile_name or "", dict(self.progress.done))
         self._fire(lifecycle.READY_EV, f"{self.profile_name} ready on port {self.port}")
 
     def _hung(self, now: float) -> bool:
-        cfg = self.host.config
-        in_phase = now - self._phase_started
-        learned = self.host.learned(self.profile_name or "")
-        phase = self.phase or phases.SPAWNED
-        if learned and phase in learned:
-            expected = learned[phase]
-            limit = max(expected * cfg.hang_factor, expected + cfg.hang_min_s)
-        else:
-            expected = limit = NO_HISTORY_LIMIT_S.get(phase, 900.0)
-        if self._ready_line_at is not None:
-            # Past the ready line only the probe is pending; a server that never answers it
-            # (bound elsewhere, firewalled) is as stuck as one that never loads.
-            silent = now - self._ready_line_at
-            if silent <= max(30.0, cfg.hang_min_s):
-                return False
-            cause = causes._cause(
-                "hang",
-                f"printed its ready line {silent:.0f}s ago but /ready on {self.server_host}:{self.port} does not answer",
-                list(self._tail)[-causes.MAX_LINES :],
-                "check host/port in the profile and what listens there",
-                None,
-            )
-        elif in_phase <= limit:
+        cause = self.progress.hang(
+            now,
+            self.host.learned(self.profile_name or ""),
+            self.host.config,
+            f"{self.server_host}:{self.port}",
+            list(self._tail),
+        )
+        if cause is None:
             return False
-        else:
-            cause = causes.hang(phase, in_phase, expected, list(self._tail))
         log.warning("slot %s: %s", self.id, cause["summary"])
         self._stopping = True  # the watcher must not report the kill below as a crash
         spawn(self._fail_hung(cause), f"slot {self.id}: ending a hung server")
@@ -980,8 +343,8 @@ class Slot:
     async def _fail_hung(self, cause: dict) -> None:
         # A hung server still holds the GPU and the port: take it down before reporting the
         # failure, so that a rollback started on "failed" finds both free.
-        await asyncio.to_thread(self._terminate_tree, self.host.config.force_grace_s)
-        self._reap()
+        await asyncio.to_thread(self.proc.terminate, self.host.config.force_grace_s)
+        self.proc.reap()
         await self._drain_output(0.5, close=True)
         await self._wait_released()
         self._fire(lifecycle.HANG, cause["summary"], cause)
@@ -990,9 +353,8 @@ class Slot:
         cause = causes.classify(rc, list(self._tail))
         was = self.state
         # Children may survive a crashed launcher (reparented to init, still holding VRAM): end them before reporting.
-        if self.tree:
-            await asyncio.to_thread(self.tree.kill_all)
-        self._reap()
+        await self.proc.kill_all()
+        self.proc.reap()
         await self._drain_output(0.5, close=True)
         await self._wait_released()
         if was == LAUNCHING:
@@ -1001,13 +363,6 @@ class Slot:
             )
         else:
             self._fire(lifecycle.EXIT, f"{self.profile_name} crashed: {cause['summary']}", cause)
-
-    def _reap(self) -> None:
-        if self.popen is not None:
-            try:
-                self.popen.wait(timeout=0.5)
-            except subprocess.TimeoutExpired:
-                pass
 
     # ---- stopping ------------------------------------------------------------------------------
 
@@ -1040,7 +395,7 @@ class Slot:
             self._fire(lifecycle.DRAIN, f"waiting up to {timeout:.0f}s for running requests")
             deadline = time.monotonic() + timeout
             said: tuple[int | None, float] = (None, 0.0)
-            while not self._exit_code()[0]:
+            while not self.proc.exit_code()[0]:
                 busy = await self._busy()
                 if not busy:
                     break
@@ -1080,7 +435,7 @@ class Slot:
         return await to_the_end(self._stop_tree(drain, report, step))
 
     async def _stop_tree(self, drain: str, report: dict[str, Any], step: Callable) -> dict:
-        report["requests_at_sigterm"] = await self._busy() if not self._exit_code()[0] else 0
+        report["requests_at_sigterm"] = await self._busy() if not self.proc.exit_code()[0] else 0
         t1 = time.monotonic()
         step("stopping")
         self._stopping = True
@@ -1090,9 +445,9 @@ class Slot:
             self.host.config.force_grace_s if drain == "force" else self.host.config.stop_grace_s
         )
         loop = asyncio.get_running_loop()
-        self._kill = None
-        left = await asyncio.to_thread(self._terminate_tree, grace, loop)
-        self._reap()
+        self.proc.kill = None
+        left = await asyncio.to_thread(self.proc.terminate, grace, loop, self._busy)
+        self.proc.reap()
         if self._monitor and not self._monitor.done():
             self._monitor.cancel()
         await self._drain_output(1.0, close=True)
@@ -1112,7 +467,7 @@ class Slot:
         if not port_ok:
             problems.append(f"port {self.port} still in use")
         report["problems"] = problems
-        report["signal"], kill_cause = self._stop_outcome(report)
+        report["signal"], kill_cause = stop_outcome(self.proc.kill, report)
         reason = {
             "SIGTERM": "stopped (exited on SIGTERM)",
             "SIGKILL": "stopped by SIGKILL"
@@ -1135,7 +490,7 @@ class Slot:
             requests_at_sigkill=report.get("requests_at_sigkill"),
             timings_s=dict(report["timings_s"]),
         )
-        self.tree, self.popen = None, None
+        self.proc.tree, self.proc.popen = None, None
         self._fire(lifecycle.STOPPED_EV, reason, keep_cause)
         return report
 
@@ -1146,126 +501,18 @@ class Slot:
         front = self.front.in_flight((self.server_host, self.port)) if self.front else 0
         return (load or 0) + front
 
-    def _stop_outcome(self, report: dict) -> tuple[str | None, dict | None]:
-        """Which signal ended the server, and a cause when it took a SIGKILL with work running."""
-        kill = self._kill or {}
-        if kill.get("signal") == "none":
-            return None, None
-        if kill.get("signal") != "SIGKILL":
-            return "SIGTERM", None
-        running = kill.get("requests")
-        report["requests_at_sigkill"] = running
-        after = kill.get("after_s", 0.0)
-        if kill.get("leftovers_only"):
-            # The server itself exited on SIGTERM; what it left behind is no failure of it.
-            return "SIGKILL", None
-        if running:
-            summary = (
-                f"SIGKILL after {after:.0f}s: it did not exit on SIGTERM and "
-                f"{running} requests still running were cut"
-            )
-        else:
-            summary = f"SIGKILL after {after:.0f}s: it did not exit on SIGTERM"
-        fix = (
-            "send no new requests during a stop (use the slot's front endpoint) or raise "
-            "SGLTUI_STOP_GRACE_S; `sgltui stop` drains before stopping"
-        )
-        return "SIGKILL", causes._cause("signal", summary, [], fix, -signal.SIGKILL)
-
-    def _terminate_tree(
-        self, grace: float, loop: asyncio.AbstractEventLoop | None = None
-    ) -> list[int]:
-        """Blocking: SIGTERM the main process, SIGKILL everything after `grace`; live pids left.
-        Records in self._kill whether a SIGKILL was needed and how many requests it cut (asked
-        of the server through `loop` just before the kill)."""
-        tree = self.tree
-        assert tree is not None
-        t0 = time.monotonic()
-        tree.refresh()
-        if not tree.alive():
-            self._kill = {"signal": "none"}  # it had already exited (crashed, failed)
-            return []
-        tree.signal_main(signal.SIGTERM)
-        log.info(
-            "slot %s: SIGTERM to %s (%d processes seen in its tree, refresh %.3fs)",
-            self.id,
-            tree.pid,
-            len(tree.seen),
-            time.monotonic() - t0,
-        )
-        deadline = time.monotonic() + grace
-        main_gone_at = None
-        while time.monotonic() < deadline:
-            if self.popen is not None:
-                self.popen.poll()  # reap, so the main pid does not linger as a zombie
-            if not tree.alive():
-                return []
-            if main_gone_at is None and not tree.main_alive():
-                main_gone_at = time.monotonic()
-            # SGLang's main process exits only after it has dealt with its children; whatever is
-            # still around shortly after is a leftover (orphans keep VRAM), so stop waiting.
-            if main_gone_at is not None and time.monotonic() - main_gone_at > 0.3:
-                log.info(
-                    "slot %s: main process gone after %.2fs; killing leftovers",
-                    self.id,
-                    main_gone_at - t0,
-                )
-                break
-            time.sleep(0.05)
-        after = time.monotonic() - t0
-        requests = None
-        if main_gone_at is None and loop is not None:
-            future = asyncio.run_coroutine_threadsafe(self._busy(), loop)
-            try:  # the last word on what the kill cuts; bounded, never holds the kill up long
-                requests = future.result(3.0)
-            except (concurrent.futures.TimeoutError, RuntimeError, OSError):
-                future.cancel()
-        self._kill = {
-            "signal": "SIGKILL",
-            "after_s": round(after, 2),
-            "requests": requests,
-            "leftovers_only": main_gone_at is not None,
-        }
-        log.info(
-            "slot %s: SIGKILL to process group %s after %.2fs (%s requests still running)",
-            self.id,
-            tree.pgid,
-            after,
-            "?" if requests is None else requests,
-        )
-        for _ in range(250):  # 5 s of SIGKILL rounds: a process can be in uninterruptible sleep
-            tree.kill_all()
-            if self.popen is not None:
-                self.popen.poll()
-            left = tree.alive()
-            if not left:
-                log.info("slot %s: process tree gone after %.2fs", self.id, time.monotonic() - t0)
-                return []
-            time.sleep(0.02)
-        return tree.alive()
-
     async def _wait_released(self) -> tuple[int, bool, str]:
         """Wait (bounded) until the tree's GPU memory is released and the port is free.
         -> (bytes still held, port free, how release was told: gpu.Release.method)."""
-        pids = set(self.tree.seen) if self.tree else set()
-        simulated = getattr(self.profile, "launcher", None) == "sim"
         env = getattr(self.profile, "env", None) or {}
-        visible = env.get("CUDA_VISIBLE_DEVICES") or os.environ.get("CUDA_VISIBLE_DEVICES")
-        deadline = time.monotonic() + self.host.config.release_timeout_s
-        while True:
-            release = await asyncio.to_thread(
-                gpu.release_state, pids, self.gpu_baseline, visible, simulated
-            )
-            port_ok = procs.port_free(self.server_host, self.port)
-            if (not release.held_bytes and port_ok) or time.monotonic() >= deadline:
-                if release.method == "used-memory":
-                    log.info(
-                        "slot %s: GPU release told by used memory against the launch baseline (%s)",
-                        self.id,
-                        release.why,
-                    )
-                return release.held_bytes, port_ok, release.method
-            await asyncio.sleep(0.2)
+        return await self.proc.wait_released(
+            self.server_host,
+            self.port,
+            self.gpu_baseline,
+            env.get("CUDA_VISIBLE_DEVICES") or os.environ.get("CUDA_VISIBLE_DEVICES"),
+            getattr(self.profile, "launcher", None) == "sim",
+            self.host.config.release_timeout_s,
+        )
 
     async def close(self) -> None:
         """Agent shutdown: stop watching, leave the server running."""
@@ -1277,6 +524,3 @@ class Slot:
                 pass
             except Exception:  # the watcher's own failure; closing goes on
                 log.exception("slot %s: the server watcher failed", self.id)
-
-    def tail(self, n: int) -> list[str]:
-        return list(self._tail)[-n:]

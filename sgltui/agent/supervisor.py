@@ -677,8 +677,10 @@ class Supervisor:
         if pool and op in Pools.OPS and isinstance(args, PoolArgs):
             return await self._pool_op(op, args, client)
         if pool and op == "job_run" and getattr(args, "slot", None) is None:
-            # A job through a pool is filed under its first slot (jobs_host sends it to the
-            # pool's endpoint and does not hold it for that slot's swaps).
+            # A job through a pool targets the pool (its record's and view's `target`:
+            # agent/job_target.py); the pool's first slot is its reference slot, whose capacity
+            # card sets its automatic concurrency. It is sent to the pool's endpoint and is not
+            # held for that slot's swaps.
             args = msgspec.structs.replace(args, slot=self.pools.pool(str(pool)).slots[0])
         if isinstance(args, protocol.SlotArgs) and args.slot is None:
             if len(self.slots) == 1 or op == "job_run":  # none given: the only slot

@@ -258,8 +258,8 @@ def progress_line(v: JobView) -> str:
 
 
 def where(v: JobView) -> str:
-    """Where the job sends: its pool (whose gateway picks the slot), else its slot."""
-    return f"pool {v.pool}" if v.pool else f"slot {v.slot}"
+    """Where the job sends: its pool (whose gateway picks the slot), or its slot."""
+    return str(v.where())
 
 
 def render_status(v: JobView) -> str:

@@ -117,6 +117,7 @@ from sgltui.protocol.events import JobSet as JobSet
 from sgltui.protocol.events import JobStalled as JobStalled
 from sgltui.protocol.events import JobStallOver as JobStallOver
 from sgltui.protocol.events import JobStart as JobStart
+from sgltui.protocol.events import JobTarget as JobTarget
 from sgltui.protocol.events import JobTrial as JobTrial
 from sgltui.protocol.events import JobWatch as JobWatch
 from sgltui.protocol.events import Launch as Launch

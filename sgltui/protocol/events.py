@@ -329,6 +329,17 @@ class LogRotated(EventBase, tag="log.rotated"):
     keep: int | None = None
 
 
+class JobTarget(Struct, frozen=True, kw_only=True):
+    """Where a batch job sends: one slot's server, or a host.toml (or fleet.toml) pool's
+    endpoint, whose gateway spreads the job over the pool's slots."""
+
+    kind: Literal["slot", "pool"]
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
 class JobEvent(EventBase, tag="job", omit_defaults=True):
     """A batch job's event (agent/jobs_host.py); `job` is its id. Jobs keep their own state in
     the agent (`job_status`), so these fold into nothing here; they are typed for readers. Each
@@ -366,6 +377,7 @@ class JobEvent(EventBase, tag="job", omit_defaults=True):
     reason: str | None = None
     why: str | None = None
     joules: float | None = None  # GPU energy (job.segment, job.done)
+    target: JobTarget | None = None  # where the job sends (job.start)
 
 
 # Job events carry no fields of their own: one Struct per type, named for its tag, built at

@@ -10,7 +10,7 @@ from msgspec import Struct, field
 
 from sgltui.protocol.args import BenchSpec
 from sgltui.protocol.base import BenchState, JobState, SlotState
-from sgltui.protocol.events import Cause, JobChoice
+from sgltui.protocol.events import Cause, JobChoice, JobTarget
 from sgltui.protocol.views import BenchProgressView, DiskView, ProfileSeen, ResolvedView, SlotView
 
 # ---- replies ----------------------------------------------------------------------------------
@@ -281,8 +281,12 @@ class JobView(Struct, kw_only=True):
     id: str
     name: str | None = None
     state: JobState
+    # Where it sends: a slot, or a pool (None only from an agent older than the field).
+    target: JobTarget | None = None
+    # A slot job's slot; a pool job's reference slot: the pool's first, whose capacity card
+    # and engine readings its automatic concurrency and stall watch read.
     slot: str
-    pool: str | None = None  # sent through this host.toml pool's endpoint (then `slot` is moot)
+    pool: str | None = None  # sent through this pool's endpoint (also in `target`)
     input: str
     output: str
     errors_output: str  # where the failed requests go
@@ -314,6 +318,16 @@ class JobView(Struct, kw_only=True):
     rate_history: list[tuple[float, float]] | None = None
     joules: float | None = None  # GPU energy while the job ran (None: no power readings)
     decision: JobChoice | None = None  # --choose: the trial and its decision
+
+    def where(self) -> JobTarget:
+        """Where it sends: its target, or (an older agent's view) its pool, else its slot."""
+        if self.target is not None:
+            return self.target
+        return (
+            JobTarget(kind="pool", name=self.pool)
+            if self.pool
+            else JobTarget(kind="slot", name=self.slot)
+        )
 
 
 class GpuProcess(Struct, kw_only=True):

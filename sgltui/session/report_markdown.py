@@ -244,7 +244,9 @@ def _md_jobs(jobs: list[dict[str, Any]]) -> list[str]:
     out: list[str] = []
     for job in jobs:
         out.append(
-            f"### {job['name'] or job['job']} ({job['job']}): {job['state'] or 'running'}, "
+            f"### {job['name'] or job['job']} ({job['job']}"
+            + (f", {job['target']}" if job.get("target") else "")
+            + f"): {job['state'] or 'running'}, "
             f"{job['answered'] if job['answered'] is not None else '?'} of "
             f"{job['total'] if job['total'] is not None else '?'} answered, "
             f"{job['failed'] or 0} failed"

@@ -261,6 +261,15 @@ def what_ran(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _job_target(start: dict[str, Any]) -> str | None:
+    """Where a job sent, from its job.start: "pool NAME" or "slot ID" (a session recorded
+    before job.start carried its target: the slot it was stamped with)."""
+    target = start.get("target")
+    if isinstance(target, dict) and target.get("kind") and target.get("name"):
+        return f"{target['kind']} {target['name']}"
+    return f"slot {start['slot']}" if start.get("slot") else None
+
+
 def jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Batch jobs (sgltui/agent/jobs_host.py events): each job's outcome and its segments, one
     per launch it sent to (completions, tokens, time and rate per profile)."""
@@ -271,7 +280,7 @@ def jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         job = by_id.setdefault(
             str(ev["job"]),
-            {"job": str(ev["job"]), "name": None, "started": None, "state": None,
+            {"job": str(ev["job"]), "name": None, "target": None, "started": None, "state": None,
              "total": None, "answered": None, "failed": None, "segments": [],
              "joules": None, "decision": None, "incidents": []},
         )  # fmt: skip
@@ -281,6 +290,7 @@ def jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             job["incidents"].append(f"{units.clock(ev.get('ts'))} {said}")
         if t == "job.start":
             job["name"], job["started"] = ev.get("name"), ev.get("ts")
+            job["target"] = _job_target(ev)
         elif t == "job.checked":
             job["total"] = ev.get("total")
         elif t == "job.segment":

@@ -13,6 +13,7 @@ import threading
 import time
 
 import httpx
+import msgspec
 import pytest
 
 from sgltui.agent import gateway
@@ -446,3 +447,54 @@ def test_a_rolling_swap_wakes_each_slots_standby_under_streams(pool_agent):
             t.join(timeout=30)
     bad = [o for o in outcomes if o != "ok"]
     assert outcomes and not bad, bad[:5]
+
+
+def test_a_job_through_the_pool_targets_the_pool_in_status_record_pane_and_report(
+    pool_agent, tmp_path
+):
+    """Issue 36 item 5: a job through a pool was filed under the pool's first slot; its target
+    (a slot or a pool) is first-class: `sgltui status --json`, `sgltui job status --json`, its
+    record on disk, the Jobs pane and `sgltui report` all say `pool all`."""
+    from sgltui.protocol import JobView
+    from sgltui.tui.widgets.jobs import render_job
+    from tests.fixtures.cli import agent_sgltui
+
+    agent = pool_agent
+    a = agent.write_profile("t-a")
+    agent.start()
+    _pool_call(agent, "start", profile=a, pool="all", wait=True)
+    _wait_workers(agent, ["ready", "ready"])
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    with inp.open("w") as f:
+        for i in range(40):
+            body = {"model": "default", "prompt": f"p{i}", "max_tokens": 8}
+            row = {"custom_id": f"r{i}", "method": "POST", "url": "/v1/completions", "body": body}
+            f.write(json.dumps(row) + "\n")
+    job = agent.call("job_run", input=str(inp), output=str(out), pool="all", concurrency=4)
+    jid = job["id"] if "id" in job else job["job"]["id"]
+    deadline = time.monotonic() + 60
+    while (v := agent.call("job_status", job=jid))["state"] != "done":
+        assert time.monotonic() < deadline, v
+        time.sleep(0.2)
+    pool = {"kind": "pool", "name": "all"}
+
+    r = agent_sgltui(agent, "status", "--json")
+    assert r.returncode == 0, r.stderr
+    (shown,) = [j for j in json.loads(r.stdout)["jobs"] if j["id"] == jid]
+    assert shown["target"] == pool, shown
+    r = agent_sgltui(agent, "job", "status", jid, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["target"] == pool, r.stdout
+    record = json.loads((agent.state_dir / "jobs" / f"{jid}.json").read_text())
+    assert record["target"] == pool, record  # persisted: a restarted agent keeps it
+    fields = {k: v[k] for k in JobView.__struct_fields__ if k in v}
+    assert "pool all" in render_job(msgspec.convert(fields, JobView))  # the Jobs pane
+
+    session = agent.status()["agent"]["session_dir"]
+    r = agent_sgltui(agent, "report", session, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    (rep,) = [j for j in json.loads(r.stdout)["jobs"] if j["job"] == jid]
+    assert rep["target"] == "pool all", rep
+    r = agent_sgltui(agent, "report", session)
+    assert r.returncode == 0, r.stderr
+    assert f"({jid}, pool all): done" in r.stdout, r.stdout

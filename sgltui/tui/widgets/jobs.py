@@ -44,8 +44,8 @@ def render_job(v: JobView) -> str:
     elif v.state == JobState.WAITING and v.waiting_for:
         state = v.waiting_for
     lines = [
-        f"[b]{escape(str(v.name))}[/] [dim]{escape(v.id)}[/]  {escape(state)}"
-        + ("  [b]pinned[/]" if v.pinned else ""),
+        f"[b]{escape(str(v.name))}[/] [dim]{escape(v.id)} · {escape(str(v.where()))}[/]  "
+        f"{escape(state)}" + ("  [b]pinned[/]" if v.pinned else ""),
         f"{_bar(frac)} {done:,}/{total:,} {frac:.1%}",
         f"{fmt.num(v.completions_s, 1)} compl/s  {units.tok_s(v.tok_s)}  "
         f"ETA {units.estimate(v.eta_s)}  "
