@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sgltui import protocol
 from sgltui.agent.config import JobsConfig
-from sgltui.agent.pools import slot_url
+from sgltui.agent.endpoints import slot_url
 
 if TYPE_CHECKING:
+    from sgltui.agent.hosts import SiteHost
     from sgltui.agent.slot import Slot
-    from sgltui.agent.supervisor import Supervisor
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class JobsSite(Protocol):
 class AgentSite:
     """JobsSite over the supervisor (made by it, for its JobsHost)."""
 
-    def __init__(self, sup: Supervisor) -> None:
+    def __init__(self, sup: SiteHost) -> None:
         self._sup = sup
         self.jobs_dir = Path(sup.state_dir) / "jobs"
         self.jobs_config = sup.agent_config.jobs

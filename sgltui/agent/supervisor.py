@@ -32,7 +32,7 @@ from sgltui.agent.exposure import Exposures
 from sgltui.agent.front import Front, FrontConfig
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.jobs_site import AgentSite
-from sgltui.agent.operations import Job, Operations, Wait
+from sgltui.agent.operations import Operations
 from sgltui.agent.pools import PoolArgs, Pools
 from sgltui.agent.profile_rows import ProfileRows
 from sgltui.agent.provenance import ProvenanceKeeper
@@ -48,6 +48,7 @@ from sgltui.agent.slot import (
     Slot,
     SlotConfig,
 )
+from sgltui.agent.slot_job import Job, Wait
 from sgltui.agent.standby import Standbys, pick_records
 from sgltui.agent.state import AgentState, LaunchHistory
 from sgltui.core.redact import Redactor
