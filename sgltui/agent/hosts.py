@@ -25,13 +25,17 @@ from sgltui import protocol
 from sgltui.agent import preflight
 from sgltui.agent.children import Children
 from sgltui.agent.config import AgentConfig
+from sgltui.agent.discovery import Discovery
 from sgltui.agent.events import EventBus
 from sgltui.agent.exposure import Exposures
+from sgltui.agent.front import FrontConfig
+from sgltui.agent.profile_catalog import ProfileCatalog
 from sgltui.agent.provenance import ProvenanceKeeper
 from sgltui.agent.resolved import Resolved
 from sgltui.agent.slot import Slot, SlotConfig
 from sgltui.agent.slot_job import Job
 from sgltui.core.placement import PoolPlace
+from sgltui.core.redact import Redactor
 
 # ---- what one part needs of another ---------------------------------------------------------
 
@@ -55,6 +59,24 @@ class PoolLookup(Protocol):
     """The pools, as a standby op on a pool finds its slots."""
 
     def pool(self, name: str) -> PoolPlace: ...
+
+
+class GatewaySamples(Protocol):
+    """The pools, as telemetry's samples carry each gateway's metrics."""
+
+    def telemetry(self) -> dict[str, Any]: ...
+
+
+class FrontPorts(Protocol):
+    """The pools, as each slot's front asks where it binds."""
+
+    def front_port(self, slot_id: str) -> tuple[str, int] | None | bool: ...
+
+
+class RemotePoolSet(Protocol):
+    """The pools, as the fleet side sets a remote pool's workers."""
+
+    async def remote_set(self, args: protocol.RemotePoolArgs) -> dict[str, Any]: ...
 
 
 class PoolSight(Protocol):
@@ -200,3 +222,52 @@ class SiteHost(Protocol):
     def ops(self) -> SlotJobs: ...
     @property
     def pools(self) -> PoolSight: ...
+
+
+class TelemetryHost(Protocol):
+    """What telemetry's link to the agent (agent/telemetry_link.py) needs: it sets `telemetry`."""
+
+    bus: EventBus
+    slots: dict[str, Slot]
+    agent_config: AgentConfig
+    recorder: Any  # session/writer.py Recorder: samples are recorded
+    telemetry: Any
+
+    def broadcast(self, kind: str, data: Any) -> None: ...
+
+    @property
+    def pools(self) -> GatewaySamples: ...
+
+
+class FrontsHost(Protocol):
+    """What the slots' fronts (agent/fronts.py) need of the agent."""
+
+    bus: EventBus
+    slots: dict[str, Slot]
+    front_config: FrontConfig
+
+    @property
+    def pools(self) -> FrontPorts: ...
+
+
+class AgentOpsHost(Protocol):
+    """What the ops on the agent itself (agent/agent_ops.py) need of it."""
+
+    bus: EventBus
+    recorder: Any  # session/writer.py Recorder: its path holds the server logs
+    telemetry: Any  # agent/telemetry.py Telemetry, None when it did not start
+    exposures: Exposures
+    children: Children
+    redactor: Redactor
+    discovery: Discovery
+    catalog: ProfileCatalog
+    stop_servers_on_exit: bool
+    shutdown_requested: asyncio.Event
+
+    def status(self) -> protocol.StatusReply: ...
+    def slot_for(self, args: protocol.Args) -> Slot: ...
+    def add_secret(self, secret: str) -> None: ...
+    def server_log_path(self, launch_id: str) -> Path: ...
+
+    @property
+    def pools(self) -> RemotePoolSet: ...
