@@ -37,6 +37,7 @@ import msgspec
 from sgltui import protocol
 from sgltui.agent import procs, sleeper
 from sgltui.agent import standby_memory as mem
+from sgltui.agent.endpoints import connect_host
 from sgltui.agent.errors import OpError
 from sgltui.agent.events import EventBus
 from sgltui.agent.sleeper import WakeError, can_sleep, with_saver
@@ -317,11 +318,10 @@ class Standbys:
             return
         tele.detach(slot.id)
         if slot.tree is not None:
-            host = "127.0.0.1" if slot.server_host in ("0.0.0.0", "", "::") else slot.server_host
             tele.attach(
                 slot.id,
                 slot.tree.pid,
-                f"http://{host}:{slot.port}",
+                f"http://{connect_host(slot.server_host)}:{slot.port}",
                 slot.api_key,
                 tp_size=slot.tp_size,
             )

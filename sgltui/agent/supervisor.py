@@ -1,4 +1,7 @@
-"""The agent's brain: slots, the session, telemetry, bench runs, and the ops that drive them.
+"""The agent's brain: it makes the agent's parts (slots, operations, pools, standbys, batch jobs,
+fronts, telemetry's link, the state saver), wires them to the event bus and the session, and
+hands each op to the part that handles it. Each part sees the supervisor through a narrow
+Protocol of its own (agent/hosts.py), never this class.
 
 The lifecycle commands (start, stop, restart, swap) are sequenced in agent/operations.py, under
 one lock per slot. The other commands (bench runs, the demo load, batch jobs, shutdown) go
@@ -39,12 +42,7 @@ from sgltui.agent.profile_catalog import ProfileCatalog
 from sgltui.agent.provenance import ProvenanceKeeper
 from sgltui.agent.resolved import Resolved, from_record, server_env
 from sgltui.agent.restart_policy import RestartPolicy
-from sgltui.agent.slot import (
-    RUNNING,
-    STOPPED,
-    Slot,
-    SlotConfig,
-)
+from sgltui.agent.slot import RUNNING, STOPPED, Slot, SlotConfig
 from sgltui.agent.slot_job import Job, Wait
 from sgltui.agent.standby import Standbys, pick_records
 from sgltui.agent.state import AgentState, LaunchHistory
