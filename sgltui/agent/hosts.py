@@ -40,12 +40,17 @@ from sgltui.core.redact import Redactor
 # ---- what one part needs of another ---------------------------------------------------------
 
 
-class JobsOnSlots(Protocol):
-    """The batch jobs (agent/jobs_host.py JobsHost), as a slot's lifecycle sees them."""
+class SwapHolds(Protocol):
+    """The batch jobs (agent/jobs_host.py JobsHost), as a slot's stop or swap holds them."""
 
     async def before_swap(self, slot_id: str, force: bool) -> None: ...
     def after_swap(self, slot_id: str) -> None: ...
     def pinned_on(self, slot_id: str) -> dict | None: ...
+
+
+class ActiveJobs(Protocol):
+    """The batch jobs, as the restart policy asks whether a crashed slot is still wanted."""
+
     def active_on(self, slot_id: str) -> bool: ...
 
 
@@ -145,7 +150,7 @@ class OpsHost(Protocol):
     def our_pids(self) -> set[int]: ...
 
     @property
-    def batch(self) -> JobsOnSlots: ...
+    def batch(self) -> SwapHolds: ...
     @property
     def pools(self) -> PoolGuard: ...
     @property
@@ -174,7 +179,7 @@ class RestartHost(Protocol):
     slots: dict[str, Slot]
 
     @property
-    def batch(self) -> JobsOnSlots: ...
+    def batch(self) -> ActiveJobs: ...
     @property
     def ops(self) -> Relauncher: ...
 
