@@ -4,7 +4,8 @@ slot.py's `SlotHost` is the model. The supervisor (agent/supervisor.py) makes th
 each one's host; a part holds only its own Protocol and calls no more than it declares, so none
 imports the supervisor or another part, and mypy checks that the supervisor gives what each
 declares (where it passes itself). This module imports none of the parts it describes
-(operations, pools, remote_pools, standby, restart_policy, jobs_host, jobs_site, supervisor):
+(operations, pools, remote_pools, standby, restart_policy, jobs_host, jobs_site, fronts,
+telemetry_link, agent_ops, supervisor):
 what a part needs of another is declared here too, as a Protocol of its own. No import cycle,
 TYPE_CHECKING imports included: tests/test_import_cycles.py.
 
