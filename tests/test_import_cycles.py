@@ -1,6 +1,6 @@
-"""No import cycle among sgltui's modules (TYPE_CHECKING imports included: `ast` reads every
-import). The agent's hub around Supervisor is the one cycle left (issue: each part should get
-the narrow interface it needs, as slot.py's SlotHost); nothing may join it or start another."""
+"""No import cycle among sgltui's modules, TYPE_CHECKING imports included (`ast` reads every
+import, wherever it stands). A part of the agent that needs the supervisor holds a narrow Protocol
+of it (agent/hosts.py; slot.py's SlotHost is the model), never the Supervisor class."""
 
 from __future__ import annotations
 
@@ -8,30 +8,18 @@ import ast
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "sgltui"
-# The cycle still to be cut (modules holding the whole Supervisor); may only shrink.
-KNOWN_HUB = {
-    "sgltui.agent.job_choice",
-    "sgltui.agent.jobs_host",
-    "sgltui.agent.jobs_site",
-    "sgltui.agent.operations",
-    "sgltui.agent.pools",
-    "sgltui.agent.remote_pools",
-    "sgltui.agent.restart_policy",
-    "sgltui.agent.standby",  # joined from main (warm standbys) after this test: to cut too
-    "sgltui.agent.supervisor",
-}
 
 
-def modules() -> dict[str, Path]:
+def modules(pkg: Path = PKG) -> dict[str, Path]:
     out = {}
-    for f in PKG.rglob("*.py"):
-        parts = list(f.relative_to(PKG.parent).with_suffix("").parts)
+    for f in pkg.rglob("*.py"):
+        parts = list(f.relative_to(pkg.parent).with_suffix("").parts)
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
-    mods = modules()
+def import_graph(pkg: Path = PKG) -> dict[str, set[str]]:
+    mods = modules(pkg)
 
     def resolve(name: str) -> str | None:
         while name and name not in mods:
@@ -101,9 +89,24 @@ def cycles(edges: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-def test_no_import_cycle_but_the_known_hub():
+def test_no_import_cycle():
     found = cycles(import_graph())
-    assert all(c <= KNOWN_HUB for c in found), [sorted(c) for c in found if not c <= KNOWN_HUB]
+    assert not found, [sorted(c) for c in found]
+
+
+def test_a_type_checking_import_back_is_a_cycle(tmp_path):
+    """The agent's parts held the whole Supervisor under TYPE_CHECKING: that import counts."""
+    pkg = tmp_path / "sgltui"
+    (pkg / "agent").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "agent" / "__init__.py").write_text("")
+    (pkg / "agent" / "supervisor.py").write_text("from sgltui.agent.operations import Operations\n")
+    (pkg / "agent" / "operations.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from sgltui.agent.supervisor import Supervisor\n"
+    )
+    assert cycles(import_graph(pkg)) == [{"sgltui.agent.supervisor", "sgltui.agent.operations"}]
 
 
 def test_the_check_can_fail():

@@ -10,7 +10,7 @@ simulator's published power).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
@@ -18,11 +18,25 @@ from sgltui import protocol
 from sgltui.jobs.chooser import Refused
 
 if TYPE_CHECKING:
-    from sgltui.agent.jobs_host import JobsHost
+    from sgltui.agent.jobs_site import JobsSite
+    from sgltui.jobs.progress import Rates
+
+
+class ChoiceJobs(Protocol):
+    """What the trial reads and calls of the jobs host (agent/jobs_host.py JobsHost)."""
+
+    site: JobsSite
+    rates: dict[str, Rates]
+
+    def answered(self, rec: dict) -> int: ...
+    def failed(self, rec: dict) -> int: ...
+    def out_tokens(self, rec: dict) -> int: ...
+    def publish(self, rec: dict, event: protocol.JobEvent) -> None: ...
+    def persist(self, rec: dict) -> None: ...
 
 
 class ChoiceHost:
-    def __init__(self, jobs: JobsHost) -> None:
+    def __init__(self, jobs: ChoiceJobs) -> None:
         self.jobs = jobs
 
     def slot_now(self, rec: dict) -> tuple[str | None, str, str | None]:

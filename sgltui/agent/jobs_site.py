@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sgltui import protocol
+from sgltui.agent.endpoints import slot_url
 from sgltui.agent.jobs_sight import JobsSite, SlotSight
-from sgltui.agent.pools import slot_url
 
 if TYPE_CHECKING:
+    from sgltui.agent.hosts import SiteHost
     from sgltui.agent.slot import Slot
-    from sgltui.agent.supervisor import Supervisor
 
 __all__ = ["AgentSite", "JobsSite", "SlotSight"]  # the interface: agent/jobs_sight.py
 
@@ -30,7 +30,7 @@ __all__ = ["AgentSite", "JobsSite", "SlotSight"]  # the interface: agent/jobs_si
 class AgentSite:
     """JobsSite over the supervisor (made by it, for its JobsHost)."""
 
-    def __init__(self, sup: Supervisor) -> None:
+    def __init__(self, sup: SiteHost) -> None:
         self._sup = sup
         self.jobs_dir = Path(sup.state_dir) / "jobs"
         self.jobs_config = sup.agent_config.jobs

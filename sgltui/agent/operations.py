@@ -21,7 +21,6 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,48 +41,15 @@ from sgltui.agent.slot import (
     Slot,
     as_cause,
 )
+from sgltui.agent.slot_job import Job, Wait
+from sgltui.agent.swap_run import SwapRun
 from sgltui.core import placement, units
 from sgltui.session.layout import SERVERS_DIR
 
 if TYPE_CHECKING:
-    from sgltui.agent.supervisor import Supervisor
+    from sgltui.agent.hosts import OpsHost
 
 log = logging.getLogger("sgltui.agent.operations")
-
-
-@dataclass
-class Job:
-    """A slot's lifecycle command while it runs (and its outcome once it has)."""
-
-    kind: str  # "launch" | "stop" | "swap" | "restart"
-    desc: str
-    client: str | None
-    started: float
-    task: asyncio.Task | None = None
-    result: protocol.Outcome | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.task is not None and not self.task.done()
-
-
-class Wait:
-    """A command reply deferred until its job is over (the `wait` argument), computed outside
-    the slot's lock so other commands are not held up."""
-
-    def __init__(self, slot: Slot, job: Job | None) -> None:
-        self.slot, self.job = slot, job
-
-    async def wait(self) -> protocol.Accepted:
-        job, result = self.job, None
-        if job is not None and job.task is not None:
-            try:
-                result = await asyncio.shield(job.task)
-            except asyncio.CancelledError:
-                result = protocol.Outcome(cancelled=True)
-        if result is None and job is not None:
-            result = job.result
-        return protocol.Accepted(slot=self.slot.status(), result=result)
 
 
 class Operations:
@@ -91,7 +57,7 @@ class Operations:
 
     OPS = ("start", "stop", "restart", "swap", "preflight")
 
-    def __init__(self, sup: Supervisor) -> None:
+    def __init__(self, sup: OpsHost) -> None:
         self.sup = sup
         self.jobs: dict[str, Job] = {}  # slot id -> its latest job
         self._locks: dict[str, asyncio.Lock] = {}
@@ -114,7 +80,7 @@ class Operations:
         slot = self.sup.slot_for(args)
         attach.refuse(slot, "start")  # a server sgltui did not start: the way forward
         async with self.lock(slot.id):
-            self._refuse_if_busy(slot, "start")
+            self.refuse_if_busy(slot, "start")
             if slot.state not in IDLE:
                 raise OpError(
                     f"slot {slot.id} already runs {slot.profile_name} ({slot.state}); "
@@ -135,10 +101,10 @@ class Operations:
                 state = await slot.wait_settled()
                 return protocol.Outcome(state=state, cause=_cause(slot.cause))
 
-            started = self._run(
+            started = self.run(
                 slot, Job("launch", f"launch of {profile.name}", client, time.time()), job()
             )
-            return self._reply(slot, args, started)
+            return self.reply(slot, args, started)
 
     async def op_preflight(
         self, args: protocol.PreflightArgs, client: str | None
@@ -147,7 +113,7 @@ class Operations:
         nothing: for the TUI's swap dialog and `--dry-run`. Read-only: takes no lock."""
         slot = self.sup.slot_for(args)
         target = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
-        target = self._place(slot, target)
+        target = self.place(slot, target)
         current = await asyncio.to_thread(self.sup.current, slot)
         force = _force_arg(args)
         if self.sup.standbys.warm(slot, target.name) is not None:
@@ -184,24 +150,24 @@ class Operations:
                 raise OpError(f"slot {slot.id} is not running anything", "already")
 
             async def job() -> protocol.Outcome:
-                async with self._server_going(slot, drain):
+                async with self.server_going(slot, drain):
                     report = await slot.stop(client, drain=drain, timeout=timeout)
                 return protocol.Outcome(
                     state=slot.state,
                     report=msgspec.convert(report, protocol.StopReport, strict=False),
                 )
 
-            started = self._run(
+            started = self.run(
                 slot, Job("stop", f"stop of {slot.profile_name}", client, time.time()), job()
             )
-            return self._reply(slot, args, started)
+            return self.reply(slot, args, started)
 
     async def op_restart(self, args: protocol.RestartArgs, client: str | None) -> Any:
         slot = self.sup.slot_for(args)
         attach.refuse(slot, "restart")  # a server sgltui did not start: the way forward
         self.sup.pools.refuse_taking_out(slot.id, "restarting it", forced=args.drain == "force")
         async with self.lock(slot.id):
-            self._refuse_if_busy(slot, "restart")
+            self.refuse_if_busy(slot, "restart")
             if not slot.profile_name:
                 raise OpError(f"slot {slot.id} has never run a profile; use `sgltui start PROFILE`")
             # Restart re-reads the profile on purpose (that is how an edit is applied), says so.
@@ -230,7 +196,7 @@ class Operations:
                 kind="restart",
                 skip=_force_arg(args),
             )
-            reply = self._reply(slot, args, job)
+            reply = self.reply(slot, args, job)
             if isinstance(reply, protocol.Accepted):
                 reply = msgspec.structs.replace(reply, profile_changed=changed)
             return reply
@@ -247,7 +213,7 @@ class Operations:
                     f"{units.duration(ago)} ago); wait for it to finish",
                     "busy",
                 )
-            self._refuse_if_busy(slot, "swap")
+            self.refuse_if_busy(slot, "swap")
             name = args.profile
             if slot.state == READY and slot.profile_name == name:
                 raise OpError(
@@ -267,7 +233,7 @@ class Operations:
                 self._refuse_if_pinned(slot, args, "swap")
                 warm = standbys.swap_job(slot, name, client, str(args.drain), rollback)
                 if warm is not None:
-                    return self._reply(slot, args, warm)
+                    return self.reply(slot, args, warm)
             profile = await self._accept(slot, name, args)
             if slot.state == READY and slot.profile_name == profile.name:
                 raise OpError(
@@ -284,12 +250,12 @@ class Operations:
                 kind="swap",
                 skip=_force_arg(args),
             )
-            return self._reply(slot, args, started)
+            return self.reply(slot, args, started)
 
     # ---- what they share --------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def _server_going(self, slot: Slot, drain: str) -> AsyncIterator[None]:
+    async def server_going(self, slot: Slot, drain: str) -> AsyncIterator[None]:
         """Around a stop or a swap of the slot's server: its batch jobs stop sending and let (or,
         forced, make) their requests in flight finish before the server goes; after, whatever
         happened, they wait for the slot to be ready again (and resume on the new server)."""
@@ -332,7 +298,7 @@ class Operations:
         check refuses the command with its one line."""
         force = _force_arg(args)
         target = await asyncio.to_thread(self.sup.get_profile, name, args)
-        target = self._place(slot, target)
+        target = self.place(slot, target)
         current = await asyncio.to_thread(self.sup.current, slot)
         checks = await asyncio.to_thread(preflight.run, target, current, force)
         self.sup.bus.publish(
@@ -348,7 +314,7 @@ class Operations:
             raise OpError(failed.line())
         return target
 
-    def _place(self, slot: Slot, target: Resolved) -> Resolved:
+    def place(self, slot: Slot, target: Resolved) -> Resolved:
         """`target` as it runs on `slot` (host.toml's port and GPUs; the address and key of a
         slot served to another host's gateway); a profile that needs another number of GPUs
         than the slot has is refused with the fix."""
@@ -360,7 +326,7 @@ class Operations:
         # On a slot with standbys: launched able to sleep, off the ports its sleepers hold.
         return self.sup.standbys.cold_target(slot, placed)
 
-    def _refuse_if_busy(self, slot: Slot, what: str) -> None:
+    def refuse_if_busy(self, slot: Slot, what: str) -> None:
         job = self.busy(slot.id)
         if job:
             ago = time.time() - job.started
@@ -383,7 +349,7 @@ class Operations:
                 "or unpin it with `sgltui job set --unpin`",
             )
 
-    def _reply(
+    def reply(
         self,
         slot: Slot,
         args: protocol.StartArgs | protocol.StopArgs | protocol.RestartArgs | protocol.StandbyArgs,
@@ -393,7 +359,7 @@ class Operations:
             return Wait(slot, job)
         return protocol.Accepted(slot=slot.status(), accepted=True)
 
-    def _run(self, slot: Slot, job: Job, coro: Any) -> Job:
+    def run(self, slot: Slot, job: Job, coro: Any) -> Job:
         job.task = asyncio.get_running_loop().create_task(
             self._job_wrapper(slot, job, coro), name=f"job-{slot.id}-{job.kind}"
         )
@@ -413,7 +379,7 @@ class Operations:
                 slot.swap_step("failed")
         return job.result
 
-    def _launch_id(self, profile_name: str) -> str:
+    def launch_id(self, profile_name: str) -> str:
         base = time.strftime("%Y%m%d-%H%M%S") + "-" + re.sub(r"[^A-Za-z0-9._-]", "_", profile_name)
         candidate, n = base, 1
         servers = Path(self.sup.recorder.path) / SERVERS_DIR
@@ -426,10 +392,10 @@ class Operations:
 
     async def _spawn(self, slot: Slot, profile: Any, client: str | None) -> None:
         """Spawn `profile` on `slot` (Popen and the log relay in a worker thread)."""
-        launch_id = self._launch_id(profile.name)
+        launch_id = self.launch_id(profile.name)
         await slot.launch(profile, client, launch_id)
 
-    async def _launch(
+    async def launch(
         self, slot: Slot, profile: Any, client: str | None, skip: frozenset[str] = frozenset()
     ) -> None:
         """Pre-check and spawn; a refused pre-check leaves the slot failed with the cause.
@@ -444,7 +410,7 @@ class Operations:
         """Launch again exactly what the slot ran (its resolved profile, not today's file): the
         restart policy's path after a crash (agent/restart_policy.py). A busy slot refuses."""
         async with self.lock(slot.id):
-            self._refuse_if_busy(slot, "relaunch")
+            self.refuse_if_busy(slot, "relaunch")
             return self._start_swap(
                 slot, slot.profile, client, rollback=False, drain="force", kind="restart"
             )
@@ -471,7 +437,7 @@ class Operations:
         # The state moves now, before the reply: whoever reads status next sees the swap.
         slot.begin_swap(old, profile.name, job.started, rollback, client)
         swap = self._swap(slot, profile, old, client, rollback, drain, skip)
-        return self._run(slot, job, swap)
+        return self.run(slot, job, swap)
 
     async def _swap(
         self,
@@ -483,29 +449,13 @@ class Operations:
         drain: str,
         skip: frozenset[str],
     ) -> protocol.Outcome:
-        t0 = time.monotonic()
-        timings: dict[str, float] = {}
-        frm, to = old, target.name
+        run = SwapRun(self.sup.bus, slot, client, old, target.name)
+        timings, step = run.timings, run.step
         # Rollback relaunches exactly what ran (resolved when it was accepted), even if its file
         # has been edited or deleted since.
         previous = slot.profile if old and slot.profile is not None else None
-        sup = self.sup
-
-        def step(name: str) -> None:
-            slot.swap_step(name)
-            sup.bus.publish(
-                protocol.SwapStep(
-                    client=client,
-                    slot=slot.id,
-                    from_=frm,
-                    to=to,
-                    step=name,
-                    elapsed_s=round(time.monotonic() - t0, 3),
-                )
-            )
-
-        async with self._server_going(slot, drain):
-            slot.hold_front(f"slot {slot.id}: {frm or '-'} -> {to}")
+        async with self.server_going(slot, drain):
+            slot.hold_front(f"slot {slot.id}: {old or '-'} -> {target.name}")
             report = await _stop_if_running(slot, client, drain, on_step=step)
             if report is not None:
                 timings.update(report["timings_s"])
@@ -513,7 +463,7 @@ class Operations:
                     log.warning("swap: %s", "; ".join(report["problems"]))
             step("launching")
             t_launch = time.monotonic()
-            await self._launch(slot, target, client, skip)
+            await self.launch(slot, target, client, skip)
             state = await slot.wait_settled()
             timings["load"] = slot.timings.get("load", round(time.monotonic() - t_launch, 3))
             timings["ready"] = slot.timings.get("ready", 0.0)
@@ -528,44 +478,24 @@ class Operations:
                 if previous is None:
                     step("failed")
                 else:
-                    await self._launch(slot, previous, client)
+                    await self.launch(slot, previous, client)
                     back = await slot.wait_settled()
                     rolled_back = back == READY
                     step("ready" if rolled_back else "failed")
                 # A healthy rolled-back slot has no cause; the failure stays in last_failure.
                 slot.keep_failure(failure)
-                sup.bus.publish(
+                self.sup.bus.publish(
                     protocol.SwapFailure(
-                        client=client, slot=slot.id, from_=frm, to=to, cause=_cause(failure)
+                        client=client,
+                        slot=slot.id,
+                        from_=old,
+                        to=target.name,
+                        cause=_cause(failure),
                     )
                 )
             else:
                 step("failed")
-            timings["total"] = round(time.monotonic() - t0, 3)
-            sup.bus.publish(
-                protocol.SwapDone(
-                    client=client,
-                    slot=slot.id,
-                    from_=frm,
-                    to=to,
-                    ok=ok,
-                    rolled_back=rolled_back,
-                    timings_s=dict(timings),
-                )
-            )
-            slot.end_swap(
-                protocol.LastSwap(
-                    from_=frm,
-                    to=to,
-                    ok=ok,
-                    rolled_back=rolled_back,
-                    timings_s=dict(timings),
-                    cause=None if ok else _cause(failure or slot.cause),
-                    finished_at=time.time(),
-                    client=client,
-                    seconds=timings["total"],
-                )
-            )
+            run.done(ok, rolled_back, failure or slot.cause)
         return protocol.Outcome(
             state=slot.state,
             ok=ok,

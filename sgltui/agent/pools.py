@@ -28,6 +28,7 @@ import msgspec
 from sgltui import protocol
 from sgltui.agent import gateway as gw_mod
 from sgltui.agent import reconcile
+from sgltui.agent.endpoints import slot_url
 from sgltui.agent.errors import OpError
 from sgltui.agent.gateway import Gateway, GatewayError, stop_gateways
 from sgltui.agent.remote_pools import RemotePools
@@ -37,19 +38,13 @@ from sgltui.core.placement import Placement, PoolPlace
 from sgltui.core.tasks import spawn
 
 if TYPE_CHECKING:
-    from sgltui.agent.supervisor import Supervisor
+    from sgltui.agent.hosts import PoolsHost
 
 log = logging.getLogger("sgltui.agent.pools")
 
 WORKER_READY_S = 60.0  # the gateway sees a ready server within a health check or two
 ROLL_DRAIN_S = 30.0  # a rolling swap waits this long for a worker's requests in flight
 POLL_S = 1.0  # the gateway's view of its workers, for status
-
-
-def slot_url(slot: Slot) -> str:
-    host = slot.server_host if slot.server_host not in ("0.0.0.0", "", "::") else "127.0.0.1"
-    host = f"[{host}]" if ":" in host else host
-    return f"http://{host}:{slot.port}"
 
 
 def slot_model(slot: Slot) -> str | None:
@@ -62,7 +57,7 @@ def slot_model(slot: Slot) -> str | None:
 class Pools:
     OPS = frozenset({"start", "stop", "restart", "swap", "preflight"})  # ops a pool takes
 
-    def __init__(self, sup: Supervisor, placement: Placement | None) -> None:
+    def __init__(self, sup: PoolsHost, placement: Placement | None) -> None:
         self.sup = sup
         self.places: dict[str, PoolPlace] = (
             {p.name: p for p in placement.pools} if placement else {}

@@ -28,7 +28,7 @@ from sgltui.core.placement import DEFAULT_POLICY, PoolPlace
 from sgltui.core.tasks import spawn
 
 if TYPE_CHECKING:
-    from sgltui.agent.supervisor import Supervisor
+    from sgltui.agent.hosts import RemotePoolsHost
 
 log = logging.getLogger("sgltui.agent.remote_pools")
 
@@ -36,7 +36,7 @@ POLL_S = 1.0  # the gateway's word on each worker, for status
 
 
 class RemotePools:
-    def __init__(self, sup: Supervisor) -> None:
+    def __init__(self, sup: RemotePoolsHost) -> None:
         self.sup = sup
         self.places: dict[str, PoolPlace] = {}
         self.workers: dict[str, dict[str, protocol.RemoteWorker]] = {}  # pool -> url -> worker

@@ -31,7 +31,7 @@ from sgltui.agent.errors import OpError
 from sgltui.core.tasks import spawn
 
 if TYPE_CHECKING:
-    from sgltui.agent.supervisor import Supervisor
+    from sgltui.agent.hosts import RestartHost
 
 log = logging.getLogger("sgltui.agent.restart")
 
@@ -43,7 +43,7 @@ CLIENT = "agent:restart"
 
 
 class RestartPolicy:
-    def __init__(self, sup: Supervisor, policy: str = "job") -> None:
+    def __init__(self, sup: RestartHost, policy: str = "job") -> None:
         self.sup = sup
         self.policy = policy
         self.crashes: dict[str, deque[float]] = {}

@@ -27,7 +27,6 @@ still asleep, by the next agent.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -36,63 +35,31 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent import http_probe, procs
+from sgltui.agent import procs, sleeper
 from sgltui.agent import standby_memory as mem
+from sgltui.agent.endpoints import connect_host
 from sgltui.agent.errors import OpError
 from sgltui.agent.events import EventBus
-from sgltui.agent.operations import Wait
+from sgltui.agent.sleeper import WakeError, can_sleep, with_saver
 from sgltui.agent.slot import READY, LaunchError, Slot, as_cause
-from sgltui.core import causes, units
+from sgltui.agent.slot_job import Job, Wait
+from sgltui.agent.swap_run import SwapRun
+from sgltui.core import causes
 
 if TYPE_CHECKING:
-    from sgltui.agent.operations import Job
+    from sgltui.agent.hosts import StandbysHost
     from sgltui.agent.resolved import Resolved
-    from sgltui.agent.supervisor import Supervisor
 
 log = logging.getLogger("sgltui.agent.standby")
 
-SAVER_FLAGS = ("enable-memory-saver", "enable-weights-cpu-backup")
-# Graphs freed with the rest; the pinned copy of the weights kept between sleeps (weights do
-# not change: a release after the first only unmaps; torch_memory_saver PR #86).
-SAVER_ENV = {"SGLANG_MEMORY_SAVER_CUDA_GRAPH": "1", "TMS_RETAIN_CPU_BACKUP": "1"}
 SEP = "~"  # agent-state.json keys a sleeper as SLOT~PROFILE
-CANARY_PROMPT = "The capital city of France is"
-BAD_ACCEPT = 0.6  # a woken draft accepting under this share of its last known length is bad
-MEMORY_BACK_S = 3.0  # how long the GPU source gets to show a release (NVML: ~0.13 s)
-
-
-class WakeError(Exception):
-    """A step of a sleep or a wake did not happen (the server did not answer, or the GPU did
-    not get its memory back)."""
-
-
-def with_saver(target: Resolved, port: int | None = None) -> Resolved:
-    """`target` launched so that it can sleep (and, given, on its own port). The content hash
-    stays the profile's: the file did not change."""
-    server, env = dict(target.profile.server), dict(target.profile.env)
-    for flag in SAVER_FLAGS:
-        server[flag] = True
-    for k, v in SAVER_ENV.items():
-        env.setdefault(k, v)
-    if port is not None:
-        server["port"] = port
-    return dataclasses.replace(
-        target, profile=dataclasses.replace(target.profile, server=server, env=env)
-    )
-
-
-def can_sleep(slot: Slot) -> bool:
-    """Whether the slot's server was launched with the memory saver (its command says)."""
-    return "--enable-memory-saver" in slot.command and "--enable-weights-cpu-backup" in (
-        slot.command
-    )
 
 
 class _QuietHost:
     """A sleeper's slot host: the agent's, less everything that would make it visible (its own
     event bus, no log pushes or telemetry lines)."""
 
-    def __init__(self, sup: Supervisor) -> None:
+    def __init__(self, sup: StandbysHost) -> None:
         self.sup = sup
         self.bus = EventBus()
         self.config = sup.config
@@ -134,6 +101,10 @@ class Standby:
     def alive(self) -> bool:
         return self.server.state == READY and self.server.tree is not None
 
+    async def measure(self) -> None:
+        """What it holds asleep, measured (agent/sleeper.py)."""
+        self.gpu_bytes, self.host_bytes = await sleeper.held(self.server)
+
     def view(self, accept: float | None) -> protocol.StandbyView:
         state = self.state if self.server.state in (READY, "launching") else "lost"
         return protocol.StandbyView(
@@ -150,7 +121,7 @@ class Standby:
 class Standbys:
     """Every slot's standbys; the standby ops and the warm swap."""
 
-    def __init__(self, sup: Supervisor) -> None:
+    def __init__(self, sup: StandbysHost) -> None:
         self.sup = sup
         self.by_slot: dict[str, dict[str, Standby]] = {}
         self.accept: dict[str, float] = {}  # profile -> its draft's last measured accept length
@@ -247,7 +218,7 @@ class Standbys:
     async def _add_one(self, slot: Slot, args: protocol.StandbyArgs, client: str | None) -> Any:
         ops = self.sup.ops
         async with ops.lock(slot.id):
-            ops._refuse_if_busy(slot, "standby add")
+            ops.refuse_if_busy(slot, "standby add")
             if slot.external is not None:  # agent/attach.py: not ours to put to sleep
                 raise OpError(
                     f"slot {slot.id} watches a server sgltui did not start; `sgltui adopt` it or "
@@ -261,19 +232,17 @@ class Standbys:
                     f"slot {slot.id} serves {target.name} itself; keep another profile warm "
                     "(`sgltui standby add OTHER`)"
                 )
-            target = ops._place(slot, target)
+            target = ops.place(slot, target)
             port = await asyncio.to_thread(self._free_port, target.port)
             target = with_saver(target, port)
             problem = await asyncio.to_thread(self._check, slot, target)
             if problem:
                 raise OpError(problem)
-            from sgltui.agent.operations import Job
-
             job = Job("standby", f"standby add {target.name}", client, time.time())
-            started = ops._run(slot, job, self._add(slot, target, client))
+            started = ops.run(slot, job, self._add(slot, target, client))
             if args.wait:
                 return _WaitWithStandbys(slot, started, self)
-            return ops._reply(slot, args, started)
+            return ops.reply(slot, args, started)
 
     async def op_remove(self, args: protocol.StandbyArgs, client: str | None) -> Any:
         slots = self._slots(args)
@@ -286,7 +255,7 @@ class Standbys:
                     "see `sgltui standby list`"
                 )
             async with self.sup.ops.lock(slot.id):
-                self.sup.ops._refuse_if_busy(slot, "standby remove")
+                self.sup.ops.refuse_if_busy(slot, "standby remove")
                 self.of(slot.id).pop(args.profile, None)
                 if sb.server.tree is not None:
                     await sb.server.stop(client, drain="force")
@@ -339,95 +308,6 @@ class Standbys:
             members[-2].remainder = mem.DEFAULT_REMAINDER
         return mem.refuse_gpu(target.name, mem.gpu_total(target), members)
 
-    # ---- the server's sleep and wake --------------------------------------------------------------
-    async def _call(self, srv: Slot, path: str, body: Any, timeout: float = 120.0) -> Any:
-        status, data = await http_probe.post(
-            srv.server_host, srv.port, path, body, srv.api_key, timeout=timeout
-        )
-        if status != 200:
-            what = "did not answer" if status == 0 else f"answered HTTP {status}"
-            raise WakeError(f"{srv.profile_name}: {path} {what}")
-        return data
-
-    async def _sleep(self, srv: Slot) -> None:
-        await self._call(srv, "/pause_generation", {"mode": "retract"})
-        await self._release(srv)
-
-    async def _release(self, srv: Slot) -> float:
-        """Release and wait for the GPU source to show it; the seconds until it did."""
-        pids = set(srv.tree.seen) if srv.tree else set()
-        before = await asyncio.to_thread(mem.held_bytes, pids)
-        t0 = time.monotonic()
-        await self._call(srv, "/release_memory_occupation", {})
-        if not before:
-            return time.monotonic() - t0  # no GPU source says what it holds: take its word
-        deadline = time.monotonic() + MEMORY_BACK_S
-        while True:
-            now = await asyncio.to_thread(mem.held_bytes, pids)
-            if now is not None and now <= before * 0.5:
-                return time.monotonic() - t0
-            if time.monotonic() >= deadline:
-                raise WakeError(
-                    f"{srv.profile_name} still holds {units.gib(now)} of GPU memory after its "
-                    f"release (was {units.gib(before)}): SGLang answers a release it did not do "
-                    "the same way; is it launched with --enable-memory-saver?"
-                )
-            await asyncio.sleep(0.05)
-
-    async def _wake(self, srv: Slot) -> None:
-        await self._call(srv, "/resume_memory_occupation", {})
-        await self._call(srv, "/continue_generation", {"torch_empty_cache": True})
-
-    async def _canary(self, srv: Slot, name: str) -> tuple[bool, float | None, str]:
-        """One request to the woken server: it answers; an MTP draft's accept length is not far
-        under its last known value (SGLang PR #31674: a draft refilled wrongly accepts nothing,
-        with no error). -> (good, accept length, why not)."""
-        spec = bool((srv.profile.server if srv.profile else {}).get("speculative-algorithm"))
-        body = {
-            "text": CANARY_PROMPT,
-            "sampling_params": {
-                "max_new_tokens": 16 if spec else 1,
-                "temperature": 0,
-                "ignore_eos": True,
-            },
-        }
-        status, data = await http_probe.post(
-            srv.server_host, srv.port, "/generate", body, srv.api_key, timeout=60.0
-        )
-        if status != 200 or not isinstance(data, dict):
-            return False, None, f"the canary request got HTTP {status}"
-        accept = (data.get("meta_info") or {}).get("spec_accept_length")
-        if not spec or not isinstance(accept, (int, float)):
-            return True, None, ""
-        known = self.accept.get(name)
-        if known and accept < max(1.2, known * BAD_ACCEPT):
-            return (
-                False,
-                float(accept),
-                f"its MTP draft came back wrong after the resume (accept length {accept:.2f}, "
-                f"{known:.2f} before)",
-            )
-        return True, float(accept), ""
-
-    async def _measure(self, sb: Standby) -> None:
-        srv = sb.server
-        pids = set(srv.tree.seen) if srv.tree else set()
-        held = await asyncio.to_thread(mem.held_bytes, pids)
-        sb.gpu_bytes = int(held or 0)
-        host = await asyncio.to_thread(mem.measured_host_bytes, srv.tree.pid) if srv.tree else None
-        if host is None:
-            host = await asyncio.to_thread(mem.weights_bytes, srv.profile)
-        sb.host_bytes = int(host or 0)
-
-    async def _drain(self, slot: Slot, wait: bool, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + (timeout if wait else 0.0)
-        while slot.state == READY:
-            load = await http_probe.load(slot.server_host, slot.port, slot.api_key)
-            front = slot.front.in_flight((slot.server_host, slot.port)) if slot.front else 0
-            if not (load or 0) + front or time.monotonic() >= deadline:
-                return
-            await asyncio.sleep(0.05)
-
     def _hidden(self, slot: Slot, name: str) -> Slot:
         return Slot(f"{slot.id}{SEP}{name}", _QuietHost(self.sup))
 
@@ -438,11 +318,10 @@ class Standbys:
             return
         tele.detach(slot.id)
         if slot.tree is not None:
-            host = "127.0.0.1" if slot.server_host in ("0.0.0.0", "", "::") else slot.server_host
             tele.attach(
                 slot.id,
                 slot.tree.pid,
-                f"http://{host}:{slot.port}",
+                f"http://{connect_host(slot.server_host)}:{slot.port}",
                 slot.api_key,
                 tp_size=slot.tp_size,
             )
@@ -462,25 +341,25 @@ class Standbys:
         self.sup.bus.changed()
         cause: dict | None = None
         try:
-            async with ops._server_going(slot, "wait"):
+            async with ops.server_going(slot, "wait"):
                 slot.hold_front(f"slot {slot.id}: keeping {target.name} warm")
                 if serving:
-                    await self._drain(slot, wait=True)
+                    await sleeper.drain(slot, wait=True)
                     if sleeps:
                         slot.swap_step(f"keeping {target.name} warm: {frm} asleep")
-                        await self._sleep(slot)
+                        await sleeper.sleep(slot)
                     else:
                         slot.swap_step(f"keeping {target.name} warm: stopping {frm}")
                         await slot.stop(client, drain="force")
                 slot.swap_step(f"keeping {target.name} warm: launching it")
                 cause = await self._launch_hidden(sb, target, client)
                 if cause is None:
-                    good, accept, _ = await self._canary(sb.server, target.name)
+                    good, accept, _ = await sleeper.canary(sb.server, self.accept.get(target.name))
                     if accept:
                         self.accept[target.name] = accept
-                    await self._sleep(sb.server)
+                    await sleeper.sleep(sb.server)
                     sb.state = "asleep"
-                    await self._measure(sb)
+                    await sb.measure()
                 slot.swap_step(f"keeping {target.name} warm: {frm} back")
                 await self._back(slot, previous, serving, sleeps, client)
         except (WakeError, LaunchError) as exc:
@@ -509,7 +388,7 @@ class Standbys:
             await asyncio.to_thread(srv.precheck, target, self.sup.our_pids())
         except LaunchError as exc:
             return exc.cause
-        await srv.launch(target, client, self.sup.ops._launch_id(target.name))
+        await srv.launch(target, client, self.sup.ops.launch_id(target.name))
         state = await srv.wait_settled()
         return None if state == READY else (srv.cause or {"summary": f"it ended {state}"})
 
@@ -528,9 +407,9 @@ class Standbys:
             return
         try:
             if sleeps and slot.state == READY:
-                await self._wake(slot)
+                await sleeper.wake(slot)
             elif slot.state != READY and previous is not None:
-                await self.sup.ops._launch(slot, with_saver(previous), client)
+                await self.sup.ops.launch(slot, with_saver(previous), client)
                 await slot.wait_settled()
         except WakeError:
             if not quiet:
@@ -550,12 +429,10 @@ class Standbys:
         sb = self.warm(slot, name)
         if sb is None or slot.state != READY or slot.external is not None:
             return None
-        from sgltui.agent.operations import Job
-
         old = slot.profile_name
         job = Job("swap", f"swap {old} -> {name} (warm)", client, time.time())
         slot.begin_swap(old, name, job.started, rollback, client)
-        return self.sup.ops._run(slot, job, self._warm_swap(slot, sb, client, drain))
+        return self.sup.ops.run(slot, job, self._warm_swap(slot, sb, client, drain))
 
     def cold_target(self, slot: Slot, target: Resolved) -> Resolved:
         """A launch on a slot with standbys: able to sleep (the warm swap that later leaves it
@@ -573,50 +450,36 @@ class Standbys:
     async def _warm_swap(
         self, slot: Slot, sb: Standby, client: str | None, drain: str
     ) -> protocol.Outcome:
-        t0 = time.monotonic()
         frm, to = slot.profile_name, sb.name
-        timings: dict[str, float] = {}
-        bus = self.sup.bus
-
-        def step(name: str) -> None:
-            slot.swap_step(name)
-            bus.publish(
-                protocol.SwapStep(
-                    client=client,
-                    slot=slot.id,
-                    from_=frm,
-                    to=to,
-                    step=name,
-                    elapsed_s=round(time.monotonic() - t0, 3),
-                )
-            )
+        run = SwapRun(self.sup.bus, slot, client, frm, to)
+        timings, step = run.timings, run.step
 
         def mark(name: str, since: float) -> float:
             timings[name] = round(time.monotonic() - since, 3)
             return time.monotonic()
 
-        ok, rolled_back, kind, cause = True, False, "warm", None
-        async with self.sup.ops._server_going(slot, drain):
+        ok, rolled_back, cold, cause = True, False, False, None
+        async with self.sup.ops.server_going(slot, drain):
             slot.hold_front(f"slot {slot.id}: {frm or '-'} -> {to} (warm)")
             step("draining")
             t = time.monotonic()
-            await self._drain(slot, wait=drain == "wait")
+            await sleeper.drain(slot, wait=drain == "wait")
             t = mark("drain", t)
             sleeps = can_sleep(slot)
             try:
                 step("pausing")
-                await self._call(slot, "/pause_generation", {"mode": "retract"})
+                await sleeper.pause(slot)
                 t = mark("pause", t)
                 if sleeps:
                     step("releasing")
-                    timings["memory_back"] = round(await self._release(slot), 3)
+                    timings["memory_back"] = round(await sleeper.release(slot), 3)
                     t = mark("release", t)
                 else:
                     step("stopping")  # it cannot sleep: not kept
                     await slot.stop(client, drain="force")
                     t = mark("stop", t)
                 step("resuming")
-                await self._wake(sb.server)
+                await sleeper.wake(sb.server)
                 t = mark("resume", t)
             except WakeError as exc:
                 ok, rolled_back = False, True
@@ -625,49 +488,20 @@ class Standbys:
                 await self._rollback(slot, sb, sleeps, client)
             if ok:
                 step("canary")
-                good, accept, why = await self._canary(sb.server, to)
+                good, accept, why = await sleeper.canary(sb.server, self.accept.get(to))
                 t = mark("canary", t)
                 if good:
                     if accept:
                         self.accept[to] = accept
                     await self._exchange(slot, sb, sleeps, client)
                 else:
-                    kind = "cold"
+                    cold = True
                     step("relaunching cold")
                     log.warning("slot %s: %s; relaunching %s cold", slot.id, why, to)
                     ok, cause = await self._cold_after_bad_canary(slot, sb, sleeps, why, client)
                     t = mark("cold_launch", t)
             step("ready" if ok or rolled_back else "failed")
-            total = round(time.monotonic() - t0, 3)
-            timings["total"] = total
-            bus.publish(
-                protocol.SwapDone(
-                    client=client,
-                    slot=slot.id,
-                    from_=frm,
-                    to=to,
-                    ok=ok,
-                    rolled_back=rolled_back,
-                    timings_s=dict(timings),
-                    kind=kind,  # type: ignore[arg-type]
-                )
-            )
-            if not ok and cause is not None:
-                slot.keep_failure(cause)
-            slot.end_swap(
-                protocol.LastSwap(
-                    from_=frm,
-                    to=to,
-                    ok=ok,
-                    rolled_back=rolled_back,
-                    timings_s=dict(timings),
-                    cause=as_cause(cause),
-                    finished_at=time.time(),
-                    client=client,
-                    kind=kind,  # type: ignore[arg-type]
-                    seconds=total,
-                )
-            )
+            run.done(ok, rolled_back, cause, kind="cold" if cold else "warm")
         return protocol.Outcome(
             state=slot.state,
             ok=ok,
@@ -681,15 +515,15 @@ class Standbys:
         (or, gone, is dropped)."""
         try:
             if sleeps and slot.state == READY:
-                await self._wake(slot)
+                await sleeper.wake(slot)
             elif slot.state != READY and slot.profile is not None:
-                await self.sup.ops._launch(slot, with_saver(slot.profile), client)
+                await self.sup.ops.launch(slot, with_saver(slot.profile), client)
                 await slot.wait_settled()
         except WakeError:
             log.exception("slot %s: the rollback could not wake %s", slot.id, slot.profile_name)
         if sb.alive:
             try:
-                await self._sleep(sb.server)
+                await sleeper.sleep(sb.server)
             except WakeError:
                 log.exception("slot %s: standby %s did not go back to sleep", slot.id, sb.name)
         else:
@@ -720,7 +554,7 @@ class Standbys:
             srv.take_over(handed_old)
             old = Standby(slot.id, old_name, srv, "asleep", sb.host_bytes, 0)
             self.of(slot.id)[old_name] = old
-            await self._measure(old)
+            await old.measure()
         self._follow(slot)
         self.sup.bus.changed()
 
@@ -738,10 +572,10 @@ class Standbys:
             srv = self._hidden(slot, old_name)
             srv.take_over(slot.hand_over())
             self.of(slot.id)[old_name] = Standby(slot.id, old_name, srv, "asleep")
-            await self._measure(self.of(slot.id)[old_name])
+            await self.of(slot.id)[old_name].measure()
         elif slot.tree is not None:
             await slot.stop(client, drain="force")
-        await self.sup.ops._launch(slot, target, client)
+        await self.sup.ops.launch(slot, target, client)
         state = await slot.wait_settled()
         self._follow(slot)
         if state == READY:

@@ -7,23 +7,23 @@ import inspect
 import pytest
 
 from sgltui import protocol
+from sgltui.agent.agent_ops import AgentOps
 from sgltui.agent.attach import Attacher
 from sgltui.agent.jobs_host import JobsHost
 from sgltui.agent.operations import Operations
 from sgltui.agent.standby import Standbys
-from sgltui.agent.supervisor import Supervisor
 from sgltui.core import causes
 
 
 def test_every_op_has_a_handler_and_every_handler_an_op():
-    """Supervisor.op_X handles op X, a slot's lifecycle Operations.op_X; the batch jobs' job_X
+    """AgentOps.op_X handles op X (the agent's own), a slot's lifecycle Operations.op_X; the batch jobs' job_X
     ops are JobsHost.op_X; a server sgltui did not start, Attacher.op_X (agent/attach.py);
     the standbys' standby_X, Standbys.op_X (agent/standby.py)."""
 
     def ops(cls: type, prefix: str = "") -> set[str]:
         return {prefix + n[3:] for n, _ in inspect.getmembers(cls) if n.startswith("op_")}
 
-    every = ops(Supervisor) | ops(Operations) | ops(JobsHost, "job_") | ops(Attacher)
+    every = ops(AgentOps) | ops(Operations) | ops(JobsHost, "job_") | ops(Attacher)
     assert every | ops(Standbys, "standby_") == set(protocol.OPS)
     assert ops(Operations) == set(Operations.OPS)
     assert ops(Attacher) == set(Attacher.OPS)
@@ -185,7 +185,7 @@ def test_every_handler_returns_its_op_s_reply_type():
             if n.startswith("op_")
         }
 
-    handlers = hints(Supervisor) | hints(Operations) | hints(JobsHost, "job_") | hints(Attacher)
+    handlers = hints(AgentOps) | hints(Operations) | hints(JobsHost, "job_") | hints(Attacher)
     handlers |= hints(Standbys, "standby_")
     for op, spec in protocol.OPS.items():
         assert handlers[op] in (spec.reply, typing.Any), (op, handlers[op], spec.reply)

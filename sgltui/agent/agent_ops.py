@@ -1,0 +1,190 @@
+"""The ops on the agent itself, not on a slot's lifecycle (agent/operations.py), batch jobs
+(agent/jobs_host.py), standbys (agent/standby.py) or servers sgltui did not start
+(agent/attach.py): hello, ping, status, the profile list, a server's log, the timeline,
+subscribing, shutdown, serving a slot to another host, a remote pool's workers, bench runs and
+the demo load. The supervisor dispatches op X to `AgentOps.op_X`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from sgltui import __version__, protocol
+from sgltui.agent.children import ChildError
+from sgltui.agent.errors import OpError
+from sgltui.agent.slot import READY
+from sgltui.session.layout import SERVERS_DIR
+
+if TYPE_CHECKING:
+    from sgltui.agent.hosts import AgentOpsHost
+
+
+class AgentOps:
+    def __init__(self, sup: AgentOpsHost) -> None:
+        self.sup = sup
+
+    async def op_hello(self, args: protocol.HelloArgs, client: str | None) -> protocol.HelloReply:
+        problem = protocol.version_mismatch(
+            __version__, protocol.PROTOCOL_VERSION, args.version, args.protocol
+        )
+        if problem:
+            raise OpError(problem, "version")
+        return protocol.HelloReply(
+            version=__version__, protocol=protocol.PROTOCOL_VERSION, pid=os.getpid()
+        )
+
+    async def op_ping(self, args: protocol.Args, client: str | None) -> protocol.PingReply:
+        return protocol.PingReply(pong=True, pid=os.getpid(), version=__version__)
+
+    async def op_status(self, args: protocol.Args, client: str | None) -> protocol.StatusReply:
+        await self.sup.discovery.first()  # an agent just started has looked for servers once
+        return self.sup.status()
+
+    async def op_profiles(
+        self, args: protocol.ProfilesArgs, client: str | None
+    ) -> list[protocol.ProfileRow]:
+        return await asyncio.to_thread(self.sup.catalog.refresh, args)
+
+    async def op_slot_expose(
+        self, args: protocol.ExposeArgs, client: str | None
+    ) -> protocol.Exposed:
+        """Serve a slot to another host's gateway (agent/exposure.py): from its next launch."""
+        sup = self.sup
+        slot = sup.slot_for(args)
+        exp = await asyncio.to_thread(sup.exposures.set, slot.id, args.address)
+        if exp is not None:
+            sup.add_secret(exp.api_key)
+        sup.bus.publish(protocol.SlotExposed(client=client, slot=slot.id, address=args.address))
+        applied = (
+            slot.state == READY and slot.server_host == exp.address and slot.api_key == exp.api_key
+            if exp is not None
+            else slot.server_host == "127.0.0.1"
+        )
+        url = None
+        if exp is not None and applied:
+            host = f"[{exp.address}]" if ":" in exp.address else exp.address
+            url = f"http://{host}:{slot.port}"
+        return protocol.Exposed(
+            slot=slot.id,
+            url=url,
+            api_key=exp.api_key if exp else None,
+            applied=applied,
+            profile=slot.profile_name if applied else None,
+        )
+
+    async def op_remote_pool(
+        self, args: protocol.RemotePoolArgs, client: str | None
+    ) -> protocol.PoolStatus:
+        """A gateway here whose workers the fleet side names (agent/pools.py, remote pools)."""
+        for w in args.workers:
+            if w.api_key:
+                self.sup.add_secret(w.api_key)
+        return msgspec.convert(await self.sup.pools.remote_set(args), protocol.PoolStatus)
+
+    async def op_subscribe(self, args: protocol.Args, client: str | None) -> protocol.Subscribed:
+        return protocol.Subscribed(subscribed=True)  # the connection handler registers the queue
+
+    async def op_logs(self, args: protocol.LogsArgs, client: str | None) -> protocol.LogsReply:
+        sup = self.sup
+        n = args.lines
+        launch_id = args.launch_id
+        path: Path | None
+        if launch_id:
+            if not re.fullmatch(r"[A-Za-z0-9._-]+", str(launch_id)):
+                raise OpError(f"bad launch id {launch_id!r}", "invalid")
+            path = sup.server_log_path(str(launch_id))
+        else:
+            slot = sup.slot_for(args)
+            path = slot.log_path
+            if path is None:
+                logs = sorted(
+                    Path(sup.recorder.path, SERVERS_DIR).glob("*.log"),
+                    key=lambda p: p.stat().st_mtime,
+                )
+                path = logs[-1] if logs else None
+        if path is None or not Path(path).exists():
+            raise OpError(
+                "no server log yet in this session; start a profile first (`sgltui start PROFILE`)",
+                "not_found",
+            )
+        lines = await asyncio.to_thread(_tail_file, Path(path), n)
+        return protocol.LogsReply(
+            lines=[sup.redactor.text(ln) for ln in lines],
+            path=str(path),
+            launch_id=Path(path).stem,
+        )
+
+    async def op_timeline(
+        self, args: protocol.TimelineArgs, client: str | None
+    ) -> protocol.TimelineReply:
+        tele = self.sup.telemetry
+        if tele is None:
+            return protocol.TimelineReply(series={})
+        series = tele.series(args.series, args.since)["series"]
+        return protocol.TimelineReply(series=series)
+
+    async def op_shutdown(
+        self, args: protocol.ShutdownArgs, client: str | None
+    ) -> protocol.ShutdownReply:
+        sup = self.sup
+        sup.stop_servers_on_exit = args.stop_servers
+        asyncio.get_running_loop().call_later(0.05, sup.shutdown_requested.set)
+        return protocol.ShutdownReply(stopping=True, stop_servers=sup.stop_servers_on_exit)
+
+    # ---- bench runs and demo load (sgltui/agent/children.py) -----------------------------------
+
+    async def op_bench_start(
+        self, args: protocol.BenchStartArgs, client: str | None
+    ) -> protocol.BenchStarted:
+        return _child(lambda: self.sup.children.bench_start(args.spec, client))
+
+    async def op_bench_progress(
+        self, args: protocol.BenchProgressArgs, client: str | None
+    ) -> protocol.Noted:
+        return self.sup.children.bench_progress(args, client)
+
+    async def op_bench_stop(
+        self, args: protocol.BenchStopArgs, client: str | None
+    ) -> protocol.BenchRun:
+        try:
+            return await self.sup.children.bench_stop(args.run_id)
+        except ChildError as exc:
+            raise OpError(str(exc), exc.code) from None
+
+    async def op_bench_list(
+        self, args: protocol.Args, client: str | None
+    ) -> list[protocol.BenchRun]:
+        return self.sup.children.bench_list()
+
+    async def op_demo_load(
+        self, args: protocol.DemoLoadArgs, client: str | None
+    ) -> protocol.DemoLoadReply:
+        return await self.sup.children.demo_load(args.on)
+
+
+def _child(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except ChildError as exc:
+        raise OpError(str(exc), exc.code) from None
+
+
+def _tail_file(path: Path, n: int) -> list[str]:
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        block, data = 64 * 1024, b""
+        while size > 0 and data.count(b"\n") <= n:
+            step = min(block, size)
+            size -= step
+            fh.seek(size)
+            data = fh.read(step) + data
+    lines = data.decode("utf-8", "replace").splitlines()
+    return lines[-n:] if n > 0 else []

@@ -1,0 +1,78 @@
+"""Each slot's front endpoint (agent/front.py), made when the agent starts and kept pointed at
+what the slot runs: a ready server gets the requests; while a swap or a launch is on they are
+held (bounded); otherwise they get 503 at once, saying why and what to do.
+
+A front binds on [front] port + the slot's index; a pool of one binds its front on the pool's
+port (the pool's endpoint); a slot of a pool of two or more has none (the pool's gateway is its
+endpoint: agent/pools.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sgltui import protocol
+from sgltui.agent.front import Front
+from sgltui.agent.slot import CRASHED, FAILED, LAUNCHING, READY, STOPPED
+
+if TYPE_CHECKING:
+    from sgltui.agent.hosts import FrontsHost
+    from sgltui.agent.slot import Slot
+
+
+class Fronts:
+    def __init__(self, host: FrontsHost) -> None:
+        self.host = host
+
+    async def start(self) -> None:
+        """One front endpoint per slot, on FrontConfig.port + the slot's index."""
+        from sgltui.agent import config as agent_config
+        from sgltui.core import placement
+
+        cfg = self.host.front_config
+        if cfg.port is None:
+            return
+        for i, slot in enumerate(self.host.slots.values()):
+            host, port = cfg.host, cfg.port + i
+            setting = f"[front] port in {agent_config.default_path()}" + (f" (+{i})" if i else "")
+            where = self.host.pools.front_port(slot.id)
+            if where is False:
+                continue  # a slot of a pool of two or more: the pool's gateway is its endpoint
+            if isinstance(where, tuple):
+                host, port = where  # a pool of one: the front is the pool's endpoint
+                setting = f"the pool's port in {placement.default_path()}"
+            front = Front(slot.id, host, port, cfg, on_event=self._event, setting=setting)
+            await front.start()  # a port already taken leaves front.error for status to show
+            slot.attach_front(front)
+
+    def _event(self, event: protocol.EventBase) -> None:
+        s = self.host.slots.get(event.slot or "")
+        event.client = s.client if s else None
+        self.host.bus.publish(event)
+
+    def follow(self) -> None:
+        """A slot changed: its front follows at once (hold, route, release)."""
+        for slot in self.host.slots.values():
+            sync(slot)
+
+
+def sync(slot: Slot) -> None:
+    """Point the slot's front at what the slot runs."""
+    front = slot.front
+    if front is None or front.error:
+        return
+    swapping = slot.swap is not None and slot.swap.step != "failed"
+    if slot.state == READY and not (swapping and slot.launch_id == front.held_from):
+        front.route_to(slot.server_host, slot.port)
+    elif swapping or slot.state == LAUNCHING:
+        front.hold(
+            f"slot {slot.id}: " + ("swap" if swapping else "launch") + " in progress",
+            held_from=slot.launch_id,
+        )
+    else:
+        cause = (slot.cause or {}).get("summary")
+        if slot.state in (STOPPED, FAILED, CRASHED):
+            what = f"no server runs on this slot ({slot.state}" + (f": {cause})" if cause else ")")
+        else:
+            what = f"its server is {slot.state} and takes no new requests"
+        front.release(what + "; start one with `sgltui start PROFILE`")

@@ -1,0 +1,279 @@
+"""What each part of the agent needs of the agent around it: one narrow Protocol per part.
+
+slot.py's `SlotHost` is the model. The supervisor (agent/supervisor.py) makes the parts and is
+each one's host; a part holds only its own Protocol and calls no more than it declares, so none
+imports the supervisor or another part, and mypy checks that the supervisor gives what each
+declares (where it passes itself). This module imports none of the parts it describes
+(operations, pools, remote_pools, standby, restart_policy, jobs_host, jobs_site, fronts,
+telemetry_link, agent_ops, supervisor):
+what a part needs of another is declared here too, as a Protocol of its own. No import cycle,
+TYPE_CHECKING imports included: tests/test_import_cycles.py.
+
+The read-only `@property` members are parts the host holds (its operations, pools, batch jobs,
+standbys): a property lets the supervisor's attribute of the part's own class stand for the
+narrower Protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, Protocol
+
+from sgltui import protocol
+from sgltui.agent import preflight
+from sgltui.agent.children import Children
+from sgltui.agent.config import AgentConfig
+from sgltui.agent.discovery import Discovery
+from sgltui.agent.events import EventBus
+from sgltui.agent.exposure import Exposures
+from sgltui.agent.front import FrontConfig
+from sgltui.agent.profile_catalog import ProfileCatalog
+from sgltui.agent.provenance import ProvenanceKeeper
+from sgltui.agent.resolved import Resolved
+from sgltui.agent.slot import Slot, SlotConfig
+from sgltui.agent.slot_job import Job
+from sgltui.core.placement import PoolPlace
+from sgltui.core.redact import Redactor
+
+# ---- what one part needs of another ---------------------------------------------------------
+
+
+class SwapHolds(Protocol):
+    """The batch jobs (agent/jobs_host.py JobsHost), as a slot's stop or swap holds them."""
+
+    async def before_swap(self, slot_id: str, force: bool) -> None: ...
+    def after_swap(self, slot_id: str) -> None: ...
+    def pinned_on(self, slot_id: str) -> dict | None: ...
+
+
+class ActiveJobs(Protocol):
+    """The batch jobs, as the restart policy asks whether a crashed slot is still wanted."""
+
+    def active_on(self, slot_id: str) -> bool: ...
+
+
+class PoolGuard(Protocol):
+    """The pools (agent/pools.py), as a slot's stop or restart asks them first."""
+
+    def refuse_taking_out(self, slot_id: str, doing: str, forced: bool) -> None: ...
+
+
+class PoolLookup(Protocol):
+    """The pools, as a standby op on a pool finds its slots."""
+
+    def pool(self, name: str) -> PoolPlace: ...
+
+
+class GatewaySamples(Protocol):
+    """The pools, as telemetry's samples carry each gateway's metrics."""
+
+    def telemetry(self) -> dict[str, Any]: ...
+
+
+class FrontPorts(Protocol):
+    """The pools, as each slot's front asks where it binds."""
+
+    def front_port(self, slot_id: str) -> tuple[str, int] | None | bool: ...
+
+
+class RemotePoolSet(Protocol):
+    """The pools, as the fleet side sets a remote pool's workers."""
+
+    async def remote_set(self, args: protocol.RemotePoolArgs) -> dict[str, Any]: ...
+
+
+class PoolSight(Protocol):
+    """The pools, as batch jobs see them (agent/jobs_site.py)."""
+
+    places: dict[str, PoolPlace]
+
+    def members(self, name: str) -> list[Slot]: ...
+    def rolls_running(self) -> set[str]: ...
+    def job_target(self, name: str) -> tuple[str | None, str | None, str]: ...
+    def serving_profiles(self, name: str) -> list[str]: ...
+
+
+class WarmSwaps(Protocol):
+    """The standbys (agent/standby.py), as a start or a swap asks them."""
+
+    def warm(self, slot: Slot, name: str) -> object | None: ...
+    def swap_job(
+        self, slot: Slot, name: str, client: str | None, drain: str, rollback: bool
+    ) -> Job | None: ...
+    def cold_target(self, slot: Slot, target: Resolved) -> Resolved: ...
+
+
+class SlotJobs(Protocol):
+    """The operations (agent/operations.py), as a reader of each slot's latest job."""
+
+    jobs: dict[str, Job]
+
+
+class Relauncher(Protocol):
+    """The operations, as the restart policy relaunches a crashed slot."""
+
+    async def relaunch(self, slot: Slot, client: str) -> Job: ...
+
+
+class StandbyOps(Protocol):
+    """The operations, as the standbys run their jobs under the slot's lock."""
+
+    def lock(self, slot_id: str) -> asyncio.Lock: ...
+    def refuse_if_busy(self, slot: Slot, what: str) -> None: ...
+    def place(self, slot: Slot, target: Resolved) -> Resolved: ...
+    def run(self, slot: Slot, job: Job, coro: Coroutine[Any, Any, protocol.Outcome]) -> Job: ...
+    def reply(self, slot: Slot, args: protocol.StandbyArgs, job: Job | None) -> Any: ...
+    def server_going(
+        self, slot: Slot, drain: str
+    ) -> contextlib.AbstractAsyncContextManager[None]: ...
+    async def launch(
+        self, slot: Slot, profile: Any, client: str | None, skip: frozenset[str] = ...
+    ) -> None: ...
+    def launch_id(self, profile_name: str) -> str: ...
+
+
+# ---- each part's host (the supervisor) -------------------------------------------------------
+
+
+class OpsHost(Protocol):
+    """What the lifecycle operations (agent/operations.py) need of the agent."""
+
+    bus: EventBus
+    recorder: Any  # session/writer.py Recorder: its path holds the server logs
+    exposures: Exposures
+
+    def slot_for(self, args: protocol.Args) -> Slot: ...
+    def get_profile(self, name: str | None, args: protocol.Args | None) -> Resolved: ...
+    def current(self, slot: Slot) -> preflight.Current: ...
+    def our_pids(self) -> set[int]: ...
+
+    @property
+    def batch(self) -> SwapHolds: ...
+    @property
+    def pools(self) -> PoolGuard: ...
+    @property
+    def standbys(self) -> WarmSwaps: ...
+
+
+class RemotePoolsHost(Protocol):
+    """What the pools of other hosts' servers (agent/remote_pools.py) need of the agent."""
+
+    bus: EventBus
+    state_dir: Path
+
+
+class PoolsHost(RemotePoolsHost, Protocol):
+    """What the pools (agent/pools.py) need: a rolling swap is each slot's op, as sent."""
+
+    slots: dict[str, Slot]
+
+    async def handle(self, op: str, args: protocol.Args, client: str | None) -> Any: ...
+
+
+class RestartHost(Protocol):
+    """What the restart policy (agent/restart_policy.py) needs of the agent."""
+
+    bus: EventBus
+    slots: dict[str, Slot]
+
+    @property
+    def batch(self) -> ActiveJobs: ...
+    @property
+    def ops(self) -> Relauncher: ...
+
+
+class StandbysHost(Protocol):
+    """What the standbys (agent/standby.py) need: what a sleeper's hidden slot needs (its
+    launch history, log files, secrets), the slots, and the operations' lock and jobs."""
+
+    bus: EventBus
+    config: SlotConfig
+    state_dir: Path
+    agent_config: AgentConfig
+    slots: dict[str, Slot]
+    telemetry: Any  # agent/telemetry.py Telemetry, None when it did not start
+
+    def server_log_path(self, launch_id: str) -> Path: ...
+    def learned(self, profile: str) -> dict[str, float] | None: ...
+    def record_launch(self, profile: str, durations: dict[str, float]) -> None: ...
+    def add_secret(self, secret: str) -> None: ...
+    def get_profile(self, name: str | None, args: protocol.Args | None) -> Resolved: ...
+    def slot_for(self, args: protocol.Args) -> Slot: ...
+    def our_pids(self) -> set[int]: ...
+    def status(self) -> protocol.StatusReply: ...
+
+    @property
+    def ops(self) -> StandbyOps: ...
+    @property
+    def pools(self) -> PoolLookup: ...
+
+
+class SiteHost(Protocol):
+    """What the batch jobs' site (agent/jobs_site.py AgentSite) reads of the agent."""
+
+    bus: EventBus
+    state_dir: Path
+    agent_config: AgentConfig
+    slots: dict[str, Slot]
+    provenance: ProvenanceKeeper
+    children: Children
+    telemetry: Any  # agent/telemetry.py Telemetry, None when it did not start
+
+    async def handle(self, op: str, args: protocol.Args, client: str | None) -> Any: ...
+
+    @property
+    def ops(self) -> SlotJobs: ...
+    @property
+    def pools(self) -> PoolSight: ...
+
+
+class TelemetryHost(Protocol):
+    """What telemetry's link to the agent (agent/telemetry_link.py) needs: it sets `telemetry`."""
+
+    bus: EventBus
+    slots: dict[str, Slot]
+    agent_config: AgentConfig
+    recorder: Any  # session/writer.py Recorder: samples are recorded
+    telemetry: Any
+
+    def broadcast(self, kind: str, data: Any) -> None: ...
+
+    @property
+    def pools(self) -> GatewaySamples: ...
+
+
+class FrontsHost(Protocol):
+    """What the slots' fronts (agent/fronts.py) need of the agent."""
+
+    bus: EventBus
+    slots: dict[str, Slot]
+    front_config: FrontConfig
+
+    @property
+    def pools(self) -> FrontPorts: ...
+
+
+class AgentOpsHost(Protocol):
+    """What the ops on the agent itself (agent/agent_ops.py) need of it."""
+
+    bus: EventBus
+    recorder: Any  # session/writer.py Recorder: its path holds the server logs
+    telemetry: Any  # agent/telemetry.py Telemetry, None when it did not start
+    exposures: Exposures
+    children: Children
+    redactor: Redactor
+    discovery: Discovery
+    catalog: ProfileCatalog
+    stop_servers_on_exit: bool
+    shutdown_requested: asyncio.Event
+
+    def status(self) -> protocol.StatusReply: ...
+    def slot_for(self, args: protocol.Args) -> Slot: ...
+    def add_secret(self, secret: str) -> None: ...
+    def server_log_path(self, launch_id: str) -> Path: ...
+
+    @property
+    def pools(self) -> RemotePoolSet: ...

@@ -1,0 +1,160 @@
+"""A server that can sleep: launched with the memory saver, put to sleep, woken, and checked.
+
+SGLang's memory saver (--enable-memory-saver --enable-weights-cpu-backup,
+SGLANG_MEMORY_SAVER_CUDA_GRAPH=1) lets a running server pause (/pause_generation), release its
+GPU memory (/release_memory_occupation: weights to pinned host RAM, KV cache and graphs freed),
+and later resume it and continue. The standbys (agent/standby.py) sequence these calls for a
+standby add and a warm swap; this module holds the calls on one server (a `Slot`), the canary
+that checks a woken one, and what a sleeper holds. It knows nothing of standbys or swaps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from typing import TYPE_CHECKING, Any
+
+from sgltui.agent import http_probe
+from sgltui.agent import standby_memory as mem
+from sgltui.agent.lifecycle import READY
+from sgltui.core import units
+
+if TYPE_CHECKING:
+    from sgltui.agent.resolved import Resolved
+    from sgltui.agent.slot import Slot
+
+SAVER_FLAGS = ("enable-memory-saver", "enable-weights-cpu-backup")
+# Graphs freed with the rest; the pinned copy of the weights kept between sleeps (weights do
+# not change: a release after the first only unmaps; torch_memory_saver PR #86).
+SAVER_ENV = {"SGLANG_MEMORY_SAVER_CUDA_GRAPH": "1", "TMS_RETAIN_CPU_BACKUP": "1"}
+CANARY_PROMPT = "The capital city of France is"
+BAD_ACCEPT = 0.6  # a woken draft accepting under this share of its last known length is bad
+MEMORY_BACK_S = 3.0  # how long the GPU source gets to show a release (NVML: ~0.13 s)
+
+
+class WakeError(Exception):
+    """A step of a sleep or a wake did not happen (the server did not answer, or the GPU did
+    not get its memory back)."""
+
+
+def with_saver(target: Resolved, port: int | None = None) -> Resolved:
+    """`target` launched so that it can sleep (and, given, on its own port). The content hash
+    stays the profile's: the file did not change."""
+    server, env = dict(target.profile.server), dict(target.profile.env)
+    for flag in SAVER_FLAGS:
+        server[flag] = True
+    for k, v in SAVER_ENV.items():
+        env.setdefault(k, v)
+    if port is not None:
+        server["port"] = port
+    return dataclasses.replace(
+        target, profile=dataclasses.replace(target.profile, server=server, env=env)
+    )
+
+
+def can_sleep(slot: Slot) -> bool:
+    """Whether the slot's server was launched with the memory saver (its command says)."""
+    return "--enable-memory-saver" in slot.command and "--enable-weights-cpu-backup" in (
+        slot.command
+    )
+
+
+async def call(srv: Slot, path: str, body: Any, timeout: float = 120.0) -> Any:
+    status, data = await http_probe.post(
+        srv.server_host, srv.port, path, body, srv.api_key, timeout=timeout
+    )
+    if status != 200:
+        what = "did not answer" if status == 0 else f"answered HTTP {status}"
+        raise WakeError(f"{srv.profile_name}: {path} {what}")
+    return data
+
+
+async def pause(srv: Slot) -> None:
+    await call(srv, "/pause_generation", {"mode": "retract"})
+
+
+async def sleep(srv: Slot) -> None:
+    await pause(srv)
+    await release(srv)
+
+
+async def release(srv: Slot) -> float:
+    """Release and wait for the GPU source to show it; the seconds until it did."""
+    pids = set(srv.tree.seen) if srv.tree else set()
+    before = await asyncio.to_thread(mem.held_bytes, pids)
+    t0 = time.monotonic()
+    await call(srv, "/release_memory_occupation", {})
+    if not before:
+        return time.monotonic() - t0  # no GPU source says what it holds: take its word
+    deadline = time.monotonic() + MEMORY_BACK_S
+    while True:
+        now = await asyncio.to_thread(mem.held_bytes, pids)
+        if now is not None and now <= before * 0.5:
+            return time.monotonic() - t0
+        if time.monotonic() >= deadline:
+            raise WakeError(
+                f"{srv.profile_name} still holds {units.gib(now)} of GPU memory after its "
+                f"release (was {units.gib(before)}): SGLang answers a release it did not do "
+                "the same way; is it launched with --enable-memory-saver?"
+            )
+        await asyncio.sleep(0.05)
+
+
+async def wake(srv: Slot) -> None:
+    await call(srv, "/resume_memory_occupation", {})
+    await call(srv, "/continue_generation", {"torch_empty_cache": True})
+
+
+async def canary(srv: Slot, known: float | None) -> tuple[bool, float | None, str]:
+    """One request to the woken server: it answers; an MTP draft's accept length is not far
+    under its last known value `known` (SGLang PR #31674: a draft refilled wrongly accepts
+    nothing, with no error). -> (good, accept length, why not)."""
+    spec = bool((srv.profile.server if srv.profile else {}).get("speculative-algorithm"))
+    body = {
+        "text": CANARY_PROMPT,
+        "sampling_params": {
+            "max_new_tokens": 16 if spec else 1,
+            "temperature": 0,
+            "ignore_eos": True,
+        },
+    }
+    status, data = await http_probe.post(
+        srv.server_host, srv.port, "/generate", body, srv.api_key, timeout=60.0
+    )
+    if status != 200 or not isinstance(data, dict):
+        return False, None, f"the canary request got HTTP {status}"
+    accept = (data.get("meta_info") or {}).get("spec_accept_length")
+    if not spec or not isinstance(accept, (int, float)):
+        return True, None, ""
+    if known and accept < max(1.2, known * BAD_ACCEPT):
+        return (
+            False,
+            float(accept),
+            f"its MTP draft came back wrong after the resume (accept length {accept:.2f}, "
+            f"{known:.2f} before)",
+        )
+    return True, float(accept), ""
+
+
+async def held(srv: Slot) -> tuple[int, int]:
+    """What a sleeper holds: (GPU bytes its processes keep, host bytes of its pinned copy:
+    measured, else its weights' size)."""
+    pids = set(srv.tree.seen) if srv.tree else set()
+    gpu_bytes = await asyncio.to_thread(mem.held_bytes, pids)
+    host = await asyncio.to_thread(mem.measured_host_bytes, srv.tree.pid) if srv.tree else None
+    if host is None:
+        host = await asyncio.to_thread(mem.weights_bytes, srv.profile)
+    return int(gpu_bytes or 0), int(host or 0)
+
+
+async def drain(slot: Slot, wait: bool, timeout: float = 30.0) -> None:
+    """Until the slot's server has no request in flight (its own count and its front's), or
+    at once when not `wait`, or at `timeout`."""
+    deadline = time.monotonic() + (timeout if wait else 0.0)
+    while slot.state == READY:
+        load = await http_probe.load(slot.server_host, slot.port, slot.api_key)
+        front = slot.front.in_flight((slot.server_host, slot.port)) if slot.front else 0
+        if not (load or 0) + front or time.monotonic() >= deadline:
+            return
+        await asyncio.sleep(0.05)
