@@ -110,7 +110,11 @@ def run_child(mode: str) -> None:
     status = make_host_status(slots) if slots > 1 else make_status()
     first = str(status["slots"][0]["id"])
     # "app-static": the same screen with nothing arriving, to split layout cost from update cost.
-    source = ScriptedSource(status, live_interval=1.0 if mode == "app" else None)
+    # Log lines go out once a tick with the sample, as the agent sends them to a TUI
+    # (subscribe logs="tick", agent/logbatch.py).
+    source = ScriptedSource(
+        status, live_interval=1.0 if mode == "app" else None, logs_per_tick=True
+    )
     # Events come from this TUI's own client: a command from another client pops a notification,
     # which is not what an idle screen does every few seconds.
     app = make_app(source, own_client="tui:1@bench")
