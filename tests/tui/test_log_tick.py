@@ -43,3 +43,31 @@ async def test_a_ticks_logs_push_shows_every_slots_lines():
         assert "Decode batch" not in shown  # folded, as from a "log" push
         assert shown.index("alpha one") < shown.index("beta one") < shown.index("alpha two")
         assert "[a]" in shown and "[b]" in shown, shown
+
+
+async def test_a_fleet_asks_each_host_for_its_lines_per_tick_and_names_their_slots_host_slash():
+    import asyncio
+
+    from .fleet_fakes import fleet_source
+
+    src, calls = fleet_source({"h1": make_host_status(2), "h2": make_host_status(1, pool=None)})
+    await src.connect()
+    pushes = src.pushes()
+    assert (await anext(pushes)) == {"push": "fleet"}
+    src._route(
+        "h1",
+        {
+            "push": "logs",
+            "data": [
+                {"slot": "a", "launch_id": "L", "lines": ["one"]},
+                {"slot": "b", "launch_id": "L", "lines": ["two"]},
+            ],
+        },
+    )
+    got = await asyncio.wait_for(anext(pushes), 2.0)
+    while got["push"] != "logs":  # (the hosts' log tails come first)
+        got = await asyncio.wait_for(anext(pushes), 2.0)
+    assert [(d["slot"], d["lines"]) for d in got["data"]] == [("h1/a", ["one"]), ("h1/b", ["two"])]
+    subscribes = [args for _, op, args in calls if op == "subscribe"]
+    assert subscribes and all(a == {"logs": "tick"} for a in subscribes), calls
+    await src.close()
