@@ -214,7 +214,7 @@ def main() -> int:
     ok = added <= BUDGET_MS
     print(
         f"  added by the bridge: {added:+.2f} ms (budget <= +{BUDGET_MS:.0f} ms): "
-        f"{'OK' if ok else 'OVER BUDGET'}"
+        f"{'met' if ok else 'OVER'}"
     )
     if not args.no_tui:
         one = sum(c for c, _ in cpu[1]) / len(cpu[1]) / args.tui_seconds
@@ -229,7 +229,7 @@ def main() -> int:
         print(f"  4 hosts  {four * 100:.2f}% of a core (their ssh: {ssh4 * 100:.2f}%)")
         print(
             f"  4 hosts / 1 host: {ratio:.2f}x (budget <= {TUI_BUDGET}x): "
-            f"{'OK' if tui_ok else 'OVER BUDGET'}"
+            f"{'met' if tui_ok else 'OVER'}"
         )
         ok = ok and tui_ok
     return 0 if ok else 1

@@ -50,9 +50,25 @@ def report_cpu_on_signal(path: Path) -> None:
     """Each SIGUSR1 appends this process's CPU seconds and the time to `path` (the parent's
     start and end marks)."""
 
+    profile_to = os.environ.get("SGLTUI_BENCH_PROFILE")
+    profiler = None
+    profiling: list[bool] = []  # non-empty once the first mark started the profiler
+    if profile_to:  # --profile: cProfile over the measured window only (the event loop's thread)
+        import cProfile
+
+        profiler = cProfile.Profile()
+
     def mark(_signum: int, _frame: object) -> None:
+        line = f"{time.process_time()} {time.monotonic()}\n"
+        if profiler is not None:  # the stats are written before the parent reads the mark
+            if not profiling:
+                profiling.append(True)
+                profiler.enable()
+            else:
+                profiler.disable()
+                profiler.dump_stats(profile_to)
         with path.open("a", encoding="utf-8") as f:
-            f.write(f"{time.process_time()} {time.monotonic()}\n")
+            f.write(line)
 
     signal.signal(signal.SIGUSR1, mark)
 
@@ -94,7 +110,11 @@ def run_child(mode: str) -> None:
     status = make_host_status(slots) if slots > 1 else make_status()
     first = str(status["slots"][0]["id"])
     # "app-static": the same screen with nothing arriving, to split layout cost from update cost.
-    source = ScriptedSource(status, live_interval=1.0 if mode == "app" else None)
+    # Log lines go out once a tick with the sample, as the agent sends them to a TUI
+    # (subscribe logs="tick", agent/logbatch.py).
+    source = ScriptedSource(
+        status, live_interval=1.0 if mode == "app" else None, logs_per_tick=True
+    )
     # Events come from this TUI's own client: a command from another client pops a notification,
     # which is not what an idle screen does every few seconds.
     app = make_app(source, own_client="tui:1@bench")
@@ -287,6 +307,14 @@ def main() -> int:
         help="skip the runs against a real agent and simulator (idle and demo load)",
     )
     ap.add_argument(
+        "--profile",
+        metavar="MODE",
+        choices=("bare", "app", "app-static", "agent"),
+        help="instead of the rounds: one round of MODE under cProfile (the measured window "
+        "only), and the functions taking the most time (cumulative and own); agent: sgltui "
+        "on a real agent with --slots idle servers",
+    )
+    ap.add_argument(
         "--child", choices=("bare", "app", "app-static", "agent", "log10"), help=argparse.SUPPRESS
     )
     args = ap.parse_args()
@@ -296,6 +324,8 @@ def main() -> int:
     if not 1 <= args.slots <= 26:
         ap.error(f"--slots {args.slots}: give 1 to 26")
     os.environ["SGLTUI_BENCH_SLOTS"] = str(args.slots)  # the scripted children read it
+    if args.profile:
+        return profile(args.profile, args.seconds, args.warmup)
     bare: list[float] = []
     app: list[float] = []
     static: list[float] = []
@@ -317,6 +347,32 @@ def main() -> int:
     if not args.no_agent:
         ok = measure_agent(args, bare) and ok
     return 0 if ok else 1
+
+
+def profile(mode: str, seconds: float, warmup: float) -> int:
+    """One round of `mode` under cProfile; prints where its time went."""
+    import pstats
+    import tempfile
+
+    out = Path(tempfile.mkdtemp(prefix="sgltui-bench-prof-")) / "prof"
+    env = {"SGLTUI_BENCH_PROFILE": str(out)}
+    if mode == "agent":
+        from agent_host import AgentHost
+
+        agent = AgentHost(int(os.environ["SGLTUI_BENCH_SLOTS"]), "bench-prof")
+        try:
+            agent.start()
+            env["SGLTUI_BENCH_STATE"] = str(agent.state)
+            cpu = measure(mode, seconds, warmup, env)
+        finally:
+            agent.stop()
+    else:
+        cpu = measure(mode, seconds, warmup, env)
+    print(f"{mode}: {cpu * 100:.2f}% of one core under the profiler; stats in {out}")
+    stats = pstats.Stats(str(out))
+    stats.sort_stats("cumulative").print_stats(40)
+    stats.sort_stats("tottime").print_stats(30)
+    return 0
 
 
 def verdict(ratio: float, budget: float) -> str:

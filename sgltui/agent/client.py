@@ -227,8 +227,9 @@ class AgentClient:
             raise ConnectionLost(f"connection to the agent lost ({_why(exc)})") from None
         return await fut
 
-    async def subscribe(self) -> AsyncIterator[dict]:
-        await self.call("subscribe")
+    async def subscribe(self, **args: Any) -> AsyncIterator[dict]:
+        """Pushes from now on; `args` are subscribe's (logs="tick": one "logs" push a tick)."""
+        await self.call("subscribe", **args)
         async for msg in self.pushes():
             yield msg
 

@@ -30,6 +30,7 @@ from sgltui.agent.discovery import Discovery
 from sgltui.agent.events import EventBus
 from sgltui.agent.exposure import Exposures
 from sgltui.agent.front import FrontConfig
+from sgltui.agent.logbatch import LogBatch
 from sgltui.agent.profile_catalog import ProfileCatalog
 from sgltui.agent.provenance import ProvenanceKeeper
 from sgltui.agent.resolved import Resolved
@@ -238,6 +239,7 @@ class TelemetryHost(Protocol):
     agent_config: AgentConfig
     recorder: Any  # session/writer.py Recorder: samples are recorded
     telemetry: Any
+    log_batch: LogBatch  # flushed before each sample (subscribe logs="tick")
 
     def broadcast(self, kind: str, data: Any) -> None: ...
 

@@ -147,7 +147,7 @@ class _Conn:
             if op == "hello":
                 self.greeted = True  # it agreed (a mismatch raised OpError)
             if op == "subscribe":
-                self.subscribe()
+                self.subscribe(getattr(args, "logs", "each") == "tick")
             reply = protocol.Reply(id=rid, ok=True, result=result)
         except OpError as exc:
             reply = self._refusal(rid, exc.error)
@@ -165,10 +165,11 @@ class _Conn:
         it learns of the mismatch)."""
         return protocol.Reply(id=rid, ok=False, error=error if self.greeted else error.line())
 
-    def subscribe(self) -> None:
+    def subscribe(self, logs_per_tick: bool = False) -> None:
         if self.queue is not None:
             return
         self.queue = PushQueue(SUBSCRIBER_QUEUE)
+        self.queue.logs_per_tick = logs_per_tick
         self.sup.subscribers.add(self.queue)
         self.pusher = asyncio.get_running_loop().create_task(self.push_loop())
 

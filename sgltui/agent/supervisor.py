@@ -36,6 +36,7 @@ from sgltui.agent.front import FrontConfig
 from sgltui.agent.fronts import Fronts
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.jobs_site import AgentSite
+from sgltui.agent.logbatch import LogBatch
 from sgltui.agent.operations import Operations
 from sgltui.agent.pools import PoolArgs, Pools
 from sgltui.agent.profile_catalog import ProfileCatalog
@@ -61,6 +62,7 @@ class PushQueue(asyncio.Queue):
     def __init__(self, maxsize: int) -> None:
         super().__init__(maxsize=maxsize)
         self.overflowed = False
+        self.logs_per_tick = False  # subscribe logs="tick": one "logs" push per tick (logbatch)
 
 
 class Supervisor:
@@ -117,6 +119,7 @@ class Supervisor:
         self.history = LaunchHistory(state_dir)
         self.agent_state = AgentState(state_dir)
         self.subscribers: set[PushQueue] = set()
+        self.log_batch = LogBatch(lambda batch: self.broadcast("logs", batch, logs_per_tick=True))
         self.children = Children(self.bus.publish, socket_path, state_dir, lambda: self.recorder)
         # batch jobs (agent/jobs_host.py), seeing the agent through agent/jobs_site.py
         self.batch = JobsHost(AgentSite(self))
@@ -251,6 +254,7 @@ class Supervisor:
                 await slot.front.close()
         self.saver.cancel()
         self.saver.save()  # the last word, written before the agent goes
+        self.log_batch.flush()  # the servers' last lines before the agent's last event
         self.bus.publish(
             protocol.AgentStop(
                 stop_servers=stop_servers,
@@ -280,9 +284,12 @@ class Supervisor:
     def _push_event(self, event: protocol.EventBase, record: dict) -> None:
         self.broadcast("event", record)
 
-    def broadcast(self, kind: str, data: Any) -> None:
+    def broadcast(self, kind: str, data: Any, logs_per_tick: bool | None = None) -> None:
+        """To every subscriber, or (`logs_per_tick` given) those that take log lines so."""
         msg = {"push": kind, "data": data}
         for q in list(self.subscribers):
+            if logs_per_tick is not None and q.logs_per_tick != logs_per_tick:
+                continue
             try:
                 q.put_nowait(msg)
             except asyncio.QueueFull:
@@ -298,14 +305,16 @@ class Supervisor:
                 self.recorder.maintain()  # scrubs secrets from and rotates the server logs
             except Exception:
                 log.exception("recorder maintenance")
-        if self.subscribers:
+        if not self.subscribers:
+            return
+        lines = [self.redactor.text(ln) for ln in lines]
+        if any(q.logs_per_tick for q in self.subscribers):
+            self.log_batch.add(slot_id, launch_id, lines)
+        if not all(q.logs_per_tick for q in self.subscribers):
             self.broadcast(
                 "log",
-                {
-                    "slot": slot_id,
-                    "launch_id": launch_id,
-                    "lines": [self.redactor.text(ln) for ln in lines],
-                },
+                {"slot": slot_id, "launch_id": launch_id, "lines": lines},
+                logs_per_tick=False,
             )
 
     def add_secret(self, secret: str) -> None:

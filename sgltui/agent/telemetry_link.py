@@ -104,4 +104,5 @@ class TelemetryLink:
             host.recorder.sample(sample)
         except Exception:
             log.exception("recording sample")
+        host.log_batch.flush()  # the tick's lines first: a client reads both in one wake-up
         host.broadcast("sample", sample)

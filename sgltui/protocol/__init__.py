@@ -8,7 +8,8 @@ Everything that crosses the agent's unix socket is defined here, and encoded and
 - a reply is ``{"id", "ok", "result"}`` or ``{"id", "ok": false, "error"}``, the error an
   ``Error`` (a code from ``ErrorCode``, the message, the fix): clients act on the code, never on
   the words (before a hello agrees it is the bare line, which every version reads);
-- a push is ``{"push": "event" | "sample" | "log", "data"}``;
+- a push is ``{"push": "event" | "sample" | "log" | "logs", "data"}`` ("logs": one tick's
+  lines of every slot, a list of ``LogLines``, for a subscriber that asked for them so);
 - an event (what the agent records in ``events.jsonl`` and pushes) is one Struct per ``type``.
 
 A client opens with ``hello``: agent and client of different versions refuse each other with one
@@ -51,6 +52,7 @@ from sgltui.protocol.args import SlotId as SlotId
 from sgltui.protocol.args import StandbyArgs as StandbyArgs
 from sgltui.protocol.args import StartArgs as StartArgs
 from sgltui.protocol.args import StopArgs as StopArgs
+from sgltui.protocol.args import SubscribeArgs as SubscribeArgs
 from sgltui.protocol.args import SwapArgs as SwapArgs
 from sgltui.protocol.args import TimelineArgs as TimelineArgs
 from sgltui.protocol.base import EVENT_SCHEMA as EVENT_SCHEMA

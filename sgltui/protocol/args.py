@@ -37,6 +37,13 @@ class HelloArgs(Args):
     protocol: int = 0
 
 
+class SubscribeArgs(Args):
+    # "each": a "log" push per slot as its server prints (all that protocol 3 had);
+    # "tick": every slot's new lines in one "logs" push per tick, sent with the sample (8 idle
+    # servers' health-check lines were a dozen pushes a second, each a wake-up of the TUI).
+    logs: Literal["each", "tick"] = "each"
+
+
 class ProfilesArgs(Args):
     profiles_dirs: Dirs = []
 

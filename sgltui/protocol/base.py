@@ -8,7 +8,7 @@ from typing import Final
 
 # Bumped whenever a message changes shape; a client and an agent of different protocol (or
 # package) versions refuse to talk (see `version_mismatch`).
-PROTOCOL_VERSION: Final = 3  # 3: a reply's error is an Error (code, message, fix)
+PROTOCOL_VERSION: Final = 4  # 3: a reply's error is an Error (code, message, fix); 4: "logs" pushes
 # Schema version of recorded events (the "v" of each events.jsonl line).
 EVENT_SCHEMA: Final = 1
 

@@ -30,6 +30,7 @@ from sgltui.protocol.args import (
     StandbyArgs,
     StartArgs,
     StopArgs,
+    SubscribeArgs,
     SwapArgs,
     TimelineArgs,
 )
@@ -75,7 +76,9 @@ OPS: Final[Mapping[str, Op]] = {
     "profiles": Op(ProfilesArgs, list[ProfileRow], R, "profiles in the agent's and given folders"),
     "logs": Op(LogsArgs, LogsReply, R, "the last lines of a slot's (or a launch's) server log"),
     "timeline": Op(TimelineArgs, TimelineReply, R, "recorded telemetry series"),
-    "subscribe": Op(Args, Subscribed, R, "pushes (events, samples, log lines) on this connection"),
+    "subscribe": Op(
+        SubscribeArgs, Subscribed, R, "pushes (events, samples, log lines) on this connection"
+    ),
     "bench_list": Op(Args, list[BenchRun], R, "bench runs of this agent"),
     "bench_progress": Op(BenchProgressArgs, Noted, R, "a bench runner reports progress"),
     "preflight": Op(PreflightArgs, PreflightReply, R, "the checks a launch of a profile would run"),

@@ -63,7 +63,7 @@ class Reply(Struct, kw_only=True, omit_defaults=True):
 
 
 class Push(Struct, kw_only=True):
-    push: Literal["event", "sample", "log"]
+    push: Literal["event", "sample", "log", "logs"]
     data: Any
 
 

@@ -247,6 +247,11 @@ class SgltuiApp(App[str | None]):
         self.notify(one_line(exc), title="agent reply", severity="warning", markup=False)
 
     def _on_push(self, push: dict[str, Any]) -> None:
+        if push.get("push") == "logs":  # a tick's lines of every slot (agent/logbatch.py)
+            for data in push.get("data") or []:
+                if isinstance(data, dict):
+                    self._on_push({"push": "log", "data": data})
+            return
         if push.get("push") == "note":
             # A line of an op the source runs itself (a fleet.toml pool's roll): a toast, and
             # the Activity tab (the model adds it).

@@ -337,7 +337,7 @@ class FleetSource:
         it drops, and _changed follows that one)."""
         name = link.state.name
         with contextlib.suppress(AgentError, OSError):
-            await client.call("subscribe")
+            await client.call("subscribe", logs="tick")  # a host's lines once a tick
             status = link.state.status
             for s in status.slots if status is not None else []:
                 if s.state == protocol.SlotState.STOPPED and not s.launch_id:
@@ -365,6 +365,10 @@ class FleetSource:
             if isinstance(data, dict):
                 self._samples[host] = telemetry_of(host, data)
                 self._merge_soon()
+            return
+        if kind == "logs" and isinstance(push.get("data"), list):  # the tick's lines
+            each = [push_of(host, {"push": "log", "data": d})["data"] for d in push["data"]]
+            self._queue.put_nowait({"push": "logs", "data": each})
             return
         if kind == "event":
             link = self.by_name.get(host)

@@ -291,6 +291,7 @@ class ScriptedSource:
         logs: list[str] | None = None,
         on_call: Callable[[str, dict[str, Any], ScriptedSource], Any] | None = None,
         status_follows_samples: bool = False,
+        logs_per_tick: bool = False,
     ) -> None:
         self.status = status
         self.script = list(script or [])
@@ -299,6 +300,9 @@ class ScriptedSource:
         self.on_call = on_call
         # As the agent's: a STATUS read after a sample holds that sample's telemetry.
         self.status_follows_samples = status_follows_samples
+        # As the agent's with subscribe logs="tick" (agent/logbatch.py): the live loop's log
+        # lines, fed or its own, go out as one "logs" push just before each sample.
+        self.logs_per_tick = logs_per_tick
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.connects = 0
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -324,6 +328,7 @@ class ScriptedSource:
         t = 0.0
         loop = asyncio.get_running_loop()
         due = loop.time() + (self.live_interval or 0.0)
+        held: list[dict[str, Any]] = []  # log lines waiting for the tick (logs_per_tick)
         while True:
             if self.live_interval is None:
                 yield await self._queue.get()
@@ -331,16 +336,20 @@ class ScriptedSource:
             # Pushes fed meanwhile do not delay the next sample: it comes every live_interval
             # (a wait restarted on each fed push made the bench's "1 Hz" samples ~0.5 Hz).
             try:
-                yield await asyncio.wait_for(self._queue.get(), max(0.0, due - loop.time()))
-                continue
+                push = await asyncio.wait_for(self._queue.get(), max(0.0, due - loop.time()))
             except asyncio.TimeoutError:
                 pass
+            else:
+                if self.logs_per_tick and push.get("push") == "log":
+                    held.append(push["data"])
+                else:
+                    yield push
+                continue
             due += self.live_interval
             t += self.live_interval
             ids = [str(s.get("id")) for s in self.status.get("slots") or []]
             sample = make_host_sample(t, ids) if len(ids) > 1 else make_sample(t)
-            yield {"push": "sample", "data": sample}
-            yield {
+            own = {
                 "push": "log",
                 "data": {
                     "slot": ids[int(t) % len(ids)] if ids else "0",
@@ -351,6 +360,13 @@ class ScriptedSource:
                     ],
                 },
             }
+            if self.logs_per_tick:
+                held, batch = [], [*held, own["data"]]
+                yield {"push": "logs", "data": batch}
+                yield {"push": "sample", "data": sample}
+            else:
+                yield {"push": "sample", "data": sample}
+                yield own
 
     async def call(self, op: str, **args: Any) -> Any:
         self.calls.append((op, args))

@@ -95,7 +95,9 @@ class LiveSource:
         return await self.call("status")
 
     def pushes(self) -> AsyncIterator[dict]:
-        return self._subs.subscribe()
+        # Every slot's log lines once a tick, with the sample: one wake-up and one frame a
+        # second with 8 idle servers, not one per server's line (agent/logbatch.py).
+        return self._subs.subscribe(logs="tick")
 
     async def call(self, op: str, **args: Any) -> Any:
         from sgltui.agent.client import READ_ONLY_OPS

@@ -27,6 +27,9 @@ class MemoryPane(Widget, can_focus=True):
         self._telemetry = protocol.TelemetryView()
         self._bar_text: list[str] = []  # the markup of each line, at the width of `_key`
         self._strips: dict[int, Strip] = {}  # line -> its Strip, built when first painted
+        # markup -> its Strip at the width and theme of `_key`: the host's line each second
+        # reads one of a few texts again (cpu 11%, 12%...), parsed and rendered once each.
+        self._drawn: dict[str, Strip] = {}
         self._key: tuple | None = None  # (width, theme) the lines were built for
         self._warm: list[str] = []  # views.standby_lines of the slots, one per standby
         self._gpu_key: tuple | None = None  # (width, GPU readings) of _gpu_text
@@ -71,12 +74,19 @@ class MemoryPane(Widget, can_focus=True):
             self._key = key
             self._bar_text = self._bar_markup(width or 60)
             self._strips.clear()
+            self._drawn.clear()
         strip = self._strips.get(y)
         if strip is None:
             if 0 <= y < len(self._bar_text):
-                content = Content.from_markup(self._bar_text[y])
-                strips = Visual.to_strips(self, content, width, 1, self.visual_style)
-                strip = strips[0] if strips else Strip.blank(width, self.rich_style)
+                markup = self._bar_text[y]
+                strip = self._drawn.get(markup)
+                if strip is None:
+                    content = Content.from_markup(markup)
+                    strips = Visual.to_strips(self, content, width, 1, self.visual_style)
+                    strip = strips[0] if strips else Strip.blank(width, self.rich_style)
+                    if len(self._drawn) > 8 * max(8, len(self._bar_text)):
+                        self._drawn.clear()  # bounded: texts of readings long gone
+                    self._drawn[markup] = strip
             else:
                 strip = Strip.blank(width, self.rich_style)
             self._strips[y] = strip
