@@ -4,57 +4,36 @@ Every finding names the file and line where the value was written (the parent's 
 inherited value), the key, what is wrong and how to fix it. Errors are what SGLang itself would
 reject (argparse or ServerArgs' start-up checks) -- found here in a second instead of
 after minutes of model loading; warnings are accepted settings that do not do what they seem to.
+
+Here: each flag on its own (name, type, value, range). Its parts: validate_findings.py (Issue and
+the flags by canonical name), validate_combos.py (flags against each other), host_names.py.
 """
 
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import json
 import math
 import os
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sgltui.core.flag_ranges import is_port_flag, range_for
 from sgltui.core.flags import SIM_FLAGS, Catalog, FlagSpec, load_bundled_catalog, load_live_catalog
+from sgltui.core.host_names import host_problem
 from sgltui.core.launch_secrets import CONFIG_FLAG, SECRET_FLAGS, secret_problem
 from sgltui.core.migrate import canonical_elsewhere, change_for
-from sgltui.core.profiles import Profile, format_location
-from sgltui.core.safe_text import printable
+from sgltui.core.profiles import Profile
+from sgltui.core.validate_combos import check_combinations
+from sgltui.core.validate_findings import ERROR, Findings, Issue
 
-ERROR = "error"
-WARNING = "warning"
+__all__ = ["Issue", "catalog_for", "check_profile", "check_profile_set", "key_clashes"]
 
 _INT_TEXT = re.compile(r"^[+-]?\d+$")
 _SI = re.compile(r"^(\d+(?:\.\d+)?)(k|M|G|T)$")
 _IEC = re.compile(r"^(\d+)(Ki|Mi|Gi|Ti)$")
 _LOOSE_SUFFIX = re.compile(r"^(\d+(?:\.\d+)?)\s*([A-Za-z]+)$")
-_SPEC_TRIO = ("speculative-num-steps", "speculative-eagle-topk", "speculative-num-draft-tokens")
-
-
-@dataclass(frozen=True)
-class Issue:
-    severity: str
-    problem: str
-    key: str | None = None
-    path: Path | None = None
-    line: int | None = None
-    fix: str | None = None
-
-    @property
-    def is_error(self) -> bool:
-        return self.severity == ERROR
-
-    def __str__(self) -> str:
-        problem = self.problem if self.is_error else f"warning: {self.problem}"
-        return format_location(self.path, self.line, self.key, problem, self.fix)
 
 
 def catalog_for(profile: Profile) -> Catalog:
@@ -67,47 +46,9 @@ def catalog_for(profile: Profile) -> Catalog:
     return load_live_catalog(profile.python)
 
 
-class _Checker:
-    def __init__(self, profile: Profile, catalog: Catalog) -> None:
-        self.profile = profile
-        self.catalog = catalog
-        self.sim = profile.launcher == "sim"
-        self.issues: list[Issue] = []
-        self.specs: dict[str, tuple[str, FlagSpec]] = {}  # canonical name -> (key as written, spec)
-
-    # -- reporting ---------------------------------------------------------------------------
-    def add(
-        self,
-        severity: str,
-        key: str,
-        problem: str,
-        fix: str | None = None,
-        origin: str | None = None,
-    ) -> None:
-        path, line = self.profile.where(origin or f"server.{key}")
-        self.issues.append(Issue(severity, problem, key, path, line, fix))
-
-    def error(
-        self, key: str, problem: str, fix: str | None = None, origin: str | None = None
-    ) -> None:
-        self.add(ERROR, key, problem, fix, origin)
-
-    def warn(
-        self, key: str, problem: str, fix: str | None = None, origin: str | None = None
-    ) -> None:
-        self.add(WARNING, key, problem, fix, origin)
-
-    # -- values of the resolved profile, by canonical flag name ------------------------------
-    def get(self, name: str) -> Any:
-        """The value set for flag `name` (any spelling); None when absent or false."""
-        hit = self.specs.get(name)
-        if hit is None:
-            return None
-        value = self.profile.server.get(hit[0])
-        return None if value is False else value
-
-    def key(self, name: str) -> str:
-        return self.specs[name][0] if name in self.specs else name
+class _Checker(Findings):
+    """Each flag of one profile against the catalog: its name, its type, its value and range;
+    then the checks across flags (validate_combos.py), the secrets and the host."""
 
     # -- checks ------------------------------------------------------------------------------
     def run(self) -> list[Issue]:
@@ -115,7 +56,7 @@ class _Checker:
             self.check_flag(key, value)
         self.check_required()
         self.check_entrypoint()
-        self.check_combinations()
+        check_combinations(self)
         self.check_secrets()
         self.check_host()
         return self.issues
@@ -469,172 +410,6 @@ class _Checker:
                 )
             )
 
-    def check_combinations(self) -> None:
-        get, key = self.get, self.key
-        hicache = get("enable-hierarchical-cache")
-        algo = get("speculative-algorithm")
-        algo_up = str(algo).upper() if algo else None
-
-        # HiCache (ServerArgs' start-up checks)
-        if hicache and get("disable-radix-cache"):
-            self.error(
-                key("disable-radix-cache"),
-                "cannot be combined with enable-hierarchical-cache (SGLang: the two are mutually exclusive)",
-                "remove disable-radix-cache, or turn the hierarchical cache off",
-            )
-        if hicache and get("enable-lmcache"):
-            self.error(
-                key("enable-lmcache"),
-                "cannot be combined with enable-hierarchical-cache (mutually exclusive)",
-                "keep only one of them",
-            )
-        if hicache and get("enable-int8-mamba-checkpoint"):
-            self.error(
-                key("enable-int8-mamba-checkpoint"),
-                "not supported with enable-hierarchical-cache (the host-offload path is not int8-aware)",
-                "disable one of them",
-            )
-        if (
-            hicache
-            and get("hicache-host-memory-mode") == "buffer_only"
-            and not get("hicache-storage-backend")
-        ):
-            self.error(
-                key("hicache-host-memory-mode"),
-                "buffer_only needs a storage backend",
-                'set hicache-storage-backend (e.g. "file"), or use "cache"',
-            )
-        if not hicache:
-            for name, (k, _spec) in self.specs.items():
-                if name.startswith("hicache-") and get(name) is not None:
-                    self.warn(
-                        k,
-                        "has no effect without enable-hierarchical-cache",
-                        "add enable-hierarchical-cache = true, or remove this line",
-                    )
-        if hicache and algo_up in ("EAGLE", "EAGLE3", "NEXTN") and get("enable-unified-memory"):
-            self.error(
-                key("enable-unified-memory"),
-                "with EAGLE-family speculative decoding this does not support enable-hierarchical-cache",
-                "remove one of them",
-            )
-
-        # Speculative decoding
-        trio = [n for n in _SPEC_TRIO if get(n) is not None]
-        if trio and algo is None:
-            self.warn(
-                key(trio[0]),
-                "has no effect without speculative-algorithm",
-                'set speculative-algorithm (e.g. "NEXTN") or remove it',
-            )
-        elif 0 < len(trio) < 3:
-            missing = [n for n in _SPEC_TRIO if n not in trio]
-            self.error(
-                key(trio[0]),
-                f"{', '.join(_SPEC_TRIO)} must be set all three or none (SGLang fails with a bare AssertionError)",
-                f"also set {' and '.join(missing)}, or remove {' and '.join(trio)}",
-            )
-        elif len(trio) == 3:
-            steps, topk, draft = (_as_int(get(n)) for n in _SPEC_TRIO)
-            if topk == 1 and steps is not None and draft is not None and draft != steps + 1:
-                self.warn(
-                    key("speculative-num-draft-tokens"),
-                    f"SGLang changes it to speculative-num-steps + 1 = {steps + 1} when speculative-eagle-topk is 1",
-                    f"write speculative-num-draft-tokens = {steps + 1}",
-                )
-            if topk is not None and topk > 1 and get("attention-backend") == "trtllm_mha":
-                self.error(
-                    key("speculative-eagle-topk"),
-                    "trtllm_mha supports only speculative-eagle-topk = 1",
-                    "set it to 1 or pick another attention-backend",
-                )
-        if algo is not None:
-            if get("max-running-requests") is None:
-                self.warn(
-                    key("speculative-algorithm"),
-                    "without max-running-requests SGLang silently caps running requests at 48 for speculative decoding "
-                    "(and on a hybrid model the draft state for 48 may not fit)",
-                    "set max-running-requests explicitly (4 is SGLang's own recipe on one GPU)",
-                )
-            draft_path = get("speculative-draft-model-path")
-            if algo_up == "DFLASH" and not draft_path:
-                self.error(
-                    key("speculative-algorithm"),
-                    "DFLASH requires a draft model",
-                    "set speculative-draft-model-path",
-                )
-            if algo_up == "UNO" and draft_path:
-                self.error(
-                    key("speculative-draft-model-path"),
-                    "UNO reuses the target model and does not accept a draft model path",
-                    "remove this line",
-                )
-            if algo_up in ("EAGLE", "EAGLE3", "STANDALONE") and not draft_path:
-                self.warn(
-                    key("speculative-algorithm"),
-                    f"{algo_up} needs a draft model (only some models ship one inside the checkpoint)",
-                    'set speculative-draft-model-path, or use "NEXTN" for MTP layers inside the checkpoint',
-                )
-            if get("enable-mixed-chunk"):
-                self.warn(
-                    key("enable-mixed-chunk"),
-                    "ignored: SGLang turns mixed chunked prefill off with speculative decoding",
-                    "remove this line",
-                )
-            if get("enable-lmcache"):
-                self.error(
-                    key("enable-lmcache"),
-                    "LMCache does not support speculative decoding",
-                    "remove one of them",
-                )
-            attn_dp = _as_int(get("attn-dp-size")) or 1
-            if algo_up in ("STANDALONE", "NGRAM") and (attn_dp > 1 or get("enable-dp-attention")):
-                self.error(
-                    key("speculative-algorithm"),
-                    f"{algo_up} speculative decoding does not support DP attention",
-                    "remove attn-dp-size or pick another algorithm",
-                )
-
-        # Hybrid (mamba / linear attention) state cache
-        strategy = get("mamba-radix-cache-strategy")
-        if strategy == "no_buffer":
-            if not get("disable-overlap-schedule"):
-                self.error(
-                    key("mamba-radix-cache-strategy"),
-                    "no_buffer does not support overlap scheduling (SGLang asserts at start-up)",
-                    'add disable-overlap-schedule = true, or use "auto"',
-                )
-            page = _as_int(get("page-size"))
-            if page is not None and page > 1:
-                self.error(
-                    key("page-size"),
-                    "no_buffer supports only page-size 1",
-                    'set page-size = 1 or use mamba-radix-cache-strategy = "extra_buffer"',
-                )
-            if get("attention-backend") == "trtllm_mha":
-                self.error(
-                    key("attention-backend"),
-                    "no_buffer does not support trtllm_mha",
-                    "pick another attention-backend",
-                )
-        if strategy in ("extra_buffer", "extra_buffer_lazy"):
-            interval = _as_int(get("mamba-track-interval"))
-            draft = _as_int(get("speculative-num-draft-tokens"))
-            if interval is not None and draft is not None and interval < draft:
-                self.error(
-                    key("mamba-track-interval"),
-                    f"must be at least speculative-num-draft-tokens ({draft})",
-                    f"write mamba-track-interval = {max(draft, 256)}",
-                )
-
-        port, grpc = _as_int(get("port")), _as_int(get("grpc-port"))
-        if grpc is not None and grpc == (port or 30000):
-            self.error(
-                key("grpc-port"),
-                f"--grpc-port ({grpc}) must differ from --port",
-                "pick another port",
-            )
-
 
 def check_profile(profile: Profile, catalog: Catalog | None = None) -> list[Issue]:
     """Errors and warnings for one resolved profile."""
@@ -680,65 +455,7 @@ def check_profile_set(profiles: Iterable[Profile]) -> list[Issue]:
     return issues
 
 
-# --- host names ---------------------------------------------------------------------------------
-
-_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
-# A name that does not resolve within this long is let through (DNS may be slow right now; the
-# start would then say so); one that fails is refused. Answers are kept a minute.
-RESOLVE_TIMEOUT_S = 2.0
-_RESOLVE_TTL_S = 60.0
-_resolved: dict[str, tuple[float, str | None]] = {}
-
-
-def host_problem(host: str) -> str | None:
-    """Why `host` cannot be a server's --host, or None: an IP address, or a host name (RFC 1123)
-    that resolves here."""
-    shown = f'"{printable(host, 60)}"'
-    try:
-        ipaddress.ip_address(host)
-        return None
-    except ValueError:
-        pass
-    name = host[:-1] if host.endswith(".") else host
-    if not name or len(name) > 253 or not all(_HOST_LABEL.fullmatch(p) for p in name.split(".")):
-        return f"{shown} is not an IP address or a host name"
-    now = time.monotonic()
-    hit = _resolved.get(name)
-    if hit is not None and now - hit[0] < _RESOLVE_TTL_S:
-        return hit[1]
-    answer: list[str | None] = []
-
-    def resolve() -> None:
-        try:
-            socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
-            answer.append(None)
-        except OSError as exc:  # socket.gaierror: the name does not resolve
-            answer.append(
-                f"{shown} is not an IP address or a host name this host resolves "
-                f"({exc.strerror or exc})"
-            )
-
-    # A daemon thread: getaddrinfo has no timeout, and a hung lookup must not hold up the exit.
-    lookup = threading.Thread(target=resolve, name="sgltui-resolve", daemon=True)
-    lookup.start()
-    lookup.join(RESOLVE_TIMEOUT_S)
-    if not answer:
-        return None  # not known yet: neither refused nor cached
-    problem = answer[0]
-    _resolved[name] = (now, problem)
-    return problem
-
-
 # --- helpers ------------------------------------------------------------------------------------
-
-
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        return int(str(value))
-    except ValueError:
-        return None
 
 
 def _expand(text: str) -> int:

@@ -3,6 +3,9 @@
 Access lines are logged as uvicorn prints them, auth follows SGLang's rules (health, ready and
 metrics always open; admin endpoints need the admin key when one is set), and error bodies use
 SGLang's `{"object": "error", ...}` shape with validation failures as 400, not 422.
+
+Here: the app (routes, access log, auth) and generation (/generate, /v1/completions,
+/v1/chat/completions); health and info are sim/http_info.py, admin sim/http_admin.py.
 """
 
 from __future__ import annotations
@@ -13,34 +16,21 @@ import datetime
 import http
 import json
 import logging
-import os
 import time
 
 from aiohttp import web
 
 from sgltui.sim import api_bodies as rq
 from sgltui.sim import auth
-from sgltui.sim.memory_saver import parse_tags
+from sgltui.sim.http_admin import AdminApi
+from sgltui.sim.http_errors import error_body
+from sgltui.sim.http_info import InfoApi
 
 log = logging.getLogger("sglang")
 # aiohttp's own error logs (e.g. writes to a client that left) are not SGLang output.
 logging.getLogger("aiohttp").addHandler(logging.NullHandler())
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-
-
-def error_body(message: str, status: int, kind: str | None = None) -> web.Response:
-    phrase = http.HTTPStatus(status).phrase.replace(" ", "")
-    return web.json_response(
-        {
-            "object": "error",
-            "message": message,
-            "type": kind or phrase,
-            "param": None,
-            "code": status,
-        },
-        status=status,
-    )
 
 
 class Api:
@@ -56,6 +46,8 @@ class Api:
         self.access_log = http_level in ("debug", "info")
         self._watched: dict = {}  # rid -> (request state, aiohttp request)
         self._gone: set[str] = set()  # rids whose client disconnected
+        self.info = InfoApi(server)  # health and info endpoints (sim/http_info.py)
+        self.admin = AdminApi(server)  # admin and memory-saver endpoints (sim/http_admin.py)
 
     # ---- app --------------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -64,30 +56,30 @@ class Api:
         )
         r = app.router
         for path, fn in (
-            ("/health", self.health),
-            ("/health_generate", self.health),
-            ("/ready", self.ready),
-            ("/ping", self.ping),
-            ("/model_info", self.model_info),
-            ("/get_model_info", self.model_info),
-            ("/server_info", self.server_info),
-            ("/get_server_info", self.server_info),
-            ("/v1/loads", self.loads),
-            ("/v1/models", self.models),
-            ("/v1/models/{model_id:.+}", self.model_card),
+            ("/health", self.info.health),
+            ("/health_generate", self.info.health),
+            ("/ready", self.info.ready),
+            ("/ping", self.info.ping),
+            ("/model_info", self.info.model_info),
+            ("/get_model_info", self.info.model_info),
+            ("/server_info", self.info.server_info),
+            ("/get_server_info", self.info.server_info),
+            ("/v1/loads", self.info.loads),
+            ("/v1/models", self.info.models),
+            ("/v1/models/{model_id:.+}", self.info.model_card),
         ):
             r.add_get(path, fn)
-        r.add_route("*", "/flush_cache", self.flush_cache)
-        r.add_post("/abort_request", self.abort_request)
+        r.add_route("*", "/flush_cache", self.admin.flush_cache)
+        r.add_post("/abort_request", self.admin.abort_request)
         r.add_post("/generate", self.generate)
         r.add_put("/generate", self.generate)
         r.add_post("/v1/completions", self.completions)
         r.add_post("/v1/chat/completions", self.chat_completions)
-        r.add_post("/pause_generation", self.pause)
-        r.add_post("/continue_generation", self.resume)
-        r.add_post("/freeze_gc", self.freeze_gc)
-        r.add_post("/release_memory_occupation", self.release_memory)
-        r.add_post("/resume_memory_occupation", self.resume_memory)
+        r.add_post("/pause_generation", self.admin.pause)
+        r.add_post("/continue_generation", self.admin.resume)
+        r.add_post("/freeze_gc", self.admin.freeze_gc)
+        r.add_post("/release_memory_occupation", self.admin.release_memory)
+        r.add_post("/resume_memory_occupation", self.admin.resume_memory)
         r.add_route("*", "/{tail:.*}", self.fallback)
         app.on_startup.append(self._start_watcher)
         return app
@@ -141,198 +133,8 @@ class Api:
 
     async def fallback(self, request: web.Request):
         if request.rel_url.path.startswith("/metrics") and self.s.metrics is not None:
-            return await self.metrics(request)
+            return await self.info.metrics(request)
         return web.json_response({"detail": "Not Found"}, status=404)
-
-    # ---- health ------------------------------------------------------------------------------------
-    async def health(self, request: web.Request):
-        s = self.s
-        # An UnHealthy server is probed again: a generation that gets through makes it Up (as
-        # SGLang's health_generate does once a paused server continues).
-        if s.status not in ("Up", "UnHealthy") or s.draining:
-            return web.Response(status=503)
-        if request.rel_url.path == "/health" and os.environ.get(
-            "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "true"
-        ).lower() in ("0", "false"):
-            return web.Response(status=200)
-        started = time.monotonic()
-        rid = f"HEALTH_CHECK_{self.engine.new_rid()}"
-        st = self.engine.submit(rid, [0], {"max_new_tokens": 1, "ignore_eos": True}, False)
-        timeout = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
-        # SGLang polls once a second; the poll is scaled with the rest of the simulated timing.
-        poll = 1.0 if s.scale >= 1 else max(0.02, s.scale)
-        try:
-            while True:
-                await asyncio.sleep(poll)
-                if st.output_ids or st.finish or self.engine.last_output_at > started:
-                    s.status = "Up"
-                    return web.Response(status=200)
-                if time.monotonic() - started > timeout:
-                    tic = time.strftime(
-                        "%H:%M:%S", time.localtime(time.time() - (time.monotonic() - started))
-                    )
-                    last = time.strftime(
-                        "%H:%M:%S", time.localtime(self.engine.last_output_wall or time.time())
-                    )
-                    log.error(
-                        f"Health check failed. Server couldn't get a response from detokenizer for last "
-                        f"{int(timeout)} seconds. tic start time: {tic}. last_heartbeat time: {last}"
-                    )
-                    s.status = "UnHealthy"
-                    return web.Response(status=503)
-        finally:
-            if st.finish is None:
-                self.engine.abort(rid)
-                self.engine.reqs.pop(rid, None)
-
-    async def ready(self, request):
-        ok = self.s.status == "Up" and not self.s.draining and not self.s.paused
-        return web.Response(status=200 if ok else 503)
-
-    async def ping(self, request):
-        return web.Response(status=200 if self.s.status == "Up" else 503)
-
-    async def freeze_gc(self, request):
-        return web.json_response({"status": "ok"})
-
-    # ---- info ----------------------------------------------------------------------------------------
-    async def model_info(self, request):
-        if request.rel_url.path == "/get_model_info":
-            log.warning(
-                "Endpoint '/get_model_info' is deprecated and will be removed in a future version. "
-                "Please use '/model_info' instead."
-            )
-        m = self.s.model
-        return web.json_response(
-            {
-                "model_path": self.args.model_path,
-                "served_model_name": self.model_name,
-                "tokenizer_path": self.args.tokenizer_path or self.args.model_path,
-                "is_generation": True,
-                "preferred_sampling_params": None,
-                "weight_version": "default",
-                "load_format": "auto",
-                "reasoning_parser": None,
-                "tool_call_parser": None,
-                "disaggregation_mode": "null",
-                "has_image_understanding": m.is_multimodal,
-                "has_audio_understanding": False,
-                "model_type": m.model_type,
-                "architectures": list(m.architectures),
-            }
-        )
-
-    async def server_info(self, request):
-        if request.rel_url.path == "/get_server_info":
-            log.warning(
-                "Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
-                "Please use '/server_info' instead."
-            )
-        return web.json_response(self.s.server_info())
-
-    async def loads(self, request):
-        q = request.rel_url.query
-        body = self.s.loads(q.get("include", "core"), q.get("dp_rank"))
-        if q.get("format") == "prometheus":
-            return web.Response(text=_loads_prometheus(body), content_type="text/plain")
-        return web.json_response(body)
-
-    async def metrics(self, request):
-        return web.Response(
-            body=self.s.metrics.render(),
-            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
-        )
-
-    async def models(self, request):
-        return web.json_response({"object": "list", "data": [self._card()]})
-
-    async def model_card(self, request):
-        if request.match_info["model_id"] != self.model_name:
-            return web.json_response(
-                {
-                    "error": {
-                        "message": f"The model '{request.match_info['model_id']}' does not exist",
-                        "type": "invalid_request_error",
-                        "param": "model",
-                        "code": "model_not_found",
-                    }
-                },
-                status=404,
-            )
-        return web.json_response(self._card())
-
-    def _card(self) -> dict:
-        return {
-            "id": self.model_name,
-            "object": "model",
-            "created": int(self.s.started_wall),
-            "owned_by": "sglang",
-            "root": self.model_name,
-            "parent": None,
-            "max_model_len": self.s.plan.context_len,
-        }
-
-    # ---- admin ---------------------------------------------------------------------------------------
-    async def flush_cache(self, request):
-        timeout = float(request.rel_url.query.get("timeout", 0) or 0)
-        deadline = time.monotonic() + timeout
-        while self.engine.num_active and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        if self.engine.num_active and timeout > 0:
-            return web.Response(text="Timed out waiting for idle state.", status=400)
-        ok = await self.engine.flush_cache()
-        if not ok:
-            return web.Response(text="Flush cache failed.", status=400)
-        log.info("Cache flushed successfully!")
-        return web.Response(
-            text="Cache flushed.\nPlease check backend logs for more details. (When there are "
-            "running or waiting requests, the operation will not be performed.)\n"
-        )
-
-    async def abort_request(self, request):
-        try:
-            body = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            body = {}
-        if body.get("abort_all"):
-            self.engine.abort(None)
-        elif body.get("rid"):
-            self.engine.abort(str(body["rid"]))
-        return web.Response(status=200)
-
-    async def _body(self, request) -> dict:
-        try:
-            body = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return {}
-        return body if isinstance(body, dict) else {}
-
-    async def pause(self, request):
-        mode = str((await self._body(request)).get("mode") or "abort")
-        if mode not in ("abort", "retract", "in_place"):
-            return error_body(f"mode must be abort, retract or in_place, not {mode!r}", 400)
-        await self.s.saver.pause(mode)
-        return web.json_response({"message": "Generation paused successfully.", "status": "ok"})
-
-    async def resume(self, request):
-        await self.s.saver.resume_generation()
-        return web.json_response({"message": "Generation continued successfully.", "status": "ok"})
-
-    async def release_memory(self, request):
-        try:
-            tags = parse_tags(await self._body(request))
-        except ValueError as exc:
-            return error_body(str(exc), 400)
-        await self.s.saver.release(tags)
-        return web.json_response(None)
-
-    async def resume_memory(self, request):
-        try:
-            tags = parse_tags(await self._body(request))
-        except ValueError as exc:
-            return error_body(str(exc), 400)
-        await self.s.saver.resume(tags)
-        return web.json_response(None)
 
     # ---- generation ----------------------------------------------------------------------------------
     async def _json(self, request) -> dict:
@@ -625,28 +427,6 @@ class Api:
                     bool(self.args.enable_cache_report),
                 ),
             )
-
-
-def _loads_prometheus(body: dict) -> str:
-    lines = []
-    seen = set()
-    for load in body.get("loads", []):
-        rank = load.get("dp_rank", 0)
-        for key, val in load.items():
-            items = val.items() if isinstance(val, dict) else [(None, val)]
-            for sub, v in items:
-                if (
-                    isinstance(v, bool)
-                    or not isinstance(v, (int, float))
-                    or key in ("dp_rank", "timestamp")
-                ):
-                    continue
-                name = f"sglang_{key}" if sub is None else f"sglang_{key}_{sub}"
-                if name not in seen:
-                    lines.append(f"# TYPE {name} gauge")
-                    seen.add(name)
-                lines.append(f'{name}{{dp_rank="{rank}"}} {v}')
-    return "\n".join(lines) + "\n"
 
 
 def iso_now() -> str:

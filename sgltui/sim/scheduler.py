@@ -6,7 +6,8 @@ produced to the main process. Admission follows SGLang's rules (sglang/srt/manag
 batch is capped by max_running_requests, the KV pool (with a decaying new-token reservation) and,
 on hybrid models, free state slots; a full pool evicts prefix cache, then retracts requests.
 Prefill and decode alternate (no mixed chunk), so a long chunked prompt stalls decodes one chunk
-at a time.
+at a time. A request and the tokens it generates are sim/request.py; the log lines and load
+snapshots sim/sched_report.py.
 """
 
 from __future__ import annotations
@@ -14,48 +15,17 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass, field
 
 from sgltui.sim.memory import MemoryPlan
 from sgltui.sim.prefix_cache import BLOCK, PrefixCache, block_keys
+from sgltui.sim.request import Req, accept_length, generate, output
+from sgltui.sim.sched_report import SchedulerReport
 from sgltui.sim.speed import SpeedModel
-from sgltui.sim.text import EOS_TOKEN_ID, WordStream, token_text
+from sgltui.sim.text import WordStream
 
 log = logging.getLogger("sglang")
 
 RESERVE_CAP = 4096  # min(max_new, 4096) in SGLang's admission check
-STATS_PERIOD_S = 0.25  # wall seconds between load snapshots to the main process
-
-
-@dataclass
-class Req:
-    rid: str
-    input_ids: list[int]
-    max_new: int
-    ignore_eos: bool
-    stop: list[str]
-    stop_ids: set[int]
-    words: WordStream
-    keys: list[int] = field(default_factory=list)
-    output_ids: list[int] = field(default_factory=list)
-    dev_hit: int = 0  # prompt tokens found in the device cache
-    host_hit: int = 0  # prompt tokens loaded back from the host tier
-    locked: list[int] = field(default_factory=list)
-    prefilled: int = 0  # tokens of (prompt + kept output) already in the KV pool
-    owned: int = 0  # KV tokens this request holds outside the shared cache
-    verify_ct: int = 0
-    accepted: int = 0  # accepted draft tokens
-    retractions: int = 0
-    tail: str = ""  # recent output text, for stop strings
-    finish: dict | None = None
-
-    @property
-    def seq_len(self) -> int:
-        return len(self.input_ids) + len(self.output_ids)
-
-    @property
-    def remaining(self) -> int:
-        return max(0, self.max_new - len(self.output_ids))
 
 
 class Scheduler:
@@ -107,8 +77,6 @@ class Scheduler:
         self.interval_verify = 0
         self.interval_accepted_tokens = 0
         self.last_gen_throughput = 0.0
-        self.reported_running = 0  # the gauges as last published (report=True snapshots)
-        self.reported_gen_throughput = 0.0
         self.last_prefill_v = 0.0
         self.cache_hit_rate = 0.0
         self.total_prefill_uncached = 0
@@ -119,9 +87,10 @@ class Scheduler:
         self.pcie_rx_bytes = 0.0
         self.pcie_tx_bytes = 0.0
         self.retracted_total = 0
-        self.last_snapshot_wall = 0.0
         self.realtime = {"prefill_compute": 0, "prefill_cache": 0, "decode": 0}
         self.prefill_hits = {"device_hit": 0, "host_hit": 0, "input": 0}
+        # Its log lines and load snapshots (sim/sched_report.py).
+        self.reporter = SchedulerReport(self)
 
     # ---- pool accounting --------------------------------------------------------------------
     @property
@@ -211,7 +180,7 @@ class Scheduler:
 
     def _finish_abort(self, req: Req, message: str, status: int) -> None:
         req.finish = {"type": "abort", "message": message, "status_code": status, "err_type": None}
-        self.emit("out", [self._out(req, [])])
+        self.emit("out", [output(req, [], self.spec)])
 
     def flush_cache(self) -> bool:
         if self.running or self.waiting or self.chunked:
@@ -373,14 +342,14 @@ class Scheduler:
                 continue
             self.running.append(req)
             if req.remaining > 0:
-                new = self._gen(req, 1)
+                new = generate(req, 1)
             else:
                 req.finish = {"type": "length", "length": req.max_new}
                 new = []
             if req.finish:
                 self.running.remove(req)
                 self._release(req, insert=True)
-            outs.append(self._out(req, new))
+            outs.append(output(req, new, self.spec))
         self.total_prefill_uncached += new_tokens
         self.total_prefill_busy_s += dt
         self.realtime["prefill_compute"] += new_tokens
@@ -388,10 +357,10 @@ class Scheduler:
         self.cache_hit_rate = cached / max(1, cached + new_tokens)
         gap = max(dt, self.vclock + dt - self.last_prefill_v) if self.last_prefill_v else dt
         self.last_prefill_v = self.vclock + dt
-        self._log_prefill(
+        self.reporter.log_prefill(
             len(batch), new_tokens, cached, new_tokens / gap if gap > 0 else 0.0, running_before
         )
-        self.snapshot(report=True)
+        self.reporter.snapshot(report=True)
         return dt, outs
 
     # ---- decode ----------------------------------------------------------------------------------
@@ -421,7 +390,7 @@ class Scheduler:
         for req in list(self.running):
             n = 1
             if self.spec:
-                n = self._accept_length(req)
+                n = accept_length(req, self.spec, self.speed.model.accept_chain, self.bad_draft)
                 req.verify_ct += 1
                 req.accepted += n - 1
                 self.interval_verify += 1
@@ -431,12 +400,12 @@ class Scheduler:
                 n = max(0, min(n, self.available_tokens))
                 self.owned_tokens += n
             req.owned += n
-            new = self._gen(req, n)
+            new = generate(req, n)
             produced += len(new)
             if req.finish:
                 self.running.remove(req)
                 self._release(req, insert=True)
-            outs.append(self._out(req, new))
+            outs.append(output(req, new, self.spec))
         self.new_token_ratio = max(
             self.min_ratio, self.new_token_ratio - (self.init_ratio - self.min_ratio) / 600
         )
@@ -450,32 +419,15 @@ class Scheduler:
             if self.spec and self.interval_verify:
                 self.spec_accept_length = self.interval_accepted_tokens / self.interval_verify
                 self.spec_accept_rate = (self.spec_accept_length - 1) / max(1, self.spec.num_steps)
-            self._log_decode()
+            self.reporter.log_decode()
             self.interval_tokens = 0
             self.interval_verify = 0
             self.interval_accepted_tokens = 0
             self.interval_start_v = self.vclock + dt
-            self.snapshot(report=True)
+            self.reporter.snapshot(report=True)
         else:
-            self.snapshot(report=False)
+            self.reporter.snapshot(report=False)
         return dt, outs
-
-    def _accept_length(self, req: Req) -> int:
-        """1 bonus token + accepted drafts along the chain (per-position cumulative acceptance)."""
-        if self.bad_draft:
-            return 1  # a draft refilled wrongly after a resume: nothing it proposes is accepted
-        chain = self.speed.model.accept_chain
-        assert self.spec is not None, "only speculative requests get an accept length"
-        topk_boost = 1.0 + 0.05 * (self.spec.eagle_topk - 1)
-        n = 1
-        prev = 1.0
-        for j in range(min(self.spec.num_steps, self.spec.num_draft_tokens - 1, len(chain))):
-            p = min(1.0, chain[j] * topk_boost)
-            if req.words.random() >= p / prev:
-                break
-            prev = p
-            n += 1
-        return n
 
     def retract_running(self) -> None:
         """Every running request back to the queue (pause_generation's retract mode)."""
@@ -489,164 +441,6 @@ class Scheduler:
         req.retractions += 1
         self.retracted_total += 1
         self.waiting.appendleft(req)
-
-    def _gen(self, req: Req, n: int) -> list[int]:
-        new: list[int] = []
-        for _ in range(n):
-            if not req.ignore_eos and len(req.output_ids) >= req.words.natural_len:
-                req.finish = {"type": "stop", "matched": EOS_TOKEN_ID}
-                break
-            tok = req.words.next_id()
-            req.output_ids.append(tok)
-            new.append(tok)
-            if tok in req.stop_ids:
-                req.finish = {"type": "stop", "matched": tok}
-                break
-            if req.stop:
-                req.tail = (req.tail + token_text(tok))[-256:]
-                hit = next((s for s in req.stop if s in req.tail), None)
-                if hit is not None:
-                    req.finish = {"type": "stop", "matched": hit}
-                    break
-            if len(req.output_ids) >= req.max_new:
-                req.finish = {"type": "length", "length": req.max_new}
-                break
-        return new
-
-    def _out(self, req: Req, new: list[int]) -> tuple:
-        meta = {
-            "prompt_tokens": len(req.input_ids),
-            "completion_tokens": len(req.output_ids),
-            "cached_tokens": req.dev_hit + req.host_hit,
-            "cached_tokens_details": {"device": req.dev_hit, "host": req.host_hit, "storage": 0},
-            "num_retractions": req.retractions,
-        }
-        if self.spec:
-            meta["spec_verify_ct"] = req.verify_ct
-            meta["spec_num_correct_drafts"] = req.accepted
-            meta["spec_num_proposed_drafts"] = req.verify_ct * self.spec.num_steps
-            meta["spec_accept_length"] = (
-                (req.accepted + req.verify_ct) / req.verify_ct if req.verify_ct else 1.0
-            )
-            meta["spec_accept_rate"] = req.accepted / max(1, req.verify_ct * self.spec.num_steps)
-        return (req.rid, new, req.finish, meta)
-
-    # ---- logs and stats ---------------------------------------------------------------------------
-    def _usage_parts(self, decode: bool) -> str:
-        usage = self.busy_tokens / self.total_tokens if self.total_tokens else 0.0
-        if self.hybrid:
-            mamba = self.slots_used / self.slots_total if self.slots_total else 0.0
-            if decode:
-                return (
-                    f"#full token: {self.busy_tokens}, full token usage: {usage:.2f}, "
-                    f"mamba num: {self.slots_used}, mamba usage: {mamba:.2f}"
-                )
-            return f"full token usage: {usage:.2f}, mamba usage: {mamba:.2f}"
-        if decode:
-            return f"#token: {self.busy_tokens}, token usage: {usage:.2f}"
-        return f"token usage: {usage:.2f}"
-
-    def _log_prefill(
-        self, nseq: int, new_tokens: int, cached: int, throughput: float, running: int
-    ) -> None:
-        pending = sum(r.seq_len for r in self.waiting)
-        log.info(
-            f"Prefill batch, #new-seq: {nseq}, #new-token: {new_tokens}, #cached-token: {cached}, "
-            f"{self._usage_parts(False)}, #running-req: {running}, "
-            f"#queue-req: {len(self.waiting)}, #pending-token: {pending}, cuda graph: False, "
-            f"input throughput (token/s): {throughput:.2f}"
-        )
-
-    def _log_decode(self) -> None:
-        spec = ""
-        if self.spec:
-            spec = f"accept len: {self.spec_accept_length:.2f}, accept rate: {self.spec_accept_rate:.2f}, "
-        graph = len(self.running) <= max(self.plan.cuda_graph_bs)
-        log.info(
-            f"Decode batch, #running-req: {len(self.running)}, {self._usage_parts(True)}, {spec}"
-            f"cuda graph: {graph}, gen throughput (token/s): {self.last_gen_throughput:.2f}, "
-            f"#queue-req: {len(self.waiting)}"
-        )
-
-    def idle_refresh(self) -> None:
-        self.last_gen_throughput = 0.0
-        self.snapshot(report=True)
-
-    @property
-    def gauges_stale(self) -> bool:
-        """The last published gauges still show work the scheduler no longer has. SGLang 0.5.23
-        republishes at once then, with gen_throughput 0 (scheduler_components/metrics_reporter.py,
-        _maybe_log_idle_metrics: `gauge_stale`), instead of waiting out its 30 s idle window."""
-        running = len(self.running) + (1 if self.chunked else 0)
-        return self.reported_running != running or (
-            self.idle and self.reported_gen_throughput != 0.0
-        )
-
-    def snapshot(self, report: bool) -> None:
-        now = time.monotonic()
-        if not report and now - self.last_snapshot_wall < STATS_PERIOD_S:
-            return
-        wall = max(1e-6, now - self.last_snapshot_wall) if self.last_snapshot_wall else 1.0
-        self.last_snapshot_wall = now
-        usage = self.busy_tokens / self.total_tokens if self.total_tokens else 0.0
-        mamba = self.slots_used / self.slots_total if self.slots_total else 0.0
-        busy_wall = (
-            self.busy_since_snapshot * self.scale
-            if self.scale > 0
-            else (0.0 if self.idle else wall)
-        )
-        rx = self.pcie_rx_bytes
-        tx = self.cache.backup_tokens * self.plan.kv_cell_eff_bytes
-        if report:
-            self.reported_running = len(self.running) + (1 if self.chunked else 0)
-            self.reported_gen_throughput = self.last_gen_throughput
-        self.emit(
-            "stats",
-            {
-                "report": report,
-                "num_running_reqs": len(self.running) + (1 if self.chunked else 0),
-                "num_queue_reqs": len(self.waiting),
-                "num_waiting_uncached_tokens": sum(r.seq_len for r in self.waiting),
-                "num_used_tokens": self.busy_tokens,
-                "kv_used_tokens": self.busy_tokens,
-                "kv_evictable_tokens": self.cache.evictable_tokens(),
-                "kv_available_tokens": self.available_tokens,
-                "max_total_num_tokens": self.total_tokens,
-                "token_usage": max(usage, mamba),
-                "full_token_usage": usage,
-                "mamba_usage": mamba,
-                "mamba_used": self.slots_used,
-                "mamba_total": self.slots_total,
-                "gen_throughput": self.last_gen_throughput,
-                "cache_hit_rate": self.cache_hit_rate,
-                "spec_accept_length": self.spec_accept_length if self.spec else 0.0,
-                "spec_accept_rate": self.spec_accept_rate if self.spec else 0.0,
-                "new_token_ratio": self.new_token_ratio,
-                "num_retracted_reqs_total": self.retracted_total,
-                "decode_sum_seq_lens": sum(r.seq_len for r in self.running),
-                "utilization": min(1.0, busy_wall / wall),
-                "total_prefill_uncached_tokens": self.total_prefill_uncached,
-                "total_prefill_busy_us": int(self.total_prefill_busy_s * 1e6),
-                "hicache_host_used_tokens": self.cache.host_tokens,
-                "hicache_host_total_tokens": self.plan.hicache_host_tokens,
-                "hicache_host_mamba_used_states": len(self.cache.host_states),
-                "hicache_host_mamba_total_states": self.plan.hicache_host_mamba_states,
-                "pcie_rx_total_bytes": rx,
-                "pcie_tx_total_bytes": tx,
-                "evicted_tokens_total": self.cache.evicted_tokens,
-                "hicache_backup_tokens_total": self.cache.backup_tokens
-                if self.plan.hicache_host_tokens
-                else 0,
-                "realtime_tokens": dict(self.realtime),
-                "prefill_effective": dict(self.prefill_hits),
-                "is_cuda_graph": 1
-                if self.running and len(self.running) <= max(self.plan.cuda_graph_bs)
-                else 0,
-                "vclock": self.vclock,
-                "ts": time.time(),
-            },
-        )
-        self.busy_since_snapshot = 0.0
 
 
 __all__ = ["Scheduler", "Req"]

@@ -5,12 +5,13 @@ Start-up: validate flags and model -> log server_args -> spawn scheduler ranks a
 "The server is fired up and ready to roll!". Signals follow SGLang 0.5.23: SIGTERM before the
 HTTP server exists kills at once (Python's default), after the first request it drains; SIGINT
 stops HTTP and SIGKILLs the children; SIGQUIT from a failing child takes the whole tree down.
+The HTTP endpoints are sim/http_api.py (with http_info.py, http_admin.py); the /server_info and
+/v1/loads bodies sim/server_info.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 import os
 import signal
@@ -25,8 +26,6 @@ from sgltui.sim.hardware import get_gpu
 from sgltui.sim.logs import setup_logging
 from sgltui.sim.memory import (
     StartupFailure,
-    hicache_ratio,
-    mamba_strategy,
     parse_context_length,
     plan_memory,
 )
@@ -43,7 +42,6 @@ if TYPE_CHECKING:  # imported lazily at run time: the engine and aiohttp load on
 
 log = logging.getLogger("sglang")
 
-SGLANG_VERSION = "0.5.23"
 KNOWN_SPEC = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO")
 _FAKE_FRAME = (
     "<frame at 0x7f3a2c1d5a40, file '/usr/lib/python3.12/selectors.py', line 468, code select>"
@@ -555,162 +553,6 @@ class SimServer:
             await self._runner.cleanup()
         self._exit_code = 0
         self._stop.set()
-
-    # ---- info bodies -----------------------------------------------------------------------------------
-    def resolved_args(self) -> dict:
-        out = {k: v for k, v in vars(self.args).items() if not k.startswith("sim_")}
-        p = self.the_plan
-        out.update(
-            {
-                "served_model_name": self.model_name,
-                "tokenizer_path": self.args.tokenizer_path or self.args.model_path,
-                "mem_fraction_static": p.mem_fraction_static,
-                "chunked_prefill_size": p.chunked_prefill_size,
-                "max_prefill_tokens": p.max_prefill_tokens,
-                "context_length": p.context_len,
-                "max_running_requests": p.requested_max_running_requests,
-                "cuda_graph_max_bs_decode": p.cuda_graph_max_bs,
-                "page_size": int(self.args.page_size or 1),
-            }
-        )
-        if p.spec is not None:
-            out.update(
-                {
-                    "speculative_algorithm": p.spec.algorithm,
-                    "speculative_num_steps": p.spec.num_steps,
-                    "speculative_eagle_topk": p.spec.eagle_topk,
-                    "speculative_num_draft_tokens": p.spec.num_draft_tokens,
-                }
-            )
-        if self.args.enable_hierarchical_cache and not self.args.hicache_size:
-            out["hicache_ratio"] = hicache_ratio(self.args)
-        if self.the_model.is_hybrid:
-            out["mamba_full_memory_ratio"] = self.args.mamba_full_memory_ratio or 0.9
-            out["max_mamba_cache_size"] = p.mamba_slots
-            strategy = mamba_strategy(self.args)
-            if strategy != "off":
-                out["mamba_radix_cache_strategy"] = strategy
-                if strategy == "no_buffer":
-                    out["disable_overlap_schedule"] = True
-        return out
-
-    def server_info(self) -> dict:
-        p = self.the_plan
-        s = self.the_engine.stats
-        args = self.resolved_args()
-        startup = round(self.sim_startup_s, 2) if self.ready_at else None
-        memory = {
-            "weight": round(p.weights_bytes / (1 << 30), 2),
-            "kvcache": round(p.kv_pool_bytes / (1 << 30), 2),
-            "startup_available": round(p.available_after_pools / (1 << 30), 2),
-            "token_capacity": p.max_total_num_tokens,
-            "token_capacity_swa": None,
-            "graph": {"decode": round(p.graph_bytes / (1 << 30), 2)},
-        }
-        state = dict(args)
-        state.update(
-            {
-                "world_size": int(self.args.tp_size or 1),
-                "effective_max_running_requests_per_dp": p.max_running_requests,
-                "last_gen_throughput": s.get("gen_throughput", 0.0),
-                "memory_usage": memory,
-                "startup_time": startup,
-                "decode_cuda_graph_bs": p.cuda_graph_bs,
-                "disaggregation_mode": "null",
-            }
-        )
-        if p.spec is not None:
-            state["avg_spec_accept_length"] = s.get("spec_accept_length", 0.0)
-        info = dict(args)
-        info.update(
-            {
-                "launch_command": " ".join(
-                    ["python", "-m", "sglang.launch_server"] + self.argv_sglang()
-                ),
-                "status": self.status if not self.draining else "Draining",
-                "max_total_num_tokens": p.max_total_num_tokens,
-                "max_req_input_len": p.context_len - 5,
-                "hicache_object_layout": None,
-                "kv_events": None,
-                "startup_time": startup,
-                "internal_states": [state],
-                "version": SGLANG_VERSION,
-                "frontend": "python",
-            }
-        )
-        return info
-
-    def argv_sglang(self) -> list[str]:
-        """The command line less the simulator's own flags, each with its value (every --sim-*
-        flag takes one): what SGLang's launch_command would show."""
-        out, skip = [], False
-        for a in self.argv:
-            if skip:
-                skip = False
-            elif a.startswith("--sim-"):
-                skip = "=" not in a
-            else:
-                out.append(a)
-        return out
-
-    def loads(self, include: str, dp_rank) -> dict:
-        p, s = self.the_plan, self.the_engine.stats
-        sections = {x.strip() for x in include.split(",") if x.strip()}
-        if "all" in sections:
-            sections = {"core", "memory", "spec", "lora", "disagg", "queues"}
-        ts = datetime.datetime.now(datetime.timezone.utc).isoformat()
-        load: dict = {"timestamp": ts, "dp_rank": 0}
-        if "core" in sections or not sections:
-            load.update(
-                {
-                    "num_running_reqs": s.get("num_running_reqs", 0),
-                    "num_waiting_reqs": s.get("num_queue_reqs", 0),
-                    "num_waiting_uncached_tokens": s.get("num_waiting_uncached_tokens", 0),
-                    "num_used_tokens": s.get("num_used_tokens", 0),
-                    "num_total_tokens": p.max_total_num_tokens,
-                    "num_active_tokens": s.get("kv_used_tokens", 0),
-                    "num_prealloc_ready_tokens": 0,
-                    "max_total_num_tokens": p.max_total_num_tokens,
-                    "max_running_requests": p.max_running_requests,
-                    "token_usage": round(s.get("token_usage", 0.0), 4),
-                    "gen_throughput": round(s.get("gen_throughput", 0.0), 2),
-                    "cache_hit_rate": round(s.get("cache_hit_rate", 0.0), 4),
-                    "utilization": round(s.get("utilization", 0.0), 4),
-                    "total_prefill_uncached_tokens": s.get("total_prefill_uncached_tokens", 0),
-                    "total_prefill_busy_us": s.get("total_prefill_busy_us", 0),
-                    "decode_moments": None,
-                }
-            )
-        if "memory" in sections:
-            load["memory"] = {
-                "weight_gb": round(p.weights_bytes / (1 << 30), 2),
-                "kv_cache_gb": round(p.kv_pool_bytes / (1 << 30), 2),
-                "graph_gb": round(p.graph_bytes / (1 << 30), 2),
-                "token_capacity": p.max_total_num_tokens,
-            }
-        if "spec" in sections and p.spec is not None:
-            load["speculative"] = {
-                "accept_length": round(s.get("spec_accept_length", 0.0), 3),
-                "accept_rate": round(s.get("spec_accept_rate", 0.0), 3),
-            }
-        if "queues" in sections:
-            load["queues"] = {
-                "waiting": s.get("num_queue_reqs", 0),
-                "grammar": 0,
-                "paused": 0,
-                "retracted": 0,
-                "prealloc_ready": 0,
-            }
-        loads = [load]
-        if dp_rank not in (None, "", "0"):
-            loads = []
-        return {
-            "timestamp": ts,
-            "version": SGLANG_VERSION,
-            "accelerator": "cuda",
-            "num_accelerators": int(self.args.tp_size or 1),
-            "loads": loads,
-        }
 
 
 def main(argv: list[str] | None = None) -> int:

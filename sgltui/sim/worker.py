@@ -340,7 +340,7 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
     sched.warmup_extra_s = cfg["t_warmup"] * (float(args.sim_slow_start or 1.0))
     if args.sim_hang_in == "warmup":
         sched.warmup_extra_s = float("inf")
-    sched.snapshot(report=False)
+    sched.reporter.snapshot(report=False)
     inbox = _Inbox(conn)  # from here on only the inbox thread reads conn; this thread writes
     last_idle_refresh = time.monotonic()
     while True:
@@ -366,9 +366,9 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
         if was_idle:
             sched.realign()  # work that arrives after a pause starts on the current clock
         if sched.idle or sched.paused:
-            sched.snapshot(report=False)
-            if sched.gauges_stale or time.monotonic() - last_idle_refresh > 30:
-                sched.idle_refresh()
+            sched.reporter.snapshot(report=False)
+            if sched.reporter.gauges_stale or time.monotonic() - last_idle_refresh > 30:
+                sched.reporter.idle_refresh()
                 last_idle_refresh = time.monotonic()
             continue
         if sched.warmup_extra_s == float("inf"):
