@@ -9,8 +9,6 @@ import asyncio
 from pathlib import Path
 from typing import Any, Protocol
 
-from textual.notifications import SeverityLevel
-
 from sgltui import protocol
 from sgltui.tui import logtail
 from sgltui.tui import model as M
@@ -18,13 +16,14 @@ from sgltui.tui.fleetsource import FleetSource
 from sgltui.tui.fmt import one_line
 from sgltui.tui.logfeed import LogFeed
 from sgltui.tui.model import ACTIVE
+from sgltui.tui.notifies import Notifies
 from sgltui.tui.sessionfiles import bench_files, recent_events
 from sgltui.tui.source import SOURCE_ERRORS, MalformedReply, TuiSource, ask
 
 HISTORY_S = 300.0  # the chart's window: what a re-attach asks the agent for
 
 
-class CatchUpHost(Protocol):
+class CatchUpHost(Notifies, Protocol):
     """What connecting needs of the app."""
 
     model: M.TuiModel
@@ -43,16 +42,6 @@ class CatchUpHost(Protocol):
     def local_session(self) -> str | None: ...
 
     def refresh_status_soon(self) -> None: ...
-
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = True,
-    ) -> None: ...
 
 
 async def on_connected(host: CatchUpHost, status: dict[str, Any]) -> None:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from textual.markup import escape
-from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widget import Widget
 
@@ -24,6 +23,7 @@ from sgltui.tui import views
 from sgltui.tui.fleetsource import FleetSource, host_of
 from sgltui.tui.logbuffer import LogBuffer
 from sgltui.tui.logfeed import LogFeed
+from sgltui.tui.notifies import Notifies
 from sgltui.tui.widgets.activity import ActivityPane
 from sgltui.tui.widgets.bench import BenchPane
 from sgltui.tui.widgets.hosts import HostsPane
@@ -36,7 +36,7 @@ from sgltui.tui.widgets.slots import SlotsPane
 from sgltui.tui.widgets.throughput import ThroughputPane
 
 
-class PaneHost(Protocol):
+class PaneHost(Notifies, Protocol):
     """What drawing and focusing a pane need of the app."""
 
     model: M.TuiModel
@@ -59,16 +59,6 @@ class PaneHost(Protocol):
     def call_after_refresh(
         self, callback: Callable[..., Any], *args: Any, **kwargs: Any
     ) -> bool: ...
-
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = True,
-    ) -> None: ...
 
 
 # Where a pane sits: the upper row's left, the column at its right, the row of slots (a

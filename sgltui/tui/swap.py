@@ -10,32 +10,22 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from textual.markup import escape
-from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from sgltui import protocol
 from sgltui.tui.fmt import one_line
 from sgltui.tui.model import ACTIVE, TuiModel
+from sgltui.tui.notifies import Notifies
 from sgltui.tui.screens import Confirm, DrainChoice, SlotOrPool
 from sgltui.tui.source import SOURCE_ERRORS, TuiSource, ask
 
 
-class SwapHost(Protocol):
+class SwapHost(Notifies, Protocol):
     """What a swap needs of the app."""
 
     model: TuiModel
     source: TuiSource
     picked_pool: str | None  # the pool whose row the slots view has picked
-
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = True,
-    ) -> None: ...
 
     async def push_screen_wait(self, screen: Screen[Any], *, mode: str | None = None) -> Any: ...
 
