@@ -224,6 +224,13 @@ class AgentClient:
         except (ConnectionError, OSError) as exc:
             self._pending.pop(rid, None)
             self._ops.pop(rid, None)
+            # The read loop may have failed the future already (the peer went while we wrote):
+            # this error replaces it, so mark its exception seen or asyncio logs it as never
+            # retrieved (fleet status to 150 unreachable hosts printed one).
+            if fut.done():
+                fut.exception()
+            else:
+                fut.cancel()
             raise ConnectionLost(f"connection to the agent lost ({_why(exc)})") from None
         return await fut
 
