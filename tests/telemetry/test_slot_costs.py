@@ -3,10 +3,15 @@
 - the capacity card is built once per change of its inputs, not for every slot's engine
   figures each second (building it walks all of /server_info's arguments);
 - the /metrics lines a reader keeps are read by a plain reader, which gives exactly what
-  prometheus_client gives, and hands anything unusual to prometheus_client.
+  prometheus_client gives, and hands anything unusual to prometheus_client;
+- a ready server whose engine poll answered lately is not probed for liveness besides.
 """
 
 from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -126,3 +131,60 @@ def test_the_plain_reader_reads_the_simple_lines_itself(monkeypatch):
         'sglang:num_running_reqs{model_name="a\\\\b"} 1\n', {"sglang:num_running_reqs"}
     )
     assert len(calls) == 1
+
+
+def test_an_engine_poll_answer_stands_for_the_liveness_probe(monkeypatch):
+    from sgltui.agent import liveness as lv
+
+    probes: list[str] = []
+    changes: list[str | None] = []
+
+    async def fake_get(host, port, path, key=None, timeout=2.0):
+        probes.append(path)
+        return 0, b""  # nothing answers the probe
+
+    async def main() -> None:
+        monkeypatch.setattr(lv.http_probe, "get", fake_get)
+        monkeypatch.setattr(lv, "stopped_by_signal", lambda pid: False)
+        live = lv.Liveness("a", changes.append)
+        live.heard(100.0)
+        live.tick(100.5, None, "127.0.0.1", 1, None)  # heard 0.5 s ago: no probe
+        live.tick(100.0 + lv.HEARD_S - 0.1, None, "127.0.0.1", 1, None)
+        await asyncio.sleep(0)
+        assert probes == []
+        live.tick(100.0 + lv.HEARD_S, None, "127.0.0.1", 1, None)  # nothing heard since: probed
+        await asyncio.sleep(0.01)
+        assert probes == ["/ready"]
+        # Unresponsive (nothing answered for long), then an engine poll answers: alive again.
+        live._answered_at = 0.0
+        live._next = 0.0
+        live.tick(200.0, None, "127.0.0.1", 1, None)
+        await asyncio.sleep(0.01)
+        assert live.reason is not None and changes[-1] is not None
+        live.heard(201.0)
+        live.tick(201.5, None, "127.0.0.1", 1, None)
+        assert live.reason is None and changes[-1] is None and len(probes) == 2
+        live.reset()  # not ready any more: what was heard before does not count
+        live.tick(202.0, None, "127.0.0.1", 1, None)
+        await asyncio.sleep(0.01)
+        assert len(probes) == 3
+
+    asyncio.run(main())
+
+
+@pytest.mark.slow
+def test_a_ready_server_gets_no_readiness_probes_while_its_engine_polls_answer(agent):
+    """The real agent and server: the server's access log shows /metrics polls and, once
+    they answer, no /ready probes (the old agent asked /ready every 2 s besides)."""
+    name = agent.write_profile("t-a")
+    slot = agent.call("start", profile=name, wait=True)["slot"]
+    time.sleep(2.0)  # the first poll answered
+    log = Path(slot["log_path"])
+    start = log.stat().st_size
+    time.sleep(7.0)
+    with log.open("rb") as f:
+        f.seek(start)
+        new = f.read().decode(errors="replace")
+    assert "GET /metrics" in new or "GET /v1/loads" in new, new[-2000:]
+    assert "GET /ready" not in new, new[-2000:]
+    assert agent.slot()["unresponsive"] is None

@@ -101,6 +101,7 @@ class SlotWatch:
         self.mode: str | None = None  # "metrics" | "loads" once known
         self.polled: dict[str, Any] | None = None
         self.polled_at = 0.0  # monotonic time of the last good poll
+        self.answered_at = 0.0  # monotonic time of the last HTTP answer, whatever its status
         self.error: str | None = None
         self.log = LogEngineState()
         self.capacity = CapacityBuilder()
@@ -140,6 +141,7 @@ class SlotWatch:
         try:
             if self.mode in (None, "metrics"):
                 r = await client.get(self.base_url + "/metrics", headers=self.headers)
+                self.answered_at = time.monotonic()
                 if r.status_code == 200:
                     self.mode = "metrics"
                     self._ok(engine_from_metrics(r.text, now_wall))
@@ -149,6 +151,7 @@ class SlotWatch:
                     return
                 self.mode = "loads"  # 404: the server runs without --enable-metrics
             r = await client.get(self.base_url + "/v1/loads", headers=self.headers)
+            self.answered_at = time.monotonic()
             if r.status_code == 200:
                 self._ok(engine_from_loads(r.json(), now_wall))
             else:

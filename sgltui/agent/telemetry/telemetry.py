@@ -104,9 +104,12 @@ class Telemetry:
         gpu_source: str | None = None,
         on_capacity: Callable[[str, dict], None] | None = None,
         http_timeout: float = 3.0,
+        on_answer: Callable[[str], None] | None = None,
     ) -> None:
         self.on_sample = on_sample
         self.on_capacity = on_capacity
+        # A slot's server answered an engine poll (any status): its liveness needs no probe.
+        self.on_answer = on_answer
         self.gpu_interval = gpu_interval
         self.host_interval = host_interval
         self.record_interval = record_interval
@@ -262,7 +265,14 @@ class Telemetry:
         assert self._client is not None
         try:
             if watch.poll_due(time.monotonic(), IDLE_POLL_S):
+                answered = watch.answered_at
                 await watch.poll(self._client, time.time())
+                if (
+                    watch.answered_at != answered
+                    and self.on_answer is not None
+                    and self._slots.get(watch.slot_id) is watch
+                ):
+                    self.on_answer(watch.slot_id)
             if (
                 await watch.fetch_server_info(self._client)
                 and self._slots.get(watch.slot_id) is watch
