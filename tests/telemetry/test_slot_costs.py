@@ -188,3 +188,35 @@ def test_a_ready_server_gets_no_readiness_probes_while_its_engine_polls_answer(a
     assert "GET /metrics" in new or "GET /v1/loads" in new, new[-2000:]
     assert "GET /ready" not in new, new[-2000:]
     assert agent.slot()["unresponsive"] is None
+
+
+def _only_samples_by_line(text: str, names) -> str:
+    """only_samples as it was: a Python loop over every line."""
+    wanted = frozenset(names)
+    keep = []
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        end = len(line)
+        for sep in ("{", " "):
+            at = line.find(sep)
+            if 0 <= at < end:
+                end = at
+        if line[:end] in wanted:
+            keep.append(line)
+    return "\n".join(keep) + "\n" if keep else ""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _registry_text(),
+        _registry_text().replace("\n", "\r\n"),
+        "sglang:num_running_reqs\nsglang:num_running_reqs_x 1\nsglang:num_running_reqs 2",
+        '# sglang:num_running_reqs 1\n\n sglang:num_running_reqs 3\nsglang:gen_throughput{a="b c"} 4\n',
+    ],
+    ids=["registry", "crlf", "torn-and-longer-names", "comments"],
+)
+def test_the_lines_kept_are_the_lines_the_loop_kept(text):
+    names = engine_parse.ENGINE_METRICS | frozenset(_GATEWAY_METRICS)
+    assert engine_parse.only_samples(text, names) == _only_samples_by_line(text, names)

@@ -10,6 +10,7 @@ are skipped in favour of the totals (priority=""). Missing series are simply Non
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -72,19 +73,17 @@ def metric_samples(text: str, names: Iterable[str] | None = None) -> list[Sample
 
 def only_samples(text: str, names: Iterable[str]) -> str:
     """The sample lines of `text` whose metric name is one of `names` (comments dropped)."""
-    wanted = frozenset(names)
-    keep = []
-    for line in text.splitlines():
-        if not line or line[0] == "#":
-            continue
-        end = len(line)
-        for sep in ("{", " "):
-            at = line.find(sep)
-            if 0 <= at < end:
-                end = at
-        if line[:end] in wanted:
-            keep.append(line)
+    keep = _sample_lines(frozenset(names)).findall(text)
     return "\n".join(keep) + "\n" if keep else ""
+
+
+@functools.lru_cache(maxsize=16)
+def _sample_lines(wanted: frozenset[str]) -> re.Pattern[str]:
+    """A line that starts with one of `wanted` followed by its labels, a space or its end (a
+    name is the line up to its first "{" or " "). One regex scan instead of a Python loop over every line:
+    SGLang's text is mostly histogram buckets that nobody here reads."""
+    names = "|".join(re.escape(n) for n in sorted(wanted, key=len, reverse=True))
+    return re.compile(rf"^(?:{names})(?=[{{ \r]|$)[^\r\n]*", re.MULTILINE)
 
 
 # `name="value"` pairs of a label set whose values hold no backslash (no escapes to undo).
