@@ -165,6 +165,8 @@ class Telemetry:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks = []
+        for watch in self._slots.values():
+            watch.close()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -219,6 +221,8 @@ class Telemetry:
     def detach(self, slot_id: str, keep_card: bool = True) -> None:
         watch = self._slots.pop(slot_id, None)
         self._detached.add(slot_id)
+        if watch is not None:
+            watch.close()
         if watch is not None and keep_card:
             card = watch.capacity.card()
             if card is not None:
@@ -266,7 +270,7 @@ class Telemetry:
         try:
             if watch.poll_due(time.monotonic(), IDLE_POLL_S):
                 answered = watch.answered_at
-                await watch.poll(self._client, time.time())
+                await watch.poll(time.time(), self.http_timeout)
                 if (
                     watch.answered_at != answered
                     and self.on_answer is not None
@@ -279,6 +283,7 @@ class Telemetry:
             ):
                 self._capacity_changed(watch)
             if self._slots.get(watch.slot_id) is not watch:
+                watch.close()  # (its poll may have opened a connection after the detach)
                 return  # detached (stopped, relaunched) while its poll was out
             if watch.news():  # only new data goes on the timeline
                 e = watch.engine(self._stale_after)
