@@ -220,3 +220,29 @@ def _only_samples_by_line(text: str, names) -> str:
 def test_the_lines_kept_are_the_lines_the_loop_kept(text):
     names = engine_parse.ENGINE_METRICS | frozenset(_GATEWAY_METRICS)
     assert engine_parse.only_samples(text, names) == _only_samples_by_line(text, names)
+
+
+def test_a_slot_refresh_reads_the_shared_table_without_a_thread(monkeypatch):
+    import subprocess
+    import sys
+
+    from sgltui.agent import procs
+
+    kid = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True
+    )
+    try:
+        tree = procs.ProcTree.of(kid.pid)
+        procs.process_table(0.0)
+        reads = []
+        real = procs._read_proc
+        monkeypatch.setattr(procs, "_read_proc", lambda: reads.append(1) or real())
+        assert tree.refresh_shared() == [kid.pid]
+        assert reads == []
+        assert tree.refresh_shared(max_age=0.0) is None  # too old: the caller reads /proc
+        assert reads == []
+        other = procs.ProcTree(pid=kid.pid, pgid=kid.pid, create_time=1.0)  # not that process
+        assert other.refresh_shared() is None
+    finally:
+        kid.kill()
+        kid.wait()
