@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +197,7 @@ class SgltuiApp(App[str | None]):
         self.main_screen.set_class(event.size.height < 32, "-short")
         self.main_screen.set_class(event.size.width < 100, "-narrow")
         self._update_topbar()  # its parts are chosen for the width
+        self.mark(M.CHART)  # its room beside the other panes (panes.chart_room)
 
     # -- the source --------------------------------------------------------------------------
 
@@ -248,9 +249,7 @@ class SgltuiApp(App[str | None]):
 
     def _on_push(self, push: dict[str, Any]) -> None:
         if push.get("push") == "logs":  # a tick's lines of every slot (agent/logbatch.py)
-            for data in push.get("data") or []:
-                if isinstance(data, dict):
-                    self._on_push({"push": "log", "data": data})
+            self._on_lines([d for d in push.get("data") or [] if isinstance(d, dict)])
             return
         if push.get("push") == "note":
             # A line of an op the source runs itself (a fleet.toml pool's roll): a toast, and
@@ -275,14 +274,10 @@ class SgltuiApp(App[str | None]):
                     self.notify(error, title="host unreachable", severity="warning", markup=False)
                 self._host_errors[h.name] = error
             return
-        areas = self.model.apply_push(push)
         if push.get("push") == "log":
-            added = self.logfeed.add_push(push.get("data") or {}, self.model.current_id)
-            if self._log_changed_by(added):
-                self.logfeed.new_lines.extend(added)
-            else:  # lines the pane would not show (folded, filtered): kept in the buffer only
-                areas = areas - {M.LOGS}
-        self.mark(*areas)
+            self._on_lines([push.get("data") or {}])
+            return
+        self.mark(*self.model.apply_push(push))
         if push.get("push") == "event":
             ev = push.get("data") or {}
             if ev.get("type") == "bench.done" and ev.get("path"):
@@ -307,6 +302,17 @@ class SgltuiApp(App[str | None]):
             self.refresh_status_soon()
         if self.model.job_needs_reading(push) and self._jobs_shown():
             self._read_jobs()
+
+    def _on_lines(self, pushed: list[dict[str, Any]]) -> None:
+        """Log lines of one slot (a `log` push) or of every slot since the last tick: into the
+        buffer, and drawn in the next flush only where the pane shows any (an idle pool's
+        lines are folded health checks: kept, not drawn)."""
+        added = [
+            line for data in pushed for line in self.logfeed.add_push(data, self.model.current_id)
+        ]
+        if self._log_changed_by(added):
+            self.logfeed.new_lines.extend(added)
+            self.mark(M.LOGS)
 
     def _log_changed_by(self, lines: list[LogLine]) -> bool:
         try:
@@ -368,12 +374,14 @@ class SgltuiApp(App[str | None]):
         # whole screen out on every write (an event every few seconds).
         try:
             active = self.query_one(TabbedContent).active
+            hidden = set()
             for p in panes.PANES:
                 if p.when_shown and active != panes.tab_id(p.name):
-                    hidden = dirty & p.areas
-                    dirty -= hidden
-                    self._hidden_dirty |= hidden
-            self._draw(dirty)
+                    # Its areas are drawn again when its tab is shown; other panes reading
+                    # the same areas are drawn now.
+                    hidden.add(p.name)
+                    self._hidden_dirty |= dirty & p.areas
+            self._draw(dirty, hidden)
         except NoMatches:
             pass  # the app is shutting down and its panes are already gone
 
@@ -385,7 +393,8 @@ class SgltuiApp(App[str | None]):
             found = self._panes[name] = self.query_one(f"#{name}")
         return found
 
-    def _draw(self, dirty: set[str]) -> None:
+    def _draw(self, dirty: set[str], hidden: Collection[str] = ()) -> None:
+        """Draw the panes reading the `dirty` areas, but those named in `hidden`."""
         m = self.model
         if M.SERVERS in dirty:
             state = m.current.state if m.current else None
@@ -399,6 +408,8 @@ class SgltuiApp(App[str | None]):
                 self.logfeed.redraw = True
                 dirty.add(M.LOGS)
         for p in panes.PANES:
+            if p.name in hidden:
+                continue
             if dirty & p.areas and (self.fleet is not None or not p.fleet_only):
                 p.draw(self, self.pane(p.name), dirty)
         if dirty & {M.HEADER, M.SERVERS, M.HOSTS}:

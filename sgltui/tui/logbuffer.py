@@ -25,16 +25,20 @@ _WARNING_RE = re.compile(
 
 # Lines that repeat every request or every scheduler step: folded away by default so the
 # tail shows what happened (a key shows them again).
-_NOISE_RE = re.compile(
+_ACCESS_RE = re.compile(
     # uvicorn access lines, bare or after SGLang's "[time] " prefix
     r'(?:^|\] )INFO:\s+\S+ - "[A-Z]+ \S+ HTTP/[\d.]+" \d{3}'
-    r"|(?:Prefill|Decode) batch(?: \[\d+\])?, "  # SGLang's per-batch lines
 )
+_BATCH_RE = re.compile(r"(?:Prefill|Decode) batch(?: \[\d+\])?, ")  # SGLang's per-batch lines
+# A batch line is SGLang's own figures (tokens, usage, throughput): never an error or a
+# warning. Most lines of a serving or idle server are these (the gateway's health check is
+# a one-token prefill each second per server), so they skip the level patterns.
+_BATCH_HEAD_RE = re.compile(r"^(?:\[[^\]]*\] )?(?:Prefill|Decode) batch(?: \[\d+\])?, ")
 
 
 def is_noise(text: str) -> bool:
     """An access line or a per-batch line (folded by default)."""
-    return _NOISE_RE.search(text) is not None
+    return _ACCESS_RE.search(text) is not None or _BATCH_RE.search(text) is not None
 
 
 def line_level(text: str) -> str:
@@ -44,6 +48,15 @@ def line_level(text: str) -> str:
     if _WARNING_RE.search(text):
         return "warning"
     return "info"
+
+
+def classify(text: str) -> tuple[str, bool]:
+    """(level, noise) of one line: `line_level`, and folded when it is an info line that
+    `is_noise` says repeats."""
+    if _BATCH_HEAD_RE.match(text):
+        return "info", True
+    level = line_level(text)
+    return level, level == "info" and is_noise(text)
 
 
 @dataclass(frozen=True)
@@ -75,8 +88,8 @@ class LogBuffer:
         for text in texts:
             text = text.rstrip("\r\n")
             self._seq += 1
-            level = line_level(text)
-            line = LogLine(self._seq, slot, text, level, level == "info" and is_noise(text))
+            level, noise = classify(text)
+            line = LogLine(self._seq, slot, text, level, noise)
             self.lines.append(line)
             added.append(line)
         return added

@@ -106,12 +106,39 @@ def _draw_memory(host: PaneHost, pane: MemoryPane, dirty: set[str]) -> None:
         pane.show(m.memory_view, m.slots)
 
 
+# Rows of the screen besides the upper row and the slots view: the top bar, the footer and
+# the tabs' least height (app.tcss: #lower min-height); and the upper row's most (max-height:
+# a share of the screen less the footer, which is docked).
+OTHER_ROWS, UPPER_MOST, FOOTER = 1 + 1 + 6, 0.6, 1
+
+
+def chart_room(host: PaneHost) -> int | None:
+    """Rows the chart may take (border included) with several slots on a screen that is not
+    short: what the upper row may have once the slots view and the tabs' least height are
+    placed, less the memory pane above it. None: one slot, or a short screen (app.tcss
+    decides there)."""
+    m, screen = host.model, host.main_screen
+    if not m.several or screen.has_class("-short"):
+        return None
+    slots, memory = host.pane("slots"), host.pane("memory")
+    assert isinstance(memory, MemoryPane) and isinstance(slots, SlotsPane)
+    # The slots view's rows as shown now (its size is the last layout's: a slot added since
+    # is not in it yet); a fleet's row is the taller of it and the Hosts view beside it.
+    below = slots.row_count + 2
+    if host.fleet is not None and isinstance(slots.parent, Widget):
+        below = max(below, slots.parent.outer_size.height)
+    height = screen.size.height
+    upper = min(int((height - FOOTER) * UPPER_MOST), height - OTHER_ROWS - below)
+    return upper - (memory.wanted_height() + 2)  # (its border)
+
+
 def _draw_chart(host: PaneHost, pane: ThroughputPane, dirty: set[str]) -> None:
     # The row shows while the server serving now is speculative: its latest sample,
     # not the last five minutes (a swap to a plain profile drops the row at once).
     m = host.model
     accept = m.series_values("accept_length")
     has_spec = bool(accept) and accept[-1] > 0
+    pane.room = chart_room(host)
     pane.show(m.series, has_spec, m.chart_marks(), m.chart_slots())
 
 
@@ -140,6 +167,7 @@ def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
     if not dirty & {M.SERVERS, M.HOSTS} and seen == host.slots_seen:
         return
     host.slots_seen = seen
+    rows = pane.row_count
     if not pane.display:
         pane.display = True
         screen.set_class(True, "-slots")
@@ -150,6 +178,8 @@ def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
         pane.border_title = title
     down = host.fleet.unreachable() if host.fleet is not None else None
     pane.show(m.slots, m.pools, figures, m.current_id, down, m.unmanaged)
+    if pane.row_count != rows:
+        host.mark(M.CHART)  # the chart's room changed with the slots view's height
 
 
 def _draw_activity(host: PaneHost, pane: ActivityPane, dirty: set[str]) -> None:

@@ -258,12 +258,8 @@ def capacity_lines(card: protocol.CapacityCard) -> list[str]:
     return out
 
 
-def gpu_lines(
-    telemetry: protocol.TelemetryView, width: int, slot_names: dict[str, str] | None = None
-) -> list[str]:
-    """Two lines per GPU: a bar (the servers' share, other processes, free) and what the GPU
-    is doing (utilization, power, temperature) with its name and each slot's share, abbreviated
-    until it fits `width` (gpu_detail)."""
+def gpu_lines(telemetry: protocol.TelemetryView, width: int, compact: bool = False) -> list[str]:
+    """The GPUs' lines (`gpu_rows` each), or why there are none."""
     gpus = telemetry.gpus
     if not gpus:
         msg = (
@@ -271,23 +267,49 @@ def gpu_lines(
             or "no GPU source on this host (no NVML, no simulator running)"
         )
         return [f"[dim]GPU: {escape(str(msg))}[/]"]
-    out = []
-    bar_w = max(10, width - 26)
-    for g in gpus:
-        total = g.total_bytes or 0
-        used = g.used_bytes or 0
-        server = sum(g.server_bytes.values())
-        server = min(server, used)
-        if total <= 0:
-            out.append(f"GPU{g.index}: no memory figures")
-            continue
-        cells = fmt.bar_cells([server / total, (used - server) / total], bar_w)
-        free = bar_w - sum(cells)
-        bar = f"[$accent]{'█' * cells[0]}[/][$warning]{'▓' * cells[1]}[/][dim]{'░' * free}[/]"
-        label = f"GPU{g.index}"
-        out.append(f"{label:<5}{bar} {units.gib_of(used, total)}")
-        out.append(gpu_detail(g, width))
-    return out
+    return [line for g in gpus for line in gpu_rows(g, width, compact)]
+
+
+COMPACT_GPUS = 4  # more GPUs than this: one line each (8 GPUs in two lines each fill a screen)
+# A compact line's cells beside its bar: 'GPU0 ', ' 141.0/141.0 GiB', ' 100% 1000W 100°C (sim)'.
+# The same for every line (the RAM's too), so the bars line up.
+COMPACT_FIGURES = 5 + 16 + 23
+
+
+def gpu_rows(g: protocol.GpuView, width: int, compact: bool = False) -> list[str]:
+    """One GPU: a bar (the servers' share, other processes, free) and what the GPU is doing
+    (utilization, power, temperature) with its name and each slot's share, abbreviated until
+    it fits `width` (gpu_detail). `compact`: one line, the bar and the figures only (the
+    slots view says whose share it is), '(sim)' kept for a simulated GPU."""
+    total = g.total_bytes or 0
+    used = g.used_bytes or 0
+    server = min(sum(g.server_bytes.values()), used)
+    label = f"GPU{g.index}"
+    if total <= 0:
+        return [f"{label}: no memory figures"]
+    figures = units.gib_of(used, total)
+    tail_markup = ""
+    if compact:
+        util, power, temp = (_num(v) for v in (g.utilization_pct, g.power_w, g.temperature_c))
+        stats = " ".join(
+            f
+            for f in (
+                f"{util:.0f}%" if util is not None else "",
+                f"{power:.0f}W" if power is not None else "",
+                f"{temp:.0f}°C" if temp is not None else "",
+            )
+            if f
+        )
+        simulated = bool(g.simulated) or (g.name or "").endswith(" (simulated)")
+        tail_markup = (f" {escape(stats)}" if stats else "") + (
+            " [b $warning](sim)[/]" if simulated else ""
+        )
+    bar_w = max(10, width - (COMPACT_FIGURES if compact else 26))
+    cells = fmt.bar_cells([server / total, (used - server) / total], bar_w)
+    free = bar_w - sum(cells)
+    bar = f"[$accent]{'█' * cells[0]}[/][$warning]{'▓' * cells[1]}[/][dim]{'░' * free}[/]"
+    first = f"{label:<5}{bar} {figures}{tail_markup}"
+    return [first] if compact else [first, gpu_detail(g, width)]
 
 
 DETAIL_INDENT = "     "  # under the bar, past "GPU0 "
@@ -365,7 +387,10 @@ def _detail(name: tuple[str, str], stats: str, share: str) -> tuple[str, str]:
     return " · ".join(p[0] for p in present), " · ".join(p[1] for p in present)
 
 
-def host_lines(telemetry: protocol.TelemetryView, width: int) -> list[str]:
+def host_lines(telemetry: protocol.TelemetryView, width: int, compact: bool = False) -> list[str]:
+    """The host's RAM bar (the servers' resident memory in the accent colour) and a line with
+    the servers' share, the CPU figure and swap in use; `compact`: one line, the CPU figure and
+    swap after the bar."""
     host = telemetry.host
     total = host.ram_total_bytes if host else 0
     if not host or not total:
@@ -373,18 +398,21 @@ def host_lines(telemetry: protocol.TelemetryView, width: int) -> list[str]:
     used = host.ram_used_bytes or 0
     rss = sum(host.server_rss_bytes.values())
     rss = min(rss, used)
-    bar_w = max(10, width - 26)
+    cpu = f"cpu {host.cpu_pct:.0f}%" if host.cpu_pct is not None else ""
+    swap = f"swap {units.gib(host.swap_used_bytes)}" if host.swap_used_bytes else ""
+    bar_w = max(10, width - (COMPACT_FIGURES if compact else 26))
     cells = fmt.bar_cells([rss / total, (used - rss) / total], bar_w)
     free = bar_w - sum(cells)
     bar = f"[$accent]{'█' * cells[0]}[/][$secondary]{'▓' * cells[1]}[/][dim]{'░' * free}[/]"
-    out = [f"{'RAM':<5}{bar} {units.gib_of(used, total)}"]
+    first = f"{'RAM':<5}{bar} {units.gib_of(used, total)}"
+    if compact:
+        return [first + (f" {cpu}" if cpu else "") + (f" [$warning]{swap}[/]" if swap else "")]
     detail = f"{DETAIL_INDENT}[$accent]█[/] servers {units.gib(rss)}"
-    if host.cpu_pct is not None:
-        detail += f" · cpu {host.cpu_pct:.0f}%"
-    if host.swap_used_bytes:
-        detail += f" · [$warning]swap {units.gib(host.swap_used_bytes)}[/]"
-    out.append(detail)
-    return out
+    if cpu:
+        detail += f" · {cpu}"
+    if swap:
+        detail += f" · [$warning]{swap}[/]"
+    return [first, detail]
 
 
 # ---- the slots view (several slots: one row each, a row per pool summing them) ----------------

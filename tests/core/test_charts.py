@@ -187,3 +187,37 @@ def test_markers_close_together_never_run_their_labels_together():
             ), (width, top)
         assert any(w.startswith("c:de") for w in words), top  # the newest, whole or cut
         assert "mtpb" not in top and "mtp│tp" not in top and "││tp" not in top, top
+
+
+@pytest.mark.parametrize("width", [40, 64, 150])
+def test_a_newest_column_that_holds_means_the_same_layout(width):
+    """NewestColumn stands in for the key on a sample that repeats every newest value: over a
+    run of samples (idle at 0, a steady non-zero value, bursts, jitter, a gap, a series that
+    flips between two values inside one column), whenever it says the column holds, the layout
+    is the one worked out when it was taken; and on an idle stretch it mostly holds."""
+    rng = random.Random(11)
+    hist: dict[str, deque] = {n: deque(maxlen=600) for n in ("gen", "run", "kv")}
+    newest = taken_layout = None
+    held = idle_steps = 0
+    t = T
+    for step in range(700):
+        t += 1.0 + rng.uniform(-0.2, 0.2)
+        if 300 <= step < 320:
+            continue  # a gap
+        busy = 150 <= step < 250
+        flip = 400 <= step < 450  # 0 and 5 in turn: a column of mixed values never holds
+        for name in hist:
+            value = rng.uniform(50, 200) if busy else (5.0 * (step % 2) if flip else 3.0)
+            hist[name].append((t, value))
+        main, *others = [
+            charts.ChartSeries(n, n, n, list(p), f"{p[-1][1]:.0f}") for n, p in hist.items()
+        ]
+        chart = charts.ChartInput(main, others, [], width, 6)
+        if newest is not None and newest.holds(lambda name: hist[name]):
+            held += 1
+            assert chart.layout() == taken_layout, f"step {step}: held, but the layout moved"
+            continue
+        newest, taken_layout = charts.NewestColumn.of(chart), chart.layout()
+        if not busy and not flip and step > 60:
+            idle_steps += 1
+    assert held > 0 and held > idle_steps  # idle seconds mostly skip the key

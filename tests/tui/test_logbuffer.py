@@ -64,3 +64,31 @@ def test_search_wraps_both_ways_and_spans():
     assert list(buf.search_spans("ready, Ready!")) == [(0, 5), (7, 12)]
     buf.search_text = "nothing"
     assert buf.search(lines, 0) is None
+
+
+def test_batch_lines_fold_as_info_and_other_lines_keep_their_level():
+    """classify: a batch line (with or without a rank tag or an iteration number) is a folded
+    info line without the level patterns; an access line of a failed request is still an
+    error; any other line gets line_level and is shown."""
+    from sgltui.tui.logbuffer import classify
+
+    batch = [
+        "[2026-10-01 12:00:41 TP0] Prefill batch, #new-seq: 4, #new-token: 8192, "
+        "#cached-token: 1536, token usage: 0.07, #running-req: 12, #queue-req: 3",
+        "[2026-10-01 12:00:43] Decode batch [812], #running-req: 16, token usage: 0.09, "
+        "cuda graph: True, gen throughput (token/s): 1874.20, #queue-req: 0",
+        "Decode batch, #running-req: 1, #retracted-req: 0, cuda graph: True",
+    ]
+    for text in batch:
+        assert classify(text) == ("info", True), text
+    access_ok = '[2026-10-01 12:00:09] INFO:     127.0.0.1:51234 - "GET /health HTTP/1.1" 200 OK'
+    access_500 = (
+        '[2026-10-01 12:00:09] INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 500 '
+        "Internal Server Error"
+    )
+    assert classify(access_ok) == ("info", True)
+    assert classify(access_500) == ("error", False)
+    oom = "[2026-10-01 12:00:50 TP0] Prefill batch failed: CUDA out of memory"
+    assert classify(oom) == ("error", False)  # not a batch line: no ", " after "batch"
+    assert classify("Max running requests is reset to 48") == ("warning", False)
+    assert classify("[2026-10-01 12:00:01] Load weight end.") == ("info", False)

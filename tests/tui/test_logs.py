@@ -222,7 +222,7 @@ async def test_a_folded_line_draws_nothing_until_z_shows_it():
         await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
         draws = []
         real = app._draw
-        app._draw = lambda dirty: (draws.append(set(dirty)), real(dirty))  # type: ignore[method-assign]
+        app._draw = lambda dirty, hidden=(): (draws.append(set(dirty)), real(dirty, hidden))  # type: ignore[method-assign]
         for _ in range(3):
             app.source.feed(
                 {"push": "log", "data": {"slot": "0", "launch_id": "", "lines": [ACCESS]}}

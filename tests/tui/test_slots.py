@@ -4,12 +4,15 @@ ScriptedSource, so the TUI is tested without the agent side."""
 
 from __future__ import annotations
 
+import pytest
 from textual.content import Content
 
 from sgltui.tui.screens import DrainChoice, SlotOrPool
 from sgltui.tui.scripted import ScriptedSource, make_host_sample, make_host_status, slot_names
+from sgltui.tui.widgets.memory import MemoryPane
 from sgltui.tui.widgets.profiles import ProfilesPane
 from sgltui.tui.widgets.slots import SlotsPane
+from sgltui.tui.widgets.throughput import ThroughputPane
 
 from .helpers import app_with, event, ops, status_with, until
 
@@ -196,3 +199,26 @@ async def test_a_sample_repaints_only_the_rows_it_changed():
         after = [pane.render_line(y) for y in range(4)]
         assert after[0] is before[0] and after[2] is before[2]  # a and c: the same Strips
         assert after[1] is not before[1] and after[3] is not before[3]  # b and the pool's sum
+
+
+@pytest.mark.parametrize(("size", "slot_rows"), [((120, 40), False), ((160, 60), True)])
+async def test_eight_slots_fit_the_screen_without_scrolling(size, slot_rows):
+    """Issue 39: with 8 slots at 120x40 the upper row overflowed (the memory pane's 16 GPU
+    lines pushed the chart under the slots view, and the screen scrolled). Now the memory
+    pane takes a line per GPU, the chart fits the rows left (a row per slot only where there
+    is room for them and 3 rows of plot), and the whole chart, the slots view and the log's
+    tabs are on screen."""
+    status = make_host_status(8)
+    app = app_with(ScriptedSource(status, [], status_follows_samples=True))
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: app.query_one(SlotsPane).display and len(app.model.slots) == 8)
+        await pilot.pause(0.3)
+        memory, chart = app.query_one(MemoryPane), app.query_one(ThroughputPane)
+        slots, tabs = app.query_one(SlotsPane), app.query_one("#lower")
+        assert memory.compact and memory.outer_size.height == 8 + 1 + 2
+        assert chart.region.bottom <= slots.region.y  # the chart's bottom border shows
+        assert slots.region.bottom <= tabs.region.y < size[1] - 1
+        assert app.screen.max_scroll_y == 0  # nothing below the screen
+        drawn = [chart.render_line(y).text for y in range(chart.content_size.height)]
+        assert any("└" in line and "now" in line for line in drawn)  # the time axis
+        assert any(line.lstrip().startswith("b┤") for line in drawn) is slot_rows

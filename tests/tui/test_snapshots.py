@@ -240,6 +240,17 @@ def test_eight_slots_80x24(snap_compare):
     assert snap_compare(app, terminal_size=(80, 24), run_before=settle(app))
 
 
+def test_eight_slots_120x40(snap_compare):
+    """Eight slots in a pool at 120x40 (issue 39): one line per GPU in the memory pane, the
+    chart's total with its plot and axis (no row per slot: no room), every slot and the pool
+    in the slots view, the log below; the screen does not scroll."""
+    profiles = ["demo-no-mtp" if i % 3 == 0 else "demo-mtp" for i in range(8)]
+    status = make_host_status(8, profiles)
+    src = ScriptedSource(status, host_samples(slot_names(8)), status_follows_samples=True)
+    app = app_with(src)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=settle(app))
+
+
 def test_two_slots_160x50(snap_compare):
     status = make_host_status(2, ["demo-mtp", "demo-no-mtp"])
     src = ScriptedSource(status, host_samples(slot_names(2)), status_follows_samples=True)

@@ -32,8 +32,9 @@ class MemoryPane(Widget, can_focus=True):
         self._drawn: dict[str, Strip] = {}
         self._key: tuple | None = None  # (width, theme) the lines were built for
         self._warm: list[str] = []  # views.standby_lines of the slots, one per standby
-        self._gpu_key: tuple | None = None  # (width, GPU readings) of _gpu_text
-        self._gpu_text: list[str] = []
+        # GPU index -> (width, its reading, its lines): an idle host's sample changes one
+        # GPU's power or temperature figure, not all 8.
+        self._gpu_rows: dict[int, tuple[int, protocol.GpuView, list[str]]] = {}
 
     def show(
         self, telemetry: protocol.TelemetryView, slots: list[protocol.SlotStatus] | None = None
@@ -42,6 +43,8 @@ class MemoryPane(Widget, can_focus=True):
         # repaint of only the lines that read differently (none on most samples of an idle server).
         warm = views.standby_lines(slots or [])
         relayout = len(telemetry.gpus) != len(self._telemetry.gpus) or len(warm) != len(self._warm)
+        if relayout:
+            self._gpu_rows.clear()  # (one line or two per GPU)
         self._telemetry, self._warm = telemetry, warm
         width = self.content_region.width
         if relayout or not width or self._key is None:
@@ -58,14 +61,27 @@ class MemoryPane(Widget, can_focus=True):
                 self._strips.pop(y, None)
                 self.refresh(Region(0, y, width, 1))
 
+    @property
+    def compact(self) -> bool:
+        """One line per GPU and for the RAM: a host of more than views.COMPACT_GPUS GPUs (the
+        slots view says whose share each is)."""
+        return len(self._telemetry.gpus) > views.COMPACT_GPUS
+
     def _bar_markup(self, width: int) -> list[str]:
-        # The GPUs' lines are built again only when their readings changed (an idle host of 8
-        # GPUs: 16 lines of markup each second for the same text); the host's change often.
-        tel = self._telemetry
-        key = (width, tel.gpus, tel.gpu_source.message if not tel.gpus else None)
-        if key != self._gpu_key:
-            self._gpu_key, self._gpu_text = key, views.gpu_lines(tel, width)
-        return self._gpu_text + views.host_lines(tel, width) + self._warm
+        # A GPU's lines are built again only when its readings changed (an idle host of 8
+        # GPUs: the same text each second for most); the host's change often.
+        tel, compact = self._telemetry, self.compact
+        if not tel.gpus:
+            gpu_text = views.gpu_lines(tel, width)
+        else:
+            gpu_text = []
+            for g in tel.gpus:
+                known = self._gpu_rows.get(g.index)
+                if known is None or known[0] != width or known[1] != g:
+                    known = (width, g, views.gpu_rows(g, width, compact))
+                    self._gpu_rows[g.index] = known
+                gpu_text += known[2]
+        return gpu_text + views.host_lines(tel, width, compact) + self._warm
 
     def render_line(self, y: int) -> Strip:
         width = self.content_region.width
@@ -93,5 +109,12 @@ class MemoryPane(Widget, can_focus=True):
         return strip
 
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]
-        gpus = len(self._telemetry.gpus) or 0.5
-        return int(gpus * 2) + 2 + len(self._warm)
+        return self.wanted_height()
+
+    def wanted_height(self) -> int:
+        """Its lines: two per GPU (one when compact) or the line saying why there are none,
+        the RAM's two (one), and a line per standby."""
+        gpus = len(self._telemetry.gpus)
+        if self.compact:
+            return gpus + 1 + len(self._warm)
+        return (gpus * 2 or 1) + 2 + len(self._warm)

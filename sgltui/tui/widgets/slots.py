@@ -230,6 +230,11 @@ class SlotsPane(ScrollView, can_focus=True):
         if self.highlighted is not None:
             self._refresh_row(self.highlighted)
 
+    @property
+    def row_count(self) -> int:
+        """Its rows as of the last show (its height, border aside, once laid out)."""
+        return len(self._rows)
+
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._rows)
 

@@ -64,6 +64,13 @@ class ThroughputPane(Widget, can_focus=True):
         self._strips: list[Strip] = []
         self._row_strips: dict[tuple[charts.Cell, ...], Strip] = {}  # cells -> the Strip drawn
         self._key: tuple[Any, ...] | None = None  # size and theme the strips were drawn for
+        # The newest column of each series the strips show, and what else they were drawn
+        # from (swaps, the accept row, the slots): a sample that repeats it draws nothing.
+        self._newest: charts.NewestColumn | None = None
+        self._drawn_from: tuple[object, ...] = ()
+        # Rows it may take, border included (several slots: what the memory pane and the slots
+        # view leave of the screen; panes.chart_room); None: as many as plot_rows_for says.
+        self.room: int | None = None
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -88,12 +95,23 @@ class ThroughputPane(Widget, can_focus=True):
         if not width or self._key is None:
             self.refresh(layout=True)
             return
+        same_look = self._key == self._strips_key(width)
+        drawn_from = (self._swaps, has_spec, tuple(self._slots))
+        if (
+            same_look
+            and self._newest is not None
+            and drawn_from == self._drawn_from
+            and self._newest.holds(self._points_of)
+        ):
+            return  # every series repeats its newest value: a look at the new points only
+        self._drawn_from = drawn_from
         chart = self._chart_input(width)
+        self._newest = charts.NewestColumn.of(chart)
         key = chart.key()
-        if self._key == self._strips_key(width) and self._chart_key == key:
+        if same_look and self._chart_key == key:
             return  # nothing visible changed: the key costs a fraction of the layout
         layout = chart.layout()
-        if layout == self._layout:
+        if same_look and layout == self._layout:
             self._chart_key = key
             return
         old = self._strips
@@ -125,6 +143,11 @@ class ThroughputPane(Widget, can_focus=True):
                     out.append(charts.ChartSeries(f"slot:{sid}", sid, short, slot_points, now))
         return out[0], out[1:]
 
+    def _points_of(self, name: str) -> Sequence[tuple[float, float]] | None:
+        if name.startswith("slot:"):
+            return self._slots.get(name.removeprefix("slot:"))
+        return self._series.get(name)
+
     def _plot_rows(self) -> int:
         return plot_rows_for(self.app.size.height)
 
@@ -137,6 +160,8 @@ class ThroughputPane(Widget, can_focus=True):
             # No rows to spare: the slots view has each slot's tok/s and requests; the chart
             # their total.
             others = []
+        if self.room is not None and self._slots:
+            return self._fit_room(main, others, markers, width, rows)
         if self.screen.has_class("-short") and charts.legend_height([main, *others], width) > 1:
             # A short terminal has no row to spare: a legend that wraps costs the plot a row
             # and the accept length its history (its latest value stays in the legend).
@@ -144,6 +169,27 @@ class ThroughputPane(Widget, can_focus=True):
             legend_only = [s for s in others if s.name == "accept_length"]
             others = [s for s in others if s.name != "accept_length"]
         return charts.ChartInput(main, others, markers, width, rows, self.window_s, legend_only)
+
+    def _fit_room(
+        self,
+        main: charts.ChartSeries,
+        others: list[charts.ChartSeries],
+        markers: list[charts.ChartMarker],
+        width: int,
+        rows: int,
+    ) -> charts.ChartInput:
+        """Several slots: a row per slot while they fit beside at least 3 rows of plot, else
+        the total only (the slots view has each slot's tok/s); then the tallest plot that fits
+        `room` (2 rows at least: a screen too short for that scrolls)."""
+        room = (self.room or 0) - 2  # its border
+        totals = [s for s in others if not s.name.startswith("slot:")]
+        for shown in (others, totals):
+            # legend, the plot, the time axis, a row per other series
+            rest = charts.legend_height([main, *shown], width) + 1 + len(shown)
+            fits = [r for r in PLOT_ROWS if r <= min(rows, room - rest)]
+            if fits and (fits[-1] >= 3 or shown is totals):
+                return charts.ChartInput(main, shown, markers, width, fits[-1], self.window_s)
+        return charts.ChartInput(main, totals, markers, width, PLOT_ROWS[0], self.window_s)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(charts.draw_chart(self._chart_input(width).layout()))
@@ -166,7 +212,13 @@ class ThroughputPane(Widget, can_focus=True):
         return styles
 
     def _strips_key(self, width: int) -> tuple[Any, ...]:
-        return (width, self._plot_rows(), self.app.theme, self.screen.has_class("-short"))
+        return (
+            width,
+            self._plot_rows(),
+            self.app.theme,
+            self.screen.has_class("-short"),
+            self.room,
+        )
 
     def _draw(self, width: int, key: tuple[object, ...], layout: charts.ChartLayout) -> list[Strip]:
         # A row whose cells are the same as on screen keeps its Strip (the object: show()
@@ -191,6 +243,7 @@ class ThroughputPane(Widget, can_focus=True):
 
     def _cached_strips(self, width: int) -> list[Strip]:
         if self._key != self._strips_key(width):  # resized, another theme, or never drawn
+            self._newest = None  # (of the columns at the old width)
             chart = self._chart_input(width)
             return self._draw(width, chart.key(), chart.layout())
         return self._strips
