@@ -2,8 +2,8 @@
 
 Why not httpx, as everywhere else in the agent: each slot's server is polled every second
 (an idle one every 3 s), and httpx's layers (transport, connection pool, h11, anyio) cost
-several times the request itself; with 8 slots the polls were the largest share of the agent's
-CPU (issue 39). A poll is a plain GET over loopback or the host's network to a server the agent
+several times the request itself; with 8 idle slots, GETs through httpx were about half of the
+agent's CPU (issue 39, docs/performance.md). A poll is a plain GET over loopback or the host's network to a server the agent
 runs or attached (http only, no proxy, no redirect), answered with a Content-Length or chunked
 body (or one that ends with the connection), so the reader here is small. One connection per
 server, kept between polls and opened again when the server closed it.
