@@ -310,7 +310,7 @@ class ServerProcess:
         return not self.tree.main_alive(), None
 
     async def refresh(self) -> None:
-        """Look at the tree again (in a worker thread): its live pids for status."""
+        """Look at the tree again: its live pids for status."""
         if self.tree:
             # From the table the samplers read this second, else (older) in a worker thread.
             live = self.tree.refresh_shared()
