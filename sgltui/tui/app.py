@@ -24,6 +24,7 @@ from textual.css.query import NoMatches
 from textual.events import Key, Resize
 from textual.markup import escape
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 
@@ -124,6 +125,7 @@ class SgltuiApp(App[str | None]):
         self._topbar = ""
         self.slots_seen: tuple[object, ...] = ()  # the figures the slots view shows, and -short
         self._jobs_read = False  # the Jobs tab has read the agent's jobs once
+        self._jobs_timer: Timer | None = None  # reads the jobs each second while shown
         self._host_errors: dict[str, str | None] = {}  # a fleet: each host's last error shown
         # The pool whose row the slots view has picked (a profile key rolls it), else None.
         self.picked_pool: str | None = None
@@ -171,7 +173,11 @@ class SgltuiApp(App[str | None]):
         self.query_one("#profile-list").focus()
         self.consume_source()
         self.set_interval(STATUS_POLL_S, self._poll_status, name="status poll")
-        self.set_interval(JOBS_READ_S, self._jobs_tick, name="jobs read")
+        # Ticks only while the Jobs tab shows (_tab_shown): an idle screen wakes once a
+        # second for the sample, not again for a tab nobody looks at.
+        self._jobs_timer = self.set_interval(
+            JOBS_READ_S, self._jobs_tick, name="jobs read", pause=not self._jobs_shown()
+        )
         if self.fleet is not None:
             self.mark(M.HOSTS)
             # A fleet always has the slots view: shown from the start, so `o` finds it before
@@ -452,7 +458,10 @@ class SgltuiApp(App[str | None]):
         if self._hidden_dirty:
             areas, self._hidden_dirty = self._hidden_dirty, set()
             self.mark(*areas)
-        if self._jobs_shown() and self.model.connected:
+        shown = self._jobs_shown()
+        if self._jobs_timer is not None:
+            (self._jobs_timer.resume if shown else self._jobs_timer.pause)()
+        if shown and self.model.connected:
             self._read_jobs()
 
     # -- batch jobs (the Jobs tab renders the model; the app reads and commands) -------------

@@ -277,6 +277,23 @@ COMPACT_FIGURES = 5 + 16 + 23
 
 
 def gpu_rows(g: protocol.GpuView, width: int, compact: bool = False) -> list[str]:
+    """One GPU's lines as markup (`gpu_row_parts`, joined)."""
+    return [joined(parts) for parts in gpu_row_parts(g, width, compact)]
+
+
+# A memory line in three parts: styled markup, plain text (the figures: what changes from one
+# sample to the next) and styled markup. The pane renders each styled part once and appends
+# the figures as they are.
+LineParts = tuple[str, str, str]
+
+
+def joined(parts: LineParts) -> str:
+    """The line as one markup string."""
+    head, plain, tail = parts
+    return head + escape(plain) + tail
+
+
+def gpu_row_parts(g: protocol.GpuView, width: int, compact: bool = False) -> list[LineParts]:
     """One GPU: a bar (the servers' share, other processes, free) and what the GPU is doing
     (utilization, power, temperature) with its name and each slot's share, abbreviated until
     it fits `width` (gpu_detail). `compact`: one line, the bar and the figures only (the
@@ -286,30 +303,26 @@ def gpu_rows(g: protocol.GpuView, width: int, compact: bool = False) -> list[str
     server = min(sum(g.server_bytes.values()), used)
     label = f"GPU{g.index}"
     if total <= 0:
-        return [f"{label}: no memory figures"]
+        return [(f"{label}: no memory figures", "", "")]
     figures = units.gib_of(used, total)
-    tail_markup = ""
+    tail = ""
     if compact:
         util, power, temp = (_num(v) for v in (g.utilization_pct, g.power_w, g.temperature_c))
-        stats = " ".join(
-            f
-            for f in (
-                f"{util:.0f}%" if util is not None else "",
-                f"{power:.0f}W" if power is not None else "",
-                f"{temp:.0f}°C" if temp is not None else "",
-            )
-            if f
-        )
+        stats = [
+            f"{util:.0f}%" if util is not None else "",
+            f"{power:.0f}W" if power is not None else "",
+            f"{temp:.0f}°C" if temp is not None else "",
+        ]
+        figures = " ".join([figures, *(f for f in stats if f)])
         simulated = bool(g.simulated) or (g.name or "").endswith(" (simulated)")
-        tail_markup = (f" {escape(stats)}" if stats else "") + (
-            " [b $warning](sim)[/]" if simulated else ""
-        )
+        if simulated:
+            figures, tail = f"{figures} ", "[b $warning](sim)[/]"
     bar_w = max(10, width - (COMPACT_FIGURES if compact else 26))
     cells = fmt.bar_cells([server / total, (used - server) / total], bar_w)
     free = bar_w - sum(cells)
     bar = f"[$accent]{'█' * cells[0]}[/][$warning]{'▓' * cells[1]}[/][dim]{'░' * free}[/]"
-    first = f"{label:<5}{bar} {figures}{tail_markup}"
-    return [first] if compact else [first, gpu_detail(g, width)]
+    first = (f"{label:<5}{bar}", f" {figures}", tail)
+    return [first] if compact else [first, (gpu_detail(g, width), "", "")]
 
 
 DETAIL_INDENT = "     "  # under the bar, past "GPU0 "
@@ -388,13 +401,20 @@ def _detail(name: tuple[str, str], stats: str, share: str) -> tuple[str, str]:
 
 
 def host_lines(telemetry: protocol.TelemetryView, width: int, compact: bool = False) -> list[str]:
+    """The host's lines as markup (`host_line_parts`, joined)."""
+    return [joined(parts) for parts in host_line_parts(telemetry, width, compact)]
+
+
+def host_line_parts(
+    telemetry: protocol.TelemetryView, width: int, compact: bool = False
+) -> list[LineParts]:
     """The host's RAM bar (the servers' resident memory in the accent colour) and a line with
     the servers' share, the CPU figure and swap in use; `compact`: one line, the CPU figure and
     swap after the bar."""
     host = telemetry.host
     total = host.ram_total_bytes if host else 0
     if not host or not total:
-        return ["[dim]RAM: no host figures yet[/]"]
+        return [("[dim]RAM: no host figures yet[/]", "", "")]
     used = host.ram_used_bytes or 0
     rss = sum(host.server_rss_bytes.values())
     rss = min(rss, used)
@@ -404,15 +424,16 @@ def host_lines(telemetry: protocol.TelemetryView, width: int, compact: bool = Fa
     cells = fmt.bar_cells([rss / total, (used - rss) / total], bar_w)
     free = bar_w - sum(cells)
     bar = f"[$accent]{'█' * cells[0]}[/][$secondary]{'▓' * cells[1]}[/][dim]{'░' * free}[/]"
-    first = f"{'RAM':<5}{bar} {units.gib_of(used, total)}"
+    figures = units.gib_of(used, total)
+    swap_markup = f"[$warning]{swap}[/]" if swap else ""
     if compact:
-        return [first + (f" {cpu}" if cpu else "") + (f" [$warning]{swap}[/]" if swap else "")]
-    detail = f"{DETAIL_INDENT}[$accent]█[/] servers {units.gib(rss)}"
-    if cpu:
-        detail += f" · {cpu}"
-    if swap:
-        detail += f" · [$warning]{swap}[/]"
-    return [first, detail]
+        plain = " ".join(f for f in ("", figures, cpu) if f) + (" " if swap else "")
+        return [(f"{'RAM':<5}{bar}", f" {plain}", swap_markup)]
+    detail = " · ".join(f for f in (f"servers {units.gib(rss)}", cpu) if f)
+    return [
+        (f"{'RAM':<5}{bar}", f" {figures}", ""),
+        (f"{DETAIL_INDENT}[$accent]█[/]", f" {detail}" + (" · " if swap else ""), swap_markup),
+    ]
 
 
 # ---- the slots view (several slots: one row each, a row per pool summing them) ----------------

@@ -112,3 +112,34 @@ async def test_the_host_cpu_figure_is_each_3_s_mean_as_in_top():
         assert cpu() == "12"  # inside the window: the figure holds
         await feed_seen(3, 4.0)
         await until(pilot, lambda: cpu() == "24", show=cpu)  # (12 + 10 + 70 + 4) / 4
+
+
+@pytest.mark.parametrize("gpus", [1, 8])
+async def test_lines_drawn_from_parts_are_the_whole_markup_drawn(gpus):
+    """Issue 39: a line's styled parts are rendered once and its figures appended as plain
+    text. The result must be what Content renders for the whole line (same text, styles and
+    segment offsets), for the two-line form (1 GPU) and the compact one (8 GPUs: '(sim)' after
+    the figures, swap in use after the CPU figure)."""
+    from textual.content import Content
+    from textual.visual import Visual
+
+    from sgltui.tui import views
+    from sgltui.tui.scripted import make_host_status
+
+    status = make_status() if gpus == 1 else make_host_status(gpus)
+    status["telemetry"]["host"]["swap_used_bytes"] = 3 * 2**30
+    app = app_with(ScriptedSource(status, []))
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = app.query_one(MemoryPane)
+        await until(pilot, lambda: len(pane._telemetry.gpus) == gpus)
+        await pilot.pause(0.3)
+        width = pane.content_region.width
+        lines = pane._bar_markup(width)
+        assert pane.compact is (gpus > views.COMPACT_GPUS)
+        assert any(tail for _, _, tail in lines)  # (sim) or swap: a styled part after figures
+        for parts in lines:
+            whole = Visual.to_strips(
+                pane, Content.from_markup(views.joined(parts)), width, 1, pane.visual_style
+            )[0]
+            drawn = pane._line(parts, width)
+            assert [(s.text, s.style) for s in drawn] == [(s.text, s.style) for s in whole]

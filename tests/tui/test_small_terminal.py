@@ -170,7 +170,7 @@ async def test_the_slot_memory_stays_the_slots_while_a_dialog_is_open():
         await until(pilot, lambda: pane.border_title.startswith("memory · slot"))
 
         def gpus() -> int:
-            return sum(1 for line in pane._bar_markup(60) if line.lstrip().startswith("GPU"))
+            return sum(1 for line in pane._bar_markup(60) if line[0].lstrip().startswith("GPU"))
 
         assert gpus() == 1
         await pilot.press("1")

@@ -28,6 +28,8 @@ class InsightPane(Widget, can_focus=True):
         self._seen_engine: dict[str, Any] = {}  # profile -> ts of the last reading counted
         self._seen_bench: set[str] = set()
         self._cards: list[dict[str, Any]] = []
+        self._shown_names: list[str] = []  # the profiles whose cards the pane shows
+        self._stale = False  # fed while hidden: the text is worked out when shown
         self._text = ""
 
     def show(self, model: Any) -> None:
@@ -36,7 +38,7 @@ class InsightPane(Widget, can_focus=True):
             if run.result and run_id not in self._seen_bench:
                 self._seen_bench.add(run_id)
                 self.ledger.observe_bench(run.result)
-        cards = []
+        names = []
         serving = model.current
         if serving is None or serving.state not in _SERVING or not serving.profile:
             self.ledger.interrupt()  # launching, swapping: no measurement spans it
@@ -54,8 +56,19 @@ class InsightPane(Widget, can_focus=True):
                 self.ledger.observe_engine(name, engine)
             # With several slots the card is the selected slot's (the slots view's choice).
             if not model.several or (serving is not None and slot.id == serving.id):
-                cards.append(insight.card(self.ledger, name))
-        self._cards = cards
+                names.append(name)
+        self._shown_names = names
+        if not self.is_on_screen:
+            # The card is worked out when its tab is shown (on_show): fed every sample, drawn
+            # from the ledger then (a card per sample that nobody sees cost a tenth of an
+            # idle TUI's drawing).
+            self._stale = True
+            return
+        self._update_text()
+
+    def _update_text(self) -> None:
+        self._stale = False
+        self._cards = [insight.card(self.ledger, name) for name in self._shown_names]
         markup = self._card_text()
         if markup != self._text:
             # A layout only when the card's height changes (the pane's own size is fixed, its
@@ -63,13 +76,14 @@ class InsightPane(Widget, can_focus=True):
             # change with every sample. A hidden tab needs neither: it is laid out when shown.
             relayout = markup.count("\n") != self._text.count("\n")
             self._text = markup
+            # (Never a refresh of a hidden tab: refreshing a widget the screen does not show
+            # makes Textual lay out the whole screen again on the next frame.)
             if self.is_on_screen:
                 self.refresh(layout=relayout)
-            # A hidden tab is not refreshed at all: refreshing a widget the screen does not show
-            # makes Textual lay out the whole screen again (its map no longer covers every
-            # refreshed widget) on the next frame. on_show paints what came in meanwhile.
 
     def on_show(self) -> None:
+        if self._stale:
+            self._update_text()
         self.refresh(layout=True)
 
     def _card_text(self) -> str:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
 from textual.content import Content
 from textual.geometry import Region
 from textual.strip import Strip
@@ -14,6 +17,26 @@ from textual.widget import Widget
 
 from sgltui import protocol
 from sgltui.tui import views
+
+
+def _at(x: int) -> Style:
+    """The meta Content gives a segment that starts at cell `x` of its line."""
+    return Style.from_meta({"offset": (x, 0)})
+
+
+def _shifted(strip: Strip, x: int) -> Strip:
+    """A part rendered on its own, placed at cell `x` of the line: its segments' offsets
+    moved by x."""
+    out = []
+    for seg in strip:
+        style = seg.style
+        if style is not None and "offset" in style.meta:
+            ox, oy = style.meta["offset"]
+            style = style.clear_meta_and_links() + Style.from_meta(
+                {**style.meta, "offset": (ox + x, oy)}
+            )
+        out.append(Segment(seg.text, style, seg.control))
+    return Strip(out, strip.cell_length)
 
 
 class MemoryPane(Widget, can_focus=True):
@@ -25,16 +48,21 @@ class MemoryPane(Widget, can_focus=True):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._telemetry = protocol.TelemetryView()
-        self._bar_text: list[str] = []  # the markup of each line, at the width of `_key`
+        # Each line as (styled markup, plain figures, styled markup) at the width of `_key`.
+        self._bar_text: list[views.LineParts] = []
         self._strips: dict[int, Strip] = {}  # line -> its Strip, built when first painted
-        # markup -> its Strip at the width and theme of `_key`: the host's line each second
-        # reads one of a few texts again (cpu 11%, 12%...), parsed and rendered once each.
+        # A styled part -> its Strip, at the theme of `_key`: a sample changes a line's figures
+        # (the host's cpu %, a GPU's watts), appended as plain text to the parts kept; the
+        # markup is parsed once per bar length, not once per reading.
+        self._pieces: dict[str, Strip] = {}
+        self._plain: Style | None = None  # the style of unstyled text (and of the padding)
+        # A line too long for the width -> its Strip cut with an ellipsis (drawn whole).
         self._drawn: dict[str, Strip] = {}
         self._key: tuple | None = None  # (width, theme) the lines were built for
         self._warm: list[str] = []  # views.standby_lines of the slots, one per standby
         # GPU index -> (width, its reading, its lines): an idle host's sample changes one
         # GPU's power or temperature figure, not all 8.
-        self._gpu_rows: dict[int, tuple[int, protocol.GpuView, list[str]]] = {}
+        self._gpu_rows: dict[int, tuple[int, protocol.GpuView, list[views.LineParts]]] = {}
 
     def show(
         self, telemetry: protocol.TelemetryView, slots: list[protocol.SlotStatus] | None = None
@@ -67,21 +95,64 @@ class MemoryPane(Widget, can_focus=True):
         slots view says whose share each is)."""
         return len(self._telemetry.gpus) > views.COMPACT_GPUS
 
-    def _bar_markup(self, width: int) -> list[str]:
+    def _bar_markup(self, width: int) -> list[views.LineParts]:
         # A GPU's lines are built again only when its readings changed (an idle host of 8
         # GPUs: the same text each second for most); the host's change often.
         tel, compact = self._telemetry, self.compact
+        gpu_text: list[views.LineParts] = []
         if not tel.gpus:
-            gpu_text = views.gpu_lines(tel, width)
-        else:
-            gpu_text = []
-            for g in tel.gpus:
-                known = self._gpu_rows.get(g.index)
-                if known is None or known[0] != width or known[1] != g:
-                    known = (width, g, views.gpu_rows(g, width, compact))
-                    self._gpu_rows[g.index] = known
-                gpu_text += known[2]
-        return gpu_text + views.host_lines(tel, width, compact) + self._warm
+            gpu_text = [(line, "", "") for line in views.gpu_lines(tel, width)]
+        for g in tel.gpus:
+            known = self._gpu_rows.get(g.index)
+            if known is None or known[0] != width or known[1] != g:
+                known = (width, g, views.gpu_row_parts(g, width, compact))
+                self._gpu_rows[g.index] = known
+            gpu_text += known[2]
+        warm = [(line, "", "") for line in self._warm]
+        return gpu_text + views.host_line_parts(tel, width, compact) + warm
+
+    def _piece(self, markup: str) -> Strip:
+        """A styled part of a line, rendered at its own length (kept: a bar's markup
+        changes only when its cells do)."""
+        strip = self._pieces.get(markup)
+        if strip is None:
+            content = Content.from_markup(markup)
+            strips = Visual.to_strips(self, content, content.cell_length, 1, self.visual_style)
+            strip = strips[0] if strips else Strip([])
+            if len(self._pieces) > 16 * max(8, len(self._bar_text)):
+                self._pieces.clear()  # bounded: bars of readings long gone
+            self._pieces[markup] = strip
+        return strip
+
+    def _line(self, parts: views.LineParts, width: int) -> Strip:
+        """The line's Strip, as Content would render the whole markup: the styled parts as
+        kept, the figures in the text's own style, each segment with its offset."""
+        head, plain, tail = parts
+        pieces = [self._piece(head)] if head else []
+        x = pieces[0].cell_length if pieces else 0
+        if plain:
+            if self._plain is None:
+                blank = Visual.to_strips(self, Content(" "), 1, 1, self.visual_style)
+                segments = list(blank[0]) if blank else []
+                style = segments[0].style if segments and segments[0].style else self.rich_style
+                self._plain = style.clear_meta_and_links()
+            pieces.append(Strip([Segment(plain, self._plain + _at(x))], cell_len(plain)))
+            x += cell_len(plain)
+        if tail:
+            pieces.append(_shifted(self._piece(tail), x))
+        if sum(p.cell_length for p in pieces) <= width:
+            return Strip.join(pieces)
+        # Too long for the pane: the whole line, cut with an ellipsis (text-overflow).
+        markup = views.joined(parts)
+        strip = self._drawn.get(markup)
+        if strip is None:
+            content = Content.from_markup(markup)
+            strips = Visual.to_strips(self, content, width, 1, self.visual_style)
+            strip = strips[0] if strips else Strip.blank(width, self.rich_style)
+            if len(self._drawn) > 8 * max(8, len(self._bar_text)):
+                self._drawn.clear()
+            self._drawn[markup] = strip
+        return strip
 
     def render_line(self, y: int) -> Strip:
         width = self.content_region.width
@@ -90,19 +161,13 @@ class MemoryPane(Widget, can_focus=True):
             self._key = key
             self._bar_text = self._bar_markup(width or 60)
             self._strips.clear()
+            self._pieces.clear()
             self._drawn.clear()
+            self._plain = None
         strip = self._strips.get(y)
         if strip is None:
             if 0 <= y < len(self._bar_text):
-                markup = self._bar_text[y]
-                strip = self._drawn.get(markup)
-                if strip is None:
-                    content = Content.from_markup(markup)
-                    strips = Visual.to_strips(self, content, width, 1, self.visual_style)
-                    strip = strips[0] if strips else Strip.blank(width, self.rich_style)
-                    if len(self._drawn) > 8 * max(8, len(self._bar_text)):
-                        self._drawn.clear()  # bounded: texts of readings long gone
-                    self._drawn[markup] = strip
+                strip = self._line(self._bar_text[y], width)
             else:
                 strip = Strip.blank(width, self.rich_style)
             self._strips[y] = strip
