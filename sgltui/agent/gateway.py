@@ -501,10 +501,15 @@ class Gateway:
         get = self._gets.get(base)
         if get is None:
             get = self._gets[base] = KeepAliveGet(base, timeout)
+        elif get.busy:  # another GET of this gateway is out (a roll's wait and the poll):
+            get = KeepAliveGet(base, timeout)  # this one on a connection of its own
         try:
             return await get.get(path, headers, timeout)
         except (GetError, OSError):
             return None
+        finally:
+            if get is not self._gets.get(base):
+                get.close()
 
     async def workers(self) -> list[WorkerState] | None:
         """The gateway's workers, or None when it does not answer."""

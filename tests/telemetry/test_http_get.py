@@ -153,3 +153,26 @@ def test_a_slot_watch_polls_through_it_and_says_what_went_wrong():
         assert w.answered_at == 0.0
 
     run(main())
+
+
+def test_busy_while_a_get_is_out():
+    async def main() -> None:
+        async def slow(reader, writer):
+            await reader.readuntil(b"\r\n\r\n")
+            await asyncio.sleep(0.2)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(slow, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        c = http_get.KeepAliveGet(f"http://127.0.0.1:{port}")
+        assert not c.busy
+        out = asyncio.ensure_future(c.get("/workers"))
+        await asyncio.sleep(0.05)
+        assert c.busy
+        assert (await out).status_code == 200 and not c.busy
+        c.close()
+        server.close()
+
+    run(main())

@@ -68,6 +68,11 @@ class KeepAliveGet:
         self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._lock = asyncio.Lock()
 
+    @property
+    def busy(self) -> bool:
+        """A GET is out on it (the next one would wait for that one's answer)."""
+        return self._lock.locked()
+
     async def get(
         self, path: str, headers: dict[str, str] | None = None, timeout: float | None = None
     ) -> Answer:
