@@ -28,6 +28,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# A slot's server may take --port + 233..240 (DP attention): the agent refuses slot ports
+# closer than this (host.toml), so random free ports clashed now and then.
+SLOT_PORT_GAP = 241
+
+
+def spaced_ports(n: int) -> list[int]:
+    """`n` free ports at least SLOT_PORT_GAP apart (and a free one above each's range)."""
+    out: list[int] = []
+    while len(out) < n:
+        port = free_port()
+        if all(abs(port - p) >= SLOT_PORT_GAP for p in out):
+            out.append(port)
+    return out
+
+
 class AgentHost:
     def __init__(self, slots: int = 1, tag: str = "bench") -> None:
         self.n = slots
@@ -49,13 +64,14 @@ class AgentHost:
             (profiles / "bench-slot.toml").write_text(
                 'name = "bench-slot"\nextends = "demo-no-mtp"\nkey = "9"\n', encoding="utf-8"
             )
+            ports = spaced_ports(slots + 1)
             (self.config / "sgltui" / "host.toml").write_text(
                 f"simulated_gpus = {slots}\n"
                 + "".join(
-                    f'[[slot]]\nname = "{sid}"\ngpus = [{i}]\nport = {free_port()}\n'
+                    f'[[slot]]\nname = "{sid}"\ngpus = [{i}]\nport = {ports[i]}\n'
                     for i, sid in enumerate(self.ids)
                 )
-                + f'[[pool]]\nname = "all"\nslots = {self.ids!r}\nport = {free_port()}\n'.replace(
+                + f'[[pool]]\nname = "all"\nslots = {self.ids!r}\nport = {ports[-1]}\n'.replace(
                     "'", '"'
                 ),
                 encoding="utf-8",

@@ -27,6 +27,7 @@ class InsightPane(Widget, can_focus=True):
         self.ledger = insight.Ledger()
         self._seen_engine: dict[str, Any] = {}  # profile -> ts of the last reading counted
         self._seen_bench: set[str] = set()
+        self._seen_card: dict[str, Any] = {}  # slot -> the capacity card last fed
         self._cards: list[dict[str, Any]] = []
         self._shown_names: list[str] = []  # the profiles whose cards the pane shows
         self._stale = False  # fed while hidden: the text is worked out when shown
@@ -47,8 +48,11 @@ class InsightPane(Widget, can_focus=True):
             if not name or slot.state not in _SERVING:
                 continue
             # the ledger (core/insight.py) reads cards as the bench results hold them: JSON
+            # (converted when the status brings a new one, not on every sample)
             card = slot.capacity
-            self.ledger.observe_card(name, protocol.to_builtins(card) if card else None)
+            if card is not None and self._seen_card.get(slot.id) is not card:
+                self._seen_card[slot.id] = card
+                self.ledger.observe_card(name, protocol.to_builtins(card))
             engine = model.engine(slot.id)
             stamp = (engine or {}).get("ts")
             if engine and self._seen_engine.get(name) != stamp:
