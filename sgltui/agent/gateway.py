@@ -53,6 +53,7 @@ from sgltui import protocol
 from sgltui.agent.gateway_launch import NOT_INSTALLED as NOT_INSTALLED
 from sgltui.agent.gateway_launch import SMG as SMG
 from sgltui.agent.telemetry.engine_parse import metric_samples
+from sgltui.agent.telemetry.http_get import Answer, GetError, KeepAliveGet
 from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.placement import PoolPlace
 from sgltui.core.tasks import watched
@@ -190,6 +191,9 @@ class Gateway:
         self.posted: dict[str, float] = {}
         self._watch: asyncio.Task[None] | None = None
         self._client: httpx.AsyncClient | None = None
+        # The GETs of the agent's once-a-second poll (its workers, its metrics), each over one
+        # kept connection (telemetry/http_get.py: httpx cost several times the request).
+        self._gets: dict[str, KeepAliveGet] = {}
         self._stopping = False
 
     # --- the process ------------------------------------------------------------------------
@@ -451,6 +455,9 @@ class Gateway:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        for get in self._gets.values():
+            get.close()
+        self._gets.clear()
         with contextlib.suppress(OSError):
             self.key_path.unlink()
 
@@ -469,17 +476,40 @@ class Gateway:
         host = f"[{host}]" if ":" in host else host
         url = f"http://{host}:{self.port}{path}"
         headers = {"Authorization": f"Bearer {self._control_key}"}
-        try:
-            r = await asyncio.wait_for(
-                self._http().request(method, url, json=body, headers=headers, timeout=timeout),
-                timeout,
-            )
-        except (httpx.HTTPError, asyncio.TimeoutError):
-            return 0, None
+        r: httpx.Response | Answer | None
+        if method == "GET" and body is None:
+            r = await self._get(f"http://{host}:{self.port}", path, headers, timeout)
+            if r is None:
+                return 0, None
+        else:
+            try:
+                r = await asyncio.wait_for(
+                    self._http().request(method, url, json=body, headers=headers, timeout=timeout),
+                    timeout,
+                )
+            except (httpx.HTTPError, asyncio.TimeoutError):
+                return 0, None
         try:
             return r.status_code, r.json()
         except ValueError:
             return r.status_code, r.text
+
+    async def _get(
+        self, base: str, path: str, headers: dict[str, str], timeout: float
+    ) -> Answer | None:
+        """A GET over the kept connection to `base`; None when nothing answered."""
+        get = self._gets.get(base)
+        if get is None:
+            get = self._gets[base] = KeepAliveGet(base, timeout)
+        elif get.busy:  # another GET of this gateway is out (a roll's wait and the poll):
+            get = KeepAliveGet(base, timeout)  # this one on a connection of its own
+        try:
+            return await get.get(path, headers, timeout)
+        except (GetError, OSError):
+            return None
+        finally:
+            if get is not self._gets.get(base):
+                get.close()
 
     async def workers(self) -> list[WorkerState] | None:
         """The gateway's workers, or None when it does not answer."""
@@ -570,15 +600,9 @@ class Gateway:
 
     async def sample(self) -> GatewaySample:
         text = ""
-        try:
-            r = await asyncio.wait_for(
-                self._http().get(f"http://127.0.0.1:{self.prometheus_port}/metrics", timeout=2.0),
-                2.0,
-            )
-            if r.status_code == 200:
-                text = r.text
-        except (httpx.HTTPError, asyncio.TimeoutError):
-            pass
+        r = await self._get(f"http://127.0.0.1:{self.prometheus_port}", "/metrics", {}, 2.0)
+        if r is not None and r.status_code == 200:
+            text = r.text
         return parse_metrics(
             text, pool=self.pool, pid=self.pid, state=self.state, restarts=self.restarts
         )

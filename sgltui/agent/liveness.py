@@ -7,6 +7,10 @@ its main process (state T: stopped by a signal) and asks /ready with a short tim
 nothing has answered for UNRESPONSIVE_AFTER_S seconds, the slot is unresponsive, with the
 reason, until it answers again. The check runs in its own task: a probe that waits for its
 timeout never delays the slot's watcher (exits, log lines).
+
+Telemetry polls the same server (/metrics every 1 s, an idle one every 3 s): an answer it got
+within HEARD_S is an answer (`heard`), and no probe is sent. With 8 slots the probes were half
+the agent's HTTP requests at idle (issue 39).
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from sgltui.core.tasks import spawn
 CHECK_S = 2.0
 PROBE_TIMEOUT_S = 3.0
 UNRESPONSIVE_AFTER_S = 6.0  # no answer this long: said (well within the 15 s asked for)
+# The engine poll's answers count this long: an idle server is polled every 3 s on a 1 s tick
+# (up to 4 s apart), and a tick of slack. A server that stops answering is probed HEARD_S after
+# its last answer, every CHECK_S, and said to be unresponsive UNRESPONSIVE_AFTER_S after it.
+HEARD_S = 5.0
 
 
 def stopped_by_signal(pid: int) -> bool:
@@ -40,20 +48,31 @@ class Liveness:
         self.on_change = on_change
         self.reason: str | None = None
         self._answered_at = time.monotonic()
+        self._heard_at = float("-inf")  # the last answer telemetry's engine poll got
         self._next = 0.0
         self._task: asyncio.Task[None] | None = None
 
     def reset(self) -> None:
         """Not ready (launching, stopping, gone): nothing to say about its answers."""
         self._answered_at = time.monotonic()
+        self._heard_at = float("-inf")
         self._next = 0.0
         if self._task is not None and not self._task.done():
             self._task.cancel()
         self._task = None
         self._set(None)
 
+    def heard(self, at: float | None = None) -> None:
+        """The server answered another request of the agent's (telemetry's engine poll) at
+        `at` (monotonic; now by default): it is alive, and the next probe can wait."""
+        self._heard_at = time.monotonic() if at is None else at
+
     def tick(self, now: float, pid: int | None, host: str, port: int, key: str | None) -> None:
         """Called by the slot's watcher while the slot is ready: a check when one is due."""
+        if now - self._heard_at < HEARD_S:  # it answered telemetry lately: alive, no probe
+            self._answered_at = max(self._answered_at, self._heard_at)
+            self._set(None)
+            return
         if now < self._next or (self._task is not None and not self._task.done()):
             return
         self._next = now + CHECK_S

@@ -116,6 +116,15 @@ class ProcTree:
         # Cheap on purpose (called every second): the process-group scan is left to alive().
         return sorted(p for p, t in seen.items() if _same_process(p, t))
 
+    def refresh_shared(self, max_age: float = SHARED_AGE_S) -> list[int] | None:
+        """refresh() when the shared process table is young enough and holds the main process
+        (no /proc read: cheap enough for the event loop, so no worker thread per slot each
+        second); None when refresh() would have to read /proc."""
+        table = shared_table(max_age)
+        if table is None or not table.same(self.pid, self.create_time):
+            return None
+        return self._refresh_from(table)
+
     def _refresh_from(self, table: ProcessTable) -> list[int]:
         seen = dict(self.seen)
         main = table.procs.get(self.pid)
@@ -284,6 +293,15 @@ def process_table(max_age: float = SHARED_AGE_S) -> ProcessTable | None:
         except OSError:
             return None
         return _table
+
+
+def shared_table(max_age: float = SHARED_AGE_S) -> ProcessTable | None:
+    """The shared process table when it was read at most `max_age` seconds ago; never reads."""
+    with _table_lock:
+        table = _table
+    if table is None or time.monotonic() - table.taken > max_age:
+        return None
+    return table
 
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

@@ -310,9 +310,13 @@ class ServerProcess:
         return not self.tree.main_alive(), None
 
     async def refresh(self) -> None:
-        """Look at the tree again (in a worker thread): its live pids for status."""
+        """Look at the tree again: its live pids for status."""
         if self.tree:
-            self.live_pids = await asyncio.to_thread(self.tree.refresh)
+            # From the table the samplers read this second, else (older) in a worker thread.
+            live = self.tree.refresh_shared()
+            self.live_pids = (
+                live if live is not None else await asyncio.to_thread(self.tree.refresh)
+            )
 
     def reap(self) -> None:
         if self.popen is not None:

@@ -35,6 +35,7 @@ class TelemetryLink:
             host.telemetry = Telemetry(
                 on_sample=self._on_sample,
                 on_capacity=self._on_capacity,
+                on_answer=self._on_answer,
                 gpu_source=None if source == "auto" else source,
             )
             await host.telemetry.start()
@@ -94,6 +95,12 @@ class TelemetryLink:
                 card=card,
             )
         )
+
+    def _on_answer(self, slot_id: str) -> None:
+        """Its server answered an engine poll: an answer its liveness check need not ask for."""
+        slot = self.host.slots.get(slot_id)
+        if slot is not None:
+            slot.liveness.heard()
 
     def _on_sample(self, sample: dict) -> None:
         host = self.host

@@ -52,6 +52,10 @@ class CapacityBuilder:
         self._timings: dict[str, float] = {}
         self._notes: list[str] = []
         self.summary_seen = False
+        # The card as last built, until an input changes it: telemetry reads it for every
+        # slot's engine figures each second, and building it walks all of /server_info's args.
+        self._card: dict[str, Any] | None = None
+        self._card_built = False
 
     # -- inputs ---------------------------------------------------------------------------------
     def feed_line(self, line: str) -> StartupLine | None:
@@ -65,6 +69,7 @@ class CapacityBuilder:
         # Every scheduler rank prints its own start-up lines; rank 0 speaks for all of them.
         if not sl.is_rank0 and sl.kind != "note":
             return False
+        self._card_built = False
         v = sl.values
         if sl.kind == "weights_end" and v.get("mem_gb") is not None:
             self._weights.append(v["mem_gb"])
@@ -102,6 +107,7 @@ class CapacityBuilder:
     def feed_server_info(self, info: dict[str, Any]) -> None:
         if isinstance(info, dict):
             self._server_info = info
+            self._card_built = False
 
     @property
     def has_data(self) -> bool:
@@ -109,6 +115,13 @@ class CapacityBuilder:
 
     # -- output ---------------------------------------------------------------------------------
     def card(self) -> dict[str, Any] | None:
+        """The capacity card (a new dict each call: callers may keep or change it)."""
+        if not self._card_built:
+            self._card = self._build()
+            self._card_built = True
+        return None if self._card is None else dict(self._card)
+
+    def _build(self) -> dict[str, Any] | None:
         if not self.has_data:
             return None
         si = self._server_info or {}

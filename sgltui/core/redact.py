@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 MASK = "***"
+_PLAIN = frozenset({int, float, bool})  # exactly these types: obj() passes them as they are
 
 # Literal secrets shorter than this are not replaced as bare substrings: a one- or two-character
 # "key" would otherwise blank every occurrence of that letter in every log. Such keys are still
@@ -288,6 +289,9 @@ class Redactor:
         if isinstance(value, Mapping):
             out: dict[Any, Any] = {}
             for k, v in value.items():
+                if v is None or type(v) in _PLAIN:  # a number: nothing in it to hide
+                    out[k] = v  # (a sample's thousand readings each second, issue 39)
+                    continue
                 ks = str(k)
                 if isinstance(v, str) and v and is_secret_field(ks):
                     self.add_secret(v)
@@ -298,7 +302,7 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             if value and all(isinstance(w, str) for w in value):
                 return self.argv(value)
-            return [self.obj(v) for v in value]
+            return [v if v is None or type(v) in _PLAIN else self.obj(v) for v in value]
         return value
 
     def lines(self, lines: Iterable[str]) -> Iterable[str]:

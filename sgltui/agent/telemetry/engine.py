@@ -1,5 +1,8 @@
 """Engine readings for one managed server: /metrics, else /v1/loads, plus batch log lines.
 
+The polls go over one kept connection per server (telemetry/http_get.py: httpx cost several
+times the request, every second for every slot); /server_info, once a launch, goes by httpx.
+
 Order of preference (issue #5): /metrics when the server runs with --enable-metrics, else
 /v1/loads (cheap, always there), and the Prefill/Decode batch lines as a third source that also
 fills what the others lack (e.g. accept length without metrics). The start-up lines and one
@@ -14,12 +17,14 @@ from typing import Any
 
 import httpx
 
+from sgltui.agent.telemetry import http_get
 from sgltui.agent.telemetry.engine_parse import (
     empty_engine,
     engine_from_loads,
     engine_from_metrics,
     merge_engine,
 )
+from sgltui.agent.telemetry.http_get import KeepAliveGet
 from sgltui.core.capacity import CapacityBuilder
 from sgltui.core.loglines import parse_batch_line
 
@@ -101,6 +106,7 @@ class SlotWatch:
         self.mode: str | None = None  # "metrics" | "loads" once known
         self.polled: dict[str, Any] | None = None
         self.polled_at = 0.0  # monotonic time of the last good poll
+        self.answered_at = 0.0  # monotonic time of the last HTTP answer, whatever its status
         self.error: str | None = None
         self.log = LogEngineState()
         self.capacity = CapacityBuilder()
@@ -109,6 +115,7 @@ class SlotWatch:
         self.log_seq = 0  # bumps on every batch line (new data for the timeline)
         self._polled_seq = -1  # log_seq at the last good poll
         self._news_key: tuple[object, int] | None = None
+        self._http: KeepAliveGet | None = None  # the polls' kept connection
 
     def poll_due(self, now: float, idle_every: float) -> bool:
         """Whether this tick should poll: always, unless the last good poll found the server
@@ -135,11 +142,19 @@ class SlotWatch:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
-    async def poll(self, client: httpx.AsyncClient, now_wall: float) -> None:
+    async def poll(self, now_wall: float, timeout: float = 3.0) -> None:
         """One engine poll; never raises (errors are kept as a one-line state)."""
+        if self._http is None:
+            try:
+                self._http = KeepAliveGet(self.base_url, timeout)
+            except ValueError as exc:
+                self.error = f"engine poll failed: {exc}"
+                return
+        http = self._http
         try:
             if self.mode in (None, "metrics"):
-                r = await client.get(self.base_url + "/metrics", headers=self.headers)
+                r = await http.get("/metrics", self.headers)
+                self.answered_at = time.monotonic()
                 if r.status_code == 200:
                     self.mode = "metrics"
                     self._ok(engine_from_metrics(r.text, now_wall))
@@ -148,17 +163,24 @@ class SlotWatch:
                     self.error = f"/metrics answered HTTP {r.status_code}"
                     return
                 self.mode = "loads"  # 404: the server runs without --enable-metrics
-            r = await client.get(self.base_url + "/v1/loads", headers=self.headers)
+            r = await http.get("/v1/loads", self.headers)
+            self.answered_at = time.monotonic()
             if r.status_code == 200:
                 self._ok(engine_from_loads(r.json(), now_wall))
             else:
                 self.error = f"/v1/loads answered HTTP {r.status_code}"
-        except httpx.ConnectError:
+        except http_get.ConnectFailed:
             self.error = "server not answering yet (connection refused)"
-        except httpx.TimeoutException:
+        except http_get.Timeout:
             self.error = "server did not answer within the poll timeout"
-        except (httpx.HTTPError, ValueError) as exc:
+        except (http_get.GetError, OSError, ValueError) as exc:
             self.error = f"engine poll failed: {type(exc).__name__}: {exc}".splitlines()[0]
+
+    def close(self) -> None:
+        """Its poll connection closed (the watch is dropped: detached, or telemetry stops)."""
+        if self._http is not None:
+            self._http.close()
+            self._http = None
 
     def _ok(self, engine: dict[str, Any]) -> None:
         self._polled_seq = self.log_seq

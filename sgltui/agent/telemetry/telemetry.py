@@ -104,9 +104,12 @@ class Telemetry:
         gpu_source: str | None = None,
         on_capacity: Callable[[str, dict], None] | None = None,
         http_timeout: float = 3.0,
+        on_answer: Callable[[str], None] | None = None,
     ) -> None:
         self.on_sample = on_sample
         self.on_capacity = on_capacity
+        # A slot's server answered an engine poll (any status): its liveness needs no probe.
+        self.on_answer = on_answer
         self.gpu_interval = gpu_interval
         self.host_interval = host_interval
         self.record_interval = record_interval
@@ -162,6 +165,8 @@ class Telemetry:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks = []
+        for watch in self._slots.values():
+            watch.close()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -216,6 +221,8 @@ class Telemetry:
     def detach(self, slot_id: str, keep_card: bool = True) -> None:
         watch = self._slots.pop(slot_id, None)
         self._detached.add(slot_id)
+        if watch is not None:
+            watch.close()
         if watch is not None and keep_card:
             card = watch.capacity.card()
             if card is not None:
@@ -262,13 +269,21 @@ class Telemetry:
         assert self._client is not None
         try:
             if watch.poll_due(time.monotonic(), IDLE_POLL_S):
-                await watch.poll(self._client, time.time())
+                answered = watch.answered_at
+                await watch.poll(time.time(), self.http_timeout)
+                if (
+                    watch.answered_at != answered
+                    and self.on_answer is not None
+                    and self._slots.get(watch.slot_id) is watch
+                ):
+                    self.on_answer(watch.slot_id)
             if (
                 await watch.fetch_server_info(self._client)
                 and self._slots.get(watch.slot_id) is watch
             ):
                 self._capacity_changed(watch)
             if self._slots.get(watch.slot_id) is not watch:
+                watch.close()  # (its poll may have opened a connection after the detach)
                 return  # detached (stopped, relaunched) while its poll was out
             if watch.news():  # only new data goes on the timeline
                 e = watch.engine(self._stale_after)
