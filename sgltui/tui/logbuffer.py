@@ -33,7 +33,7 @@ _BATCH_RE = re.compile(r"(?:Prefill|Decode) batch(?: \[\d+\])?, ")  # SGLang's p
 # A batch line is SGLang's own figures (tokens, usage, throughput): never an error or a
 # warning. Most lines of a serving or idle server are these (the gateway's health check is
 # a one-token prefill each second per server), so they skip the level patterns.
-_BATCH_HEAD_RE = re.compile(r"^(?:\[[^\]]*\] )?(?:Prefill|Decode) batch(?: \[\d+\])?, ")
+_BATCH_HEAD_RE = re.compile(r"^(?:\[[^\]]*\] )?" + _BATCH_RE.pattern)  # after the [time] only
 
 
 def is_noise(text: str) -> bool:

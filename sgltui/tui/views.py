@@ -307,15 +307,9 @@ def gpu_row_parts(g: protocol.GpuView, width: int, compact: bool = False) -> lis
     figures = units.gib_of(used, total)
     tail = ""
     if compact:
-        util, power, temp = (_num(v) for v in (g.utilization_pct, g.power_w, g.temperature_c))
-        stats = [
-            f"{util:.0f}%" if util is not None else "",
-            f"{power:.0f}W" if power is not None else "",
-            f"{temp:.0f}°C" if temp is not None else "",
-        ]
-        figures = " ".join([figures, *(f for f in stats if f)])
-        simulated = bool(g.simulated) or (g.name or "").endswith(" (simulated)")
-        if simulated:
+        short = _stats(g)[1]
+        figures = f"{figures} {short}" if short else figures
+        if _simulated(g):
             figures, tail = f"{figures} ", "[b $warning](sim)[/]"
     bar_w = max(10, width - (COMPACT_FIGURES if compact else 26))
     cells = fmt.bar_cells([server / total, (used - server) / total], bar_w)
@@ -332,24 +326,13 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def gpu_detail(g: protocol.GpuView, width: int) -> str:
-    """The GPU's second line, the longest form that fits `width` cells.
+def _simulated(g: protocol.GpuView) -> bool:
+    return bool(g.simulated) or (g.name or "").endswith(" (simulated)")
 
-    Utilization, power and temperature always show: at 100 columns as 'util 87% · 420 W ·
-    61°C', at 80 abbreviated to '87% 420W 61°C'. The GPU's name goes first when room is short
-    (only '(sim)' of it stays for a simulated GPU), then the slots' names in the shares, then
-    the shares (the bar's accent part still shows them)."""
-    name = g.name or ""
-    simulated = bool(g.simulated) or name.endswith(" (simulated)")
-    name = name.removesuffix(" (simulated)")  # the simulator names its GPU so; said once below
-    short = name.removeprefix("NVIDIA ").strip()
-    names = [  # (plain text, markup), longest first
-        (name + (" (simulated)" if simulated else ""),
-         f"[dim]{escape(name)}[/]" + (" [b $warning](simulated)[/]" if simulated else "")),
-        (short + (" (sim)" if simulated else ""),
-         f"[dim]{escape(short)}[/]" + (" [b $warning](sim)[/]" if simulated else "")),
-        ("(sim)", "[b $warning](sim)[/]") if simulated else ("", ""),
-    ]  # fmt: skip
+
+def _stats(g: protocol.GpuView) -> tuple[str, str]:
+    """Utilization, power and temperature, spelled out ('util 87% · 420 W · 61°C') and
+    abbreviated ('87% 420W 61°C'); a reading the GPU does not give is left out."""
     util, power, temp = (_num(v) for v in (g.utilization_pct, g.power_w, g.temperature_c))
     long_stats = [
         f"util {util:.0f}%" if util is not None else "",
@@ -361,7 +344,28 @@ def gpu_detail(g: protocol.GpuView, width: int) -> str:
         f"{power:.0f}W" if power is not None else "",
         f"{temp:.0f}°C" if temp is not None else "",
     ]
-    stats = [" · ".join(p for p in long_stats if p), " ".join(p for p in short_stats if p)]
+    return " · ".join(p for p in long_stats if p), " ".join(p for p in short_stats if p)
+
+
+def gpu_detail(g: protocol.GpuView, width: int) -> str:
+    """The GPU's second line, the longest form that fits `width` cells.
+
+    Utilization, power and temperature always show: at 100 columns as 'util 87% · 420 W ·
+    61°C', at 80 abbreviated to '87% 420W 61°C'. The GPU's name goes first when room is short
+    (only '(sim)' of it stays for a simulated GPU), then the slots' names in the shares, then
+    the shares (the bar's accent part still shows them)."""
+    name = g.name or ""
+    simulated = _simulated(g)
+    name = name.removesuffix(" (simulated)")  # the simulator names its GPU so; said once below
+    short = name.removeprefix("NVIDIA ").strip()
+    names = [  # (plain text, markup), longest first
+        (name + (" (simulated)" if simulated else ""),
+         f"[dim]{escape(name)}[/]" + (" [b $warning](simulated)[/]" if simulated else "")),
+        (short + (" (sim)" if simulated else ""),
+         f"[dim]{escape(short)}[/]" + (" [b $warning](sim)[/]" if simulated else "")),
+        ("(sim)", "[b $warning](sim)[/]") if simulated else ("", ""),
+    ]  # fmt: skip
+    stats = list(_stats(g))
     shares_by_slot = dict(g.server_bytes)
     shares = [
         ", ".join(f"slot {k} {units.gib(v)}" for k, v in shares_by_slot.items()),

@@ -111,18 +111,24 @@ class MemoryPane(Widget, can_focus=True):
         warm = [(line, "", "") for line in self._warm]
         return gpu_text + views.host_line_parts(tel, width, compact) + warm
 
+    def _rendered(self, markup: str, width: int | None, kept: dict[str, Strip], most: int) -> Strip:
+        """`markup` as Content renders it at `width` (None: its own length), kept in `kept`,
+        which holds `most` times the pane's lines at most (texts of readings long gone)."""
+        strip = kept.get(markup)
+        if strip is None:
+            content = Content.from_markup(markup)
+            cells = content.cell_length if width is None else width
+            strips = Visual.to_strips(self, content, cells, 1, self.visual_style)
+            strip = strips[0] if strips else Strip.blank(cells, self.rich_style)
+            if len(kept) > most * max(8, len(self._bar_text)):
+                kept.clear()
+            kept[markup] = strip
+        return strip
+
     def _piece(self, markup: str) -> Strip:
         """A styled part of a line, rendered at its own length (kept: a bar's markup
         changes only when its cells do)."""
-        strip = self._pieces.get(markup)
-        if strip is None:
-            content = Content.from_markup(markup)
-            strips = Visual.to_strips(self, content, content.cell_length, 1, self.visual_style)
-            strip = strips[0] if strips else Strip([])
-            if len(self._pieces) > 16 * max(8, len(self._bar_text)):
-                self._pieces.clear()  # bounded: bars of readings long gone
-            self._pieces[markup] = strip
-        return strip
+        return self._rendered(markup, None, self._pieces, 16)
 
     def _line(self, parts: views.LineParts, width: int) -> Strip:
         """The line's Strip, as Content would render the whole markup: the styled parts as
@@ -143,16 +149,7 @@ class MemoryPane(Widget, can_focus=True):
         if sum(p.cell_length for p in pieces) <= width:
             return Strip.join(pieces)
         # Too long for the pane: the whole line, cut with an ellipsis (text-overflow).
-        markup = views.joined(parts)
-        strip = self._drawn.get(markup)
-        if strip is None:
-            content = Content.from_markup(markup)
-            strips = Visual.to_strips(self, content, width, 1, self.visual_style)
-            strip = strips[0] if strips else Strip.blank(width, self.rich_style)
-            if len(self._drawn) > 8 * max(8, len(self._bar_text)):
-                self._drawn.clear()
-            self._drawn[markup] = strip
-        return strip
+        return self._rendered(views.joined(parts), width, self._drawn, 8)
 
     def render_line(self, y: int) -> Strip:
         width = self.content_region.width
