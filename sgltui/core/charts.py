@@ -10,9 +10,10 @@ cells and the widget maps each role to a theme colour.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -83,27 +84,40 @@ def block_rows(
     A flat series (hi == lo) sits at half height when positive, at the floor otherwise."""
     if height <= 0 or not columns:
         return []
-    nums = [_num(c) for c in columns]
+    # (_num inline: the chart's rows are laid out on most samples, ~100 columns each)
+    nums = [float(c) if isinstance(c, (int, float)) and math.isfinite(c) else None for c in columns]
     present = [f for f in nums if f is not None]
     if not present:
         return [" " * len(columns)] * height
     low = min(present) if lo is None else lo
     high = max(present) if hi is None else hi
     span = high - low
-    eighths: list[int | None] = []
-    for f in nums:
-        if f is None:
-            eighths.append(None)
-            continue
-        share = (0.5 if high > 0 else 0.0) if span <= 0 else (f - low) / span
-        # The floor is the lowest eighth (present), the top the full height: 1 .. 8*height.
-        eighths.append(1 + round(min(1.0, max(0.0, share)) * (height * 8 - 1)))
-    rows = []
-    for level in range(height - 1, -1, -1):
-        rows.append(
-            "".join(" " if e is None else _BLOCKS[min(8, max(0, e - level * 8))] for e in eighths)
-        )
-    return rows
+    top = height * 8 - 1
+    # The floor is the lowest eighth (present), the top the full height: 1 .. 8*height; a
+    # column's characters (top first) are looked up, not worked out per row and cell.
+    cells = _column_cells(height)  # cells[0]: a blank column
+    if span <= 0:
+        flat = cells[1 + round((0.5 if high > 0 else 0.0) * top)]
+        stacks = [cells[0] if f is None else flat for f in nums]
+    else:
+        stacks = [
+            cells[0]
+            if f is None
+            else cells[1 + (0 if f <= low else top if f >= high else round((f - low) / span * top))]
+            for f in nums
+        ]
+    if height == 1:
+        return ["".join(stacks)]
+    return ["".join(row) for row in zip(*stacks, strict=True)]
+
+
+@functools.cache
+def _column_cells(height: int) -> tuple[str, ...]:
+    """For each fill 0 .. 8*height eighths, a column's `height` characters, top first."""
+    return tuple(
+        "".join(_BLOCKS[min(8, max(0, e - level * 8))] for level in range(height - 1, -1, -1))
+        for e in range(height * 8 + 1)
+    )
 
 
 def index_buckets(values: Sequence[float | None], width: int) -> list[float | None]:
@@ -200,27 +214,125 @@ def time_columns(
     in the data)."""
     if width <= 0:
         return []
-    last = math.floor(end / seconds_per_col)
-    first = last - width + 1
+    first = math.floor(end / seconds_per_col) - width + 1
     if max_gap is None:
         max_gap = fill_gap(points, seconds_per_col, first)
-    sums = [0.0] * width
-    counts = [0] * width
+    sums, counts = [0.0] * width, [0] * width
+    _add_columns(points, seconds_per_col, first, 0, sums, counts)
+    return _column_means(sums, counts, seconds_per_col, max_gap)
+
+
+def _add_columns(
+    points: Sequence[tuple[float, float | None]],
+    spc: float,
+    first: int,
+    since: int,
+    sums: list[float],
+    counts: list[int],
+) -> None:
+    """Add the points of columns `since`.. (relative to the window's `first` column) into
+    `sums` and `counts`, newest first: the same additions in the same order whether a whole
+    window is summed or only its newest columns again (so the same floats)."""
+    width = len(sums)
     for ts, v in reversed(points):  # newest first: stop at the window's left edge
-        col = math.floor(ts / seconds_per_col) - first
-        if col < 0:
+        col = math.floor(ts / spc) - first
+        if col < since:
             break
         if v is None or not math.isfinite(v) or col >= width:
             continue
         sums[col] += v
         counts[col] += 1
+
+
+def _column_means(
+    sums: list[float], counts: list[int], spc: float, max_gap: float
+) -> list[float | None]:
     out: list[float | None] = [s / c if c else None for s, c in zip(sums, counts, strict=True)]
     seen = [i for i, c in enumerate(counts) if c]
     for a, b in zip(seen, seen[1:]):
-        if 1 < b - a and (b - a) * seconds_per_col <= max_gap:
+        if 1 < b - a and (b - a) * spc <= max_gap:
             for i in range(a + 1, b):
                 out[i] = out[a]
     return out
+
+
+@dataclass
+class _Summed:
+    points: Sequence[tuple[float, float | None]]  # the series it summed (the object)
+    width: int
+    spc: float
+    first: int
+    newest: float  # the stamp of the newest point summed
+    oldest: float  # the series' first stamp then
+    sums: list[float]
+    counts: list[int]
+
+
+class ColumnMemo:
+    """`time_columns` of series that only grow at the end and lose points at the start (the
+    TUI's bounded histories), kept from one layout to the next: a new sample changes the
+    newest column and a shift drops the oldest, so only the columns new points fall in are
+    summed again, not every point of the window (a widget lays its chart out on most
+    samples). Anything else (another series object, width or scale, a point dropped from
+    inside the window, stamps going back) sums the window afresh."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, _Summed] = {}
+
+    def columns(
+        self,
+        name: str,
+        points: Sequence[tuple[float, float | None]],
+        width: int,
+        spc: float,
+        end: float,
+        max_gap: float,
+    ) -> list[float | None]:
+        if width <= 0:
+            return []
+        first = math.floor(end / spc) - width + 1
+        kept = self._kept.get(name)
+        since = self._since(kept, points, width, spc, first)
+        if kept is None or since is None:
+            kept = _Summed(points, width, spc, first, -math.inf, 0.0, [0.0] * width, [0] * width)
+            self._kept[name] = kept
+            since = 0
+        else:
+            shift = first - kept.first
+            if shift:
+                kept.sums = kept.sums[shift:] + [0.0] * shift
+                kept.counts = kept.counts[shift:] + [0] * shift
+                kept.first = first
+            for col in range(since, width):
+                kept.sums[col], kept.counts[col] = 0.0, 0
+        _add_columns(points, spc, first, since, kept.sums, kept.counts)
+        if points:
+            kept.newest, kept.oldest = points[-1][0], points[0][0]
+        return _column_means(kept.sums, kept.counts, spc, max_gap)
+
+    @staticmethod
+    def _since(
+        kept: _Summed | None,
+        points: Sequence[tuple[float, float | None]],
+        width: int,
+        spc: float,
+        first: int,
+    ) -> int | None:
+        """The first window column (relative) to sum again, None to sum the whole window."""
+        if kept is None or kept.points is not points or (kept.width, kept.spc) != (width, spc):
+            return None
+        if first < kept.first or first - kept.first >= width or not points:
+            return None
+        if points[-1][0] < kept.newest:
+            return None  # stamps went back: not the series that was summed
+        if points[0][0] != kept.oldest and math.floor(points[0][0] / spc) >= first:
+            return None  # points left from inside the window (a short history)
+        since = width
+        for ts, _ in reversed(points):
+            if ts <= kept.newest:
+                break
+            since = min(since, math.floor(ts / spc) - first)
+        return max(0, since)
 
 
 def _nice_step(raw: float) -> float:
@@ -269,6 +381,7 @@ def _age_label(age_s: float) -> str:
     return f"-{age_s:.0f}s" if age_s < 60 else f"-{age_s / 60:g}m"
 
 
+@functools.lru_cache(maxsize=32)
 def time_axis(width: int, window_s: float) -> str:
     """The time axis under a plot of `width` columns spanning `window_s`: labels at round ages
     ("-5m", "-4m", ...) where they fit, "now" at the right end."""
@@ -439,6 +552,8 @@ class ChartInput:
     plot_rows: int
     window_s: float = 300.0
     legend_only: Sequence[ChartSeries] = ()
+    # Where a widget keeps its series' columns between layouts (None: summed afresh).
+    memo: ColumnMemo | None = field(default=None, compare=False)
 
     @cached_property
     def frame(self) -> _Frame:
@@ -484,18 +599,24 @@ class ChartInput:
             _marks(self.markers, frame),
         )
 
+    def _columns(self, s: ChartSeries) -> list[float | None]:
+        frame = self.frame
+        if self.memo is None:
+            return time_columns(s.points, frame.plot_w, frame.spc, frame.end, self.max_gap)
+        return self.memo.columns(s.name, s.points, frame.plot_w, frame.spc, frame.end, self.max_gap)
+
     def layout(self) -> ChartLayout:
         """The layout of `throughput_chart` (see there); `plot_rows` 0 or a plot narrower than
         4 columns leaves only the legend."""
         frame, main = self.frame, self.main
         if not self.plotted:
             return ChartLayout(frame.legend, 0, frame.gutter, (), "", (main.name, ()), (), ())
-        plot_w, spc, end = frame.plot_w, frame.spc, frame.end
-        cols = time_columns(main.points, plot_w, spc, end, self.max_gap)
+        plot_w = frame.plot_w
+        cols = self._columns(main)
         grid = block_rows(cols, self.plot_rows, 0.0, frame.hi)
         rows: list[tuple[str, str, str]] = []
         for s in self.others:
-            cols = time_columns(s.points, plot_w, spc, end, self.max_gap)
+            cols = self._columns(s)
             present = [c for c in cols if c is not None]
             top = max(present) if present else 0.0
             rows.append((s.short, s.name, block_rows(cols, 1, 0.0, top if top > 0 else 1.0)[0]))
@@ -593,6 +714,9 @@ def draw_chart(layout: ChartLayout) -> list[Row]:
     for y, (head, role, cells) in enumerate(body):
         if y == plot_rows:
             out.append(axis)
+        if not marks:  # one role across the row: one run (most rows, most of the time)
+            out.append([(head, AXIS), ("".join(cells), role)] if cells else [(head, AXIS)])
+            continue
         roles = [role] * len(cells)
         for col in marks:
             if cells[col] == " " or y == 0:

@@ -73,6 +73,10 @@ STATUS_POLL_S = 15.0
 JOBS_READ_S = 1.0
 
 
+def _reraise(exc: BaseException) -> None:
+    raise exc
+
+
 class SgltuiApp(App[str | None]):
     # Problems found while loading themes, set by make_app and printed on exit.
     theme_errors: list[str] = []
@@ -119,6 +123,7 @@ class SgltuiApp(App[str | None]):
         self._hidden_dirty: set[str] = set()  # areas of tabs not on screen, drawn when shown
         self._bench_return: str | None = None
         self._flush_scheduled = False
+        self._tabs: TabbedContent | None = None  # the lower tabs, looked up once
         self._status_scheduled = False
         self._demo_done = False
         self._bindings_state: str | None = None
@@ -335,9 +340,16 @@ class SgltuiApp(App[str | None]):
         self._dirty.update(areas)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            # A name of its own: without one, Textual names the timer after repr(app), which
-            # costs more than the flush it schedules (once a second).
-            self.set_timer(FLUSH_DELAY_S, self._flush_dirty, name="flush")
+            # The event loop's own timer, not a Textual Timer: that makes a task per timer and
+            # cost more than the flush it schedules, once a second (an idle TUI's largest share
+            # after drawing). An error in the flush still reaches Textual's handler.
+            asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self._flush_in_loop)
+
+    def _flush_in_loop(self) -> None:
+        try:
+            self._flush_dirty()
+        except Exception as exc:  # noqa: BLE001 - handed to Textual, which shows it and exits
+            self.call_next(_reraise, exc)
 
     def refresh_status_soon(self) -> None:
         if not self._status_scheduled:
@@ -379,7 +391,10 @@ class SgltuiApp(App[str | None]):
         # The Activity and Jobs tabs are drawn when shown: a hidden RichLog still lays the
         # whole screen out on every write (an event every few seconds).
         try:
-            active = self.query_one(TabbedContent).active
+            tabs = self._tabs
+            if tabs is None or not tabs.is_attached:  # a DOM query per flush: once instead
+                tabs = self._tabs = self.query_one(TabbedContent)
+            active = tabs.active
             hidden = set()
             for p in panes.PANES:
                 if p.when_shown and active != panes.tab_id(p.name):

@@ -136,8 +136,8 @@ def _draw_chart(host: PaneHost, pane: ThroughputPane, dirty: set[str]) -> None:
     # The row shows while the server serving now is speculative: its latest sample,
     # not the last five minutes (a swap to a plain profile drops the row at once).
     m = host.model
-    accept = m.series_values("accept_length")
-    has_spec = bool(accept) and accept[-1] > 0
+    accept = m.series["accept_length"]  # (the newest only: not a list of the whole history)
+    has_spec = bool(accept) and accept[-1][1] > 0
     pane.room = chart_room(host)
     pane.show(m.series, has_spec, m.chart_marks(), m.chart_slots())
 

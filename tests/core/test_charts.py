@@ -221,3 +221,47 @@ def test_a_newest_column_that_holds_means_the_same_layout(width):
         if not busy and not flip and step > 60:
             idle_steps += 1
     assert held > 0 and held > idle_steps  # idle seconds mostly skip the key
+
+
+@pytest.mark.parametrize("width", [12, 64, 150])
+def test_columns_kept_between_layouts_are_the_columns_summed_afresh(width):
+    """ColumnMemo re-sums only the columns new points fall in: over samples that arrive
+    fast, slow, in bursts, with gaps longer than the window, a history short enough to lose
+    points from inside the window, and a series replaced by another, its columns are
+    exactly (the same floats) those time_columns sums from every point."""
+    rng = random.Random(5)
+    memo = charts.ColumnMemo()
+    short: deque = deque(maxlen=40)  # loses points from inside a 300 s window
+    long: deque = deque(maxlen=600)
+    t, resummed = T, 0
+    for step in range(1500):
+        t += rng.choice([0.2, 1.0, 1.0, 1.0, 3.5, 9.0]) + (400.0 if step == 700 else 0.0)
+        value = rng.choice([0.0, 0.1, 3.0, rng.uniform(0, 500), None, float("nan")])
+        short.append((t, value))
+        long.append((t, value))
+        if step == 1000:  # another series object, same stamps (a history read again)
+            long = deque([(ts, (v or 0.0) + 1.0) for ts, v in long], maxlen=600)
+        spc = 300.0 / width
+        for name, points in (("short", short), ("long", long)):
+            gap = charts.fill_gap(points, spc, math.floor(t / spc) - width + 1)
+            kept = memo.columns(name, points, width, spc, t, gap)
+            assert kept == charts.time_columns(points, width, spc, t, gap), (step, name)
+            resummed += 1
+    assert resummed == 3000
+
+
+def test_a_chart_laid_out_with_kept_columns_is_the_one_laid_out_afresh():
+    """The throughput chart through a ColumnMemo: the same layout as without, sample after
+    sample (the widget keeps one per chart)."""
+    rng = random.Random(8)
+    memo = charts.ColumnMemo()
+    hist: dict[str, deque] = {n: deque(maxlen=600) for n in ("gen", "run", "kv")}
+    t = T
+    for step in range(400):
+        t += 1.0 + rng.uniform(-0.3, 0.3)
+        for name in hist:
+            hist[name].append((t, rng.choice([0.0, 0.1, 3.0, rng.uniform(50, 200)])))
+        main, *others = [charts.ChartSeries(n, n, n, p, "-") for n, p in hist.items()]
+        fresh = charts.ChartInput(main, others, [], 90, 6)
+        kept = charts.ChartInput(main, others, [], 90, 6, memo=memo)
+        assert kept.layout() == fresh.layout(), step

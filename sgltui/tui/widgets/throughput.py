@@ -68,6 +68,8 @@ class ThroughputPane(Widget, can_focus=True):
         # from (swaps, the accept row, the slots): a sample that repeats it draws nothing.
         self._newest: charts.NewestColumn | None = None
         self._drawn_from: tuple[object, ...] = ()
+        # Each series' columns from one layout to the next (a sample re-sums the newest only).
+        self._memo = charts.ColumnMemo()
         # Rows it may take, border included (several slots: what the memory pane and the slots
         # view leave of the screen; panes.chart_room); None: as many as plot_rows_for says.
         self.room: int | None = None
@@ -104,6 +106,8 @@ class ThroughputPane(Widget, can_focus=True):
             and self._newest.holds(self._points_of)
         ):
             return  # every series repeats its newest value: a look at the new points only
+        if drawn_from[2:] != self._drawn_from[2:]:
+            self._memo = charts.ColumnMemo()  # other slots: their columns go
         self._drawn_from = drawn_from
         chart = self._chart_input(width)
         self._newest = charts.NewestColumn.of(chart)
@@ -168,7 +172,9 @@ class ThroughputPane(Widget, can_focus=True):
             rows = max(1, rows - 1)
             legend_only = [s for s in others if s.name == "accept_length"]
             others = [s for s in others if s.name != "accept_length"]
-        return charts.ChartInput(main, others, markers, width, rows, self.window_s, legend_only)
+        return charts.ChartInput(
+            main, others, markers, width, rows, self.window_s, legend_only, self._memo
+        )
 
     def _fit_room(
         self,
@@ -188,8 +194,12 @@ class ThroughputPane(Widget, can_focus=True):
             rest = charts.legend_height([main, *shown], width) + 1 + len(shown)
             fits = [r for r in PLOT_ROWS if r <= min(rows, room - rest)]
             if fits and (fits[-1] >= 3 or shown is totals):
-                return charts.ChartInput(main, shown, markers, width, fits[-1], self.window_s)
-        return charts.ChartInput(main, totals, markers, width, PLOT_ROWS[0], self.window_s)
+                return charts.ChartInput(
+                    main, shown, markers, width, fits[-1], self.window_s, memo=self._memo
+                )
+        return charts.ChartInput(
+            main, totals, markers, width, PLOT_ROWS[0], self.window_s, memo=self._memo
+        )
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(charts.draw_chart(self._chart_input(width).layout()))
