@@ -262,8 +262,9 @@ class _Summed:
     width: int
     spc: float
     first: int
-    newest: float  # the stamp of the newest point summed
+    newest: tuple[float, float | None] | None  # the newest point summed
     oldest: float  # the series' first stamp then
+    length: int  # its length then
     sums: list[float]
     counts: list[int]
 
@@ -294,7 +295,7 @@ class ColumnMemo:
         kept = self._kept.get(name)
         since = self._since(kept, points, width, spc, first)
         if kept is None or since is None:
-            kept = _Summed(points, width, spc, first, -math.inf, 0.0, [0.0] * width, [0] * width)
+            kept = _Summed(points, width, spc, first, None, 0.0, 0, [0.0] * width, [0] * width)
             self._kept[name] = kept
             since = 0
         else:
@@ -307,7 +308,7 @@ class ColumnMemo:
                 kept.sums[col], kept.counts[col] = 0.0, 0
         _add_columns(points, spc, first, since, kept.sums, kept.counts)
         if points:
-            kept.newest, kept.oldest = points[-1][0], points[0][0]
+            kept.newest, kept.oldest, kept.length = points[-1], points[0][0], len(points)
         return _column_means(kept.sums, kept.counts, spc, max_gap)
 
     @staticmethod
@@ -321,17 +322,23 @@ class ColumnMemo:
         """The first window column (relative) to sum again, None to sum the whole window."""
         if kept is None or kept.points is not points or (kept.width, kept.spc) != (width, spc):
             return None
-        if first < kept.first or first - kept.first >= width or not points:
+        if first < kept.first or first - kept.first >= width or not points or not kept.newest:
             return None
-        if points[-1][0] < kept.newest:
-            return None  # stamps went back: not the series that was summed
-        if points[0][0] != kept.oldest and math.floor(points[0][0] / spc) >= first:
-            return None  # points left from inside the window (a short history)
-        since = width
+        newest_ts, since, added = kept.newest[0], width, 0
         for ts, _ in reversed(points):
-            if ts <= kept.newest:
+            if ts <= newest_ts:
                 break
             since = min(since, math.floor(ts / spc) - first)
+            added += 1
+        # Appended at the end and dropped from the start only: the newest point summed is
+        # where that leaves it, and the points dropped are as many as the length says.
+        dropped = kept.length + added - len(points)
+        if dropped < 0 or added >= len(points) or points[len(points) - added - 1] != kept.newest:
+            return None
+        if (points[0][0] != kept.oldest) != (dropped > 0):
+            return None
+        if dropped and math.floor(points[0][0] / spc) >= first:
+            return None  # points left from inside the window (a short history)
         return max(0, since)
 
 

@@ -602,8 +602,10 @@ def load_history(
                     item[1]
                 )
     if points:
-        for values in model.series.values():
-            values.clear()
+        # New series, not cleared ones: a chart keeps columns of the series it summed
+        # (core.charts.ColumnMemo) and tells a history read again by the object.
+        for name, values in model.series.items():
+            model.series[name] = deque(maxlen=values.maxlen)
         model.slot_series.clear()
         model._last_sample_ts = None
         for ts in sorted(points):

@@ -241,6 +241,10 @@ def test_columns_kept_between_layouts_are_the_columns_summed_afresh(width):
         long.append((t, value))
         if step == 1000:  # another series object, same stamps (a history read again)
             long = deque([(ts, (v or 0.0) + 1.0) for ts, v in long], maxlen=600)
+        if step in (1200, 1300):  # the same object read again: older points, other values
+            again = [(ts - 0.5, (v or 0.0) + 2.0) for ts, v in long]
+            long.clear()
+            long.extend(again[-300:] if step == 1300 else again)
         spc = 300.0 / width
         for name, points in (("short", short), ("long", long)):
             gap = charts.fill_gap(points, spc, math.floor(t / spc) - width + 1)

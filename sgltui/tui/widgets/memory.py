@@ -17,26 +17,7 @@ from textual.widget import Widget
 
 from sgltui import protocol
 from sgltui.tui import views
-
-
-def _at(x: int) -> Style:
-    """The meta Content gives a segment that starts at cell `x` of its line."""
-    return Style.from_meta({"offset": (x, 0)})
-
-
-def _shifted(strip: Strip, x: int) -> Strip:
-    """A part rendered on its own, placed at cell `x` of the line: its segments' offsets
-    moved by x."""
-    out = []
-    for seg in strip:
-        style = seg.style
-        if style is not None and "offset" in style.meta:
-            ox, oy = style.meta["offset"]
-            style = style.clear_meta_and_links() + Style.from_meta(
-                {**style.meta, "offset": (ox + x, oy)}
-            )
-        out.append(Segment(seg.text, style, seg.control))
-    return Strip(out, strip.cell_length)
+from sgltui.tui.widgets.strips import at, shifted
 
 
 class MemoryPane(Widget, can_focus=True):
@@ -142,10 +123,10 @@ class MemoryPane(Widget, can_focus=True):
                 segments = list(blank[0]) if blank else []
                 style = segments[0].style if segments and segments[0].style else self.rich_style
                 self._plain = style.clear_meta_and_links()
-            pieces.append(Strip([Segment(plain, self._plain + _at(x))], cell_len(plain)))
+            pieces.append(Strip([Segment(plain, self._plain + at(x))], cell_len(plain)))
             x += cell_len(plain)
         if tail:
-            pieces.append(_shifted(self._piece(tail), x))
+            pieces.append(shifted(self._piece(tail), x))
         if sum(p.cell_length for p in pieces) <= width:
             return Strip.join(pieces)
         # Too long for the pane: the whole line, cut with an ellipsis (text-overflow).

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from rich.cells import cell_len
 from rich.segment import Segment
-from rich.style import Style as RichStyle
 from textual.binding import Binding
 from textual.content import Content
 from textual.events import Click
@@ -30,6 +30,7 @@ from textual.widgets.option_list import Option
 
 from sgltui import protocol
 from sgltui.tui import views
+from sgltui.tui.widgets import strips
 
 
 class SlotsPane(ScrollView, can_focus=True):
@@ -81,8 +82,8 @@ class SlotsPane(ScrollView, can_focus=True):
         self._row_options: list[Option] = []
         # row index -> (the key it was drawn for, its Strip)
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
-        # (head markup, look) -> its Strip and the tail's offset meta
-        self._heads: dict[tuple[object, ...], tuple[Strip, RichStyle]] = {}
+        # (part markup, look) -> its Strip
+        self._heads: dict[tuple[object, ...], Strip] = {}
 
     @property
     def options(self) -> list[Option]:
@@ -257,31 +258,38 @@ class SlotsPane(ScrollView, can_focus=True):
         return strip
 
     def _row_strip(self, markup: str, width: int, look: tuple[object, ...], style) -> Strip:
-        """A row's line. A row ends in its figures, plain text after the last style: the
-        styled head (slot, profile, state) is drawn once and kept, and the figures, which
-        change with every sample, are one plain segment after it (parsing and rendering the
-        whole row's markup each second was most of this pane's cost)."""
-        cut = markup.rfind("[/]") + 3
-        head, tail = (markup[:cut], markup[cut:]) if cut >= 3 else (markup, "")
-        if "[" in tail or "\\" in tail:  # not plain after all: the whole row as markup
-            head, tail = markup, ""
-        hkey = (head, *look)
-        found = self._heads.get(hkey)
-        if found is None:
-            content = Content.from_markup(head)
-            strips = Visual.to_strips(self, content, content.cell_length, 1, style)
-            # The tail carries the offset of its first character, as the whole row's would
-            # (text selection reads it; a screenshot's id hashes it).
-            meta = RichStyle.from_meta({"offset": (len(content.plain), 0)})
-            found = (strips[0] if strips else Strip([]), meta)
-            if len(self._heads) > 4 * max(8, len(self._rows)):
-                self._heads.clear()  # bounded: old heads of rows that changed
-            self._heads[hkey] = found
-        drawn, meta = found
-        if drawn.cell_length + len(tail) > width:  # too wide: cut with an ellipsis, as markup
+        """A row's line. A row's figures are plain text between its styled parts (slot,
+        profile, state before them; a pool's gateway after): the styled parts are drawn once
+        and kept, and the figures, which change with every sample, are one plain segment
+        (parsing and rendering the whole row's markup each second was most of this pane's
+        cost)."""
+        head, plain, tail = strips.split_plain(markup)
+        drawn = self._part(head, look, style)
+        x = drawn.cell_length
+        pieces = (
+            [drawn, Strip([Segment(plain, style.rich_style + strips.at(x))])] if plain else [drawn]
+        )
+        if tail:
+            x += cell_len(plain)
+            pieces.append(strips.shifted(self._part(tail, look, style), x))
+        if sum(p.cell_length for p in pieces) > width:  # too wide: cut with an ellipsis
             content = Content.from_markup(markup)
-            strips = Visual.to_strips(self, content, width, 1, style)
-            strip = strips[0] if strips else Strip.blank(width, style.rich_style)
+            cut = Visual.to_strips(self, content, width, 1, style)
+            strip = cut[0] if cut else Strip.blank(width, style.rich_style)
         else:
-            strip = Strip.join([drawn, Strip([Segment(tail, style.rich_style + meta)])])
+            strip = Strip.join(pieces)
         return strip.extend_cell_length(width, style.rich_style)
+
+    def _part(self, markup: str, look: tuple[object, ...], style) -> Strip:
+        """A styled part of a row rendered at its own length, kept (a row's head changes only
+        with its slot's state)."""
+        key = (markup, *look)
+        found = self._heads.get(key)
+        if found is None:
+            content = Content.from_markup(markup)
+            rendered = Visual.to_strips(self, content, content.cell_length, 1, style)
+            found = rendered[0] if rendered else Strip([])
+            if len(self._heads) > 4 * max(8, len(self._rows)):
+                self._heads.clear()  # bounded: old parts of rows that changed
+            self._heads[key] = found
+        return found

@@ -70,6 +70,7 @@ class ThroughputPane(Widget, can_focus=True):
         self._drawn_from: tuple[object, ...] = ()
         # Each series' columns from one layout to the next (a sample re-sums the newest only).
         self._memo = charts.ColumnMemo()
+        self._styles_for: tuple[tuple[object, ...], dict[str, Style]] | None = None
         # Rows it may take, border included (several slots: what the memory pane and the slots
         # view leave of the screen; panes.chart_room); None: as many as plot_rows_for says.
         self.room: int | None = None
@@ -206,9 +207,11 @@ class ThroughputPane(Widget, can_focus=True):
 
     # -- drawing ------------------------------------------------------------------------------
 
-    def _role_styles(self) -> dict[str, Style]:
+    def _role_styles(self, base: Style) -> dict[str, Style]:
+        key = (base, self.app.theme, tuple(self._slots))
+        if self._styles_for is not None and self._styles_for[0] == key:
+            return self._styles_for[1]  # (parsing a style per role each draw cost a third of it)
         theme = self.app.theme_variables
-        base = self.rich_style
         styles = {
             charts.TEXT: base,
             charts.AXIS: base + Style(dim=True),
@@ -219,6 +222,7 @@ class ThroughputPane(Widget, can_focus=True):
         for i, sid in enumerate(self._slots):
             colour = SLOT_COLOURS[i % len(SLOT_COLOURS)]
             styles[f"slot:{sid}"] = base + Style.parse(theme.get(colour, "yellow"))
+        self._styles_for = (key, styles)
         return styles
 
     def _strips_key(self, width: int) -> tuple[Any, ...]:
@@ -235,7 +239,8 @@ class ThroughputPane(Widget, can_focus=True):
         # repaints only the rows whose Strip is new); styles are looked up once per draw.
         same_look = self._key == self._strips_key(width)
         reuse = self._row_strips if same_look else {}
-        styles = self._role_styles()
+        base = self.rich_style
+        styles = self._role_styles(base)
         self._row_strips = {}
         strips = []
         for row in charts.draw_chart(layout):
@@ -244,7 +249,7 @@ class ThroughputPane(Widget, can_focus=True):
             if strip is None:
                 strip = Strip(
                     [Segment(text, styles.get(role, styles[charts.TEXT])) for text, role in row]
-                ).adjust_cell_length(width, self.rich_style)
+                ).adjust_cell_length(width, base)
             self._row_strips[cells] = strip
             strips.append(strip)
         self._strips = strips

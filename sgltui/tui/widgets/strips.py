@@ -1,0 +1,62 @@
+"""Lines drawn from parts: a styled part rendered once and kept, the figures that change each
+sample appended as plain text. Rendering a whole line's markup each second (parse, style,
+segment) cost most of what the memory pane and the slots view spent on an idle screen; a
+line's styled parts change far less often than its figures.
+
+A part rendered on its own carries the cell offsets Content gives its segments (text
+selection reads them, a screenshot's ids hash them), counted from its own start: `shifted`
+moves them to where the part sits in the line, `at` gives a plain segment its offset.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+
+
+def at(x: int) -> Style:
+    """The meta Content gives a segment that starts at cell `x` of its line."""
+    return Style.from_meta({"offset": (x, 0)})
+
+
+def shifted(strip: Strip, x: int) -> Strip:
+    """A part rendered on its own, placed at cell `x` of the line: its segments' offsets
+    moved by x."""
+    out = []
+    for seg in strip:
+        style = seg.style
+        if style is not None and "offset" in style.meta:
+            ox, oy = style.meta["offset"]
+            style = style.clear_meta_and_links() + Style.from_meta(
+                {**style.meta, "offset": (ox + x, oy)}
+            )
+        out.append(Segment(seg.text, style, seg.control))
+    return Strip(out, strip.cell_length)
+
+
+def split_plain(markup: str) -> tuple[str, str, str]:
+    """`markup` as (styled head, plain figures, styled tail), the figures being the text
+    between the last two styled parts, or after the last one: "[b]a[/] 12 tok/s" is
+    ("[b]a[/]", " 12 tok/s", ""), "[b]a[/] 12  [dim]gw[/]" is ("[b]a[/]", " 12  ",
+    "[dim]gw[/]"). Where that cannot be told apart safely (escapes, brackets in the text),
+    the whole markup is the head."""
+    close = markup.rfind("[/]")
+    if close < 0:
+        return markup, "", ""
+    end = close + 3
+    tail = ""
+    if end == len(markup):  # ends in a styled part: the figures come before it
+        opened = markup.rfind("[", 0, close)
+        if opened <= 0 or markup[opened - 1] == "\\" or markup.count("[", opened) != 2:
+            return markup, "", ""
+        tail, close = markup[opened:], markup.rfind("[/]", 0, opened)
+        if close < 0:
+            return markup, "", ""
+        end = close + 3
+    else:
+        opened = len(markup)
+    plain = markup[end:opened]
+    if "[" in plain or "\\" in plain:
+        return markup, "", ""
+    return markup[:end], plain, tail
