@@ -9,10 +9,9 @@ cells and the widget maps each role to a theme colour.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -515,42 +514,10 @@ def _marks(markers: Sequence[ChartMarker], frame: _Frame) -> tuple[tuple[int, st
     return tuple(marks.items())
 
 
-def _edge_columns(
-    points: Sequence[tuple[float, float | None]], spc: float, first: int
-) -> tuple[tuple[int, float | None], tuple[int, float | None]]:
-    """(column, mean) of the newest and of the oldest column in the window that hold a
-    sample: the only columns a sample appended at the end or dropped at the start changes.
-    The mean is summed newest first, as `time_columns` sums it, so it is the same float."""
-
-    def edge(seq: Iterable[tuple[float, float | None]], newest: bool) -> tuple[int, float | None]:
-        col, values = first - 1, list[float]()
-        for ts, v in seq:
-            c = math.floor(ts / spc)
-            if c < first:
-                break  # older than the window (newest first), and so is everything after it
-            if v is None or not math.isfinite(v):
-                continue
-            if values and c != col:
-                break
-            col = c
-            values.append(v)
-        if not newest:
-            values.reverse()
-        total = 0.0
-        for v in values:
-            total += v
-        return col, total / len(values) if values else None
-
-    # The oldest column: from the first point in the window on (points are oldest first).
-    start = bisect.bisect_left(points, first * 1.0, key=lambda p: p[0] / spc)
-    oldest = (points[i] for i in range(start, len(points)))
-    return edge(reversed(points), True), edge(oldest, False)
-
-
 @dataclass(frozen=True)
 class ChartInput:
-    """What the throughput chart is drawn from. `key()` is a cheap stand-in for `layout()`;
-    both share one frame (legend, scale, columns) and one fill rule, worked out once."""
+    """What the throughput chart is drawn from: the frame (legend, scale, columns) and the
+    fill rule are worked out once; `memo` keeps each series' columns between layouts."""
 
     main: ChartSeries
     others: Sequence[ChartSeries]
@@ -582,29 +549,6 @@ class ChartInput:
     def max_gap(self) -> float:
         # All series are sampled together: one fill rule (the main series' sample interval).
         return fill_gap(self.main.points, self.frame.spc, self.first_col)
-
-    def key(self) -> tuple[object, ...]:
-        """A cheap stand-in for `layout()`, for series that only grow at the end and lose
-        points at the start (a bounded history): two equal keys give equal layouts. The
-        columns sit on fixed multiples of seconds, so between two column shifts a new sample
-        changes only the newest column, a dropped one only the oldest; the key holds those two
-        columns of each series, the column the window starts in, the scale, the legend (the
-        latest values) and the markers, and costs a fraction of the layout (no pass over every
-        column)."""
-        frame = self.frame
-        head = (frame.legend, self.width, self.plot_rows, self.window_s, frame.hi, frame.gutter)
-        if not self.plotted:
-            return head
-        return (
-            *head,
-            self.first_col,
-            self.max_gap,
-            tuple(
-                (s.name, s.short, _edge_columns(s.points, frame.spc, self.first_col))
-                for s in (self.main, *self.others)
-            ),
-            _marks(self.markers, frame),
-        )
 
     def _columns(self, s: ChartSeries) -> list[float | None]:
         frame = self.frame
@@ -644,8 +588,8 @@ class NewestColumn:
     """Each series' newest point when a chart was last worked out, and whether its column
     held only that value: a sample that repeats every series' newest value in the same
     column (an idle server's, most seconds) changes neither a column's mean, the scale, the
-    legend nor the window, so the chart stays as drawn. Cheaper than `ChartInput.key`: a
-    look at each series' new points, no pass over the window."""
+    legend nor the window, so the chart stays as drawn. Cheaper than a layout: a look at
+    each series' new points, no pass over the window."""
 
     spc: float
     column: int  # the window's newest column

@@ -65,10 +65,13 @@ class MemoryPane(Widget, can_focus=True):
             self._strips.clear()
             self.refresh()
             return
+        changed = []
         for y, (was, now) in enumerate(zip(old, self._bar_text, strict=True)):
             if was != now:
                 self._strips.pop(y, None)
-                self.refresh(Region(0, y, width, 1))
+                changed.append(Region(0, y, width, 1))
+        if changed:
+            self.refresh(*changed)
 
     @property
     def compact(self) -> bool:

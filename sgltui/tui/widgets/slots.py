@@ -108,10 +108,12 @@ class SlotsPane(ScrollView, can_focus=True):
             self.virtual_size = Size(self.scrollable_content_region.width, len(rows))
             self.refresh(layout=len(old) != len(rows))
         else:  # the same rows: repaint only those that read differently (no layout)
+            changed = []
             for index, ((_, was), (rid, now)) in enumerate(zip(old, rows, strict=True)):
                 if was != now:
                     self._row_options[index] = Option(now, id=rid)
-                    self._refresh_row(index)
+                    changed.append(index)
+            self._refresh_rows(changed)
         want = f"slot:{selected}" if selected is not None else None
         names = [i for i, _ in rows]
         if self.highlighted is not None and self.highlighted >= len(rows):
@@ -213,10 +215,20 @@ class SlotsPane(ScrollView, can_focus=True):
     # -- drawing -----------------------------------------------------------------------------
 
     def _refresh_row(self, index: int) -> None:
-        self._strips.pop(index, None)
-        y = index - self.scroll_offset.y
-        if 0 <= y < self.scrollable_content_region.height:
-            self.refresh(Region(0, y, self.scrollable_content_region.width, 1))
+        self._refresh_rows([index])
+
+    def _refresh_rows(self, indexes: list[int]) -> None:
+        """Repaint these rows, in one refresh (a sample changes most rows of a busy pool)."""
+        if not indexes:
+            return
+        area, top = self.scrollable_content_region, self.scroll_offset.y
+        regions = []
+        for index in indexes:
+            self._strips.pop(index, None)
+            if 0 <= index - top < area.height:
+                regions.append(Region(0, index - top, area.width, 1))
+        if regions:
+            self.refresh(*regions)
 
     def on_resize(self) -> None:
         self._strips.clear()

@@ -60,7 +60,6 @@ class ThroughputPane(Widget, can_focus=True):
         self._has_spec = False
         self._slots: Mapping[str, Sequence[tuple[float, float]]] = {}
         self._layout: charts.ChartLayout | None = None  # what the strips below show
-        self._chart_key: tuple[object, ...] | None = None  # ChartInput.key() of that layout
         self._strips: list[Strip] = []
         self._row_strips: dict[tuple[charts.Cell, ...], Strip] = {}  # cells -> the Strip drawn
         self._key: tuple[Any, ...] | None = None  # size and theme the strips were drawn for
@@ -89,7 +88,7 @@ class ThroughputPane(Widget, can_focus=True):
         changes nothing visible until the columns shift, every few seconds."""
         # The model's own series (bounded deques it appends to), not copies: the chart always
         # draws the newest data, and copying 600 points per series each second costs more than
-        # the key that decides whether to draw.
+        # the layout.
         self._series = series
         self._slots = slots or {}
         self._swaps = list(swaps)
@@ -112,21 +111,23 @@ class ThroughputPane(Widget, can_focus=True):
         self._drawn_from = drawn_from
         chart = self._chart_input(width)
         self._newest = charts.NewestColumn.of(chart)
-        key = chart.key()
-        if same_look and self._chart_key == key:
-            return  # nothing visible changed: the key costs a fraction of the layout
+        # (a layout re-sums only the newest columns, core.charts.ColumnMemo: cheap enough to
+        # work out and compare on every sample that does not repeat the last)
         layout = chart.layout()
         if same_look and layout == self._layout:
-            self._chart_key = key
             return
         old = self._strips
-        strips = self._draw(width, key, layout)
+        strips = self._draw(width, layout)
         if len(strips) != self.content_size.height:
             self.refresh(layout=True)  # the legend wrapped or the accept row came or went
             return
-        for y, strip in enumerate(strips):
-            if y >= len(old) or strip is not old[y]:
-                self.refresh(Region(0, y, width, 1))
+        changed = [
+            Region(0, y, width, 1)
+            for y, strip in enumerate(strips)
+            if y >= len(old) or strip is not old[y]
+        ]
+        if changed:
+            self.refresh(*changed)  # (one refresh: a busy server's sample changes most rows)
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -234,7 +235,7 @@ class ThroughputPane(Widget, can_focus=True):
             self.room,
         )
 
-    def _draw(self, width: int, key: tuple[object, ...], layout: charts.ChartLayout) -> list[Strip]:
+    def _draw(self, width: int, layout: charts.ChartLayout) -> list[Strip]:
         # A row whose cells are the same as on screen keeps its Strip (the object: show()
         # repaints only the rows whose Strip is new); styles are looked up once per draw.
         same_look = self._key == self._strips_key(width)
@@ -253,14 +254,14 @@ class ThroughputPane(Widget, can_focus=True):
             self._row_strips[cells] = strip
             strips.append(strip)
         self._strips = strips
-        self._chart_key, self._layout, self._key = key, layout, self._strips_key(width)
+        self._layout, self._key = layout, self._strips_key(width)
         return strips
 
     def _cached_strips(self, width: int) -> list[Strip]:
         if self._key != self._strips_key(width):  # resized, another theme, or never drawn
             self._newest = None  # (of the columns at the old width)
             chart = self._chart_input(width)
-            return self._draw(width, chart.key(), chart.layout())
+            return self._draw(width, chart.layout())
         return self._strips
 
     def render_line(self, y: int) -> Strip:
