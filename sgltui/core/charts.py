@@ -597,6 +597,9 @@ class NewestColumn:
     # The scale is the main series' largest value over the last window_s seconds (not
     # columns): it may change when the newest point holding it leaves, at this stamp.
     top_leaves: float = math.inf
+    # name -> the series (the object) and its length then: one replaced or read again (a
+    # history loaded after the first sample, with older stamps) is not "the same, grown".
+    seen: dict[str, tuple[Sequence[tuple[float, float | None]], int]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, chart: ChartInput) -> NewestColumn | None:
@@ -607,9 +610,11 @@ class NewestColumn:
         spc = chart.frame.spc
         column = math.floor(chart.frame.end / spc)
         newest: dict[str, tuple[float, float | None, bool]] = {}
+        seen: dict[str, tuple[Sequence[tuple[float, float | None]], int]] = {}
         for s in (chart.main, *chart.others, *chart.legend_only):
             if not s.points or math.floor(s.points[-1][0] / spc) != column:
                 return None
+            seen[s.name] = (s.points, len(s.points))
             ts, value = s.points[-1]
             uniform = True
             for t, v in reversed(s.points):
@@ -626,24 +631,31 @@ class NewestColumn:
             if v is not None and math.isfinite(v) and (v > top or top_ts is None and v == top):
                 top, top_ts = v, t
         leaves = top_ts + chart.window_s if top_ts is not None and top > 0 else math.inf
-        return cls(spc, column, newest, leaves)
+        return cls(spc, column, newest, leaves, seen)
 
     def holds(
         self, points_of: Callable[[str], Sequence[tuple[float, float | None]] | None]
     ) -> bool:
         """True when every series' points since then (`points_of(name)`) are its newest value
-        again, in the same column, and that column held nothing else."""
+        again, in the same column, and that column held nothing else; the series must be
+        the ones it was taken of (the objects), only appended to since."""
         for name, (ts, value, uniform) in self.newest.items():
             points = points_of(name)
-            if points is None:
+            was, length = self.seen.get(name, (None, 0))
+            if points is None or points is not was:
                 return False
             if points and points[-1][0] >= self.top_leaves:
                 return False  # the scale's top may have left the window
+            added = 0
             for t, v in reversed(points):
                 if t <= ts:
                     break
                 if not uniform or v != value or math.floor(t / self.spc) != self.column:
                     return False
+                added += 1
+            most = getattr(points, "maxlen", None)
+            if len(points) != (length + added if most is None else min(most, length + added)):
+                return False  # emptied and filled again in place
         return True
 
 
