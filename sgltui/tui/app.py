@@ -73,10 +73,6 @@ STATUS_POLL_S = 15.0
 JOBS_READ_S = 1.0
 
 
-def _reraise(exc: BaseException) -> None:
-    raise exc
-
-
 class SgltuiApp(App[str | None]):
     # Problems found while loading themes, set by make_app and printed on exit.
     theme_errors: list[str] = []
@@ -340,16 +336,12 @@ class SgltuiApp(App[str | None]):
         self._dirty.update(areas)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            # The event loop's own timer, not a Textual Timer: that makes a task per timer and
-            # cost more than the flush it schedules, once a second (an idle TUI's largest share
-            # after drawing). An error in the flush still reaches Textual's handler.
-            asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self._flush_in_loop)
-
-    def _flush_in_loop(self) -> None:
-        try:
-            self._flush_dirty()
-        except Exception as exc:  # noqa: BLE001 - handed to Textual, which shows it and exits
-            self.call_next(_reraise, exc)
+            # The event loop's own timer posts the flush to the app as a callback message, run
+            # in order with the app's other messages. Not a Textual Timer: that makes a task
+            # per timer and cost more than the flush it schedules, once a second. Not the
+            # flush itself from the loop's timer: that ran beside the app's message handling,
+            # and moving onto a slot's row was now and then lost (two Pilot tests under load).
+            asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self.call_later, self._flush_dirty)
 
     def refresh_status_soon(self) -> None:
         if not self._status_scheduled:

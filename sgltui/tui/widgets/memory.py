@@ -51,7 +51,16 @@ class MemoryPane(Widget, can_focus=True):
         # A layout pass only when the number of GPUs or standbys (so the height) changes, and a
         # repaint of only the lines that read differently (none on most samples of an idle server).
         warm = views.standby_lines(slots or [])
-        relayout = len(telemetry.gpus) != len(self._telemetry.gpus) or len(warm) != len(self._warm)
+        before = self._telemetry
+        if (
+            self._key is not None
+            and warm == self._warm
+            and telemetry.gpus == before.gpus
+            and telemetry.host == before.host
+            and telemetry.gpu_source == before.gpu_source
+        ):
+            return  # the same readings (GPUs that hold still): nothing to look at again
+        relayout = len(telemetry.gpus) != len(before.gpus) or len(warm) != len(self._warm)
         if relayout:
             self._gpu_rows.clear()  # (one line or two per GPU)
         self._telemetry, self._warm = telemetry, warm
