@@ -255,15 +255,47 @@ def _column_means(
     return out
 
 
+@dataclass(frozen=True)
+class SeriesMark:
+    """A series as a chart last read it: the object, its length, its first stamp and its
+    newest point. Both shortcuts below (re-summing only the newest columns, keeping a chart
+    whose newest column repeats) hold only for the same series grown since by points at the
+    end and shortened at the start (the TUI's bounded histories); `appended` tells."""
+
+    points: Sequence[tuple[float, float | None]]
+    length: int
+    oldest: float
+    newest: tuple[float, float | None]
+
+    @classmethod
+    def of(cls, points: Sequence[tuple[float, float | None]]) -> SeriesMark | None:
+        return cls(points, len(points), points[0][0], points[-1]) if points else None
+
+    def appended(self, points: Sequence[tuple[float, float | None]]) -> int | None:
+        """How many points `points` gained at the end since (0: none); None when it is another
+        series, or changed otherwise (emptied and filled again, a point replaced, stamps
+        going back, points dropped that its first stamp does not account for)."""
+        if points is not self.points or not points:
+            return None
+        newest_ts, added = self.newest[0], 0
+        for ts, _ in reversed(points):
+            if ts <= newest_ts:
+                break
+            added += 1
+        dropped = self.length + added - len(points)
+        if dropped < 0 or added >= len(points) or points[len(points) - added - 1] != self.newest:
+            return None
+        if (points[0][0] != self.oldest) != (dropped > 0):
+            return None
+        return added
+
+
 @dataclass
 class _Summed:
-    points: Sequence[tuple[float, float | None]]  # the series it summed (the object)
+    mark: SeriesMark | None  # the series summed, as it was then
     width: int
     spc: float
     first: int
-    newest: tuple[float, float | None] | None  # the newest point summed
-    oldest: float  # the series' first stamp then
-    length: int  # its length then
     sums: list[float]
     counts: list[int]
 
@@ -294,7 +326,7 @@ class ColumnMemo:
         kept = self._kept.get(name)
         since = self._since(kept, points, width, spc, first)
         if kept is None or since is None:
-            kept = _Summed(points, width, spc, first, None, 0.0, 0, [0.0] * width, [0] * width)
+            kept = _Summed(None, width, spc, first, [0.0] * width, [0] * width)
             self._kept[name] = kept
             since = 0
         else:
@@ -306,8 +338,7 @@ class ColumnMemo:
             for col in range(since, width):
                 kept.sums[col], kept.counts[col] = 0.0, 0
         _add_columns(points, spc, first, since, kept.sums, kept.counts)
-        if points:
-            kept.newest, kept.oldest, kept.length = points[-1], points[0][0], len(points)
+        kept.mark = SeriesMark.of(points)
         return _column_means(kept.sums, kept.counts, spc, max_gap)
 
     @staticmethod
@@ -319,26 +350,18 @@ class ColumnMemo:
         first: int,
     ) -> int | None:
         """The first window column (relative) to sum again, None to sum the whole window."""
-        if kept is None or kept.points is not points or (kept.width, kept.spc) != (width, spc):
+        if kept is None or kept.mark is None or (kept.width, kept.spc) != (width, spc):
             return None
-        if first < kept.first or first - kept.first >= width or not points or not kept.newest:
+        if first < kept.first or first - kept.first >= width:
             return None
-        newest_ts, since, added = kept.newest[0], width, 0
-        for ts, _ in reversed(points):
-            if ts <= newest_ts:
-                break
-            since = min(since, math.floor(ts / spc) - first)
-            added += 1
-        # Appended at the end and dropped from the start only: the newest point summed is
-        # where that leaves it, and the points dropped are as many as the length says.
-        dropped = kept.length + added - len(points)
-        if dropped < 0 or added >= len(points) or points[len(points) - added - 1] != kept.newest:
+        added = kept.mark.appended(points)
+        if added is None:
             return None
-        if (points[0][0] != kept.oldest) != (dropped > 0):
-            return None
-        if dropped and math.floor(points[0][0] / spc) >= first:
-            return None  # points left from inside the window (a short history)
-        return max(0, since)
+        if len(points) < kept.mark.length + added and math.floor(points[0][0] / spc) >= first:
+            return None  # points dropped from inside the window (a short history)
+        if not added:
+            return width
+        return max(0, math.floor(points[len(points) - added][0] / spc) - first)
 
 
 def _nice_step(raw: float) -> float:
@@ -597,9 +620,9 @@ class NewestColumn:
     # The scale is the main series' largest value over the last window_s seconds (not
     # columns): it may change when the newest point holding it leaves, at this stamp.
     top_leaves: float = math.inf
-    # name -> the series (the object) and its length then: one replaced or read again (a
-    # history loaded after the first sample, with older stamps) is not "the same, grown".
-    seen: dict[str, tuple[Sequence[tuple[float, float | None]], int]] = field(default_factory=dict)
+    # name -> the series as read then: one replaced or read again (a history loaded after the
+    # first sample, with older stamps) is not "the same, grown".
+    seen: dict[str, SeriesMark] = field(default_factory=dict)
 
     @classmethod
     def of(cls, chart: ChartInput) -> NewestColumn | None:
@@ -610,12 +633,13 @@ class NewestColumn:
         spc = chart.frame.spc
         column = math.floor(chart.frame.end / spc)
         newest: dict[str, tuple[float, float | None, bool]] = {}
-        seen: dict[str, tuple[Sequence[tuple[float, float | None]], int]] = {}
+        seen: dict[str, SeriesMark] = {}
         for s in (chart.main, *chart.others, *chart.legend_only):
-            if not s.points or math.floor(s.points[-1][0] / spc) != column:
+            mark = SeriesMark.of(s.points)
+            if mark is None or math.floor(mark.newest[0] / spc) != column:
                 return None
-            seen[s.name] = (s.points, len(s.points))
-            ts, value = s.points[-1]
+            seen[s.name] = mark
+            ts, value = mark.newest
             uniform = True
             for t, v in reversed(s.points):
                 if math.floor(t / spc) != column:
@@ -639,23 +663,18 @@ class NewestColumn:
         """True when every series' points since then (`points_of(name)`) are its newest value
         again, in the same column, and that column held nothing else; the series must be
         the ones it was taken of (the objects), only appended to since."""
-        for name, (ts, value, uniform) in self.newest.items():
+        for name, (_, value, uniform) in self.newest.items():
             points = points_of(name)
-            was, length = self.seen.get(name, (None, 0))
-            if points is None or points is not was:
+            mark = self.seen.get(name)
+            added = None if points is None or mark is None else mark.appended(points)
+            if points is None or added is None:
                 return False
-            if points and points[-1][0] >= self.top_leaves:
+            if points[-1][0] >= self.top_leaves:
                 return False  # the scale's top may have left the window
-            added = 0
-            for t, v in reversed(points):
-                if t <= ts:
-                    break
+            for i in range(len(points) - added, len(points)):
+                t, v = points[i]
                 if not uniform or v != value or math.floor(t / self.spc) != self.column:
                     return False
-                added += 1
-            most = getattr(points, "maxlen", None)
-            if len(points) != (length + added if most is None else min(most, length + added)):
-                return False  # emptied and filled again in place
         return True
 
 
