@@ -214,17 +214,28 @@ def _draw_hosts(host: PaneHost, pane: HostsPane, dirty: set[str]) -> None:
 # -- focus keys that do more than focus ------------------------------------------------------
 
 
+def focus_now(widget: Widget) -> None:
+    """Focus `widget` before the next key is handled. `Widget.focus()` defers the focus behind
+    the events already queued, so a focus key and arrows typed (or pasted) in one burst, `o`
+    then two downs, moved the cursor of the widget focused before."""
+    widget.screen.set_focus(widget)
+
+
 def _focus_memory_or_chart(host: PaneHost, pane: Widget) -> None:
     # A short screen with several slots has room for one of the two: the key picks which
     # (app.tcss, -memory); elsewhere both are shown and it only focuses.
+    shown = pane.display and pane.region.height > 0
     host.main_screen.set_class(pane.id == "memory", "-memory")
     host.mark(M.MEMORY)
-    host.call_after_refresh(pane.focus)
+    if shown:
+        focus_now(pane)
+    else:  # it shows once the new class's styles apply
+        host.call_after_refresh(pane.focus)
 
 
 def _focus_slots(host: PaneHost, pane: SlotsPane) -> None:
     if pane.display:
-        pane.focus()
+        focus_now(pane)
     else:
         host.notify("one slot: no slots view (host.toml places servers on GPUs)")
 
@@ -373,9 +384,7 @@ def focus(host: PaneHost, name: str) -> None:
     target = pane.query_one(spec.focus_on) if spec.focus_on else pane
     if spec.place[0] == TAB:
         host.show_tab(name)
-        host.call_after_refresh(target.focus)
-    else:
-        target.focus()
+    focus_now(target)
 
 
 def tab_id(name: str) -> str:

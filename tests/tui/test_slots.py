@@ -5,6 +5,7 @@ ScriptedSource, so the TUI is tested without the agent side."""
 from __future__ import annotations
 
 import pytest
+from textual import events
 from textual.content import Content
 
 from sgltui.tui.screens import DrainChoice, SlotOrPool
@@ -89,6 +90,26 @@ async def test_picking_a_slot_shows_its_details_logs_and_insight():
         await pilot.pause(0.1)
         pane.highlighted = 2  # the pool's row: every slot's logs again
         await until(pilot, lambda: app.model.selected is None and app.logbuf.only_slot is None)
+
+
+async def test_a_focus_key_and_arrows_in_one_burst_move_the_slots_cursor():
+    """`o` and two downs typed (or pasted) at once: the arrows go to the slots view the key
+    focused, and the screen follows the row they reach (the focus used to land after them,
+    so they moved the cursor of the widget focused before)."""
+    src = ScriptedSource(make_host_status(3))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        profiles = app.query_one("#profile-list")
+        profiles.focus()
+        await pilot.pause(0.1)
+        was = profiles.highlighted
+        for key in ("o", "down", "down"):  # queued together, as a terminal's read delivers them
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await until(pilot, lambda: app.model.selected == "c")
+        assert app.focused is app.query_one(SlotsPane)
+        assert app.query_one(SlotsPane).highlighted == 2
+        assert profiles.highlighted == was  # the old focus did not move
 
 
 async def test_a_profile_key_asks_this_slot_or_the_whole_pool():

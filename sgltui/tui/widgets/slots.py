@@ -119,7 +119,7 @@ class SlotsPane(ScrollView, can_focus=True):
         if self.highlighted is not None and self.highlighted >= len(rows):
             self.highlighted = len(rows) - 1 if rows else None
         # The highlight follows the model until the operator moves it (the pane has focus).
-        if not self.has_focus and want in names and self.highlighted != names.index(want):
+        if not self.operator_has_it and want in names and self.highlighted != names.index(want):
             self.highlighted = names.index(want)
 
     @staticmethod
@@ -166,6 +166,13 @@ class SlotsPane(ScrollView, can_focus=True):
 
     # -- the cursor --------------------------------------------------------------------------
 
+    @property
+    def operator_has_it(self) -> bool:
+        """Focused as of now. `has_focus` turns true when the Focus event is handled, after
+        the keys already queued: `o` and two downs typed at once moved the cursor, but the
+        screen did not follow it."""
+        return self.app.focused is self
+
     def validate_highlighted(self, value: int | None) -> int | None:
         if value is None or not self._rows:
             return None
@@ -178,7 +185,7 @@ class SlotsPane(ScrollView, can_focus=True):
         if now is None:
             return
         self.scroll_to_region(Region(0, now, 1, 1), animate=False, immediate=True)
-        if self.has_focus:  # the operator moved it (the app's own moves follow the model)
+        if self.operator_has_it:  # the operator moved it (the app's own moves follow the model)
             kind, _, name = self._rows[now][0].partition(":")
             if kind == "found":  # not a slot: the screen stays on the one it showed
                 return
