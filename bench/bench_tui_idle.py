@@ -182,7 +182,7 @@ def repaint_live_lines(app) -> None:
     from textual.geometry import Region
 
     for widget in app.query("#slots, #log-view"):
-        widget.refresh()
+        widget.refresh(widget.size.region)  # every row inside the border
     for chart in app.query("#chart"):
         width = chart.size.width
         chart.refresh(Region(0, 0, width, 1), Region(0, chart.size.height // 2, width, 1))
