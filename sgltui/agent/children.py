@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -47,7 +47,16 @@ def spawn_child(argv: list[str], log_path: Path) -> subprocess.Popen:
         )
 
 
-def stop_group(proc: subprocess.Popen, grace: float) -> None:
+class GroupLeader(Protocol):
+    """A process leading its own group: a Popen, or a gateway an earlier agent started
+    (gateway.Adopted, watched through psutil)."""
+
+    pid: int
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def stop_group(proc: GroupLeader, grace: float) -> None:
     """Blocking: SIGTERM the child's group, SIGKILL it after `grace`, reap the child."""
     try:
         os.killpg(proc.pid, signal.SIGTERM)

@@ -50,6 +50,7 @@ import httpx
 import msgspec
 
 from sgltui import protocol
+from sgltui.agent.children import stop_group
 from sgltui.agent.gateway_launch import NOT_INSTALLED as NOT_INSTALLED
 from sgltui.agent.gateway_launch import SMG as SMG
 from sgltui.agent.telemetry.engine_parse import metric_samples
@@ -66,6 +67,7 @@ CHECK_INTERVAL_S = 1  # smg health and worker start-up checks
 START_TIMEOUT_S = 30.0  # smg answers in well under a second; this is for a loaded machine
 DRAIN_TIMER_S = 15.0  # smg lists a removed worker as draining for 5 s; this bounds the wait
 REGISTER_WAIT_S = 10.0  # at most this for the workers it starts with to be routable
+STOP_AFTER_IDLE_S = 0.5  # SIGTERM to SIGKILL once nothing is in flight (smg would wait 5 s)
 
 
 class GatewayError(Exception):
@@ -447,7 +449,12 @@ class Gateway:
             self._watch = None
         proc = self.proc
         if proc is not None:
-            await asyncio.to_thread(_stop_group, proc, grace)
+            # smg's own graceful stop keeps serving for 5 s (for load balancers to notice; not
+            # a flag in smg 1.13) before it drains, so every pool stop and every restart for a
+            # new model waited that long. Nobody but this agent routes here: it waits for what
+            # is in flight through the gateway (at most `grace`), then ends it.
+            await self._wait_idle(grace)
+            await asyncio.to_thread(stop_group, proc, STOP_AFTER_IDLE_S)
         self.proc = None
         self.state = "stopped"
         with contextlib.suppress(OSError):
@@ -597,6 +604,23 @@ class Gateway:
         return sum(w.status == "ready" for w in (await self.workers() or []))
 
     # --- metrics ----------------------------------------------------------------------------
+
+    async def _wait_idle(self, timeout: float) -> None:
+        """Until the gateway proxies no request (its metrics say so), at most `timeout` s;
+        at once when its metrics do not answer (nothing to wait for that can be known)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            r = await self._get(f"http://127.0.0.1:{self.prometheus_port}", "/metrics", {}, 1.0)
+            if r is None or r.status_code != 200:
+                return
+            sample = parse_metrics(
+                r.text, pool=self.pool, pid=self.pid, state=self.state, restarts=self.restarts
+            )
+            if not any(w.requests_active for w in sample.workers):
+                return
+            if time.monotonic() >= deadline:
+                return
+            await asyncio.sleep(POLL_S)
 
     async def sample(self) -> GatewaySample:
         text = ""
@@ -786,20 +810,6 @@ def _created(pid: int) -> float | None:
         return float(psutil.Process(pid).create_time())
     except (psutil.Error, OSError):
         return None
-
-
-def _stop_group(proc: subprocess.Popen[bytes] | Adopted, grace: float) -> None:
-    """Blocking: SIGTERM the group, SIGKILL after `grace`, reap."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
 
 
 def describe(gw: Gateway) -> dict[str, Any]:

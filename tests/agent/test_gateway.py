@@ -130,6 +130,27 @@ async def test_remove_wait_for_in_flight_then_add_back(sim_server, tmp_path):
         await gw.stop()
 
 
+async def test_stop_lets_a_request_in_flight_through_it_finish(sim_server, tmp_path):
+    """The gateway's stop waits for what it proxies (smg's own 5 s settle it does not): a
+    stream running through it when the pool stops ends with its [DONE]."""
+    # Tokens at full speed (300 take ~2 s), a start-up at a fiftieth of it.
+    slow = sim_server("--sim-time-scale", "1", "--sim-slow-start", "0.02")
+    gw = _gateway(tmp_path)
+    await gw.start([slow.url])
+    async with httpx.AsyncClient(timeout=60) as client:
+        body = {"model": "default", "prompt": "x", "max_tokens": 300, "stream": True}
+        stream = asyncio.ensure_future(client.post(gw.endpoint + "/v1/completions", json=body))
+        deadline = time.monotonic() + 10
+        while await gateway.worker_in_flight(slow.url) == 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert await gateway.worker_in_flight(slow.url) == 1
+        await gw.stop(grace=30.0)
+        assert stream.done()  # the stop waited for it
+        r = await stream
+        assert r.status_code == 200 and "[DONE]" in r.text
+    assert gw.pid is None
+
+
 async def test_kill_9_of_the_gateway_comes_back_with_the_current_workers(sim_server, tmp_path):
     a, b = sim_server(), sim_server()
     events = []
