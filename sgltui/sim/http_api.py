@@ -181,10 +181,14 @@ class Api:
                 while not st.queue.empty():
                     st.queue.get_nowait()
                 n = len(st.output_ids)
-                if st.finish is not None or n - sent >= interval:
+                # Whether this count is the last, taken before the yield: the finish may come
+                # while the consumer writes the chunk (a slow client), and then the tokens
+                # since and the finish are still to send (the stream ended without them).
+                finished = st.finish is not None
+                if finished or n - sent >= interval:
                     yield sent, n
                     sent = n
-                if st.finish is not None:
+                if finished:
                     return
         finally:
             self._watched.pop(st.rid, None)
