@@ -14,7 +14,7 @@ Budgets (the design's), each measured in the same run against its baseline:
 The scripted rounds also measure the screen's floor: the same screen with nothing arriving,
 repainting each second, from strips already drawn, the lines a live second changes. It is what
 Textual's compositor and the terminal writes cost for those lines whatever sgltui does; the
-live ratio less the floor's is sgltui's own work. (With 8 busy slots the floor alone is ~1.5x
+live ratio less the floor's is sgltui's own work. (With 8 busy slots the floor alone is ~1.9x
 the clock: docs/performance.md, "Fifth round".)
 
 All apps run in a real pseudo-terminal (the real driver, real escape codes written), 120x40, as
