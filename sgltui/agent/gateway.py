@@ -610,23 +610,25 @@ class Gateway:
         at once when its metrics do not answer (nothing to wait for that can be known)."""
         deadline = time.monotonic() + timeout
         while True:
-            r = await self._get(f"http://127.0.0.1:{self.prometheus_port}", "/metrics", {}, 1.0)
-            if r is None or r.status_code != 200:
-                return
-            sample = parse_metrics(
-                r.text, pool=self.pool, pid=self.pid, state=self.state, restarts=self.restarts
-            )
-            if not any(w.requests_active for w in sample.workers):
+            sample = await self._metrics(1.0)
+            if sample is None or not any(w.requests_active for w in sample.workers):
                 return
             if time.monotonic() >= deadline:
                 return
             await asyncio.sleep(POLL_S)
 
     async def sample(self) -> GatewaySample:
-        text = ""
-        r = await self._get(f"http://127.0.0.1:{self.prometheus_port}", "/metrics", {}, 2.0)
-        if r is not None and r.status_code == 200:
-            text = r.text
+        """The gateway's metrics now; no workers and zero counts when they do not answer."""
+        sample = await self._metrics(2.0)
+        return sample if sample is not None else self._parsed("")
+
+    async def _metrics(self, timeout: float) -> GatewaySample | None:
+        r = await self._get(f"http://127.0.0.1:{self.prometheus_port}", "/metrics", {}, timeout)
+        if r is None or r.status_code != 200:
+            return None
+        return self._parsed(r.text)
+
+    def _parsed(self, text: str) -> GatewaySample:
         return parse_metrics(
             text, pool=self.pool, pid=self.pid, state=self.state, restarts=self.restarts
         )
