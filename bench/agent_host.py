@@ -87,7 +87,7 @@ class AgentHost:
         self.pid: int | None = None
 
     def call(self, op: str, **args: Any) -> Any:
-        from sgltui.agent.client import call_sync
+        from sgltui.client import call_sync
 
         return call_sync(
             self.state, op, autostart=False, profiles_dirs=self.dirs, client_name="bench", **args
@@ -95,7 +95,7 @@ class AgentHost:
 
     def start(self) -> None:
         """Start the agent and every slot's server; return once all are ready."""
-        from sgltui.agent.client import AgentError, spawn_agent
+        from sgltui.client import AgentError, spawn_agent
 
         saved = {k: os.environ.get(k) for k in self.env}
         os.environ.update(self.env)  # the agent (and its servers) read these at start
@@ -142,7 +142,7 @@ class AgentHost:
         self.call("demo_load", on=on)
 
     def stop(self) -> None:
-        from sgltui.agent.client import AgentError
+        from sgltui.client import AgentError
 
         try:
             self.call("demo_load", on=False)

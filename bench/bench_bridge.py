@@ -43,7 +43,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sgltui.agent.client import AgentClient  # noqa: E402
+from sgltui.client import AgentClient  # noqa: E402
 from sgltui.fleet import config as fleet_config  # noqa: E402
 from sgltui.fleet.client import HostClient  # noqa: E402
 from tests.fleet import sshd as sshd_mod  # noqa: E402

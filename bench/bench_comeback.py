@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_swap_overhead import direct_start, free_port, write_profile  # noqa: E402
 
-from sgltui.agent.client import AgentError, call_sync, spawn_agent  # noqa: E402
+from sgltui.client import AgentError, call_sync, spawn_agent  # noqa: E402
 
 AGENT_BUDGET_S = 5.0
 

@@ -37,7 +37,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sgltui.agent.client import AgentError, call_sync, spawn_agent  # noqa: E402
+from sgltui.client import AgentError, call_sync, spawn_agent  # noqa: E402
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 TPOT_BUDGET = 1.10  # front TPOT / direct TPOT

@@ -112,7 +112,7 @@ def agent_rss(inp: Path, out: Path, concurrency: int, tmp: Path) -> dict:
     """A job through a real agent; the agent's RSS sampled over the run."""
     import psutil
 
-    from sgltui.agent.client import AgentError, call_sync, spawn_agent
+    from sgltui.client import AgentError, call_sync, spawn_agent
 
     state, profiles = tmp / "state", tmp / "profiles"
     profiles.mkdir()

@@ -60,7 +60,7 @@ def write_input(path: Path, n: int, input_len: int, output_len: int, seed: int) 
 
 
 def wait_job(agent, jid: str, pred, timeout: float) -> dict:
-    from sgltui.agent.client import AgentError
+    from sgltui.client import AgentError
 
     deadline = time.monotonic() + timeout
     view = None
@@ -111,7 +111,7 @@ def part_a(agent, tmp: Path, n: int, out_len: int) -> None:
 
 
 def part_b(agent, tmp: Path, workloads: int, n: int, point_s: float) -> None:
-    from sgltui.agent.client import AgentError
+    from sgltui.client import AgentError
 
     agree = qualified = 0
     for seed in range(workloads):
@@ -198,7 +198,7 @@ def main() -> int:
             if not args.skip_b:
                 part_b(agent, tmp, args.workloads, args.b_requests, args.point_s)
         finally:
-            from sgltui.agent.client import AgentError
+            from sgltui.client import AgentError
 
             try:
                 agent.call("shutdown", stop_servers=True)

@@ -168,7 +168,7 @@ class Streams:
 
 
 def part3(args, tmp: Path) -> None:
-    from sgltui.agent.client import AgentError, call_sync, spawn_agent
+    from sgltui.client import AgentError, call_sync, spawn_agent
 
     cfg = tmp / "config"
     (cfg / "sgltui").mkdir(parents=True)

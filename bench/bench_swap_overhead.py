@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sgltui.agent.client import AgentError, call_sync, spawn_agent  # noqa: E402
+from sgltui.client import AgentError, call_sync, spawn_agent  # noqa: E402
 
 BUDGET_S = 0.5
 REFUSED_BUDGET_S = 2.0

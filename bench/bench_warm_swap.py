@@ -37,7 +37,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sgltui.agent.client import AgentError, call_sync, spawn_agent  # noqa: E402
+from sgltui.client import AgentError, call_sync, spawn_agent  # noqa: E402
 from sgltui.sim.models import resolve_model  # noqa: E402
 
 PINNED_GBS = 54.0  # the simulator's --sim-pinned-bandwidth-gbs default (H100 PCIe Gen5)

@@ -11,6 +11,7 @@ import argparse
 import functools
 import importlib
 import sys
+from typing import Any
 
 from sgltui import __version__
 from sgltui.commands import CliError
@@ -35,7 +36,61 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The top-level words each module registers: a command imports its own module only, so that
+# `sgltui status` does not load the TUI, the web server or the bench to parse its arguments.
+# tests/agent/test_cli_table.py holds this table to what the modules register.
+COMMAND_WORDS = {
+    "tui": "tui",
+    "demo": "tui",
+    "profiles": "profiles",
+    "start": "server",
+    "stop": "server",
+    "restart": "server",
+    "swap": "server",
+    "status": "server",
+    "logs": "server",
+    "agent": "server",
+    "attach": "attach",
+    "adopt": "attach",
+    "detach": "attach",
+    "top": "telemetry",
+    "bench": "bench",
+    "sessions": "sessions",
+    "report": "sessions",
+    "replay": "sessions",
+    "web": "web",
+    "job": "jobs",
+    "host": "host",
+    "fleet": "fleet",
+    "standby": "standby",
+}
+# Root options that take a value: the word after one is not the command.
+ROOT_VALUE_OPTIONS = ("--state-dir", "--profiles", "--host", "--fleet", "--theme")
+
+
+def command_word(words: list[str]) -> str | None:
+    """The command named on the line (the first word that is neither a root option nor its
+    value), or None (a bare `sgltui`, `--help`, `--version`)."""
+    skip = False
+    for w in words:
+        if skip:
+            skip = False
+        elif w in ROOT_VALUE_OPTIONS:
+            skip = True
+        elif not w.startswith("-"):
+            return w
+    return None
+
+
+def open_tui(args: argparse.Namespace) -> int:
+    """A bare `sgltui`: the app on this host's agent (or the fleet's, with a fleet.toml)."""
+    from sgltui.commands import tui
+
+    return tui.open_tui(args)
+
+
+def build_parser(modules: tuple[str, ...] = COMMAND_MODULES) -> argparse.ArgumentParser:
+    """The parser with the commands of `modules` (all of them by default: --help lists them)."""
     parser = argparse.ArgumentParser(
         prog="sgltui",
         description="Terminal control panel for SGLang servers: launch, watch, hot-swap, benchmark, record.",
@@ -52,21 +107,62 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="extra profile directory (repeatable)",
     )
+    parser.add_argument(
+        "--host",
+        dest="remote_host",
+        metavar="NAME",
+        help="run the command on this fleet.toml host, over ssh",
+    )
+    parser.add_argument(
+        "--fleet",
+        dest="fleet_file",
+        metavar="FILE",
+        help="the fleet file (default: $SGLTUI_FLEET or ~/.config/sgltui/fleet.toml)",
+    )
+    parser.add_argument("--theme", default=None, help="colour theme for the app (see themes/)")
+    parser.set_defaults(default_handler=open_tui)  # a bare `sgltui` opens the app
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        module = importlib.import_module(f"sgltui.commands.{name}")
-        module.register(sub)
-        # An area may also claim options or the default action of the root parser (the TUI
-        # opens on a bare `sgltui`).
-        register_root = getattr(module, "register_root", None)
-        if register_root is not None:
-            register_root(parser)
+    for name in modules:
+        importlib.import_module(f"sgltui.commands.{name}").register(sub)
     return parser
 
 
+class _Words:
+    """Subparsers that only note the words registered on them (registered_words)."""
+
+    def __init__(self) -> None:
+        self.words: list[str] = []
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        self.words.append(name)
+        return argparse.ArgumentParser(prog=name)
+
+
+def registered_words() -> dict[str, str]:
+    """Each top-level word the command modules register, with its module (what COMMAND_WORDS
+    must say)."""
+    found: dict[str, str] = {}
+    for name in COMMAND_MODULES:
+        words = _Words()
+        importlib.import_module(f"sgltui.commands.{name}").register(words)
+        found.update(dict.fromkeys(words.words, name))
+    return found
+
+
+def parser_for(words: list[str]) -> argparse.ArgumentParser:
+    """Only the named command's module when the line names a known command; none for a bare
+    `--version`; every module otherwise (help, a typo: argparse lists the choices)."""
+    word = command_word(words)
+    if word in COMMAND_WORDS:
+        return build_parser((COMMAND_WORDS[word],))
+    if word is None and "--version" in words and "-h" not in words and "--help" not in words:
+        return build_parser(())
+    return build_parser()
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
+    parser = parser_for(words)
     args = parser.parse_args(words)
     if argv is None:  # a process of its own (not a caller's main([...])): see core/hangup.py
         hangup.watch()  # the far end of `ssh HOST sgltui ...` ends when the connection does

@@ -23,19 +23,9 @@ from pathlib import Path
 
 from sgltui.agent import config as agent_config
 from sgltui.agent import keeper
+from sgltui.client.paths import paths
 from sgltui.core import locations, placement
 from sgltui.core.files import keep_private, private_dir, write_atomic
-
-SOCKET, PIDFILE, LOCKFILE, LOGFILE = "agent.sock", "agent.pid", "agent.lock", "agent.log"
-
-
-def paths(state_dir: Path) -> dict[str, Path]:
-    return {
-        "socket": state_dir / SOCKET,
-        "pid": state_dir / PIDFILE,
-        "lock": state_dir / LOCKFILE,
-        "log": state_dir / LOGFILE,
-    }
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

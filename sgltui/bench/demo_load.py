@@ -40,7 +40,7 @@ class DemoLoad:
 
     async def watch_agent(self) -> None:
         """Follow slot 0; return when the agent is gone."""
-        from sgltui.agent.client import AgentClient, AgentError
+        from sgltui.client import AgentClient, AgentError
 
         client = AgentClient(self.state_dir, client_name="demo-load")
         try:

@@ -239,7 +239,7 @@ class Runner:
             if asyncio.iscoroutine(r):
                 await r
         if self.agent is not None:
-            from sgltui.agent.client import AgentError
+            from sgltui.client import AgentError
 
             # Progress is best effort: a lost agent connection must not end the run.
             with contextlib.suppress(AgentError, OSError, asyncio.TimeoutError):
@@ -436,7 +436,7 @@ class Runner:
         run, or a sweep of the profile running now only)."""
         if self.spec.url or self.agent is None or not self.spec.profiles:
             return None
-        from sgltui.agent.client import AgentError
+        from sgltui.client import AgentError
 
         with contextlib.suppress(AgentError, OSError, asyncio.TimeoutError):
             slot = _slot(await self.agent.call("status"), self.spec.slot) or {}
@@ -449,7 +449,7 @@ class Runner:
         the result (`put_back`, shown by `sgltui bench`, the Bench tab and the Activity pane)."""
         if before is None or self.agent is None:
             return
-        from sgltui.agent.client import AgentError
+        from sgltui.client import AgentError
 
         with contextlib.suppress(AgentError, OSError, asyncio.TimeoutError):
             slot = _slot(await self.agent.call("status"), self.spec.slot) or {}
@@ -483,7 +483,7 @@ class Runner:
         """The point's GPU energy from the agent's power samples (none for --url runs)."""
         joules = None
         if self.agent is not None and not self.spec.url:
-            from sgltui.agent.client import AgentError
+            from sgltui.client import AgentError
 
             with contextlib.suppress(AgentError, OSError, asyncio.TimeoutError, TypeError):
                 reply = await self.agent.call("timeline", series="gpu.*.power_w", since=t0 - 2.0)
@@ -506,7 +506,7 @@ class Runner:
             await self.progress(
                 force=True, state="running", profile=profile, phase="swapping", point=self._point
             )
-            from sgltui.agent.client import AgentError
+            from sgltui.client import AgentError
 
             try:
                 target = await ensure_ready(self.agent, self.spec, profile)
@@ -582,7 +582,7 @@ async def _main_async(args: argparse.Namespace, spec: BenchSpec) -> int:
     out_path = Path(args.session_dir) / "bench" / f"{args.run_id}.json"
     agent = None
     if args.agent_socket:
-        from sgltui.agent.client import AgentClient
+        from sgltui.client import AgentClient
 
         agent = AgentClient(Path(args.agent_socket).parent, client_name=f"bench:{os.getpid()}")
         await agent.connect(autostart=False)

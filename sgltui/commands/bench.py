@@ -290,7 +290,7 @@ def _pool_url(args: argparse.Namespace) -> None:
     """--pool NAME: the pool's endpoint becomes --url (its API key, the profile's, through the
     environment as with --url). The pool is measured as it serves: no swap, no cache flush
     (the gateway's /flush_cache is its control plane, which only the agent may call)."""
-    from sgltui.agent.client import AgentError, call_sync
+    from sgltui.client import AgentError, call_sync
 
     if args.url or args.profile:
         raise CliError(
@@ -340,7 +340,7 @@ def _run_direct(args: argparse.Namespace, spec) -> int:
 
 
 def _run_agent(args: argparse.Namespace, spec) -> int:
-    from sgltui.agent.client import AgentClient, AgentError, decode_reply
+    from sgltui.client import AgentClient, AgentError, decode_reply
 
     async def go() -> tuple[str, str | None]:
         client = AgentClient(state_dir(args.state_dir), "cli")
@@ -374,7 +374,7 @@ def _run_agent(args: argparse.Namespace, spec) -> int:
 
 
 async def _follow(client: Any, run_id: str) -> str | None:
-    from sgltui.agent.client import decode_reply
+    from sgltui.client import decode_reply
 
     printer = _Printer()
     path: str | None = None
@@ -519,7 +519,7 @@ def _compare_two(args: argparse.Namespace, a: Path, b: Path) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from sgltui.agent.client import AgentError, call_sync, decode_reply
+    from sgltui.client import AgentError, call_sync, decode_reply
 
     try:
         raw = call_sync(state_dir(args.state_dir), "bench_list", autostart=False)
@@ -538,7 +538,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from sgltui.agent.client import AgentError, call_sync, decode_reply
+    from sgltui.client import AgentError, call_sync, decode_reply
 
     if not args.target:
         raise CliError("give the run id: sgltui bench stop RUN_ID (see `sgltui bench list`)")

@@ -59,21 +59,6 @@ def _usage(p: argparse.ArgumentParser) -> int:
     return 2
 
 
-def register_root(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--host",
-        dest="remote_host",
-        metavar="NAME",
-        help="run the command on this fleet.toml host, over ssh",
-    )
-    parser.add_argument(
-        "--fleet",
-        dest="fleet_file",
-        metavar="FILE",
-        help="the fleet file (default: $SGLTUI_FLEET or ~/.config/sgltui/fleet.toml)",
-    )
-
-
 def strip_root_host(argv: list[str], command: str | None) -> list[str]:
     """argv without the root `--host NAME` (before the command word: `web --host` is web's)."""
     end = argv.index(command) if command in argv else len(argv)

@@ -130,7 +130,7 @@ def _register_run(acts: Subparsers) -> None:
 
 def _call(args: argparse.Namespace, op: str, autostart: bool = False, **kw: Any) -> Any:
     """A job op's typed reply (a JobView, or a list of them for job_list)."""
-    from sgltui.agent.client import AgentError, call_sync, decode_reply
+    from sgltui.client import AgentError, call_sync, decode_reply
 
     try:
         return decode_reply(op, call_sync(state_dir(args.state_dir), op, autostart=autostart, **kw))

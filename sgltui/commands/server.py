@@ -19,11 +19,11 @@ from typing import Any
 import msgspec
 
 from sgltui import __version__, protocol
-from sgltui.agent import bridge, keeper
-from sgltui.agent.client import AgentClient, AgentError, VersionMismatch, call_sync, decode_reply
-from sgltui.agent.client_errors import ConnectionLost
-from sgltui.agent.daemon import paths
+from sgltui.agent import keeper
 from sgltui.agent.state import AgentState
+from sgltui.client import AgentClient, AgentError, VersionMismatch, bridge, call_sync, decode_reply
+from sgltui.client.errors import ConnectionLost
+from sgltui.client.paths import paths
 from sgltui.commands import CliError, Subparsers, agent_service
 from sgltui.core import locations, units
 from sgltui.core.pids import pid_alive

@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from sgltui import protocol
-from sgltui.agent.client import AgentError, call_sync, decode_reply
+from sgltui.client import AgentError, call_sync, decode_reply
 from sgltui.commands import CliError, Subparsers
 from sgltui.commands.server import _call, _dirs, _state
 from sgltui.core import units

@@ -13,9 +13,9 @@ import os
 import sys
 from typing import Any
 
-from sgltui.agent.client import AgentClient, AgentError, decode_reply
-from sgltui.agent.telemetry.textview import render
+from sgltui.client import AgentClient, AgentError, decode_reply
 from sgltui.commands import CliError, Subparsers
+from sgltui.commands.top_text import render
 from sgltui.core import locations
 
 

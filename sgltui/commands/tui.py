@@ -6,7 +6,6 @@ Textual is imported only when the app is about to open, so other commands stay f
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import secrets
 import sys
@@ -64,15 +63,6 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def register_root(parser: argparse.ArgumentParser) -> None:
-    """A bare `sgltui` opens the app on this host's agent."""
-    parser.set_defaults(default_handler=open_tui)
-    # Register --theme once (register_root may run for more than one parser build); argparse
-    # says "conflicting option string" through its public ArgumentError when it exists already.
-    with contextlib.suppress(argparse.ArgumentError):
-        parser.add_argument("--theme", default=None, help="colour theme for the app (see themes/)")
-
-
 def open_tui(args: argparse.Namespace) -> int:
     """Handler for plain `sgltui` too (set as the root parser's default_handler). With a
     fleet.toml (or --fleet), a bare `sgltui` opens the app on every host of the fleet: the
@@ -111,7 +101,7 @@ def _demo_ports(args: argparse.Namespace) -> None:
     agent it starts gets free ones, a host.toml of the demo's own (slot and front port), so
     that the start is not refused over a port the user never chose. An agent already running
     keeps what it has; the usual ports free: nothing changes."""
-    from sgltui.agent.client import AgentError, call_sync
+    from sgltui.client import AgentError, call_sync
     from sgltui.commands import demo_ports
 
     state = state_dir_of(args)
@@ -161,8 +151,8 @@ def demo_pool(args: argparse.Namespace) -> None:
     """`sgltui demo --gpus N`: the agent on a simulated host of N GPUs (a host.toml of the
     demo's own in the state dir; the user's is left alone), the first demo profile started on
     every slot of pool 'all' (the TUI then sends the demo load to the pool's endpoint)."""
-    from sgltui.agent.client import AgentError, call_sync
-    from sgltui.agent.client_errors import Already
+    from sgltui.client import AgentError, call_sync
+    from sgltui.client.errors import Already
     from sgltui.core import placement
     from sgltui.core.locations import state_dir
 
@@ -206,7 +196,7 @@ def demo_pool(args: argparse.Namespace) -> None:
 def stop_demo(args: argparse.Namespace) -> int:
     """`sgltui demo --stop`: what `q` in the demo leaves running (the load, the demo server)."""
     from sgltui import protocol
-    from sgltui.agent.client import AgentError, call_sync, decode_reply
+    from sgltui.client import AgentError, call_sync, decode_reply
     from sgltui.core.locations import state_dir
 
     state = state_dir(getattr(args, "state_dir", None))
@@ -236,7 +226,7 @@ def _refuse_another_version(state: Path) -> None:
     """An agent of another version would leave the app retrying under a header too narrow for
     the fix: the one line the CLI gives instead, before the screen is taken. No agent: the app
     starts one (of this version)."""
-    from sgltui.agent.client import AgentError, VersionMismatch, call_sync, decode_reply
+    from sgltui.client import AgentError, VersionMismatch, call_sync, decode_reply
 
     try:
         decode_reply("ping", call_sync(state, "ping", autostart=False))

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sgltui import __version__
-from sgltui.agent.client import STREAM_LIMIT, AgentClient, AgentError, VersionMismatch
+from sgltui.client import STREAM_LIMIT, AgentClient, AgentError, VersionMismatch
 from sgltui.fleet import ssh
 from sgltui.fleet.config import Fleet, Host
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 
 from sgltui import protocol
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 from sgltui.core import retry
 from sgltui.fleet.client import HostClient, HostError
 from sgltui.fleet.config import Fleet, Host

@@ -26,7 +26,7 @@ import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 from sgltui.core import causes
 from sgltui.fleet.client import HostClient, HostError
 from sgltui.fleet.config import Fleet, Pool

@@ -29,7 +29,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 
 from sgltui import protocol
-from sgltui.agent.client_errors import Pinned
+from sgltui.client.errors import Pinned
 from sgltui.core import retry
 from sgltui.session.layout import SCREENSHOTS_DIR
 from sgltui.tui import (

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sgltui import protocol
-from sgltui.agent.client import AgentError
-from sgltui.agent.client_errors import Busy, Invalid, Unavailable
+from sgltui.client import AgentError
+from sgltui.client.errors import Busy, Invalid, Unavailable
 from sgltui.fleet.config import Fleet, Pool
 from sgltui.fleet.xpool import CrossPool, PoolError
 

@@ -26,8 +26,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 from sgltui import protocol
-from sgltui.agent.client import AgentError, client_id
-from sgltui.agent.client_errors import Unavailable
+from sgltui.client import AgentError, client_id
+from sgltui.client.errors import Unavailable
 from sgltui.fleet.view import HostState
 from sgltui.tui.fleetpools import CrossPools
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from sgltui import protocol
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 
 # What a source's calls raise: the agent's one-line refusal, or a link that broke.
 SOURCE_ERRORS = (AgentError, OSError)
@@ -65,7 +65,7 @@ class LiveSource:
         client_name: str = "tui",
         read_only: bool = False,
     ) -> None:
-        from sgltui.agent.client import client_id
+        from sgltui.client import client_id
 
         self.state_dir = Path(state_dir)
         self.profiles_dirs = [str(p) for p in profiles_dirs]
@@ -79,7 +79,7 @@ class LiveSource:
         self._subs: Any = None
 
     async def connect(self) -> None:
-        from sgltui.agent.client import (
+        from sgltui.client import (
             AgentClient,  # deferred: the agent area may be absent in tests
         )
 
@@ -100,8 +100,8 @@ class LiveSource:
         return self._subs.subscribe(logs="tick")
 
     async def call(self, op: str, **args: Any) -> Any:
-        from sgltui.agent.client import READ_ONLY_OPS
-        from sgltui.agent.client_errors import Refused, Unavailable
+        from sgltui.client import READ_ONLY_OPS
+        from sgltui.client.errors import Refused, Unavailable
 
         if self._calls is None:
             raise Unavailable("not connected to the agent (reconnecting)")

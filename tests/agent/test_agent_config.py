@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sgltui.agent import config
-from sgltui.agent.client import AgentError, spawn_agent
+from sgltui.client import AgentError, spawn_agent
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "agent-config.md"
 

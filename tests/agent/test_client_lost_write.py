@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sgltui.agent.client import AgentClient
-from sgltui.agent.client_errors import ConnectionLost
+from sgltui.client import AgentClient
+from sgltui.client.errors import ConnectionLost
 
 
 class PeerGoneWriter:

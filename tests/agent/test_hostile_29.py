@@ -11,8 +11,8 @@ import psutil
 import pytest
 
 from sgltui import __version__, protocol
-from sgltui.agent.client import AgentError
 from sgltui.cli import main
+from sgltui.client import AgentError
 
 
 def test_a_host_that_is_not_an_address_is_refused_in_one_line(agent, capsys):

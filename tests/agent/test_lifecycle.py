@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 
 
 def _ready_http(port: int) -> int:

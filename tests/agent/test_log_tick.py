@@ -94,7 +94,7 @@ async def test_a_tick_subscriber_gets_one_logs_push_a_tick_and_an_each_subscribe
 
 
 def test_subscribe_refuses_an_unknown_way_of_sending_logs(agent):
-    from sgltui.agent.client import AgentError
+    from sgltui.client import AgentError
 
     with pytest.raises(AgentError, match="logs"):
         agent.call("subscribe", logs="sometimes")

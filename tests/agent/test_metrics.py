@@ -65,7 +65,7 @@ def test_a_taken_metrics_port_stops_the_agent_start_with_its_line(isolated_env):
 
     import pytest
 
-    from sgltui.agent.client import AgentError, spawn_agent
+    from sgltui.client import AgentError, spawn_agent
 
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))

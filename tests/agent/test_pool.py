@@ -17,7 +17,7 @@ import msgspec
 import pytest
 
 from sgltui.agent import gateway
-from sgltui.agent.client import call_sync
+from sgltui.client import call_sync
 from tests.fixtures.agent import alive
 from tests.ports import server_port
 
@@ -181,7 +181,7 @@ def test_a_pool_of_one_keeps_the_front_on_the_pool_port(agent_handle):
 
 
 def test_a_slot_that_fails_rolls_back_and_stops_the_roll_the_pool_serving(pool_agent):
-    from sgltui.agent.client import AgentError
+    from sgltui.client import AgentError
 
     agent = pool_agent
     a = agent.write_profile("t-a")

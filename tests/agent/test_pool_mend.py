@@ -204,7 +204,7 @@ def test_a_roll_to_a_profile_with_an_api_key_completes(pool_agent):
 def test_a_manual_stop_of_the_last_routable_slot_during_a_roll_is_refused(pool_agent):
     """While the roll has a out, `stop --slot b` would leave the pool no worker (503s): refused
     with what to do; the roll guards this itself, a manual command must too."""
-    from sgltui.agent.client import AgentError
+    from sgltui.client import AgentError
 
     agent = pool_agent
     a = agent.write_profile("t-a")

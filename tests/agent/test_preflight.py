@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 from tests.fixtures.cli import agent_sgltui
 from tests.ports import server_port
 

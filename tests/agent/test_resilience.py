@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from sgltui.agent.client import AgentError, call_sync
+from sgltui.client import AgentError, call_sync
 from tests.fixtures.agent import alive
 
 
@@ -134,7 +134,7 @@ def test_agent_stop_leaves_servers_then_next_agent_adopts(agent):
 def test_one_agent_per_state_dir_and_sighup_survival(agent):
     first = agent.pid
     # A second launch for the same state dir backs off: the lock is held.
-    from sgltui.agent.client import spawn_agent
+    from sgltui.client import spawn_agent
 
     spawn_agent(agent.state_dir, [agent.profiles_dir])
     time.sleep(1.0)

@@ -12,7 +12,7 @@ import signal
 import time
 from collections import Counter
 
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 from tests.fixtures.cli import agent_sgltui as sgltui
 from tests.jobs.batch_input import read_output, write_input
 

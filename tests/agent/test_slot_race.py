@@ -16,7 +16,7 @@ import urllib.request
 
 import psutil
 
-from sgltui.agent.client import AgentError, call_sync
+from sgltui.client import AgentError, call_sync
 
 TERMINAL = ("ready", "stopped", "failed", "crashed")
 

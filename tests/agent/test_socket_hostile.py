@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from sgltui import __version__, protocol
-from sgltui.agent.client import AgentError, call_sync
+from sgltui.client import AgentError, call_sync
 
 FUZZ_MESSAGES = 1200
 FUZZ_SEED = 14_18

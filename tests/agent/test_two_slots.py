@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 from tests.ports import server_port
 
 

@@ -1,5 +1,5 @@
 """An error reply is typed (protocol.Error: code, message, fix) and each code reaches a client as
-its own exception class (agent/client_errors.py), so that callers act on the kind of refusal,
+its own exception class (client/errors.py), so that callers act on the kind of refusal,
 never on its words. Against a real agent; the line a person reads is unchanged."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from sgltui import __version__, protocol
-from sgltui.agent import client_errors as ce
+from sgltui.client import errors as ce
 from tests.jobs.batch_input import write_input
 
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from sgltui.agent.daemon import paths
+from sgltui.client.paths import paths
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from sgltui import __version__
-from sgltui.agent.client import AgentClient
+from sgltui.client import AgentClient
 
 
 def test_bridge_carries_the_protocol_and_starts_the_agent(agent_handle, tmp_path):

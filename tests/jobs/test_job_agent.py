@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 from tests.jobs.batch_input import read_output, write_input
 
 SLOW_TOKENS = {"time_scale": 1.0, "sim_slow_start": 0.01}  # start-up as at 0.01, tokens real-time

@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 from tests.fixtures.cli import agent_sgltui as sgltui
 from tests.jobs.batch_input import read_output, write_input
 

@@ -15,7 +15,7 @@ import sys
 import time
 from collections import Counter
 
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 from tests.jobs.batch_input import read_output, write_input
 
 N = 5000

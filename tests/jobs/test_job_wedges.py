@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 from sgltui.protocol import JobState, JobView
 from sgltui.tui.widgets.jobs import render_job
 from tests.fixtures.cli import agent_sgltui as sgltui

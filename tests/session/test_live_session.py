@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow  # a live agent session: seconds each
 
 pytest.importorskip("sgltui.agent.daemon", reason="agent area not in this tree")
 pytest.importorskip("sgltui.sim.server", reason="simulator area not in this tree")
-client = pytest.importorskip("sgltui.agent.client", reason="agent client not in this tree")
+client = pytest.importorskip("sgltui.client", reason="agent client not in this tree")
 
 API_KEY = "sk-e2e-5b2c8d1f9e7a"
 HF_TOKEN = "hf_e2eTokenValue1234"

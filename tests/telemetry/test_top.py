@@ -12,7 +12,7 @@ import time
 import pytest
 
 from sgltui import protocol
-from sgltui.agent.telemetry.textview import render
+from sgltui.commands.top_text import render
 from sgltui.core.units import GIB
 from tests.fixtures.cli import sgltui
 

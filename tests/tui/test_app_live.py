@@ -18,7 +18,7 @@ from sgltui.tui.widgets.logs import LogView
 
 from .helpers import app_with, until
 
-pytest.importorskip("sgltui.agent.client")
+pytest.importorskip("sgltui.client")
 
 SIZE = (120, 40)
 

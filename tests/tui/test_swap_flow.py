@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from textual.widgets import TabbedContent
 
-from sgltui.agent.client_errors import Pinned
+from sgltui.client.errors import Pinned
 from sgltui.tui import bindings, panes
 from sgltui.tui import model as M
 from sgltui.tui.screens import Confirm, DrainChoice

@@ -134,7 +134,7 @@ def test_every_fill_bar_uses_the_one_rule():
     """views.progress_bar, the Jobs pane's bar, `top`'s GPU bar and hbar fill the same cells."""
     import re
 
-    from sgltui.agent.telemetry.textview import bar as top_bar
+    from sgltui.commands.top_text import bar as top_bar
     from sgltui.core import charts
     from sgltui.tui.views import progress_bar
     from sgltui.tui.widgets.jobs import _bar as job_bar

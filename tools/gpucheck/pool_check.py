@@ -88,7 +88,7 @@ class Nvml:
 
 
 def status(state: Path) -> dict:
-    from sgltui.agent.client import call_sync
+    from sgltui.client import call_sync
 
     return call_sync(state, "status", autostart=False, client_name="gpucheck")
 

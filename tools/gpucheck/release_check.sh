@@ -31,7 +31,7 @@ for method in auto used-memory; do
   nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
   python3 - "$SGLTUI_STATE_DIR" "$P" <<'PY'
 import json, sys
-from sgltui.agent.client import call_sync
+from sgltui.client import call_sync
 res = call_sync(sys.argv[1], "stop", profiles_dirs=[sys.argv[2]], wait=True)
 print(json.dumps(res.get("report", res), default=str))
 PY

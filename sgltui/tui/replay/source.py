@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 
 def _read_only_error(op: str) -> Exception:
-    from sgltui.agent.client_errors import Refused
+    from sgltui.client.errors import Refused
 
     return Refused(f"read-only replay: {op} is not available")
 

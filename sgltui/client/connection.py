@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui import __version__, protocol
-from sgltui.agent.client_errors import (
+from sgltui.client.errors import (
     AgentError,
     ConnectionLost,
     Internal,
@@ -28,7 +28,7 @@ from sgltui.agent.client_errors import (
     VersionMismatch,
     from_reply,
 )
-from sgltui.agent.daemon import paths
+from sgltui.client.paths import paths
 
 START_TIMEOUT_S = 20.0
 STREAM_LIMIT = 8 << 20  # a line (a status or a push) longer than this is a broken peer
@@ -111,7 +111,7 @@ class AgentClient:
         try:
             res = await self.call("hello", version=__version__, protocol=protocol.PROTOCOL_VERSION)
         except AgentError:
-            # A refused hello is a VersionMismatch (client_errors.from_reply): the agent's line
+            # A refused hello is a VersionMismatch (errors.from_reply): the agent's line
             # says both versions and what to do.
             await self.close()
             raise

@@ -21,9 +21,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sgltui.agent.client import START_TIMEOUT_S, spawn_agent
-from sgltui.agent.client_errors import AgentError, Unavailable
-from sgltui.agent.daemon import paths
+from sgltui.client.connection import START_TIMEOUT_S, spawn_agent
+from sgltui.client.errors import AgentError, Unavailable
+from sgltui.client.paths import paths
 
 CHUNK = 1 << 16
 
