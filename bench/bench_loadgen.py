@@ -93,8 +93,7 @@ def start_server(
     else:
         argv = [
             sys.executable,
-            "-m",
-            "sgltui.bench.mock_server",
+            str(ROOT / "tests" / "support" / "mock_server.py"),
             "--port",
             str(port),
             "--tick",

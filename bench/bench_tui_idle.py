@@ -50,6 +50,9 @@ LIVE_BUDGET = 0.1  # under load, one slot
 POOL_LIVE_BUDGET = 0.2  # under load, a pool of several slots
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # agent_host
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent.parent)
+)  # tests.support: the scripted source
 
 
 def report_cpu_on_signal(path: Path) -> None:
@@ -109,7 +112,7 @@ def run_child(mode: str) -> None:
         state = Path(os.environ["SGLTUI_BENCH_STATE"])
         run_when_ready(make_app(LiveSource(state, client_name="tui"), load_user_themes=False))
         return
-    from sgltui.tui.scripted import LOG_LINES, ScriptedSource, make_host_status, make_status
+    from tests.support.scripted import LOG_LINES, ScriptedSource, make_host_status, make_status
 
     # `--slots N`: a host of N slots in one pool (the slots view, a series per slot).
     slots = int(os.environ.get("SGLTUI_BENCH_SLOTS") or 1)

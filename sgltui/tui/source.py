@@ -2,7 +2,7 @@
 
 The app never opens a socket or a file itself; it is handed a source. LiveSource talks to the
 agent; the session area's ReplaySource replays a recorded session (read_only=True); tests and
-the idle benchmark use ScriptedSource (sgltui/tui/scripted.py).
+the idle benchmark use ScriptedSource (tests/support/scripted.py: test support, not shipped).
 """
 
 from __future__ import annotations

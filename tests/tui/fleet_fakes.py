@@ -9,7 +9,7 @@ from typing import Any
 from sgltui import protocol
 from sgltui.fleet.view import HostState
 from sgltui.tui.fleetsource import FleetSource
-from sgltui.tui.scripted import T0, ScriptedSource
+from tests.support.scripted import T0, ScriptedSource
 
 
 class FakeClient:

@@ -10,8 +10,8 @@ from textual.notifications import Notify
 
 from sgltui.tui.app import make_app
 from sgltui.tui.config import TuiConfig
-from sgltui.tui.scripted import ScriptedSource, make_engine, make_slot, make_status
 from sgltui.tui.widgets.slots import SlotsPane
+from tests.support.scripted import ScriptedSource, make_engine, make_slot, make_status
 
 
 def status_with(state="ready", running=0, profile="demo-mtp", **slot):

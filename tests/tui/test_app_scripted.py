@@ -434,8 +434,8 @@ async def test_demo_load_is_in_the_header_and_in_the_quit_note():
 
 
 async def test_accept_length_row_goes_with_a_swap_to_a_plain_profile():
-    from sgltui.tui.scripted import make_sample
     from sgltui.tui.widgets.throughput import ThroughputPane
+    from tests.support.scripted import make_sample
 
     src = ScriptedSource(
         status_with(), [{"push": "sample", "data": make_sample(t)} for t in range(1, 20)]
@@ -503,7 +503,7 @@ async def test_reattach_reads_the_latest_bench_run_the_status_already_names(tmp_
 async def test_the_drain_dialog_counts_requests_live():
     """Issue 37: the swap dialog kept '1 request(s) in flight' while the legend showed running
     3. Its count follows the samples while it is open."""
-    from sgltui.tui.scripted import make_engine, make_sample
+    from tests.support.scripted import make_engine, make_sample
 
     src = ScriptedSource(status_with(running=1))
     app = app_with(src)
@@ -526,8 +526,8 @@ async def test_the_drain_dialog_counts_requests_live():
 async def test_bench_estimate_uses_the_profiles_rate_per_request_and_says_how_old():
     """Issue 37: the estimate used 'the 75.7 tok/s seen lately', the slot's total under the
     demo load. It uses the serving profile's speed per request, named, over the last minute."""
-    from sgltui.tui.scripted import make_engine, make_sample
     from sgltui.tui.views import per_request_rate
+    from tests.support.scripted import make_engine, make_sample
 
     src = ScriptedSource(status_with(running=2))
     for t in range(1, 30):
@@ -551,7 +551,7 @@ async def test_bench_estimate_uses_the_profiles_rate_per_request_and_says_how_ol
 async def test_bench_from_the_slots_view_benches_the_slot_on_screen():
     """Issue 37, seen in the first-hour run: with slots a and b the bench dialog's run was
     refused ('no slot '0'; slots: a, b'): its spec named no slot."""
-    from sgltui.tui.scripted import make_host_status
+    from tests.support.scripted import make_host_status
 
     src = ScriptedSource(make_host_status(2, ["demo-mtp", "demo-no-mtp"]))
     app = app_with(src)

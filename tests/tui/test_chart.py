@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from sgltui.tui.screens import DrainChoice
-from sgltui.tui.scripted import T0, make_sample
 from sgltui.tui.widgets.throughput import ThroughputPane
+from tests.support.scripted import T0, make_sample
 
 from .helpers import ScriptedSource, app_with, ops, status_with, until
 

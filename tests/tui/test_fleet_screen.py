@@ -14,10 +14,10 @@ import pytest
 from sgltui.fleet.config import Fleet, Host, Pool
 from sgltui.tui.fleetsource import push_of, status_of
 from sgltui.tui.screens import DrainChoice
-from sgltui.tui.scripted import make_host_sample, make_host_status
 from sgltui.tui.widgets.hosts import HostsPane
 from sgltui.tui.widgets.memory import MemoryPane
 from sgltui.tui.widgets.slots import SlotsPane
+from tests.support.scripted import make_host_sample, make_host_status
 
 from .fleet_fakes import fleet_source
 from .helpers import app_with, notes_into, pick_row, pick_slot, until

@@ -3,7 +3,7 @@
 from textual.content import Content
 
 from sgltui.tui import typed, views
-from sgltui.tui.scripted import make_slot
+from tests.support.scripted import make_slot
 
 
 def plain(markup: str) -> str:

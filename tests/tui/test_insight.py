@@ -8,14 +8,14 @@ import html
 import pytest
 from textual.widgets import TabbedContent
 
-from sgltui.tui.scripted import (
+from sgltui.tui.widgets.insight import InsightPane
+from tests.support.scripted import (
     CAPACITY,
     ScriptedSource,
     make_sample,
     make_slot,
     make_status,
 )
-from sgltui.tui.widgets.insight import InsightPane
 
 from .helpers import app_with, until
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from sgltui.tui.scripted import T0
 from sgltui.tui.widgets.jobs import JobsPane
+from tests.support.scripted import T0
 
 from .helpers import ScriptedSource, app_with, event, ops, status_with, until
 

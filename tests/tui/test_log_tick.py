@@ -4,8 +4,8 @@ launch marked, folded lines kept out of the pane (issue 39)."""
 
 from __future__ import annotations
 
-from sgltui.tui.scripted import make_host_status
 from sgltui.tui.widgets.logs import LogView
+from tests.support.scripted import make_host_status
 
 from .helpers import ScriptedSource, app_with, until
 from .test_logs import BATCH, opened

@@ -10,8 +10,8 @@ import re
 import pytest
 from textual.geometry import Region
 
-from sgltui.tui.scripted import T0, ScriptedSource, make_sample, make_status
 from sgltui.tui.widgets.memory import MemoryPane
+from tests.support.scripted import T0, ScriptedSource, make_sample, make_status
 
 from .helpers import app_with, until
 
@@ -124,7 +124,7 @@ async def test_lines_drawn_from_parts_are_the_whole_markup_drawn(gpus):
     from textual.visual import Visual
 
     from sgltui.tui import views
-    from sgltui.tui.scripted import make_host_status
+    from tests.support.scripted import make_host_status
 
     status = make_status() if gpus == 1 else make_host_status(gpus)
     status["telemetry"]["host"]["swap_used_bytes"] = 3 * 2**30

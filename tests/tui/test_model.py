@@ -2,7 +2,7 @@
 
 from sgltui.tui import model as M
 from sgltui.tui.model import TuiModel
-from sgltui.tui.scripted import T0, make_engine, make_sample, make_slot, make_status
+from tests.support.scripted import T0, make_engine, make_sample, make_slot, make_status
 
 
 def ev(type_, **fields):

@@ -7,8 +7,8 @@ from __future__ import annotations
 from textual.widgets import OptionList
 
 from sgltui.tui import typed, views
-from sgltui.tui.scripted import ScriptedSource
 from sgltui.tui.widgets.profiles import ProfileList
+from tests.support.scripted import ScriptedSource
 
 from .helpers import app_with, status_with, until
 from .test_views import plain

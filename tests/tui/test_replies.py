@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sgltui import protocol
-from sgltui.tui.scripted import make_slot
+from tests.support.scripted import make_slot
 
 from .helpers import ScriptedSource, app_with, ops, status_with, until
 

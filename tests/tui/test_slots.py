@@ -9,11 +9,11 @@ from textual import events
 from textual.content import Content
 
 from sgltui.tui.screens import DrainChoice, SlotOrPool
-from sgltui.tui.scripted import ScriptedSource, make_host_sample, make_host_status, slot_names
 from sgltui.tui.widgets.memory import MemoryPane
 from sgltui.tui.widgets.profiles import ProfilesPane
 from sgltui.tui.widgets.slots import SlotsPane
 from sgltui.tui.widgets.throughput import ThroughputPane
+from tests.support.scripted import ScriptedSource, make_host_sample, make_host_status, slot_names
 
 from .helpers import app_with, event, ops, status_with, until
 

@@ -14,7 +14,7 @@ import pytest
 from textual.content import Content
 from textual.widgets import Input
 
-from sgltui.tui.scripted import (
+from tests.support.scripted import (
     ScriptedSource,
     make_host_sample,
     make_host_status,

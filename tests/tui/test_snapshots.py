@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from sgltui.tui.scripted import (
+from tests.support.scripted import (
     T0,
     ScriptedSource,
     make_host_sample,

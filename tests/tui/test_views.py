@@ -5,7 +5,7 @@ from textual.content import Content
 from sgltui import protocol
 from sgltui.core import charts
 from sgltui.tui import fmt, typed, views
-from sgltui.tui.scripted import make_slot, make_telemetry
+from tests.support.scripted import make_slot, make_telemetry
 
 
 def plain(markup: str) -> str:

@@ -5,7 +5,7 @@ says it sent. It speaks just enough of SGLang's streaming APIs (/v1/completions,
 /v1/chat/completions, /generate, /v1/models, /flush_cache, /health) and reports its own count at
 GET /mock/stats. `--tick 0` streams as fast as the event loop allows.
 
-    python -m sgltui.bench.mock_server --port 30000 [--tick 0.02] [--tokens-per-chunk 1]
+    python -m tests.support.mock_server --port 30000 [--tick 0.02] [--tokens-per-chunk 1]
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def make_app(tick: float, tokens_per_chunk: int, fail_every: int = 0) -> web.App
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sgltui.bench.mock_server")
+    p = argparse.ArgumentParser(prog="tests/support/mock_server.py")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=30000)
     p.add_argument("--tick", type=float, default=0.0, help="seconds between chunks of one stream")
