@@ -5,7 +5,7 @@ says it sent. It speaks just enough of SGLang's streaming APIs (/v1/completions,
 /v1/chat/completions, /generate, /v1/models, /flush_cache, /health) and reports its own count at
 GET /mock/stats. `--tick 0` streams as fast as the event loop allows.
 
-    python -m tests.support.mock_server --port 30000 [--tick 0.02] [--tokens-per-chunk 1]
+    python tests/support/mock_server.py --port 30000 [--tick 0.02] [--tokens-per-chunk 1]
 """
 
 from __future__ import annotations
