@@ -8,11 +8,13 @@ from pathlib import Path
 
 from sgltui.commands import CliError
 from sgltui.fleet import config as fleet_config
+from sgltui.fleet import kube
 
 
 def load(args: argparse.Namespace) -> fleet_config.Fleet:
+    """The fleet, each Kubernetes selector listed into its pods (`kubectl get pods`)."""
     path = getattr(args, "fleet_file", None)
     try:
-        return fleet_config.load(Path(path).expanduser() if path else None)
+        return fleet_config.load(Path(path).expanduser() if path else None, pods=kube.pod_hosts)
     except fleet_config.FleetConfigError as exc:
         raise CliError(str(exc)) from None
