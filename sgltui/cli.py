@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "host",  # sgltui host init|show (host.toml: slots and pools)
     "fleet",  # sgltui fleet status; the root option --host NAME (fleet.toml, over ssh)
     "standby",  # sgltui standby add|remove|list (profiles kept warm: agent/standby.py)
+    "k8s",  # sgltui k8s render (Kubernetes manifests: docs/kubernetes.md)
 )
 
 
