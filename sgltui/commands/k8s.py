@@ -54,7 +54,12 @@ def register(sub: Subparsers) -> None:
     r.add_argument("--storage-class", default=None)
     r.add_argument("--host-file", default=None, help="host.toml (default: this host's)")
     r.set_defaults(handler=cmd_render)
-    p.set_defaults(handler=lambda args: p.print_help() or 0)
+    p.set_defaults(handler=lambda args: _help(p))
+
+
+def _help(p: argparse.ArgumentParser) -> int:
+    p.print_help()
+    return 0
 
 
 def _pairs(values: list[str]) -> tuple[tuple[str, str], ...]:

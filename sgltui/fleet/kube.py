@@ -127,7 +127,7 @@ def pod_hosts(host: Host) -> list[Host]:
     except (ValueError, AttributeError):
         why = f"host {host.name}: kubectl get pods did not answer JSON; check kubectl = ..."
         return [dataclasses.replace(host, pods_error=why)]
-    out = []
+    out: list[Host] = []
     for item in items:
         meta, status = item.get("metadata") or {}, item.get("status") or {}
         pod = meta.get("name")

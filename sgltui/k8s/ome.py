@@ -118,7 +118,8 @@ def export(
             },
         },
     }
-    isvc = {
+    base_model = k8s_name(model.rsplit("/", 1)[-1])
+    isvc: dict[str, Any] = {
         "apiVersion": "ome.io/v1beta1",
         "kind": "InferenceService",
         "metadata": {
@@ -127,7 +128,7 @@ def export(
             "annotations": annotations,
         },
         "spec": {
-            "model": {"name": k8s_name(model.rsplit("/", 1)[-1])},
+            "model": {"name": base_model},
             "runtime": {"name": runtime},
             "engine": {"minReplicas": 1, "maxReplicas": 1},
         },
@@ -135,10 +136,5 @@ def export(
     said = f"measured as {provenance}" if provenance else "not measured yet: sgltui bench it"
     return [
         ([f"profile {profile.name}, {said}, as an OME runtime: {gpus} GPU(s), {mem}"], csr),
-        (
-            [
-                f"serves the ClusterBaseModel {isvc['spec']['model']['name']} (create it for {model})"
-            ],
-            isvc,
-        ),
+        ([f"serves the ClusterBaseModel {base_model} (create it for {model})"], isvc),
     ]
