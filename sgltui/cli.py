@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(words)
     if argv is None:  # a process of its own (not a caller's main([...])): see core/hangup.py
-        hangup.watch()  # the far end of `ssh HOST sgltui ...` ends when the connection does
+        hangup.watch()  # the far end of `ssh HOST sgltui ...` (or kubectl exec) ends with it
     handler = getattr(args, "handler", None)
     if getattr(args, "remote_host", None):
         # --host NAME: the whole command runs on that host (sgltui/fleet/remote.py).
