@@ -47,6 +47,7 @@ Submit = Callable[[str, protocol.Args, "str | None"], Awaitable[Any]]
 
 CLIENT = "openai-batch"  # the client name the jobs' events carry
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions")  # what the job runner sends
+MAX_UPLOAD_BYTES = 512 << 20  # an input file (OpenAI's own cap is 200 MB); more: 413
 ID_RE = re.compile(r"^(file|batch)-[A-Za-z0-9_-]{1,64}$")
 METADATA_KEYS = ("sgltui_choose", "sgltui_objective", "sgltui_concurrency", "sgltui_pool")
 _STATUS = {  # the job's state -> the batch's status (OpenAI's names)
@@ -174,8 +175,15 @@ class BatchApi:
                     fd = os.open(data, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                     with os.fdopen(fd, "wb") as fh:
                         while chunk := await part.read_chunk():
-                            fh.write(chunk)
                             size += len(chunk)
+                            if size > MAX_UPLOAD_BYTES:
+                                raise ApiError(
+                                    413,
+                                    f"the file is over {MAX_UPLOAD_BYTES >> 20} MiB; split it "
+                                    "into several batches",
+                                    "file",
+                                )
+                            fh.write(chunk)
         except BaseException:
             data.unlink(missing_ok=True)
             raise

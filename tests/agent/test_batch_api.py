@@ -101,12 +101,13 @@ def test_cancel_and_bad_requests_are_one_line(agent, tmp_path):
     assert client.models.list().data
 
 
-async def test_metadata_reaches_the_job_options(tmp_path):
+async def test_metadata_reaches_the_job_options(tmp_path, monkeypatch):
     """--choose, the objective, the concurrency and a pool, through `metadata` (no agent: the
     submitted job_run's arguments are what is checked)."""
     from aiohttp import FormData, web
     from aiohttp.test_utils import TestClient, TestServer
 
+    from sgltui.agent import batch_api
     from sgltui.agent.batch_api import BatchApi, BatchStore
 
     seen = []
@@ -134,3 +135,10 @@ async def test_metadata_reaches_the_job_options(tmp_path):
         body["metadata"] = {"sgltui_chose": "a,b"}
         r = await c.post("/v1/batches", json=body)
         assert r.status == 400 and "unknown metadata 'sgltui_chose'" in await r.text()
+        monkeypatch.setattr(batch_api, "MAX_UPLOAD_BYTES", 1000)
+        form = FormData()
+        form.add_field("purpose", "batch")
+        form.add_field("file", b"x" * 5000, filename="big.jsonl")
+        r = await c.post("/v1/files", data=form)
+        assert r.status == 413 and "split it" in await r.text()
+        assert len(list((tmp_path / "b" / "files").glob("*.jsonl"))) == 1  # none left behind
