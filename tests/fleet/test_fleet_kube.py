@@ -132,6 +132,7 @@ def test_a_selector_lists_three_pods_or_none_or_is_refused(kube_env):
     assert "\n" not in str(h.pods_error)
 
 
+@pytest.mark.slow  # two CLI runs: ~3 s
 def test_unreachable_forbidden_missing_and_empty_are_one_line_each(kube_env):
     kube_env.write(pods=PODS, unreachable=["gone"], forbidden=["sgltui-1"])
     path = kube_env.fleet(

@@ -162,6 +162,7 @@ def test_ome_export_valid_with_provenance_annotation(tmp_path):
     assert unmeasured[0][1]["metadata"]["annotations"]["sgltui.io/provenance"] == "unmeasured"
 
 
+@pytest.mark.slow  # two CLI runs: ~4 s
 def test_cli_render_and_export_print_yaml(tmp_path):
     host = tmp_path / "host.toml"
     host.write_text(placement.layout(2).to_toml())
