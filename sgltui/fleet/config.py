@@ -264,7 +264,7 @@ def _pool(p: Any, i: int, fleet: Fleet) -> Pool:
         host, slot = split_address(x)
         if host is None or not slot:
             raise FleetConfigError(f"{where}: slot {x!r} names no host; write HOST/SLOT (gpu1/a)")
-        fleet.host(host)  # an unknown host: one line naming the hosts
+        _member(fleet, host, where)  # an unknown host: one line naming the hosts
         if (host, slot) in members:
             raise FleetConfigError(f"{where}: slot {x} is listed twice")
         members.append((host, slot))
@@ -273,7 +273,7 @@ def _pool(p: Any, i: int, fleet: Fleet) -> Pool:
         raise FleetConfigError(
             f'{where}: gateway = "HOST" names the host that runs its gateway (smg)'
         )
-    fleet.host(gateway)
+    _member(fleet, gateway, where)
     for host, _ in members:
         if host != gateway and not fleet.host(host).address:
             raise FleetConfigError(
@@ -289,6 +289,27 @@ def _pool(p: Any, i: int, fleet: Fleet) -> Pool:
         if v is not None and (not isinstance(v, str) or not v):
             raise FleetConfigError(f"{where}: {key} must be a non-empty string")
     return Pool(name, tuple(members), gateway, port, host_addr, policy)
+
+
+def _member(fleet: Fleet, name: str, where: str) -> Host:
+    """A pool's host; a pod of a selector whose listing failed says why it is missing."""
+    try:
+        return fleet.host(name)
+    except FleetConfigError:
+        sel = next(
+            (
+                h
+                for h in fleet.hosts
+                if h.selector and h.pods_error and name.startswith(h.name + ".")
+            ),
+            None,
+        )
+        if sel is None:
+            raise
+        raise FleetConfigError(
+            f"{where}: host {name} is a pod of selector host {sel.name}, which listed none "
+            f"({sel.pods_error})"
+        ) from None
 
 
 def _host(h: Any, i: int, path: Path) -> Host:

@@ -130,6 +130,15 @@ def test_a_selector_lists_three_pods_or_none_or_is_refused(kube_env):
     (h,) = fleet_config.parse({"host": [sel]}, path, kube.pod_hosts).hosts
     assert "not allowed to list pods" in str(h.pods_error)
     assert "\n" not in str(h.pods_error)
+    # a pool over its pods: the file still says why they are missing, in one line
+    pool = {"name": "xp", "slots": ["k.sgltui-0/0", "k.sgltui-1/0"], "gateway": "k.sgltui-0"}
+    with pytest.raises(
+        fleet_config.FleetConfigError, match="pod of selector host k, which listed none"
+    ):
+        fleet_config.parse({"host": [sel], "pool": [pool]}, path, kube.pod_hosts)
+    kube_env.write()
+    fleet = fleet_config.parse({"host": [sel], "pool": [pool]}, path, kube.pod_hosts)
+    assert fleet.address("k.sgltui-1") == "10.1.0.1"  # where the gateway reaches its server
 
 
 @pytest.mark.slow  # two CLI runs: ~3 s
