@@ -39,6 +39,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -204,10 +205,12 @@ def parse(raw: dict[str, Any], path: Path, pods: Lister | None = None) -> Fleet:
         raise FleetConfigError(
             f'{path}: no hosts; add one: [[host]] name = "gpu1", ssh = "you@gpu1"'
         )
-    hosts: list[Host] = []
-    for i, h in enumerate(hosts_raw, 1):
-        host = _host(h, i, path)
-        hosts += pods(host) if pods is not None and host.selector else [host]
+    hosts = [_host(h, i, path) for i, h in enumerate(hosts_raw, 1)]
+    if pods is not None and any(h.selector for h in hosts):
+        # each selector listed at the same time: a dead cluster costs one listing's timeout
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            listed = list(pool.map(lambda h: pods(h) if h.selector else [h], hosts))
+        hosts = [h for group in listed for h in group]
     names = [h.name for h in hosts]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:

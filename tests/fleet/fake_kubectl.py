@@ -29,6 +29,8 @@ def _env(root: Path, name: str) -> dict[str, str]:
 def main(argv: list[str]) -> int:
     cfg = json.loads(Path(os.environ["FAKE_KUBE"]).read_text())
     root = Path(cfg["root"])
+    with open(root / "calls.log", "a") as log:  # what the tests ask: was kubectl run, and how
+        log.write(json.dumps(argv) + "\n")
     if argv and argv[0] == "ssh":
         i = argv.index("--")
         dest = argv[i - 1].replace("@", "_")
