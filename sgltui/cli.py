@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "host",  # sgltui host init|show (host.toml: slots and pools)
     "fleet",  # sgltui fleet status; the root option --host NAME (fleet.toml, over ssh)
     "standby",  # sgltui standby add|remove|list (profiles kept warm: agent/standby.py)
+    "k8s",  # sgltui k8s render (Kubernetes manifests: docs/kubernetes.md)
 )
 
 
@@ -63,6 +64,7 @@ COMMAND_WORDS = {
     "host": "host",
     "fleet": "fleet",
     "standby": "standby",
+    "k8s": "k8s",
 }
 # Root options that take a value: the word after one is not the command.
 ROOT_VALUE_OPTIONS = ("--state-dir", "--profiles", "--host", "--fleet", "--theme")
@@ -165,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = parser_for(words)
     args = parser.parse_args(words)
     if argv is None:  # a process of its own (not a caller's main([...])): see core/hangup.py
-        hangup.watch()  # the far end of `ssh HOST sgltui ...` ends when the connection does
+        hangup.watch()  # the far end of `ssh HOST sgltui ...` (or kubectl exec) ends with it
     handler = getattr(args, "handler", None)
     if getattr(args, "remote_host", None):
         # --host NAME: the whole command runs on that host (sgltui/fleet/remote.py).

@@ -75,8 +75,12 @@ class Front:
         config: FrontConfig | None = None,
         on_event: Callable[[protocol.EventBase], Any] | None = None,
         setting: str = "[front] port in agent.toml",
+        routes: list[web.RouteDef] | None = None,
     ) -> None:
         self.slot_id = slot_id
+        # routes the front answers itself, before passing the rest through (the OpenAI Batch
+        # API: agent/batch_api.py)
+        self.routes = routes or []
         self.setting = setting  # where this port is set: a refusal names it
         self.host, self.port = host, port
         self.config = config or FrontConfig()
@@ -103,6 +107,7 @@ class Front:
     async def start(self) -> bool:
         """Listen; False (and `error` says why) when the port cannot be had."""
         app = web.Application(client_max_size=256 << 20)  # long prompts, base64 images
+        app.add_routes(self.routes)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()

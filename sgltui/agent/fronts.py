@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sgltui import protocol
+from sgltui.agent.batch_api import BatchApi, BatchStore
 from sgltui.agent.front import Front
 from sgltui.agent.slot import CRASHED, FAILED, LAUNCHING, READY, STOPPED
 
@@ -32,6 +33,8 @@ class Fronts:
         cfg = self.host.front_config
         if cfg.port is None:
             return
+        # the OpenAI Batch API on each front, its batches the slot's jobs (agent/batch_api.py)
+        store = BatchStore(self.host.state_dir / "batch-api")
         for i, slot in enumerate(self.host.slots.values()):
             host, port = cfg.host, cfg.port + i
             setting = f"[front] port in {agent_config.default_path()}" + (f" (+{i})" if i else "")
@@ -41,7 +44,16 @@ class Fronts:
             if isinstance(where, tuple):
                 host, port = where  # a pool of one: the front is the pool's endpoint
                 setting = f"the pool's port in {placement.default_path()}"
-            front = Front(slot.id, host, port, cfg, on_event=self._event, setting=setting)
+            batches = BatchApi(store, self.host.handle, slot=slot.id)
+            front = Front(
+                slot.id,
+                host,
+                port,
+                cfg,
+                on_event=self._event,
+                setting=setting,
+                routes=batches.routes(),
+            )
             await front.start()  # a port already taken leaves front.error for status to show
             slot.attach_front(front)
 

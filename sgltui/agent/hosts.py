@@ -253,9 +253,13 @@ class FrontsHost(Protocol):
     bus: EventBus
     slots: dict[str, Slot]
     front_config: FrontConfig
+    state_dir: Path  # the Batch API's files and batches live under it
 
     @property
     def pools(self) -> FrontPorts: ...
+
+    # the Batch API's jobs are the agent's ops (job_run, job_status, job_cancel)
+    async def handle(self, op: str, args: protocol.Args, client: str | None) -> Any: ...
 
 
 class AgentOpsHost(Protocol):

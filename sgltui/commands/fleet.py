@@ -84,7 +84,10 @@ def strip_root_host(argv: list[str], command: str | None) -> list[str]:
 
 
 def run_on_host(args: argparse.Namespace, argv: list[str]) -> int:
-    fleet = load(args)
+    # an ssh host or a named pod needs no `kubectl get pods`: a selector's pod (NAME.POD) does
+    fleet = load(args, list_pods=False)
+    if not any(h.name == args.remote_host for h in fleet.hosts):
+        fleet = load(args)
     try:
         host = fleet.host(args.remote_host)
     except fleet_config.FleetConfigError as exc:

@@ -8,11 +8,15 @@ from pathlib import Path
 
 from sgltui.commands import CliError
 from sgltui.fleet import config as fleet_config
+from sgltui.fleet import kube
 
 
-def load(args: argparse.Namespace) -> fleet_config.Fleet:
+def load(args: argparse.Namespace, list_pods: bool = True) -> fleet_config.Fleet:
+    """The fleet, each Kubernetes selector listed into its pods (`kubectl get pods`) unless
+    `list_pods` is False (a command for one host that is no selector's pod needs none)."""
     path = getattr(args, "fleet_file", None)
+    lister = kube.pod_hosts if list_pods else None
     try:
-        return fleet_config.load(Path(path).expanduser() if path else None)
+        return fleet_config.load(Path(path).expanduser() if path else None, pods=lister)
     except fleet_config.FleetConfigError as exc:
         raise CliError(str(exc)) from None

@@ -133,8 +133,45 @@ def register(subparsers: Subparsers) -> None:
     mig.add_argument("--write", action="store_true", help="save the result (with a backup)")
     mig.set_defaults(handler=_migrate)
 
+    exp = sub.add_parser(
+        "export",
+        help="a profile as manifests for another system: --ome (OME's runtime and service)",
+        description="Print NAME as an OME ClusterServingRuntime + InferenceService (YAML), its "
+        "provenance hash (the newest bench result of it) in an annotation.",
+    )
+    exp.add_argument("name", metavar="NAME", help="profile name or path to a .toml file")
+    exp.add_argument("--ome", action="store_true", required=True, help="OME (ome.io/v1beta1)")
+    exp.add_argument("--namespace", default="default", help="the InferenceService's namespace")
+    exp.add_argument("--image", default=None, help="the SGLang image the runtime runs")
+    exp.add_argument("-o", "--output", metavar="FILE", help="write here (default: print it)")
+    exp.set_defaults(handler=_export)
+
 
 # --- list / show ---------------------------------------------------------------------------------
+
+
+def _export(args: argparse.Namespace) -> int:
+    from sgltui.core import locations
+    from sgltui.k8s import ome
+    from sgltui.k8s.yaml_out import dump_all
+
+    profile = _load_one(args.name, args)
+    state = locations.state_dir(getattr(args, "state_dir", None))
+    try:
+        docs = ome.export(
+            profile,
+            ome.measured_hash(state, profile.name),
+            namespace=args.namespace,
+            image=args.image or ome.SGLANG_IMAGE,
+        )
+    except ome.ExportError as exc:
+        raise CliError(str(exc)) from None
+    text = dump_all(docs)
+    if args.output:
+        Path(args.output).expanduser().write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def _extra_dirs(args: argparse.Namespace) -> list[Path]:

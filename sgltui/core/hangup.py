@@ -1,4 +1,5 @@
-"""A command that sshd runs without a terminal ends when the ssh connection does.
+"""A command that sshd runs without a terminal ends when the ssh connection does (and one that
+`kubectl exec` runs in a pod, when kubectl's stream does).
 
 `ssh HOST sgltui ...` (`sgltui --host NAME`, and the fleet's `sgltui agent bridge`) gives the far
 sgltui pipes, not a terminal. When the client gives up (its timeout, Ctrl-C, a dropped link),
@@ -8,7 +9,9 @@ hung agent neither reads nor writes, so it never notices, and runs on with nobod
 So a thread watches stdout: once nothing can read it any more (a pipe whose reader is gone
 polls POLLERR, a socket whose peer closed polls POLLHUP), the process ends as a terminal's
 hangup would end it. Only under sshd (SSH_CONNECTION) and only when stdout is a pipe or a
-socket: a terminal gets its own SIGHUP, and a file never "goes away".
+socket: a terminal gets its own SIGHUP, and a file never "goes away". In a pod
+(KUBERNETES_SERVICE_HOST, which the kubelet sets in every container) the same holds for
+`kubectl exec -i POD -- sgltui ...`: the container runtime's end of the pipes is what goes away.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ GRACE_S = 5.0  # after SIGHUP: a handler that does not end the process gets SIGK
 def watch(fd: int = 1, env: Mapping[str, str] | None = None) -> bool:
     """Start the watcher when this process is the far end of an ssh command (see above); True
     when it runs."""
-    if "SSH_CONNECTION" not in (os.environ if env is None else env):
+    env = os.environ if env is None else env
+    if "SSH_CONNECTION" not in env and "KUBERNETES_SERVICE_HOST" not in env:
         return False
     try:
         mode = os.fstat(fd).st_mode

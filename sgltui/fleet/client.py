@@ -1,8 +1,9 @@
-"""One host's agent, reached over `ssh HOST sgltui agent bridge`.
+"""One host's agent, reached over `ssh HOST sgltui agent bridge` (or `kubectl exec -i POD --
+sgltui agent bridge` for a Kubernetes host: fleet/transport.py).
 
-The ssh process runs in its own process group (its children too: a ProxyCommand, a
+The ssh (or kubectl) process runs in its own process group (its children too: a ProxyCommand, a
 ControlMaster) and is stopped and reaped by close(). Its stderr is kept (bounded) so that a
-failure becomes one line naming the host and the fix (ssh.explain).
+failure becomes one line naming the host and the fix (transport.explain).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from sgltui import __version__
 from sgltui.client import STREAM_LIMIT, AgentClient, AgentError, VersionMismatch
-from sgltui.fleet import ssh
+from sgltui.fleet import transport
 from sgltui.fleet.config import Fleet, Host
 
 CONNECT_TIMEOUT_S = 30.0  # ssh's own ConnectTimeout is 10 s; the far agent may need starting
@@ -45,7 +46,10 @@ class HostClient:
         return self.agent.connected and self.proc is not None and self.proc.returncode is None
 
     async def connect(self, timeout: float = CONNECT_TIMEOUT_S) -> None:
-        argv = ssh.bridge_argv(self.fleet, self.host)
+        unlisted = transport.not_listed(self.host)
+        if unlisted:  # a selector that listed no pod: nothing to run
+            raise HostError(unlisted)
+        argv = transport.bridge_argv(self.fleet, self.host)
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -56,10 +60,7 @@ class HostClient:
                 limit=STREAM_LIMIT,
             )
         except (FileNotFoundError, PermissionError):
-            raise HostError(
-                f"host {self.host.name}: cannot run the ssh command {self.fleet.ssh_command!r}; "
-                f"install OpenSSH's client or set [ssh] command in {self.fleet.path}"
-            ) from None
+            raise HostError(transport.cannot_run(self.fleet, self.host)) from None
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self._stderr_task = asyncio.get_running_loop().create_task(self._read_stderr())
         try:
@@ -74,7 +75,7 @@ class HostClient:
                 raise HostError(
                     f"host {self.host.name}: no answer within {timeout:.0f}s; retrying"
                 ) from None
-            raise HostError(ssh.explain(self.host, rc, "\n".join(self._stderr))) from None
+            raise HostError(transport.explain(self.host, rc, "\n".join(self._stderr))) from None
 
     def _mismatch(self, problem: str) -> str:
         what = problem.split(": restart", 1)[0]
@@ -107,7 +108,7 @@ class HostClient:
         rc = self.proc.returncode if self.proc is not None else None
         if rc is None:
             return f"host {self.host.name}: connection lost; retrying"
-        return ssh.explain(self.host, rc, "\n".join(self._stderr))
+        return transport.explain(self.host, rc, "\n".join(self._stderr))
 
     async def call(self, op: str, **args: Any) -> Any:
         return await self.agent.call(op, **args)

@@ -11,6 +11,16 @@
     address = "10.0.0.11"       # where other hosts reach its servers (cross-host pools)
     state_dir = "..."           # the remote agent's state dir, when not the default
 
+    [[host]]                    # a Kubernetes pod (docs/kubernetes.md): kubectl exec -i
+    name = "k1"
+    kind = "kubernetes"
+    context = "prod"            # kubectl's context (default: its current one)
+    namespace = "ml"            # default: the context's namespace
+    pod = "sgltui-0"            # one pod, or:
+    selector = "app=sgltui"     # every pod the label selector lists, each a host (k1.POD)
+    container = "agent"         # when the pod has several
+    kubectl = "/usr/local/bin/kubectl"     # default: kubectl on PATH
+
     [[pool]]                    # a pool across hosts: one gateway, servers on several hosts
     name = "xp"
     slots = ["gpu1/a", "gpu2/a"]
@@ -28,6 +38,8 @@ import dataclasses
 import os
 import re
 import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -41,6 +53,8 @@ else:  # pragma: no cover
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 HOST_KEYS = {"name", "ssh", "sgltui", "address", "state_dir"}
+KUBE_KEYS = {"kind", "context", "namespace", "pod", "selector", "container", "kubectl"}
+KINDS = ("ssh", "kubernetes")
 SSH_KEYS = {"command", "options"}
 POOL_KEYS = {"name", "slots", "gateway", "port", "host", "policy"}
 POOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")  # the agent's pool names (protocol.SlotId)
@@ -77,6 +91,27 @@ class Host:
     sgltui: str = "sgltui"
     address: str | None = None
     state_dir: str | None = None
+    kind: str = "ssh"  # or "kubernetes": reached by `kubectl exec -i` (fleet/kube.py)
+    context: str | None = None
+    namespace: str | None = None
+    pod: str | None = None
+    selector: str | None = None  # a selector host not yet listed (or listing failed)
+    container: str | None = None
+    kubectl: str = "kubectl"
+    pods_error: str | None = None  # why the selector lists no pod: what its link says
+
+    @property
+    def kube(self) -> bool:
+        return self.kind == "kubernetes"
+
+    @property
+    def target(self) -> str:
+        """Where it is, for a person: the ssh destination, or the pod (its namespace/context)."""
+        if not self.kube:
+            return self.ssh
+        ns = self.namespace or "default namespace"
+        what = f"pod {self.pod}" if self.pod else f"pods {self.selector}"
+        return f"{what} in {ns}" + (f", context {self.context}" if self.context else "")
 
     def remote_argv(self, *words: str) -> list[str]:
         """The remote sgltui command with `words` (global options first)."""
@@ -123,7 +158,11 @@ def default_path() -> Path:
     return Path(env).expanduser() if env else locations.config_dir() / "fleet.toml"
 
 
-def load(path: Path | None = None) -> Fleet:
+Lister = Callable[[Host], list[Host]]  # a selector host -> a host per pod (fleet/kube.py)
+
+
+def load(path: Path | None = None, pods: Lister | None = None) -> Fleet:
+    """The fleet in `path`; `pods` lists each selector host's pods (None: left unlisted)."""
     path = path or default_path()
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -137,10 +176,10 @@ def load(path: Path | None = None) -> Fleet:
         raise FleetConfigError(f"{path}: values nested too deeply to read; flatten them") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise FleetConfigError(f"{path}: cannot read it ({exc})") from None
-    return parse(raw, path)
+    return parse(raw, path, pods)
 
 
-def parse(raw: dict[str, Any], path: Path) -> Fleet:
+def parse(raw: dict[str, Any], path: Path, pods: Lister | None = None) -> Fleet:
     unknown = set(raw) - {"host", "ssh", "pool"}
     if unknown:
         raise FleetConfigError(
@@ -166,9 +205,12 @@ def parse(raw: dict[str, Any], path: Path) -> Fleet:
         raise FleetConfigError(
             f'{path}: no hosts; add one: [[host]] name = "gpu1", ssh = "you@gpu1"'
         )
-    hosts: list[Host] = []
-    for i, h in enumerate(hosts_raw, 1):
-        hosts.append(_host(h, i, path))
+    hosts = [_host(h, i, path) for i, h in enumerate(hosts_raw, 1)]
+    if pods is not None and any(h.selector for h in hosts):
+        # each selector listed at the same time: a dead cluster costs one listing's timeout
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            listed = list(pool.map(lambda h: pods(h) if h.selector else [h], hosts))
+        hosts = [h for group in listed for h in group]
     names = [h.name for h in hosts]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
@@ -225,7 +267,7 @@ def _pool(p: Any, i: int, fleet: Fleet) -> Pool:
         host, slot = split_address(x)
         if host is None or not slot:
             raise FleetConfigError(f"{where}: slot {x!r} names no host; write HOST/SLOT (gpu1/a)")
-        fleet.host(host)  # an unknown host: one line naming the hosts
+        _member(fleet, host, where)  # an unknown host: one line naming the hosts
         if (host, slot) in members:
             raise FleetConfigError(f"{where}: slot {x} is listed twice")
         members.append((host, slot))
@@ -234,7 +276,7 @@ def _pool(p: Any, i: int, fleet: Fleet) -> Pool:
         raise FleetConfigError(
             f'{where}: gateway = "HOST" names the host that runs its gateway (smg)'
         )
-    fleet.host(gateway)
+    _member(fleet, gateway, where)
     for host, _ in members:
         if host != gateway and not fleet.host(host).address:
             raise FleetConfigError(
@@ -252,9 +294,40 @@ def _pool(p: Any, i: int, fleet: Fleet) -> Pool:
     return Pool(name, tuple(members), gateway, port, host_addr, policy)
 
 
+def _member(fleet: Fleet, name: str, where: str) -> Host:
+    """A pool's host; a pod of a selector whose listing failed says why it is missing."""
+    try:
+        return fleet.host(name)
+    except FleetConfigError:
+        sel = next(
+            (
+                h
+                for h in fleet.hosts
+                if h.selector and h.pods_error and name.startswith(h.name + ".")
+            ),
+            None,
+        )
+        if sel is None:
+            raise
+        raise FleetConfigError(
+            f"{where}: host {name} is a pod of selector host {sel.name}, which listed none "
+            f"({sel.pods_error})"
+        ) from None
+
+
 def _host(h: Any, i: int, path: Path) -> Host:
     where = f"{path}: host #{i}"
-    h = _table(h, where, HOST_KEYS, "[[host]] name = ..., ssh = ...")
+    h = _table(h, where, HOST_KEYS | KUBE_KEYS, "[[host]] name = ..., ssh = ...")
+    kind = h.get("kind", "ssh")
+    if kind not in KINDS:
+        raise FleetConfigError(f'{where}: kind must be "ssh" or "kubernetes", not {kind!r}')
+    if kind == "kubernetes":
+        return _kube_host(h, where)
+    extra = sorted(set(h) & KUBE_KEYS - {"kind"})
+    if extra:
+        raise FleetConfigError(
+            f'{where}: {extra[0]} is for kind = "kubernetes" hosts; add that or remove {extra[0]}'
+        )
     for key in ("name", "ssh"):
         if not isinstance(h.get(key), str) or not h[key]:
             raise FleetConfigError(f'{where} needs {key} = "..." (a string)')
@@ -275,6 +348,40 @@ def _host(h: Any, i: int, path: Path) -> Host:
         sgltui=h.get("sgltui", "sgltui"),
         address=h.get("address"),
         state_dir=h.get("state_dir"),
+    )
+
+
+def _kube_host(h: dict[str, Any], where: str) -> Host:
+    """A kind = "kubernetes" host: a pod, or a label selector that lists pods."""
+    if not isinstance(h.get("name"), str) or not NAME_RE.match(h["name"]):
+        raise FleetConfigError(f'{where} needs name = "k1" (letters, digits, ".", "_" or "-")')
+    where = f"{where.rsplit(':', 1)[0]}: host {h['name']!r}"
+    if "ssh" in h:
+        raise FleetConfigError(f"{where}: a kubernetes host has no ssh = ...; remove it")
+    for key in KUBE_KEYS - {"kind"} | {"sgltui", "address", "state_dir"}:
+        if key in h and (not isinstance(h[key], str) or not h[key] or h[key].startswith("-")):
+            raise FleetConfigError(f"{where}: {key} must be a non-empty string (not an option)")
+    if ("pod" in h) == ("selector" in h):
+        raise FleetConfigError(
+            f'{where}: give pod = "sgltui-0" or selector = "app=sgltui" (one of the two)'
+        )
+    if "selector" in h and "address" in h:
+        raise FleetConfigError(
+            f"{where}: address is each pod's own IP for a selector; remove address"
+        )
+    return Host(
+        name=h["name"],
+        ssh="",
+        kind="kubernetes",
+        sgltui=h.get("sgltui", "sgltui"),
+        address=h.get("address"),
+        state_dir=h.get("state_dir"),
+        context=h.get("context"),
+        namespace=h.get("namespace"),
+        pod=h.get("pod"),
+        selector=h.get("selector"),
+        container=h.get("container"),
+        kubectl=h.get("kubectl", "kubectl"),
     )
 
 

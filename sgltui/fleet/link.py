@@ -37,7 +37,7 @@ class HostLink:
         self.interval_s = interval_s
         self.on_change = on_change
         self.client_name = client_name
-        self.state = HostState(name=host.name, ssh=host.ssh)
+        self.state = HostState(name=host.name, ssh=host.target)
         self.client: HostClient | None = None
         self._nap_fut: asyncio.Future | None = None
         self._seen: tuple | None = None
@@ -163,7 +163,7 @@ async def poll_once(fleet: Fleet, timeout_s: float = 30.0) -> list[HostState]:
             return await ask(host)
 
     async def ask(host: Host) -> HostState:
-        st = HostState(name=host.name, ssh=host.ssh, retrying=False)
+        st = HostState(name=host.name, ssh=host.target, retrying=False)
         client = HostClient(fleet, host, "fleet-status")
         try:
             await client.connect(timeout=timeout_s)

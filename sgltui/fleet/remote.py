@@ -17,16 +17,19 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from sgltui.fleet import ssh
+from sgltui.fleet import transport
 from sgltui.fleet.config import Fleet, Host
 
 HELD_LINES = 1000  # beyond this many stderr lines, they are passed on as they come
-SSH_FAILURES = (126, 127, 255)
 
 
 def run(fleet: Fleet, host: Host, words: list[str], interactive: bool) -> int:
     tty = interactive and sys.stdin.isatty() and sys.stdout.isatty()
-    argv = ssh.argv(fleet, host, *words, tty=tty)
+    unlisted = transport.not_listed(host)
+    if unlisted:
+        print(f"sgltui: error: {unlisted}", file=sys.stderr)
+        return 255
+    argv = transport.argv(fleet, host, *words, tty=tty)
     if tty:
         # A terminal program over there needs ssh in the terminal's foreground process group
         # (a background group reading the tty is stopped by SIGTTIN), so here, and only here,
@@ -36,8 +39,9 @@ def run(fleet: Fleet, host: Host, words: list[str], interactive: bool) -> int:
         except OSError as exc:
             return _no_ssh(fleet, host, exc)
         rc = proc.wait()
-        if rc in SSH_FAILURES:
-            print(f"sgltui: error: {ssh.explain(host, rc, '', retrying=False)}", file=sys.stderr)
+        if transport.failed(host, rc, ""):
+            line = transport.explain(host, rc, "", retrying=False)
+            print(f"sgltui: error: {line}", file=sys.stderr)
         return rc
     try:
         proc = subprocess.Popen(
@@ -90,8 +94,8 @@ def run(fleet: Fleet, host: Host, words: list[str], interactive: bool) -> int:
         restore()
     t.join(2)
     text = "".join(held)
-    if rc in SSH_FAILURES:
-        line = ssh.explain(host, rc, text, retrying=False)  # one shot: nothing retries
+    if transport.failed(host, rc, text):
+        line = transport.explain(host, rc, text, retrying=False)  # one shot: nothing retries
         print(f"sgltui: error: {line}", file=sys.stderr)
         return rc
     sys.stderr.write(text)
@@ -125,8 +129,7 @@ def _on_signals(sigs: tuple[int, ...], handler: Callable[[int, Any], None]) -> C
 
 def _no_ssh(fleet: Fleet, host: Host, exc: OSError) -> int:
     print(
-        f"sgltui: error: host {host.name}: cannot run the ssh command {fleet.ssh_command!r} "
-        f"({exc.strerror or exc}); install OpenSSH's client or set [ssh] command in {fleet.path}",
+        f"sgltui: error: {transport.cannot_run(fleet, host)} ({exc.strerror or exc})",
         file=sys.stderr,
     )
     return 255

@@ -16,7 +16,7 @@ import json
 import time
 from typing import Any
 
-from sgltui.fleet import ssh
+from sgltui.fleet import transport
 from sgltui.fleet.client import HostClient, HostError, stop_group
 from sgltui.fleet.config import Fleet, Host
 from sgltui.fleet.link import FANOUT
@@ -47,8 +47,11 @@ async def clock_offset(fleet: Fleet, host: Host) -> float | None:
 async def fetch_report(fleet: Fleet, host: Host, session: str | None) -> dict[str, Any]:
     """The host's report as JSON, or {"error": one line}."""
     words = ["report", "--format", "json"] + ([session] if session else [])
+    unlisted = transport.not_listed(host)
+    if unlisted:
+        return {"error": unlisted}
     proc = await asyncio.create_subprocess_exec(
-        *ssh.argv(fleet, host, *words),
+        *transport.argv(fleet, host, *words),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -60,8 +63,8 @@ async def fetch_report(fleet: Fleet, host: Host, session: str | None) -> dict[st
         await stop_group(proc)
         return {"error": f"host {host.name}: no report within {TIMEOUT_S:.0f}s"}
     text = err.decode(errors="replace")
-    if proc.returncode in (126, 127, 255):
-        return {"error": ssh.explain(host, proc.returncode, text)}
+    if transport.failed(host, proc.returncode, text):
+        return {"error": transport.explain(host, proc.returncode, text)}
     if proc.returncode != 0:
         last = text.strip().splitlines()[-1] if text.strip() else f"exit {proc.returncode}"
         return {"error": f"host {host.name}: {last}"}

@@ -28,10 +28,17 @@ def mute_agent(tmp_path):
     srv.close()
 
 
-def _start(state, stdout, ssh: bool) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k not in ("SSH_CONNECTION", "SSH_CLIENT")}
+FAR = {  # what marks the far end of a command: sshd's variable, or a pod's (kubectl exec)
+    "ssh": ("SSH_CONNECTION", "127.0.0.1 50000 127.0.0.1 22"),
+    "kubectl": ("KUBERNETES_SERVICE_HOST", "10.96.0.1"),
+}
+
+
+def _start(state, stdout, ssh: bool, far: str = "ssh") -> subprocess.Popen:
+    drop = ("SSH_CONNECTION", "SSH_CLIENT", "KUBERNETES_SERVICE_HOST")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     if ssh:
-        env["SSH_CONNECTION"] = "127.0.0.1 50000 127.0.0.1 22"
+        env[FAR[far][0]] = FAR[far][1]
     return subprocess.Popen(
         [sys.executable, "-m", "sgltui", "--state-dir", str(state), "status"],
         stdin=subprocess.DEVNULL,
@@ -48,14 +55,14 @@ def _ends(proc: subprocess.Popen, timeout: float) -> bool:
     return proc.returncode is not None
 
 
-@pytest.mark.parametrize("kind", ["pipe", "socket"])
-def test_a_hung_command_under_sshd_ends_when_its_stdout_goes_away(mute_agent, kind):
+@pytest.mark.parametrize(("kind", "far"), [("pipe", "ssh"), ("socket", "ssh"), ("pipe", "kubectl")])
+def test_a_hung_command_under_sshd_ends_when_its_stdout_goes_away(mute_agent, kind, far):
     if kind == "pipe":
         ours, theirs = os.pipe()  # ours: the read end (sshd's side)
     else:
         a, b = socket.socketpair()
         ours, theirs = a.detach(), b.detach()
-    proc = _start(mute_agent, theirs, ssh=True)
+    proc = _start(mute_agent, theirs, ssh=True, far=far)
     os.close(theirs)
     try:
         time.sleep(1.5)  # it is up and waiting for the agent's hello, which never comes

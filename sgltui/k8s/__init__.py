@@ -1,0 +1,1 @@
+"""Kubernetes manifests for sgltui (`sgltui k8s render`, `sgltui profiles export --ome`)."""
