@@ -431,6 +431,14 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
             continue
         if sched.warmup_extra_s == float("inf"):
             phases.hang()
+        if sched.tms_paused:
+            # A released server that runs a batch reads memory torch-memory-saver unmapped.
+            raise SchedulerRuntimeError(
+                "CUDA error: an illegal memory access was encountered (a forward pass while "
+                f"the memory saver's {', '.join(sorted(sched.tms_paused))} memory is released)"
+                "\nCUDA kernel errors might be asynchronously reported at some other API call, "
+                "so the stacktrace below might be incorrect."
+            )
         if not sched.step():
             sched.reject_unfittable()
             time.sleep(0.01)

@@ -232,3 +232,40 @@ def test_fault_flags_count_calls(sim_server, tmp_path):
         pass
     assert sim.wait_exit(timeout=20) != 0
     assert "[torch_memory_saver.cpp] CUresult error: 2 (out of memory)" in sim.text()
+
+
+def test_a_released_server_that_runs_a_batch_dies(sim_server):
+    """Continue without the resume: the next forward pass reads unmapped memory."""
+    sim = sim_server(*SAVER, time_scale="0.01")
+    post_json(sim.url + "/pause_generation", {"mode": "retract"})
+    post_json(sim.url + "/release_memory_occupation", {"tags": ["weights"]})
+    post_json(sim.url + "/continue_generation", {})
+    try:
+        post_json(sim.url + "/generate", gen_body(4, text="on unmapped weights"))
+    except httpx.HTTPError:
+        pass
+    assert sim.wait_exit(timeout=20) != 0
+    assert "CUDA error: an illegal memory access was encountered" in sim.text()
+
+
+def test_admin_key_paused_ready_and_load_time_server_info(sim_server):
+    """With --admin-api-key the four saver routes take only the admin key (the API key is 401);
+    a paused server's /ready is 503; /server_info keeps its load-time memory figures through a
+    release (SGLang's do: check the GPU, not this)."""
+    sim = sim_server(*SAVER, "--api-key", "user", "--admin-api-key", "admin", time_scale="0.01")
+    user, admin = {"Authorization": "Bearer user"}, {"Authorization": "Bearer admin"}
+
+    def info() -> dict:
+        r = httpx.get(sim.url + "/server_info", headers=user, timeout=10)
+        return r.json()["internal_states"][0]["memory_usage"]
+
+    loaded = info()
+    for path in ("/pause_generation", "/release_memory_occupation"):
+        assert post_json(sim.url + path, {}, headers=user).status_code == 401
+        assert post_json(sim.url + path, {}, headers=admin).status_code == 200
+    assert httpx.get(sim.url + "/ready", timeout=10).status_code == 503
+    assert info() == loaded and loaded["weight"] > 10
+    for path in ("/resume_memory_occupation", "/continue_generation"):
+        assert post_json(sim.url + path, {}, headers=user).status_code == 401
+        assert post_json(sim.url + path, {}, headers=admin).status_code == 200
+    assert httpx.get(sim.url + "/ready", timeout=10).status_code == 200
