@@ -32,13 +32,17 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from sgltui.core import host_pool
+from sgltui.core.files import write_atomic
 from sgltui.core.flags import Catalog
 from sgltui.core.profiles import Profile
-from sgltui.core.validate import catalog_for, check_profile
 from sgltui.core.units import GIB
+from sgltui.core.validate import catalog_for, check_profile
 
 FALLING = 0.85  # accept length at the job's concurrency under this share of the lowest's
 REF_ACCEPT_CHAIN = (0.96, 0.80, 0.64)  # Qwen3.6-27B MTP per-position acceptance (reference 2.)
@@ -115,7 +119,9 @@ class Advice:
 Check = Callable[[str, dict[str, Any]], list[str]]
 
 
-def advise(s: Situation, check: Check | None = None, has_flag: Callable[[str], bool] | None = None) -> Advice:
+def advise(
+    s: Situation, check: Check | None = None, has_flag: Callable[[str], bool] | None = None
+) -> Advice:
     """Every proposal for `s`, best first; `check` is the catalog and cross-flag check,
     `has_flag` whether the catalog knows a flag (for flags only some releases have)."""
     out = Advice(s.serving)
@@ -158,17 +164,26 @@ def profile_check(serving: Profile, catalog: Catalog | None = None) -> Check:
     return check
 
 
-def accepted_profile(advice_serving: str, p: Proposal, launcher: str | None) -> dict[str, Any]:
-    """The TOML document of an accepted proposal: it `extends` the serving profile."""
-    doc: dict[str, Any] = {
+def accepted_profile(serving: str, p: Proposal) -> dict[str, Any]:
+    """The TOML document of an accepted proposal: it `extends` the serving profile (and so
+    keeps its launcher, interpreter and environment), with the delta as its [server]."""
+    return {
         "name": p.name,
-        "description": f"proposed by sgltui advise: {p.reason}"[:200],
-        "extends": advice_serving,
+        "description": f"proposed by sgltui advise: {p.rule} ({p.figure})"[:300],
+        "extends": serving,
+        "server": dict(p.delta),
     }
-    if launcher:
-        doc["launcher"] = launcher
-    doc["server"] = dict(p.delta)
-    return doc
+
+
+def write_accepted(serving: str, p: Proposal, folder: Path) -> Path:
+    """Write the accepted proposal as FOLDER/NAME.toml (the user's profile folder)."""
+    text = f"# Written by `sgltui advise`: {p.reason}\n" + tomli_w.dumps(
+        accepted_profile(serving, p)
+    )
+    path = folder / f"{p.name}.toml"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text.encode())
+    return path
 
 
 # --- what the card says -------------------------------------------------------------------
@@ -246,7 +261,7 @@ def _raise_mrr(s: Situation, allows: tuple[int | None, str], _has: Flags) -> lis
             delta={"max-running-requests": new},
             reason=f"max-running-requests = {mrr} bounds it while its pools hold {cap} of the "
             f"job's requests; {new} running requests at once"
-            + (f" is what the job runs at" if want and new == want else " is what memory allows"),
+            + (" is what the job runs at" if want and new == want else " is what memory allows"),
             figure=f"effective max running {mrr}; memory allows {cap} ({why})",
             cost={
                 "host_ram_gb": 0.0,
@@ -282,7 +297,9 @@ def _hicache(s: Situation, allows: tuple[int | None, str], _has: Flags) -> list[
     by = bound_by(card)
     if by not in ("kv", "mamba") or host_pool.enabled(s.server) or s.host_free_bytes is None:
         return []
-    device = ((_num(card.get("kv_pool_gb")) or 0.0) + (_num(card.get("mamba_state_gb")) or 0.0)) * GIB
+    device = (
+        (_num(card.get("kv_pool_gb")) or 0.0) + (_num(card.get("mamba_state_gb")) or 0.0)
+    ) * GIB
     if device <= 0:
         return []
     ranks = host_pool.ranks(s.server)
