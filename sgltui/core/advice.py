@@ -16,7 +16,8 @@ The rules (docs/advise.md says them for users):
 - bound by max-running-requests (the flag, or SGLang's speculative 48) below what the pools
   allow for the job's requests -> raise it to what the job runs at, at most what memory allows.
 - MTP whose accept length at the job's concurrency is under FALLING x its accept length at the
-  lowest measured one -> one draft token fewer; --speculative-adaptive (only if the catalog has
+  lowest measured one (two concurrencies measured: the TUI's ledger keeps them; one live reading
+  says how long the drafts are, not that they fall) -> one draft token fewer; --speculative-adaptive (only if the catalog has
   it); plain decoding.
 - prompts longer than a prefill chunk while prefill takes more than PREFILL_SHARE of the time
   -> a chunk that holds the whole prompt (at most MAX_CHUNK).
@@ -45,7 +46,6 @@ from sgltui.core.units import GIB
 from sgltui.core.validate import catalog_for, check_profile
 
 FALLING = 0.85  # accept length at the job's concurrency under this share of the lowest's
-REF_ACCEPT_CHAIN = (0.96, 0.80, 0.64)  # Qwen3.6-27B MTP per-position acceptance (reference 2.)
 PREFILL_SHARE = 0.25  # prefill's share of the time above which the chunk size is proposed
 MAX_CHUNK = 16384
 MIN_HICACHE_RATIO = 1.0  # a host pool no larger than the device pool only warns in SGLang
@@ -331,14 +331,6 @@ def _hicache(s: Situation, allows: tuple[int | None, str], _has: Flags) -> list[
     ]
 
 
-def _accept_ref(steps: int) -> float:
-    tau, run = 1.0, 1.0
-    for p in REF_ACCEPT_CHAIN[:steps]:
-        run *= p
-        tau += run
-    return tau
-
-
 def _speculative(s: Situation, _allows: tuple[int | None, str], has: Flags) -> list[Proposal]:
     algo = s.server.get("speculative-algorithm")
     if not algo:
@@ -351,19 +343,16 @@ def _speculative(s: Situation, _allows: tuple[int | None, str], has: Flags) -> l
     running = _int((s.engine or {}).get("num_running_reqs"))
     if live is not None and running and running not in measured:
         measured[running] = live
-    if not measured or want is None:
-        return []
+    if len(measured) < 2 or want is None:
+        return []  # one concurrency says how long the drafts are, not that they fall
     at = max((c for c in measured if c <= want), default=min(measured))
     low = min(measured)
-    base, base_where = (
-        (measured[low], f"{measured[low]:.2f} at c={low}")
-        if low < at
-        else (_accept_ref(steps), f"{_accept_ref(steps):.2f} expected at c=1")
-    )
-    now = measured[at]
+    if low >= at:
+        return []
+    base, now = measured[low], measured[at]
     if now >= FALLING * base:
         return []
-    figure = f"accept length {now:.2f} at c={at} vs {base_where} (under {FALLING:.0%})"
+    figure = f"accept length {now:.2f} at c={at} vs {base:.2f} at c={low} (under {FALLING:.0%})"
     out: list[Proposal] = []
     mrr = _int((s.card or {}).get("max_running_requests")) or 0
     if steps >= 2:
@@ -387,7 +376,7 @@ def _speculative(s: Situation, _allows: tuple[int | None, str], has: Flags) -> l
                 figure=figure,
                 cost={
                     "host_ram_gb": 0.0,
-                    "gpu_gb": -round(freed / GIB, 2),
+                    "gpu_gb": -round(freed / GIB, 2) if freed else 0.0,
                     "text": f"frees about {_gib(freed)} of draft states on the GPU"
                     if freed
                     else "none",

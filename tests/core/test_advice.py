@@ -248,3 +248,24 @@ def test_sim_host_ram_is_the_simulated_host_less_what_is_pinned() -> None:
     s = advice_inputs.situation(prof, slot, tel, job, overrides={"concurrency": 30})
     assert (s.prompt_tokens, s.output_tokens, s.concurrency) == (1200, 500, 30)
     assert s.engine == {"accept_length": 2.0}
+
+
+def test_the_ledger_keeps_accept_length_by_concurrency_for_the_advice() -> None:
+    from sgltui.core.insight import MIN_LIVE_READINGS, Ledger
+
+    ledger = Ledger()
+    for i in range(MIN_LIVE_READINGS):
+        ledger.observe_engine(
+            "m", {"num_running_reqs": 1, "gen_throughput": 60 + i, "accept_length": 3.2}
+        )
+        ledger.observe_engine(
+            "m", {"num_running_reqs": 8, "gen_throughput": 300 + i, "accept_length": 2.2}
+        )
+    ledger.observe_engine(
+        "m", {"num_running_reqs": 16, "gen_throughput": 500, "accept_length": 2.0}
+    )
+    # a repeated reading is the same report: not counted again; one reading is not a measurement
+    ledger.observe_engine(
+        "m", {"num_running_reqs": 16, "gen_throughput": 500, "accept_length": 2.0}
+    )
+    assert ledger.figures("m").accept_by_c() == pytest.approx({1: 3.2, 8: 2.2})
