@@ -292,9 +292,20 @@ def _mrr_gpu_bytes(s: Situation, more: int) -> float:
     return table + states
 
 
+def memory_bound(s: Situation, allows: tuple[int | None, str]) -> str | None:
+    """What bounds it, where a flag set at what the pools hold counts as the pool (capacity.py
+    names the flag then: the flag was written to match the pool, the pool is the limit)."""
+    by = bound_by(s.card)
+    mrr = _int((s.card or {}).get("max_running_requests"))
+    cap, why = allows
+    if by in ("flag", "speculative") and cap is not None and mrr is not None and cap <= mrr:
+        return "mamba" if "mamba" in why else "kv"
+    return by
+
+
 def _hicache(s: Situation, allows: tuple[int | None, str], _has: Flags) -> list[Proposal]:
     card = s.card or {}
-    by = bound_by(card)
+    by = memory_bound(s, allows)
     if by not in ("kv", "mamba") or host_pool.enabled(s.server) or s.host_free_bytes is None:
         return []
     device = (

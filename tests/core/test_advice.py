@@ -269,3 +269,15 @@ def test_the_ledger_keeps_accept_length_by_concurrency_for_the_advice() -> None:
         "m", {"num_running_reqs": 16, "gen_throughput": 500, "accept_length": 2.0}
     )
     assert ledger.figures("m").accept_by_c() == pytest.approx({1: 3.2, 8: 2.2})
+
+
+def test_a_flag_written_at_what_the_pool_holds_counts_as_the_pool() -> None:
+    """capacity.py names the flag when it equals the mamba cap (a raised profile): the pool is
+    the limit, so hicache is proposed; raising the flag again is not."""
+    prof = _profile()
+    card = _mtp_card(mrr=10)
+    card["requested_max_running_requests"] = 10
+    card["bound"] = bound(card, {})
+    assert card["bound"]["by"] == "flag"
+    a = _advise(_situation(prof, card, host_free_bytes=700e9, concurrency=19))
+    assert _rules(a) == ["hicache"]
