@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -135,7 +136,7 @@ class AcceptChoice(_Choice):
 
     def compose(self) -> ComposeResult:
         p = self.proposal
-        delta = ", ".join(f"{k} = {v}" for k, v in p.delta.items())
+        delta = ", ".join(f"{k} = {json.dumps(v)}" for k, v in p.delta.items())
         with Vertical():
             yield Static(
                 f"Wrote [b]{escape(p.name)}[/] (extends {escape(self.serving)}: "
