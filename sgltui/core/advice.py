@@ -10,7 +10,7 @@ checks (core/validate.py) before it is shown; one that fails is listed as refuse
 check's line. Nothing is written here: `accepted_profile` builds the profile (it `extends` the
 serving one) for whoever writes it.
 
-The rules (docs/advise.md says them for users):
+The rules (docs/jobs.md, "Proposals", says them for users):
 - KV- or mamba-bound, hicache off, host RAM free -> hicache, its ratio sized from the free RAM
   (at most half of what SGLang may take: the free RAM less its 10 GiB reserve).
 - bound by max-running-requests (the flag, or SGLang's speculative 48) below what the pools
