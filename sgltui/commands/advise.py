@@ -64,8 +64,20 @@ def _slot(st: protocol.StatusReply, name: str | None) -> protocol.SlotStatus:
 
 
 def build(args: argparse.Namespace) -> tuple[advice.Advice, Profile]:
+    overrides: dict[str, Any] = {
+        "prompt_tokens": args.prompt_tokens,
+        "output_tokens": args.output_tokens,
+        "concurrency": args.concurrency,
+    }
+    return advise_for(args, args.slot, args.job, overrides)
+
+
+def advise_for(
+    args: argparse.Namespace, slot_name: str | None, job_id: str | None, overrides: dict[str, Any]
+) -> tuple[advice.Advice, Profile]:
+    """The proposals for the profile `slot_name` serves (`job run --choose auto` asks too)."""
     st = _status(args)
-    slot = _slot(st, args.slot)
+    slot = _slot(st, slot_name)
     if not slot.profile or slot.capacity is None:
         raise CliError(
             f"slot {slot.id} serves nothing measured yet: wait until it is ready "
@@ -75,14 +87,9 @@ def build(args: argparse.Namespace) -> tuple[advice.Advice, Profile]:
         profile = get_profile(slot.profile, _dirs(args))
     except ProfileError as exc:
         raise CliError(f"the serving profile cannot be read: {exc}") from None
-    job = advice_inputs.job_for(slot.id, st.jobs, args.job)
-    if args.job and job is None:
-        raise CliError(f"no job {args.job!r}: `sgltui job list` names them")
-    overrides: dict[str, Any] = {
-        "prompt_tokens": args.prompt_tokens,
-        "output_tokens": args.output_tokens,
-        "concurrency": args.concurrency,
-    }
+    job = advice_inputs.job_for(slot.id, st.jobs, job_id)
+    if job_id and job is None:
+        raise CliError(f"no job {job_id!r}: `sgltui job list` names them")
     s = advice_inputs.situation(profile, slot, st.telemetry, job, overrides=overrides)
     catalog = catalog_for(profile)
     return (

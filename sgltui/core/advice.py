@@ -14,7 +14,8 @@ The rules (docs/jobs.md, "Proposals", says them for users):
 - KV- or mamba-bound, hicache off, host RAM free -> hicache, its ratio sized from the free RAM
   (at most half of what SGLang may take: the free RAM less its 10 GiB reserve).
 - bound by max-running-requests (the flag, or SGLang's speculative 48) below what the pools
-  allow for the job's requests -> raise it to what the job runs at, at most what memory allows.
+  allow for the job's requests -> raise it to what the job runs at, at most what memory allows
+  (and MAX_RAISE when the job's concurrency is not known).
 - MTP whose accept length at the job's concurrency is under FALLING x its accept length at the
   lowest measured one (two concurrencies measured: the TUI's ledger keeps them; one live reading
   says how long the drafts are, not that they fall) -> one draft token fewer; --speculative-adaptive (only if the catalog has
@@ -52,6 +53,7 @@ MIN_HICACHE_RATIO = 1.0  # a host pool no larger than the device pool only warns
 MAX_HICACHE_RATIO = 8.0
 HICACHE_SHARE_OF_FREE = 0.5  # what of the usable RAM a proposed host pool may take
 CHUNK_SLACK_BYTES_PER_TOKEN = 1.5 * 2**20  # SGLang's activation reserve per chunk token
+MAX_RAISE = 256  # SGLang's default cuda-graph-max-bs on a big GPU: above it decode runs eagerly
 HICACHE_GAIN = 1.15  # prefixes reloaded at PCIe speed instead of recomputed (to be measured)
 SPEC_FLAGS = (
     "speculative-algorithm",
@@ -250,7 +252,7 @@ def _raise_mrr(s: Situation, allows: tuple[int | None, str], _has: Flags) -> lis
     if bound_by(card) not in ("flag", "speculative") or mrr is None or cap is None:
         return []
     want = _target(s)
-    new = cap if want is None else min(cap, max(want, mrr))
+    new = min(MAX_RAISE, cap if want is None else min(cap, max(want, mrr)))
     if new < mrr + max(2, math.ceil(0.25 * mrr)):
         return []  # memory (or the job) leaves no worthwhile room above the flag
     cost_bytes = _mrr_gpu_bytes(s, new - mrr)

@@ -358,6 +358,7 @@ def view(trial: dict, segments: list[dict] | None = None) -> dict:
         "projected_s",
         "joules",
         "projected_j",
+        "delta",
     )
     cands = []
     for c in trial["candidates"]:
@@ -392,6 +393,8 @@ def restart(trial: dict, running: str | None) -> None:
             continue
         fresh = _candidate(c["name"])
         fresh["swap_s"], fresh["swap_j"] = c["swap_s"], c["swap_j"]  # known: kept for projections
+        if "delta" in c:
+            fresh["delta"] = c["delta"]
         c.clear()
         c.update(fresh)
 

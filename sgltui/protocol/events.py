@@ -531,6 +531,7 @@ class JobCandidate(Struct, kw_only=True):
     j_per_completion: float | None = None
     tok_per_j: float | None = None
     info_hash: str | None = None  # what its server ran (server.provenance), once measured
+    delta: dict[str, Any] | None = None  # --choose auto: its flags beside the serving profile's
 
 
 class JobChoice(Struct, kw_only=True):
