@@ -48,8 +48,11 @@ def input_lengths(path: Path) -> tuple[float | None, float | None]:
     return mean(prompts), mean(outputs)
 
 
-def resolve(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, Any]]]:
-    """('serving,p1,p2', {name: delta}) for the slot the job goes to."""
+def resolve(
+    args: argparse.Namespace,
+) -> tuple[str, dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """('serving,p1,p2', {name: delta}, every proposal with the bound it answers) for the slot
+    the job goes to."""
     if getattr(args, "pool", None):
         raise CliError(
             "--choose auto advises one slot's profile; give --slot, or name the profiles"
@@ -68,4 +71,5 @@ def resolve(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, Any]]]:
     names = [serving.name, *(p.name for p in chosen)]
     deltas: dict[str, dict[str, Any]] = {serving.name: {}}
     deltas.update({p.name: dict(p.delta) for p in chosen})
-    return ",".join(names), deltas
+    every = [{**p.as_json(), "bound": result.bound} for p in result.proposals]
+    return ",".join(names), deltas, every

@@ -196,7 +196,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.choose.strip() == "auto":
             from sgltui.commands import choose_auto
 
-            kw["choose"], kw["choose_deltas"] = choose_auto.resolve(args)
+            kw["choose"], kw["choose_deltas"], kw["choose_advice"] = choose_auto.resolve(args)
             print(f"--choose auto: {kw['choose'].replace(',', ', ')}", flush=True)
         if args.trial_requests is not None:
             if args.trial_requests < 1:

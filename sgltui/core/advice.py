@@ -104,6 +104,7 @@ class Proposal:
 @dataclass
 class Advice:
     serving: str
+    bound: str | None = None  # what bounds the serving profile (its card's `bound` text)
     proposals: list[Proposal] = field(default_factory=list)
     refused: list[dict[str, str]] = field(default_factory=list)  # {"name", "rule", "why"}
     notes: list[str] = field(default_factory=list)
@@ -111,6 +112,7 @@ class Advice:
     def as_json(self) -> dict[str, Any]:
         return {
             "serving": self.serving,
+            "bound": self.bound,
             "proposals": [p.as_json() for p in self.proposals],
             "refused": list(self.refused),
             "notes": list(self.notes),
@@ -126,7 +128,8 @@ def advise(
 ) -> Advice:
     """Every proposal for `s`, best first; `check` is the catalog and cross-flag check,
     `has_flag` whether the catalog knows a flag (for flags only some releases have)."""
-    out = Advice(s.serving)
+    b = (s.card or {}).get("bound")
+    out = Advice(s.serving, bound=str(b.get("text")) if isinstance(b, Mapping) else None)
     candidates: list[Proposal] = []
     allows = memory_allows(s)
     for rule in (_raise_mrr, _hicache, _speculative, _chunked):

@@ -380,6 +380,7 @@ def view(trial: dict, segments: list[dict] | None = None) -> dict:
         "note": trial.get("note"),
         "watch": trial.get("watch"),
         "candidates": cands,
+        "advice": trial.get("advice") or [],
     }
 
 

@@ -281,3 +281,28 @@ def test_a_flag_written_at_what_the_pool_holds_counts_as_the_pool() -> None:
     assert card["bound"]["by"] == "flag"
     a = _advise(_situation(prof, card, host_free_bytes=700e9, concurrency=19))
     assert _rules(a) == ["hicache"]
+
+
+def test_the_reports_why_names_the_bound_the_expectation_and_the_measurement() -> None:
+    from sgltui.core import choice
+
+    prof = _profile()
+    a = _advise(_situation(prof, _mtp_card(), concurrency=19, host_free_bytes=700e9))
+    every = [{**p.as_json(), "bound": a.bound} for p in a.proposals]
+    every.append({"name": "demo-mtp+other", "delta": {"x": 1}, "reason": "r", "figure": "f"})
+    raised = a.proposals[0].name
+    decision = {
+        "winner": raised,
+        "advice": every,
+        "candidates": [
+            {"name": "demo-mtp", "state": "measured", "tok_s": 200.0, "requests": 300},
+            {"name": raised, "state": "measured", "tok_s": 420.0, "ci_low": 410.0,
+             "ci_high": 430.0, "requests": 500, "reason": "95% interval within +-5%"},
+        ],
+    }  # fmt: skip
+    first, other = choice.why_paragraphs(decision)
+    assert first.startswith(f"**{raised}** (max-running-requests = 10)")
+    assert "bound by the flag: max-running-requests = 4" in first
+    assert "memory allows 10" in first and "2.10x the serving profile's" in first
+    assert first.endswith("It won.")
+    assert other.endswith("Not tried: beyond --choose-max.")

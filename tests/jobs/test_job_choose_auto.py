@@ -72,3 +72,11 @@ def test_choose_auto_measures_the_proposal_across_kill9_exactly_once(agent, tmp_
     assert final["answered"] == 2000 and final["failed"] == 0
     counts = Counter(line["custom_id"] for line in read_output(out))
     assert set(counts) == set(ids) and max(counts.values()) == 1
+
+    # the report's why: a paragraph for the proposal, with what bound the serving profile,
+    # what the raise was expected to buy and what it measured (the session after the kill -9)
+    r = sgltui(agent, "report", agent.status()["agent"]["session_dir"], "--format", "md")
+    assert r.returncode == 0, r.stderr
+    (why,) = [line for line in r.stdout.splitlines() if line.startswith(f"**{proposal['name']}**")]
+    assert "bound by the flag: max-running-requests = 2" in why
+    assert "Measured" in why and "the serving profile's" in why and why.endswith("It won.")
