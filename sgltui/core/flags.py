@@ -60,6 +60,7 @@ _SIM_FLAGS: dict[str, dict[str, Any]] = {
     "sim-slow-start": {"type": "float"},
     "sim-host-memory-gb": {"type": "float"},
     "sim-pinned-bandwidth-gbs": {"type": "float"},
+    "sim-accept-decay": {"type": "float"},
     "sim-release-fails": {"action": "store_true", "type": "bool"},
     "sim-bad-resume-draft": {"action": "store_true", "type": "bool"},
 }
