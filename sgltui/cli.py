@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "fleet",  # sgltui fleet status; the root option --host NAME (fleet.toml, over ssh)
     "standby",  # sgltui standby add|remove|list (profiles kept warm: agent/standby.py)
     "k8s",  # sgltui k8s render (Kubernetes manifests: docs/kubernetes.md)
+    "advise",  # sgltui advise (profiles proposed from the serving one's figures)
 )
 
 
@@ -65,6 +66,7 @@ COMMAND_WORDS = {
     "fleet": "fleet",
     "standby": "standby",
     "k8s": "k8s",
+    "advise": "advise",
 }
 # Root options that take a value: the word after one is not the command.
 ROOT_VALUE_OPTIONS = ("--state-dir", "--profiles", "--host", "--fleet", "--theme")

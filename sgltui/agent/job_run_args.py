@@ -75,7 +75,7 @@ def trial(args: protocol.JobRunArgs) -> dict | None:
         return None
     try:
         names = choose.parse_candidates(args.choose)
-        return choose.new_trial(
+        state = choose.new_trial(
             names,
             objective=str(args.objective or "time"),
             cap_requests=int(args.trial_requests or choose.DEFAULT_CAP_REQUESTS),
@@ -84,6 +84,12 @@ def trial(args: protocol.JobRunArgs) -> dict | None:
         )
     except ValueError as exc:
         raise JobError(str(exc)) from None
+    for c in state["candidates"]:
+        if args.choose_deltas and c["name"] in args.choose_deltas:
+            c["delta"] = dict(args.choose_deltas[c["name"]])
+    if args.choose_advice:
+        state["advice"] = [dict(a) for a in args.choose_advice]
+    return state
 
 
 def concurrency(raw: Any) -> int:

@@ -108,7 +108,15 @@ def _register_run(acts: Subparsers) -> None:
         "--choose",
         metavar="A,B,C",
         help="a trial on the job's own requests measures each profile in turn (answers kept), "
-        "then the job continues on the one that finishes soonest",
+        "then the job continues on the one that finishes soonest; auto: the serving profile "
+        "and `sgltui advise`'s proposals",
+    )
+    c.add_argument(
+        "--choose-max",
+        type=int,
+        metavar="N",
+        help="--choose auto: at most N of `sgltui advise`'s proposals beside the serving "
+        "profile (default 3)",
     )
     c.add_argument(
         "--objective",
@@ -185,6 +193,11 @@ def _run(args: argparse.Namespace) -> int:
                 "--choose measures each profile at its automatic concurrency; drop --concurrency"
             )
         kw.update(choose=args.choose, objective=args.objective, replan=bool(args.replan))
+        if args.choose.strip() == "auto":
+            from sgltui.commands import choose_auto
+
+            kw["choose"], kw["choose_deltas"], kw["choose_advice"] = choose_auto.resolve(args)
+            print(f"--choose auto: {kw['choose'].replace(',', ', ')}", flush=True)
         if args.trial_requests is not None:
             if args.trial_requests < 1:
                 raise CliError("--trial-requests must be at least 1")
@@ -193,6 +206,8 @@ def _run(args: argparse.Namespace) -> int:
             if args.trial_minutes <= 0:
                 raise CliError("--trial-minutes must be more than 0")
             kw["trial_minutes"] = args.trial_minutes
+    elif args.choose_max is not None:
+        raise CliError("--choose-max goes with --choose auto")
     elif args.replan or args.trial_requests or args.trial_minutes or args.objective != "time":
         raise CliError("--objective, --replan and --trial-* go with --choose A,B,C")
     view = _call(args, "job_run", autostart=True, **kw)

@@ -95,3 +95,37 @@ def summary(decision: dict[str, Any]) -> str:
     if decision.get("watch"):
         line += f"; watch: {decision['watch']}"
     return line
+
+
+def why_paragraphs(decision: dict[str, Any]) -> list[str]:
+    """`--choose auto`: one paragraph per proposal of `sgltui advise`, tried or not: what bound
+    the serving profile, what the change was expected to buy (and cost), what it measured."""
+    cands = {c.get("name"): c for c in decision.get("candidates") or []}
+    serving = next(iter(cands.values()), None)
+    base = _num(serving.get("tok_s")) if serving else None
+    winner = decision.get("winner")
+    out: list[str] = []
+    for a in decision.get("advice") or []:
+        name = str(a.get("name") or "?")
+        delta = ", ".join(f"{k} = {v}" for k, v in (a.get("delta") or {}).items())
+        cost = (a.get("cost") or {}).get("text") or "-"
+        c = cands.get(name)
+        tok_s = _num(c.get("tok_s")) if c else None
+        if c is None:
+            got = "Not tried: beyond --choose-max."
+        elif tok_s is None:
+            got = f"Not measured: {c.get('reason') or c.get('state')}."
+        else:
+            vs = f", {tok_s / base:.2f}x the serving profile's" if base else ""
+            got = (
+                f"Measured {rate_cell(c)} tok/s{vs} on {int(c.get('requests') or 0):,} of the "
+                f"job's requests ({c.get('reason') or c.get('state')})."
+            )
+        if name == winner:
+            got += " It won."
+        bound = a.get("bound") or "what bounds it was not known"
+        out.append(
+            f"**{name}** ({delta}): the serving profile was bound by {bound}. Expected: "
+            f"{a.get('reason') or '-'} ({a.get('figure') or '-'}; cost: {cost}). {got}"
+        )
+    return out

@@ -63,6 +63,7 @@ _SIM_FLAGS: dict[str, dict[str, Any]] = {
     "sim-pin-s-per-gib": {"type": "float"},
     "sim-release-fails": {"type": "int", "nargs": "?", "const": 1},
     "sim-resume-fails": {"type": "int", "nargs": "?", "const": 1},
+    "sim-accept-decay": {"type": "float"},
     "sim-bad-resume-draft": {"action": "store_true", "type": "bool"},
 }
 

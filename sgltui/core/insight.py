@@ -29,6 +29,7 @@ class Figures:
     live: dict[int, list[float]] = field(default_factory=dict)  # c -> [sum per-request tok/s, n]
     bench_per_request: dict[int, float] = field(default_factory=dict)
     bench_total: dict[int, float] = field(default_factory=dict)
+    accept: dict[int, list[float]] = field(default_factory=dict)  # c -> [sum accept length, n]
     last_pair: tuple[Any, Any] | None = None  # (running, gen_throughput) last counted
 
     @property
@@ -57,6 +58,11 @@ class Figures:
             return self.bench_per_request[c]
         total, n = self.live.get(c, (0.0, 0))
         return total / n if n >= MIN_LIVE_READINGS else None
+
+    def accept_by_c(self) -> dict[int, float]:
+        """The mean accept length measured at each concurrency (core/advice.py reads whether it
+        falls as the batch grows)."""
+        return {c: total / n for c, (total, n) in self.accept.items() if n >= MIN_LIVE_READINGS}
 
     def total(self, c: int) -> float | None:
         if c in self.bench_total:
@@ -88,6 +94,13 @@ class Ledger:
         if pair != f.last_pair:
             f.last_pair = pair
             self.observe_point(name, *pair)
+            running, length = pair[0], engine.get("accept_length")
+            if isinstance(running, float) and running.is_integer():
+                running = int(running)
+            if isinstance(running, int) and running > 0 and isinstance(length, (int, float)):
+                bucket = f.accept.setdefault(running, [0.0, 0])
+                bucket[0] += float(length)
+                bucket[1] += 1
 
     def interrupt(self) -> None:
         """A launch or swap is under way: the next reading is a new report whatever it says."""

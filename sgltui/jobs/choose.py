@@ -10,7 +10,8 @@ whole state is saved in the job's record and a restarted agent resumes the trial
   are the samples; a closed loop's completions arrive in waves, so single progress ticks are not
   independent, batches of several ticks nearly are), the requests, tokens and joules it used;
 - the stop rule: the interval within +-5% (after enough completions to cover two waves of the
-  concurrency) or a cap on requests or minutes;
+  concurrency), or the interval wholly below the leader's (a clear loser: `clear_loser`), or a
+  cap on requests or minutes;
 - the projection: remaining output tokens (remaining requests x the mean output length seen so
   far) / measured tok/s, plus the measured swap to it unless it already runs; with the energy
   objective, remaining tokens x measured joules per token plus the swap's joules;
@@ -224,10 +225,36 @@ def enough(c: dict, trial: dict) -> str | None:
         return None
     if measured < 2 * max(1, int(c.get("concurrency") or 1)):
         return None
+    loser = clear_loser(c, trial)
+    if loser:
+        return loser
     tok_s = c["tok_s"]
     if tok_s > 0 and (c["ci_high"] - c["ci_low"]) / 2 <= CI_TARGET * tok_s:
         return "95% interval within +-5%"
     return None
+
+
+def clear_loser(c: dict, trial: dict) -> str | None:
+    """The sequential stop: `c`'s 95% interval lies wholly below the leader's (the measured
+    candidate with the best rate), so it stops being measured (why, naming both figures), or
+    None. Its true rate can beat the leader's only if one of the two intervals misses its own
+    true rate: at most 2.5% + 2.5% = 5% for one look (docs/jobs.md gives the rate measured with
+    the repeated looks of a trial)."""
+    hi = c.get("ci_high")
+    if hi is None:
+        return None
+    rivals = [
+        o
+        for o in trial["candidates"]
+        if o is not c and o["state"] == "measured" and o["tok_s"] and o["ci_low"] is not None
+    ]
+    leader = max(rivals, key=lambda o: o["tok_s"], default=None)
+    if leader is None or hi >= leader["ci_low"]:
+        return None
+    return (
+        f"stopped early: at most {hi:,.0f} tok/s, under {leader['name']}'s at least "
+        f"{leader['ci_low']:,.0f} (95% intervals apart)"
+    )
 
 
 def finish(c: dict, reason: str) -> None:
@@ -331,6 +358,7 @@ def view(trial: dict, segments: list[dict] | None = None) -> dict:
         "projected_s",
         "joules",
         "projected_j",
+        "delta",
     )
     cands = []
     for c in trial["candidates"]:
@@ -352,6 +380,7 @@ def view(trial: dict, segments: list[dict] | None = None) -> dict:
         "note": trial.get("note"),
         "watch": trial.get("watch"),
         "candidates": cands,
+        "advice": trial.get("advice") or [],
     }
 
 
@@ -365,6 +394,8 @@ def restart(trial: dict, running: str | None) -> None:
             continue
         fresh = _candidate(c["name"])
         fresh["swap_s"], fresh["swap_j"] = c["swap_s"], c["swap_j"]  # known: kept for projections
+        if "delta" in c:
+            fresh["delta"] = c["delta"]
         c.clear()
         c.update(fresh)
 

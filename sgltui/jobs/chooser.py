@@ -358,6 +358,7 @@ class Chooser:
                 round=v["round"],
                 note=v["note"],
                 candidates=msgspec.convert(v["candidates"], list[protocol.JobCandidate]),
+                advice=v["advice"],
             ),
         )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta, Struct, field
@@ -160,6 +160,10 @@ class JobRunArgs(SlotArgs):
     pinned: bool = False
     # --choose A,B,C: a trial on the job's own requests picks the profile (jobs/choose.py)
     choose: Annotated[str, Meta(max_length=4096)] | None = None
+    # --choose auto: each candidate's flags as a delta of the serving profile (sgltui advise)
+    choose_deltas: dict[Annotated[str, Meta(max_length=255)], dict[str, Any]] | None = None
+    # ... and every proposal, tried or not (name, delta, reason, figure, cost, bound): the report
+    choose_advice: list[dict[str, Any]] | None = None
     objective: Literal["time", "energy"] = "time"
     replan: bool = False
     trial_requests: Annotated[int, Meta(ge=1)] | None = None

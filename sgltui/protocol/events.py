@@ -531,6 +531,7 @@ class JobCandidate(Struct, kw_only=True):
     j_per_completion: float | None = None
     tok_per_j: float | None = None
     info_hash: str | None = None  # what its server ran (server.provenance), once measured
+    delta: dict[str, Any] | None = None  # --choose auto: its flags beside the serving profile's
 
 
 class JobChoice(Struct, kw_only=True):
@@ -544,6 +545,7 @@ class JobChoice(Struct, kw_only=True):
     note: str | None = None  # e.g. "the job finished during the trial"
     watch: str | None = None  # the rate has stayed >15% below the projection
     candidates: list[JobCandidate] = []
+    advice: list[dict[str, Any]] = []  # --choose auto: sgltui advise's proposals, tried or not
 
 
 class JobDecisionEvent(JobEvent, tag="job.decision"):
@@ -555,6 +557,7 @@ class JobDecisionEvent(JobEvent, tag="job.decision"):
     round: int | None = None
     note: str | None = None
     candidates: list[JobCandidate] = []
+    advice: list[dict[str, Any]] = []  # --choose auto: the proposals, for the report's "why"
 
 
 class OtherEvent(EventBase, tag="other"):

@@ -272,6 +272,7 @@ class JobSegment(Struct, kw_only=True):
     completions: int = 0
     failed: int = 0
     out_tokens: int = 0
+    in_tokens: int = 0  # prompt tokens of its answers (`sgltui advise` reads the job's mean)
     joules: float | None = None  # GPU energy on this launch (None: no power readings)
 
 

@@ -276,6 +276,8 @@ def _md_jobs(jobs: list[dict[str, Any]]) -> list[str]:
             out.append("")
             out += _md_table(list(choice.HEADER), (list(r) for r in choice.rows(d)))
             out.append("")
+            for paragraph in choice.why_paragraphs(d):  # --choose auto: each proposal's why
+                out += [paragraph, ""]
     return out[:-1] if out and out[-1] == "" else out  # the section ends with its own blank
 
 

@@ -307,7 +307,7 @@ def jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             )  # fmt: skip
         elif t == "job.decision":  # the last decision (a --replan makes another)
             job["decision"] = {k: ev.get(k) for k in ("winner", "objective", "round", "note",
-                                                      "candidates")}  # fmt: skip
+                                                      "candidates", "advice")}  # fmt: skip
         elif t == "job.progress" and job["state"] is None:
             job.update(answered=ev.get("answered"), failed=ev.get("failed"), state="running")
     return list(by_id.values())

@@ -4,6 +4,7 @@ what goes back to the main process for it."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from sgltui.sim.memory import SpecConfig
@@ -68,13 +69,22 @@ def generate(req: Req, n: int) -> list[int]:
 
 
 def accept_length(
-    req: Req, spec: SpecConfig | None, chain: tuple[float, ...], bad_draft: bool
+    req: Req,
+    spec: SpecConfig | None,
+    chain: tuple[float, ...],
+    bad_draft: bool,
+    batch: int = 1,
+    decay: float = 0.0,
 ) -> int:
-    """1 bonus token + accepted drafts along the chain (per-position cumulative acceptance)."""
+    """1 bonus token + accepted drafts along the chain (per-position cumulative acceptance).
+    `decay` (--sim-accept-decay): the chain falls by that share per doubling of the running
+    `batch` (at least a fifth of it is kept)."""
     if bad_draft:
         return 1  # a draft refilled wrongly after a resume: nothing it proposes is accepted
     assert spec is not None, "only speculative requests get an accept length"
     topk_boost = 1.0 + 0.05 * (spec.eagle_topk - 1)
+    if decay > 0 and batch > 1:
+        topk_boost *= max(0.2, 1.0 - decay * math.log2(batch))
     n = 1
     prev = 1.0
     for j in range(min(spec.num_steps, spec.num_draft_tokens - 1, len(chain))):

@@ -424,7 +424,14 @@ class Scheduler:
         for req in list(self.running):
             n = 1
             if self.spec:
-                n = accept_length(req, self.spec, self.speed.model.accept_chain, self.bad_draft)
+                n = accept_length(
+                    req,
+                    self.spec,
+                    self.speed.model.accept_chain,
+                    self.bad_draft,
+                    batch,
+                    float(getattr(self.args, "sim_accept_decay", 0.0) or 0.0),
+                )
                 req.verify_ct += 1
                 req.accepted += n - 1
                 self.interval_verify += 1

@@ -33,6 +33,7 @@ from sgltui.client.errors import Pinned
 from sgltui.core import retry
 from sgltui.session.layout import SCREENSHOTS_DIR
 from sgltui.tui import (
+    advise_key,
     catchup,
     palette,
     panes,
@@ -55,6 +56,7 @@ from sgltui.tui.screens import BenchDialog, Confirm, HelpScreen
 from sgltui.tui.screenshot import offline_svg as offline_svg  # (tools/gpucheck imports it here)
 from sgltui.tui.source import SOURCE_ERRORS, MalformedReply, TuiSource, ask
 from sgltui.tui.themes import DEFAULT_THEME
+from sgltui.tui.widgets.insight import InsightPane
 from sgltui.tui.widgets.jobs import JobsPane
 from sgltui.tui.widgets.logs import LogPane
 from sgltui.tui.widgets.profiles import ProfilesPane
@@ -63,7 +65,16 @@ from sgltui.tui.widgets.slots import SlotsPane
 # Reconnecting to the agent: 0.5 s after it went away, doubling to 5 s (core/retry.py).
 RECONNECT_FIRST_S, RECONNECT_MAX_S = 0.5, 5.0
 # Actions that change servers or start work: disabled in a read-only (replay) source.
-_MUTATING = {"start", "stop", "restart", "bench", "bench_stop", "toggle_demo_load", "profile_key"}
+_MUTATING = {
+    "start",
+    "stop",
+    "restart",
+    "bench",
+    "bench_stop",
+    "toggle_demo_load",
+    "profile_key",
+    "accept_advice",
+}
 FLUSH_DELAY_S = 0.1  # pushes arriving within this window are drawn in one go
 # A safety net for anything a missed event would leave stale, and the uptime (shown to the
 # minute after the first). Every change an operator makes or sees arrives as a push at once.
@@ -658,6 +669,13 @@ class SgltuiApp(App[str | None]):
     async def action_keep_warm(self) -> None:
         name = self.query_one(ProfilesPane).highlighted_profile()
         await serverkeys.keep_warm(self, name)
+
+    @work(group="ops", exit_on_error=False, description="accept proposal")
+    async def action_accept_advice(self) -> None:
+        await advise_key.accept(self)
+
+    def insight(self) -> InsightPane:
+        return self.query_one(InsightPane)
 
     @work(group="ops", exit_on_error=False, description="attach")
     async def action_attach_found(self) -> None:

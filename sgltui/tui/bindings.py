@@ -63,6 +63,14 @@ KEYS: tuple[Key, ...] = (
     ),
     Key("bench.stop", "B", "bench_stop", "Stop bench", "Stop the running benchmark", show=False),
     Key(
+        "advice.accept",
+        "P",
+        "accept_advice",
+        "Accept proposal",
+        "Write the Insight pane's proposed profile, then swap to it or keep it warm",
+        show=False,
+    ),
+    Key(
         "demo.load",
         "D",
         "toggle_demo_load",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,7 @@ from textual.widgets import Button, Input, Label, Static
 
 from sgltui import protocol
 from sgltui.core import units
+from sgltui.core.advice import Proposal
 from sgltui.tui.bindings import KEYS
 
 
@@ -116,6 +118,37 @@ class SlotOrPool(_Choice):
                 yield Button(f"Slot {self.slot}", id="slot", variant="primary")
                 yield Button(f"Pool {self.pool}", id="pool", variant="warning")
                 yield Button("Cancel", id="cancel")
+
+
+class AcceptChoice(_Choice):
+    """The proposal is written: swap to it, keep it warm first, or later. Returns
+    'swap'|'warm'|None."""
+
+    BINDINGS = [
+        Binding("s", "choose('swap')", "Swap now", id="modal.swap"),
+        Binding("k", "choose('warm')", "Keep warm", id="modal.warm"),
+        Binding("c,escape,n", "choose(None)", "Later", id="modal.cancel"),
+    ]
+
+    def __init__(self, proposal: Proposal, path: str, serving: str) -> None:
+        super().__init__()
+        self.proposal, self.path, self.serving = proposal, path, serving
+
+    def compose(self) -> ComposeResult:
+        p = self.proposal
+        delta = ", ".join(f"{k} = {json.dumps(v)}" for k, v in p.delta.items())
+        with Vertical():
+            yield Static(
+                f"Wrote [b]{escape(p.name)}[/] (extends {escape(self.serving)}: "
+                f"{escape(delta)})\n{escape(self.path)}\n\n"
+                f"[b]s[/] swap to it now\n[b]k[/] keep it warm beside {escape(self.serving)} "
+                "first (a standby: the swap then takes seconds)\n[b]c[/] or esc: later "
+                "(it is in the Profiles pane)"
+            )
+            with Horizontal():
+                yield Button("Swap now", id="swap", variant="primary")
+                yield Button("Keep warm", id="warm")
+                yield Button("Later", id="cancel")
 
 
 class Confirm(_Modal):

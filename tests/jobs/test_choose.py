@@ -176,3 +176,34 @@ def test_energy_measured_ranks_before_energy_estimated():
     choose.project(trial, remaining=100, mean_out=10.0, running="a", power_w=10.0)
     assert choose.decide(trial) == "a"  # b's estimate from today's power is not a measurement
     assert "no energy measured for b" in trial["note"], trial["note"]
+
+
+def test_sequential_stop_ends_a_clear_loser_before_its_interval_is_tight():
+    """A candidate whose 95% interval lies wholly under the leader's stops being measured, its
+    reason naming both figures; the +-5% rule alone would have gone on (noise 60%)."""
+    trial = choose.new_trial(["lead", "slow"], cap_requests=10**9, cap_minutes=1e9)
+    _measured(trial, "lead", 1000.0, 0.0, 0.0, 1000)
+    slow = choose.get(trial, "slow")
+    _feed(slow, 600.0, 12.0, noise=0.6)
+    why = choose.enough(slow, trial)
+    assert why is not None and why.startswith("stopped early")
+    assert f"{slow['ci_high']:,.0f} tok/s" in why and "lead's at least 970" in why
+    assert (slow["ci_high"] - slow["ci_low"]) / 2 > choose.CI_TARGET * slow["tok_s"]
+    choose.finish(slow, why)
+    choose.project(trial, remaining=100, mean_out=100.0, running="lead", power_w=None)
+    assert choose.decide(trial) == "lead"
+    assert choose.view(trial)["candidates"][1]["reason"] == why
+
+
+def test_sequential_stop_keeps_measuring_a_candidate_whose_interval_overlaps():
+    trial = choose.new_trial(["lead", "close"], cap_requests=10**9, cap_minutes=1e9)
+    _measured(trial, "lead", 1000.0, 0.0, 0.0, 1000)
+    close = choose.get(trial, "close")
+    _feed(close, 980.0, 12.0, noise=0.6)
+    assert close["ci_high"] >= choose.get(trial, "lead")["ci_low"]
+    assert choose.clear_loser(close, trial) is None
+    # nor before any other candidate is measured (nothing to lose to)
+    alone = choose.new_trial(["a", "b"], cap_requests=10**9, cap_minutes=1e9)
+    a = choose.get(alone, "a")
+    _feed(a, 600.0, 12.0, noise=0.6)
+    assert choose.clear_loser(a, alone) is None

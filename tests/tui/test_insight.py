@@ -80,7 +80,10 @@ def _settle(app, bench=None):
         if bench:
             app.model.set_bench_result("run-1", bench)
         await pilot.press("i")
-        app.query_one(InsightPane).show(app.model)
+        pane = app.query_one(InsightPane)
+        pane.show(app.model)
+        # the proposal (core/advice.py) is worked out in a thread: the snapshot waits for it
+        await until(pilot, lambda: pane.advice_runs > 0)
         await pilot.pause(0.3)
         await pilot.wait_for_scheduled_animations()
 
@@ -150,3 +153,58 @@ async def test_the_hidden_tab_shows_what_came_in_while_hidden():
         await pilot.pause(0.3)
         screen = html.unescape(app.export_screenshot()).replace("\xa0", " ")
         assert "bounds max running" in screen and "accept length" in screen
+
+
+KV_BOUND_CARD = dict(
+    CAPACITY,
+    max_running_requests=206080,  # 412160 KV tokens / 2: the KV pool binds
+    requested_max_running_requests=None,
+    mamba_state_slots=None,
+    bound={"by": "kv", "text": "KV pool: 412160 tokens / 2 = 206080 running"},
+)
+
+
+async def test_the_proposal_line_and_its_key_write_the_profile(tmp_path, monkeypatch):
+    """A KV-bound profile on a host with RAM free: the pane proposes hicache (core/advice.py);
+    P writes it as a profile extending the serving one and offers the swap, which s starts."""
+    from sgltui.core import locations
+    from sgltui.core.profiles import get_profile
+    from sgltui.tui import swap
+    from sgltui.tui.screens import AcceptChoice
+
+    swapped: list[str] = []
+
+    async def fake_swap(host, name):
+        swapped.append(name)
+
+    monkeypatch.setattr(swap, "swap_to", fake_swap)
+    app = _app("demo-base", KV_BOUND_CARD)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.model.connected)
+        await pilot.press("i")
+        pane = app.query_one(InsightPane)
+        await until(pilot, lambda: pane.advice_runs > 0 and "Proposal" in pane._text)
+        assert pane.proposal is not None and pane.proposal.name == "demo-base+hicache"
+        assert "demo-base+hicache" in pane._text and "P[/] accept" in pane._text
+        await pilot.press("P")
+        await until(pilot, lambda: isinstance(app.screen, AcceptChoice))
+        await pilot.press("s")
+        await until(pilot, lambda: swapped == ["demo-base+hicache"])
+    path = locations.config_dir() / "profiles" / "demo-base+hicache.toml"
+    written = get_profile("demo-base+hicache")
+    assert path.is_file() and written.extends == "demo-base"
+    assert written.server["enable-hierarchical-cache"] is True
+    assert written.server["hicache-ratio"] == pane.proposal.delta["hicache-ratio"]
+
+
+async def test_no_raise_when_the_flag_binds_at_what_memory_holds():
+    """The MTP card bound by its flag at 4 while its 12 state slots hold no more: nothing
+    proposes raising the flag (the pool binds, so the line offers hicache, if anything)."""
+    app = _app("demo-mtp", dict(MTP_CARD, mamba_slots_per_request=3))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.model.connected)
+        await pilot.press("i")
+        pane = app.query_one(InsightPane)
+        await until(pilot, lambda: pane.advice_runs > 0)
+        assert pane.proposal is None or pane.proposal.rule == "hicache", pane.proposal
+        assert "+mrr" not in pane._text

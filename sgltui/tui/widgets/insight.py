@@ -1,9 +1,15 @@
 """The insight card of each running profile: is MTP / HiCache paying off, and what bounds
 max running requests. The figures are computed by sgltui.core.insight; this pane feeds its
-ledger from the model (engine readings, capacity cards, bench results) and prints the card."""
+ledger from the model (engine readings, capacity cards, bench results) and prints the card.
+
+Below the cards, the best proposal of core/advice.py for the serving profile (a profile nobody
+wrote), and the key that accepts it. The proposal needs the profile's file and the flag catalog
+(file reads, maybe a probe of SGLang), so it is worked out in a thread, at most every
+ADVICE_EVERY_S while the pane is shown."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from textual.content import Content
@@ -11,10 +17,13 @@ from textual.markup import escape
 from textual.widget import Widget
 
 from sgltui import protocol
-from sgltui.core import insight
+from sgltui.core import advice, advice_inputs, insight
+from sgltui.core.profiles import ProfileError, get_profile
+from sgltui.core.validate import catalog_for
 from sgltui.protocol import SlotState
 
 _SERVING = (SlotState.READY, SlotState.DRAINING)
+ADVICE_EVERY_S = 5.0
 
 
 class InsightPane(Widget, can_focus=True):
@@ -32,9 +41,23 @@ class InsightPane(Widget, can_focus=True):
         self._shown_names: list[str] = []  # the profiles whose cards the pane shows
         self._stale = False  # fed while hidden: the text is worked out when shown
         self._text = ""
+        # The serving profile's proposals (core/advice.py), worked out in a thread.
+        self.advice: advice.Advice | None = None
+        self.advice_error: str | None = None  # why none could be worked out (its file, ...)
+        self.advice_runs = 0  # finished computations (tests wait for one)
+        self._advice_inputs: tuple[Any, ...] | None = None
+        self._advice_at = 0.0
+        self._model: Any = None
+        self.accept_key = "P"  # the app sets the key after the user's keymap
+
+    @property
+    def proposal(self) -> advice.Proposal | None:
+        """The best proposal for the serving profile, if there is one."""
+        return self.advice.proposals[0] if self.advice and self.advice.proposals else None
 
     def show(self, model: Any) -> None:
         """Feed what is new in `model` (a TuiModel) and repaint when the text changed."""
+        self._model = model
         for run_id, run in getattr(model, "bench", {}).items():
             if run.result and run_id not in self._seen_bench:
                 self._seen_bench.add(run_id)
@@ -72,6 +95,7 @@ class InsightPane(Widget, can_focus=True):
 
     def _update_text(self) -> None:
         self._stale = False
+        self._ask_advice()
         self._cards = [insight.card(self.ledger, name) for name in self._shown_names]
         markup = self._card_text()
         if markup != self._text:
@@ -90,6 +114,85 @@ class InsightPane(Widget, can_focus=True):
             self._update_text()
         self.refresh(layout=True)
 
+    # -- the proposal ---------------------------------------------------------------------------
+    def _ask_advice(self) -> None:
+        """Work the proposals out again (in a thread) when what they read changed, at most every
+        ADVICE_EVERY_S."""
+        model = self._model
+        slot = getattr(model, "current", None)
+        if slot is None or slot.state not in _SERVING or not slot.profile or not slot.capacity:
+            if self.advice is not None:
+                self.advice = None
+            return
+        now = time.monotonic()
+        figures = self.ledger.figures(slot.profile)
+        accept = figures.accept_by_c()
+        job = advice_inputs.job_for(slot.id, list(model.jobs.values()), None)
+        key = (slot.profile, slot.capacity, tuple(sorted(accept.items())), job and job.id)
+        if key == self._advice_inputs and now - self._advice_at < ADVICE_EVERY_S:
+            return  # (a new card, profile or job is worked out at once; readings every few s)
+        self._advice_inputs, self._advice_at = key, now
+        key_of = getattr(self.app, "key_of", None)
+        if key_of is not None:
+            self.accept_key = key_of("advice.accept")
+        dirs = list(getattr(getattr(self.app, "source", None), "profiles_dirs", []) or [])
+        telemetry = model.telemetry
+        self.run_worker(
+            lambda: self._compute(slot, telemetry, job, accept, dirs),
+            thread=True,
+            group="advice",
+            exclusive=True,
+            exit_on_error=False,
+            description="advice",
+        )
+
+    def _compute(
+        self, slot: Any, telemetry: Any, job: Any, accept: dict[int, float], dirs: list[str]
+    ) -> None:
+        try:
+            profile = get_profile(slot.profile, dirs)
+            catalog = catalog_for(profile)
+            s = advice_inputs.situation(profile, slot, telemetry, job, accept)
+            result: advice.Advice | None = advice.advise(
+                s, advice.profile_check(profile, catalog), lambda n: catalog.lookup(n) is not None
+            )
+            error = None
+        except (ProfileError, OSError, ValueError) as exc:  # said in the pane, not raised
+            result, error = None, f"no proposal: {str(exc).splitlines()[0][:200]}"
+        self.app.call_from_thread(self._advice_ready, result, error)
+
+    def _advice_ready(self, result: advice.Advice | None, error: str | None) -> None:
+        self.advice, self.advice_error = result, error
+        self.advice_runs += 1
+        if self.is_on_screen:
+            self._cards = [insight.card(self.ledger, name) for name in self._shown_names]
+            markup = self._card_text()
+            if markup != self._text:
+                relayout = markup.count("\n") != self._text.count("\n")
+                self._text = markup
+                self.refresh(layout=relayout)
+
+    def _advice_text(self) -> list[str]:
+        if self.advice_error:
+            return [f"  [dim]{escape(self.advice_error)}[/]"]
+        a = self.advice
+        if a is None:
+            return []
+        out: list[str] = []
+        best = self.proposal
+        if best is not None:
+            more = len(a.proposals) - 1
+            out.append(
+                f"  [b $accent]Proposal[/] [b]{escape(best.name)}[/]  "
+                f"[b]{escape(self.accept_key)}[/] accept"
+                + (f"  [dim](+{more} more: `sgltui advise`)[/]" if more else "")
+            )
+            out.append(f"    {escape(best.reason)}")
+            out.append(f"    [dim]{escape(best.figure)}; cost: {escape(best.cost['text'])}[/]")
+        for note in a.notes[:1]:
+            out.append(f"  [b $warning]{escape(note)}[/]")
+        return out
+
     def _card_text(self) -> str:
         if not self._cards:
             return "[dim]no server running: start a profile to see what bounds it[/]"
@@ -105,6 +208,7 @@ class InsightPane(Widget, can_focus=True):
                 out.append(f"  [b $accent]{title}[/]")
                 out.extend(f"    {escape(line)}" for line in section["lines"])
                 out.append(f"    [b]{escape(section['verdict'])}[/]")
+        out.extend(self._advice_text())
         return "\n".join(out)
 
     def render(self) -> Content:
