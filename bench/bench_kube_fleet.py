@@ -189,9 +189,7 @@ async def roll_in_the_tui(path: Path, url: str, clients: int) -> dict:
 def plain(markup: str) -> str:
     from rich.text import Text
 
-    return "\n".join(
-        Text.from_markup(line.replace("$", "")).plain for line in markup.splitlines()
-    )
+    return "\n".join(Text.from_markup(line.replace("$", "")).plain for line in markup.splitlines())
 
 
 def main() -> int:
@@ -228,9 +226,7 @@ def main() -> int:
                 f"fleet status: {sum(h['reachable'] for h in hosts)}/{len(hosts)} reachable: "
                 + ", ".join(f"{n} ({k})" for n, k in kinds.items())
             )
-            seen = asyncio.run(
-                roll_in_the_tui(path, f"http://127.0.0.1:{pool_port}", args.clients)
-            )
+            seen = asyncio.run(roll_in_the_tui(path, f"http://127.0.0.1:{pool_port}", args.clients))
             print("fleet TUI, Hosts view before the roll:\n" + plain(seen["before"]))
             print("... and after:\n" + plain(seen["after"]))
             print("roll: " + " | ".join(seen["roll_out"].strip().splitlines()))
