@@ -39,8 +39,8 @@ from bench_loadgen import free_port  # noqa: E402
 from bench_pool import Streams  # noqa: E402
 
 from sgltui.agent import gateway as gw_mod  # noqa: E402
-from tests.fleet import sshd as sshd_mod  # noqa: E402
 from tests.fixtures.agent import AgentHandle  # noqa: E402
+from tests.fleet import sshd as sshd_mod  # noqa: E402
 
 FAKE = ROOT / "tests" / "fleet" / "fake_kubectl.py"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
