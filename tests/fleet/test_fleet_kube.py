@@ -212,7 +212,7 @@ def test_a_mixed_fleet_pods_and_ssh_real_agents(kube_env):
     assert os.path.exists(kube_env.root / "sgltui-0" / "state")
 
 
-@pytest.mark.slow  # two agents, two simulators and smg: ~17 s here, `pool up` most of it
+@pytest.mark.slow  # two agents, two simulators and smg: 11-17 s here, `pool up` most of it
 @pytest.mark.timeout(180)
 @pytest.mark.skipif(not gw_mod.smg_available(), reason=gw_mod.NOT_INSTALLED)
 def test_a_pool_across_a_pod_and_an_ssh_host_serves_through_the_pods_gateway(kube_env):

@@ -22,7 +22,8 @@ from tests.support.scripted import make_host_status
 from .fleet_fakes import FakeLink
 from .helpers import app_with, notes_into, until
 
-pytestmark = pytest.mark.usefixtures("utc")
+# slow: the refused pod is a real kubectl (fake) run, ~3.5 s on a busy machine
+pytestmark = [pytest.mark.usefixtures("utc"), pytest.mark.slow]
 FAKE = Path(__file__).parents[1] / "fleet" / "fake_kubectl.py"
 PODS = [f"sgltui-{i}" for i in range(4)]
 
