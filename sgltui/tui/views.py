@@ -494,6 +494,15 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _cut_name(text: str, width: int) -> str:
+    """A host or slot name cut in the middle: what tells a fleet's names apart is at their end
+    (k.sgltui-0, k.sgltui-1: a selector's pods; host/slot ids)."""
+    if len(text) <= width:
+        return text
+    tail = width // 2
+    return text[: width - 1 - tail] + "…" + text[-tail:]
+
+
 def slot_row(
     slot: protocol.SlotStatus, f: SlotFigures, selected: bool, down: str | None = None
 ) -> str:
@@ -504,7 +513,7 @@ def slot_row(
     mark = "[b $accent]▸[/]" if selected else " "
     if down is not None:
         return (
-            f"[dim]{mark} {escape(_cut(slot.id, 8)):<8} {escape(_cut(gpus, 5)):<5} "
+            f"[dim]{mark} {escape(_cut_name(slot.id, 8)):<8} {escape(_cut(gpus, 5)):<5} "
             f"{escape(_cut(slot.profile or '-', 18)):<18} ○ {escape(down)}[/]"
         )
     state = slot.state
@@ -516,7 +525,7 @@ def slot_row(
         text = f"{STATE_MARK.get(state, '?')} {state}"
         state_txt = f"[{style}]{escape(f'{text:<11}')}[/]" if style else escape(f"{text:<11}")
     return (
-        f"{mark} {escape(_cut(slot.id, 8)):<8} {escape(_cut(gpus, 5)):<5} "
+        f"{mark} {escape(_cut_name(slot.id, 8)):<8} {escape(_cut(gpus, 5)):<5} "
         f"{escape(_cut(slot.profile or '-', 18)):<18} {state_txt} "
         f"{units.sig3(f.tok_s):>7}  {_req(f):>5}  {_mem(f.mem_used, f.mem_total)}"
     )
@@ -586,13 +595,21 @@ def pool_row(
     )
 
 
-def host_line(h: Any, focused: bool) -> str:
+HOST_NAME_WIDTH = 16  # the Hosts view's widest name column (a selector's pods: k.sgltui-0)
+
+
+def host_name_width(names: Collection[str]) -> int:
+    """The Hosts view's name column: as wide as the longest name, 8 to HOST_NAME_WIDTH."""
+    return min(max([8, *map(len, names)]), HOST_NAME_WIDTH)
+
+
+def host_line(h: Any, focused: bool, width: int = 8) -> str:
     """A host of the fleet (sgltui.fleet.view.HostState): reachable with its GPUs, running/all
     slots and tok/s; or "unreachable since 14:02, retrying" (why: a notification when it went
-    down, and `sgltui fleet status`)."""
+    down, and `sgltui fleet status`). `width`: the name column's (host_name_width)."""
     r = host_row(h)
     mark = "[b $accent]▸[/]" if focused else " "
-    name = escape(f"{_cut(r.name, 8):<8}")
+    name = escape(f"{_cut_name(r.name, width):<{width}}")
     if not r.reachable:
         return f"{mark} {name} [$error]○ {escape(r.state)}[/]"
     tok = units.sig3(r.tok_s) if r.tok_s is not None else "-"

@@ -22,6 +22,7 @@ def _env(root: Path, name: str) -> dict[str, str]:
     env = dict(os.environ)
     env["SGLTUI_STATE_DIR"] = str(root / name / "state")
     env["XDG_CONFIG_HOME"] = str(root / name / "config")
+    env["SGLTUI_SIM_GPU_DIR"] = str(root / name / "simgpu")  # each pod's own simulated GPUs
     env.pop("FAKE_KUBE", None)
     return env
 

@@ -12,9 +12,11 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
+from sgltui.agent import gateway as gw_mod
 from sgltui.fleet import config as fleet_config
 from sgltui.fleet import kube, transport
 from sgltui.fleet.client import HostClient, HostError
@@ -208,3 +210,41 @@ def test_a_mixed_fleet_pods_and_ssh_real_agents(kube_env):
 
     asyncio.run(bridge_ends_with_its_link())
     assert os.path.exists(kube_env.root / "sgltui-0" / "state")
+
+
+@pytest.mark.slow  # two agents, two simulators and smg: 11-17 s here, `pool up` most of it
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(not gw_mod.smg_available(), reason=gw_mod.NOT_INSTALLED)
+def test_a_pool_across_a_pod_and_an_ssh_host_serves_through_the_pods_gateway(kube_env):
+    """fleet.toml's [[pool]] over a selector's pod and an SSH host (the fake's ssh: a second
+    agent of its own), the gateway on the pod: `fleet pool up` starts both members, each
+    reached at its address (the pod's IP from the listing), and requests come back through
+    the gateway (which saw both ready)."""
+    kube_env.write(pods=[{**PODS[0], "podIP": "127.0.0.1"}])
+    kube_env.profile("sgltui-0")
+    kube_env.profile("alice_gpu1")  # the ssh host's own agent and profiles
+    port = server_port()
+    path = kube_env.fleet(
+        kube_env.host("k", namespace="ml", selector="app=sgltui")
+        + f'[[host]]\nname = "gpu1"\nssh = "alice@gpu1"\nsgltui = "{kube_env.bin / "sgltui"}"\n'
+        + 'address = "127.0.0.1"\n'
+        + '[[pool]]\nname = "xp"\nslots = ["k.sgltui-0/0", "gpu1/0"]\ngateway = "k.sgltui-0"\n'
+        + f"port = {port}\n"
+    )
+    try:
+        res = _cli("--fleet", str(path), "fleet", "pool", "up", "xp", "--profile", "t", timeout=120)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "k.sgltui-0/0 ready, gpu1/0 ready" in res.stdout, res.stdout
+        assert f"pool xp on k.sgltui-0 http://127.0.0.1:{port}" in res.stdout, res.stdout
+        body = {"model": "default", "prompt": "hello", "max_tokens": 4}
+        with httpx.Client(timeout=30) as c:
+            for i in range(8):
+                r = c.post(f"http://127.0.0.1:{port}/v1/completions", json={**body, "user": str(i)})
+                assert r.status_code == 200 and r.json()["choices"][0]["text"], r.text
+        # the gateway is the pod's agent's (its state dir), not the ssh host's
+        assert (kube_env.root / "sgltui-0" / "state" / "secrets" / "remote-pools.json").exists()
+        assert not (
+            kube_env.root / "alice_gpu1" / "state" / "secrets" / "remote-pools.json"
+        ).exists()
+    finally:
+        _cli("--fleet", str(path), "fleet", "pool", "down", "xp", timeout=60)

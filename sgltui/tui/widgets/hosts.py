@@ -28,7 +28,8 @@ class HostsPane(Static):
         self.text = ""  # the markup shown (tests read it)
 
     def show(self, hosts: list[HostState], focus: str | None) -> None:
-        text = "\n".join(views.host_line(h, h.name == focus) for h in hosts) or "no hosts"
+        width = views.host_name_width([h.name for h in hosts])
+        text = "\n".join(views.host_line(h, h.name == focus, width) for h in hosts) or "no hosts"
         if text != self.text:
             self.text = text
             self.update(text)
