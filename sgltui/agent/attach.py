@@ -409,7 +409,7 @@ class Attacher:
         client: str | None,
     ) -> protocol.Attached:
         async with self.sup.command_lock:
-            if slot.external is not ext or slot.state != READY:
+            if slot.external is not ext or slot.state != READY or slot.tree is None:
                 raise OpError(f"slot {slot.id} changed while its server was asked; adopt again")
             kind = discovery.server_kind(ext.cmdline)
             python = ext.cmdline[0] if kind == "sglang" and ext.cmdline else None
@@ -532,11 +532,15 @@ def _gone(ext: External, why: str) -> dict[str, Any]:
 
 async def _healthy(url: str, api_key: str | None) -> bool:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:  # the status is all it needs: the body is not read, the whole is bounded in time
-        async with asyncio.timeout(3.0), httpx.AsyncClient(timeout=3.0, trust_env=False) as c:
+
+    async def status() -> int:  # the status is all it needs: the body is not read
+        async with httpx.AsyncClient(timeout=3.0, trust_env=False) as c:
             async with c.stream("GET", url + "/health", headers=headers) as r:
-                return r.status_code < 500
-    except (httpx.HTTPError, TimeoutError):
+                return r.status_code
+
+    try:  # the whole answer bounded in time
+        return await asyncio.wait_for(status(), 3.0) < 500
+    except (httpx.HTTPError, asyncio.TimeoutError):
         return False
 
 

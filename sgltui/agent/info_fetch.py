@@ -62,20 +62,23 @@ async def fetch(
 ) -> dict[str, Any]:
     """`url`'s /server_info, bounded and coerced, or FetchError."""
     body = bytearray()
+
+    async def read() -> None:
+        async with httpx.AsyncClient(trust_env=False, timeout=deadline_s) as client:
+            req = client.build_request("GET", url + "/server_info", headers=_headers(api_key))
+            r = await client.send(req, stream=True)
+            try:
+                _check(r.status_code, r.headers.get("content-length"), max_bytes)
+                async for chunk in r.aiter_bytes():
+                    body.extend(chunk)
+                    if len(body) > max_bytes:
+                        raise _too_big(max_bytes)
+            finally:
+                await r.aclose()
+
     try:
-        async with asyncio.timeout(deadline_s):
-            async with httpx.AsyncClient(trust_env=False, timeout=deadline_s) as client:
-                req = client.build_request("GET", url + "/server_info", headers=_headers(api_key))
-                r = await client.send(req, stream=True)
-                try:
-                    _check(r.status_code, r.headers.get("content-length"), max_bytes)
-                    async for chunk in r.aiter_bytes():
-                        body += chunk
-                        if len(body) > max_bytes:
-                            raise _too_big(max_bytes)
-                finally:
-                    await r.aclose()
-    except TimeoutError:
+        await asyncio.wait_for(read(), deadline_s)
+    except asyncio.TimeoutError:
         raise _too_slow(deadline_s) from None
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise FetchError(f"no answer ({type(exc).__name__})") from None

@@ -68,3 +68,5 @@ def test_attach_without_slot_takes_ext_port_while_slot_0_serves(agent, sim_serve
     ext = _slot(agent, f"ext-{sim.port}")
     assert ext["external"]["pid"] == sim.pid and ext["state"] == "ready"
     assert _slot(agent, "0")["profile"] == name  # slot 0 serves on, untouched
+    r = agent_sgltui(agent, "status")  # the slot's name has its column
+    assert f"\next-{sim.port} ext:by-hand " in r.stdout, r.stdout

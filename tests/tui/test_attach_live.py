@@ -22,9 +22,7 @@ async def test_A_attaches_a_found_server_as_ext_port_while_slot_0_serves(agent, 
     said: list[str] = []
     async with app.run_test(size=SIZE, message_hook=notes_into(said)) as pilot:
         await until(pilot, lambda: app.model.connected, timeout=20)
-        await until(
-            pilot, lambda: [u for u in app.model.unmanaged if u.url == sim.url], timeout=20
-        )
+        await until(pilot, lambda: [u for u in app.model.unmanaged if u.url == sim.url], timeout=20)
         await pilot.press("A")
         ext = f"ext-{sim.port}"
         await until(pilot, lambda: app.model.slot(ext) is not None, timeout=20, show=lambda: said)
