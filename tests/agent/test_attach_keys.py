@@ -6,7 +6,9 @@ would; the agent is the real one."""
 from __future__ import annotations
 
 import httpx
+import pytest
 
+from sgltui.agent.client import AgentError
 from tests.fixtures.cli import agent_sgltui
 
 API_KEY, ADMIN_KEY = "k-51-api", "k-51-admin"
@@ -34,8 +36,7 @@ def test_an_adopted_server_is_restarted_with_its_keys(agent, sim_server, tmp_pat
     assert "[key-files]" in text and str(key) in text and str(admin) in text
     assert API_KEY not in text and ADMIN_KEY not in text  # where the keys are, never the keys
 
-    r = agent_sgltui(agent, "restart", "--slot", "hs", timeout=120)
-    assert r.returncode == 0, r.stderr
+    agent.call("restart", slot="hs", wait=True)
     slot = agent.wait_state("ready", slot="hs")
     assert slot["pid"] != sim.pid  # relaunched by sgltui from the adopted profile
     assert httpx.get(url + "/v1/models", timeout=5).status_code == 401
@@ -50,9 +51,11 @@ def test_an_adopted_server_is_restarted_with_its_keys(agent, sim_server, tmp_pat
     # the profile loses its key files: a restart would answer anyone, so it is refused
     path = agent.profiles_dir / f"ext-{sim.port}.toml"
     path.write_text(text.split("[key-files]")[0])
-    r = agent_sgltui(agent, "restart", "--slot", "hs")
-    assert r.returncode == 1 and "restart refused" in r.stderr, r.stderr
-    assert "api-key and admin-api-key" in r.stderr and "answering anyone" in r.stderr
+    with pytest.raises(AgentError) as refused:
+        agent.call("restart", slot="hs", wait=True)
+    said = str(refused.value)
+    assert "restart refused" in said and "api-key and admin-api-key" in said, said
+    assert "answering anyone" in said and "[key-files]" in said
     assert httpx.get(url + "/v1/models", timeout=5).status_code == 401  # still the keyed one
 
 
@@ -60,7 +63,7 @@ def test_attach_without_slot_takes_ext_port_while_slot_0_serves(agent, sim_serve
     """--help and docs/attach.md promise ext-PORT; it was "slot 0 is ready with ...; name
     another with --slot"."""
     name = agent.write_profile("t-serving")
-    assert agent_sgltui(agent, "start", name, timeout=120).returncode == 0
+    agent.call("start", profile=name, wait=True)
     sim = sim_server("--served-model-name", "by-hand")
     r = agent_sgltui(agent, "attach", sim.url)
     assert r.returncode == 0, r.stderr
