@@ -57,6 +57,7 @@ async def test_a_dripping_server_info_holds_no_other_command_and_goes_with_its_c
         async with agent.client("dripper") as c:
             pending = asyncio.ensure_future(c.call("attach", url=srv.url))
             assert await asyncio.to_thread(srv.saw, "request"), srv.lines
+            asked = time.monotonic()
             # while it drips: the other commands of the agent's lock are answered at once
             t0 = time.monotonic()
             with pytest.raises(AgentError, match="does not watch an attached server"):
@@ -67,6 +68,7 @@ async def test_a_dripping_server_info_holds_no_other_command_and_goes_with_its_c
                 await pending
         # the client left: the agent gives its question up (the server sees it go)
         assert await asyncio.to_thread(srv.saw, "gone", 5), srv.lines
+        assert time.monotonic() - asked < info_fetch.DEADLINE_S  # given up, not timed out
     slots = (await asyncio.to_thread(agent.status))["slots"]
     assert [s["external"] for s in slots] == [None]
 
