@@ -174,7 +174,7 @@ def _examine(proc: psutil.Process, cmdline: list[str], kind: str, timeout: float
     if not candidates:
         # It does not listen itself: still loading, or its HTTP server lives in a child
         # process; then the port its command line names answers (a 401 too: it listens).
-        if _port_open(_connect_host(host), wanted):
+        if _port_open(_connect_host(host), wanted) and _tree_listens(proc, wanted):
             candidates = [(host, wanted)]
         else:
             return Found(pid=proc.pid, port=wanted, url=None, model=model_of(None, cmdline),
@@ -244,6 +244,20 @@ def _scan(ours: set[int], agent_pid: int | None, timeout: float) -> list[Found]:
     _answers.clear()
     _answers.update(answers)
     return sorted(out, key=lambda f: (f.port or 0, f.pid))
+
+
+def _tree_listens(proc: psutil.Process, port: int) -> bool:
+    """Whether `proc` or a process below it listens on `port` (not another server that holds
+    the port this one names while it loads): one read of the kernel's socket table."""
+    try:
+        pids = {proc.pid} | {c.pid for c in proc.children(recursive=True)}
+        conns = psutil.net_connections(kind="inet")
+    except (psutil.Error, OSError):
+        return False
+    return any(
+        c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid in pids
+        for c in conns
+    )
 
 
 def _listens_now(prev: Found, cmdline: list[str]) -> bool:
