@@ -25,14 +25,15 @@ import httpx
 import psutil
 
 from sgltui import protocol
-from sgltui.agent import discovery, procs
+from sgltui.agent import discovery, info_fetch, procs
 from sgltui.agent.errors import OpError
 from sgltui.agent.lifecycle import IDLE, READY, RUNNING
 from sgltui.agent.slot import Slot, SlotHost
 from sgltui.core import locations, provenance
-from sgltui.core.launch_secrets import SECRET_FLAGS
+from sgltui.core.launch_secrets import SECRET_FLAGS, read_key_file
 from sgltui.core.profile_import import profile_to_toml
 from sgltui.core.profiles import ProfileError, name_problem
+from sgltui.core.safe_text import printable
 
 if TYPE_CHECKING:
     from sgltui.agent.provenance import ProvenanceKeeper
@@ -46,6 +47,9 @@ class AttachHost(SlotHost, Protocol):
     slots: dict[str, Slot]
     provenance: ProvenanceKeeper
     profiles_dirs: list[Path]
+    # the lock of the agent's commands that are not a slot's lifecycle (agent stop among them):
+    # attach and adopt take it only once the server has answered, never while asking it
+    command_lock: asyncio.Lock
 
     def slot_for(self, args: protocol.Args) -> Slot: ...
 
@@ -53,6 +57,9 @@ class AttachHost(SlotHost, Protocol):
 
 
 log = logging.getLogger(__name__)
+# attach and adopt are given up when the client that asked leaves (agent/server.py): their
+# question to a slow server must not run on for no one
+GIVEN_UP_WITHOUT_CLIENT = frozenset({"attach", "adopt"})
 CHECK_S = 2.0  # how often an attached server is looked at (its pid, or /health for a remote)
 REMOTE_MISSES = 3  # a remote server is gone after this many unanswered looks in a row
 
@@ -69,6 +76,8 @@ class External:
     info: dict[str, Any]
     cmdline: list[str]
     info_hash: str | None = None
+    # secret flag -> the file holding it (given to attach): what an adopted profile names
+    key_files: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def view(self) -> protocol.ExternalView:
         return protocol.ExternalView(
@@ -98,34 +107,43 @@ def refuse(slot: Slot, op: str) -> None:
     )
 
 
-def fetch_info(url: str, api_key: str | None, timeout: float = 10.0) -> dict[str, Any]:
-    """The server's /server_info, or OpError with one line saying why not (blocking)."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+async def fetch_info(url: str, api_key: str | None) -> dict[str, Any]:
+    """The server's /server_info (bounded in time and size, coerced: agent/info_fetch.py), or
+    OpError with one line saying why not."""
     try:
-        r = httpx.get(url + "/server_info", headers=headers, timeout=timeout)
-    except httpx.HTTPError as exc:
-        raise OpError(
-            f"cannot attach {url}: no answer ({type(exc).__name__}); is a server listening there?"
-        ) from None
-    if r.status_code in (401, 403):
-        raise OpError(f"cannot attach {url}: it needs an API key; pass --api-key-file FILE")
-    if r.status_code != 200:
-        raise OpError(f"cannot attach {url}: /server_info answered {r.status_code}")
+        return await info_fetch.fetch(url, api_key)
+    except info_fetch.FetchError as exc:
+        raise _refusal(url, exc) from None
+
+
+def fetch_info_blocking(url: str, api_key: str | None) -> dict[str, Any]:
+    """fetch_info for a thread or the CLI."""
     try:
-        info = r.json()
-    except ValueError:
-        info = None
-    if not isinstance(info, dict):
-        raise OpError(f"cannot attach {url}: /server_info is not a JSON object (not SGLang?)")
-    return info
+        return info_fetch.fetch_blocking(url, api_key)
+    except info_fetch.FetchError as exc:
+        raise _refusal(url, exc) from None
+
+
+def _refusal(url: str, exc: info_fetch.FetchError) -> OpError:
+    if exc.needs_key:
+        return OpError(f"cannot attach {url}: it needs an API key; pass --api-key-file FILE")
+    if str(exc).startswith("no answer"):
+        return OpError(f"cannot attach {url}: {exc}; is a server listening there?")
+    return OpError(f"cannot attach {url}: {exc}")
 
 
 def split_url(url: str) -> tuple[str, str, int]:
     """(normalised url, host, port) or OpError."""
     parts = urlsplit(url.rstrip("/"))
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise OpError(f"not a server URL: {url!r}; give http://HOST:PORT")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+        raise OpError(f"not a server URL: {printable(url, 200)!r}; give http://HOST:PORT")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:  # urllib: "Port out of range 0-65535", or not a number
+        raise OpError(
+            f"not a server URL: {printable(url, 200)!r}: its port is not a number 1-65535; "
+            "give http://HOST:PORT"
+        ) from None
     host = parts.hostname
     shown = f"[{host}]" if ":" in host else host
     return f"{parts.scheme}://{shown}:{port}", host, port
@@ -177,18 +195,15 @@ class Attacher:
     # ---- attach ---------------------------------------------------------------------------------
 
     async def op_attach(self, args: protocol.AttachArgs, client: str | None) -> protocol.Attached:
+        # The server is asked before the agent's lock is taken (it may be slow or hostile: its
+        # answer is bounded, and given up when the client leaves); the slot is made under it.
         url, host, port = split_url(args.url)
         local = await asyncio.to_thread(is_local, host)  # a name lookup: not on the loop
-        for s in self.sup.slots.values():
-            if s.external is not None and s.external.url == url and s.state in RUNNING:
-                raise OpError(f"{url} is already attached as slot {s.id}")
-            if s.external is None and s.state in RUNNING and s.port == port and local:
-                raise OpError(f"slot {s.id} runs the server on :{port}; sgltui launched it")
+        self._refuse_taken(url, port, local)
         if args.api_key:
             self.sup.add_secret(args.api_key)
-        info = await asyncio.to_thread(fetch_info, url, args.api_key)
+        info = await fetch_info(url, args.api_key)
         pid, cmdline = (await asyncio.to_thread(listener, port)) if local else (None, [])
-        slot = self._pick(args.slot, port)
         tree = None
         if pid is not None:
             try:
@@ -196,63 +211,93 @@ class Attacher:
             except (psutil.Error, OSError):
                 pid = None
         rec = provenance.record(info, await asyncio.to_thread(self.sup.provenance.gpu))
+        model = discovery.model_of(info, cmdline)
         ext = External(
             url=url,
             pid=pid,
-            model=discovery.model_of(info, cmdline),
-            version=info.get("version"),
+            model=printable(model, 200) if model else None,
+            version=printable(info["version"], 64) if info.get("version") else None,
             attached_at=time.time(),
             info=info,
             cmdline=cmdline,
             info_hash=rec["hash"],
+            key_files=_key_files(args),
         )
         try:
             started = psutil.Process(pid).create_time() if pid else time.time()
         except psutil.Error:
             started = time.time()
-        launch_id = time.strftime("%Y%m%d-%H%M%S") + f"-attach-{port}"
-        slot.describe_external(
-            name=f"ext:{Path(ext.model or 'server').name}"[:40],
-            host=host,
-            port=port,
-            api_key=args.api_key,
-            launch_id=launch_id,
-            client=client,
-            command=cmdline or [str(info.get("launch_command") or url)],
-            command_hash=rec["hash"],
-            tp_size=int(info.get("tp_size") or 1),
-            started_at=started,
+        # made whole even if the client leaves now: a half-made slot is worse than a made one
+        return await asyncio.shield(
+            self._attach(args, client, ext, tree, host, port, local, started, rec["hash"])
         )
-        note = (
-            f"[sgltui] {url} was started outside sgltui"
-            + (f" (pid {pid})" if pid else " (remote)")
-            + ": its log lines are not ours to read; they go where it was started"
-        )
-        # `sgltui logs` reads the launch's file: it holds that one line
-        log_path = await asyncio.to_thread(_note_file, self.sup, launch_id, note)
-        slot.watch_external(ext, tree, self._watch(slot, ext), note, log_path)
-        self.sup.push_log(slot.id, launch_id, [note])  # the log pane says so
-        self.sup.bus.publish(
-            protocol.SlotAttached(
+
+    def _refuse_taken(self, url: str, port: int, local: bool) -> None:
+        for s in self.sup.slots.values():
+            if s.external is not None and s.external.url == url and s.state in RUNNING:
+                raise OpError(f"{url} is already attached as slot {s.id}")
+            if s.external is None and s.state in RUNNING and s.port == port and local:
+                raise OpError(f"slot {s.id} runs the server on :{port}; sgltui launched it")
+
+    async def _attach(
+        self,
+        args: protocol.AttachArgs,
+        client: str | None,
+        ext: External,
+        tree: procs.ProcTree | None,
+        host: str,
+        port: int,
+        local: bool,
+        started: float,
+        info_hash: str,
+    ) -> protocol.Attached:
+        async with self.sup.command_lock:
+            self._refuse_taken(ext.url, port, local)  # again: another client may have been first
+            slot = self._pick(args.slot, port)
+            launch_id = time.strftime("%Y%m%d-%H%M%S") + f"-attach-{port}"
+            slot.describe_external(
+                name=f"ext:{Path(ext.model or 'server').name}"[:40],
+                host=host,
+                port=port,
+                api_key=args.api_key,
+                launch_id=launch_id,
                 client=client,
+                command=ext.cmdline or [printable(ext.info.get("launch_command") or ext.url, 512)],
+                command_hash=info_hash,
+                tp_size=int(ext.info.get("tp_size") or 1),
+                started_at=started,
+            )
+            pid = ext.pid
+            note = (
+                f"[sgltui] {ext.url} was started outside sgltui"
+                + (f" (pid {pid})" if pid else " (remote)")
+                + ": its log lines are not ours to read; they go where it was started"
+            )
+            # `sgltui logs` reads the launch's file: it holds that one line
+            log_path = await asyncio.to_thread(_note_file, self.sup, launch_id, note)
+            slot.watch_external(ext, tree, self._watch(slot, ext), note, log_path)
+            self.sup.push_log(slot.id, launch_id, [note])  # the log pane says so
+            self.sup.bus.publish(
+                protocol.SlotAttached(
+                    client=client,
+                    slot=slot.id,
+                    action="attached",
+                    url=ext.url,
+                    pid=pid,
+                    model=ext.model,
+                    version=ext.version,
+                    info_hash=info_hash,
+                )
+            )
+            self.sup.bus.changed()
+            return protocol.Attached(
                 slot=slot.id,
-                action="attached",
-                url=url,
+                url=ext.url,
                 pid=pid,
                 model=ext.model,
                 version=ext.version,
-                info_hash=rec["hash"],
+                info_hash=info_hash,
             )
-        )
-        self.sup.bus.changed()
-        return protocol.Attached(
-            slot=slot.id,
-            url=url,
-            pid=pid,
-            model=ext.model,
-            version=ext.version,
-            info_hash=rec["hash"],
-        )
 
     def _pick(self, name: str | None, port: int) -> Slot:
         slots = self.sup.slots
@@ -307,15 +352,16 @@ class Attacher:
     # ---- detach ---------------------------------------------------------------------------------
 
     async def op_detach(self, args: protocol.SlotArgs, client: str | None) -> protocol.Attached:
-        slot = self._external(args)
-        ext = slot.external
-        slot.external_gone(None)
-        self.sup.bus.publish(
-            protocol.SlotAttached(
-                client=client, slot=slot.id, action="detached", url=ext.url, pid=ext.pid
+        async with self.sup.command_lock:
+            slot = self._external(args)
+            ext = slot.external
+            slot.external_gone(None)
+            self.sup.bus.publish(
+                protocol.SlotAttached(
+                    client=client, slot=slot.id, action="detached", url=ext.url, pid=ext.pid
+                )
             )
-        )
-        return protocol.Attached(slot=slot.id, url=ext.url, pid=ext.pid, model=ext.model)
+            return protocol.Attached(slot=slot.id, url=ext.url, pid=ext.pid, model=ext.model)
 
     def _external(self, args: protocol.SlotArgs) -> Slot:
         if args.slot is None:
@@ -347,74 +393,132 @@ class Attacher:
         problem = name_problem(name)
         if problem:
             raise OpError(f"profile name {name!r}: {problem}")
-        info = await asyncio.to_thread(fetch_info, ext.url, slot.api_key)
-        kind = discovery.server_kind(ext.cmdline)
-        python = ext.cmdline[0] if kind == "sglang" and ext.cmdline else None
-        try:
-            profile, _catalog = provenance.profile_from_info(
-                info,
-                name,
-                launcher="sim" if kind == "sim" else "sglang",
-                python=python,
-                cmdline=ext.cmdline,
+        # asked before the agent's lock is taken (agent/info_fetch.py bounds the answer)
+        info = await fetch_info(ext.url, slot.api_key)
+        key_files = {**ext.key_files, **_key_files(args)}
+        await asyncio.to_thread(_check_keys, ext.url, info, slot.api_key, key_files)
+        return await asyncio.shield(self._adopt(slot, ext, name, info, key_files, client))
+
+    async def _adopt(
+        self,
+        slot: Slot,
+        ext: External,
+        name: str,
+        info: dict[str, Any],
+        key_files: dict[str, str],
+        client: str | None,
+    ) -> protocol.Attached:
+        async with self.sup.command_lock:
+            if slot.external is not ext or slot.state != READY or slot.tree is None:
+                raise OpError(f"slot {slot.id} changed while its server was asked; adopt again")
+            kind = discovery.server_kind(ext.cmdline)
+            python = ext.cmdline[0] if kind == "sglang" and ext.cmdline else None
+            try:
+                profile, _catalog = provenance.profile_from_info(
+                    info,
+                    name,
+                    launcher="sim" if kind == "sim" else "sglang",
+                    python=python,
+                    cmdline=ext.cmdline,
+                )
+            except ProfileError as exc:
+                raise OpError(f"cannot adopt {ext.url}: {exc}") from None
+            # The keys stay where they are: the profile names their files (read at each launch),
+            # never holds them.
+            profile = dataclasses.replace(_without_secrets(profile), key_files=key_files)
+            # where the agent finds it (a --profiles folder wins over the user's own)
+            dirs = self.sup.profiles_dirs
+            folder = dirs[-1] if dirs else locations.config_dir() / "profiles"
+            path = folder / f"{name}.toml"
+            if path.exists():
+                raise OpError(f"{path} exists; name the profile with --name NAME")
+            text = profile_to_toml(profile)
+            await asyncio.to_thread(_write, path, text)
+            try:  # its keys read from their files, as a restart will
+                resolved = await asyncio.to_thread(self.sup.get_profile, name, None)
+            except ProfileError as exc:
+                await asyncio.to_thread(path.unlink, True)
+                raise OpError(f"cannot adopt {ext.url}: {exc}") from None
+            record = {
+                "profile": name,
+                "state": READY,
+                "tree": slot.tree.to_json(),
+                "launch_id": slot.launch_id,
+                "log_path": str(self.sup.server_log_path(slot.launch_id or name)),
+                "started_at": slot.started_at,
+                "ready_at": slot.ready_at,
+                "host": slot.server_host,
+                "port": slot.port,
+                "command": slot.command,
+                "command_hash": resolved.command_hash(),
+                "tp_size": slot.tp_size,
+            }
+            await slot.close()  # the attach watcher; the slot's own takes over
+            slot.unwatch_for_adoption()
+            if not slot.adopt(record, resolved):
+                raise OpError(f"cannot adopt {ext.url}: pid {ext.pid} is gone")
+            self.sup.bus.publish(
+                protocol.SlotAttached(
+                    client=client,
+                    slot=slot.id,
+                    action="adopted",
+                    url=ext.url,
+                    pid=ext.pid,
+                    model=ext.model,
+                    version=ext.version,
+                    profile=name,
+                    info_hash=ext.info_hash,
+                )
             )
-        except ProfileError as exc:
-            raise OpError(f"cannot adopt {ext.url}: {exc}") from None
-        if slot.api_key:  # the key is kept the way sgltui keeps keys (never in the file)
-            profile.server["api-key"] = slot.api_key
-        # where the agent finds it (a --profiles folder wins over the user's own)
-        dirs = self.sup.profiles_dirs
-        folder = dirs[-1] if dirs else locations.config_dir() / "profiles"
-        path = folder / f"{name}.toml"
-        if path.exists():
-            raise OpError(f"{path} exists; name the profile with --name NAME")
-        text = profile_to_toml(_without_secrets(profile))
-        await asyncio.to_thread(_write, path, text)
-        resolved = await asyncio.to_thread(self.sup.get_profile, name, None)
-        if slot.api_key:
-            resolved = _with_key(resolved, slot.api_key)
-        record = {
-            "profile": name,
-            "state": READY,
-            "tree": slot.tree.to_json(),
-            "launch_id": slot.launch_id,
-            "log_path": str(self.sup.server_log_path(slot.launch_id or name)),
-            "started_at": slot.started_at,
-            "ready_at": slot.ready_at,
-            "host": slot.server_host,
-            "port": slot.port,
-            "command": slot.command,
-            "command_hash": resolved.command_hash(),
-            "tp_size": slot.tp_size,
-        }
-        await slot.close()  # the attach watcher; the slot's own takes over
-        slot.unwatch_for_adoption()
-        if not slot.adopt(record, resolved):
-            raise OpError(f"cannot adopt {ext.url}: pid {ext.pid} is gone")
-        self.sup.bus.publish(
-            protocol.SlotAttached(
-                client=client,
+            self.sup.bus.changed()
+            return protocol.Attached(
                 slot=slot.id,
-                action="adopted",
                 url=ext.url,
                 pid=ext.pid,
                 model=ext.model,
                 version=ext.version,
                 profile=name,
+                path=str(path),
                 info_hash=ext.info_hash,
             )
-        )
-        self.sup.bus.changed()
-        return protocol.Attached(
-            slot=slot.id,
-            url=ext.url,
-            pid=ext.pid,
-            model=ext.model,
-            version=ext.version,
-            profile=name,
-            path=str(path),
-            info_hash=ext.info_hash,
-        )
+
+
+def _key_files(args: protocol.AttachArgs | protocol.AdoptArgs) -> dict[str, str]:
+    files = {"api-key": args.api_key_file, "admin-api-key": args.admin_api_key_file}
+    return {flag: path for flag, path in files.items() if path}
+
+
+# what /server_info calls the keys (SGLang's server_args, which the simulator copies)
+_INFO_KEYS = {"api-key": "api_key", "admin-api-key": "admin_api_key"}
+
+
+def _check_keys(
+    url: str, info: dict[str, Any], api_key: str | None, key_files: dict[str, str]
+) -> None:
+    """Refuse to adopt a server whose keys its profile could not give back at a relaunch: one
+    that runs with a key for which no file is named, or a file that holds another key."""
+    for flag, field in _INFO_KEYS.items():
+        known = api_key if flag == "api-key" else None
+        had = known or (info.get(field) if isinstance(info.get(field), str) else None)
+        path = key_files.get(flag)
+        if had and not path:
+            raise OpError(
+                f"cannot adopt {url}: it runs with an {flag.replace('-', ' ')} and sgltui knows no "
+                "file holding it, so a restart would bring it back answering anyone",
+                fix=f"adopt with --{flag}-file FILE (the profile names the file, never the key)",
+            )
+        if path is None:
+            continue
+        try:
+            key = read_key_file(path)
+        except ValueError as exc:
+            raise OpError(f"cannot adopt {url}: --{flag}-file: {exc}") from None
+        if had and key != had:
+            raise OpError(
+                f"cannot adopt {url}: --{flag}-file {path} holds another key than the one the "
+                "server runs with",
+                fix="give the file that holds the server's key",
+            )
 
 
 def _gone(ext: External, why: str) -> dict[str, Any]:
@@ -428,25 +532,21 @@ def _gone(ext: External, why: str) -> dict[str, Any]:
 
 async def _healthy(url: str, api_key: str | None) -> bool:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        async with httpx.AsyncClient(timeout=3.0) as client:
-            r = await client.get(url + "/health", headers=headers)
-        return r.status_code < 500
-    except httpx.HTTPError:
+
+    async def status() -> int:  # the status is all it needs: the body is not read
+        async with httpx.AsyncClient(timeout=3.0, trust_env=False) as c:
+            async with c.stream("GET", url + "/health", headers=headers) as r:
+                return r.status_code
+
+    try:  # the whole answer bounded in time
+        return await asyncio.wait_for(status(), 3.0) < 500
+    except (httpx.HTTPError, asyncio.TimeoutError):
         return False
 
 
 def _without_secrets(profile: Any) -> Any:
     server = {k: v for k, v in profile.server.items() if k not in SECRET_FLAGS}
     return dataclasses.replace(profile, server=server)
-
-
-def _with_key(resolved: Any, key: str) -> Any:
-    """The adopted profile as it runs: with the server's key, which the file leaves out."""
-    server = dict(resolved.profile.server, **{"api-key": key})
-    return dataclasses.replace(
-        resolved, profile=dataclasses.replace(resolved.profile, server=server)
-    )
 
 
 def _note_file(sup: AttachHost, launch_id: str, note: str) -> Path:

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -22,8 +23,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psutil
+
+from sgltui.agent import info_fetch
+from sgltui.core.safe_text import printable
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,8 @@ LAUNCH_MARK = "SGLTUI_LAUNCH_ID"
 _DEFAULT_PORT = 30000
 RETRY_S = 15.0  # a server that did not answer (still loading) is looked at again after this
 _WILDCARD = ("0.0.0.0", "::", "", "[::]")
+NOT_LISTENING = "not listening yet"
+NEEDS_KEY = "it needs an API key: attach with --api-key-file"
 
 
 @dataclass(frozen=True)
@@ -117,31 +122,45 @@ def _connect_host(host: str) -> str:
 
 
 def _ask(url: str, timeout: float) -> tuple[dict | None, str | None]:
-    """(/server_info, None) or (None, why not)."""
+    """(/server_info, None) or (None, why not). Bounded: `timeout` for the whole answer (one
+    that drips holds the scan, and an attach waiting for it, no longer), and its size."""
     try:
-        r = httpx.get(url + "/server_info", timeout=timeout)
-    except httpx.HTTPError as exc:
-        return None, f"no answer on {url}: {type(exc).__name__}"
-    if r.status_code in (401, 403):
-        return None, "it needs an API key: attach with --api-key-file"
-    if r.status_code != 200:
-        return None, f"/server_info answered {r.status_code}"
-    try:
-        info = r.json()
-    except ValueError:
-        return None, "/server_info is not JSON"
-    return (info, None) if isinstance(info, dict) else (None, "/server_info is not an object")
+        return info_fetch.fetch_blocking(url, None, deadline_s=timeout), None
+    except info_fetch.FetchError as exc:
+        if exc.needs_key:  # it answered: it listens, and wants a key
+            return None, NEEDS_KEY
+        why = str(exc)
+        return None, f"{why} on {url}" if why.startswith("no answer") else why
 
 
 def model_of(info: dict | None, cmdline: list[str]) -> str | None:
+    """The model a server serves, escaped for a terminal (another process's command line and a
+    server's answer may hold escape sequences: `status` prints it)."""
+    name: str | None = None
     if info:
         for key in ("served_model_name", "model_path"):
             if info.get(key):
-                return str(info[key])
-    name = flag(cmdline, "--served-model-name") or flag(cmdline, "--model-path")
+                name = str(info[key])
+                break
+    if name is None:
+        name = flag(cmdline, "--served-model-name") or flag(cmdline, "--model-path")
     if name is None and len(cmdline) > 2 and cmdline[1:2] == ["serve"]:
         name = cmdline[2] if not cmdline[2].startswith("-") else None
-    return name
+    return printable(name, 200) if name is not None else None
+
+
+def _version(info: dict) -> str | None:
+    value = info.get("version")
+    return printable(value, 64) if isinstance(value, str) and value else None
+
+
+def _port_open(host: str, port: int) -> bool:
+    """Whether something accepts a connection on host:port (a cheap look, no HTTP)."""
+    try:
+        with socket.create_connection((host.strip("[]"), port), timeout=0.5):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def _examine(proc: psutil.Process, cmdline: list[str], kind: str, timeout: float) -> Found:
@@ -153,9 +172,13 @@ def _examine(proc: psutil.Process, cmdline: list[str], kind: str, timeout: float
     # whichever of its ports answers /server_info (a port given in a --config file).
     candidates = [(h, p) for h, p in listening if p == wanted] or listening
     if not candidates:
-        # Not listening (yet): still loading, or the HTTP server lives in a child process.
-        return Found(pid=proc.pid, port=wanted, url=None, model=model_of(None, cmdline),
-                     kind=kind, note="not listening yet")  # fmt: skip
+        # It does not listen itself: still loading, or its HTTP server lives in a child
+        # process; then the port its command line names answers (a 401 too: it listens).
+        if _port_open(_connect_host(host), wanted) and _tree_listens(proc, wanted):
+            candidates = [(host, wanted)]
+        else:
+            return Found(pid=proc.pid, port=wanted, url=None, model=model_of(None, cmdline),
+                         kind=kind, note=NOT_LISTENING)  # fmt: skip
     why = None
     for ip, port in candidates[:4]:
         url = f"http://{_connect_host(ip if ip not in _WILDCARD else host)}:{port}"
@@ -167,9 +190,9 @@ def _examine(proc: psutil.Process, cmdline: list[str], kind: str, timeout: float
                 url=url,
                 model=model_of(info, cmdline),
                 kind=kind,
-                version=info.get("version"),
+                version=_version(info),
             )
-        if why and "API key" in why:
+        if why == NEEDS_KEY:
             return Found(proc.pid, port, url, model_of(None, cmdline), kind, note=why)
     ip, port = candidates[0]
     return Found(
@@ -204,9 +227,11 @@ def _scan(ours: set[int], agent_pid: int | None, timeout: float) -> list[Found]:
             continue  # a server's own child, or something the agent started
         prev = _answers.get(key)
         # One that did not answer (loading) is looked at again now and then: its ports are
-        # read from the kernel's whole socket table, not a thing to do every 5 s.
+        # read from the kernel's whole socket table, not a thing to do every 5 s. One that did
+        # not listen is looked at again as soon as its port takes a connection (a cheap look).
         if prev is not None and (
-            (prev.url and prev.note is None) or time.monotonic() - prev.at < RETRY_S
+            (prev.url and prev.note is None)
+            or (time.monotonic() - prev.at < RETRY_S and not _listens_now(prev, cmdline))
         ):
             found = prev
         else:
@@ -219,6 +244,26 @@ def _scan(ours: set[int], agent_pid: int | None, timeout: float) -> list[Found]:
     _answers.clear()
     _answers.update(answers)
     return sorted(out, key=lambda f: (f.port or 0, f.pid))
+
+
+def _tree_listens(proc: psutil.Process, port: int) -> bool:
+    """Whether `proc` or a process below it listens on `port` (not another server that holds
+    the port this one names while it loads): one read of the kernel's socket table."""
+    try:
+        pids = {proc.pid} | {c.pid for c in proc.children(recursive=True)}
+        conns = psutil.net_connections(kind="inet")
+    except (psutil.Error, OSError):
+        return False
+    return any(
+        c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid in pids
+        for c in conns
+    )
+
+
+def _listens_now(prev: Found, cmdline: list[str]) -> bool:
+    if prev.note != NOT_LISTENING or prev.port is None:
+        return False
+    return _port_open(_connect_host(flag(cmdline, "--host") or "127.0.0.1"), prev.port)
 
 
 _lock = threading.Lock()

@@ -1,8 +1,9 @@
 """The agent's HTTP questions to a server it runs (readiness, load during a drain), via httpx.
 
 A handful of GETs during a launch or a drain, each with a hard timeout: a wedged server must
-never hang the agent. One client per event loop keeps its connection (polls come every 0.1 s
-while draining); proxies from the environment are ignored, since the server is local.
+never hang the agent, and a body larger than MAX_BODY is not read on. One client per event loop
+keeps its connection (polls come every 0.1 s while draining); proxies from the environment are
+ignored, since the server is local.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import httpx
 
+MAX_BODY = 1 << 20  # /ready, /model_info and /v1/loads answer a few KB
 _clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
 
 
@@ -37,12 +39,21 @@ async def get(
         connect_host = f"[{connect_host}]"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     url = f"http://{connect_host}:{port}{path}"
+
+    async def answer() -> tuple[int, bytes]:
+        async with _client().stream("GET", url, headers=headers, timeout=timeout) as r:
+            body = bytearray()
+            async for chunk in r.aiter_bytes():
+                body.extend(chunk)
+                if len(body) > MAX_BODY:  # not a probe's answer: its status is all it says
+                    return r.status_code, b""
+            return r.status_code, bytes(body)
+
     try:
         # httpx's timeout bounds each phase; wait_for bounds the whole answer (a trickling body).
-        r = await asyncio.wait_for(_client().get(url, headers=headers, timeout=timeout), timeout)
+        return await asyncio.wait_for(answer(), timeout)
     except (httpx.HTTPError, asyncio.TimeoutError):
         return 0, b""
-    return r.status_code, r.content
 
 
 async def ready(host: str, port: int, api_key: str | None, fallback: bool = True) -> bool:

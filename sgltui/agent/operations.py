@@ -174,6 +174,7 @@ class Operations:
             before = slot.profile if isinstance(slot.profile, Resolved) else None
             source = str(before.source) if before is not None and before.source else None
             profile = await self._accept(slot, slot.profile_name, args)
+            _refuse_dropping_keys(slot.id, before, profile)
             changed = before is not None and before.content_hash != profile.content_hash
             if before is not None and changed:
                 self.sup.bus.publish(
@@ -527,3 +528,20 @@ def _force_arg(args: protocol.LaunchArgs) -> frozenset[str]:
             "invalid",
         )
     return frozenset(names)
+
+
+def _refuse_dropping_keys(slot_id: str, before: Resolved | None, after: Resolved) -> None:
+    """A restart that would bring the server back without a key it runs with is refused
+    (issue 51: an adopted server restarted from a profile without its keys answered anyone)."""
+    if before is None:
+        return
+    dropped = [k for k in ("api-key", "admin-api-key") if before.server.get(k)]
+    dropped = [k for k in dropped if not after.server.get(k)]
+    if dropped:
+        where = after.source or after.name
+        raise OpError(
+            f"restart refused: slot {slot_id}'s server runs with {' and '.join(dropped)}, and "
+            f"profile {after.name} now gives none (it would come back answering anyone)",
+            fix=f"name the file holding it in [key-files] of {where} "
+            f'({dropped[0]} = "/path/to/file"), or stop and start the profile on purpose',
+        )

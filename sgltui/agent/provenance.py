@@ -10,9 +10,8 @@ import functools
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
-
 from sgltui import protocol
+from sgltui.agent import info_fetch
 from sgltui.core import provenance
 
 if TYPE_CHECKING:
@@ -108,14 +107,10 @@ class ProvenanceKeeper:
 
 
 async def _fetch(url: str, api_key: str | None) -> dict[str, Any] | None:
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        async with httpx.AsyncClient(timeout=15.0) as client:
-            r = await client.get(url + "/server_info", headers=headers)
-        info = r.json() if r.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
+    try:  # bounded in time and size, coerced (agent/info_fetch.py)
+        return await info_fetch.fetch(url, api_key, deadline_s=15.0)
+    except info_fetch.FetchError:
         return None
-    return info if isinstance(info, dict) else None
 
 
 @functools.lru_cache(maxsize=1)

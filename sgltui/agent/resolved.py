@@ -29,6 +29,7 @@ import psutil
 from sgltui.agent import procs
 from sgltui.core import placement
 from sgltui.core import profiles as core_profiles
+from sgltui.core.launch_secrets import with_key_files
 from sgltui.core.redact import is_secret_env
 
 
@@ -153,6 +154,7 @@ def to_record(resolved: Any) -> dict | None:
         "source": str(p.source) if p.source else None,
         "content_hash": resolved.content_hash,
         "had_secrets": [k for k in SECRET_FLAGS if k in p.server],
+        "key_files": dict(p.key_files),  # where its keys are read from (paths, not keys)
         "secret_env": [k for k in p.env if k not in env],
     }
 
@@ -192,9 +194,12 @@ def from_record(
             python=rec.get("python"),
             server=server,
             env=env,
+            key_files={str(k): str(v) for k, v in (rec.get("key_files") or {}).items()},
             source=Path(rec["source"]) if rec.get("source") else None,
         )
-    except (TypeError, ValueError):
+        if any(k not in server for k in profile.key_files):  # not in the file now: read them
+            profile = with_key_files(profile)
+    except (TypeError, ValueError, core_profiles.ProfileError):
         return fresh
     return Resolved.of(profile)
 
@@ -277,14 +282,14 @@ class ProfileIndex:
             found = self.rescan(extra)
         if looks_like_path:
             raw = core_profiles.read_raw(Path(name_or_path).expanduser())
-            return Resolved.of(found.resolve_raw(raw))
+            return Resolved.of(with_key_files(found.resolve_raw(raw)))
         if name_or_path not in found.raw:
             found = self.rescan(extra)  # a file added since the last scan
-            return Resolved.of(found.resolve(name_or_path))
+            return Resolved.of(with_key_files(found.resolve(name_or_path)))
         profile = found.resolve(name_or_path)
         if self._refresh_changed(found, profile):
             profile = found.resolve(name_or_path)
-        return Resolved.of(profile)
+        return Resolved.of(with_key_files(profile))  # the keys its [key-files] name, read now
 
     def _refresh_changed(self, found: core_profiles.ProfileSet, profile: Any) -> bool:
         """Re-read the files of `profile`'s chain that changed since the scan; True if any."""

@@ -2,7 +2,8 @@
 
 Each request runs as its own task, so a long `swap ... wait=true` does not hold up a `status`
 on the same connection, and a reply is written whenever its command finishes (matched by id).
-A connection that goes away mid-command is simply forgotten; the command carries on.
+A connection that goes away mid-command is simply forgotten; the command carries on, except an
+attach or adopt still asking the server (agent/attach.py): that is given up with its client.
 
 One client must not stall the agent or grow its memory: a connection has at most
 MAX_IN_FLIGHT requests running, and the next line is not read until one finishes (the client's
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui import protocol
+from sgltui.agent.attach import GIVEN_UP_WITHOUT_CLIENT
 from sgltui.agent.supervisor import OpError, PushQueue, Supervisor
 from sgltui.core.safe_text import printable
 
@@ -85,6 +87,7 @@ class _Conn:
         self.sup, self.reader, self.writer = sup, reader, writer
         self.queue: PushQueue | None = None
         self.tasks: set[asyncio.Task] = set()
+        self.given_up_without_me: set[asyncio.Task] = set()  # GIVEN_UP_WITHOUT_CLIENT's
         self.pusher: asyncio.Task | None = None
         self.closed = False
         self.slots = asyncio.Semaphore(MAX_IN_FLIGHT)
@@ -134,6 +137,7 @@ class _Conn:
 
     def _done(self, task: asyncio.Task) -> None:
         self.tasks.discard(task)
+        self.given_up_without_me.discard(task)
         self.slots.release()
 
     async def dispatch(self, raw: bytes) -> None:
@@ -143,6 +147,9 @@ class _Conn:
             req = protocol.decode_request(raw)
             rid, op = req.id, req.op
             args = protocol.parse_args(op, req.args)  # the op's Struct (protocol.OPS)
+            task = asyncio.current_task()
+            if op in GIVEN_UP_WITHOUT_CLIENT and task is not None and task in self.tasks:
+                self.given_up_without_me.add(task)
             result: Any = await self.sup.handle(op, args, req.client)
             if op == "hello":
                 self.greeted = True  # it agreed (a mismatch raised OpError)
@@ -209,6 +216,8 @@ class _Conn:
             self.sup.subscribers.discard(self.queue)
         if self.pusher:
             self.pusher.cancel()
+        for task in self.given_up_without_me:  # no one waits for what they are asking
+            task.cancel()
         # Commands already running go on (they are the agent's jobs); only replies are lost.
         with contextlib.suppress(OSError, RuntimeError):
             self.writer.close()

@@ -128,6 +128,7 @@ class Supervisor:
         self.shutdown_requested = asyncio.Event()
         self.stop_servers_on_exit = False
         self._lock = asyncio.Lock()  # commands that are not a slot's lifecycle
+        self.command_lock = self._lock  # (agent/attach.py takes it after asking a server)
         self._session_dir_override = session_dir
         self._learned_cache: dict[str, dict | None] = {}
         self._last_maintain = 0.0
@@ -457,15 +458,18 @@ class Supervisor:
             # card sets its automatic concurrency. It is sent to the pool's endpoint and is not
             # held for that slot's swaps.
             args = msgspec.structs.replace(args, slot=self.pools.pool(str(pool)).slots[0])
-        if isinstance(args, protocol.SlotArgs) and args.slot is None:
-            if len(self.slots) == 1 or op == "job_run":  # none given: the only slot
+        # none given: the only slot; not for attach, whose default is its own (the idle only
+        # slot, else a new ext-PORT: agent/attach.py)
+        if isinstance(args, protocol.SlotArgs) and args.slot is None and op != "attach":
+            if len(self.slots) == 1 or op == "job_run":
                 args = msgspec.structs.replace(args, slot=self.slot_for(args).id)
         slot_id = getattr(args, "slot", None)
         if op in protocol.READ_ONLY_OPS:  # no "command" event: they would drown the session log
             return await handler(args, client)
         # A slot's lifecycle command takes that slot's lock (agent/operations.py); the others
-        # take the agent's.
-        lock = contextlib.nullcontext() if op in Operations.OPS else self._lock
+        # take the agent's; attach/adopt/detach take it themselves, once the server answered.
+        own_lock = op in Operations.OPS or op in Attacher.OPS
+        lock = contextlib.nullcontext() if own_lock else self._lock
         async with lock:
             self.bus.publish(
                 protocol.Command(client=client, slot=slot_id, op=op, args=_public_args(args))

@@ -28,7 +28,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--slot", help="the slot it becomes (default: the idle only slot, else ext-PORT)"
     )
-    p.add_argument("--api-key-file", metavar="FILE", help="a file holding the server's API key")
+    _key_file_args(p)
     p.set_defaults(handler=cmd_attach)
 
     p = sub.add_parser(
@@ -39,11 +39,34 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument("--slot", help="the attached slot (default: the only one)")
     p.add_argument("--name", help="the profile's name (default: ext-PORT)")
+    _key_file_args(p, " (default: the one given to attach)")
     p.set_defaults(handler=cmd_adopt)
 
     p = sub.add_parser("detach", help="stop watching an attached server (it runs on)")
     p.add_argument("--slot", help="the attached slot (default: the only one)")
     p.set_defaults(handler=cmd_detach)
+
+
+def _key_file_args(p: argparse.ArgumentParser, default: str = "") -> None:
+    # An adopted profile names these files (read at each launch), never the keys themselves.
+    p.add_argument(
+        "--api-key-file", metavar="FILE", help=f"a file holding the server's API key{default}"
+    )
+    p.add_argument(
+        "--admin-api-key-file",
+        metavar="FILE",
+        help=f"a file holding the server's admin API key{default}",
+    )
+
+
+def _key_paths(args: argparse.Namespace, kw: dict[str, Any]) -> None:
+    """The key files' absolute paths into `kw` (each read first: an unreadable one is said
+    here, in one line)."""
+    for name in ("api_key_file", "admin_api_key_file"):
+        path = getattr(args, name, None)
+        if path:
+            _key(path, "--" + name.replace("_", "-"))
+            kw[name] = str(Path(path).expanduser().absolute())
 
 
 def _call(args: argparse.Namespace, op: str, **kw: Any) -> Any:
@@ -52,15 +75,16 @@ def _call(args: argparse.Namespace, op: str, **kw: Any) -> Any:
     return call(args, op, **kw)
 
 
-def _key(path: str | None) -> str | None:
+def _key(path: str | None, flag: str = "--api-key-file") -> str | None:
     if not path:
         return None
     try:
         key = Path(path).expanduser().read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise CliError(f"cannot read --api-key-file {path}: {exc.strerror}") from None
+    except (OSError, UnicodeError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise CliError(f"cannot read {flag} {path}: {why}") from None
     if not key:
-        raise CliError(f"--api-key-file {path} is empty; write the key in it")
+        raise CliError(f"{flag} {path} is empty; write the key in it")
     return key
 
 
@@ -71,6 +95,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
     key = _key(args.api_key_file)
     if key:
         kw["api_key"] = key
+    _key_paths(args, kw)
     r: protocol.Attached = _call(args, "attach", **kw)
     where = f"pid {r.pid}" if r.pid else "remote: no lifecycle, no GPU"
     print(
@@ -88,6 +113,7 @@ def cmd_adopt(args: argparse.Namespace) -> int:
         kw["slot"] = args.slot
     if args.name:
         kw["name"] = args.name
+    _key_paths(args, kw)
     r: protocol.Attached = _call(args, "adopt", **kw)
     print(f"slot {r.slot}: adopted pid {r.pid} as profile {r.profile} ({r.path})")
     print("  stop, swap and restart now work on it; a failed swap relaunches it from that profile")
@@ -120,7 +146,7 @@ def import_from(args: argparse.Namespace) -> int:
         raise CliError(f"{out} exists; pass --force to overwrite it or choose another -o FILE")
     try:
         url, host, port = attach.split_url(args.from_url)
-        info = attach.fetch_info(url, _key(getattr(args, "api_key_file", None)))
+        info = attach.fetch_info_blocking(url, _key(getattr(args, "api_key_file", None)))
     except OpError as exc:
         raise CliError(str(exc).replace("cannot attach", "cannot import from")) from None
     # On this host the process says which program runs it (the simulator reports itself as

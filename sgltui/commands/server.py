@@ -439,7 +439,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     kline = _keeper_line(agent.keeper)
     if kline:
         print(kline)
-    print(f"{'SLOT':<5}{'PROFILE':<22}{'STATE':<11}{'PHASE':<24}{'PORT':<7}{'PIDS':<18}UPTIME")
+    id_w = max([5] + [len(s.id) + 1 for s in st.slots])  # ext-PORT (an attached one) is 9+
+    print(f"{'SLOT':<{id_w}}{'PROFILE':<22}{'STATE':<11}{'PHASE':<24}{'PORT':<7}{'PIDS':<18}UPTIME")
     for s in st.slots:
         launching = s.state == protocol.SlotState.LAUNCHING
         phase = s.phase or "-"
@@ -451,7 +452,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if len(pids) > 16:
             pids = pids[:15] + "…"
         print(
-            f"{s.id:<5}{(s.profile or '-'):<22}{s.state:<11}{phase if launching else '-':<24}"
+            f"{s.id:<{id_w}}{(s.profile or '-'):<22}{s.state:<11}{phase if launching else '-':<24}"
             f"{s.port or '-':<7}{pids:<18}{units.duration(s.uptime_s)}"
         )
         if s.external:

@@ -11,6 +11,7 @@ as the server has read it (agent/secret_config.py).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -150,3 +151,37 @@ def sweep(folder: Path, older_than_s: float = STALE_AFTER_S) -> int:
         except OSError:
             continue  # gone already, or not ours to remove
     return removed
+
+
+def read_key_file(path: str) -> str:
+    """The key held in `path` (its one line), or ValueError saying why not in one line."""
+    try:
+        key = Path(path).expanduser().read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeError) as exc:
+        raise ValueError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    problem = secret_problem(key)
+    if problem:
+        raise ValueError(f"the key in {path} {problem}")
+    return key
+
+
+def with_key_files(profile: Profile) -> Profile:
+    """`profile` with the keys its [key-files] name read into [server] (in memory only: the
+    launch passes them in the 0600 --config file). Blocking reads; ProfileError when a file
+    cannot give its key, since a launch without it would answer anyone."""
+    if not profile.key_files:
+        return profile
+    server = dict(profile.server)
+    for flag, path in profile.key_files.items():
+        try:
+            server[flag] = read_key_file(path)
+        except ValueError as exc:
+            where, line = profile.where(f"key-files.{flag}")
+            raise ProfileError(
+                str(exc),
+                where,
+                line,
+                f"key-files.{flag}",
+                fix=f"write the key in {path}, or remove the key-files line (then it runs without)",
+            ) from None
+    return dataclasses.replace(profile, server=server)

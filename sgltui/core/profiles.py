@@ -44,7 +44,12 @@ TOP_LEVEL_KEYS = (
     "entrypoint",
     "server",
     "env",
+    "key-files",
 )
+# [key-files]: where a secret flag's value is read from at each launch (a file of the user's,
+# one line), so that a profile keeps a reference to a key, never the key (issue 51: a server
+# adopted with its keys is relaunched with them). launch_secrets.with_key_files reads them.
+KEY_FILE_FLAGS = ("api-key", "admin-api-key", "ssl-keyfile-password")
 _STRING_KEYS = ("name", "description", "key", "extends", "launcher", "python", "entrypoint")
 # How launcher "sglang" starts the server: `sglang serve` (the program SGLang installs next to
 # its interpreter, the recommended entry point) or `python -m sglang.launch_server`. "auto":
@@ -282,6 +287,7 @@ def _check_shape(raw: RawProfile) -> None:
             fix='use "serve" (sglang serve), "launch_server" (python -m sglang.launch_server) '
             'or "auto"',
         )
+    _check_key_files(raw)
     for env_key, value in raw.data.get("env", {}).items():
         if not isinstance(value, str):
             raise raw.error(
@@ -295,6 +301,41 @@ def _check_shape(raw: RawProfile) -> None:
             "empty hot-swap key", "key", fix='use one key such as "1", or remove the line'
         )
     _check_text(raw)
+
+
+def _check_key_files(raw: RawProfile) -> None:
+    files = raw.data.get("key-files", {})
+    if not isinstance(files, dict):
+        raise raw.error(
+            f"must be a table, not {_toml_type(files)}",
+            "key-files",
+            fix='write it as a [key-files] section: api-key = "/path/to/key"',
+        )
+    for flag, path in files.items():
+        if flag not in KEY_FILE_FLAGS:
+            raise raw.error(
+                "is not a key sgltui reads from a file",
+                "key-files",
+                flag,
+                label=f"key-files.{flag}",
+                fix=f"one of {', '.join(KEY_FILE_FLAGS)}",
+            )
+        if not isinstance(path, str) or not path or "\0" in path or len(path) > MAX_PATH_LENGTH:
+            raise raw.error(
+                "must be the path of a file holding the key",
+                "key-files",
+                flag,
+                label=f"key-files.{flag}",
+                fix=f'write {flag} = "/path/to/file"',
+            )
+        if flag in raw.data.get("server", {}):
+            raise raw.error(
+                "is given twice: in [server] and in [key-files]",
+                "key-files",
+                flag,
+                label=f"key-files.{flag}",
+                fix="keep the [key-files] line (the key stays out of the profile)",
+            )
 
 
 def name_problem(name: str) -> str | None:
@@ -414,6 +455,8 @@ class Profile:
     entrypoint: str = "auto"  # launcher "sglang" only: auto | serve | launch_server
     server: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    # [key-files]: secret flag -> the file its value is read from at launch (KEY_FILE_FLAGS)
+    key_files: dict[str, str] = field(default_factory=dict)
     source: Path | None = None
     # Where each value was written: "server.<flag>", "env.<VAR>", "launcher", ... -> (file, line).
     origins: dict[str, Where] = field(default_factory=dict, compare=False, repr=False)
@@ -495,6 +538,8 @@ class Profile:
         doc["server"] = dict(self.server)
         if self.env:
             doc["env"] = dict(self.env)
+        if self.key_files:
+            doc["key-files"] = dict(self.key_files)
         return doc
 
 
@@ -722,6 +767,10 @@ def _merge(raw: RawProfile, parent: Profile | None) -> Profile:
     for key, value in data.get("env", {}).items():
         env[key] = value
         origins[f"env.{key}"] = (raw.path, raw.line("env", key))
+    key_files: dict[str, str] = dict(parent.key_files) if parent else {}
+    for key, value in data.get("key-files", {}).items():
+        key_files[key] = value
+        origins[f"key-files.{key}"] = (raw.path, raw.line("key-files", key))
     for key in ("launcher", "python", "entrypoint", "extends", "key", "description", "name"):
         if key in data:
             origins[key] = (raw.path, raw.line(key))
@@ -736,6 +785,7 @@ def _merge(raw: RawProfile, parent: Profile | None) -> Profile:
         entrypoint=data.get("entrypoint", parent.entrypoint if parent else "auto"),
         server=server,
         env=env,
+        key_files=key_files,
         source=raw.path,
         origins=origins,
         parents=((parent.name,) + parent.parents) if parent else (),

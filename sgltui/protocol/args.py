@@ -182,19 +182,28 @@ class ExposeArgs(SlotArgs):
     address: Annotated[str, Meta(min_length=1, max_length=255)] | None = None
 
 
+KeyFile = Annotated[str, Meta(min_length=2, max_length=4096, pattern=r"^/")]
+
+
 class AttachArgs(SlotArgs, kw_only=True):
     """Watch a server sgltui did not start (agent/attach.py): `url`, with its key if it needs
     one. `slot`: the slot it becomes (None: the only slot when idle, else ext-PORT)."""
 
     url: Annotated[str, Meta(min_length=1, max_length=512, pattern=r"^https?://")]
     api_key: Annotated[str, Meta(max_length=4096)] | None = None
+    # Where the keys are (absolute paths): an adopted profile names these files, never the keys.
+    api_key_file: KeyFile | None = None
+    admin_api_key_file: KeyFile | None = None
 
 
 class AdoptArgs(SlotArgs):
     """Take over an attached server: its effective configuration becomes profile `name`
-    (None: ext-PORT) in the agent's profile folder; swap and stop then treat it as launched."""
+    (None: ext-PORT) in the agent's profile folder; swap and stop then treat it as launched.
+    The key files (else those given to attach) are what the profile's [key-files] name."""
 
     name: Annotated[str, Meta(min_length=1, max_length=64)] | None = None
+    api_key_file: KeyFile | None = None
+    admin_api_key_file: KeyFile | None = None
 
 
 class RemoteWorker(Struct, forbid_unknown_fields=True, kw_only=True):

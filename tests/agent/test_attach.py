@@ -32,8 +32,9 @@ def test_a_server_started_by_hand_is_listed_then_attached(agent, sim_server, tmp
     sim = sim_server("--served-model-name", "by-hand")
     url = f"http://127.0.0.1:{sim.port}"
     # found: by process, port and /server_info; `status` says how to attach it
+    # (a scan while it loaded lists it "not listening yet" until the next scan: wait for that)
     found = _wait(
-        lambda: [u for u in agent.status()["unmanaged"] if u["pid"] == sim.pid],
+        lambda: [u for u in agent.status()["unmanaged"] if u["pid"] == sim.pid and u["url"]],
         what="the hand-started server in status.unmanaged",
     )
     assert found[0]["port"] == sim.port and found[0]["url"] == url

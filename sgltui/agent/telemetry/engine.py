@@ -1,7 +1,7 @@
 """Engine readings for one managed server: /metrics, else /v1/loads, plus batch log lines.
 
 The polls go over one kept connection per server (telemetry/http_get.py: httpx cost several
-times the request, every second for every slot); /server_info, once a launch, goes by httpx.
+times the request, every second for every slot); /server_info, once a launch, goes by agent/info_fetch.py (bounded, coerced).
 
 Order of preference (issue #5): /metrics when the server runs with --enable-metrics, else
 /v1/loads (cheap, always there), and the Prefill/Decode batch lines as a third source that also
@@ -15,8 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
-
+from sgltui.agent import info_fetch
 from sgltui.agent.telemetry import http_get
 from sgltui.agent.telemetry.engine_parse import (
     empty_engine,
@@ -188,7 +187,7 @@ class SlotWatch:
         self.polled_at = time.monotonic()
         self.error = None
 
-    async def fetch_server_info(self, client: httpx.AsyncClient, timeout: float = 10.0) -> bool:
+    async def fetch_server_info(self, timeout: float = 10.0) -> bool:
         """GET /server_info once the server answers (it round-trips to every scheduler: rarely)."""
         if self.server_info_done or self.polled is None:
             return False
@@ -196,14 +195,9 @@ class SlotWatch:
         if now - self._server_info_tried < self.SERVER_INFO_RETRY_S:
             return False
         self._server_info_tried = now
-        try:
-            r = await client.get(
-                self.base_url + "/server_info", headers=self.headers, timeout=timeout
-            )
-            if r.status_code != 200:
-                return False
-            info = r.json()
-        except (httpx.HTTPError, ValueError):
+        try:  # bounded in time and size, coerced: a server may be one sgltui did not start
+            info = await info_fetch.fetch(self.base_url, self.api_key, deadline_s=timeout)
+        except info_fetch.FetchError:
             return False
         self.capacity.feed_server_info(info)
         self.server_info_done = True

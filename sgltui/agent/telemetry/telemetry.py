@@ -277,10 +277,7 @@ class Telemetry:
                     and self._slots.get(watch.slot_id) is watch
                 ):
                     self.on_answer(watch.slot_id)
-            if (
-                await watch.fetch_server_info(self._client)
-                and self._slots.get(watch.slot_id) is watch
-            ):
+            if await watch.fetch_server_info() and self._slots.get(watch.slot_id) is watch:
                 self._capacity_changed(watch)
             if self._slots.get(watch.slot_id) is not watch:
                 watch.close()  # (its poll may have opened a connection after the detach)
