@@ -8,7 +8,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 from tests.fixtures.cli import agent_sgltui
 
 API_KEY, ADMIN_KEY = "k-51-api", "k-51-admin"

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from sgltui.agent import discovery, info_fetch
-from sgltui.agent.client import AgentError
+from sgltui.client import AgentError
 from sgltui.core import info_bounds
 from tests.fixtures.cli import agent_sgltui, sgltui
 from tests.fixtures.hostile_http import WRONG_TYPES, hostile
