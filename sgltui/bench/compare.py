@@ -65,6 +65,8 @@ def build(
             "output_tok_s": stats.mean_ci(_values(ok, "output_throughput")),
             "rank_tok_s": stats.mean_ci(_values(ok, rank)),
             "rank_metric": rank,
+            # shown per row even when the ranking fell back to output tok/s
+            "steady_tok_s": stats.mean_ci(_values(ok, "steady_state_output_throughput")),
             "request_s": stats.mean_ci(_values(ok, "request_throughput")),
             "ttft_p50_ms": stats.mean_ci(_values(ok, "median_ttft_ms"))["mean"],
             "ttft_p99_ms": stats.mean_ci(_values(ok, "p99_ttft_ms"))["mean"],
@@ -220,7 +222,10 @@ def table_rows(comparison: dict) -> list[list[str]]:
     out = []
     for r in comparison["rows"]:
         best = comparison["best"].get(r["profile"], {}).get("concurrency") == r["concurrency"]
-        steady = _tok(r["rank_tok_s"]) if r["rank_metric"].startswith("steady") else "n/a"
+        if "steady_tok_s" in r:
+            steady = _tok(r["steady_tok_s"])
+        else:  # a comparison stored before rows carried their own steady figure
+            steady = _tok(r["rank_tok_s"]) if r["rank_metric"].startswith("steady") else "n/a"
         out.append(
             [
                 r["profile"],

@@ -123,3 +123,37 @@ def test_narrow_interval_is_shown_as_percent():
     results = [entry("a", 8, v, k) for k, v in enumerate([1000.0, 1000.2, 1000.4])]
     cmp = compare.build(results, job_completions=10**6, job_output_len=1000)
     assert "95% CI ±0.05%" in cmp["job"]["recommendation"]
+
+
+def test_steady_column_of_closed_loop_runs_reads_a_figure():
+    # What `sgltui bench` prints for a closed loop at c=1 and c=2 (40 s each, 1 ms turnaround):
+    # the steady column held "n/a" in every row, as the window ended at the first completion.
+    from sgltui.bench.metrics import compute_metrics
+    from sgltui.core import stats
+    from tests.bench.test_stats import closed_loop
+
+    results = []
+    for conc in (1, 2):
+        intervals = closed_loop(conc, 0.5, 0.001, 40.0)
+        buckets = stats.TokenBuckets(origin=0.0)
+        records = []
+        for a, b in intervals:
+            records.append({"t_send": a, "ok": True, "ttft": 0.01, "e2e": b - a, "out": 100,
+                            "in": 10, "usage": "server"})  # fmt: skip
+            for k in range(100):
+                buckets.add(a + (b - a) * (k + 0.5) / 100, 1)
+        m = compute_metrics(records, stats.LogHistogram(), buckets)
+        results.append({"profile": "p", "concurrency": conc, "repeat": 0, "metrics": m})
+    cmp = compare.build(results)
+    steady = [float(row[3]) for row in compare.table_rows(cmp)]  # "n/a" raised here
+    # c lanes of 100 tokens each 0.501 s
+    assert steady == [pytest.approx(c * 100 / 0.501, rel=0.05) for c in (1, 2)]
+    assert "by steady-state output tok/s" in compare.render_text(cmp)
+
+
+def test_steady_column_shows_each_rows_figure_when_ranking_falls_back():
+    a = entry("a", 8, 1000.0)
+    a["metrics"]["steady_state_output_throughput"] = None
+    b = entry("b", 8, 900.0, steady=950.0)
+    rows = compare.table_rows(compare.build([a, b]))
+    assert [r[3] for r in rows] == ["n/a", "950"]
