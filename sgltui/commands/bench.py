@@ -442,6 +442,10 @@ def _show(args: argparse.Namespace, path: Path, result: dict | None) -> int:
             from sgltui.bench.report import put_back_line
 
             print(f"\n{put_back_line(data['put_back'])}")
+        if isinstance(data.get("cut"), dict):
+            from sgltui.core.bench_cut import cut_line
+
+            print(f"\n{cut_line(data['cut'])}")
         print(f"\nresult: {path}")
     _export(args, data)
     ok = any(r.get("metrics") and r["metrics"].get("completed") for r in data.get("results", []))

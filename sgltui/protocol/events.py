@@ -306,6 +306,8 @@ class BenchDone(EventBase, tag="bench.done", omit_defaults=True):
     # The sweep swapped the slot back to what it served before: the result's `put_back`
     # ({slot, profile, ok: true | false | null (asked, not waited for), error}).
     put_back: dict[str, Any] | None = None
+    # A swap the user confirmed over the running bench stopped it: {slot, to, client, at}.
+    cut: dict[str, Any] | None = None
 
 
 class DiskError(EventBase, tag="disk.error"):

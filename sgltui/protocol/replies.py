@@ -226,6 +226,7 @@ class BenchRun(Struct, kw_only=True):
     progress: BenchProgressView | None = None
     path: str | None = None
     exit_code: int | None = None
+    cut: dict[str, Any] | None = None  # the swap that stopped it (agent/children.py)
 
 
 class BenchStarted(Struct, kw_only=True):

@@ -296,6 +296,8 @@ def _md_bench(runs: list[dict[str, Any]]) -> list[str]:
         if run.get("error"):
             out += [f"Unreadable: {run['error']}", ""]
             continue
+        if run.get("cut"):
+            out += [f"**{run['cut']}.**", ""]
         if run.get("spec"):
             out += ["Spec: " + ", ".join(f"{k}={v}" for k, v in run["spec"].items()), ""]
         servers = run.get("servers") or {}

@@ -9,6 +9,7 @@ from typing import Any
 
 from sgltui.bench.report import put_back_line
 from sgltui.core import units
+from sgltui.core.bench_cut import cut_line
 
 
 @dataclass
@@ -74,9 +75,11 @@ def activity_item(
         put = ev.get("put_back") or {}
         if put.get("profile"):  # the sweep swapped the slot back to what it served
             text += f" · {put_back_line(put)}"
-        return ActivityItem(
-            ts, client, text, "info" if put.get("ok") is not False else "error", foreign
-        )
+        cut = ev.get("cut")
+        if isinstance(cut, dict):  # a swap the user confirmed stopped it
+            text += f" · {cut_line(cut)}"
+        bad = put.get("ok") is False or isinstance(cut, dict)
+        return ActivityItem(ts, client, text, "error" if bad else "info", foreign)
     if t == "disk.error":
         return ActivityItem(
             ts, client, f"session disk error: {ev.get('error', '')}", "error", False

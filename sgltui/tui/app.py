@@ -585,10 +585,14 @@ class SgltuiApp(App[str | None]):
             return
         except SOURCE_ERRORS as exc:
             if isinstance(exc, Pinned) and not args.get("confirm"):  # ask, then confirm
-                question = (
-                    f"{escape(exc.message)}.\nIt pauses, then resumes on the new server.\n\n"
-                    f"{op.capitalize()} anyway?"
-                )
+                bench = self.model.bench_on(args.get("slot", self.model.current_id))
+                if bench is not None:  # a bench sweeps the slot (the agent refused for it)
+                    question = swap.bench_question(bench, op, args.get("profile"))
+                else:
+                    question = (
+                        f"{escape(exc.message)}.\nIt pauses, then resumes on the new server.\n\n"
+                        f"{op.capitalize()} anyway?"
+                    )
                 if await self.push_screen_wait(Confirm(question)):
                     await self.send(op, done, **{**args, "confirm": True})
                 return
