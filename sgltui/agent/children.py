@@ -184,7 +184,11 @@ class Children:
         self.bench_runs[run_id] = run
         self.publish(
             protocol.BenchStart(
-                client=client, run_id=run_id, spec=msgspec.to_builtins(spec), pid=proc.pid
+                client=client,
+                run_id=run_id,
+                spec=msgspec.to_builtins(spec),
+                pid=proc.pid,
+                path=str(path),
             )
         )
         run["watch"] = asyncio.get_running_loop().create_task(self._watch_bench(run))

@@ -225,14 +225,30 @@ def _spec(args: argparse.Namespace):
 
 
 class _Printer:
-    """Progress as one line per phase change (a live line on a terminal)."""
+    """Progress as one line per phase change (a live line on a terminal), with the run's
+    estimate first and a running ETA (bench/eta.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        from sgltui.bench.eta import RunClock, opening_line
+
         self.last_key: Any = None
         self.tty = sys.stderr.isatty()
         self.live = False
+        self.clock = RunClock(spec)
+        self.told_total = bool(spec.get("duration"))  # the opening line said it
+        self._line(opening_line(spec), final=True)
 
     def __call__(self, msg: dict) -> None:
+        from sgltui.core import units
+
+        now = time.monotonic()
+        self.clock.observe(msg, now)
+        total = self.clock.total()
+        if not self.told_total and total is not None:
+            self.told_total = True
+            self._line(f"estimated run time: about {units.estimate(total)}", final=True)
+        left = self.clock.remaining(now)
+        eta = f" · ETA {units.estimate(left)}" if left is not None else ""
         if msg.get("error"):
             self._line(f"! {msg.get('profile') or 'server'}: {msg['error']}", final=True)
             return
@@ -254,6 +270,7 @@ class _Printer:
             )
         else:
             text = f"{where}: {phase or 'starting'}"
+        text += eta
         if self.tty:
             self._line(text, final=False)
         elif key != self.last_key:
@@ -333,7 +350,7 @@ def _run_direct(args: argparse.Namespace, spec) -> int:
 
     run_id = time.strftime("%Y%m%d-%H%M%S") + "-url"
     out_path = state_dir(args.state_dir) / "bench" / f"{run_id}.json"
-    printer = _Printer()
+    printer = _Printer(spec.to_dict())
     result = asyncio.run(run_sweep(spec, out_path, run_id, None, printer))
     printer.done()
     return _show(args, out_path, result)
@@ -352,7 +369,7 @@ def _run_agent(args: argparse.Namespace, spec) -> int:
             print(f"bench run {run_id} started in the agent", file=sys.stderr)
             if args.detach:
                 return run_id, None
-            return run_id, await _follow(client, run_id)
+            return run_id, await _follow(client, run_id, spec.to_dict())
         finally:
             await client.close()
 
@@ -373,10 +390,10 @@ def _run_agent(args: argparse.Namespace, spec) -> int:
     return _show(args, Path(path), None)
 
 
-async def _follow(client: Any, run_id: str) -> str | None:
+async def _follow(client: Any, run_id: str, spec: dict[str, Any]) -> str | None:
     from sgltui.agent.client import decode_reply
 
-    printer = _Printer()
+    printer = _Printer(spec)
     path: str | None = None
     pushes = client.subscribe()
     while True:

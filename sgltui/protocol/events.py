@@ -266,6 +266,7 @@ class BenchStart(EventBase, tag="bench.start"):
     run_id: str = ""
     spec: dict[str, Any] = {}
     pid: int | None = None
+    path: str | None = None  # the result file, rewritten after every point
 
 
 class BenchProgress(EventBase, tag="bench.progress", forbid_unknown_fields=False):

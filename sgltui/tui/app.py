@@ -118,6 +118,7 @@ class SgltuiApp(App[str | None]):
         self._panes: dict[str, Widget] = {}  # see pane
         self._hidden_dirty: set[str] = set()  # areas of tabs not on screen, drawn when shown
         self._bench_return: str | None = None
+        self._bench_points: dict[str, int] = {}  # the point each running bench was read at
         self._flush_scheduled = False
         self._tabs: TabbedContent | None = None  # the lower tabs, looked up once
         self._status_scheduled = False
@@ -289,6 +290,8 @@ class SgltuiApp(App[str | None]):
             ev = push.get("data") or {}
             if ev.get("type") == "bench.done" and ev.get("path"):
                 self.read_bench_result(ev.get("run_id", ""), ev["path"])
+            if ev.get("type") == "bench.progress":
+                self._bench_point(ev)
             if ev.get("type") == "bench.done" and self._bench_return:
                 self.set_timer(1.0, self._bench_finished)  # after the status shows the slot
             # Live only: in a replay every recorded command is "another client's" and the toasts
@@ -360,6 +363,18 @@ class SgltuiApp(App[str | None]):
         except SOURCE_ERRORS:
             return  # the push worker notices a dead link and reconnects
         self.mark(*self.model.apply_status(status))
+
+    def _bench_point(self, ev: dict[str, Any]) -> None:
+        """A running bench's next point began: the file holds the points before it (the
+        runner saves after each), so the Bench tab fills point by point, not at the end."""
+        run_id = str(ev.get("run_id") or "")
+        run = self.model.bench.get(run_id)
+        point = ev.get("point")
+        if run is None or not run.path or not isinstance(point, int) or point < 2:
+            return
+        if self._bench_points.get(run_id) != point:
+            self._bench_points[run_id] = point
+            self.read_bench_result(run_id, run.path)
 
     @work(thread=True, exit_on_error=False, description="read bench result")
     def read_bench_result(self, run_id: str, path: str) -> None:

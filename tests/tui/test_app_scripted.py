@@ -588,3 +588,36 @@ async def test_bench_estimate_uses_the_profiles_own_bench_when_there_is_one(tmp_
         text = str(app.screen.query_one("#bench-estimate").render())
         # 100 requests x 80 tokens at 800 tok/s: 10 s
         assert "about 10 s" in text and "demo-mtp as measured by its bench, 2m0" in text, text
+
+
+async def test_a_running_bench_fills_the_table_point_by_point(tmp_path):
+    """Issue 51 item 9: the Bench tab stayed empty until the run ended although its file held
+    the finished points. The next point's start re-reads it: a row per measured point."""
+    spec = {"profiles": ["demo-mtp", "demo-no-mtp"], "concurrency": [1, 4], "slot": "0"}
+    path = tmp_path / "r9.json"
+    one = {"profile": "demo-mtp", "concurrency": 1, "repeat": 0,
+           "metrics": {"output_throughput": 100.0, "request_throughput": 1.0}}  # fmt: skip
+    write_bench_run(path, "r9", [], spec=spec, state="running", comparison=None)
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        src.feed(event("bench.start", run_id="r9", spec=spec, pid=1, path=str(path)))
+        src.feed(event("bench.progress", run_id="r9", point=1, points=4, phase="measure",
+                       profile="demo-mtp", concurrency=1))  # fmt: skip
+        await pilot.press("c")
+        table = app.query_one("#bench-table")
+        await pilot.pause(0.3)
+        assert table.row_count == 0
+        write_bench_run(path, "r9", [one], spec=spec, state="running", comparison=None)
+        src.feed(event("bench.progress", run_id="r9", point=2, points=4, phase="starting",
+                       profile="demo-mtp", concurrency=4))  # fmt: skip
+        await until(pilot, lambda: table.row_count == 1)
+        assert [str(c) for c in table.get_row_at(0)][:3] == ["demo-mtp", "1 *", "100"]
+        status = str(app.query_one("#bench-status").render())
+        assert "So far (1 of 4 points)" in status
+        two = dict(one, concurrency=4, metrics={"output_throughput": 300.0})
+        write_bench_run(path, "r9", [one, two], spec=spec, state="running", comparison=None)
+        src.feed(event("bench.progress", run_id="r9", point=3, points=4, phase="swapping",
+                       profile="demo-no-mtp"))  # fmt: skip
+        await until(pilot, lambda: table.row_count == 2)

@@ -78,7 +78,9 @@ def bench_comparison(result: dict[str, Any]) -> dict[str, Any] | None:
     stored results (JSON stores the comparison's NaNs as null), with the run's job size."""
     from sgltui.bench import compare
 
-    if not result.get("comparison") or not result.get("results"):
+    # A running run's file holds its finished points and no comparison yet: compared so far.
+    ours = result.get("comparison") or result.get("state") == "running"
+    if not ours or not result.get("results"):
         return None
     spec = result.get("spec") or {}
     return compare.build(
@@ -184,7 +186,12 @@ class BenchPane(Vertical, can_focus=False):
 
             columns: tuple[str, ...] = tuple(compare.HEADERS)
             rows = [tuple(r) for r in compare.table_rows(comparison)]
-            line += "\n" + escape(summary(comparison))
+            so_far = ""
+            if done[-1] is latest and latest.state == "running":
+                measured = len((latest.result or {}).get("results") or [])
+                of = f" of {prog.points}" if prog and prog.points else ""
+                so_far = f"So far ({measured}{of} points): "
+            line += "\n" + escape(so_far + summary(comparison))
         else:
             results: list[dict[str, Any]] = []
             for run in done:
