@@ -699,6 +699,17 @@ def cmd_agent_stop(args: argparse.Namespace) -> int:
     return 0
 
 
+def stop_agent_and_wait(state: Path, pid: int) -> None:
+    """Shut the agent down with its servers, gateways and standbys, and wait for it and its
+    keeper to be gone (`sgltui demo --stop` on the demo's own agent)."""
+    keeper_pid = keeper.keeper_pid(state)
+    try:
+        call_sync(state, "shutdown", autostart=False, stop_servers=True)
+    except AgentError as exc:
+        raise CliError(f"could not stop the agent: {exc}") from None
+    _wait_gone(state, [p for p in (pid, keeper_pid) if p])
+
+
 def _wait_gone(state: Path, pids: list[int], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and any(pid_alive(p) for p in pids):

@@ -213,6 +213,8 @@ class AgentInfo(Struct, kw_only=True):
     disk: DiskView = field(default_factory=DiskView)
     demo_load: bool = False
     keeper: KeeperView | None = None  # None: run without a keeper (--foreground, SGLTUI_KEEPER=0)
+    # The host.toml named by $SGLTUI_HOST_FILE (`sgltui demo` writes its own): None, the user's.
+    host_file: str | None = None
 
 
 class BenchRun(Struct, kw_only=True):
