@@ -73,8 +73,10 @@ def test_a_real_profile_sized_by_ratio_is_judged_from_the_gpu_and_its_weights(
 def _fake_python(path, found: bool):
     """An interpreter that answers the probe (agent/preflight.py) as a host with or without
     SGLang would."""
-    answer = '{"found": true, "error": null}' if found else (
-        '{"found": false, "error": "ModuleNotFoundError: No module named \'sglang\'"}'
+    answer = (
+        '{"found": true, "error": null}'
+        if found
+        else ('{"found": false, "error": "ModuleNotFoundError: No module named \'sglang\'"}')
     )
     path.write_text(f"#!/bin/sh\necho '{answer}'\n")
     path.chmod(0o755)

@@ -243,3 +243,24 @@ async def test_eight_slots_fit_the_screen_without_scrolling(size, slot_rows):
         drawn = [chart.render_line(y).text for y in range(chart.content_size.height)]
         assert any("└" in line and "now" in line for line in drawn)  # the time axis
         assert any(line.lstrip().startswith("b┤") for line in drawn) is slot_rows
+
+
+async def test_the_quit_line_of_two_slots_gives_a_stop_that_works_and_names_the_sleepers():
+    """Issue 51 item 11: with two slots the quit line said "stop with `sgltui stop`", which
+    fails without --slot; the standby and the pool's gateway were not named although they run
+    on; and a TUI that lost its agent named servers that may be gone."""
+    status = make_host_status(2, ["demo-base", "demo-base"])
+    status["slots"][0]["standbys"] = [{"profile": "demo-no-mtp", "state": "asleep", "pid": 77}]
+    app = app_with(ScriptedSource(status))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        note = app.exit_note() or ""
+        pool = app.model.pools[0]
+        assert f"stop with `sgltui stop --pool {pool.name}`" in note, note
+        assert "stop with `sgltui stop`" not in note
+        assert "demo-no-mtp kept warm on slot a" in note
+        assert f"pool {pool.name}'s gateway pid {pool.gateway.pid}" in note
+        assert "`sgltui agent stop --stop-servers` stops everything" in note
+        app.model.connected = False  # the agent went (`sgltui demo --stop` ended it)
+        gone = app.exit_note() or ""
+        assert "demo-base" not in gone and "`sgltui status` says" in gone
