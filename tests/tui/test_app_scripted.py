@@ -422,6 +422,35 @@ async def test_bench_pane_shows_the_bench_comparison_and_a_try_higher_hint(tmp_p
         assert "demo-no-mtp was fastest" not in status
 
 
+async def test_a_profile_capped_at_its_best_concurrency_is_not_told_to_try_higher(tmp_path):
+    """Issue 51 item 13: "try higher" was shown for MTP capped at 4 running requests (the server
+    queues anything above): the Bench tab says the cap, as the Insight tab does."""
+    results = [
+        {"profile": "demo-mtp", "concurrency": c, "metrics": {"output_throughput": tok},
+         "capacity": {"max_running_requests": 4}}
+        for c, tok in ((1, 100.0), (4, 300.0))
+    ] + [
+        {"profile": "demo-no-mtp", "concurrency": c, "metrics": {"output_throughput": tok},
+         "capacity": {"max_running_requests": 48}}
+        for c, tok in ((1, 120.0), (4, 400.0))
+    ]  # fmt: skip
+    from sgltui.bench import compare
+
+    comparison = compare.build(results)
+    path = write_bench_run(tmp_path / "r3.json", "r3", results, comparison=comparison)
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        src.feed(event("bench.done", run_id="r3", path=path))
+        await pilot.press("c")
+        await until(pilot, lambda: app.query_one("#bench-table").row_count == 4)
+        status = str(app.query_one("#bench-status").render()).replace("\n", " ")
+        assert "demo-mtp was fastest at the highest concurrency" not in status
+        assert "demo-mtp runs at most 4 requests at once (max running 4)" in status, status
+        assert "demo-no-mtp was fastest at the highest concurrency tried (4): try higher" in status
+
+
 async def test_demo_load_is_in_the_header_and_in_the_quit_note():
     src = ScriptedSource(status_with())
     src.status["agent"]["demo_load"] = True
