@@ -291,8 +291,10 @@ class TuiModel:
         return [(ts, f"{sid}:{label}" if several else label) for ts, sid, label in self.swaps]
 
     def chart_slots(self) -> dict[str, deque[tuple[float, float]]]:
-        """The series per slot the chart draws under the total: none for one slot."""
-        if not self.several:
+        """The series per slot the chart draws under the total: none for one slot (a server
+        found running beside it makes the slots view show, not a second series: its one
+        series read as a stray "0" in the legend)."""
+        if not (self.fleet or len(self.state.slots) > 1):
             return {}
         return {sid: self.slot_series[sid] for sid in self.state.slots if sid in self.slot_series}
 

@@ -264,3 +264,25 @@ async def test_the_quit_line_of_two_slots_gives_a_stop_that_works_and_names_the_
         app.model.connected = False  # the agent went (`sgltui demo --stop` ended it)
         gone = app.exit_note() or ""
         assert "demo-base" not in gone and "`sgltui status` says" in gone
+
+
+async def test_one_slot_beside_a_found_server_has_no_stray_series_in_the_legend():
+    """Issue 51 item 14: with one slot and a server found running beside it (the slots view
+    shows, to list it), the throughput legend had a stray "0" series: slot 0's own tok/s
+    again, as if there were several slots."""
+    from sgltui.tui.scripted import make_sample
+
+    status = status_with()
+    status["unmanaged"] = [{"pid": 99, "port": 31999, "url": "http://127.0.0.1:31999",
+                            "model": "Qwen/Qwen3-8B", "kind": "sglang"}]  # fmt: skip
+    src = ScriptedSource(status)
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        for t in (1.0, 2.0, 3.0):
+            src.feed({"push": "sample", "data": make_sample(t)})
+        await until(pilot, lambda: len(app.model.series["gen_throughput"]) >= 3)
+        await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+        pane = app.query_one(ThroughputPane)
+        legend = "".join(seg.text for seg in pane.render_line(0))
+        assert "tok/s" in legend and "■ 0 " not in legend and "total" not in legend, legend
