@@ -23,6 +23,44 @@ class ActivityItem:
     foreign: bool = False  # issued by another client (CLI, a second TUI)
 
 
+# Arguments a person does not need to read: how the client waits, where it looks for profiles,
+# a bench's whole spec (its run says it).
+_UNSAID = ("profiles_dirs", "spec", "wait")
+
+
+def command_text(op: str, args: dict[str, Any]) -> str:
+    """A command in words ("swap to demo-no-mtp on slot 0 (drain force, confirmed)"), not its
+    raw arguments ("swap slot=0 force=[] ... confirm=False"): defaults and empty values left
+    out."""
+    a = {k: v for k, v in args.items() if k not in _UNSAID}
+    parts = [op]
+    profile = a.pop("profile", None)
+    if profile:
+        parts.append(f"to {profile}" if op == "swap" else str(profile))
+    for where in ("slot", "pool"):
+        if a.get(where) not in (None, ""):
+            parts.append(f"on {where} {a.pop(where)}")
+    extras = []
+    drain = a.pop("drain", None)
+    if drain and drain != "wait":
+        extras.append(f"drain {drain}")
+    skipped = a.pop("force", None)
+    if isinstance(skipped, list) and skipped:
+        checks = ", ".join(map(str, skipped))
+        extras.append(f"skipping the {checks} check{'s' if len(skipped) > 1 else ''}")
+    if a.pop("rollback", True) is False:
+        extras.append("no rollback")
+    if a.pop("confirm", False) is True:
+        extras.append("confirmed")
+    if a.get("timeout") == 30.0:  # the stop's default drain wait
+        a.pop("timeout")
+    for k, v in a.items():
+        if v in (None, False, "", [], {}):
+            continue
+        extras.append(k.replace("_", " ") if v is True else f"{k.replace('_', ' ')} {v}")
+    return " ".join(parts) + (f" ({', '.join(extras)})" if extras else "")
+
+
 def activity_item(
     ev: dict[str, Any], own_client: str | None, clock: Callable[[], float]
 ) -> ActivityItem | None:
@@ -34,12 +72,8 @@ def activity_item(
     ts = float(ev.get("ts") or clock())
     if t == "command":
         args = ev.get("args") or {}
-        shown = " ".join(
-            f"{k}={v}"
-            for k, v in args.items()
-            if k not in ("profiles_dirs", "spec") and v is not None
-        )
-        return ActivityItem(ts, client, f"{ev.get('op', '?')} {shown}".strip(), "info", foreign)
+        text = command_text(str(ev.get("op") or "?"), args if isinstance(args, dict) else {})
+        return ActivityItem(ts, client, text, "info", foreign)
     if t == "command.refused":
         return ActivityItem(
             ts,

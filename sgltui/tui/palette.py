@@ -41,9 +41,7 @@ class PaletteHost(Protocol):
 # The palette matches titles only: the words people look for that a key's name lacks.
 ALSO = {
     "server.keep_warm": "standby",
-    "bench.start": "benchmark",
     "focus.jobs": "batch job",
-    "focus.bench": "bench results",
 }
 # The Jobs pane's keys (its own bindings, not the app's), for the shown job.
 JOB_COMMANDS = (

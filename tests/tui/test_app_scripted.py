@@ -210,7 +210,7 @@ async def test_commands_from_other_clients_show_in_activity():
         pane = app.query_one(ActivityPane)
         await until(pilot, lambda: len(pane.lines) == 1)
         text = "".join(seg.text for seg in pane.lines[0])
-        assert "cli:77@box" in text and "swap profile=demo-no-mtp" in text
+        assert "cli:77@box" in text and "swap to demo-no-mtp" in text
         assert any("cli:77@box" in str(n.message) for n in app._notifications)
 
 
