@@ -277,8 +277,13 @@ def _pool_lifecycle(args: argparse.Namespace, op: str, kw: dict[str, Any]) -> in
             )
     roll = result.get("roll")
     if op == "swap" and isinstance(roll, dict):
+        took = ""
+        started, finished = roll.get("started"), roll.get("finished")
+        if isinstance(started, (int, float)) and isinstance(finished, (int, float)):
+            took = f" in {units.span(finished - started)}"
         print(
-            f"pool {args.pool}: rolled to {roll.get('profile')} ({', '.join(roll.get('done') or [])})"
+            f"pool {args.pool}: rolled to {roll.get('profile')} "
+            f"({', '.join(roll.get('done') or [])}){took}"
         )
     return 0
 

@@ -77,6 +77,7 @@ class PoolRoll(PoolEvent, tag="pool.roll", omit_defaults=True):
     drained: bool | None = None
     left: int | None = None
     error: str | None = None
+    total_s: float | None = None  # "end": the whole roll, begin to end
 
 
 class GatewayStart(PoolEvent, tag="gateway.start"):

@@ -140,5 +140,8 @@ def _roll_item(ev: dict[str, Any], ts: float, client: str | None) -> ActivityIte
         return ActivityItem(ts, client, text, "error")
     if step in ("done", "end"):
         what = f"slot {slot} done" if step == "done" and slot else "roll done"
+        total = ev.get("total_s")
+        if step == "end" and isinstance(total, (int, float)):
+            what += f" in {units.span(total)}"  # the whole roll, as a swap says its time
         return ActivityItem(ts, client, f"pool {pool}: {what}", "info")
     return None

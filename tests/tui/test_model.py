@@ -228,3 +228,22 @@ def test_activity_says_a_command_in_words_not_its_raw_arguments():
     )
     plain = dict(ev, args={"slot": "0", "profile": "demo-no-mtp", "force": [], "confirm": False})
     assert activity_item(plain, "tui", lambda: 1.0).text == "swap to demo-no-mtp on slot 0"
+
+
+def test_a_pool_roll_ends_with_its_total_time(monkeypatch, capsys):
+    """Issue 51 item 14: a pool's roll ended without its total time (a swap says its own): the
+    Activity line and `sgltui swap --pool`'s last line say how long the roll took."""
+    import argparse
+
+    from sgltui.commands import server
+    from sgltui.tui.activity_items import activity_item
+
+    end = {"type": "pool.roll", "ts": 9.0, "pool": "all", "step": "end", "profile": "b",
+           "total_s": 42.5}  # fmt: skip
+    assert activity_item(end, "tui", lambda: 9.0).text == "pool all: roll done in 42.5 s"
+    reply = {"pool": {"slots": [], "roll": {"state": "done", "profile": "b", "done": ["a", "b"],
+                                            "started": 100.0, "finished": 142.5}}}  # fmt: skip
+    monkeypatch.setattr(server, "call_sync", lambda *a, **k: reply)
+    args = argparse.Namespace(pool="all", no_wait=False, state_dir=None, profiles=None)
+    assert server._pool_lifecycle(args, "swap", {"profile": "b"}) == 0
+    assert capsys.readouterr().out.strip() == "pool all: rolled to b (a, b) in 42.5 s"
