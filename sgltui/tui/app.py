@@ -31,7 +31,6 @@ from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, Ta
 from sgltui import protocol
 from sgltui.agent.client_errors import Pinned
 from sgltui.core import retry
-from sgltui.core.files import write_atomic
 from sgltui.session.layout import SCREENSHOTS_DIR
 from sgltui.tui import (
     catchup,
@@ -40,6 +39,7 @@ from sgltui.tui import (
     quitnote,
     screenshot,
     serverkeys,
+    sessionfiles,
     swap,
     topbar,
     views,
@@ -821,19 +821,9 @@ class SgltuiApp(App[str | None]):
     @work(thread=True, exit_on_error=False, description="write the session report")
     def write_report(self) -> None:
         """The palette's "Session report": `sgltui report --save` for this session."""
-        from sgltui.session.reader import SessionError, load_session
-        from sgltui.session.report import build_report, render
-
-        folder = Path(self.local_session() or "")
-        try:
-            text = render(build_report(load_session(folder)), "md")
-            write_atomic(folder / "report.md", text)  # 0600: a report names models and paths
-        except (SessionError, OSError) as exc:
-            self.call_from_thread(
-                self.notify, f"no report: {one_line(exc)}", severity="error", markup=False
-            )
-            return
-        self.call_from_thread(self.notify, f"report written: {folder / 'report.md'}", markup=False)
+        said, bad = sessionfiles.write_report(Path(self.local_session() or ""))
+        level = "error" if bad else "information"
+        self.call_from_thread(self.notify, said, severity=level, markup=False)
 
     def action_quit_app(self) -> None:
         running = self.fleet.cross.in_progress() if self.fleet is not None else []
