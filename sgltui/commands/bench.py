@@ -243,10 +243,10 @@ class _Printer:
 
         now = time.monotonic()
         self.clock.observe(msg, now)
-        total = self.clock.total()
-        if not self.told_total and total is not None:
+        whole = self.clock.total()
+        if not self.told_total and whole is not None:
             self.told_total = True
-            self._line(f"estimated run time: about {units.estimate(total)}", final=True)
+            self._line(f"estimated run time: about {units.estimate(whole)}", final=True)
         left = self.clock.remaining(now)
         eta = f" · ETA {units.estimate(left)}" if left is not None else ""
         if msg.get("error"):
