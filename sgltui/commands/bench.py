@@ -97,7 +97,7 @@ def _run_options(p: argparse.ArgumentParser) -> list[argparse.Action]:
         metavar="P",
         help="profile to swap in and measure (repeatable); default: what slot 0 serves now",
     )
-    add("--slot", default="0", help="server slot to use (default 0)")
+    add("--slot", default=None, help="server slot to use (default: the agent's only slot, else 0)")
     add(
         "--pool",
         help="bench a host.toml pool through its endpoint (its gateway), as it serves now",
@@ -199,7 +199,7 @@ def _spec(args: argparse.Namespace):
         return BenchSpec.from_dict(
             {
                 "profiles": list(args.profile),
-                "slot": str(args.slot),
+                "slot": str(args.slot or "0"),
                 "concurrency": levels,
                 "input_len": args.input_len,
                 "output_len": args.output_len,
@@ -356,6 +356,12 @@ def _run_direct(args: argparse.Namespace, spec) -> int:
     return _show(args, out_path, result)
 
 
+def default_slot(slot_ids: list[str]) -> str:
+    """The slot a bench without --slot uses: the agent's only one, whatever its name (a demo's
+    own host names it "a"; the sweep failed with "no slot '0'"), else "0"."""
+    return slot_ids[0] if len(slot_ids) == 1 else "0"
+
+
 def _run_agent(args: argparse.Namespace, spec) -> int:
     from sgltui.agent.client import AgentClient, AgentError, decode_reply
 
@@ -363,6 +369,9 @@ def _run_agent(args: argparse.Namespace, spec) -> int:
         client = AgentClient(state_dir(args.state_dir), "cli")
         await client.connect(autostart=True, profiles_dirs=spec.profiles_dirs)
         try:
+            if args.slot is None:  # a demo on a busy host runs its one slot as "a", not "0"
+                status = await client.call("status")
+                spec.slot = default_slot([str(s.get("id")) for s in status.get("slots") or []])
             await client.call("subscribe")  # before starting, so no event of the run is missed
             run = decode_reply("bench_start", await client.call("bench_start", spec=spec.to_dict()))
             run_id = run.run_id
