@@ -44,7 +44,8 @@ def register(sub: Subparsers) -> None:
     demo.add_argument(
         "--stop",
         action="store_true",
-        help="stop the demo: its background load and the demo server in slot 0 (no UI)",
+        help="stop the demo (no UI): its background load, its servers and standbys, and an agent "
+        "started on the demo's own host.toml with its gateway",
     )
     demo.add_argument(
         "--gpus",
