@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import msgspec
 
 from sgltui import protocol
+from sgltui.core.files import write_json_atomic
 
 log = logging.getLogger("sgltui.agent.children")
 
@@ -97,6 +98,37 @@ def bench_view(run: dict) -> protocol.BenchRun:
     )
 
 
+def _cut_runner(proc: subprocess.Popen) -> None:
+    """Blocking: SIGUSR1 to the runner (it stops its point and saves), then its group's end."""
+    try:
+        os.kill(proc.pid, signal.SIGUSR1)
+        proc.wait(timeout=5.0)
+    except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+        pass
+    stop_group(proc, 1.0)  # whatever it left (a load generator), and the reap
+
+
+def _mark_cut(path: str, cut: dict[str, Any]) -> None:
+    """The stopped run's file (its runner has exited: nothing else writes it) gets `cut`."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return  # it wrote nothing: the run's log says why
+    if isinstance(data, dict):
+        data["cut"] = cut
+        write_json_atomic(Path(path), data, indent=1)
+
+
+def _cut_of(path: str | None) -> dict | None:
+    try:
+        with open(path or "", encoding="utf-8") as fh:
+            cut = json.load(fh).get("cut")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return cut if isinstance(cut, dict) else None
+
+
 class Children:
     def __init__(
         self,
@@ -152,7 +184,11 @@ class Children:
         self.bench_runs[run_id] = run
         self.publish(
             protocol.BenchStart(
-                client=client, run_id=run_id, spec=msgspec.to_builtins(spec), pid=proc.pid
+                client=client,
+                run_id=run_id,
+                spec=msgspec.to_builtins(spec),
+                pid=proc.pid,
+                path=str(path),
             )
         )
         run["watch"] = asyncio.get_running_loop().create_task(self._watch_bench(run))
@@ -173,6 +209,7 @@ class Children:
                 state=run["state"],
                 exit_code=proc.returncode,
                 put_back=await asyncio.to_thread(_put_back_of, run["path"]),
+                cut=run.get("cut") or await asyncio.to_thread(_cut_of, run["path"]),
             )
         )
 
@@ -197,6 +234,29 @@ class Children:
                 stop_group, run["proc"], 5.0
             )  # the runner saves partial results
         return bench_view(run)
+
+    def bench_on(self, slot_id: str, client: str | None) -> dict | None:
+        """The running bench whose sweep uses `slot_id` (a `--url` run uses none), unless
+        `client` is that run's own runner (its swaps are the sweep's)."""
+        for run in self.bench_runs.values():
+            spec = run["spec"]
+            if run["state"] != "running" or spec.url or str(spec.slot) != str(slot_id):
+                continue
+            # the runner's client id: "bench:<its pid>:<its pid>@host" (agent/client.py)
+            if (client or "").startswith(f"bench:{run['proc'].pid}:"):
+                return None
+            return run
+        return None
+
+    async def bench_cut(self, run: dict, cut: dict[str, Any]) -> None:
+        """A swap that the user confirmed over a running bench: the runner stops at once
+        (SIGUSR1: no swap back to what the slot served, the swap in hand is the user's), then
+        its result file says which swap cut it (`cut`), as bench.done and STATUS do."""
+        run["state"] = "stopped"
+        run["cut"] = cut
+        proc: subprocess.Popen = run["proc"]
+        await asyncio.to_thread(_cut_runner, proc)
+        await asyncio.to_thread(_mark_cut, run["path"], cut)
 
     def bench_list(self) -> list[protocol.BenchRun]:
         return [bench_view(r) for r in sorted(self.bench_runs.values(), key=lambda r: r["started"])]

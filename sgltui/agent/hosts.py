@@ -107,6 +107,13 @@ class WarmSwaps(Protocol):
     def cold_target(self, slot: Slot, target: Resolved) -> Resolved: ...
 
 
+class BenchGuard(Protocol):
+    """The bench runs (agent/children.py), as a swap of the slot a sweep uses asks them."""
+
+    def bench_on(self, slot_id: str, client: str | None) -> dict | None: ...
+    async def bench_cut(self, run: dict, cut: dict[str, Any]) -> None: ...
+
+
 class SlotJobs(Protocol):
     """The operations (agent/operations.py), as a reader of each slot's latest job."""
 
@@ -157,6 +164,8 @@ class OpsHost(Protocol):
     def pools(self) -> PoolGuard: ...
     @property
     def standbys(self) -> WarmSwaps: ...
+    @property
+    def children(self) -> BenchGuard: ...
 
 
 class RemotePoolsHost(Protocol):

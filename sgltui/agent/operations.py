@@ -188,6 +188,7 @@ class Operations:
                     )
                 )
             self._refuse_if_pinned(slot, args, "restart")
+            await self._stop_bench_if_confirmed(slot, args, "restart", client, profile.name)
             job = self._start_swap(
                 slot,
                 profile,
@@ -232,6 +233,7 @@ class Operations:
             standbys = self.sup.standbys
             if standbys.warm(slot, name) is not None:
                 self._refuse_if_pinned(slot, args, "swap")
+                await self._stop_bench_if_confirmed(slot, args, "swap", client, name)
                 warm = standbys.swap_job(slot, name, client, str(args.drain), rollback)
                 if warm is not None:
                     return self.reply(slot, args, warm)
@@ -242,6 +244,7 @@ class Operations:
                     "already",
                 )
             self._refuse_if_pinned(slot, args, "swap")
+            await self._stop_bench_if_confirmed(slot, args, "swap", client, profile.name)
             started = self._start_swap(
                 slot,
                 profile,
@@ -349,6 +352,34 @@ class Operations:
                 fix="confirm with `--yes` (the job pauses and resumes on the new server) "
                 "or unpin it with `sgltui job set --unpin`",
             )
+
+    async def _stop_bench_if_confirmed(
+        self,
+        slot: Slot,
+        args: protocol.RestartArgs | protocol.SwapArgs,
+        what: str,
+        client: str | None,
+        to: str,
+    ) -> None:
+        """A bench sweeping this slot asks first, as a pinned job does; confirmed, it stops now
+        (before the drain, which would wait on its load) and its result says this swap cut it."""
+        children = self.sup.children
+        run = children.bench_on(slot.id, client)
+        if run is None:
+            return
+        progress = run.get("progress") or {}
+        at = ""
+        if progress.get("point") and progress.get("points"):
+            at = f", point {progress['point']}/{progress['points']}"
+        if not args.confirm:
+            raise OpError(
+                f"{what} refused: bench run {run['run_id']} is using slot {slot.id}{at}",
+                "pinned",
+                fix="confirm with `--yes` (the bench stops; its result is marked as cut by "
+                f"this {what}) or wait for it (`sgltui bench list`)",
+            )
+        cut = {"by": what, "slot": slot.id, "to": to, "client": client, "at": time.time()}
+        await children.bench_cut(run, cut)
 
     def reply(
         self,

@@ -490,7 +490,13 @@ class Pools:
             self.out.difference_update(m.id for m in members)
         roll.state, roll.slot, roll.finished = "done", None, time.time()
         self.sup.bus.publish(
-            protocol.PoolRoll(client=client, pool=name, step="end", profile=profile)
+            protocol.PoolRoll(
+                client=client,
+                pool=name,
+                step="end",
+                profile=profile,
+                total_s=roll.finished - (roll.started or roll.finished),
+            )
         )
         self.sync()  # the "default" alias follows the new model once the roll is over
         self.sup.bus.changed()

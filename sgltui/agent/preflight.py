@@ -204,6 +204,13 @@ def _run_probe(python: str, module: str, timeout: float, extra: dict[str, str]) 
         return {"found": False, "error": f"{python} failed: {tail[0][:200]}"}
 
 
+def interpreter_check(target: Any) -> Check:
+    """Whether the profile's interpreter can run its launcher (SGLang for a real profile): the
+    profile list marks a profile that cannot (a host without SGLang), as a key press would
+    find."""
+    return _interpreter(target, Current())
+
+
 def _interpreter(target: Any, current: Current) -> Check:
     argv = target.argv()
     python = os.path.expanduser(argv[0])

@@ -92,9 +92,22 @@ class ProfileRows:
         except (OSError, ValueError) as exc:  # an unreadable catalog: say so, do not hide it
             return f"cannot validate: {exc}"
         if not errors:
-            return None
+            return _launcher_problem(p)
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
         return str(errors[0]).splitlines()[0] + more
+
+
+def _launcher_problem(p: Profile) -> str | None:
+    """A real profile on a host whose interpreter has no SGLang cannot start: its row says so
+    (it read ✓ on such a host, as valid as the simulator's). Asked once per change of its
+    files or its interpreter (the cache's stamp)."""
+    if p.launcher == "sim":
+        return None
+    try:
+        check = preflight.interpreter_check(p)
+    except (OSError, ValueError) as exc:
+        return f"interpreter not checked: {exc}"
+    return None if check.ok else f"{check.message}; {check.fix}"
 
 
 def _host_pool_fields(

@@ -49,6 +49,7 @@ from sgltui.agent.standby import Standbys, pick_records
 from sgltui.agent.state import AgentState, LaunchHistory
 from sgltui.agent.state_saver import StateSaver
 from sgltui.agent.telemetry_link import TelemetryLink
+from sgltui.core.placement import HOST_FILE_ENV
 from sgltui.core.redact import Redactor
 from sgltui.core.tasks import watched
 from sgltui.session.writer import Recorder
@@ -414,6 +415,7 @@ class Supervisor:
                 disk=msgspec.convert(disk, protocol.DiskView) if disk else protocol.DiskView(),
                 demo_load=self.children.demo_on,
                 keeper=msgspec.convert(kept, protocol.KeeperView) if kept else None,
+                host_file=os.environ.get(HOST_FILE_ENV) or None,
             ),
             slots=slots,
             profiles=self.catalog.rows,

@@ -65,6 +65,8 @@ def build(
             "output_tok_s": stats.mean_ci(_values(ok, "output_throughput")),
             "rank_tok_s": stats.mean_ci(_values(ok, rank)),
             "rank_metric": rank,
+            # shown per row even when the ranking fell back to output tok/s
+            "steady_tok_s": stats.mean_ci(_values(ok, "steady_state_output_throughput")),
             "request_s": stats.mean_ci(_values(ok, "request_throughput")),
             "ttft_p50_ms": stats.mean_ci(_values(ok, "median_ttft_ms"))["mean"],
             "ttft_p99_ms": stats.mean_ci(_values(ok, "p99_ttft_ms"))["mean"],
@@ -142,14 +144,10 @@ def job_estimate(
 
 
 def _range(e: dict) -> str:
-    if math.isnan(e["seconds_low"]) or math.isnan(e["seconds_high"]):
-        return "no CI: one run"
-    low, high = units.estimate(e["seconds_low"]), units.estimate(e["seconds_high"])
-    if low == high and math.isfinite(e["seconds_high"]) and e["seconds"] > 0:
-        # too narrow to show at this rounding: say how narrow
-        pct = (e["seconds_high"] - e["seconds_low"]) / 2 / e["seconds"] * 100
-        return f"95% CI ±{pct:.2g}%"
-    return f"95% CI {low}-{high}"
+    """The job time's uncertainty, in the table's words: the 95% CI of the throughput it comes
+    from, as a share (a time is the work over that throughput: the same share, to first order)."""
+    pct = ci_pct(e["ci"])
+    return f"95% CI {pct}" if pct else "no CI: one run"
 
 
 def recommend(estimates: list[dict], n: int, out_len: int, bench_output_len: int | None) -> str:
@@ -207,20 +205,29 @@ def _num(v: float, digits: int = 1) -> str:
     )
 
 
+def ci_pct(ci: dict) -> str | None:
+    """A mean_ci's 95% CI as units.ci_share says it ('±3.2%'), in the table and in the job's
+    time alike (None: one run, no CI)."""
+    return units.ci_share(ci.get("mean"), ci.get("ci_high"))
+
+
 def _tok(ci: dict) -> str:
-    """A throughput and its 95% CI half-width, three significant digits each ('1.23k ± 12.3')."""
+    """A throughput and its 95% CI ('1.23k ±1.5%'), the mean to three significant digits."""
     if ci["n"] == 0:
         return "n/a"
-    if math.isnan(ci["ci_low"]):
-        return units.sig3(ci["mean"], missing="n/a")
-    return f"{units.sig3(ci['mean'], 'n/a')} ± {units.sig3(ci['ci_high'] - ci['mean'], 'n/a')}"
+    pct = ci_pct(ci)
+    mean = units.sig3(ci["mean"], missing="n/a")
+    return f"{mean} {pct}" if pct else mean
 
 
 def table_rows(comparison: dict) -> list[list[str]]:
     out = []
     for r in comparison["rows"]:
         best = comparison["best"].get(r["profile"], {}).get("concurrency") == r["concurrency"]
-        steady = _tok(r["rank_tok_s"]) if r["rank_metric"].startswith("steady") else "n/a"
+        if "steady_tok_s" in r:
+            steady = _tok(r["steady_tok_s"])
+        else:  # a comparison stored before rows carried their own steady figure
+            steady = _tok(r["rank_tok_s"]) if r["rank_metric"].startswith("steady") else "n/a"
         out.append(
             [
                 r["profile"],
@@ -258,7 +265,7 @@ def render_text(comparison: dict) -> str:
     steady = any(r["rank_metric"].startswith("steady") for r in comparison["rows"])
     lines.append(
         f"* best concurrency per profile (by {'steady-state ' if steady else ''}output tok/s); "
-        "± is the 95% CI half-width over repeats"
+        "±% is the 95% CI over repeats, as a share of the mean"
     )
     for r in comparison["rows"]:
         for err in r["errors"]:
@@ -292,7 +299,11 @@ def render_markdown(comparison: dict, title: str = "Benchmark comparison") -> st
     ]
     for row in table_rows(comparison):
         lines.append("| " + " | ".join(row) + " |")
-    lines += ["", "`*` best concurrency per profile; ± is the 95% CI half-width over repeats.", ""]
+    lines += [
+        "",
+        "`*` best concurrency per profile; ±% is the 95% CI over repeats, as a share of the mean.",
+        "",
+    ]
     if comparison["best"]:
         lines.append("**Best concurrency per profile**")
         lines.append("")

@@ -213,6 +213,7 @@ class Runner:
         self.records_dir = out_path.parent / run_id
         self.proc: asyncio.subprocess.Process | None = None
         self.stopping = False
+        self.cut = False  # a swap the user confirmed over this bench: stop, and no put back
         self.result: dict[str, Any] = {
             "v": 1,
             "run_id": run_id,
@@ -338,6 +339,12 @@ class Runner:
         )
         raise RunError(f"load generator exited with code {rc}" + (f": {tail[0]}" if tail else ""))
 
+    def cut_by_swap(self) -> None:
+        """SIGUSR1 from the agent: the slot is being swapped by someone else, so stop and leave
+        it to them (swapping back would undo their swap)."""
+        self.cut = True
+        self.stop()
+
     def stop(self) -> None:
         self.stopping = True
         if self.proc is not None and self.proc.returncode is None:
@@ -447,7 +454,7 @@ class Runner:
     async def _put_back(self, before: str | None, point: int) -> None:
         """A sweep that swapped the slot away from what it served swaps it back, and says so in
         the result (`put_back`, shown by `sgltui bench`, the Bench tab and the Activity pane)."""
-        if before is None or self.agent is None:
+        if before is None or self.agent is None or self.cut:
             return
         from sgltui.client import AgentError
 
@@ -557,9 +564,11 @@ async def run_sweep(
     """Run a whole sweep in this process (load points still run in their own processes)."""
     runner = Runner(spec, out_path, run_id, agent, on_progress)
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    handlers = {signal.SIGTERM: runner.stop, signal.SIGINT: runner.stop}
+    handlers[signal.SIGUSR1] = runner.cut_by_swap
+    for sig, handler in handlers.items():
         try:
-            loop.add_signal_handler(sig, runner.stop)
+            loop.add_signal_handler(sig, handler)
         except (NotImplementedError, RuntimeError):
             pass
     return await runner.run()

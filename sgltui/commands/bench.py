@@ -97,7 +97,7 @@ def _run_options(p: argparse.ArgumentParser) -> list[argparse.Action]:
         metavar="P",
         help="profile to swap in and measure (repeatable); default: what slot 0 serves now",
     )
-    add("--slot", default="0", help="server slot to use (default 0)")
+    add("--slot", default=None, help="server slot to use (default: the agent's only slot, else 0)")
     add(
         "--pool",
         help="bench a host.toml pool through its endpoint (its gateway), as it serves now",
@@ -199,7 +199,7 @@ def _spec(args: argparse.Namespace):
         return BenchSpec.from_dict(
             {
                 "profiles": list(args.profile),
-                "slot": str(args.slot),
+                "slot": str(args.slot or "0"),
                 "concurrency": levels,
                 "input_len": args.input_len,
                 "output_len": args.output_len,
@@ -225,14 +225,30 @@ def _spec(args: argparse.Namespace):
 
 
 class _Printer:
-    """Progress as one line per phase change (a live line on a terminal)."""
+    """Progress as one line per phase change (a live line on a terminal), with the run's
+    estimate first and a running ETA (bench/eta.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        from sgltui.bench.eta import RunClock, opening_line
+
         self.last_key: Any = None
         self.tty = sys.stderr.isatty()
         self.live = False
+        self.clock = RunClock(spec)
+        self.told_total = bool(spec.get("duration"))  # the opening line said it
+        self._line(opening_line(spec), final=True)
 
     def __call__(self, msg: dict) -> None:
+        from sgltui.core import units
+
+        now = time.monotonic()
+        self.clock.observe(msg, now)
+        whole = self.clock.total()
+        if not self.told_total and whole is not None:
+            self.told_total = True
+            self._line(f"estimated run time: about {units.estimate(whole)}", final=True)
+        left = self.clock.remaining(now)
+        eta = f" · ETA {units.estimate(left)}" if left is not None else ""
         if msg.get("error"):
             self._line(f"! {msg.get('profile') or 'server'}: {msg['error']}", final=True)
             return
@@ -254,6 +270,7 @@ class _Printer:
             )
         else:
             text = f"{where}: {phase or 'starting'}"
+        text += eta
         if self.tty:
             self._line(text, final=False)
         elif key != self.last_key:
@@ -333,10 +350,16 @@ def _run_direct(args: argparse.Namespace, spec) -> int:
 
     run_id = time.strftime("%Y%m%d-%H%M%S") + "-url"
     out_path = state_dir(args.state_dir) / "bench" / f"{run_id}.json"
-    printer = _Printer()
+    printer = _Printer(spec.to_dict())
     result = asyncio.run(run_sweep(spec, out_path, run_id, None, printer))
     printer.done()
     return _show(args, out_path, result)
+
+
+def default_slot(slot_ids: list[str]) -> str:
+    """The slot a bench without --slot uses: the agent's only one, whatever its name (a demo's
+    own host names it "a"; the sweep failed with "no slot '0'"), else "0"."""
+    return slot_ids[0] if len(slot_ids) == 1 else "0"
 
 
 def _run_agent(args: argparse.Namespace, spec) -> int:
@@ -346,13 +369,16 @@ def _run_agent(args: argparse.Namespace, spec) -> int:
         client = AgentClient(state_dir(args.state_dir), "cli")
         await client.connect(autostart=True, profiles_dirs=spec.profiles_dirs)
         try:
+            if args.slot is None:  # a demo on a busy host runs its one slot as "a", not "0"
+                status = await client.call("status")
+                spec.slot = default_slot([str(s.get("id")) for s in status.get("slots") or []])
             await client.call("subscribe")  # before starting, so no event of the run is missed
             run = decode_reply("bench_start", await client.call("bench_start", spec=spec.to_dict()))
             run_id = run.run_id
             print(f"bench run {run_id} started in the agent", file=sys.stderr)
             if args.detach:
                 return run_id, None
-            return run_id, await _follow(client, run_id)
+            return run_id, await _follow(client, run_id, spec.to_dict())
         finally:
             await client.close()
 
@@ -373,10 +399,10 @@ def _run_agent(args: argparse.Namespace, spec) -> int:
     return _show(args, Path(path), None)
 
 
-async def _follow(client: Any, run_id: str) -> str | None:
+async def _follow(client: Any, run_id: str, spec: dict[str, Any]) -> str | None:
     from sgltui.client import decode_reply
 
-    printer = _Printer()
+    printer = _Printer(spec)
     path: str | None = None
     pushes = client.subscribe()
     while True:
@@ -442,6 +468,10 @@ def _show(args: argparse.Namespace, path: Path, result: dict | None) -> int:
             from sgltui.bench.report import put_back_line
 
             print(f"\n{put_back_line(data['put_back'])}")
+        if isinstance(data.get("cut"), dict):
+            from sgltui.core.bench_cut import cut_line
+
+            print(f"\n{cut_line(data['cut'])}")
         print(f"\nresult: {path}")
     _export(args, data)
     ok = any(r.get("metrics") and r["metrics"].get("completed") for r in data.get("results", []))

@@ -277,8 +277,13 @@ def _pool_lifecycle(args: argparse.Namespace, op: str, kw: dict[str, Any]) -> in
             )
     roll = result.get("roll")
     if op == "swap" and isinstance(roll, dict):
+        took = ""
+        started, finished = roll.get("started"), roll.get("finished")
+        if isinstance(started, (int, float)) and isinstance(finished, (int, float)):
+            took = f" in {units.span(finished - started)}"
         print(
-            f"pool {args.pool}: rolled to {roll.get('profile')} ({', '.join(roll.get('done') or [])})"
+            f"pool {args.pool}: rolled to {roll.get('profile')} "
+            f"({', '.join(roll.get('done') or [])}){took}"
         )
     return 0
 
@@ -698,6 +703,17 @@ def cmd_agent_stop(args: argparse.Namespace) -> int:
     else:
         print("agent stopped")
     return 0
+
+
+def stop_agent_and_wait(state: Path, pid: int) -> None:
+    """Shut the agent down with its servers, gateways and standbys, and wait for it and its
+    keeper to be gone (`sgltui demo --stop` on the demo's own agent)."""
+    keeper_pid = keeper.keeper_pid(state)
+    try:
+        call_sync(state, "shutdown", autostart=False, stop_servers=True)
+    except AgentError as exc:
+        raise CliError(f"could not stop the agent: {exc}") from None
+    _wait_gone(state, [p for p in (pid, keeper_pid) if p])
 
 
 def _wait_gone(state: Path, pids: list[int], timeout: float = 60.0) -> None:

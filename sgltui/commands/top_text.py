@@ -4,6 +4,7 @@ terminals, logs). ASCII only; one reading per line so that grep/awk can pick fie
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from sgltui import protocol
@@ -39,7 +40,12 @@ def duration(s: Any) -> str:
     return units.duration(s if isinstance(s, (int, float)) else None)
 
 
-def render_gpus(tel: protocol.TelemetryView) -> list[str]:
+def render_gpus(
+    tel: protocol.TelemetryView, warm: Mapping[int, tuple[str, str]] | None = None
+) -> list[str]:
+    """The GPUs; `warm`: pid -> (slot, profile) of the standbys (sgltui's own sleepers, not
+    "other" processes)."""
+    warm = warm or {}
     kind, msg = tel.gpu_source.kind or "none", tel.gpu_source.message
     head = {"nvml": "GPU (NVML)", "sim": "GPU (SIMULATED)", "none": "GPU (none)"}.get(
         kind, f"GPU ({kind})"
@@ -61,7 +67,13 @@ def render_gpus(tel: protocol.TelemetryView) -> list[str]:
             parts = ", ".join(f"{k} {gib(v)}" for k, v in bd.items() if v)
             lines.append(f"     slot {slot}: {gib(b)} GiB" + (f"  ({parts})" if parts else ""))
         for p in g.processes:
-            if p.slot is None and p.used_bytes:
+            if p.slot is None and p.used_bytes and p.pid in warm:
+                sid, profile = warm[p.pid]
+                lines.append(
+                    f"     slot {sid}'s standby {profile} (asleep) pid {p.pid}: "
+                    f"{gib(p.used_bytes)} GiB"
+                )
+            elif p.slot is None and p.used_bytes:
                 lines.append(
                     f"     other pid {p.pid}: {gib(p.used_bytes)} GiB"
                     + (f" ({p.name})" if p.name else "")
@@ -137,7 +149,8 @@ def render(status: protocol.StatusReply, now: float | None = None) -> str:
     out = [
         f"sgltui top  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}  agent pid {status.agent.pid or '-'}"
     ]
-    out += render_gpus(tel)
+    warm = {sb.pid: (s.id, sb.profile) for s in status.slots for sb in s.standbys if sb.pid}
+    out += render_gpus(tel, warm)
     out += render_host(tel.host)
     engines = tel.engine
     out.append("SLOTS" if status.slots else "SLOTS  (none: start one with `sgltui start PROFILE`)")

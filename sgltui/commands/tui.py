@@ -43,7 +43,8 @@ def register(sub: Subparsers) -> None:
     demo.add_argument(
         "--stop",
         action="store_true",
-        help="stop the demo: its background load and the demo server in slot 0 (no UI)",
+        help="stop the demo (no UI): its background load, its servers and standbys, and an agent "
+        "started on the demo's own host.toml with its gateway",
     )
     demo.add_argument(
         "--gpus",
@@ -208,18 +209,51 @@ def stop_demo(args: argparse.Namespace) -> int:
     except (AgentError, OSError) as exc:
         raise CliError(f"no demo to stop: {exc}") from None
     print("sgltui: demo load stopped.")
-    # Every slot the demo started (one, or each of a `demo --gpus N` pool), not only the first:
-    # a slot running anything but a demo profile is the user's and is left alone.
+    # Every slot the demo started (one, or each of a `demo --gpus N` pool), not only the first,
+    # and the demo profiles kept warm beside them (a standby pins its weights in host RAM):
+    # a slot or standby of anything but a demo profile is the user's and is left alone.
     idle = (protocol.SlotState.STOPPED, protocol.SlotState.FAILED, protocol.SlotState.CRASHED)
     for slot in st.slots:
-        if not (slot.profile or "").startswith("demo-") or slot.state in idle:
+        for sb in slot.standbys:
+            if not sb.profile.startswith("demo-"):
+                continue
+            try:
+                call_sync(
+                    state, "standby_remove", autostart=False, slot=slot.id, profile=sb.profile
+                )
+            except (AgentError, OSError) as exc:
+                raise CliError(
+                    f"could not stop the standby {sb.profile} on slot {slot.id}: {exc}"
+                ) from None
+            print(f"sgltui: stopped the standby {sb.profile} (slot {slot.id}).")
+    left = []
+    for slot in st.slots:
+        if slot.state in idle:
+            continue
+        if not (slot.profile or "").startswith("demo-"):
+            left.append(slot.id)
             continue
         try:
             call_sync(state, "stop", autostart=False, slot=slot.id, drain="force", wait=True)
         except (AgentError, OSError) as exc:
             raise CliError(f"could not stop {slot.profile} on slot {slot.id}: {exc}") from None
         print(f"sgltui: stopped {slot.profile} (slot {slot.id}).")
+    if _on_demo_host(st.agent.host_file, state) and not left:
+        # The agent runs on the demo's own simulated host (a host.toml `sgltui demo` wrote):
+        # it ends too, and the pool's gateway with it; a later `sgltui` starts the user's.
+        from sgltui.commands.server import stop_agent_and_wait
+
+        stop_agent_and_wait(state, st.agent.pid)
+        print("sgltui: stopped the demo's agent (its simulated host and the pool's gateway).")
     return 0
+
+
+def _on_demo_host(host_file: str | None, state: Path) -> bool:
+    """Whether the agent reads a host.toml that `sgltui demo` wrote (_write_demo_host)."""
+    if not host_file:
+        return False
+    path = Path(host_file)
+    return path.name.startswith("demo-host-") and path.parent == state
 
 
 def _refuse_another_version(state: Path) -> None:

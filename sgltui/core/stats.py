@@ -166,10 +166,19 @@ def peak_concurrency(intervals: Iterable[tuple[float, float]]) -> int:
     return max((n for _, n in in_flight_steps(intervals)), default=0)
 
 
+# A closed loop sends a lane's next request only after its last one ended: the in-flight count
+# dips for the client's turnaround (well under a millisecond to a few ms) at every completion.
+# Such a dip is no end of the steady state; a dip this long or longer is (a stall, the drain).
+STEADY_MAX_DIP_S = 0.1
+
+
 def steady_state_window(
-    intervals: Sequence[tuple[float, float]], ratio: float = 0.8
+    intervals: Sequence[tuple[float, float]],
+    ratio: float = 0.8,
+    max_dip: float = STEADY_MAX_DIP_S,
 ) -> tuple[float, float] | None:
-    """Longest [start, end) where in-flight >= ratio * peak in-flight; None without requests."""
+    """Longest [start, end) where in-flight >= ratio * peak in-flight, dips shorter than
+    max_dip (a lane between its requests) bridged; None without requests."""
     steps = in_flight_steps(intervals)
     peak = max((n for _, n in steps), default=0)
     if peak == 0:
@@ -177,14 +186,25 @@ def steady_state_window(
     threshold = ratio * peak
     best: tuple[float, float] | None = None
     run_start: float | None = None
+    dip_start: float | None = None
+
+    def close(end: float) -> None:
+        nonlocal best
+        if run_start is not None and (best is None or end - run_start > best[1] - best[0]):
+            best = (run_start, end)
+
     for t, n in steps:
         if n >= threshold:
             if run_start is None:
                 run_start = t
-        elif run_start is not None:
-            if best is None or t - run_start > best[1] - best[0]:
-                best = (run_start, t)
-            run_start = None
+            elif dip_start is not None and t - dip_start >= max_dip:
+                close(dip_start)
+                run_start = t
+            dip_start = None
+        elif run_start is not None and dip_start is None:
+            dip_start = t
+    if dip_start is not None:
+        close(dip_start)
     return best
 
 

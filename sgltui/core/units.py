@@ -105,6 +105,17 @@ def estimate(seconds: float | None, missing: str = "n/a") -> str:
     return f"{value / 86400:.1f} days"
 
 
+def ci_share(mean: object, high: object) -> str | None:
+    """A 95% CI as its half-width in percent of the mean ('±3.2%'): the one way the bench's
+    comparison, its job estimate and the session report say their uncertainty (None: no CI,
+    a single run)."""
+    if not isinstance(mean, (int, float)) or not isinstance(high, (int, float)):
+        return None
+    if not (math.isfinite(mean) and math.isfinite(high)) or mean <= 0:
+        return None
+    return f"±{(high - mean) / mean * 100:.2g}%"
+
+
 def span(seconds: float | None, missing: str = "-") -> str:
     """A measured span, to its precision: '0.42 s', '12.3 s', '4.5 min', '2.1 h' (latencies,
     start-up and swap times in reports)."""

@@ -77,6 +77,7 @@ class PoolRoll(PoolEvent, tag="pool.roll", omit_defaults=True):
     drained: bool | None = None
     left: int | None = None
     error: str | None = None
+    total_s: float | None = None  # "end": the whole roll, begin to end
 
 
 class GatewayStart(PoolEvent, tag="gateway.start"):
@@ -266,6 +267,7 @@ class BenchStart(EventBase, tag="bench.start"):
     run_id: str = ""
     spec: dict[str, Any] = {}
     pid: int | None = None
+    path: str | None = None  # the result file, rewritten after every point
 
 
 class BenchProgress(EventBase, tag="bench.progress", forbid_unknown_fields=False):
@@ -306,6 +308,8 @@ class BenchDone(EventBase, tag="bench.done", omit_defaults=True):
     # The sweep swapped the slot back to what it served before: the result's `put_back`
     # ({slot, profile, ok: true | false | null (asked, not waited for), error}).
     put_back: dict[str, Any] | None = None
+    # A swap the user confirmed over the running bench stopped it: {slot, to, client, at}.
+    cut: dict[str, Any] | None = None
 
 
 class DiskError(EventBase, tag="disk.error"):

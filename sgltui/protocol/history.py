@@ -236,14 +236,14 @@ def _slot_event(slot: SlotView, ev: EventBase) -> SlotView:
 def _bench_event(state: SessionState, ev: EventBase) -> dict[str, BenchView]:
     r = msgspec.structs.replace
     if isinstance(ev, BenchStart) and ev.run_id:
-        return {**state.bench, ev.run_id: BenchView(run_id=ev.run_id, started=ev.ts)}
+        return {**state.bench, ev.run_id: BenchView(run_id=ev.run_id, started=ev.ts, path=ev.path)}
     if isinstance(ev, BenchProgress) and ev.run_id:
         run = state.bench.get(ev.run_id) or BenchView(run_id=ev.run_id)
         return {**state.bench, ev.run_id: r(run, progress=bench_progress_view(ev))}
     if isinstance(ev, BenchDone) and ev.run_id:
         run = state.bench.get(ev.run_id) or BenchView(run_id=ev.run_id)
         done = ev.state or (BenchState.FAILED if ev.ok is False or ev.error else BenchState.DONE)
-        return {**state.bench, ev.run_id: r(run, state=done, path=ev.path)}
+        return {**state.bench, ev.run_id: r(run, state=done, path=ev.path or run.path)}
     return state.bench
 
 

@@ -213,6 +213,8 @@ class AgentInfo(Struct, kw_only=True):
     disk: DiskView = field(default_factory=DiskView)
     demo_load: bool = False
     keeper: KeeperView | None = None  # None: run without a keeper (--foreground, SGLTUI_KEEPER=0)
+    # The host.toml named by $SGLTUI_HOST_FILE (`sgltui demo` writes its own): None, the user's.
+    host_file: str | None = None
 
 
 class BenchRun(Struct, kw_only=True):
@@ -226,6 +228,7 @@ class BenchRun(Struct, kw_only=True):
     progress: BenchProgressView | None = None
     path: str | None = None
     exit_code: int | None = None
+    cut: dict[str, Any] | None = None  # the swap that stopped it (agent/children.py)
 
 
 class BenchStarted(Struct, kw_only=True):

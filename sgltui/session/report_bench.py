@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from sgltui.core import units
+from sgltui.core.bench_cut import cut_line
 from sgltui.session.reader import Session
 from sgltui.session.report_values import num
 
@@ -88,6 +89,8 @@ def bench_runs(session: Session) -> list[dict[str, Any]]:
                 "job": {k: v for k, v in job.items() if k != "estimates"} or None,
                 "estimates": job.get("estimates") or [],
                 "recommendation": recommendation,
+                # a swap the user confirmed stopped the run (agent/children.py)
+                "cut": cut_line(data["cut"]) if isinstance(data.get("cut"), dict) else None,
                 # what each profile's server ran (core/provenance.py; runs before it: none)
                 "servers": {
                     str(name): {"hash": rec.get("hash"), "version": rec.get("version")}

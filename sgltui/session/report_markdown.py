@@ -298,6 +298,8 @@ def _md_bench(runs: list[dict[str, Any]]) -> list[str]:
         if run.get("error"):
             out += [f"Unreadable: {run['error']}", ""]
             continue
+        if run.get("cut"):
+            out += [f"**{run['cut']}.**", ""]
         if run.get("spec"):
             out += ["Spec: " + ", ".join(f"{k}={v}" for k, v in run["spec"].items()), ""]
         servers = run.get("servers") or {}
@@ -334,7 +336,7 @@ def _md_bench_rows(rows: list[dict[str, Any]]) -> list[str]:
                 x["concurrency"],
                 x["repeats"],
                 units.sig3(x["output_tok_s"]),
-                _ci(x.get("output_tok_s_ci")),
+                _ci(x["output_tok_s"], x.get("output_tok_s_ci")),
                 fmt_num(x["request_s"], 2),
                 fmt_num(x["ttft_p50_ms"]),
                 fmt_num(x["tpot_p50_ms"], 2),
@@ -370,10 +372,9 @@ def _md_estimates(run: dict[str, Any]) -> list[str]:
     return [*out, "```", ""]
 
 
-def _ci(ci: list[Any] | None) -> str:
-    if not ci or ci[0] is None or ci[1] is None:
-        return "-"
-    return f"{units.sig3(ci[0])}-{units.sig3(ci[1])}"
+def _ci(mean: Any, ci: list[Any] | None) -> str:
+    """As the bench prints it (units.ci_share): '±3.2%'."""
+    return (units.ci_share(mean, ci[1]) if ci else None) or "-"
 
 
 def _short(text: str, n: int) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from sgltui.bench.report import put_back_line
 from sgltui.core import units
+from sgltui.core.bench_cut import cut_line
 
 
 @dataclass
@@ -22,6 +23,44 @@ class ActivityItem:
     foreign: bool = False  # issued by another client (CLI, a second TUI)
 
 
+# Arguments a person does not need to read: how the client waits, where it looks for profiles,
+# a bench's whole spec (its run says it).
+_UNSAID = ("profiles_dirs", "spec", "wait")
+
+
+def command_text(op: str, args: dict[str, Any]) -> str:
+    """A command in words ("swap to demo-no-mtp on slot 0 (drain force, confirmed)"), not its
+    raw arguments ("swap slot=0 force=[] ... confirm=False"): defaults and empty values left
+    out."""
+    a = {k: v for k, v in args.items() if k not in _UNSAID}
+    parts = [op]
+    profile = a.pop("profile", None)
+    if profile:
+        parts.append(f"to {profile}" if op == "swap" else str(profile))
+    for where in ("slot", "pool"):
+        if a.get(where) not in (None, ""):
+            parts.append(f"on {where} {a.pop(where)}")
+    extras = []
+    drain = a.pop("drain", None)
+    if drain and drain != "wait":
+        extras.append(f"drain {drain}")
+    skipped = a.pop("force", None)
+    if isinstance(skipped, list) and skipped:
+        checks = ", ".join(map(str, skipped))
+        extras.append(f"skipping the {checks} check{'s' if len(skipped) > 1 else ''}")
+    if a.pop("rollback", True) is False:
+        extras.append("no rollback")
+    if a.pop("confirm", False) is True:
+        extras.append("confirmed")
+    if a.get("timeout") == 30.0:  # the stop's default drain wait
+        a.pop("timeout")
+    for k, v in a.items():
+        if v in (None, False, "", [], {}):
+            continue
+        extras.append(k.replace("_", " ") if v is True else f"{k.replace('_', ' ')} {v}")
+    return " ".join(parts) + (f" ({', '.join(extras)})" if extras else "")
+
+
 def activity_item(
     ev: dict[str, Any], own_client: str | None, clock: Callable[[], float]
 ) -> ActivityItem | None:
@@ -33,12 +72,8 @@ def activity_item(
     ts = float(ev.get("ts") or clock())
     if t == "command":
         args = ev.get("args") or {}
-        shown = " ".join(
-            f"{k}={v}"
-            for k, v in args.items()
-            if k not in ("profiles_dirs", "spec") and v is not None
-        )
-        return ActivityItem(ts, client, f"{ev.get('op', '?')} {shown}".strip(), "info", foreign)
+        text = command_text(str(ev.get("op") or "?"), args if isinstance(args, dict) else {})
+        return ActivityItem(ts, client, text, "info", foreign)
     if t == "command.refused":
         return ActivityItem(
             ts,
@@ -74,9 +109,11 @@ def activity_item(
         put = ev.get("put_back") or {}
         if put.get("profile"):  # the sweep swapped the slot back to what it served
             text += f" · {put_back_line(put)}"
-        return ActivityItem(
-            ts, client, text, "info" if put.get("ok") is not False else "error", foreign
-        )
+        cut = ev.get("cut")
+        if isinstance(cut, dict):  # a swap the user confirmed stopped it
+            text += f" · {cut_line(cut)}"
+        bad = put.get("ok") is False or isinstance(cut, dict)
+        return ActivityItem(ts, client, text, "error" if bad else "info", foreign)
     if t == "disk.error":
         return ActivityItem(
             ts, client, f"session disk error: {ev.get('error', '')}", "error", False
@@ -103,5 +140,8 @@ def _roll_item(ev: dict[str, Any], ts: float, client: str | None) -> ActivityIte
         return ActivityItem(ts, client, text, "error")
     if step in ("done", "end"):
         what = f"slot {slot} done" if step == "done" and slot else "roll done"
+        total = ev.get("total_s")
+        if step == "end" and isinstance(total, (int, float)):
+            what += f" in {units.span(total)}"  # the whole roll, as a swap says its time
         return ActivityItem(ts, client, f"pool {pool}: {what}", "info")
     return None

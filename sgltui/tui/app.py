@@ -40,6 +40,7 @@ from sgltui.tui import (
     quitnote,
     screenshot,
     serverkeys,
+    sessionfiles,
     swap,
     topbar,
     views,
@@ -129,6 +130,7 @@ class SgltuiApp(App[str | None]):
         self._panes: dict[str, Widget] = {}  # see pane
         self._hidden_dirty: set[str] = set()  # areas of tabs not on screen, drawn when shown
         self._bench_return: str | None = None
+        self._bench_points: dict[str, int] = {}  # the point each running bench was read at
         self._flush_scheduled = False
         self._tabs: TabbedContent | None = None  # the lower tabs, looked up once
         self._status_scheduled = False
@@ -300,6 +302,8 @@ class SgltuiApp(App[str | None]):
             ev = push.get("data") or {}
             if ev.get("type") == "bench.done" and ev.get("path"):
                 self.read_bench_result(ev.get("run_id", ""), ev["path"])
+            if ev.get("type") == "bench.progress":
+                self._bench_point(ev)
             if ev.get("type") == "bench.done" and self._bench_return:
                 self.set_timer(1.0, self._bench_finished)  # after the status shows the slot
             # Live only: in a replay every recorded command is "another client's" and the toasts
@@ -371,6 +375,18 @@ class SgltuiApp(App[str | None]):
         except SOURCE_ERRORS:
             return  # the push worker notices a dead link and reconnects
         self.mark(*self.model.apply_status(status))
+
+    def _bench_point(self, ev: dict[str, Any]) -> None:
+        """A running bench's next point began: the file holds the points before it (the
+        runner saves after each), so the Bench tab fills point by point, not at the end."""
+        run_id = str(ev.get("run_id") or "")
+        run = self.model.bench.get(run_id)
+        point = ev.get("point")
+        if run is None or not run.path or not isinstance(point, int) or point < 2:
+            return
+        if self._bench_points.get(run_id) != point:
+            self._bench_points[run_id] = point
+            self.read_bench_result(run_id, run.path)
 
     @work(thread=True, exit_on_error=False, description="read bench result")
     def read_bench_result(self, run_id: str, path: str) -> None:
@@ -596,10 +612,14 @@ class SgltuiApp(App[str | None]):
             return
         except SOURCE_ERRORS as exc:
             if isinstance(exc, Pinned) and not args.get("confirm"):  # ask, then confirm
-                question = (
-                    f"{escape(exc.message)}.\nIt pauses, then resumes on the new server.\n\n"
-                    f"{op.capitalize()} anyway?"
-                )
+                bench = self.model.bench_on(args.get("slot", self.model.current_id))
+                if bench is not None:  # a bench sweeps the slot (the agent refused for it)
+                    question = swap.bench_question(bench, op, args.get("profile"))
+                else:
+                    question = (
+                        f"{escape(exc.message)}.\nIt pauses, then resumes on the new server.\n\n"
+                        f"{op.capitalize()} anyway?"
+                    )
                 if await self.push_screen_wait(Confirm(question)):
                     await self.send(op, done, **{**args, "confirm": True})
                 return
@@ -811,6 +831,17 @@ class SgltuiApp(App[str | None]):
             self.call_from_thread(self.notify, error, severity="error", markup=False)
             return
         self.call_from_thread(self.notify, f"screenshot saved: {folder / name}", markup=False)
+
+    def job_action(self, action: str) -> None:
+        """A Jobs pane key from the palette (the pane's own bindings)."""
+        self.call_later(self.query_one(JobsPane).run_action, action)
+
+    @work(thread=True, exit_on_error=False, description="write the session report")
+    def write_report(self) -> None:
+        """The palette's "Session report": `sgltui report --save` for this session."""
+        said, bad = sessionfiles.write_report(Path(self.local_session() or ""))
+        level = "error" if bad else "information"
+        self.call_from_thread(self.notify, said, severity=level, markup=False)
 
     def action_quit_app(self) -> None:
         running = self.fleet.cross.in_progress() if self.fleet is not None else []

@@ -70,6 +70,7 @@ class BenchRun:
     progress: protocol.BenchProgressView | None = None
     path: str | None = None
     result: dict[str, Any] | None = None  # the bench/<run-id>.json content once read
+    slot: str | None = None  # the slot its sweep uses (None: a --url run, or not known)
 
 
 # Series whose total over slots is their sum; the others are the mean of the slots reporting.
@@ -290,8 +291,10 @@ class TuiModel:
         return [(ts, f"{sid}:{label}" if several else label) for ts, sid, label in self.swaps]
 
     def chart_slots(self) -> dict[str, deque[tuple[float, float]]]:
-        """The series per slot the chart draws under the total: none for one slot."""
-        if not self.several:
+        """The series per slot the chart draws under the total: none for one slot (a server
+        found running beside it makes the slots view show, not a second series: its one
+        series read as a stray "0" in the legend)."""
+        if not (self.fleet or len(self.state.slots) > 1):
             return {}
         return {sid: self.slot_series[sid] for sid in self.state.slots if sid in self.slot_series}
 
@@ -462,6 +465,8 @@ class TuiModel:
         if not run_id:
             return set()
         run = self.bench.setdefault(run_id, BenchRun(run_id))
+        if isinstance(event, protocol.BenchStart) and not event.spec.get("url"):
+            run.slot = str(event.spec.get("slot", "0"))
         known = protocol.BenchView(run_id=run_id, path=run.path, progress=run.progress)
         with contextlib.suppress(ValueError):
             known.state = protocol.BenchState(run.state)
@@ -476,7 +481,17 @@ class TuiModel:
         before = (run.state, run.path)
         run.state = str(info.state) or run.state
         run.path = info.path or run.path
+        if not info.spec.url:
+            run.slot = str(info.spec.slot)
+        run.progress = info.progress or run.progress
         return before != (run.state, run.path)
+
+    def bench_on(self, slot_id: str | None) -> BenchRun | None:
+        """The running bench that sweeps `slot_id` (a swap of it stops the bench: it asks)."""
+        for run in self.bench.values():
+            if run.state == "running" and slot_id is not None and run.slot == str(slot_id):
+                return run
+        return None
 
     def set_bench_result(self, run_id: str, result: dict[str, Any]) -> set[str]:
         run = self.bench.setdefault(run_id, BenchRun(run_id, state="done"))

@@ -1,5 +1,6 @@
 """What the TUI reads of the agent's session directory on connect (when it is on this machine):
-the recent events (the Activity tab's history) and the bench result files."""
+the recent events (the Activity tab's history) and the bench result files; and the report it
+writes there (the palette's "Session report")."""
 
 from __future__ import annotations
 
@@ -37,3 +38,18 @@ def bench_files(folder: Path, limit: int = 10) -> list[Path]:
     except OSError:
         return []
     return files[-limit:]
+
+
+def write_report(folder: Path) -> tuple[str, bool]:
+    """`sgltui report --save` for the session in `folder` (blocking: a worker thread): the line
+    to show, and whether it is an error."""
+    from sgltui.core.files import write_atomic
+    from sgltui.session.reader import SessionError, load_session
+    from sgltui.session.report import build_report, render
+
+    try:
+        text = render(build_report(load_session(folder)), "md")
+        write_atomic(folder / "report.md", text)  # 0600: a report names models and paths
+    except (SessionError, OSError) as exc:
+        return f"no report: {exc}".splitlines()[0], True
+    return f"report written: {folder / 'report.md'}", False

@@ -14,7 +14,7 @@ from textual.screen import Screen
 
 from sgltui import protocol
 from sgltui.tui.fmt import one_line
-from sgltui.tui.model import ACTIVE, TuiModel
+from sgltui.tui.model import ACTIVE, BenchRun, TuiModel
 from sgltui.tui.notifies import Notifies
 from sgltui.tui.screens import Confirm, DrainChoice, SlotOrPool
 from sgltui.tui.source import SOURCE_ERRORS, TuiSource, ask
@@ -147,6 +147,13 @@ async def swap_to(host: SwapHost, name: str) -> None:
     if (slot.state if slot else None) not in ACTIVE:
         await host.send("start", done=f"starting {name}", profile=name, **where)
         return
+    bench = model.bench_on(slot.id if slot else None)
+    if bench is not None:
+        # The requests in flight are the bench's: the question is the bench, not the drain.
+        if await host.push_screen_wait(Confirm(bench_question(bench, "swap", name))):
+            done = f"swapping to {name} (bench {bench.run_id} stopped)"
+            await host.send("swap", done=done, profile=name, drain="wait", confirm=True, **where)
+        return
     running = model.running_requests(slot.id) if slot else 0
     if running <= 0:
         await host.send("swap", done=f"swapping to {name}", profile=name, drain="wait", **where)
@@ -185,6 +192,19 @@ async def swap_pool(host: SwapHost, name: str, pool: str) -> None:
         await host.send("swap", done=f"starting {name} on pool {pool}", profile=name, pool=pool)
     else:
         await host.send("start", done=f"starting {name} on pool {pool}", profile=name, pool=pool)
+
+
+def bench_question(bench: BenchRun, op: str, name: str | None = None) -> str:
+    """The question before a swap or restart of the slot a bench sweeps: it names the bench and
+    says what happens to it."""
+    p = bench.progress
+    at = f", point {p.point}/{p.points}" if p is not None and p.point and p.points else ""
+    target = f" to [b]{escape(name)}[/]" if name else ""
+    return (
+        f"Bench run [b]{escape(bench.run_id)}[/] is using slot {escape(str(bench.slot))}{at}.\n"
+        f"A {op} stops it; its result is marked as cut by this {op}.\n\n"
+        f"{op.capitalize()}{target} anyway?"
+    )
 
 
 def launcher_word(launcher: str) -> str:

@@ -293,8 +293,11 @@ def joined(parts: LineParts) -> str:
     return head + escape(plain) + tail
 
 
-def gpu_row_parts(g: protocol.GpuView, width: int, compact: bool = False) -> list[LineParts]:
-    """One GPU: a bar (the servers' share, other processes, free) and what the GPU is doing
+def gpu_row_parts(
+    g: protocol.GpuView, width: int, compact: bool = False, warm_pids: frozenset[int] = frozenset()
+) -> list[LineParts]:
+    """One GPU: a bar (the servers' share, sgltui's own standbys (`warm_pids`: asleep, what
+    they keep on the GPU), other processes, free) and what the GPU is doing
     (utilization, power, temperature) with its name and each slot's share, abbreviated until
     it fits `width` (gpu_detail). `compact`: one line, the bar and the figures only (the
     slots view says whose share it is), '(sim)' kept for a simulated GPU."""
@@ -312,9 +315,13 @@ def gpu_row_parts(g: protocol.GpuView, width: int, compact: bool = False) -> lis
         if _simulated(g):
             figures, tail = f"{figures} ", "[b $warning](sim)[/]"
     bar_w = max(10, width - (COMPACT_FIGURES if compact else 26))
-    cells = fmt.bar_cells([server / total, (used - server) / total], bar_w)
+    warm = min(used - server, warm_bytes(g, warm_pids))
+    cells = fmt.bar_cells([server / total, warm / total, (used - server - warm) / total], bar_w)
     free = bar_w - sum(cells)
-    bar = f"[$accent]{'█' * cells[0]}[/][$warning]{'▓' * cells[1]}[/][dim]{'░' * free}[/]"
+    bar = (
+        f"[$accent]{'█' * cells[0]}[/][$success]{'▒' * cells[1]}[/]"
+        f"[$warning]{'▓' * cells[2]}[/][dim]{'░' * free}[/]"
+    )
     first = (f"{label:<5}{bar}", f" {figures}", tail)
     return [first] if compact else [first, (gpu_detail(g, width), "", "")]
 
@@ -657,6 +664,17 @@ def measured_rates(runs: Collection[Any]) -> dict[str, tuple[dict[int, float], f
     return out
 
 
+def standby_pids(slots: list[protocol.SlotStatus]) -> dict[int, tuple[str, str]]:
+    """pid -> (slot, profile) of each profile kept warm: sgltui's own sleepers, which a GPU's
+    process list would otherwise show as someone else's."""
+    return {sb.pid: (slot.id, sb.profile) for slot in slots for sb in slot.standbys if sb.pid}
+
+
+def warm_bytes(g: protocol.GpuView, warm_pids: frozenset[int]) -> int:
+    """What the standbys keep on GPU `g` (processes of no slot whose pid is a sleeper's)."""
+    return sum(p.used_bytes for p in g.processes if p.slot is None and p.pid in warm_pids)
+
+
 def standby_lines(slots: list[protocol.SlotStatus]) -> list[str]:
     """One memory-pane line per profile kept warm (agent/standby.py): its slot and the server
     that serves there, what the sleeper keeps on the GPU and pins in host RAM."""
@@ -667,7 +685,7 @@ def standby_lines(slots: list[protocol.SlotStatus]) -> list[str]:
                 "[$success]warm[/]" if sb.state == "asleep" else f"[$warning]{escape(sb.state)}[/]"
             )
             out.append(
-                f"{mark} {escape(slot.id)}: {escape(sb.profile)} beside "
+                f"[$success]▒[/] {mark} {escape(slot.id)}: {escape(sb.profile)} beside "
                 f"{escape(slot.profile or '-')} · GPU {units.gib(sb.gpu_bytes)} · "
                 f"host {units.gib(sb.host_bytes)} pinned"
             )

@@ -296,6 +296,36 @@ def test_demo_stop_stops_the_demo_on_every_slot_of_the_pool(pool_agent):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "(slot a)" in r.stdout and "(slot b)" in r.stdout, r.stdout
     assert [s["state"] for s in agent.status()["slots"]] == ["stopped", "stopped"]
+    # the user's host.toml: the agent and the pool's gateway are theirs and stay
+    assert "demo's agent" not in r.stdout and _pool(agent)["gateway"]["pid"]
+
+
+def test_demo_stop_ends_the_demos_own_agent_its_standby_and_gateway(pool_agent, monkeypatch):
+    """Issue 51 item 11: `demo --stop` after `demo --gpus 2` and a standby left the standby
+    (its weights pinned in host RAM) and the pool's gateway running. The demo's standbys stop,
+    and an agent on the demo's own host.toml ends with its gateway."""
+    from tests.fixtures.cli import agent_sgltui
+
+    agent = pool_agent
+    user_toml = agent.state_dir.parent / "config" / "sgltui" / "host.toml"
+    demo_toml = agent.state_dir / "demo-host-2.toml"  # where `sgltui demo --gpus 2` writes it
+    agent.state_dir.mkdir(parents=True, exist_ok=True)
+    demo_toml.write_text(user_toml.read_text())
+    user_toml.unlink()
+    monkeypatch.setenv("SGLTUI_HOST_FILE", str(demo_toml))
+    demo, warm = agent.write_profile("demo-fast"), agent.write_profile("demo-warm")
+    agent.start()
+    _pool_call(agent, "start", profile=demo, pool="all", wait=True)
+    res = agent.call("standby_add", profile=warm, slot="a", wait=True)
+    assert res["result"]["ok"], agent.agent_log()[-1500:]
+    gw_pid = _wait_workers(agent, ["ready", "ready"])["gateway"]["pid"]
+    sleeper = next(s for s in agent.slot("a")["standbys"] if s["profile"] == warm)["pid"]
+    r = agent_sgltui(agent, "demo", "--stop")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"stopped the standby {warm} (slot a)" in r.stdout, r.stdout
+    assert "stopped the demo's agent" in r.stdout
+    for pid in (gw_pid, sleeper, *agent.agent_pids):
+        assert not alive(pid), (pid, r.stdout)
 
 
 def test_kill_9_of_the_agent_the_next_one_readopts_the_gateway_and_the_pool_answers(pool_agent):

@@ -68,3 +68,40 @@ def test_a_real_profile_sized_by_ratio_is_judged_from_the_gpu_and_its_weights(
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
     p2 = Profile(name="hub", launcher="sglang", server={**server, "model-path": "org/none"})
     assert preflight.host_pool_fit(p2).pool is None
+
+
+def _fake_python(path, found: bool):
+    """An interpreter that answers the probe (agent/preflight.py) as a host with or without
+    SGLang would."""
+    answer = (
+        '{"found": true, "error": null}'
+        if found
+        else ('{"found": false, "error": "ModuleNotFoundError: No module named \'sglang\'"}')
+    )
+    path.write_text(f"#!/bin/sh\necho '{answer}'\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_real_profile_on_a_host_without_sglang_reads_cannot_start(tmp_path):
+    """Issue 51 item 11: after `sgltui demo`, plain `sgltui` listed the real-GPU profiles with
+    ✓ on a host without SGLang. Their rows say what a key press would find."""
+    from sgltui import protocol
+    from sgltui.tui.views import profile_mark, profile_option
+
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    for name, found in (("without", False), ("with", True)):
+        python = _fake_python(tmp_path / f"python-{name}", found)
+        (folder / f"{name}.toml").write_text(
+            f'name = "{name}"\nlauncher = "sglang"\npython = "{python}"\n'
+            '[server]\nmodel-path = "Qwen/Qwen3-32B"\n'
+        )
+    rows = {r["name"]: r for r in _rows(ProfileRows(), folder)}
+    assert rows["with"]["valid"] is True
+    row = rows["without"]
+    assert row["valid"] is False and "cannot import sglang" in row["problem"]
+    assert "install SGLang" in row["problem"]
+    shown = protocol.ProfileRow(**row)
+    assert profile_mark(shown) == "[$error]✗[/]"
+    assert "✗" in profile_option(shown, []) and "✓" not in profile_option(shown, [])

@@ -104,9 +104,11 @@ def test_markdown_and_csv_rows():
 
 def test_job_estimates_read_as_rough_durations():
     # the recommendation's durations come from core/units.estimate (tests/core/test_units.py)
-    est = [{"profile": "a", "concurrency": 8, "seconds": 600.0, "seconds_low": 540.0,
-            "seconds_high": 660.0, "ci": (540.0, 660.0), "repeats": 3}]  # fmt: skip
-    assert "take about 10 min (95% CI 9 min-11 min)" in compare.recommend(est, 100, 200, 200)
+    # its uncertainty as the table says it (issue 51 item 13: three formats for one comparison)
+    ci = {"n": 3, "mean": 100.0, "ci_low": 90.0, "ci_high": 110.0}
+    est = [{"profile": "a", "concurrency": 8, "seconds": 600.0, "seconds_low": 545.0,
+            "seconds_high": 667.0, "ci": ci, "repeats": 3}]  # fmt: skip
+    assert "take about 10 min (95% CI ±10%)" in compare.recommend(est, 100, 200, 200)
 
 
 def test_one_ranking_metric_for_all_profiles():
@@ -123,3 +125,51 @@ def test_narrow_interval_is_shown_as_percent():
     results = [entry("a", 8, v, k) for k, v in enumerate([1000.0, 1000.2, 1000.4])]
     cmp = compare.build(results, job_completions=10**6, job_output_len=1000)
     assert "95% CI ±0.05%" in cmp["job"]["recommendation"]
+
+
+def test_steady_column_of_closed_loop_runs_reads_a_figure():
+    # What `sgltui bench` prints for a closed loop at c=1 and c=2 (40 s each, 1 ms turnaround):
+    # the steady column held "n/a" in every row, as the window ended at the first completion.
+    from sgltui.bench.metrics import compute_metrics
+    from sgltui.core import stats
+    from tests.bench.test_stats import closed_loop
+
+    results = []
+    for conc in (1, 2):
+        intervals = closed_loop(conc, 0.5, 0.001, 40.0)
+        buckets = stats.TokenBuckets(origin=0.0)
+        records = []
+        for a, b in intervals:
+            records.append({"t_send": a, "ok": True, "ttft": 0.01, "e2e": b - a, "out": 100,
+                            "in": 10, "usage": "server"})  # fmt: skip
+            for k in range(100):
+                buckets.add(a + (b - a) * (k + 0.5) / 100, 1)
+        m = compute_metrics(records, stats.LogHistogram(), buckets)
+        results.append({"profile": "p", "concurrency": conc, "repeat": 0, "metrics": m})
+    cmp = compare.build(results)
+    steady = [float(row[3]) for row in compare.table_rows(cmp)]  # "n/a" raised here
+    # c lanes of 100 tokens each 0.501 s
+    assert steady == [pytest.approx(c * 100 / 0.501, rel=0.05) for c in (1, 2)]
+    assert "by steady-state output tok/s" in compare.render_text(cmp)
+
+
+def test_steady_column_shows_each_rows_figure_when_ranking_falls_back():
+    a = entry("a", 8, 1000.0)
+    a["metrics"]["steady_state_output_throughput"] = None
+    b = entry("b", 8, 900.0, steady=950.0)
+    rows = compare.table_rows(compare.build([a, b]))
+    assert [r[3] for r in rows] == ["n/a", "950"]
+
+
+def test_one_comparison_says_its_uncertainty_one_way():
+    """Issue 51 item 13: the table said '1.23k ± 12.3', the job lines '95% CI 8.8 h-9.4 h' and
+    a narrow one '95% CI ±0.05%'. Each is the 95% CI as a share of the mean now."""
+    results = [entry(p, 8, v, k) for p, vals in (("a", (1000.0, 1040.0, 960.0)),
+               ("b", (500.0, 510.0, 490.0))) for k, v in enumerate(vals)]  # fmt: skip
+    cmp = compare.build(results, job_completions=10**6, job_output_len=1000)
+    text = compare.render_text(cmp)
+    assert [r[2] for r in compare.table_rows(cmp)] == ["1.00k ±9.9%", "500 ±5%"]
+    job_lines = [line for line in text.splitlines() if " at c=8 " in line]
+    assert [line.split("(")[-1] for line in job_lines] == ["95% CI ±9.9%)", "95% CI ±5%)"]
+    assert "(95% CI ±9.9%)" in cmp["job"]["recommendation"]
+    assert " - " not in text.split("Time to finish")[1] and "h-" not in text

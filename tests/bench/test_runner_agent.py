@@ -193,3 +193,48 @@ def test_a_sweep_puts_back_the_profile_that_served(agent, free_port):
 
     item = activity_item(done, None, time.time)  # the Activity pane's line for the event
     assert item is not None and f"slot 0 put back on {names[0]}" in item.text, item
+
+
+def test_a_swap_of_the_benched_slot_asks_and_yes_cuts_the_bench(agent, free_port):
+    """Issue 51 item 7: a swap of the slot a bench sweeps was accepted silently (the drain waited
+    on the bench's load, the result read as a clean run). It asks, naming the bench, as for a
+    pinned job; `--yes` stops the bench first and its result and report say the swap cut it."""
+    names = write_demo_profiles(agent.profiles_dir, free_port)  # b-mtp, b-no-mtp
+    agent.call("start", profile=names[0], wait=True)
+    r = sgltui(
+        agent, "bench", "--profile", names[1], "--concurrency", "2", "--duration", "60",
+        "--input-len", "8", "--output-len", "8", "--detach",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    run_id = r.stdout.strip()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        run = {x["run_id"]: x for x in agent.call("bench_list")}[run_id]
+        if (run.get("progress") or {}).get("phase") == "measure":
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"run never reached the measure phase: {run}")
+    refused = sgltui(agent, "swap", names[0])
+    assert refused.returncode != 0
+    assert f"bench run {run_id} is using slot 0" in refused.stderr, refused.stderr
+    assert "--yes" in refused.stderr and "cut by this swap" in refused.stderr
+    assert agent.status()["slots"][0]["profile"] == names[1]  # nothing was touched
+    t0 = time.monotonic()
+    yes = sgltui(agent, "swap", names[0], "--yes")
+    assert yes.returncode == 0, yes.stderr + agent.agent_log()[-3000:]
+    slot = agent.wait_state("ready", timeout=60)
+    assert slot["profile"] == names[0]
+    assert time.monotonic() - t0 < 20  # no drain waited out on the bench's load (30 s)
+    path = Path(run["path"])
+    data = json.loads(path.read_text())
+    assert data["state"] == "stopped" and "put_back" not in data  # the slot is the swap's
+    assert data["cut"]["to"] == names[0] and data["cut"]["slot"] == "0"
+    shown = sgltui(agent, "bench", "compare", str(path))
+    assert f"CUT by a swap of slot 0 to {names[0]}" in shown.stdout, shown.stdout
+    assert {x["run_id"]: x for x in agent.call("bench_list")}[run_id]["state"] == "stopped"
+    time.sleep(0.5)  # the run's bench.done is written once its runner is reaped
+    events = (path.parent.parent / "events.jsonl").read_text().splitlines()
+    done = [json.loads(e) for e in events if '"bench.done"' in e][-1]
+    assert done["cut"]["to"] == names[0]
+    assert agent.status()["slots"][0]["profile"] == names[0]  # and it stays so

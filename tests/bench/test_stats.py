@@ -120,3 +120,30 @@ def test_log_histogram_percentiles_close_to_exact():
     w = stats.LogHistogram()
     w.add(0.040 / 4, 4)
     assert w.count == 4 and w.percentile(50) == pytest.approx(0.010, rel=0.002)
+
+
+def closed_loop(lanes: int, per_request: float, turnaround: float, until: float):
+    """Intervals of a closed loop: each lane sends its next request `turnaround` s after its last
+    one ended, as the load generator does (the in-flight count dips at every completion)."""
+    out = []
+    for lane in range(lanes):
+        t = lane * 0.01
+        while t + per_request <= until:
+            out.append((t, t + per_request))
+            t += per_request + turnaround
+    return out
+
+
+def test_steady_state_window_bridges_the_loops_turnaround_but_not_a_stall():
+    # Two lanes of 0.5 s requests, 1 ms between a lane's requests, for 40 s: the in-flight count
+    # dips to 1 at every completion; the steady state is the whole run, not one request long
+    # (it was: `steady tok/s` read n/a in every bench row).
+    intervals = closed_loop(2, 0.5, 0.001, 40.0)
+    start, end = stats.steady_state_window(intervals, 0.8)
+    assert start == pytest.approx(0.01) and end > 39.0
+    # a stall of a second in the middle is a real break: the longer half wins
+    stalled = [(a, b) for a, b in intervals if b <= 15.0] + [
+        (a + 1.0, b + 1.0) for a, b in intervals if a >= 15.0
+    ]
+    start, end = stats.steady_state_window(stalled, 0.8)
+    assert start > 15.0 and end > 39.0

@@ -210,7 +210,7 @@ async def test_commands_from_other_clients_show_in_activity():
         pane = app.query_one(ActivityPane)
         await until(pilot, lambda: len(pane.lines) == 1)
         text = "".join(seg.text for seg in pane.lines[0])
-        assert "cli:77@box" in text and "swap profile=demo-no-mtp" in text
+        assert "cli:77@box" in text and "swap to demo-no-mtp" in text
         assert any("cli:77@box" in str(n.message) for n in app._notifications)
 
 
@@ -422,6 +422,35 @@ async def test_bench_pane_shows_the_bench_comparison_and_a_try_higher_hint(tmp_p
         assert "demo-no-mtp was fastest" not in status
 
 
+async def test_a_profile_capped_at_its_best_concurrency_is_not_told_to_try_higher(tmp_path):
+    """Issue 51 item 13: "try higher" was shown for MTP capped at 4 running requests (the server
+    queues anything above): the Bench tab says the cap, as the Insight tab does."""
+    results = [
+        {"profile": "demo-mtp", "concurrency": c, "metrics": {"output_throughput": tok},
+         "capacity": {"max_running_requests": 4}}
+        for c, tok in ((1, 100.0), (4, 300.0))
+    ] + [
+        {"profile": "demo-no-mtp", "concurrency": c, "metrics": {"output_throughput": tok},
+         "capacity": {"max_running_requests": 48}}
+        for c, tok in ((1, 120.0), (4, 400.0))
+    ]  # fmt: skip
+    from sgltui.bench import compare
+
+    comparison = compare.build(results)
+    path = write_bench_run(tmp_path / "r3.json", "r3", results, comparison=comparison)
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        src.feed(event("bench.done", run_id="r3", path=path))
+        await pilot.press("c")
+        await until(pilot, lambda: app.query_one("#bench-table").row_count == 4)
+        status = str(app.query_one("#bench-status").render()).replace("\n", " ")
+        assert "demo-mtp was fastest at the highest concurrency" not in status
+        assert "demo-mtp runs at most 4 requests at once (max running 4)" in status, status
+        assert "demo-no-mtp was fastest at the highest concurrency tried (4): try higher" in status
+
+
 async def test_demo_load_is_in_the_header_and_in_the_quit_note():
     src = ScriptedSource(status_with())
     src.status["agent"]["demo_load"] = True
@@ -588,3 +617,36 @@ async def test_bench_estimate_uses_the_profiles_own_bench_when_there_is_one(tmp_
         text = str(app.screen.query_one("#bench-estimate").render())
         # 100 requests x 80 tokens at 800 tok/s: 10 s
         assert "about 10 s" in text and "demo-mtp as measured by its bench, 2m0" in text, text
+
+
+async def test_a_running_bench_fills_the_table_point_by_point(tmp_path):
+    """Issue 51 item 9: the Bench tab stayed empty until the run ended although its file held
+    the finished points. The next point's start re-reads it: a row per measured point."""
+    spec = {"profiles": ["demo-mtp", "demo-no-mtp"], "concurrency": [1, 4], "slot": "0"}
+    path = tmp_path / "r9.json"
+    one = {"profile": "demo-mtp", "concurrency": 1, "repeat": 0,
+           "metrics": {"output_throughput": 100.0, "request_throughput": 1.0}}  # fmt: skip
+    write_bench_run(path, "r9", [], spec=spec, state="running", comparison=None)
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        src.feed(event("bench.start", run_id="r9", spec=spec, pid=1, path=str(path)))
+        src.feed(event("bench.progress", run_id="r9", point=1, points=4, phase="measure",
+                       profile="demo-mtp", concurrency=1))  # fmt: skip
+        await pilot.press("c")
+        table = app.query_one("#bench-table")
+        await pilot.pause(0.3)
+        assert table.row_count == 0
+        write_bench_run(path, "r9", [one], spec=spec, state="running", comparison=None)
+        src.feed(event("bench.progress", run_id="r9", point=2, points=4, phase="starting",
+                       profile="demo-mtp", concurrency=4))  # fmt: skip
+        await until(pilot, lambda: table.row_count == 1)
+        assert [str(c) for c in table.get_row_at(0)][:3] == ["demo-mtp", "1 *", "100"]
+        status = str(app.query_one("#bench-status").render())
+        assert "So far (1 of 4 points)" in status
+        two = dict(one, concurrency=4, metrics={"output_throughput": 300.0})
+        write_bench_run(path, "r9", [one, two], spec=spec, state="running", comparison=None)
+        src.feed(event("bench.progress", run_id="r9", point=3, points=4, phase="swapping",
+                       profile="demo-no-mtp"))  # fmt: skip
+        await until(pilot, lambda: table.row_count == 2)

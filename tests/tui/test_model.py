@@ -84,9 +84,7 @@ def test_commands_from_other_clients_are_marked_foreign():
     )
     m.apply_push(ev("command", client="tui:1@h", op="stop", args={"slot": "0"}))
     theirs, mine = list(m.activity)[-2:]
-    assert (
-        theirs.foreign and theirs.client == "cli:9@h" and theirs.text == "swap profile=demo-no-mtp"
-    )
+    assert theirs.foreign and theirs.client == "cli:9@h" and theirs.text == "swap to demo-no-mtp"
     assert not mine.foreign
     assert m.activity_total == 2
 
@@ -214,3 +212,38 @@ def test_job_events_fold_into_the_jobs_the_status_listed():
     assert m.jobs["j1"].state == "done" and not m.jobs_active
     assert m.job_needs_reading(done) == "j1"  # its segments and ETA: read in full
     assert m.job_needs_reading(ev("job.progress", job="zz")) == "zz"  # a job not read yet
+
+
+def test_activity_says_a_command_in_words_not_its_raw_arguments():
+    """Issue 51 item 14: Activity printed `swap slot=0 force=[] ... confirm=Fal`."""
+    from sgltui.tui.activity_items import activity_item
+
+    ev = {"type": "command", "ts": 1.0, "client": "cli:1@h", "op": "swap",
+          "args": {"slot": "0", "profile": "demo-no-mtp", "force": ["port"], "drain": "force",
+                   "rollback": True, "wait": True, "confirm": True, "profiles_dirs": ["/p"]}}  # fmt: skip
+    item = activity_item(ev, "tui", lambda: 1.0)
+    assert item is not None
+    assert item.text == (
+        "swap to demo-no-mtp on slot 0 (drain force, skipping the port check, confirmed)"
+    )
+    plain = dict(ev, args={"slot": "0", "profile": "demo-no-mtp", "force": [], "confirm": False})
+    assert activity_item(plain, "tui", lambda: 1.0).text == "swap to demo-no-mtp on slot 0"
+
+
+def test_a_pool_roll_ends_with_its_total_time(monkeypatch, capsys):
+    """Issue 51 item 14: a pool's roll ended without its total time (a swap says its own): the
+    Activity line and `sgltui swap --pool`'s last line say how long the roll took."""
+    import argparse
+
+    from sgltui.commands import server
+    from sgltui.tui.activity_items import activity_item
+
+    end = {"type": "pool.roll", "ts": 9.0, "pool": "all", "step": "end", "profile": "b",
+           "total_s": 42.5}  # fmt: skip
+    assert activity_item(end, "tui", lambda: 9.0).text == "pool all: roll done in 42.5 s"
+    reply = {"pool": {"slots": [], "roll": {"state": "done", "profile": "b", "done": ["a", "b"],
+                                            "started": 100.0, "finished": 142.5}}}  # fmt: skip
+    monkeypatch.setattr(server, "call_sync", lambda *a, **k: reply)
+    args = argparse.Namespace(pool="all", no_wait=False, state_dir=None, profiles=None)
+    assert server._pool_lifecycle(args, "swap", {"profile": "b"}) == 0
+    assert capsys.readouterr().out.strip() == "pool all: rolled to b (a, b) in 42.5 s"

@@ -113,3 +113,55 @@ async def test_a_list_one_row_too_long_gets_a_thin_scrollbar_not_textuals_two_co
         assert box.scrollbar_size_vertical == 1
         assert box.scrollable_content_region.width == box.size.width - 1
         assert box.max_scroll_x == 0  # rows are cut with an ellipsis, never scrolled sideways
+
+
+async def test_shipped_profiles_rows_show_the_words_that_tell_them_apart():
+    """Issue 51 item 14: every demo profile's row read "Simulated GPU, sped up 10x: plain deco…"
+    (the description was cut before the words that tell them apart). What a 120-column screen
+    shows of each shipped profile's description differs from the others'."""
+    import os
+    from pathlib import Path
+
+    from textual.content import Content
+    from textual.widgets import OptionList
+
+    from sgltui.core.profiles import scan_profiles
+    from tests.support.scripted import ScriptedSource, make_status
+
+    from .helpers import app_with, until
+
+    root = Path(__file__).resolve().parents[2] / "profiles"
+    found = scan_profiles([root, root / "demo"])
+    rows = []
+    for name in found.names():
+        p = found.resolve(name)
+        rows.append({"name": p.name, "key": p.key, "description": p.description,
+                     "launcher": p.launcher, "valid": True})  # fmt: skip
+    status = make_status([])
+    status["profiles"] = rows
+    app = app_with(ScriptedSource(status))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.model.connected and app.first_status.is_set())
+        listing = app.query_one("#profile-list", OptionList)
+        await until(pilot, lambda: listing.option_count == len(rows))
+        width = listing.scrollable_content_region.width
+        seen = {}
+        for i in range(listing.option_count):
+            option = listing.get_option_at_index(i)
+            plain = Content.from_markup(str(option.prompt)).plain
+            desc = found.resolve(option.id).description
+            shown = plain[: width - 1]  # the row as drawn, cut with an ellipsis
+            start = plain.index(desc[:8])
+            seen[option.id] = shown[start:]
+        full = {name: found.resolve(name).description for name in seen}
+        for name, shown in seen.items():
+            # what it shares with the most alike of the others of its launcher (the row says
+            # sim or real before it), then two words' worth more
+            kind = found.resolve(name).launcher
+            shared = max(
+                len(os.path.commonprefix([full[name], full[o]]))
+                for o in full
+                if o != name and found.resolve(o).launcher == kind
+            )
+            visible = len(shown.rstrip("…"))
+            assert visible >= shared + 10, (name, shown, full[name][: shared + 10])

@@ -243,3 +243,46 @@ async def test_eight_slots_fit_the_screen_without_scrolling(size, slot_rows):
         drawn = [chart.render_line(y).text for y in range(chart.content_size.height)]
         assert any("└" in line and "now" in line for line in drawn)  # the time axis
         assert any(line.lstrip().startswith("b┤") for line in drawn) is slot_rows
+
+
+async def test_the_quit_line_of_two_slots_gives_a_stop_that_works_and_names_the_sleepers():
+    """Issue 51 item 11: with two slots the quit line said "stop with `sgltui stop`", which
+    fails without --slot; the standby and the pool's gateway were not named although they run
+    on; and a TUI that lost its agent named servers that may be gone."""
+    status = make_host_status(2, ["demo-base", "demo-base"])
+    status["slots"][0]["standbys"] = [{"profile": "demo-no-mtp", "state": "asleep", "pid": 77}]
+    app = app_with(ScriptedSource(status))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        note = app.exit_note() or ""
+        pool = app.model.pools[0]
+        assert f"stop with `sgltui stop --pool {pool.name}`" in note, note
+        assert "stop with `sgltui stop`" not in note
+        assert "demo-no-mtp kept warm on slot a" in note
+        assert f"pool {pool.name}'s gateway pid {pool.gateway.pid}" in note
+        assert "`sgltui agent stop --stop-servers` stops everything" in note
+        app.model.connected = False  # the agent went (`sgltui demo --stop` ended it)
+        gone = app.exit_note() or ""
+        assert "demo-base" not in gone and "`sgltui status` says" in gone
+
+
+async def test_one_slot_beside_a_found_server_has_no_stray_series_in_the_legend():
+    """Issue 51 item 14: with one slot and a server found running beside it (the slots view
+    shows, to list it), the throughput legend had a stray "0" series: slot 0's own tok/s
+    again, as if there were several slots."""
+    from tests.support.scripted import make_sample
+
+    status = status_with()
+    status["unmanaged"] = [{"pid": 99, "port": 31999, "url": "http://127.0.0.1:31999",
+                            "model": "Qwen/Qwen3-8B", "kind": "sglang"}]  # fmt: skip
+    src = ScriptedSource(status)
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        for t in (1.0, 2.0, 3.0):
+            src.feed({"push": "sample", "data": make_sample(t)})
+        await until(pilot, lambda: len(app.model.series["gen_throughput"]) >= 3)
+        await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+        pane = app.query_one(ThroughputPane)
+        legend = "".join(seg.text for seg in pane.render_line(0))
+        assert "tok/s" in legend and "■ 0 " not in legend and "total" not in legend, legend

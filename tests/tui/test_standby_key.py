@@ -64,3 +64,51 @@ def test_a_profile_kept_warm_is_marked_and_its_memory_shown():
     assert "warm" not in plain
     (line,) = standby_lines([slot])
     assert "demo-base beside demo-mtp" in line and "host 50.3 GiB pinned" in line
+
+
+def _warm_gpu_status():
+    """A slot serving on GPU 0 with a standby asleep beside it (pid 5151, 7 GiB on the GPU)."""
+    status = status_with(running=0, standbys=[dict(ASLEEP, pid=5151)])
+    gpu = status["telemetry"]["gpus"][0]
+    seven = 7 * 2**30
+    gpu["used_bytes"] = (gpu.get("used_bytes") or 0) + seven
+    gpu["processes"] = [*(gpu.get("processes") or []),
+                        {"pid": 5151, "used_bytes": seven, "slot": None, "name": "sgltui.sim"}]  # fmt: skip
+    return status
+
+
+def test_top_names_the_standby_not_another_process():
+    """Issue 51 item 12: `top` said "other pid ...: 7.0 GiB (sgltui.sim)" for sgltui's own
+    sleeper: it names it as the standby of its profile."""
+    import msgspec
+    from sgltui.agent.telemetry.textview import render
+
+    from sgltui import protocol
+
+    status = msgspec.convert(_warm_gpu_status(), protocol.StatusReply, strict=False)
+    text = render(status, now=0.0)
+    assert "slot 0's standby demo-base (asleep) pid 5151: 7.0 GiB" in text, text
+    assert "other pid 5151" not in text
+
+
+async def test_the_memory_bar_draws_the_standby_as_the_standby():
+    """Issue 51 item 12: the standby's GPU memory was drawn as other processes' (▓); it has its
+    own segment (▒), as its line under the bar says."""
+    import msgspec
+
+    from sgltui.protocol import GpuView
+    from sgltui.tui.widgets.memory import MemoryPane
+
+    app = app_with(ScriptedSource(_warm_gpu_status()))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.model.connected and app.first_status.is_set())
+        pane = app.query_one(MemoryPane)
+        await until(pilot, lambda: any("▒" in p[0] for p in pane._bar_markup(100)))
+        bar = next(p[0] for p in pane._bar_markup(100) if p[0].startswith("GPU0"))
+        # the other processes' segment is what it was without the standby
+        before = msgspec.convert(status_with(running=0)["telemetry"]["gpus"][0], GpuView)
+        from sgltui.tui.views import gpu_row_parts
+
+        alone = gpu_row_parts(before, 100)[0][0]
+        assert bar.count("▓") == alone.count("▓") and bar.count("▒") >= 2, (bar, alone)
+        assert any("▒" in p[0] and "demo-base beside" in p[0] for p in pane._bar_markup(100))

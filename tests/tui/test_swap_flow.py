@@ -103,3 +103,43 @@ async def test_the_app_composes_and_focuses_every_pane_of_the_table():
             widget = app.query_one(f"#{p.name}")
             target = widget.query_one(p.focus_on) if p.focus_on else widget
             assert app.focused is target, p.name
+
+
+async def test_a_swap_of_the_benched_slot_names_the_bench_and_sends_it_confirmed():
+    """Issue 51 item 7: the dialog counted the bench's requests ("1 request in flight") and the
+    swap went through silently. It asks about the bench (its run and point), not the drain,
+    and sends the swap confirmed; the Activity line of its end says the swap cut it."""
+    st = status_with(running=2)
+    st["bench"] = {
+        "run_id": "r-51", "state": "running", "started": 1.0,
+        "spec": {"profiles": ["demo-mtp"], "slot": "0"},
+        "progress": {"point": 3, "points": 6, "phase": "measure"},
+    }  # fmt: skip
+    src = ScriptedSource(st)
+    said: list[str] = []
+    app = app_with(src)
+    async with app.run_test(size=SIZE, message_hook=notes_into(said)) as pilot:
+        await started(app, pilot)
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, (Confirm, DrainChoice)))
+        assert isinstance(app.screen, Confirm)
+        question = str(app.screen.question)
+        assert "Bench run r-51 is using slot 0, point 3/6" in question.replace("[b]", "").replace(
+            "[/]", ""
+        )
+        assert "marked as cut by this swap" in question
+        await pilot.press("y")
+        await until(pilot, lambda: len(ops(src, "swap")) == 1)
+        assert ops(src, "swap") == [
+            {"profile": "demo-no-mtp", "drain": "wait", "slot": "0", "confirm": True}
+        ]
+        await until(pilot, lambda: any("bench r-51 stopped" in s for s in said), show=lambda: said)
+
+    from sgltui.tui.activity_items import activity_item
+
+    cut = {"by": "swap", "slot": "0", "to": "demo-no-mtp", "client": "tui:1@h", "at": 2.0}
+    done = {"v": 1, "ts": 2.0, "type": "bench.done", "run_id": "r-51", "state": "stopped",
+            "cut": cut}  # fmt: skip
+    item = activity_item(done, None, lambda: 2.0)
+    assert item is not None and "CUT by a swap of slot 0 to demo-no-mtp" in item.text
+    assert item.level == "error"

@@ -78,7 +78,9 @@ def bench_comparison(result: dict[str, Any]) -> dict[str, Any] | None:
     stored results (JSON stores the comparison's NaNs as null), with the run's job size."""
     from sgltui.bench import compare
 
-    if not result.get("comparison") or not result.get("results"):
+    # A running run's file holds its finished points and no comparison yet: compared so far.
+    ours = result.get("comparison") or result.get("state") == "running"
+    if not ours or not result.get("results"):
         return None
     spec = result.get("spec") or {}
     return compare.build(
@@ -89,9 +91,21 @@ def bench_comparison(result: dict[str, Any]) -> dict[str, Any] | None:
     )
 
 
-def summary(comparison: dict[str, Any]) -> str:
+def max_running(results: list[dict[str, Any]]) -> dict[str, int]:
+    """Each profile's max running requests, from the capacity card its points recorded."""
+    out: dict[str, int] = {}
+    for r in results:
+        cap = (r.get("capacity") or {}).get("max_running_requests")
+        if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+            out[str(r.get("profile"))] = cap
+    return out
+
+
+def summary(comparison: dict[str, Any], caps: dict[str, int] | None = None) -> str:
     """The recommendation (the bench's own, for a job size) or each profile's best point, and
-    a hint where the best point is the highest concurrency measured (it may go higher)."""
+    a hint where the best point is the highest concurrency measured: it may go higher, unless
+    the server runs no more requests at once than that (`caps`, its max running requests;
+    the Insight tab says the same)."""
     best = comparison.get("best") or {}
     job = comparison.get("job")
     if job and job.get("recommendation"):
@@ -110,7 +124,13 @@ def summary(comparison: dict[str, Any]) -> str:
         text = "No successful measurement."
     for profile, b in best.items():
         tried = [r["concurrency"] for r in comparison.get("rows", []) if r["profile"] == profile]
-        if len(tried) > 1 and b["concurrency"] == max(tried):
+        cap = (caps or {}).get(profile)
+        if len(tried) > 1 and b["concurrency"] == max(tried) and cap and b["concurrency"] >= cap:
+            text += (
+                f" {profile} runs at most {cap} requests at once (max running {cap}): a higher"
+                " concurrency only queues."
+            )
+        elif len(tried) > 1 and b["concurrency"] == max(tried):
             text += (
                 f" {profile} was fastest at the highest concurrency tried ({b['concurrency']}):"
                 " try higher."
@@ -184,7 +204,13 @@ class BenchPane(Vertical, can_focus=False):
 
             columns: tuple[str, ...] = tuple(compare.HEADERS)
             rows = [tuple(r) for r in compare.table_rows(comparison)]
-            line += "\n" + escape(summary(comparison))
+            so_far = ""
+            if done[-1] is latest and latest.state == "running":
+                measured = len((latest.result or {}).get("results") or [])
+                of = f" of {prog.points}" if prog and prog.points else ""
+                so_far = f"So far ({measured}{of} points): "
+            caps = max_running((done[-1].result or {}).get("results") or [])
+            line += "\n" + escape(so_far + summary(comparison, caps))
         else:
             results: list[dict[str, Any]] = []
             for run in done:

@@ -41,6 +41,7 @@ class MemoryPane(Widget, can_focus=True):
         self._drawn: dict[str, Strip] = {}
         self._key: tuple | None = None  # (width, theme) the lines were built for
         self._warm: list[str] = []  # views.standby_lines of the slots, one per standby
+        self._warm_pids: frozenset[int] = frozenset()  # their servers (their bar segment)
         # GPU index -> (width, its reading, its lines): an idle host's sample changes one
         # GPU's power or temperature figure, not all 8.
         self._gpu_rows: dict[int, tuple[int, protocol.GpuView, list[views.LineParts]]] = {}
@@ -51,6 +52,7 @@ class MemoryPane(Widget, can_focus=True):
         # A layout pass only when the number of GPUs or standbys (so the height) changes, and a
         # repaint of only the lines that read differently (none on most samples of an idle server).
         warm = views.standby_lines(slots or [])
+        self._warm_pids = frozenset(views.standby_pids(slots or []))
         before = self._telemetry
         if (
             self._key is not None
@@ -98,7 +100,7 @@ class MemoryPane(Widget, can_focus=True):
         for g in tel.gpus:
             known = self._gpu_rows.get(g.index)
             if known is None or known[0] != width or known[1] != g:
-                known = (width, g, views.gpu_row_parts(g, width, compact))
+                known = (width, g, views.gpu_row_parts(g, width, compact, self._warm_pids))
                 self._gpu_rows[g.index] = known
             gpu_text += known[2]
         warm = [(line, "", "") for line in self._warm]
