@@ -138,7 +138,7 @@ class InsightPane(Widget, can_focus=True):
         dirs = list(getattr(getattr(self.app, "source", None), "profiles_dirs", []) or [])
         telemetry = model.telemetry
         self.run_worker(
-            lambda: self._compute(slot, telemetry, job, accept, dirs),
+            lambda: self._advise_in_thread(slot, telemetry, job, accept, dirs),
             thread=True,
             group="advice",
             exclusive=True,
@@ -146,7 +146,7 @@ class InsightPane(Widget, can_focus=True):
             description="advice",
         )
 
-    def _compute(
+    def _advise_in_thread(
         self, slot: Any, telemetry: Any, job: Any, accept: dict[int, float], dirs: list[str]
     ) -> None:
         try:
