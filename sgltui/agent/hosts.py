@@ -139,6 +139,12 @@ class StandbyOps(Protocol):
 # ---- each part's host (the supervisor) -------------------------------------------------------
 
 
+class LeaseGuard(Protocol):
+    """The leases (agent/leases.py) as a swap asks them: one held by hand on the slot's profile."""
+
+    def by_hand_on(self, slot_id: str) -> protocol.LeaseView | None: ...
+
+
 class OpsHost(Protocol):
     """What the lifecycle operations (agent/operations.py) need of the agent."""
 
@@ -157,6 +163,8 @@ class OpsHost(Protocol):
     def pools(self) -> PoolGuard: ...
     @property
     def standbys(self) -> WarmSwaps: ...
+    @property
+    def leases(self) -> LeaseGuard: ...
 
 
 class RemotePoolsHost(Protocol):
