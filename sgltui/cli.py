@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "host",  # sgltui host init|show (host.toml: slots and pools)
     "fleet",  # sgltui fleet status; the root option --host NAME (fleet.toml, over ssh)
     "standby",  # sgltui standby add|remove|list (profiles kept warm: agent/standby.py)
+    "lease",  # sgltui lease PROFILE|list|drop (what the endpoint never evicts: agent/leases.py)
 )
 
 

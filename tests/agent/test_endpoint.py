@@ -9,6 +9,7 @@ import time
 import httpx
 import pytest
 
+from sgltui.agent.client import AgentError
 from tests.ports import server_port
 
 pytestmark = pytest.mark.slow
@@ -68,6 +69,9 @@ def test_model_names_start_evict_wake_and_leases(endpoint):
     assert "leased" in r.json()["error"]["message"]
     st = agent.status()["endpoint"]
     assert [x["profile"] for x in st["leases"]] == ["ep-a"]
+    # the operator's own swap of the leased slot asks first
+    with pytest.raises(AgentError, match="leased by"):
+        agent.call("swap", profile="ep-b", wait=True)
     agent.call("lease_drop", profile="ep-a")
 
     # by served-model-name: ep-a (least recently used) evicted to sleep, ep-b started
