@@ -201,12 +201,13 @@ class Endpoint:
         """Where a request for `name` goes now, or None (it must wait)."""
         pooled = self._pooled()
         for slot in self.sup.slots.values():
-            if slot.profile_name != name or slot.state != READY or slot.id in self.closing:
+            if slot.profile_name != name or slot.state != READY:
                 continue
+            if self.closing.get(slot.id) not in (None, name):
+                continue  # the endpoint is moving it to another profile: none for this one
             if slot.swap is not None and slot.swap.step != "failed":
-                continue
-            if self.sup.ops.busy(slot.id) is not None:
-                continue
+                continue  # (a swap's last step ends it: its job's tail, the state saved, is
+                # not waited for)
             return pooled.get(slot.id) or slot_url(slot)
         return None
 

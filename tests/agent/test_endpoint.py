@@ -4,6 +4,7 @@ leases and unknown names answer 503 and 404; an idle profile is stopped and come
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import httpx
@@ -27,7 +28,6 @@ def endpoint(agent_handle, monkeypatch):
     port = server_port()
     monkeypatch.setenv("SGLTUI_ENDPOINT_PORT", str(port))
     monkeypatch.setenv("SGLTUI_ENDPOINT_LEASE_WAIT_S", "0.5")
-    monkeypatch.setenv("SGLTUI_ENDPOINT_SETTLE_S", "0")
     agent_handle.url = f"http://127.0.0.1:{port}"
     return agent_handle
 
@@ -35,6 +35,22 @@ def endpoint(agent_handle, monkeypatch):
 def ask(url: str, model: str, timeout: float = 30.0, **headers: str) -> httpx.Response:
     body = {"model": model, "prompt": "hi", "max_tokens": 4}
     return httpx.post(f"{url}/v1/completions", json=body, timeout=timeout, headers=headers)
+
+
+async def two_clients(url: str, models: list[str], n: int, **headers: str) -> list[int]:
+    """One client per model, each sending `n` requests back to back."""
+    codes: list[int] = []
+    async with httpx.AsyncClient(timeout=30, headers=headers) as c:
+
+        async def one(model: str) -> None:
+            for _ in range(n):
+                r = await c.post(
+                    f"{url}/v1/completions", json={"model": model, "prompt": "hi", "max_tokens": 4}
+                )
+                codes.append(r.status_code)
+
+        await asyncio.gather(*(one(m) for m in models))
+    return codes
 
 
 def states(url: str) -> dict[str, str]:
@@ -90,6 +106,13 @@ def test_model_names_start_evict_wake_and_leases(endpoint):
     assert agent.slot()["last_swap"]["kind"] == "warm"
     said = [e["text"] for e in agent.events() if e.get("type") == "endpoint"]
     assert any("ep-a woken on slot 0 by a request for ep-a from 127.0.0.1" in t for t in said)
+
+    # collation: two clients back to back, one per profile (ABAB arrivals): one switch once
+    # ep-a's client is done (AABB), not one per request
+    before = agent.status()["endpoint"]["swaps"]
+    codes = asyncio.run(two_clients(url, ["ep-a", "model-b"], 6, Authorization="Bearer sekret"))
+    assert codes == [200] * 12
+    assert agent.status()["endpoint"]["swaps"] - before == 1
 
 
 def test_idle_profile_is_stopped_and_the_next_request_starts_it(endpoint):
