@@ -156,12 +156,13 @@ class Endpoint:
         return t
 
     def _pooled(self) -> dict[str, str | None]:
-        """Slots the endpoint never swaps -> the URL that serves them (a pool of two or more:
-        its gateway); an attached server's slot too."""
+        """Slots the endpoint never swaps -> the URL that serves them: a pool of two or more
+        (its gateway; a roll is the pool's swap), an attached server's slot. A pool of one is a
+        slot with its front on the pool's port: the endpoint swaps it as any other."""
         out: dict[str, str | None] = {}
         for place in self.sup.pools.places.values():
-            for sid in place.slots:
-                out[sid] = place.endpoint if len(place.slots) > 1 else None
+            if len(place.slots) > 1:
+                out.update({sid: place.endpoint for sid in place.slots})
         for slot in self.sup.slots.values():
             if slot.external is not None:
                 out.setdefault(slot.id, None)

@@ -128,7 +128,9 @@ class Leases:
         ]
         self.hand.append(lease)
         self._save()
-        self._said("lease", resolved.name, f"lease on {resolved.name} held by {lease.holder}")
+        self._said(
+            "lease", resolved.name, f"lease on {resolved.name} held by {lease.holder}", client
+        )
         return lease
 
     async def op_drop(self, args: protocol.LeaseArgs, client: str | None) -> Any:
@@ -147,12 +149,16 @@ class Leases:
             raise OpError(f"no lease by hand on {args.profile!r}; {fix}", "not_found")
         self.hand = [x for x in self.hand if x not in dropped]
         self._save()
-        self._said("lease", args.profile, f"lease on {args.profile} dropped by {client or 'agent'}")
+        self._said(
+            "lease", args.profile, f"lease on {args.profile} dropped by {client or 'agent'}", client
+        )
         return dropped
 
     async def op_list(self, args: protocol.Args, client: str | None) -> Any:
         return self.views()
 
-    def _said(self, action: str, profile: str, text: str) -> None:
-        self.sup.bus.publish(protocol.EndpointEvent(action=action, profile=profile, text=text))
+    def _said(self, action: str, profile: str, text: str, client: str | None) -> None:
+        self.sup.bus.publish(
+            protocol.EndpointEvent(client=client, action=action, profile=profile, text=text)
+        )
         self.sup.bus.changed()
