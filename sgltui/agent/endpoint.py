@@ -53,7 +53,7 @@ from sgltui.agent.lifecycle import IDLE, LAUNCHING, READY
 from sgltui.core.tasks import watched
 
 if TYPE_CHECKING:
-    from sgltui.agent.supervisor import Supervisor
+    from sgltui.agent.hosts import EndpointHost
 
 log = logging.getLogger("sgltui.agent.endpoint")
 
@@ -63,7 +63,7 @@ TABLE_S = 5.0  # the names table is rebuilt at least this often (new or edited p
 
 
 class Endpoint:
-    def __init__(self, sup: Supervisor, config: EndpointConfig) -> None:
+    def __init__(self, sup: EndpointHost, config: EndpointConfig) -> None:
         self.sup = sup
         self.cfg = config
         self.error: str | None = None

@@ -287,3 +287,34 @@ class AgentOpsHost(Protocol):
 
     @property
     def pools(self) -> RemotePoolSet: ...
+
+
+class LeasesHost(Protocol):
+    """What the leases (agent/leases.py) need: the slots, the batch jobs' records (a running
+    job holds a lease), a profile resolved by name, the event bus."""
+
+    bus: EventBus
+    slots: dict[str, Slot]
+
+    @property
+    def batch(self) -> Any: ...  # agent/jobs_host.py's JobsHost: its `jobs` records
+    def get_profile(self, name: str | None, args: protocol.Args | None) -> Resolved: ...
+
+
+class EndpointHost(Protocol):
+    """What the agent endpoint (agent/endpoint.py) needs: what the slots run and keep warm, the
+    pools, the profiles, the leases, and the agent's ops to send as a client would."""
+
+    bus: EventBus
+    slots: dict[str, Slot]
+    catalog: ProfileCatalog
+
+    @property
+    def ops(self) -> Any: ...  # agent/operations.py: busy(slot_id)
+    @property
+    def standbys(self) -> Any: ...  # agent/standby.py: of(slot_id), warm(slot, name)
+    @property
+    def pools(self) -> Any: ...  # agent/pools.py: places
+    @property
+    def leases(self) -> Any: ...  # agent/leases.py: held(), views()
+    async def handle(self, op: str, args: protocol.Args, client: str | None) -> Any: ...

@@ -23,7 +23,7 @@ from sgltui.agent.job_records import ACTIVE as ACTIVE_JOBS
 from sgltui.core.files import write_atomic
 
 if TYPE_CHECKING:
-    from sgltui.agent.supervisor import Supervisor
+    from sgltui.agent.hosts import LeasesHost
 
 log = logging.getLogger("sgltui.agent.leases")
 
@@ -33,7 +33,7 @@ FILE = "leases.json"
 class Leases:
     OPS = ("lease_add", "lease_drop", "lease_list")
 
-    def __init__(self, sup: Supervisor, state_dir: Path) -> None:
+    def __init__(self, sup: LeasesHost, state_dir: Path) -> None:
         self.sup = sup
         self.path = state_dir / FILE
         self.hand: list[protocol.LeaseView] = self._load()

@@ -495,9 +495,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"     {pool.note}")
         if pool.error:
             print(f"     error: {pool.error}")
-    line = endpoint_line(st.endpoint)
-    if line:
-        print(line)
+    ep_line = endpoint_line(st.endpoint)
+    if ep_line:
+        print(ep_line)
     return 0
 
 
