@@ -10,8 +10,8 @@ from sgltui import protocol
 from sgltui.agent.agent_ops import AgentOps
 from sgltui.agent.attach import Attacher
 from sgltui.agent.jobs_host import JobsHost
-from sgltui.agent.operations import Operations
 from sgltui.agent.leases import Leases
+from sgltui.agent.operations import Operations
 from sgltui.agent.standby import Standbys
 from sgltui.core import causes
 
