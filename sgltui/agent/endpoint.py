@@ -476,6 +476,12 @@ class Endpoint:
                 self._say("start", name, f"{name} started on slot {slot} (free) by {cause}", slot)
                 await self._op("start", protocol.StartArgs(slot=slot, profile=name, wait=True))
             else:
+                # checked before anything is put to sleep or stopped for it
+                pre = await self.sup.handle(
+                    "preflight", protocol.PreflightArgs(slot=slot, profile=name), CLIENT
+                )
+                if not pre.ok:
+                    raise OpError(pre.error or "its preflight failed")
                 await self._evict(slot, str(act.victim), name, cause, act.reason)
             self.swaps += 1
             self.failed.pop(name, None)
