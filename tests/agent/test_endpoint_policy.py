@@ -124,3 +124,19 @@ def test_aliases_and_idle_s_are_read(tmp_path):
     )
     p = get_profile("p", [tmp_path])
     assert p.aliases == ("fast", "chat") and p.idle_s == 600.0
+
+
+def test_the_report_counts_request_driven_swaps():
+    from sgltui.session.report_sections import endpoint
+
+    events = [
+        {"type": "endpoint", "action": "wake", "ts": 1.0, "text": "mtp woken on slot 0 by ..."},
+        {"type": "endpoint", "action": "evict", "ts": 2.0, "text": "base evicted ..."},
+        {"type": "endpoint", "action": "refused", "ts": 3.0, "text": "x waits: leased"},
+        {"type": "endpoint", "action": "lease", "ts": 4.0, "text": "lease on base held"},
+        {"type": "swap.done", "ts": 5.0},
+    ]
+    r = endpoint(events)
+    assert r is not None and r["request_driven_swaps"] == 2
+    assert r["counts"] == {"wake": 1, "evict": 1, "refused": 1}
+    assert endpoint([{"type": "swap.done"}]) is None
