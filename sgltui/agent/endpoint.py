@@ -34,8 +34,8 @@ import aiohttp
 from aiohttp import web
 
 from sgltui import protocol
+from sgltui.agent.endpoint_moves import Moves
 from sgltui.agent.endpoint_policy import (
-    Action,
     EndpointConfig,
     Routable,
     SlotLook,
@@ -47,7 +47,6 @@ from sgltui.agent.endpoint_policy import (
     switch_due,
 )
 from sgltui.agent.endpoints import connect_host, slot_url
-from sgltui.agent.errors import OpError
 from sgltui.agent.front import HOP_HEADERS, relay, upstream_session
 from sgltui.agent.lifecycle import IDLE, LAUNCHING, READY
 from sgltui.core.tasks import watched
@@ -57,12 +56,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sgltui.agent.endpoint")
 
-CLIENT = "endpoint"  # the client name of the ops the endpoint sends (the session shows it)
 TICK_S = 0.5  # the driver looks at least this often (idle timers, waits past their time)
 TABLE_S = 5.0  # the names table is rebuilt at least this often (new or edited profiles)
 
 
-class Endpoint:
+class Endpoint(Moves):
     def __init__(self, sup: EndpointHost, config: EndpointConfig) -> None:
         self.sup = sup
         self.cfg = config
@@ -81,6 +79,7 @@ class Endpoint:
         self.refused = 0
         self.counts = {"served": 0, "cut": 0, "upstream_errors": 0}
         self.subapps: list[tuple[str, web.Application]] = []
+        self._front_seen: dict[str, tuple[int, int, int]] = {}  # slot -> its front's counts
         self._pulse = asyncio.Event()
         self._kick = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -427,7 +426,7 @@ class Endpoint:
             act = plan(name, self.looks(), leased, lru)
             if act.kind == "blocked":
                 if self.blocked.get(name) != act.reason:
-                    self._say("refused", name, f"{name} waits: {act.reason}", level_slot=None)
+                    self.say("refused", name, f"{name} waits: {act.reason}", level_slot=None)
                 self.blocked[name] = act.reason
                 continue
             self.blocked.pop(name, None)
@@ -436,7 +435,7 @@ class Endpoint:
             if act.victim and not switch_due(self._t(act.victim), t, now, self.cfg):
                 continue  # collation: the serving profile keeps the slot a while longer
             self.closing[act.slot] = name
-            self._spawn(name, self._carry_out(act, name))
+            self._spawn(name, self.carry_out(act, name))
         self._idle(now, leased)
 
     def _idle(self, now: float, leased: dict[str, str]) -> None:
@@ -444,106 +443,28 @@ class Endpoint:
             name = look.profile
             if not look.ready or look.pooled or not name or name in leased or name in self.tasks:
                 continue
+            if self._front_busy(look.id):
+                self._t(name).last_request = now  # requests through the slot's front count too
             r = self.routables.get(name)
             idle_s = r.idle_s if r is not None and r.idle_s is not None else self.cfg.idle_s
             if idle_due(self._t(name), idle_s, now):
                 self.closing[look.id] = name
-                self._spawn(name, self._put_away(look.id, name, idle_s))
+                self._spawn(name, self.put_away(look.id, name, idle_s))
+
+    def _front_busy(self, slot_id: str) -> bool:
+        """The slot's own front passed a request since the last look, or has one in flight."""
+        front = self.sup.slots[slot_id].front
+        if front is None:
+            return False
+        seen = (front.counts["served"], front.counts["held"], front.in_flight())
+        busy = seen != self._front_seen.get(slot_id) or seen[2] > 0
+        self._front_seen[slot_id] = seen
+        return busy
 
     def _spawn(self, name: str, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=f"endpoint-{name}")
         self.tasks[name] = task
         watched(task, f"endpoint: {name}")
-
-    def _say(
-        self, action: str, profile: str, text: str, level_slot: str | None = None, **kw: Any
-    ) -> None:
-        self.sup.bus.publish(
-            protocol.EndpointEvent(
-                client=CLIENT, slot=level_slot, action=action, profile=profile, text=text, **kw
-            )
-        )
-
-    async def _carry_out(self, act: Action, name: str) -> None:
-        slot = str(act.slot)
-        cause = f"a request for {name} from {self.asker.get(name, '?')}"
-        try:
-            if act.kind == "wake":
-                away = f"; {act.victim} asleep" if act.victim else ""
-                self._say("wake", name, f"{name} woken on slot {slot} by {cause}{away}", slot)
-                await self._op("swap", protocol.SwapArgs(slot=slot, profile=name, wait=True))
-            elif act.kind == "start":
-                self._say("start", name, f"{name} started on slot {slot} (free) by {cause}", slot)
-                await self._op("start", protocol.StartArgs(slot=slot, profile=name, wait=True))
-            else:
-                # checked before anything is put to sleep or stopped for it
-                pre = await self.sup.handle(
-                    "preflight", protocol.PreflightArgs(slot=slot, profile=name), CLIENT
-                )
-                if not pre.ok:
-                    raise OpError(pre.error or "its preflight failed")
-                await self._evict(slot, str(act.victim), name, cause, act.reason)
-            self.swaps += 1
-            self.failed.pop(name, None)
-        except OpError as exc:
-            self.failed[name] = (time.monotonic(), str(exc))
-            self._say("failed", name, f"{name} for {cause} did not come up: {exc}", slot)
-        finally:
-            self.closing.pop(slot, None)
-            self.tasks.pop(name, None)
-            self.changed()
-
-    async def _evict(self, slot: str, victim: str, name: str, cause: str, why: str) -> None:
-        """`victim` gives slot `slot` up to `name`: kept asleep there when it can be (a standby
-        of `name` added, then a warm swap), else stopped (a cold swap)."""
-        self.last_eviction = {
-            "slot": slot,
-            "profile": victim,
-            "for": name,
-            "why": f"{why}; {cause}",
-            "at": time.time(),
-            "to": "asleep",
-        }
-        try:
-            await self._op("standby_add", protocol.StandbyArgs(slot=slot, profile=name, wait=True))
-        except OpError as exc:
-            self.last_eviction["to"] = "stopped"
-            self.last_eviction["why"] += f" (cannot sleep: {exc})"
-        text = (
-            f"{victim} evicted from slot {slot} ({self.last_eviction['to']}) for {name}: {why}; "
-            f"{cause}"
-        )
-        self._say("evict", name, text, slot, victim=victim)
-        await self._op("swap", protocol.SwapArgs(slot=slot, profile=name, wait=True))
-
-    async def _put_away(self, slot: str, name: str, idle_s: float | None) -> None:
-        try:
-            self._say(
-                "idle", name, f"{name} stopped on slot {slot}: no request for {idle_s:g}s", slot
-            )
-            await self._op("stop", protocol.StopArgs(slot=slot, wait=True))
-            self.swaps += 1
-        except OpError as exc:
-            log.warning("endpoint: %s idle on slot %s, not stopped: %s", name, slot, exc)
-        finally:
-            self.closing.pop(slot, None)
-            self.tasks.pop(name, None)
-            self.changed()
-
-    async def _op(self, op: str, args: protocol.Args) -> None:
-        """An op as a user's command would send it (its own events, locks and refusals); an
-        outcome that is not a ready server is an OpError with its cause."""
-        reply = await self.sup.handle(op, args, CLIENT)
-        result = getattr(reply, "result", None)
-        if result is None:
-            return
-        if result.error:
-            raise OpError(result.error)
-        if result.ok is False or (
-            result.state is not None and result.state not in (READY, "stopped")
-        ):
-            why = result.cause.summary if result.cause else f"it ended {result.state}"
-            raise OpError(why)
 
     # ---- status ------------------------------------------------------------------------------------
 
