@@ -140,3 +140,12 @@ def test_the_report_counts_request_driven_swaps():
     assert r is not None and r["request_driven_swaps"] == 2
     assert r["counts"] == {"wake": 1, "evict": 1, "refused": 1}
     assert endpoint([{"type": "swap.done"}]) is None
+
+
+def test_lease_for_takes_a_time_with_its_unit_or_says_how():
+    from sgltui.commands import CliError
+    from sgltui.commands.lease import duration
+
+    assert duration("2h") == 7200 and duration("30m") == 1800 and duration("90") == 90
+    with pytest.raises(CliError, match="90s, 30m, 2h or 1d"):
+        duration("soon")
