@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from sgltui.agent.client import AgentError
+from tests.jobs.batch_input import write_input
 from tests.ports import server_port
 
 pytestmark = pytest.mark.slow
@@ -76,6 +77,17 @@ def test_model_names_start_evict_wake_and_leases(endpoint):
     r = ask(url, "nope")
     assert r.status_code == 404 and {"ep-a", "ep-b"} <= set(r.json()["error"]["models"])
     assert ask(url, "ep-b").status_code == 401
+    assert agent.slot()["profile"] == "ep-a"
+
+    # a running job holds a lease on ep-a: ep-b waits, then 503 naming the job
+    inp, out = agent.profiles_dir.parent / "in.jsonl", agent.profiles_dir.parent / "out.jsonl"
+    write_input(inp, 2000, max_tokens=256)
+    job = agent.call("job_run", input=str(inp), output=str(out), concurrency=4, name="nightly")
+    r = ask(url, "model-b", Authorization="Bearer sekret")
+    assert r.status_code == 503 and "leased by job nightly" in r.json()["error"]["message"]
+    leases = agent.status()["endpoint"]["leases"]
+    assert [(x["profile"], x["kind"]) for x in leases] == [("ep-a", "job")]
+    agent.call("job_cancel", job=job["id"])
     assert agent.slot()["profile"] == "ep-a"
 
     # a lease by hand on ep-a: ep-b cannot have its slot -> 503 + Retry-After, the holder named
