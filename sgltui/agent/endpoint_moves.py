@@ -51,6 +51,9 @@ class Moves:
     async def carry_out(self, act: Action, name: str) -> None:
         slot = str(act.slot)
         cause = f"a request for {name} from {self.asker.get(name, '?')}"
+        # counted as it begins: its requests are served once the swap's last step ends, before
+        # the op's tail (the state saved) returns here
+        self.swaps += 1
         try:
             if act.kind == "wake":
                 away = f"; {act.victim} asleep" if act.victim else ""
@@ -67,7 +70,6 @@ class Moves:
                 if not pre.ok:
                     raise OpError(pre.error or "its preflight failed")
                 await self._evict(slot, str(act.victim), name, cause, act.reason)
-            self.swaps += 1
             self.failed.pop(name, None)
         except OpError as exc:
             self.failed[name] = (time.monotonic(), str(exc))
@@ -102,8 +104,8 @@ class Moves:
             self.say(
                 "idle", name, f"{name} stopped on slot {slot}: no request for {idle_s:g}s", slot
             )
-            await self._op("stop", protocol.StopArgs(slot=slot, wait=True))
             self.swaps += 1
+            await self._op("stop", protocol.StopArgs(slot=slot, wait=True))
         except OpError as exc:
             log.warning("endpoint: %s idle on slot %s, not stopped: %s", name, slot, exc)
         finally:

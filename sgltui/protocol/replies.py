@@ -444,7 +444,7 @@ class EndpointView(Struct, kw_only=True):
     queue: dict[str, int] = {}  # profile -> requests waiting for it to wake or start
     leases: list[LeaseView] = []
     last_eviction: dict[str, Any] | None = None  # slot, profile, for, why, at
-    swaps: int = 0  # request-driven swaps, starts and stops since the agent started
+    swaps: int = 0  # request-driven swaps, starts and stops begun since the agent started
     refused: int = 0  # requests answered 503
 
 
