@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "standby",  # sgltui standby add|remove|list (profiles kept warm: agent/standby.py)
     "k8s",  # sgltui k8s render (Kubernetes manifests: docs/kubernetes.md)
     "advise",  # sgltui advise (profiles proposed from the serving one's figures)
+    "lease",  # sgltui lease PROFILE|list|drop (what the endpoint never evicts: agent/leases.py)
 )
 
 
@@ -67,6 +68,7 @@ COMMAND_WORDS = {
     "standby": "standby",
     "k8s": "k8s",
     "advise": "advise",
+    "lease": "lease",
 }
 # Root options that take a value: the word after one is not the command.
 ROOT_VALUE_OPTIONS = ("--state-dir", "--profiles", "--host", "--fleet", "--theme")

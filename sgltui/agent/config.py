@@ -13,6 +13,8 @@ on the starting command's stderr naming the key and the fix, never a crash in ag
     [front]  port (or "off"), host, hold_s, hold_max, retry_after_s   # SGLTUI_FRONT_<NAME>
     [jobs]   drain_s, via_front, stall_s, choose_watch_s                      # SGLTUI_JOB_<NAME>
     [metrics] port (opt-in), host                                         # SGLTUI_METRICS_<NAME>
+    [endpoint] port (or "off"), host, queue_max, wait_s, lease_wait_s, collate_s, settle_s,
+               idle_s, retry_after_s                                    # SGLTUI_ENDPOINT_<NAME>
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from sgltui.agent.endpoint_policy import EndpointConfig
 from sgltui.agent.front import FrontConfig
 from sgltui.agent.slot import SlotConfig
 from sgltui.core.locations import config_dir
@@ -48,6 +51,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "hang_factor": (1.0, 100.0),
     "poll_s": (0.01, 10.0),
     "hold_max": (0, 1_000_000),
+    "queue_max": (0, 1_000_000),
     "retry_after_s": (0, 3600),
     "send_timeout_s": (0.1, 3600.0),
 }
@@ -84,6 +88,7 @@ class AgentConfig:
     front: FrontConfig = field(default_factory=FrontConfig)
     jobs: JobsConfig = field(default_factory=JobsConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    endpoint: EndpointConfig = field(default_factory=EndpointConfig)
 
 
 # (table, key) -> the environment variable that overrides it.
@@ -102,6 +107,10 @@ ENV_NAMES: dict[tuple[str, str], str] = {
     **{
         ("metrics", f.name): f"SGLTUI_METRICS_{f.name.upper()}"
         for f in dataclasses.fields(MetricsConfig)
+    },
+    **{
+        ("endpoint", f.name): f"SGLTUI_ENDPOINT_{f.name.upper()}"
+        for f in dataclasses.fields(EndpointConfig)
     },
 }
 ENV_NAMES.pop(("slot", "poll_s"))  # not a user's setting: how often the slot looks
@@ -142,6 +151,7 @@ def _build(doc: dict[str, Any], env: Mapping[str, str], target: Path) -> AgentCo
         "front": cfg.front,
         "jobs": cfg.jobs,
         "metrics": cfg.metrics,
+        "endpoint": cfg.endpoint,
     }
     for key, value in doc.items():
         if isinstance(value, dict) and key in parts and key:
@@ -161,7 +171,7 @@ def _from_env(table: str, key: str, raw: str) -> Any:
     if (table, key) == ("", "slots"):
         return [x.strip() for x in raw.split(",") if x.strip()]
     if (
-        table in ("front", "metrics")
+        table in ("front", "metrics", "endpoint")
         and key == "port"
         and raw.lower() in ("off", "0", "none", "no")
     ):
@@ -180,7 +190,7 @@ def _set(obj: Any, table: str, key: str, value: Any, where: str) -> None:
             + (
                 f"[{table}] takes: {known}"
                 if table
-                else f"known: {known}, [slot], [front], [jobs], [metrics]"
+                else f"known: {known}, [slot], [front], [jobs], [metrics], [endpoint]"
             )
             + " (docs/agent-config.md)"
         )
@@ -214,14 +224,14 @@ def _coerce(table: str, key: str, value: Any, default: Any, where: str) -> Any:
         if value not in choices:
             raise ConfigError(f"{where}: expected one of {', '.join(choices)}")
         return value
-    if key == "port" and table in ("front", "metrics"):
+    if key == "port" and table in ("front", "metrics", "endpoint"):
         if value == "off":
             return None
         port = _number(value, int, where, 'a port number or "off"')
         if not 1 <= port <= 65535:
             raise ConfigError(f'{where}: expected a port number (1-65535) or "off"')
         return port
-    if key == "host" and table in ("front", "metrics"):
+    if key == "host" and table in ("front", "metrics", "endpoint"):
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f'{where}: expected an address, e.g. "127.0.0.1"')
         return value.strip()

@@ -123,13 +123,7 @@ class Front:
             log.warning("slot %s: %s", self.slot_id, self.error)
             return False
         self._runner = runner
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
-            auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(),  # one client's cookies must never reach another
-            skip_auto_headers=("User-Agent", "Accept-Encoding"),
-        )
+        self._session = upstream_session()
         log.info("slot %s: front listening on %s", self.slot_id, self.url)
         return True
 
@@ -278,50 +272,16 @@ class Front:
     ) -> web.StreamResponse:
         assert self._session is not None
         url = f"http://{backend[0]}:{backend[1]}{request.rel_url}"
-        try:
-            upstream = await self._session.request(
-                request.method, url, headers=headers, data=body or None, allow_redirects=False
-            )
-        except aiohttp.ClientConnectorError:
-            raise  # nothing was sent: the caller may wait for the next server and retry
-        except _UPSTREAM_ERRORS as exc:
-            self.counts["upstream_errors"] += 1
-            return self._bad_gateway(backend, f"it failed before answering: {exc!r}")
-        done = False
-        try:
-            out = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-            for k, v in upstream.headers.items():
-                if k.lower() not in _HOP_RESPONSE:
-                    out.headers.add(k, v)
-            await out.prepare(request)
-            content = upstream.content
-            while True:
-                try:
-                    chunk = await content.readany()
-                except _UPSTREAM_ERRORS as exc:
-                    # The server died mid-response (killed, crashed): the client must see a cut
-                    # stream, never a complete-looking one, so the connection is dropped without
-                    # the closing chunk.
-                    self.counts["cut"] += 1
-                    log.warning("slot %s: stream from %s:%s cut: %r", self.slot_id, *backend, exc)
-                    if request.transport is not None:
-                        request.transport.close()
-                    return out
-                if not chunk:
-                    break
-                try:
-                    await out.write(chunk)
-                except ConnectionError:
-                    return out  # the client went away; closing upstream tells the server
-            await out.write_eof()
-            done = True
-            self.counts["served"] += 1
-            return out
-        finally:
-            if done:
-                upstream.release()
-            else:
-                upstream.close()
+        return await relay(
+            self._session,
+            request,
+            url,
+            headers,
+            body,
+            self.counts,
+            lambda what: self._bad_gateway(backend, what),
+            f"slot {self.slot_id}",
+        )
 
     def _bad_gateway(self, backend: Backend, what: str) -> web.Response:
         return web.json_response(
@@ -335,3 +295,78 @@ class Front:
             },
             status=502,
         )
+
+
+async def relay(
+    session: aiohttp.ClientSession,
+    request: web.Request,
+    url: str,
+    headers: dict,
+    body: bytes,
+    counts: dict[str, int],
+    bad_gateway: Callable[[str], web.Response],
+    who: str,
+) -> web.StreamResponse:
+    """Pass `request` (its `body` read, its hop headers dropped) to `url` and stream the answer
+    back chunk by chunk, unparsed: the front's and the agent endpoint's (agent/endpoint.py) one
+    way through. A server that dies mid-answer gives a cut stream, never a complete-looking one.
+    aiohttp.ClientConnectorError (nothing was sent) is raised: the caller may retry."""
+    try:
+        upstream = await session.request(
+            request.method, url, headers=headers, data=body or None, allow_redirects=False
+        )
+    except aiohttp.ClientConnectorError:
+        raise  # nothing was sent: the caller may wait for the next server and retry
+    except _UPSTREAM_ERRORS as exc:
+        counts["upstream_errors"] += 1
+        return bad_gateway(f"it failed before answering: {exc!r}")
+    done = False
+    try:
+        out = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+        for k, v in upstream.headers.items():
+            if k.lower() not in _HOP_RESPONSE:
+                out.headers.add(k, v)
+        await out.prepare(request)
+        content = upstream.content
+        while True:
+            try:
+                chunk = await content.readany()
+            except _UPSTREAM_ERRORS as exc:
+                # The server died mid-response (killed, crashed): the client must see a cut
+                # stream, never a complete-looking one, so the connection is dropped without
+                # the closing chunk.
+                counts["cut"] += 1
+                log.warning("%s: stream from %s cut: %r", who, url, exc)
+                if request.transport is not None:
+                    request.transport.close()
+                return out
+            if not chunk:
+                break
+            try:
+                await out.write(chunk)
+            except ConnectionError:
+                return out  # the client went away; closing upstream tells the server
+        await out.write_eof()
+        done = True
+        counts["served"] += 1
+        return out
+    finally:
+        if done:
+            upstream.release()
+        else:
+            upstream.close()
+
+
+def upstream_session() -> aiohttp.ClientSession:
+    """The client session a front (or the agent endpoint) passes requests through: no limit,
+    no decompression, no cookies shared between clients."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+        auto_decompress=False,
+        cookie_jar=aiohttp.DummyCookieJar(),  # one client's cookies must never reach another
+        skip_auto_headers=("User-Agent", "Accept-Encoding"),
+    )
+
+
+HOP_HEADERS = _HOP

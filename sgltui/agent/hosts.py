@@ -146,6 +146,12 @@ class StandbyOps(Protocol):
 # ---- each part's host (the supervisor) -------------------------------------------------------
 
 
+class LeaseGuard(Protocol):
+    """The leases (agent/leases.py) as a swap asks them: one held by hand on the slot's profile."""
+
+    def by_hand_on(self, slot_id: str) -> protocol.LeaseView | None: ...
+
+
 class OpsHost(Protocol):
     """What the lifecycle operations (agent/operations.py) need of the agent."""
 
@@ -166,6 +172,8 @@ class OpsHost(Protocol):
     def standbys(self) -> WarmSwaps: ...
     @property
     def children(self) -> BenchGuard: ...
+    @property
+    def leases(self) -> LeaseGuard: ...
 
 
 class RemotePoolsHost(Protocol):
@@ -292,3 +300,34 @@ class AgentOpsHost(Protocol):
 
     @property
     def pools(self) -> RemotePoolSet: ...
+
+
+class LeasesHost(Protocol):
+    """What the leases (agent/leases.py) need: the slots, the batch jobs' records (a running
+    job holds a lease), a profile resolved by name, the event bus."""
+
+    bus: EventBus
+    slots: dict[str, Slot]
+
+    @property
+    def batch(self) -> Any: ...  # agent/jobs_host.py's JobsHost: its `jobs` records
+    def get_profile(self, name: str | None, args: protocol.Args | None) -> Resolved: ...
+
+
+class EndpointHost(Protocol):
+    """What the agent endpoint (agent/endpoint.py) needs: what the slots run and keep warm, the
+    pools, the profiles, the leases, and the agent's ops to send as a client would."""
+
+    bus: EventBus
+    slots: dict[str, Slot]
+    catalog: ProfileCatalog
+
+    @property
+    def ops(self) -> Any: ...  # agent/operations.py: busy(slot_id)
+    @property
+    def standbys(self) -> Any: ...  # agent/standby.py: of(slot_id), warm(slot, name)
+    @property
+    def pools(self) -> Any: ...  # agent/pools.py: places
+    @property
+    def leases(self) -> Any: ...  # agent/leases.py: held(), views()
+    async def handle(self, op: str, args: protocol.Args, client: str | None) -> Any: ...

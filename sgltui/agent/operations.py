@@ -344,6 +344,14 @@ class Operations:
         self, slot: Slot, args: protocol.RestartArgs | protocol.SwapArgs, what: str
     ) -> None:
         """A pinned batch job asks first: the swap needs confirm=true (`--yes`)."""
+        lease = self.sup.leases.by_hand_on(slot.id)
+        if lease is not None and not args.confirm:
+            raise OpError(
+                f"{what} refused: {lease.profile} on slot {slot.id} is leased by {lease.holder}",
+                "pinned",
+                fix="confirm with `--yes` or drop the lease with "
+                f"`sgltui lease drop {lease.profile}`",
+            )
         rec = self.sup.batch.pinned_on(slot.id)
         if rec is not None and not args.confirm:
             raise OpError(

@@ -29,6 +29,7 @@ from sgltui.agent.attach import Attacher
 from sgltui.agent.children import Children
 from sgltui.agent.config import AgentConfig
 from sgltui.agent.discovery import Discovery
+from sgltui.agent.endpoint import Endpoint
 from sgltui.agent.errors import OpError
 from sgltui.agent.events import EventBus
 from sgltui.agent.exposure import Exposures
@@ -36,6 +37,7 @@ from sgltui.agent.front import FrontConfig
 from sgltui.agent.fronts import Fronts
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.jobs_site import AgentSite
+from sgltui.agent.leases import Leases
 from sgltui.agent.logbatch import LogBatch
 from sgltui.agent.operations import Operations
 from sgltui.agent.pools import PoolArgs, Pools
@@ -126,6 +128,10 @@ class Supervisor:
         self.batch = JobsHost(AgentSite(self))
         self.front_config: FrontConfig = self.agent_config.front
         self.fronts = Fronts(self)  # each slot's front endpoint (agent/fronts.py)
+        # the one OpenAI endpoint, routing by `model` (agent/endpoint.py), and the leases that
+        # keep it from evicting work (agent/leases.py)
+        self.leases = Leases(self, state_dir)
+        self.endpoint = Endpoint(self, self.agent_config.endpoint)
         self.shutdown_requested = asyncio.Event()
         self.stop_servers_on_exit = False
         self._lock = asyncio.Lock()  # commands that are not a slot's lifecycle
@@ -151,6 +157,7 @@ class Supervisor:
         self.bus.on_change(self.fronts.follow)
         self.bus.on_change(self.pools.sync)
         self.bus.on_change(self.saver.later)
+        self.bus.on_change(self.endpoint.changed)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -230,10 +237,12 @@ class Supervisor:
         await self.pools.start()  # after the slots: their ready servers are its first workers
         await asyncio.to_thread(self.catalog.refresh)
         await self.batch.start()  # after the slots: a resumed job finds its server
+        await self.endpoint.start()
 
     async def close(self) -> None:
         stop_servers = self.stop_servers_on_exit
         await self.restart_policy.close()
+        await self.endpoint.close()
         for job in list(self.jobs.values()):
             if job.task and not job.task.done() and not stop_servers:
                 job.task.cancel()
@@ -424,6 +433,7 @@ class Supervisor:
             jobs=self.batch.views(),
             pools=msgspec.convert(self.pools.status(), list[protocol.PoolStatus]),
             unmanaged=msgspec.convert(self.discovery.view(), list[protocol.Unmanaged]),
+            endpoint=_safe(self.endpoint.view),
         )
 
     # ---- commands ------------------------------------------------------------------------------
@@ -438,6 +448,8 @@ class Supervisor:
             return getattr(self.ops, f"op_{op}", None)
         if op.startswith("standby_"):  # profiles kept warm: agent/standby.py
             return getattr(self.standbys, f"op_{op.removeprefix('standby_')}", None)
+        if op in Leases.OPS:  # what the endpoint must not evict: agent/leases.py
+            return getattr(self.leases, f"op_{op.removeprefix('lease_')}", None)
         if op in Attacher.OPS:  # servers sgltui did not start: agent/attach.py
             return getattr(self.attacher, f"op_{op}", None)
         return getattr(self.agent_ops, f"op_{op}", None)  # the agent's own: agent/agent_ops.py

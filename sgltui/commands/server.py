@@ -501,7 +501,26 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"     {pool.note}")
         if pool.error:
             print(f"     error: {pool.error}")
+    ep_line = endpoint_line(st.endpoint)
+    if ep_line:
+        print(ep_line)
     return 0
+
+
+def endpoint_line(ep: protocol.EndpointView | None) -> str | None:
+    """The agent endpoint in one line: where, what waits, who holds a lease (agent/endpoint.py)."""
+    if ep is None or ep.state == "off":
+        return None
+    if ep.error:
+        return f"endpoint: {ep.error}"
+    waits = ", ".join(f"{n} {k} waiting" for n, k in ep.queue.items())
+    leases = ", ".join(f"{x.profile} by {x.holder}" for x in ep.leases)
+    parts = [f"endpoint: {ep.url} (by model)"]
+    if waits:
+        parts.append(waits)
+    if leases:
+        parts.append(f"leased: {leases}")
+    return " · ".join(parts)
 
 
 def _unmanaged_lines() -> list[str]:

@@ -90,11 +90,33 @@ def open_fleet(args: argparse.Namespace, interval_s: float = 2.0) -> int:
 def open_demo(args: argparse.Namespace) -> int:
     if getattr(args, "stop", False):
         return stop_demo(args)
+    _demo_endpoint(args)
     if getattr(args, "gpus", None) is not None:
         demo_pool(args)
     else:
         _demo_ports(args)
     return _run(args, demo=True)
+
+
+def _demo_endpoint(args: argparse.Namespace) -> None:
+    """The agent endpoint (one URL, the request's `model` picks the profile) on its usual port,
+    else on the next free one when another demo holds it; the user's agent.toml or
+    SGLTUI_ENDPOINT_PORT, and an agent already running, keep theirs."""
+    from sgltui.agent import config as agent_config
+    from sgltui.agent.endpoint_policy import EndpointConfig
+    from sgltui.client import AgentError, call_sync
+    from sgltui.commands import demo_ports
+
+    if os.environ.get("SGLTUI_ENDPOINT_PORT") or agent_config.default_path().exists():
+        return
+    try:
+        call_sync(state_dir_of(args), "ping", autostart=False)
+        return
+    except AgentError:
+        pass
+    usual = EndpointConfig.port or 30070
+    if not demo_ports.free(usual):
+        os.environ["SGLTUI_ENDPOINT_PORT"] = str(demo_ports.front_port(usual))
 
 
 def _demo_ports(args: argparse.Namespace) -> None:

@@ -42,6 +42,8 @@ TOP_LEVEL_KEYS = (
     "launcher",
     "python",
     "entrypoint",
+    "aliases",
+    "idle_s",
     "server",
     "env",
     "key-files",
@@ -296,6 +298,7 @@ def _check_shape(raw: RawProfile) -> None:
                 env_key,
                 fix=f'quote it: {env_key} = "{_toml_scalar(value)}"',
             )
+    _check_endpoint_keys(raw)
     if "key" in raw.data and not raw.data["key"]:
         raise raw.error(
             "empty hot-swap key", "key", fix='use one key such as "1", or remove the line'
@@ -335,6 +338,34 @@ def _check_key_files(raw: RawProfile) -> None:
                 flag,
                 label=f"key-files.{flag}",
                 fix="keep the [key-files] line (the key stays out of the profile)",
+            )
+
+
+def _check_endpoint_keys(raw: RawProfile) -> None:
+    """`aliases` (more names the agent endpoint routes by) and `idle_s` (stopped after this
+    long without a request): docs/profiles.md."""
+    aliases = raw.data.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise raw.error(
+            "must be a list of strings", "aliases", fix='write it as aliases = ["fast", "chat"]'
+        )
+    for alias in aliases:
+        problem = name_problem(alias) if alias else "it is empty"
+        if problem:
+            raise raw.error(
+                f"alias {alias!r}: {problem}", "aliases", fix="use letters, digits, . _ and -"
+            )
+    if "idle_s" in raw.data:
+        value = raw.data["idle_s"]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not (0 <= value <= 30 * 86400)
+        ):
+            raise raw.error(
+                "must be a number of seconds from 0 to 2592000",
+                "idle_s",
+                fix="e.g. idle_s = 600 (0: never put away)",
             )
 
 
@@ -453,6 +484,9 @@ class Profile:
     launcher: str = "sglang"
     python: str | None = None
     entrypoint: str = "auto"  # launcher "sglang" only: auto | serve | launch_server
+    # More names the agent endpoint routes to this profile (agent/endpoint.py); not inherited
+    aliases: tuple[str, ...] = ()
+    idle_s: float | None = None  # stopped after this long without a request (None: agent.toml)
     server: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     # [key-files]: secret flag -> the file its value is read from at launch (KEY_FILE_FLAGS)
@@ -535,6 +569,10 @@ class Profile:
             doc["python"] = self.python
         if self.entrypoint != "auto":
             doc["entrypoint"] = self.entrypoint
+        if self.aliases:
+            doc["aliases"] = list(self.aliases)
+        if self.idle_s is not None:
+            doc["idle_s"] = self.idle_s
         doc["server"] = dict(self.server)
         if self.env:
             doc["env"] = dict(self.env)
@@ -771,7 +809,17 @@ def _merge(raw: RawProfile, parent: Profile | None) -> Profile:
     for key, value in data.get("key-files", {}).items():
         key_files[key] = value
         origins[f"key-files.{key}"] = (raw.path, raw.line("key-files", key))
-    for key in ("launcher", "python", "entrypoint", "extends", "key", "description", "name"):
+    for key in (
+        "launcher",
+        "python",
+        "entrypoint",
+        "extends",
+        "key",
+        "description",
+        "name",
+        "aliases",
+        "idle_s",
+    ):
         if key in data:
             origins[key] = (raw.path, raw.line(key))
     return Profile(
@@ -783,6 +831,8 @@ def _merge(raw: RawProfile, parent: Profile | None) -> Profile:
         launcher=data.get("launcher", parent.launcher if parent else "sglang"),
         python=data.get("python", parent.python if parent else None),
         entrypoint=data.get("entrypoint", parent.entrypoint if parent else "auto"),
+        aliases=tuple(data.get("aliases", ())),
+        idle_s=float(data["idle_s"]) if "idle_s" in data else (parent.idle_s if parent else None),
         server=server,
         env=env,
         key_files=key_files,

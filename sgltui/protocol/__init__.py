@@ -37,6 +37,7 @@ from sgltui.protocol.args import JobRef as JobRef
 from sgltui.protocol.args import JobRunArgs as JobRunArgs
 from sgltui.protocol.args import JobSetArgs as JobSetArgs
 from sgltui.protocol.args import LaunchArgs as LaunchArgs
+from sgltui.protocol.args import LeaseArgs as LeaseArgs
 from sgltui.protocol.args import LogsArgs as LogsArgs
 from sgltui.protocol.args import Name as Name
 from sgltui.protocol.args import NonNegative as NonNegative
@@ -81,6 +82,7 @@ from sgltui.protocol.events import Command as Command
 from sgltui.protocol.events import CommandRefused as CommandRefused
 from sgltui.protocol.events import DiskError as DiskError
 from sgltui.protocol.events import DiskOk as DiskOk
+from sgltui.protocol.events import EndpointEvent as EndpointEvent
 from sgltui.protocol.events import Event as Event
 from sgltui.protocol.events import EventBase as EventBase
 from sgltui.protocol.events import FrontHold as FrontHold
@@ -179,6 +181,7 @@ from sgltui.protocol.replies import BenchRun as BenchRun
 from sgltui.protocol.replies import BenchStarted as BenchStarted
 from sgltui.protocol.replies import DemoLoadReply as DemoLoadReply
 from sgltui.protocol.replies import DrainView as DrainView
+from sgltui.protocol.replies import EndpointView as EndpointView
 from sgltui.protocol.replies import Exposed as Exposed
 from sgltui.protocol.replies import ExternalView as ExternalView
 from sgltui.protocol.replies import GpuProcess as GpuProcess
@@ -189,6 +192,7 @@ from sgltui.protocol.replies import HostView as HostView
 from sgltui.protocol.replies import JobSegment as JobSegment
 from sgltui.protocol.replies import JobView as JobView
 from sgltui.protocol.replies import KeeperView as KeeperView
+from sgltui.protocol.replies import LeaseView as LeaseView
 from sgltui.protocol.replies import LogsReply as LogsReply
 from sgltui.protocol.replies import Noted as Noted
 from sgltui.protocol.replies import Outcome as Outcome

@@ -109,6 +109,14 @@ class StandbyArgs(LaunchArgs):
     wait: bool = False
 
 
+class LeaseArgs(Args):
+    """lease add / drop: a profile the agent endpoint must not evict (agent/leases.py)."""
+
+    profile: ProfileName = ""
+    slot: SlotId | None = None  # only while it runs on this slot (None: wherever it runs)
+    for_s: Annotated[float, Meta(gt=0, le=366 * 86400)] | None = None  # None: until dropped
+
+
 class BenchSpec(Struct, forbid_unknown_fields=True, kw_only=True):
     """What a bench run measures, declared once: bench/spec.py's BenchSpec subclasses it with the
     runner's checks (the protocol cannot import the bench). Unknown names are refused, as in

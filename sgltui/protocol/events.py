@@ -258,6 +258,16 @@ class FrontRelease(FrontLetGo, tag="front.release"):
     why: str = ""
 
 
+class EndpointEvent(EventBase, tag="endpoint", omit_defaults=True):
+    """The agent endpoint acted for a request (woke, started, evicted, put an idle profile
+    away) or could not (a lease, a full queue): `text` says it with its cause."""
+
+    action: str = ""  # wake | start | evict | idle | refused | failed | lease
+    profile: str | None = None
+    victim: str | None = None
+    text: str = ""
+
+
 class Capacity(EventBase, tag="capacity"):
     launch_id: str | None = None
     card: dict[str, Any] | None = None
@@ -600,6 +610,7 @@ Event: TypeAlias = (
     | FrontHold
     | FrontRoute
     | FrontRelease
+    | EndpointEvent
     | Capacity
     | BenchStart
     | BenchProgress
@@ -639,6 +650,7 @@ _EVENT_TYPES: tuple[type[EventBase], ...] = (
     FrontHold,
     FrontRoute,
     FrontRelease,
+    EndpointEvent,
     Capacity,
     BenchStart,
     BenchProgress,

@@ -429,6 +429,29 @@ def _reads(part: dict[str, Any]) -> bool:
     return True
 
 
+class LeaseView(Struct, kw_only=True):
+    """A lease on a profile: the agent endpoint never evicts it (agent/leases.py)."""
+
+    profile: str
+    holder: str  # "job NAME (ID)" or "CLIENT by hand"
+    kind: Literal["job", "hand"] = "hand"
+    slot: str | None = None
+    until: float | None = None  # unix time; None: until dropped (a job's: while it runs)
+
+
+class EndpointView(Struct, kw_only=True):
+    """The agent's one OpenAI endpoint (agent/endpoint.py): where, what waits, who holds."""
+
+    url: str | None = None
+    state: str = "off"  # listening | error | off
+    error: str | None = None
+    queue: dict[str, int] = {}  # profile -> requests waiting for it to wake or start
+    leases: list[LeaseView] = []
+    last_eviction: dict[str, Any] | None = None  # slot, profile, for, why, at
+    swaps: int = 0  # request-driven swaps, starts and stops begun since the agent started
+    refused: int = 0  # requests answered 503
+
+
 class StatusReply(Struct, kw_only=True):
     agent: AgentInfo
     slots: list[SlotStatus]
@@ -438,6 +461,7 @@ class StatusReply(Struct, kw_only=True):
     jobs: list[JobView] = []
     pools: list[PoolStatus] = []
     unmanaged: list[Unmanaged] = []  # servers of this user the agent did not start
+    endpoint: EndpointView | None = None  # the agent's OpenAI endpoint (agent/endpoint.py)
 
 
 class StopReport(Struct, kw_only=True):

@@ -79,6 +79,7 @@ def build_report(session: Session, redactor: Redactor | None = None) -> dict[str
         "throughput": throughput,
         "bench": bench_runs(session),
         "jobs": sections.jobs(events),
+        "endpoint": sections.endpoint(events),
         "disk_errors": disk_errors,
         "notes": list(session.notes),
     }

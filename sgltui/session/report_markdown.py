@@ -54,6 +54,12 @@ def render_markdown(r: dict[str, Any]) -> str:
         "No timeline samples while a server was ready.",
     )
     out += _md_section("Batch jobs", _md_jobs(r.get("jobs") or []), "No batch jobs.")
+    ep = r.get("endpoint")
+    if ep:  # the agent endpoint's request-driven swaps (docs/endpoint.md), when there were some
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(ep["counts"].items()))
+        lines = [f"{ep['request_driven_swaps']} request-driven swaps ({counts}).", ""]
+        lines += [f"- {units.timestamp(x['ts'])} {x['text']}" for x in ep["lines"][-50:]]
+        out += _md_section("Endpoint", lines, "")
     out += _md_section("Bench runs", _md_bench(r["bench"]), "No bench runs.")
     notes = list(r["notes"]) + [
         f"disk error at {units.timestamp(d['ts'])}: {d['error']}" for d in r["disk_errors"]

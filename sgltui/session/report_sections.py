@@ -311,3 +311,19 @@ def jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif t == "job.progress" and job["state"] is None:
             job.update(answered=ev.get("answered"), failed=ev.get("failed"), state="running")
     return list(by_id.values())
+
+
+def endpoint(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the agent endpoint did for requests (agent/endpoint.py's `endpoint` events): counts
+    by action and each line with its cause; None when it did nothing."""
+    acts = [e for e in events if e.get("type") == "endpoint" and e.get("action") != "lease"]
+    if not acts:
+        return None
+    counts: dict[str, int] = {}
+    for e in acts:
+        counts[str(e.get("action"))] = counts.get(str(e.get("action")), 0) + 1
+    return {
+        "counts": counts,
+        "request_driven_swaps": sum(counts.get(k, 0) for k in ("wake", "start", "evict", "idle")),
+        "lines": [{"ts": e.get("ts"), "text": e.get("text")} for e in acts],
+    }

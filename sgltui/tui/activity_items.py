@@ -122,6 +122,9 @@ def activity_item(
         return ActivityItem(ts, client, t.replace(".", " "), "info", False)
     if t == "pool.roll":
         return _roll_item(ev, ts, client)
+    if t == "endpoint":  # the agent endpoint woke, started, evicted or refused (agent/endpoint.py)
+        bad = ev.get("action") in ("refused", "failed")
+        return ActivityItem(ts, client, str(ev.get("text") or ""), "warning" if bad else "info")
     if t in ("gateway.died", "gateway.error"):
         why = ev.get("error") or f"exit code {ev.get('code')}"
         return ActivityItem(ts, client, f"pool {ev.get('pool')}: gateway {why}", "error", False)

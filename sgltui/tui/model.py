@@ -143,6 +143,7 @@ class TuiModel:
         self.agent = typed.agent({})
         self.profile_rows: list[protocol.ProfileRow] = []
         self.pools: list[protocol.PoolStatus] = []
+        self.endpoint: protocol.EndpointView | None = None  # the agent's OpenAI endpoint
         self.unmanaged: list[protocol.Unmanaged] = []  # found, not started by sgltui
         self.telemetry = protocol.TelemetryView()
         self.jobs: dict[str, protocol.JobView] = {}  # by id, oldest first
@@ -315,6 +316,10 @@ class TuiModel:
             self.unmanaged = found
             changed.add(SERVERS)
         agent = typed.agent(status.get("agent"))
+        endpoint = typed.endpoint(status.get("endpoint"))
+        if endpoint != self.endpoint:
+            self.endpoint = endpoint
+            changed.add(SERVERS)
         if (
             list(self.state.slots.values()) != list(slots.values())
             or profiles != self.profile_rows

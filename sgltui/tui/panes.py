@@ -90,6 +90,10 @@ class Pane:
 def _draw_profiles(host: PaneHost, pane: ProfilesPane, dirty: set[str]) -> None:
     m = host.model
     pane.show(m.profiles, m.slots, m.current)
+    # the agent endpoint's queue and leases, only while there are some (agent/endpoint.py)
+    note = views.endpoint_note(m.endpoint)
+    if pane.border_subtitle != note:
+        pane.border_subtitle = note
 
 
 def _draw_memory(host: PaneHost, pane: MemoryPane, dirty: set[str]) -> None:

@@ -84,6 +84,16 @@ def pool(data: Any) -> protocol.PoolStatus:
     return lenient(protocol.PoolStatus, data, name=str(name or "?"))
 
 
+def endpoint(data: Any) -> protocol.EndpointView | None:
+    """The agent endpoint of STATUS (agent/endpoint.py); None: an older agent, or unreadable."""
+    if not isinstance(data, Mapping):
+        return None
+    try:
+        return msgspec.convert(data, protocol.EndpointView, strict=False)
+    except msgspec.ValidationError:
+        return None
+
+
 def job(data: Any) -> protocol.JobView | None:
     """A job of STATUS, or None when it cannot be read (the Jobs tab asks for it again)."""
     try:

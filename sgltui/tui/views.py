@@ -690,3 +690,13 @@ def standby_lines(slots: list[protocol.SlotStatus]) -> list[str]:
                 f"host {units.gib(sb.host_bytes)} pinned"
             )
     return out
+
+
+def endpoint_note(ep: protocol.EndpointView | None) -> str:
+    """The agent endpoint's queue per profile and who holds each lease, for the Profiles pane's
+    border; empty when nothing waits and nothing is leased (agent/endpoint.py)."""
+    if ep is None or (not ep.queue and not ep.leases):
+        return ""
+    parts = [f"{name}: {n} waiting" for name, n in ep.queue.items()]
+    parts += [f"{x.profile} leased by {x.holder}" for x in ep.leases]
+    return escape("endpoint · " + " · ".join(parts))

@@ -10,6 +10,7 @@ from sgltui import protocol
 from sgltui.agent.agent_ops import AgentOps
 from sgltui.agent.attach import Attacher
 from sgltui.agent.jobs_host import JobsHost
+from sgltui.agent.leases import Leases
 from sgltui.agent.operations import Operations
 from sgltui.agent.standby import Standbys
 from sgltui.core import causes
@@ -24,7 +25,7 @@ def test_every_op_has_a_handler_and_every_handler_an_op():
         return {prefix + n[3:] for n, _ in inspect.getmembers(cls) if n.startswith("op_")}
 
     every = ops(AgentOps) | ops(Operations) | ops(JobsHost, "job_") | ops(Attacher)
-    assert every | ops(Standbys, "standby_") == set(protocol.OPS)
+    assert every | ops(Standbys, "standby_") | ops(Leases, "lease_") == set(protocol.OPS)
     assert ops(Operations) == set(Operations.OPS)
     assert ops(Attacher) == set(Attacher.OPS)
 
@@ -186,7 +187,7 @@ def test_every_handler_returns_its_op_s_reply_type():
         }
 
     handlers = hints(AgentOps) | hints(Operations) | hints(JobsHost, "job_") | hints(Attacher)
-    handlers |= hints(Standbys, "standby_")
+    handlers |= hints(Standbys, "standby_") | hints(Leases, "lease_")
     for op, spec in protocol.OPS.items():
         assert handlers[op] in (spec.reply, typing.Any), (op, handlers[op], spec.reply)
 
