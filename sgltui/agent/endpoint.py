@@ -79,6 +79,7 @@ class Endpoint(Moves):
         self.refused = 0
         self.counts = {"served": 0, "cut": 0, "upstream_errors": 0}
         self.subapps: list[tuple[str, web.Application]] = []
+        self.routes: list[web.RouteDef] = []
         self._front_seen: dict[str, tuple[int, int, int]] = {}  # slot -> its front's counts
         self._pulse = asyncio.Event()
         self._kick = asyncio.Event()
@@ -95,6 +96,11 @@ class Endpoint(Moves):
         host = connect_host(self.cfg.host)
         return f"http://{f'[{host}]' if ':' in host else host}:{self.cfg.port}"
 
+    def add_routes(self, routes: list[web.RouteDef]) -> None:
+        """Serve these routes on this port too (OpenAI's Batch API: agent/batch_api.py); before
+        start(). They win over the routing by `model`."""
+        self.routes.extend(routes)
+
     def mount(self, prefix: str, app: web.Application) -> None:
         """Serve `app` under `prefix` on this port (e.g. a Batch API at /v1/batches); before
         start(). Its routes win over the routing by `model`."""
@@ -106,6 +112,7 @@ class Endpoint(Moves):
         app = web.Application(client_max_size=256 << 20)  # long prompts, base64 images
         for prefix, sub in self.subapps:
             app.add_subapp(prefix, sub)
+        app.router.add_routes(self.routes)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/health", self._health)
         app.router.add_route("*", "/{tail:.*}", self._handle)

@@ -26,6 +26,7 @@ from sgltui import __version__, protocol
 from sgltui.agent import keeper, preflight
 from sgltui.agent.agent_ops import AgentOps
 from sgltui.agent.attach import Attacher
+from sgltui.agent.batch_api import BatchApi, BatchStore
 from sgltui.agent.children import Children
 from sgltui.agent.config import AgentConfig
 from sgltui.agent.discovery import Discovery
@@ -132,6 +133,11 @@ class Supervisor:
         # keep it from evicting work (agent/leases.py)
         self.leases = Leases(self, state_dir)
         self.endpoint = Endpoint(self, self.agent_config.endpoint)
+        # OpenAI's Batch API there too, as on each front; a batch goes to the agent's own choice
+        # of slot (its only one), or the one its metadata names (agent/batch_api.py)
+        self.endpoint.add_routes(
+            BatchApi(BatchStore(state_dir / "batch-api"), self.handle).routes()
+        )
         self.shutdown_requested = asyncio.Event()
         self.stop_servers_on_exit = False
         self._lock = asyncio.Lock()  # commands that are not a slot's lifecycle

@@ -142,3 +142,27 @@ async def test_metadata_reaches_the_job_options(tmp_path, monkeypatch):
         r = await c.post("/v1/files", data=form)
         assert r.status == 413 and "split it" in await r.text()
         assert len(list((tmp_path / "b" / "files").glob("*.jsonl"))) == 1  # none left behind
+
+
+def test_the_agent_endpoint_answers_the_batch_routes_too(agent_handle, monkeypatch, tmp_path):
+    """The agent's one endpoint (agent/endpoint.py) serves the same Batch API as each front:
+    the routes win over its routing by `model`, and the batch is the agent's job."""
+    from tests.ports import server_port
+
+    port = server_port()
+    monkeypatch.setenv("SGLTUI_ENDPOINT_PORT", str(port))
+    agent = agent_handle
+    agent.start()
+    agent.call("start", profile=agent.write_profile("t-ep"), wait=True)
+    inp = tmp_path / "in.jsonl"
+    ids = write_input(inp, 3, max_tokens=4)
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
+    f = client.files.create(file=inp.open("rb"), purpose="batch")
+    batch = client.batches.create(
+        input_file_id=f.id, endpoint="/v1/completions", completion_window="24h"
+    )
+    done = _poll(client, batch.id, ("completed", "failed"))
+    assert done.status == "completed" and done.request_counts.completed == 3, done
+    lines = client.files.content(done.output_file_id).text.splitlines()
+    assert sorted(json.loads(x)["custom_id"] for x in lines) == sorted(ids)
+    assert agent.call("job_status", job=batch.id)["state"] == "done"
