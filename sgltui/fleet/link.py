@@ -48,6 +48,14 @@ class HostLink:
         if fut is not None and not fut.done():
             fut.set_result(None)
 
+    async def detail_client(self) -> HostClient:
+        """A second connection to this host for what an opened host shows (its pushes) in a
+        fleet of many hosts: subscribed while the host is open, closed with it (the agent has
+        no unsubscribe). The link's own connection only polls STATUS."""
+        client = HostClient(self.fleet, self.host, self.client_name)
+        await client.connect()
+        return client
+
     async def _nap(self, seconds: float) -> None:
         """Sleep `seconds` unless poked (or the ssh exits) first: a timer and a future, no task
         per wait (what an idle poll costs, times the hosts)."""

@@ -32,6 +32,10 @@ from sgltui.fleet.view import HostState
 from sgltui.tui.fleetpools import CrossPools
 
 SEP = "/"
+# A fleet of up to this many hosts shows every host's slots (the slots view lists them all, each
+# host's pushes followed). More: the hosts are summarised one line each and a host's slots,
+# figures and pushes are fetched only while it is opened (docs/scale.md).
+OPEN_ALL_MAX = 8
 SAMPLE_MERGE_S = 1.0  # every host's samples, drawn as one at most this often
 LOG_TAIL_LINES = 200
 FRESH_TIMEOUT_S = 2.0  # a STATUS the app asks for: a host slower than this gives its last one  # a host that (re)connects: the tail of each live server's log
@@ -48,6 +52,7 @@ class Link(Protocol):
 
     async def run(self) -> None: ...
     def poke(self) -> None: ...
+    async def detail_client(self) -> Any: ...
 
 
 def split(name: str) -> tuple[str, str]:
@@ -155,6 +160,11 @@ class FleetSource:
         self._sample_due: asyncio.TimerHandle | None = None
         self._last_merge = 0.0
         self._fleet_pending = False
+        # Many hosts: summarised, a host's detail (slots, samples, logs) only while opened, on a
+        # connection of its own (the agent has no unsubscribe: closing it is what stops them).
+        self.summarised = len(links) > OPEN_ALL_MAX
+        self.opened: set[str] = set()
+        self._shown_changed = False  # a host whose slots are shown changed since fleet_read
         for lk in links:
             lk.on_change = self._changed
 
@@ -198,6 +208,29 @@ class FleetSource:
             return f"host {host}: {link.state.line()}; nothing sent"
         return None
 
+    def is_open(self, host: str) -> bool:
+        """Whether `host`'s slots are shown (every host's in a fleet that is not summarised)."""
+        return not self.summarised or host in self.opened
+
+    def toggle(self, host: str) -> bool:
+        """Open a host (its slots shown, its pushes followed) or close it; True: now open."""
+        if not self.summarised or host not in self.by_name:
+            return True
+        if host in self.opened:
+            self.opened.discard(host)
+            followed = self._followers.pop(host, None)
+            if followed is not None:
+                followed[1].cancel()
+            self._samples.pop(host, None)
+            if self.focus_host == host:
+                self.focus_host = None
+        else:
+            self.opened.add(host)
+            self._changed(self.by_name[host].state)
+        self._shown_changed = True
+        self._note_fleet()
+        return host in self.opened
+
     def retry_now(self) -> None:
         """Every host that is down tries again now (the operator asked), not after its backoff."""
         for lk in self.links:
@@ -217,7 +250,9 @@ class FleetSource:
         asks after an event: the link's latest poll may be seconds old and would undo what the
         event showed); a host that does not answer within FRESH_TIMEOUT_S gives its link's. A
         host that is down gives the slots and pools it last had (no figures: they are gone)."""
-        hosts = [lk for lk in self.links if lk.state.status is not None]
+        hosts = [
+            lk for lk in self.links if lk.state.status is not None and self.is_open(lk.state.name)
+        ]
         fresh = await asyncio.gather(*(self._fresh(lk) for lk in hosts))
         focus = self.focused()
         slots: list[Any] = []
@@ -312,7 +347,15 @@ class FleetSource:
     def _changed(self, state: HostState) -> None:
         link = self.by_name.get(state.name)
         client = link.client if link is not None else None
-        if state.reachable and client is not None and link is not None:
+        if self.summarised:
+            if state.reachable and link is not None and self.is_open(state.name):
+                followed = self._followers.get(state.name)
+                if followed is None or followed[0] is not client or followed[1].done():
+                    if followed is not None:
+                        followed[1].cancel()
+                    task = asyncio.get_running_loop().create_task(self._follow_detail(link))
+                    self._followers[state.name] = (client, task)
+        elif state.reachable and client is not None and link is not None:
             followed = self._followers.get(state.name)
             if followed is None or followed[0] is not client:
                 if followed is not None:
@@ -321,6 +364,8 @@ class FleetSource:
                 self._followers[state.name] = (client, task)
         if not state.reachable:
             self._samples.pop(state.name, None)
+        if self.is_open(state.name):
+            self._shown_changed = True
         self._note_fleet()
 
     def _note_fleet(self) -> None:
@@ -329,8 +374,25 @@ class FleetSource:
             self._fleet_pending = True
             self._queue.put_nowait({"push": "fleet"})
 
-    def fleet_read(self) -> None:
+    def fleet_read(self) -> bool:
+        """The app read the 'fleet' push. True: a host whose slots it shows changed (its STATUS
+        is worth asking again); False: only summarised hosts' rows did."""
         self._fleet_pending = False
+        shown, self._shown_changed = self._shown_changed, False
+        return shown
+
+    async def _follow_detail(self, link: Link) -> None:
+        """An opened host's pushes on a connection of its own, closed with the host (or when
+        the link's connection drops: the link's next answer follows it afresh)."""
+        try:
+            client = await link.detail_client()
+        except Exception:  # the link says when the host is down; this try is not the one
+            return
+        try:
+            await self._follow(link, client)
+        finally:
+            with contextlib.suppress(Exception):
+                await client.close()
 
     async def _follow(self, link: Link, client: Any) -> None:
         """A host's pushes, for as long as its connection lasts (the link makes a new one when
