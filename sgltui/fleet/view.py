@@ -107,29 +107,29 @@ def pool_rows(h: HostState) -> list[dict[str, Any]]:
     return [protocol.to_builtins(p) for p in h.status.pools]
 
 
+def host_json(h: HostState) -> dict[str, Any]:
+    """One host of `fleet status --json` (and a line of `--json-lines`)."""
+    r = host_row(h)
+    return {
+        "name": r.name,
+        "ssh": h.ssh,
+        "reachable": r.reachable,
+        "state": r.state,
+        "since": h.since,
+        "error": r.error,
+        "version": r.version,
+        "gpus": r.gpus,
+        "slots": r.slot_rows if r.reachable else [],
+        "running": r.running,
+        "tok_s": r.tok_s,
+        "rtt_ms": r.rtt_ms,
+        "pools": pool_rows(h),
+    }
+
+
 def as_json(states: list[HostState]) -> dict[str, Any]:
     """`fleet status --json`: {"hosts": [{"name", "reachable", ...}]}."""
-    hosts = []
-    for h in states:
-        r = host_row(h)
-        hosts.append(
-            {
-                "name": r.name,
-                "ssh": h.ssh,
-                "reachable": r.reachable,
-                "state": r.state,
-                "since": h.since,
-                "error": r.error,
-                "version": r.version,
-                "gpus": r.gpus,
-                "slots": r.slot_rows if r.reachable else [],
-                "running": r.running,
-                "tok_s": r.tok_s,
-                "rtt_ms": r.rtt_ms,
-                "pools": pool_rows(h),
-            }
-        )
-    return {"hosts": hosts}
+    return {"hosts": [host_json(h) for h in states]}
 
 
 # ---- many hosts: one line each, the failing and the busiest first, filtered by words -------

@@ -36,6 +36,11 @@ SEP = "/"
 # host's pushes followed). More: the hosts are summarised one line each and a host's slots,
 # figures and pushes are fetched only while it is opened (docs/scale.md).
 OPEN_ALL_MAX = 8
+# A summarised host's line: its link polls it this often (an opened host at the fleet's
+# interval, its pushes at the agent's rate), and lines that changed are drawn together at most
+# this often; a host that goes down or comes back is drawn at once.
+SUMMARY_POLL_S = 5.0
+SUMMARY_DRAW_S = 1.0
 SAMPLE_MERGE_S = 1.0  # every host's samples, drawn as one at most this often
 LOG_TAIL_LINES = 200
 FRESH_TIMEOUT_S = 2.0  # a STATUS the app asks for: a host slower than this gives its last one  # a host that (re)connects: the tail of each live server's log
@@ -47,6 +52,7 @@ class Link(Protocol):
     """What the source needs of a host's link (sgltui.fleet.link.HostLink; tests: a fake)."""
 
     state: HostState
+    interval_s: float  # seconds between its STATUS polls
     client: Any  # a HostClient while connected (call, agent.pushes), else None
     on_change: Callable[[HostState], None] | None
 
@@ -165,7 +171,12 @@ class FleetSource:
         self.summarised = len(links) > OPEN_ALL_MAX
         self.opened: set[str] = set()
         self._shown_changed = False  # a host whose slots are shown changed since fleet_read
+        self._up: dict[str, bool] = {}  # each host's reachability as last drawn
+        self._lines_due: asyncio.TimerHandle | None = None
+        self._last_lines = 0.0
+        self._interval = {lk.state.name: lk.interval_s for lk in links}
         for lk in links:
+            self._set_poll(lk)
             lk.on_change = self._changed
 
     @classmethod
@@ -212,6 +223,14 @@ class FleetSource:
         """Whether `host`'s slots are shown (every host's in a fleet that is not summarised)."""
         return not self.summarised or host in self.opened
 
+    def _set_poll(self, link: Link) -> None:
+        """A summarised host's link polls every SUMMARY_POLL_S (its line's figures); an opened
+        one at the fleet's interval."""
+        if self.summarised:
+            name = link.state.name
+            fast = self._interval[name]
+            link.interval_s = fast if self.is_open(name) else max(fast, SUMMARY_POLL_S)
+
     def toggle(self, host: str) -> bool:
         """Open a host (its slots shown, its pushes followed) or close it; True: now open."""
         if not self.summarised or host not in self.by_name:
@@ -227,6 +246,8 @@ class FleetSource:
         else:
             self.opened.add(host)
             self._changed(self.by_name[host].state)
+        self._set_poll(self.by_name[host])
+        self.by_name[host].poke()  # (opened: its STATUS now, not at the end of a long nap)
         self._shown_changed = True
         self._note_fleet()
         return host in self.opened
@@ -334,9 +355,10 @@ class FleetSource:
         await self.cross.close()
         tasks = self._tasks + [t for _, t in self._followers.values()]
         self._tasks, self._followers = [], {}
-        if self._sample_due is not None:
-            self._sample_due.cancel()
-            self._sample_due = None
+        for due in (self._sample_due, self._lines_due):
+            if due is not None:
+                due.cancel()
+        self._sample_due = self._lines_due = None
         for t in tasks:
             t.cancel()
         # Each link stops its ssh (its own process group) and reaps it as it is cancelled.
@@ -364,8 +386,25 @@ class FleetSource:
                 self._followers[state.name] = (client, task)
         if not state.reachable:
             self._samples.pop(state.name, None)
-        if self.is_open(state.name):
+        shown = self.is_open(state.name)
+        if shown:
             self._shown_changed = True
+        flipped = self._up.get(state.name) != state.reachable
+        self._up[state.name] = state.reachable
+        if self.summarised and not shown and not flipped:
+            self._lines_soon()  # a summarised host's figures: drawn with the others' changes
+        else:
+            self._note_fleet()
+
+    def _lines_soon(self) -> None:
+        if self._lines_due is not None:
+            return
+        wait = max(0.0, self._last_lines + SUMMARY_DRAW_S - time.monotonic())
+        self._lines_due = asyncio.get_running_loop().call_later(wait, self._lines_now)
+
+    def _lines_now(self) -> None:
+        self._lines_due = None
+        self._last_lines = time.monotonic()
         self._note_fleet()
 
     def _note_fleet(self) -> None:

@@ -5,7 +5,8 @@ cores) holds a handful of those, not 64. A stand-in host answers the same protoc
 same pipes at a real host's rate, scripted:
 
 - `hello`, `status` (8 slots on 8 GPUs, a pool `all` over them, engine figures that move with
-  time; every 16th host has a failed slot, a quarter of the hosts are idle), `subscribe`, `logs`;
+  time; every 16th host (h6, h22 ...) has a failed slot, a quarter (h3, h7 ...) are idle),
+  `subscribe`, `logs`;
   any other op is refused ("invalid"), as an agent refuses an op it does not know.
 - once subscribed, what an agent with 8 busy slots pushes: a `sample` each second (8 GPUs, 8
   slots' engine figures) and one `logs` push a second carrying a line per busy slot (the
@@ -66,9 +67,11 @@ class StandinHost:
         self.names = slot_names(slots)
         self.idle = self.k % 4 == 3
         self.status = make_host_status(slots)
+        self.failed: set[str] = set()
         for i, s in enumerate(self.status["slots"]):
-            if self.k % 16 == 7 and i == slots - 1:
+            if self.k % 16 == 6 and i == slots - 1:
                 s.update(state="failed", ready_at=None, uptime_s=None, capacity=None)
+                self.failed.add(s["id"])
         self.t0 = time.monotonic()
 
     def engine(self, t: float) -> dict[str, Any]:
@@ -77,6 +80,8 @@ class StandinHost:
         busy = 0.5 + (self.k % 8) / 8
         out = {}
         for i, sid in enumerate(self.names):
+            if sid in self.failed:
+                continue
             e = make_engine(t + 3 * i + self.k, running=4 - i % 3)
             e["gen_throughput"] = round(e["gen_throughput"] * busy, 2)
             out[sid] = e

@@ -49,6 +49,7 @@ class FakeLink:
     ) -> None:
         self.state = HostState(name=name, ssh=f"u@{name}")
         self.on_change = None
+        self.interval_s = 2.0
         self.client = None
         self.details: list[FakeClient] = []  # the connections opened for the host's detail
         self.calls = calls

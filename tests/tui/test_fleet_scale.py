@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from sgltui import protocol
 from sgltui.tui.widgets.hostlist import HostListPane
 from tests.support.scripted import make_host_status
 
@@ -93,10 +94,11 @@ async def test_a_host_of_64_opened_shows_its_slots_and_follows_its_pushes_only_w
         # Only that host was asked anything; its detail is a connection of its own.
         assert {h for h, op, _ in calls if op in ("subscribe", "status", "logs")} == {"h23"}
         assert len(link.details) == 1 and not link.details[0].closed
+        assert link.interval_s == 2.0  # opened: polled at the fleet's interval
         await pilot.press("enter")  # closed again: its slots go, its detail connection ends
         await until(pilot, lambda: app.model.slots == [])
         await until(pilot, lambda: link.details[0].closed)
-        assert src.opened == set()
+        assert src.opened == set() and link.interval_s == 5.0
 
 
 async def test_a_dead_host_among_64_shows_as_such_and_the_others_answer():
@@ -112,3 +114,31 @@ async def test_a_dead_host_among_64_shows_as_such_and_the_others_answer():
         assert app.model.slots == [] and not [c for c in calls if c[0] == "h64"]
         await pilot.press("down", "enter")  # the next one opens at once all the same
         await until(pilot, lambda: len(app.model.slots) == 8)
+
+
+async def test_a_hosts_new_figures_repaint_its_line_only_and_the_same_figures_nothing():
+    statuses = sixty_four()
+    src, _ = fleet_source(statuses)
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.query_one(HostListPane)
+        await until(pilot, lambda: len(pane.rows) == HOSTS)
+        assert hosts_of(pane).index("h6") == 8 and "1.55k tok/s" in pane.rows[8][1]
+        await pilot.pause(0.3)
+        link = src.by_name["h6"]
+
+        async def poll(tok: float) -> None:  # the link's next answer: a new STATUS
+            for e in statuses["h6"]["telemetry"]["engine"].values():
+                e["gen_throughput"] = tok
+            link.state.status = protocol.decode_reply("status", statuses["h6"])
+            src._changed(link.state)
+            await pilot.pause(0.3)
+
+        before = pane.repainted
+        await poll(194.0)  # the same line: nothing drawn
+        assert pane.repainted == before
+        await poll(195.0)  # 1.56k now, same place in the order: that row only
+        await until(pilot, lambda: "1.56k tok/s" in pane.rows[8][1])
+        await pilot.pause(0.2)
+        assert pane.repainted == before + 1
+        assert link.interval_s == 5.0  # a summarised host is polled less often than one open

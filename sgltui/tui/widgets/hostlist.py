@@ -31,16 +31,18 @@ from sgltui.core import units
 
 
 def summary_line(s: HostSummary, opened: bool, focused: bool) -> str:
-    """A host's line: open marker, name, then its figures or why it is down."""
-    mark = "[b $accent]▸[/]" if focused else " "
+    """A host's line: ▸ (closed) or ▾ (opened), its name (in the accent colour: the host the
+    screen follows), then its figures or why it is down."""
     fold = "▾" if opened else "▸"
     name = escape(f"{s.name[:10]:<10}")
+    if focused:
+        name = f"[b $accent]{name}[/]"
     if not s.reachable:
-        return f"{mark}{fold} {name} [$error]○ {escape(s.state)}[/]"
+        return f"{fold} {name} [$error]○ {escape(s.state)}[/]"
     tok = units.sig3(s.tok_s) if s.tok_s is not None else "-"
     fail = f"  [$error]{s.failing} failed[/]" if s.failing else ""
     figures = f"{s.gpus} GPU  {s.running}/{s.slots} slots  {tok:>5} tok/s"
-    return f"{mark}{fold} {name} [$success]●[/] {figures}{fail}"
+    return f"{fold} {name} [$success]●[/] {figures}{fail}"
 
 
 class HostListPane(ScrollView, can_focus=True):
@@ -89,6 +91,10 @@ class HostListPane(ScrollView, can_focus=True):
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
         self._last: tuple[list[HostState], set[str], str | None] | None = None
         self.repainted = 0  # rows repainted since mounted (tests and benches read it)
+        # host -> (what its line was read from, its summary): a host whose link has no new
+        # STATUS since is not summarised again (64 hosts, a draw or more a second)
+        self._read: dict[str, tuple[tuple[object, ...], HostSummary]] = {}
+        self.moved = False  # the operator moved the cursor: it stays on its host from then on
 
     @property
     def text(self) -> str:
@@ -97,7 +103,7 @@ class HostListPane(ScrollView, can_focus=True):
 
     def show(self, hosts: list[HostState], opened: set[str], focus: str | None) -> None:
         self._last = (hosts, opened, focus)
-        summaries = sorted((view.summary(h) for h in hosts), key=view.rank)
+        summaries = sorted((self._summary(h) for h in hosts), key=view.rank)
         shown = [s for s in summaries if view.matches(s, self.query)]
         rows = [(s.name, summary_line(s, s.name in opened, s.name == focus)) for s in shown]
         down = sum(1 for s in summaries if not s.reachable)
@@ -112,10 +118,21 @@ class HostListPane(ScrollView, can_focus=True):
             self.refresh(layout=len(old) != len(rows))
             self.repainted += len(rows)
             names = [h for h, _ in rows]
-            # The cursor stays on its host when the order changes (a host got busier).
-            self.highlighted = names.index(at) if at in names else 0
+            # Once moved, the cursor stays on its host when the order changes (a host got
+            # busier); until then on the first row, the worst or the busiest host.
+            self.highlighted = names.index(at) if self.moved and at in names else 0
         else:
             self._refresh_rows([i for i, (a, b) in enumerate(zip(old, rows)) if a != b])
+
+    def _summary(self, h: HostState) -> HostSummary:
+        # (the STATUS object itself, held: a poll's answer is a new one; its id could be reused)
+        key = (h.status, h.reachable, h.since, h.error)
+        hit = self._read.get(h.name)
+        if hit is not None and hit[0][0] is h.status and hit[0][1:] == key[1:]:
+            return hit[1]
+        s = view.summary(h)
+        self._read[h.name] = (key, s)
+        return s
 
     def _title(self) -> str:
         shown, total, down, failing = self.counts
@@ -140,6 +157,7 @@ class HostListPane(ScrollView, can_focus=True):
 
     def action_cursor(self, step: int) -> None:
         if self.rows:
+            self.moved = True
             self.highlighted = max(0, min(len(self.rows) - 1, self.highlighted + step))
 
     def action_toggle(self) -> None:
