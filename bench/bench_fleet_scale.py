@@ -95,11 +95,13 @@ def tui_round(path: Path, warmup: float, seconds: float, open_first: bool) -> di
         time.sleep(seconds)
         t1, k1 = on_cpu_s(p.pid), sum(on_cpu_s(k.pid) for k in kids)
         rss = p.memory_info().rss
+        fds = len(os.listdir(f"/proc/{p.pid}/fd"))
         return {
             "cpu": (t1 - t0) / seconds,
             "relays": max(0.0, k1 - k0) / seconds,
             "rss_mib": rss / 2**20,
             "kids": len(kids),
+            "fds": fds,
             "started_s": time.perf_counter() - t_start,
         }
     finally:
@@ -141,6 +143,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=10.0)
     ap.add_argument("--status-runs", type=int, default=3)
     ap.add_argument("--no-tui", action="store_true")
+    ap.add_argument("--no-status", action="store_true", help="the TUI part only")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="sgltui-scale-"))
     sock = root / "standin.sock"
@@ -161,64 +164,77 @@ def main() -> int:
             time.sleep(0.05)
         names = [f"h{i}" for i in range(1, HOSTS + 1)]
         files = {n: standin.fleet_file(root, sock, names[:n]) for n in (1, 4, 16, HOSTS)}
-        # -- fleet status --json ----------------------------------------------------------
-        status: dict[int, list[float]] = {n: [] for n in files}
-        for _ in range(args.status_runs):
-            for n, f in files.items():
-                took, up = status_time(f)
-                assert up == n, f"{n} hosts: {up} answered"
-                status[n].append(took)
-        med = {n: statistics.median(v) for n, v in status.items()}
-        print(f"fleet status --json, median of {args.status_runs}:")
-        for n in files:
-            print(f"  {n:>3} hosts  {med[n] * 1000:7.0f} ms")
-        ratio = med[HOSTS] / med[1]
-        met = ratio <= STATUS_BUDGET
-        ok &= met
-        print(
-            f"  {HOSTS} hosts / 1 host: {ratio:.2f}x (budget <= {STATUS_BUDGET:.0f}x): "
-            f"{'met' if met else 'OVER'}"
-        )
-        sick = root / "sick"
-        sick.mkdir()
-        mixed = standin.fleet_file(sick, sock, names, dead={"h40"}, slow={"h50"})
-        first, before_slow, last, n = lines_times(mixed, timeout=5.0)
-        print(
-            f"  {HOSTS} hosts, h40 refused, h50 hangs (--json-lines --timeout 5): first line "
-            f"{first * 1000:.0f} ms, {n - 1} lines by {before_slow * 1000:.0f} ms, the hung "
-            f"host's at {last:.1f} s"
-        )
+        if not args.no_status:
+            ok &= status_part(root, sock, files, names, args.status_runs)
         if args.no_tui:
             return 0 if ok else 1
-        # -- the TUI ------------------------------------------------------------------------
-        kinds = {"1 host": (files[1], False), f"{HOSTS} hosts": (files[HOSTS], False)}
-        kinds[f"{HOSTS} hosts, one opened"] = (files[HOSTS], True)
-        got: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
-        for _ in range(args.tui_rounds):
-            for k, (f, opened) in kinds.items():
-                got[k].append(tui_round(f, args.warmup, args.tui_seconds, opened))
-        print(f"fleet TUI idle, 120x40, {args.tui_rounds} x {args.tui_seconds:.0f} s each:")
-        avg = {k: {m: statistics.mean(r[m] for r in v) for m in v[0]} for k, v in got.items()}
-        for k, a in avg.items():
-            print(
-                f"  {k:<22} {a['cpu'] * 100:6.2f}% of a core (relays {a['relays'] * 100:.2f}%, "
-                f"{a['kids']:.0f} children)  RSS {a['rss_mib']:.0f} MiB"
-            )
-        base = avg["1 host"]
-        for k in list(kinds)[1:]:
-            cpu_r = avg[k]["cpu"] / base["cpu"]
-            rss_r = avg[k]["rss_mib"] / base["rss_mib"]
-            cpu_ok, rss_ok = cpu_r <= TUI_CPU_BUDGET, rss_r <= TUI_RSS_BUDGET
-            ok &= cpu_ok and rss_ok
-            print(
-                f"  {k} / 1 host: CPU {cpu_r:.2f}x (budget <= {TUI_CPU_BUDGET:.0f}x): "
-                f"{'met' if cpu_ok else 'OVER'}; RSS {rss_r:.2f}x (budget <= "
-                f"{TUI_RSS_BUDGET:.0f}x): {'met' if rss_ok else 'OVER'}"
-            )
+        ok &= tui_part(files, args)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait()
     return 0 if ok else 1
+
+
+def status_part(
+    root: Path, sock: Path, files: dict[int, Path], names: list[str], runs: int
+) -> bool:
+    """`fleet status --json` at 1, 4, 16 and 64 hosts, and 64 with a refused and a hung one."""
+    status: dict[int, list[float]] = {n: [] for n in files}
+    for _ in range(runs):
+        for n, f in files.items():
+            took, up = status_time(f)
+            assert up == n, f"{n} hosts: {up} answered"
+            status[n].append(took)
+    med = {n: statistics.median(v) for n, v in status.items()}
+    print(f"fleet status --json, median of {runs}:")
+    for n in files:
+        print(f"  {n:>3} hosts  {med[n] * 1000:7.0f} ms")
+    ratio = med[HOSTS] / med[1]
+    met = ratio <= STATUS_BUDGET
+    print(
+        f"  {HOSTS} hosts / 1 host: {ratio:.2f}x (budget <= {STATUS_BUDGET:.0f}x): "
+        f"{'met' if met else 'OVER'}"
+    )
+    sick = root / "sick"
+    sick.mkdir()
+    mixed = standin.fleet_file(sick, sock, names, dead={"h40"}, slow={"h50"})
+    first, before_slow, last, n = lines_times(mixed, timeout=5.0)
+    print(
+        f"  {HOSTS} hosts, h40 refused, h50 hangs (--json-lines --timeout 5): first line "
+        f"{first * 1000:.0f} ms, {n - 1} lines by {before_slow * 1000:.0f} ms, the hung "
+        f"host's at {last:.1f} s"
+    )
+    return met
+
+
+def tui_part(files: dict[int, Path], args: argparse.Namespace) -> bool:
+    """The app idle at 1 host, 64 summarised, 64 with one opened: CPU and RSS."""
+    ok = True
+    kinds = {"1 host": (files[1], False), f"{HOSTS} hosts": (files[HOSTS], False)}
+    kinds[f"{HOSTS} hosts, one opened"] = (files[HOSTS], True)
+    got: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
+    for _ in range(args.tui_rounds):
+        for k, (f, opened) in kinds.items():
+            got[k].append(tui_round(f, args.warmup, args.tui_seconds, opened))
+    print(f"fleet TUI idle, 120x40, {args.tui_rounds} x {args.tui_seconds:.0f} s each:")
+    avg = {k: {m: statistics.mean(r[m] for r in v) for m in v[0]} for k, v in got.items()}
+    for k, a in avg.items():
+        print(
+            f"  {k:<22} {a['cpu'] * 100:6.2f}% of a core (relays {a['relays'] * 100:.2f}%, "
+            f"{a['kids']:.0f} children)  RSS {a['rss_mib']:.0f} MiB"
+        )
+    base = avg["1 host"]
+    for k in list(kinds)[1:]:
+        cpu_r = avg[k]["cpu"] / base["cpu"]
+        rss_r = avg[k]["rss_mib"] / base["rss_mib"]
+        cpu_ok, rss_ok = cpu_r <= TUI_CPU_BUDGET, rss_r <= TUI_RSS_BUDGET
+        ok &= cpu_ok and rss_ok
+        print(
+            f"  {k} / 1 host: CPU {cpu_r:.2f}x (budget <= {TUI_CPU_BUDGET:.0f}x): "
+            f"{'met' if cpu_ok else 'OVER'}; RSS {rss_r:.2f}x (budget <= "
+            f"{TUI_RSS_BUDGET:.0f}x): {'met' if rss_ok else 'OVER'}"
+        )
+    return ok
 
 
 if __name__ == "__main__":

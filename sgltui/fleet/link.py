@@ -51,9 +51,13 @@ class HostLink:
     async def detail_client(self) -> HostClient:
         """A second connection to this host for what an opened host shows (its pushes) in a
         fleet of many hosts: subscribed while the host is open, closed with it (the agent has
-        no unsubscribe). The link's own connection only polls STATUS."""
+        no unsubscribe). The link's own connection only polls STATUS. ConnectionError: it
+        could not connect (the link says why the host is down)."""
         client = HostClient(self.fleet, self.host, self.client_name)
-        await client.connect()
+        try:
+            await client.connect()
+        except HostError as exc:
+            raise ConnectionError(str(exc)) from None
         return client
 
     async def _nap(self, seconds: float) -> None:

@@ -55,10 +55,10 @@ from sgltui.tui.screens import BenchDialog, Confirm, HelpScreen
 from sgltui.tui.screenshot import offline_svg as offline_svg  # (tools/gpucheck imports it here)
 from sgltui.tui.source import SOURCE_ERRORS, MalformedReply, TuiSource, ask
 from sgltui.tui.themes import DEFAULT_THEME
+from sgltui.tui.widgets.hostlist import HostListPane
 from sgltui.tui.widgets.jobs import JobsPane
 from sgltui.tui.widgets.logs import LogPane
 from sgltui.tui.widgets.profiles import ProfilesPane
-from sgltui.tui.widgets.hostlist import HostListPane
 from sgltui.tui.widgets.slots import SlotsPane
 
 # Reconnecting to the agent: 0.5 s after it went away, doubling to 5 s (core/retry.py).

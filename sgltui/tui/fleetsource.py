@@ -38,9 +38,10 @@ SEP = "/"
 OPEN_ALL_MAX = 8
 # A summarised host's line: its link polls it this often (an opened host at the fleet's
 # interval, its pushes at the agent's rate), and lines that changed are drawn together at most
-# this often; a host that goes down or comes back is drawn at once.
+# this often (its figures are 5 s old at most anyway); a host that goes down or comes back is
+# drawn at once.
 SUMMARY_POLL_S = 5.0
-SUMMARY_DRAW_S = 1.0
+SUMMARY_DRAW_S = 2.0
 SAMPLE_MERGE_S = 1.0  # every host's samples, drawn as one at most this often
 LOG_TAIL_LINES = 200
 FRESH_TIMEOUT_S = 2.0  # a STATUS the app asks for: a host slower than this gives its last one  # a host that (re)connects: the tail of each live server's log
@@ -425,7 +426,7 @@ class FleetSource:
         the link's connection drops: the link's next answer follows it afresh)."""
         try:
             client = await link.detail_client()
-        except Exception:  # the link says when the host is down; this try is not the one
+        except (AgentError, OSError):  # the link says when the host is down; not this try
             return
         try:
             await self._follow(link, client)

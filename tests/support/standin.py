@@ -179,7 +179,12 @@ async def push_loop(host: StandinHost, writer: asyncio.StreamWriter) -> None:
             if lines:
                 writer.write(protocol.encode({"push": "logs", "data": lines}))
             if n % int(EVENT_EVERY_S / SAMPLE_S) == 0:
-                ev = {"type": "log.rotated", "ts": time.time(), "slot": host.names[0], "file": "x.log"}
+                ev = {
+                    "type": "log.rotated",
+                    "ts": time.time(),
+                    "slot": host.names[0],
+                    "file": "x.log",
+                }
                 writer.write(protocol.encode({"push": "event", "data": ev}))
             await writer.drain()
 

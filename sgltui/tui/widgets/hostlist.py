@@ -25,9 +25,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.visual import Visual
 
+from sgltui.core import units
 from sgltui.fleet import view
 from sgltui.fleet.view import HostState, HostSummary
-from sgltui.core import units
 
 
 def summary_line(s: HostSummary, opened: bool, focused: bool) -> str:
