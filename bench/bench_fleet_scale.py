@@ -144,6 +144,14 @@ def main() -> int:
     ap.add_argument("--status-runs", type=int, default=3)
     ap.add_argument("--no-tui", action="store_true")
     ap.add_argument("--no-status", action="store_true", help="the TUI part only")
+    ap.add_argument(
+        "--sshd",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also `fleet status --json` over the loopback sshd to a real agent, 1 and N links "
+        "(tests/fleet/sshd.py: root and openssh-server)",
+    )
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="sgltui-scale-"))
     sock = root / "standin.sock"
@@ -166,6 +174,8 @@ def main() -> int:
         files = {n: standin.fleet_file(root, sock, names[:n]) for n in (1, 4, 16, HOSTS)}
         if not args.no_status:
             ok &= status_part(root, sock, files, names, args.status_runs)
+        if args.sshd:
+            sshd_part(args.sshd, args.status_runs)
         if args.no_tui:
             return 0 if ok else 1
         ok &= tui_part(files, args)
@@ -205,6 +215,38 @@ def status_part(
         f"host's at {last:.1f} s"
     )
     return met
+
+
+def sshd_part(n: int, runs: int) -> None:
+    """`fleet status --json` over real ssh (loopback sshd) to one real agent, as 1 and as `n`
+    [[host]] entries: n ssh sessions, n far `sgltui agent bridge` processes (their start is on
+    this machine's 2 cores too, which a real fleet's hosts pay each on its own)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_bridge import fleet_file as real_fleet  # noqa: PLC0415
+
+    from tests.fleet import sshd as sshd_mod  # noqa: PLC0415
+
+    why = sshd_mod.unavailable()
+    if why:
+        print(f"sshd part: cannot run here: {why}")
+        return
+    s = sshd_mod.start(1)
+    try:
+        files = {k: real_fleet(s, k) for k in (1, n)}
+        status_time(files[1])  # starts the user's agent
+        took: dict[int, list[float]] = {k: [] for k in files}
+        for _ in range(runs):
+            for k, f in files.items():
+                t, up = status_time(f)
+                assert up == k, f"{k} links over sshd: {up} answered"
+                took[k].append(t)
+        med = {k: statistics.median(v) for k, v in took.items()}
+        print(f"fleet status --json over the loopback sshd to a real agent, median of {runs}:")
+        print(f"  1 link {med[1] * 1000:.0f} ms, {n} links {med[n] * 1000:.0f} ms: ", end="")
+        print(f"{med[n] / med[1]:.2f}x")
+    finally:
+        sshd_mod.stop_agents(s)
+        sshd_mod.stop(s)
 
 
 def tui_part(files: dict[int, Path], args: argparse.Namespace) -> bool:
