@@ -68,7 +68,7 @@ class HostListPane(ScrollView, can_focus=True):
         Binding("pagedown", "cursor(10)", "Page down", show=False),
         Binding("home", "cursor(-100000)", "First", show=False),
         Binding("end", "cursor(100000)", "Last", show=False),
-        Binding("enter", "toggle", "Open host", show=False),
+        Binding("enter", "open_host", "Open host", show=False),
         Binding("slash", "type_filter", "Filter hosts", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
@@ -85,7 +85,7 @@ class HostListPane(ScrollView, can_focus=True):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rows: list[tuple[str, str]] = []  # (host, markup) shown, in order
-        self.query = ""  # the filter's words
+        self.words = ""  # the filter
         self.typing = False  # keys go into the filter
         self.counts = (0, 0, 0, 0)  # (shown, all, down, failing)
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
@@ -104,7 +104,7 @@ class HostListPane(ScrollView, can_focus=True):
     def show(self, hosts: list[HostState], opened: set[str], focus: str | None) -> None:
         self._last = (hosts, opened, focus)
         summaries = sorted((self._summary(h) for h in hosts), key=view.rank)
-        shown = [s for s in summaries if view.matches(s, self.query)]
+        shown = [s for s in summaries if view.matches(s, self.words)]
         rows = [(s.name, summary_line(s, s.name in opened, s.name == focus)) for s in shown]
         down = sum(1 for s in summaries if not s.reachable)
         failing = sum(1 for s in summaries if s.failing)
@@ -141,8 +141,8 @@ class HostListPane(ScrollView, can_focus=True):
             parts.append(f"{down} down")
         if failing:
             parts.append(f"{failing} failing")
-        if self.query or self.typing:
-            parts.append(f"/{self.query}" + ("▏" if self.typing else ""))
+        if self.words or self.typing:
+            parts.append(f"/{self.words}" + ("▏" if self.typing else ""))
         else:
             parts.append("/: filter ⏎: open")
         title = escape(" · ".join(parts))
@@ -160,7 +160,7 @@ class HostListPane(ScrollView, can_focus=True):
             self.moved = True
             self.highlighted = max(0, min(len(self.rows) - 1, self.highlighted + step))
 
-    def action_toggle(self) -> None:
+    def action_open_host(self) -> None:
         if self.typing:
             self.typing = False
             self._title()
@@ -176,8 +176,8 @@ class HostListPane(ScrollView, can_focus=True):
     def action_clear_filter(self) -> None:
         if self.typing:
             self.typing = False
-        elif self.query:
-            self.query = ""
+        elif self.words:
+            self.words = ""
             self._reshow()
         self._title()
 
@@ -186,11 +186,11 @@ class HostListPane(ScrollView, can_focus=True):
         if not self.typing:
             return
         if event.key == "backspace":
-            self.query = self.query[:-1]
+            self.words = self.words[:-1]
         elif event.character and event.character.isprintable() and event.key != "slash":
-            self.query += event.character
+            self.words += event.character
         elif event.key == "slash":
-            self.query += "/"
+            self.words += "/"
         else:
             return
         event.stop()
