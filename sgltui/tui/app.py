@@ -278,11 +278,19 @@ class SgltuiApp(App[str | None]):
             self.mark(M.HOSTS)
             if self.fleet.fleet_read():  # (a summarised host's line alone: no STATUS to ask)
                 self.refresh_status_soon()
+            fresh: dict[str, str] = {}
             for h in self.fleet.hosts:  # why a host went down: once, when it does
                 error = None if h.reachable else h.error
                 if error and error != self._host_errors.get(h.name):
-                    self.notify(error, title="host unreachable", severity="warning", markup=False)
+                    fresh[h.name] = error
                 self._host_errors[h.name] = error
+            if len(fresh) > 1 and self.fleet.summarised:  # many hosts: one line, not a toast each
+                names = ", ".join(list(fresh)[:5]) + (" ..." if len(fresh) > 5 else "")
+                fresh = {
+                    "": f"{len(fresh)} hosts unreachable: {names}; `sgltui fleet status` says why"
+                }
+            for error in fresh.values():
+                self.notify(error, title="host unreachable", severity="warning", markup=False)
             return
         if push.get("push") == "log":
             self._on_lines([push.get("data") or {}])

@@ -13,7 +13,7 @@ from sgltui.tui.widgets.hostlist import HostListPane
 from tests.support.scripted import make_host_status
 
 from .fleet_fakes import fleet_source
-from .helpers import app_with, until
+from .helpers import app_with, notes_into, until
 
 pytestmark = pytest.mark.usefixtures("utc")
 SIZE = (120, 40)
@@ -104,11 +104,13 @@ async def test_a_host_of_64_opened_shows_its_slots_and_follows_its_pushes_only_w
 async def test_a_dead_host_among_64_shows_as_such_and_the_others_answer():
     src, calls = fleet_source(sixty_four(dead="h64"))
     app = app_with(src)
-    async with app.run_test(size=SIZE) as pilot:
+    said: list[str] = []
+    async with app.run_test(size=SIZE, message_hook=notes_into(said)) as pilot:
         pane = app.query_one(HostListPane)
         await until(pilot, lambda: len(pane.rows) == HOSTS)
         assert hosts_of(pane)[0] == "h64" and "○ unreachable since" in pane.rows[0][1]
         assert sum("●" in m for _, m in pane.rows) == HOSTS - 1
+        assert said == ["host h64: ssh: connect to host h64 port 22: refused"]  # why, once
         await pilot.press("enter")  # opening a dead host: nothing to show, no call, no hang
         await pilot.pause(0.3)
         assert app.model.slots == [] and not [c for c in calls if c[0] == "h64"]
@@ -142,3 +144,18 @@ async def test_a_hosts_new_figures_repaint_its_line_only_and_the_same_figures_no
         await pilot.pause(0.2)
         assert pane.repainted == before + 1
         assert link.interval_s == 5.0  # a summarised host is polled less often than one open
+
+
+async def test_several_hosts_down_among_64_are_one_notification_not_one_each():
+    statuses = sixty_four()
+    for name in ("h3", "h9", "h12"):
+        statuses[name] = None
+    src, _ = fleet_source(statuses)
+    app = app_with(src)
+    said: list[str] = []
+    async with app.run_test(size=SIZE, message_hook=notes_into(said)) as pilot:
+        pane = app.query_one(HostListPane)
+        await until(pilot, lambda: len(pane.rows) == HOSTS)
+        await pilot.pause(0.3)
+        assert said == ["4 hosts unreachable: h3, h9, h12, h40; `sgltui fleet status` says why"]
+        assert pane.border_title.startswith("hosts 64 · 4 down")
