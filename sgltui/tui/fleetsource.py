@@ -160,7 +160,7 @@ class FleetSource:
         self.focus_host: str | None = None  # the host of the slot the operator follows
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         # fleet.toml's pools across hosts (`fleet`: its Fleet; None: no such pools)
-        self.cross = CrossPools(fleet, self.by_name, self._queue.put_nowait, self._note_fleet)
+        self.cross = CrossPools(fleet, self.by_name, self._queue.put_nowait, self._note_shown)
         self._tasks: list[asyncio.Task] = []
         self._followers: dict[str, tuple[Any, asyncio.Task]] = {}
         self._samples: dict[str, dict[str, Any]] = {}
@@ -406,6 +406,12 @@ class FleetSource:
     def _lines_now(self) -> None:
         self._lines_due = None
         self._last_lines = time.monotonic()
+        self._note_fleet()
+
+    def _note_shown(self) -> None:
+        """What the slots view shows changed (a pool across hosts rolled a step): a 'fleet'
+        push after which the app asks for the STATUS again."""
+        self._shown_changed = True
         self._note_fleet()
 
     def _note_fleet(self) -> None:
