@@ -116,7 +116,7 @@ class HostListPane(ScrollView, can_focus=True):
             self._strips.clear()
             self.virtual_size = Size(self.scrollable_content_region.width, len(rows))
             self.refresh(layout=len(old) != len(rows))
-            self.repainted += len(rows)
+            self.repainted += min(len(rows), self.scrollable_content_region.height)
             names = [h for h, _ in rows]
             # Once moved, the cursor stays on its host when the order changes (a host got
             # busier); until then on the first row, the worst or the busiest host.
