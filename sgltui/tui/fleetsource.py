@@ -36,10 +36,9 @@ SEP = "/"
 # host's pushes followed). More: the hosts are summarised one line each and a host's slots,
 # figures and pushes are fetched only while it is opened (docs/scale.md).
 OPEN_ALL_MAX = 8
-# A summarised host's line: its link polls it this often (an opened host at the fleet's
-# interval, its pushes at the agent's rate), and lines that changed are drawn together at most
-# this often (its figures are 5 s old at most anyway); a host that goes down or comes back is
-# drawn at once.
+# A summarised fleet's links poll this often (an opened host's figures come by its pushes, at
+# the agent's rate), and lines that changed are drawn together at most this often (their
+# figures are up to 5 s old anyway); a host that goes down or comes back is drawn at once.
 SUMMARY_POLL_S = 5.0
 SUMMARY_DRAW_S = 2.0
 SAMPLE_MERGE_S = 1.0  # every host's samples, drawn as one at most this often
@@ -225,12 +224,11 @@ class FleetSource:
         return not self.summarised or host in self.opened
 
     def _set_poll(self, link: Link) -> None:
-        """A summarised host's link polls every SUMMARY_POLL_S (its line's figures); an opened
-        one at the fleet's interval."""
+        """In a summarised fleet every link polls every SUMMARY_POLL_S: a closed host's line
+        needs no more, and an opened host is kept live by its pushes (samples each second, and
+        each event pokes its link for a STATUS at once)."""
         if self.summarised:
-            name = link.state.name
-            fast = self._interval[name]
-            link.interval_s = fast if self.is_open(name) else max(fast, SUMMARY_POLL_S)
+            link.interval_s = max(self._interval[link.state.name], SUMMARY_POLL_S)
 
     def toggle(self, host: str) -> bool:
         """Open a host (its slots shown, its pushes followed) or close it; True: now open."""
@@ -247,7 +245,6 @@ class FleetSource:
         else:
             self.opened.add(host)
             self._changed(self.by_name[host].state)
-        self._set_poll(self.by_name[host])
         self.by_name[host].poke()  # (opened: its STATUS now, not at the end of a long nap)
         self._shown_changed = True
         self._note_fleet()
