@@ -263,7 +263,7 @@ def tui_part(files: dict[int, Path], args: argparse.Namespace) -> bool:
     for k, a in avg.items():
         print(
             f"  {k:<22} {a['cpu'] * 100:6.2f}% of a core (relays {a['relays'] * 100:.2f}%, "
-            f"{a['kids']:.0f} children)  RSS {a['rss_mib']:.0f} MiB"
+            f"{a['kids']:.0f} children, {a['fds']:.0f} fds)  RSS {a['rss_mib']:.0f} MiB"
         )
     base = avg["1 host"]
     for k in list(kinds)[1:]:
