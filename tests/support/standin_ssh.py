@@ -3,13 +3,12 @@
 
 `standin:NAME` connects to the stand-in server ($SGLTUI_STANDIN_SOCKET), says NAME on a first
 line, then copies bytes both ways until either side closes; `dead:NAME` is ssh's refusal
-(exit 255 at once); `slow:NAME` is a host that never answers (it waits until killed)."""
+(exit 255 at once); `slow:NAME` is a host that never answers (it ends when it is killed or its stdin closes)."""
 
 import os
 import selectors
 import socket
 import sys
-import time
 
 
 def main() -> int:
@@ -19,9 +18,10 @@ def main() -> int:
     if kind == "dead":
         sys.stderr.write(f"ssh: connect to host {name} port 22: Connection refused\n")
         return 255
-    if kind == "slow":
-        while True:
-            time.sleep(3600)
+    if kind == "slow":  # never answers; ends when its parent goes (stdin closes), as ssh does
+        while os.read(0, 65536):
+            pass
+        return 255
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(os.environ["SGLTUI_STANDIN_SOCKET"])
