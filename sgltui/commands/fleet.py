@@ -22,6 +22,11 @@ def register(sub: Subparsers) -> None:
     fs = p.add_subparsers(dest="fleet_command", metavar="ACTION")
     s = fs.add_parser("status", help="every host at once: reachable, GPUs, slots, tok/s")
     s.add_argument("--json", action="store_true", help='{"hosts": [{"name", "reachable", ...}]}')
+    s.add_argument(
+        "--json-lines",
+        action="store_true",
+        help="one JSON object per host as it answers (a slow host holds up no other's line)",
+    )
     s.add_argument("--timeout", type=float, default=30.0, help="seconds per host (default 30)")
     s.set_defaults(handler=cmd_status)
     r = fs.add_parser("report", help="every host's session merged on one clock")
@@ -117,6 +122,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     fleet = load(args)
+    if args.json_lines:
+        return asyncio.run(_status_lines(fleet, args.timeout))
     states = asyncio.run(link.poll_once(fleet, args.timeout))
     if args.json:
         print(json.dumps(view.as_json(states)))
@@ -140,6 +147,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     down = [h for h in states if not h.reachable]
     if down and not args.json:
         print(f"{len(down)} of {len(states)} hosts unreachable", file=sys.stderr)
+    return 3 if down else 0
+
+
+async def _status_lines(fleet: fleet_config.Fleet, timeout_s: float) -> int:
+    """`fleet status --json-lines`: each host's line as soon as it answers (or is refused)."""
+    down = 0
+    async for h in link.poll_each(fleet, timeout_s):
+        down += not h.reachable
+        print(json.dumps(view.host_json(h)), flush=True)
     return 3 if down else 0
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from sgltui import protocol
 from sgltui.client import AgentError
@@ -47,6 +47,18 @@ class HostLink:
         fut = self._nap_fut
         if fut is not None and not fut.done():
             fut.set_result(None)
+
+    async def detail_client(self) -> HostClient:
+        """A second connection to this host for what an opened host shows (its pushes) in a
+        fleet of many hosts: subscribed while the host is open, closed with it (the agent has
+        no unsubscribe). The link's own connection only polls STATUS. ConnectionError: it
+        could not connect (the link says why the host is down)."""
+        client = HostClient(self.fleet, self.host, self.client_name)
+        try:
+            await client.connect()
+        except HostError as exc:
+            raise ConnectionError(str(exc)) from None
+        return client
 
     async def _nap(self, seconds: float) -> None:
         """Sleep `seconds` unless poked (or the ssh exits) first: a timer and a future, no task
@@ -152,35 +164,52 @@ def fingerprint(st: protocol.StatusReply) -> tuple:
     return (slots, tok, len(st.telemetry.gpus), st.agent.version)
 
 
-async def poll_once(fleet: Fleet, timeout_s: float = 30.0) -> list[HostState]:
-    """Every host's STATUS once, all at the same time (`fleet status`): a dead host costs at
-    most `timeout_s`, never another host's answer."""
-
+async def poll_each(fleet: Fleet, timeout_s: float = 30.0) -> AsyncIterator[HostState]:
+    """Every host's STATUS, asked of all at once (FANOUT ssh at a time), each given as it
+    answers: a refused host among the first, a host that hangs after `timeout_s`, never holding
+    up another's answer (`fleet status --json-lines`)."""
     gate = asyncio.Semaphore(FANOUT)
+    tasks = [asyncio.ensure_future(_ask_gated(fleet, h, timeout_s, gate)) for h in fleet.hosts]
+    try:
+        for fut in asyncio.as_completed(tasks):
+            yield await fut
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def one(host: Host) -> HostState:
-        async with gate:
-            return await ask(host)
 
-    async def ask(host: Host) -> HostState:
-        st = HostState(name=host.name, ssh=host.target, retrying=False)
-        client = HostClient(fleet, host, "fleet-status")
-        try:
-            await client.connect(timeout=timeout_s)
-            t0 = time.perf_counter()
-            raw = await asyncio.wait_for(client.call("status"), timeout_s)
-            st.rtt_ms = (time.perf_counter() - t0) * 1000
-            st.status = protocol.decode_reply("status", raw)
-            st.reachable, st.since = True, time.time()
-        except HostError as exc:
-            st.error, st.since = str(exc), time.time()
-        except asyncio.TimeoutError:
-            st.error = f"host {host.name}: no status within {timeout_s:.0f}s"
-            st.since = time.time()
-        except (AgentError, protocol.ProtocolError):
-            st.error, st.since = client.why_lost(), time.time()
-        finally:
-            await client.close()
-        return st
+async def poll_once(fleet: Fleet, timeout_s: float = 30.0) -> list[HostState]:
+    """Every host's STATUS once, all at the same time (`fleet status`), in fleet.toml's order:
+    a dead host costs at most `timeout_s`, never another host's answer."""
+    got = {st.name: st async for st in poll_each(fleet, timeout_s)}
+    return [got[h.name] for h in fleet.hosts]
 
-    return list(await asyncio.gather(*(one(h) for h in fleet.hosts)))
+
+async def _ask_gated(
+    fleet: Fleet, host: Host, timeout_s: float, gate: asyncio.Semaphore
+) -> HostState:
+    async with gate:
+        return await _ask(fleet, host, timeout_s)
+
+
+async def _ask(fleet: Fleet, host: Host, timeout_s: float) -> HostState:
+    st = HostState(name=host.name, ssh=host.target, retrying=False)
+    client = HostClient(fleet, host, "fleet-status")
+    try:
+        await client.connect(timeout=timeout_s)
+        t0 = time.perf_counter()
+        raw = await asyncio.wait_for(client.call("status"), timeout_s)
+        st.rtt_ms = (time.perf_counter() - t0) * 1000
+        st.status = protocol.decode_reply("status", raw)
+        st.reachable, st.since = True, time.time()
+    except HostError as exc:
+        st.error, st.since = str(exc), time.time()
+    except asyncio.TimeoutError:
+        st.error = f"host {host.name}: no status within {timeout_s:.0f}s"
+        st.since = time.time()
+    except (AgentError, protocol.ProtocolError):
+        st.error, st.since = client.why_lost(), time.time()
+    finally:
+        await client.close()
+    return st

@@ -107,26 +107,87 @@ def pool_rows(h: HostState) -> list[dict[str, Any]]:
     return [protocol.to_builtins(p) for p in h.status.pools]
 
 
+def host_json(h: HostState) -> dict[str, Any]:
+    """One host of `fleet status --json` (and a line of `--json-lines`)."""
+    r = host_row(h)
+    return {
+        "name": r.name,
+        "ssh": h.ssh,
+        "reachable": r.reachable,
+        "state": r.state,
+        "since": h.since,
+        "error": r.error,
+        "version": r.version,
+        "gpus": r.gpus,
+        "slots": r.slot_rows if r.reachable else [],
+        "running": r.running,
+        "tok_s": r.tok_s,
+        "rtt_ms": r.rtt_ms,
+        "pools": pool_rows(h),
+    }
+
+
 def as_json(states: list[HostState]) -> dict[str, Any]:
     """`fleet status --json`: {"hosts": [{"name", "reachable", ...}]}."""
-    hosts = []
-    for h in states:
-        r = host_row(h)
-        hosts.append(
-            {
-                "name": r.name,
-                "ssh": h.ssh,
-                "reachable": r.reachable,
-                "state": r.state,
-                "since": h.since,
-                "error": r.error,
-                "version": r.version,
-                "gpus": r.gpus,
-                "slots": r.slot_rows if r.reachable else [],
-                "running": r.running,
-                "tok_s": r.tok_s,
-                "rtt_ms": r.rtt_ms,
-                "pools": pool_rows(h),
-            }
-        )
-    return {"hosts": hosts}
+    return {"hosts": [host_json(h) for h in states]}
+
+
+# ---- many hosts: one line each, the failing and the busiest first, filtered by words -------
+
+_FAILING = (protocol.SlotState.FAILED, protocol.SlotState.CRASHED)
+
+
+@dataclass(frozen=True)
+class HostSummary:
+    """What a summarised host's line says (a fleet of many hosts: its slots only when opened)."""
+
+    name: str
+    reachable: bool
+    state: str  # "reachable", "unreachable since 14:02, retrying", "connecting"
+    gpus: int = 0
+    slots: int = 0
+    running: int = 0
+    failing: int = 0  # slots failed or crashed
+    tok_s: float | None = None
+    words: str = ""  # what a filter matches: name, state, profiles, slot states (lower case)
+
+
+def summary(h: HostState) -> HostSummary:
+    st = h.status if h.reachable else None
+    if st is None:
+        words = f"{h.name} {h.ssh} {h.line()} down {h.error or ''}".lower()
+        return HostSummary(h.name, False, h.line(), words=words)
+    live = (protocol.SlotState.LAUNCHING, protocol.SlotState.READY, protocol.SlotState.DRAINING)
+    tok, seen = 0.0, False
+    for e in st.telemetry.engine.values():
+        v = e.get("gen_throughput") if isinstance(e, dict) else None
+        if isinstance(v, (int, float)):
+            tok, seen = tok + float(v), True
+    failing = sum(1 for s in st.slots if s.state in _FAILING)
+    profiles = {s.profile for s in st.slots if s.profile}
+    states = {str(s.state) for s in st.slots}
+    extra = " failing" if failing else ""
+    words = " ".join([h.name, h.ssh, "reachable up", *sorted(profiles), *sorted(states)]) + extra
+    return HostSummary(
+        name=h.name,
+        reachable=True,
+        state=h.line(),
+        gpus=len(st.telemetry.gpus),
+        slots=len(st.slots),
+        running=sum(1 for s in st.slots if s.state in live),
+        failing=failing,
+        tok_s=round(tok, 1) if seen else None,
+        words=words.lower(),
+    )
+
+
+def rank(s: HostSummary) -> tuple:
+    """The failing first (down, then a failed slot), then the busiest (tok/s to the hundred,
+    so that rows do not trade places on every sample; running slots), then by name."""
+    worst = 0 if not s.reachable else 1 if s.failing else 2
+    return (worst, -round(s.tok_s or 0.0, -2), -s.running, s.name)
+
+
+def matches(s: HostSummary, query: str) -> bool:
+    """Every word of `query` is in the host's words (its name, state, profiles, slot states)."""
+    return all(w in s.words for w in query.lower().split())

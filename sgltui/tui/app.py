@@ -57,6 +57,7 @@ from sgltui.tui.screens import BenchDialog, Confirm, HelpScreen
 from sgltui.tui.screenshot import offline_svg as offline_svg  # (tools/gpucheck imports it here)
 from sgltui.tui.source import SOURCE_ERRORS, MalformedReply, TuiSource, ask
 from sgltui.tui.themes import DEFAULT_THEME
+from sgltui.tui.widgets.hostlist import HostListPane
 from sgltui.tui.widgets.insight import InsightPane
 from sgltui.tui.widgets.jobs import JobsPane
 from sgltui.tui.widgets.logs import LogPane
@@ -198,6 +199,8 @@ class SgltuiApp(App[str | None]):
             # the first host has answered (it said "one slot: no slots view" until then).
             self.pane("slots").display = True
             self.main_screen.set_class(True, "-slots")
+            if self.fleet.summarised:  # many hosts: the list of hosts first (Enter opens one)
+                self.pane("hosts").focus()
 
     async def on_unmount(self) -> None:
         if self.fleet is not None:
@@ -285,14 +288,22 @@ class SgltuiApp(App[str | None]):
             )
         if push.get("push") == "fleet" and self.fleet is not None:
             # A host connected, dropped or changed: its row, and a STATUS merged afresh.
-            self.fleet.fleet_read()
             self.mark(M.HOSTS)
-            self.refresh_status_soon()
+            if self.fleet.fleet_read():  # (a summarised host's line alone: no STATUS to ask)
+                self.refresh_status_soon()
+            fresh: dict[str, str] = {}
             for h in self.fleet.hosts:  # why a host went down: once, when it does
                 error = None if h.reachable else h.error
                 if error and error != self._host_errors.get(h.name):
-                    self.notify(error, title="host unreachable", severity="warning", markup=False)
+                    fresh[h.name] = error
                 self._host_errors[h.name] = error
+            if len(fresh) > 1 and self.fleet.summarised:  # many hosts: one line, not a toast each
+                names = ", ".join(list(fresh)[:5]) + (" ..." if len(fresh) > 5 else "")
+                fresh = {
+                    "": f"{len(fresh)} hosts unreachable: {names}; `sgltui fleet status` says why"
+                }
+            for error in fresh.values():
+                self.notify(error, title="host unreachable", severity="warning", markup=False)
             return
         if push.get("push") == "log":
             self._on_lines([push.get("data") or {}])
@@ -454,6 +465,15 @@ class SgltuiApp(App[str | None]):
                 p.draw(self, self.pane(p.name), dirty)
         if dirty & {M.HEADER, M.SERVERS, M.HOSTS}:
             self._update_topbar()
+
+    @on(HostListPane.Toggled)
+    def _host_toggled(self, msg: HostListPane.Toggled) -> None:
+        """Enter on a host of many: its slots shown (and its pushes followed) or no more."""
+        if self.fleet is not None and self.fleet.toggle(msg.host):
+            self.fleet.focus_host = msg.host  # its GPUs and profiles follow
+            self.mark(M.MEMORY)
+        self.mark(M.HOSTS)
+        self.refresh_status_soon()
 
     @on(SlotsPane.Picked)
     def _slot_picked(self, msg: SlotsPane.Picked) -> None:

@@ -32,6 +32,15 @@ from sgltui.fleet.view import HostState
 from sgltui.tui.fleetpools import CrossPools
 
 SEP = "/"
+# A fleet of up to this many hosts shows every host's slots (the slots view lists them all, each
+# host's pushes followed). More: the hosts are summarised one line each and a host's slots,
+# figures and pushes are fetched only while it is opened (docs/scale.md).
+OPEN_ALL_MAX = 8
+# A summarised fleet's links poll this often (an opened host's figures come by its pushes, at
+# the agent's rate), and lines that changed are drawn together at most this often (their
+# figures are up to 5 s old anyway); a host that goes down or comes back is drawn at once.
+SUMMARY_POLL_S = 5.0
+SUMMARY_DRAW_S = 2.0
 SAMPLE_MERGE_S = 1.0  # every host's samples, drawn as one at most this often
 LOG_TAIL_LINES = 200
 FRESH_TIMEOUT_S = 2.0  # a STATUS the app asks for: a host slower than this gives its last one  # a host that (re)connects: the tail of each live server's log
@@ -43,11 +52,13 @@ class Link(Protocol):
     """What the source needs of a host's link (sgltui.fleet.link.HostLink; tests: a fake)."""
 
     state: HostState
+    interval_s: float  # seconds between its STATUS polls
     client: Any  # a HostClient while connected (call, agent.pushes), else None
     on_change: Callable[[HostState], None] | None
 
     async def run(self) -> None: ...
     def poke(self) -> None: ...
+    async def detail_client(self) -> Any: ...
 
 
 def split(name: str) -> tuple[str, str]:
@@ -148,14 +159,24 @@ class FleetSource:
         self.focus_host: str | None = None  # the host of the slot the operator follows
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         # fleet.toml's pools across hosts (`fleet`: its Fleet; None: no such pools)
-        self.cross = CrossPools(fleet, self.by_name, self._queue.put_nowait, self._note_fleet)
+        self.cross = CrossPools(fleet, self.by_name, self._queue.put_nowait, self._note_shown)
         self._tasks: list[asyncio.Task] = []
         self._followers: dict[str, tuple[Any, asyncio.Task]] = {}
         self._samples: dict[str, dict[str, Any]] = {}
         self._sample_due: asyncio.TimerHandle | None = None
         self._last_merge = 0.0
         self._fleet_pending = False
+        # Many hosts: summarised, a host's detail (slots, samples, logs) only while opened, on a
+        # connection of its own (the agent has no unsubscribe: closing it is what stops them).
+        self.summarised = len(links) > OPEN_ALL_MAX
+        self.opened: set[str] = set()
+        self._shown_changed = False  # a host whose slots are shown changed since fleet_read
+        self._up: dict[str, bool] = {}  # each host's reachability as last drawn
+        self._lines_due: asyncio.TimerHandle | None = None
+        self._last_lines = 0.0
+        self._interval = {lk.state.name: lk.interval_s for lk in links}
         for lk in links:
+            self._set_poll(lk)
             lk.on_change = self._changed
 
     @classmethod
@@ -198,6 +219,37 @@ class FleetSource:
             return f"host {host}: {link.state.line()}; nothing sent"
         return None
 
+    def is_open(self, host: str) -> bool:
+        """Whether `host`'s slots are shown (every host's in a fleet that is not summarised)."""
+        return not self.summarised or host in self.opened
+
+    def _set_poll(self, link: Link) -> None:
+        """In a summarised fleet every link polls every SUMMARY_POLL_S: a closed host's line
+        needs no more, and an opened host is kept live by its pushes (samples each second, and
+        each event pokes its link for a STATUS at once)."""
+        if self.summarised:
+            link.interval_s = max(self._interval[link.state.name], SUMMARY_POLL_S)
+
+    def toggle(self, host: str) -> bool:
+        """Open a host (its slots shown, its pushes followed) or close it; True: now open."""
+        if not self.summarised or host not in self.by_name:
+            return True
+        if host in self.opened:
+            self.opened.discard(host)
+            followed = self._followers.pop(host, None)
+            if followed is not None:
+                followed[1].cancel()
+            self._samples.pop(host, None)
+            if self.focus_host == host:
+                self.focus_host = None
+        else:
+            self.opened.add(host)
+            self._changed(self.by_name[host].state)
+        self.by_name[host].poke()  # (opened: its STATUS now, not at the end of a long nap)
+        self._shown_changed = True
+        self._note_fleet()
+        return host in self.opened
+
     def retry_now(self) -> None:
         """Every host that is down tries again now (the operator asked), not after its backoff."""
         for lk in self.links:
@@ -217,7 +269,9 @@ class FleetSource:
         asks after an event: the link's latest poll may be seconds old and would undo what the
         event showed); a host that does not answer within FRESH_TIMEOUT_S gives its link's. A
         host that is down gives the slots and pools it last had (no figures: they are gone)."""
-        hosts = [lk for lk in self.links if lk.state.status is not None]
+        hosts = [
+            lk for lk in self.links if lk.state.status is not None and self.is_open(lk.state.name)
+        ]
         fresh = await asyncio.gather(*(self._fresh(lk) for lk in hosts))
         focus = self.focused()
         slots: list[Any] = []
@@ -299,9 +353,10 @@ class FleetSource:
         await self.cross.close()
         tasks = self._tasks + [t for _, t in self._followers.values()]
         self._tasks, self._followers = [], {}
-        if self._sample_due is not None:
-            self._sample_due.cancel()
-            self._sample_due = None
+        for due in (self._sample_due, self._lines_due):
+            if due is not None:
+                due.cancel()
+        self._sample_due = self._lines_due = None
         for t in tasks:
             t.cancel()
         # Each link stops its ssh (its own process group) and reaps it as it is cancelled.
@@ -312,7 +367,15 @@ class FleetSource:
     def _changed(self, state: HostState) -> None:
         link = self.by_name.get(state.name)
         client = link.client if link is not None else None
-        if state.reachable and client is not None and link is not None:
+        if self.summarised:
+            if state.reachable and link is not None and self.is_open(state.name):
+                followed = self._followers.get(state.name)
+                if followed is None or followed[0] is not client or followed[1].done():
+                    if followed is not None:
+                        followed[1].cancel()
+                    task = asyncio.get_running_loop().create_task(self._follow_detail(link))
+                    self._followers[state.name] = (client, task)
+        elif state.reachable and client is not None and link is not None:
             followed = self._followers.get(state.name)
             if followed is None or followed[0] is not client:
                 if followed is not None:
@@ -321,6 +384,31 @@ class FleetSource:
                 self._followers[state.name] = (client, task)
         if not state.reachable:
             self._samples.pop(state.name, None)
+        shown = self.is_open(state.name)
+        if shown:
+            self._shown_changed = True
+        flipped = self._up.get(state.name) != state.reachable
+        self._up[state.name] = state.reachable
+        if self.summarised and not shown and not flipped:
+            self._lines_soon()  # a summarised host's figures: drawn with the others' changes
+        else:
+            self._note_fleet()
+
+    def _lines_soon(self) -> None:
+        if self._lines_due is not None:
+            return
+        wait = max(0.0, self._last_lines + SUMMARY_DRAW_S - time.monotonic())
+        self._lines_due = asyncio.get_running_loop().call_later(wait, self._lines_now)
+
+    def _lines_now(self) -> None:
+        self._lines_due = None
+        self._last_lines = time.monotonic()
+        self._note_fleet()
+
+    def _note_shown(self) -> None:
+        """What the slots view shows changed (a pool across hosts rolled a step): a 'fleet'
+        push after which the app asks for the STATUS again."""
+        self._shown_changed = True
         self._note_fleet()
 
     def _note_fleet(self) -> None:
@@ -329,8 +417,25 @@ class FleetSource:
             self._fleet_pending = True
             self._queue.put_nowait({"push": "fleet"})
 
-    def fleet_read(self) -> None:
+    def fleet_read(self) -> bool:
+        """The app read the 'fleet' push. True: a host whose slots it shows changed (its STATUS
+        is worth asking again); False: only summarised hosts' rows did."""
         self._fleet_pending = False
+        shown, self._shown_changed = self._shown_changed, False
+        return shown
+
+    async def _follow_detail(self, link: Link) -> None:
+        """An opened host's pushes on a connection of its own, closed with the host (or when
+        the link's connection drops: the link's next answer follows it afresh)."""
+        try:
+            client = await link.detail_client()
+        except (AgentError, OSError):  # the link says when the host is down; not this try
+            return
+        try:
+            await self._follow(link, client)
+        finally:
+            with contextlib.suppress(Exception):
+                await client.close()
 
     async def _follow(self, link: Link, client: Any) -> None:
         """A host's pushes, for as long as its connection lasts (the link makes a new one when

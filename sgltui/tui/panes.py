@@ -26,6 +26,7 @@ from sgltui.tui.logfeed import LogFeed
 from sgltui.tui.notifies import Notifies
 from sgltui.tui.widgets.activity import ActivityPane
 from sgltui.tui.widgets.bench import BenchPane
+from sgltui.tui.widgets.hostlist import HostListPane
 from sgltui.tui.widgets.hosts import HostsPane
 from sgltui.tui.widgets.insight import InsightPane
 from sgltui.tui.widgets.jobs import JobsPane
@@ -203,12 +204,23 @@ def _draw_insight(host: PaneHost, pane: InsightPane, dirty: set[str]) -> None:
     pane.show(host.model)
 
 
-def _draw_hosts(host: PaneHost, pane: HostsPane, dirty: set[str]) -> None:
+def _make_hosts(host: PaneHost) -> Widget:
+    """A few hosts: every host's line (all their slots in the slots view); many: the list of
+    summarised hosts, each opened on demand (widgets/hostlist.py)."""
+    if host.fleet is not None and host.fleet.summarised:
+        return HostListPane(id="hosts")
+    return HostsPane(id="hosts")
+
+
+def _draw_hosts(host: PaneHost, pane: HostsPane | HostListPane, dirty: set[str]) -> None:
     # (HOSTS: a host went down or came back; SERVERS: the followed slot's host changed)
     if host.fleet is None:
         return
     focus = host_of(host.model.current_id)
-    pane.show(host.fleet.hosts, focus)
+    if isinstance(pane, HostListPane):
+        pane.show(host.fleet.hosts, host.fleet.opened, focus)
+    else:
+        pane.show(host.fleet.hosts, focus)
     title = f"memory · {focus}" if focus else "memory"
     memory = host.pane("memory")
     if memory.border_title != title:
@@ -360,7 +372,7 @@ PANES: tuple[Pane, ...] = (
     Pane(
         "hosts",
         (ROW, 0),
-        lambda host: HostsPane(id="hosts"),
+        _make_hosts,
         frozenset({M.HOSTS, M.SERVERS}),
         _draw_hosts,
         title="hosts",

@@ -18,6 +18,7 @@ class FakeClient:
 
     def __init__(self, name: str, status: dict, calls: list) -> None:
         self.name, self.calls = name, calls
+        self.closed = False
         self.agent = self  # pushes() below stands for AgentClient's
         self.queue: asyncio.Queue = asyncio.Queue()
         self.scripted = ScriptedSource(status, logs=[f"{name} log line"])
@@ -29,6 +30,10 @@ class FakeClient:
         if op == "status":
             return self.scripted.status
         return self.scripted.reply(op, args)
+
+    async def close(self) -> None:
+        self.closed = True
+        self.calls.append((self.name, "close", {}))
 
     async def pushes(self):
         while True:
@@ -44,7 +49,10 @@ class FakeLink:
     ) -> None:
         self.state = HostState(name=name, ssh=f"u@{name}")
         self.on_change = None
+        self.interval_s = 2.0
         self.client = None
+        self.details: list[FakeClient] = []  # the connections opened for the host's detail
+        self.calls = calls
         if status is not None:
             self.state.status = protocol.decode_reply("status", status)
             self.state.reachable, self.state.since = True, since
@@ -59,6 +67,12 @@ class FakeLink:
 
     def poke(self) -> None:
         pass
+
+    async def detail_client(self) -> FakeClient:
+        assert self.client is not None, "a host that is down has no detail"
+        client = FakeClient(self.state.name, self.client.scripted.status, self.calls)
+        self.details.append(client)
+        return client
 
 
 def fleet_source(statuses: dict[str, dict | None], errors: bool = True) -> tuple[FleetSource, list]:
