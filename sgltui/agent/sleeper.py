@@ -31,6 +31,12 @@ SAVER_ENV = {"SGLANG_MEMORY_SAVER_CUDA_GRAPH": "1", "TMS_RETAIN_CPU_BACKUP": "1"
 CANARY_PROMPT = "The capital city of France is"
 BAD_ACCEPT = 0.6  # a woken draft accepting under this share of its last known length is bad
 MEMORY_BACK_S = 3.0  # how long the GPU source gets to show a release (NVML: ~0.13 s)
+FLUSH_S = 30.0  # how long a hicache server gets to go idle before its pause (/flush_cache)
+# A release's timeout from the bytes it moves (measured on an H100 host, PCIe Gen5): the first
+# one pins the backup at 0.43-0.52 s/GiB; later ones copy at ~54 GB/s. Twice that, plus a base.
+PIN_S_PER_GIB = 0.5
+COPY_S_PER_GIB = 1.0 / 50.0
+BASE_TIMEOUT_S = 30.0
 
 
 class WakeError(Exception):
@@ -60,9 +66,17 @@ def can_sleep(slot: Slot) -> bool:
     )
 
 
+def admin_key(srv: Slot) -> str | None:
+    """The key SGLang's admin routes take (pause, continue, release, resume, flush, abort:
+    ADMIN_OPTIONAL): --admin-api-key when the server has one, else its --api-key."""
+    server = srv.profile.server if srv.profile is not None else {}
+    key = server.get("admin-api-key")
+    return str(key) if key else srv.api_key
+
+
 async def call(srv: Slot, path: str, body: Any, timeout: float = 120.0) -> Any:
     status, data = await http_probe.post(
-        srv.server_host, srv.port, path, body, srv.api_key, timeout=timeout
+        srv.server_host, srv.port, path, body, admin_key(srv), timeout=timeout
     )
     if status != 200:
         what = "did not answer" if status == 0 else f"answered HTTP {status}"
@@ -70,21 +84,83 @@ async def call(srv: Slot, path: str, body: Any, timeout: float = 120.0) -> Any:
     return data
 
 
-async def pause(srv: Slot) -> None:
-    await call(srv, "/pause_generation", {"mode": "retract"})
+def hicache(srv: Slot) -> bool:
+    server = srv.profile.server if srv.profile is not None else {}
+    return bool(server.get("enable-hierarchical-cache"))
 
 
-async def sleep(srv: Slot) -> None:
-    await pause(srv)
+async def pause(srv: Slot, abort: bool = False) -> None:
+    """Pause generation (once: a paused server is left as it is). `abort`: the requests it still
+    runs fail fast (a drain that timed out), so that their clients retry on the server woken
+    next, instead of waiting in this one's queue until it wakes, maybe never. A hicache server
+    is flushed first: a write-through or load-back in flight never drains in a paused loop, and
+    the release that follows would then kill it."""
+    if srv.paused:
+        return
+    if abort:
+        await call(srv, "/abort_request", {"abort_all": True}, timeout=30.0)
+    if hicache(srv):
+        status, _ = await http_probe.post(
+            srv.server_host,
+            srv.port,
+            f"/flush_cache?timeout={FLUSH_S:g}",
+            None,
+            admin_key(srv),
+            timeout=FLUSH_S + 10.0,
+        )
+        if status != 200:
+            raise WakeError(
+                f"{srv.profile_name}: its hierarchical cache did not go idle in {FLUSH_S:g} s "
+                f"(/flush_cache answered {status or 'nothing'}); it was not paused, it serves on"
+            )
+    # Marked before the call: a pause that did not answer may still land, and a continue of a
+    # server not paused is harmless (a resume is not: that one is kept by `released`).
+    srv.paused = True
+    await call(srv, "/pause_generation", {"mode": "abort" if abort else "retract"})
+
+
+async def sleep(srv: Slot, abort: bool = False) -> None:
+    await pause(srv, abort)
     await release(srv)
 
 
+def release_timeout(srv: Slot) -> float:
+    """Seconds a release may take: the first one pins the whole backup (~0.5 s/GiB measured on
+    an H100 host), every later one still copies GPU -> host (~1 s per 54 GB); a margin on top.
+    Not a fixed 120 s: a 100+ GB model needs longer the first time."""
+    size = mem.weights_bytes(srv.profile) if srv.profile is not None else None
+    gib = (size or 0) / units.GIB
+    per_gib = PIN_S_PER_GIB if not srv.pinned_once else COPY_S_PER_GIB
+    return BASE_TIMEOUT_S + gib * per_gib * 2.0
+
+
 async def release(srv: Slot) -> float:
-    """Release and wait for the GPU source to show it; the seconds until it did."""
+    """Release and wait for the GPU source to show it; the seconds until it did. Once: a
+    released server is never released again (torch-memory-saver exits on a second pause)."""
+    if srv.released:
+        return 0.0
     pids = set(srv.tree.seen) if srv.tree else set()
     before = await asyncio.to_thread(mem.held_bytes, pids)
     t0 = time.monotonic()
-    await call(srv, "/release_memory_occupation", {})
+    timeout = await asyncio.to_thread(release_timeout, srv)
+    status, _ = await http_probe.post(
+        srv.server_host,
+        srv.port,
+        "/release_memory_occupation",
+        {},
+        admin_key(srv),
+        timeout=timeout,
+    )
+    if status == 0:
+        # It did not answer in time: it may still be releasing. A resume queued after it pairs
+        # with it (the scheduler runs them in turn); another release would not.
+        srv.released = True
+        raise WakeError(
+            f"{srv.profile_name}: /release_memory_occupation did not answer in {timeout:.0f} s"
+        )
+    if status != 200:
+        raise WakeError(f"{srv.profile_name}: /release_memory_occupation answered HTTP {status}")
+    srv.released = srv.pinned_once = True
     if not before:
         return time.monotonic() - t0  # no GPU source says what it holds: take its word
     deadline = time.monotonic() + MEMORY_BACK_S
@@ -102,8 +178,15 @@ async def release(srv: Slot) -> float:
 
 
 async def wake(srv: Slot) -> None:
-    await call(srv, "/resume_memory_occupation", {})
-    await call(srv, "/continue_generation", {"torch_empty_cache": True})
+    """Resume (only what was released: SGLang's resume of a tag never released is a KeyError
+    that ends the server) and continue (only what was paused)."""
+    if srv.released:
+        timeout = await asyncio.to_thread(release_timeout, srv)
+        await call(srv, "/resume_memory_occupation", {}, timeout=timeout)
+        srv.released = False
+    if srv.paused:
+        await call(srv, "/continue_generation", {"torch_empty_cache": True})
+        srv.paused = False
 
 
 async def canary(srv: Slot, known: float | None) -> tuple[bool, float | None, str]:
@@ -148,13 +231,17 @@ async def held(srv: Slot) -> tuple[int, int]:
     return int(gpu_bytes or 0), int(host or 0)
 
 
-async def drain(slot: Slot, wait: bool, timeout: float = 30.0) -> None:
+async def drain(slot: Slot, wait: bool, timeout: float = 30.0) -> bool:
     """Until the slot's server has no request in flight (its own count and its front's), or
-    at once when not `wait`, or at `timeout`."""
+    at once when not `wait`, or at `timeout`. Whether it emptied (False: its pause aborts what
+    is left, so that those clients retry instead of waiting in a sleeper's queue)."""
     deadline = time.monotonic() + (timeout if wait else 0.0)
     while slot.state == READY:
         load = await http_probe.load(slot.server_host, slot.port, slot.api_key)
         front = slot.front.in_flight((slot.server_host, slot.port)) if slot.front else 0
-        if not (load or 0) + front or time.monotonic() >= deadline:
-            return
+        if not (load or 0) + front:
+            return True
+        if time.monotonic() >= deadline:
+            return False
         await asyncio.sleep(0.05)
+    return True

@@ -171,6 +171,8 @@ class Standbys:
         server = Slot(key, _QuietHost(self.sup))
         if not server.adopt(record, profile):
             return False
+        if "released" not in record:  # written before the steps were kept: it was asleep
+            server.paused = server.released = True
         sb = Standby(
             slot_id,
             name,
@@ -344,10 +346,10 @@ class Standbys:
             async with ops.server_going(slot, "wait"):
                 slot.hold_front(f"slot {slot.id}: keeping {target.name} warm")
                 if serving:
-                    await sleeper.drain(slot, wait=True)
+                    drained = await sleeper.drain(slot, wait=True)
                     if sleeps:
                         slot.swap_step(f"keeping {target.name} warm: {frm} asleep")
-                        await sleeper.sleep(slot)
+                        await sleeper.sleep(slot, abort=not drained)
                     else:
                         slot.swap_step(f"keeping {target.name} warm: stopping {frm}")
                         await slot.stop(client, drain="force")
@@ -463,12 +465,12 @@ class Standbys:
             slot.hold_front(f"slot {slot.id}: {frm or '-'} -> {to} (warm)")
             step("draining")
             t = time.monotonic()
-            await sleeper.drain(slot, wait=drain == "wait")
+            drained = await sleeper.drain(slot, wait=drain == "wait")
             t = mark("drain", t)
             sleeps = can_sleep(slot)
             try:
                 step("pausing")
-                await sleeper.pause(slot)
+                await sleeper.pause(slot, abort=not drained)
                 t = mark("pause", t)
                 if sleeps:
                     step("releasing")

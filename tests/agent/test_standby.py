@@ -199,3 +199,14 @@ def test_cli_standby_add_list_swap_status_remove(agent):
     assert agent.slot()["standbys"] == []
     r = agent_sgltui(agent, "standby", "remove", a)
     assert r.returncode == 1 and "is not kept warm on slot 0" in r.stderr
+
+
+def test_admin_routes_get_the_admin_key(agent):
+    """SGLang's pause/continue/release/resume take only --admin-api-key once it is set."""
+    keys = {"api_key": "user-key", "admin_api_key": "admin-key"}
+    a = agent.write_profile("t-a", **keys)
+    b = agent.write_profile("t-b", **keys)
+    agent.call("start", profile=a, wait=True)
+    add(agent, b)
+    out = agent.call("swap", profile=b, wait=True)
+    assert out["result"]["ok"] and agent.slot()["last_swap"]["kind"] == "warm", out
