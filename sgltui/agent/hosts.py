@@ -66,6 +66,7 @@ class PoolLookup(Protocol):
     """The pools, as a standby op on a pool finds its slots."""
 
     def pool(self, name: str) -> PoolPlace: ...
+    def front_port(self, slot_id: str) -> tuple[str, int] | None | bool: ...
 
 
 class GatewaySamples(Protocol):

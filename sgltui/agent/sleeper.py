@@ -60,7 +60,11 @@ def with_saver(target: Resolved, port: int | None = None) -> Resolved:
 
 
 def can_sleep(slot: Slot) -> bool:
-    """Whether the slot's server was launched with the memory saver (its command says)."""
+    """Whether the slot's server was launched with the memory saver (its command says), and
+    not on the weight cache (SGLang cannot release weights it shares with the daemon)."""
+    server = slot.profile.server if slot.profile is not None else {}
+    if server.get("weight-cache-mode") not in (None, "", "off"):
+        return False
     return "--enable-memory-saver" in slot.command and "--enable-weights-cpu-backup" in (
         slot.command
     )

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent import procs, sleeper
+from sgltui.agent import procs, saver_check, sleeper
 from sgltui.agent import standby_memory as mem
 from sgltui.agent.endpoints import connect_host
 from sgltui.agent.errors import OpError
@@ -226,6 +226,9 @@ class Standbys:
                     f"slot {slot.id} watches a server sgltui did not start; `sgltui adopt` it or "
                     "start a profile there before keeping another warm"
                 )
+            refused = self._front_off(slot)
+            if refused:
+                raise OpError(f"standby add refused: {refused}")
             target = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
             if target.name in self.of(slot.id):
                 raise OpError(f"{target.name} is already kept warm on slot {slot.id}")
@@ -275,8 +278,30 @@ class Standbys:
                 return port
         raise OpError(f"no free port near {base + 1000} for a standby; free one and try again")
 
+    def _front_off(self, slot: Slot) -> str | None:
+        """Why a warm swap cannot keep the slot's clients: with the front off they call the
+        server's own port, which after the swap is a paused server holding their requests
+        (the woken one serves on a port of its own). None: a front, or a pool's gateway."""
+        if slot.front is not None or self.sup.pools.front_port(slot.id) is False:
+            return None
+        return (
+            f'slot {slot.id} has no front ([front] port = "off" in agent.toml): after a warm '
+            "swap it would serve on the standby's port while its clients keep calling the old "
+            "one, held by a paused server; set [front] port, or swap cold (`sgltui standby "
+            "remove PROFILE`)"
+        )
+
     def _check(self, slot: Slot, target: Resolved) -> str | None:
-        """Host RAM and GPU room for one more sleeper (blocking: a worker thread)."""
+        """Whether both can sleep; host RAM and GPU room for one more sleeper (blocking: a
+        worker thread)."""
+        found = saver_check.problem(target)
+        if not found and slot.profile is not None and slot.state == READY:
+            serving = slot.profile
+            found = saver_check.weight_cache_problem(
+                serving.name, serving.server
+            ) or saver_check.alloc_conf_problem(serving.name, serving.env)
+        if found:
+            return f"standby {target.name} refused: {found}"
         need = mem.weights_bytes(target)
         pinned = {
             f"{sb.slot_id}/{sb.name}": sb.host_bytes or (mem.weights_bytes(sb.server.profile) or 0)
@@ -431,6 +456,9 @@ class Standbys:
         sb = self.warm(slot, name)
         if sb is None or slot.state != READY or slot.external is not None:
             return None
+        refused = self._front_off(slot)
+        if refused:
+            raise OpError(f"warm swap to {name} refused: {refused}")
         old = slot.profile_name
         job = Job("swap", f"swap {old} -> {name} (warm)", client, time.time())
         slot.begin_swap(old, name, job.started, rollback, client)

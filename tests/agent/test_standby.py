@@ -210,3 +210,24 @@ def test_admin_routes_get_the_admin_key(agent):
     add(agent, b)
     out = agent.call("swap", profile=b, wait=True)
     assert out["result"]["ok"] and agent.slot()["last_swap"]["kind"] == "warm", out
+
+
+def test_refused_standby_that_cannot_sleep(agent):
+    a = agent.write_profile("t-a")
+    cached = agent.write_profile("t-wc", weight_cache_mode="client")
+    agent.call("start", profile=a, wait=True)
+    with pytest.raises(Exception) as exc:
+        agent.call("standby_add", profile=cached, wait=True)
+    assert "refused" in str(exc.value) and "weight-cache-mode" in str(exc.value), exc.value
+    assert agent.slot()["standbys"] == [] and agent.slot()["state"] == "ready"
+
+
+def test_front_off_refuses_the_standby(agent_handle, monkeypatch):
+    monkeypatch.setenv("SGLTUI_FRONT_PORT", "off")
+    agent = agent_handle
+    agent.start()
+    a, b = two(agent)
+    with pytest.raises(Exception) as exc:
+        agent.call("standby_add", profile=b, wait=True)
+    assert "no front" in str(exc.value) and "[front] port" in str(exc.value), exc.value
+    assert agent.slot()["standbys"] == []
