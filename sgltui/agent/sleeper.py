@@ -120,6 +120,7 @@ async def pause(srv: Slot, abort: bool = False) -> None:
     # Marked before the call: a pause that did not answer may still land, and a continue of a
     # server not paused is harmless (a resume is not: that one is kept by `released`).
     srv.paused = True
+    await saved(srv)  # the next agent knows it is paused, even if killed during the call
     await call(srv, "/pause_generation", {"mode": "abort" if abort else "retract"})
 
 
@@ -147,6 +148,10 @@ async def release(srv: Slot) -> float:
     before = await asyncio.to_thread(mem.held_bytes, pids)
     t0 = time.monotonic()
     timeout = await asyncio.to_thread(release_timeout, srv)
+    # Marked (and saved) before the call: a release sent is one the server does, even if this
+    # agent is killed before the answer; a resume queued after it pairs with it.
+    srv.released = True
+    await saved(srv)
     status, _ = await http_probe.post(
         srv.server_host,
         srv.port,
@@ -155,16 +160,15 @@ async def release(srv: Slot) -> float:
         admin_key(srv),
         timeout=timeout,
     )
-    if status == 0:
-        # It did not answer in time: it may still be releasing. A resume queued after it pairs
-        # with it (the scheduler runs them in turn); another release would not.
-        srv.released = True
+    if status == 0:  # no answer in time: it may still be releasing (so: released)
         raise WakeError(
             f"{srv.profile_name}: /release_memory_occupation did not answer in {timeout:.0f} s"
         )
-    if status != 200:
+    if status != 200:  # refused (auth, bad request): nothing was released
+        srv.released = False
+        await saved(srv)
         raise WakeError(f"{srv.profile_name}: /release_memory_occupation answered HTTP {status}")
-    srv.released = srv.pinned_once = True
+    srv.pinned_once = True
     if not before:
         return time.monotonic() - t0  # no GPU source says what it holds: take its word
     deadline = time.monotonic() + MEMORY_BACK_S
@@ -186,11 +190,29 @@ async def wake(srv: Slot) -> None:
     that ends the server) and continue (only what was paused)."""
     if srv.released:
         timeout = await asyncio.to_thread(release_timeout, srv)
-        await call(srv, "/resume_memory_occupation", {}, timeout=timeout)
-        srv.released = False
+        srv.released = False  # as a release: a resume sent is one the server does
+        await saved(srv)
+        status, _ = await http_probe.post(
+            srv.server_host, srv.port, "/resume_memory_occupation", {}, admin_key(srv), timeout
+        )
+        if status not in (0, 200):  # refused: still released
+            srv.released = True
+            await saved(srv)
+        if status != 200:
+            what = "did not answer" if status == 0 else f"answered HTTP {status}"
+            raise WakeError(f"{srv.profile_name}: /resume_memory_occupation {what}")
     if srv.paused:
         await call(srv, "/continue_generation", {"torch_empty_cache": True})
         srv.paused = False
+        await saved(srv)
+
+
+async def saved(srv: Slot) -> None:
+    """agent-state.json says which steps the server is in now (an agent killed between two
+    steps leaves the next one what it needs to undo them: agent/standby.py settle)."""
+    save = getattr(getattr(srv, "host", None), "state_saved", None)
+    if save is not None:
+        await save()
 
 
 async def canary(srv: Slot, known: float | None) -> tuple[bool, float | None, str]:

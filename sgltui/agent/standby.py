@@ -80,6 +80,9 @@ class _QuietHost:
     def telemetry_line(self, slot_id: str, line: str) -> None:
         pass
 
+    async def state_saved(self) -> None:
+        await self.sup.state_saved()
+
     def add_secret(self, secret: str) -> None:
         self.sup.add_secret(secret)
 
@@ -185,6 +188,38 @@ class Standbys:
             self.accept[name] = float(meta["accept_length"])
         self.of(slot_id)[name] = sb
         return True
+
+    async def settle(self) -> None:
+        """After re-adoption: a swap an earlier agent was killed in the middle of is undone.
+        Every standby goes (back) to sleep first (a woken one gives its GPU memory back), then
+        each slot's server is resumed and continued, if and only as far as it was paused or
+        released (agent-state.json keeps the steps)."""
+        for sbs in self.by_slot.values():
+            for sb in list(sbs.values()):
+                srv = sb.server
+                if srv.tree is None or (srv.paused and srv.released):
+                    continue
+                log.warning("standby %s was left awake by a swap: put back to sleep", sb.key)
+                try:
+                    await sleeper.sleep(srv)
+                except WakeError:
+                    log.exception("standby %s did not go back to sleep: stopped", sb.key)
+                    sbs.pop(sb.name, None)
+                    await srv.stop("agent", drain="force")
+                    await srv.close()
+        for slot in self.sup.slots.values():
+            if slot.tree is None or not (slot.paused or slot.released):
+                continue
+            log.warning(
+                "slot %s: %s was left %s by a swap: woken",
+                slot.id,
+                slot.profile_name,
+                "released" if slot.released else "paused",
+            )
+            try:
+                await sleeper.wake(slot)
+            except WakeError:
+                log.exception("slot %s: its server did not wake", slot.id)
 
     async def close(self, stop_servers: bool) -> None:
         for sbs in self.by_slot.values():

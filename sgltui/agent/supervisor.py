@@ -224,6 +224,7 @@ class Supervisor:
                 log.warning("cannot adopt standby %s: %s", key, exc, exc_info=True)
                 ok = False
             log.info("standby %s %s", key, "re-adopted, asleep" if ok else "is gone")
+        await self.standbys.settle()  # a swap the earlier agent left half done: undone
         self.bus.changed()
         await self.pools.start()  # after the slots: their ready servers are its first workers
         await asyncio.to_thread(self.catalog.refresh)
@@ -527,6 +528,12 @@ class Supervisor:
     def jobs(self) -> dict[str, Job]:
         """Each slot's latest lifecycle job (agent/operations.py)."""
         return self.ops.jobs
+
+    async def state_saved(self) -> None:
+        """agent-state.json says what the slots and sleepers are now (a warm swap's steps:
+        the next agent must know which servers are paused or released)."""
+        self.bus.changed()
+        await self.saver.saved()
 
     def our_pids(self) -> set[int]:
         pids: set[int] = set()

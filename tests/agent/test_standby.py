@@ -231,3 +231,39 @@ def test_front_off_refuses_the_standby(agent_handle, monkeypatch):
         agent.call("standby_add", profile=b, wait=True)
     assert "no front" in str(exc.value) and "[front] port" in str(exc.value), exc.value
     assert agent.slot()["standbys"] == []
+
+
+def _wait(cond, what: str, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_agent_killed_mid_swap_undoes_it(agent):
+    """kill -9 while the standby resumes (the serving one released): the next agent puts the
+    standby back to sleep and wakes the one that served; the front answers again."""
+    a = agent.write_profile("t-a")
+    b = agent.write_profile("t-b", sim_pinned_bandwidth_gbs=0.2)  # its resume: ~0.8 s
+    agent.call("start", profile=a, wait=True)
+    add(agent, b)
+    agent.call("swap", profile=b)
+    _wait(lambda: (agent.slot().get("swap") or {}).get("step") == "resuming", "no resuming step")
+    state = json.loads((agent.state_dir / "agent-state.json").read_text())["slots"]
+    assert state["0"]["released"] and state["0"]["swap"]["to"] == b, state["0"]
+    agent.kill9()
+    r = httpx.post(
+        agent.front_url + "/generate",
+        json={"text": "hi", "sampling_params": {"max_new_tokens": 2, "ignore_eos": True}},
+        timeout=15,
+    )
+    assert r.status_code == 200
+    slot = agent.slot()
+    assert slot["profile"] == a and slot["state"] == "ready" and not slot.get("unresponsive")
+    assert standby(agent, b)["state"] == "asleep"
+    out = agent.call("swap", profile=b, wait=True)  # and the swap works from there
+    assert out["result"]["ok"] and agent.slot()["last_swap"]["kind"] == "warm", out
