@@ -60,7 +60,9 @@ _SIM_FLAGS: dict[str, dict[str, Any]] = {
     "sim-slow-start": {"type": "float"},
     "sim-host-memory-gb": {"type": "float"},
     "sim-pinned-bandwidth-gbs": {"type": "float"},
-    "sim-release-fails": {"action": "store_true", "type": "bool"},
+    "sim-pin-s-per-gib": {"type": "float"},
+    "sim-release-fails": {"type": "int", "nargs": "?", "const": 1},
+    "sim-resume-fails": {"type": "int", "nargs": "?", "const": 1},
     "sim-bad-resume-draft": {"action": "store_true", "type": "bool"},
 }
 

@@ -152,9 +152,31 @@ def _add_sim_flags(p: argparse.ArgumentParser) -> None:
         help="pinned host <-> GPU copy speed in GB/s, for release/resume (H100 PCIe Gen5: 54)",
     )
     g.add_argument(
+        "--sim-pin-s-per-gib",
+        type=float,
+        default=0.5,
+        help="seconds a GiB for a release that pins its host backup (the first one; every one "
+        "without TMS_RETAIN_CPU_BACKUP=1), at time scale 1 (H100 host: 0.43-0.52)",
+    )
+    g.add_argument(
         "--sim-release-fails",
-        action="store_true",
-        help="a release answers 200 null and frees nothing (as SGLang does when it cannot)",
+        type=int,
+        nargs="?",
+        const=1,
+        default=None,
+        metavar="N",
+        help="the Nth release (1 when bare) and every later one answer 200 null and free "
+        "nothing; the server counts as released all the same (resume it)",
+    )
+    g.add_argument(
+        "--sim-resume-fails",
+        type=int,
+        nargs="?",
+        const=1,
+        default=None,
+        metavar="N",
+        help="the Nth resume (1 when bare) and every later one die in torch-memory-saver "
+        "(CUDA out of memory mapping the memory back): the server goes down",
     )
     g.add_argument(
         "--sim-bad-resume-draft",

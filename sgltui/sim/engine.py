@@ -118,7 +118,7 @@ class Engine:
         self.ready_info: dict | None = None
         self._ready = asyncio.Event()
         self._ranks_ready = 0
-        self._flush_waiters: list[asyncio.Future] = []
+        self._flush_waiters: dict[int, asyncio.Future] = {}
         self._control_waiters: list[asyncio.Future] = []
         self._counter = itertools.count()
         self.child_exit: tuple[str, int, int] | None = None  # (name, pid, exit code)
@@ -252,10 +252,10 @@ class Engine:
                 if not fut.done():
                     fut.set_result(msg[1])
         elif kind == "flush_result":
-            if self._flush_waiters:
-                fut = self._flush_waiters.pop(0)
-                if not fut.done():
-                    fut.set_result(bool(msg[1]))
+            fid, ok = msg[1]
+            fut = self._flush_waiters.pop(fid, None)
+            if fut is not None and not fut.done():
+                fut.set_result(bool(ok))
 
     def _finished(self, st: ReqState) -> None:
         self.reqs.pop(st.rid, None)
@@ -296,10 +296,13 @@ class Engine:
     def abort(self, rid: str | None) -> None:
         self.outboxes[0].put(("abort", rid))
 
-    async def flush_cache(self) -> bool:
+    async def flush_cache(self, timeout: float = 0.0) -> bool:
+        """Flush once the scheduler is fully idle, waiting up to `timeout` seconds inside its
+        loop (SGLang's flush wrapper); False when it was not idle in time."""
+        fid = next(self._counter)
         fut = asyncio.get_running_loop().create_future()
-        self._flush_waiters.append(fut)
-        self.outboxes[0].put(("flush",))
+        self._flush_waiters[fid] = fut
+        self.outboxes[0].put(("flush", fid, timeout))
         return await fut
 
     async def control(self, msg: tuple):

@@ -8,11 +8,25 @@ SGLang 0.5.23 (`--enable-memory-saver`, `--enable-weights-cpu-backup`, torch-mem
 rebuilt on resume), `cuda_graph` (freed only with SGLANG_MEMORY_SAVER_CUDA_GRAPH=1). No tags:
 all three. The CUDA context and untagged buffers stay on the GPU.
 
-Here the weights move at the simulated host's pinned bandwidth (--sim-pinned-bandwidth-gbs,
-H100 PCIe Gen5: ~54 GB/s) scaled by --sim-time-scale, so a 27B BF16 model resumes in about a
-second at scale 1. A release asks the scheduler first, which dies on SGLang's assertion when
-requests are running (nothing catches it: the server goes down). With --sim-bad-resume-draft the
-MTP draft comes back wrong after a resume (accept length ~1.0, no error: SGLang PR #31674).
+Nothing is forgiven that SGLang 0.5.23 and torch-memory-saver 0.0.10 do not forgive (the
+scheduler's side, `scheduler_control`, holds the state a real scheduler holds):
+- the release asserts the scheduler is fully idle (hicache write-through and load-back included:
+  the paused loop never drains them) and dies on the assertion (nothing catches it);
+- the release adds its tags to `offload_tags` and pauses each tag's region, in SGLang's order
+  (kv_cache, weights, cuda_graph); a region already paused is torch-memory-saver's `exit(1)`
+  ("Cannot pause allocation that is not active"), so a second release kills the server;
+- the resume removes its tags from `offload_tags` first: a tag never released is a KeyError in
+  the scheduler, which takes the server down;
+- `--weight-cache-mode` other than off: a release of the weights raises in the scheduler.
+
+Timing: the first release of the weights pins the host backup (--sim-pin-s-per-gib, 0.5 s a GiB
+at time scale 1, as measured on an H100 host); a later one (the backup kept by
+TMS_RETAIN_CPU_BACKUP=1) still copies GPU -> host at --sim-pinned-bandwidth-gbs, and so does every
+resume the other way; all scaled by --sim-time-scale. With --sim-bad-resume-draft the MTP draft
+comes back wrong after a resume (accept length ~1.0, no error: SGLang PR #31674). Faults:
+--sim-release-fails N makes the Nth release and every later one free nothing (200 null, the
+server released all the same: it must be resumed); --sim-resume-fails N makes the Nth resume and
+every later one die in torch-memory-saver (CUDA out of memory while mapping the memory back).
 """
 
 from __future__ import annotations
@@ -25,7 +39,53 @@ from typing import Any
 log = logging.getLogger("sglang")
 
 TAGS = ("kv_cache", "weights", "cuda_graph")
+PAUSE_ORDER = ("kv_cache", "weights", "cuda_graph")  # SGLang's release, one region after another
+RESUME_ORDER = ("cuda_graph", "weights", "kv_cache")  # and its resume
 IDLE_ASSERTION = "release_memory_occupation should be called only when no ongoing request"
+GIB = 1 << 30
+_TMS_SOURCE = "/project/csrc/core.cpp"  # where torch-memory-saver's own messages say they come from
+
+
+class TmsExit(Exception):
+    """torch-memory-saver's `exit(1)`: its message on stderr, then the scheduler process ends
+    without a traceback (C++ `exit`, nothing in Python catches it); the main process notices the
+    dead child and takes the server down."""
+
+
+class OffloadTagMissing(KeyError):
+    """SGLang's resume `offload_tags.remove(tag)` of a tag that was never released."""
+
+
+class SchedulerRuntimeError(RuntimeError):
+    """A RuntimeError SGLang's scheduler raises here (its message is SGLang's); the rank dies."""
+
+
+def tms_message(action: str, state: str, tag: str, line: int) -> str:
+    """torch-memory-saver 0.0.10's line before its exit(1) (csrc/core.cpp)."""
+    ptr = 139_900_000_000_000 + sum(map(ord, tag)) * 4096  # a plausible device address
+    return (
+        f"[torch_memory_saver.cpp] Cannot {action} allocation that is not {state}. tag={tag} "
+        f"ptr={ptr} file={_TMS_SOURCE} func={action} line={line}"
+    )
+
+
+def weight_cache_message(mode: str) -> str:
+    return (
+        "[weight_cache] release_memory_occupation of model weights is not supported while the "
+        f"weight cache is active (--weight-cache-mode {mode}): the weights are shared with the "
+        "daemon via CUDA IPC, so freeing them would corrupt the daemon's master copy and every "
+        "co-attached engine. Restart with --weight-cache-mode off to use this operation."
+    )
+
+
+def fails_from(value: Any) -> int | None:
+    """--sim-release-fails / --sim-resume-fails: the first call (1-based) that fails, or None.
+    A bare flag (or a profile's `true`) is 1: every call fails."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return 1
+    return max(1, int(value))
 
 
 def parse_tags(body: Any) -> list[str] | None:
@@ -45,25 +105,27 @@ def parse_tags(body: Any) -> list[str] | None:
 
 
 class MemorySaver:
-    """The main process's side: what is released, how long moving it takes, what it pins."""
+    """The main process's side: what is released, how long moving it takes, what it pins. The
+    scheduler (`scheduler_control`) decides whether a release or resume is legal at all."""
 
     def __init__(self, server: Any) -> None:
         self.s = server  # sgltui.sim.server.SimServer
         args = server.args
         self.enabled = bool(getattr(args, "enable_memory_saver", False))
         self.cpu_backup = bool(getattr(args, "enable_weights_cpu_backup", False))
-        self.graphs_freed = os.environ.get("SGLANG_MEMORY_SAVER_CUDA_GRAPH", "").lower() in (
-            "1",
-            "true",
-        )
+        self.graphs_freed = graphs_in_saver()
         self.bandwidth = max(1e6, float(getattr(args, "sim_pinned_bandwidth_gbs", 54.0)) * 1e9)
+        self.pin_s_per_gib = max(0.0, float(getattr(args, "sim_pin_s_per_gib", 0.5) or 0.0))
         self.bad_resume = bool(getattr(args, "sim_bad_resume_draft", False))
-        self.release_fails = bool(getattr(args, "sim_release_fails", False))
+        self.release_fails_from = fails_from(getattr(args, "sim_release_fails", None))
+        self.resume_fails_from = fails_from(getattr(args, "sim_resume_fails", None))
+        self.release_calls = 0
+        self.resume_calls = 0
         # TMS_RETAIN_CPU_BACKUP=1 (torch_memory_saver PR #86): the pinned copy of the weights is
-        # kept after a resume, so the next release only unmaps (weights do not change).
+        # kept after a resume, so a later release copies into it without pinning again.
         self.retain = os.environ.get("TMS_RETAIN_CPU_BACKUP", "").lower() in ("1", "true")
         self.backup_kept = False
-        self.released: set[str] = set()
+        self.released: set[str] = set()  # what the GPU no longer holds (what is published)
         self._lock = asyncio.Lock()  # one release or resume at a time, as SGLang's communicator
 
     # ---- sizes --------------------------------------------------------------------------------
@@ -78,10 +140,17 @@ class MemorySaver:
         return 0
 
     def transfer_s(self) -> float:
-        """Seconds (wall) to move the weights one way at the pinned bandwidth."""
+        """Seconds (wall) to copy the weights one way into an existing pinned buffer."""
         if not self.cpu_backup:
             return 0.0
         return self.weights_bytes() / self.bandwidth * self.s.scale
+
+    def first_release_s(self) -> float:
+        """Seconds (wall) of a release that must pin its backup first (cudaMallocHost of the
+        whole backup, then the copy: 0.43-0.52 s a GiB measured on an H100 host)."""
+        if not self.cpu_backup:
+            return 0.0
+        return self.weights_bytes() / GIB * self.pin_s_per_gib * self.s.scale
 
     def breakdown(self, parts: dict[str, int]) -> dict[str, int]:
         """The publisher's breakdown with what is released taken out."""
@@ -104,28 +173,41 @@ class MemorySaver:
 
     # ---- the endpoints' work -----------------------------------------------------------------------
     async def release(self, tags: list[str] | None) -> None:
-        if not self.enabled or self.release_fails:
-            return  # SGLang: the memory saver is a no-op adapter without the flag
+        self.release_calls += 1
+        failing = self.release_fails_from is not None and (
+            self.release_calls >= self.release_fails_from
+        )
         tags = list(tags or TAGS)
         async with self._lock:
-            # The scheduler asserts it is idle; a busy one dies here (and the server with it).
-            await self.s.the_engine.control(("release", tags))
-            if "weights" in tags and "weights" not in self.released and not self.backup_kept:
-                await asyncio.sleep(self.transfer_s())  # GPU -> pinned host copy
+            # The scheduler asserts it is idle, records the tags and pauses their regions; it
+            # dies (and the server with it) on whatever SGLang or torch-memory-saver would.
+            await self.s.the_engine.control(("release", tags, failing))
+            if not self.enabled or failing:
+                return  # SGLang: a no-op adapter without the flag; the fault: nothing freed
+            if "weights" in tags and "weights" not in self.released:
+                # GPU -> pinned host copy, pinning the backup first unless a kept one is there.
+                await asyncio.sleep(
+                    self.transfer_s() if self.backup_kept else self.first_release_s()
+                )
                 self.backup_kept = self.retain and self.cpu_backup
             self.released |= set(tags)
             log.info(f"Release memory occupation done: tags={tags}")
             self._publish()
 
     async def resume(self, tags: list[str] | None) -> None:
-        if not self.enabled:
-            return
+        self.resume_calls += 1
+        failing = self.resume_fails_from is not None and (
+            self.resume_calls >= self.resume_fails_from
+        )
         tags = list(tags or TAGS)
         async with self._lock:
-            if "weights" in tags and "weights" in self.released:
-                await asyncio.sleep(self.transfer_s())
             bad = self.bad_resume or ("weights" in tags and not self.cpu_backup)
-            await self.s.the_engine.control(("resume", tags, bad))
+            # A tag never released, or a region that cannot be mapped again, ends the server here.
+            await self.s.the_engine.control(("resume", tags, bad, failing))
+            if not self.enabled:
+                return
+            if "weights" in tags and "weights" in self.released:
+                await asyncio.sleep(self.transfer_s())  # pinned host -> GPU
             self.released -= set(tags)
             log.info(f"Resume memory occupation done: tags={tags}")
             self._publish()
@@ -146,9 +228,23 @@ class MemorySaver:
             pub.write(self.s.the_engine.pids, self.s.the_engine.stats)
 
 
+def graphs_in_saver() -> bool:
+    """SGLANG_MEMORY_SAVER_CUDA_GRAPH=1: the graphs are allocated in the saver's cuda_graph
+    region (else that tag has no region: pausing or resuming it touches nothing)."""
+    return os.environ.get("SGLANG_MEMORY_SAVER_CUDA_GRAPH", "").lower() in ("1", "true")
+
+
+def saver_regions(args: Any) -> set[str]:
+    """The tags that have a torch-memory-saver region in this server."""
+    if not getattr(args, "enable_memory_saver", False):
+        return set()  # SGLang's no-op adapter: nothing is paused or resumed
+    return {"kv_cache", "weights"} | ({"cuda_graph"} if graphs_in_saver() else set())
+
+
 def scheduler_control(sched: Any, msg: tuple) -> Any:
     """The scheduler's side of a control message (runs in the scheduler process). Returns the
-    reply; a release with requests running raises SGLang's AssertionError (the rank dies)."""
+    reply; raises what kills a real scheduler (an AssertionError, OffloadTagMissing,
+    SchedulerRuntimeError) or ends its process (TmsExit)."""
     kind = msg[0]
     if kind == "pause":
         sched.paused = True
@@ -161,12 +257,52 @@ def scheduler_control(sched: Any, msg: tuple) -> Any:
         sched.paused = False
         return True
     if kind == "release":
-        if sched.running or sched.chunked or (sched.waiting and not sched.paused):
-            raise AssertionError(IDLE_ASSERTION)
+        _release(sched, msg[1])
         return True
     if kind == "resume":
-        _, tags, bad = msg
+        _, tags, bad, failing = msg
+        _resume(sched, tags, failing)
         if "weights" in tags:
             sched.bad_draft = bool(bad)
         return True
     return None
+
+
+def _release(sched: Any, tags: list[str]) -> None:
+    mode = str(getattr(sched.args, "weight_cache_mode", None) or "off")
+    if "weights" in tags and mode != "off":
+        raise SchedulerRuntimeError(weight_cache_message(mode))
+    if sched.running or sched.chunked or (sched.waiting and not sched.paused):
+        raise AssertionError(IDLE_ASSERTION)
+    if sched.hicache_in_flight():
+        raise AssertionError(IDLE_ASSERTION)  # write-through / load-back the paused loop keeps
+    regions = saver_regions(sched.args)
+    sched.offload_tags.update(tags)
+    for tag in PAUSE_ORDER:
+        if tag not in tags:
+            continue
+        if tag in regions:
+            if tag in sched.tms_paused:
+                raise TmsExit(tms_message("pause", "active", tag, 241))
+            sched.tms_paused.add(tag)
+        if tag == "kv_cache":
+            sched.cache.clear()  # SGLang flushes the radix cache with the KV it releases
+
+
+def _resume(sched: Any, tags: list[str], failing: bool) -> None:
+    for tag in tags:
+        if tag not in sched.offload_tags:
+            raise OffloadTagMissing(tag)
+        sched.offload_tags.remove(tag)
+    regions = saver_regions(sched.args)
+    for tag in RESUME_ORDER:
+        if tag not in tags or tag not in regions:
+            continue
+        if tag not in sched.tms_paused:
+            raise TmsExit(tms_message("resume", "paused", tag, 312))
+        if failing:
+            raise TmsExit(
+                "[torch_memory_saver.cpp] CUresult error: 2 (out of memory) "
+                f"file={_TMS_SOURCE} func=resume line=330 (cuMemCreate, tag={tag})"
+            )
+        sched.tms_paused.discard(tag)

@@ -50,6 +50,14 @@ class Scheduler:
         self.waiting: deque[Req] = deque()
         self.paused = False  # pause_generation: nothing runs until continue_generation
         self.bad_draft = False  # set by a resume under --sim-bad-resume-draft (memory_saver.py)
+        # What a real scheduler knows of its memory saver (memory_saver.py): the tags released
+        # (SGLang's offload_tags) and torch-memory-saver's paused regions.
+        self.offload_tags: set[str] = set()
+        self.tms_paused: set[str] = set()
+        # HiCache copies in flight (write-through of inserted blocks, load-back of host hits),
+        # as the wall time each is done; only the running loop retires them (drain_hicache).
+        self.hicache_ops: list[float] = []
+        self.link_bytes_s = max(1e6, float(getattr(args, "sim_pinned_bandwidth_gbs", 54.0)) * 1e9)
         self.running: list[Req] = []
         self.chunked: Req | None = None
         host_tokens = plan.hicache_host_tokens
@@ -120,7 +128,9 @@ class Scheduler:
         self.owned_tokens -= req.owned
         if insert:
             keys = block_keys(ids)
+            backed_up = self.cache.backup_tokens
             self.cache.insert(keys)
+            self._hicache_copy(self.cache.backup_tokens - backed_up)  # the write-through
         req.owned = 0
         req.locked = []
         if self.hybrid:
@@ -183,7 +193,7 @@ class Scheduler:
         self.emit("out", [output(req, [], self.spec)])
 
     def flush_cache(self) -> bool:
-        if self.running or self.waiting or self.chunked:
+        if not self.fully_idle:
             return False
         self.cache.clear()
         return True
@@ -205,6 +215,29 @@ class Scheduler:
     @property
     def idle(self) -> bool:
         return not (self.waiting or self.running or self.chunked)
+
+    # ---- hicache copies in flight ----------------------------------------------------------------
+    def _hicache_copy(self, tokens: int) -> None:
+        """A host <-> device copy of `tokens` KV tokens starts now (at the pinned link's speed)."""
+        if tokens <= 0:
+            return
+        seconds = tokens * self.plan.kv_cell_eff_bytes / self.link_bytes_s * self.scale
+        self.hicache_ops.append(time.monotonic() + seconds)
+
+    def drain_hicache(self) -> None:
+        """Retire the copies that are done. SGLang checks them only while its loop runs (the
+        paused loop skips it): the caller does not call this while paused."""
+        if self.hicache_ops:
+            now = time.monotonic()
+            self.hicache_ops = [t for t in self.hicache_ops if t > now]
+
+    def hicache_in_flight(self) -> bool:
+        return bool(self.hicache_ops)
+
+    @property
+    def fully_idle(self) -> bool:
+        """SGLang's is_fully_idle: no request anywhere and no hicache copy in flight."""
+        return self.idle and not self.hicache_ops
 
     # ---- one iteration --------------------------------------------------------------------------
     def step(self) -> bool:
@@ -296,6 +329,7 @@ class Scheduler:
                 loaded = req.keys[dev_tokens // BLOCK : (dev_tokens + host_tokens) // BLOCK]
                 self.cache.load_back(loaded)
                 req.locked += loaded
+                self._hicache_copy(host_tokens)  # the load-back
             req.dev_hit, req.host_hit = dev_tokens, host_tokens
             req.prefilled = dev_tokens + host_tokens
             if self.hybrid:

@@ -20,7 +20,12 @@ import traceback
 from typing import Any
 
 from sgltui.sim.logs import gb, rank_prefix, setup_logging
-from sgltui.sim.memory_saver import scheduler_control
+from sgltui.sim.memory_saver import (
+    OffloadTagMissing,
+    SchedulerRuntimeError,
+    TmsExit,
+    scheduler_control,
+)
 
 CONTROL = ("pause", "continue", "release", "resume")  # memory_saver.py's messages
 
@@ -257,22 +262,41 @@ def scheduler_main(conn, cfg: dict, rank: int) -> None:
         )
     except _SimulatedError as exc:
         _fail(f"RuntimeError: {exc}")
+    except SchedulerRuntimeError as exc:  # raised while serving (memory_saver.py)
+        _fail(f"RuntimeError: {exc}", _SERVING_FRAMES)
+    except OffloadTagMissing as exc:  # a resume of a tag never released
+        _fail(f"KeyError: {exc.args[0]!r}", _SERVING_FRAMES)
     except AssertionError as exc:  # SGLang's own assertions (a release while requests run)
-        _fail(f"AssertionError: {exc}")
+        _fail(f"AssertionError: {exc}", _SERVING_FRAMES)
+    except TmsExit as exc:  # torch-memory-saver's exit(1): its line, no traceback, no SIGQUIT
+        sys.stdout.flush()
+        print(str(exc), file=sys.stderr, flush=True)
+        os._exit(1)
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
     except Exception:  # noqa: BLE001 - a simulator bug: its traceback, as SGLang reports a rank crash
         _fail(traceback.format_exc().split("\n", 1)[1])
 
 
-def _fail(last: str) -> None:
-    tb = (
-        "Traceback (most recent call last):\n"
-        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", line 3187, '
-        "in run_scheduler_process\n    scheduler = Scheduler(\n"
-        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/tp_worker.py", line 241, '
-        "in __init__\n    self.model_runner = ModelRunner(\n" + last
-    )
+_SGLANG = "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers"
+_STARTUP_FRAMES = (
+    f'  File "{_SGLANG}/scheduler.py", line 3187, '
+    "in run_scheduler_process\n    scheduler = Scheduler(\n"
+    f'  File "{_SGLANG}/tp_worker.py", line 241, '
+    "in __init__\n    self.model_runner = ModelRunner(\n"
+)
+_SERVING_FRAMES = (
+    f'  File "{_SGLANG}/scheduler.py", line 3201, in run_scheduler_process\n'
+    "    scheduler.event_loop_overlap()\n"
+    f'  File "{_SGLANG}/scheduler.py", line 2034, in event_loop_overlap\n'
+    "    self.process_input_requests(recv_reqs)\n"
+    f'  File "{_SGLANG}/scheduler_components/weight_updater.py", line 339, '
+    "in memory_occupation\n    output = self._request_dispatcher(recv_req)\n"
+)
+
+
+def _fail(last: str, frames: str = _STARTUP_FRAMES) -> None:
+    tb = "Traceback (most recent call last):\n" + frames + last
     log.error(f"Scheduler hit an exception: {tb}")
     sys.stdout.flush()
     try:
@@ -315,6 +339,34 @@ class _Inbox:
             return None
 
 
+class _Flushes:
+    """`/flush_cache?timeout=S` as SGLang's flush wrapper runs it: inside the scheduler loop,
+    flushing once the scheduler is fully idle (requests and hicache copies), or answering False
+    when the timeout passes first (0: now or never)."""
+
+    def __init__(self, conn, sched) -> None:
+        self.conn, self.sched = conn, sched
+        self.pending: dict[int, float] = {}  # flush id -> deadline (monotonic)
+
+    def add(self, fid: int, timeout: float) -> None:
+        self.pending[fid] = time.monotonic() + max(0.0, timeout)
+        self.check()
+
+    def check(self) -> None:
+        if not self.pending:
+            return
+        now = time.monotonic()
+        for fid, deadline in list(self.pending.items()):
+            if self.sched.fully_idle:
+                ok = self.sched.flush_cache()
+            elif now >= deadline:
+                ok = False
+            else:
+                continue
+            del self.pending[fid]
+            self.conn.send(("flush_result", (fid, ok)))
+
+
 def _wait_for_shutdown(conn, phases: Phases) -> None:
     while True:
         if conn.poll(0.5):
@@ -342,12 +394,15 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
         sched.warmup_extra_s = float("inf")
     sched.reporter.snapshot(report=False)
     inbox = _Inbox(conn)  # from here on only the inbox thread reads conn; this thread writes
+    flushes = _Flushes(conn, sched)
     last_idle_refresh = time.monotonic()
     while True:
         if phases.crash_at is not None and time.monotonic() >= phases.crash_at:
             raise _Crash()
         was_idle = sched.idle or sched.paused
         timeout = 0.0 if not was_idle else 0.5
+        if was_idle and (flushes.pending or (sched.hicache_ops and not sched.paused)):
+            timeout = 0.01  # a flush waits for idle, copies in flight finish: look again soon
         while (msg := inbox.get(timeout)) is not None:
             timeout = 0.0
             kind = msg[0]
@@ -356,13 +411,16 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
             elif kind == "abort":
                 sched.abort(msg[1])
             elif kind == "flush":
-                conn.send(("flush_result", sched.flush_cache()))
+                flushes.add(msg[1], msg[2])
             elif kind == "shutdown":
                 return
             elif kind in CONTROL:
                 conn.send(("control_result", scheduler_control(sched, msg)))
             elif msg is _Inbox.EOF:
                 raise EOFError
+        if not sched.paused:
+            sched.drain_hicache()  # the paused loop skips hicache's events (SGLang ~2034)
+        flushes.check()
         if was_idle:
             sched.realign()  # work that arrives after a pause starts on the current clock
         if sched.idle or sched.paused:
@@ -373,6 +431,14 @@ def _serve(conn, cfg: dict, phases: Phases) -> None:
             continue
         if sched.warmup_extra_s == float("inf"):
             phases.hang()
+        if sched.tms_paused:
+            # A released server that runs a batch reads memory torch-memory-saver unmapped.
+            raise SchedulerRuntimeError(
+                "CUDA error: an illegal memory access was encountered (a forward pass while "
+                f"the memory saver's {', '.join(sorted(sched.tms_paused))} memory is released)"
+                "\nCUDA kernel errors might be asynchronously reported at some other API call, "
+                "so the stacktrace below might be incorrect."
+            )
         if not sched.step():
             sched.reject_unfittable()
             time.sleep(0.01)

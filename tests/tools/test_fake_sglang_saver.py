@@ -1,6 +1,7 @@
 """tools/gpucheck/fake_sglang's memory saver, on the CPU (its holder keeps the bytes in host
 memory with FAKE_SGLANG_CPU_HOLD=1): release/resume move them as SGLang 0.5.23's flags say,
-answer `200 null`, hold generation back while released, and the holder dies with its server."""
+answer `200 null`, hold generation back while released, and the holder dies with its server; a
+second release or a resume of memory not released ends the server, as torch-memory-saver does."""
 
 from __future__ import annotations
 
@@ -117,7 +118,8 @@ def test_release_and_resume_move_the_bytes_and_hold_generation_back(fake):
     t.start()
     t.join(0.5)
     assert not got, "a generation ran while the memory was released"
-    assert call(f.port, "/resume_memory_occupation", {}) == (200, None)  # no tags: all
+    # The tags released, no more: all three would be a KeyError for the two never released.
+    assert call(f.port, "/resume_memory_occupation", {"tags": ["weights"]}) == (200, None)
     t.join(10)
     assert got and got[0][0] == 200
     state = f.holder(verify=True)
@@ -160,3 +162,23 @@ def test_the_holder_ends_with_its_server(fake):
             break  # exited, not reaped yet
         assert time.monotonic() < end, "the holder outlived its server"
         time.sleep(0.1)
+
+
+@pytest.mark.parametrize(
+    "calls,line",
+    [
+        (["/release_memory_occupation", "/release_memory_occupation"], "pause"),
+        (["/resume_memory_occupation"], "resume"),
+    ],
+)
+def test_an_unpaired_release_or_resume_ends_the_server(fake, calls, line):
+    f = fake(BOTH)
+    call(f.port, "/pause_generation", {"mode": "retract"})
+    for path in calls:
+        try:
+            call(f.port, path, {"tags": ["weights"]}, timeout=10)
+        except (urllib.error.URLError, ConnectionError):
+            pass  # the server went down under the request (or answered 500: the holder is gone)
+    assert f.proc.wait(20) != 0, f.tail()
+    said = f"[torch_memory_saver.cpp] Cannot {line} allocation that is not"
+    assert said in f.tail() and "(fake_sglang's GPU holder)" in f.tail(), f.tail()

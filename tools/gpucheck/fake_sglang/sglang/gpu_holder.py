@@ -13,6 +13,9 @@ resume brings back uninitialised memory, which `verify` then reports (sglang#636
 
 The pinned copy is allocated on the first release and kept between cycles, as
 TMS_RETAIN_CPU_BACKUP=1 keeps torch_memory_saver's: pinning costs far more than copying.
+Like torch-memory-saver 0.0.10 (csrc/core.cpp), a release of held memory that is already
+released, or a resume of memory that is not, prints TMS's line on stderr and ends the holder
+with exit(1); the launcher then takes the server down, as a dead scheduler rank does.
 Each GiB holds its own byte (index % 251 + 1), so a resume that brought back garbage or chunks
 out of place fails `verify`. Without torch/CUDA it holds nothing, or, with
 FAKE_SGLANG_CPU_HOLD=1 (the CPU dry run), the same bytes in plain host memory, so that the
@@ -139,6 +142,17 @@ class HostBlock:
         return bad
 
 
+def tms_exit(action: str, state: str) -> None:
+    """torch-memory-saver's answer to an unpaired pause or resume: one line, then exit(1)."""
+    print(
+        f"[torch_memory_saver.cpp] Cannot {action} allocation that is not {state}. "
+        f"tag=weights ptr=0 file=csrc/core.cpp func={action} (fake_sglang's GPU holder)",
+        file=sys.stderr,
+        flush=True,
+    )
+    os._exit(1)
+
+
 def make_block(gib: float):
     """The block to hold and the line that says where, or (None, why) when nothing is held."""
     where = os.environ.get("CUDA_VISIBLE_DEVICES", "")
@@ -184,7 +198,9 @@ class Holder:
         self.state["held"] = True
 
     def release(self, backup: bool) -> None:
-        if self.state["released"] or not self.block:
+        if self.state["released"]:
+            tms_exit("pause", "active")
+        if not self.block:
             self.state["released"] = True
             return
         t0 = time.perf_counter()
@@ -200,7 +216,7 @@ class Holder:
 
     def resume(self, backup: bool) -> None:
         if not self.state["released"]:
-            return
+            tms_exit("resume", "paused")
         if not self.block:
             self.state["released"] = False
             return

@@ -9,7 +9,10 @@ The memory saver, as SGLang 0.5.23 has it (read from its http_server.py): with
 host memory (--enable-weights-cpu-backup; without it they are discarded and come back as garbage)
 and free the GPU memory, and `POST /resume_memory_occupation` allocates again and copies them
 back; without --enable-memory-saver both do nothing. Both answer 200 `null`, as SGLang does,
-unless the holder itself failed (500, one line why). Generation requests wait while the server
+unless the holder itself failed (500, one line why). A second release, or a resume of memory not
+released, ends the holder with torch-memory-saver's exit(1) and the server with it; the
+simulator inside applies SGLang's own rules to the other tags (sgltui/sim/memory_saver.py). The
+simulator's modelled copy times are off here (the holder's copies are the real ones). Generation requests wait while the server
 is paused (`/pause_generation`, as SGLang's queue) and while the memory is not held (before the
 holder holds it, and while released). `GET /fake_sglang/holder` (not
 SGLang's; `?verify=1` checks every byte) gives the holder's state and timings. The launcher and
@@ -73,12 +76,13 @@ class HolderLink:
             self._fail(f"the GPU holder (pid {self.proc.pid}) exited with code {rc}")
 
     def _fail(self, why: str) -> None:
-        # A scheduler rank that dies takes SGLang's server down with it; so does the holder.
+        # A scheduler rank that dies takes SGLang's server down with it (SIGQUIT to the main
+        # process, which kills the whole tree); so does the holder.
         if self.gone:
             return
         self.gone = True
         log.error(f"Scheduler hit an exception: fake_sglang: {why}")
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGQUIT)
 
     def serving(self) -> bool:
         return bool(self.state.get("held")) and not self.state.get("released")
@@ -170,6 +174,11 @@ if __name__ == "__main__":
         *sys.argv[1:],
         "--sim-time-scale",
         os.environ.get("SIM_TIME_SCALE", "0.05"),
+        # The holder moves real bytes: the simulator adds no modelled pinning or copy time.
+        "--sim-pin-s-per-gib",
+        "0",
+        "--sim-pinned-bandwidth-gbs",
+        "1000000",
     ]
     from sgltui.sim.server import main
 
