@@ -125,16 +125,39 @@ def test_bad_resume_canary_falls_back_to_cold(agent):
 
 
 def test_a_release_that_fails_rolls_back(agent):
-    a = agent.write_profile("t-a", sim_release_fails=True)
+    """t-a's first release (the swap's: the add relaunched it able to sleep) frees nothing:
+    the rollback resumes t-a, and leaves t-b asleep as it was (a second release of it ends
+    it, as on SGLang)."""
+    a = agent.write_profile("t-a", sim_release_fails=1)
     b = agent.write_profile("t-b")
     agent.call("start", profile=a, wait=True)
-    add(agent, b)  # t-a relaunched able to sleep... but its releases do nothing
+    add(agent, b)
+    pid_b = standby(agent, b)["pid"]
     out = agent.call("swap", profile=b, wait=True)
     assert not out["result"]["ok"] and out["result"]["rolled_back"], out
     slot = agent.slot()
     assert slot["profile"] == a and slot["state"] == "ready"
     assert "still holds" in slot["last_swap"]["cause"]["summary"]
-    assert standby(agent, b)["state"] == "asleep"
+    time.sleep(0.5)  # a server the rollback killed would be gone by now
+    assert standby(agent, b)["state"] == "asleep" and alive(pid_b), agent.agent_log()
+    r = httpx.post(
+        agent.front_url + "/generate",
+        json={"text": "hi", "sampling_params": {"max_new_tokens": 2, "ignore_eos": True}},
+        timeout=30,
+    )
+    assert r.status_code == 200
+
+
+def test_a_resume_that_fails_leaves_the_old_server_serving(agent):
+    """t-b dies in its resume (CUDA OOM mapping it back): t-a, released, is resumed."""
+    a = agent.write_profile("t-a")
+    b = agent.write_profile("t-b", sim_resume_fails=1)
+    agent.call("start", profile=a, wait=True)
+    add(agent, b)
+    out = agent.call("swap", profile=b, wait=True)
+    assert not out["result"]["ok"] and out["result"]["rolled_back"], out
+    slot = agent.slot()
+    assert slot["profile"] == a and slot["state"] == "ready"
     r = httpx.post(
         agent.front_url + "/generate",
         json={"text": "hi", "sampling_params": {"max_new_tokens": 2, "ignore_eos": True}},
