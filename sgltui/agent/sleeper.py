@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -247,14 +248,27 @@ async def canary(srv: Slot, known: float | None) -> tuple[bool, float | None, st
 
 
 async def held(srv: Slot) -> tuple[int, int]:
-    """What a sleeper holds: (GPU bytes its processes keep, host bytes of its pinned copy:
-    measured, else its weights' size)."""
+    """What a sleeper holds, measured after its release: (GPU bytes its processes keep, NVML
+    per process; host bytes: resident and pinned memory of its process tree). 0: unknown."""
     pids = set(srv.tree.seen) if srv.tree else set()
     gpu_bytes = await asyncio.to_thread(mem.held_bytes, pids)
-    host = await asyncio.to_thread(mem.measured_host_bytes, srv.tree.pid) if srv.tree else None
-    if host is None:
-        host = await asyncio.to_thread(mem.weights_bytes, srv.profile)
+    host = None
+    if srv.tree is not None:
+        host = await asyncio.to_thread(mem.measured_host_bytes, srv.tree.pid, pids)
     return int(gpu_bytes or 0), int(host or 0)
+
+
+async def mem_fraction_now(srv: Slot) -> float | None:
+    """The mem_fraction_static a running server reports (/server_info): SGLang's choice when
+    the profile does not set one."""
+    status, body = await http_probe.get(srv.server_host, srv.port, "/server_info", srv.api_key)
+    if status != 200:
+        return None
+    try:
+        value = json.loads(body).get("mem_fraction_static")
+    except (ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else None
 
 
 async def drain(slot: Slot, wait: bool, timeout: float = 30.0) -> bool:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent import procs, saver_check, sleeper
+from sgltui.agent import pool_worker, procs, sleeper, standby_room
 from sgltui.agent import standby_memory as mem
 from sgltui.agent.endpoints import connect_host
 from sgltui.agent.errors import OpError
@@ -93,8 +93,10 @@ class Standby:
     name: str
     server: Slot  # the hidden slot that holds the sleeping server
     state: str = "starting"  # starting | asleep (lost is read off the server)
-    host_bytes: int = 0
+    host_bytes: int = 0  # measured after its release (0: not yet)
     gpu_bytes: int = 0
+    host_estimate: int = 0  # said before it was added (agent/standby_memory.py)
+    gpu_estimate: int = 0
 
     @property
     def key(self) -> str:
@@ -107,14 +109,22 @@ class Standby:
     async def measure(self) -> None:
         """What it holds asleep, measured (agent/sleeper.py)."""
         self.gpu_bytes, self.host_bytes = await sleeper.held(self.server)
+        if not self.host_estimate and self.server.profile is not None:
+            self.host_estimate = (
+                await asyncio.to_thread(mem.pins_estimate, self.server.profile) or 0
+            )
+        self.gpu_estimate = self.gpu_estimate or mem.DEFAULT_REMAINDER
 
     def view(self, accept: float | None) -> protocol.StandbyView:
         state = self.state if self.server.state in (READY, "launching") else "lost"
         return protocol.StandbyView(
             profile=self.name,
             state=state,  # type: ignore[arg-type]
-            host_bytes=self.host_bytes,
-            gpu_bytes=self.gpu_bytes,
+            host_bytes=self.host_bytes or self.host_estimate,
+            gpu_bytes=self.gpu_bytes or self.gpu_estimate,
+            host_estimate_bytes=self.host_estimate,
+            gpu_estimate_bytes=self.gpu_estimate,
+            measured=bool(self.host_bytes),
             port=self.server.port,
             pid=self.server.tree.pid if self.server.tree else None,
             accept_length=accept,
@@ -160,6 +170,7 @@ class Standbys:
                         "slot": sb.slot_id,
                         "host_bytes": sb.host_bytes,
                         "gpu_bytes": sb.gpu_bytes,
+                        "estimate": [sb.host_estimate, sb.gpu_estimate],
                         "accept_length": self.accept.get(sb.name),
                     }
                     out[sb.key] = rec
@@ -183,43 +194,12 @@ class Standbys:
             "asleep",
             int(meta.get("host_bytes") or 0),
             int(meta.get("gpu_bytes") or 0),
+            *[int(v or 0) for v in (meta.get("estimate") or [0, 0])[:2]],
         )
         if meta.get("accept_length"):
             self.accept[name] = float(meta["accept_length"])
         self.of(slot_id)[name] = sb
         return True
-
-    async def settle(self) -> None:
-        """After re-adoption: a swap an earlier agent was killed in the middle of is undone.
-        Every standby goes (back) to sleep first (a woken one gives its GPU memory back), then
-        each slot's server is resumed and continued, if and only as far as it was paused or
-        released (agent-state.json keeps the steps)."""
-        for sbs in self.by_slot.values():
-            for sb in list(sbs.values()):
-                srv = sb.server
-                if srv.tree is None or (srv.paused and srv.released):
-                    continue
-                log.warning("standby %s was left awake by a swap: put back to sleep", sb.key)
-                try:
-                    await sleeper.sleep(srv)
-                except WakeError:
-                    log.exception("standby %s did not go back to sleep: stopped", sb.key)
-                    sbs.pop(sb.name, None)
-                    await srv.stop("agent", drain="force")
-                    await srv.close()
-        for slot in self.sup.slots.values():
-            if slot.tree is None or not (slot.paused or slot.released):
-                continue
-            log.warning(
-                "slot %s: %s was left %s by a swap: woken",
-                slot.id,
-                slot.profile_name,
-                "released" if slot.released else "paused",
-            )
-            try:
-                await sleeper.wake(slot)
-            except WakeError:
-                log.exception("slot %s: its server did not wake", slot.id)
 
     async def close(self, stop_servers: bool) -> None:
         for sbs in self.by_slot.values():
@@ -261,7 +241,7 @@ class Standbys:
                     f"slot {slot.id} watches a server sgltui did not start; `sgltui adopt` it or "
                     "start a profile there before keeping another warm"
                 )
-            refused = self._front_off(slot)
+            refused = standby_room.front_off(slot, self.sup.pools)
             if refused:
                 raise OpError(f"standby add refused: {refused}")
             target = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
@@ -275,11 +255,12 @@ class Standbys:
             target = ops.place(slot, target)
             port = await asyncio.to_thread(self._free_port, target.port)
             target = with_saver(target, port)
-            problem = await asyncio.to_thread(self._check, slot, target)
+            fraction = await sleeper.mem_fraction_now(slot) if slot.state == READY else None
+            problem = await asyncio.to_thread(standby_room.check, self, slot, target, fraction)
             if problem:
                 raise OpError(problem)
             job = Job("standby", f"standby add {target.name}", client, time.time())
-            started = ops.run(slot, job, self._add(slot, target, client))
+            started = ops.run(slot, job, self._out_of_pool(slot, self._add(slot, target, client)))
             if args.wait:
                 return _WaitWithStandbys(slot, started, self)
             return ops.reply(slot, args, started)
@@ -313,62 +294,13 @@ class Standbys:
                 return port
         raise OpError(f"no free port near {base + 1000} for a standby; free one and try again")
 
-    def _front_off(self, slot: Slot) -> str | None:
-        """Why a warm swap cannot keep the slot's clients: with the front off they call the
-        server's own port, which after the swap is a paused server holding their requests
-        (the woken one serves on a port of its own). None: a front, or a pool's gateway."""
-        if slot.front is not None or self.sup.pools.front_port(slot.id) is False:
-            return None
-        return (
-            f'slot {slot.id} has no front ([front] port = "off" in agent.toml): after a warm '
-            "swap it would serve on the standby's port while its clients keep calling the old "
-            "one, held by a paused server; set [front] port, or swap cold (`sgltui standby "
-            "remove PROFILE`)"
-        )
-
-    def _check(self, slot: Slot, target: Resolved) -> str | None:
-        """Whether both can sleep; host RAM and GPU room for one more sleeper (blocking: a
-        worker thread)."""
-        found = saver_check.problem(target)
-        if not found and slot.profile is not None and slot.state == READY:
-            serving = slot.profile
-            found = saver_check.weight_cache_problem(
-                serving.name, serving.server
-            ) or saver_check.alloc_conf_problem(serving.name, serving.env)
-        if found:
-            return f"standby {target.name} refused: {found}"
-        need = mem.weights_bytes(target)
-        pinned = {
-            f"{sb.slot_id}/{sb.name}": sb.host_bytes or (mem.weights_bytes(sb.server.profile) or 0)
-            for sbs in self.by_slot.values()
-            for sb in sbs.values()
-            if sb.server.profile is not None and sb.server.profile.launcher == target.launcher
-        }
-        if (
-            slot.profile is not None
-            and can_sleep(slot)
-            and slot.profile.launcher == target.launcher
-        ):
-            # it keeps its pinned copy while it serves (TMS_RETAIN_CPU_BACKUP)
-            pinned[f"{slot.id}/{slot.profile_name}"] = mem.weights_bytes(slot.profile) or 0
-        available = mem.host_available(target, sum(pinned.values()))
-        problem = mem.refuse_host(target.name, need, available, self.reserve, pinned)
-        if problem:
-            return problem
-        members = [
-            mem.Member(
-                sb.name, mem.mem_fraction(sb.server.profile), sb.gpu_bytes or mem.DEFAULT_REMAINDER
-            )
-            for sb in self.of(slot.id).values()
-            if sb.server.profile is not None
-        ]
-        if slot.profile is not None and slot.state == READY:
-            members.append(mem.Member(slot.profile_name or "?", mem.mem_fraction(slot.profile), 0))
-        members.append(mem.Member(target.name, mem.mem_fraction(target), mem.DEFAULT_REMAINDER))
-        if slot.profile is not None and slot.state == READY:
-            # the serving one sleeps in turn when another is woken
-            members[-2].remainder = mem.DEFAULT_REMAINDER
-        return mem.refuse_gpu(target.name, mem.gpu_total(target), members)
+    async def _out_of_pool(self, slot: Slot, work: Any) -> Any:
+        """`work` on the slot with its worker out of its pool's gateway (agent/pool_worker.py)."""
+        try:
+            async with pool_worker.worker_out(self.sup.pools, slot, "the standby's sleep"):
+                return await work
+        finally:
+            work.close()  # refused before it began: not left never awaited
 
     def _hidden(self, slot: Slot, name: str) -> Slot:
         return Slot(f"{slot.id}{SEP}{name}", _QuietHost(self.sup))
@@ -491,13 +423,15 @@ class Standbys:
         sb = self.warm(slot, name)
         if sb is None or slot.state != READY or slot.external is not None:
             return None
-        refused = self._front_off(slot)
+        refused = standby_room.front_off(slot, self.sup.pools)
         if refused:
             raise OpError(f"warm swap to {name} refused: {refused}")
         old = slot.profile_name
         job = Job("swap", f"swap {old} -> {name} (warm)", client, time.time())
         slot.begin_swap(old, name, job.started, rollback, client)
-        return self.sup.ops.run(slot, job, self._warm_swap(slot, sb, client, drain))
+        return self.sup.ops.run(
+            slot, job, self._out_of_pool(slot, self._warm_swap(slot, sb, client, drain))
+        )
 
     def cold_target(self, slot: Slot, target: Resolved) -> Resolved:
         """A launch on a slot with standbys: able to sleep (the warm swap that later leaves it

@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from sgltui import __version__, protocol
-from sgltui.agent import keeper, preflight
+from sgltui.agent import keeper, preflight, standby_settle
 from sgltui.agent.agent_ops import AgentOps
 from sgltui.agent.attach import Attacher
 from sgltui.agent.children import Children
@@ -224,7 +224,7 @@ class Supervisor:
                 log.warning("cannot adopt standby %s: %s", key, exc, exc_info=True)
                 ok = False
             log.info("standby %s %s", key, "re-adopted, asleep" if ok else "is gone")
-        await self.standbys.settle()  # a swap the earlier agent left half done: undone
+        await standby_settle.settle(self.standbys, self.slots)  # a swap left half done
         self.bus.changed()
         await self.pools.start()  # after the slots: their ready servers are its first workers
         await asyncio.to_thread(self.catalog.refresh)

@@ -290,3 +290,42 @@ def test_agent_killed_mid_swap_undoes_it(agent):
     assert standby(agent, b)["state"] == "asleep"
     out = agent.call("swap", profile=b, wait=True)  # and the swap works from there
     assert out["result"]["ok"] and agent.slot()["last_swap"]["kind"] == "warm", out
+
+
+def test_host_ram_counts_the_serving_copy_and_the_hicache_pool(agent):
+    """The first add pins the serving profile's own copy too (its first release), and a
+    hicache sleeper keeps its pinned host KV pool: both are counted, and said."""
+    a = agent.write_profile("t-a")
+    hc = agent.write_profile(
+        "t-hc", sim_host_memory_gb=40, enable_hierarchical_cache=True, hicache_ratio=2.0
+    )
+    agent.call("start", profile=a, wait=True)
+    with pytest.raises(Exception) as exc:
+        agent.call("standby_add", profile=hc, wait=True)
+    msg = str(exc.value)
+    assert "refused" in msg and f"{a}'s first pinned copy" in msg and "host pool" in msg, msg
+
+
+def test_gpu_room_reads_the_serving_fraction_and_shows_the_arithmetic(agent):
+    a = agent.write_profile("t-a", mem_fraction_static=0.97)
+    b = agent.write_profile("t-b")
+    agent.call("start", profile=a, wait=True)
+    with pytest.raises(Exception) as exc:
+        agent.call("standby_add", profile=b, wait=True)
+    msg = str(exc.value)
+    assert "no GPU room" in msg and "0.970 mem_fraction_static, its /server_info" in msg, msg
+    assert "SGLang's reserve" in msg and "estimated" in msg, msg
+
+
+def test_what_a_standby_pins_is_measured_and_said_beside_the_estimate(agent):
+    a = agent.write_profile("t-a")
+    hc = agent.write_profile("t-hc", enable_hierarchical_cache=True, hicache_ratio=2.0)
+    agent.call("start", profile=a, wait=True)
+    add(agent, hc)
+    sb = standby(agent, hc)
+    assert sb["measured"] and sb["host_estimate_bytes"] > 16e9  # weights and the host pool
+    assert abs(sb["host_bytes"] - sb["host_estimate_bytes"]) <= 0.1 * sb["host_bytes"], sb
+    from tests.fixtures.cli import agent_sgltui
+
+    r = agent_sgltui(agent, "standby", "list")
+    assert "(SAID)" in r.stdout and hc in r.stdout, r.stdout
