@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 
 import httpx
@@ -329,3 +330,82 @@ def test_what_a_standby_pins_is_measured_and_said_beside_the_estimate(agent):
 
     r = agent_sgltui(agent, "standby", "list")
     assert "(SAID)" in r.stdout and hc in r.stdout, r.stdout
+
+
+SEED_LIKE = {  # profiles/: mtp, no-mtp, mtp-hicache on Qwen3.6-27B, one 96 GB GPU
+    "t-mtp": {
+        "speculative_algorithm": "NEXTN",
+        "speculative_num_steps": 3,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 4,
+        "max_running_requests": 4,
+    },
+    "t-plain": {"disable_overlap_schedule": True},
+    "t-mtp-hc": {
+        "speculative_algorithm": "NEXTN",
+        "speculative_num_steps": 3,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 4,
+        "max_running_requests": 4,
+        "enable_hierarchical_cache": True,
+        "hicache_ratio": 2.0,
+        "hicache_write_policy": "write_through",
+    },
+}
+
+
+@pytest.mark.slow
+def test_the_three_seed_like_profiles_toggle_warm_under_load(agent):
+    """Done-criterion of issue 45: MTP, plain and MTP+hicache kept warm beside each other on
+    the strict simulator, toggled warm under 8 streaming clients through the front: every swap
+    warm, no server lost, no client error."""
+    for name, flags in SEED_LIKE.items():
+        agent.write_profile(
+            name,
+            model=MTP_MODEL,
+            time_scale=0.005,
+            context_length=32768,
+            sim_gpu="rtx-pro-6000-96gb",
+            # room beside two sleepers: the simulated sleeper keeps its activation slack
+            # (~7 GiB measured; SGLang ~0.7 GB), which SGLang's default share leaves no room for
+            mem_fraction_static=0.75,
+            **flags,
+        )
+    agent.call("start", profile="t-mtp", wait=True)
+    add(agent, "t-plain")
+    add(agent, "t-mtp-hc")
+    stop = threading.Event()
+    outcomes: list[str] = []
+
+    def client() -> None:
+        with httpx.Client(timeout=60) as c:
+            while not stop.is_set():
+                body = {"model": "default", "prompt": "x", "max_tokens": 24, "stream": True}
+                try:
+                    with c.stream("POST", agent.front_url + "/v1/completions", json=body) as r:
+                        text = "".join(r.iter_text())
+                    ok = r.status_code == 200 and "[DONE]" in text and '"error"' not in text
+                    outcomes.append("ok" if ok else f"{r.status_code}: {text[-200:]}")
+                except httpx.HTTPError as exc:
+                    outcomes.append(f"error: {exc!r}")
+
+    threads = [threading.Thread(target=client) for _ in range(8)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.5)
+        for to in ("t-plain", "t-mtp-hc", "t-mtp", "t-mtp-hc"):
+            out = agent.call("swap", profile=to, wait=True)
+            assert out["result"]["ok"], (out["result"], agent.agent_log()[-1500:])
+            slot = agent.slot()
+            assert slot["profile"] == to and slot["last_swap"]["kind"] == "warm", slot
+            time.sleep(0.3)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+    slot = agent.slot()
+    assert sorted(s["profile"] for s in slot["standbys"]) == ["t-mtp", "t-plain"]
+    assert all(s["state"] == "asleep" for s in slot["standbys"]), slot["standbys"]
+    bad = [o for o in outcomes if o != "ok"]
+    assert len(outcomes) > 20 and not bad, bad[:5]
