@@ -110,9 +110,8 @@ class Standby:
         """What it holds asleep, measured (agent/sleeper.py)."""
         self.gpu_bytes, self.host_bytes = await sleeper.held(self.server)
         if not self.host_estimate and self.server.profile is not None:
-            self.host_estimate = (
-                await asyncio.to_thread(mem.pins_estimate, self.server.profile) or 0
-            )
+            said = await asyncio.to_thread(mem.pins_estimate, self.server.profile)
+            self.host_estimate = said or 0
         self.gpu_estimate = self.gpu_estimate or mem.DEFAULT_REMAINDER
 
     def view(self, accept: float | None) -> protocol.StandbyView:
