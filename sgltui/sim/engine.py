@@ -253,9 +253,9 @@ class Engine:
                     fut.set_result(msg[1])
         elif kind == "flush_result":
             fid, ok = msg[1]
-            fut = self._flush_waiters.pop(fid, None)
-            if fut is not None and not fut.done():
-                fut.set_result(bool(ok))
+            waiter = self._flush_waiters.pop(fid) if fid in self._flush_waiters else None
+            if waiter is not None and not waiter.done():
+                waiter.set_result(bool(ok))
 
     def _finished(self, st: ReqState) -> None:
         self.reqs.pop(st.rid, None)

@@ -8,6 +8,7 @@ reader never sees half a file) and removes it at exit.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Callable
@@ -169,6 +170,22 @@ class GpuPublisher:
             write_json_atomic(self.path, doc, indent=None, fsync=False)
         except OSError:
             pass  # telemetry is best effort; serving must go on
+
+    def pinned_by_others(self) -> int:
+        """Host memory the other simulators of this host (their files beside ours, their
+        processes alive) say they pin: what a new pinned allocation competes with."""
+        total = 0
+        with contextlib.suppress(OSError):
+            for path in self.dir.glob("*.json"):
+                if path == self.path:
+                    continue
+                try:
+                    doc = json.loads(path.read_text())
+                    os.kill(int(doc["pid"]), 0)
+                    total += int(doc.get("host_pinned_bytes") or 0)
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue  # gone, half-read or not ours: it pins nothing we can count
+        return total
 
     def remove(self) -> None:
         with contextlib.suppress(OSError):

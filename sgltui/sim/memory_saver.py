@@ -17,7 +17,10 @@ scheduler's side, `scheduler_control`, holds the state a real scheduler holds):
   ("Cannot pause allocation that is not active"), so a second release kills the server;
 - the resume removes its tags from `offload_tags` first: a tag never released is a KeyError in
   the scheduler, which takes the server down;
-- `--weight-cache-mode` other than off: a release of the weights raises in the scheduler.
+- `--weight-cache-mode` other than off: a release of the weights raises in the scheduler;
+- pinning the weights' backup past the simulated host's RAM (--sim-host-memory-gb, less what
+  this server's hicache pool and the other simulators publishing beside it pin) is
+  torch-memory-saver's failed cudaMallocHost: exit(1).
 
 Timing: the first release of the weights pins the host backup (--sim-pin-s-per-gib, 0.5 s a GiB
 at time scale 1, as measured on an H100 host); a later one (the backup kept by
@@ -115,6 +118,7 @@ class MemorySaver:
         self.cpu_backup = bool(getattr(args, "enable_weights_cpu_backup", False))
         self.graphs_freed = graphs_in_saver()
         self.bandwidth = max(1e6, float(getattr(args, "sim_pinned_bandwidth_gbs", 54.0)) * 1e9)
+        self.host_limit = float(getattr(args, "sim_host_memory_gb", 512.0) or 512.0) * 1e9
         self.pin_s_per_gib = max(0.0, float(getattr(args, "sim_pin_s_per_gib", 0.5) or 0.0))
         self.bad_resume = bool(getattr(args, "sim_bad_resume_draft", False))
         self.release_fails_from = fails_from(getattr(args, "sim_release_fails", None))
@@ -179,9 +183,12 @@ class MemorySaver:
         )
         tags = list(tags or TAGS)
         async with self._lock:
+            pins = self.enabled and self.cpu_backup and not failing and not self.backup_kept
+            pins = pins and "weights" in tags and "weights" not in self.released
+            no_room = self._pinned_bytes_short() if pins else 0
             # The scheduler asserts it is idle, records the tags and pauses their regions; it
             # dies (and the server with it) on whatever SGLang or torch-memory-saver would.
-            await self.s.the_engine.control(("release", tags, failing))
+            await self.s.the_engine.control(("release", tags, failing, no_room))
             if not self.enabled or failing:
                 return  # SGLang: a no-op adapter without the flag; the fault: nothing freed
             if "weights" in tags and "weights" not in self.released:
@@ -193,6 +200,20 @@ class MemorySaver:
             self.released |= set(tags)
             log.info(f"Release memory occupation done: tags={tags}")
             self._publish()
+
+    def _pinned_bytes_short(self) -> int:
+        """The backup's size when pinning it would pass the simulated host's RAM (what this
+        server and the other simulators beside it pin already, plus the backup), else 0:
+        cudaMallocHost fails and torch-memory-saver exits."""
+        pub = self.s.publisher
+        if pub is None:
+            return 0
+        plan = self.s.plan
+        mine = 0 if plan is None else plan.hicache_host_bytes + plan.hicache_state_host_bytes
+        need = self.weights_bytes()
+        if pub.pinned_by_others() + mine + need <= self.host_limit:
+            return 0
+        return int(need)
 
     async def resume(self, tags: list[str] | None) -> None:
         self.resume_calls += 1
@@ -257,7 +278,7 @@ def scheduler_control(sched: Any, msg: tuple) -> Any:
         sched.paused = False
         return True
     if kind == "release":
-        _release(sched, msg[1])
+        _release(sched, msg[1], msg[3] if len(msg) > 3 else 0)
         return True
     if kind == "resume":
         _, tags, bad, failing = msg
@@ -268,7 +289,7 @@ def scheduler_control(sched: Any, msg: tuple) -> Any:
     return None
 
 
-def _release(sched: Any, tags: list[str]) -> None:
+def _release(sched: Any, tags: list[str], pin_short: int = 0) -> None:
     mode = str(getattr(sched.args, "weight_cache_mode", None) or "off")
     if "weights" in tags and mode != "off":
         raise SchedulerRuntimeError(weight_cache_message(mode))
@@ -284,6 +305,11 @@ def _release(sched: Any, tags: list[str]) -> None:
         if tag in regions:
             if tag in sched.tms_paused:
                 raise TmsExit(tms_message("pause", "active", tag, 241))
+            if tag == "weights" and pin_short:
+                raise TmsExit(  # cudaMallocHost of the backup (csrc/cpu_backup.h)
+                    f"[torch_memory_saver.cpp] CUDA error: out of memory (cudaMallocHost of "
+                    f"{pin_short} bytes) file=/project/csrc/cpu_backup.h func=pause line=57"
+                )
             sched.tms_paused.add(tag)
         if tag == "kv_cache":
             sched.cache.clear()  # SGLang flushes the radix cache with the KV it releases

@@ -269,3 +269,25 @@ def test_admin_key_paused_ready_and_load_time_server_info(sim_server):
         assert post_json(sim.url + path, {}, headers=user).status_code == 401
         assert post_json(sim.url + path, {}, headers=admin).status_code == 200
     assert httpx.get(sim.url + "/ready", timeout=10).status_code == 200
+
+
+@pytest.mark.slow
+def test_pinning_past_the_simulated_hosts_ram_ends_the_server(sim_server, tmp_path):
+    """Two 8B servers (~16 GB of weights each) on a simulated host of 25 GB: the first backup
+    is pinned, the second does not fit beside it (cudaMallocHost fails: exit 1)."""
+    env = {"SGLTUI_SIM_GPU_DIR": str(tmp_path / "simgpu")}
+    first, second = (
+        sim_server(*SAVER, "--sim-host-memory-gb", "25", time_scale="0.001", env=env)
+        for _ in range(2)
+    )
+    for sim in (first, second):
+        post_json(sim.url + "/pause_generation", {"mode": "retract"})
+    assert post_json(first.url + "/release_memory_occupation", {}).status_code == 200
+    try:
+        httpx.post(second.url + "/release_memory_occupation", json={}, timeout=10)
+    except httpx.HTTPError:
+        pass
+    assert second.wait_exit(timeout=20) != 0
+    assert "[torch_memory_saver.cpp] CUDA error: out of memory (cudaMallocHost" in second.text()
+    assert first.proc.poll() is None
+    assert post_json(first.url + "/resume_memory_occupation", {}).status_code == 200
