@@ -409,3 +409,32 @@ def test_the_three_seed_like_profiles_toggle_warm_under_load(agent):
     assert all(s["state"] == "asleep" for s in slot["standbys"]), slot["standbys"]
     bad = [o for o in outcomes if o != "ok"]
     assert len(outcomes) > 20 and not bad, bad[:5]
+
+
+def test_a_forced_swap_strands_no_request_in_the_sleeper(agent):
+    """The drain did not empty (forced): the pause aborts what runs, so those clients get an
+    answer now (and retry) instead of waiting in the sleeper's queue until it wakes."""
+    a, b = two(agent)
+    add(agent, b)
+    results: list[int] = []
+
+    def client() -> None:
+        body = {"text": "x", "sampling_params": {"max_new_tokens": 3000, "ignore_eos": True}}
+        try:
+            r = httpx.post(agent.front_url + "/generate", json=body, timeout=20)
+            results.append(r.status_code)
+        except httpx.HTTPError:
+            results.append(0)
+
+    threads = [threading.Thread(target=client) for _ in range(4)]
+    for t in threads:
+        t.start()
+    _wait(lambda: (httpx.get(f"http://127.0.0.1:{agent.ports[a]}/v1/loads").json()["loads"][0]
+                   .get("num_running_reqs")), "no request running")  # fmt: skip
+    out = agent.call("swap", profile=b, drain="force", wait=True)
+    assert out["result"]["ok"], out
+    for t in threads:
+        t.join(timeout=25)
+    assert len(results) == 4, "a request stayed in the sleeper's queue"
+    loads = httpx.get(f"http://127.0.0.1:{agent.ports[a]}/v1/loads", timeout=5).json()["loads"]
+    assert sum(x["num_running_reqs"] + x["num_waiting_reqs"] for x in loads) == 0, loads
