@@ -403,7 +403,11 @@ class Standbys:
                 await sleeper.wake(slot)
             elif slot.state != READY and previous is not None:
                 await self.sup.ops.launch(slot, with_saver(previous), client)
-                await slot.wait_settled()
+                if await slot.wait_settled() != READY:
+                    # the memory saver did not start there: the command that served before
+                    log.warning("slot %s: %s failed with the memory saver", slot.id, previous.name)
+                    await self.sup.ops.launch(slot, previous, client)
+                    await slot.wait_settled()
         except WakeError:
             if not quiet:
                 raise
