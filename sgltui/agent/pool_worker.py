@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from sgltui.agent import gateway as gw_mod
 from sgltui.agent.endpoints import slot_url
-from sgltui.agent.errors import OpError
 from sgltui.agent.slot import READY
 
 if TYPE_CHECKING:
@@ -31,8 +30,23 @@ def _pool_of(pools: Any, slot_id: str) -> str | None:
     return None
 
 
+def refusal(pools: Any, slot: Slot, doing: str) -> str | None:
+    """Why the slot's worker cannot leave its gateway now (it is the pool's only routable
+    one: its clients would get 503 while it sleeps); None when it can, or has no gateway.
+    Asked before the work begins (worker_out then proceeds)."""
+    name = _pool_of(pools, slot.id)
+    if name is None or slot.id in pools.out or slot.state != READY:
+        return None
+    if any(o is not slot and pools.routable(o) for o in pools.members(name)):
+        return None
+    return (
+        f"{doing} refused: slot {slot.id} is pool {name}'s only routable worker (its clients "
+        "would get 503 while it sleeps); start another slot of the pool first"
+    )
+
+
 @contextlib.asynccontextmanager
-async def worker_out(pools: Any, slot: Slot, doing: str) -> AsyncIterator[None]:
+async def worker_out(pools: Any, slot: Slot) -> AsyncIterator[None]:
     """`pools`: the agent's (agent/pools.py Pools)."""
     name = _pool_of(pools, slot.id)
     if name is None or slot.id in pools.out:  # no gateway, or a roll took it out already
@@ -40,12 +54,6 @@ async def worker_out(pools: Any, slot: Slot, doing: str) -> AsyncIterator[None]:
         return
     gw = pools.gateways[name]
     routed = slot.state == READY  # (its swap may have begun: the gateway still routes it)
-    others = [o for o in pools.members(name) if o is not slot and pools.routable(o)]
-    if routed and not others:
-        raise OpError(
-            f"{doing} refused: slot {slot.id} is pool {name}'s only routable worker (its "
-            "clients would get 503 while it sleeps); start another slot of the pool first"
-        )
     pools.out.add(slot.id)
     try:
         if routed:

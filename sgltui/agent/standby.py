@@ -243,6 +243,9 @@ class Standbys:
             refused = standby_room.front_off(slot, self.sup.pools)
             if refused:
                 raise OpError(f"standby add refused: {refused}")
+            refused = pool_worker.refusal(self.sup.pools, slot, "standby add")
+            if refused:
+                raise OpError(refused)
             target = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
             if target.name in self.of(slot.id):
                 raise OpError(f"{target.name} is already kept warm on slot {slot.id}")
@@ -295,11 +298,8 @@ class Standbys:
 
     async def _out_of_pool(self, slot: Slot, work: Any) -> Any:
         """`work` on the slot with its worker out of its pool's gateway (agent/pool_worker.py)."""
-        try:
-            async with pool_worker.worker_out(self.sup.pools, slot, "the standby's sleep"):
-                return await work
-        finally:
-            work.close()  # refused before it began: not left never awaited
+        async with pool_worker.worker_out(self.sup.pools, slot):
+            return await work
 
     def _hidden(self, slot: Slot, name: str) -> Slot:
         return Slot(f"{slot.id}{SEP}{name}", _QuietHost(self.sup))
