@@ -140,9 +140,11 @@ def release_timeout(srv: Slot) -> float:
     return BASE_TIMEOUT_S + gib * per_gib * 2.0
 
 
-async def release(srv: Slot) -> float:
+async def release(srv: Slot, asleep_bytes: int = 0) -> float:
     """Release and wait for the GPU source to show it; the seconds until it did. Once: a
-    released server is never released again (torch-memory-saver exits on a second pause)."""
+    released server is never released again (torch-memory-saver exits on a second pause).
+    `asleep_bytes`: what it was measured to keep asleep before (a release queued behind a
+    resume still in flight starts from what it held asleep: back to that is a release)."""
     if srv.released:
         return 0.0
     pids = set(srv.tree.seen) if srv.tree else set()
@@ -175,7 +177,9 @@ async def release(srv: Slot) -> float:
     deadline = time.monotonic() + MEMORY_BACK_S
     while True:
         now = await asyncio.to_thread(mem.held_bytes, pids)
-        if now is not None and now <= before * 0.5:
+        if now is not None and (
+            now <= before * 0.5 or (asleep_bytes and now <= asleep_bytes * 1.1 + 256 * 2**20)
+        ):
             return time.monotonic() - t0
         if time.monotonic() >= deadline:
             raise WakeError(

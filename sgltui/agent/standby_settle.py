@@ -31,7 +31,10 @@ async def settle(standbys: Standbys, slots: dict[str, Slot]) -> None:
                 continue
             log.warning("standby %s was left awake by a swap: put back to sleep", sb.key)
             try:
-                await sleeper.sleep(srv)
+                # Its resume may still be in flight (the release is queued behind it): what
+                # it kept asleep before tells the release happened.
+                await sleeper.pause(srv)
+                await sleeper.release(srv, asleep_bytes=sb.gpu_bytes)
             except WakeError:
                 log.exception("standby %s did not go back to sleep: stopped", sb.key)
                 sbs.pop(sb.name, None)
