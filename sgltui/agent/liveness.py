@@ -51,12 +51,15 @@ class Liveness:
         self._heard_at = float("-inf")  # the last answer telemetry's engine poll got
         self._next = 0.0
         self._task: asyncio.Task[None] | None = None
+        # /ready said 503 (paused): how many requests wait in it; None when it was not paused
+        self._queued: int | None = None
 
     def reset(self) -> None:
         """Not ready (launching, stopping, gone): nothing to say about its answers."""
         self._answered_at = time.monotonic()
         self._heard_at = float("-inf")
         self._next = 0.0
+        self._queued = None
         if self._task is not None and not self._task.done():
             self._task.cancel()
         self._task = None
@@ -69,7 +72,9 @@ class Liveness:
 
     def tick(self, now: float, pid: int | None, host: str, port: int, key: str | None) -> None:
         """Called by the slot's watcher while the slot is ready: a check when one is due."""
-        if now - self._heard_at < HEARD_S:  # it answered telemetry lately: alive, no probe
+        # it answered telemetry lately: alive, no probe (unless it was paused: /metrics
+        # answers then, and says nothing of the requests waiting in it)
+        if now - self._heard_at < HEARD_S and self._queued is None:
             self._answered_at = max(self._answered_at, self._heard_at)
             self._set(None)
             return
@@ -85,6 +90,20 @@ class Liveness:
             return
         status, _ = await http_probe.get(host, port, "/ready", key, timeout=PROBE_TIMEOUT_S)
         now = time.monotonic()
+        if status == 503:
+            # Paused (/pause_generation), or not ready: a paused server whose queue grows takes
+            # requests and runs none (an agent killed mid-swap left it so); not an answer.
+            queued = await http_probe.load(host, port, key)
+            before, self._queued = self._queued, queued or 0
+            if (queued or 0) > 0 and (before is None or (queued or 0) >= before):
+                if now - self._answered_at >= UNRESPONSIVE_AFTER_S:
+                    self._set(
+                        f"it is paused and {queued} requests wait in it, none runs; "
+                        "`sgltui restart` relaunches it"
+                    )
+                return
+        else:
+            self._queued = None
         if status:  # any answer: alive (a 404 on an older server still answers)
             self._answered_at = now
             self._set(None)

@@ -118,7 +118,7 @@ class Pools:
                 )
             # Started once a slot is ready (in sync): then the model its "default" alias names
             # is known, and no restart for the alias opens a window of 404s.
-            elif any(self._routable(s) for s in self.members(name)):
+            elif any(self.routable(s) for s in self.members(name)):
                 await self._start_gateway(name)
             elif not gw_mod.smg_available():
                 self.errors[name] = gw_mod.smg_missing()
@@ -129,7 +129,7 @@ class Pools:
 
     async def _start_gateway(self, name: str) -> bool:
         gw = self.gateways[name]
-        ready = [s for s in self.members(name) if self._routable(s)]
+        ready = [s for s in self.members(name) if self.routable(s)]
         if ready:
             gw.model = slot_model(ready[0])
             gw.api_key = ready[0].api_key
@@ -156,7 +156,7 @@ class Pools:
             )
         return await self.remote.set(args)
 
-    def _routable(self, slot: Slot) -> bool:
+    def routable(self, slot: Slot) -> bool:
         return slot.state == READY and slot.swap is None and slot.id not in self.out
 
     def sync(self) -> None:
@@ -181,9 +181,9 @@ class Pools:
 
     async def _sync_pool(self, name: str) -> None:
         gw = self.gateways[name]
-        async with self._lock(name):
+        async with self.lock(name):
             members = self.members(name)
-            ready = [s for s in members if self._routable(s)]
+            ready = [s for s in members if self.routable(s)]
             if gw.pid is None and gw.state != "restarting":
                 if ready:
                     await self._start_gateway(name)  # the first ready slot (or a retry)
@@ -205,7 +205,7 @@ class Pools:
             observed = await gw.workers()
             if observed is None:
                 return  # not answering: its supervisor restarts it with gw.urls
-            todo = reconcile.plan(gw, members, self._routable, self.out, observed, slot_url)
+            todo = reconcile.plan(gw, members, self.routable, self.out, observed, slot_url)
             await reconcile.apply(gw, todo, slot_url, self.sup.bus.publish)
 
     def refuse_taking_out(self, slot_id: str, doing: str, forced: bool) -> None:
@@ -216,11 +216,9 @@ class Pools:
             return
         for name in self.rolls_running():
             members = self.members(name)
-            if slot_id not in {m.id for m in members} or not self._routable(
-                self.sup.slots[slot_id]
-            ):
+            if slot_id not in {m.id for m in members} or not self.routable(self.sup.slots[slot_id]):
                 continue
-            if any(m.id != slot_id and self._routable(m) for m in members):
+            if any(m.id != slot_id and self.routable(m) for m in members):
                 continue
             held = ", ".join(sorted(self.out & {m.id for m in members})) or "another slot"
             raise OpError(
@@ -232,7 +230,7 @@ class Pools:
     def rolls_running(self) -> set[str]:
         return {p for p, r in self.rolls.items() if r.state == "rolling"}
 
-    def _lock(self, name: str) -> asyncio.Lock:
+    def lock(self, name: str) -> asyncio.Lock:
         return self._locks.setdefault(name, asyncio.Lock())
 
     def _smg_came(self) -> None:
@@ -412,8 +410,8 @@ class Pools:
                 if not pre.ok:
                     raise _RollStop(s.id, pre.error or "preflight refused")
                 url = slot_url(s)
-                was_routable = self._routable(s)
-                others = [o for o in members if o is not s and self._routable(o)]
+                was_routable = self.routable(s)
+                others = [o for o in members if o is not s and self.routable(o)]
                 if was_routable and not others:
                     raise _RollStop(
                         s.id,
@@ -421,7 +419,7 @@ class Pools:
                         f"first, or swap it alone (--slot {s.id})",
                     )
                 self.out.add(s.id)
-                async with self._lock(name):
+                async with self.lock(name):
                     await gw.remove_worker(url)
                 self.sup.bus.publish(
                     protocol.PoolRoll(client=client, pool=name, step="removed", slot=s.id)
@@ -456,7 +454,7 @@ class Pools:
                 self.out.discard(s.id)
                 url = slot_url(s)
                 if s.state == READY:
-                    async with self._lock(name):
+                    async with self.lock(name):
                         await gw.add_worker(url, s.api_key)
                     if not await gw.wait_ready(url, WORKER_READY_S):
                         error = (
@@ -509,7 +507,7 @@ class Pools:
         while True:
             ws = await gw.workers()
             ready = {w.url for w in ws or [] if w.status == "ready"}
-            lost = [s.id for s in self.members(name) if self._routable(s)]
+            lost = [s.id for s in self.members(name) if self.routable(s)]
             lost = [i for i in lost if slot_url(self.sup.slots[i]) not in ready]
             if not lost or time.monotonic() >= deadline:
                 return lost
@@ -522,7 +520,7 @@ class Pools:
         if name not in self.places:
             return []
         return sorted(
-            {s.profile_name for s in self.members(name) if self._routable(s) and s.profile_name}
+            {s.profile_name for s in self.members(name) if self.routable(s) and s.profile_name}
         )
 
     def job_target(self, name: str) -> tuple[str | None, str | None, str]:
@@ -541,7 +539,7 @@ class Pools:
             return slot_url(s), s.api_key, ""
         if gw.pid is None:
             return None, None, self.errors.get(name) or f"pool {name}: the gateway is {gw.state}"
-        if not any(self._routable(s) for s in members):
+        if not any(self.routable(s) for s in members):
             return None, None, f"waiting for a slot of pool {name} to be ready"
         return gw.endpoint, gw.api_key, ""
 

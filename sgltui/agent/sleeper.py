@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,12 @@ SAVER_ENV = {"SGLANG_MEMORY_SAVER_CUDA_GRAPH": "1", "TMS_RETAIN_CPU_BACKUP": "1"
 CANARY_PROMPT = "The capital city of France is"
 BAD_ACCEPT = 0.6  # a woken draft accepting under this share of its last known length is bad
 MEMORY_BACK_S = 3.0  # how long the GPU source gets to show a release (NVML: ~0.13 s)
+FLUSH_S = 30.0  # how long a hicache server gets to go idle before its pause (/flush_cache)
+# A release's timeout from the bytes it moves (measured on an H100 host, PCIe Gen5): the first
+# one pins the backup at 0.43-0.52 s/GiB; later ones copy at ~54 GB/s. Twice that, plus a base.
+PIN_S_PER_GIB = 0.5
+COPY_S_PER_GIB = 1.0 / 50.0
+BASE_TIMEOUT_S = 30.0
 
 
 class WakeError(Exception):
@@ -54,15 +61,27 @@ def with_saver(target: Resolved, port: int | None = None) -> Resolved:
 
 
 def can_sleep(slot: Slot) -> bool:
-    """Whether the slot's server was launched with the memory saver (its command says)."""
+    """Whether the slot's server was launched with the memory saver (its command says), and
+    not on the weight cache (SGLang cannot release weights it shares with the daemon)."""
+    server = slot.profile.server if slot.profile is not None else {}
+    if server.get("weight-cache-mode") not in (None, "", "off"):
+        return False
     return "--enable-memory-saver" in slot.command and "--enable-weights-cpu-backup" in (
         slot.command
     )
 
 
+def admin_key(srv: Slot) -> str | None:
+    """The key SGLang's admin routes take (pause, continue, release, resume, flush, abort:
+    ADMIN_OPTIONAL): --admin-api-key when the server has one, else its --api-key."""
+    server = srv.profile.server if srv.profile is not None else {}
+    key = server.get("admin-api-key")
+    return str(key) if key else srv.api_key
+
+
 async def call(srv: Slot, path: str, body: Any, timeout: float = 120.0) -> Any:
     status, data = await http_probe.post(
-        srv.server_host, srv.port, path, body, srv.api_key, timeout=timeout
+        srv.server_host, srv.port, path, body, admin_key(srv), timeout=timeout
     )
     if status != 200:
         what = "did not answer" if status == 0 else f"answered HTTP {status}"
@@ -70,27 +89,97 @@ async def call(srv: Slot, path: str, body: Any, timeout: float = 120.0) -> Any:
     return data
 
 
-async def pause(srv: Slot) -> None:
-    await call(srv, "/pause_generation", {"mode": "retract"})
+def hicache(srv: Slot) -> bool:
+    server = srv.profile.server if srv.profile is not None else {}
+    return bool(server.get("enable-hierarchical-cache"))
 
 
-async def sleep(srv: Slot) -> None:
-    await pause(srv)
+async def pause(srv: Slot, abort: bool = False) -> None:
+    """Pause generation (once: a paused server is left as it is). `abort`: the requests it still
+    runs fail fast (a drain that timed out), so that their clients retry on the server woken
+    next, instead of waiting in this one's queue until it wakes, maybe never. A hicache server
+    is flushed first: a write-through or load-back in flight never drains in a paused loop, and
+    the release that follows would then kill it."""
+    if srv.paused:
+        return
+    if abort:
+        await call(srv, "/abort_request", {"abort_all": True}, timeout=30.0)
+    if hicache(srv):
+        status, _ = await http_probe.post(
+            srv.server_host,
+            srv.port,
+            f"/flush_cache?timeout={FLUSH_S:g}",
+            None,
+            admin_key(srv),
+            timeout=FLUSH_S + 10.0,
+        )
+        if status != 200:
+            raise WakeError(
+                f"{srv.profile_name}: its hierarchical cache did not go idle in {FLUSH_S:g} s "
+                f"(/flush_cache answered {status or 'nothing'}); it was not paused, it serves on"
+            )
+    # Marked before the call: a pause that did not answer may still land, and a continue of a
+    # server not paused is harmless (a resume is not: that one is kept by `released`).
+    srv.paused = True
+    await saved(srv)  # the next agent knows it is paused, even if killed during the call
+    await call(srv, "/pause_generation", {"mode": "abort" if abort else "retract"})
+
+
+async def sleep(srv: Slot, abort: bool = False) -> None:
+    await pause(srv, abort)
     await release(srv)
 
 
-async def release(srv: Slot) -> float:
-    """Release and wait for the GPU source to show it; the seconds until it did."""
+def release_timeout(srv: Slot) -> float:
+    """Seconds a release may take: the first one pins the whole backup (~0.5 s/GiB measured on
+    an H100 host), every later one still copies GPU -> host (~1 s per 54 GB); a margin on top.
+    Not a fixed 120 s: a 100+ GB model needs longer the first time."""
+    size = mem.weights_bytes(srv.profile) if srv.profile is not None else None
+    gib = (size or 0) / units.GIB
+    per_gib = PIN_S_PER_GIB if not srv.pinned_once else COPY_S_PER_GIB
+    return BASE_TIMEOUT_S + gib * per_gib * 2.0
+
+
+async def release(srv: Slot, asleep_bytes: int = 0) -> float:
+    """Release and wait for the GPU source to show it; the seconds until it did. Once: a
+    released server is never released again (torch-memory-saver exits on a second pause).
+    `asleep_bytes`: what it was measured to keep asleep before (a release queued behind a
+    resume still in flight starts from what it held asleep: back to that is a release)."""
+    if srv.released:
+        return 0.0
     pids = set(srv.tree.seen) if srv.tree else set()
     before = await asyncio.to_thread(mem.held_bytes, pids)
     t0 = time.monotonic()
-    await call(srv, "/release_memory_occupation", {})
+    timeout = await asyncio.to_thread(release_timeout, srv)
+    # Marked (and saved) before the call: a release sent is one the server does, even if this
+    # agent is killed before the answer; a resume queued after it pairs with it.
+    srv.released = True
+    await saved(srv)
+    status, _ = await http_probe.post(
+        srv.server_host,
+        srv.port,
+        "/release_memory_occupation",
+        {},
+        admin_key(srv),
+        timeout=timeout,
+    )
+    if status == 0:  # no answer in time: it may still be releasing (so: released)
+        raise WakeError(
+            f"{srv.profile_name}: /release_memory_occupation did not answer in {timeout:.0f} s"
+        )
+    if status != 200:  # refused (auth, bad request): nothing was released
+        srv.released = False
+        await saved(srv)
+        raise WakeError(f"{srv.profile_name}: /release_memory_occupation answered HTTP {status}")
+    srv.pinned_once = True
     if not before:
         return time.monotonic() - t0  # no GPU source says what it holds: take its word
     deadline = time.monotonic() + MEMORY_BACK_S
     while True:
         now = await asyncio.to_thread(mem.held_bytes, pids)
-        if now is not None and now <= before * 0.5:
+        if now is not None and (
+            now <= before * 0.5 or (asleep_bytes and now <= asleep_bytes * 1.1 + 256 * 2**20)
+        ):
             return time.monotonic() - t0
         if time.monotonic() >= deadline:
             raise WakeError(
@@ -102,8 +191,33 @@ async def release(srv: Slot) -> float:
 
 
 async def wake(srv: Slot) -> None:
-    await call(srv, "/resume_memory_occupation", {})
-    await call(srv, "/continue_generation", {"torch_empty_cache": True})
+    """Resume (only what was released: SGLang's resume of a tag never released is a KeyError
+    that ends the server) and continue (only what was paused)."""
+    if srv.released:
+        timeout = await asyncio.to_thread(release_timeout, srv)
+        srv.released = False  # as a release: a resume sent is one the server does
+        await saved(srv)
+        status, _ = await http_probe.post(
+            srv.server_host, srv.port, "/resume_memory_occupation", {}, admin_key(srv), timeout
+        )
+        if status not in (0, 200):  # refused: still released
+            srv.released = True
+            await saved(srv)
+        if status != 200:
+            what = "did not answer" if status == 0 else f"answered HTTP {status}"
+            raise WakeError(f"{srv.profile_name}: /resume_memory_occupation {what}")
+    if srv.paused:
+        await call(srv, "/continue_generation", {"torch_empty_cache": True})
+        srv.paused = False
+        await saved(srv)
+
+
+async def saved(srv: Slot) -> None:
+    """agent-state.json says which steps the server is in now (an agent killed between two
+    steps leaves the next one what it needs to undo them: agent/standby.py settle)."""
+    save = getattr(getattr(srv, "host", None), "state_saved", None)
+    if save is not None:
+        await save()
 
 
 async def canary(srv: Slot, known: float | None) -> tuple[bool, float | None, str]:
@@ -138,23 +252,40 @@ async def canary(srv: Slot, known: float | None) -> tuple[bool, float | None, st
 
 
 async def held(srv: Slot) -> tuple[int, int]:
-    """What a sleeper holds: (GPU bytes its processes keep, host bytes of its pinned copy:
-    measured, else its weights' size)."""
+    """What a sleeper holds, measured after its release: (GPU bytes its processes keep, NVML
+    per process; host bytes: resident and pinned memory of its process tree). 0: unknown."""
     pids = set(srv.tree.seen) if srv.tree else set()
     gpu_bytes = await asyncio.to_thread(mem.held_bytes, pids)
-    host = await asyncio.to_thread(mem.measured_host_bytes, srv.tree.pid) if srv.tree else None
-    if host is None:
-        host = await asyncio.to_thread(mem.weights_bytes, srv.profile)
+    host = None
+    if srv.tree is not None:
+        host = await asyncio.to_thread(mem.measured_host_bytes, srv.tree.pid, pids)
     return int(gpu_bytes or 0), int(host or 0)
 
 
-async def drain(slot: Slot, wait: bool, timeout: float = 30.0) -> None:
+async def mem_fraction_now(srv: Slot) -> float | None:
+    """The mem_fraction_static a running server reports (/server_info): SGLang's choice when
+    the profile does not set one."""
+    status, body = await http_probe.get(srv.server_host, srv.port, "/server_info", srv.api_key)
+    if status != 200:
+        return None
+    try:
+        value = json.loads(body).get("mem_fraction_static")
+    except (ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else None
+
+
+async def drain(slot: Slot, wait: bool, timeout: float = 30.0) -> bool:
     """Until the slot's server has no request in flight (its own count and its front's), or
-    at once when not `wait`, or at `timeout`."""
+    at once when not `wait`, or at `timeout`. Whether it emptied (False: its pause aborts what
+    is left, so that those clients retry instead of waiting in a sleeper's queue)."""
     deadline = time.monotonic() + (timeout if wait else 0.0)
     while slot.state == READY:
         load = await http_probe.load(slot.server_host, slot.port, slot.api_key)
         front = slot.front.in_flight((slot.server_host, slot.port)) if slot.front else 0
-        if not (load or 0) + front or time.monotonic() >= deadline:
-            return
+        if not (load or 0) + front:
+            return True
+        if time.monotonic() >= deadline:
+            return False
         await asyncio.sleep(0.05)
+    return True

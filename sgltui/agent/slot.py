@@ -110,6 +110,7 @@ class Slot(SlotCore):
 
     async def _launch(self, profile: Any, client: str | None, launch_id: str) -> None:
         self.client = client
+        self.paused = self.released = self.pinned_once = False  # a new process: awake
         self.profile, self.profile_name = profile, profile.name
         self.server_host, self.port, self.api_key = profile.host, profile.port, profile.api_key
         if self.api_key:
@@ -199,6 +200,8 @@ class Slot(SlotCore):
         )
         self.command, self.command_hash = record.get("command") or [], record.get("command_hash")
         self.tp_size = int(record.get("tp_size") or 1)
+        self.paused, self.released = bool(record.get("paused")), bool(record.get("released"))
+        self.pinned_once = bool(record.get("pinned_once") or self.released)
         baseline = record.get("gpu_baseline")
         self.gpu_baseline = (
             {int(i): int(b) for i, b in baseline.items()} if isinstance(baseline, dict) else None

@@ -157,6 +157,12 @@ class SlotCore:
         self._last_refresh = 0.0
         # A server sgltui did not start, watched here (agent/attach.py External); None: ours.
         self.external: Any = None
+        # Which of the memory saver's steps this server is in (agent/sleeper.py keeps them):
+        # SGLang cannot be asked, and a second release, or a resume of a server not released,
+        # ends it (torch-memory-saver's exit(1)). Kept in agent-state.json with the server.
+        self.paused = False
+        self.released = False
+        self.pinned_once = False  # its first release pinned the backup (later ones only copy)
 
     # ---- the process side (agent/server_process.py), as readers know it ------------------------
 
@@ -264,6 +270,15 @@ class SlotCore:
             "phase_done": self.progress.done,
             "resolved": _describe(self.profile),
             "resolved_profile": resolved_mod.to_record(self.profile),
+            "paused": self.paused,
+            "released": self.released,
+            "pinned_once": self.pinned_once,
+            # a swap in progress (slot, from, to, step): the next agent finishes or undoes it
+            "swap": (
+                {"from": self.swap.from_, "to": self.swap.to, "step": self.swap.step}
+                if self.swap is not None
+                else None
+            ),
         }
 
     def _estimate(self) -> tuple[float | None, float | None]:

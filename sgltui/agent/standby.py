@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent import procs, sleeper
+from sgltui.agent import pool_worker, procs, sleeper, standby_room
 from sgltui.agent import standby_memory as mem
 from sgltui.agent.endpoints import connect_host
 from sgltui.agent.errors import OpError
@@ -80,6 +80,9 @@ class _QuietHost:
     def telemetry_line(self, slot_id: str, line: str) -> None:
         pass
 
+    async def state_saved(self) -> None:
+        await self.sup.state_saved()
+
     def add_secret(self, secret: str) -> None:
         self.sup.add_secret(secret)
 
@@ -90,8 +93,10 @@ class Standby:
     name: str
     server: Slot  # the hidden slot that holds the sleeping server
     state: str = "starting"  # starting | asleep (lost is read off the server)
-    host_bytes: int = 0
+    host_bytes: int = 0  # measured after its release (0: not yet)
     gpu_bytes: int = 0
+    host_estimate: int = 0  # said before it was added (agent/standby_memory.py)
+    gpu_estimate: int = 0
 
     @property
     def key(self) -> str:
@@ -104,14 +109,21 @@ class Standby:
     async def measure(self) -> None:
         """What it holds asleep, measured (agent/sleeper.py)."""
         self.gpu_bytes, self.host_bytes = await sleeper.held(self.server)
+        if not self.host_estimate and self.server.profile is not None:
+            said = await asyncio.to_thread(mem.pins_estimate, self.server.profile)
+            self.host_estimate = said or 0
+        self.gpu_estimate = self.gpu_estimate or mem.DEFAULT_REMAINDER
 
     def view(self, accept: float | None) -> protocol.StandbyView:
         state = self.state if self.server.state in (READY, "launching") else "lost"
         return protocol.StandbyView(
             profile=self.name,
             state=state,  # type: ignore[arg-type]
-            host_bytes=self.host_bytes,
-            gpu_bytes=self.gpu_bytes,
+            host_bytes=self.host_bytes or self.host_estimate,
+            gpu_bytes=self.gpu_bytes or self.gpu_estimate,
+            host_estimate_bytes=self.host_estimate,
+            gpu_estimate_bytes=self.gpu_estimate,
+            measured=bool(self.host_bytes),
             port=self.server.port,
             pid=self.server.tree.pid if self.server.tree else None,
             accept_length=accept,
@@ -157,6 +169,7 @@ class Standbys:
                         "slot": sb.slot_id,
                         "host_bytes": sb.host_bytes,
                         "gpu_bytes": sb.gpu_bytes,
+                        "estimate": [sb.host_estimate, sb.gpu_estimate],
                         "accept_length": self.accept.get(sb.name),
                     }
                     out[sb.key] = rec
@@ -171,6 +184,8 @@ class Standbys:
         server = Slot(key, _QuietHost(self.sup))
         if not server.adopt(record, profile):
             return False
+        if "released" not in record:  # written before the steps were kept: it was asleep
+            server.paused = server.released = True
         sb = Standby(
             slot_id,
             name,
@@ -178,6 +193,7 @@ class Standbys:
             "asleep",
             int(meta.get("host_bytes") or 0),
             int(meta.get("gpu_bytes") or 0),
+            *[int(v or 0) for v in (meta.get("estimate") or [0, 0])[:2]],
         )
         if meta.get("accept_length"):
             self.accept[name] = float(meta["accept_length"])
@@ -224,6 +240,12 @@ class Standbys:
                     f"slot {slot.id} watches a server sgltui did not start; `sgltui adopt` it or "
                     "start a profile there before keeping another warm"
                 )
+            refused = standby_room.front_off(slot, self.sup.pools)
+            if refused:
+                raise OpError(f"standby add refused: {refused}")
+            refused = pool_worker.refusal(self.sup.pools, slot, "standby add")
+            if refused:
+                raise OpError(refused)
             target = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
             if target.name in self.of(slot.id):
                 raise OpError(f"{target.name} is already kept warm on slot {slot.id}")
@@ -235,11 +257,12 @@ class Standbys:
             target = ops.place(slot, target)
             port = await asyncio.to_thread(self._free_port, target.port)
             target = with_saver(target, port)
-            problem = await asyncio.to_thread(self._check, slot, target)
+            fraction = await sleeper.mem_fraction_now(slot) if slot.state == READY else None
+            problem = await asyncio.to_thread(standby_room.check, self, slot, target, fraction)
             if problem:
                 raise OpError(problem)
             job = Job("standby", f"standby add {target.name}", client, time.time())
-            started = ops.run(slot, job, self._add(slot, target, client))
+            started = ops.run(slot, job, self._out_of_pool(slot, self._add(slot, target, client)))
             if args.wait:
                 return _WaitWithStandbys(slot, started, self)
             return ops.reply(slot, args, started)
@@ -273,40 +296,10 @@ class Standbys:
                 return port
         raise OpError(f"no free port near {base + 1000} for a standby; free one and try again")
 
-    def _check(self, slot: Slot, target: Resolved) -> str | None:
-        """Host RAM and GPU room for one more sleeper (blocking: a worker thread)."""
-        need = mem.weights_bytes(target)
-        pinned = {
-            f"{sb.slot_id}/{sb.name}": sb.host_bytes or (mem.weights_bytes(sb.server.profile) or 0)
-            for sbs in self.by_slot.values()
-            for sb in sbs.values()
-            if sb.server.profile is not None and sb.server.profile.launcher == target.launcher
-        }
-        if (
-            slot.profile is not None
-            and can_sleep(slot)
-            and slot.profile.launcher == target.launcher
-        ):
-            # it keeps its pinned copy while it serves (TMS_RETAIN_CPU_BACKUP)
-            pinned[f"{slot.id}/{slot.profile_name}"] = mem.weights_bytes(slot.profile) or 0
-        available = mem.host_available(target, sum(pinned.values()))
-        problem = mem.refuse_host(target.name, need, available, self.reserve, pinned)
-        if problem:
-            return problem
-        members = [
-            mem.Member(
-                sb.name, mem.mem_fraction(sb.server.profile), sb.gpu_bytes or mem.DEFAULT_REMAINDER
-            )
-            for sb in self.of(slot.id).values()
-            if sb.server.profile is not None
-        ]
-        if slot.profile is not None and slot.state == READY:
-            members.append(mem.Member(slot.profile_name or "?", mem.mem_fraction(slot.profile), 0))
-        members.append(mem.Member(target.name, mem.mem_fraction(target), mem.DEFAULT_REMAINDER))
-        if slot.profile is not None and slot.state == READY:
-            # the serving one sleeps in turn when another is woken
-            members[-2].remainder = mem.DEFAULT_REMAINDER
-        return mem.refuse_gpu(target.name, mem.gpu_total(target), members)
+    async def _out_of_pool(self, slot: Slot, work: Any) -> Any:
+        """`work` on the slot with its worker out of its pool's gateway (agent/pool_worker.py)."""
+        async with pool_worker.worker_out(self.sup.pools, slot):
+            return await work
 
     def _hidden(self, slot: Slot, name: str) -> Slot:
         return Slot(f"{slot.id}{SEP}{name}", _QuietHost(self.sup))
@@ -344,10 +337,10 @@ class Standbys:
             async with ops.server_going(slot, "wait"):
                 slot.hold_front(f"slot {slot.id}: keeping {target.name} warm")
                 if serving:
-                    await sleeper.drain(slot, wait=True)
+                    drained = await sleeper.drain(slot, wait=True)
                     if sleeps:
                         slot.swap_step(f"keeping {target.name} warm: {frm} asleep")
-                        await sleeper.sleep(slot)
+                        await sleeper.sleep(slot, abort=not drained)
                     else:
                         slot.swap_step(f"keeping {target.name} warm: stopping {frm}")
                         await slot.stop(client, drain="force")
@@ -410,7 +403,11 @@ class Standbys:
                 await sleeper.wake(slot)
             elif slot.state != READY and previous is not None:
                 await self.sup.ops.launch(slot, with_saver(previous), client)
-                await slot.wait_settled()
+                if await slot.wait_settled() != READY:
+                    # the memory saver did not start there: the command that served before
+                    log.warning("slot %s: %s failed with the memory saver", slot.id, previous.name)
+                    await self.sup.ops.launch(slot, previous, client)
+                    await slot.wait_settled()
         except WakeError:
             if not quiet:
                 raise
@@ -429,10 +426,15 @@ class Standbys:
         sb = self.warm(slot, name)
         if sb is None or slot.state != READY or slot.external is not None:
             return None
+        refused = standby_room.front_off(slot, self.sup.pools)
+        if refused:
+            raise OpError(f"warm swap to {name} refused: {refused}")
         old = slot.profile_name
         job = Job("swap", f"swap {old} -> {name} (warm)", client, time.time())
         slot.begin_swap(old, name, job.started, rollback, client)
-        return self.sup.ops.run(slot, job, self._warm_swap(slot, sb, client, drain))
+        return self.sup.ops.run(
+            slot, job, self._out_of_pool(slot, self._warm_swap(slot, sb, client, drain))
+        )
 
     def cold_target(self, slot: Slot, target: Resolved) -> Resolved:
         """A launch on a slot with standbys: able to sleep (the warm swap that later leaves it
@@ -463,12 +465,12 @@ class Standbys:
             slot.hold_front(f"slot {slot.id}: {frm or '-'} -> {to} (warm)")
             step("draining")
             t = time.monotonic()
-            await sleeper.drain(slot, wait=drain == "wait")
+            drained = await sleeper.drain(slot, wait=drain == "wait")
             t = mark("drain", t)
             sleeps = can_sleep(slot)
             try:
                 step("pausing")
-                await sleeper.pause(slot)
+                await sleeper.pause(slot, abort=not drained)
                 t = mark("pause", t)
                 if sleeps:
                     step("releasing")

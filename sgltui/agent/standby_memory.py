@@ -27,7 +27,6 @@ from sgltui.core.units import GIB, gib
 # buffers (graph pools ~0.8 GiB per rank were measured upstream).
 DEFAULT_REMAINDER = int(1.5 * GIB)
 DEFAULT_SIM_HOST_GB = 512.0  # the simulator's --sim-host-memory-gb default
-OWN_OVERHEAD = host_pool.CUDA_CONTEXT_BYTES + int(0.4 * GIB)  # a server's context + activations
 
 
 @dataclass
@@ -37,6 +36,9 @@ class Member:
     name: str
     mem_fraction: float
     remainder: int  # on the GPU while it sleeps
+    reserve: int = 0  # SGLang's own reserve for its activations and graphs while it serves
+    fraction_from: str = "its profile"  # where mem_fraction was read
+    measured: bool = False  # remainder measured after its release (else estimated)
 
 
 def weights_bytes(target: Any) -> int | None:
@@ -67,9 +69,55 @@ def weights_bytes(target: Any) -> int | None:
     return model_weights_bytes(model)
 
 
-def mem_fraction(target: Any) -> float:
+def mem_fraction(target: Any, total: int | None = None) -> tuple[float, str]:
+    """(mem-fraction-static, where it comes from): the profile's, else SGLang's own rule for
+    the GPU's size (arg_groups/memory_hook.py; the simulator applies the same)."""
     value = host_pool.as_number(target.server.get("mem-fraction-static"))
-    return float(value) if value else 0.88  # SGLang's choice on an 80 GB GPU, near enough
+    if value:
+        return float(value), "its profile"
+    if not total:
+        return 0.88, "a guess (no GPU size)"
+    from sgltui.sim.memory import default_mem_fraction, gpu_defaults
+
+    tp = host_pool.ranks(target.server)
+    chunk, graph_bs = gpu_defaults(total >> 20, tp)
+    return default_mem_fraction(total >> 20, chunk, graph_bs, tp), "SGLang's default"
+
+
+def activation_reserve(target: Any, total: int | None) -> int:
+    """What a serving SGLang uses outside its static pool (its reserve): the activations of
+    one prefill chunk (~0.75 MiB a token), its CUDA graphs (~3.5 MiB a captured batch size,
+    three sets with a draft) and the CUDA context, as the simulator models them. A sleeper's
+    remainder may not eat it: a woken server that OOMs inside its resume exits."""
+    from sgltui.sim.memory import capture_batch_sizes, gpu_defaults
+
+    server = target.server
+    tp = host_pool.ranks(server)
+    chunk, graph_bs = gpu_defaults((total or 80 * GIB) >> 20, tp)
+    chunk = int(host_pool.as_number(server.get("chunked-prefill-size")) or chunk)
+    graph_bs = int(host_pool.as_number(server.get("cuda-graph-max-bs")) or graph_bs)
+    spec = bool(server.get("speculative-algorithm"))
+    graphs = len(capture_batch_sizes(graph_bs, spec)) * (3 if spec else 1) * 3.5 + 64
+    mib = 0.75 * max(chunk, 2048) + graphs
+    return int(mib * (1 << 20)) + host_pool.CUDA_CONTEXT_BYTES
+
+
+def host_pool_bytes(target: Any) -> int:
+    """A hicache server's pinned host KV pool (core/host_pool.py sizes it): pinned at launch,
+    released by nothing, so a sleeper keeps it as well as its weights."""
+    if not host_pool.enabled(target.server):
+        return 0
+    from sgltui.agent.preflight import host_pool_fit
+
+    pool = host_pool_fit(target).pool
+    return int(pool.total_bytes) if pool is not None else 0
+
+
+def pins_estimate(target: Any) -> int | None:
+    """Host bytes a sleeper of `target` pins, said before it starts: its weights and its
+    draft's (the CPU backup) and its hicache host pool. None: the weights cannot be told."""
+    weights = weights_bytes(target)
+    return None if weights is None else weights + host_pool_bytes(target)
 
 
 def gpu_total(target: Any) -> int | None:
@@ -93,45 +141,65 @@ def host_available(target: Any, pinned_by_standbys: int) -> int:
 
 
 def refuse_host(
-    name: str, need: int | None, available: int, reserve: int, pinned: dict[str, int]
+    name: str, need: dict[str, int], available: int, reserve: int, pinned: dict[str, int]
 ) -> str | None:
-    """The host-RAM refusal line, or None when `need` leaves at least `reserve`."""
-    if need is None or available - need >= reserve:
+    """The host-RAM refusal line, or None when what this add pins (`need`: the standby's
+    copy and host pool, the serving profile's first copy) leaves at least `reserve`."""
+    total = sum(need.values())
+    if available - total >= reserve:
         return None
+    parts = " + ".join(f"{k} {gib(v)}" for k, v in need.items())
     each = ", ".join(f"{k} {gib(v)}" for k, v in pinned.items()) or "none yet"
     return (
-        f"standby {name} refused: it pins {gib(need)} of host RAM (its weights, and its draft's) "
-        f"and would leave {gib(max(0, available - need))}, under the {gib(reserve)} reserve "
-        f"(standbys pin now: {each}); remove one with `sgltui standby remove PROFILE` or lower "
-        "standby_reserve_gb in agent.toml"
+        f"standby {name} refused: it pins {gib(total)} of host RAM ({parts}: weights, draft "
+        f"and hicache host pool) and would leave {gib(max(0, available - total))}, under the "
+        f"{gib(reserve)} reserve (standbys pin now: {each}); remove one with `sgltui standby "
+        "remove PROFILE` or lower standby_reserve_gb in agent.toml"
     )
 
 
 def refuse_gpu(name: str, total: int | None, members: list[Member]) -> str | None:
-    """The GPU-room refusal line: some member, serving, would not fit beside the others asleep."""
+    """The GPU-room refusal line, with its arithmetic: some member, serving, would not keep
+    SGLang's own reserve beside the others asleep."""
     if not total:
         return None
     for m in members:
-        room = int(total * (1.0 - m.mem_fraction)) - OWN_OVERHEAD
-        beside = sum(o.remainder for o in members if o is not m)
+        outside = int(total * (1.0 - m.mem_fraction))
+        room = outside - m.reserve
+        others = [o for o in members if o is not m]
+        beside = sum(o.remainder for o in others)
         if beside > room:
+            each = ", ".join(
+                f"{o.name} {gib(o.remainder)} ({'measured' if o.measured else 'estimated'})"
+                for o in others
+            )
             return (
-                f"standby {name} refused: no GPU room: while {m.name} serves it takes "
-                f"{m.mem_fraction:.2f} of {gib(total)}, leaving {gib(max(0, room))} and the "
-                f"sleepers beside it keep {gib(beside)} (CUDA context and buffers, about "
-                f"{gib(DEFAULT_REMAINDER)} each); lower mem-fraction-static of {m.name} or remove "
-                "a standby"
+                f"standby {name} refused: no GPU room: while {m.name} serves, {gib(total)} x "
+                f"(1 - {m.mem_fraction:.3f} mem_fraction_static, {m.fraction_from}) = "
+                f"{gib(outside)} outside its static pool, less SGLang's reserve for activations, "
+                f"graphs and the CUDA context {gib(m.reserve)} = {gib(max(0, room))}; the "
+                f"sleepers beside it keep {gib(beside)} ({each}); lower mem-fraction-static of "
+                f"{m.name} or remove a standby"
             )
     return None
 
 
-def measured_host_bytes(pid: int) -> int | None:
-    """Host RAM a simulated sleeper says it pins (its publication); None for a real server."""
+def measured_host_bytes(pid: int, pids: set[int] | None = None) -> int | None:
+    """Host RAM a sleeper holds, measured: a simulated one's publication (what it says it
+    pins); a real one's resident memory over its process tree (the pinned backup and the
+    hicache host pool are resident). None when neither can be read."""
     for pub in sim_gpu.read_publications():
         if pub.get("pid") == pid:
             value = pub.get("host_pinned_bytes")
             return int(value) if isinstance(value, (int, float)) else None
-    return None
+    total, seen = 0, False
+    for p in pids or {pid}:
+        try:
+            total += psutil.Process(p).memory_info().rss
+            seen = True
+        except psutil.Error:
+            continue
+    return total if seen else None
 
 
 def held_bytes(pids: set[int]) -> int | None:

@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from sgltui import __version__, protocol
-from sgltui.agent import keeper, preflight
+from sgltui.agent import keeper, preflight, standby_settle
 from sgltui.agent.agent_ops import AgentOps
 from sgltui.agent.attach import Attacher
 from sgltui.agent.batch_api import BatchApi, BatchStore
@@ -239,6 +239,7 @@ class Supervisor:
                 log.warning("cannot adopt standby %s: %s", key, exc, exc_info=True)
                 ok = False
             log.info("standby %s %s", key, "re-adopted, asleep" if ok else "is gone")
+        await standby_settle.settle(self.standbys, self.slots)  # a swap left half done
         self.bus.changed()
         await self.pools.start()  # after the slots: their ready servers are its first workers
         await asyncio.to_thread(self.catalog.refresh)
@@ -551,6 +552,12 @@ class Supervisor:
     def jobs(self) -> dict[str, Job]:
         """Each slot's latest lifecycle job (agent/operations.py)."""
         return self.ops.jobs
+
+    async def state_saved(self) -> None:
+        """agent-state.json says what the slots and sleepers are now (a warm swap's steps:
+        the next agent must know which servers are paused or released)."""
+        self.bus.changed()
+        await self.saver.saved()
 
     def our_pids(self) -> set[int]:
         pids: set[int] = set()

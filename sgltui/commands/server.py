@@ -480,7 +480,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         for sb in s.standbys:
             print(
                 f"     warm: {sb.profile} ({sb.state}, pins {units.gib(sb.host_bytes)} host RAM, "
-                f"{units.gib(sb.gpu_bytes)} GPU)"
+                f"{units.gib(sb.gpu_bytes)} GPU; "
+                + ("measured, " if sb.measured else "")
+                + f"said {units.gib(sb.host_estimate_bytes)} and "
+                f"{units.gib(sb.gpu_estimate_bytes)})"
             )
         if s.restart:
             print(f"     restart: {s.restart}")

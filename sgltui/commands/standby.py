@@ -107,10 +107,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print("no standbys; `sgltui standby add PROFILE` keeps one warm")
         return 0
-    print(f"{'SLOT':<6}{'PROFILE':<22}{'STATE':<10}{'HOST RAM':<11}{'GPU':<9}{'PORT':<7}SERVING")
+    # What it pins and keeps, measured after its release, beside what was said before it
+    # was added (the estimate the add's room check used).
+    print(
+        f"{'SLOT':<6}{'PROFILE':<22}{'STATE':<10}{'HOST RAM':<11}{'(SAID)':<11}{'GPU':<9}"
+        f"{'(SAID)':<11}{'PORT':<7}SERVING"
+    )
     for s, sb in rows:
+        host = units.gib(sb.host_bytes) if sb.measured else "-"
+        gpu = units.gib(sb.gpu_bytes) if sb.measured else "-"
         print(
-            f"{s.id:<6}{sb.profile:<22}{sb.state:<10}{units.gib(sb.host_bytes):<11}"
-            f"{units.gib(sb.gpu_bytes):<9}{sb.port or '-':<7}{s.profile or '-'}"
+            f"{s.id:<6}{sb.profile:<22}{sb.state:<10}{host:<11}"
+            f"{units.gib(sb.host_estimate_bytes):<11}{gpu:<9}"
+            f"{units.gib(sb.gpu_estimate_bytes):<11}{sb.port or '-':<7}{s.profile or '-'}"
         )
     return 0

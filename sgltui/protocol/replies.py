@@ -75,11 +75,14 @@ class StandbyView(Struct, kw_only=True):
 
     profile: str
     state: Literal["starting", "asleep", "lost"] = "starting"
-    host_bytes: int = 0
+    host_bytes: int = 0  # measured after its release (the estimate until then)
     gpu_bytes: int = 0
     port: int | None = None
     pid: int | None = None
     accept_length: float | None = None  # the draft's, last measured (MTP profiles)
+    host_estimate_bytes: int = 0  # what was said before it was added
+    gpu_estimate_bytes: int = 0
+    measured: bool = False  # host_bytes/gpu_bytes measured (else the estimates)
 
 
 class ExternalView(Struct, kw_only=True):

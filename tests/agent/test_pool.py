@@ -433,16 +433,12 @@ def test_a_pool_jobs_segments_follow_what_the_pool_runs_across_a_roll(pool_agent
 
 def test_a_rolling_swap_wakes_each_slots_standby_under_streams(pool_agent):
     """issue 34: `standby add --pool` keeps a profile warm on every slot; the roll to it is
-    warm on each, and back again, with no client error."""
+    warm on each, and back again, with no client error (issue 45: the add too)."""
     agent = pool_agent
     a = agent.write_profile("t-a")
     b = agent.write_profile("t-b")
     agent.start()
     _pool_call(agent, "start", profile=a, pool="all", wait=True)
-    _wait_workers(agent, ["ready", "ready"])
-    res = _pool_call(agent, "standby_add", profile=b, pool="all", wait=True)
-    assert res["result"]["ok"], res["result"]
-    assert [[w["profile"] for w in s["standbys"]] for s in agent.status()["slots"]] == [[b], [b]]
     _wait_workers(agent, ["ready", "ready"])
     stop = threading.Event()
     outcomes: list[str] = []
@@ -464,6 +460,13 @@ def test_a_rolling_swap_wakes_each_slots_standby_under_streams(pool_agent):
         t.start()
     try:
         time.sleep(0.5)
+        # The add sleeps one slot's server at a time, its worker out of smg first (the DELETE
+        # awaited) and back (smg routing to it) before the next: a ready worker at every moment.
+        res = _pool_call(agent, "standby_add", profile=b, pool="all", wait=True)
+        assert res["result"]["ok"], res["result"]
+        slots = agent.status()["slots"]
+        assert [[w["profile"] for w in s["standbys"]] for s in slots] == [[b], [b]]
+        _wait_workers(agent, ["ready", "ready"])
         for to in (b, a):
             res = _pool_call(agent, "swap", profile=to, pool="all", wait=True)
             assert res["pool"]["roll"]["state"] == "done", res["pool"]["roll"]
