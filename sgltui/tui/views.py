@@ -687,9 +687,25 @@ def standby_lines(slots: list[protocol.SlotStatus]) -> list[str]:
             out.append(
                 f"[$success]▒[/] {mark} {escape(slot.id)}: {escape(sb.profile)} beside "
                 f"{escape(slot.profile or '-')} · GPU {units.gib(sb.gpu_bytes)} · "
-                f"host {units.gib(sb.host_bytes)} pinned"
+                f"host {units.gib(sb.host_bytes)} pinned{_said_before(sb)}"
             )
     return out
+
+
+def _said_before(sb: protocol.StandbyView) -> str:
+    """How a sleeper's figures were come by: measured after its release, beside what was said
+    before it was added when that differs by more than a tenth; else the estimate itself."""
+    if not sb.measured:
+        return " (estimate)"
+    off = [
+        f"{what} {units.gib(said)}"
+        for what, said, now in (
+            ("host", sb.host_estimate_bytes, sb.host_bytes),
+            ("GPU", sb.gpu_estimate_bytes, sb.gpu_bytes),
+        )
+        if said and abs(now - said) > 0.1 * max(now, said)
+    ]
+    return f" (measured; said {', '.join(off)})" if off else " (measured)"
 
 
 def endpoint_note(ep: protocol.EndpointView | None) -> str:

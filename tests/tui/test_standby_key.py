@@ -66,6 +66,21 @@ def test_a_profile_kept_warm_is_marked_and_its_memory_shown():
     assert "demo-base beside demo-mtp" in line and "host 50.3 GiB pinned" in line
 
 
+def test_the_memory_pane_says_a_sleepers_estimate_until_it_is_measured():
+    """Issue 45: what a standby pins is said before (the estimate) and measured after its
+    release; the pane says which, and the estimate beside a measurement that differs."""
+    gib = 2**30
+    before = dict(ASLEEP, host_bytes=16 * gib, host_estimate_bytes=16 * gib, measured=False)
+    (line,) = standby_lines([typed.slot(status_with(running=0, standbys=[before])["slots"][0])])
+    assert "host 16.0 GiB pinned (estimate)" in line
+    after = dict(before, host_bytes=43 * gib, measured=True)
+    (line,) = standby_lines([typed.slot(status_with(running=0, standbys=[after])["slots"][0])])
+    assert "host 43.0 GiB pinned (measured; said host 16.0 GiB)" in line
+    close = dict(before, host_bytes=int(16.5 * gib), measured=True)
+    (line,) = standby_lines([typed.slot(status_with(running=0, standbys=[close])["slots"][0])])
+    assert line.endswith("pinned (measured)")
+
+
 def _warm_gpu_status():
     """A slot serving on GPU 0 with a standby asleep beside it (pid 5151, 7 GiB on the GPU)."""
     status = status_with(running=0, standbys=[dict(ASLEEP, pid=5151)])
@@ -81,7 +96,7 @@ def test_top_names_the_standby_not_another_process():
     """Issue 51 item 12: `top` said "other pid ...: 7.0 GiB (sgltui.sim)" for sgltui's own
     sleeper: it names it as the standby of its profile."""
     import msgspec
-    from sgltui.agent.telemetry.textview import render
+    from sgltui.commands.top_text import render
 
     from sgltui import protocol
 
