@@ -96,9 +96,9 @@ def test_top_names_the_standby_not_another_process():
     """Issue 51 item 12: `top` said "other pid ...: 7.0 GiB (sgltui.sim)" for sgltui's own
     sleeper: it names it as the standby of its profile."""
     import msgspec
-    from sgltui.commands.top_text import render
 
     from sgltui import protocol
+    from sgltui.commands.top_text import render
 
     status = msgspec.convert(_warm_gpu_status(), protocol.StatusReply, strict=False)
     text = render(status, now=0.0)
