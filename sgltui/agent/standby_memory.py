@@ -185,13 +185,16 @@ def refuse_gpu(name: str, total: int | None, members: list[Member]) -> str | Non
 
 
 def measured_host_bytes(pid: int, pids: set[int] | None = None) -> int | None:
-    """Host RAM a sleeper holds, measured: a simulated one's publication (what it says it
-    pins); a real one's resident memory over its process tree (the pinned backup and the
-    hicache host pool are resident). None when neither can be read."""
+    """Host RAM a sleeper holds, measured: its process tree's resident memory (the pinned
+    backup and the hicache host pool are resident), or what a simulated one says it pins when
+    that is more (a simulator pins nothing real). The larger of the two: the project's fake
+    SGLang on a GPU is both, a simulator whose holder really pins the bytes. None when neither
+    can be read."""
+    published: int | None = None
     for pub in sim_gpu.read_publications():
         if pub.get("pid") == pid:
             value = pub.get("host_pinned_bytes")
-            return int(value) if isinstance(value, (int, float)) else None
+            published = int(value) if isinstance(value, (int, float)) else None
     total, seen = 0, False
     for p in pids or {pid}:
         try:
@@ -199,7 +202,8 @@ def measured_host_bytes(pid: int, pids: set[int] | None = None) -> int | None:
             seen = True
         except psutil.Error:
             continue
-    return total if seen else None
+    found = [x for x in (published, total if seen else None) if x is not None]
+    return max(found) if found else None
 
 
 def held_bytes(pids: set[int]) -> int | None:
