@@ -21,7 +21,7 @@ import time
 from aiohttp import web
 
 from sgltui.sim import api_bodies as rq
-from sgltui.sim import auth
+from sgltui.core import api_auth as auth
 from sgltui.sim.http_admin import AdminApi
 from sgltui.sim.http_errors import error_body
 from sgltui.sim.http_info import InfoApi
