@@ -147,3 +147,18 @@ def test_a_roll_to_a_keyed_profile_never_serves_its_workers_without_the_key(agen
     assert httpx.post(endpoint + "/v1/completions", json=body, timeout=10).status_code == 401
     r = httpx.post(endpoint + "/v1/completions", json=body, headers=KEY, timeout=10)
     assert r.status_code == 200, r.text
+
+
+def test_the_endpoint_asks_for_a_key_from_a_key_file_and_one_it_cannot_read(tmp_path):
+    from sgltui.agent.endpoint import routable
+    from sgltui.core.profiles import get_profile
+
+    keyfile = tmp_path / "key"
+    keyfile.write_text("from-the-file\n")
+    body = '[server]\nmodel-path = "org/m"\nport = 30001\n[key-files]\napi-key = "{}"\n'
+    (tmp_path / "f.toml").write_text(f'name = "f"\nlauncher = "sim"\n{body.format(keyfile)}')
+    assert routable(get_profile(str(tmp_path / "f.toml"))).api_key == "from-the-file"
+    gone = tmp_path / "gone"
+    (tmp_path / "g.toml").write_text(f'name = "g"\nlauncher = "sim"\n{body.format(gone)}')
+    key = routable(get_profile(str(tmp_path / "g.toml"))).api_key
+    assert key and key != "from-the-file"  # asked for, held by nobody: nothing is woken for it
