@@ -37,8 +37,6 @@ from aiohttp import web
 
 from sgltui import protocol
 from sgltui.agent.endpoint_moves import Moves
-from sgltui.core import launch_secrets
-from sgltui.core.profiles import ProfileError
 from sgltui.agent.endpoint_policy import (
     EndpointConfig,
     Routable,
@@ -53,6 +51,8 @@ from sgltui.agent.endpoint_policy import (
 from sgltui.agent.endpoints import connect_host, slot_url
 from sgltui.agent.front import HOP_HEADERS, relay, upstream_session
 from sgltui.agent.lifecycle import IDLE, LAUNCHING, READY
+from sgltui.core import launch_secrets
+from sgltui.core.profiles import ProfileError
 from sgltui.core.tasks import watched
 
 if TYPE_CHECKING:

@@ -94,4 +94,9 @@ def keys(slot: Slot) -> Keys:
     """The keys of the profile `slot` serves (its [key-files] read at launch)."""
     server = getattr(slot.profile, "server", None) or {}
     admin = server.get("admin-api-key")
-    return Keys(slot.api_key, str(admin) if isinstance(admin, (str, int)) and not isinstance(admin, bool) and admin else None)
+    return Keys(
+        slot.api_key,
+        str(admin)
+        if isinstance(admin, (str, int)) and not isinstance(admin, bool) and admin
+        else None,
+    )

@@ -62,7 +62,9 @@ async def test_a_held_request_without_the_key_never_reaches_the_keyed_server(tmp
             front.hold("a swap to a keyed profile")
             held = [
                 asyncio.ensure_future(s.post(front.url + "/v1/completions", json=BODY)),
-                asyncio.ensure_future(s.post(front.url + "/v1/completions", json=BODY, headers=KEY)),
+                asyncio.ensure_future(
+                    s.post(front.url + "/v1/completions", json=BODY, headers=KEY)
+                ),
                 asyncio.ensure_future(s.get(front.url + "/v1/batches")),  # answered by the front
             ]
             await asyncio.sleep(0.2)
