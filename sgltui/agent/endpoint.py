@@ -23,10 +23,12 @@ aiohttp sub-application with `Endpoint.mount(prefix, app)` before the agent star
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import hmac
 import json
 import logging
+import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +51,8 @@ from sgltui.agent.endpoint_policy import (
 from sgltui.agent.endpoints import connect_host, slot_url
 from sgltui.agent.front import HOP_HEADERS, relay, upstream_session
 from sgltui.agent.lifecycle import IDLE, LAUNCHING, READY
+from sgltui.core import launch_secrets
+from sgltui.core.profiles import ProfileError
 from sgltui.core.tasks import watched
 
 if TYPE_CHECKING:
@@ -230,10 +234,12 @@ class Endpoint(Moves):
             return
         self._table_at = now
         catalog = self.sup.catalog
-        profiles = await asyncio.to_thread(
-            lambda: (catalog.refresh() if force else None, catalog.index.profiles())[1]
-        )
-        self.routables = {n: routable(p) for n, p in profiles.items()}
+
+        def read() -> dict[str, Routable]:
+            profiles = (catalog.refresh() if force else None, catalog.index.profiles())[1]
+            return {n: routable(p) for n, p in profiles.items()}  # reads key files: blocking
+
+        self.routables = await asyncio.to_thread(read)
         self.table = names_table(self.routables.values())
 
     # ---- requests --------------------------------------------------------------------------------
@@ -490,7 +496,16 @@ class Endpoint(Moves):
 
 
 def routable(profile: Any) -> Routable:
-    """A core Profile as the endpoint routes to it."""
+    """A core Profile as the endpoint routes to it, its key read from its [key-files] when it
+    names one (blocking). A key file that cannot be read asks for a key nobody holds: the launch
+    would be refused anyway, so a request must not evict or wake anything for it."""
+    try:
+        if getattr(profile, "key_files", None):
+            profile = launch_secrets.with_key_files(profile)
+    except ProfileError:
+        profile = dataclasses.replace(
+            profile, server={**profile.server, "api-key": secrets.token_urlsafe(32)}
+        )
     server = profile.server
     served = server.get("served-model-name") or server.get("model-path") or server.get("model")
     return Routable(

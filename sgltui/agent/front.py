@@ -6,6 +6,12 @@ Retry-After) and sends them to the new server once it is ready; requests already
 keep streaming from the old server while it drains, and the drain can empty because the front
 admits nothing new to it. Why not sglang-router: docs/architecture.md, "The front endpoint".
 
+The front asks for the API key of the profile its slot serves, by SGLang's own rules and with
+its 401 (core/api_auth.py): the routes it answers itself (the Batch API) would answer anyone
+otherwise, and a request held across a swap is checked once the hold ends, against the key of
+the server it goes to (route_to() sets both at once): a swap from keyless to keyed closes the door
+before the first request reaches the new server, a swap back opens it.
+
 Pass-through costs one read and one write per chunk the server sends (no parsing, no
 re-encoding): the overhead is measured against going direct by bench/bench_front_swap.py.
 """
@@ -24,6 +30,7 @@ import aiohttp
 from aiohttp import web
 
 from sgltui import protocol
+from sgltui.core import api_auth
 
 log = logging.getLogger("sgltui.agent.front")
 
@@ -47,6 +54,15 @@ _HOP_RESPONSE = _HOP - {"content-length"}  # kept: the client gets the server's 
 _UPSTREAM_ERRORS = (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError)
 
 Backend = tuple[str, int]
+_PASS = "relayed"  # the name of the route that passes requests to the server
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The keys of the profile a front routes to (None: that key is not set)."""
+
+    api_key: str | None = None
+    admin_api_key: str | None = None
 
 
 @dataclass
@@ -86,6 +102,7 @@ class Front:
         self.config = config or FrontConfig()
         self.on_event = on_event or (lambda event: None)
         self.backend: Backend | None = None
+        self.keys = Keys()  # those of the server requests go to (route_to); never shown
         self.held_from: str | None = None  # the launch a hold takes requests away from
         self.error: str | None = None
         self.why_closed = "no server runs on this slot yet; start one with `sgltui start PROFILE`"
@@ -106,9 +123,10 @@ class Front:
 
     async def start(self) -> bool:
         """Listen; False (and `error` says why) when the port cannot be had."""
-        app = web.Application(client_max_size=256 << 20)  # long prompts, base64 images
+        # long prompts, base64 images; the key checked before the routes the front answers
+        app = web.Application(client_max_size=256 << 20, middlewares=[self._key_mw])
         app.add_routes(self.routes)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
+        app.router.add_route("*", "/{tail:.*}", self._handle, name=_PASS)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         try:
@@ -152,9 +170,11 @@ class Front:
         self._hold_started = time.monotonic()
         self.on_event(protocol.FrontHold(slot=self.slot_id, why=why, in_flight=self.in_flight()))
 
-    def route_to(self, host: str, port: int) -> None:
-        """Send new and held requests to the server on host:port from now on."""
+    def route_to(self, host: str, port: int, keys: Keys | None = None) -> None:
+        """Send new and held requests to the server on host:port from now on, asking them for
+        `keys` (the server's profile's) first."""
         backend = (_connect_host(host), int(port))
+        self.keys = keys or Keys()  # before the gate opens: no held request passes unchecked
         if backend == self.backend and self._gate.is_set():
             return
         self.backend = backend
@@ -208,6 +228,32 @@ class Front:
 
     # ---- requests ------------------------------------------------------------------------------
 
+    def _refused(self, request: web.Request) -> web.Response | None:
+        """SGLang's own answer to a request without the key its server asks, or None."""
+        status = api_auth.decide(
+            request.method,
+            request.rel_url.path,
+            request.headers.get("Authorization"),
+            request.headers.get("x-api-key"),
+            self.keys.api_key,
+            self.keys.admin_api_key,
+        )
+        if status is None:
+            return None
+        return web.json_response(
+            {"error": "Unauthorized" if status == 401 else "Forbidden"}, status=status
+        )
+
+    @web.middleware
+    async def _key_mw(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """The routes the front answers itself wait out a swap as passed-through requests do
+        (_handle), then ask for the key of the server behind the front now."""
+        if request.match_info.route.name != _PASS:
+            refused = await self._wait_gate() or self._refused(request)
+            if refused is not None:
+                return refused
+        return await handler(request)
+
     def _unavailable(self, message: str) -> web.Response:
         self.counts["rejected"] += 1
         return web.json_response(
@@ -239,7 +285,7 @@ class Front:
         return None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        refused = await self._wait_gate()
+        refused = await self._wait_gate() or self._refused(request)
         if refused is not None:
             return refused
         body = await request.read()
@@ -255,7 +301,7 @@ class Front:
                 # Nothing was sent. A swap that began since this request was routed takes the old
                 # server away: wait for the new one and try once more.
                 if attempt == 1 and (not self._gate.is_set() or self.backend != backend):
-                    refused = await self._wait_gate()
+                    refused = await self._wait_gate() or self._refused(request)
                     if refused is not None:
                         return refused
                     continue

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from sgltui import protocol
 from sgltui.agent.batch_api import BatchApi, BatchStore
-from sgltui.agent.front import Front
+from sgltui.agent.front import Front, Keys
 from sgltui.agent.slot import CRASHED, FAILED, LAUNCHING, READY, STOPPED
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def sync(slot: Slot) -> None:
         return
     swapping = slot.swap is not None and slot.swap.step != "failed"
     if slot.state == READY and not (swapping and slot.launch_id == front.held_from):
-        front.route_to(slot.server_host, slot.port)
+        front.route_to(slot.server_host, slot.port, keys(slot))
     elif swapping or slot.state == LAUNCHING:
         front.hold(
             f"slot {slot.id}: " + ("swap" if swapping else "launch") + " in progress",
@@ -88,3 +88,15 @@ def sync(slot: Slot) -> None:
         else:
             what = f"its server is {slot.state} and takes no new requests"
         front.release(what + "; start one with `sgltui start PROFILE`")
+
+
+def keys(slot: Slot) -> Keys:
+    """The keys of the profile `slot` serves (its [key-files] read at launch)."""
+    server = getattr(slot.profile, "server", None) or {}
+    admin = server.get("admin-api-key")
+    return Keys(
+        slot.api_key,
+        str(admin)
+        if isinstance(admin, (str, int)) and not isinstance(admin, bool) and admin
+        else None,
+    )

@@ -27,7 +27,7 @@ import msgspec
 
 from sgltui import protocol
 from sgltui.agent import gateway as gw_mod
-from sgltui.agent import reconcile
+from sgltui.agent import pool_keys, reconcile
 from sgltui.agent.endpoints import slot_url
 from sgltui.agent.errors import OpError
 from sgltui.agent.gateway import Gateway, GatewayError, stop_gateways
@@ -132,7 +132,7 @@ class Pools:
         ready = [s for s in self.members(name) if self.routable(s)]
         if ready:
             gw.model = slot_model(ready[0])
-            gw.api_key = ready[0].api_key
+            gw.api_key = pool_keys.wanted(ready, gw.api_key)
         try:
             await gw.start([slot_url(s) for s in ready])
         except GatewayError as exc:
@@ -190,7 +190,7 @@ class Pools:
                 return
             # The alias for "default" follows the pool's model (smg fixes it at start).
             model = slot_model(ready[0]) if ready else None
-            key = ready[0].api_key if ready else gw.api_key
+            key = pool_keys.wanted(ready, gw.api_key)
             if (
                 model
                 and (model != gw.model or key != gw.api_key)
@@ -201,6 +201,8 @@ class Pools:
                 await gw.stop()
                 await self._start_gateway(name)
                 return
+            if key and key != gw.api_key:
+                return  # a roll's keyed worker: the roll restarts the gateway with its key first
             # what smg routes, against what it must: the difference mended (agent/reconcile.py)
             observed = await gw.workers()
             if observed is None:
@@ -455,6 +457,12 @@ class Pools:
                 url = slot_url(s)
                 if s.state == READY:
                     async with self.lock(name):
+                        # a keyed worker: the gateway asks for its key first (agent/pool_keys.py)
+                        routed = [o for o in members if o is not s and self.routable(o)]
+                        if await pool_keys.close_door(gw, s, routed):
+                            self.sup.bus.publish(
+                                protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint)
+                            )
                         await gw.add_worker(url, s.api_key)
                     if not await gw.wait_ready(url, WORKER_READY_S):
                         error = (

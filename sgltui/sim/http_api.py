@@ -20,8 +20,8 @@ import time
 
 from aiohttp import web
 
+from sgltui.core import api_auth as auth
 from sgltui.sim import api_bodies as rq
-from sgltui.sim import auth
 from sgltui.sim.http_admin import AdminApi
 from sgltui.sim.http_errors import error_body
 from sgltui.sim.http_info import InfoApi

@@ -36,7 +36,7 @@ def _card(**kw: Any) -> dict[str, Any]:
 
 def _mtp_card(mrr: int = 4, slots: int = 52) -> dict[str, Any]:
     """The seed's MTP profile on a 96 GB GPU: max-running-requests 4 by the flag, the state
-    pool (52 slots, 5 per request) holding 10 (serving-model.md 1.7)."""
+    pool (52 slots, 5 per request) holding 10, as SGLang sizes it."""
     return _card(
         max_running_requests=mrr,
         requested_max_running_requests=4,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from sgltui.sim.auth import decide
+from sgltui.core.api_auth import decide
 
 K, A = "user-key", "admin-key"
 B = {"Authorization": f"Bearer {K}"}
