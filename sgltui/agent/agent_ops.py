@@ -88,7 +88,9 @@ class AgentOps:
                 self.sup.add_secret(w.api_key)
         return msgspec.convert(await self.sup.pools.remote_set(args), protocol.PoolStatus)
 
-    async def op_subscribe(self, args: protocol.Args, client: str | None) -> protocol.Subscribed:
+    async def op_subscribe(
+        self, args: protocol.SubscribeArgs, client: str | None
+    ) -> protocol.Subscribed:
         return protocol.Subscribed(subscribed=True)  # the connection handler registers the queue
 
     async def op_logs(self, args: protocol.LogsArgs, client: str | None) -> protocol.LogsReply:
