@@ -65,7 +65,9 @@ class Moves:
             elif act.kind == "start":
                 self.say("start", name, f"{name} started on slot {slot} (free) by {cause}", slot)
                 await self._op(
-                    self.sup.start_slot(protocol.StartArgs(slot=slot, profile=name, wait=True), CLIENT)
+                    self.sup.start_slot(
+                        protocol.StartArgs(slot=slot, profile=name, wait=True), CLIENT
+                    )
                 )
             else:
                 # checked before anything is put to sleep or stopped for it
