@@ -198,6 +198,7 @@ from sgltui.protocol.replies import LeaseView as LeaseView
 from sgltui.protocol.replies import LogsReply as LogsReply
 from sgltui.protocol.replies import Noted as Noted
 from sgltui.protocol.replies import Outcome as Outcome
+from sgltui.protocol.replies import Pin as Pin
 from sgltui.protocol.replies import PingReply as PingReply
 from sgltui.protocol.replies import PoolGateway as PoolGateway
 from sgltui.protocol.replies import PoolResult as PoolResult

@@ -636,10 +636,7 @@ class SgltuiApp(App[str | None]):
                 if bench is not None:  # a bench sweeps the slot (the agent refused for it)
                     question = swap.bench_question(bench, op, args.get("profile"))
                 else:
-                    question = (
-                        f"{escape(exc.message)}.\nIt pauses, then resumes on the new server.\n\n"
-                        f"{op.capitalize()} anyway?"
-                    )
+                    question = swap.pin_question(exc.message, op)
                 if await self.push_screen_wait(Confirm(question)):
                     await self.send(op, done, **{**args, "confirm": True})
                 return
