@@ -59,3 +59,21 @@ def test_the_arguments_name_their_op():
     for op, spec in protocol.OPS.items():  # every Struct of one op names it
         if list(s.args for s in protocol.OPS.values()).count(spec.args) == 1:
             assert protocol.OP_OF_ARGS[spec.args] == op
+
+
+def test_a_client_sends_the_arguments_struct_which_names_its_op(tmp_path):
+    from sgltui.client import AgentClient
+
+    sent = []
+
+    async def call(op, **args):
+        sent.append((op, args))
+
+    client = AgentClient(tmp_path)
+    client.call = call  # what goes on the wire: the op and its arguments
+    drain = protocol.Drain.FORCE
+    asyncio.run(client.call_args(protocol.SwapArgs(profile="b", slot="0", drain=drain)))
+    op, args = sent[0]
+    assert op == "swap" and args["profile"] == "b" and args["drain"] == "force"
+    # what the agent parses is the Struct that was sent
+    assert protocol.parse_args(op, args) == protocol.SwapArgs(profile="b", slot="0", drain=drain)
