@@ -2,7 +2,7 @@
 (agent/jobs_host.py), standbys (agent/standby.py) or servers sgltui did not start
 (agent/attach.py): hello, ping, status, the profile list, a server's log, the timeline,
 subscribing, shutdown, serving a slot to another host, a remote pool's workers, bench runs and
-the demo load. The supervisor dispatches op X to `AgentOps.op_X`.
+the demo load. agent/op_routes.py routes each op to its handler here.
 """
 
 from __future__ import annotations

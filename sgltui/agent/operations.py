@@ -55,8 +55,6 @@ log = logging.getLogger("sgltui.agent.operations")
 class Operations:
     """start / stop / restart / swap on the supervisor's slots, one lock per slot."""
 
-    OPS = ("start", "stop", "restart", "swap", "preflight")
-
     def __init__(self, sup: OpsHost) -> None:
         self.sup = sup
         self.jobs: dict[str, Job] = {}  # slot id -> its latest job
