@@ -2,7 +2,7 @@
 (agent/jobs_host.py), standbys (agent/standby.py) or servers sgltui did not start
 (agent/attach.py): hello, ping, status, the profile list, a server's log, the timeline,
 subscribing, shutdown, serving a slot to another host, a remote pool's workers, bench runs and
-the demo load. The supervisor dispatches op X to `AgentOps.op_X`.
+the demo load. agent/op_routes.py routes each op to its handler here.
 """
 
 from __future__ import annotations
@@ -88,7 +88,9 @@ class AgentOps:
                 self.sup.add_secret(w.api_key)
         return msgspec.convert(await self.sup.pools.remote_set(args), protocol.PoolStatus)
 
-    async def op_subscribe(self, args: protocol.Args, client: str | None) -> protocol.Subscribed:
+    async def op_subscribe(
+        self, args: protocol.SubscribeArgs, client: str | None
+    ) -> protocol.Subscribed:
         return protocol.Subscribed(subscribed=True)  # the connection handler registers the queue
 
     async def op_logs(self, args: protocol.LogsArgs, client: str | None) -> protocol.LogsReply:

@@ -187,8 +187,6 @@ def listener(port: int) -> tuple[int | None, list[str]]:
 class Attacher:
     """The agent's attach / adopt / detach ops (Supervisor dispatches them here)."""
 
-    OPS = ("attach", "adopt", "detach")
-
     def __init__(self, sup: AttachHost) -> None:
         self.sup = sup
 

@@ -19,8 +19,8 @@ profile chosen by a trial, `sgltui job run --choose`), `sgltui_objective` (time|
 
 `BatchApi.routes()` is a list of aiohttp route definitions, mountable on any application: each
 slot's front adds them before its pass-through route (agent/fronts.py), bound to its slot; an
-agent-wide endpoint can add them bound to no slot. What it needs of the agent is one callable,
-`Submit` (the supervisor's `handle`: an op, its arguments, the client's name).
+agent-wide endpoint can add them bound to no slot. What it needs of the agent is `BatchJobs`:
+three of its ops, typed (the supervisor's: agent/agent_calls.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from aiohttp import BodyPartReader, web
@@ -43,7 +43,14 @@ from sgltui.agent.errors import OpError
 from sgltui.core.files import write_json_atomic
 from sgltui.jobs.output import errors_path
 
-Submit = Callable[[str, protocol.Args, "str | None"], Awaitable[Any]]
+
+class BatchJobs(Protocol):
+    """The agent's batch-job ops the API sends (as client `openai-batch`)."""
+
+    async def job_run(self, args: protocol.JobRunArgs, client: str | None) -> Any: ...
+    async def job_status(self, args: protocol.JobArgs, client: str | None) -> Any: ...
+    async def job_cancel(self, args: protocol.JobArgs, client: str | None) -> Any: ...
+
 
 CLIENT = "openai-batch"  # the client name the jobs' events carry
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions")  # what the job runner sends
@@ -128,8 +135,8 @@ class BatchApi:
     """The routes, bound to the slot (or pool) whose front serves them (None: the agent's own
     choice, its only slot)."""
 
-    def __init__(self, store: BatchStore, submit: Submit, slot: str | None = None) -> None:
-        self.store, self.submit, self.slot = store, submit, slot
+    def __init__(self, store: BatchStore, jobs: BatchJobs, slot: str | None = None) -> None:
+        self.store, self.jobs, self.slot = store, jobs, slot
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -256,7 +263,7 @@ class BatchApi:
         batch_id = self.store.new_id("batch")
         output = self.store.outputs / f"{batch_id}.jsonl"
         args = self._run_args(batch_id, source["path"], str(output), meta)
-        view = await self.submit("job_run", args, CLIENT)
+        view = await self.jobs.job_run(args, CLIENT)
         rec = {
             "id": batch_id,
             "job": _builtins(view)["id"],
@@ -307,14 +314,12 @@ class BatchApi:
         if job is not None and job["state"] not in ("done", "cancelled", "failed"):
             rec["cancelling_at"] = int(time.time())
             self.store.save_batch(rec)
-            job = _builtins(
-                await self.submit("job_cancel", protocol.JobArgs(job=rec["job"]), CLIENT)
-            )
+            job = _builtins(await self.jobs.job_cancel(protocol.JobArgs(job=rec["job"]), CLIENT))
         return web.json_response(self._object(rec, job))
 
     async def _job(self, rec: dict) -> dict | None:
         try:
-            view = await self.submit("job_status", protocol.JobArgs(job=rec["job"]), CLIENT)
+            view = await self.jobs.job_status(protocol.JobArgs(job=rec["job"]), CLIENT)
         except OpError as exc:
             if exc.error.code == "not_found":
                 return None  # the job's record is gone: the batch reads as expired

@@ -17,6 +17,7 @@ from sgltui.agent.lifecycle import READY
 
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Awaitable
 
     from sgltui.agent.hosts import EndpointHost
 
@@ -58,14 +59,20 @@ class Moves:
             if act.kind == "wake":
                 away = f"; {act.victim} asleep" if act.victim else ""
                 self.say("wake", name, f"{name} woken on slot {slot} by {cause}{away}", slot)
-                await self._op("swap", protocol.SwapArgs(slot=slot, profile=name, wait=True))
+                await self._op(
+                    self.sup.swap(protocol.SwapArgs(slot=slot, profile=name, wait=True), CLIENT)
+                )
             elif act.kind == "start":
                 self.say("start", name, f"{name} started on slot {slot} (free) by {cause}", slot)
-                await self._op("start", protocol.StartArgs(slot=slot, profile=name, wait=True))
+                await self._op(
+                    self.sup.start_slot(
+                        protocol.StartArgs(slot=slot, profile=name, wait=True), CLIENT
+                    )
+                )
             else:
                 # checked before anything is put to sleep or stopped for it
-                pre = await self.sup.handle(
-                    "preflight", protocol.PreflightArgs(slot=slot, profile=name), CLIENT
+                pre = await self.sup.preflight(
+                    protocol.PreflightArgs(slot=slot, profile=name), CLIENT
                 )
                 if not pre.ok:
                     raise OpError(pre.error or "its preflight failed")
@@ -91,13 +98,17 @@ class Moves:
             "to": "asleep",
         }
         try:
-            await self._op("standby_add", protocol.StandbyArgs(slot=slot, profile=name, wait=True))
+            await self._op(
+                self.sup.standby_add(
+                    protocol.StandbyArgs(slot=slot, profile=name, wait=True), CLIENT
+                )
+            )
         except OpError as exc:
             self.last_eviction["to"] = "stopped"
             self.last_eviction["why"] += f" (cannot sleep: {exc})"
         text = f"{victim} evicted from slot {slot} ({self.last_eviction['to']}) for {name}: {why}; {cause}"
         self.say("evict", name, text, slot, victim=victim)
-        await self._op("swap", protocol.SwapArgs(slot=slot, profile=name, wait=True))
+        await self._op(self.sup.swap(protocol.SwapArgs(slot=slot, profile=name, wait=True), CLIENT))
 
     async def put_away(self, slot: str, name: str, idle_s: float | None) -> None:
         try:
@@ -105,7 +116,7 @@ class Moves:
                 "idle", name, f"{name} stopped on slot {slot}: no request for {idle_s:g}s", slot
             )
             self.swaps += 1
-            await self._op("stop", protocol.StopArgs(slot=slot, wait=True))
+            await self._op(self.sup.stop(protocol.StopArgs(slot=slot, wait=True), CLIENT))
         except OpError as exc:
             log.warning("endpoint: %s idle on slot %s, not stopped: %s", name, slot, exc)
         finally:
@@ -113,10 +124,10 @@ class Moves:
             self.tasks.pop(name, None)
             self.changed()
 
-    async def _op(self, op: str, args: protocol.Args) -> None:
+    async def _op(self, sent: Awaitable[protocol.Accepted]) -> None:
         """An op as a user's command would send it (its own events, locks and refusals); an
         outcome that is not a ready server is an OpError with its cause."""
-        reply = await self.sup.handle(op, args, CLIENT)
+        reply = await sent
         result = getattr(reply, "result", None)
         if result is None:
             return

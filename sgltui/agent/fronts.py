@@ -44,7 +44,7 @@ class Fronts:
             if isinstance(where, tuple):
                 host, port = where  # a pool of one: the front is the pool's endpoint
                 setting = f"the pool's port in {placement.default_path()}"
-            batches = BatchApi(store, self.host.handle, slot=slot.id)
+            batches = BatchApi(store, self.host, slot=slot.id)
             front = Front(
                 slot.id,
                 host,

@@ -113,4 +113,4 @@ class AgentSite:
         return self._sup.bus.publish(event)
 
     async def command(self, op: str, args: protocol.Args, client: str) -> Any:
-        return await self._sup.handle(op, args, client)
+        return await self._sup.call(args, client, op)

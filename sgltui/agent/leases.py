@@ -31,8 +31,6 @@ FILE = "leases.json"
 
 
 class Leases:
-    OPS = ("lease_add", "lease_drop", "lease_list")
-
     def __init__(self, sup: LeasesHost, state_dir: Path) -> None:
         self.sup = sup
         self.path = state_dir / FILE

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent import attach, preflight
+from sgltui.agent import attach, preflight, slot_pins
 from sgltui.agent.errors import OpError
 from sgltui.agent.resolved import Resolved
 from sgltui.agent.slot import (
@@ -54,8 +54,6 @@ log = logging.getLogger("sgltui.agent.operations")
 
 class Operations:
     """start / stop / restart / swap on the supervisor's slots, one lock per slot."""
-
-    OPS = ("start", "stop", "restart", "swap", "preflight")
 
     def __init__(self, sup: OpsHost) -> None:
         self.sup = sup
@@ -128,6 +126,9 @@ class Operations:
             error=failed.line() if failed else None,
             checks=[protocol.PreflightCheck(**c.to_dict()) for c in checks],
             resolved=msgspec.convert(target.describe(), protocol.ResolvedView),
+            pinned=slot_pins.of(
+                self.sup.leases, self.sup.batch, self.sup.children, slot.id, client
+            ),
         )
 
     async def op_stop(self, args: protocol.StopArgs, client: str | None) -> Any:
@@ -343,23 +344,19 @@ class Operations:
     def _refuse_if_pinned(
         self, slot: Slot, args: protocol.RestartArgs | protocol.SwapArgs, what: str
     ) -> None:
-        """A pinned batch job asks first: the swap needs confirm=true (`--yes`)."""
-        lease = self.sup.leases.by_hand_on(slot.id)
-        if lease is not None and not args.confirm:
-            raise OpError(
-                f"{what} refused: {lease.profile} on slot {slot.id} is leased by {lease.holder}",
-                "pinned",
-                fix="confirm with `--yes` or drop the lease with "
-                f"`sgltui lease drop {lease.profile}`",
+        """A lease by hand or a pinned batch job asks first: confirm=true (`--yes`)."""
+        pin = slot_pins.held(self.sup.leases, self.sup.batch, slot.id)
+        if pin is None or args.confirm:
+            return
+        if pin.by == "lease":
+            profile = slot.profile_name
+            fix = f"confirm with `--yes` or drop the lease with `sgltui lease drop {profile}`"
+        else:
+            fix = (
+                "confirm with `--yes` (the job pauses and resumes on the new server) "
+                "or unpin it with `sgltui job set --unpin`"
             )
-        rec = self.sup.batch.pinned_on(slot.id)
-        if rec is not None and not args.confirm:
-            raise OpError(
-                f"{what} refused: batch job {rec['name']} ({rec['id']}) is pinned to slot {slot.id}",
-                "pinned",
-                fix="confirm with `--yes` (the job pauses and resumes on the new server) "
-                "or unpin it with `sgltui job set --unpin`",
-            )
+        raise OpError(f"{what} refused: {pin.what}", "pinned", fix=fix)
 
     async def _stop_bench_if_confirmed(
         self,
@@ -372,16 +369,13 @@ class Operations:
         """A bench sweeping this slot asks first, as a pinned job does; confirmed, it stops now
         (before the drain, which would wait on its load) and its result says this swap cut it."""
         children = self.sup.children
-        run = children.bench_on(slot.id, client)
-        if run is None:
+        found = slot_pins.bench(children, slot.id, client)
+        if found is None:
             return
-        progress = run.get("progress") or {}
-        at = ""
-        if progress.get("point") and progress.get("points"):
-            at = f", point {progress['point']}/{progress['points']}"
+        run, pin = found
         if not args.confirm:
             raise OpError(
-                f"{what} refused: bench run {run['run_id']} is using slot {slot.id}{at}",
+                f"{what} refused: {pin.what}",
                 "pinned",
                 fix="confirm with `--yes` (the bench stops; its result is marked as cut by "
                 f"this {what}) or wait for it (`sgltui bench list`)",

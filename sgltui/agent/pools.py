@@ -342,7 +342,7 @@ class Pools:
         if isinstance(args, protocol.SwapArgs):
             return await self.roll(name, args, client)
         if not isinstance(args, protocol.StartArgs | protocol.StopArgs | protocol.RestartArgs):
-            results = [await self.sup.handle(op, _on(args, s), client) for s in members]
+            results = [await self.sup.preflight(_on(args, s), client) for s in members]
             bad = next((r for r in results if not r.ok), None)
             return bad or results[0]
         if not isinstance(args, protocol.StopArgs):  # a start or restart
@@ -353,10 +353,10 @@ class Pools:
             self._smg_came()
             # Preflight every slot first: a refusal leaves all of them as they were.
             for s in members:
-                pre = await self.sup.handle("preflight", _preflight(args, s), client)
+                pre = await self.sup.preflight(_preflight(args, s), client)
                 if not pre.ok:
                     raise OpError(f"slot {s.id}: {pre.error or 'preflight refused'}")
-        tasks = [self.sup.handle(op, _on(args, s, wait=True), client) for s in members]
+        tasks = [self.sup.call(_on(args, s, wait=True), client) for s in members]
         results = await asyncio.gather(*tasks, return_exceptions=True)
         failed = [(s, r) for s, r in zip(members, results) if isinstance(r, Exception)]
         self.sync()
@@ -390,7 +390,7 @@ class Pools:
             if name in self.errors:
                 raise OpError(self.errors[name])
             # A pool of one: its slot's swap, held across by its front.
-            await self.sup.handle("swap", _on(args, members[0], wait=True), client)
+            await self.sup.swap(_on(args, members[0], wait=True), client)
             return self.reply(name)
         if name in self.errors and gw.pid is None:
             raise OpError(self.errors[name])
@@ -408,7 +408,7 @@ class Pools:
                 if s.profile_name == profile and s.state == READY:
                     roll.done.append(s.id)
                     continue
-                pre = await self.sup.handle("preflight", _preflight(args, s), client)
+                pre = await self.sup.preflight(_preflight(args, s), client)
                 if not pre.ok:
                     raise _RollStop(s.id, pre.error or "preflight refused")
                 url = slot_url(s)
@@ -445,7 +445,7 @@ class Pools:
                 error = None
                 res = None
                 try:
-                    res = await self.sup.handle("swap", swap_args, client)
+                    res = await self.sup.swap(swap_args, client)
                 except OpError as exc:
                     error = str(exc)
                 if s.profile_name != profile or s.state != READY:

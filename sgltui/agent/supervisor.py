@@ -23,7 +23,8 @@ from typing import Any
 import msgspec
 
 from sgltui import __version__, protocol
-from sgltui.agent import keeper, preflight, standby_settle
+from sgltui.agent import keeper, op_routes, preflight, standby_settle
+from sgltui.agent.agent_calls import AgentCalls
 from sgltui.agent.agent_ops import AgentOps
 from sgltui.agent.attach import Attacher
 from sgltui.agent.batch_api import BatchApi, BatchStore
@@ -69,7 +70,7 @@ class PushQueue(asyncio.Queue):
         self.logs_per_tick = False  # subscribe logs="tick": one "logs" push per tick (logbatch)
 
 
-class Supervisor:
+class Supervisor(AgentCalls):
     def __init__(
         self,
         state_dir: Path,
@@ -135,8 +136,15 @@ class Supervisor:
         self.endpoint = Endpoint(self, self.agent_config.endpoint)
         # OpenAI's Batch API there too, as on each front; a batch goes to the agent's own choice
         # of slot (its only one), or the one its metadata names (agent/batch_api.py)
-        self.endpoint.add_routes(
-            BatchApi(BatchStore(state_dir / "batch-api"), self.handle).routes()
+        self.endpoint.add_routes(BatchApi(BatchStore(state_dir / "batch-api"), self).routes())
+        # each op's handler, found through this one table (agent/op_routes.py)
+        self.routes = op_routes.routes(
+            agent=self.agent_ops,
+            lifecycle=self.ops,
+            jobs=self.batch,
+            standbys=self.standbys,
+            leases=self.leases,
+            attacher=self.attacher,
         )
         self.shutdown_requested = asyncio.Event()
         self.stop_servers_on_exit = False
@@ -445,27 +453,11 @@ class Supervisor:
 
     # ---- commands ------------------------------------------------------------------------------
 
-    def _handler(self, op: str) -> Callable | None:
-        if op not in protocol.OPS:
-            return None
-        if op.startswith("job_"):  # the batch jobs' ops: jobs_host.py's op_<name>
-            fn = getattr(self.batch, f"op_{op.removeprefix('job_')}", None)
-            return None if fn is None else functools.partial(self._job_op, fn)
-        if op in Operations.OPS:  # a slot's lifecycle: agent/operations.py
-            return getattr(self.ops, f"op_{op}", None)
-        if op.startswith("standby_"):  # profiles kept warm: agent/standby.py
-            return getattr(self.standbys, f"op_{op.removeprefix('standby_')}", None)
-        if op in Leases.OPS:  # what the endpoint must not evict: agent/leases.py
-            return getattr(self.leases, f"op_{op.removeprefix('lease_')}", None)
-        if op in Attacher.OPS:  # servers sgltui did not start: agent/attach.py
-            return getattr(self.attacher, f"op_{op}", None)
-        return getattr(self.agent_ops, f"op_{op}", None)  # the agent's own: agent/agent_ops.py
-
     async def handle(self, op: str, args: protocol.Args, client: str | None) -> Any:
         # The ops and their arguments' Structs are protocol.OPS: the server parsed a client's
         # into one, and calls from inside the agent (pools, the --choose trial) build one.
-        handler = self._handler(op)
-        if handler is None:
+        route = self.routes.get(op)
+        if route is None:
             known = ", ".join(sorted(protocol.OPS))
             raise OpError(f"unknown op {op!r}; this agent knows: {known}", "invalid")
         if not isinstance(args, protocol.OPS[op].args):
@@ -486,17 +478,16 @@ class Supervisor:
                 args = msgspec.structs.replace(args, slot=self.slot_for(args).id)
         slot_id = getattr(args, "slot", None)
         if op in protocol.READ_ONLY_OPS:  # no "command" event: they would drown the session log
-            return await handler(args, client)
+            return await route.handler(args, client)
         # A slot's lifecycle command takes that slot's lock (agent/operations.py); the others
         # take the agent's; attach/adopt/detach take it themselves, once the server answered.
-        own_lock = op in Operations.OPS or op in Attacher.OPS
-        lock = contextlib.nullcontext() if own_lock else self._lock
+        lock = contextlib.nullcontext() if route.own_lock else self._lock
         async with lock:
             self.bus.publish(
                 protocol.Command(client=client, slot=slot_id, op=op, args=_public_args(args))
             )
             try:
-                result = await handler(args, client)
+                result = await route.handler(args, client)
             except OpError as exc:
                 self.bus.publish(
                     protocol.CommandRefused(client=client, slot=slot_id, op=op, reason=str(exc))
@@ -565,15 +556,6 @@ class Supervisor:
             if s.tree:
                 pids |= set(s.tree.seen)
         return pids | self.standbys.pids()
-
-    # ---- batch jobs (sgltui/agent/jobs_host.py) ----------------------------------------------
-
-    @staticmethod
-    async def _job_op(fn: Callable, args: protocol.Args, client: str | None) -> Any:
-        try:
-            return await fn(args, client)
-        except JobError as exc:
-            raise OpError(str(exc), exc.code) from None
 
 
 def _public_args(args: protocol.Args) -> dict:

@@ -234,6 +234,11 @@ class AgentClient:
             raise ConnectionLost(f"connection to the agent lost ({_why(exc)})") from None
         return await fut
 
+    async def call_args(self, args: protocol.Args) -> Any:
+        """The op its arguments' Struct names (protocol.op_for: SwapArgs is "swap"), sent with
+        them: what a typo in an argument's name would be is a TypeError here, not a refusal."""
+        return await self.call(protocol.op_for(args), **protocol.args_dict(args))
+
     async def subscribe(self, **args: Any) -> AsyncIterator[dict]:
         """Pushes from now on; `args` are subscribe's (logs="tick": one "logs" push a tick)."""
         await self.call("subscribe", **args)
@@ -274,15 +279,22 @@ def _why(exc: BaseException) -> str:
 
 def call_sync(
     state_dir: Path,
-    op: str,
+    op: str | protocol.Args,
     autostart: bool = True,
     profiles_dirs: Sequence[str | os.PathLike] = (),
     client_name: str = "cli",
     check_version: bool = True,
     **args: Any,
 ) -> Any:
-    """One request from synchronous code (CLI commands). `profiles_dirs` is where an agent it
-    starts looks for profiles, and goes with the ops that take it."""
+    """One request from synchronous code (CLI commands): `op` and its arguments, or the
+    arguments' Struct, which names its op (protocol.op_for). `profiles_dirs` is where an agent it
+    starts looks for profiles, and goes with the ops that take it (unless the Struct has some)."""
+    if isinstance(op, protocol.Args):
+        args = {**protocol.args_dict(op), **args}
+        if profiles_dirs and not args.get("profiles_dirs"):
+            args.pop("profiles_dirs", None)  # call_sync's own, as for an op by name
+        op = protocol.op_for(op)
+    name: str = op
 
     async def run() -> Any:
         client = AgentClient(state_dir, client_name)
@@ -290,10 +302,10 @@ def call_sync(
             autostart=autostart, profiles_dirs=profiles_dirs, check_version=check_version
         )
         try:
-            spec = protocol.OPS.get(op)
+            spec = protocol.OPS.get(name)
             if profiles_dirs and spec and "profiles_dirs" in spec.args.__struct_fields__:
                 args.setdefault("profiles_dirs", [str(d) for d in profiles_dirs])
-            return await client.call(op, **args)
+            return await client.call(name, **args)
         finally:
             await client.close()
 
@@ -302,7 +314,7 @@ def call_sync(
     except ConnectionLost:
         # An agent that was just replaced (killed, restarted) may drop the first connection;
         # a read-only question is safe to ask once more. Commands are never repeated.
-        if op not in protocol.READ_ONLY_OPS:
+        if name not in protocol.READ_ONLY_OPS:
             raise
         time.sleep(0.2)
         return asyncio.run(run())

@@ -166,14 +166,18 @@ def _dirs(args: argparse.Namespace) -> list[str]:
     return [str(Path(d).expanduser().resolve()) for d in (getattr(args, "profiles", None) or [])]
 
 
-def _call(args: argparse.Namespace, op: str, autostart: bool = True, **kw: Any) -> Any:
-    """The op's typed reply (protocol.OPS); an agent error is one CliError line."""
+def _call(
+    args: argparse.Namespace, op: str | protocol.Args, autostart: bool = True, **kw: Any
+) -> Any:
+    """The op's typed reply (protocol.OPS); an agent error is one CliError line. `op`: its
+    name, or its arguments' Struct (which names it)."""
     # call_sync sends its profiles_dirs with the ops that take them: passing them once more in
     # the op's arguments was the `--no-wait` crash ("multiple values for 'profiles_dirs'").
     dirs = kw.pop("profiles_dirs", None) or _dirs(args)
+    name = op if isinstance(op, str) else protocol.op_for(op)
     try:
         res = call_sync(_state(args), op, autostart=autostart, profiles_dirs=dirs, **kw)
-        return decode_reply(op, res)
+        return decode_reply(name, res)
     except AgentError as exc:
         raise CliError(str(exc)) from None
 
@@ -197,47 +201,56 @@ def _any_version_status(state: Path) -> protocol.StatusReply | protocol.PingRepl
 # ---- lifecycle commands --------------------------------------------------------------------------
 
 
+# Each sends its op's arguments' Struct, which names the op (AgentClient.call_args).
 def cmd_start(args: argparse.Namespace) -> int:
-    return _lifecycle(args, "start", profile=args.profile, **forced(args, drain=False)[1])
+    skip = forced(args, drain=False)[1]
+    return _lifecycle(args, protocol.StartArgs(profile=args.profile, **skip))
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    return _lifecycle(args, "stop", drain="force" if args.force else "wait", timeout=args.timeout)
+    drain = protocol.Drain.FORCE if args.force else protocol.Drain.WAIT
+    return _lifecycle(args, protocol.StopArgs(drain=drain, timeout=args.timeout))
 
 
 def cmd_restart(args: argparse.Namespace) -> int:
     drain, skip = forced(args)
-    return _lifecycle(args, "restart", drain=drain, confirm=bool(args.yes), **skip)
-
-
-def cmd_swap(args: argparse.Namespace) -> int:
     return _lifecycle(
-        args,
-        "swap",
-        profile=args.profile,
-        rollback=not args.no_rollback,
-        drain=forced(args)[0],
-        confirm=bool(args.yes),
-        **forced(args)[1],
+        args, protocol.RestartArgs(drain=protocol.Drain(drain), confirm=bool(args.yes), **skip)
     )
 
 
-def _lifecycle(args: argparse.Namespace, op: str, **kw: Any) -> int:
+def cmd_swap(args: argparse.Namespace) -> int:
+    drain, skip = forced(args)
+    swap = protocol.SwapArgs(
+        profile=args.profile,
+        rollback=not args.no_rollback,
+        drain=protocol.Drain(drain),
+        confirm=bool(args.yes),
+        **skip,
+    )
+    return _lifecycle(args, swap)
+
+
+Lifecycle = protocol.StartArgs | protocol.StopArgs | protocol.RestartArgs
+
+
+def _lifecycle(args: argparse.Namespace, sent: Lifecycle) -> int:
+    op = protocol.op_for(sent)
     if getattr(args, "pool", None):
         if args.slot:
             raise CliError("give --slot or --pool, not both")
-        return _pool_lifecycle(args, op, kw)
-    kw["slot"] = args.slot
-    if op in ("start", "swap", "restart"):
-        kw["profiles_dirs"] = _dirs(args)
+        return _pool_lifecycle(args, sent)
+    sent = msgspec.structs.replace(sent, slot=args.slot)
+    if not isinstance(sent, protocol.StopArgs):
+        sent = msgspec.structs.replace(sent, profiles_dirs=_dirs(args))
     if args.no_wait:
-        slot = _call(args, op, **kw).slot
+        slot = _call(args, sent).slot
         print(
             f"slot {slot.id}: {op} accepted ({slot.state}{', ' + slot.profile if slot.profile else ''})"
         )
         return 0
     try:
-        outcome = asyncio.run(_follow(args, op, kw))
+        outcome = asyncio.run(_follow(args, sent))
     except AgentError as exc:
         raise CliError(str(exc)) from None
     except KeyboardInterrupt:
@@ -247,14 +260,13 @@ def _lifecycle(args: argparse.Namespace, op: str, **kw: Any) -> int:
     return _report(op, outcome)
 
 
-def _pool_lifecycle(args: argparse.Namespace, op: str, kw: dict[str, Any]) -> int:
+def _pool_lifecycle(args: argparse.Namespace, sent: Lifecycle) -> int:
     """start/stop/restart/swap of a pool: the agent runs it on each slot (a swap rolls) and
     answers with the slots as they end."""
-    kw["pool"] = args.pool
-    kw["wait"] = not args.no_wait
-    dirs = kw.pop("profiles_dirs", None) or _dirs(args)
+    op = protocol.op_for(sent)
+    sent = msgspec.structs.replace(sent, pool=args.pool, wait=not args.no_wait)
     try:
-        res = call_sync(_state(args), op, autostart=True, profiles_dirs=dirs, **kw)
+        res = call_sync(_state(args), sent, autostart=True, profiles_dirs=_dirs(args))
     except AgentError as exc:
         if op == "swap" and isinstance(exc, ConnectionLost):
             # the agent died mid-roll (its keeper starts another, which re-adopts the servers):
@@ -262,7 +274,7 @@ def _pool_lifecycle(args: argparse.Namespace, op: str, kw: dict[str, Any]) -> in
             raise CliError(
                 f"{exc} during the roll of pool {args.pool}; it may serve mixed now: "
                 f"`sgltui status --pool {args.pool}` shows it, and `sgltui swap "
-                f"{kw.get('profile')} --pool {args.pool}` again finishes the roll"
+                f"{getattr(sent, 'profile', None)} --pool {args.pool}` again finishes the roll"
             ) from None
         raise CliError(str(exc)) from None
     if args.no_wait:
@@ -288,10 +300,10 @@ def _pool_lifecycle(args: argparse.Namespace, op: str, kw: dict[str, Any]) -> in
     return 0
 
 
-async def _follow(args: argparse.Namespace, op: str, kw: dict) -> protocol.Accepted:
+async def _follow(args: argparse.Namespace, sent: Lifecycle) -> protocol.Accepted:
     client = AgentClient(_state(args), "cli")
     await client.connect(profiles_dirs=_dirs(args))
-    printer = _Progress(kw["slot"])
+    printer = _Progress(sent.slot)
 
     async def watch() -> None:
         async for msg in client.pushes():
@@ -300,7 +312,8 @@ async def _follow(args: argparse.Namespace, op: str, kw: dict) -> protocol.Accep
     await client.call("subscribe")  # before the command: none of its events is missed
     watcher = asyncio.get_running_loop().create_task(watch())
     try:
-        outcome: protocol.Accepted = decode_reply(op, await client.call(op, wait=True, **kw))
+        reply = await client.call_args(msgspec.structs.replace(sent, wait=True))
+        outcome: protocol.Accepted = decode_reply(protocol.op_for(sent), reply)
         return outcome
     finally:
         watcher.cancel()

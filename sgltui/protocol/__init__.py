@@ -167,6 +167,7 @@ from sgltui.protocol.history import fold as fold
 from sgltui.protocol.history import slot_dict as slot_dict
 from sgltui.protocol.history import slot_from_status as slot_from_status
 from sgltui.protocol.history import to_builtins as to_builtins
+from sgltui.protocol.ops import OP_OF_ARGS as OP_OF_ARGS
 from sgltui.protocol.ops import OPS as OPS
 from sgltui.protocol.ops import READ_ONLY_OPS as READ_ONLY_OPS
 from sgltui.protocol.ops import VERSIONLESS_OPS as VERSIONLESS_OPS
@@ -174,6 +175,7 @@ from sgltui.protocol.ops import Op as Op
 from sgltui.protocol.ops import R as R
 from sgltui.protocol.ops import W as W
 from sgltui.protocol.ops import decode_reply as decode_reply
+from sgltui.protocol.ops import op_for as op_for
 from sgltui.protocol.replies import Accepted as Accepted
 from sgltui.protocol.replies import AgentInfo as AgentInfo
 from sgltui.protocol.replies import Attached as Attached
@@ -196,6 +198,7 @@ from sgltui.protocol.replies import LeaseView as LeaseView
 from sgltui.protocol.replies import LogsReply as LogsReply
 from sgltui.protocol.replies import Noted as Noted
 from sgltui.protocol.replies import Outcome as Outcome
+from sgltui.protocol.replies import Pin as Pin
 from sgltui.protocol.replies import PingReply as PingReply
 from sgltui.protocol.replies import PoolGateway as PoolGateway
 from sgltui.protocol.replies import PoolResult as PoolResult

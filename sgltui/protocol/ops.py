@@ -70,7 +70,7 @@ class Op(Struct, frozen=True):
 
 
 R, W = True, False  # read-only, or a command
-# The one list of ops. The agent handles op X in Supervisor.op_X, job_X in JobsHost.op_X.
+# The one list of ops. The agent finds each op's handler in agent/op_routes.py's table.
 OPS: Final[Mapping[str, Op]] = {
     "hello": Op(HelloArgs, HelloReply, R, "version handshake: a connection's first request"),
     "ping": Op(Args, PingReply, R, "is the agent alive: pid and version"),
@@ -113,6 +113,35 @@ OPS: Final[Mapping[str, Op]] = {
 READ_ONLY_OPS: Final = frozenset(name for name, op in OPS.items() if op.read_only)
 # Ops that work whatever the versions: enough to find and stop an agent of another version.
 VERSIONLESS_OPS: Final = frozenset({"hello", "ping", "shutdown"})
+
+
+def _named_by_args() -> dict[type[Args], str]:
+    """Each arguments' Struct that serves one op only -> that op (exact types: SwapArgs is a
+    StartArgs, but names "swap")."""
+    ops: dict[type[Args], list[str]] = {}
+    for name, spec in OPS.items():
+        ops.setdefault(spec.args, []).append(name)
+    return {t: names[0] for t, names in ops.items() if len(names) == 1}
+
+
+OP_OF_ARGS: Final[Mapping[type[Args], str]] = _named_by_args()
+
+
+def op_for(args: Args, op: str | None = None) -> str:
+    """The op `args` are for: the one its Struct names, or `op` where the Struct serves several
+    (JobArgs, StandbyArgs, LeaseArgs, plain Args), checked against it."""
+    named = OP_OF_ARGS.get(type(args))
+    if op is None:
+        if named is None:
+            users = sorted(n for n, s in OPS.items() if s.args is type(args))
+            raise TypeError(
+                f"{type(args).__name__} serves several ops ({', '.join(users)}): name one"
+            )
+        return named
+    spec = OPS.get(op)
+    if spec is None or spec.args is not type(args) or (named is not None and named != op):
+        raise TypeError(f"op {op!r} does not take {type(args).__name__}")
+    return op
 
 
 def decode_reply(op: str, result: Any) -> Any:

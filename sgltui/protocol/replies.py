@@ -258,6 +258,13 @@ class PreflightCheck(Struct, kw_only=True):
     skipped: bool = False  # --force named it
 
 
+class Pin(Struct, kw_only=True):
+    """What holds a slot, so that a swap or restart of it asks first (confirm=true, `--yes`)."""
+
+    by: Literal["lease", "job", "bench"]
+    what: str  # "batch job b1 (job-...) is pinned to slot 0": a refusal's words after "swap refused: "
+
+
 class PreflightReply(Struct, kw_only=True):
     profile: str
     launcher: str | None = None
@@ -265,6 +272,8 @@ class PreflightReply(Struct, kw_only=True):
     error: str | None = None  # the first failure's line
     checks: list[PreflightCheck] = []
     resolved: ResolvedView | None = None
+    # a lease, a pinned job or a bench on the slot: the swap would ask first (agent/slot_pins.py)
+    pinned: Pin | None = None
 
 
 class JobSegment(Struct, kw_only=True):

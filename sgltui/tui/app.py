@@ -55,7 +55,14 @@ from sgltui.tui.logfeed import LogFeed
 from sgltui.tui.model import ACTIVE, TuiModel
 from sgltui.tui.screens import BenchDialog, Confirm, HelpScreen
 from sgltui.tui.screenshot import offline_svg as offline_svg  # (tools/gpucheck imports it here)
-from sgltui.tui.source import SOURCE_ERRORS, MalformedReply, TuiSource, ask
+from sgltui.tui.source import (
+    SOURCE_ERRORS,
+    MalformedReply,
+    Pushed,
+    TuiSource,
+    ask,
+    decode_push,
+)
 from sgltui.tui.themes import DEFAULT_THEME
 from sgltui.tui.widgets.hostlist import HostListPane
 from sgltui.tui.widgets.insight import InsightPane
@@ -234,7 +241,7 @@ class SgltuiApp(App[str | None]):
                 await self._on_connected(status)
                 backoff.reset()
                 async for push in self.source.pushes():
-                    self._on_push(push)
+                    self._on_push(decode_push(push))  # the one decoding of each push
                 if self.source.read_only:
                     return  # a replay that has ended keeps its last screen
                 raise ConnectionError("the agent closed the connection")
@@ -270,14 +277,14 @@ class SgltuiApp(App[str | None]):
         """A reply the app cannot read: one line, and the app goes on without it."""
         self.notify(one_line(exc), title="agent reply", severity="warning", markup=False)
 
-    def _on_push(self, push: dict[str, Any]) -> None:
-        if push.get("push") == "logs":  # a tick's lines of every slot (agent/logbatch.py)
-            self._on_lines([d for d in push.get("data") or [] if isinstance(d, dict)])
+    def _on_push(self, push: Pushed) -> None:
+        if push.kind == "logs":  # a tick's lines of every slot (agent/logbatch.py)
+            self._on_lines([d for d in push.data or [] if isinstance(d, dict)])
             return
-        if push.get("push") == "note":
+        if push.kind == "note":
             # A line of an op the source runs itself (a fleet.toml pool's roll): a toast, and
             # the Activity tab (the model adds it).
-            data = push.get("data") or {}
+            data = push.data or {}
             error = data.get("level") == "error"
             self.notify(
                 str(data.get("text") or ""),
@@ -286,7 +293,7 @@ class SgltuiApp(App[str | None]):
                 timeout=10 if error else 4,
                 markup=False,
             )
-        if push.get("push") == "fleet" and self.fleet is not None:
+        if push.kind == "fleet" and self.fleet is not None:
             # A host connected, dropped or changed: its row, and a STATUS merged afresh.
             self.mark(M.HOSTS)
             if self.fleet.fleet_read():  # (a summarised host's line alone: no STATUS to ask)
@@ -305,32 +312,31 @@ class SgltuiApp(App[str | None]):
             for error in fresh.values():
                 self.notify(error, title="host unreachable", severity="warning", markup=False)
             return
-        if push.get("push") == "log":
-            self._on_lines([push.get("data") or {}])
+        if push.kind == "log":
+            self._on_lines([push.data or {}])
             return
         self.mark(*self.model.apply_push(push))
-        if push.get("push") == "event":
-            ev = push.get("data") or {}
-            if ev.get("type") == "bench.done" and ev.get("path"):
-                self.read_bench_result(ev.get("run_id", ""), ev["path"])
-            if ev.get("type") == "bench.progress":
-                self._bench_point(ev)
-            if ev.get("type") == "bench.done" and self._bench_return:
-                self.set_timer(1.0, self._bench_finished)  # after the status shows the slot
-            # Live only: in a replay every recorded command is "another client's" and the toasts
-            # would bury the screen (the Activity tab lists them all the same).
-            if (
-                ev.get("client")
-                and ev.get("client") != self.model.own_client
-                and ev.get("type") == "command"
-                and not self.source.read_only
-            ):
-                self.notify(
-                    f"{ev.get('client')}: {ev.get('op')}",
-                    title="command from another client",
-                    timeout=4,
-                    markup=False,
-                )
+        event = push.event
+        if isinstance(event, protocol.BenchDone) and event.path:
+            self.read_bench_result(event.run_id, event.path)
+        if isinstance(event, protocol.BenchProgress):
+            self._bench_point(push.data)
+        if isinstance(event, protocol.BenchDone) and self._bench_return:
+            self.set_timer(1.0, self._bench_finished)  # after the status shows the slot
+        # Live only: in a replay every recorded command is "another client's" and the toasts
+        # would bury the screen (the Activity tab lists them all the same).
+        if (
+            isinstance(event, protocol.Command)
+            and event.client
+            and event.client != self.model.own_client
+            and not self.source.read_only
+        ):
+            self.notify(
+                f"{event.client}: {event.op}",
+                title="command from another client",
+                timeout=4,
+                markup=False,
+            )
         if self.model.needs_status_refresh(push):
             self.refresh_status_soon()
         if self.model.job_needs_reading(push) and self._jobs_shown():
@@ -636,10 +642,7 @@ class SgltuiApp(App[str | None]):
                 if bench is not None:  # a bench sweeps the slot (the agent refused for it)
                     question = swap.bench_question(bench, op, args.get("profile"))
                 else:
-                    question = (
-                        f"{escape(exc.message)}.\nIt pauses, then resumes on the new server.\n\n"
-                        f"{op.capitalize()} anyway?"
-                    )
+                    question = swap.pin_question(exc.message, op)
                 if await self.push_screen_wait(Confirm(question)):
                     await self.send(op, done, **{**args, "confirm": True})
                 return

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from sgltui import protocol
 from sgltui.core.steady import WindowMean
 from sgltui.tui import typed
 from sgltui.tui.activity_items import ActivityItem, activity_item
+from sgltui.tui.source import Pushed, decode_push
 
 # Series drawn by the throughput pane: name -> key of ENGINE in STATUS/SAMPLE.
 SERIES = {
@@ -50,17 +51,26 @@ AREAS = frozenset({SERVERS, MEMORY, CHART, LOGS, ACTIVITY, BENCH, HEADER, JOBS, 
 # A slot whose server is up or on its way (stop, restart and a swap apply; start does not).
 ACTIVE = ("launching", "ready", "draining", "stopping")
 
+
 # Event types that change a slot; after one of these the app re-reads STATUS (debounced) because
 # an event carries only the fields that changed.
-_SLOT_EVENTS = {
-    "slot.state",
-    "slot.phase",
-    "swap.step",
-    "swap.done",
-    "launch",
-    "capacity",
-    "agent.adopt",
-}
+def _events(*names: str) -> frozenset[type[protocol.EventBase]]:
+    """The event Structs of these types (a name no longer in the protocol fails at import)."""
+    return frozenset(protocol.EVENT_TYPES[n] for n in names)
+
+
+_SLOT_EVENTS = _events(
+    "slot.state", "slot.phase", "swap.step", "swap.done", "launch", "capacity", "agent.adopt"
+)
+# what only a fresh STATUS fully describes: a slot's change, a bench's, a pool roll's progress,
+# the gateway's state
+_REFRESH_EVENTS = _SLOT_EVENTS | _events(
+    "bench.start",
+    "bench.done",
+    "agent.start",
+    *(n for n in protocol.EVENT_TYPES if n.startswith(("pool.", "gateway."))),
+)
+_JOB_EVENTS = _events(*(n for n in protocol.EVENT_TYPES if n.startswith("job.")))
 
 
 @dataclass
@@ -85,7 +95,7 @@ _JOB_STATE = {
     "job.error": protocol.JobState.FAILED,
 }
 # Job events whose job is worth reading again in full (segments, ETA, a new job).
-_JOB_REREAD = {
+_JOB_REREAD = _events(
     "job.start",
     "job.checked",
     "job.segment.start",
@@ -96,7 +106,7 @@ _JOB_REREAD = {
     "job.runner_exit",
     "job.held",
     "job.release",
-}
+)
 _JOB_COUNTS = (
     "answered",
     "failed",
@@ -354,13 +364,14 @@ class TuiModel:
             changed.add(CHART)
         return changed
 
-    def apply_push(self, push: dict[str, Any]) -> set[str]:
-        kind = push.get("push")
-        data = push.get("data") or {}
+    def apply_push(self, push: Mapping[str, Any] | Pushed) -> set[str]:
+        pushed = decode_push(push)  # (the app's are decoded already: given back as they are)
+        kind = pushed.kind
+        data = pushed.data or {}
         if kind == "sample":
             return self._apply_sample(data)
-        if kind == "event":
-            return self._apply_event(data)
+        if pushed.event is not None:
+            return self._apply_event(pushed.event, data)
         if kind == "log":
             return {LOGS}  # lines are held by the log buffer; the model only routes
         if kind == "note":  # a line of an op the source runs itself (a fleet's pool roll)
@@ -374,16 +385,9 @@ class TuiModel:
             return {ACTIVITY}
         return set()
 
-    def needs_status_refresh(self, push: dict[str, Any]) -> bool:
+    def needs_status_refresh(self, push: Mapping[str, Any] | Pushed) -> bool:
         """True when the push changes a slot in ways only a fresh STATUS fully describes."""
-        if push.get("push") != "event":
-            return False
-        t = (push.get("data") or {}).get("type", "")
-        return (
-            t in _SLOT_EVENTS
-            or t in ("bench.start", "bench.done", "agent.start")
-            or t.startswith(("pool.", "gateway."))  # a roll's progress, the gateway's state
-        )
+        return type(decode_push(push).event) in _REFRESH_EVENTS
 
     def _apply_sample(self, sample: dict[str, Any]) -> set[str]:
         keys = [k for k in ("gpus", "host", "engine", "ts") if k in sample]
@@ -413,10 +417,9 @@ class TuiModel:
             found = self.slot_series[sid] = deque(maxlen=self.history_points)
         return found
 
-    def _apply_event(self, ev: dict[str, Any]) -> set[str]:
+    def _apply_event(self, event: protocol.EventBase, ev: Mapping[str, Any]) -> set[str]:
         # What an event means for a slot or a bench run is protocol.apply's to say (the same
         # fold as replay and report); the model only routes it to its panes.
-        event = protocol.decode_event(ev)
         changed: set[str] = set()
         if isinstance(event, protocol.JobEvent):
             return self._apply_job_event(event)
@@ -442,7 +445,7 @@ class TuiModel:
             changed |= self._apply_bench_event(event)
         if self._add_swap(event):
             changed.add(CHART)
-        if self._add_activity(ev):
+        if self._add_activity(dict(ev)):
             changed.add(ACTIVITY)
         return changed
 
@@ -576,16 +579,13 @@ class TuiModel:
             self.jobs[event.job] = msgspec.structs.replace(view, **changes)
         return {JOBS}
 
-    def job_needs_reading(self, push: dict[str, Any]) -> str | None:
+    def job_needs_reading(self, push: Mapping[str, Any] | Pushed) -> str | None:
         """The job a pushed event says to read again in full (a new job, a segment, an end)."""
-        if push.get("push") != "event":
+        event = decode_push(push).event
+        if not isinstance(event, protocol.JobEvent) or type(event) not in _JOB_EVENTS:
             return None
-        data = push.get("data") or {}
-        if data.get("type") in _JOB_REREAD or (
-            str(data.get("type", "")).startswith("job.") and data.get("job") not in self.jobs
-        ):
-            job = data.get("job")
-            return str(job) if job else None
+        if type(event) in _JOB_REREAD or event.job not in self.jobs:
+            return str(event.job) if event.job else None
         return None
 
 
@@ -633,7 +633,7 @@ def load_history(
         changed.add(CHART)
     if events and not model.swaps:
         for ev in events:
-            if ev.get("type") == "swap.done" and model._add_swap(protocol.decode_event(ev)):
+            if model._add_swap(protocol.decode_event(ev)):  # a swap.done's
                 changed.add(CHART)
     if events and not model.activity:
         for ev in events:

@@ -7,7 +7,8 @@ the idle benchmark use ScriptedSource (tests/support/scripted.py: test support, 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -21,6 +22,30 @@ SOURCE_ERRORS = (AgentError, OSError)
 class MalformedReply(AgentError):
     """A reply of another shape than its op's (protocol.OPS): an agent of another version,
     or a bug. One line, like a refusal; a SOURCE_ERRORS handler catches it too."""
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """A push as the app reads it, decoded once where it leaves the source: `kind` is the
+    envelope's ("event", "sample", "log", "logs", and a fleet source's "note" and "fleet"),
+    `data` as sent, and an event's Struct (protocol.decode_event: an unknown or malformed one
+    is an OtherEvent), so that nothing matches an event by its "type" text."""
+
+    kind: str
+    data: Any
+    event: protocol.EventBase | None = None
+
+
+def decode_push(push: Mapping[str, Any] | Pushed) -> Pushed:
+    """A source's push -> Pushed (one already decoded is given back as it is)."""
+    if isinstance(push, Pushed):
+        return push
+    kind = str(push.get("push") or "")
+    data = push.get("data")
+    if kind != "event":
+        return Pushed(kind, data)
+    data = data if isinstance(data, Mapping) else {}
+    return Pushed(kind, data, protocol.decode_event(data))
 
 
 @runtime_checkable

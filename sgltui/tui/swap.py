@@ -155,20 +155,28 @@ async def swap_to(host: SwapHost, name: str) -> None:
             await host.send("swap", done=done, profile=name, drain="wait", confirm=True, **where)
         return
     running = model.running_requests(slot.id) if slot else 0
-    if running <= 0:
-        await host.send("swap", done=f"swapping to {name}", profile=name, drain="wait", **where)
-        return
-    drain = await host.push_screen_wait(
-        DrainChoice(
-            f"Swap to {name}",
-            str(slot and slot.profile),
-            running,
-            live=lambda: model.running_requests(slot.id) if slot else 0,
+    drain, done = "wait", f"swapping to {name}"
+    if running > 0:
+        drain = await host.push_screen_wait(
+            DrainChoice(
+                f"Swap to {name}",
+                str(slot and slot.profile),
+                running,
+                live=lambda: model.running_requests(slot.id) if slot else 0,
+            )
         )
-    )
-    if drain:
+        if not drain:
+            return
         done = f"swapping to {name} ({drain})"
-        await host.send("swap", done=done, profile=name, drain=drain, **where)
+    if res.pinned is not None:
+        # a lease, a pinned job or a bench holds the slot (the preflight said): asked here, the
+        # swap goes out confirmed, once (not refused first, then asked, then sent again)
+        if not await host.push_screen_wait(
+            Confirm(pin_question(f"swap refused: {res.pinned.what}", "swap"))
+        ):
+            return
+        where = dict(where, confirm=True)
+    await host.send("swap", done=done, profile=name, drain=drain, **where)
 
 
 async def swap_pool(host: SwapHost, name: str, pool: str) -> None:
@@ -204,6 +212,15 @@ def bench_question(bench: BenchRun, op: str, name: str | None = None) -> str:
         f"Bench run [b]{escape(bench.run_id)}[/] is using slot {escape(str(bench.slot))}{at}.\n"
         f"A {op} stops it; its result is marked as cut by this {op}.\n\n"
         f"{op.capitalize()}{target} anyway?"
+    )
+
+
+def pin_question(message: str, op: str) -> str:
+    """The question before a swap or restart of a slot a lease or a pinned job holds: the
+    refusal's words, then what happens to the job."""
+    return (
+        f"{escape(message)}.\nIt pauses, then resumes on the new server.\n\n"
+        f"{op.capitalize()} anyway?"
     )
 
 

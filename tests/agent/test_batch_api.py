@@ -112,12 +112,13 @@ async def test_metadata_reaches_the_job_options(tmp_path, monkeypatch):
 
     seen = []
 
-    async def submit(op, args, client):
-        seen.append((op, args))
-        return {"id": "job-1", "state": "checking", "total": None}
+    class Jobs:  # the agent's job_run, as the API sends it
+        async def job_run(self, args, client):
+            seen.append(("job_run", args))
+            return {"id": "job-1", "state": "checking", "total": None}
 
     app = web.Application()
-    app.add_routes(BatchApi(BatchStore(tmp_path / "b"), submit, slot="0").routes())
+    app.add_routes(BatchApi(BatchStore(tmp_path / "b"), Jobs(), slot="0").routes())
     async with TestClient(TestServer(app)) as c:
         form = FormData()
         form.add_field("purpose", "batch")

@@ -47,10 +47,16 @@ def test_a_pinned_job_refuses_with_its_message_and_fix_apart(agent, tmp_path):
     inp = tmp_path / "p.jsonl"
     write_input(inp, 2000, max_tokens=256)
     view = agent.call("job_run", input=str(inp), output=str(tmp_path / "o.jsonl"), pinned=True)
+    # the preflight says so first, in the refusal's words (the TUI asks before it sends)
+    pin = agent.call("preflight", profile=b)["pinned"]
+    assert pin == {
+        "by": "job",
+        "what": f"batch job {view['name']} ({view['id']}) is pinned to slot 0",
+    }
     with pytest.raises(ce.Pinned) as err:
         agent.call("swap", profile=b, wait=True)
     exc = err.value
-    assert exc.message.endswith("is pinned to slot 0") and "--yes" not in exc.message
+    assert exc.message == f"swap refused: {pin['what']}" and "--yes" not in exc.message
     assert exc.fix is not None and "--yes" in exc.fix
     assert str(exc) == f"{exc.message}; {exc.fix}"  # the CLI's one line, as before
     agent.call("job_cancel", job=view["id"])

@@ -16,20 +16,6 @@ from sgltui.agent.standby import Standbys
 from sgltui.core import causes
 
 
-def test_every_op_has_a_handler_and_every_handler_an_op():
-    """AgentOps.op_X handles op X (the agent's own), a slot's lifecycle Operations.op_X; the batch jobs' job_X
-    ops are JobsHost.op_X; a server sgltui did not start, Attacher.op_X (agent/attach.py);
-    the standbys' standby_X, Standbys.op_X (agent/standby.py)."""
-
-    def ops(cls: type, prefix: str = "") -> set[str]:
-        return {prefix + n[3:] for n, _ in inspect.getmembers(cls) if n.startswith("op_")}
-
-    every = ops(AgentOps) | ops(Operations) | ops(JobsHost, "job_") | ops(Attacher)
-    assert every | ops(Standbys, "standby_") | ops(Leases, "lease_") == set(protocol.OPS)
-    assert ops(Operations) == set(Operations.OPS)
-    assert ops(Attacher) == set(Attacher.OPS)
-
-
 @pytest.mark.parametrize(
     ("op", "args", "expect"),
     [

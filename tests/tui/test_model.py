@@ -1,5 +1,6 @@
 """TuiModel: which push changes what, bounded history, who issued a command."""
 
+from sgltui import protocol
 from sgltui.tui import model as M
 from sgltui.tui.model import TuiModel
 from tests.support.scripted import T0, make_engine, make_sample, make_slot, make_status
@@ -245,5 +246,5 @@ def test_a_pool_roll_ends_with_its_total_time(monkeypatch, capsys):
                                             "started": 100.0, "finished": 142.5}}}  # fmt: skip
     monkeypatch.setattr(server, "call_sync", lambda *a, **k: reply)
     args = argparse.Namespace(pool="all", no_wait=False, state_dir=None, profiles=None)
-    assert server._pool_lifecycle(args, "swap", {"profile": "b"}) == 0
+    assert server._pool_lifecycle(args, protocol.SwapArgs(profile="b")) == 0
     assert capsys.readouterr().out.strip() == "pool all: rolled to b (a, b) in 42.5 s"

@@ -68,6 +68,37 @@ async def test_a_pinned_job_answered_no_sends_nothing_more():
         assert ops(src, "swap") == [{"profile": "demo-no-mtp", "drain": "wait", "slot": "0"}]
 
 
+async def test_a_pin_the_preflight_names_is_asked_once_and_the_swap_goes_out_confirmed():
+    """Issue 48: the preflight says a job pins the slot; the drain and the pin are asked after
+    that one round trip, and one swap goes out, confirmed (never refused first)."""
+
+    def on_call(op, args, src):
+        if op == "preflight":
+            pin = {"by": "job", "what": "batch job j1 (job-1) is pinned to slot 0"}
+            return {"profile": args["profile"], "ok": True, "checks": [], "pinned": pin}
+        if op == "swap" and not args.get("confirm"):
+            raise Pinned("job j1 is pinned to slot 0")  # what an agent would say: never reached
+        return None
+
+    src = ScriptedSource(status_with(running=3))
+    src.on_call = on_call
+    said: list[str] = []
+    app = app_with(src)
+    async with app.run_test(size=SIZE, message_hook=notes_into(said)) as pilot:
+        await started(app, pilot)
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, DrainChoice))
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, Confirm))
+        question = str(app.screen.question)
+        assert question.startswith("swap refused: batch job j1 (job-1) is pinned to slot 0.")
+        assert "Swap anyway?" in question and not ops(src, "swap")
+        await pilot.press("y")
+        await until(pilot, lambda: "swapping to demo-no-mtp (wait)" in said, show=lambda: said)
+        sent = {"profile": "demo-no-mtp", "drain": "wait", "slot": "0", "confirm": True}
+        assert ops(src, "swap") == [sent]
+
+
 def test_each_pane_is_one_row_of_the_table():
     """Its focus key comes from its row (same id, key and action), its areas are the model's."""
     focus_keys = {k.id: k for k in bindings.KEYS if k.id.startswith("focus.")}
