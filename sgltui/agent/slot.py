@@ -372,19 +372,14 @@ class Slot(SlotCore):
         drain: str = "wait",
         timeout: float = 30.0,
         on_step: Callable[[str], None] | None = None,
-    ) -> dict:
+    ) -> protocol.StopReport:
         """Drain (bounded), SIGTERM, SIGKILL the group after the grace period, verify nothing of the
         tree is left, wait (bounded) for its GPU memory and the port. Returns a report with
         timings and whatever is still held."""
         self.client = client
         step = on_step or (lambda s: None)
         t0 = time.monotonic()
-        report: dict[str, Any] = {
-            "timings_s": {},
-            "left_pids": [],
-            "gpu_bytes_held": 0,
-            "port_free": True,
-        }
+        report = protocol.StopReport()
         if self.tree is None or self.state in (STOPPED,):
             self._stopping = False
             if self.state != STOPPED:
@@ -400,7 +395,7 @@ class Slot(SlotCore):
                 if not busy:
                     break
                 if time.monotonic() >= deadline:
-                    report["drain_timed_out"] = True
+                    report.drain_timed_out = True
                     break
                 # One line (and one countdown event) when the count changes or every second for
                 # the event, every 5 s for the log: not one per 0.1 s poll.
@@ -430,12 +425,14 @@ class Slot(SlotCore):
                     )
                 await asyncio.sleep(0.1)  # cheap to ask; every poll interval is swap latency
             self.draining = None
-        report["timings_s"]["drain"] = round(time.monotonic() - t0, 3)
+        report.timings_s["drain"] = round(time.monotonic() - t0, 3)
         # From the SIGTERM on, the stop runs to its end whoever cancels its caller.
         return await to_the_end(self._stop_tree(drain, report, step))
 
-    async def _stop_tree(self, drain: str, report: dict[str, Any], step: Callable) -> dict:
-        report["requests_at_sigterm"] = await self._busy() if not self.proc.exit_code()[0] else 0
+    async def _stop_tree(
+        self, drain: str, report: protocol.StopReport, step: Callable
+    ) -> protocol.StopReport:
+        report.requests_at_sigterm = await self._busy() if not self.proc.exit_code()[0] else 0
         t1 = time.monotonic()
         step("stopping")
         self._stopping = True
@@ -451,14 +448,14 @@ class Slot(SlotCore):
         if self._monitor and not self._monitor.done():
             self._monitor.cancel()
         await self._drain_output(1.0, close=True)
-        report["timings_s"]["stop"] = round(time.monotonic() - t1, 3)
-        report["left_pids"] = left
+        report.timings_s["stop"] = round(time.monotonic() - t1, 3)
+        report.left_pids = left
         t2 = time.monotonic()
         step("releasing memory")
         held, port_ok, method = await self._wait_released()
-        report["timings_s"]["memory_release"] = round(time.monotonic() - t2, 3)
-        report["gpu_bytes_held"], report["port_free"] = held, port_ok
-        report["release_method"] = method
+        report.timings_s["memory_release"] = round(time.monotonic() - t2, 3)
+        report.gpu_bytes_held, report.port_free = held, port_ok
+        report.release_method = method
         problems = []
         if left:
             problems.append(f"processes still alive: {procs.describe(left)}")
@@ -466,15 +463,15 @@ class Slot(SlotCore):
             problems.append(f"{units.gib(held)} of GPU memory still held (by {method})")
         if not port_ok:
             problems.append(f"port {self.port} still in use")
-        report["problems"] = problems
-        report["signal"], kill_cause = stop_outcome(self.proc.kill, report)
+        report.problems = problems
+        report.signal, kill_cause = stop_outcome(self.proc.kill, report)
         reason = {
             "SIGTERM": "stopped (exited on SIGTERM)",
             "SIGKILL": "stopped by SIGKILL"
             if kill_cause
             else "stopped (SIGTERM, leftovers SIGKILLed)",
             None: "stopped (it had already exited)",
-        }[report["signal"]]
+        }[report.signal]
         if kill_cause:
             reason += f": {kill_cause['summary']}"
         if problems:
@@ -483,12 +480,12 @@ class Slot(SlotCore):
         self.last_stop = protocol.StopView(
             at=time.time(),
             launch_id=self.launch_id,
-            signal=report["signal"],
+            signal=report.signal,
             drain=drain,
-            drain_timed_out=bool(report.get("drain_timed_out")),
-            requests_at_sigterm=report.get("requests_at_sigterm"),
-            requests_at_sigkill=report.get("requests_at_sigkill"),
-            timings_s=dict(report["timings_s"]),
+            drain_timed_out=report.drain_timed_out,
+            requests_at_sigterm=report.requests_at_sigterm,
+            requests_at_sigkill=report.requests_at_sigkill,
+            timings_s=dict(report.timings_s),
         )
         self.proc.tree, self.proc.popen = None, None
         self._fire(lifecycle.STOPPED_EV, reason, keep_cause)
