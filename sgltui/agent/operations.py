@@ -355,7 +355,7 @@ class Operations:
         rec = self.sup.batch.pinned_on(slot.id)
         if rec is not None and not args.confirm:
             raise OpError(
-                f"{what} refused: batch job {rec['name']} ({rec['id']}) is pinned to slot {slot.id}",
+                f"{what} refused: batch job {rec.name} ({rec.id}) is pinned to slot {slot.id}",
                 "pinned",
                 fix="confirm with `--yes` (the job pauses and resumes on the new server) "
                 "or unpin it with `sgltui job set --unpin`",
