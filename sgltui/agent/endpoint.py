@@ -53,6 +53,7 @@ from sgltui.core.tasks import watched
 
 if TYPE_CHECKING:
     from sgltui.agent.hosts import EndpointHost
+    from sgltui.core import profiles as core_profiles
 
 log = logging.getLogger("sgltui.agent.endpoint")
 
@@ -489,7 +490,7 @@ class Endpoint(Moves):
         )
 
 
-def routable(profile: Any) -> Routable:
+def routable(profile: core_profiles.Profile) -> Routable:
     """A core Profile as the endpoint routes to it."""
     server = profile.server
     served = server.get("served-model-name") or server.get("model-path") or server.get("model")

@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgltui import protocol
 from sgltui.agent import discovery, http_probe, launch_check, lifecycle, procs, secret_config
@@ -43,6 +43,9 @@ from sgltui.agent.slot_core import (
 )
 from sgltui.core import causes, phases, units
 from sgltui.core.tasks import spawn
+
+if TYPE_CHECKING:
+    from sgltui.agent.resolved import Resolved
 
 __all__ = [
     "CRASHED",
@@ -87,13 +90,13 @@ class Slot(SlotCore):
     # ---- launch --------------------------------------------------------------------------------
 
     @staticmethod
-    def validate(profile: Any) -> str | None:
+    def validate(profile: Resolved) -> str | None:
         """The first error the flag validator finds in `profile` (one line), before anything stops
         or starts; None when it is valid or the validator is unavailable."""
         return launch_check.validate(profile)
 
     def precheck(
-        self, profile: Any, exclude_pids: set[int], skip: frozenset[str] = frozenset()
+        self, profile: Resolved, exclude_pids: set[int], skip: frozenset[str] = frozenset()
     ) -> None:
         """Refuse a launch that cannot work before minutes are spent loading it
         (agent/launch_check.py); keeps what the target GPUs use before it."""
@@ -101,14 +104,14 @@ class Slot(SlotCore):
         self.gpu_baseline = None
         self.gpu_baseline = launch_check.check_gpus(profile, exclude_pids, skip)
 
-    async def launch(self, profile: Any, client: str | None, launch_id: str) -> None:
+    async def launch(self, profile: Resolved, client: str | None, launch_id: str) -> None:
         """Spawn `profile` (the caller ran precheck). Returns once the process exists. The table
         is asked first: a launch it refuses starts nothing. Popen runs in a worker thread and,
         once begun, to its end (a cancel then waits for the process to be tracked)."""
         lifecycle.next_state(self.state, lifecycle.SPAWN)  # raises before anything starts
         await to_the_end(self._launch(profile, client, launch_id))
 
-    async def _launch(self, profile: Any, client: str | None, launch_id: str) -> None:
+    async def _launch(self, profile: Resolved, client: str | None, launch_id: str) -> None:
         self.client = client
         self.profile, self.profile_name = profile, profile.name
         self.server_host, self.port, self.api_key = profile.host, profile.port, profile.api_key
@@ -127,7 +130,7 @@ class Slot(SlotCore):
         # failed as 'rejected its command-line flags' (seen in CI's fleet pool test).
         spawned: list[bool] = []
         self.command = secret_config.launch_argv(
-            profile, self.host.state_dir, lambda: bool(spawned) and self.state != LAUNCHING
+            profile.profile, self.host.state_dir, lambda: bool(spawned) and self.state != LAUNCHING
         )
         self.command_hash = profile.command_hash()
         self.launch_id = launch_id
@@ -186,7 +189,7 @@ class Slot(SlotCore):
         self.host.bus.changed()
         self._changed.set()
 
-    def adopt(self, record: dict, profile: Any | None) -> bool:
+    def adopt(self, record: dict, profile: Resolved | None) -> bool:
         """Take over a server launched by an earlier agent. False when it is gone."""
         if not self.proc.adopt(record["tree"]):
             return False
