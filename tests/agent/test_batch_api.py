@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from sgltui import protocol
 from tests.jobs.batch_input import write_input
 
 openai = pytest.importorskip("openai")
@@ -114,7 +115,17 @@ async def test_metadata_reaches_the_job_options(tmp_path, monkeypatch):
 
     async def submit(op, args, client):
         seen.append((op, args))
-        return {"id": "job-1", "state": "checking", "total": None}
+        return protocol.JobView(  # the job_run reply the agent gives, a new job's
+            id="job-1",
+            state=protocol.JobState("checking"),
+            slot="0",
+            input=args.input,
+            output=args.output,
+            errors_output=args.output + ".errors",
+            concurrency=1,
+            concurrency_mode="fixed",
+            created=1.0,
+        )
 
     app = web.Application()
     app.add_routes(BatchApi(BatchStore(tmp_path / "b"), submit, slot="0").routes())
