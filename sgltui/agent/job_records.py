@@ -17,7 +17,6 @@ from typing import Literal
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent.job_target import target_record
 from sgltui.agent.state import read_json
 from sgltui.core.files import write_json_atomic
 
@@ -104,6 +103,16 @@ class JobRecord(msgspec.Struct, kw_only=True):
     stalled: str | None = None  # why it gets no answers now (agent/job_stall.py)
     user_paused: bool = False
     hold: str | None = None  # "swap" while a swap of its slot holds it
+
+
+def target_record(slot: str, pool: str | None) -> protocol.JobTarget:
+    """A new job's target as its record keeps it (and an older record's, from `pool`/`slot`):
+    a job through a pool keeps the pool's first slot as its reference slot (agent/job_target.py)."""
+    return (
+        protocol.JobTarget(kind="pool", name=pool)
+        if pool
+        else protocol.JobTarget(kind="slot", name=slot)
+    )
 
 
 def answered(rec: JobRecord) -> int:

@@ -11,16 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sgltui.agent.job_records import JobRecord, target_record
 from sgltui.protocol import JobTarget
 
 if TYPE_CHECKING:
-    from sgltui.agent.job_records import JobRecord
     from sgltui.agent.jobs_sight import JobsSite
-
-
-def target_record(slot: str, pool: str | None) -> JobTarget:
-    """A new job's target as its record keeps it (and an older record's, from `pool`/`slot`)."""
-    return JobTarget(kind="pool", name=pool) if pool else JobTarget(kind="slot", name=slot)
 
 
 def target_of(rec: JobRecord) -> JobTarget:
