@@ -38,6 +38,7 @@ from sgltui.core.safe_text import printable
 if TYPE_CHECKING:
     from sgltui.agent.provenance import ProvenanceKeeper
     from sgltui.agent.resolved import Resolved
+    from sgltui.core import profiles as core_profiles
 
 
 class AttachHost(SlotHost, Protocol):
@@ -542,7 +543,7 @@ async def _healthy(url: str, api_key: str | None) -> bool:
         return False
 
 
-def _without_secrets(profile: Any) -> Any:
+def _without_secrets(profile: core_profiles.Profile) -> core_profiles.Profile:
     server = {k: v for k, v in profile.server.items() if k not in SECRET_FLAGS}
     return dataclasses.replace(profile, server=server)
 

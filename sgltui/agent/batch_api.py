@@ -80,6 +80,21 @@ class ApiError(Exception):
         return web.json_response(body, status=self.status)
 
 
+class BatchRecord(msgspec.Struct, kw_only=True):
+    """A batch: what its job does not hold (its ids, endpoint, window and metadata), as
+    STATE_DIR/batch-api/batches/ID.json keeps it."""
+
+    id: str
+    job: str  # the agent's job (agent/job_records.py JobRecord) that runs it
+    input_file_id: str
+    endpoint: str
+    completion_window: str = "24h"
+    metadata: dict[str, str] = {}
+    created_at: int
+    output: str  # the job's output file
+    cancelling_at: int | None = None  # when a cancel was asked
+
+
 class BatchStore:
     """Uploaded files and batch records under ROOT (the agent's state dir / batch-api), 0600.
     A batch record holds what the job does not: its ids, endpoint, window and metadata."""
@@ -101,19 +116,24 @@ class BatchStore:
     def file_meta(self, file_id: str) -> dict:
         return _read(self.files / f"{_checked(file_id, 'file')}.json", f"no file {file_id!r}")
 
-    def batch(self, batch_id: str) -> dict:
+    def batch(self, batch_id: str) -> BatchRecord:
         path = self.batches / f"{_checked(batch_id, 'batch')}.json"
-        return _read(path, f"no batch {batch_id!r}")
+        raw = _read(path, f"no batch {batch_id!r}")
+        try:
+            return msgspec.convert(raw, BatchRecord, strict=False)
+        except msgspec.ValidationError as exc:
+            raise ApiError(500, f"{path}: not a batch's record ({exc})") from None
 
-    def save_batch(self, rec: dict) -> None:
-        write_json_atomic(self.batches / f"{rec['id']}.json", rec)
+    def save_batch(self, rec: BatchRecord) -> None:
+        write_json_atomic(self.batches / f"{rec.id}.json", msgspec.to_builtins(rec))
 
-    def all_batches(self) -> list[dict]:
+    def all_batches(self) -> list[BatchRecord]:
         out = []
         for p in self.batches.glob("batch-*.json"):
-            with contextlib.suppress(OSError, ValueError):
-                out.append(json.loads(p.read_text(encoding="utf-8")))
-        return sorted(out, key=lambda r: r.get("created_at", 0), reverse=True)
+            with contextlib.suppress(OSError, ValueError, msgspec.ValidationError):
+                raw = json.loads(p.read_text(encoding="utf-8"))
+                out.append(msgspec.convert(raw, BatchRecord, strict=False))
+        return sorted(out, key=lambda r: r.created_at, reverse=True)
 
 
 def _checked(ref: str, kind: str) -> str:
@@ -226,14 +246,14 @@ class BatchApi:
         for suffix, which in (("-output", "output"), ("-errors", "errors")):
             if file_id.startswith("batch-") and file_id.endswith(suffix):
                 rec = self.store.batch(file_id.removesuffix(suffix))
-                out = Path(rec["output"])
+                out = Path(rec.output)
                 path = out if which == "output" else errors_path(out)
                 size = path.stat().st_size if path.exists() else 0
                 return {
                     "id": file_id,
                     "object": "file",
                     "bytes": size,
-                    "created_at": rec["created_at"],
+                    "created_at": rec.created_at,
                     "filename": path.name,
                     "purpose": "batch_output",
                     "status": "processed",
@@ -263,19 +283,18 @@ class BatchApi:
         batch_id = self.store.new_id("batch")
         output = self.store.outputs / f"{batch_id}.jsonl"
         args = self._run_args(batch_id, source["path"], str(output), meta)
-        view = await self.jobs.job_run(args, CLIENT)
-        rec = {
-            "id": batch_id,
-            "job": _builtins(view)["id"],
-            "input_file_id": source["id"],
-            "endpoint": endpoint,
-            "completion_window": "24h",
-            "metadata": meta,
-            "created_at": int(time.time()),
-            "output": str(output),
-        }
+        view = _job_view(await self.jobs.job_run(args, CLIENT))
+        rec = BatchRecord(
+            id=batch_id,
+            job=view.id,
+            input_file_id=source["id"],
+            endpoint=endpoint,
+            metadata=meta,
+            created_at=int(time.time()),
+            output=str(output),
+        )
         self.store.save_batch(rec)
-        return web.json_response(self._object(rec, _builtins(view)))
+        return web.json_response(self._object(rec, view))
 
     def _run_args(self, batch_id: str, inp: str, out: str, meta: dict) -> protocol.JobRunArgs:
         unknown = sorted(k for k in meta if k.startswith("sgltui_") and k not in METADATA_KEYS)
@@ -311,47 +330,47 @@ class BatchApi:
     async def cancel(self, request: web.Request) -> web.Response:
         rec = self.store.batch(request.match_info["id"])
         job = await self._job(rec)
-        if job is not None and job["state"] not in ("done", "cancelled", "failed"):
-            rec["cancelling_at"] = int(time.time())
+        if job is not None and job.state not in ("done", "cancelled", "failed"):
+            rec.cancelling_at = int(time.time())
             self.store.save_batch(rec)
-            job = _builtins(await self.jobs.job_cancel(protocol.JobArgs(job=rec["job"]), CLIENT))
+            job = _job_view(await self.jobs.job_cancel(protocol.JobArgs(job=rec.job), CLIENT))
         return web.json_response(self._object(rec, job))
 
-    async def _job(self, rec: dict) -> dict | None:
+    async def _job(self, rec: BatchRecord) -> protocol.JobView | None:
         try:
-            view = await self.jobs.job_status(protocol.JobArgs(job=rec["job"]), CLIENT)
+            view = await self.jobs.job_status(protocol.JobArgs(job=rec.job), CLIENT)
         except OpError as exc:
             if exc.error.code == "not_found":
                 return None  # the job's record is gone: the batch reads as expired
             raise
-        return _builtins(view)
+        return _job_view(view)
 
-    def _object(self, rec: dict, job: dict | None) -> dict:
+    def _object(self, rec: BatchRecord, job: protocol.JobView | None) -> dict:
         """The OpenAI Batch object, read from the batch's record and its job's view now."""
-        state = job["state"] if job else None
+        state = str(job.state) if job else None
         status = _STATUS.get(state or "", "expired")
-        if rec.get("cancelling_at") and state not in ("done", "cancelled", "failed"):
+        if rec.cancelling_at and state not in ("done", "cancelled", "failed"):
             status = "cancelling"
-        finished = job.get("finished") if job else None
+        finished = job.finished if job else None
         obj: dict[str, Any] = {
-            "id": rec["id"],
+            "id": rec.id,
             "object": "batch",
-            "endpoint": rec["endpoint"],
-            "input_file_id": rec["input_file_id"],
-            "completion_window": rec["completion_window"],
+            "endpoint": rec.endpoint,
+            "input_file_id": rec.input_file_id,
+            "completion_window": rec.completion_window,
             "status": status,
-            "created_at": rec["created_at"],
-            "metadata": rec.get("metadata") or {},
+            "created_at": rec.created_at,
+            "metadata": rec.metadata,
             "output_file_id": None,
             "error_file_id": None,
             "errors": None,
-            "in_progress_at": rec["created_at"] if status != "validating" else None,
-            "expires_at": rec["created_at"] + 24 * 3600,
-            "cancelling_at": rec.get("cancelling_at"),
+            "in_progress_at": rec.created_at if status != "validating" else None,
+            "expires_at": rec.created_at + 24 * 3600,
+            "cancelling_at": rec.cancelling_at,
             "request_counts": {
-                "total": (job or {}).get("total") or 0,
-                "completed": (job or {}).get("answered") or 0,
-                "failed": (job or {}).get("failed") or 0,
+                "total": (job.total if job else None) or 0,
+                "completed": (job.answered if job else None) or 0,
+                "failed": (job.failed if job else None) or 0,
             },
         }
         if job is None:
@@ -362,19 +381,20 @@ class BatchApi:
             obj[
                 {"completed": "completed_at", "cancelled": "cancelled_at"}.get(status, "failed_at")
             ] = when
-            obj["output_file_id"] = f"{rec['id']}-output"
-            if errors_path(Path(rec["output"])).exists():
-                obj["error_file_id"] = f"{rec['id']}-errors"
-        if status == "failed" and job.get("error"):
+            obj["output_file_id"] = f"{rec.id}-output"
+            if errors_path(Path(rec.output)).exists():
+                obj["error_file_id"] = f"{rec.id}-errors"
+        if status == "failed" and job.error:
             obj["errors"] = {
                 "object": "list",
-                "data": [{"code": "job_failed", "message": job["error"], "param": None}],
+                "data": [{"code": "job_failed", "message": job.error, "param": None}],
             }
         return obj
 
 
-def _builtins(view: Any) -> dict:
-    return view if isinstance(view, dict) else msgspec.to_builtins(view)
+def _job_view(view: object) -> protocol.JobView:
+    """A job op's reply (the supervisor's JobView; a client's dict decoded) as the view."""
+    return view if isinstance(view, protocol.JobView) else msgspec.convert(view, protocol.JobView)
 
 
 def _public_file(meta: dict) -> dict:

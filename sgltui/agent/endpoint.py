@@ -57,6 +57,7 @@ from sgltui.core.tasks import watched
 
 if TYPE_CHECKING:
     from sgltui.agent.hosts import EndpointHost
+    from sgltui.core import profiles as core_profiles
 
 log = logging.getLogger("sgltui.agent.endpoint")
 
@@ -495,7 +496,7 @@ class Endpoint(Moves):
         )
 
 
-def routable(profile: Any) -> Routable:
+def routable(profile: core_profiles.Profile) -> Routable:
     """A core Profile as the endpoint routes to it, its key read from its [key-files] when it
     names one (blocking). A key file that cannot be read asks for a key nobody holds: the launch
     would be refused anyway, so a request must not evict or wake anything for it."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,6 +30,7 @@ from sgltui.agent.discovery import Discovery
 from sgltui.agent.events import EventBus
 from sgltui.agent.exposure import Exposures
 from sgltui.agent.front import FrontConfig
+from sgltui.agent.job_records import JobRecord
 from sgltui.agent.logbatch import LogBatch
 from sgltui.agent.profile_catalog import ProfileCatalog
 from sgltui.agent.provenance import ProvenanceKeeper
@@ -47,7 +48,7 @@ class SwapHolds(Protocol):
 
     async def before_swap(self, slot_id: str, force: bool) -> None: ...
     def after_swap(self, slot_id: str) -> None: ...
-    def pinned_on(self, slot_id: str) -> dict | None: ...
+    def pinned_on(self, slot_id: str) -> JobRecord | None: ...
 
 
 class ActiveJobs(Protocol):
@@ -310,6 +311,13 @@ class AgentOpsHost(Protocol):
     def pools(self) -> RemotePoolSet: ...
 
 
+class JobRecords(Protocol):
+    """The batch jobs (agent/jobs_host.py JobsHost), as the leases read their records."""
+
+    @property
+    def jobs(self) -> Mapping[str, JobRecord]: ...
+
+
 class LeasesHost(Protocol):
     """What the leases (agent/leases.py) need: the slots, the batch jobs' records (a running
     job holds a lease), a profile resolved by name, the event bus."""
@@ -318,7 +326,7 @@ class LeasesHost(Protocol):
     slots: dict[str, Slot]
 
     @property
-    def batch(self) -> Any: ...  # agent/jobs_host.py's JobsHost: its `jobs` records
+    def batch(self) -> JobRecords: ...
     def get_profile(self, name: str | None, args: protocol.Args | None) -> Resolved: ...
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 import msgspec
 
 from sgltui import protocol
+from sgltui.agent.job_records import JobRecord
 from sgltui.jobs.chooser import Refused
 
 if TYPE_CHECKING:
@@ -28,25 +29,25 @@ class ChoiceJobs(Protocol):
     site: JobsSite
     rates: dict[str, Rates]
 
-    def answered(self, rec: dict) -> int: ...
-    def failed(self, rec: dict) -> int: ...
-    def out_tokens(self, rec: dict) -> int: ...
-    def publish(self, rec: dict, event: protocol.JobEvent) -> None: ...
-    def persist(self, rec: dict) -> None: ...
+    def answered(self, rec: JobRecord) -> int: ...
+    def failed(self, rec: JobRecord) -> int: ...
+    def out_tokens(self, rec: JobRecord) -> int: ...
+    def publish(self, rec: JobRecord, event: protocol.JobEvent) -> None: ...
+    def persist(self, rec: JobRecord) -> None: ...
 
 
 class ChoiceHost:
     def __init__(self, jobs: ChoiceJobs) -> None:
         self.jobs = jobs
 
-    def slot_now(self, rec: dict) -> tuple[str | None, str, str | None]:
+    def slot_now(self, rec: JobRecord) -> tuple[str | None, str, str | None]:
         """What the job's slot runs; for a pool job, what every slot of the pool runs (a pool
         serving mixed profiles, or rolling, is "swapping": no candidate is measured on it)."""
         site = self.jobs.site
-        slot = site.slot(rec["slot"])
+        slot = site.slot(rec.slot)
         if slot is None:
             return None, "missing", None
-        pool = rec.get("pool")
+        pool = rec.pool
         if pool and site.has_pool(pool):
             members = site.pool_members(pool)
             profiles = {m.profile_name for m in members}
@@ -59,39 +60,38 @@ class ChoiceHost:
         state = "swapping" if slot.swapping else slot.state
         return slot.profile_name, state, slot.launch_id
 
-    def counters(self, rec: dict) -> tuple[int, int, float]:
+    def counters(self, rec: JobRecord) -> tuple[int, int, float]:
         j = self.jobs
-        return j.answered(rec), j.out_tokens(rec), float(rec.get("joules") or 0.0)
+        return j.answered(rec), j.out_tokens(rec), float(rec.joules or 0.0)
 
-    def remaining(self, rec: dict) -> int | None:
-        total = rec.get("total")
-        if total is None:
+    def remaining(self, rec: JobRecord) -> int | None:
+        if rec.total is None:
             return None
-        return max(0, int(total) - self.jobs.answered(rec) - self.jobs.failed(rec))
+        return max(0, rec.total - self.jobs.answered(rec) - self.jobs.failed(rec))
 
-    def concurrency_for(self, rec: dict) -> int | None:
-        slot = self.jobs.site.slot(rec["slot"])
-        if slot is None or rec.get("auto_for") != slot.launch_id:
+    def concurrency_for(self, rec: JobRecord) -> int | None:
+        slot = self.jobs.site.slot(rec.slot)
+        if slot is None or rec.auto_for != slot.launch_id:
             return None
-        return int(rec["concurrency"])
+        return rec.concurrency
 
-    def job_tok_s(self, rec: dict) -> float:
-        rates = self.jobs.rates.get(rec["id"])
+    def job_tok_s(self, rec: JobRecord) -> float:
+        rates = self.jobs.rates.get(rec.id)
         return rates.tok_s() if rates is not None else 0.0
 
-    def power_w(self, rec: dict) -> float | None:
+    def power_w(self, rec: JobRecord) -> float | None:
         return self.jobs.site.gpu_power_w()
 
-    async def command(self, rec: dict, op: str, args: protocol.PreflightArgs) -> dict:
+    async def command(self, rec: JobRecord, op: str, args: protocol.PreflightArgs) -> dict:
         from sgltui.agent.errors import OpError
 
         # a pool job's swap is the pool's rolling swap (never zero routable slots)
-        if rec.get("pool"):
-            args = msgspec.structs.replace(args, pool=str(rec["pool"]))
+        if rec.pool:
+            args = msgspec.structs.replace(args, pool=rec.pool)
         else:
-            args = msgspec.structs.replace(args, slot=str(rec["slot"]))
+            args = msgspec.structs.replace(args, slot=rec.slot)
         try:
-            res = await self.jobs.site.command(op, args, f"job {rec['id']}")
+            res = await self.jobs.site.command(op, args, f"job {rec.id}")
         except OpError as exc:
             raise Refused(str(exc), exc.code) from None
         except protocol.ProtocolError as exc:  # arguments it cannot take: refused, never a hang
@@ -100,19 +100,19 @@ class ChoiceHost:
         res = protocol.to_builtins(res)
         return res if isinstance(res, dict) else {}
 
-    def publish(self, rec: dict, event: protocol.JobEvent) -> None:
+    def publish(self, rec: JobRecord, event: protocol.JobEvent) -> None:
         self.jobs.publish(rec, event)
 
-    def persist(self, rec: dict) -> None:
+    def persist(self, rec: JobRecord) -> None:
         self.jobs.persist(rec)
 
 
-def integrate_energy(rec: dict, power_w: float | None, dt: float) -> None:
+def integrate_energy(rec: JobRecord, power_w: float | None, dt: float) -> None:
     """Add `dt` seconds at `power_w` to the running job and its newest segment."""
-    if power_w is None or rec.get("state") != "running":
+    if power_w is None or rec.state != "running":
         return
     joules = power_w * min(5.0, max(0.0, dt))  # a stalled loop does not invent energy
-    rec["joules"] = round(float(rec.get("joules") or 0.0) + joules, 2)
-    segs = rec.get("segments") or []
-    if segs and not segs[-1].get("closed"):
-        segs[-1]["joules"] = round(float(segs[-1].get("joules") or 0.0) + joules, 2)
+    rec.joules = round(float(rec.joules or 0.0) + joules, 2)
+    segs = rec.segments
+    if segs and not segs[-1].closed:
+        segs[-1].joules = round(float(segs[-1].joules or 0.0) + joules, 2)

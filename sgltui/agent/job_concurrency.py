@@ -14,6 +14,7 @@ from sgltui.agent.job_segments import Publish
 from sgltui.agent.state import read_json
 
 if TYPE_CHECKING:
+    from sgltui.agent.job_records import ConcurrencyMode, JobRecord
     from sgltui.agent.jobs_sight import JobsSite
 
 DEFAULT_CONCURRENCY = 16
@@ -42,30 +43,30 @@ def auto_concurrency(site: JobsSite, slot_id: str) -> tuple[int, str]:
     return DEFAULT_CONCURRENCY, "default (no capacity card or bench for this profile yet)"
 
 
-def maybe_auto(site: JobsSite, rec: dict, publish: Publish) -> None:
+def maybe_auto(site: JobsSite, rec: JobRecord, publish: Publish) -> None:
     """An auto job's concurrency, chosen again once its slot runs a new launch."""
-    if rec.get("concurrency_mode") != "auto":
+    if rec.concurrency_mode != "auto":
         return
-    slot = site.slot(rec["slot"])
-    if slot is None or slot.state != "ready" or rec.get("auto_for") == slot.launch_id:
+    slot = site.slot(rec.slot)
+    if slot is None or slot.state != "ready" or rec.auto_for == slot.launch_id:
         return
-    n, why = auto_concurrency(site, rec["slot"])
-    if rec.get("pool") and site.has_pool(rec["pool"]):
-        k = len(site.pool_members(rec["pool"]))
+    n, why = auto_concurrency(site, rec.slot)
+    if rec.pool and site.has_pool(rec.pool):
+        k = len(site.pool_members(rec.pool))
         n, why = n * k, f"{why}, x {k} slots of the pool"
-    if why.startswith("default") and slot.launch_id and not rec.get("auto_tries"):
-        rec["auto_tries"] = 1  # the capacity card may come a moment after ready
+    if why.startswith("default") and slot.launch_id and not rec.auto_tries:
+        rec.auto_tries = 1  # the capacity card may come a moment after ready
         return
-    rec["auto_for"] = slot.launch_id
-    rec.pop("auto_tries", None)
-    if n != rec["concurrency"]:
-        rec["concurrency"] = n
+    rec.auto_for = slot.launch_id
+    rec.auto_tries = None
+    if n != rec.concurrency:
+        rec.concurrency = n
         publish(rec, protocol.JobConcurrency(concurrency=n, why=why))
 
 
 def initial_concurrency(
     site: JobsSite, args: protocol.JobRunArgs, slot_id: str, choose: bool
-) -> tuple[str, int, str]:
+) -> tuple[ConcurrencyMode, int, str]:
     """A new job's (mode, concurrency, why): as given, or automatic (times the pool's slots
     for a job through a pool); a --choose job's is always automatic."""
     conc_arg = args.concurrency

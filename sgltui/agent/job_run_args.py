@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui import protocol
-from sgltui.agent.job_records import ACTIVE
+from sgltui.agent.job_records import ACTIVE, JobRecord
 from sgltui.agent.job_runner import MAX_CONCURRENCY
 from sgltui.jobs import choose
 from sgltui.jobs.output import OutputError, default_output, ensure_writable
@@ -22,23 +22,23 @@ class JobError(Exception):
         self.code: protocol.ErrorCode = code
 
 
-def find_job(jobs: dict[str, dict], ref: Any) -> dict:
+def find_job(jobs: dict[str, JobRecord], ref: object) -> JobRecord:
     """A job by id or name; without one, the newest active job (else the newest)."""
     if ref:
         ref = str(ref)
         if ref in jobs:
             return jobs[ref]
-        named = [j for j in jobs.values() if j.get("name") == ref]
+        named = [j for j in jobs.values() if j.name == ref]
         if named:
-            return max(named, key=lambda j: j["created"])
+            return max(named, key=lambda j: j.created)
         raise JobError(f"no job {ref!r}; see `sgltui job list`", "not_found")
     if not jobs:
         raise JobError("no job yet; start one with `sgltui job run INPUT.jsonl`", "not_found")
-    active = [j for j in jobs.values() if j.get("state") in ACTIVE]
-    return max(active or jobs.values(), key=lambda j: j["created"])
+    active = [j for j in jobs.values() if j.state in ACTIVE]
+    return max(active or jobs.values(), key=lambda j: j.created)
 
 
-def check_paths(args: protocol.JobRunArgs, jobs: Iterable[dict]) -> tuple[Path, Path]:
+def check_paths(args: protocol.JobRunArgs, jobs: Iterable[JobRecord]) -> tuple[Path, Path]:
     """(input, output) of a new job; `jobs`: the records, whose active outputs it must not
     share."""
     raw_input = args.input
@@ -61,9 +61,9 @@ def check_paths(args: protocol.JobRunArgs, jobs: Iterable[dict]) -> tuple[Path, 
     except OutputError as exc:
         raise JobError(str(exc)) from None
     for other in jobs:
-        if other.get("state") in ACTIVE and Path(other["output"]) == out:
+        if other.state in ACTIVE and Path(other.output) == out:
             raise JobError(
-                f"job {other['id']} ({other.get('name')}) already writes {out}; "
+                f"job {other.id} ({other.name}) already writes {out}; "
                 "wait for it, cancel it, or choose another -o"
             )
     return inp, out

@@ -16,6 +16,10 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sgltui.agent.job_records import JobRecord
 
 MAX_CONCURRENCY = 4096
 
@@ -54,15 +58,15 @@ class Runner:
                 await asyncio.wait_for(self.proc.wait(), 5.0)
 
 
-async def start_runner(rec: dict, log_path: Path) -> Runner:
+async def start_runner(rec: JobRecord, log_path: Path) -> Runner:
     """A runner child for the job `rec` (its stderr in `log_path`), in its own process group."""
     spec = {
-        "id": rec["id"],
-        "input": rec["input"],
-        "output": rec["output"],
-        "concurrency": rec["concurrency"],
+        "id": rec.id,
+        "input": rec.input,
+        "output": rec.output,
+        "concurrency": rec.concurrency,
         "max_concurrency": MAX_CONCURRENCY,
-        "stamp": rec.get("stamp"),  # the input's earlier check: unchanged -> not re-read
+        "stamp": rec.stamp,  # the input's earlier check: unchanged -> not re-read
     }
     with open(log_path, "ab") as err:
         proc = await asyncio.create_subprocess_exec(
@@ -78,7 +82,7 @@ async def start_runner(rec: dict, log_path: Path) -> Runner:
             limit=1 << 20,
         )
     r = Runner(proc)
-    r.concurrency = rec["concurrency"]
+    r.concurrency = rec.concurrency
     return r
 
 

@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING
 
 from sgltui import protocol
-from sgltui.agent.job_records import answered, failed
+from sgltui.agent.job_records import JobRecord, answered, failed
 from sgltui.agent.job_runner import Runner
 from sgltui.agent.job_segments import Publish
 from sgltui.jobs.stall import StallWatch
@@ -34,15 +34,15 @@ class Stalls:
         age = time.time() - float(engine.get("ts") or 0.0)  # the reading's wall time
         return time.monotonic() - max(0.0, age)
 
-    def watch(self, rec: dict, r: Runner | None) -> None:
+    def watch(self, rec: JobRecord, r: Runner | None) -> None:
         """A job that should be sending and gets no answer says so (sgltui/jobs/stall.py)."""
-        watch = self.watches.get(rec["id"])
+        watch = self.watches.get(rec.id)
         if watch is None:
-            watch = self.watches[rec["id"]] = StallWatch(float(self.site.jobs_config.stall_s))
-        slot = self.site.slot(rec["slot"])
+            watch = self.watches[rec.id] = StallWatch(float(self.site.jobs_config.stall_s))
+        slot = self.site.slot(rec.slot)
         was = watch.stalled
         if (
-            rec.get("state") != "running"
+            rec.state != "running"
             or r is None
             or r.checked is None
             or r.sent_paused
@@ -57,8 +57,8 @@ class Stalls:
                 f"{slot.unresponsive}"
             )
             if watch.stalled != line:
-                watch.stalled = rec["stalled"] = line
-                log.warning("job %s: %s", rec["id"], line)
+                watch.stalled = rec.stalled = line
+                log.warning("job %s: %s", rec.id, line)
                 self.publish(rec, protocol.JobStalled(message=line))
             return
         else:
@@ -68,18 +68,19 @@ class Stalls:
                 time.monotonic(), done, r.progress, server, self._tokens_at(slot.id)
             )
             if new:
-                rec["stalled"] = new
-                log.warning("job %s: %s", rec["id"], new)
+                rec.stalled = new
+                log.warning("job %s: %s", rec.id, new)
                 self.publish(rec, protocol.JobStalled(message=new))
                 return
         if was and watch.stalled is None:
-            rec.pop("stalled", None)
+            rec.stalled = None
             self.publish(rec, protocol.JobStallOver())
 
-    def end(self, rec: dict) -> None:
+    def end(self, rec: JobRecord) -> None:
         """A job that finishes is stalled no more: answers that came back between two of the
         stall watch's ticks can finish it before the watch sees them (a server that resumed
         with little left to do), and a done job must not say 'stalled'."""
-        watch = self.watches.pop(rec["id"], None)
-        if rec.pop("stalled", None) is not None or (watch is not None and watch.stalled):
+        watch = self.watches.pop(rec.id, None)
+        stalled, rec.stalled = rec.stalled, None
+        if stalled is not None or (watch is not None and watch.stalled):
             self.publish(rec, protocol.JobStallOver())

@@ -1,7 +1,7 @@
 """Where a batch job sends: its target, a slot or a pool (first-class in its record, its view,
 its job.start event and the report), and the URL it may send to now.
 
-A job through a pool keeps the pool's first slot as its reference slot (`rec["slot"]`: whose
+A job through a pool keeps the pool's first slot as its reference slot (`rec.slot`: whose
 capacity card and engine readings its automatic concurrency and stall watch read), but it is
 the pool's job: the gateway spreads it over every slot of the pool, and one slot's swap does
 not hold it.
@@ -11,42 +11,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sgltui.agent.job_records import JobRecord, target_record
 from sgltui.protocol import JobTarget
 
 if TYPE_CHECKING:
     from sgltui.agent.jobs_sight import JobsSite
 
 
-def target_record(slot: str, pool: str | None) -> dict:
-    """A new job's target as its record keeps it."""
-    return {"kind": "pool", "name": pool} if pool else {"kind": "slot", "name": slot}
-
-
-def target_of(rec: dict) -> JobTarget:
+def target_of(rec: JobRecord) -> JobTarget:
     """The job's target; a record written before targets existed says it by `pool`/`slot`."""
-    t = rec.get("target")
-    if isinstance(t, dict) and t.get("kind") in ("slot", "pool") and t.get("name"):
-        return JobTarget(kind=t["kind"], name=str(t["name"]))
-    pool = rec.get("pool")
-    return (
-        JobTarget(kind="pool", name=str(pool))
-        if pool
-        else JobTarget(kind="slot", name=str(rec["slot"]))
-    )
+    return rec.target or target_record(rec.slot, rec.pool)
 
 
-def send_to(site: JobsSite, rec: dict) -> tuple[str | None, str | None, str]:
+def send_to(site: JobsSite, rec: JobRecord) -> tuple[str | None, str | None, str]:
     """(url, api_key, why not) for the job's slot (or pool) now."""
-    if rec.get("pool"):
+    if rec.pool:
         # Through the pool's gateway: one slot's swap does not hold the job (the gateway
         # sends its requests to the other slots meanwhile).
-        if rec.get("hold"):
+        if rec.hold:
             return None, None, "held"
-        return site.pool_target(rec["pool"])
-    slot = site.slot(rec["slot"])
+        return site.pool_target(rec.pool)
+    slot = site.slot(rec.slot)
     if slot is None:
-        return None, None, f"slot {rec['slot']} does not exist"
-    if slot.swapping or rec.get("hold"):
+        return None, None, f"slot {rec.slot} does not exist"
+    if slot.swapping or rec.hold:
         return None, None, "held for a swap"
     if slot.state != "ready":
         return None, None, f"waiting for slot {slot.id} to be ready ({slot.state})"

@@ -7,43 +7,50 @@ from pathlib import Path
 
 import msgspec
 
-from sgltui.agent.job_records import FINISHED, answered, average, failed, out_tokens
+from sgltui.agent.job_records import (
+    FINISHED,
+    JobRecord,
+    answered,
+    average,
+    failed,
+    out_tokens,
+)
 from sgltui.agent.job_runner import Runner
 from sgltui.agent.job_target import target_of
 from sgltui.jobs import choose
 from sgltui.jobs.output import errors_path
 from sgltui.jobs.progress import Rates, eta_s
-from sgltui.protocol import JobChoice, JobSegment, JobState, JobView
+from sgltui.protocol import JobChoice, JobState, JobView
 
 
-def job_view(rec: dict, rates: Rates | None, r: Runner | None, full: bool = False) -> JobView:
+def job_view(rec: JobRecord, rates: Rates | None, r: Runner | None, full: bool = False) -> JobView:
     rates = rates or Rates()
     done, bad = answered(rec), failed(rec)
-    total = rec.get("total")
-    running = rec.get("state") == "running"
+    total = rec.total
+    running = rec.state == "running"
     if running:
         tok_s, comp_s = rates.tok_s(), rates.completions_s()
-    elif rec.get("state") in FINISHED:  # its average over the time it was sent (0.0 read wrong)
+    elif rec.state in FINISHED:  # its average over the time it was sent (0.0 read wrong)
         comp_s, tok_s = average(rec)
     else:  # paused or waiting: nothing is sent now, and a figure would be stale
         comp_s = tok_s = 0.0
     remaining = (total - done - bad) if total is not None else None
     progress = r.progress if r else {}
     return JobView(
-        id=rec["id"],
-        name=rec.get("name"),
-        state=JobState(rec["state"]),
+        id=rec.id,
+        name=rec.name,
+        state=JobState(rec.state),
         target=target_of(rec),
-        slot=rec["slot"],
-        pool=rec.get("pool"),
-        input=rec["input"],
-        output=rec["output"],
-        errors_output=str(errors_path(Path(rec["output"]))),
-        pinned=bool(rec.get("pinned")),
-        hold=rec.get("hold"),
-        waiting_for=rec.get("waiting_for"),
-        concurrency=rec["concurrency"],
-        concurrency_mode=rec.get("concurrency_mode", "fixed"),
+        slot=rec.slot,
+        pool=rec.pool,
+        input=rec.input,
+        output=rec.output,
+        errors_output=str(errors_path(Path(rec.output))),
+        pinned=rec.pinned,
+        hold=rec.hold,
+        waiting_for=rec.waiting_for,
+        concurrency=rec.concurrency,
+        concurrency_mode=rec.concurrency_mode,
         total=total,
         answered=done,
         failed=bad,
@@ -59,19 +66,16 @@ def job_view(rec: dict, rates: Rates | None, r: Runner | None, full: bool = Fals
         eta_s=eta_s(remaining, done, out_tokens(rec), tok_s)
         if remaining is not None and running
         else (0.0 if remaining == 0 else None),
-        created=rec["created"],
-        finished=rec.get("finished"),
-        error=rec.get("error"),
-        stalled=rec.get("stalled"),
-        segments=[
-            JobSegment(**{k: s.get(k) for k in JobSegment.__struct_fields__ if k in s})
-            for s in rec.get("segments") or []
-        ],
-        runner_pid=rec.get("pid"),
+        created=rec.created,
+        finished=rec.finished,
+        error=rec.error,
+        stalled=rec.stalled,
+        segments=[s.view() for s in rec.segments],
+        runner_pid=rec.pid,
         runner_cpu_s=progress.get("cpu_run_s"),
-        rate_history=[tuple(p) for p in rec.get("rate_history") or []] if full else None,
-        joules=rec.get("joules"),
-        decision=msgspec.convert(choose.view(rec["choose"], rec.get("segments")), JobChoice)
-        if rec.get("choose")
+        rate_history=list(rec.rate_history) if full else None,
+        joules=rec.joules,
+        decision=msgspec.convert(choose.view(rec.choose, rec.segments), JobChoice)
+        if rec.choose
         else None,
     )

@@ -41,6 +41,7 @@ from sgltui.agent.job_concurrency import (
 from sgltui.agent.job_records import (
     ACTIVE,
     FINISHED,
+    JobRecord,
     JobStore,
     answered,
     failed,
@@ -95,7 +96,7 @@ class JobsHost:
     def __init__(self, site: JobsSite) -> None:
         self.site = site  # all it sees of the agent (agent/jobs_sight.py)
         self.store = JobStore(site.jobs_dir)  # the records on disk (agent/job_records.py)
-        self.jobs: dict[str, dict] = {}  # id -> record (what is persisted)
+        self.jobs: dict[str, JobRecord] = {}  # id -> record (what is persisted)
         self.runners: dict[str, Runner] = {}
         self.rates: dict[str, Rates] = {}
         self._tick_task: asyncio.Task | None = None
@@ -109,11 +110,10 @@ class JobsHost:
 
     async def start(self) -> None:
         for rec in self.store.load():
-            rec.setdefault("target", msgspec.to_builtins(target_of(rec)))  # an older record
-            self.jobs[rec["id"]] = rec
-            self.rates[rec["id"]] = Rates()
-            if rec.get("state") in ACTIVE:
-                rec["respawns"] = 0
+            self.jobs[rec.id] = rec
+            self.rates[rec.id] = Rates()
+            if rec.state in ACTIVE:
+                rec.respawns = 0
                 self._publish(rec, protocol.JobResumeAfterRestart(answered=answered(rec)))
                 self._choose(rec)
                 await self._spawn(rec)
@@ -134,38 +134,38 @@ class JobsHost:
 
     # ---- records ---------------------------------------------------------------------------
 
-    def persist(self, rec: dict) -> None:
+    def persist(self, rec: JobRecord) -> None:
         self.store.save(rec, force=True)
 
-    def _persist(self, rec: dict, force: bool = False) -> None:
+    def _persist(self, rec: JobRecord, force: bool = False) -> None:
         self.store.save(rec, force)
 
-    def _publish(self, rec: dict, event: protocol.JobEvent) -> None:
+    def _publish(self, rec: JobRecord, event: protocol.JobEvent) -> None:
         """A job's event, stamped with the job, its client and its slot."""
-        event.job, event.client, event.slot = rec["id"], rec.get("client"), rec.get("slot")
+        event.job, event.client, event.slot = rec.id, rec.client, rec.slot
         self.site.publish(event)
 
-    def _choose(self, rec: dict) -> None:
-        """A --choose job gets its trial's driver (jobs/chooser.py); its state is rec["choose"]."""
-        if rec.get("choose") and rec["id"] not in self.choosers:
+    def _choose(self, rec: JobRecord) -> None:
+        """A --choose job gets its trial's driver (jobs/chooser.py); its state is rec.choose."""
+        if rec.choose and rec.id not in self.choosers:
             watch_s = float(self.site.jobs_config.choose_watch_s)
-            self.choosers[rec["id"]] = Chooser(self._choice_host, rec, watch_s=watch_s)
+            self.choosers[rec.id] = Chooser(self._choice_host, rec, watch_s=watch_s)
 
-    def find(self, ref: Any) -> dict:
+    def find(self, ref: object) -> JobRecord:
         """A job by id or name; without one, the newest active job (else the newest)."""
         return find_job(self.jobs, ref)
 
     # ---- the runner child ------------------------------------------------------------------
 
-    async def _spawn(self, rec: dict) -> Runner:
-        r = await start_runner(rec, self.store.log_path(rec["id"]))
-        self.runners[rec["id"]] = r
-        rec["state"] = "checking"
-        rec["pid"] = r.proc.pid
-        r.reader = spawn(self._read(rec, r), f"job {rec['id']}: runner reader")
+    async def _spawn(self, rec: JobRecord) -> Runner:
+        r = await start_runner(rec, self.store.log_path(rec.id))
+        self.runners[rec.id] = r
+        rec.state = "checking"
+        rec.pid = r.proc.pid
+        r.reader = spawn(self._read(rec, r), f"job {rec.id}: runner reader")
         return r
 
-    async def _read(self, rec: dict, r: Runner) -> None:
+    async def _read(self, rec: JobRecord, r: Runner) -> None:
         try:
             async for msg in read_lines(r):
                 self._on_message(rec, r, msg)
@@ -173,19 +173,19 @@ class JobsHost:
             await r.proc.wait()
             await self._on_exit(rec, r)
 
-    def _on_message(self, rec: dict, r: Runner, msg: dict) -> None:
+    def _on_message(self, rec: JobRecord, r: Runner, msg: dict) -> None:
         t = msg.get("t")
         if t == "checked":
             r.checked = msg
             # The output file is the truth (agent/job_segments.py)
             job_segments.place_resumed(rec, msg)
-            rec["total"] = msg["total"]
-            rec["stamp"] = msg.get("stamp")
-            rec["base_ok"] = msg["resumed_ok"]
-            rec["base_failed"] = msg["resumed_failed"]
-            rec["base_out_tokens"] = msg["resumed_out_tokens"]
-            rec["run_done"] = rec["run_failed"] = rec["run_out_tokens"] = 0
-            rec["state"] = "waiting"
+            rec.total = msg["total"]
+            rec.stamp = msg.get("stamp")
+            rec.base_ok = msg["resumed_ok"]
+            rec.base_failed = msg["resumed_failed"]
+            rec.base_out_tokens = msg["resumed_out_tokens"]
+            rec.run_done = rec.run_failed = rec.run_out_tokens = 0
+            rec.state = "waiting"
             if msg.get("repaired_bytes"):
                 self._publish(rec, protocol.JobRepaired(cut_bytes=msg["repaired_bytes"]))
             self._publish(
@@ -209,19 +209,19 @@ class JobsHost:
             r.error = str(msg.get("message"))
             r.checked_ev.set()
 
-    def _on_progress(self, rec: dict, r: Runner, msg: dict) -> None:
+    def _on_progress(self, rec: JobRecord, r: Runner, msg: dict) -> None:
         prev = r.progress
         r.progress = msg
         disk = msg.get("disk_error")
-        if disk != rec.get("disk_error"):
+        if disk != rec.disk_error:
             # the runner stopped sending (or goes on) because the output cannot (or can again)
             # be written: said at once, not after the figures have gone stale
             if disk:
-                rec["disk_error"] = disk
-                log.warning("job %s: %s", rec["id"], disk)
+                rec.disk_error = disk
+                log.warning("job %s: %s", rec.id, disk)
                 self._publish(rec, protocol.JobDiskError(message=disk))
             else:
-                rec.pop("disk_error", None)
+                rec.disk_error = None
                 self._publish(rec, protocol.JobDiskOk())
             self._sync(rec)
         d_done = msg["done"] - prev.get("done", 0)
@@ -230,136 +230,134 @@ class JobsHost:
         d_in = msg["in_tokens"] - prev.get("in_tokens", 0)
         new_segment = False
         if d_done or d_failed:
-            n_segs = len(rec.get("segments") or [])
+            n_segs = len(rec.segments)
             seg = job_segments.current(rec, self.site.info_hash, self._publish)
-            new_segment = len(rec.get("segments") or []) != n_segs
+            new_segment = len(rec.segments) != n_segs
             if seg is not None:
-                seg["completions"] += d_done
-                seg["failed"] += d_failed
-                seg["out_tokens"] += d_out
-                seg["in_tokens"] += d_in
-                seg["last"] = time.time()
+                seg.completions += d_done
+                seg.failed += d_failed
+                seg.out_tokens += d_out
+                seg.in_tokens += d_in
+                seg.last = time.time()
         # the totals and the segments change together: a record saved between the two would
         # count answers a restarted agent could not place in any segment
-        rec["run_done"], rec["run_failed"] = msg["done"], msg["failed"]
-        rec["run_out_tokens"] = msg["out_tokens"]
+        rec.run_done, rec.run_failed = msg["done"], msg["failed"]
+        rec.run_out_tokens = msg["out_tokens"]
         done = answered(rec)
-        self.rates[rec["id"]].add(time.monotonic(), done, out_tokens(rec), wall=time.time())
-        rec["rate_history"] = list(self.rates[rec["id"]].history)
+        self.rates[rec.id].add(time.monotonic(), done, out_tokens(rec), wall=time.time())
+        rec.rate_history = list(self.rates[rec.id].history)
         now = time.monotonic()
-        if now - self._progress_ev.get(rec["id"], 0.0) >= PROGRESS_EVENT_S:
-            self._progress_ev[rec["id"]] = now
+        if now - self._progress_ev.get(rec.id, 0.0) >= PROGRESS_EVENT_S:
+            self._progress_ev[rec.id] = now
             v = self.view(rec)
             self._publish(
                 rec,
                 protocol.JobProgress(
                     answered=done,
                     failed=failed(rec),
-                    total=rec.get("total"),
+                    total=rec.total,
                     completions_s=v.completions_s,
                     tok_s=v.tok_s,
                     in_flight=msg["in_flight"],
                 ),
             )
-        if rec["id"] in self.choosers:
-            self.choosers[rec["id"]].on_progress()
+        if rec.id in self.choosers:
+            self.choosers[rec.id].on_progress()
         # a new segment is saved at once: a restarted agent must not close the old one again
         self._persist(rec, force=new_segment)
 
-    async def _on_exit(self, rec: dict, r: Runner) -> None:
-        if self.runners.get(rec["id"]) is r:
-            del self.runners[rec["id"]]
-        rec["pid"] = None
-        if r.error is None and r.checked is None and rec.get("total") is None:
+    async def _on_exit(self, rec: JobRecord, r: Runner) -> None:
+        if self.runners.get(rec.id) is r:
+            del self.runners[rec.id]
+        rec.pid = None
+        if r.error is None and r.checked is None and rec.total is None:
             # a new job whose runner died before it could check anything: one line now, not
             # respawns while `job run` waits for a check that never comes
             r.error = (
                 f"the job's runner exited (code {r.proc.returncode}) before it checked the "
-                f"input; see {self.store.log_path(rec['id'])}"
+                f"input; see {self.store.log_path(rec.id)}"
             )
             r.checked_ev.set()
         if r.error is not None:
-            rec["state"], rec["error"] = "failed", r.error
-            rec["finished"] = time.time()
+            rec.state, rec.error = "failed", r.error
+            rec.finished = time.time()
             self._publish(rec, protocol.JobErrored(message=r.error))
         elif r.final is not None and r.final.get("state") in ("done", "cancelled"):
-            rec["state"] = r.final["state"]
-            rec["finished"] = time.time()
+            rec.state = r.final["state"]
+            rec.finished = finished = time.time()
             self.stalls.end(rec)
-            ch = self.choosers.pop(rec["id"], None)
+            ch = self.choosers.pop(rec.id, None)
             if ch is not None:
                 ch.close()
-                if rec["state"] == "done":
+                if rec.state == "done":
                     ch.on_finished()
-            for seg in rec.get("segments") or []:
+            for seg in rec.segments:
                 job_segments.close(rec, seg, self._publish)
             self._publish(
                 rec,
                 protocol.JobDone(
-                    state=rec["state"],
+                    state=rec.state,
                     answered=answered(rec),
                     failed=failed(rec),
-                    total=rec.get("total"),
+                    total=rec.total,
                     out_tokens=out_tokens(rec),
-                    seconds=round(rec["finished"] - rec["created"], 3),
-                    joules=rec.get("joules"),
+                    seconds=round(finished - rec.created, 3),
+                    joules=rec.joules,
                 ),
             )
         elif self._closing:
             pass  # the agent exits; the next one resumes the job
-        elif rec.get("state") in ACTIVE:
+        elif rec.state in ACTIVE:
             # the runner died (crash, OOM, killed): resume from the output file
-            rec["respawns"] = int(rec.get("respawns", 0)) + 1
+            rec.respawns += 1
             code = r.proc.returncode
-            if rec["respawns"] > RESPAWN_MAX:
-                rec["state"], rec["finished"] = "failed", time.time()
-                rec["error"] = (
+            if rec.respawns > RESPAWN_MAX:
+                rec.state, rec.finished = "failed", time.time()
+                rec.error = error = (
                     f"the runner exited {RESPAWN_MAX} times (last code {code}); "
-                    f"see {self.store.log_path(rec['id'])} and `sgltui job resume` to try again"
+                    f"see {self.store.log_path(rec.id)} and `sgltui job resume` to try again"
                 )
-                self._publish(rec, protocol.JobErrored(message=rec["error"]))
+                self._publish(rec, protocol.JobErrored(message=error))
             else:
-                self._publish(rec, protocol.JobRunnerExit(code=code, respawn=rec["respawns"]))
-                await asyncio.sleep(min(2.0 * rec["respawns"], 10.0))
-                if not self._closing and rec.get("state") in ACTIVE:
+                self._publish(rec, protocol.JobRunnerExit(code=code, respawn=rec.respawns))
+                await asyncio.sleep(min(2.0 * rec.respawns, 10.0))
+                if not self._closing and rec.state in ACTIVE:
                     await self._spawn(rec)
-        if rec["id"] in self.jobs:  # a job refused at its check leaves no record
+        if rec.id in self.jobs:  # a job refused at its check leaves no record
             self._persist(rec, force=True)
 
     # ---- when a job may send ----------------------------------------------------------------
 
-    def _sync(self, rec: dict) -> None:
+    def _sync(self, rec: JobRecord) -> None:
         """Tell the runner what it may do now (idempotent; called on every change and each second)."""
-        r = self.runners.get(rec["id"])
+        r = self.runners.get(rec.id)
         if r is None or r.checked is None:
             return
         url, key, why = send_to(self.site, rec)
-        want_pause = rec.get("user_paused") or url is None
+        want_pause = rec.user_paused or url is None
         if url is not None and url != r.url:
             r.url = url
-            slot = self.site.slot(rec["slot"])
-            if slot is not None and not rec.get("pool"):
-                rec["target_launch"], rec["target_profile"] = slot.launch_id, slot.profile_name
+            slot = self.site.slot(rec.slot)
+            if slot is not None and not rec.pool:
+                rec.target_launch, rec.target_profile = slot.launch_id, slot.profile_name
             r.send({"op": "target", "url": url, "api_key": key})
-            self.rates[rec["id"]].reset()
-        if rec.get("pool"):
-            job_segments.follow_pool(rec, self.site.pool_profiles(rec["pool"]))
+            self.rates[rec.id].reset()
+        if rec.pool:
+            job_segments.follow_pool(rec, self.site.pool_profiles(rec.pool))
         if want_pause != r.sent_paused:
             r.sent_paused = bool(want_pause)
             if want_pause:
                 r.paused_ev.clear()
             r.send({"op": "pause"} if want_pause else {"op": "resume"})
-        if r.concurrency != rec["concurrency"]:
-            r.concurrency = rec["concurrency"]
-            r.send({"op": "concurrency", "n": rec["concurrency"]})
-        new_state = (
-            "paused" if rec.get("user_paused") else ("waiting" if url is None else "running")
-        )
-        if rec.get("disk_error") and new_state == "running":
-            new_state, why = "waiting", rec["disk_error"]
-        rec["waiting_for"] = why or None
-        if new_state != rec.get("state"):
-            rec["state"] = new_state
+        if r.concurrency != rec.concurrency:
+            r.concurrency = rec.concurrency
+            r.send({"op": "concurrency", "n": rec.concurrency})
+        new_state = "paused" if rec.user_paused else ("waiting" if url is None else "running")
+        if rec.disk_error and new_state == "running":
+            new_state, why = "waiting", rec.disk_error
+        rec.waiting_for = why or None
+        if new_state != rec.state:
+            rec.state = new_state
             self._persist(rec, force=True)
 
     async def _tick(self) -> None:
@@ -369,37 +367,37 @@ class JobsHost:
             now = time.monotonic()
             power = self.site.gpu_power_w() if self.jobs else None
             for rec in list(self.jobs.values()):
-                if rec.get("state") not in ACTIVE:
+                if rec.state not in ACTIVE:
                     continue
                 try:
                     self._release_stale_hold(rec)
                     maybe_auto(self.site, rec, self._publish)
                     self._sync(rec)
-                    self.stalls.watch(rec, self.runners.get(rec["id"]))
+                    self.stalls.watch(rec, self.runners.get(rec.id))
                     integrate_energy(rec, power, now - last)
-                    if rec["id"] in self.choosers:
-                        self.choosers[rec["id"]].tick()
+                    if rec.id in self.choosers:
+                        self.choosers[rec.id].tick()
                 except Exception:  # one job's fault must not stop every job's second
-                    log.exception("job %s: its second's checks failed", rec.get("id"))
+                    log.exception("job %s: its second's checks failed", rec.id)
             last = now
 
-    def _release_stale_hold(self, rec: dict) -> None:
+    def _release_stale_hold(self, rec: JobRecord) -> None:
         """A hold whose swap or stop is over without saying so (cancelled, failed): let go."""
-        if not rec.get("hold"):
+        if not rec.hold:
             return
-        slot = self.site.slot(rec["slot"])
+        slot = self.site.slot(rec.slot)
         if slot is not None and not slot.swapping and not slot.busy:
-            self.after_swap(rec["slot"])
+            self.after_swap(rec.slot)
 
     async def before_swap(self, slot_id: str, force: bool) -> None:
         """A swap of `slot_id` is about to stop its server: hold its jobs, let (or make) what
         is in flight finish. Bounded by [jobs] drain_s, after which in-flight is cancelled."""
         waits = []
         for rec in self.jobs.values():
-            if rec.get("slot") != slot_id or rec.get("state") not in ACTIVE or rec.get("pool"):
+            if rec.slot != slot_id or rec.state not in ACTIVE or rec.pool:
                 continue
-            rec["hold"] = "swap"
-            r = self.runners.get(rec["id"])
+            rec.hold = "swap"
+            r = self.runners.get(rec.id)
             self._publish(rec, protocol.JobHold(reason="swap", force=force))
             if r is None or r.checked is None:
                 continue
@@ -418,9 +416,10 @@ class JobsHost:
 
     def after_swap(self, slot_id: str) -> None:
         for rec in self.jobs.values():
-            if rec.get("slot") == slot_id and rec.pop("hold", None):
+            if rec.slot == slot_id and rec.hold:
+                rec.hold = None
                 self._publish(rec, protocol.JobRelease())
-                r = self.runners.get(rec["id"])
+                r = self.runners.get(rec.id)
                 if r is not None:
                     r.url = None  # a new server: a new connection pool, even on the same port
                 maybe_auto(self.site, rec, self._publish)
@@ -429,26 +428,26 @@ class JobsHost:
     def active_on(self, slot_id: str) -> bool:
         """A job that has not ended and that the user has not paused uses the slot."""
         return any(
-            rec.get("slot") == slot_id and rec.get("state") in ACTIVE and not rec.get("user_paused")
+            rec.slot == slot_id and rec.state in ACTIVE and not rec.user_paused
             for rec in self.jobs.values()
         )
 
-    def pinned_on(self, slot_id: str) -> dict | None:
+    def pinned_on(self, slot_id: str) -> JobRecord | None:
         for rec in self.jobs.values():
-            if rec.get("slot") == slot_id and rec.get("pinned") and rec.get("state") in ACTIVE:
+            if rec.slot == slot_id and rec.pinned and rec.state in ACTIVE:
                 return rec
         return None
 
     # ---- views -----------------------------------------------------------------------------
 
-    def view(self, rec: dict, full: bool = False) -> JobView:
-        return job_view(rec, self.rates.get(rec["id"]), self.runners.get(rec["id"]), full)
+    def view(self, rec: JobRecord, full: bool = False) -> JobView:
+        return job_view(rec, self.rates.get(rec.id), self.runners.get(rec.id), full)
 
     def auto_concurrency(self, slot_id: str) -> tuple[int, str]:
         return auto_concurrency(self.site, slot_id)
 
     def views(self) -> list[JobView]:
-        return [self.view(j) for j in sorted(self.jobs.values(), key=lambda j: j["created"])]
+        return [self.view(j) for j in sorted(self.jobs.values(), key=lambda j: j.created)]
 
     # ---- ops -------------------------------------------------------------------------------
 
@@ -468,20 +467,20 @@ class JobsHost:
             jid += "x"
         rec = new_record(jid, args, inp, out, slot_id, conc, mode, client)
         if chosen is not None:
-            rec["choose"] = chosen
+            rec.choose = chosen
         self.jobs[jid] = rec
         self.rates[jid] = Rates()
         if mode == "auto" and slot.state == "ready" and not why.startswith("default"):
-            rec["auto_for"] = slot.launch_id  # else: chosen again once the capacity card comes
+            rec.auto_for = slot.launch_id  # else: chosen again once the capacity card comes
         self._publish(
             rec,
             protocol.JobStart(
-                name=rec["name"],
-                input=rec["input"],
-                output=rec["output"],
+                name=rec.name,
+                input=rec.input,
+                output=rec.output,
                 concurrency=conc,
                 concurrency_why=why,
-                pinned=rec["pinned"],
+                pinned=rec.pinned,
                 target=target_of(rec),
             ),
         )
@@ -489,7 +488,7 @@ class JobsHost:
         self._choose(rec)
         return Deferred(self._await_checked(rec, r))
 
-    async def _await_checked(self, rec: dict, r: Runner) -> JobView:
+    async def _await_checked(self, rec: JobRecord, r: Runner) -> JobView:
         try:
             await asyncio.wait_for(r.checked_ev.wait(), CHECK_TIMEOUT_S)
         except asyncio.TimeoutError:
@@ -497,22 +496,22 @@ class JobsHost:
         if r.error is not None:
             await r.proc.wait()
             # nothing was sent or written: the job leaves no record behind
-            self.jobs.pop(rec["id"], None)
-            ch = self.choosers.pop(rec["id"], None)
+            self.jobs.pop(rec.id, None)
+            ch = self.choosers.pop(rec.id, None)
             if ch is not None:
                 ch.close()
-            self.store.remove(rec["id"])
+            self.store.remove(rec.id)
             raise JobError(r.error)
         return self.view(rec)
 
-    def _active(self, args: protocol.JobArgs, otherwise: str) -> dict:
+    def _active(self, args: protocol.JobArgs, otherwise: str) -> JobRecord:
         """The job the op names, if it has not ended (else one line: its state, `otherwise`)."""
         rec = self.find(args.job)
-        if rec.get("state") not in ACTIVE:
-            raise JobError(f"job {rec['id']} is {rec.get('state')}; {otherwise}")
+        if rec.state not in ACTIVE:
+            raise JobError(f"job {rec.id} is {rec.state}; {otherwise}")
         return rec
 
-    def _changed(self, rec: dict, event: protocol.JobEvent) -> JobView:
+    def _changed(self, rec: JobRecord, event: protocol.JobEvent) -> JobView:
         """A command changed the job: recorded, passed on to its runner, saved; the job now."""
         self._publish(rec, event)
         self._sync(rec)
@@ -527,29 +526,27 @@ class JobsHost:
 
     async def op_pause(self, args: protocol.JobArgs, client: str | None) -> JobView:
         rec = self._active(args, "nothing to pause")
-        rec["user_paused"] = True
+        rec.user_paused = True
         return self._changed(rec, protocol.JobPause())
 
     async def op_resume(self, args: protocol.JobArgs, client: str | None) -> JobView:
         rec = self.find(args.job)
-        if rec.get("state") == "failed" or (
-            rec.get("state") in ACTIVE and rec["id"] not in self.runners
-        ):
-            rec["respawns"] = 0
-            rec.pop("error", None)
-            rec["user_paused"] = False
+        if rec.state == "failed" or (rec.state in ACTIVE and rec.id not in self.runners):
+            rec.respawns = 0
+            rec.error = None
+            rec.user_paused = False
             self._publish(rec, protocol.JobResume(restart=True))
             await self._spawn(rec)
             return self.view(rec)
         rec = self._active(args, "start a new one with `sgltui job run`")
-        rec["user_paused"] = False
+        rec.user_paused = False
         return self._changed(rec, protocol.JobResume())
 
     async def op_cancel(self, args: protocol.JobArgs, client: str | None) -> JobView:
         rec = self._active(args, "nothing to cancel")
-        r = self.runners.get(rec["id"])
+        r = self.runners.get(rec.id)
         if r is None:
-            rec["state"], rec["finished"] = "cancelled", time.time()
+            rec.state, rec.finished = "cancelled", time.time()
             return self._changed(rec, protocol.JobCancel())
         self._publish(rec, protocol.JobCancel())
         r.send({"op": "cancel"})
@@ -563,15 +560,15 @@ class JobsHost:
         if args.concurrency is not msgspec.UNSET:
             raw = args.concurrency
             if raw == "auto":
-                rec["concurrency_mode"] = "auto"
-                rec.pop("auto_for", None)
-                n, _ = self.auto_concurrency(rec["slot"])
+                rec.concurrency_mode = "auto"
+                rec.auto_for = None
+                n, _ = self.auto_concurrency(rec.slot)
             else:
                 n = concurrency(raw)
-                rec["concurrency_mode"] = "fixed"
-            rec["concurrency"] = changed.concurrency = n
+                rec.concurrency_mode = "fixed"
+            rec.concurrency = changed.concurrency = n
         if args.pinned is not msgspec.UNSET:
-            rec["pinned"] = changed.pinned = bool(args.pinned)
+            rec.pinned = changed.pinned = bool(args.pinned)
         if changed.concurrency is None and changed.pinned is None:
             raise JobError(
                 "job_set needs concurrency (N or auto) or pinned (true/false)", "invalid"

@@ -6,23 +6,26 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sgltui.agent import gpu, procs
 from sgltui.agent.server_process import LaunchError
 from sgltui.core import causes, host_pool
 
+if TYPE_CHECKING:
+    from sgltui.agent.resolved import Resolved
+
 # The slot's logger: these lines were the slot's and read the same in agent.log.
 log = logging.getLogger("sgltui.agent.slot")
 
 
-def validate(profile: Any) -> str | None:
+def validate(profile: Resolved) -> str | None:
     """The first error the flag validator finds in `profile` (one line), before anything stops
     or starts; None when it is valid or the validator is unavailable."""
     try:
         from sgltui.core.validate import check_profile
 
-        issues = check_profile(profile)
+        issues = check_profile(profile.profile)  # the core Profile it resolved
     except Exception as exc:  # a validator problem must not block a launch that may work
         log.warning(
             "profile validation unavailable for %s: %s",
@@ -42,7 +45,7 @@ def validate(profile: Any) -> str | None:
     return errors[0] + more
 
 
-def check_port(profile: Any, skip: frozenset[str] = frozenset()) -> None:
+def check_port(profile: Resolved, skip: frozenset[str] = frozenset()) -> None:
     """Refuse (LaunchError) a launch whose port is taken, unless `skip` (the preflight checks
     the command forced: `--force port`) says to go past it."""
     host, port = profile.host, profile.port
@@ -60,7 +63,7 @@ def check_port(profile: Any, skip: frozenset[str] = frozenset()) -> None:
 
 
 def check_gpus(
-    profile: Any, exclude_pids: set[int], skip: frozenset[str] = frozenset()
+    profile: Resolved, exclude_pids: set[int], skip: frozenset[str] = frozenset()
 ) -> dict[int, int] | None:
     """Refuse (LaunchError) a launch whose GPUs hold leftover SGLang (always) or lack the
     memory it needs (unless `skip` has `gpu-memory`). -> the target GPUs' used bytes before

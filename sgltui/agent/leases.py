@@ -68,17 +68,17 @@ class Leases:
 
     def _job_leases(self) -> list[protocol.LeaseView]:
         out = []
-        for rec in getattr(self.sup.batch, "jobs", {}).values():
-            if rec.get("state") not in ACTIVE_JOBS or rec.get("user_paused"):
+        for rec in self.sup.batch.jobs.values():
+            if rec.state not in ACTIVE_JOBS or rec.user_paused:
                 continue
-            slot = self.sup.slots.get(str(rec.get("slot")))
+            slot = self.sup.slots.get(rec.slot)
             if slot is None or not slot.profile_name:
                 continue
-            name = rec.get("name") or rec.get("id")
+            name = rec.name or rec.id
             out.append(
                 protocol.LeaseView(
                     profile=slot.profile_name,
-                    holder=f"job {name} ({rec.get('id')})",
+                    holder=f"job {name} ({rec.id})",
                     kind="job",
                     slot=slot.id,
                 )

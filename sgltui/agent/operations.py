@@ -155,7 +155,7 @@ class Operations:
                     report = await slot.stop(client, drain=drain, timeout=timeout)
                 return protocol.Outcome(
                     state=slot.state,
-                    report=msgspec.convert(report, protocol.StopReport, strict=False),
+                    report=report,
                 )
 
             started = self.run(
@@ -492,9 +492,9 @@ class Operations:
             slot.hold_front(f"slot {slot.id}: {old or '-'} -> {target.name}")
             report = await _stop_if_running(slot, client, drain, on_step=step)
             if report is not None:
-                timings.update(report["timings_s"])
-                if report.get("problems"):
-                    log.warning("swap: %s", "; ".join(report["problems"]))
+                timings.update(report.timings_s)
+                if report.problems:
+                    log.warning("swap: %s", "; ".join(report.problems))
             step("launching")
             t_launch = time.monotonic()
             await self.launch(slot, target, client, skip)
@@ -541,7 +541,7 @@ class Operations:
 
 async def _stop_if_running(
     slot: Slot, client: str | None, drain: str, on_step: Callable[[str], None] | None = None
-) -> dict[str, Any] | None:
+) -> protocol.StopReport | None:
     """Stop the slot's server if it has one (a swap's first step, a rollback's); its report."""
     if slot.tree is None or slot.state == STOPPED:
         return None

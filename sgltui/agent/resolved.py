@@ -291,7 +291,9 @@ class ProfileIndex:
             profile = found.resolve(name_or_path)
         return Resolved.of(with_key_files(profile))  # the keys its [key-files] name, read now
 
-    def _refresh_changed(self, found: core_profiles.ProfileSet, profile: Any) -> bool:
+    def _refresh_changed(
+        self, found: core_profiles.ProfileSet, profile: core_profiles.Profile
+    ) -> bool:
         """Re-read the files of `profile`'s chain that changed since the scan; True if any."""
         changed = False
         files = {str(p) for p, _ in profile.origins.values() if p} | _own(profile)

@@ -15,9 +15,12 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sgltui.core import launch_secrets
+
+if TYPE_CHECKING:
+    from sgltui.core import profiles as core_profiles
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +33,9 @@ def secrets_dir(state_dir: Path) -> Path:
     return Path(state_dir) / SECRETS_DIR
 
 
-def launch_argv(profile: Any, state_dir: Path, launched: Callable[[], bool]) -> list[str]:
+def launch_argv(
+    profile: core_profiles.Profile, state_dir: Path, launched: Callable[[], bool]
+) -> list[str]:
     """The argv that starts `profile`, its secrets moved into a --config file; the file is removed
     once the server has read it or once `launched()` is true (the launch is over). Must be called
     in the agent's event loop. Raises ProfileError for a key that cannot be passed."""

@@ -18,8 +18,9 @@ import sys
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from sgltui import protocol
 from sgltui.agent import gpu, procs
 from sgltui.core import causes, files
 
@@ -63,7 +64,9 @@ class LaunchError(Exception):
         self.cause = cause
 
 
-def stop_outcome(kill: dict | None, report: dict) -> tuple[str | None, dict | None]:
+def stop_outcome(
+    kill: dict | None, report: protocol.StopReport
+) -> tuple[Literal["SIGTERM", "SIGKILL"] | None, dict | None]:
     """Which signal ended the server (`kill`: ServerProcess.kill after terminate), and a cause
     when it took a SIGKILL with work running; notes the requests it cut in `report`."""
     kill = kill or {}
@@ -72,7 +75,7 @@ def stop_outcome(kill: dict | None, report: dict) -> tuple[str | None, dict | No
     if kill.get("signal") != "SIGKILL":
         return "SIGTERM", None
     running = kill.get("requests")
-    report["requests_at_sigkill"] = running
+    report.requests_at_sigkill = running
     after = kill.get("after_s", 0.0)
     if kill.get("leftovers_only"):
         # The server itself exited on SIGTERM; what it left behind is no failure of it.

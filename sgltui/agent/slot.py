@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgltui import protocol
 from sgltui.agent import discovery, http_probe, launch_check, lifecycle, procs, secret_config
@@ -43,6 +43,9 @@ from sgltui.agent.slot_core import (
 )
 from sgltui.core import causes, phases, units
 from sgltui.core.tasks import spawn
+
+if TYPE_CHECKING:
+    from sgltui.agent.resolved import Resolved
 
 __all__ = [
     "CRASHED",
@@ -87,13 +90,13 @@ class Slot(SlotCore):
     # ---- launch --------------------------------------------------------------------------------
 
     @staticmethod
-    def validate(profile: Any) -> str | None:
+    def validate(profile: Resolved) -> str | None:
         """The first error the flag validator finds in `profile` (one line), before anything stops
         or starts; None when it is valid or the validator is unavailable."""
         return launch_check.validate(profile)
 
     def precheck(
-        self, profile: Any, exclude_pids: set[int], skip: frozenset[str] = frozenset()
+        self, profile: Resolved, exclude_pids: set[int], skip: frozenset[str] = frozenset()
     ) -> None:
         """Refuse a launch that cannot work before minutes are spent loading it
         (agent/launch_check.py); keeps what the target GPUs use before it."""
@@ -101,14 +104,14 @@ class Slot(SlotCore):
         self.gpu_baseline = None
         self.gpu_baseline = launch_check.check_gpus(profile, exclude_pids, skip)
 
-    async def launch(self, profile: Any, client: str | None, launch_id: str) -> None:
+    async def launch(self, profile: Resolved, client: str | None, launch_id: str) -> None:
         """Spawn `profile` (the caller ran precheck). Returns once the process exists. The table
         is asked first: a launch it refuses starts nothing. Popen runs in a worker thread and,
         once begun, to its end (a cancel then waits for the process to be tracked)."""
         lifecycle.next_state(self.state, lifecycle.SPAWN)  # raises before anything starts
         await to_the_end(self._launch(profile, client, launch_id))
 
-    async def _launch(self, profile: Any, client: str | None, launch_id: str) -> None:
+    async def _launch(self, profile: Resolved, client: str | None, launch_id: str) -> None:
         self.client = client
         self.paused = self.released = self.pinned_once = False  # a new process: awake
         self.profile, self.profile_name = profile, profile.name
@@ -128,7 +131,7 @@ class Slot(SlotCore):
         # failed as 'rejected its command-line flags' (seen in CI's fleet pool test).
         spawned: list[bool] = []
         self.command = secret_config.launch_argv(
-            profile, self.host.state_dir, lambda: bool(spawned) and self.state != LAUNCHING
+            profile.profile, self.host.state_dir, lambda: bool(spawned) and self.state != LAUNCHING
         )
         self.command_hash = profile.command_hash()
         self.launch_id = launch_id
@@ -187,7 +190,7 @@ class Slot(SlotCore):
         self.host.bus.changed()
         self._changed.set()
 
-    def adopt(self, record: dict, profile: Any | None) -> bool:
+    def adopt(self, record: dict, profile: Resolved | None) -> bool:
         """Take over a server launched by an earlier agent. False when it is gone."""
         if not self.proc.adopt(record["tree"]):
             return False
@@ -375,19 +378,14 @@ class Slot(SlotCore):
         drain: str = "wait",
         timeout: float = 30.0,
         on_step: Callable[[str], None] | None = None,
-    ) -> dict:
+    ) -> protocol.StopReport:
         """Drain (bounded), SIGTERM, SIGKILL the group after the grace period, verify nothing of the
         tree is left, wait (bounded) for its GPU memory and the port. Returns a report with
         timings and whatever is still held."""
         self.client = client
         step = on_step or (lambda s: None)
         t0 = time.monotonic()
-        report: dict[str, Any] = {
-            "timings_s": {},
-            "left_pids": [],
-            "gpu_bytes_held": 0,
-            "port_free": True,
-        }
+        report = protocol.StopReport()
         if self.tree is None or self.state in (STOPPED,):
             self._stopping = False
             if self.state != STOPPED:
@@ -403,7 +401,7 @@ class Slot(SlotCore):
                 if not busy:
                     break
                 if time.monotonic() >= deadline:
-                    report["drain_timed_out"] = True
+                    report.drain_timed_out = True
                     break
                 # One line (and one countdown event) when the count changes or every second for
                 # the event, every 5 s for the log: not one per 0.1 s poll.
@@ -433,12 +431,14 @@ class Slot(SlotCore):
                     )
                 await asyncio.sleep(0.1)  # cheap to ask; every poll interval is swap latency
             self.draining = None
-        report["timings_s"]["drain"] = round(time.monotonic() - t0, 3)
+        report.timings_s["drain"] = round(time.monotonic() - t0, 3)
         # From the SIGTERM on, the stop runs to its end whoever cancels its caller.
         return await to_the_end(self._stop_tree(drain, report, step))
 
-    async def _stop_tree(self, drain: str, report: dict[str, Any], step: Callable) -> dict:
-        report["requests_at_sigterm"] = await self._busy() if not self.proc.exit_code()[0] else 0
+    async def _stop_tree(
+        self, drain: str, report: protocol.StopReport, step: Callable
+    ) -> protocol.StopReport:
+        report.requests_at_sigterm = await self._busy() if not self.proc.exit_code()[0] else 0
         t1 = time.monotonic()
         step("stopping")
         self._stopping = True
@@ -454,14 +454,14 @@ class Slot(SlotCore):
         if self._monitor and not self._monitor.done():
             self._monitor.cancel()
         await self._drain_output(1.0, close=True)
-        report["timings_s"]["stop"] = round(time.monotonic() - t1, 3)
-        report["left_pids"] = left
+        report.timings_s["stop"] = round(time.monotonic() - t1, 3)
+        report.left_pids = left
         t2 = time.monotonic()
         step("releasing memory")
         held, port_ok, method = await self._wait_released()
-        report["timings_s"]["memory_release"] = round(time.monotonic() - t2, 3)
-        report["gpu_bytes_held"], report["port_free"] = held, port_ok
-        report["release_method"] = method
+        report.timings_s["memory_release"] = round(time.monotonic() - t2, 3)
+        report.gpu_bytes_held, report.port_free = held, port_ok
+        report.release_method = method
         problems = []
         if left:
             problems.append(f"processes still alive: {procs.describe(left)}")
@@ -469,15 +469,15 @@ class Slot(SlotCore):
             problems.append(f"{units.gib(held)} of GPU memory still held (by {method})")
         if not port_ok:
             problems.append(f"port {self.port} still in use")
-        report["problems"] = problems
-        report["signal"], kill_cause = stop_outcome(self.proc.kill, report)
+        report.problems = problems
+        report.signal, kill_cause = stop_outcome(self.proc.kill, report)
         reason = {
             "SIGTERM": "stopped (exited on SIGTERM)",
             "SIGKILL": "stopped by SIGKILL"
             if kill_cause
             else "stopped (SIGTERM, leftovers SIGKILLed)",
             None: "stopped (it had already exited)",
-        }[report["signal"]]
+        }[report.signal]
         if kill_cause:
             reason += f": {kill_cause['summary']}"
         if problems:
@@ -486,12 +486,12 @@ class Slot(SlotCore):
         self.last_stop = protocol.StopView(
             at=time.time(),
             launch_id=self.launch_id,
-            signal=report["signal"],
+            signal=report.signal,
             drain=drain,
-            drain_timed_out=bool(report.get("drain_timed_out")),
-            requests_at_sigterm=report.get("requests_at_sigterm"),
-            requests_at_sigkill=report.get("requests_at_sigkill"),
-            timings_s=dict(report["timings_s"]),
+            drain_timed_out=report.drain_timed_out,
+            requests_at_sigterm=report.requests_at_sigterm,
+            requests_at_sigkill=report.requests_at_sigkill,
+            timings_s=dict(report.timings_s),
         )
         self.proc.tree, self.proc.popen = None, None
         self._fire(lifecycle.STOPPED_EV, reason, keep_cause)

@@ -82,7 +82,7 @@ def _typed(data: dict | None, cls: type[S]) -> S | None:
     return None if data is None else msgspec.convert(data, cls)
 
 
-def _describe(profile: Any) -> dict | None:
+def _describe(profile: resolved_mod.Resolved | None) -> dict | None:
     """The resolved profile a slot runs (sgltui/agent/resolved.py), without secrets."""
     describe = getattr(profile, "describe", None)
     return describe() if callable(describe) else None
@@ -123,7 +123,7 @@ class SlotCore:
         # the profile says (one slot, no host.toml).
         self.place = place
         self.state: SlotState = STOPPED
-        self.profile: Any = None  # sgltui.core.profiles.Profile of the current launch
+        self.profile: resolved_mod.Resolved | None = None  # what the current launch runs
         self.profile_name: str | None = None
         # its processes: spawn, the log relay, the tree, kill, reap (agent/server_process.py)
         self.proc = ServerProcess(slot_id)
@@ -340,7 +340,7 @@ class SlotCore:
                 break
         return self.state
 
-    def refuse(self, profile: Any, client: str | None, cause: dict) -> None:
+    def refuse(self, profile: resolved_mod.Resolved, client: str | None, cause: dict) -> None:
         """A pre-launch check refused `profile`: failed with the cause, nothing started."""
         self.client = client
         self.profile, self.profile_name = profile, profile.name

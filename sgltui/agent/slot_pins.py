@@ -23,7 +23,7 @@ def held(leases: LeaseGuard, batch: SwapHolds, slot_id: str) -> protocol.Pin | N
         return protocol.Pin(by="lease", what=what)
     rec = batch.pinned_on(slot_id)
     if rec is not None:
-        what = f"batch job {rec['name']} ({rec['id']}) is pinned to slot {slot_id}"
+        what = f"batch job {rec.name} ({rec.id}) is pinned to slot {slot_id}"
         return protocol.Pin(by="job", what=what)
     return None
 

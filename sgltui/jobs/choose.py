@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 CI_TARGET = 0.05  # the 95% interval's half-width, relative to the estimate
 MIN_BATCHES = 6
@@ -341,10 +342,19 @@ def decide(trial: dict, note: str | None = None) -> str | None:
     return winner["name"]
 
 
-def view(trial: dict, segments: list[dict] | None = None) -> dict:
+class Segment(Protocol):
+    """What `view` reads of a job's segment (agent/job_records.py SegmentRecord)."""
+
+    @property
+    def profile(self) -> str | None: ...
+    @property
+    def info_hash(self) -> str | None: ...
+
+
+def view(trial: dict, segments: Sequence[Segment] | None = None) -> dict:
     """What status, the Jobs pane and the decision event show (the points left out). With the
     job's `segments`: each candidate carries the hash of what its server ran (info_hash)."""
-    hashes = {s.get("profile"): s.get("info_hash") for s in segments or [] if s.get("info_hash")}
+    hashes = {s.profile: s.info_hash for s in segments or () if s.info_hash}
     keep = (
         "name",
         "state",

@@ -17,13 +17,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
 from sgltui import protocol
 from sgltui.core.tasks import one_line, watched
 from sgltui.jobs import choose
+from sgltui.jobs.choose import Segment
 
 log = logging.getLogger("sgltui.jobs.chooser")
 
@@ -37,46 +39,69 @@ class Refused(Exception):
         self.code: protocol.ErrorCode = code
 
 
-class ChooseHost(Protocol):
-    def slot_now(self, rec: dict) -> tuple[str | None, str, str | None]:
+class TrialJob(Protocol):
+    """What the trial reads of its job's record (agent/job_records.py JobRecord)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def hold(self) -> str | None: ...
+    @property
+    def choose(self) -> dict | None:
+        """The trial's state (jobs/choose.py), saved with the record."""
+
+    @property
+    def segments(self) -> Sequence[Segment]: ...
+
+
+J = TypeVar("J", bound=TrialJob)
+J_contra = TypeVar("J_contra", bound=TrialJob, contravariant=True)
+
+
+class ChooseHost(Protocol[J_contra]):
+    def slot_now(self, rec: J_contra) -> tuple[str | None, str, str | None]:
         """(profile the job's slot runs, the slot's state, its launch id)."""
 
-    def counters(self, rec: dict) -> tuple[int, int, float]:
+    def counters(self, rec: J_contra) -> tuple[int, int, float]:
         """The job's answered completions, output tokens and joules so far."""
 
-    def remaining(self, rec: dict) -> int | None: ...
+    def remaining(self, rec: J_contra) -> int | None: ...
 
-    def concurrency_for(self, rec: dict) -> int | None:
+    def concurrency_for(self, rec: J_contra) -> int | None:
         """The job's concurrency once set for the slot's current launch (auto), else None."""
 
-    def job_tok_s(self, rec: dict) -> float: ...
+    def job_tok_s(self, rec: J_contra) -> float: ...
 
-    def power_w(self, rec: dict) -> float | None: ...
+    def power_w(self, rec: J_contra) -> float | None: ...
 
-    async def command(self, rec: dict, op: str, args: protocol.PreflightArgs) -> dict:
+    async def command(self, rec: J_contra, op: str, args: protocol.PreflightArgs) -> dict:
         """An agent op on the job's slot (the host fills in the slot or pool), waited for;
         raises Refused with the agent's line."""
 
-    def publish(self, rec: dict, event: protocol.JobEvent) -> None: ...
+    def publish(self, rec: J_contra, event: protocol.JobEvent) -> None: ...
 
-    def persist(self, rec: dict) -> None: ...
+    def persist(self, rec: J_contra) -> None: ...
 
 
-class Chooser:
-    """One --choose job's driver (in memory); its state is rec["choose"] (saved)."""
+class Chooser(Generic[J]):
+    """One --choose job's driver (in memory); its state is rec.choose (saved)."""
 
-    def __init__(self, host: ChooseHost, rec: dict, watch_s: float = choose.WATCH_FOR_S) -> None:
+    def __init__(self, host: ChooseHost[J], rec: J, watch_s: float = choose.WATCH_FOR_S) -> None:
         self.host = host
         self.watch_s = watch_s  # [jobs] choose_watch_s
         self.rec = rec
         self.task: asyncio.Task | None = None  # a preflight or swap under way
         self.measuring: str | None = None  # the candidate whose window began in this agent
         self.watch: choose.Watch | None = None
-        self.checked = bool(rec["choose"].get("prechecked"))
+        self.checked = bool(self.trial.get("prechecked"))
 
     @property
     def trial(self) -> dict:
-        return self.rec["choose"]
+        trial = self.rec.choose
+        assert trial is not None, "a Chooser is made for a --choose job only"
+        return trial
 
     def busy(self) -> bool:
         return self.task is not None and not self.task.done()
@@ -132,7 +157,7 @@ class Chooser:
 
     def _start(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
-        self.task = watched(task, f"job {self.rec.get('id')}: --choose trial", self._failed)
+        self.task = watched(task, f"job {self.rec.id}: --choose trial", self._failed)
 
     def _failed(self, exc: BaseException) -> None:
         """A step of the trial failed inside the agent: the trial ends with the reason (the job
@@ -253,7 +278,7 @@ class Chooser:
         # else: the slot is busy (launching, stopping): wait for it
 
     def _sending(self) -> bool:
-        return self.rec.get("state") == "running" and not self.rec.get("hold")
+        return self.rec.state == "running" and not self.rec.hold
 
     def _begin(self, c: dict) -> None:
         if not self._sending():
@@ -349,7 +374,7 @@ class Chooser:
             self.host.persist(self.rec)
 
     def _emit_decision(self) -> None:
-        v = choose.view(self.trial, self.rec.get("segments"))
+        v = choose.view(self.trial, self.rec.segments)
         self.host.publish(
             self.rec,
             protocol.JobDecisionEvent(

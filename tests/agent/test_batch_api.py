@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from sgltui import protocol
 from tests.jobs.batch_input import write_input
 
 openai = pytest.importorskip("openai")
@@ -115,7 +116,17 @@ async def test_metadata_reaches_the_job_options(tmp_path, monkeypatch):
     class Jobs:  # the agent's job_run, as the API sends it
         async def job_run(self, args, client):
             seen.append(("job_run", args))
-            return {"id": "job-1", "state": "checking", "total": None}
+            return protocol.JobView(  # the job_run reply the agent gives, a new job's
+                id="job-1",
+                state=protocol.JobState("checking"),
+                slot="0",
+                input=args.input,
+                output=args.output,
+                errors_output=args.output + ".errors",
+                concurrency=1,
+                concurrency_mode="fixed",
+                created=1.0,
+            )
 
     app = web.Application()
     app.add_routes(BatchApi(BatchStore(tmp_path / "b"), Jobs(), slot="0").routes())

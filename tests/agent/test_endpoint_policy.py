@@ -18,6 +18,7 @@ from sgltui.agent.endpoint_policy import (
     resolve,
     switch_due,
 )
+from sgltui.agent.job_records import JobRecord
 from sgltui.agent.leases import Leases
 from sgltui.core.profiles import ProfileError, get_profile
 
@@ -91,15 +92,20 @@ def test_idle_due_only_when_set_and_nothing_waits_or_runs():
 
 def test_a_running_job_holds_a_lease_on_its_slots_profile(tmp_path):
     slot = SimpleNamespace(id="0", profile_name="base")
+
+    def job(jid: str, name: str, state: str, user_paused: bool = False) -> JobRecord:
+        return JobRecord(id=jid, name=name, slot="0", state=state, user_paused=user_paused,
+                         input="/in", output="/out", concurrency=1, created=1.0)  # fmt: skip
+
     jobs = {
-        "j1": {"id": "j1", "name": "nightly", "slot": "0", "state": "running"},
-        "j2": {"id": "j2", "name": "old", "slot": "0", "state": "done"},
-        "j3": {"id": "j3", "name": "paused", "slot": "0", "state": "running", "user_paused": True},
+        "j1": job("j1", "nightly", "running"),
+        "j2": job("j2", "old", "done"),
+        "j3": job("j3", "paused", "running", user_paused=True),
     }
     sup = SimpleNamespace(slots={"0": slot}, batch=SimpleNamespace(jobs=jobs))
     leases = Leases(sup, tmp_path)  # type: ignore[arg-type]
     assert leases.held() == {"base": "job nightly (j1)"}
-    jobs["j1"]["state"] = "done"
+    jobs["j1"].state = "done"
     assert leases.held() == {}
     assert leases.by_hand_on("0") is None
 

@@ -4,12 +4,24 @@ that restart across a pause, the decision and the swap to the winner, the watch 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 
 import pytest
 
 from sgltui import protocol
 from sgltui.jobs import choose
 from sgltui.jobs.chooser import Chooser, Refused
+
+
+@dataclass
+class Rec:
+    """The part of a job's record the trial reads (agent/job_records.py JobRecord)."""
+
+    id: str
+    state: str
+    choose: dict
+    hold: str | None = None
+    segments: list = field(default_factory=list)
 
 
 class FakeHost:
@@ -26,25 +38,25 @@ class FakeHost:
         self.tok_s = 0.0
         self.state = "ready"
 
-    def slot_now(self, rec: dict) -> tuple[str | None, str, str | None]:
+    def slot_now(self, rec: Rec) -> tuple[str | None, str, str | None]:
         return self.running, self.state, f"launch-{self.running}"
 
-    def counters(self, rec: dict) -> tuple[int, int, float]:
+    def counters(self, rec: Rec) -> tuple[int, int, float]:
         return self.done, self.out, self.joules
 
-    def remaining(self, rec: dict) -> int | None:
+    def remaining(self, rec: Rec) -> int | None:
         return self.total - self.done
 
-    def concurrency_for(self, rec: dict) -> int | None:
+    def concurrency_for(self, rec: Rec) -> int | None:
         return 4
 
-    def job_tok_s(self, rec: dict) -> float:
+    def job_tok_s(self, rec: Rec) -> float:
         return self.tok_s
 
-    def power_w(self, rec: dict) -> float | None:
+    def power_w(self, rec: Rec) -> float | None:
         return 300.0
 
-    async def command(self, rec: dict, op: str, args: protocol.PreflightArgs) -> dict:
+    async def command(self, rec: Rec, op: str, args: protocol.PreflightArgs) -> dict:
         # The Struct the agent would take: the op's own (a start takes no confirm).
         assert isinstance(args, protocol.OPS[op].args), (op, args)
         self.commands.append((op, protocol.args_dict(args)))
@@ -55,11 +67,11 @@ class FakeHost:
         self.running, self.state = args.profile, "ready"
         return {"slot": {"state": "ready", "profile": self.running}, "result": {"ok": True}}
 
-    def publish(self, rec: dict, event: protocol.JobEvent) -> None:
+    def publish(self, rec: Rec, event: protocol.JobEvent) -> None:
         fields = protocol.event_dict(event)  # the event as recorded
         self.events.append((fields.pop("type"), fields))
 
-    def persist(self, rec: dict) -> None:
+    def persist(self, rec: Rec) -> None:
         pass
 
     def advance(self, seconds: float) -> None:
@@ -70,7 +82,7 @@ class FakeHost:
         self.joules += 50.0 * seconds
 
 
-async def _run(ch: Chooser, host: FakeHost, rec: dict, seconds: float, step: float = 0.25) -> None:
+async def _run(ch: Chooser, host: FakeHost, rec: Rec, seconds: float, step: float = 0.25) -> None:
     """Ticks and progress readings on a fake clock (the measurement reads time.monotonic)."""
     for _ in range(int(seconds / step)):
         host.advance(step)
@@ -94,7 +106,7 @@ def fake_clock(monkeypatch):
 
 async def test_trial_measures_each_skips_the_bad_one_and_continues_on_the_winner(fake_clock):
     host = FakeHost("a", {"a": 1000.0, "b": 2000.0, "c": 1500.0}, bad=("x",))
-    rec = {"id": "j", "state": "running", "choose": choose.new_trial(["a", "b", "x", "c"])}
+    rec = Rec(id="j", state="running", choose=choose.new_trial(["a", "b", "x", "c"]))
     ch = Chooser(host, rec)
     orig = host.advance
 
@@ -104,7 +116,7 @@ async def test_trial_measures_each_skips_the_bad_one_and_continues_on_the_winner
 
     host.advance = advance  # type: ignore[method-assign]
     await _run(ch, host, rec, 120.0)
-    d = choose.view(rec["choose"])
+    d = choose.view(rec.choose)
     assert d["phase"] == "decided" and d["winner"] == "b", d
     states = {c["name"]: c["state"] for c in d["candidates"]}
     assert states == {"a": "measured", "b": "measured", "x": "skipped", "c": "measured"}
@@ -119,32 +131,32 @@ async def test_trial_measures_each_skips_the_bad_one_and_continues_on_the_winner
 
 async def test_a_pause_restarts_the_window_and_the_watch_replans(fake_clock, monkeypatch):
     host = FakeHost("a", {"a": 1000.0, "b": 500.0})
-    rec = {"id": "j", "state": "running", "choose": choose.new_trial(["a", "b"], replan=True)}
+    rec = Rec(id="j", state="running", choose=choose.new_trial(["a", "b"], replan=True))
     ch = Chooser(host, rec, watch_s=5.0)
     orig = host.advance
 
     def advance(dt: float) -> None:
         fake_clock(dt)
-        if rec["state"] == "running":
+        if rec.state == "running":
             orig(dt)
 
     host.advance = advance  # type: ignore[method-assign]
     await _run(ch, host, rec, 2.0)
-    a = choose.get(rec["choose"], "a")
+    a = choose.get(rec.choose, "a")
     assert a["state"] == "measuring" and a["points"]
-    rec["state"] = "paused"  # no answers for 30 s: not the server's speed
+    rec.state = "paused"  # no answers for 30 s: not the server's speed
     await _run(ch, host, rec, 30.0)
-    rec["state"] = "running"
+    rec.state = "running"
     await _run(ch, host, rec, 60.0)
-    d = choose.view(rec["choose"])
+    d = choose.view(rec.choose)
     assert d["winner"] == "a"
-    assert choose.get(rec["choose"], "a")["tok_s"] == pytest.approx(1000.0, rel=0.05)
+    assert choose.get(rec.choose, "a")["tok_s"] == pytest.approx(1000.0, rel=0.05)
     # the rate falls to half of the projection: after the watch's window, said and replanned
     host.tok_s = 500.0
     await _run(ch, host, rec, 8.0)
     types = [t for t, _ in host.events]
     assert "job.watch" in types and "job.replan" in types
-    assert rec["choose"]["round"] == 2 and rec["choose"]["phase"] == "trial"
+    assert rec.choose["round"] == 2 and rec.choose["phase"] == "trial"
 
 
 async def test_a_step_failing_inside_the_agent_ends_the_trial_with_its_reason():
@@ -152,15 +164,15 @@ async def test_a_step_failing_inside_the_agent_ends_the_trial_with_its_reason():
     the trial once stayed 'swapping' for ever, its task's exception never retrieved."""
 
     class Broken(FakeHost):
-        async def command(self, rec: dict, op: str, args: protocol.PreflightArgs) -> dict:
+        async def command(self, rec: Rec, op: str, args: protocol.PreflightArgs) -> dict:
             if op == "swap":
                 raise RuntimeError("the op fell over")
             return await super().command(rec, op, args)
 
     host = Broken("a", {"a": 1000.0, "b": 2000.0})
-    rec = {"id": "j", "state": "running", "choose": choose.new_trial(["b", "a"])}
-    rec["choose"]["candidates"][1]["state"] = "measured"  # a is done: next is b, a swap
-    rec["choose"]["candidates"][1]["tok_s"] = 1000.0
+    rec = Rec(id="j", state="running", choose=choose.new_trial(["b", "a"]))
+    rec.choose["candidates"][1]["state"] = "measured"  # a is done: next is b, a swap
+    rec.choose["candidates"][1]["tok_s"] = 1000.0
     ch = Chooser(host, rec)
     ch.checked = True
     ch.tick()
@@ -168,9 +180,9 @@ async def test_a_step_failing_inside_the_agent_ends_the_trial_with_its_reason():
     with pytest.raises(RuntimeError):
         await ch.task
     await asyncio.sleep(0)  # the done callback
-    d = choose.view(rec["choose"])
+    d = choose.view(rec.choose)
     assert d["phase"] == "decided" and "the op fell over" in d["note"], d
-    b = choose.get(rec["choose"], "b")
+    b = choose.get(rec.choose, "b")
     assert b["state"] == "skipped" and "the op fell over" in b["reason"]
     failed = [f for t, f in host.events if t == "job.trial" and f["state"] == "failed"]
     assert failed and "the op fell over" in failed[0]["reason"]
@@ -184,7 +196,7 @@ async def test_a_stopped_slot_is_started_with_a_start_and_swapped_with_confirm(f
     `confirm` (a dict with one was refused by the agent at run time, and the trial hung)."""
     host = FakeHost("a", {"a": 1000.0, "b": 2000.0})
     host.state = "stopped"
-    rec = {"id": "j", "state": "running", "choose": choose.new_trial(["a", "b"])}
+    rec = Rec(id="j", state="running", choose=choose.new_trial(["a", "b"]))
     ch = Chooser(host, rec)
     orig = host.advance
 

@@ -5,12 +5,13 @@ test_a_job_through_the_pool_targets_the_pool_in_status_record_pane_and_report.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent.job_records import JobStore, new_record
+from sgltui.agent.job_records import JobStore, load_record, new_record
 from sgltui.agent.job_target import target_of
 from sgltui.agent.job_view import job_view
 from sgltui.protocol import JobTarget, JobView
@@ -31,19 +32,20 @@ def _old_record(**extra) -> dict:
 
 def test_an_older_record_loads_with_its_pool_or_slot_as_target(tmp_path: Path) -> None:
     store = JobStore(tmp_path)
-    store.save(_old_record(pool="all"), force=True)
+    old = _old_record(pool="all")
+    store.path(old["id"]).write_text(json.dumps(old))
     (rec,) = store.load()
-    assert "target" not in rec
     view = job_view(rec, None, None)
     assert view.target == JobTarget(kind="pool", name="all") and str(view.target) == "pool all"
-    assert target_of(_old_record()) == JobTarget(kind="slot", name="a")
+    plain = load_record(_old_record())
+    assert plain is not None and target_of(plain) == JobTarget(kind="slot", name="a")
 
 
 def test_a_new_record_keeps_its_target_and_the_view_and_pane_show_it() -> None:
     args = protocol.JobRunArgs(input="/in.jsonl", pool="all", slot="a")
     rec = new_record("j1", args, Path("/in.jsonl"), Path("/out.jsonl"), "a", 8, "auto", None)
-    assert rec["target"] == {"kind": "pool", "name": "all"}
-    view = job_view(dict(rec, state="running"), None, None)
+    assert rec.target == JobTarget(kind="pool", name="all")
+    view = job_view(msgspec.structs.replace(rec, state="running"), None, None)
     assert view.where() == JobTarget(kind="pool", name="all")
     assert "pool all" in render_job(view)
     # decoded from JSON as the CLI and the TUI get it
@@ -51,7 +53,7 @@ def test_a_new_record_keeps_its_target_and_the_view_and_pane_show_it() -> None:
     assert back.target == view.target
     plain = new_record("j2", protocol.JobRunArgs(input="/in.jsonl", slot="b"), Path("/in"),
                        Path("/out"), "b", 8, "auto", None)  # fmt: skip
-    assert plain["target"] == {"kind": "slot", "name": "b"}
+    assert plain.target == JobTarget(kind="slot", name="b")
     # an older agent's view (no target): its pool, else its slot
     old = msgspec.structs.replace(view, target=None)
     assert str(old.where()) == "pool all"
