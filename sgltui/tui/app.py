@@ -34,6 +34,7 @@ from sgltui.core import retry
 from sgltui.session.layout import SCREENSHOTS_DIR
 from sgltui.tui import (
     advise_key,
+    appparts,
     catchup,
     palette,
     panes,
@@ -43,7 +44,6 @@ from sgltui.tui import (
     sessionfiles,
     swap,
     topbar,
-    views,
 )
 from sgltui.tui import model as M
 from sgltui.tui.bindings import ALL_KEYS, KEYS
@@ -53,7 +53,7 @@ from sgltui.tui.fmt import one_line
 from sgltui.tui.logbuffer import LogBuffer, LogLine
 from sgltui.tui.logfeed import LogFeed
 from sgltui.tui.model import ACTIVE, TuiModel
-from sgltui.tui.screens import BenchDialog, Confirm, HelpScreen
+from sgltui.tui.screens import Confirm, HelpScreen
 from sgltui.tui.screenshot import offline_svg as offline_svg  # (tools/gpucheck imports it here)
 from sgltui.tui.source import (
     SOURCE_ERRORS,
@@ -564,19 +564,8 @@ class SgltuiApp(App[str | None]):
         view = self.model.jobs.get(msg.job_id)
         if view is None:
             return
-        if msg.what == "pause":
-            paused = view.state == protocol.JobState.PAUSED
-            op = "job_resume" if paused else "job_pause"
-            state = protocol.JobState.RUNNING if paused else protocol.JobState.PAUSED
-            self.model.expect_job(view.id, state=state)
-            args: dict[str, Any] = {"job": view.id}
-        else:
-            cur = max(1, view.concurrency)
-            new = max(1, int(round(cur * msg.factor)))
-            if new == cur:
-                new = cur + 1 if msg.factor > 1 else max(1, cur - 1)
-            self.model.expect_job(view.id, concurrency=new)
-            op, args = "job_set", {"job": view.id, "concurrency": new}
+        op, args, expect = appparts.job_command(view, msg.what, msg.factor)
+        self.model.expect_job(view.id, **expect)
         self._draw({M.JOBS})
 
         async def send() -> None:
@@ -743,20 +732,7 @@ class SgltuiApp(App[str | None]):
                 self._op("bench_start", done="bench started", spec=spec)
                 self.action_focus_pane("bench")
 
-        recent = [v for v in self.model.series_values("gen_throughput")[-60:] if v > 0]
-        self.push_screen(
-            BenchDialog(
-                [current] if current else [],
-                max(recent) if recent else None,
-                views.per_request_rate(
-                    self.model.series_values("gen_throughput"),
-                    self.model.series_values("running"),
-                ),
-                current,
-                views.measured_rates(self.model.bench.values()),
-            ),
-            chosen,
-        )
+        self.push_screen(appparts.bench_dialog(self.model, current), chosen)
 
     @work(group="ops", exit_on_error=False, description="swap back after a bench")
     async def _bench_finished(self) -> None:
@@ -766,10 +742,7 @@ class SgltuiApp(App[str | None]):
         now = slot.profile if slot else None
         if not back or now == back or self.source.read_only:
             return
-        question = (
-            f"The bench is done; slot {escape(slot.id if slot else '-')} now runs "
-            f"[b]{escape(str(now))}[/]. Swap back to [b]{escape(back)}[/], the profile it had?"
-        )
+        question = appparts.swap_back_question(slot.id if slot else "-", now, back)
         if await self.push_screen_wait(Confirm(question)):
             await swap.swap_to(self, back)
 

@@ -109,7 +109,7 @@ class HostListPane(ScrollView, can_focus=True):
         down = sum(1 for s in summaries if not s.reachable)
         failing = sum(1 for s in summaries if s.failing)
         self.counts = (len(shown), len(summaries), down, failing)
-        self._title()
+        self._list_title()
         at = self.rows[self.highlighted][0] if 0 <= self.highlighted < len(self.rows) else None
         old, self.rows = self.rows, rows
         if [h for h, _ in old] != [h for h, _ in rows]:
@@ -134,7 +134,7 @@ class HostListPane(ScrollView, can_focus=True):
         self._read[h.name] = (key, s)
         return s
 
-    def _title(self) -> str:
+    def _list_title(self) -> str:
         shown, total, down, failing = self.counts
         parts = [f"hosts {shown}/{total}" if shown != total else f"hosts {total}"]
         if down:
@@ -163,7 +163,7 @@ class HostListPane(ScrollView, can_focus=True):
     def action_open_host(self) -> None:
         if self.typing:
             self.typing = False
-            self._title()
+            self._list_title()
             return
         host = self.highlighted_host()
         if host is not None:
@@ -171,7 +171,7 @@ class HostListPane(ScrollView, can_focus=True):
 
     def action_type_filter(self) -> None:
         self.typing = True
-        self._title()
+        self._list_title()
 
     def action_clear_filter(self) -> None:
         if self.typing:
@@ -179,7 +179,7 @@ class HostListPane(ScrollView, can_focus=True):
         elif self.words:
             self.words = ""
             self._reshow()
-        self._title()
+        self._list_title()
 
     def on_key(self, event: events.Key) -> None:
         """While typing the filter, characters and backspace edit it (the app's keys wait)."""
