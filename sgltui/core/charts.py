@@ -290,6 +290,30 @@ class SeriesMark:
         return added
 
 
+def window_top(
+    points: Sequence[tuple[float, float | None]], after: float, stop_at: int = 0
+) -> tuple[float, float | None]:
+    """The largest finite value (0 at least) of the points stamped after `after`, and the
+    newest stamp holding it (None: no finite value of 0 or more); newest first, down to
+    index `stop_at`."""
+    top, top_ts = 0.0, None
+    for i in range(len(points) - 1, stop_at - 1, -1):
+        ts, v = points[i]
+        if ts <= after:
+            break
+        if v is not None and math.isfinite(v) and (v > top or top_ts is None and v == top):
+            top, top_ts = v, ts
+    return top, top_ts
+
+
+@dataclass
+class _Top:
+    mark: SeriesMark  # the series scanned, as it was then
+    after: float  # the window's left edge then
+    top: float
+    top_ts: float | None
+
+
 @dataclass
 class _Summed:
     mark: SeriesMark | None  # the series summed, as it was then
@@ -298,6 +322,22 @@ class _Summed:
     first: int
     sums: list[float]
     counts: list[int]
+    # The means last returned and the fill rule they were worked out with: a sample that
+    # only changes the newest column, which held points already, changes only its mean.
+    means: list[float | None] | None = None
+    max_gap: float = 0.0
+
+
+@dataclass
+class _Drawn:
+    """A series' block rows as last drawn, and what from: a column mean that is the only one
+    to differ, at the same scale, redraws that column only."""
+
+    height: int
+    lo: float
+    hi: float
+    columns: list[float | None]
+    rows: list[str]
 
 
 class ColumnMemo:
@@ -310,6 +350,35 @@ class ColumnMemo:
 
     def __init__(self) -> None:
         self._kept: dict[str, _Summed] = {}
+        self._drawn: dict[str, _Drawn] = {}
+        self._tops: dict[str, _Top] = {}
+
+    def top(
+        self, name: str, points: Sequence[tuple[float, float | None]], after: float
+    ) -> tuple[float, float | None]:
+        """`window_top(points, after)`, kept per series: a series only appended to since, whose
+        top is still in the window, is scanned over its new points only (not the whole
+        window each sample)."""
+        kept = self._tops.get(name)
+        added = kept.mark.appended(points) if kept is not None else None
+        if (
+            kept is not None
+            and added is not None
+            and after >= kept.after  # (a window reaching further back: scan it afresh)
+            and (kept.top_ts is None or kept.top_ts > after and kept.top_ts >= points[0][0])
+        ):
+            new_top, new_ts = window_top(points, after, len(points) - added)
+            if new_ts is not None and (kept.top_ts is None or new_top >= kept.top):
+                kept.top, kept.top_ts = new_top, new_ts
+            kept.mark, kept.after = SeriesMark(points, len(points), points[0][0], points[-1]), after
+            return kept.top, kept.top_ts
+        top, top_ts = window_top(points, after)
+        mark = SeriesMark.of(points)
+        if mark is not None:
+            self._tops[name] = _Top(mark, after, top, top_ts)
+        else:
+            self._tops.pop(name, None)
+        return top, top_ts
 
     def columns(
         self,
@@ -325,6 +394,16 @@ class ColumnMemo:
         first = math.floor(end / spc) - width + 1
         kept = self._kept.get(name)
         since = self._since(kept, points, width, spc, first)
+        # Only the newest column summed again, which held points already: the columns that
+        # fill a gap stay as they were (a fill copies an older column), so only its mean moves.
+        newest_only = (
+            kept is not None
+            and since == width - 1
+            and first == kept.first
+            and kept.means is not None
+            and kept.max_gap == max_gap
+            and kept.counts[-1] > 0
+        )
         if kept is None or since is None:
             kept = _Summed(None, width, spc, first, [0.0] * width, [0] * width)
             self._kept[name] = kept
@@ -339,7 +418,36 @@ class ColumnMemo:
                 kept.sums[col], kept.counts[col] = 0.0, 0
         _add_columns(points, spc, first, since, kept.sums, kept.counts)
         kept.mark = SeriesMark.of(points)
-        return _column_means(kept.sums, kept.counts, spc, max_gap)
+        if newest_only and kept.counts[-1] > 0 and kept.means is not None:
+            means = kept.means[:]  # (a copy: the caller's list is compared with the next)
+            means[-1] = kept.sums[-1] / kept.counts[-1]
+        else:
+            means = _column_means(kept.sums, kept.counts, spc, max_gap)
+        kept.means, kept.max_gap = means, max_gap
+        return means[:]
+
+    def block_rows(
+        self, name: str, columns: list[float | None], height: int, lo: float, hi: float
+    ) -> list[str]:
+        """`block_rows(columns, height, lo, hi)`, kept per series: where only the newest
+        column differs from the last call's, at the same scale, only it is drawn again (a
+        column's characters depend on its value and the scale alone)."""
+        drawn = self._drawn.get(name)
+        if (
+            drawn is not None
+            and (drawn.height, drawn.lo, drawn.hi) == (height, lo, hi)
+            and len(drawn.columns) == len(columns)
+            and len(columns) > 1
+            and drawn.columns[:-1] == columns[:-1]
+        ):
+            if drawn.columns[-1] != columns[-1]:
+                newest = block_rows(columns[-1:], height, lo, hi)
+                drawn.rows = [row[:-1] + cell for row, cell in zip(drawn.rows, newest, strict=True)]
+                drawn.columns = columns
+            return drawn.rows
+        rows = block_rows(columns, height, lo, hi)
+        self._drawn[name] = _Drawn(height, lo, hi, columns, rows)
+        return rows
 
     @staticmethod
     def _since(
@@ -438,14 +546,21 @@ def time_axis(width: int, window_s: float) -> str:
     return "".join(line)
 
 
-def _legend(series: Sequence[ChartSeries], width: int) -> list[Row]:
-    """Legend rows: a coloured swatch, the series' name and its latest value, as many to a
-    row as fit (long names when all fit on one row, gutter names otherwise)."""
+# A widget works the legend out up to three times a sample (its room, then the frame): the
+# rows of the same names and values at the same width are the same.
+@functools.lru_cache(maxsize=16)
+def _legend_rows(
+    series: tuple[tuple[str, str, str, str], ...], width: int
+) -> tuple[tuple[Cell, ...], ...]:
+    return tuple(tuple(row) for row in _lay_legend(series, width))
+
+
+def _lay_legend(series: Sequence[tuple[str, str, str, str]], width: int) -> list[Row]:
     gap = 2
     for use_long, gap in ((True, 2), (False, 2), (False, 1)):
         items = [
-            [(SWATCH, s.name), (f" {s.label if use_long else s.short} {s.latest}", TEXT)]
-            for s in series
+            [(SWATCH, name), (f" {label if use_long else short} {latest}", TEXT)]
+            for name, label, short, latest in series
         ]
         if sum(len(SWATCH) + len(t) for (_, _), (t, _) in items) + gap * (len(items) - 1) <= width:
             break
@@ -468,7 +583,7 @@ def _legend(series: Sequence[ChartSeries], width: int) -> list[Row]:
 
 
 def legend_height(series: Sequence[ChartSeries], width: int) -> int:
-    return len(_legend(series, width))
+    return len(_legend_rows(tuple((s.name, s.label, s.short, s.latest) for s in series), width))
 
 
 @dataclass(frozen=True)
@@ -501,6 +616,10 @@ class _Frame:
     plot_w: int
     spc: float  # seconds per column
     has_points: bool
+    # The stamp of the newest point holding the scale's top (None: no finite value above 0 or
+    # at 0): the scale may change when it leaves the window.
+    top_ts: float | None = None
+    top: float = 0.0
 
 
 def _frame(
@@ -510,21 +629,22 @@ def _frame(
     width: int,
     plot_rows: int,
     window_s: float,
+    memo: ColumnMemo | None = None,
 ) -> _Frame:
-    legend = tuple(tuple(row) for row in _legend([main, *others, *legend_only], width))
+    legend = _legend_rows(
+        tuple((s.name, s.label, s.short, s.latest) for s in (main, *others, *legend_only)), width
+    )
     stamps = [s.points[-1][0] for s in (main, *others) if s.points]  # each oldest first
     end = max(stamps) if stamps else 0.0
-    top = 0.0
-    for ts, v in reversed(main.points):
-        if ts <= end - window_s:
-            break
-        if v is not None and math.isfinite(v) and v > top:
-            top = v
+    if memo is None:
+        top, top_ts = window_top(main.points, end - window_s)
+    else:
+        top, top_ts = memo.top(main.name, main.points, end - window_s)
     hi, labels = y_ticks(top, plot_rows)
     gutter = max([len(t) for t in labels.values()] + [len(s.short) for s in others]) + 1
     plot_w = width - gutter
     spc = window_s / plot_w if plot_w > 0 else window_s
-    return _Frame(legend, end, hi, labels, gutter, plot_w, spc, bool(stamps))
+    return _Frame(legend, end, hi, labels, gutter, plot_w, spc, bool(stamps), top_ts, top)
 
 
 def _marks(markers: Sequence[ChartMarker], frame: _Frame) -> tuple[tuple[int, str], ...]:
@@ -555,7 +675,13 @@ class ChartInput:
     @cached_property
     def frame(self) -> _Frame:
         return _frame(
-            self.main, self.others, self.legend_only, self.width, self.plot_rows, self.window_s
+            self.main,
+            self.others,
+            self.legend_only,
+            self.width,
+            self.plot_rows,
+            self.window_s,
+            self.memo,
         )
 
     @property
@@ -587,13 +713,23 @@ class ChartInput:
             return ChartLayout(frame.legend, 0, frame.gutter, (), "", (main.name, ()), (), ())
         plot_w = frame.plot_w
         cols = self._columns(main)
-        grid = block_rows(cols, self.plot_rows, 0.0, frame.hi)
+        grid = (
+            block_rows(cols, self.plot_rows, 0.0, frame.hi)
+            if self.memo is None
+            else self.memo.block_rows(main.name, cols, self.plot_rows, 0.0, frame.hi)
+        )
         rows: list[tuple[str, str, str]] = []
         for s in self.others:
             cols = self._columns(s)
             present = [c for c in cols if c is not None]
             top = max(present) if present else 0.0
-            rows.append((s.short, s.name, block_rows(cols, 1, 0.0, top if top > 0 else 1.0)[0]))
+            hi = top if top > 0 else 1.0
+            line = (
+                block_rows(cols, 1, 0.0, hi)
+                if self.memo is None
+                else self.memo.block_rows(s.name, cols, 1, 0.0, hi)
+            )[0]
+            rows.append((s.short, s.name, line))
         return ChartLayout(
             frame.legend,
             self.plot_rows,
@@ -648,12 +784,7 @@ class NewestColumn:
                     uniform = False
                     break
             newest[s.name] = (ts, value, uniform)
-        end, top, top_ts = chart.frame.end, 0.0, None
-        for t, v in reversed(chart.main.points):  # as _frame finds the top
-            if t <= end - chart.window_s:
-                break
-            if v is not None and math.isfinite(v) and (v > top or top_ts is None and v == top):
-                top, top_ts = v, t
+        top, top_ts = chart.frame.top, chart.frame.top_ts
         leaves = top_ts + chart.window_s if top_ts is not None and top > 0 else math.inf
         return cls(spc, column, newest, leaves, seen)
 

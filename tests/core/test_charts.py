@@ -255,3 +255,75 @@ def test_a_newest_column_does_not_hold_for_a_history_read_after_it():
     assert not newest.holds(lambda name: one)  # the same object, read again
     one.append((T + 300.5, 180.0))
     assert not newest.holds(lambda name: one)
+
+
+def test_a_sample_in_the_newest_column_redraws_that_column_only(monkeypatch):
+    """Laid out through a ColumnMemo, a sample that lands in the column the last one did (most
+    samples: a column holds several seconds) draws that column's block characters alone and
+    scans its new points alone for the scale's top, not the whole window; the layout is the
+    one laid out afresh."""
+    drawn: list[int] = []
+    scanned: list[int] = []
+    block_rows, window_top = charts.block_rows, charts.window_top
+
+    def counted_rows(columns, *args, **kwargs):
+        drawn.append(len(columns))
+        return block_rows(columns, *args, **kwargs)
+
+    def counted_top(points, after, stop_at=0):
+        scanned.append(len(points) - stop_at)
+        return window_top(points, after, stop_at)
+
+    monkeypatch.setattr(charts, "block_rows", counted_rows)
+    monkeypatch.setattr(charts, "window_top", counted_top)
+    memo = charts.ColumnMemo()
+    hist: dict[str, deque] = {n: deque(maxlen=600) for n in ("gen", "run", "kv")}
+    width, t = 90, T
+    spc = 300.0 / (width - 4)  # the plot's columns (a gutter of 4)
+
+    def lay_out() -> tuple[charts.ChartLayout, charts.ChartLayout]:
+        main, *others = [charts.ChartSeries(n, n, n, p, "-") for n, p in hist.items()]
+        kept = charts.ChartInput(main, others, [], width, 6, memo=memo).layout()
+        return kept, charts.ChartInput(main, others, [], width, 6).layout()
+
+    for step in range(200):  # a busy window: every sample changes every newest column
+        t += 1.0
+        for i, name in enumerate(hist):
+            hist[name].append((t, 100.0 + 40 * math.sin(step / 7 + i)))
+    lay_out()
+    t = (math.floor(t / spc) + 1) * spc + 0.01  # the first sample of a new column
+    for name in hist:
+        hist[name].append((t, 120.0))
+    lay_out()
+    drawn.clear()
+    scanned.clear()
+    t += 0.4  # the next sample, in the same column, other values
+    for i, name in enumerate(hist):
+        hist[name].append((t, 125.0 + i))
+    kept, fresh = lay_out()
+    assert kept == fresh
+    assert drawn[:3] == [1, 1, 1]  # with the memo: the newest column of each series
+    assert scanned[0] == 1  # the scale's top: the new point only
+    assert max(drawn) == width - 4 and max(scanned) > 100  # (afresh: the whole window)
+
+
+@pytest.mark.parametrize("maxlen", [600, 40])
+def test_the_scale_top_kept_between_samples_is_the_one_scanned_afresh(maxlen):
+    """ColumnMemo.top scans only new points while the top it holds is in the window: over
+    spikes that leave the window, ties, gaps, a short history losing points and a series
+    read again, it is window_top of the whole window (value and stamp)."""
+    rng = random.Random(11)
+    memo = charts.ColumnMemo()
+    points: deque = deque(maxlen=maxlen)
+    t = T
+    for step in range(1500):
+        t += rng.choice([0.5, 1.0, 1.0, 2.0, 30.0]) + (400.0 if step == 600 else 0.0)
+        points.append((t, rng.choice([0.0, 5.0, 5.0, rng.uniform(0, 9), 50.0, None, math.nan])))
+        if step == 900:  # the same object read again, older stamps
+            again = [(ts - 0.5, v) for ts, v in points]
+            points.clear()
+            points.extend(again)
+        if step == 1100:
+            points = deque(points, maxlen=maxlen)  # another object
+        after = t - 300.0
+        assert memo.top("gen", points, after) == charts.window_top(points, after), step

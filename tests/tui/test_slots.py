@@ -286,3 +286,33 @@ async def test_one_slot_beside_a_found_server_has_no_stray_series_in_the_legend(
         pane = app.query_one(ThroughputPane)
         legend = "".join(seg.text for seg in pane.render_line(0))
         assert "tok/s" in legend and "■ 0 " not in legend and "total" not in legend, legend
+
+
+async def test_a_row_is_one_strip_of_its_parts_and_reads_as_its_markup(monkeypatch):
+    """A row changes every sample with busy slots: its line is one Strip of the styled head's
+    segments, the figures and the padding (a Strip each for the figures, the join and the
+    padding cost half the row's draw), and reads as its markup, padded to the width."""
+    from sgltui.tui.widgets import slots as slots_module
+
+    made: list[int] = []
+
+    class Counted(slots_module.Strip):
+        def __init__(self, *args, **kwargs):
+            made.append(1)
+            super().__init__(*args, **kwargs)
+
+    app = app_with(ScriptedSource(make_host_status(2, ["demo-mtp", "demo-no-mtp"])))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        pane = app.query_one(SlotsPane)
+        await until(pilot, lambda: pane.row_count == 3)
+        width = pane.scrollable_content_region.width
+        monkeypatch.setattr(slots_module, "Strip", Counted)
+        for index, option in enumerate(pane.options):
+            markup = str(option.prompt)
+            pane._strips.clear()
+            made.clear()
+            line = pane.render_line(index - pane.scroll_offset.y)
+            assert len(made) == 1, markup  # (the slots' rows and the pool's, with a tail)
+            plain = Content.from_markup(markup).plain
+            assert line.text == plain.ljust(width) and line.cell_length == width

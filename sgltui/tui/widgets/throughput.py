@@ -70,6 +70,7 @@ class ThroughputPane(Widget, can_focus=True):
         # Each series' columns from one layout to the next (a sample re-sums the newest only).
         self._memo = charts.ColumnMemo()
         self._styles_for: tuple[tuple[object, ...], dict[str, Style]] | None = None
+        self._base_for: tuple[object, Style] | None = None  # (Textual's visual style, ours)
         # Rows it may take, border included (several slots: what the memory pane and the slots
         # view leave of the screen; panes.chart_room); None: as many as plot_rows_for says.
         self.room: int | None = None
@@ -226,6 +227,15 @@ class ThroughputPane(Widget, can_focus=True):
         self._styles_for = (key, styles)
         return styles
 
+    def _base_style(self) -> Style:
+        """The widget's Rich style, worked out again only when Textual's visual style of it is
+        a new object (Textual makes a new one whenever a style or pseudo class of the widget
+        changes): `rich_style` walks every ancestor's styles, half the cost of a draw."""
+        visual = self.get_visual_style()
+        if self._base_for is None or self._base_for[0] is not visual:
+            self._base_for = (visual, self.rich_style)
+        return self._base_for[1]
+
     def _strips_key(self, width: int) -> tuple[Any, ...]:
         return (
             width,
@@ -238,23 +248,28 @@ class ThroughputPane(Widget, can_focus=True):
     def _draw(self, width: int, layout: charts.ChartLayout) -> list[Strip]:
         # A row whose cells are the same as on screen keeps its Strip (the object: show()
         # repaints only the rows whose Strip is new); styles are looked up once per draw.
-        same_look = self._key == self._strips_key(width)
-        reuse = self._row_strips if same_look else {}
-        base = self.rich_style
-        styles = self._role_styles(base)
+        key = self._strips_key(width)
+        reuse = self._row_strips if self._key == key else {}
+        # The widget's style and the roles' only where a row is new (most samples change one
+        # row, the legend's; working out the widget's style walks its ancestors).
+        looks: tuple[Style, dict[str, Style]] | None = None
         self._row_strips = {}
         strips = []
         for row in charts.draw_chart(layout):
             cells = tuple(row)
             strip = reuse.get(cells)
             if strip is None:
+                if looks is None:
+                    base = self._base_style()
+                    looks = (base, self._role_styles(base))
+                base, styles = looks
                 strip = Strip(
                     [Segment(text, styles.get(role, styles[charts.TEXT])) for text, role in row]
                 ).adjust_cell_length(width, base)
             self._row_strips[cells] = strip
             strips.append(strip)
         self._strips = strips
-        self._layout, self._key = layout, self._strips_key(width)
+        self._layout, self._key = layout, key
         return strips
 
     def _cached_strips(self, width: int) -> list[Strip]:
