@@ -354,10 +354,11 @@ class Standbys:
                     sb.state = "asleep"
                     await sb.measure()
                 slot.swap_step(f"keeping {target.name} warm: {frm} back")
-                await self._back(slot, previous, serving, sleeps, client)
+                refused = await self._back(slot, previous, serving, sleeps, client)
+                cause = cause or refused
         except (WakeError, LaunchError) as exc:
             cause = causes._cause("exit", str(exc), [], "see `sgltui logs`", None)
-            await self._back(slot, previous, serving, sleeps, client, quiet=True)
+            cause = await self._back(slot, previous, serving, sleeps, client, quiet=True) or cause
         finally:
             slot.end_swap()
             if cause is not None or sb.state != "asleep":
@@ -393,11 +394,12 @@ class Standbys:
         sleeps: bool,
         client: str | None,
         quiet: bool = False,
-    ) -> None:
+    ) -> dict | None:
         """The serving profile back as it was: woken, or (it could not sleep) relaunched with
-        the memory saver so that it can from now on."""
+        the memory saver so that it can from now on. None when it is; else why the standby
+        cannot stay (it came back without the saver, so it cannot sleep, or not at all)."""
         if not serving:
-            return
+            return None
         try:
             if sleeps and slot.state == READY:
                 await sleeper.wake(slot)
@@ -405,13 +407,31 @@ class Standbys:
                 await self.sup.ops.launch(slot, with_saver(previous), client)
                 if await slot.wait_settled() != READY:
                     # the memory saver did not start there: the command that served before
-                    log.warning("slot %s: %s failed with the memory saver", slot.id, previous.name)
-                    await self.sup.ops.launch(slot, previous, client)
-                    await slot.wait_settled()
+                    return await self._back_without_saver(slot, previous, client)
         except WakeError:
             if not quiet:
                 raise
             log.exception("slot %s: the serving server did not come back", slot.id)
+        return None
+
+    async def _back_without_saver(self, slot: Slot, previous: Any, client: str | None) -> dict:
+        """`previous` failed to start with the memory saver: its own command again (it served
+        with it). The standby is refused either way: kept, it would hide that the slot's server
+        cannot sleep until a warm swap had to stop that server cold."""
+        why = slot.cause["summary"] if slot.cause else f"it ended {slot.state}"
+        log.warning("slot %s: %s failed with the memory saver: %s", slot.id, previous.name, why)
+        await self.sup.ops.launch(slot, previous, client)
+        back = await slot.wait_settled() == READY
+        return causes._cause(
+            "exit",
+            f"standby refused: {previous.name} did not start with the memory saver ({why}); "
+            + ("it serves again without it" if back else "nor without it: the slot is down"),
+            [],
+            f"see why in `sgltui logs {slot.id}` (torch_memory_saver missing: install it in "
+            "the profile's interpreter), then `sgltui standby add` again"
+            + ("" if back else f"; `sgltui start {previous.name}` to serve it meanwhile"),
+            None,
+        )
 
     # ---- the warm swap -----------------------------------------------------------------------------
     def swap_job(

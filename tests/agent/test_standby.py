@@ -9,6 +9,7 @@ import threading
 import time
 
 import httpx
+import psutil
 import pytest
 
 from tests.fixtures.agent import alive
@@ -438,3 +439,42 @@ def test_a_forced_swap_strands_no_request_in_the_sleeper(agent):
     assert len(results) == 4, "a request stayed in the sleeper's queue"
     loads = httpx.get(f"http://127.0.0.1:{agent.ports[a]}/v1/loads", timeout=5).json()["loads"]
     assert sum(x["num_running_reqs"] + x["num_waiting_reqs"] for x in loads) == 0, loads
+
+
+@pytest.mark.slow
+def _serving_on(ports: range) -> list[list[str]]:
+    """The command lines of the processes launched with `--port P`, P in `ports`."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        argv = proc.info["cmdline"] or []
+        if any(a == "--port" and v.isdigit() and int(v) in ports for a, v in zip(argv, argv[1:])):
+            found.append(argv)
+    return found
+
+
+def test_serving_profile_that_cannot_start_with_the_saver_comes_back_without_it(agent):
+    # t-a's interpreter cannot import torch_memory_saver: it serves, but a launch with
+    # --enable-memory-saver dies at start (as SGLang 0.5.23 does), so the add's relaunch fails
+    a = agent.write_profile("t-a", sim_fail_at_start="memory-saver")
+    b = agent.write_profile("t-b")
+    agent.call("start", profile=a, wait=True)
+    pid = agent.slot()["pid"]
+    res = agent.call("standby_add", profile=b, wait=True)
+    cause = res["result"]["cause"]
+    assert not res["result"]["ok"], agent.agent_log()[-1500:]
+    said = f"{cause['summary']}; {cause['fix']}"
+    assert "\n" not in said, said
+    assert "memory saver" in cause["summary"] and "torch_memory_saver" in cause["summary"], said
+    assert "serves again without it" in cause["summary"], said
+    assert "standby add" in cause["fix"], said  # what to do
+    slot = agent.slot()
+    assert slot["profile"] == a and slot["state"] == "ready", slot
+    assert slot["pid"] != pid and "--enable-memory-saver" not in slot["command"], slot["command"]
+    assert slot["standbys"] == []  # b's sleeper stopped: nothing left behind
+    assert not _serving_on(range(agent.ports[b] + 1000, agent.ports[b] + 1200))  # its sleeper
+    r = httpx.post(
+        agent.front_url + "/generate",
+        json={"text": "hi", "sampling_params": {"max_new_tokens": 2, "ignore_eos": True}},
+        timeout=30,
+    )
+    assert r.status_code == 200
