@@ -354,11 +354,14 @@ class Standbys:
                     sb.state = "asleep"
                     await sb.measure()
                 slot.swap_step(f"keeping {target.name} warm: {frm} back")
-                refused = await self._back(slot, previous, serving, sleeps, client)
+                refused = await self._back(
+                    slot, previous, serving, sleeps, client, standby=target.name
+                )
                 cause = cause or refused
         except (WakeError, LaunchError) as exc:
             cause = causes._cause("exit", str(exc), [], "see `sgltui logs`", None)
-            cause = await self._back(slot, previous, serving, sleeps, client, quiet=True) or cause
+            back = self._back(slot, previous, serving, sleeps, client, True, standby=target.name)
+            cause = await back or cause
         finally:
             slot.end_swap()
             if cause is not None or sb.state != "asleep":
@@ -394,6 +397,7 @@ class Standbys:
         sleeps: bool,
         client: str | None,
         quiet: bool = False,
+        standby: str = "",
     ) -> dict | None:
         """The serving profile back as it was: woken, or (it could not sleep) relaunched with
         the memory saver so that it can from now on. None when it is; else why the standby
@@ -407,16 +411,18 @@ class Standbys:
                 await self.sup.ops.launch(slot, with_saver(previous), client)
                 if await slot.wait_settled() != READY:
                     # the memory saver did not start there: the command that served before
-                    return await self._back_without_saver(slot, previous, client)
+                    return await self._back_without_saver(slot, previous, client, standby)
         except WakeError:
             if not quiet:
                 raise
             log.exception("slot %s: the serving server did not come back", slot.id)
         return None
 
-    async def _back_without_saver(self, slot: Slot, previous: Any, client: str | None) -> dict:
-        """`previous` failed to start with the memory saver: its own command again (it served
-        with it). The standby is refused either way: kept, it would hide that the slot's server
+    async def _back_without_saver(
+        self, slot: Slot, previous: Any, client: str | None, standby: str
+    ) -> dict:
+        """`previous` failed to start with the memory saver: its own command again (the one it
+        served with). The standby is refused either way: kept, it would hide that the slot's server
         cannot sleep until a warm swap had to stop that server cold."""
         why = slot.cause["summary"] if slot.cause else f"it ended {slot.state}"
         log.warning("slot %s: %s failed with the memory saver: %s", slot.id, previous.name, why)
@@ -424,11 +430,11 @@ class Standbys:
         back = await slot.wait_settled() == READY
         return causes._cause(
             "exit",
-            f"standby refused: {previous.name} did not start with the memory saver ({why}); "
-            + ("it serves again without it" if back else "nor without it: the slot is down"),
+            f"{previous.name} did not start with the memory saver ({why}) "
+            + ("and serves again without it" if back else "nor without it: the slot is down"),
             [],
             f"see why in `sgltui logs {slot.id}` (torch_memory_saver missing: install it in "
-            "the profile's interpreter), then `sgltui standby add` again"
+            f"the profile's interpreter), then `sgltui standby add {standby}` again"
             + ("" if back else f"; `sgltui start {previous.name}` to serve it meanwhile"),
             None,
         )

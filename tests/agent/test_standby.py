@@ -453,20 +453,20 @@ def _serving_on(ports: range) -> list[list[str]]:
 
 
 def test_serving_profile_that_cannot_start_with_the_saver_comes_back_without_it(agent):
+    from tests.fixtures.cli import agent_sgltui
+
     # t-a's interpreter cannot import torch_memory_saver: it serves, but a launch with
     # --enable-memory-saver dies at start (as SGLang 0.5.23 does), so the add's relaunch fails
     a = agent.write_profile("t-a", sim_fail_at_start="memory-saver")
     b = agent.write_profile("t-b")
     agent.call("start", profile=a, wait=True)
     pid = agent.slot()["pid"]
-    res = agent.call("standby_add", profile=b, wait=True)
-    cause = res["result"]["cause"]
-    assert not res["result"]["ok"], agent.agent_log()[-1500:]
-    said = f"{cause['summary']}; {cause['fix']}"
-    assert "\n" not in said, said
-    assert "memory saver" in cause["summary"] and "torch_memory_saver" in cause["summary"], said
-    assert "serves again without it" in cause["summary"], said
-    assert "standby add" in cause["fix"], said  # what to do
+    r = agent_sgltui(agent, "standby", "add", b)  # the user's path: its one line says what to do
+    said = r.stderr.strip()
+    assert r.returncode == 1 and "\n" not in said, (said, agent.agent_log()[-1500:])
+    assert f"{b} not kept warm: {a} did not start with the memory saver" in said, said
+    assert "torch_memory_saver" in said and "serves again without it" in said, said
+    assert f"`sgltui standby add {b}` again" in said, said
     slot = agent.slot()
     assert slot["profile"] == a and slot["state"] == "ready", slot
     assert slot["pid"] != pid and "--enable-memory-saver" not in slot["command"], slot["command"]
