@@ -20,6 +20,8 @@ notices the sleeper's exit (the standby is then `lost`).
                       cold on the slot, saying why; A stays warm
 A server that was launched without the memory saver cannot sleep: the add stops and relaunches
 it with the memory saver (one more cold start, said), a warm swap stops it (it is not kept).
+A relaunch with the saver that fails relaunches the command that served before, and the add is
+refused (its new sleeper stopped), saying why.
 The sleepers are saved in agent-state.json with the slots ("SLOT~PROFILE") and re-adopted,
 still asleep, by the next agent.
 """
