@@ -20,6 +20,8 @@ notices the sleeper's exit (the standby is then `lost`).
                       cold on the slot, saying why; A stays warm
 A server that was launched without the memory saver cannot sleep: the add stops and relaunches
 it with the memory saver (one more cold start, said), a warm swap stops it (it is not kept).
+A relaunch with the saver that fails relaunches the command that served before, and the add is
+refused (its new sleeper stopped), saying why.
 The sleepers are saved in agent-state.json with the slots ("SLOT~PROFILE") and re-adopted,
 still asleep, by the next agent.
 """
@@ -354,10 +356,14 @@ class Standbys:
                     sb.state = "asleep"
                     await sb.measure()
                 slot.swap_step(f"keeping {target.name} warm: {frm} back")
-                await self._back(slot, previous, serving, sleeps, client)
+                refused = await self._back(
+                    slot, previous, serving, sleeps, client, standby=target.name
+                )
+                cause = cause or refused
         except (WakeError, LaunchError) as exc:
             cause = causes._cause("exit", str(exc), [], "see `sgltui logs`", None)
-            await self._back(slot, previous, serving, sleeps, client, quiet=True)
+            back = self._back(slot, previous, serving, sleeps, client, True, standby=target.name)
+            cause = await back or cause
         finally:
             slot.end_swap()
             if cause is not None or sb.state != "asleep":
@@ -393,11 +399,13 @@ class Standbys:
         sleeps: bool,
         client: str | None,
         quiet: bool = False,
-    ) -> None:
+        standby: str = "",
+    ) -> dict | None:
         """The serving profile back as it was: woken, or (it could not sleep) relaunched with
-        the memory saver so that it can from now on."""
+        the memory saver so that it can from now on. None when it is; else why the standby
+        cannot stay (it came back without the saver, so it cannot sleep, or not at all)."""
         if not serving:
-            return
+            return None
         try:
             if sleeps and slot.state == READY:
                 await sleeper.wake(slot)
@@ -405,13 +413,33 @@ class Standbys:
                 await self.sup.ops.launch(slot, with_saver(previous), client)
                 if await slot.wait_settled() != READY:
                     # the memory saver did not start there: the command that served before
-                    log.warning("slot %s: %s failed with the memory saver", slot.id, previous.name)
-                    await self.sup.ops.launch(slot, previous, client)
-                    await slot.wait_settled()
+                    return await self._back_without_saver(slot, previous, client, standby)
         except WakeError:
             if not quiet:
                 raise
             log.exception("slot %s: the serving server did not come back", slot.id)
+        return None
+
+    async def _back_without_saver(
+        self, slot: Slot, previous: Any, client: str | None, standby: str
+    ) -> dict:
+        """`previous` failed to start with the memory saver: its own command again (the one it
+        served with). The standby is refused either way: kept, it would hide that the slot's server
+        cannot sleep until a warm swap had to stop that server cold."""
+        why = slot.cause["summary"] if slot.cause else f"it ended {slot.state}"
+        log.warning("slot %s: %s failed with the memory saver: %s", slot.id, previous.name, why)
+        await self.sup.ops.launch(slot, previous, client)
+        back = await slot.wait_settled() == READY
+        return causes._cause(
+            "exit",
+            f"{previous.name} did not start with the memory saver ({why}) "
+            + ("and serves again without it" if back else "nor without it: the slot is down"),
+            [],
+            f"see why in `sgltui logs {slot.id}` (torch_memory_saver missing: install it in "
+            f"the profile's interpreter), then `sgltui standby add {standby}` again"
+            + ("" if back else f"; `sgltui start {previous.name}` to serve it meanwhile"),
+            None,
+        )
 
     # ---- the warm swap -----------------------------------------------------------------------------
     def swap_job(

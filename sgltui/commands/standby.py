@@ -78,7 +78,10 @@ def cmd_add(args: argparse.Namespace) -> int:
     if result.error:
         raise CliError(f"standby add failed inside the agent: {result.error} (see the agent log)")
     if not result.ok:
-        why = result.cause.summary if result.cause else "it did not start"
+        cause = result.cause
+        if cause is not None and cause.fix:  # the agent's words say what to do, and what serves
+            raise CliError(f"{args.profile} not kept warm: {cause.summary}; {cause.fix}")
+        why = cause.summary if cause else "it did not start"
         raise CliError(f"{args.profile} not kept warm: {why}; {slot.profile or '-'} serves on")
     took = units.span(result.timings_s.get("total"))
     sb = next((s for s in slot.standbys if s.profile == args.profile), None)

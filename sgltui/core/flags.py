@@ -53,7 +53,7 @@ _SIM_FLAGS: dict[str, dict[str, Any]] = {
     "sim-seed": {"type": "int"},
     "sim-fail-at-start": {
         "type": "str",
-        "choices": ["oom", "port", "model-not-found", "cuda", "flag"],
+        "choices": ["oom", "port", "model-not-found", "cuda", "flag", "memory-saver"],
     },
     "sim-crash-after": {"type": "float"},
     "sim-hang-in": {"type": "str", "choices": ["weights", "kv", "graphs", "warmup"]},

@@ -16,7 +16,7 @@ from typing import Any
 from sgltui.core.placement import SIM_GPU_ENV, SIM_HOST_ENV
 from sgltui.sim.hardware import DEFAULT_GPU, GPU_PRESETS
 
-FAIL_CAUSES = ("oom", "port", "model-not-found", "cuda", "flag")
+FAIL_CAUSES = ("oom", "port", "model-not-found", "cuda", "flag", "memory-saver")
 HANG_PHASES = ("weights", "kv", "graphs", "warmup")
 
 
@@ -119,7 +119,8 @@ def _add_sim_flags(p: argparse.ArgumentParser) -> None:
         "--sim-fail-at-start",
         choices=FAIL_CAUSES,
         default=None,
-        help="fail during start-up with this cause",
+        help="fail during start-up with this cause (memory-saver: torch_memory_saver cannot be "
+        "imported, so only a launch with --enable-memory-saver fails)",
     )
     g.add_argument(
         "--sim-crash-after",

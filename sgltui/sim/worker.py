@@ -54,6 +54,10 @@ class _SimulatedError(RuntimeError):
     """A failure SGLang would raise here (the message is SGLang's); printed as a RuntimeError."""
 
 
+class _NoModule(ImportError):
+    """A module the scheduler imports is missing (its name); printed as a ModuleNotFoundError."""
+
+
 class Phases:
     """Plays SGLang's start-up lines with durations from the model, on the scaled clock."""
 
@@ -95,6 +99,11 @@ class Phases:
         fail, hang = args.sim_fail_at_start, args.sim_hang_in
         pre = cfg["pre_bytes"]
         self.sleep(cfg["t_proc"])
+        if fail == "memory-saver" and getattr(args, "enable_memory_saver", False):
+            # torch_memory_saver missing or broken in the server's interpreter: SGLang 0.5.23's
+            # TorchMemorySaverAdapter.create (the model runner's init) re-raises its import
+            # error in the scheduler, so the launch fails; without the saver it is never imported.
+            raise _NoModule("torch_memory_saver")
         if fail == "cuda":
             raise _SimulatedError(
                 "CUDA error: no CUDA-capable device is detected\nCUDA kernel errors might "
@@ -262,6 +271,8 @@ def scheduler_main(conn, cfg: dict, rank: int) -> None:
         )
     except _SimulatedError as exc:
         _fail(f"RuntimeError: {exc}")
+    except _NoModule as exc:
+        _fail(f"ModuleNotFoundError: No module named '{exc}'")
     except SchedulerRuntimeError as exc:  # raised while serving (memory_saver.py)
         _fail(f"RuntimeError: {exc}", _SERVING_FRAMES)
     except OffloadTagMissing as exc:  # a resume of a tag never released

@@ -9,6 +9,7 @@ import threading
 import time
 
 import httpx
+import psutil
 import pytest
 
 from tests.fixtures.agent import alive
@@ -438,3 +439,42 @@ def test_a_forced_swap_strands_no_request_in_the_sleeper(agent):
     assert len(results) == 4, "a request stayed in the sleeper's queue"
     loads = httpx.get(f"http://127.0.0.1:{agent.ports[a]}/v1/loads", timeout=5).json()["loads"]
     assert sum(x["num_running_reqs"] + x["num_waiting_reqs"] for x in loads) == 0, loads
+
+
+@pytest.mark.slow
+def _serving_on(ports: range) -> list[list[str]]:
+    """The command lines of the processes launched with `--port P`, P in `ports`."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        argv = proc.info["cmdline"] or []
+        if any(a == "--port" and v.isdigit() and int(v) in ports for a, v in zip(argv, argv[1:])):
+            found.append(argv)
+    return found
+
+
+def test_serving_profile_that_cannot_start_with_the_saver_comes_back_without_it(agent):
+    from tests.fixtures.cli import agent_sgltui
+
+    # t-a's interpreter cannot import torch_memory_saver: it serves, but a launch with
+    # --enable-memory-saver dies at start (as SGLang 0.5.23 does), so the add's relaunch fails
+    a = agent.write_profile("t-a", sim_fail_at_start="memory-saver")
+    b = agent.write_profile("t-b")
+    agent.call("start", profile=a, wait=True)
+    pid = agent.slot()["pid"]
+    r = agent_sgltui(agent, "standby", "add", b)  # the user's path: its one line says what to do
+    said = r.stderr.strip()
+    assert r.returncode == 1 and "\n" not in said, (said, agent.agent_log()[-1500:])
+    assert f"{b} not kept warm: {a} did not start with the memory saver" in said, said
+    assert "torch_memory_saver" in said and "serves again without it" in said, said
+    assert f"`sgltui standby add {b}` again" in said, said
+    slot = agent.slot()
+    assert slot["profile"] == a and slot["state"] == "ready", slot
+    assert slot["pid"] != pid and "--enable-memory-saver" not in slot["command"], slot["command"]
+    assert slot["standbys"] == []  # b's sleeper stopped: nothing left behind
+    assert not _serving_on(range(agent.ports[b] + 1000, agent.ports[b] + 1200))  # its sleeper
+    r = httpx.post(
+        agent.front_url + "/generate",
+        json={"text": "hi", "sampling_params": {"max_new_tokens": 2, "ignore_eos": True}},
+        timeout=30,
+    )
+    assert r.status_code == 200
