@@ -146,6 +146,28 @@ def ready(ws: list[dict]) -> int:
     return sum(1 for w in ws if w.get("gateway_status") == "ready")
 
 
+def swap_timings(states: list[Path]) -> str:
+    """The members' own swaps, from their hosts' sessions (swap.done's timings_s): the mean of
+    each step over the swaps found, so the roll's time per member can be split into the host's
+    swap and what the fleet side adds (the gateway's removal, re-registration and ready wait,
+    each step a call over the host's link)."""
+    done: list[dict] = []
+    for state in states:
+        for f in state.glob("**/sessions/*/events.jsonl"):
+            for line in f.read_text(errors="replace").splitlines():
+                try:
+                    ev = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if ev.get("type") == "swap.done" and ev.get("ok"):
+                    done.append(ev.get("timings_s") or {})
+    if not done:
+        return "no swap.done found in the hosts' sessions"
+    keys = [k for k in done[0] if isinstance(done[0][k], (int, float))]
+    means = {k: sum(float(t.get(k) or 0) for t in done) / len(done) for k in keys}
+    return f"{len(done)} host swaps, mean " + ", ".join(f"{k} {v:.2f} s" for k, v in means.items())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pods", type=int, default=4, help="fake-kubectl pods (default 4)")
@@ -185,6 +207,10 @@ def main() -> int:
             print(f"pool up: {n} members on {len(hosts)} hosts in {up_s:.1f} s (rc {r.returncode})")
             if r.returncode != 0:
                 print(r.stdout.strip() + "\n" + r.stderr.strip())
+                for log in root.glob("*/state/**/servers/*.log"):  # why a server exited
+                    lines = log.read_text(errors="replace").splitlines()
+                    if any("error" in x.lower() for x in lines):
+                        print(f"{log.relative_to(root)}:\n  " + "\n  ".join(lines[-8:]))
                 return 1
             before = workers(path)
             print(f"gateway before the roll: {ready(before)}/{len(before)} workers ready")
@@ -204,6 +230,8 @@ def main() -> int:
                 if slots.get(m, {}).get("profile") == "xb"
                 and slots.get(m, {}).get("state") == "ready"
             )
+            states = list(root.glob("*/state")) + [u.state_dir for u in (s.users if s else [])]
+            print("the hosts' own swaps: " + swap_timings(states))
             met = (
                 roll.returncode == 0
                 and streams.errors == 0
