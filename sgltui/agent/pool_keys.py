@@ -18,10 +18,14 @@ smg: it would cost each relayed token the front's 35-52 us instead of smg's 10 u
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
+from sgltui import protocol
 from sgltui.agent.endpoints import slot_url
+from sgltui.agent.errors import OpError
+from sgltui.core import launch_secrets
+from sgltui.core.profiles import ProfileError
 
 if TYPE_CHECKING:
     from sgltui.agent.gateway import Gateway
@@ -36,16 +40,36 @@ def wanted(ready: Sequence[Slot], now: str | None) -> str | None:
     return next((s.api_key for s in ready if s.api_key), None)
 
 
-async def close_door(gw: Gateway, slot: Slot, routed: Sequence[Slot]) -> bool:
+def key_of(sup: Any, profile: str, args: Any) -> str | None:
+    """The API key `profile` will serve with, its key files read (blocking); None when it has
+    none or it cannot be read (the launch then refuses, in the swap's own words)."""
+    try:
+        return launch_secrets.with_key_files(sup.get_profile(profile, args).profile).api_key
+    except (OpError, ProfileError, OSError):
+        return None
+
+
+async def close_door(
+    gw: Gateway, slot: Slot, routed: Sequence[Slot], publish: Callable[[Any], object]
+) -> None:
     """Before `slot` is added to `gw`: restart the gateway asking for `slot`'s key when it does
-    not already (True), with the workers `routed` now, each registered with its own key. A
-    keyless slot, or one whose key the gateway asks already, changes nothing (False)."""
-    if not slot.api_key or slot.api_key == gw.api_key:
-        return False
+    not already, with the workers `routed` now, each registered with its own key. A keyless
+    slot, or one whose key the gateway asks already, changes nothing."""
+    await close_door_with(gw, slot.api_key, routed, publish)
+
+
+async def close_door_with(
+    gw: Gateway, key: str | None, routed: Sequence[Slot], publish: Callable[[Any], object]
+) -> None:
+    """`close_door` for a key known before any slot serves it (a roll to a keyed profile closes
+    the door before the slot is swapped: then nothing that routes the new worker, the roll's
+    add back, a sync or a restart, can find a gateway that serves without the key)."""
+    if not key or key == gw.api_key:
+        return
     for s in routed:
         if s.api_key:  # its own key, not the gateway's new one
             gw.keys[slot_url(s)] = s.api_key
-    gw.api_key = slot.api_key
+    gw.api_key = key
     await gw.stop()
     await gw.start([slot_url(s) for s in routed])
-    return True
+    publish(protocol.GatewayStart(pool=gw.pool, pid=gw.pid, endpoint=gw.endpoint))

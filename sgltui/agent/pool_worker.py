@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from sgltui.agent import gateway as gw_mod
+from sgltui.agent import pool_keys
 from sgltui.agent.endpoints import slot_url
 from sgltui.agent.slot import READY
 
@@ -67,6 +68,9 @@ async def worker_out(pools: Any, slot: Slot) -> AsyncIterator[None]:
         if slot.state == READY:
             url = slot_url(slot)
             async with pools.lock(name):
+                # now keyed: the gateway asks for the key before the worker is routed
+                others = [o for o in pools.members(name) if o is not slot and pools.routable(o)]
+                await pool_keys.close_door(gw, slot, others, pools.sup.bus.publish)
                 await gw.add_worker(url, slot.api_key)
             await gw.wait_ready(url, WORKER_READY_S)
         pools.sync()

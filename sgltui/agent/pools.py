@@ -440,6 +440,12 @@ class Pools:
                         left=left,
                     )
                 )
+                # A keyed profile: the gateway asks for its key before the slot serves it
+                # (agent/pool_keys.py), whatever then routes the new worker.
+                key = await asyncio.to_thread(pool_keys.key_of, self.sup, profile, args)
+                async with self.lock(name):
+                    others = [o for o in members if o is not s and self.routable(o)]
+                    await pool_keys.close_door_with(gw, key, others, self.sup.bus.publish)
                 drain = protocol.Drain.WAIT if drained else protocol.Drain.FORCE
                 swap_args = _on(args, s, wait=True, drain=drain)
                 error = None
@@ -458,11 +464,8 @@ class Pools:
                 if s.state == READY:
                     async with self.lock(name):
                         # a keyed worker: the gateway asks for its key first (agent/pool_keys.py)
-                        routed = [o for o in members if o is not s and self.routable(o)]
-                        if await pool_keys.close_door(gw, s, routed):
-                            self.sup.bus.publish(
-                                protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint)
-                            )
+                        others = [o for o in members if o is not s and self.routable(o)]
+                        await pool_keys.close_door(gw, s, others, self.sup.bus.publish)
                         await gw.add_worker(url, s.api_key)
                     if not await gw.wait_ready(url, WORKER_READY_S):
                         error = (
