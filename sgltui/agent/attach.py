@@ -128,7 +128,7 @@ def fetch_info_blocking(url: str, api_key: str | None) -> dict[str, Any]:
 def _refusal(url: str, exc: info_fetch.FetchError) -> OpError:
     if exc.needs_key:
         return OpError(f"cannot attach {url}: it needs an API key; pass --api-key-file FILE")
-    if str(exc).startswith("no answer"):
+    if exc.unanswered:
         return OpError(f"cannot attach {url}: {exc}; is a server listening there?")
     return OpError(f"cannot attach {url}: {exc}")
 

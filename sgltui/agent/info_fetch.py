@@ -24,11 +24,13 @@ MAX_BYTES = 4 << 20  # SGLang's is tens of KB
 
 
 class FetchError(Exception):
-    """Why no /server_info came (one line); `status` is the HTTP status when one came."""
+    """Why no /server_info came (one line); `status` is the HTTP status when one came;
+    `unanswered` when nothing answered at all (refused, reset, timed out before a status)."""
 
-    def __init__(self, why: str, status: int | None = None) -> None:
+    def __init__(self, why: str, status: int | None = None, unanswered: bool = False) -> None:
         super().__init__(why)
         self.status = status
+        self.unanswered = unanswered
 
     @property
     def needs_key(self) -> bool:
@@ -81,7 +83,7 @@ async def fetch(
     except asyncio.TimeoutError:
         raise _too_slow(deadline_s) from None
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        raise FetchError(f"no answer ({type(exc).__name__})") from None
+        raise FetchError(f"no answer ({type(exc).__name__})", unanswered=True) from None
     return _decoded(bytes(body))
 
 
@@ -107,7 +109,7 @@ def fetch_blocking(
     except httpx.TimeoutException:
         raise _too_slow(deadline_s) from None
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        raise FetchError(f"no answer ({type(exc).__name__})") from None
+        raise FetchError(f"no answer ({type(exc).__name__})", unanswered=True) from None
     return _decoded(bytes(body))
 
 

@@ -129,3 +129,19 @@ def test_a_keyed_server_is_seen_listening_as_soon_as_it_listens(monkeypatch):
         assert seen[-1].note == discovery.NEEDS_KEY and seen[-1].url == sim.url, seen[-3:]
     finally:
         stop_sim(sim)
+
+
+def test_a_port_nothing_answers_is_said_by_the_errors_kind_not_its_words():
+    """attach's hint ("is a server listening there?") follows FetchError.unanswered, set where
+    nothing answered, not a match on the error's text."""
+    from sgltui.agent import attach, info_fetch
+    from sgltui.agent.errors import OpError
+    from tests.ports import server_port
+
+    url = f"http://127.0.0.1:{server_port()}"  # free: nothing listens there
+    with pytest.raises(info_fetch.FetchError) as raw:
+        info_fetch.fetch_blocking(url, None)
+    assert raw.value.unanswered and raw.value.status is None
+    with pytest.raises(OpError) as exc:
+        attach.fetch_info_blocking(url, None)
+    assert "is a server listening there?" in str(exc.value), exc.value
