@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from typing import Any
 
 from sgltui import protocol
@@ -63,6 +64,31 @@ def _slot(st: protocol.StatusReply, name: str | None) -> protocol.SlotStatus:
     return serving[0]
 
 
+# The card is built from the start-up log first and completed from /server_info a moment after
+# ready; what bounds the server (the flag it was given, above all) is known only then.
+CARD_WAIT_S = 10.0
+
+
+def _status_with_card(
+    args: argparse.Namespace, slot_name: str | None
+) -> tuple[protocol.StatusReply, protocol.SlotStatus]:
+    deadline = time.monotonic() + CARD_WAIT_S
+    while True:
+        st = _status(args)
+        try:
+            slot = _slot(st, slot_name)
+        except CliError:
+            if time.monotonic() < deadline and any(s.state == "ready" for s in st.slots):
+                time.sleep(0.2)  # ready, its card not yet built from the start-up log
+                continue
+            raise
+        card = slot.capacity
+        complete = card is not None and "server_info" in card.sources
+        if complete or slot.state != "ready" or time.monotonic() >= deadline:
+            return st, slot
+        time.sleep(0.2)
+
+
 def build(args: argparse.Namespace) -> tuple[advice.Advice, Profile]:
     overrides: dict[str, Any] = {
         "prompt_tokens": args.prompt_tokens,
@@ -76,8 +102,7 @@ def advise_for(
     args: argparse.Namespace, slot_name: str | None, job_id: str | None, overrides: dict[str, Any]
 ) -> tuple[advice.Advice, Profile]:
     """The proposals for the profile `slot_name` serves (`job run --choose auto` asks too)."""
-    st = _status(args)
-    slot = _slot(st, slot_name)
+    st, slot = _status_with_card(args, slot_name)
     if not slot.profile or slot.capacity is None:
         raise CliError(
             f"slot {slot.id} serves nothing measured yet: wait until it is ready "
