@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sgltui import protocol
 from sgltui.bench.report import put_back_line
 from sgltui.core import units
 from sgltui.core.bench_cut import cut_line
@@ -62,88 +63,95 @@ def command_text(op: str, args: dict[str, Any]) -> str:
 
 
 def activity_item(
-    ev: dict[str, Any], own_client: str | None, clock: Callable[[], float]
+    event: protocol.EventBase, own_client: str | None, clock: Callable[[], float]
 ) -> ActivityItem | None:
-    """The Activity tab's line for an event, if it makes one (live and from history alike);
-    `own_client` is this TUI's client name (others' commands are marked foreign)."""
-    t = ev.get("type", "")
-    client = ev.get("client")
+    """The Activity tab's line for an event, if it makes one (live and from history alike),
+    chosen by the event's Struct (protocol.decode_event), never by its words; `own_client` is
+    this TUI's client name (others' commands are marked foreign)."""
+    client = event.client
     foreign = bool(client) and client != own_client
-    ts = float(ev.get("ts") or clock())
-    if t == "command":
-        args = ev.get("args") or {}
-        text = command_text(str(ev.get("op") or "?"), args if isinstance(args, dict) else {})
-        return ActivityItem(ts, client, text, "info", foreign)
-    if t == "command.refused":
-        return ActivityItem(
-            ts,
-            client,
-            f"refused {ev.get('op', '?')}: {ev.get('reason', '')}",
-            "warning",
-            foreign,
-        )
-    if t == "slot.state":
-        st = ev.get("state")
-        level = "error" if st in ("failed", "crashed") else "info"
-        text = f"slot {ev.get('slot')}: {st}"
-        cause = ev.get("cause") or {}
-        if cause.get("summary"):
-            text += f" ({cause['summary']})"
-        elif ev.get("reason"):
-            text += f" ({ev['reason']})"
+    ts = float(event.ts or clock())
+    if isinstance(event, protocol.Command):
+        return ActivityItem(ts, client, command_text(event.op or "?", event.args), "info", foreign)
+    if isinstance(event, protocol.CommandRefused):
+        text = f"refused {event.op or '?'}: {event.reason}"
+        return ActivityItem(ts, client, text, "warning", foreign)
+    if isinstance(event, protocol.SlotStateChanged):
+        st = event.state
+        level = "error" if st in (protocol.SlotState.FAILED, protocol.SlotState.CRASHED) else "info"
+        text = f"slot {event.slot}: {st}"
+        if event.cause is not None and event.cause.summary:
+            text += f" ({event.cause.summary})"
+        elif event.reason:
+            text += f" ({event.reason})"
         return ActivityItem(ts, client, text, level, False)
-    if t == "swap.done":
-        total = (ev.get("timings_s") or {}).get("total")
-        verdict = "done" if ev.get("ok") else ("rolled back" if ev.get("rolled_back") else "failed")
-        extra = f" in {units.span(total)}" if isinstance(total, (int, float)) else ""
-        kind = ev.get("kind") or "cold"  # warm: a standby was woken (agent/standby.py)
-        return ActivityItem(
-            ts,
-            client,
-            f"swap {ev.get('from')} -> {ev.get('to')} {verdict} ({kind}){extra}",
-            "info" if ev.get("ok") else "error",
-            False,
-        )
-    if t in ("bench.start", "bench.done"):
-        text = f"{t.replace('.', ' ')} {ev.get('run_id', '')}".strip()
-        put = ev.get("put_back") or {}
-        if put.get("profile"):  # the sweep swapped the slot back to what it served
-            text += f" · {put_back_line(put)}"
-        cut = ev.get("cut")
-        if isinstance(cut, dict):  # a swap the user confirmed stopped it
-            text += f" · {cut_line(cut)}"
-        bad = put.get("ok") is False or isinstance(cut, dict)
-        return ActivityItem(ts, client, text, "error" if bad else "info", foreign)
-    if t == "disk.error":
-        return ActivityItem(
-            ts, client, f"session disk error: {ev.get('error', '')}", "error", False
-        )
-    if t in ("agent.start", "agent.stop", "agent.adopt"):
-        return ActivityItem(ts, client, t.replace(".", " "), "info", False)
-    if t == "pool.roll":
-        return _roll_item(ev, ts, client)
-    if t == "endpoint":  # the agent endpoint woke, started, evicted or refused (agent/endpoint.py)
-        bad = ev.get("action") in ("refused", "failed")
-        return ActivityItem(ts, client, str(ev.get("text") or ""), "warning" if bad else "info")
-    if t in ("gateway.died", "gateway.error"):
-        why = ev.get("error") or f"exit code {ev.get('code')}"
-        return ActivityItem(ts, client, f"pool {ev.get('pool')}: gateway {why}", "error", False)
-    if t == "gateway.restarted":
-        return ActivityItem(ts, client, f"pool {ev.get('pool')}: gateway back", "info", False)
+    if isinstance(event, protocol.SwapDone):
+        return _swap_item(event, ts, client)
+    if isinstance(event, (protocol.BenchStart, protocol.BenchDone)):
+        return _bench_item(event, ts, client, foreign)
+    if isinstance(event, protocol.DiskError):
+        text = f"session disk error: {event.error or ''}"
+        return ActivityItem(ts, client, text, "error", False)
+    if isinstance(event, (protocol.AgentStart, protocol.AgentStop, protocol.AgentAdopt)):
+        return ActivityItem(ts, client, _AGENT_WORDS[type(event)], "info", False)
+    if isinstance(event, protocol.PoolRoll):
+        return _roll_item(event, ts, client)
+    if isinstance(event, protocol.EndpointEvent):  # the agent endpoint acted (agent/endpoint.py)
+        bad = event.action in ("refused", "failed")
+        return ActivityItem(ts, client, event.text, "warning" if bad else "info")
+    if isinstance(event, protocol.GatewayDied):
+        text = f"pool {event.pool}: gateway exit code {event.code}"
+        return ActivityItem(ts, client, text, "error", False)
+    if isinstance(event, protocol.GatewayFailed):
+        text = f"pool {event.pool}: gateway {event.error or 'error'}"
+        return ActivityItem(ts, client, text, "error", False)
+    if isinstance(event, protocol.GatewayRestarted):
+        return ActivityItem(ts, client, f"pool {event.pool}: gateway back", "info", False)
     return None
 
 
-def _roll_item(ev: dict[str, Any], ts: float, client: str | None) -> ActivityItem | None:
+_AGENT_WORDS: dict[type[protocol.EventBase], str] = {
+    protocol.AgentStart: "agent start",
+    protocol.AgentStop: "agent stop",
+    protocol.AgentAdopt: "agent adopt",
+}
+
+
+def _swap_item(event: protocol.SwapDone, ts: float, client: str | None) -> ActivityItem:
+    total = event.timings_s.get("total")
+    verdict = "done" if event.ok else ("rolled back" if event.rolled_back else "failed")
+    extra = f" in {units.span(total)}" if isinstance(total, (int, float)) else ""
+    # warm: a standby was woken (agent/standby.py)
+    text = f"swap {event.from_} -> {event.to} {verdict} ({event.kind}){extra}"
+    return ActivityItem(ts, client, text, "info" if event.ok else "error", False)
+
+
+def _bench_item(
+    event: protocol.BenchStart | protocol.BenchDone, ts: float, client: str | None, foreign: bool
+) -> ActivityItem:
+    word = "start" if isinstance(event, protocol.BenchStart) else "done"
+    text = f"bench {word} {event.run_id}".strip()
+    put = (event.put_back if isinstance(event, protocol.BenchDone) else None) or {}
+    cut = event.cut if isinstance(event, protocol.BenchDone) else None
+    if put.get("profile"):  # the sweep swapped the slot back to what it served
+        text += f" · {put_back_line(put)}"
+    if isinstance(cut, dict):  # a swap the user confirmed stopped it
+        text += f" · {cut_line(cut)}"
+    bad = put.get("ok") is False or isinstance(cut, dict)
+    return ActivityItem(ts, client, text, "error" if bad else "info", foreign)
+
+
+def _roll_item(event: protocol.PoolRoll, ts: float, client: str | None) -> ActivityItem | None:
     """A rolling swap's step in the Activity tab: begin, each slot's progress, its end."""
-    pool, step, slot = ev.get("pool"), ev.get("step"), ev.get("slot")
+    pool, step, slot = event.pool, event.step, event.slot
     if step == "begin":
-        return ActivityItem(ts, client, f"pool {pool}: rolling to {ev.get('profile')}", "info")
-    if step == "stopped" or ev.get("error"):
-        text = f"pool {pool}: roll stopped at slot {slot}: {ev.get('error') or '?'}"
+        return ActivityItem(ts, client, f"pool {pool}: rolling to {event.profile}", "info")
+    if step == "stopped" or event.error:
+        text = f"pool {pool}: roll stopped at slot {slot}: {event.error or '?'}"
         return ActivityItem(ts, client, text, "error")
     if step in ("done", "end"):
         what = f"slot {slot} done" if step == "done" and slot else "roll done"
-        total = ev.get("total_s")
+        total = event.total_s
         if step == "end" and isinstance(total, (int, float)):
             what += f" in {units.span(total)}"  # the whole roll, as a swap says its time
         return ActivityItem(ts, client, f"pool {pool}: {what}", "info")

@@ -371,7 +371,7 @@ class TuiModel:
         if kind == "sample":
             return self._apply_sample(data)
         if pushed.event is not None:
-            return self._apply_event(pushed.event, data)
+            return self._apply_event(pushed.event)
         if kind == "log":
             return {LOGS}  # lines are held by the log buffer; the model only routes
         if kind == "note":  # a line of an op the source runs itself (a fleet's pool roll)
@@ -417,7 +417,7 @@ class TuiModel:
             found = self.slot_series[sid] = deque(maxlen=self.history_points)
         return found
 
-    def _apply_event(self, event: protocol.EventBase, ev: Mapping[str, Any]) -> set[str]:
+    def _apply_event(self, event: protocol.EventBase) -> set[str]:
         # What an event means for a slot or a bench run is protocol.apply's to say (the same
         # fold as replay and report); the model only routes it to its panes.
         changed: set[str] = set()
@@ -445,13 +445,13 @@ class TuiModel:
             changed |= self._apply_bench_event(event)
         if self._add_swap(event):
             changed.add(CHART)
-        if self._add_activity(dict(ev)):
+        if self._add_activity(event):
             changed.add(ACTIVITY)
         return changed
 
-    def _add_activity(self, ev: dict[str, Any]) -> bool:
+    def _add_activity(self, event: protocol.EventBase) -> bool:
         """Append the event's Activity item, if it makes one (live and from history alike)."""
-        item = activity_item(ev, self.own_client, self.clock)
+        item = activity_item(event, self.own_client, self.clock)
         if item is None:
             return False
         self.activity.append(item)
@@ -631,12 +631,13 @@ def load_history(
         for ts in sorted(points):
             model._append_series(ts, points[ts])
         changed.add(CHART)
-    if events and not model.swaps:
-        for ev in events:
-            if model._add_swap(protocol.decode_event(ev)):  # a swap.done's
+    decoded = [protocol.decode_event(ev) for ev in events] if events else []
+    if decoded and not model.swaps:
+        for event in decoded:
+            if model._add_swap(event):  # a swap.done's
                 changed.add(CHART)
-    if events and not model.activity:
-        for ev in events:
-            model._add_activity(ev)
+    if decoded and not model.activity:
+        for event in decoded:
+            model._add_activity(event)
         changed.add(ACTIVITY)
     return changed

@@ -189,9 +189,11 @@ def test_a_sweep_puts_back_the_profile_that_served(agent, free_port):
     done = [json.loads(e) for e in events if '"bench.done"' in e][-1]
     assert done["put_back"]["profile"] == names[0]
 
+    from sgltui import protocol
     from sgltui.tui.activity_items import activity_item
 
-    item = activity_item(done, None, time.time)  # the Activity pane's line for the event
+    # the Activity pane's line for the event
+    item = activity_item(protocol.decode_event(done), None, time.time)
     assert item is not None and f"slot 0 put back on {names[0]}" in item.text, item
 
 

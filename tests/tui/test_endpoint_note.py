@@ -3,6 +3,7 @@ there are some), and its events in the Activity tab."""
 
 from __future__ import annotations
 
+from sgltui import protocol
 from sgltui.tui import model as M
 from sgltui.tui.activity_items import activity_item
 from sgltui.tui.model import TuiModel
@@ -38,7 +39,7 @@ def test_what_the_endpoint_did_is_an_activity_line():
         "client": "endpoint",
         "text": "mtp woken on slot 0 by a request for mtp from 127.0.0.1",
     }
-    item = activity_item(ev, "tui", lambda: 0.0)
+    item = activity_item(protocol.decode_event(ev), "tui", lambda: 0.0)
     assert item is not None and item.text == ev["text"] and item.level == "info"
     refused = {**ev, "action": "refused", "text": "mtp waits: base is leased by job j"}
-    assert activity_item(refused, "tui", lambda: 0.0).level == "warning"
+    assert activity_item(protocol.decode_event(refused), "tui", lambda: 0.0).level == "warning"

@@ -222,13 +222,16 @@ def test_activity_says_a_command_in_words_not_its_raw_arguments():
     ev = {"type": "command", "ts": 1.0, "client": "cli:1@h", "op": "swap",
           "args": {"slot": "0", "profile": "demo-no-mtp", "force": ["port"], "drain": "force",
                    "rollback": True, "wait": True, "confirm": True, "profiles_dirs": ["/p"]}}  # fmt: skip
-    item = activity_item(ev, "tui", lambda: 1.0)
+    item = activity_item(protocol.decode_event(ev), "tui", lambda: 1.0)
     assert item is not None
     assert item.text == (
         "swap to demo-no-mtp on slot 0 (drain force, skipping the port check, confirmed)"
     )
     plain = dict(ev, args={"slot": "0", "profile": "demo-no-mtp", "force": [], "confirm": False})
-    assert activity_item(plain, "tui", lambda: 1.0).text == "swap to demo-no-mtp on slot 0"
+    assert (
+        activity_item(protocol.decode_event(plain), "tui", lambda: 1.0).text
+        == "swap to demo-no-mtp on slot 0"
+    )
 
 
 def test_a_pool_roll_ends_with_its_total_time(monkeypatch, capsys):
@@ -241,7 +244,10 @@ def test_a_pool_roll_ends_with_its_total_time(monkeypatch, capsys):
 
     end = {"type": "pool.roll", "ts": 9.0, "pool": "all", "step": "end", "profile": "b",
            "total_s": 42.5}  # fmt: skip
-    assert activity_item(end, "tui", lambda: 9.0).text == "pool all: roll done in 42.5 s"
+    assert (
+        activity_item(protocol.decode_event(end), "tui", lambda: 9.0).text
+        == "pool all: roll done in 42.5 s"
+    )
     reply = {"pool": {"slots": [], "roll": {"state": "done", "profile": "b", "done": ["a", "b"],
                                             "started": 100.0, "finished": 142.5}}}  # fmt: skip
     monkeypatch.setattr(server, "call_sync", lambda *a, **k: reply)

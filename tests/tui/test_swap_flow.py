@@ -166,11 +166,12 @@ async def test_a_swap_of_the_benched_slot_names_the_bench_and_sends_it_confirmed
         ]
         await until(pilot, lambda: any("bench r-51 stopped" in s for s in said), show=lambda: said)
 
+    from sgltui import protocol
     from sgltui.tui.activity_items import activity_item
 
     cut = {"by": "swap", "slot": "0", "to": "demo-no-mtp", "client": "tui:1@h", "at": 2.0}
     done = {"v": 1, "ts": 2.0, "type": "bench.done", "run_id": "r-51", "state": "stopped",
             "cut": cut}  # fmt: skip
-    item = activity_item(done, None, lambda: 2.0)
+    item = activity_item(protocol.decode_event(done), None, lambda: 2.0)
     assert item is not None and "CUT by a swap of slot 0 to demo-no-mtp" in item.text
     assert item.level == "error"
