@@ -116,6 +116,13 @@ ENV_NAMES: dict[tuple[str, str], str] = {
 ENV_NAMES.pop(("slot", "poll_s"))  # not a user's setting: how often the slot looks
 
 
+def env_value(table: str, key: str, env: Mapping[str, str] | None = None) -> str:
+    """The environment's override of one agent.toml setting as written ("" when unset): for a
+    command that must leave a user's choice alone (`sgltui demo` and the endpoint's port)."""
+    env = os.environ if env is None else env
+    return env.get(ENV_NAMES[(table, key)], "").strip()
+
+
 def default_path() -> Path:
     return config_dir() / FILE_NAME
 

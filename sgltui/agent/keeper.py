@@ -34,20 +34,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sgltui.core import config as env_config
 from sgltui.core import retry
 from sgltui.core.files import write_json_atomic
 from sgltui.core.pids import pid_alive
 
 LOCKFILE, PIDFILE, STATEFILE = "keeper.lock", "keeper.pid", "keeper.json"
 # the wait before the second start of a run of crashes (the first is at once), then doubled
-BACKOFF_FIRST_S = float(os.environ.get("SGLTUI_KEEPER_BACKOFF_FIRST_S", "1"))
-BACKOFF_MAX_S = float(os.environ.get("SGLTUI_KEEPER_BACKOFF_MAX_S", "60"))
-STABLE_S = float(os.environ.get("SGLTUI_KEEPER_STABLE_S", "60"))
+BACKOFF_FIRST_S = env_config.keeper_backoff_first_s()
+BACKOFF_MAX_S = env_config.keeper_backoff_max_s()
+STABLE_S = env_config.keeper_stable_s()
 
 
 def enabled() -> bool:
     """SGLTUI_KEEPER=0 runs the agent without a keeper (as before it existed)."""
-    return os.environ.get("SGLTUI_KEEPER", "1").strip().lower() not in ("0", "no", "false", "off")
+    return env_config.keeper_enabled()
 
 
 def describe_exit(returncode: int) -> str:

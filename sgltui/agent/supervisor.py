@@ -53,7 +53,7 @@ from sgltui.agent.standby import Standbys, pick_records
 from sgltui.agent.state import AgentState, LaunchHistory
 from sgltui.agent.state_saver import StateSaver
 from sgltui.agent.telemetry_link import TelemetryLink
-from sgltui.core.placement import HOST_FILE_ENV
+from sgltui.core import config as env_config
 from sgltui.core.redact import Redactor
 from sgltui.core.tasks import watched
 from sgltui.session.writer import Recorder
@@ -439,7 +439,7 @@ class Supervisor(AgentCalls):
                 disk=msgspec.convert(disk, protocol.DiskView) if disk else protocol.DiskView(),
                 demo_load=self.children.demo_on,
                 keeper=msgspec.convert(kept, protocol.KeeperView) if kept else None,
-                host_file=os.environ.get(HOST_FILE_ENV) or None,
+                host_file=env_config.host_file() or None,
             ),
             slots=slots,
             profiles=self.catalog.rows,

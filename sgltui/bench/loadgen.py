@@ -35,9 +35,10 @@ from sgltui.bench.apis import APIS, SSESplitter, StreamError, loads, make_reader
 from sgltui.bench.metrics import clean_json, compute_metrics
 from sgltui.bench.records import RecordWriter, read_records
 from sgltui.bench.workload import Workload, WorkloadError, make_workload
+from sgltui.core import config as env_config
 from sgltui.core import stats
 
-API_KEY_ENV = "SGLTUI_BENCH_API_KEY"
+API_KEY_ENV = env_config.BENCH_API_KEY_ENV
 perf = time.perf_counter
 
 
@@ -496,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _raise_fd_limit(cfg.concurrency)
     uv = _install_uvloop()
-    gen = LoadGenerator(cfg, workload, os.environ.get(API_KEY_ENV), on_progress=_emit)
+    gen = LoadGenerator(cfg, workload, env_config.bench_api_key(), on_progress=_emit)
     if args.exit_with_parent:
         _watch_parent(os.getppid())
     try:

@@ -31,6 +31,7 @@ from sgltui.bench import compare, energy
 from sgltui.bench.loadgen import API_KEY_ENV
 from sgltui.bench.metrics import clean_json
 from sgltui.bench.spec import BenchSpec, SpecError
+from sgltui.core import config as env_config
 from sgltui.core import provenance
 from sgltui.core.files import private_dir, write_json_atomic
 from sgltui.core.redact import redact_obj
@@ -507,7 +508,7 @@ class Runner:
     async def _target(self, profile: str | None) -> Target:
         if self.spec.url:
             target = Target(
-                profile=None, base_url=self.spec.url, api_key=os.environ.get(API_KEY_ENV)
+                profile=None, base_url=self.spec.url, api_key=env_config.bench_api_key()
             )
         else:
             await self.progress(

@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from sgltui.commands import CliError, Subparsers
+from sgltui.core import config as env_config
 from sgltui.core.locations import state_dir
 from sgltui.protocol import BenchState
 
-# sgltui.bench.loadgen.API_KEY_ENV (not imported here: the CLI starts without the bench stack).
-API_KEY_ENV = "SGLTUI_BENCH_API_KEY"
+# sgltui.bench.loadgen.API_KEY_ENV, from core/config.py (the CLI starts without the bench stack).
+API_KEY_ENV = env_config.BENCH_API_KEY_ENV
 
 
 def register(subparsers: Subparsers) -> None:
@@ -332,7 +333,7 @@ def _pool_url(args: argparse.Namespace) -> None:
     args.url = pool["endpoint"]
     args.no_flush_cache = True
     first = next((s for s in slots if s.get("api_key_set") and s.get("profile")), None)
-    if first is not None and not os.environ.get(API_KEY_ENV):
+    if first is not None and not env_config.bench_api_key():
         from sgltui.core.profiles import get_profile
 
         key = get_profile(first["profile"], args.profiles or []).api_key

@@ -107,7 +107,7 @@ def _demo_endpoint(args: argparse.Namespace) -> None:
     from sgltui.client import AgentError, call_sync
     from sgltui.commands import demo_ports
 
-    if os.environ.get("SGLTUI_ENDPOINT_PORT") or agent_config.default_path().exists():
+    if agent_config.env_value("endpoint", "port") or agent_config.default_path().exists():
         return
     try:
         call_sync(state_dir_of(args), "ping", autostart=False)
@@ -116,7 +116,7 @@ def _demo_endpoint(args: argparse.Namespace) -> None:
         pass
     usual = EndpointConfig.port or 30070
     if not demo_ports.free(usual):
-        os.environ["SGLTUI_ENDPOINT_PORT"] = str(demo_ports.front_port(usual))
+        os.environ[agent_config.ENV_NAMES[("endpoint", "port")]] = str(demo_ports.front_port(usual))
 
 
 def _demo_ports(args: argparse.Namespace) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sgltui.core import config as env_config
+
 _PKG = Path(__file__).resolve().parent.parent
 
 
@@ -31,7 +33,7 @@ def state_dir(override: str | os.PathLike[str] | None = None) -> Path:
     """The agent's state directory: --state-dir, $SGLTUI_STATE_DIR, or ~/.local/state/sgltui."""
     if override:
         return Path(override).expanduser()
-    env = os.environ.get("SGLTUI_STATE_DIR")
+    env = env_config.state_dir()
     if env:
         return Path(env).expanduser()
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
@@ -40,7 +42,7 @@ def state_dir(override: str | os.PathLike[str] | None = None) -> Path:
 
 def sim_gpu_dir() -> Path:
     """Where running simulators publish their simulated GPU (one JSON file per simulator pid)."""
-    env = os.environ.get("SGLTUI_SIM_GPU_DIR")
+    env = env_config.sim_gpu_dir()
     if env:
         return Path(env)
     base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"

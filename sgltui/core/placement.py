@@ -24,7 +24,6 @@ owns that range too, and no other slot's or pool's port may fall in it.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -39,6 +38,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 import tomli_w
 
+from sgltui.core import config as env_config
 from sgltui.core.locations import config_dir
 
 FILE_NAME = "host.toml"
@@ -47,8 +47,8 @@ SLOT_PORT_STEP = 10
 DP_PORT_OFFSETS = range(233, 241)  # --port + 233..240: SGLang's DP-attention ports
 DEFAULT_POOL = "all"
 DEFAULT_POOL_PORT = 30080  # today's single-slot front port: clients keep their URL
-SIM_HOST_ENV = "SGLTUI_SIMULATED_GPUS"  # the simulator's --simulated-gpus default
-SIM_GPU_ENV = "SGLTUI_SIM_GPU"  # the simulator's --sim-gpu default
+SIM_HOST_ENV = env_config.SIM_HOST_ENV  # the simulator's --simulated-gpus default
+SIM_GPU_ENV = env_config.SIM_GPU_ENV  # the simulator's --sim-gpu default
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 _SLOT_KEYS = {"name", "gpus", "port"}
 _POOL_KEYS = {"name", "slots", "port", "host", "policy"}
@@ -160,12 +160,12 @@ class Placement:
         return "\n".join(out) + "\n"
 
 
-HOST_FILE_ENV = "SGLTUI_HOST_FILE"  # another host.toml (`sgltui demo --gpus N` sets it)
+HOST_FILE_ENV = env_config.HOST_FILE_ENV  # another host.toml (`sgltui demo --gpus N` sets it)
 
 
 def default_path() -> Path:
     """$SGLTUI_HOST_FILE, else ~/.config/sgltui/host.toml."""
-    env = os.environ.get(HOST_FILE_ENV)
+    env = env_config.host_file()
     return Path(env).expanduser() if env else config_dir() / FILE_NAME
 
 

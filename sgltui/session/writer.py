@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui import protocol
+from sgltui.core import config as env_config
 from sgltui.core import retry, units
 from sgltui.core.files import PRIVATE_DIR as DIR_MODE
 from sgltui.core.files import PRIVATE_FILE as FILE_MODE
@@ -59,7 +60,7 @@ ROTATE_CHECK_INTERVAL_S = 10.0
 FREE_CHECK_INTERVAL_S = 30.0
 LOW_FREE_BYTES = 64 * 1024 * 1024
 
-LIMITS_ENV = "SGLTUI_SESSION_LIMITS"
+LIMITS_ENV = env_config.SESSION_LIMITS_ENV
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,7 +129,7 @@ class SessionLimits:
 
     @classmethod
     def from_env(cls) -> SessionLimits:
-        spec = os.environ.get(LIMITS_ENV, "").strip()
+        spec = env_config.session_limits()
         return cls.parse(spec) if spec else cls()
 
 

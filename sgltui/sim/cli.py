@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from sgltui.core.placement import SIM_GPU_ENV, SIM_HOST_ENV
+from sgltui.core import config as env_config
+from sgltui.core.config import SIM_GPU_ENV, SIM_HOST_ENV
 from sgltui.sim.hardware import DEFAULT_GPU, GPU_PRESETS
 
 FAIL_CAUSES = ("oom", "port", "model-not-found", "cuda", "flag", "memory-saver")
@@ -90,14 +90,14 @@ def _add_sim_flags(p: argparse.ArgumentParser) -> None:
     # A catalog may already carry some --sim-* flags: ours replace them (our defaults and
     # choices win), through argparse's documented conflict handler.
     g = p.add_argument_group("simulator (sgltui)", conflict_handler="resolve")
-    preset = os.environ.get(SIM_GPU_ENV, "")
+    preset = env_config.sim_gpu()
     g.add_argument(
         "--sim-gpu",
         default=preset if preset in GPU_PRESETS else DEFAULT_GPU,
         choices=sorted(GPU_PRESETS),
         help=f"simulated GPU preset (default ${SIM_GPU_ENV} or {DEFAULT_GPU})",
     )
-    host = os.environ.get(SIM_HOST_ENV, "")
+    host = env_config.simulated_gpus()
     g.add_argument(
         "--simulated-gpus",
         type=int,

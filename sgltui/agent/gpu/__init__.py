@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +36,7 @@ import psutil
 from sgltui.agent.gpu import nvml, sim
 from sgltui.agent.gpu.reading import GpuReading, GpuSourceError, empty_gpu
 from sgltui.agent.procs import ProcTree, describe
+from sgltui.core import config as env_config
 from sgltui.core import units
 
 __all__ = [
@@ -53,8 +53,8 @@ log = logging.getLogger(__name__)
 
 RELEASE_SLACK_BYTES = 512 * 2**20
 # Forces the release method (tests; a check on a real GPU of the container path).
-RELEASE_METHOD_ENV = "SGLTUI_GPU_RELEASE"
-SOURCE_ENV = "SGLTUI_GPU_SOURCE"
+RELEASE_METHOD_ENV = env_config.GPU_RELEASE_ENV
+SOURCE_ENV = env_config.GPU_SOURCE_ENV
 
 
 def device_indexes(cuda_visible: str | None, count: int) -> list[int]:
@@ -83,7 +83,7 @@ class GpuService:
     NVML_RETRY_S = 60.0
 
     def __init__(self, prefer: str | None = None) -> None:
-        self.prefer = (prefer or os.environ.get(SOURCE_ENV) or "auto").lower()
+        self.prefer = (prefer or env_config.gpu_source() or "auto").lower()
         if self.prefer not in ("auto", "nvml", "sim", "none"):
             self.prefer = "auto"
         self._nvml: nvml.NvmlSource | None = None
@@ -271,7 +271,7 @@ class GpuService:
         """What the stopped server with these pids still holds (see the module docstring)."""
         if simulated:
             return Release("simulated", sum((sim.held_by(pids) or {}).values()))
-        forced = os.environ.get(RELEASE_METHOD_ENV, "").strip()
+        forced = env_config.gpu_release()
         with nvml.session() as ok:
             if ok:
                 try:
