@@ -16,7 +16,7 @@ from typing import Any
 from sgltui import protocol
 from sgltui.client import AgentError, call_sync, decode_reply
 from sgltui.commands import CliError, Subparsers
-from sgltui.commands.server import _dirs, _state
+from sgltui.commands.server import profile_dirs_of, state_of
 from sgltui.core import advice, advice_inputs, locations
 from sgltui.core.profiles import Profile, ProfileError, get_profile
 from sgltui.core.validate import catalog_for
@@ -44,7 +44,7 @@ def register(sub: Subparsers) -> None:
 def _status(args: argparse.Namespace) -> protocol.StatusReply:
     try:
         reply: protocol.StatusReply = decode_reply(
-            "status", call_sync(_state(args), "status", autostart=False)
+            "status", call_sync(state_of(args), "status", autostart=False)
         )
     except AgentError as exc:
         raise CliError(f"{exc}; start a profile first (`sgltui start PROFILE`)") from None
@@ -109,7 +109,7 @@ def advise_for(
             "(`sgltui status`), then ask again"
         )
     try:
-        profile = get_profile(slot.profile, _dirs(args))
+        profile = get_profile(slot.profile, profile_dirs_of(args))
     except ProfileError as exc:
         raise CliError(f"the serving profile cannot be read: {exc}") from None
     job = advice_inputs.job_for(slot.id, st.jobs, job_id)

@@ -70,7 +70,7 @@ def _key_paths(args: argparse.Namespace, kw: dict[str, Any]) -> None:
 
 
 def _call(args: argparse.Namespace, op: str, **kw: Any) -> Any:
-    from sgltui.commands.server import _call as call
+    from sgltui.commands.server import call_op as call
 
     return call(args, op, **kw)
 

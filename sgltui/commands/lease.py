@@ -10,7 +10,7 @@ import time
 
 from sgltui import protocol
 from sgltui.commands import CliError, Subparsers
-from sgltui.commands.server import _call
+from sgltui.commands.server import call_op
 from sgltui.core import units
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -43,14 +43,16 @@ def cmd_lease(args: argparse.Namespace) -> int:
     if args.action == "drop":
         if not args.profile:
             raise CliError("lease drop: which profile? `sgltui lease drop PROFILE`")
-        dropped = _call(args, "lease_drop", profile=args.profile, slot=args.slot)
+        dropped = call_op(args, "lease_drop", profile=args.profile, slot=args.slot)
         print(f"lease on {args.profile} dropped ({len(dropped)})")
         return 0
     name = args.profile if args.action == "add" else args.action
     if not name or args.profile and args.action != "add":
         raise CliError("give one profile: `sgltui lease PROFILE [--for 2h] [--slot S]`")
     for_s = duration(args.for_) if args.for_ else None
-    lease: protocol.LeaseView = _call(args, "lease_add", profile=name, slot=args.slot, for_s=for_s)
+    lease: protocol.LeaseView = call_op(
+        args, "lease_add", profile=name, slot=args.slot, for_s=for_s
+    )
     until = f" until {units.timestamp(lease.until)}" if lease.until else " until dropped"
     where = f" on slot {lease.slot}" if lease.slot else ""
     print(f"{lease.profile} leased{where}{until}: the endpoint will not evict it")
@@ -58,7 +60,7 @@ def cmd_lease(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    leases: list[protocol.LeaseView] = _call(args, "lease_list", autostart=False)
+    leases: list[protocol.LeaseView] = call_op(args, "lease_list", autostart=False)
     if not leases:
         print("no leases; `sgltui lease PROFILE` holds one (a running job holds one by itself)")
         return 0

@@ -158,25 +158,25 @@ def _slot_opts(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _state(args: argparse.Namespace) -> Path:
+def state_of(args: argparse.Namespace) -> Path:
     return locations.state_dir(getattr(args, "state_dir", None))
 
 
-def _dirs(args: argparse.Namespace) -> list[str]:
+def profile_dirs_of(args: argparse.Namespace) -> list[str]:
     return [str(Path(d).expanduser().resolve()) for d in (getattr(args, "profiles", None) or [])]
 
 
-def _call(
+def call_op(
     args: argparse.Namespace, op: str | protocol.Args, autostart: bool = True, **kw: Any
 ) -> Any:
     """The op's typed reply (protocol.OPS); an agent error is one CliError line. `op`: its
     name, or its arguments' Struct (which names it)."""
     # call_sync sends its profiles_dirs with the ops that take them: passing them once more in
     # the op's arguments was the `--no-wait` crash ("multiple values for 'profiles_dirs'").
-    dirs = kw.pop("profiles_dirs", None) or _dirs(args)
+    dirs = kw.pop("profiles_dirs", None) or profile_dirs_of(args)
     name = op if isinstance(op, str) else protocol.op_for(op)
     try:
-        res = call_sync(_state(args), op, autostart=autostart, profiles_dirs=dirs, **kw)
+        res = call_sync(state_of(args), op, autostart=autostart, profiles_dirs=dirs, **kw)
         return decode_reply(name, res)
     except AgentError as exc:
         raise CliError(str(exc)) from None
@@ -242,9 +242,9 @@ def _lifecycle(args: argparse.Namespace, sent: Lifecycle) -> int:
         return _pool_lifecycle(args, sent)
     sent = msgspec.structs.replace(sent, slot=args.slot)
     if not isinstance(sent, protocol.StopArgs):
-        sent = msgspec.structs.replace(sent, profiles_dirs=_dirs(args))
+        sent = msgspec.structs.replace(sent, profiles_dirs=profile_dirs_of(args))
     if args.no_wait:
-        slot = _call(args, sent).slot
+        slot = call_op(args, sent).slot
         print(
             f"slot {slot.id}: {op} accepted ({slot.state}{', ' + slot.profile if slot.profile else ''})"
         )
@@ -266,7 +266,7 @@ def _pool_lifecycle(args: argparse.Namespace, sent: Lifecycle) -> int:
     op = protocol.op_for(sent)
     sent = msgspec.structs.replace(sent, pool=args.pool, wait=not args.no_wait)
     try:
-        res = call_sync(_state(args), sent, autostart=True, profiles_dirs=_dirs(args))
+        res = call_sync(state_of(args), sent, autostart=True, profiles_dirs=profile_dirs_of(args))
     except AgentError as exc:
         if op == "swap" and isinstance(exc, ConnectionLost):
             # the agent died mid-roll (its keeper starts another, which re-adopts the servers):
@@ -301,8 +301,8 @@ def _pool_lifecycle(args: argparse.Namespace, sent: Lifecycle) -> int:
 
 
 async def _follow(args: argparse.Namespace, sent: Lifecycle) -> protocol.Accepted:
-    client = AgentClient(_state(args), "cli")
-    await client.connect(profiles_dirs=_dirs(args))
+    client = AgentClient(state_of(args), "cli")
+    await client.connect(profiles_dirs=profile_dirs_of(args))
     printer = _Progress(sent.slot)
 
     async def watch() -> None:
@@ -407,17 +407,17 @@ def _print_cause(cause: protocol.Cause | None) -> None:
 def cmd_status(args: argparse.Namespace) -> int:
     # Never starts an agent: one started only to answer "what runs?" would open an empty session.
     try:
-        raw = call_sync(_state(args), "status", autostart=False)
+        raw = call_sync(state_of(args), "status", autostart=False)
     except VersionMismatch as exc:
         raise CliError(str(exc)) from None
     except AgentError:
-        down = _keeper_down_line(_state(args))
+        down = _keeper_down_line(state_of(args))
         if down:
             raise CliError(down, 3) from None
-        left = _left_running(_state(args))
+        left = _left_running(state_of(args))
         if left:
             raise CliError(
-                f"no agent is running for {_state(args)}; its last session recorded "
+                f"no agent is running for {state_of(args)}; its last session recorded "
                 f"{', '.join(left)} still running: `sgltui agent start` re-adopts them",
                 3,
             ) from None
@@ -425,7 +425,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         for line in found:  # servers of yours sgltui did not start, found by this command
             print(line)
         raise CliError(
-            f"no agent is running for {_state(args)}"
+            f"no agent is running for {state_of(args)}"
             + ("" if found else ": no servers")
             + "; `sgltui start PROFILE` or `sgltui` starts one",
             3,
@@ -610,7 +610,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if getattr(args, "pool", None):
         if args.follow or args.slot:
             raise CliError("--pool prints each slot's tail; follow one slot with --slot NAME -f")
-        raw = call_sync(_state(args), "status", autostart=False)
+        raw = call_sync(state_of(args), "status", autostart=False)
         slots = next(
             (p.get("slots") for p in raw.get("pools") or [] if p.get("name") == args.pool), None
         )
@@ -625,7 +625,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if args.launch_id:
         kw["launch_id"] = args.launch_id
     if not args.follow:
-        for line in _call(args, "logs", **kw).lines:
+        for line in call_op(args, "logs", **kw).lines:
             print(line)
         return 0
     try:
@@ -636,8 +636,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 async def _follow_logs(args: argparse.Namespace, kw: dict) -> None:
-    client = AgentClient(_state(args), "cli")
-    await client.connect(profiles_dirs=_dirs(args))
+    client = AgentClient(state_of(args), "cli")
+    await client.connect(profiles_dirs=profile_dirs_of(args))
     try:
         launch = None
         try:
@@ -669,7 +669,7 @@ async def _follow_logs(args: argparse.Namespace, kw: dict) -> None:
 
 
 def cmd_agent_status(args: argparse.Namespace) -> int:
-    state = _state(args)
+    state = state_of(args)
     try:
         st = _any_version_status(state)
     except AgentError:
@@ -707,11 +707,11 @@ def cmd_agent_status(args: argparse.Namespace) -> int:
 
 
 def cmd_agent_bridge(args: argparse.Namespace) -> int:
-    return bridge.run(_state(args), _dirs(args))
+    return bridge.run(state_of(args), profile_dirs_of(args))
 
 
 def cmd_agent_stop(args: argparse.Namespace) -> int:
-    state = _state(args)
+    state = state_of(args)
     keeper_pid = keeper.keeper_pid(state)
     try:
         # Without the version check: this is how an agent of another version is replaced.
@@ -787,7 +787,7 @@ def _stop_without_agent(args: argparse.Namespace, state: Path, keeper_pid: int |
         return 0
     print(f"agent: not running; starting one to stop the servers it left ({names})")
     try:
-        pid = call_sync(state, "ping", profiles_dirs=_dirs(args))["pid"]
+        pid = call_sync(state, "ping", profiles_dirs=profile_dirs_of(args))["pid"]
         keeper_pid = keeper.keeper_pid(state)
         call_sync(state, "shutdown", autostart=False, stop_servers=True)
     except AgentError as exc:
@@ -816,7 +816,7 @@ def _servers_in_state_file(state: Path) -> list[tuple[str, str, int | None]]:
 
 
 def cmd_agent_start(args: argparse.Namespace) -> int:
-    print(f"agent: running, pid {_call(args, 'ping').pid}")
+    print(f"agent: running, pid {call_op(args, 'ping').pid}")
     return 0
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from sgltui import protocol
 from sgltui.client import AgentError, call_sync, decode_reply
 from sgltui.commands import CliError, Subparsers
-from sgltui.commands.server import _call, _dirs, _state
+from sgltui.commands.server import call_op, profile_dirs_of, state_of
 from sgltui.core import units
 
 
@@ -62,12 +62,12 @@ def cmd_add(args: argparse.Namespace) -> int:
             "sleeps (its clients wait at the front)",
             flush=True,
         )
-    reply: protocol.Accepted = _call(
+    reply: protocol.Accepted = call_op(
         args,
         "standby_add",
         profile=args.profile,
         wait=wait,
-        profiles_dirs=_dirs(args),
+        profiles_dirs=profile_dirs_of(args),
         **_target(args),
     )
     slot = reply.slot
@@ -94,7 +94,9 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    reply: protocol.Accepted = _call(args, "standby_remove", profile=args.profile, **_target(args))
+    reply: protocol.Accepted = call_op(
+        args, "standby_remove", profile=args.profile, **_target(args)
+    )
     print(f"slot {reply.slot.id}: {args.profile} no longer kept warm")
     return 0
 
@@ -102,7 +104,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     try:
         st: protocol.StatusReply = decode_reply(
-            "status", call_sync(_state(args), "status", autostart=False)
+            "status", call_sync(state_of(args), "status", autostart=False)
         )
     except AgentError as exc:
         raise CliError(f"{exc}; no agent, no standbys") from None

@@ -66,7 +66,6 @@ from sgltui.protocol.base import JobState as JobState
 from sgltui.protocol.base import ProtocolError as ProtocolError
 from sgltui.protocol.base import SlotState as SlotState
 from sgltui.protocol.base import StrEnum as StrEnum
-from sgltui.protocol.events import _EVENT_TYPES as _EVENT_TYPES
 from sgltui.protocol.events import EVENT_TYPES as EVENT_TYPES
 from sgltui.protocol.events import JOB_EVENTS as JOB_EVENTS
 from sgltui.protocol.events import AgentAdopt as AgentAdopt
@@ -145,22 +144,12 @@ from sgltui.protocol.events import SwapFailure as SwapFailure
 from sgltui.protocol.events import SwapStep as SwapStep
 from sgltui.protocol.events import decode_event as decode_event
 from sgltui.protocol.events import event_dict as event_dict
-from sgltui.protocol.history import _CLEARS_CAUSE as _CLEARS_CAUSE
-from sgltui.protocol.history import _ENDED as _ENDED
 from sgltui.protocol.history import SECRETS_FILE_PREFIX as SECRETS_FILE_PREFIX
 from sgltui.protocol.history import FailureRecord as FailureRecord
 from sgltui.protocol.history import LaunchOutcome as LaunchOutcome
 from sgltui.protocol.history import LaunchRecord as LaunchRecord
 from sgltui.protocol.history import SessionState as SessionState
 from sgltui.protocol.history import SwapRecord as SwapRecord
-from sgltui.protocol.history import _bench_event as _bench_event
-from sgltui.protocol.history import _flag as _flag
-from sgltui.protocol.history import _history as _history
-from sgltui.protocol.history import _last as _last
-from sgltui.protocol.history import _launch_outcome as _launch_outcome
-from sgltui.protocol.history import _put as _put
-from sgltui.protocol.history import _slot_event as _slot_event
-from sgltui.protocol.history import _with_profiles as _with_profiles
 from sgltui.protocol.history import apply as apply
 from sgltui.protocol.history import apply_to_status_slot as apply_to_status_slot
 from sgltui.protocol.history import fold as fold
@@ -217,7 +206,6 @@ from sgltui.protocol.replies import Subscribed as Subscribed
 from sgltui.protocol.replies import TelemetryView as TelemetryView
 from sgltui.protocol.replies import TimelineReply as TimelineReply
 from sgltui.protocol.replies import Unmanaged as Unmanaged
-from sgltui.protocol.replies import _reads as _reads
 from sgltui.protocol.replies import telemetry_view as telemetry_view
 from sgltui.protocol.views import AgentView as AgentView
 from sgltui.protocol.views import BenchProgressView as BenchProgressView
@@ -243,11 +231,231 @@ from sgltui.protocol.wire import Push as Push
 from sgltui.protocol.wire import Reply as Reply
 from sgltui.protocol.wire import Request as Request
 from sgltui.protocol.wire import RequestId as RequestId
-from sgltui.protocol.wire import _encoder as _encoder
-from sgltui.protocol.wire import _explain as _explain
 from sgltui.protocol.wire import args_dict as args_dict
 from sgltui.protocol.wire import decode_message as decode_message
 from sgltui.protocol.wire import decode_request as decode_request
 from sgltui.protocol.wire import encode as encode
 from sgltui.protocol.wire import parse_args as parse_args
 from sgltui.protocol.wire import version_mismatch as version_mismatch
+
+# What `from sgltui.protocol import *` and a reader get: every name re-exported above.
+__all__ = [
+    "Accepted",
+    "AdoptArgs",
+    "AgentAdopt",
+    "AgentInfo",
+    "AgentStart",
+    "AgentStop",
+    "AgentView",
+    "Args",
+    "AttachArgs",
+    "Attached",
+    "BenchDone",
+    "BenchProgress",
+    "BenchProgressArgs",
+    "BenchProgressView",
+    "BenchRun",
+    "BenchSpec",
+    "BenchStart",
+    "BenchStartArgs",
+    "BenchStarted",
+    "BenchState",
+    "BenchStopArgs",
+    "BenchView",
+    "Capacity",
+    "CapacityBound",
+    "CapacityCard",
+    "Cause",
+    "CauseKind",
+    "CheckName",
+    "Command",
+    "CommandRefused",
+    "Concurrency",
+    "DemoLoadArgs",
+    "DemoLoadReply",
+    "Dirs",
+    "DiskError",
+    "DiskOk",
+    "DiskView",
+    "Drain",
+    "DrainView",
+    "ERROR_CODES",
+    "EVENT_SCHEMA",
+    "EVENT_TYPES",
+    "EndpointEvent",
+    "EndpointView",
+    "Error",
+    "ErrorCode",
+    "Event",
+    "EventBase",
+    "ExposeArgs",
+    "Exposed",
+    "ExternalView",
+    "FailureRecord",
+    "Force",
+    "FromTo",
+    "FrontHold",
+    "FrontLetGo",
+    "FrontRelease",
+    "FrontRoute",
+    "FrontView",
+    "GatewayDied",
+    "GatewayFailed",
+    "GatewayRestarted",
+    "GatewayStart",
+    "GatewayStopped",
+    "GpuProcess",
+    "GpuSourceView",
+    "GpuView",
+    "HelloArgs",
+    "HelloReply",
+    "HostView",
+    "JOB_EVENTS",
+    "JobArgs",
+    "JobCancel",
+    "JobCandidate",
+    "JobChecked",
+    "JobChoice",
+    "JobConcurrency",
+    "JobDecisionEvent",
+    "JobDiskError",
+    "JobDiskOk",
+    "JobDone",
+    "JobErrored",
+    "JobEvent",
+    "JobHeld",
+    "JobHold",
+    "JobPause",
+    "JobProgress",
+    "JobRef",
+    "JobRelease",
+    "JobRepaired",
+    "JobReplan",
+    "JobResume",
+    "JobResumeAfterRestart",
+    "JobRunArgs",
+    "JobRunnerExit",
+    "JobSegment",
+    "JobSegmentDone",
+    "JobSegmentStart",
+    "JobSet",
+    "JobSetArgs",
+    "JobStallOver",
+    "JobStalled",
+    "JobStart",
+    "JobState",
+    "JobTarget",
+    "JobTrial",
+    "JobView",
+    "JobWatch",
+    "KeeperView",
+    "LastSwap",
+    "Launch",
+    "LaunchArgs",
+    "LaunchOutcome",
+    "LaunchRecord",
+    "LeaseArgs",
+    "LeaseView",
+    "LogLines",
+    "LogRotated",
+    "LogsArgs",
+    "LogsReply",
+    "MAX_CLIENT_NAME",
+    "Name",
+    "NonNegative",
+    "Noted",
+    "OPS",
+    "OP_OF_ARGS",
+    "Op",
+    "OtherEvent",
+    "Outcome",
+    "PROTOCOL_VERSION",
+    "Pin",
+    "PingReply",
+    "PoolEvent",
+    "PoolGateway",
+    "PoolResult",
+    "PoolRoll",
+    "PoolStatus",
+    "PoolWorker",
+    "PoolWorkerChanged",
+    "PreflightArgs",
+    "PreflightCheck",
+    "PreflightDone",
+    "PreflightReply",
+    "ProfileChanged",
+    "ProfileName",
+    "ProfileRow",
+    "ProfileSeen",
+    "ProfilesArgs",
+    "ProtocolError",
+    "Push",
+    "R",
+    "READ_ONLY_OPS",
+    "RemotePoolArgs",
+    "RemoteWorker",
+    "Reply",
+    "Request",
+    "RequestId",
+    "ResolvedView",
+    "RestartArgs",
+    "RollView",
+    "SECRETS_FILE_PREFIX",
+    "ServerProvenance",
+    "SessionState",
+    "ShutdownArgs",
+    "ShutdownReply",
+    "SlotArgs",
+    "SlotAttached",
+    "SlotDrain",
+    "SlotExposed",
+    "SlotId",
+    "SlotPhase",
+    "SlotRestart",
+    "SlotState",
+    "SlotStateChanged",
+    "SlotStatus",
+    "SlotView",
+    "StandbyArgs",
+    "StandbyView",
+    "StartArgs",
+    "StatusReply",
+    "StopArgs",
+    "StopReport",
+    "StopView",
+    "StrEnum",
+    "SubscribeArgs",
+    "Subscribed",
+    "SwapArgs",
+    "SwapDone",
+    "SwapEvent",
+    "SwapFailure",
+    "SwapRecord",
+    "SwapStep",
+    "SwapView",
+    "TelemetryView",
+    "TimelineArgs",
+    "TimelineReply",
+    "Unmanaged",
+    "VERSIONLESS_OPS",
+    "W",
+    "apply",
+    "apply_to_status_slot",
+    "args_dict",
+    "bench_progress_view",
+    "capacity_card",
+    "decode_event",
+    "decode_message",
+    "decode_reply",
+    "decode_request",
+    "encode",
+    "event_dict",
+    "fold",
+    "op_for",
+    "parse_args",
+    "slot_dict",
+    "slot_from_status",
+    "telemetry_view",
+    "to_builtins",
+    "version_mismatch",
+]
