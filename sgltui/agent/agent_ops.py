@@ -8,6 +8,8 @@ the demo load. agent/op_routes.py routes each op to its handler here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import re
 from collections.abc import Callable
@@ -20,10 +22,13 @@ from sgltui import __version__, protocol
 from sgltui.agent.children import ChildError
 from sgltui.agent.errors import OpError
 from sgltui.agent.slot import READY
-from sgltui.session.layout import SERVERS_DIR
+from sgltui.session.layout import EVENTS_FILE, SERVERS_DIR
 
 if TYPE_CHECKING:
     from sgltui.agent.hosts import AgentOpsHost
+
+
+EVENTS_TAIL = 200  # the `events` op's: as many as a TUI reads back when it opens (tui/catchup.py)
 
 
 class AgentOps:
@@ -131,6 +136,24 @@ class AgentOps:
             return protocol.TimelineReply(series={})
         series = tele.series(args.series, args.since)["series"]
         return protocol.TimelineReply(series=series)
+
+    async def op_events(self, args: protocol.Args, client: str | None) -> list[dict[str, Any]]:
+        """The session's last EVENTS_TAIL events as recorded (events.jsonl, redacted as
+        written): what happened before a client came, for one that cannot read this host's
+        files (`sgltui agent events`, a TUI over ssh)."""
+        try:
+            lines = await asyncio.to_thread(
+                _tail_file, Path(self.sup.recorder.path, EVENTS_FILE), EVENTS_TAIL
+            )
+        except FileNotFoundError:  # a session not written yet
+            return []
+        events = []
+        for line in lines:
+            with contextlib.suppress(ValueError):  # a line cut by a full disk
+                ev = json.loads(line)
+                if isinstance(ev, dict):
+                    events.append(ev)
+        return events
 
     async def op_shutdown(
         self, args: protocol.ShutdownArgs, client: str | None

@@ -55,6 +55,7 @@ def routes(
         "profiles": Route(agent.op_profiles),
         "logs": Route(agent.op_logs),
         "timeline": Route(agent.op_timeline),
+        "events": Route(agent.op_events),
         "subscribe": Route(agent.op_subscribe),
         "shutdown": Route(agent.op_shutdown),
         "slot_expose": Route(agent.op_slot_expose),

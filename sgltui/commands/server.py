@@ -85,12 +85,18 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(handler=cmd_logs)
 
     p = sub.add_parser(
-        "agent", help="the background agent: status | stop | start | install-service"
+        "agent", help="the background agent: status | events | stop | start | install-service"
     )
     asub = p.add_subparsers(dest="agent_command", metavar="ACTION")
     a = asub.add_parser("status", help="is the agent running, and where")
     a.add_argument("--json", action="store_true")
     a.set_defaults(handler=cmd_agent_status)
+    a = asub.add_parser("events", help="what happened lately: the Activity tab's lines, as text")
+    a.add_argument("-n", "--last", type=int, default=20, metavar="N", help="the last N (<= 200)")
+    a.add_argument("--slot", help="only this slot's events")
+    a.add_argument("--all", action="store_true", help="every event type, not only Activity's")
+    a.add_argument("--json", action="store_true", help="the events as recorded, one a line")
+    a.set_defaults(handler=cmd_agent_events)
     a = asub.add_parser("stop", help="stop the agent (servers keep running unless --stop-servers)")
     a.add_argument("--stop-servers", action="store_true", help="also stop every server it runs")
     a.set_defaults(handler=cmd_agent_stop)
@@ -703,6 +709,27 @@ def cmd_agent_status(args: argparse.Namespace) -> int:
         print(kline)
     elif agent.keeper is None:
         print("  keeper  none (the agent is not started again if it dies)")
+    return 0
+
+
+def cmd_agent_events(args: argparse.Namespace) -> int:
+    """The agent's recent events (the `events` op), in the Activity tab's words."""
+    from sgltui.tui.activity_items import activity_item  # no Textual: the words only
+
+    raw: list[dict[str, Any]] = call_op(args, "events", autostart=False)
+    rows = []
+    for data in raw:
+        event = protocol.decode_event(data)
+        if args.slot is not None and event.slot != args.slot:
+            continue
+        item = activity_item(event, None, time.time)
+        if item is not None:
+            rows.append((data, f"{units.clock(item.ts)}  {item.text}"))
+        elif args.all:
+            where = f" slot {event.slot}" if event.slot is not None else ""
+            rows.append((data, f"{units.clock(event.ts)}  {data.get('type', '?')}{where}"))
+    for data, line in rows[-max(args.last, 0) :] if args.last > 0 else []:
+        print(json.dumps(data) if args.json else line)
     return 0
 
 

@@ -78,6 +78,8 @@ OPS: Final[Mapping[str, Op]] = {
     "profiles": Op(ProfilesArgs, list[ProfileRow], R, "profiles in the agent's and given folders"),
     "logs": Op(LogsArgs, LogsReply, R, "the last lines of a slot's (or a launch's) server log"),
     "timeline": Op(TimelineArgs, TimelineReply, R, "recorded telemetry series"),
+    # events as recorded: dicts, as pushed and in events.jsonl (protocol.decode_event types them)
+    "events": Op(Args, list[dict[str, Any]], R, "the session's last events (Activity history)"),
     "subscribe": Op(
         SubscribeArgs, Subscribed, R, "pushes (events, samples, log lines) on this connection"
     ),
