@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import msgspec
 from aiohttp import web
 
 from sgltui import protocol
@@ -192,9 +193,10 @@ class Front:
         held_s = time.monotonic() - self._hold_started if self._hold_started else None
         self._hold_started, self.held_from = None, None
         self._gate.set()
-        event.slot, event.held = self.slot_id, self._held
-        event.held_s = round(held_s, 3) if held_s is not None else None
-        self.on_event(event)
+        held_s = round(held_s, 3) if held_s is not None else None
+        self.on_event(
+            msgspec.structs.replace(event, slot=self.slot_id, held=self._held, held_s=held_s)
+        )
 
     def in_flight(self, backend: tuple[str, int] | None = None) -> int:
         """Requests passed through and not finished: to `backend` (host, port), or to all."""

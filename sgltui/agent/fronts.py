@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from sgltui import protocol
 from sgltui.agent.batch_api import BatchApi, BatchStore
 from sgltui.agent.front import Front, Keys
@@ -59,8 +61,7 @@ class Fronts:
 
     def _event(self, event: protocol.EventBase) -> None:
         s = self.host.slots.get(event.slot or "")
-        event.client = s.client if s else None
-        self.host.bus.publish(event)
+        self.host.bus.publish(msgspec.structs.replace(event, client=s.client if s else None))
 
     def follow(self) -> None:
         """A slot changed: its front follows at once (hold, route, release)."""

@@ -142,8 +142,9 @@ class JobsHost:
 
     def _publish(self, rec: JobRecord, event: protocol.JobEvent) -> None:
         """A job's event, stamped with the job, its client and its slot."""
-        event.job, event.client, event.slot = rec.id, rec.client, rec.slot
-        self.site.publish(event)
+        self.site.publish(
+            msgspec.structs.replace(event, job=rec.id, client=rec.client, slot=rec.slot)
+        )
 
     def _choose(self, rec: JobRecord) -> None:
         """A --choose job gets its trial's driver (jobs/chooser.py); its state is rec.choose."""

@@ -316,8 +316,7 @@ class SlotCore:
 
     def _announce(self, event: protocol.EventBase) -> None:
         """Publish a slot event (its client and slot filled in), wake wait_settled()."""
-        event.client, event.slot = self.client, self.id
-        self.host.bus.publish(event)
+        self.host.bus.publish(msgspec.structs.replace(event, client=self.client, slot=self.id))
         self.host.bus.changed()
         self._changed.set()
 
