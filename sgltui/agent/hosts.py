@@ -149,8 +149,11 @@ class SwapOps(StandbyOps, Protocol):
     def busy(self, slot_id: str) -> Job | None: ...
     async def accept(self, slot: Slot, name: str | None, args: protocol.LaunchArgs) -> Resolved: ...
     def forced(self, args: protocol.LaunchArgs) -> frozenset[str]: ...
-    def reply(  # type: ignore[override]
-        self, slot: Slot, args: protocol.RestartArgs | protocol.SwapArgs, job: Job | None
+    def reply(
+        self,
+        slot: Slot,
+        args: protocol.StandbyArgs | protocol.RestartArgs | protocol.SwapArgs,
+        job: Job | None,
     ) -> Any: ...
 
 
