@@ -100,12 +100,9 @@ class PoolSight(Protocol):
 
 
 class WarmSwaps(Protocol):
-    """The standbys (agent/standby.py), as a start or a swap asks them."""
+    """The standbys (agent/standby.py), as a launch or a preflight asks them."""
 
     def warm(self, slot: Slot, name: str) -> object | None: ...
-    def swap_job(
-        self, slot: Slot, name: str, client: str | None, drain: str, rollback: bool
-    ) -> Job | None: ...
     def cold_target(self, slot: Slot, target: Resolved) -> Resolved: ...
 
 
@@ -123,7 +120,7 @@ class SlotJobs(Protocol):
 
 
 class Relauncher(Protocol):
-    """The operations, as the restart policy relaunches a crashed slot."""
+    """The swaps (agent/swap.py), as the restart policy relaunches a crashed slot."""
 
     async def relaunch(self, slot: Slot, client: str) -> Job: ...
 
@@ -143,6 +140,42 @@ class StandbyOps(Protocol):
         self, slot: Slot, profile: Any, client: str | None, skip: frozenset[str] = ...
     ) -> None: ...
     def launch_id(self, profile_name: str) -> str: ...
+
+
+class SwapOps(StandbyOps, Protocol):
+    """The operations, as the swaps (agent/swap.py) run theirs: also the preflight that accepts
+    a cold swap's profile, and the slot's job a second swap is refused with."""
+
+    def busy(self, slot_id: str) -> Job | None: ...
+    async def accept(self, slot: Slot, name: str | None, args: protocol.LaunchArgs) -> Resolved: ...
+    def forced(self, args: protocol.LaunchArgs) -> frozenset[str]: ...
+    def reply(
+        self,
+        slot: Slot,
+        args: protocol.StandbyArgs | protocol.RestartArgs | protocol.SwapArgs,
+        job: Job | None,
+    ) -> Any: ...
+
+
+class StandbyShelf(Protocol):
+    """The standbys (agent/standby.py), as a warm swap wakes one and keeps the other asleep
+    (agent/swap.py; a standby is agent/standby.py's Standby)."""
+
+    by_slot: dict[str, dict[str, Any]]
+    accept: dict[str, float]
+
+    def warm(self, slot: Slot, name: str) -> Any: ...
+    def drop(self, slot_id: str, name: str) -> Any: ...
+    async def keep_asleep(
+        self, slot: Slot, name: str, handed: dict, host_bytes: int = ...
+    ) -> Any: ...
+
+
+class SwapPools(PoolGuard, Protocol):
+    """The pools, as a swap asks them: a restart of a pool's last worker, a warm swap's front
+    (agent/standby_room.py) and its worker out of the gateway (agent/pool_worker.py)."""
+
+    def front_port(self, slot_id: str) -> tuple[str, int] | None | bool: ...
 
 
 # ---- each part's host (the supervisor) -------------------------------------------------------
@@ -206,7 +239,7 @@ class RestartHost(Protocol):
     @property
     def batch(self) -> ActiveJobs: ...
     @property
-    def ops(self) -> Relauncher: ...
+    def swaps(self) -> Relauncher: ...
 
 
 class StandbysHost(Protocol):
@@ -218,7 +251,6 @@ class StandbysHost(Protocol):
     state_dir: Path
     agent_config: AgentConfig
     slots: dict[str, Slot]
-    telemetry: Any  # agent/telemetry.py Telemetry, None when it did not start
 
     def server_log_path(self, launch_id: str) -> Path: ...
     def learned(self, profile: str) -> dict[str, float] | None: ...
@@ -234,6 +266,30 @@ class StandbysHost(Protocol):
     def ops(self) -> StandbyOps: ...
     @property
     def pools(self) -> PoolLookup: ...
+
+
+class SwapsHost(Protocol):
+    """What the swap coordinator (agent/swap.py) needs: the slots, the operations' command
+    layer, the standbys it wakes, and what holds a slot (leases, pinned jobs, bench runs)."""
+
+    bus: EventBus
+    slots: dict[str, Slot]
+    telemetry: Any  # agent/telemetry.py Telemetry, None when it did not start: it follows
+
+    def slot_for(self, args: protocol.Args) -> Slot: ...
+
+    @property
+    def ops(self) -> SwapOps: ...
+    @property
+    def standbys(self) -> StandbyShelf: ...
+    @property
+    def pools(self) -> SwapPools: ...
+    @property
+    def batch(self) -> SwapHolds: ...
+    @property
+    def leases(self) -> LeaseGuard: ...
+    @property
+    def children(self) -> BenchGuard: ...
 
 
 class SiteHost(Protocol):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from sgltui.agent.leases import Leases
     from sgltui.agent.operations import Operations
     from sgltui.agent.standby import Standbys
+    from sgltui.agent.swap import Swaps
 
 Handler = Callable[[Any, "str | None"], Awaitable[Any]]
 
@@ -40,6 +41,7 @@ def routes(
     *,
     agent: AgentOps,
     lifecycle: Operations,
+    swaps: Swaps,
     jobs: JobsHost,
     standbys: Standbys,
     leases: Leases,
@@ -69,8 +71,9 @@ def routes(
         "preflight": Route(lifecycle.op_preflight, own),
         "start": Route(lifecycle.op_start, own),
         "stop": Route(lifecycle.op_stop, own),
-        "restart": Route(lifecycle.op_restart, own),
-        "swap": Route(lifecycle.op_swap, own),
+        # its swaps, cold or warm (agent/swap.py)
+        "restart": Route(swaps.op_restart, own),
+        "swap": Route(swaps.op_swap, own),
         # batch jobs (agent/jobs_host.py): a JobError is the op's refusal
         "job_run": Route(_jobs(jobs.op_run)),
         "job_status": Route(_jobs(jobs.op_status)),

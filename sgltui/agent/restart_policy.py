@@ -14,7 +14,7 @@ The policy (`restart` in agent.toml, SGLTUI_RESTART), for every slot, each count
   "never"       leave every crash as it is
 
 It reacts to the slot's own events (`on_event`, called by the supervisor for each one) and acts
-through Operations.relaunch: it holds no slot state of its own beyond the crash times.
+through Swaps.relaunch (agent/swap.py): it holds no slot state of its own beyond the crash times.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class RestartPolicy:
         if slot is None or slot.state != "crashed" or slot.profile is None:
             return  # a person acted meanwhile (start, swap, stop): theirs wins
         try:
-            await self.sup.ops.relaunch(slot, CLIENT)
+            await self.sup.swaps.relaunch(slot, CLIENT)
         except OpError as exc:  # refused (a busy slot): said, never raised into the loop
             log.warning("slot %s: relaunch refused: %s", slot_id, exc)
             self.notes[slot_id] = f"relaunch refused: {exc}"

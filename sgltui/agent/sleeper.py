@@ -4,7 +4,7 @@ SGLang's memory saver (--enable-memory-saver --enable-weights-cpu-backup,
 SGLANG_MEMORY_SAVER_CUDA_GRAPH=1) lets a running server pause (/pause_generation), release its
 GPU memory (/release_memory_occupation: weights to pinned host RAM, KV cache and graphs freed),
 and later resume it and continue. The standbys (agent/standby.py) sequence these calls for a
-standby add and a warm swap; this module holds the calls on one server (a `Slot`), the canary
+standby add, the swap coordinator (agent/swap.py) for a warm swap; this module holds the calls on one server (a `Slot`), the canary
 that checks a woken one, and what a sleeper holds. It knows nothing of standbys or swaps.
 """
 
@@ -214,7 +214,7 @@ async def wake(srv: Slot) -> None:
 
 async def saved(srv: Slot) -> None:
     """agent-state.json says which steps the server is in now (an agent killed between two
-    steps leaves the next one what it needs to undo them: agent/standby.py settle)."""
+    steps leaves the next one what it needs to undo them: agent/swap.py settle)."""
     save = getattr(getattr(srv, "host", None), "state_saved", None)
     if save is not None:
         await save()

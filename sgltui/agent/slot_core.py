@@ -354,7 +354,7 @@ class SlotCore:
             self.host.bus.changed()
             self._changed.set()
 
-    # ---- a swap's state (sequenced by agent/operations.py) -------------------------------------
+    # ---- a swap's state (sequenced by agent/swap.py) -------------------------------------------
 
     def begin_swap(
         self, old: str | None, to: str, started: float, rollback: bool, client: str | None

@@ -1,7 +1,8 @@
 """A slot's lifecycle command while it runs (`Job`) and a reply that waits for it (`Wait`).
 
-Operations (agent/operations.py) makes them for start, stop, restart and swap; the standbys
-(agent/standby.py) for a standby add and a warm swap; the supervisor reads them for status. A
+Operations (agent/operations.py) makes them for start and stop; the swaps (agent/swap.py) for a
+swap, cold or warm, and a restart; the standbys (agent/standby.py) for a standby add; the
+supervisor reads them for status. A
 module of their own so that none of those imports another for two small types.
 """
 

@@ -1,4 +1,5 @@
-"""Standbys: profiles kept warm beside a slot's server, and the warm swap that wakes one.
+"""Standbys: profiles kept warm beside a slot's server, asleep; their lifecycle (add, remove,
+list, re-adoption). The warm swap that wakes one is the swap coordinator's (agent/swap.py).
 
 No profile setting changes inside a running SGLang server, so a swap in seconds needs a second
 server process per profile, asleep: launched with the memory saver (--enable-memory-saver
@@ -12,18 +13,13 @@ notices the sleeper's exit (the standby is then `lost`).
     standby add B:  hold the front -> drain A -> pause A -> release A -> launch B beside it (cold)
                     -> canary B (its accept length, the baseline) -> pause B -> release B
                     -> resume A -> continue A -> route            (any failure: A resumed)
-    warm swap A->B: hold the front -> drain A -> pause A -> release A -> memory back (GPU source)
-                    -> resume B -> continue B -> canary B -> the slot takes B's server, A's goes
-                    to a standby of its own (asleep) -> route
-                    | a failure before the canary: A resumed (rollback), B stays a standby
-                    | a bad canary (MTP accept length fell): B's sleeper stopped, B relaunched
-                      cold on the slot, saying why; A stays warm
+
 A server that was launched without the memory saver cannot sleep: the add stops and relaunches
-it with the memory saver (one more cold start, said), a warm swap stops it (it is not kept).
+it with the memory saver (one more cold start, said).
 A relaunch with the saver that fails relaunches the command that served before, and the add is
 refused (its new sleeper stopped), saying why.
 The sleepers are saved in agent-state.json with the slots ("SLOT~PROFILE") and re-adopted,
-still asleep, by the next agent.
+still asleep, by the next agent (agent/swap.py settles one a swap or an add left awake).
 """
 
 from __future__ import annotations
@@ -39,13 +35,11 @@ import msgspec
 from sgltui import protocol
 from sgltui.agent import pool_worker, procs, sleeper, standby_room
 from sgltui.agent import standby_memory as mem
-from sgltui.agent.endpoints import connect_host
 from sgltui.agent.errors import OpError
 from sgltui.agent.events import EventBus
 from sgltui.agent.sleeper import WakeError, can_sleep, with_saver
 from sgltui.agent.slot import READY, LaunchError, Slot, as_cause
 from sgltui.agent.slot_job import Job, Wait
-from sgltui.agent.swap_run import SwapRun
 from sgltui.core import causes
 
 if TYPE_CHECKING:
@@ -133,7 +127,7 @@ class Standby:
 
 
 class Standbys:
-    """Every slot's standbys; the standby ops and the warm swap."""
+    """Every slot's standbys and the standby ops."""
 
     def __init__(self, sup: StandbysHost) -> None:
         self.sup = sup
@@ -306,21 +300,6 @@ class Standbys:
     def _hidden(self, slot: Slot, name: str) -> Slot:
         return Slot(f"{slot.id}{SEP}{name}", _QuietHost(self.sup))
 
-    def _follow(self, slot: Slot) -> None:
-        """Telemetry follows the server the slot has now (no event says it: the slot took it)."""
-        tele = self.sup.telemetry
-        if tele is None:
-            return
-        tele.detach(slot.id)
-        if slot.tree is not None:
-            tele.attach(
-                slot.id,
-                slot.tree.pid,
-                f"http://{connect_host(slot.server_host)}:{slot.port}",
-                slot.api_key,
-                tp_size=slot.tp_size,
-            )
-
     # ---- standby add --------------------------------------------------------------------------------
     async def _add(self, slot: Slot, target: Resolved, client: str | None) -> protocol.Outcome:
         ops = self.sup.ops
@@ -441,29 +420,7 @@ class Standbys:
             None,
         )
 
-    # ---- the warm swap -----------------------------------------------------------------------------
-    def swap_job(
-        self,
-        slot: Slot,
-        name: str,
-        client: str | None,
-        drain: str,
-        rollback: bool,
-    ) -> Job | None:
-        """The warm swap's job when profile `name` is kept warm on the slot; None: swap cold."""
-        sb = self.warm(slot, name)
-        if sb is None or slot.state != READY or slot.external is not None:
-            return None
-        refused = standby_room.front_off(slot, self.sup.pools)
-        if refused:
-            raise OpError(f"warm swap to {name} refused: {refused}")
-        old = slot.profile_name
-        job = Job("swap", f"swap {old} -> {name} (warm)", client, time.time())
-        slot.begin_swap(old, name, job.started, rollback, client)
-        return self.sup.ops.run(
-            slot, job, self._out_of_pool(slot, self._warm_swap(slot, sb, client, drain))
-        )
-
+    # ---- what a launch or a swap asks of them ----------------------------------------------
     def cold_target(self, slot: Slot, target: Resolved) -> Resolved:
         """A launch on a slot with standbys: able to sleep (the warm swap that later leaves it
         keeps it warm), and on a port of its own when a sleeper holds the profile's."""
@@ -477,140 +434,21 @@ class Standbys:
         port = self._free_port(target.port) if target.port in held else None
         return with_saver(target, port)
 
-    async def _warm_swap(
-        self, slot: Slot, sb: Standby, client: str | None, drain: str
-    ) -> protocol.Outcome:
-        frm, to = slot.profile_name, sb.name
-        run = SwapRun(self.sup.bus, slot, client, frm, to)
-        timings, step = run.timings, run.step
+    def drop(self, slot_id: str, name: str) -> Standby | None:
+        """`name` no longer kept warm on the slot (its server is the caller's to stop/close)."""
+        return self.of(slot_id).pop(name, None)
 
-        def mark(name: str, since: float) -> float:
-            timings[name] = round(time.monotonic() - since, 3)
-            return time.monotonic()
-
-        ok, rolled_back, cold, cause = True, False, False, None
-        async with self.sup.ops.server_going(slot, drain):
-            slot.hold_front(f"slot {slot.id}: {frm or '-'} -> {to} (warm)")
-            step("draining")
-            t = time.monotonic()
-            drained = await sleeper.drain(slot, wait=drain == "wait")
-            t = mark("drain", t)
-            sleeps = can_sleep(slot)
-            try:
-                step("pausing")
-                await sleeper.pause(slot, abort=not drained)
-                t = mark("pause", t)
-                if sleeps:
-                    step("releasing")
-                    timings["memory_back"] = round(await sleeper.release(slot), 3)
-                    t = mark("release", t)
-                else:
-                    step("stopping")  # it cannot sleep: not kept
-                    await slot.stop(client, drain="force")
-                    t = mark("stop", t)
-                step("resuming")
-                await sleeper.wake(sb.server)
-                t = mark("resume", t)
-            except WakeError as exc:
-                ok, rolled_back = False, True
-                cause = causes._cause("exit", str(exc), [], "see `sgltui logs`", None)
-                step("rolling back")
-                await self._rollback(slot, sb, sleeps, client)
-            if ok:
-                step("canary")
-                good, accept, why = await sleeper.canary(sb.server, self.accept.get(to))
-                t = mark("canary", t)
-                if good:
-                    if accept:
-                        self.accept[to] = accept
-                    await self._exchange(slot, sb, sleeps, client)
-                else:
-                    cold = True
-                    step("relaunching cold")
-                    log.warning("slot %s: %s; relaunching %s cold", slot.id, why, to)
-                    ok, cause = await self._cold_after_bad_canary(slot, sb, sleeps, why, client)
-                    t = mark("cold_launch", t)
-            step("ready" if ok or rolled_back else "failed")
-            run.done(ok, rolled_back, cause, kind="cold" if cold else "warm")
-        return protocol.Outcome(
-            state=slot.state,
-            ok=ok,
-            rolled_back=rolled_back,
-            timings_s=timings,
-            cause=as_cause(cause),
-        )
-
-    async def _rollback(self, slot: Slot, sb: Standby, sleeps: bool, client: str | None) -> None:
-        """A wake that failed: the one that served is resumed; the standby goes back to sleep
-        (or, gone, is dropped)."""
-        try:
-            if sleeps and slot.state == READY:
-                await sleeper.wake(slot)
-            elif slot.state != READY and slot.profile is not None:
-                await self.sup.ops.launch(slot, with_saver(slot.profile), client)
-                await slot.wait_settled()
-        except WakeError:
-            log.exception("slot %s: the rollback could not wake %s", slot.id, slot.profile_name)
-        if sb.alive:
-            try:
-                await sleeper.sleep(sb.server)
-            except WakeError:
-                log.exception("slot %s: standby %s did not go back to sleep", slot.id, sb.name)
-        else:
-            self.of(slot.id).pop(sb.name, None)
-            await sb.server.close()
-
-    async def _exchange(self, slot: Slot, sb: Standby, sleeps: bool, client: str | None) -> None:
-        """The slot takes the woken server; the one it served (asleep) becomes a standby."""
-        old_name = slot.profile_name
-        handed_old = slot.hand_over() if sleeps and slot.tree is not None else None
-        slot.take_over(sb.server.hand_over())
-        # What the session's fold (report, replay, viewers) learns the slot serves now.
-        self.sup.bus.publish(
-            protocol.SlotStateChanged(
-                client=client,
-                slot=slot.id,
-                state=READY,
-                prev=READY,
-                reason=f"{sb.name} woken (warm swap)"
-                + (f"; {old_name} asleep" if handed_old is not None else ""),
-                profile=sb.name,
-                launch_id=slot.launch_id,
-            )
-        )
-        self.of(slot.id).pop(sb.name, None)
-        if handed_old is not None and old_name:
-            srv = self._hidden(slot, old_name)
-            srv.take_over(handed_old)
-            old = Standby(slot.id, old_name, srv, "asleep", sb.host_bytes, 0)
-            self.of(slot.id)[old_name] = old
-            await old.measure()
-        self._follow(slot)
-        self.sup.bus.changed()
-
-    async def _cold_after_bad_canary(
-        self, slot: Slot, sb: Standby, sleeps: bool, why: str, client: str | None
-    ) -> tuple[bool, dict | None]:
-        """The woken draft is bad: its sleeper is stopped and the profile launched cold on the
-        slot (its own port: the one that served stays asleep, a standby now)."""
-        target = sb.server.profile
-        old_name = slot.profile_name
-        self.of(slot.id).pop(sb.name, None)
-        await sb.server.stop(client, drain="force")
-        await sb.server.close()
-        if sleeps and slot.tree is not None and old_name:
-            srv = self._hidden(slot, old_name)
-            srv.take_over(slot.hand_over())
-            self.of(slot.id)[old_name] = Standby(slot.id, old_name, srv, "asleep")
-            await self.of(slot.id)[old_name].measure()
-        elif slot.tree is not None:
-            await slot.stop(client, drain="force")
-        await self.sup.ops.launch(slot, target, client)
-        state = await slot.wait_settled()
-        self._follow(slot)
-        if state == READY:
-            return True, None
-        return False, slot.cause or causes._cause("exit", why, [], "see `sgltui logs`", None)
+    async def keep_asleep(
+        self, slot: Slot, name: str, handed: dict, host_bytes: int = 0
+    ) -> Standby:
+        """A server the slot handed over asleep (Slot.hand_over: a warm swap left it) kept as
+        the standby of `name` from now on, measured."""
+        srv = self._hidden(slot, name)
+        srv.take_over(handed)
+        sb = Standby(slot.id, name, srv, "asleep", host_bytes, 0)
+        self.of(slot.id)[name] = sb
+        await sb.measure()
+        return sb
 
 
 class _WaitWithStandbys(Wait):

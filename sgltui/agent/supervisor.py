@@ -3,8 +3,8 @@ fronts, telemetry's link, the state saver), wires them to the event bus and the 
 hands each op to the part that handles it. Each part sees the supervisor through a narrow
 Protocol of its own (agent/hosts.py), never this class.
 
-The lifecycle commands (start, stop, restart, swap) are sequenced in agent/operations.py, under
-one lock per slot. The other commands (bench runs, the demo load, batch jobs, shutdown) go
+The lifecycle commands (start, stop, restart, swap) are sequenced in agent/operations.py and
+agent/swap.py, under one lock per slot. The other commands (bench runs, the demo load, batch jobs, shutdown) go
 through one lock of their own, so two clients never interleave a half-applied change of them.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from sgltui import __version__, protocol
-from sgltui.agent import keeper, op_routes, preflight, standby_settle
+from sgltui.agent import keeper, op_routes, preflight
 from sgltui.agent.agent_calls import AgentCalls
 from sgltui.agent.agent_ops import AgentOps
 from sgltui.agent.attach import Attacher
@@ -52,6 +52,7 @@ from sgltui.agent.slot_job import Job, Wait
 from sgltui.agent.standby import Standbys, pick_records
 from sgltui.agent.state import AgentState, LaunchHistory
 from sgltui.agent.state_saver import StateSaver
+from sgltui.agent.swap import Swaps
 from sgltui.agent.telemetry_link import TelemetryLink
 from sgltui.core import config as env_config
 from sgltui.core.redact import Redactor
@@ -101,7 +102,8 @@ class Supervisor(AgentCalls):
         self.slots: dict[str, Slot] = {
             sid: Slot(sid, self, places.get(sid)) for sid in (list(places) or slot_ids)
         }
-        self.ops = Operations(self)  # start / stop / restart / swap (agent/operations.py)
+        self.ops = Operations(self)  # start / stop, each slot's lock and job (agent/operations.py)
+        self.swaps = Swaps(self)  # swap / restart, cold or warm (agent/swap.py)
         self.agent_ops = AgentOps(self)  # hello, status, logs, bench runs... (agent/agent_ops.py)
         # servers sgltui did not start: found (agent/discovery.py), attached (agent/attach.py)
         self.discovery = Discovery(self.our_pids)
@@ -141,6 +143,7 @@ class Supervisor(AgentCalls):
         self.routes = op_routes.routes(
             agent=self.agent_ops,
             lifecycle=self.ops,
+            swaps=self.swaps,
             jobs=self.batch,
             standbys=self.standbys,
             leases=self.leases,
@@ -247,7 +250,7 @@ class Supervisor(AgentCalls):
                 log.warning("cannot adopt standby %s: %s", key, exc, exc_info=True)
                 ok = False
             log.info("standby %s %s", key, "re-adopted, asleep" if ok else "is gone")
-        await standby_settle.settle(self.standbys, self.slots)  # a swap left half done
+        await self.swaps.settle()  # a swap left half done
         self.bus.changed()
         await self.pools.start()  # after the slots: their ready servers are its first workers
         await asyncio.to_thread(self.catalog.refresh)

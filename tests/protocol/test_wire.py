@@ -13,6 +13,7 @@ from sgltui.agent.jobs_host import JobsHost
 from sgltui.agent.leases import Leases
 from sgltui.agent.operations import Operations
 from sgltui.agent.standby import Standbys
+from sgltui.agent.swap import Swaps
 from sgltui.core import causes
 
 
@@ -172,7 +173,8 @@ def test_every_handler_returns_its_op_s_reply_type():
             if n.startswith("op_")
         }
 
-    handlers = hints(AgentOps) | hints(Operations) | hints(JobsHost, "job_") | hints(Attacher)
+    handlers = hints(AgentOps) | hints(Operations) | hints(Swaps) | hints(JobsHost, "job_")
+    handlers |= hints(Attacher)
     handlers |= hints(Standbys, "standby_") | hints(Leases, "lease_")
     for op, spec in protocol.OPS.items():
         assert handlers[op] in (spec.reply, typing.Any), (op, handlers[op], spec.reply)
