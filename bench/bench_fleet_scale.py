@@ -28,6 +28,7 @@ import fcntl
 import json
 import os
 import pty
+import resource
 import signal
 import statistics
 import struct
@@ -175,7 +176,7 @@ def main() -> int:
         if not args.no_status:
             ok &= status_part(root, sock, files, names, args.status_runs)
         if args.sshd:
-            sshd_part(args.sshd, args.status_runs)
+            ok &= sshd_part(args.sshd, args.status_runs)
         if args.no_tui:
             return 0 if ok else 1
         ok &= tui_part(files, args)
@@ -217,10 +218,13 @@ def status_part(
     return met
 
 
-def sshd_part(n: int, runs: int) -> None:
+def sshd_part(n: int, runs: int) -> bool:
     """`fleet status --json` over real ssh (loopback sshd) to one real agent, as 1 and as `n`
     [[host]] entries: n ssh sessions, n far `sgltui agent bridge` processes (their start is on
-    this machine's 2 cores too, which a real fleet's hosts pay each on its own)."""
+    this machine's 2 cores too, which a real fleet's hosts pay each on its own). With the
+    fleet's connection sharing (the default: fleet/mux.py) and without (`multiplex = false`: a
+    handshake per host per command), rounds alternating; the CPU is the command's and its
+    children's (ssh's), this side's own."""
     sys.path.insert(0, str(ROOT / "bench"))
     from bench_bridge import fleet_file as real_fleet  # noqa: PLC0415
 
@@ -229,21 +233,46 @@ def sshd_part(n: int, runs: int) -> None:
     why = sshd_mod.unavailable()
     if why:
         print(f"sshd part: cannot run here: {why}")
-        return
+        return True
     s = sshd_mod.start(1)
     try:
-        files = {k: real_fleet(s, k) for k in (1, n)}
-        status_time(files[1])  # starts the user's agent
-        took: dict[int, list[float]] = {k: [] for k in files}
+        files: dict[tuple[int, bool], Path] = {}
+        for k in (1, n):
+            plain = real_fleet(s, k)
+            for mux in (True, False):
+                f = plain.with_name(f"fleet{k}-{'mux' if mux else 'nomux'}.toml")
+                switch = f"[ssh]\nmultiplex = {'true' if mux else 'false'}\n"
+                f.write_text(plain.read_text().replace("[ssh]\n", switch, 1))
+                files[(k, mux)] = f
+        for f in files.values():  # starts the user's agent; makes the kept connection
+            status_time(f)
+        took: dict[tuple[int, bool], list[float]] = {k: [] for k in files}
+        cpu: dict[tuple[int, bool], list[float]] = {k: [] for k in files}
         for _ in range(runs):
-            for k, f in files.items():
+            for key, f in files.items():
+                c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t, up = status_time(f)
-                assert up == k, f"{k} links over sshd: {up} answered"
-                took[k].append(t)
+                c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                assert up == key[0], f"{key}: {up} answered"
+                took[key].append(t)
+                cpu[key].append(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime)
         med = {k: statistics.median(v) for k, v in took.items()}
+        mcpu = {k: statistics.median(v) for k, v in cpu.items()}
         print(f"fleet status --json over the loopback sshd to a real agent, median of {runs}:")
-        print(f"  1 link {med[1] * 1000:.0f} ms, {n} links {med[n] * 1000:.0f} ms: ", end="")
-        print(f"{med[n] / med[1]:.2f}x")
+        ok = True
+        for mux in (True, False):
+            r = med[(n, mux)] / med[(1, mux)]
+            what = "shared connection (default)" if mux else "multiplex = false"
+            met = r <= STATUS_BUDGET
+            ok &= met or not mux  # the budget is the default's; the other is for comparison
+            verdict = ("met" if met else "OVER") if mux else "for comparison"
+            print(
+                f"  {what:<28} 1 link {med[(1, mux)] * 1000:5.0f} ms (this side's CPU "
+                f"{mcpu[(1, mux)] * 1000:.0f} ms), {n} links {med[(n, mux)] * 1000:5.0f} ms "
+                f"(CPU {mcpu[(n, mux)] * 1000:.0f} ms): {r:.2f}x (budget <= "
+                f"{STATUS_BUDGET:.0f}x): {verdict}"
+            )
+        return ok
     finally:
         sshd_mod.stop_agents(s)
         sshd_mod.stop(s)
