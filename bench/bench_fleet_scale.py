@@ -18,7 +18,17 @@ end of the round. `fleet status --json` is run as a command, median of --status-
 slope is also measured at 4 and 16 hosts, and with a dead host and a hung host among 64
 (--json-lines: the first line's time and the last's).
 
+`fleet status --json` is measured over real OpenSSH too, where root and openssh-server allow
+(tests/fleet/sshd.py: a loopback sshd and a throwaway user): the same stand-in hosts, each
+reached with the fleet's own ssh argv but `-W 127.0.0.1:PORT` (the host's port on the stand-in
+server) for the remote command, so the operator's side is real (ssh's handshakes, the shared
+connection per host that the fleet makes by default, fleet/mux.py) and nothing runs on the far
+side (a real host's far side runs on that host). Measured with connection sharing (the
+budget) and with `multiplex = false`, 1 and 64 hosts, rounds alternating. --sshd N adds 1 and
+N links to one real agent over the loopback sshd (far `agent bridge` processes included).
+
     python bench/bench_fleet_scale.py [--tui-seconds 20] [--tui-rounds 2] [--no-tui]
+                                      [--status-runs 5] [--no-ssh] [--sshd 16]
 """
 
 from __future__ import annotations
@@ -177,7 +187,11 @@ def main() -> int:
         names = [f"h{i}" for i in range(1, HOSTS + 1)]
         files = {n: standin.fleet_file(root, sock, names[:n]) for n in (1, 4, 16, HOSTS)}
         if not args.no_status:
-            ok &= status_part(root, sock, files, names, args.status_runs)
+            # Over the loopback sshd (root and openssh-server) the budget is real ssh's; the
+            # relay's figure is then for comparison (a transport that is neither ssh's handshake
+            # nor a shared connection's client).
+            over_ssh = not args.no_ssh and sshd_unavailable() is None
+            ok &= status_part(root, sock, files, names, args.status_runs, budget=not over_ssh)
         if not args.no_status and not args.no_ssh:
             ports = dict(line.split() for line in ports_file.read_text().splitlines())
             ok &= ssh_standin_part(names, {n: int(p) for n, p in ports.items()}, args.status_runs)
@@ -192,10 +206,18 @@ def main() -> int:
     return 0 if ok else 1
 
 
+def sshd_unavailable() -> str | None:
+    from tests.fleet import sshd as sshd_mod  # noqa: PLC0415
+
+    return sshd_mod.unavailable()
+
+
 def status_part(
-    root: Path, sock: Path, files: dict[int, Path], names: list[str], runs: int
+    root: Path, sock: Path, files: dict[int, Path], names: list[str], runs: int, budget: bool
 ) -> bool:
-    """`fleet status --json` at 1, 4, 16 and 64 hosts, and 64 with a refused and a hung one."""
+    """`fleet status --json` at 1, 4, 16 and 64 hosts, and 64 with a refused and a hung one,
+    through the stand-in's relay per host (a Python process: ~16 ms of CPU, no ssh); with
+    `budget` False its ratio is printed for comparison."""
     status: dict[int, list[float]] = {n: [] for n in files}
     for _ in range(runs):
         for n, f in files.items():
@@ -203,15 +225,13 @@ def status_part(
             assert up == n, f"{n} hosts: {up} answered"
             status[n].append(took)
     med = {n: statistics.median(v) for n, v in status.items()}
-    print(f"fleet status --json, median of {runs}:")
+    print(f"fleet status --json, stand-ins through a relay per host (no ssh), median of {runs}:")
     for n in files:
         print(f"  {n:>3} hosts  {med[n] * 1000:7.0f} ms")
     ratio = med[HOSTS] / med[1]
-    met = ratio <= STATUS_BUDGET
-    print(
-        f"  {HOSTS} hosts / 1 host: {ratio:.2f}x (budget <= {STATUS_BUDGET:.0f}x): "
-        f"{'met' if met else 'OVER'}"
-    )
+    met = ratio <= STATUS_BUDGET or not budget
+    verdict = ("met" if met else "OVER") if budget else "for comparison: the budget is ssh's below"
+    print(f"  {HOSTS} hosts / 1 host: {ratio:.2f}x (budget <= {STATUS_BUDGET:.0f}x): {verdict}")
     sick = root / "sick"
     sick.mkdir()
     mixed = standin.fleet_file(sick, sock, names, dead={"h40"}, slow={"h50"})
