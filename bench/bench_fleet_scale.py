@@ -39,6 +39,7 @@ import json
 import os
 import pty
 import resource
+import shutil
 import signal
 import statistics
 import struct
@@ -203,6 +204,7 @@ def main() -> int:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait()
+        shutil.rmtree(root, ignore_errors=True)  # its fleets, state and kept connections' dir
     return 0 if ok else 1
 
 
