@@ -3,6 +3,7 @@
     [ssh]                       # optional: the user's own ssh, and options for every host
     command = "ssh"
     options = ["-F", "/home/alice/.ssh/fleet_config"]
+    multiplex = true            # one kept connection per host (fleet/mux.py; false: none)
 
     [[host]]
     name = "gpu1"
@@ -55,7 +56,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 HOST_KEYS = {"name", "ssh", "sgltui", "address", "state_dir"}
 KUBE_KEYS = {"kind", "context", "namespace", "pod", "selector", "container", "kubectl"}
 KINDS = ("ssh", "kubernetes")
-SSH_KEYS = {"command", "options"}
+SSH_KEYS = {"command", "options", "multiplex"}
 POOL_KEYS = {"name", "slots", "gateway", "port", "host", "policy"}
 POOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")  # the agent's pool names (protocol.SlotId)
 DEFAULT_POOL_PORT = 30090
@@ -139,6 +140,7 @@ class Fleet:
     hosts: tuple[Host, ...]
     ssh_command: str = "ssh"
     ssh_options: tuple[str, ...] = field(default_factory=tuple)
+    ssh_multiplex: bool = True  # fleet/mux.py: ControlMaster, unless the user's config has its own
     pools: tuple[Pool, ...] = ()
 
     def pool(self, name: str) -> Pool:
@@ -191,7 +193,9 @@ def parse(raw: dict[str, Any], path: Path, pods: Lister | None = None) -> Fleet:
         raise FleetConfigError(f'{path}: ssh must be a table: [ssh] command = "ssh"')
     bad = set(ssh) - SSH_KEYS
     if bad:
-        raise FleetConfigError(f"{path}: [ssh] has no key {sorted(bad)[0]!r}; use command, options")
+        raise FleetConfigError(
+            f"{path}: [ssh] has no key {sorted(bad)[0]!r}; use command, options, multiplex"
+        )
     command = ssh.get("command", "ssh")
     options = ssh.get("options", [])
     if not isinstance(command, str) or not command:
@@ -199,6 +203,11 @@ def parse(raw: dict[str, Any], path: Path, pods: Lister | None = None) -> Fleet:
     if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
         raise FleetConfigError(
             f'{path}: [ssh] options must be a list of strings: options = ["-F", "FILE"]'
+        )
+    multiplex = ssh.get("multiplex", True)
+    if not isinstance(multiplex, bool):
+        raise FleetConfigError(
+            f"{path}: [ssh] multiplex must be true or false (false: no shared ssh connection)"
         )
     hosts_raw = raw.get("host", [])
     if not isinstance(hosts_raw, list) or not hosts_raw:
@@ -215,7 +224,13 @@ def parse(raw: dict[str, Any], path: Path, pods: Lister | None = None) -> Fleet:
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise FleetConfigError(f"{path}: two hosts are named {dup!r}; give each a name of its own")
-    fleet = Fleet(path=path, hosts=tuple(hosts), ssh_command=command, ssh_options=tuple(options))
+    fleet = Fleet(
+        path=path,
+        hosts=tuple(hosts),
+        ssh_command=command,
+        ssh_options=tuple(options),
+        ssh_multiplex=multiplex,
+    )
     pools_raw = raw.get("pool", [])
     if not isinstance(pools_raw, list):
         raise FleetConfigError(f'{path}: write pools as [[pool]] name = "xp", slots = [...]')

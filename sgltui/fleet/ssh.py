@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 
+from sgltui.fleet import mux
 from sgltui.fleet.config import Fleet, Host
 
 # BatchMode: never a password or host-key prompt that would hang a background connection (the
@@ -30,7 +31,8 @@ def argv(fleet: Fleet, host: Host, *words: str, tty: bool = False) -> list[str]:
     if tty:  # an interactive command (the TUI, logs -f with colours): a terminal over there
         opts = ["-t", *[o for o in opts if o != "-T"]]
     remote = " ".join(shlex.quote(w) for w in host.remote_argv(*words))
-    return [fleet.ssh_command, *opts, *fleet.ssh_options, host.ssh, "--", remote]
+    shared = mux.options(fleet.ssh_command, fleet.ssh_options, fleet.ssh_multiplex)
+    return [fleet.ssh_command, *opts, *shared, *fleet.ssh_options, host.ssh, "--", remote]
 
 
 def bridge_argv(fleet: Fleet, host: Host) -> list[str]:

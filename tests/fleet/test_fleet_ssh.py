@@ -4,6 +4,7 @@ with its own agent and simulator, reached with `ssh USER@127.0.0.1 sgltui agent 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import pwd
@@ -13,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from sgltui.agent import gateway as gw_mod
@@ -245,6 +247,9 @@ def test_tui_over_the_bridge_one_hosts_ssh_cut_leaves_the_other_and_it_comes_bac
             _lock(h1_user, True)
             try:
                 os.kill(cut.pid, signal.SIGKILL)
+                # and h1's end of the connection: a kept connection (ssh's sharing) would
+                # otherwise give the link a new session at once, no login needed
+                _cut_sshd_sessions(h1_user)
                 await until(lambda: "unreachable since" in line("h1"), 20)
                 assert line("h1").endswith(", retrying[/]") and "●" in line("h2")
                 n2 = links["h2"].state.polls
@@ -285,6 +290,16 @@ def _tails(s: sshd_mod.Sshd, lines: int = 15) -> str:
                 tail = path.read_text(errors="replace").splitlines()[-lines:]
                 out.append(f"== {u.name} {path.name}\n" + "\n".join(tail))
     return "\n".join(out)
+
+
+def _cut_sshd_sessions(user: str) -> None:
+    """End sshd's processes serving `user`'s connections (by pid): as if the network to that
+    host went, whether the fleet's ssh kept its connection or not."""
+    uid = pwd.getpwnam(user).pw_uid
+    for p in psutil.process_iter(["name", "uids"]):
+        if p.info["name"] == "sshd" and p.info["uids"] and p.info["uids"].real == uid:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
 
 
 def _lock(user: str, locked: bool) -> None:

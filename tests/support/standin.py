@@ -120,11 +120,15 @@ _decode = msgspec.json.Decoder()
 
 
 async def serve_connection(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, hosts: dict[str, StandinHost]
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    hosts: dict[str, StandinHost],
+    name: str | None = None,
 ) -> None:
     pusher: asyncio.Task | None = None
     try:
-        name = (await reader.readline()).decode().strip()
+        if name is None:  # the relay's first line says which host
+            name = (await reader.readline()).decode().strip()
         host = hosts.get(name) or hosts.setdefault(name, StandinHost(name))
         while True:
             line = await reader.readline()
@@ -189,17 +193,37 @@ async def push_loop(host: StandinHost, writer: asyncio.StreamWriter) -> None:
             await writer.drain()
 
 
-async def serve(socket_path: Path, ready: asyncio.Event | None = None) -> None:
+async def serve(
+    socket_path: Path,
+    ready: asyncio.Event | None = None,
+    tcp_names: list[str] | None = None,
+    ports_file: Path | None = None,
+) -> None:
+    """Every host on one unix socket (the relay names it), and each of `tcp_names` on a
+    loopback TCP port of its own too (`ssh -W 127.0.0.1:PORT`: sshd connects it, nothing runs
+    on the far side), written to `ports_file` as NAME PORT lines once all listen."""
     hosts: dict[str, StandinHost] = {}
     with contextlib.suppress(FileNotFoundError):
         socket_path.unlink()
-    server = await asyncio.start_unix_server(
-        lambda r, w: serve_connection(r, w, hosts), str(socket_path), limit=2**24
-    )
+    servers = [
+        await asyncio.start_unix_server(
+            lambda r, w: serve_connection(r, w, hosts), str(socket_path), limit=2**24
+        )
+    ]
+    ports = []
+    for n in tcp_names or ():
+        srv = await asyncio.start_server(
+            lambda r, w, n=n: serve_connection(r, w, hosts, n), "127.0.0.1", 0, limit=2**24
+        )
+        servers.append(srv)
+        ports.append(f"{n} {srv.sockets[0].getsockname()[1]}\n")
+    if ports_file is not None:
+        tmp = ports_file.with_suffix(".tmp")
+        tmp.write_text("".join(ports))
+        tmp.replace(ports_file)  # whole or absent: the reader waits for it
     if ready is not None:
         ready.set()
-    async with server:
-        await server.serve_forever()
+    await asyncio.gather(*(s.serve_forever() for s in servers))
 
 
 def fleet_file(
@@ -221,14 +245,45 @@ def fleet_file(
     return path
 
 
+def ssh_fleet_file(
+    root: Path, ssh_config: Path, dest: str, ports: dict[str, int], multiplex: bool
+) -> Path:
+    """A fleet.toml of stand-in hosts reached over real OpenSSH (a loopback sshd: `dest` with
+    `ssh_config`). Its [ssh] command is a wrapper named `ssh` (so the fleet treats it as
+    OpenSSH's and shares connections) that runs ssh with every option the fleet gives it, but
+    `-W 127.0.0.1:PORT` (the host's stand-in port) for the remote `sgltui agent bridge`: sshd
+    connects the port itself, so nothing runs on the far side (a real host's far side runs on
+    that host, not on the operator's). The port reaches the wrapper as the bridge's --state-dir."""
+    bindir = root / "bin"
+    bindir.mkdir(exist_ok=True)
+    wrapper = bindir / "ssh"
+    wrapper.write_text(
+        "#!/bin/bash\n"
+        "# argv: OPTIONS DEST -- REMOTE (REMOTE: 'sgltui --state-dir PORT agent bridge')\n"
+        'a=("$@"); n=${#a[@]}; r=${a[n-1]}; port=${r#*--state-dir }; port=${port%% *}\n'
+        'exec ssh "${a[@]:0:n-3}" -W "127.0.0.1:$port" "${a[n-3]}"\n'
+    )
+    wrapper.chmod(0o755)
+    lines = ["[ssh]", f'command = "{wrapper}"', f'options = ["-F", "{ssh_config}"]']
+    lines += [f"multiplex = {'true' if multiplex else 'false'}", ""]
+    for n, port in ports.items():
+        lines += ["[[host]]", f'name = "{n}"', f'ssh = "{dest}"', f'state_dir = "{port}"', ""]
+    path = root / f"fleet-ssh-{len(ports)}-{'mux' if multiplex else 'nomux'}.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve")
     s.add_argument("--socket", required=True, type=Path)
+    s.add_argument("--tcp-hosts", type=int, default=0, help="h1 .. hN on TCP ports too")
+    s.add_argument("--ports", type=Path, help="where to write their NAME PORT lines")
     args = ap.parse_args()
+    names = [f"h{i}" for i in range(1, args.tcp_hosts + 1)]
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(args.socket))
+        asyncio.run(serve(args.socket, tcp_names=names, ports_file=args.ports))
     return 0
 
 
