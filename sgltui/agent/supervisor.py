@@ -1,7 +1,8 @@
 """The agent's brain: it makes the agent's parts (slots, operations, pools, standbys, batch jobs,
 fronts, telemetry's link, the state saver), wires them to the event bus and the session, and
-hands each op to the part that handles it. Each part sees the supervisor through a narrow
-Protocol of its own (agent/hosts.py), never this class.
+hands each op to the part that handles it. Each part is given the agent's context
+(agent/context.py: what the parts share) and the other parts it uses, typed, never this class;
+the swap path's parts (operations, standbys) still see it through agent/hosts.py's Protocols.
 
 The lifecycle commands (start, stop, restart, swap) are sequenced in agent/operations.py, under
 one lock per slot. The other commands (bench runs, the demo load, batch jobs, shutdown) go
@@ -36,7 +37,6 @@ from sgltui.agent.endpoint import Endpoint
 from sgltui.agent.errors import OpError
 from sgltui.agent.events import EventBus
 from sgltui.agent.exposure import Exposures
-from sgltui.agent.front import FrontConfig
 from sgltui.agent.fronts import Fronts
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.jobs_site import AgentSite
@@ -112,8 +112,8 @@ class Supervisor:
         self.discovery = Discovery(self.our_pids)
         self.provenance = ProvenanceKeeper(ctx)  # what each ready server runs, under a hash
         self._lock = asyncio.Lock()  # commands that are not a slot's lifecycle
-        self.command_lock = self._lock  # (agent/attach.py takes it after asking a server)
-        self.attacher = Attacher(ctx, self, self.provenance, self.command_lock)
+        # (attach takes it itself, once the server it asks has answered)
+        self.attacher = Attacher(ctx, self, self.provenance, self._lock)
         # slots served to another host's gateway: address and key (agent/exposure.py)
         self.exposures = Exposures(state_dir)
         # host.toml's pools: a front for one slot, the gateway for more (agent/pools.py)
@@ -135,7 +135,6 @@ class Supervisor:
         )
         # a crashed server launched again (agent/restart_policy.py), a subscriber of the events
         self.restart_policy = RestartPolicy(ctx, self.ops, self.batch, self.agent_config.restart)
-        self.front_config: FrontConfig = self.agent_config.front
         self.fronts = Fronts(ctx, self.pools, self.calls)  # each slot's front (agent/fronts.py)
         # the one OpenAI endpoint, routing by `model` (agent/endpoint.py), and the leases that
         # keep it from evicting work (agent/leases.py)
