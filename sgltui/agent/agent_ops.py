@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from sgltui.agent.discovery import Discovery
     from sgltui.agent.exposure import Exposures
     from sgltui.agent.pools import Pools
+
+T = TypeVar("T")
 
 
 class AgentOps:
@@ -189,7 +191,7 @@ class AgentOps:
         return await self.children.demo_load(args.on)
 
 
-def _child(fn: Callable[[], Any]) -> Any:
+def _child(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except ChildError as exc:

@@ -14,7 +14,7 @@ import asyncio
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sgltui import protocol
 from sgltui.agent.errors import OpError
@@ -110,7 +110,7 @@ class Leases:
 
     # ---- ops -------------------------------------------------------------------------------------
 
-    async def op_add(self, args: protocol.LeaseArgs, client: str | None) -> Any:
+    async def op_add(self, args: protocol.LeaseArgs, client: str | None) -> protocol.LeaseView:
         if args.slot is not None and args.slot not in self.ctx.slots:
             raise OpError(f"no slot {args.slot!r}; slots: {', '.join(self.ctx.slots)}", "not_found")
         resolved = await asyncio.to_thread(self.ctx.get_profile, args.profile, args)
@@ -132,7 +132,9 @@ class Leases:
         )
         return lease
 
-    async def op_drop(self, args: protocol.LeaseArgs, client: str | None) -> Any:
+    async def op_drop(
+        self, args: protocol.LeaseArgs, client: str | None
+    ) -> list[protocol.LeaseView]:
         dropped = [
             x
             for x in self.hand
@@ -153,7 +155,7 @@ class Leases:
         )
         return dropped
 
-    async def op_list(self, args: protocol.Args, client: str | None) -> Any:
+    async def op_list(self, args: protocol.Args, client: str | None) -> list[protocol.LeaseView]:
         return self.views()
 
     def _said(self, action: str, profile: str, text: str, client: str | None) -> None:

@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -54,7 +54,7 @@ from sgltui.agent.standby import Standbys, pick_records
 from sgltui.agent.state import AgentState, LaunchHistory
 from sgltui.agent.state_saver import StateSaver
 from sgltui.agent.telemetry_link import TelemetryLink
-from sgltui.core.placement import HOST_FILE_ENV
+from sgltui.core.placement import HOST_FILE_ENV, Placement
 from sgltui.core.redact import Redactor
 from sgltui.core.tasks import watched
 from sgltui.session.writer import Recorder
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from sgltui.agent.telemetry import Telemetry
 
 log = logging.getLogger("sgltui.agent")
+T = TypeVar("T")
 
 
 class Supervisor:
@@ -73,7 +74,7 @@ class Supervisor:
         profiles_dirs: list[Path] | None = None,
         config: AgentConfig | None = None,
         slot_ids: tuple[str, ...] | None = None,
-        placement: Any = None,
+        placement: Placement | None = None,
         session_dir: Path | None = None,
     ) -> None:
         self.state_dir = state_dir
@@ -569,7 +570,7 @@ def _public_args(args: protocol.Args) -> dict:
     return out
 
 
-def _safe(fn: Callable[[], Any]) -> Any:
+def _safe(fn: Callable[[], T]) -> T | None:
     try:
         return fn()
     except Exception:  # one part of a status reply must not fail the whole reply
