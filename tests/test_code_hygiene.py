@@ -281,7 +281,6 @@ def agent_foreign_writes() -> collections.Counter[str]:
 # gateways), a slot's process handle, reports filled in as a stop goes. Each is a candidate for
 # a method on the object written; none may be added.
 FOREIGN_WRITES: dict[str, int] = {
-    "sgltui/agent/agent_ops.py: sup.stop_servers_on_exit": 1,
     "sgltui/agent/batch_api.py: rec.cancelling_at": 1,
     "sgltui/agent/daemon.py: args.config": 1,
     "sgltui/agent/daemon.py: args.placement": 1,
@@ -359,6 +358,7 @@ FOREIGN_WRITES: dict[str, int] = {
     "sgltui/agent/pools.py: roll.slot": 3,
     "sgltui/agent/pools.py: roll.state": 2,
     "sgltui/agent/procs.py: tree.seen": 1,
+    "sgltui/agent/pushes.py: q.overflowed": 1,
     "sgltui/agent/remote_pools.py: gw.keys": 2,
     "sgltui/agent/remote_pools.py: gw.model": 1,
     "sgltui/agent/server.py: self.queue.logs_per_tick": 1,
@@ -387,12 +387,12 @@ FOREIGN_WRITES: dict[str, int] = {
     "sgltui/agent/standby.py: server.released": 1,
     "sgltui/agent/standby_room.py: serving.fraction_from": 1,
     "sgltui/agent/standby_room.py: serving.mem_fraction": 1,
-    "sgltui/agent/supervisor.py: q.overflowed": 1,
-    "sgltui/agent/supervisor.py: self.recorder.on_disk_change": 1,
+    "sgltui/agent/supervisor.py: recorder.on_disk_change": 1,
+    "sgltui/agent/supervisor.py: self.ctx.recorder": 1,
     "sgltui/agent/telemetry/telemetry.py: watch.capacity": 1,
     "sgltui/agent/telemetry/telemetry.py: watch.log": 1,
     "sgltui/agent/telemetry/telemetry.py: watch.log_seq": 1,
-    "sgltui/agent/telemetry_link.py: host.telemetry": 2,
+    "sgltui/agent/telemetry_link.py: ctx.telemetry": 2,
 }
 
 

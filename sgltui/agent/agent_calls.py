@@ -2,27 +2,32 @@
 API): typed methods, each taking its op's arguments' Struct and giving its reply's type, never
 an op named by its text. Each goes the way a client's request goes (Supervisor.handle): the
 op's lock, its "command" event, its refusal recorded, a `wait` awaited, the state saved.
+The supervisor makes one over its `handle` and gives it to each part that sends ops.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from sgltui import protocol
 
+# Supervisor.handle: an op by its name, its arguments' Struct, the client that sends it
+Handle = Callable[[str, protocol.Args, str | None], Awaitable[Any]]
+
 
 class AgentCalls:
-    """Mixed into the Supervisor, whose `handle` they go through."""
+    """The agent's ops, each sent through `handle` as a client's request would be."""
 
-    async def handle(self, op: str, args: protocol.Args, client: str | None) -> Any:
-        raise NotImplementedError  # Supervisor.handle
+    def __init__(self, handle: Handle) -> None:
+        self.handle = handle
 
     async def call(self, args: protocol.Args, client: str | None, op: str | None = None) -> Any:
         """The op its arguments' Struct names (protocol.op_for); `op` only where that Struct
         serves several ops (JobArgs, StandbyArgs, LeaseArgs), checked against it."""
         return await self.handle(protocol.op_for(args, op), args, client)
 
-    # a slot's (or a pool's) lifecycle (`start_slot`: the Supervisor's `start` starts the agent)
+    # a slot's (or a pool's) lifecycle (`start_slot`, not `start`: the agent's own start)
     async def preflight(
         self, args: protocol.PreflightArgs, client: str | None
     ) -> protocol.PreflightReply:

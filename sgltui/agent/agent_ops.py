@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -25,15 +25,37 @@ from sgltui.agent.slot import READY
 from sgltui.session.layout import EVENTS_FILE, SERVERS_DIR
 
 if TYPE_CHECKING:
-    from sgltui.agent.hosts import AgentOpsHost
+    from sgltui.agent.children import Children
+    from sgltui.agent.context import AgentContext
+    from sgltui.agent.discovery import Discovery
+    from sgltui.agent.exposure import Exposures
+    from sgltui.agent.pools import Pools
+
+T = TypeVar("T")
 
 
 EVENTS_TAIL = 200  # the `events` op's: as many as a TUI reads back when it opens (tui/catchup.py)
 
 
 class AgentOps:
-    def __init__(self, sup: AgentOpsHost) -> None:
-        self.sup = sup
+    def __init__(
+        self,
+        ctx: AgentContext,
+        *,
+        status: Callable[[], protocol.StatusReply],
+        shutdown: Callable[[bool], None],
+        discovery: Discovery,
+        exposures: Exposures,
+        pools: Pools,
+        children: Children,
+    ) -> None:
+        self.ctx = ctx
+        self.status = status  # the agent's whole status (Supervisor.status)
+        self.shutdown = shutdown  # the agent stops soon, its servers with it when True
+        self.discovery = discovery
+        self.exposures = exposures
+        self.pools = pools
+        self.children = children  # the bench runs and the demo load
 
     async def op_hello(self, args: protocol.HelloArgs, client: str | None) -> protocol.HelloReply:
         problem = protocol.version_mismatch(
@@ -49,24 +71,24 @@ class AgentOps:
         return protocol.PingReply(pong=True, pid=os.getpid(), version=__version__)
 
     async def op_status(self, args: protocol.Args, client: str | None) -> protocol.StatusReply:
-        await self.sup.discovery.first()  # an agent just started has looked for servers once
-        return self.sup.status()
+        await self.discovery.first()  # an agent just started has looked for servers once
+        return self.status()
 
     async def op_profiles(
         self, args: protocol.ProfilesArgs, client: str | None
     ) -> list[protocol.ProfileRow]:
-        return await asyncio.to_thread(self.sup.catalog.refresh, args)
+        return await asyncio.to_thread(self.ctx.catalog.refresh, args)
 
     async def op_slot_expose(
         self, args: protocol.ExposeArgs, client: str | None
     ) -> protocol.Exposed:
         """Serve a slot to another host's gateway (agent/exposure.py): from its next launch."""
-        sup = self.sup
-        slot = sup.slot_for(args)
-        exp = await asyncio.to_thread(sup.exposures.set, slot.id, args.address)
+        ctx = self.ctx
+        slot = ctx.slot_for(args)
+        exp = await asyncio.to_thread(self.exposures.set, slot.id, args.address)
         if exp is not None:
-            sup.add_secret(exp.api_key)
-        sup.bus.publish(protocol.SlotExposed(client=client, slot=slot.id, address=args.address))
+            ctx.add_secret(exp.api_key)
+        ctx.bus.publish(protocol.SlotExposed(client=client, slot=slot.id, address=args.address))
         applied = (
             slot.state == READY and slot.server_host == exp.address and slot.api_key == exp.api_key
             if exp is not None
@@ -90,8 +112,8 @@ class AgentOps:
         """A gateway here whose workers the fleet side names (agent/pools.py, remote pools)."""
         for w in args.workers:
             if w.api_key:
-                self.sup.add_secret(w.api_key)
-        return msgspec.convert(await self.sup.pools.remote_set(args), protocol.PoolStatus)
+                self.ctx.add_secret(w.api_key)
+        return msgspec.convert(await self.pools.remote_set(args), protocol.PoolStatus)
 
     async def op_subscribe(
         self, args: protocol.SubscribeArgs, client: str | None
@@ -99,20 +121,20 @@ class AgentOps:
         return protocol.Subscribed(subscribed=True)  # the connection handler registers the queue
 
     async def op_logs(self, args: protocol.LogsArgs, client: str | None) -> protocol.LogsReply:
-        sup = self.sup
+        ctx = self.ctx
         n = args.lines
         launch_id = args.launch_id
         path: Path | None
         if launch_id:
             if not re.fullmatch(r"[A-Za-z0-9._-]+", str(launch_id)):
                 raise OpError(f"bad launch id {launch_id!r}", "invalid")
-            path = sup.server_log_path(str(launch_id))
+            path = ctx.server_log_path(str(launch_id))
         else:
-            slot = sup.slot_for(args)
+            slot = ctx.slot_for(args)
             path = slot.log_path
             if path is None:
                 logs = sorted(
-                    Path(sup.recorder.path, SERVERS_DIR).glob("*.log"),
+                    Path(ctx.session.path, SERVERS_DIR).glob("*.log"),
                     key=lambda p: p.stat().st_mtime,
                 )
                 path = logs[-1] if logs else None
@@ -123,7 +145,7 @@ class AgentOps:
             )
         lines = await asyncio.to_thread(_tail_file, Path(path), n)
         return protocol.LogsReply(
-            lines=[sup.redactor.text(ln) for ln in lines],
+            lines=[ctx.redactor.text(ln) for ln in lines],
             path=str(path),
             launch_id=Path(path).stem,
         )
@@ -131,7 +153,7 @@ class AgentOps:
     async def op_timeline(
         self, args: protocol.TimelineArgs, client: str | None
     ) -> protocol.TimelineReply:
-        tele = self.sup.telemetry
+        tele = self.ctx.telemetry
         if tele is None:
             return protocol.TimelineReply(series={})
         series = tele.series(args.series, args.since)["series"]
@@ -143,7 +165,7 @@ class AgentOps:
         files (`sgltui agent events`, a TUI over ssh)."""
         try:
             lines = await asyncio.to_thread(
-                _tail_file, Path(self.sup.recorder.path, EVENTS_FILE), EVENTS_TAIL
+                _tail_file, Path(self.ctx.session.path, EVENTS_FILE), EVENTS_TAIL
             )
         except FileNotFoundError:  # a session not written yet
             return []
@@ -158,43 +180,41 @@ class AgentOps:
     async def op_shutdown(
         self, args: protocol.ShutdownArgs, client: str | None
     ) -> protocol.ShutdownReply:
-        sup = self.sup
-        sup.stop_servers_on_exit = args.stop_servers
-        asyncio.get_running_loop().call_later(0.05, sup.shutdown_requested.set)
-        return protocol.ShutdownReply(stopping=True, stop_servers=sup.stop_servers_on_exit)
+        self.shutdown(args.stop_servers)
+        return protocol.ShutdownReply(stopping=True, stop_servers=args.stop_servers)
 
     # ---- bench runs and demo load (sgltui/agent/children.py) -----------------------------------
 
     async def op_bench_start(
         self, args: protocol.BenchStartArgs, client: str | None
     ) -> protocol.BenchStarted:
-        return _child(lambda: self.sup.children.bench_start(args.spec, client))
+        return _child(lambda: self.children.bench_start(args.spec, client))
 
     async def op_bench_progress(
         self, args: protocol.BenchProgressArgs, client: str | None
     ) -> protocol.Noted:
-        return self.sup.children.bench_progress(args, client)
+        return self.children.bench_progress(args, client)
 
     async def op_bench_stop(
         self, args: protocol.BenchStopArgs, client: str | None
     ) -> protocol.BenchRun:
         try:
-            return await self.sup.children.bench_stop(args.run_id)
+            return await self.children.bench_stop(args.run_id)
         except ChildError as exc:
             raise OpError(str(exc), exc.code) from None
 
     async def op_bench_list(
         self, args: protocol.Args, client: str | None
     ) -> list[protocol.BenchRun]:
-        return self.sup.children.bench_list()
+        return self.children.bench_list()
 
     async def op_demo_load(
         self, args: protocol.DemoLoadArgs, client: str | None
     ) -> protocol.DemoLoadReply:
-        return await self.sup.children.demo_load(args.on)
+        return await self.children.demo_load(args.on)
 
 
-def _child(fn: Callable[[], Any]) -> Any:
+def _child(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except ChildError as exc:

@@ -18,7 +18,7 @@ import logging
 import socket
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -36,25 +36,9 @@ from sgltui.core.profiles import ProfileError, name_problem
 from sgltui.core.safe_text import printable
 
 if TYPE_CHECKING:
+    from sgltui.agent.context import AgentContext
     from sgltui.agent.provenance import ProvenanceKeeper
-    from sgltui.agent.resolved import Resolved
     from sgltui.core import profiles as core_profiles
-
-
-class AttachHost(SlotHost, Protocol):
-    """What attach / adopt / detach need of the agent (the Supervisor is one): what a slot
-    needs (it makes slots), and its slots, profiles and provenance."""
-
-    slots: dict[str, Slot]
-    provenance: ProvenanceKeeper
-    profiles_dirs: list[Path]
-    # the lock of the agent's commands that are not a slot's lifecycle (agent stop among them):
-    # attach and adopt take it only once the server has answered, never while asking it
-    command_lock: asyncio.Lock
-
-    def slot_for(self, args: protocol.Args) -> Slot: ...
-
-    def get_profile(self, name: str | None, args: protocol.Args | None) -> Resolved: ...
 
 
 log = logging.getLogger(__name__)
@@ -188,8 +172,19 @@ def listener(port: int) -> tuple[int | None, list[str]]:
 class Attacher:
     """The agent's attach / adopt / detach ops (Supervisor dispatches them here)."""
 
-    def __init__(self, sup: AttachHost) -> None:
-        self.sup = sup
+    def __init__(
+        self,
+        ctx: AgentContext,
+        slot_host: SlotHost,
+        provenance: ProvenanceKeeper,
+        command_lock: asyncio.Lock,
+    ) -> None:
+        self.ctx = ctx
+        self.slot_host = slot_host  # what a slot needs of the agent: attach makes slots
+        self.provenance = provenance  # the GPU an attached server's provenance names
+        # the lock of the agent's commands that are not a slot's lifecycle (agent stop among
+        # them): attach and adopt take it only once the server has answered, never while asking
+        self.command_lock = command_lock
 
     # ---- attach ---------------------------------------------------------------------------------
 
@@ -200,7 +195,7 @@ class Attacher:
         local = await asyncio.to_thread(is_local, host)  # a name lookup: not on the loop
         self._refuse_taken(url, port, local)
         if args.api_key:
-            self.sup.add_secret(args.api_key)
+            self.ctx.add_secret(args.api_key)
         info = await fetch_info(url, args.api_key)
         pid, cmdline = (await asyncio.to_thread(listener, port)) if local else (None, [])
         tree = None
@@ -209,7 +204,7 @@ class Attacher:
                 tree = procs.ProcTree.of(pid)
             except (psutil.Error, OSError):
                 pid = None
-        rec = provenance.record(info, await asyncio.to_thread(self.sup.provenance.gpu))
+        rec = provenance.record(info, await asyncio.to_thread(self.provenance.gpu))
         model = discovery.model_of(info, cmdline)
         ext = External(
             url=url,
@@ -232,7 +227,7 @@ class Attacher:
         )
 
     def _refuse_taken(self, url: str, port: int, local: bool) -> None:
-        for s in self.sup.slots.values():
+        for s in self.ctx.slots.values():
             if s.external is not None and s.external.url == url and s.state in RUNNING:
                 raise OpError(f"{url} is already attached as slot {s.id}")
             if s.external is None and s.state in RUNNING and s.port == port and local:
@@ -250,7 +245,7 @@ class Attacher:
         started: float,
         info_hash: str,
     ) -> protocol.Attached:
-        async with self.sup.command_lock:
+        async with self.command_lock:
             self._refuse_taken(ext.url, port, local)  # again: another client may have been first
             slot = self._pick(args.slot, port)
             launch_id = time.strftime("%Y%m%d-%H%M%S") + f"-attach-{port}"
@@ -273,10 +268,10 @@ class Attacher:
                 + ": its log lines are not ours to read; they go where it was started"
             )
             # `sgltui logs` reads the launch's file: it holds that one line
-            log_path = await asyncio.to_thread(_note_file, self.sup, launch_id, note)
+            log_path = await asyncio.to_thread(_note_file, self.ctx, launch_id, note)
             slot.watch_external(ext, tree, self._watch(slot, ext), note, log_path)
-            self.sup.push_log(slot.id, launch_id, [note])  # the log pane says so
-            self.sup.bus.publish(
+            self.slot_host.push_log(slot.id, launch_id, [note])  # the log pane says so
+            self.ctx.bus.publish(
                 protocol.SlotAttached(
                     client=client,
                     slot=slot.id,
@@ -288,7 +283,7 @@ class Attacher:
                     info_hash=info_hash,
                 )
             )
-            self.sup.bus.changed()
+            self.ctx.bus.changed()
             return protocol.Attached(
                 slot=slot.id,
                 url=ext.url,
@@ -299,7 +294,7 @@ class Attacher:
             )
 
     def _pick(self, name: str | None, port: int) -> Slot:
-        slots = self.sup.slots
+        slots = self.ctx.slots
         if name is None:
             # A first try: the agent's one slot, idle and not placed by host.toml, becomes it.
             if len(slots) == 1:
@@ -321,7 +316,7 @@ class Attacher:
         problem = name_problem(name)
         if problem:
             raise OpError(f"--slot {name!r}: {problem}")
-        slot = slots[name] = Slot(name, self.sup)
+        slot = slots[name] = Slot(name, self.slot_host)
         return slot
 
     async def _watch(self, slot: Slot, ext: External) -> None:
@@ -351,11 +346,11 @@ class Attacher:
     # ---- detach ---------------------------------------------------------------------------------
 
     async def op_detach(self, args: protocol.SlotArgs, client: str | None) -> protocol.Attached:
-        async with self.sup.command_lock:
+        async with self.command_lock:
             slot = self._external(args)
             ext = slot.external
             slot.external_gone(None)
-            self.sup.bus.publish(
+            self.ctx.bus.publish(
                 protocol.SlotAttached(
                     client=client, slot=slot.id, action="detached", url=ext.url, pid=ext.pid
                 )
@@ -364,7 +359,7 @@ class Attacher:
 
     def _external(self, args: protocol.SlotArgs) -> Slot:
         if args.slot is None:
-            ext = [s for s in self.sup.slots.values() if s.external is not None]
+            ext = [s for s in self.ctx.slots.values() if s.external is not None]
             if len(ext) == 1:
                 return ext[0]
             if not ext:
@@ -372,7 +367,7 @@ class Attacher:
             raise OpError(
                 f"several attached servers; name one with --slot: {', '.join(s.id for s in ext)}"
             )
-        slot = self.sup.slot_for(args)
+        slot = self.ctx.slot_for(args)
         if slot.external is None:
             raise OpError(f"slot {slot.id} does not watch an attached server")
         return slot
@@ -407,7 +402,7 @@ class Attacher:
         key_files: dict[str, str],
         client: str | None,
     ) -> protocol.Attached:
-        async with self.sup.command_lock:
+        async with self.command_lock:
             if slot.external is not ext or slot.state != READY or slot.tree is None:
                 raise OpError(f"slot {slot.id} changed while its server was asked; adopt again")
             kind = discovery.server_kind(ext.cmdline)
@@ -426,7 +421,7 @@ class Attacher:
             # never holds them.
             profile = dataclasses.replace(_without_secrets(profile), key_files=key_files)
             # where the agent finds it (a --profiles folder wins over the user's own)
-            dirs = self.sup.profiles_dirs
+            dirs = self.ctx.catalog.dirs
             folder = dirs[-1] if dirs else locations.config_dir() / "profiles"
             path = folder / f"{name}.toml"
             if path.exists():
@@ -434,7 +429,7 @@ class Attacher:
             text = profile_to_toml(profile)
             await asyncio.to_thread(_write, path, text)
             try:  # its keys read from their files, as a restart will
-                resolved = await asyncio.to_thread(self.sup.get_profile, name, None)
+                resolved = await asyncio.to_thread(self.ctx.get_profile, name, None)
             except ProfileError as exc:
                 await asyncio.to_thread(path.unlink, True)
                 raise OpError(f"cannot adopt {ext.url}: {exc}") from None
@@ -443,7 +438,7 @@ class Attacher:
                 "state": READY,
                 "tree": slot.tree.to_json(),
                 "launch_id": slot.launch_id,
-                "log_path": str(self.sup.server_log_path(slot.launch_id or name)),
+                "log_path": str(self.ctx.server_log_path(slot.launch_id or name)),
                 "started_at": slot.started_at,
                 "ready_at": slot.ready_at,
                 "host": slot.server_host,
@@ -456,7 +451,7 @@ class Attacher:
             slot.unwatch_for_adoption()
             if not slot.adopt(record, resolved):
                 raise OpError(f"cannot adopt {ext.url}: pid {ext.pid} is gone")
-            self.sup.bus.publish(
+            self.ctx.bus.publish(
                 protocol.SlotAttached(
                     client=client,
                     slot=slot.id,
@@ -469,7 +464,7 @@ class Attacher:
                     info_hash=ext.info_hash,
                 )
             )
-            self.sup.bus.changed()
+            self.ctx.bus.changed()
             return protocol.Attached(
                 slot=slot.id,
                 url=ext.url,
@@ -548,8 +543,8 @@ def _without_secrets(profile: core_profiles.Profile) -> core_profiles.Profile:
     return dataclasses.replace(profile, server=server)
 
 
-def _note_file(sup: AttachHost, launch_id: str, note: str) -> Path:
-    path = sup.server_log_path(launch_id)
+def _note_file(ctx: AgentContext, launch_id: str, note: str) -> Path:
+    path = ctx.server_log_path(launch_id)
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(note + "\n")
     return path

@@ -171,15 +171,17 @@ async def _run(state_dir: Path, p: dict[str, Path], args: argparse.Namespace) ->
     if mcfg.port:  # opt-in (agent.toml [metrics] port): Prometheus on loopback
         from sgltui.agent.metrics import MetricsService
 
-        metrics = MetricsService(sup, mcfg.port, mcfg.host)
+        metrics = MetricsService(sup.status, sup.pushes, mcfg.port, mcfg.host)
         metrics.start()
-    server = AgentServer(sup, p["socket"])
+    server = AgentServer(sup.handle, sup.pushes, sup.agent_config.send_timeout_s, p["socket"])
     await server.start()
     write_atomic(p["pid"], f"{os.getpid()}\n")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, sup.shutdown_requested.set)
-    log.info("agent %s listening on %s (session %s)", os.getpid(), p["socket"], sup.recorder.path)
+    log.info(
+        "agent %s listening on %s (session %s)", os.getpid(), p["socket"], sup.ctx.session.path
+    )
     await sup.shutdown_requested.wait()
     log.info("agent shutting down (stop_servers=%s)", sup.stop_servers_on_exit)
     await server.close()

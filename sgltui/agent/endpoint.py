@@ -56,7 +56,13 @@ from sgltui.core.profiles import ProfileError
 from sgltui.core.tasks import watched
 
 if TYPE_CHECKING:
-    from sgltui.agent.hosts import EndpointHost
+    from sgltui.agent.agent_calls import AgentCalls
+    from sgltui.agent.context import AgentContext
+    from sgltui.agent.leases import Leases
+    from sgltui.agent.operations import Operations
+    from sgltui.agent.pools import Pools
+    from sgltui.agent.slot import Slot
+    from sgltui.agent.standby import Standbys
     from sgltui.core import profiles as core_profiles
 
 log = logging.getLogger("sgltui.agent.endpoint")
@@ -65,22 +71,32 @@ TICK_S = 0.5  # the driver looks at least this often (idle timers, waits past th
 TABLE_S = 5.0  # the names table is rebuilt at least this often (new or edited profiles)
 
 
-class Endpoint(Moves):
-    def __init__(self, sup: EndpointHost, config: EndpointConfig) -> None:
-        self.sup = sup
+class Endpoint:
+    def __init__(
+        self,
+        ctx: AgentContext,
+        config: EndpointConfig,
+        *,
+        calls: AgentCalls,
+        ops: Operations,
+        standbys: Standbys,
+        pools: Pools,
+        leases: Leases,
+    ) -> None:
+        self.ctx = ctx  # the slots, the profiles, the event bus
+        self.ops = ops  # is a lifecycle command on a slot?
+        self.standbys = standbys  # what sleeps on each slot, to wake
+        self.pools = pools  # slots behind a pool's gateway: never swapped by the endpoint
+        self.leases = leases  # profiles never evicted
         self.cfg = config
         self.error: str | None = None
         self.traffic: dict[str, Traffic] = {}
         self.routables: dict[str, Routable] = {}
         self.table: dict[str, list[str]] = {}
         self._table_at = 0.0
-        self.closing: dict[str, str] = {}  # slot -> the profile the endpoint is moving it to
-        self.tasks: dict[str, asyncio.Task] = {}  # profile -> its wake, start or eviction
-        self.failed: dict[str, tuple[float, str]] = {}  # profile -> (when, why) it did not come
+        # its wakes, starts, evictions and idle profiles put away, each the agent's own op
+        self.moves = Moves(ctx.bus, calls, self.changed)
         self.blocked: dict[str, str] = {}  # profile -> the leases that keep it out
-        self.asker: dict[str, str] = {}  # profile -> who asked for it last (the cause)
-        self.last_eviction: dict[str, Any] | None = None
-        self.swaps = 0
         self.refused = 0
         self.counts = {"served": 0, "cut": 0, "upstream_errors": 0}
         self.subapps: list[tuple[str, web.Application]] = []
@@ -143,7 +159,7 @@ class Endpoint(Moves):
     async def close(self) -> None:
         if self._driver is not None:
             self._driver.cancel()
-        for task in list(self.tasks.values()):
+        for task in list(self.moves.tasks.values()):
             task.cancel()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -171,10 +187,10 @@ class Endpoint(Moves):
         (its gateway; a roll is the pool's swap), an attached server's slot. A pool of one is a
         slot with its front on the pool's port: the endpoint swaps it as any other."""
         out: dict[str, str | None] = {}
-        for place in self.sup.pools.places.values():
+        for place in self.pools.places.values():
             if len(place.slots) > 1:
                 out.update({sid: place.endpoint for sid in place.slots})
-        for slot in self.sup.slots.values():
+        for slot in self.ctx.slots.values():
             if slot.external is not None:
                 out.setdefault(slot.id, None)
         return out
@@ -182,16 +198,16 @@ class Endpoint(Moves):
     def looks(self) -> list[SlotLook]:
         pooled = self._pooled()
         out = []
-        for slot in self.sup.slots.values():
-            moving = self.closing.get(slot.id)
+        for slot in self.ctx.slots.values():
+            moving = self.moves.closing.get(slot.id)
             swap = slot.swap if slot.swap is not None and slot.swap.step != "failed" else None
-            busy = bool(moving or swap or self.sup.ops.busy(slot.id)) or slot.state not in (
+            busy = bool(moving or swap or self.ops.busy(slot.id)) or slot.state not in (
                 READY,
                 *IDLE,
             )
             profile = moving or (swap.to if swap else None) or slot.profile_name
             asleep = tuple(
-                n for n, sb in self.sup.standbys.of(slot.id).items() if self._asleep(slot, n, sb)
+                n for n, sb in self.standbys.of(slot.id).items() if self._asleep(slot, n, sb)
             )
             out.append(
                 SlotLook(
@@ -206,16 +222,16 @@ class Endpoint(Moves):
             )
         return out
 
-    def _asleep(self, slot: Any, name: str, sb: Any) -> bool:
-        return self.sup.standbys.warm(slot, name) is sb
+    def _asleep(self, slot: Slot, name: str, sb: object) -> bool:
+        return self.standbys.warm(slot, name) is sb
 
     def _route(self, name: str) -> str | None:
         """Where a request for `name` goes now, or None (it must wait)."""
         pooled = self._pooled()
-        for slot in self.sup.slots.values():
+        for slot in self.ctx.slots.values():
             if slot.profile_name != name or slot.state != READY:
                 continue
-            if self.closing.get(slot.id) not in (None, name):
+            if self.moves.closing.get(slot.id) not in (None, name):
                 continue  # the endpoint is moving it to another profile: none for this one
             if slot.swap is not None and slot.swap.step != "failed":
                 continue  # (a swap's last step ends it: its job's tail, the state saved, is
@@ -225,7 +241,7 @@ class Endpoint(Moves):
 
     def _serving(self) -> list[str]:
         return [
-            s.profile_name for s in self.sup.slots.values() if s.state == READY and s.profile_name
+            s.profile_name for s in self.ctx.slots.values() if s.state == READY and s.profile_name
         ]
 
     async def _names(self, force: bool = False) -> None:
@@ -234,7 +250,7 @@ class Endpoint(Moves):
         if not force and self.table and now - self._table_at < TABLE_S:
             return
         self._table_at = now
-        catalog = self.sup.catalog
+        catalog = self.ctx.catalog
 
         def read() -> dict[str, Routable]:
             profiles = (catalog.refresh() if force else None, catalog.index.profiles())[1]
@@ -274,7 +290,7 @@ class Endpoint(Moves):
                         "served_model_name": r.served,
                         "aliases": list(r.aliases),
                         "waiting": self.traffic[name].waiting if name in self.traffic else 0,
-                        "leased_by": self.sup.leases.held().get(name),
+                        "leased_by": self.leases.held().get(name),
                         "needs_key": r.api_key is not None,
                     },
                 }
@@ -380,8 +396,8 @@ class Endpoint(Moves):
         t.waiting += 1
         if t.waiting_since is None:
             t.waiting_since = arrived
-        self.asker[name] = peer
-        self.sup.bus.changed()
+        self.moves.asker[name] = peer
+        self.ctx.bus.changed()
         try:
             while True:
                 self._kick.set()
@@ -393,7 +409,7 @@ class Endpoint(Moves):
                 url = self._route(name)
                 if url is not None:
                     return url
-                failed = self.failed.get(name)
+                failed = self.moves.failed.get(name)
                 if failed is not None and failed[0] >= arrived:
                     return self._unavailable(f"{name} did not come up: {failed[1]}")
                 why = self.blocked.get(name)
@@ -408,7 +424,7 @@ class Endpoint(Moves):
             t.waiting -= 1
             if t.waiting == 0:
                 t.waiting_since = None
-            self.sup.bus.changed()
+            self.ctx.bus.changed()
 
     # ---- the driver: wakes, starts, evictions, idle ---------------------------------------------
 
@@ -428,19 +444,19 @@ class Endpoint(Moves):
     def step(self, now: float) -> None:
         """One look: each profile with waiting requests gets what it needs (policy.plan) when
         the slot it needs may switch (policy.switch_due); idle profiles are put away."""
-        leased = self.sup.leases.held()
+        leased = self.leases.held()
         lru = {n: t.last_request for n, t in self.traffic.items()}
         waiting = sorted(
             ((n, t) for n, t in self.traffic.items() if t.waiting),
             key=lambda nt: nt[1].waiting_since or now,
         )
         for name, t in waiting:
-            if name in self.tasks:
+            if name in self.moves.tasks:
                 continue
             act = plan(name, self.looks(), leased, lru)
             if act.kind == "blocked":
                 if self.blocked.get(name) != act.reason:
-                    self.say("refused", name, f"{name} waits: {act.reason}", level_slot=None)
+                    self.moves.say("refused", name, f"{name} waits: {act.reason}", level_slot=None)
                 self.blocked[name] = act.reason
                 continue
             self.blocked.pop(name, None)
@@ -448,26 +464,32 @@ class Endpoint(Moves):
                 continue
             if act.victim and not switch_due(self._t(act.victim), t, now, self.cfg):
                 continue  # collation: the serving profile keeps the slot a while longer
-            self.closing[act.slot] = name
-            self._spawn(name, self.carry_out(act, name))
+            self.moves.closing[act.slot] = name
+            self._spawn(name, self.moves.carry_out(act, name))
         self._idle(now, leased)
 
     def _idle(self, now: float, leased: dict[str, str]) -> None:
         for look in self.looks():
             name = look.profile
-            if not look.ready or look.pooled or not name or name in leased or name in self.tasks:
+            if (
+                not look.ready
+                or look.pooled
+                or not name
+                or name in leased
+                or name in self.moves.tasks
+            ):
                 continue
             if self._front_busy(look.id):
                 self._t(name).last_request = now  # requests through the slot's front count too
             r = self.routables.get(name)
             idle_s = r.idle_s if r is not None and r.idle_s is not None else self.cfg.idle_s
             if idle_due(self._t(name), idle_s, now):
-                self.closing[look.id] = name
-                self._spawn(name, self.put_away(look.id, name, idle_s))
+                self.moves.closing[look.id] = name
+                self._spawn(name, self.moves.put_away(look.id, name, idle_s))
 
     def _front_busy(self, slot_id: str) -> bool:
         """The slot's own front passed a request since the last look, or has one in flight."""
-        front = self.sup.slots[slot_id].front
+        front = self.ctx.slots[slot_id].front
         if front is None:
             return False
         seen = (front.counts["served"], front.counts["held"], front.in_flight())
@@ -477,7 +499,7 @@ class Endpoint(Moves):
 
     def _spawn(self, name: str, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=f"endpoint-{name}")
-        self.tasks[name] = task
+        self.moves.tasks[name] = task
         watched(task, f"endpoint: {name}")
 
     # ---- status ------------------------------------------------------------------------------------
@@ -489,9 +511,9 @@ class Endpoint(Moves):
             state=state,
             error=self.error,
             queue={n: t.waiting for n, t in self.traffic.items() if t.waiting},
-            leases=self.sup.leases.views(),
-            last_eviction=self.last_eviction,
-            swaps=self.swaps,
+            leases=self.leases.views(),
+            last_eviction=self.moves.last_eviction,
+            swaps=self.moves.swaps,
             refused=self.refused,
         )
 

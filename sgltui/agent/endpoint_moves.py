@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sgltui import protocol
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
     import asyncio
     from collections.abc import Awaitable
 
-    from sgltui.agent.hosts import EndpointHost
+    from sgltui.agent.agent_calls import AgentCalls
+    from sgltui.agent.events import EventBus
 
 log = logging.getLogger("sgltui.agent.endpoint")
 
@@ -27,23 +29,24 @@ CLIENT = "endpoint"  # the client name of the ops the endpoint sends (the sessio
 
 
 class Moves:
-    """The agent endpoint's part that acts (agent/endpoint.py's Endpoint is one)."""
+    """The agent endpoint's part that acts (agent/endpoint.py's Endpoint holds one), and what
+    it is doing: the endpoint decides from it."""
 
-    sup: EndpointHost
-    closing: dict[str, str]
-    tasks: dict[str, asyncio.Task]
-    failed: dict[str, tuple[float, str]]
-    asker: dict[str, str]
-    last_eviction: dict[str, Any] | None
-    swaps: int
-
-    def changed(self) -> None:
-        raise NotImplementedError
+    def __init__(self, bus: EventBus, calls: AgentCalls, changed: Callable[[], None]) -> None:
+        self.bus = bus  # each move is said in an `endpoint` event
+        self.calls = calls  # the agent's ops, sent as a client would
+        self.changed = changed  # a move ended: the endpoint looks again (Endpoint.changed)
+        self.closing: dict[str, str] = {}  # slot -> the profile the endpoint is moving it to
+        self.tasks: dict[str, asyncio.Task] = {}  # profile -> its wake, start or eviction
+        self.failed: dict[str, tuple[float, str]] = {}  # profile -> (when, why) it did not come
+        self.asker: dict[str, str] = {}  # profile -> who asked for it last (the cause)
+        self.last_eviction: dict[str, Any] | None = None
+        self.swaps = 0
 
     def say(
         self, action: str, profile: str, text: str, level_slot: str | None = None, **kw: Any
     ) -> None:
-        self.sup.bus.publish(
+        self.bus.publish(
             protocol.EndpointEvent(
                 client=CLIENT, slot=level_slot, action=action, profile=profile, text=text, **kw
             )
@@ -60,18 +63,18 @@ class Moves:
                 away = f"; {act.victim} asleep" if act.victim else ""
                 self.say("wake", name, f"{name} woken on slot {slot} by {cause}{away}", slot)
                 await self._op(
-                    self.sup.swap(protocol.SwapArgs(slot=slot, profile=name, wait=True), CLIENT)
+                    self.calls.swap(protocol.SwapArgs(slot=slot, profile=name, wait=True), CLIENT)
                 )
             elif act.kind == "start":
                 self.say("start", name, f"{name} started on slot {slot} (free) by {cause}", slot)
                 await self._op(
-                    self.sup.start_slot(
+                    self.calls.start_slot(
                         protocol.StartArgs(slot=slot, profile=name, wait=True), CLIENT
                     )
                 )
             else:
                 # checked before anything is put to sleep or stopped for it
-                pre = await self.sup.preflight(
+                pre = await self.calls.preflight(
                     protocol.PreflightArgs(slot=slot, profile=name), CLIENT
                 )
                 if not pre.ok:
@@ -99,7 +102,7 @@ class Moves:
         }
         try:
             await self._op(
-                self.sup.standby_add(
+                self.calls.standby_add(
                     protocol.StandbyArgs(slot=slot, profile=name, wait=True), CLIENT
                 )
             )
@@ -108,7 +111,9 @@ class Moves:
             self.last_eviction["why"] += f" (cannot sleep: {exc})"
         text = f"{victim} evicted from slot {slot} ({self.last_eviction['to']}) for {name}: {why}; {cause}"
         self.say("evict", name, text, slot, victim=victim)
-        await self._op(self.sup.swap(protocol.SwapArgs(slot=slot, profile=name, wait=True), CLIENT))
+        await self._op(
+            self.calls.swap(protocol.SwapArgs(slot=slot, profile=name, wait=True), CLIENT)
+        )
 
     async def put_away(self, slot: str, name: str, idle_s: float | None) -> None:
         try:
@@ -116,7 +121,7 @@ class Moves:
                 "idle", name, f"{name} stopped on slot {slot}: no request for {idle_s:g}s", slot
             )
             self.swaps += 1
-            await self._op(self.sup.stop(protocol.StopArgs(slot=slot, wait=True), CLIENT))
+            await self._op(self.calls.stop(protocol.StopArgs(slot=slot, wait=True), CLIENT))
         except OpError as exc:
             log.warning("endpoint: %s idle on slot %s, not stopped: %s", name, slot, exc)
         finally:

@@ -19,34 +19,38 @@ from sgltui.agent.front import Front, Keys
 from sgltui.agent.slot import CRASHED, FAILED, LAUNCHING, READY, STOPPED
 
 if TYPE_CHECKING:
-    from sgltui.agent.hosts import FrontsHost
+    from sgltui.agent.agent_calls import AgentCalls
+    from sgltui.agent.context import AgentContext
+    from sgltui.agent.pools import Pools
     from sgltui.agent.slot import Slot
 
 
 class Fronts:
-    def __init__(self, host: FrontsHost) -> None:
-        self.host = host
+    def __init__(self, ctx: AgentContext, pools: Pools, calls: AgentCalls) -> None:
+        self.ctx = ctx
+        self.pools = pools  # where each slot's front binds
+        self.calls = calls  # the Batch API's jobs are the agent's ops (job_run, job_status...)
 
     async def start(self) -> None:
         """One front endpoint per slot, on FrontConfig.port + the slot's index."""
         from sgltui.agent import config as agent_config
         from sgltui.core import placement
 
-        cfg = self.host.front_config
+        cfg = self.ctx.config.front
         if cfg.port is None:
             return
         # the OpenAI Batch API on each front, its batches the slot's jobs (agent/batch_api.py)
-        store = BatchStore(self.host.state_dir / "batch-api")
-        for i, slot in enumerate(self.host.slots.values()):
+        store = BatchStore(self.ctx.state_dir / "batch-api")
+        for i, slot in enumerate(self.ctx.slots.values()):
             host, port = cfg.host, cfg.port + i
             setting = f"[front] port in {agent_config.default_path()}" + (f" (+{i})" if i else "")
-            where = self.host.pools.front_port(slot.id)
+            where = self.pools.front_port(slot.id)
             if where is False:
                 continue  # a slot of a pool of two or more: the pool's gateway is its endpoint
             if isinstance(where, tuple):
                 host, port = where  # a pool of one: the front is the pool's endpoint
                 setting = f"the pool's port in {placement.default_path()}"
-            batches = BatchApi(store, self.host, slot=slot.id)
+            batches = BatchApi(store, self.calls, slot=slot.id)
             front = Front(
                 slot.id,
                 host,
@@ -60,12 +64,12 @@ class Fronts:
             slot.attach_front(front)
 
     def _event(self, event: protocol.EventBase) -> None:
-        s = self.host.slots.get(event.slot or "")
-        self.host.bus.publish(msgspec.structs.replace(event, client=s.client if s else None))
+        s = self.ctx.slots.get(event.slot or "")
+        self.ctx.bus.publish(msgspec.structs.replace(event, client=s.client if s else None))
 
     def follow(self) -> None:
         """A slot changed: its front follows at once (hold, route, release)."""
-        for slot in self.host.slots.values():
+        for slot in self.ctx.slots.values():
             sync(slot)
 
 

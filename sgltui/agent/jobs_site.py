@@ -1,5 +1,5 @@
 """What batch jobs see of the agent: `JobsSite`, and `AgentSite`, its implementation over the
-supervisor.
+agent's parts.
 
 The jobs host (agent/jobs_host.py) and a --choose job's trial (agent/job_choice.py) read which
 slots and pools exist, what each runs and where its server answers, whether a lifecycle command
@@ -13,7 +13,6 @@ of its slot, is the operations' calls of JobsHost.before_swap / after_swap.
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sgltui import protocol
@@ -21,25 +20,43 @@ from sgltui.agent.endpoints import slot_url
 from sgltui.agent.jobs_sight import JobsSite, SlotSight
 
 if TYPE_CHECKING:
-    from sgltui.agent.hosts import SiteHost
+    from sgltui.agent.agent_calls import AgentCalls
+    from sgltui.agent.children import Children
+    from sgltui.agent.context import AgentContext
+    from sgltui.agent.operations import Operations
+    from sgltui.agent.pools import Pools
+    from sgltui.agent.provenance import ProvenanceKeeper
     from sgltui.agent.slot import Slot
 
 __all__ = ["AgentSite", "JobsSite", "SlotSight"]  # the interface: agent/jobs_sight.py
 
 
 class AgentSite:
-    """JobsSite over the supervisor (made by it, for its JobsHost)."""
+    """JobsSite over the agent's parts (made by the supervisor, for its JobsHost)."""
 
-    def __init__(self, sup: SiteHost) -> None:
-        self._sup = sup
-        self.jobs_dir = Path(sup.state_dir) / "jobs"
-        self.jobs_config = sup.agent_config.jobs
+    def __init__(
+        self,
+        ctx: AgentContext,
+        calls: AgentCalls,
+        ops: Operations,
+        pools: Pools,
+        provenance: ProvenanceKeeper,
+        children: Children,
+    ) -> None:
+        self._ctx = ctx
+        self._calls = calls  # lifecycle commands, sent as any client sends them
+        self._ops = ops  # each slot's latest lifecycle job: is one on?
+        self._pools = pools
+        self._provenance = provenance  # a launch's hash
+        self._children = children  # the bench runs
+        self.jobs_dir = ctx.state_dir / "jobs"
+        self.jobs_config = ctx.config.jobs
 
     def info_hash(self, launch_id: str | None) -> str | None:
-        return self._sup.provenance.by_launch.get(launch_id or "")
+        return self._provenance.by_launch.get(launch_id or "")
 
     def _sight(self, slot: Slot) -> SlotSight:
-        job = self._sup.ops.jobs.get(slot.id)
+        job = self._ops.jobs.get(slot.id)
         front = slot.front
         routes = front is not None and not front.error and front.backend is not None
         return SlotSight(
@@ -56,31 +73,31 @@ class AgentSite:
         )
 
     def slot_ids(self) -> list[str]:
-        return list(self._sup.slots)
+        return list(self._ctx.slots)
 
     def slot(self, slot_id: str) -> SlotSight | None:
-        slot = self._sup.slots.get(slot_id)
+        slot = self._ctx.slots.get(slot_id)
         return None if slot is None else self._sight(slot)
 
     def has_pool(self, pool: str) -> bool:
-        return pool in self._sup.pools.places
+        return pool in self._pools.places
 
     def pool_members(self, pool: str) -> list[SlotSight]:
-        return [self._sight(s) for s in self._sup.pools.members(pool)]
+        return [self._sight(s) for s in self._pools.members(pool)]
 
     def pool_rolling(self, pool: str) -> bool:
-        return pool in self._sup.pools.rolls_running()
+        return pool in self._pools.rolls_running()
 
     def pool_target(self, pool: str) -> tuple[str | None, str | None, str]:
-        return self._sup.pools.job_target(pool)
+        return self._pools.job_target(pool)
 
     def pool_profiles(self, pool: str) -> list[str]:
-        return self._sup.pools.serving_profiles(pool)
+        return self._pools.serving_profiles(pool)
 
     def gpu_power_w(self) -> float | None:
         # The agent serves one slot per GPU set; all GPUs it reads are counted (a host shared
         # with other slots over-counts).
-        tele = self._sup.telemetry
+        tele = self._ctx.telemetry
         if tele is None:
             return None
         gpus: list = []
@@ -91,7 +108,7 @@ class AgentSite:
         return sum(watts) if watts else None
 
     def engine(self, slot_id: str) -> dict | None:
-        tele = self._sup.telemetry
+        tele = self._ctx.telemetry
         if tele is None:
             return None
         with contextlib.suppress(AttributeError, KeyError, TypeError):
@@ -99,7 +116,7 @@ class AgentSite:
         return None
 
     def capacity(self, slot_id: str) -> dict | None:
-        tele = self._sup.telemetry
+        tele = self._ctx.telemetry
         if tele is None:
             return None
         with contextlib.suppress(AttributeError, KeyError, TypeError, ValueError):
@@ -107,10 +124,10 @@ class AgentSite:
         return None
 
     def bench_runs(self) -> list[dict]:
-        return sorted(self._sup.children.bench_runs.values(), key=lambda r: r["started"])
+        return sorted(self._children.bench_runs.values(), key=lambda r: r["started"])
 
     def publish(self, event: protocol.EventBase) -> Any:
-        return self._sup.bus.publish(event)
+        return self._ctx.bus.publish(event)
 
     async def command(self, op: str, args: protocol.Args, client: str) -> Any:
-        return await self._sup.call(args, client, op)
+        return await self._calls.call(args, client, op)

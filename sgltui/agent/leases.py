@@ -14,8 +14,7 @@ import asyncio
 import json
 import logging
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sgltui import protocol
 from sgltui.agent.errors import OpError
@@ -23,7 +22,8 @@ from sgltui.agent.job_records import ACTIVE as ACTIVE_JOBS
 from sgltui.core.files import write_atomic
 
 if TYPE_CHECKING:
-    from sgltui.agent.hosts import LeasesHost
+    from sgltui.agent.context import AgentContext
+    from sgltui.agent.jobs_host import JobsHost
 
 log = logging.getLogger("sgltui.agent.leases")
 
@@ -31,9 +31,10 @@ FILE = "leases.json"
 
 
 class Leases:
-    def __init__(self, sup: LeasesHost, state_dir: Path) -> None:
-        self.sup = sup
-        self.path = state_dir / FILE
+    def __init__(self, ctx: AgentContext, batch: JobsHost) -> None:
+        self.ctx = ctx  # the slots, a profile resolved by name, the event bus
+        self.batch = batch  # a running job holds a lease: read off its record
+        self.path = ctx.state_dir / FILE
         self.hand: list[protocol.LeaseView] = self._load()
 
     def _load(self) -> list[protocol.LeaseView]:
@@ -68,10 +69,10 @@ class Leases:
 
     def _job_leases(self) -> list[protocol.LeaseView]:
         out = []
-        for rec in self.sup.batch.jobs.values():
+        for rec in self.batch.jobs.values():
             if rec.state not in ACTIVE_JOBS or rec.user_paused:
                 continue
-            slot = self.sup.slots.get(rec.slot)
+            slot = self.ctx.slots.get(rec.slot)
             if slot is None or not slot.profile_name:
                 continue
             name = rec.name or rec.id
@@ -91,7 +92,7 @@ class Leases:
         out: dict[str, str] = {}
         for x in self.views():
             if x.slot is not None:
-                s = self.sup.slots.get(x.slot)
+                s = self.ctx.slots.get(x.slot)
                 if s is None or s.profile_name != x.profile:
                     continue
             out.setdefault(x.profile, x.holder)
@@ -99,7 +100,7 @@ class Leases:
 
     def by_hand_on(self, slot_id: str) -> protocol.LeaseView | None:
         """A lease by hand on what the slot serves: the operator's swap of it asks first."""
-        slot = self.sup.slots.get(slot_id)
+        slot = self.ctx.slots.get(slot_id)
         if slot is None or not slot.profile_name:
             return None
         for x in self.views():
@@ -109,10 +110,10 @@ class Leases:
 
     # ---- ops -------------------------------------------------------------------------------------
 
-    async def op_add(self, args: protocol.LeaseArgs, client: str | None) -> Any:
-        if args.slot is not None and args.slot not in self.sup.slots:
-            raise OpError(f"no slot {args.slot!r}; slots: {', '.join(self.sup.slots)}", "not_found")
-        resolved = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
+    async def op_add(self, args: protocol.LeaseArgs, client: str | None) -> protocol.LeaseView:
+        if args.slot is not None and args.slot not in self.ctx.slots:
+            raise OpError(f"no slot {args.slot!r}; slots: {', '.join(self.ctx.slots)}", "not_found")
+        resolved = await asyncio.to_thread(self.ctx.get_profile, args.profile, args)
         until = time.time() + args.for_s if args.for_s else None
         lease = protocol.LeaseView(
             profile=resolved.name,
@@ -131,7 +132,9 @@ class Leases:
         )
         return lease
 
-    async def op_drop(self, args: protocol.LeaseArgs, client: str | None) -> Any:
+    async def op_drop(
+        self, args: protocol.LeaseArgs, client: str | None
+    ) -> list[protocol.LeaseView]:
         dropped = [
             x
             for x in self.hand
@@ -152,11 +155,11 @@ class Leases:
         )
         return dropped
 
-    async def op_list(self, args: protocol.Args, client: str | None) -> Any:
+    async def op_list(self, args: protocol.Args, client: str | None) -> list[protocol.LeaseView]:
         return self.views()
 
     def _said(self, action: str, profile: str, text: str, client: str | None) -> None:
-        self.sup.bus.publish(
+        self.ctx.bus.publish(
             protocol.EndpointEvent(client=client, action=action, profile=profile, text=text)
         )
-        self.sup.bus.changed()
+        self.ctx.bus.changed()

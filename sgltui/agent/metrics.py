@@ -23,6 +23,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from sgltui import protocol
+from sgltui.agent.pushes import Pushes, PushQueue
 from sgltui.core.tasks import spawn
 
 log = logging.getLogger("sgltui.agent.metrics")
@@ -218,17 +219,21 @@ class AgentMetrics:
 class MetricsService:
     """AgentMetrics hooked to a running agent: its STATUS and its event stream."""
 
-    def __init__(self, sup: Any, port: int, host: str) -> None:
-        self.sup, self.port, self.host = sup, port, host
+    def __init__(
+        self,
+        status: Callable[[], protocol.StatusReply],
+        pushes: Pushes,
+        port: int,
+        host: str,
+    ) -> None:
+        self.pushes, self.port, self.host = pushes, port, host
         # the collector reads STATUS as the wire carries it (JSON values)
-        self.metrics = AgentMetrics(lambda: protocol.to_builtins(sup.status()))
-        self.queue: Any = None
+        self.metrics = AgentMetrics(lambda: protocol.to_builtins(status()))
+        self.queue: PushQueue | None = None
         self.task: asyncio.Task | None = None
         self.error: str | None = None
 
     def start(self) -> None:
-        from sgltui.agent.supervisor import PushQueue
-
         try:
             self.metrics.serve(self.port, self.host)
         except OSError as exc:  # a taken port: the agent runs on without metrics, and says so
@@ -239,13 +244,13 @@ class MetricsService:
             log.error(self.error)
             return
         self.queue = PushQueue(5000)
-        self.sup.subscribers.add(self.queue)
-        self.task = spawn(self._events(), "metrics-events")
+        self.pushes.subscribers.add(self.queue)
+        self.task = spawn(self._events(self.queue), "metrics-events")
         log.info("metrics on http://%s:%d/metrics", self.host, self.port)
 
-    async def _events(self) -> None:
+    async def _events(self, queue: PushQueue) -> None:
         while True:
-            msg = await self.queue.get()
+            msg = await queue.get()
             if isinstance(msg, dict) and msg.get("push") == "event":
                 try:
                     self.metrics.on_event(msg.get("data") or {})
@@ -254,7 +259,7 @@ class MetricsService:
 
     async def close(self) -> None:
         if self.queue is not None:
-            self.sup.subscribers.discard(self.queue)
+            self.pushes.subscribers.discard(self.queue)
         if self.task is not None:
             self.task.cancel()
             try:

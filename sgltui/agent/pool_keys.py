@@ -28,6 +28,7 @@ from sgltui.core import launch_secrets
 from sgltui.core.profiles import ProfileError
 
 if TYPE_CHECKING:
+    from sgltui.agent.context import AgentContext
     from sgltui.agent.gateway import Gateway
     from sgltui.agent.slot import Slot
 
@@ -40,11 +41,11 @@ def wanted(ready: Sequence[Slot], now: str | None) -> str | None:
     return next((s.api_key for s in ready if s.api_key), None)
 
 
-def key_of(sup: Any, profile: str, args: Any) -> str | None:
+def key_of(ctx: AgentContext, profile: str, args: protocol.Args) -> str | None:
     """The API key `profile` will serve with, its key files read (blocking); None when it has
     none or it cannot be read (the launch then refuses, in the swap's own words)."""
     try:
-        return launch_secrets.with_key_files(sup.get_profile(profile, args).profile).api_key
+        return launch_secrets.with_key_files(ctx.get_profile(profile, args).profile).api_key
     except (OpError, ProfileError, OSError):
         return None
 

@@ -70,7 +70,7 @@ async def worker_out(pools: Any, slot: Slot) -> AsyncIterator[None]:
             async with pools.lock(name):
                 # now keyed: the gateway asks for the key before the worker is routed
                 others = [o for o in pools.members(name) if o is not slot and pools.routable(o)]
-                await pool_keys.close_door(gw, slot, others, pools.sup.bus.publish)
+                await pool_keys.close_door(gw, slot, others, pools.ctx.bus.publish)
                 await gw.add_worker(url, slot.api_key)
             await gw.wait_ready(url, WORKER_READY_S)
         pools.sync()

@@ -38,7 +38,8 @@ from sgltui.core.placement import Placement, PoolPlace
 from sgltui.core.tasks import spawn
 
 if TYPE_CHECKING:
-    from sgltui.agent.hosts import PoolsHost
+    from sgltui.agent.agent_calls import AgentCalls
+    from sgltui.agent.context import AgentContext
 
 log = logging.getLogger("sgltui.agent.pools")
 
@@ -57,8 +58,9 @@ def slot_model(slot: Slot) -> str | None:
 class Pools:
     OPS = frozenset({"start", "stop", "restart", "swap", "preflight"})  # ops a pool takes
 
-    def __init__(self, sup: PoolsHost, placement: Placement | None) -> None:
-        self.sup = sup
+    def __init__(self, ctx: AgentContext, calls: AgentCalls, placement: Placement | None) -> None:
+        self.ctx = ctx
+        self.calls = calls  # a rolling swap is each slot's op, as sent
         self.places: dict[str, PoolPlace] = (
             {p.name: p for p in placement.pools} if placement else {}
         )
@@ -73,7 +75,7 @@ class Pools:
         self._sync: asyncio.Task[None] | None = None
         self._sync_again = False
         # fleet.toml's pools that span hosts: a gateway here, workers anywhere
-        self.remote = RemotePools(sup)
+        self.remote = RemotePools(ctx)
 
     # --- which pool -------------------------------------------------------------------------
 
@@ -90,7 +92,7 @@ class Pools:
             # A pool of other hosts' servers: a job through it targets the pool; this agent's
             # first slot is only its reference slot (agent/job_target.py: it is sent to the
             # gateway and does not follow that slot).
-            return PoolPlace(name, (next(iter(self.sup.slots)),), 0)
+            return PoolPlace(name, (next(iter(self.ctx.slots)),), 0)
         place = self.places.get(name)
         if place is None:
             raise OpError(
@@ -101,7 +103,7 @@ class Pools:
         return place
 
     def members(self, name: str) -> list[Slot]:
-        return [self.sup.slots[s] for s in self.pool(name).slots if s in self.sup.slots]
+        return [self.ctx.slots[s] for s in self.pool(name).slots if s in self.ctx.slots]
 
     # --- the gateways -----------------------------------------------------------------------
 
@@ -109,11 +111,11 @@ class Pools:
         for name, place in self.places.items():
             if len(place.slots) < 2:
                 continue
-            gw = gw_mod.for_pool(place, self.sup.state_dir, self.sup.bus.publish)
+            gw = gw_mod.for_pool(place, self.ctx.state_dir, self.ctx.bus.publish)
             self.gateways[name] = gw
             # The gateway an earlier agent left (killed -9) serves on: taken over, not ended.
             if await gw.adopt():
-                self.sup.bus.publish(
+                self.ctx.bus.publish(
                     protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint, adopted=True)
                 )
             # Started once a slot is ready (in sync): then the model its "default" alias names
@@ -137,11 +139,11 @@ class Pools:
             await gw.start([slot_url(s) for s in ready])
         except GatewayError as exc:
             if self.errors.get(name) != str(exc):  # said once, not at every retry
-                self.sup.bus.publish(protocol.GatewayFailed(pool=name, error=str(exc)))
+                self.ctx.bus.publish(protocol.GatewayFailed(pool=name, error=str(exc)))
             self.errors[name] = str(exc)
             return False
         self.errors.pop(name, None)
-        self.sup.bus.publish(protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint))
+        self.ctx.bus.publish(protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint))
         return True
 
     async def close(self) -> None:
@@ -208,7 +210,7 @@ class Pools:
             if observed is None:
                 return  # not answering: its supervisor restarts it with gw.urls
             todo = reconcile.plan(gw, members, self.routable, self.out, observed, slot_url)
-            await reconcile.apply(gw, todo, slot_url, self.sup.bus.publish)
+            await reconcile.apply(gw, todo, slot_url, self.ctx.bus.publish)
 
     def refuse_taking_out(self, slot_id: str, doing: str, forced: bool) -> None:
         """A command on one slot (stop, restart) that would leave a rolling pool with no routable
@@ -218,7 +220,7 @@ class Pools:
             return
         for name in self.rolls_running():
             members = self.members(name)
-            if slot_id not in {m.id for m in members} or not self.routable(self.sup.slots[slot_id]):
+            if slot_id not in {m.id for m in members} or not self.routable(self.ctx.slots[slot_id]):
                 continue
             if any(m.id != slot_id and self.routable(m) for m in members):
                 continue
@@ -277,7 +279,7 @@ class Pools:
     def status(self) -> list[dict[str, Any]]:
         out = []
         for name, place in self.places.items():
-            members = [self.sup.slots[s] for s in place.slots if s in self.sup.slots]
+            members = [self.ctx.slots[s] for s in place.slots if s in self.ctx.slots]
             gw = self.gateways.get(name)
             if gw is not None:
                 gateway = {
@@ -342,7 +344,7 @@ class Pools:
         if isinstance(args, protocol.SwapArgs):
             return await self.roll(name, args, client)
         if not isinstance(args, protocol.StartArgs | protocol.StopArgs | protocol.RestartArgs):
-            results = [await self.sup.preflight(_on(args, s), client) for s in members]
+            results = [await self.calls.preflight(_on(args, s), client) for s in members]
             bad = next((r for r in results if not r.ok), None)
             return bad or results[0]
         if not isinstance(args, protocol.StopArgs):  # a start or restart
@@ -353,10 +355,10 @@ class Pools:
             self._smg_came()
             # Preflight every slot first: a refusal leaves all of them as they were.
             for s in members:
-                pre = await self.sup.preflight(_preflight(args, s), client)
+                pre = await self.calls.preflight(_preflight(args, s), client)
                 if not pre.ok:
                     raise OpError(f"slot {s.id}: {pre.error or 'preflight refused'}")
-        tasks = [self.sup.call(_on(args, s, wait=True), client) for s in members]
+        tasks = [self.calls.call(_on(args, s, wait=True), client) for s in members]
         results = await asyncio.gather(*tasks, return_exceptions=True)
         failed = [(s, r) for s, r in zip(members, results) if isinstance(r, Exception)]
         self.sync()
@@ -390,17 +392,17 @@ class Pools:
             if name in self.errors:
                 raise OpError(self.errors[name])
             # A pool of one: its slot's swap, held across by its front.
-            await self.sup.swap(_on(args, members[0], wait=True), client)
+            await self.calls.swap(_on(args, members[0], wait=True), client)
             return self.reply(name)
         if name in self.errors and gw.pid is None:
             raise OpError(self.errors[name])
         profile = args.profile
         roll = protocol.RollView(state="rolling", profile=profile, started=time.time())
         self.rolls[name] = roll
-        self.sup.bus.publish(
+        self.ctx.bus.publish(
             protocol.PoolRoll(client=client, pool=name, step="begin", profile=profile)
         )
-        self.sup.bus.changed()
+        self.ctx.bus.changed()
         drain_s = ROLL_DRAIN_S
         try:
             for s in members:
@@ -408,7 +410,7 @@ class Pools:
                 if s.profile_name == profile and s.state == READY:
                     roll.done.append(s.id)
                     continue
-                pre = await self.sup.preflight(_preflight(args, s), client)
+                pre = await self.calls.preflight(_preflight(args, s), client)
                 if not pre.ok:
                     raise _RollStop(s.id, pre.error or "preflight refused")
                 url = slot_url(s)
@@ -423,14 +425,14 @@ class Pools:
                 self.out.add(s.id)
                 async with self.lock(name):
                     await gw.remove_worker(url)
-                self.sup.bus.publish(
+                self.ctx.bus.publish(
                     protocol.PoolRoll(client=client, pool=name, step="removed", slot=s.id)
                 )
                 drained: bool = True
                 left: int | None = 0
                 if was_routable:
                     drained, left = await gw_mod.wait_in_flight_zero(url, drain_s, s.api_key)
-                self.sup.bus.publish(
+                self.ctx.bus.publish(
                     protocol.PoolRoll(
                         client=client,
                         pool=name,
@@ -442,16 +444,16 @@ class Pools:
                 )
                 # A keyed profile: the gateway asks for its key before the slot serves it
                 # (agent/pool_keys.py), whatever then routes the new worker.
-                key = await asyncio.to_thread(pool_keys.key_of, self.sup, profile, args)
+                key = await asyncio.to_thread(pool_keys.key_of, self.ctx, profile, args)
                 async with self.lock(name):
                     others = [o for o in members if o is not s and self.routable(o)]
-                    await pool_keys.close_door_with(gw, key, others, self.sup.bus.publish)
+                    await pool_keys.close_door_with(gw, key, others, self.ctx.bus.publish)
                 drain = protocol.Drain.WAIT if drained else protocol.Drain.FORCE
                 swap_args = _on(args, s, wait=True, drain=drain)
                 error = None
                 res = None
                 try:
-                    res = await self.sup.swap(swap_args, client)
+                    res = await self.calls.swap(swap_args, client)
                 except OpError as exc:
                     error = str(exc)
                 if s.profile_name != profile or s.state != READY:
@@ -465,7 +467,7 @@ class Pools:
                     async with self.lock(name):
                         # a keyed worker: the gateway asks for its key first (agent/pool_keys.py)
                         others = [o for o in members if o is not s and self.routable(o)]
-                        await pool_keys.close_door(gw, s, others, self.sup.bus.publish)
+                        await pool_keys.close_door(gw, s, others, self.ctx.bus.publish)
                         await gw.add_worker(url, s.api_key)
                     if not await gw.wait_ready(url, WORKER_READY_S):
                         error = (
@@ -475,7 +477,7 @@ class Pools:
                 if error:
                     raise _RollStop(s.id, error)
                 roll.done.append(s.id)
-                self.sup.bus.publish(
+                self.ctx.bus.publish(
                     protocol.PoolRoll(client=client, pool=name, step="done", slot=s.id)
                 )
             # The roll's success is what the gateway reports, not the agent's own list.
@@ -485,20 +487,20 @@ class Pools:
                 raise _RollStop(lost[0], f"the gateway does not route slot {lost[0]} (ready)")
         except _RollStop as stop:
             roll.state, roll.slot, roll.error = "stopped", stop.slot, stop.why
-            self.sup.bus.publish(
+            self.ctx.bus.publish(
                 protocol.PoolRoll(
                     client=client, pool=name, step="stopped", slot=stop.slot, error=stop.why
                 )
             )
             self.sync()
-            self.sup.bus.changed()
+            self.ctx.bus.changed()
             raise OpError(
                 f"pool {name}: the roll stopped at slot {stop.slot}: {stop.why}; {_serving(members)}"
             ) from None
         finally:
             self.out.difference_update(m.id for m in members)
         roll.state, roll.slot, roll.finished = "done", None, time.time()
-        self.sup.bus.publish(
+        self.ctx.bus.publish(
             protocol.PoolRoll(
                 client=client,
                 pool=name,
@@ -508,7 +510,7 @@ class Pools:
             )
         )
         self.sync()  # the "default" alias follows the new model once the roll is over
-        self.sup.bus.changed()
+        self.ctx.bus.changed()
         return self.reply(name)
 
     async def _unrouted(self, name: str, gw: Gateway, within: float) -> list[str]:
@@ -519,7 +521,7 @@ class Pools:
             ws = await gw.workers()
             ready = {w.url for w in ws or [] if w.status == "ready"}
             lost = [s.id for s in self.members(name) if self.routable(s)]
-            lost = [i for i in lost if slot_url(self.sup.slots[i]) not in ready]
+            lost = [i for i in lost if slot_url(self.ctx.slots[i]) not in ready]
             if not lost or time.monotonic() >= deadline:
                 return lost
             await asyncio.sleep(gw_mod.POLL_S)

@@ -8,25 +8,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from sgltui import protocol
 from sgltui.agent import info_fetch
 from sgltui.core import provenance
 
 if TYPE_CHECKING:
-    from sgltui.agent.events import EventBus
-    from sgltui.agent.slot import Slot
-
-
-class ProvenanceHost(Protocol):
-    """What the keeper needs of the agent (the Supervisor is one; slot.py's SlotHost is the
-    model): its slots, its event bus, its telemetry."""
-
-    slots: dict[str, Slot]
-    bus: EventBus
-    telemetry: Any
-
+    from sgltui.agent.context import AgentContext
 
 log = logging.getLogger(__name__)
 TRIES = 3  # /server_info round-trips to every scheduler; a busy start may time out once
@@ -35,8 +24,8 @@ TRIES = 3  # /server_info round-trips to every scheduler; a busy start may time 
 class ProvenanceKeeper:
     """A subscriber of the agent's events: a slot's `ready` -> its provenance, once per launch."""
 
-    def __init__(self, sup: ProvenanceHost) -> None:
-        self.sup = sup
+    def __init__(self, ctx: AgentContext) -> None:
+        self.ctx = ctx  # its slots, its event bus, its telemetry
         self.latest: dict[str, dict[str, Any]] = {}  # slot -> its ready server's record
         self.by_launch: dict[str, str] = {}  # launch id -> hash (job segments carry it)
         self._tasks: set[asyncio.Task] = set()
@@ -57,7 +46,7 @@ class ProvenanceKeeper:
             task.cancel()
 
     async def _keep(self, slot_id: str, launch_id: str | None) -> None:
-        slot = self.sup.slots.get(slot_id)
+        slot = self.ctx.slots.get(slot_id)
         if slot is None:
             return
         host = slot.server_host if slot.server_host not in ("0.0.0.0", "::", "") else "127.0.0.1"
@@ -75,7 +64,7 @@ class ProvenanceKeeper:
         rec = provenance.record(info, gpu)
         self.latest[slot_id] = rec
         self.by_launch[launch_id or ""] = rec["hash"]
-        self.sup.bus.publish(
+        self.ctx.bus.publish(
             protocol.ServerProvenance(
                 client=slot.client,
                 slot=slot_id,
@@ -93,7 +82,7 @@ class ProvenanceKeeper:
     def gpu(self) -> dict[str, Any]:
         """The GPU the figures come from: name from telemetry, driver and CUDA from NVML."""
         out: dict[str, Any] = {}
-        tele = self.sup.telemetry
+        tele = self.ctx.telemetry
         if tele is not None:
             try:
                 snap = tele.snapshot()

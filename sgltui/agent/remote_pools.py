@@ -28,7 +28,7 @@ from sgltui.core.placement import DEFAULT_POLICY, PoolPlace
 from sgltui.core.tasks import spawn
 
 if TYPE_CHECKING:
-    from sgltui.agent.hosts import RemotePoolsHost
+    from sgltui.agent.context import AgentContext
 
 log = logging.getLogger("sgltui.agent.remote_pools")
 
@@ -36,8 +36,8 @@ POLL_S = 1.0  # the gateway's word on each worker, for status
 
 
 class RemotePools:
-    def __init__(self, sup: RemotePoolsHost) -> None:
-        self.sup = sup
+    def __init__(self, ctx: AgentContext) -> None:
+        self.ctx = ctx  # its event bus, its state dir
         self.places: dict[str, PoolPlace] = {}
         self.workers: dict[str, dict[str, protocol.RemoteWorker]] = {}  # pool -> url -> worker
         self.gateways: dict[str, Gateway] = {}
@@ -46,7 +46,7 @@ class RemotePools:
         self._poll: asyncio.Task[None] | None = None
         # What the fleet side set, keys included (0600 in the 0700 secrets folder): a restarted
         # agent (kill -9, its keeper) takes the running gateway over, or starts it again.
-        self.path = sup.state_dir / "secrets" / "remote-pools.json"
+        self.path = ctx.state_dir / "secrets" / "remote-pools.json"
 
     async def start(self) -> None:
         """The pools an earlier agent of this state dir ran: their gateway adopted (it kept
@@ -64,12 +64,12 @@ class RemotePools:
                 continue
             place = PoolPlace(args.pool, (), args.port, args.host, args.policy or DEFAULT_POLICY)
             want = {w.url: w for w in args.workers}
-            gw = for_pool(place, self.sup.state_dir, self.sup.bus.publish)
+            gw = for_pool(place, self.ctx.state_dir, self.ctx.bus.publish)
             gw.keys = {u: w.api_key for u, w in want.items() if w.api_key}
             self.places[args.pool], self.workers[args.pool] = place, want
             if await gw.adopt():
                 self.gateways[args.pool] = gw
-                self.sup.bus.publish(
+                self.ctx.bus.publish(
                     protocol.GatewayStart(
                         pool=args.pool, pid=gw.pid, endpoint=gw.endpoint, adopted=True
                     )
@@ -130,12 +130,12 @@ class RemotePools:
             self.seen[name] = {w.url: w.status for w in ws}  # the reply says it as it is now
         if self._poll is None or self._poll.done():
             self._poll = spawn(self._poll_loop(), "fleet pools: poll")
-        self.sup.bus.changed()
+        self.ctx.bus.changed()
         return self.status_of(name)
 
     async def _start(self, place: PoolPlace, want: dict[str, protocol.RemoteWorker]) -> Gateway:
         name = place.name
-        gw = for_pool(place, self.sup.state_dir, self.sup.bus.publish)
+        gw = for_pool(place, self.ctx.state_dir, self.ctx.bus.publish)
         first = next(iter(want.values()))
         # smg routes by model name: "default" (what SGLang serves, and batch files carry) is
         # aliased to the workers' model, as for a pool of one host.
@@ -144,10 +144,10 @@ class RemotePools:
         try:
             await gw.start(list(want))
         except GatewayError as exc:
-            self.sup.bus.publish(protocol.GatewayFailed(pool=name, error=str(exc)))
+            self.ctx.bus.publish(protocol.GatewayFailed(pool=name, error=str(exc)))
             raise OpError(str(exc), "unavailable") from None
         self.gateways[name] = gw
-        self.sup.bus.publish(protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint))
+        self.ctx.bus.publish(protocol.GatewayStart(pool=name, pid=gw.pid, endpoint=gw.endpoint))
         return gw
 
     async def _update(self, gw: Gateway, want: dict[str, protocol.RemoteWorker]) -> None:
@@ -165,12 +165,12 @@ class RemotePools:
                 )
         for url in new:
             await gw.add_worker(url, want[url].api_key)
-            self.sup.bus.publish(
+            self.ctx.bus.publish(
                 protocol.PoolWorkerChanged(pool=gw.pool, worker=want[url].name, step="added")
             )
         for url in gone:
             await gw.remove_worker(url)
-            self.sup.bus.publish(protocol.PoolWorkerChanged(pool=gw.pool, url=url, step="removed"))
+            self.ctx.bus.publish(protocol.PoolWorkerChanged(pool=gw.pool, url=url, step="removed"))
 
     async def _drop(self, name: str) -> None:
         gw = self.gateways.pop(name, None)
@@ -180,8 +180,8 @@ class RemotePools:
         await asyncio.to_thread(self._save)
         if gw is not None:
             await gw.stop()
-            self.sup.bus.publish(protocol.GatewayStopped(pool=name))
-        self.sup.bus.changed()
+            self.ctx.bus.publish(protocol.GatewayStopped(pool=name))
+        self.ctx.bus.changed()
 
     async def close(self) -> None:
         await stop_gateways(self._poll, self.gateways.values())

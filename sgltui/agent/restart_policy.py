@@ -31,7 +31,9 @@ from sgltui.agent.errors import OpError
 from sgltui.core.tasks import spawn
 
 if TYPE_CHECKING:
-    from sgltui.agent.hosts import RestartHost
+    from sgltui.agent.context import AgentContext
+    from sgltui.agent.jobs_host import JobsHost
+    from sgltui.agent.swap import Swaps
 
 log = logging.getLogger("sgltui.agent.restart")
 
@@ -43,8 +45,12 @@ CLIENT = "agent:restart"
 
 
 class RestartPolicy:
-    def __init__(self, sup: RestartHost, policy: str = "job") -> None:
-        self.sup = sup
+    def __init__(
+        self, ctx: AgentContext, swaps: Swaps, batch: JobsHost, policy: str = "job"
+    ) -> None:
+        self.ctx = ctx
+        self.swaps = swaps  # relaunches a crashed slot
+        self.batch = batch  # whether a job still wants the slot
         self.policy = policy
         self.crashes: dict[str, deque[float]] = {}
         self.notes: dict[str, str] = {}  # slot -> what the policy did last, for status
@@ -75,7 +81,7 @@ class RestartPolicy:
                 f"(last: {summary}); `sgltui restart` tries again"
             )
             log.error("slot %s: %s", slot_id, self.notes[slot_id])
-            self.sup.bus.publish(
+            self.ctx.bus.publish(
                 protocol.SlotRestart(
                     client=CLIENT, slot=slot_id, crash=n, gave_up=True, reason=self.notes[slot_id]
                 )
@@ -90,7 +96,7 @@ class RestartPolicy:
         log.warning(
             "slot %s crashed (%s): relaunching in %.0fs (crash %d)", slot_id, summary, delay, n
         )
-        self.sup.bus.publish(
+        self.ctx.bus.publish(
             protocol.SlotRestart(
                 client=CLIENT,
                 slot=slot_id,
@@ -110,15 +116,15 @@ class RestartPolicy:
             return False
         if self.policy == "on-failure":
             return True
-        return self.sup.batch.active_on(slot_id)
+        return self.batch.active_on(slot_id)
 
     async def _relaunch(self, slot_id: str, delay: float) -> None:
         await asyncio.sleep(delay)
-        slot = self.sup.slots.get(slot_id)
+        slot = self.ctx.slots.get(slot_id)
         if slot is None or slot.state != "crashed" or slot.profile is None:
             return  # a person acted meanwhile (start, swap, stop): theirs wins
         try:
-            await self.sup.swaps.relaunch(slot, CLIENT)
+            await self.swaps.relaunch(slot, CLIENT)
         except OpError as exc:  # refused (a busy slot): said, never raised into the loop
             log.warning("slot %s: relaunch refused: %s", slot_id, exc)
             self.notes[slot_id] = f"relaunch refused: {exc}"

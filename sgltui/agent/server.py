@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from sgltui import protocol
+from sgltui.agent.agent_calls import Handle
 from sgltui.agent.attach import GIVEN_UP_WITHOUT_CLIENT
-from sgltui.agent.supervisor import OpError, PushQueue, Supervisor
+from sgltui.agent.errors import OpError
+from sgltui.agent.pushes import Pushes, PushQueue
 from sgltui.core.safe_text import printable
 
 log = logging.getLogger("sgltui.agent.server")
@@ -33,8 +35,10 @@ MAX_IN_FLIGHT = 16  # requests of one connection running at once
 
 
 class AgentServer:
-    def __init__(self, supervisor: Supervisor, path: Path) -> None:
-        self.sup = supervisor
+    def __init__(self, handle: Handle, pushes: Pushes, send_timeout_s: float, path: Path) -> None:
+        self.handle = handle  # each request's op (Supervisor.handle)
+        self.pushes = pushes  # a subscriber's queue joins them
+        self.send_timeout_s = send_timeout_s  # agent.toml: a client that reads nothing goes
         self.path = path
         self._server: asyncio.AbstractServer | None = None
         self._conns: set[asyncio.Task] = set()
@@ -67,7 +71,7 @@ class AgentServer:
         task = asyncio.current_task()
         if task:
             self._conns.add(task)
-        conn = _Conn(self.sup, reader, writer)
+        conn = _Conn(self, reader, writer)
         try:
             await conn.run()
         except (asyncio.CancelledError, ConnectionError):
@@ -82,9 +86,9 @@ class AgentServer:
 
 class _Conn:
     def __init__(
-        self, sup: Supervisor, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, server: AgentServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        self.sup, self.reader, self.writer = sup, reader, writer
+        self.server, self.reader, self.writer = server, reader, writer
         self.queue: PushQueue | None = None
         self.tasks: set[asyncio.Task] = set()
         self.given_up_without_me: set[asyncio.Task] = set()  # GIVEN_UP_WITHOUT_CLIENT's
@@ -150,7 +154,7 @@ class _Conn:
             task = asyncio.current_task()
             if op in GIVEN_UP_WITHOUT_CLIENT and task is not None and task in self.tasks:
                 self.given_up_without_me.add(task)
-            result: Any = await self.sup.handle(op, args, req.client)
+            result: Any = await self.server.handle(op, args, req.client)
             if op == "hello":
                 self.greeted = True  # it agreed (a mismatch raised OpError)
             if op == "subscribe":
@@ -177,7 +181,7 @@ class _Conn:
             return
         self.queue = PushQueue(SUBSCRIBER_QUEUE)
         self.queue.logs_per_tick = logs_per_tick
-        self.sup.subscribers.add(self.queue)
+        self.server.pushes.subscribers.add(self.queue)
         self.pusher = asyncio.get_running_loop().create_task(self.push_loop())
 
     async def push_loop(self) -> None:
@@ -196,7 +200,7 @@ class _Conn:
         try:
             self.writer.write(protocol.encode(msg))
             # A client that reads nothing for this long is dropped (agent.toml send_timeout_s).
-            timeout = self.sup.agent_config.send_timeout_s
+            timeout = self.server.send_timeout_s
             await asyncio.wait_for(self.writer.drain(), timeout)
         except asyncio.TimeoutError:
             log.warning("dropping a client that read nothing for %.0fs", timeout)
@@ -213,7 +217,7 @@ class _Conn:
     def shutdown(self) -> None:
         self.closed = True
         if self.queue is not None:
-            self.sup.subscribers.discard(self.queue)
+            self.server.pushes.subscribers.discard(self.queue)
         if self.pusher:
             self.pusher.cancel()
         for task in self.given_up_without_me:  # no one waits for what they are asking

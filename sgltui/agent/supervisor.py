@@ -1,7 +1,8 @@
 """The agent's brain: it makes the agent's parts (slots, operations, pools, standbys, batch jobs,
 fronts, telemetry's link, the state saver), wires them to the event bus and the session, and
-hands each op to the part that handles it. Each part sees the supervisor through a narrow
-Protocol of its own (agent/hosts.py), never this class.
+hands each op to the part that handles it. Each part is given the agent's context
+(agent/context.py: what the parts share) and the other parts it uses, typed, never this class;
+the swap path's parts (operations, standbys) still see it through agent/hosts.py's Protocols.
 
 The lifecycle commands (start, stop, restart, swap) are sequenced in agent/operations.py and
 agent/swap.py, under one lock per slot. The other commands (bench runs, the demo load, batch jobs, shutdown) go
@@ -18,7 +19,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -30,21 +31,21 @@ from sgltui.agent.attach import Attacher
 from sgltui.agent.batch_api import BatchApi, BatchStore
 from sgltui.agent.children import Children
 from sgltui.agent.config import AgentConfig
+from sgltui.agent.context import AgentContext
 from sgltui.agent.discovery import Discovery
 from sgltui.agent.endpoint import Endpoint
 from sgltui.agent.errors import OpError
 from sgltui.agent.events import EventBus
 from sgltui.agent.exposure import Exposures
-from sgltui.agent.front import FrontConfig
 from sgltui.agent.fronts import Fronts
 from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
 from sgltui.agent.jobs_site import AgentSite
 from sgltui.agent.leases import Leases
-from sgltui.agent.logbatch import LogBatch
 from sgltui.agent.operations import Operations
 from sgltui.agent.pools import PoolArgs, Pools
 from sgltui.agent.profile_catalog import ProfileCatalog
 from sgltui.agent.provenance import ProvenanceKeeper
+from sgltui.agent.pushes import Pushes
 from sgltui.agent.resolved import Resolved, from_record, server_env
 from sgltui.agent.restart_policy import RestartPolicy
 from sgltui.agent.slot import RUNNING, STOPPED, Slot, SlotConfig
@@ -55,23 +56,19 @@ from sgltui.agent.state_saver import StateSaver
 from sgltui.agent.swap import Swaps
 from sgltui.agent.telemetry_link import TelemetryLink
 from sgltui.core import config as env_config
+from sgltui.core.placement import Placement
 from sgltui.core.redact import Redactor
 from sgltui.core.tasks import watched
 from sgltui.session.writer import Recorder
 
+if TYPE_CHECKING:
+    from sgltui.agent.telemetry import Telemetry
+
 log = logging.getLogger("sgltui.agent")
+T = TypeVar("T")
 
 
-class PushQueue(asyncio.Queue):
-    """A subscriber's pushes; `overflowed` once the client stopped reading (then dropped)."""
-
-    def __init__(self, maxsize: int) -> None:
-        super().__init__(maxsize=maxsize)
-        self.overflowed = False
-        self.logs_per_tick = False  # subscribe logs="tick": one "logs" push per tick (logbatch)
-
-
-class Supervisor(AgentCalls):
+class Supervisor:
     def __init__(
         self,
         state_dir: Path,
@@ -79,14 +76,12 @@ class Supervisor(AgentCalls):
         profiles_dirs: list[Path] | None = None,
         config: AgentConfig | None = None,
         slot_ids: tuple[str, ...] | None = None,
-        placement: Any = None,
+        placement: Placement | None = None,
         session_dir: Path | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.socket_path = socket_path
         self.profiles_dirs = list(profiles_dirs or [])
-        # the profiles: resolved by name, listed in status (agent/profile_catalog.py)
-        self.catalog = ProfileCatalog(self.profiles_dirs, self._replaced_pids)
         # agent/config.py: agent.toml and SGLTUI_* overrides, read once (by the daemon, before
         # it detaches, so that a bad value is one line on the starting command's stderr).
         self.agent_config = config or AgentConfig()
@@ -95,50 +90,81 @@ class Supervisor(AgentCalls):
         # host.toml's slots (core/placement.py), each with its GPUs and port; else `slot_ids`,
         # each running a profile where the profile says.
         self.placement = placement
-        # Slots, operations, pools, fronts, bench runs and jobs publish here; the rest of the
-        # agent subscribes below (agent/events.py).
+        # What the parts share (agent/context.py). Slots, operations, pools, fronts, bench runs
+        # and jobs publish on its bus; the rest of the agent subscribes below (agent/events.py).
         self.bus = EventBus()
+        self.slots: dict[str, Slot] = {}
+        self.redactor = Redactor()
+        # the profiles: resolved by name, listed in status (agent/profile_catalog.py)
+        self.catalog = ProfileCatalog(self.profiles_dirs, self._replaced_pids)
+        self.ctx = ctx = AgentContext(
+            bus=self.bus,
+            slots=self.slots,
+            config=self.agent_config,
+            state_dir=state_dir,
+            catalog=self.catalog,
+            redactor=self.redactor,
+        )
         places = {p.name: p for p in placement.slots} if placement is not None else {}
-        self.slots: dict[str, Slot] = {
-            sid: Slot(sid, self, places.get(sid)) for sid in (list(places) or slot_ids)
-        }
+        for sid in list(places) or slot_ids:
+            self.slots[sid] = Slot(sid, self, places.get(sid))
+        # the agent's ops as its own parts send them: each the way a client's goes (handle)
+        self.calls = AgentCalls(self.handle)
         self.ops = Operations(self)  # start / stop, each slot's lock and job (agent/operations.py)
         self.swaps = Swaps(self)  # swap / restart, cold or warm (agent/swap.py)
-        self.agent_ops = AgentOps(self)  # hello, status, logs, bench runs... (agent/agent_ops.py)
         # servers sgltui did not start: found (agent/discovery.py), attached (agent/attach.py)
         self.discovery = Discovery(self.our_pids)
-        self.attacher = Attacher(self)
-        self.provenance = ProvenanceKeeper(self)  # what each ready server runs, under a hash
+        self.provenance = ProvenanceKeeper(ctx)  # what each ready server runs, under a hash
+        self._lock = asyncio.Lock()  # commands that are not a slot's lifecycle
+        # (attach takes it itself, once the server it asks has answered)
+        self.attacher = Attacher(ctx, self, self.provenance, self._lock)
         # slots served to another host's gateway: address and key (agent/exposure.py)
         self.exposures = Exposures(state_dir)
         # host.toml's pools: a front for one slot, the gateway for more (agent/pools.py)
-        self.pools = Pools(self, placement)
+        self.pools = Pools(ctx, self.calls, placement)
         self._pool_tasks: set[asyncio.Task] = set()
-        # a crashed server launched again (agent/restart_policy.py), a subscriber of the events
-        self.restart_policy = RestartPolicy(self, self.agent_config.restart)
         # profiles kept warm beside the slots' servers, asleep (agent/standby.py)
         self.standbys = Standbys(self)
         self.started = time.time()
-        self.recorder: Any = None
-        self.telemetry: Any = None  # agent/telemetry.py, once started (None: it did not)
-        self.tele = TelemetryLink(self)  # it follows the slots (agent/telemetry_link.py)
-        self.redactor = Redactor()
         self.history = LaunchHistory(state_dir)
         self.agent_state = AgentState(state_dir)
-        self.subscribers: set[PushQueue] = set()
-        self.log_batch = LogBatch(lambda batch: self.broadcast("logs", batch, logs_per_tick=True))
-        self.children = Children(self.bus.publish, socket_path, state_dir, lambda: self.recorder)
+        # the live viewers, and what is pushed to them (agent/pushes.py)
+        self.pushes = Pushes(self.redactor)
+        # it follows the slots, and sets the context's telemetry (agent/telemetry_link.py)
+        self.tele = TelemetryLink(ctx, self.pools, self.pushes)
+        self.children = Children(self.bus.publish, socket_path, state_dir, lambda: ctx.recorder)
         # batch jobs (agent/jobs_host.py), seeing the agent through agent/jobs_site.py
-        self.batch = JobsHost(AgentSite(self))
-        self.front_config: FrontConfig = self.agent_config.front
-        self.fronts = Fronts(self)  # each slot's front endpoint (agent/fronts.py)
+        self.batch = JobsHost(
+            AgentSite(ctx, self.calls, self.ops, self.pools, self.provenance, self.children)
+        )
+        # a crashed server launched again (agent/restart_policy.py), a subscriber of the events
+        self.restart_policy = RestartPolicy(ctx, self.swaps, self.batch, self.agent_config.restart)
+        self.fronts = Fronts(ctx, self.pools, self.calls)  # each slot's front (agent/fronts.py)
         # the one OpenAI endpoint, routing by `model` (agent/endpoint.py), and the leases that
         # keep it from evicting work (agent/leases.py)
-        self.leases = Leases(self, state_dir)
-        self.endpoint = Endpoint(self, self.agent_config.endpoint)
+        self.leases = Leases(ctx, self.batch)
+        self.endpoint = Endpoint(
+            ctx,
+            self.agent_config.endpoint,
+            calls=self.calls,
+            ops=self.ops,
+            standbys=self.standbys,
+            pools=self.pools,
+            leases=self.leases,
+        )
         # OpenAI's Batch API there too, as on each front; a batch goes to the agent's own choice
         # of slot (its only one), or the one its metadata names (agent/batch_api.py)
-        self.endpoint.add_routes(BatchApi(BatchStore(state_dir / "batch-api"), self).routes())
+        self.endpoint.add_routes(BatchApi(BatchStore(state_dir / "batch-api"), self.calls).routes())
+        # hello, status, logs, bench runs... (agent/agent_ops.py)
+        self.agent_ops = AgentOps(
+            ctx,
+            status=self.status,
+            shutdown=self.request_shutdown,
+            discovery=self.discovery,
+            exposures=self.exposures,
+            pools=self.pools,
+            children=self.children,
+        )
         # each op's handler, found through this one table (agent/op_routes.py)
         self.routes = op_routes.routes(
             agent=self.agent_ops,
@@ -151,8 +177,6 @@ class Supervisor(AgentCalls):
         )
         self.shutdown_requested = asyncio.Event()
         self.stop_servers_on_exit = False
-        self._lock = asyncio.Lock()  # commands that are not a slot's lifecycle
-        self.command_lock = self._lock  # (agent/attach.py takes it after asking a server)
         self._session_dir_override = session_dir
         self._learned_cache: dict[str, dict | None] = {}
         self._last_maintain = 0.0
@@ -176,6 +200,14 @@ class Supervisor(AgentCalls):
         self.bus.on_change(self.saver.later)
         self.bus.on_change(self.endpoint.changed)
 
+    @property
+    def recorder(self) -> Recorder | None:  # the session: opened by start (AgentContext)
+        return self.ctx.recorder
+
+    @property
+    def telemetry(self) -> Telemetry | None:  # set by telemetry's link when it starts
+        return self.ctx.telemetry
+
     # ---- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -189,12 +221,13 @@ class Supervisor(AgentCalls):
             and Path(previous).is_dir()
             and saved.get("slots")
         ):
-            self.recorder = Recorder.reopen(Path(previous))
+            recorder = Recorder.reopen(Path(previous))
             reopened = True
         else:
-            self.recorder = Recorder.create(self.state_dir, self._session_dir_override)
+            recorder = Recorder.create(self.state_dir, self._session_dir_override)
+        self.ctx.recorder = recorder
         # disk.error / disk.ok may not reach the disk; viewers must still hear about them.
-        self.recorder.on_disk_change = lambda ev: self.broadcast("event", ev)
+        recorder.on_disk_change = lambda ev: self.pushes.broadcast("event", ev)
         await self.tele.start()
         await self.fronts.start()
         self.discovery.start()
@@ -202,7 +235,7 @@ class Supervisor(AgentCalls):
             protocol.AgentStart(
                 pid=os.getpid(),
                 version=__version__,
-                session_dir=str(self.recorder.path),
+                session_dir=str(recorder.path),
                 reopened=reopened,
                 state_dir=str(self.state_dir),
             )
@@ -283,7 +316,7 @@ class Supervisor(AgentCalls):
                 await slot.front.close()
         self.saver.cancel()
         self.saver.save()  # the last word, written before the agent goes
-        self.log_batch.flush()  # the servers' last lines before the agent's last event
+        self.pushes.log_batch.flush()  # the servers' last lines before the agent's last event
         self.bus.publish(
             protocol.AgentStop(
                 stop_servers=stop_servers,
@@ -307,51 +340,27 @@ class Supervisor(AgentCalls):
         fields.pop("v", None)
         if not event.ts:
             fields.pop("ts", None)
-        record: dict = self.recorder.event(type_, **fields)
+        record: dict = self.ctx.session.event(type_, **fields)
         return record
 
     def _push_event(self, event: protocol.EventBase, record: dict) -> None:
-        self.broadcast("event", record)
-
-    def broadcast(self, kind: str, data: Any, logs_per_tick: bool | None = None) -> None:
-        """To every subscriber, or (`logs_per_tick` given) those that take log lines so."""
-        msg = {"push": kind, "data": data}
-        for q in list(self.subscribers):
-            if logs_per_tick is not None and q.logs_per_tick != logs_per_tick:
-                continue
-            try:
-                q.put_nowait(msg)
-            except asyncio.QueueFull:
-                # A client that stopped reading is dropped rather than buffered without bound.
-                self.subscribers.discard(q)
-                q.overflowed = True  # the connection closes itself once it drained the rest
+        self.pushes.broadcast("event", record)
 
     def push_log(self, slot_id: str, launch_id: str, lines: list[str]) -> None:
         now = time.monotonic()
         if now - self._last_maintain > 1.0:
             self._last_maintain = now
             try:
-                self.recorder.maintain()  # scrubs secrets from and rotates the server logs
+                self.ctx.session.maintain()  # scrubs secrets from and rotates the server logs
             except Exception:
                 log.exception("recorder maintenance")
-        if not self.subscribers:
-            return
-        lines = [self.redactor.text(ln) for ln in lines]
-        if any(q.logs_per_tick for q in self.subscribers):
-            self.log_batch.add(slot_id, launch_id, lines)
-        if not all(q.logs_per_tick for q in self.subscribers):
-            self.broadcast(
-                "log",
-                {"slot": slot_id, "launch_id": launch_id, "lines": lines},
-                logs_per_tick=False,
-            )
+        self.pushes.log_lines(slot_id, launch_id, lines)
 
     def add_secret(self, secret: str) -> None:
-        self.redactor.add_secret(secret)
-        self.recorder.add_secret(secret)
+        self.ctx.add_secret(secret)
 
     def server_log_path(self, launch_id: str) -> Path:
-        return Path(self.recorder.server_log_path(launch_id))
+        return self.ctx.server_log_path(launch_id)
 
     def learned(self, profile: str) -> dict[str, float] | None:
         if profile not in self._learned_cache:
@@ -376,7 +385,7 @@ class Supervisor(AgentCalls):
 
     def get_profile(self, name: str | None, args: protocol.Args | None) -> Resolved:
         """Resolve once (blocking file reads: call from a worker thread)."""
-        return self.catalog.get(name, args)
+        return self.ctx.get_profile(name, args)
 
     def current(self, slot: Slot) -> preflight.Current:
         """What a launch on `slot` replaces, for the preflight checks."""
@@ -429,7 +438,7 @@ class Supervisor(AgentCalls):
                 gpu_source=protocol.GpuSourceView(kind="none", message="telemetry not running"),
             )
         self.catalog.refresh_if_stale()  # a new or edited profile file shows up by itself
-        disk = _safe(lambda: self.recorder.disk)
+        disk = _safe(lambda: self.ctx.session.disk)
         kept = keeper.view(self.state_dir)
         return protocol.StatusReply(
             agent=protocol.AgentInfo(
@@ -437,7 +446,7 @@ class Supervisor(AgentCalls):
                 version=__version__,
                 started=self.started,
                 state_dir=str(self.state_dir),
-                session_dir=str(self.recorder.path),
+                session_dir=str(self.ctx.session.path),
                 socket=str(self.socket_path),
                 disk=msgspec.convert(disk, protocol.DiskView) if disk else protocol.DiskView(),
                 demo_load=self.children.demo_on,
@@ -530,17 +539,12 @@ class Supervisor(AgentCalls):
 
     def slot_for(self, args: protocol.Args) -> Slot:
         """The slot an op addresses: by name, or the only one when none is given."""
-        sid = getattr(args, "slot", None)
-        if sid is None:
-            if len(self.slots) == 1:
-                return next(iter(self.slots.values()))
-            raise OpError(
-                f"this agent has several slots; name one with --slot: {', '.join(self.slots)}",
-                "invalid",
-            )
-        if str(sid) not in self.slots:
-            raise OpError(f"no slot {sid!r}; slots: {', '.join(self.slots)}", "not_found")
-        return self.slots[str(sid)]
+        return self.ctx.slot_for(args)
+
+    def request_shutdown(self, stop_servers: bool) -> None:
+        """The agent stops soon (the daemon waits for `shutdown_requested`), after the reply."""
+        self.stop_servers_on_exit = stop_servers
+        asyncio.get_running_loop().call_later(0.05, self.shutdown_requested.set)
 
     @property
     def jobs(self) -> dict[str, Job]:
@@ -570,7 +574,7 @@ def _public_args(args: protocol.Args) -> dict:
     return out
 
 
-def _safe(fn: Callable[[], Any]) -> Any:
+def _safe(fn: Callable[[], T]) -> T | None:
     try:
         return fn()
     except Exception:  # one part of a status reply must not fail the whole reply

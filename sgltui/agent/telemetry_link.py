@@ -4,7 +4,7 @@ events; samples, with each pool's gateway metrics, to the session and to live vi
 
 The samplers watch a server from its launch (or its adoption by this agent, or its attach)
 until its slot has none: stopped, failed or crashed. The agent runs on without telemetry when it
-cannot start (`host.telemetry` stays None, and every reader checks).
+cannot start (the context's `telemetry` stays None, and every reader checks).
 """
 
 from __future__ import annotations
@@ -17,45 +17,54 @@ from sgltui.agent.endpoints import connect_host
 from sgltui.agent.slot import CRASHED, FAILED, STOPPED
 
 if TYPE_CHECKING:
-    from sgltui.agent.hosts import TelemetryHost
+    from sgltui.agent.context import AgentContext
+    from sgltui.agent.pools import Pools
+    from sgltui.agent.pushes import Pushes
 
 log = logging.getLogger("sgltui.agent")
 
 
 class TelemetryLink:
-    def __init__(self, host: TelemetryHost) -> None:
-        self.host = host
+    def __init__(
+        self,
+        ctx: AgentContext,
+        pools: Pools,
+        pushes: Pushes,
+    ) -> None:
+        self.ctx = ctx  # it sets the context's `telemetry`
+        self.pools = pools  # each pool's gateway metrics ride on the samples
+        self.pushes = pushes  # the samples' live viewers
 
     async def start(self) -> None:
         from sgltui.agent.telemetry import Telemetry
 
-        host = self.host
+        ctx = self.ctx
         try:
-            source = host.agent_config.gpu_source
-            host.telemetry = Telemetry(
+            source = ctx.config.gpu_source
+            ctx.telemetry = Telemetry(
                 on_sample=self._on_sample,
                 on_capacity=self._on_capacity,
                 on_answer=self._on_answer,
                 gpu_source=None if source == "auto" else source,
             )
-            await host.telemetry.start()
+            await ctx.telemetry.start()
         except Exception:
             log.exception("telemetry failed to start; continuing without it")
-            host.telemetry = None
+            ctx.telemetry = None
 
     async def stop(self) -> None:
-        if self.host.telemetry is not None:
+        if self.ctx.telemetry is not None:
             try:
-                await self.host.telemetry.stop()
+                await self.ctx.telemetry.stop()
             except Exception:
                 log.exception("telemetry stop")
 
     def follows(self, event: protocol.EventBase, record: dict) -> None:
         """A subscriber of the agent's events: attach a server's samplers, or detach them."""
-        tele = self.host.telemetry
+        tele = self.ctx.telemetry
         if tele is None or event.slot is None:
             return
-        slot = self.host.slots.get(event.slot)
+        slot = self.ctx.slots.get(event.slot)
         attached = isinstance(event, protocol.SlotAttached) and event.action == "attached"
         if (
             isinstance(event, protocol.Launch)
@@ -79,15 +88,15 @@ class TelemetryLink:
 
     def line(self, slot_id: str, line: str) -> None:
         """A server's log line (the engine's throughput and queue lines are read from it)."""
-        if self.host.telemetry is not None:
+        if self.ctx.telemetry is not None:
             try:
-                self.host.telemetry.on_log_line(slot_id, line)
+                self.ctx.telemetry.on_log_line(slot_id, line)
             except Exception:
                 log.exception("telemetry log line")
 
     def _on_capacity(self, slot_id: str, card: dict) -> None:
-        slot = self.host.slots.get(slot_id)
-        self.host.bus.publish(
+        slot = self.ctx.slots.get(slot_id)
+        self.ctx.bus.publish(
             protocol.Capacity(
                 client=slot.client if slot else None,
                 slot=slot_id,
@@ -98,18 +107,18 @@ class TelemetryLink:
 
     def _on_answer(self, slot_id: str) -> None:
         """Its server answered an engine poll: an answer its liveness check need not ask for."""
-        slot = self.host.slots.get(slot_id)
+        slot = self.ctx.slots.get(slot_id)
         if slot is not None:
             slot.liveness.heard()
 
     def _on_sample(self, sample: dict) -> None:
-        host = self.host
-        gateways = host.pools.telemetry()
+        gateways = self.pools.telemetry()
         if gateways:  # each pool's gateway: requests active per worker, retries, errors, breaker
             sample = {**sample, "gateways": gateways}
         try:
-            host.recorder.sample(sample)
+            self.ctx.session.sample(sample)
         except Exception:
             log.exception("recording sample")
-        host.log_batch.flush()  # the tick's lines first: a client reads both in one wake-up
-        host.broadcast("sample", sample)
+        # the tick's lines first (subscribe logs="tick"): a client reads both in one wake-up
+        self.pushes.log_batch.flush()
+        self.pushes.broadcast("sample", sample)

@@ -102,8 +102,8 @@ def test_a_running_job_holds_a_lease_on_its_slots_profile(tmp_path):
         "j2": job("j2", "old", "done"),
         "j3": job("j3", "paused", "running", user_paused=True),
     }
-    sup = SimpleNamespace(slots={"0": slot}, batch=SimpleNamespace(jobs=jobs))
-    leases = Leases(sup, tmp_path)  # type: ignore[arg-type]
+    ctx = SimpleNamespace(slots={"0": slot}, state_dir=tmp_path)
+    leases = Leases(ctx, SimpleNamespace(jobs=jobs))  # type: ignore[arg-type]
     assert leases.held() == {"base": "job nightly (j1)"}
     jobs["j1"].state = "done"
     assert leases.held() == {}

@@ -29,7 +29,8 @@ def test_swap_and_restart_are_the_coordinator_s(sup):
     assert not hasattr(sup.ops, "op_swap") and not hasattr(sup.ops, "op_restart")
     assert not hasattr(sup.ops, "relaunch")
     # the restart policy relaunches through it too
-    assert "self.sup.swaps.relaunch(" in inspect.getsource(restart_policy)
+    assert sup.restart_policy.swaps is sup.swaps
+    assert "self.swaps.relaunch(" in inspect.getsource(restart_policy)
 
 
 def _names(module) -> set[str]:
