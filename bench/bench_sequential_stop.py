@@ -85,6 +85,29 @@ def rates(rule: str, delta: float, trials: int, noise: float, seed: int = 1) -> 
     }
 
 
+def whole(true: tuple[float, ...], trials: int, noise: float, seed: int = 7) -> dict:
+    """Whole trials over candidates of `true` tok/s, measured in order with every stop rule,
+    then decided as the trial does (the soonest projected finish: here the best measured rate,
+    the same work left, no swaps): {'wrong': share of trials that picked a candidate slower
+    than the best, 'loss': its mean true shortfall, 's': mean seconds measured in all}."""
+    rnd = random.Random(seed)
+    wrong, loss, secs = 0, 0.0, 0.0
+    names = [f"c{i}" for i in range(len(true))]
+    for _ in range(trials):
+        trial = choose.new_trial(names, cap_requests=10**9, cap_minutes=1e9)
+        for name, rate in zip(names, true, strict=True):
+            c = choose.get(trial, name)
+            why, s = _feed_until_stop(c, trial, rate, noise, rnd)
+            choose.finish(c, why)
+            secs += s
+        choose.project(trial, remaining=10_000, mean_out=16.0, running=None, power_w=None)
+        picked = true[names.index(choose.decide(trial) or names[0])]
+        if picked < max(true):
+            wrong += 1
+            loss += 1 - picked / max(true)
+    return {"wrong": wrong / trials, "loss": loss / trials, "s": secs / trials}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -111,6 +134,19 @@ def main() -> int:
                 print(f"  {where}: stopped early {r['early']:.2%} (equal: a stop costs nothing)")
             else:
                 print(f"  {where}: stopped early {r['early']:.2%}{es}{ts}")
+    print("whole trials of three (1,000 tok/s, 1,150, then the last), the last's rate vs the")
+    print("middle's: wrong picks / mean shortfall / seconds measured; with and without the stop")
+    print("of a leader that is not the last (clear_leader):")
+    keep = choose.clear_leader
+    for d in (-0.05, -0.02, 0.02, 0.05, 0.5):
+        true = (1000.0, 1150.0, 1150.0 * (1 + d))
+        row = []
+        for on in (True, False):
+            choose.clear_leader = keep if on else (lambda c, trial: None)
+            w = whole(true, max(1, args.trials // 4), args.noise)
+            row.append(f"{w['wrong']:.2%} / {w['loss']:.2%} / {w['s']:.1f} s")
+        choose.clear_leader = keep
+        print(f"  last {d:+.0%}: with {row[0]}; without {row[1]}")
     return 0
 
 

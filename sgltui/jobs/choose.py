@@ -12,8 +12,9 @@ whole state is saved in the job's record and a restarted agent resumes the trial
 - the stop rule: the interval within +-5% (after enough completions to cover two waves of the
   concurrency), or the interval wholly below the leader's (a clear loser: `clear_loser`), or,
   for the last candidate to measure, wholly above every other one's (a clear winner:
-  `clear_winner`, which ends the trial on the candidate the job already runs), or a cap on
-  requests or minutes;
+  `clear_winner`, which ends the trial on the candidate the job already runs), or, for one
+  that is not the last, wholly above every measured one's (it leads so far: `clear_leader`),
+  or a cap on requests or minutes;
 - the projection: remaining output tokens (remaining requests x the mean output length seen so
   far) / measured tok/s, plus the measured swap to it unless it already runs; with the energy
   objective, remaining tokens x measured joules per token plus the swap's joules;
@@ -232,7 +233,7 @@ def enough(c: dict, trial: dict) -> str | None:
         return None
     if measured < 2 * max(1, int(c.get("concurrency") or 1)):
         return None
-    early = clear_loser(c, trial) or clear_winner(c, trial)
+    early = clear_loser(c, trial) or clear_winner(c, trial) or clear_leader(c, trial)
     if early:
         return early
     tok_s = c["tok_s"]
@@ -287,6 +288,29 @@ def clear_winner(c: dict, trial: dict) -> str | None:
     return (
         f"stopped early: at least {lo:,.0f} tok/s, over {top['name']}'s at most "
         f"{top['ci_high']:,.0f} (95% intervals apart, nothing left to measure)"
+    )
+
+
+def clear_leader(c: dict, trial: dict) -> str | None:
+    """The sequential stop for a candidate that is not the last: its 95% interval lies wholly
+    above every measured one's, so it leads so far and its measurement stops (why), or None.
+    Nothing is decided by it: a later candidate is compared with its (wider) interval by the
+    two rules above, and a close call is ranked on the rates measured. Only for the time
+    objective. bench/bench_sequential_stop.py measures the whole trial's wrong picks with it."""
+    lo = c.get("ci_low")
+    if lo is None or c.get("ci_high") is None or trial.get("objective") != "time":
+        return None
+    others = [o for o in trial["candidates"] if o is not c]
+    left = sum(1 for o in others if o["state"] in ("pending", "swapping"))
+    rivals = [o for o in others if o["state"] == "measured" and o["tok_s"]]
+    if not left or not rivals or any(o["ci_high"] is None for o in rivals):
+        return None
+    top = max(rivals, key=lambda o: float(o["ci_high"]))
+    if lo <= top["ci_high"]:
+        return None
+    return (
+        f"stopped early: leads so far, at least {lo:,.0f} tok/s over {top['name']}'s at most "
+        f"{top['ci_high']:,.0f} (95% intervals apart; {left} still to measure)"
     )
 
 

@@ -271,3 +271,20 @@ def test_a_new_servers_first_window_waits_for_its_prefix_cache():
     assert c["warm_until"] == 150
     choose.begin(c, 200, 3200, 0.0, concurrency=8)  # paused and resumed: the cache is warm
     assert c["warm_until"] == 208
+
+
+def test_a_leader_that_is_not_the_last_stops_once_apart_but_decides_nothing():
+    """A candidate wholly above every measured one while another is still to be measured
+    stops (it leads so far; nothing is decided); the last one is then judged against its
+    wider interval by the two rules."""
+    trial = choose.new_trial(["slow", "mid", "last"], cap_requests=10**9, cap_minutes=1e9)
+    _measured(trial, "slow", 600.0, 0.0, 0.0, 1000)
+    mid = choose.get(trial, "mid")
+    _feed(mid, 1000.0, 12.0, noise=0.6)
+    why = choose.enough(mid, trial)
+    assert why is not None and why.startswith("stopped early: leads so far"), why
+    assert "1 still to measure" in why and trial["phase"] == "trial"
+    choose.finish(mid, why)
+    assert choose.clear_winner(mid, trial) is None  # the rule for the last one only
+    last = choose.get(trial, "last")
+    assert choose.clear_leader(last, trial) is None  # nothing left after it: clear_winner's
