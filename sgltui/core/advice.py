@@ -45,8 +45,8 @@ import tomli_w
 from sgltui.core import advice_gain, host_pool
 from sgltui.core.files import write_atomic
 from sgltui.core.flags import Catalog
-from sgltui.core.prefix_reuse import PrefixReuse
 from sgltui.core.profiles import Profile
+from sgltui.core.situation import Situation
 from sgltui.core.units import GIB
 from sgltui.core.validate import catalog_for, check_profile
 
@@ -65,23 +65,6 @@ SPEC_FLAGS = (
     "speculative-eagle-topk",
     "speculative-num-draft-tokens",
 )
-
-
-@dataclass
-class Situation:
-    """What the advice reads. Sizes in bytes, lengths in tokens; None: not known."""
-
-    serving: str
-    server: dict[str, Any]  # the serving profile's resolved [server] flags
-    card: dict[str, Any] | None = None  # its capacity card (JSON values)
-    engine: dict[str, Any] | None = None  # its latest live reading
-    accept_by_c: dict[int, float] = field(default_factory=dict)  # accept length at concurrency
-    host_free_bytes: float | None = None  # host RAM free after the standbys' pins
-    gpu_total_bytes: float | None = None
-    prompt_tokens: float | None = None  # the job's mean prompt length
-    output_tokens: float | None = None  # the job's mean output length
-    concurrency: int | None = None  # what the job runs at (or wants)
-    prefix: PrefixReuse | None = None  # the job's prompts' shared prefixes (core/prefix_reuse.py)
 
 
 @dataclass

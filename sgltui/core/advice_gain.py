@@ -21,13 +21,11 @@ the job's throughput goes as its inverse.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sgltui.core import prefix_reuse
+from sgltui.core.situation import Situation
 from sgltui.core.units import GIB
-
-if TYPE_CHECKING:
-    from sgltui.core.advice import Situation
 
 PREFILL_TOKENS_PER_STEP = 200.0
 DRAFT_STEP_COST = 0.06  # an MTP head's step over a 27B target step (reference 2)
@@ -117,14 +115,14 @@ def raise_gain(s: Situation, mrr: int, new: int, want: int | None) -> float:
     """The raise from `mrr` to `new` running (the job running `want`): decode shortened,
     prefill as it is (a little more of it: the running requests hold more of the pool)."""
     now = request_time(s, mrr, device_cache_tokens(s, mrr))
-    speedup = (min(want or new, new) / min(want or new, mrr)) ** DECODE_EXPONENT
+    speedup = float((min(want or new, new) / min(want or new, mrr)) ** DECODE_EXPONENT)
     if now.total <= 0:
         return speedup
     lost = uncached_prompt(s, device_cache_tokens(s, new), live=False) - uncached_prompt(
         s, device_cache_tokens(s, mrr), live=False
     )
     prefill = now.prefill + max(0.0, lost) / PREFILL_TOKENS_PER_STEP
-    return now.total / (prefill + now.decode / speedup)
+    return float(now.total / (prefill + now.decode / speedup))
 
 
 def hicache_gain(s: Situation, mrr: int, host_tokens: float) -> tuple[float, float, float]:

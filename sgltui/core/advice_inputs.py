@@ -9,8 +9,8 @@ from typing import Any
 
 from sgltui import protocol
 from sgltui.core import host_pool, job_input
-from sgltui.core.advice import Situation
 from sgltui.core.profiles import Profile
+from sgltui.core.situation import Situation
 
 DEFAULT_SIM_HOST_GB = 512.0  # the simulator's --sim-host-memory-gb default
 

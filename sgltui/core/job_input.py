@@ -8,6 +8,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sgltui.core import prefix_reuse
 from sgltui.core.prefix_reuse import PrefixReuse
@@ -23,7 +24,7 @@ class InputSample:
     prefix: PrefixReuse | None
 
 
-def _prompt_text(body: dict) -> str:
+def _prompt_text(body: dict[str, Any]) -> str:
     """The prompt as the server gets it, in order (a chat's messages one after another), so two
     requests share a prefix here exactly as far as they share one there."""
     text = body.get("prompt")
