@@ -83,3 +83,27 @@ def test_a_cold_cache_warms_in_what_it_remembers_or_once_every_context_was_asked
     small = prefix_reuse.warm_requests(r, 60_000, tail_tokens=100)
     assert 0 < small < big  # it holds the last ~70 requests' prefixes: warm after about those
     assert prefix_reuse.warm_requests(r, 0, 100) == 0
+
+
+def test_a_job_inputs_first_lines_give_its_lengths_and_shared_prefixes(tmp_path):
+    """core/job_input.py: chat messages in order (a shared system prompt is a shared prefix),
+    prompts as they are, max_tokens the output length."""
+    import json
+
+    from sgltui.core import job_input
+
+    system = "You grade answers to the rubric below. " + "rubric line " * 100
+    path = tmp_path / "in.jsonl"
+    with path.open("w") as fh:
+        for i in range(40):
+            body = {"max_tokens": 32, "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": f"answer {i}: " + "word " * 20},
+            ]}  # fmt: skip
+            fh.write(json.dumps({"custom_id": str(i), "body": body}) + "\n")
+    got = job_input.sample(path)
+    assert got.output_tokens == 32 and got.prompt_tokens is not None
+    assert got.prefix is not None and got.prefix.sharing == 1.0
+    assert got.prefix.prefix_tokens == pytest.approx(len(system) / 4, rel=0.05)
+    assert got.prefix.working_set_tokens == pytest.approx(len(system) / 4, rel=0.05)
+    assert job_input.sample(tmp_path / "missing.jsonl").prefix is None
