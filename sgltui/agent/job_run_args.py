@@ -87,6 +87,8 @@ def trial(args: protocol.JobRunArgs) -> dict | None:
     for c in state["candidates"]:
         if args.choose_deltas and c["name"] in args.choose_deltas:
             c["delta"] = dict(args.choose_deltas[c["name"]])
+        if args.choose_warmup and c["name"] in args.choose_warmup:
+            c["warmup"] = max(0, int(args.choose_warmup[c["name"]]))
     if args.choose_advice:
         state["advice"] = [dict(a) for a in args.choose_advice]
     return state

@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from sgltui import protocol
 from sgltui.client import AgentError, call_sync, decode_reply
 from sgltui.commands import CliError, Subparsers
 from sgltui.commands.server import profile_dirs_of, state_of
-from sgltui.core import advice, advice_inputs, locations
+from sgltui.core import advice, advice_inputs, job_input, locations
 from sgltui.core.profiles import Profile, ProfileError, get_profile
 from sgltui.core.validate import catalog_for
 
@@ -33,6 +34,12 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--prompt-tokens", type=float, help="the job's mean prompt length (by hand)")
     p.add_argument("--output-tokens", type=float, help="the job's mean output length (by hand)")
     p.add_argument("--concurrency", type=int, help="the concurrency the job runs at (by hand)")
+    p.add_argument(
+        "--input",
+        metavar="FILE",
+        help="a batch input not yet run: its prompt and output lengths, and how much its "
+        "prompts share prefixes, from its first lines",
+    )
     p.add_argument(
         "--accept",
         metavar="NAME",
@@ -95,6 +102,18 @@ def build(args: argparse.Namespace) -> tuple[advice.Advice, Profile]:
         "output_tokens": args.output_tokens,
         "concurrency": args.concurrency,
     }
+    if getattr(args, "input", None):
+        path = Path(args.input).expanduser()
+        if not path.is_file():
+            raise CliError(f"--input {args.input}: no such file")
+        first = job_input.sample(path)
+        overrides["prefix"] = first.prefix
+        for key, value in (
+            ("prompt_tokens", first.prompt_tokens),
+            ("output_tokens", first.output_tokens),
+        ):
+            if overrides[key] is None:
+                overrides[key] = value  # given by hand wins
     return advise_for(args, args.slot, args.job, overrides)
 
 

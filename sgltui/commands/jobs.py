@@ -196,7 +196,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.choose.strip() == "auto":
             from sgltui.commands import choose_auto
 
-            kw["choose"], kw["choose_deltas"], kw["choose_advice"] = choose_auto.resolve(args)
+            auto = choose_auto.resolve(args)
+            kw["choose"], kw["choose_deltas"], kw["choose_advice"], kw["choose_warmup"] = auto
             print(f"--choose auto: {kw['choose'].replace(',', ', ')}", flush=True)
         if args.trial_requests is not None:
             if args.trial_requests < 1:

@@ -11,8 +11,9 @@ check's line. Nothing is written here: `accepted_profile` builds the profile (it
 serving one) for whoever writes it.
 
 The rules (docs/jobs.md, "Proposals", says them for users):
-- KV- or mamba-bound, hicache off, host RAM free -> hicache, its ratio sized from the free RAM
-  (at most half of what SGLang may take: the free RAM less its 10 GiB reserve).
+- hicache off, host RAM free, and either KV- or mamba-bound or the job's prompts sharing
+  prefixes the device pool cannot keep (core/prefix_reuse.py) -> hicache, its ratio sized from
+  the free RAM (at most half of what SGLang may take: the free RAM less its 10 GiB reserve).
 - bound by max-running-requests (the flag, or SGLang's speculative 48) below what the pools
   allow for the job's requests -> raise it to what the job runs at, at most what memory allows
   (and MAX_RAISE when the job's concurrency is not known).
@@ -25,7 +26,9 @@ The rules (docs/jobs.md, "Proposals", says them for users):
 - the job's concurrency above what the profile's memory allows at all -> said (a note).
 
 Ordering: `gain`, the rough factor each change is expected to buy on the job's throughput, best
-first. It is a heuristic to order the list, not a promise: `job run --choose` measures.
+first (core/advice_gain.py: one request's prefill and decode time; a raise shortens decode,
+hicache the prefill of prefixes it keeps). It orders the list, it is not a promise:
+`job run --choose` measures.
 """
 
 from __future__ import annotations
@@ -39,10 +42,11 @@ from typing import Any
 
 import tomli_w
 
-from sgltui.core import host_pool
+from sgltui.core import advice_gain, host_pool
 from sgltui.core.files import write_atomic
 from sgltui.core.flags import Catalog
 from sgltui.core.profiles import Profile
+from sgltui.core.situation import Situation
 from sgltui.core.units import GIB
 from sgltui.core.validate import catalog_for, check_profile
 
@@ -54,29 +58,13 @@ MAX_HICACHE_RATIO = 8.0
 HICACHE_SHARE_OF_FREE = 0.5  # what of the usable RAM a proposed host pool may take
 CHUNK_SLACK_BYTES_PER_TOKEN = 1.5 * 2**20  # SGLang's activation reserve per chunk token
 MAX_RAISE = 256  # SGLang's default cuda-graph-max-bs on a big GPU: above it decode runs eagerly
-HICACHE_GAIN = 1.15  # prefixes reloaded at PCIe speed instead of recomputed (to be measured)
+HICACHE_PAYS = 1.05  # a flag-bound profile gets hicache only where reuse buys more than this
 SPEC_FLAGS = (
     "speculative-algorithm",
     "speculative-num-steps",
     "speculative-eagle-topk",
     "speculative-num-draft-tokens",
 )
-
-
-@dataclass
-class Situation:
-    """What the advice reads. Sizes in bytes, lengths in tokens; None: not known."""
-
-    serving: str
-    server: dict[str, Any]  # the serving profile's resolved [server] flags
-    card: dict[str, Any] | None = None  # its capacity card (JSON values)
-    engine: dict[str, Any] | None = None  # its latest live reading
-    accept_by_c: dict[int, float] = field(default_factory=dict)  # accept length at concurrency
-    host_free_bytes: float | None = None  # host RAM free after the standbys' pins
-    gpu_total_bytes: float | None = None
-    prompt_tokens: float | None = None  # the job's mean prompt length
-    output_tokens: float | None = None  # the job's mean output length
-    concurrency: int | None = None  # what the job runs at (or wants)
 
 
 @dataclass
@@ -88,6 +76,7 @@ class Proposal:
     cost: dict[str, Any]  # {"host_ram_gb", "gpu_gb", "text"}
     gain: float = 1.0  # expected throughput factor (ordering only)
     rule: str = ""
+    warmup: int = 0  # requests its new server runs before its prefix cache is warm for the job
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +87,7 @@ class Proposal:
             "cost": dict(self.cost),
             "rule": self.rule,
             "gain": round(self.gain, 3),
+            "warmup": self.warmup,
         }
 
 
@@ -108,10 +98,14 @@ class Advice:
     proposals: list[Proposal] = field(default_factory=list)
     refused: list[dict[str, str]] = field(default_factory=list)  # {"name", "rule", "why"}
     notes: list[str] = field(default_factory=list)
+    serving_warmup: int = 0  # the same for a new server of the serving profile
+    prefix: dict[str, float] | None = None  # the job's prefix reuse the advice read
 
     def as_json(self) -> dict[str, Any]:
         return {
             "serving": self.serving,
+            "serving_warmup": self.serving_warmup,
+            "prefix": self.prefix,
             "bound": self.bound,
             "proposals": [p.as_json() for p in self.proposals],
             "refused": list(self.refused),
@@ -142,6 +136,11 @@ def advise(
         else:
             out.proposals.append(p)
     out.proposals.sort(key=lambda p: -p.gain)
+    for p in out.proposals:
+        p.warmup = advice_gain.warmup(s, p.delta)
+    out.serving_warmup = advice_gain.warmup(s)
+    r = advice_gain.reuse(s)
+    out.prefix = r.as_json() if r is not None else None
     note = _unreachable(s, allows)
     if note:
         out.notes.append(note)
@@ -240,6 +239,19 @@ def _target(s: Situation) -> int | None:
     return running or None
 
 
+def _demand(s: Situation) -> int | None:
+    """How many requests would run at once if the flag let them: the job's concurrency, else
+    what runs plus what waits while some wait. A server with nothing queued says nothing of
+    the demand (its lone running request may be a probe, or a job not started yet): None, and
+    the raise goes to what memory allows."""
+    if s.concurrency:
+        return s.concurrency
+    engine = s.engine or {}
+    running = _int(engine.get("num_running_reqs")) or 0
+    queued = _int(engine.get("num_queue_reqs")) or 0
+    return running + queued if queued > 0 else None
+
+
 def _gib(n: float) -> str:
     return f"{n / GIB:.1f} GiB"
 
@@ -254,12 +266,12 @@ def _raise_mrr(s: Situation, allows: tuple[int | None, str], _has: Flags) -> lis
     cap, why = allows
     if bound_by(card) not in ("flag", "speculative") or mrr is None or cap is None:
         return []
-    want = _target(s)
+    want = _demand(s)
     new = min(MAX_RAISE, cap if want is None else min(cap, max(want, mrr)))
     if new < mrr + max(2, math.ceil(0.25 * mrr)):
         return []  # memory (or the job) leaves no worthwhile room above the flag
     cost_bytes = _mrr_gpu_bytes(s, new - mrr)
-    gain = (min(want or new, new) / min(want or new, mrr)) ** 0.7
+    gain = advice_gain.raise_gain(s, mrr, new, want)
     return [
         Proposal(
             name=f"{s.serving}+mrr{new}",
@@ -309,9 +321,12 @@ def memory_bound(s: Situation, allows: tuple[int | None, str]) -> str | None:
 
 
 def _hicache(s: Situation, allows: tuple[int | None, str], _has: Flags) -> list[Proposal]:
+    """HiCache where it can pay: the pools bound the profile (as before: the trial measures),
+    or the job's prompts share prefixes the device pool cannot keep (evicted, recomputed) that
+    a host pool would (core/advice_gain.py). It never raises max running (reference 3.3)."""
     card = s.card or {}
     by = memory_bound(s, allows)
-    if by not in ("kv", "mamba") or host_pool.enabled(s.server) or s.host_free_bytes is None:
+    if host_pool.enabled(s.server) or s.host_free_bytes is None:
         return []
     device = (
         (_num(card.get("kv_pool_gb")) or 0.0) + (_num(card.get("mamba_state_gb")) or 0.0)
@@ -324,24 +339,51 @@ def _hicache(s: Situation, allows: tuple[int | None, str], _has: Flags) -> list[
     if ratio < MIN_HICACHE_RATIO:
         return []
     host = ratio * device * ranks
-    mrr = _int(card.get("max_running_requests"))
-    what = "KV pool" if by == "kv" else "mamba state pool"
+    mrr = _int(card.get("max_running_requests")) or 1
+    kv_tokens = _num(card.get("kv_pool_tokens")) or 0.0
+    gain, before, after = advice_gain.hicache_gain(s, mrr, ratio * kv_tokens)
+    pays = s.prefix is not None and gain >= HICACHE_PAYS
+    if by not in ("kv", "mamba") and not pays:
+        return []
+    what = "KV pool" if by == "kv" else "mamba state pool" if by == "mamba" else by
+    r = advice_gain.reuse(s)
+    if pays and r is not None:
+        reason = (
+            f"the job's prompts share {r.prefix_tokens:,.0f}-token prefixes ({r.sharing:.0%} of "
+            f"them) over {r.working_set_tokens:,.0f} tokens, more than the device pool keeps: "
+            f"a host pool of {ratio:g}x keeps them, reloaded at PCIe speed instead of "
+            f"recomputed, so prefill falls from about {before:,.0f} to {after:,.0f} tokens a "
+            f"request (max running stays {mrr}: SGLang sizes it before HiCache)"
+        )
+        figure = (
+            f"prefix working set {r.working_set_tokens:,.0f} tokens vs a {kv_tokens:,.0f}-token "
+            f"device pool; {_gib(s.host_free_bytes)} host RAM free after the standbys' pins; "
+            f"expected x{gain:.2f}"
+        )
+    else:
+        reason = (
+            f"the {what} bounds it at {mrr} running; a host pool of {ratio:g}x the device pool "
+            "keeps evicted prefixes (and states) in host RAM, reloaded at PCIe speed instead of "
+            "recomputed (SGLang sizes max running before HiCache: it pays only where prompts "
+            "share prefixes; the trial measures what it buys)"
+        )
+        figure = (
+            f"bound by {by} at {mrr}; {_gib(s.host_free_bytes)} host RAM free after the "
+            f"standbys' pins, device pool {_gib(device)}"
+            + ("" if s.prefix is not None else "; the job's prefix reuse not known")
+        )
     return [
         Proposal(
             name=f"{s.serving}+hicache",
             delta={"enable-hierarchical-cache": True, "hicache-ratio": ratio},
-            reason=f"the {what} bounds it at {mrr} running; a host pool of {ratio:g}x the "
-            "device pool keeps evicted prefixes (and states) in host RAM, reloaded at PCIe "
-            "speed instead of recomputed (SGLang sizes max running before HiCache: the trial "
-            "measures what it buys)",
-            figure=f"bound by {by} at {mrr}; {_gib(s.host_free_bytes)} host RAM free "
-            f"after the standbys' pins, device pool {_gib(device)}",
+            reason=reason,
+            figure=figure,
             cost={
                 "host_ram_gb": round(host / GIB, 1),
                 "gpu_gb": 0.0,
                 "text": f"{_gib(host)} of pinned host RAM; nothing on the GPU",
             },
-            gain=HICACHE_GAIN,
+            gain=gain,
             rule="hicache",
         )
     ]

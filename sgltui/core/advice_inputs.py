@@ -1,6 +1,6 @@
 """The advice's inputs (core/advice.py Situation) from what the agent's status carries: the
 slot's capacity card and live reading, the host's RAM less what the standbys pin, the slot's
-GPU, and the job's mean prompt and output lengths. One function for `sgltui advise` and the
+GPU, the job's mean prompt and output lengths, and how much its input's prompts share prefixes. One function for `sgltui advise` and the
 TUI's Insight pane, so both propose the same thing from the same status."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from sgltui import protocol
-from sgltui.core import host_pool
-from sgltui.core.advice import Situation
+from sgltui.core import host_pool, job_input
 from sgltui.core.profiles import Profile
+from sgltui.core.situation import Situation
 
 DEFAULT_SIM_HOST_GB = 512.0  # the simulator's --sim-host-memory-gb default
 
@@ -84,6 +84,9 @@ def situation(
         output_tokens=output,
         concurrency=job.concurrency if job is not None else None,
     )
+    if job is not None and job.input:
+        # how much the job's prompts share prefixes, from its input (read once per version)
+        s.prefix = job_input.cached_sample(job.input).prefix
     for key, value in (overrides or {}).items():
         if value is not None:
             setattr(s, key, value)

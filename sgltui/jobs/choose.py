@@ -10,8 +10,11 @@ whole state is saved in the job's record and a restarted agent resumes the trial
   are the samples; a closed loop's completions arrive in waves, so single progress ticks are not
   independent, batches of several ticks nearly are), the requests, tokens and joules it used;
 - the stop rule: the interval within +-5% (after enough completions to cover two waves of the
-  concurrency), or the interval wholly below the leader's (a clear loser: `clear_loser`), or a
-  cap on requests or minutes;
+  concurrency), or the interval wholly below the leader's (a clear loser: `clear_loser`), or,
+  for the last candidate to measure, wholly above every other one's (a clear winner:
+  `clear_winner`, which ends the trial on the candidate the job already runs), or, for one
+  that is not the last, wholly above every measured one's (it leads so far: `clear_leader`),
+  or a cap on requests or minutes;
 - the projection: remaining output tokens (remaining requests x the mean output length seen so
   far) / measured tok/s, plus the measured swap to it unless it already runs; with the energy
   objective, remaining tokens x measured joules per token plus the swap's joules;
@@ -172,11 +175,15 @@ def skip(trial: dict, name: str, reason: str) -> None:
 
 def begin(c: dict, completions: int, out_tokens: int, joules: float, concurrency: int) -> None:
     """The candidate's server is ready and the job sends to it: the measurement starts once the
-    first wave (`concurrency` answers) is in, so ramp-up is not counted as its speed."""
+    first wave (`concurrency` answers) is in, so ramp-up is not counted as its speed, and on its
+    first window once its prefix cache is warm (`warmup` answers)."""
     c["state"] = "measuring"
     c["started"] = c["started"] or time.time()
+    # A new server's prefix cache starts empty: its first window also waits out the cache's
+    # warm-up for the job's shared prefixes (`warmup` requests, from --choose auto's advice).
+    cache = int(c.get("warmup") or 0) if c["base"] is None else 0
     c["base"] = c["base"] or [completions, out_tokens, joules]
-    c["warm_until"] = completions + max(1, concurrency)
+    c["warm_until"] = completions + max(1, concurrency, cache)
     c["points"] = []  # a resumed measurement starts a new window (the old one's clock is gone)
     c["concurrency"] = concurrency
 
@@ -226,9 +233,9 @@ def enough(c: dict, trial: dict) -> str | None:
         return None
     if measured < 2 * max(1, int(c.get("concurrency") or 1)):
         return None
-    loser = clear_loser(c, trial)
-    if loser:
-        return loser
+    early = clear_loser(c, trial) or clear_winner(c, trial) or clear_leader(c, trial)
+    if early:
+        return early
     tok_s = c["tok_s"]
     if tok_s > 0 and (c["ci_high"] - c["ci_low"]) / 2 <= CI_TARGET * tok_s:
         return "95% interval within +-5%"
@@ -255,6 +262,55 @@ def clear_loser(c: dict, trial: dict) -> str | None:
     return (
         f"stopped early: at most {hi:,.0f} tok/s, under {leader['name']}'s at least "
         f"{leader['ci_low']:,.0f} (95% intervals apart)"
+    )
+
+
+def clear_winner(c: dict, trial: dict) -> str | None:
+    """The sequential stop the other way: `c` is the last candidate left to measure and its 95%
+    interval lies wholly above every other measured candidate's (its lower bound over their
+    upper bounds), so the trial ends on it at once (why, naming both figures), or None. A wrong
+    stop needs one of the two intervals to miss its own true rate, as for `clear_loser`: at
+    most 5% for one look against one rival (docs/jobs.md gives the rate measured with the
+    repeated looks of a trial, bench/bench_sequential_stop.py measures it). Only for the time
+    objective: the fastest is not always the one that spends the fewest joules."""
+    lo = c.get("ci_low")
+    if lo is None or c.get("ci_high") is None or trial.get("objective") != "time":
+        return None
+    others = [o for o in trial["candidates"] if o is not c]
+    if any(o["state"] in ("pending", "swapping", "measuring") for o in others):
+        return None  # a candidate not measured yet could still beat it
+    rivals = [o for o in others if o["state"] == "measured" and o["tok_s"]]
+    if not rivals or any(o["ci_high"] is None for o in rivals):
+        return None  # a rival without an interval cannot be told apart
+    top = max(rivals, key=lambda o: float(o["ci_high"]))
+    if lo <= top["ci_high"]:
+        return None
+    return (
+        f"stopped early: at least {lo:,.0f} tok/s, over {top['name']}'s at most "
+        f"{top['ci_high']:,.0f} (95% intervals apart, nothing left to measure)"
+    )
+
+
+def clear_leader(c: dict, trial: dict) -> str | None:
+    """The sequential stop for a candidate that is not the last: its 95% interval lies wholly
+    above every measured one's, so it leads so far and its measurement stops (why), or None.
+    Nothing is decided by it: a later candidate is compared with its (wider) interval by the
+    two rules above, and a close call is ranked on the rates measured. Only for the time
+    objective. bench/bench_sequential_stop.py measures the whole trial's wrong picks with it."""
+    lo = c.get("ci_low")
+    if lo is None or c.get("ci_high") is None or trial.get("objective") != "time":
+        return None
+    others = [o for o in trial["candidates"] if o is not c]
+    left = sum(1 for o in others if o["state"] in ("pending", "swapping"))
+    rivals = [o for o in others if o["state"] == "measured" and o["tok_s"]]
+    if not left or not rivals or any(o["ci_high"] is None for o in rivals):
+        return None
+    top = max(rivals, key=lambda o: float(o["ci_high"]))
+    if lo <= top["ci_high"]:
+        return None
+    return (
+        f"stopped early: leads so far, at least {lo:,.0f} tok/s over {top['name']}'s at most "
+        f"{top['ci_high']:,.0f} (95% intervals apart; {left} still to measure)"
     )
 
 

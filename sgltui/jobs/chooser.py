@@ -125,6 +125,8 @@ class Chooser(Generic[J]):
         done, out, joules = self.host.counters(self.rec)
         if self.measuring == name and self._sending():
             choose.observe(c, time.monotonic(), done, out, joules)
+            if not self.busy():
+                self._trial_step()  # a stop is seen at the reading, not up to a second later
         else:
             choose.count(c, done, out, joules)  # resumed: counted before its new window begins
 
@@ -257,6 +259,8 @@ class Chooser(Generic[J]):
                     ),
                 )
                 self.host.persist(self.rec)
+                if choose.next_candidate(trial, None) is None:
+                    self._decide(None)  # the last one: decided now, not at the next second
             return
         if c is not None and c["state"] == "swapping" and running == cur and state == "ready":
             self._begin(c)  # the swap finished (perhaps in an agent that was killed since)

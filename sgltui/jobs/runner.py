@@ -37,7 +37,7 @@ MAX_RETRIES = 8
 BACKOFF_S = 0.5
 BACKOFF_MAX_S = 30.0
 CONNECT_BACKOFF_FIRST_S, CONNECT_BACKOFF_MAX_S = 0.1, 2.0
-PROGRESS_S = 0.5
+PROGRESS_S = 0.25  # a --choose trial batches two readings: a 3 s window gives its 6 batches
 
 OK, FINAL, TRANSIENT, CONNECT = "ok", "final", "transient", "connect"
 # smg's 404 while no worker serves the model (yet): "No worker available for model 'm'".

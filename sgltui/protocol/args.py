@@ -172,6 +172,8 @@ class JobRunArgs(SlotArgs):
     choose_deltas: dict[Annotated[str, Meta(max_length=255)], dict[str, Any]] | None = None
     # ... and every proposal, tried or not (name, delta, reason, figure, cost, bound): the report
     choose_advice: list[dict[str, Any]] | None = None
+    # ... and each candidate's cache warm-up: requests its new server runs before it is measured
+    choose_warmup: dict[Annotated[str, Meta(max_length=255)], int] | None = None
     objective: Literal["time", "energy"] = "time"
     replan: bool = False
     trial_requests: Annotated[int, Meta(ge=1)] | None = None

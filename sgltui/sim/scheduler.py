@@ -348,12 +348,16 @@ class Scheduler:
         )
         ctx = max(1, sum(r.seq_len for r, _ in batch) // max(1, len(batch)))
         dt = self.speed.prefill(new_tokens, ctx)
-        host_hit = sum(r.host_hit for r, _ in batch if r.prefilled == r.dev_hit + r.host_hit)
+        loading = [r for r, _ in batch if r.prefilled == r.dev_hit + r.host_hit and r.host_hit]
+        host_hit = sum(r.host_hit for r in loading)
         if host_hit:
+            # A hybrid model also restores each request's state checkpoint from the host
+            # (reference 3.4: plus S_b per restored state).
+            states = len(loading) if self.hybrid else 0
             # Load-back overlaps the suffix prefill layer by layer; only the excess shows.
-            load = self.speed.host_load(host_hit)
+            load = self.speed.host_load(host_hit, states)
             dt = max(dt, load) + 0.1 * min(dt, load)
-            self.pcie_rx_bytes += self.speed.host_load_bytes(host_hit)
+            self.pcie_rx_bytes += self.speed.host_load_bytes(host_hit, states)
         outs = []
         self.chunked = None
         running_before = len(self.running)

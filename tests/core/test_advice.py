@@ -95,6 +95,21 @@ def test_raise_max_running_stays_quiet_when_memory_binds_at_the_flag() -> None:
     assert "raise-max-running" not in _rules(a)
 
 
+def test_raise_max_running_reads_demand_from_a_queue_not_from_a_lone_request() -> None:
+    prof = _profile()
+    # no job yet: one request running and none waiting (a probe, a job not started) is no
+    # demand, so the raise goes to what memory allows (52 slots // 5 = 10), not to that 1
+    lone = {"num_running_reqs": 1, "num_queue_reqs": 0}
+    s = _situation(prof, _mtp_card(), engine=lone, prompt_tokens=1000, output_tokens=500)
+    p = next(p for p in _advise(s).proposals if p.rule == "raise-max-running")
+    assert p.delta == {"max-running-requests": 10}
+    # four running at the flag and two waiting: six want to run, and six is what it proposes
+    queued = {"num_running_reqs": 4, "num_queue_reqs": 2}
+    s = _situation(prof, _mtp_card(), engine=queued, prompt_tokens=1000, output_tokens=500)
+    p = next(p for p in _advise(s).proposals if p.rule == "raise-max-running")
+    assert p.delta == {"max-running-requests": 6}
+
+
 # --- KV- or mamba-bound with host RAM free -> hicache ----------------------------------------
 
 
@@ -306,3 +321,46 @@ def test_the_reports_why_names_the_bound_the_expectation_and_the_measurement() -
     assert "memory allows 10" in first and "2.10x the serving profile's" in first
     assert first.endswith("It won.")
     assert other.endswith("Not tried: beyond --choose-max.")
+
+
+# --- hicache first only where the job's prompts reuse prefixes the device pool cannot keep ----
+
+
+def _reuse(contexts: int, prefix: float) -> Any:
+    from sgltui.core.prefix_reuse import PrefixReuse
+
+    return PrefixReuse(
+        prompts=2000, shared_tokens=prefix, working_set_tokens=contexts * prefix, sharing=1.0
+    )
+
+
+def test_hicache_first_where_shared_prefixes_outgrow_the_device_pool() -> None:
+    """The seed's MTP profile (flag at 4, the state pool holding 10) on a job whose prompts are
+    400 shared 2,048-token contexts and a question: 819k tokens of prefixes against a 245k
+    device pool, evicted and recomputed; a host pool keeps them, so hicache is first and the
+    raise second (it shortens decode, not the prefill that dominates)."""
+    prof = _profile()
+    s = _situation(
+        prof, _mtp_card(), host_free_bytes=700e9, prompt_tokens=2112, output_tokens=64,
+        prefix=_reuse(400, 2048),
+    )  # fmt: skip
+    a = _advise(s)
+    assert _rules(a)[:2] == ["hicache", "raise-max-running"], [p.as_json() for p in a.proposals]
+    hc = a.proposals[0]
+    assert hc.gain > a.proposals[1].gain > 1.0
+    assert "max running stays 4" in hc.reason and "819,200 tokens" in hc.reason
+
+
+def test_hicache_not_first_without_prefix_reuse() -> None:
+    """The same profile and lengths, prompts sharing nothing (or prefixes the device pool keeps
+    anyway): HiCache buys nothing (it does not raise max running), the raise comes first."""
+    prof = _profile()
+    base = dict(host_free_bytes=700e9, prompt_tokens=2112, output_tokens=64)
+    none = _advise(_situation(prof, _mtp_card(), **base, prefix=_reuse(0, 0.0)))
+    assert _rules(none)[0] == "raise-max-running" and "hicache" not in _rules(none)
+    fits = _advise(_situation(prof, _mtp_card(), **base, prefix=_reuse(20, 2048)))
+    assert _rules(fits)[0] == "raise-max-running", [p.as_json() for p in fits.proposals]
+    # a KV-bound profile still gets it (the trial measures), after the raise when no reuse
+    kv_bound = _card(max_running_requests=130_000)
+    a = _advise(_situation(_profile("demo-base"), kv_bound, **base, prefix=_reuse(0, 0.0)))
+    assert next(p for p in a.proposals if p.rule == "hicache").gain == pytest.approx(1.0)

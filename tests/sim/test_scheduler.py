@@ -158,6 +158,28 @@ def test_hicache_keeps_evicted_prefixes_on_host(hicache):
         assert details["host"] == 0
 
 
+def test_hybrid_hicache_load_back_restores_the_state_checkpoint_too():
+    """On a hybrid model a host hit also brings back the request's state checkpoint
+    (reference 3.4: hit tokens x cell size plus S_b per restored state over the link)."""
+    h = Harness(
+        *qwen36("rtx-pro-6000-96gb"),
+        *("--max-total-tokens", "1024", "--enable-hierarchical-cache", "--hicache-ratio", "8"),
+    )
+    shared = list(range(7000, 7512))
+    h.add("first", shared, 4)
+    h.run()
+    for i in range(6):
+        h.add(f"other{i}", list(range(20000 + i * 600, 20000 + i * 600 + 500)), 4)
+        h.run()
+    h.add("again", shared + [9], 4)
+    h.run()
+    assert h.outs["again"]["meta"]["cached_tokens_details"]["host"] == 512
+    state = h.plan.state_bytes_per_slot
+    assert state > 0
+    want = 512 * h.plan.kv_cell_eff_bytes + state
+    assert h.stats[-1]["pcie_rx_total_bytes"] == pytest.approx(want)
+
+
 def test_hicache_hit_is_faster_than_recompute():
     def time_second_request(flags):
         h = Harness("--max-total-tokens", "40000", *flags)
