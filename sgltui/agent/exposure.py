@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from sgltui.core import launch_secrets
 from sgltui.core.files import private_dir, write_json_atomic
 
 
@@ -46,7 +46,9 @@ class Exposures:
             self.by_slot.pop(slot, None)
         else:
             old = self.by_slot.get(slot)
-            key = old.api_key if old is not None else secrets.token_urlsafe(32)
+            key = old.api_key if old is not None else launch_secrets.new_key()
+            if launch_secrets.secret_problem(key):  # kept from before new_key(): it led with "-"
+                key = launch_secrets.new_key()
             self.by_slot[slot] = Exposure(address, key)
         private_dir(self.path.parent)
         write_json_atomic(  # 0600: core.files' default

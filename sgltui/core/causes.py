@@ -72,6 +72,9 @@ RULES: tuple[_Rule, ...] = (
             "Unknown speculative algorithm",
             "--model-path is required",
             "expected one argument",
+            # argparse's own form for any rejected value; it survives the log's redaction,
+            # which masks the word after "--api-key:" ("argument --api-key: ******** ...")
+            ": error: argument --",
         ),
         "the server rejected its command-line flags",
         "fix the flag in the profile (`sgltui profiles validate NAME` names the nearest valid flag)",

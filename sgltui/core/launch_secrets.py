@@ -62,7 +62,21 @@ def secret_problem(value: str) -> str | None:
         return "is empty"
     if not (value.isascii() and value.isprintable()) or " " in value:
         return "must be printable ASCII without spaces (it is sent in an HTTP header)"
+    if value.startswith("-"):
+        # SGLang's --config merge makes `api-key: "-x"` the argv words `--api-key -x`, and
+        # argparse takes a word that starts with "-" for a flag: the server exits 2 at once
+        # ("argument --api-key: expected one argument").
+        return 'must not start with "-" (SGLang would read it as a flag and not start)'
     return None
+
+
+def new_key(nbytes: int = 32) -> str:
+    """A random API key SGLang takes: token_urlsafe's alphabet has "-", and a key starting with
+    it cannot be passed (secret_problem); 1 in 64 did, and its launch exited 2."""
+    while True:
+        key = secrets.token_urlsafe(nbytes)
+        if secret_problem(key) is None:
+            return key
 
 
 def config_text(hidden: dict[str, str]) -> str:

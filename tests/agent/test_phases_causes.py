@@ -77,6 +77,8 @@ def test_estimate_uses_learned_durations():
         ),
         ("sglang serve: error: unrecognized arguments: --cuda-graph-max-bs 8", "flag"),
         ("sglang serve: error: argument --kv-cache-dtype: invalid choice: 'fp9'", "flag"),
+        # a key that leads with "-", as the agent's log shows it (redacted)
+        ("sglang serve: error: argument --api-key: ******** one argument", "flag"),
         (
             "OSError: foo/bar is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'",
             "model",

@@ -179,7 +179,7 @@ def test_kill9_agent_readopts_the_sleeper_still_asleep(agent):
     state = json.loads((agent.state_dir / "agent-state.json").read_text())
     assert f"0~{b}" in state["slots"]
     out = agent.call("swap", profile=b, wait=True)
-    assert out["result"]["ok"] and agent.slot()["last_swap"]["kind"] == "warm"
+    _assert_warm_swap(agent, out)
 
 
 def test_a_sleeper_is_never_relaunched_or_called_hung(agent, monkeypatch):
@@ -258,6 +258,15 @@ def test_front_off_refuses_the_standby(agent_handle, monkeypatch):
     assert agent.slot()["standbys"] == []
 
 
+def _assert_warm_swap(agent, out: dict) -> None:
+    """A re-adopted sleeper's warm swap succeeded; when not, the reply and the new agent's log
+    (a CI run under load once replied without an outcome here, and said no more)."""
+    last = agent.slot().get("last_swap") or {}
+    why = (out, last, agent.agent_log()[-3000:])
+    assert out.get("result") is not None, why
+    assert out["result"]["ok"] and last.get("kind") == "warm", why
+
+
 def _wait(cond, what: str, timeout: float = 20.0):
     deadline = time.monotonic() + timeout
     while True:
@@ -291,7 +300,7 @@ def test_agent_killed_mid_swap_undoes_it(agent):
     assert slot["profile"] == a and slot["state"] == "ready" and not slot.get("unresponsive")
     assert standby(agent, b)["state"] == "asleep"
     out = agent.call("swap", profile=b, wait=True)  # and the swap works from there
-    assert out["result"]["ok"] and agent.slot()["last_swap"]["kind"] == "warm", out
+    _assert_warm_swap(agent, out)
 
 
 def test_host_ram_counts_the_serving_copy_and_the_hicache_pool(agent):

@@ -121,3 +121,42 @@ def test_the_agents_resolved_profile_takes_the_same_channel(tmp_path):
 
     argv, path = launch_secrets.launch_command(Resolved.of(_profile(tmp_path)), tmp_path / "s")
     assert KEY not in " ".join(argv) and argv[-2:] == ["--config", str(path)]
+
+
+def test_a_key_that_leads_with_a_dash_is_refused_and_never_generated(tmp_path, monkeypatch):
+    """SGLang's --config merge turns `api-key: "-x"` into `--api-key -x`, which argparse reads as
+    a flag: the real simulator exits 2 on it (as SGLang does). A pool member's key came from
+    token_urlsafe, which led with "-" 1 time in 64 (CI's `fleet pool up` flake, exit code 2)."""
+    import subprocess
+    import sys
+
+    from sgltui.agent.exposure import Exposures
+
+    bad = "-" + KEY
+    path = write(tmp_path, "bad.yaml", launch_secrets.config_text({"api-key": bad}))
+    sim = subprocess.run(
+        [sys.executable, "-m", "sgltui.sim", "--model-path", "org/m", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert sim.returncode == 2 and "argument --api-key: expected one argument" in sim.stderr
+    body = f'name = "s"\n[server]\nmodel-path = "m"\napi-key = "{bad}"\n'
+    profile = get_profile(str(write(tmp_path, "s.toml", body)))
+    errors = [str(i) for i in check_profile(profile, load_bundled_catalog()) if i.is_error]
+    assert any('api-key: must not start with "-"' in e for e in errors), errors
+    with pytest.raises(ProfileError, match='must not start with "-"'):
+        launch_secrets.launch_command(profile, tmp_path / "secrets")
+    # new_key() draws again; an exposure keeps its key unless it is one of those
+    drawn = iter(["-first", "second"])
+    monkeypatch.setattr(launch_secrets.secrets, "token_urlsafe", lambda n: next(drawn))
+    assert launch_secrets.new_key() == "second"
+    state = tmp_path / "state"
+    (state / "secrets").mkdir(parents=True)
+    (state / "secrets" / "exposed.json").write_text(
+        '{"0": {"address": "10.0.0.1", "api_key": "-old"}, "1": {"address": "a", "api_key": "k"}}'
+    )
+    drawn = iter(["new"])
+    exposures = Exposures(state)
+    assert exposures.set("0", "10.0.0.1").api_key == "new"
+    assert exposures.set("1", "a").api_key == "k"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import httpx
 
@@ -53,6 +54,19 @@ DECODE_HYBRID_SPEC = (
     rf"cuda graph: (True|False), gen throughput \(token/s\): {F}, #queue-req: \d+$"
 )
 ACCESS = TS + r'INFO:     127\.0\.0\.1:\d+ - "(GET|POST) (\S+) HTTP/1\.1" (\d{3}) ([A-Za-z ]+)$'
+
+
+def _wait_match(sim, pattern: str, timeout: float = 30.0) -> list[str]:
+    """The simulator's lines once one matches `pattern`. A batch line is printed by the
+    scheduler process, and reaches the log behind the HTTP reply that a request's last token
+    ended (a loaded machine read it after the reply: "no speculative decode line")."""
+    rx = re.compile(pattern)
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = sim.lines()
+        if any(rx.search(ln) for ln in lines) or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.05)
 
 
 def _first_index(lines, pattern):
@@ -118,7 +132,8 @@ def test_hybrid_speculative_lines_and_warnings(sim_server):
         sim.url + "/generate",
         {"text": "hi", "sampling_params": {"max_new_tokens": 60, "ignore_eos": True}},
     )
-    lines = sim.lines()
+    _wait_match(sim, PREFILL_HYBRID)
+    lines = _wait_match(sim, DECODE_HYBRID_SPEC)
     assert _first_index(lines, PREFILL_HYBRID) >= 0
     accepts = [re.search(DECODE_HYBRID_SPEC, ln) for ln in lines]
     accepts = [float(m.group(1)) for m in accepts if m]

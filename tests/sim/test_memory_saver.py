@@ -163,27 +163,33 @@ def test_bad_tags_and_modes_are_400(sim_server, gpu_env):
 def test_retained_cpu_backup_makes_the_next_release_copy_without_pinning(sim_server, gpu_env):
     """TMS_RETAIN_CPU_BACKUP=1: the pinned copy stays after a resume (host RAM stays pinned), so
     a second release does not pin again, but it still copies GPU -> host (torch-memory-saver's
-    offload always copies), at the link's speed; a resume copies back."""
+    offload always copies), at the link's speed; a resume copies back.
+
+    The second release is held to the resume just before it (a copy the same way, over the
+    same HTTP round trip) rather than to a fixed bound: on a loaded machine a round trip alone
+    took 0.4 s, past the 0.3 s a fixed bound allowed."""
     gpu_dir, env = gpu_env
     sim = sim_server(
         *SAVER,
         "--sim-pinned-bandwidth-gbs",
         "8",
         "--sim-pin-s-per-gib",
-        "2",
+        "4",
         time_scale="0.02",
         env={**env, "TMS_RETAIN_CPU_BACKUP": "1"},
     )
     held = weights(gpu_doc(gpu_dir, sim.pid))
-    pin_s, copy_s = held / GIB * 2 * 0.02, held / 8e9 * 0.02  # ~0.6 s and ~0.04 s
+    pin_s, copy_s = held / GIB * 4 * 0.02, held / 8e9 * 0.02  # ~1.2 s and ~0.04 s
     post_json(sim.url + "/pause_generation", {"mode": "retract"})
     t0 = time.monotonic()
     post_json(sim.url + "/release_memory_occupation", {})
     assert time.monotonic() - t0 >= pin_s * 0.9  # the first release pins the whole backup
+    t0 = time.monotonic()
     post_json(sim.url + "/resume_memory_occupation", {})
+    resume_s = time.monotonic() - t0  # a copy and a round trip, no pinning
     assert gpu_doc(gpu_dir, sim.pid)["host_pinned_bytes"] > 10e9  # kept while it serves
     t0 = time.monotonic()
     post_json(sim.url + "/release_memory_occupation", {})
     took = time.monotonic() - t0
-    assert copy_s * 0.9 <= took < pin_s * 0.5
+    assert copy_s * 0.9 <= took < resume_s + pin_s * 0.5, (took, resume_s, pin_s)
     assert weights(gpu_doc(gpu_dir, sim.pid)) == 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from collections.abc import Callable
 
 import httpx
 import msgspec
@@ -74,19 +76,36 @@ async def load(url: str, n: int = 6, tokens: int = 400) -> None:
         await asyncio.gather(*(one(i) for i in range(n)))
 
 
-async def run_with_load(sim, tel: Telemetry, seconds_after: float = 0.5, **load_kw) -> list[dict]:
+LOAD_ROUNDS_S = 60.0  # how long the load is sent again while the samples miss what it shows
+
+
+async def run_with_load(
+    sim,
+    tel: Telemetry,
+    seconds_after: float = 0.5,
+    until: Callable[[], bool] | None = None,
+    **load_kw,
+) -> list[dict]:
+    """Telemetry sampling the simulator under a round of load; `until`: what the samples must
+    have caught (a full batch, a queue), the load sent again until they have. A round's full
+    batch lasts about a second: on a loaded machine the 0.1 s sampler caught two samples of
+    it, both before it (CI saw max running 0 of 4), so the wait is on what was seen."""
     samples: list[dict] = []
     tel.on_sample = samples.append
     tail = Tail(sim, tel)
     tail.pump()
     tel.attach("0", sim.pid, sim.url, None)
     await tel.start()
+    deadline = time.monotonic() + LOAD_ROUNDS_S
     try:
-        job = asyncio.create_task(load(sim.url, **load_kw))
-        while not job.done():
-            tail.pump()
-            await asyncio.sleep(0.05)
-        await job
+        while True:
+            job = asyncio.create_task(load(sim.url, **load_kw))
+            while not job.done():
+                tail.pump()
+                await asyncio.sleep(0.05)
+            await job
+            if until is None or until() or time.monotonic() > deadline:
+                break
         for _ in range(int(seconds_after / 0.05)):
             tail.pump()
             await asyncio.sleep(0.05)
@@ -99,10 +118,24 @@ def values(tel: Telemetry, name: str) -> list[float]:
     return [v for _, v in tel.series(name)["series"].get(name, []) if v is not None]
 
 
+def saw_a_full_batch(tel: Telemetry, full: int) -> bool:
+    """The samples caught the load at its height: every slot running, more queued, tokens made,
+    the GPU busy (what the tests then check against the server's own figures)."""
+    return all(
+        (
+            max(values(tel, "engine.0.num_running_reqs"), default=0) >= full,
+            max(values(tel, "engine.0.num_queue_reqs"), default=0) >= 1,
+            max(values(tel, "engine.0.gen_throughput"), default=0) > 0,
+            max(values(tel, "gpu.0.utilization_pct"), default=0) > 0,
+        )
+    )
+
+
 async def test_mtp_hicache_with_metrics_every_series(sim_server):
     sim = sim_server(*MTP_HICACHE, "--enable-metrics", time_scale="0.05")
     tel = Telemetry(lambda s: None, **FAST)
-    samples = await run_with_load(sim, tel)
+    full = httpx.get(sim.url + "/v1/loads").json()["loads"][0]["max_running_requests"]
+    samples = await run_with_load(sim, tel, until=lambda: saw_a_full_batch(tel, full))
 
     pub = next(p for p in read_publications() if p["pid"] == sim.pid)
     loads = httpx.get(sim.url + "/v1/loads").json()["loads"][0]
@@ -195,7 +228,7 @@ async def test_plain_server_without_metrics_uses_v1_loads(sim_server):
     )
     assert httpx.get(sim.url + "/metrics").status_code == 404
     tel = Telemetry(lambda s: None, **FAST)
-    await run_with_load(sim, tel, n=5)
+    await run_with_load(sim, tel, n=5, until=lambda: saw_a_full_batch(tel, 3))
     e = tel.snapshot()["engine"]["0"]
     loads = httpx.get(sim.url + "/v1/loads").json()["loads"][0]
     assert e["source"] == "loads" and e["error"] is None
