@@ -23,6 +23,7 @@ async def accept(host: AdviceHost) -> None:
     if host.refused_read_only():
         return
     pane = host.insight()
+    await pane.advice_now(host.model)
     best = pane.proposal
     serving = pane.advice.serving if pane.advice else None
     if best is None or serving is None:

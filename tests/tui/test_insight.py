@@ -197,6 +197,21 @@ async def test_the_proposal_line_and_its_key_write_the_profile(tmp_path, monkeyp
     assert written.server["hicache-ratio"] == pane.proposal.delta["hicache-ratio"]
 
 
+async def test_the_accept_key_works_before_the_insight_tab_was_opened(tmp_path, monkeypatch):
+    """P from the Logs tab, the Insight pane never shown (so never worked out): the proposal is
+    worked out then, not refused with "no proposal"."""
+    from sgltui.tui.screens import AcceptChoice
+
+    app = _app("demo-base", KV_BOUND_CARD)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.model.connected and app.model.current is not None)
+        pane = app.query_one(InsightPane)
+        assert pane.advice is None and not pane.is_on_screen
+        await pilot.press("P")
+        await until(pilot, lambda: isinstance(app.screen, AcceptChoice))
+        assert pane.proposal is not None and pane.proposal.name == "demo-base+hicache"
+
+
 async def test_no_raise_when_the_flag_binds_at_what_memory_holds():
     """The MTP card bound by its flag at 4 while its 12 state slots hold no more: nothing
     proposes raising the flag (the pool binds, so the line offers hicache, if anything)."""

@@ -9,6 +9,7 @@ ADVICE_EVERY_S while the pane is shown."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -149,17 +150,25 @@ class InsightPane(Widget, can_focus=True):
     def _advise_in_thread(
         self, slot: Any, telemetry: Any, job: Any, accept: dict[int, float], dirs: list[str]
     ) -> None:
-        try:
-            profile = get_profile(slot.profile, dirs)
-            catalog = catalog_for(profile)
-            s = advice_inputs.situation(profile, slot, telemetry, job, accept)
-            result: advice.Advice | None = advice.advise(
-                s, advice.profile_check(profile, catalog), lambda n: catalog.lookup(n) is not None
-            )
-            error = None
-        except (ProfileError, OSError, ValueError) as exc:  # said in the pane, not raised
-            result, error = None, f"no proposal: {str(exc).splitlines()[0][:200]}"
+        result, error = _work_out(slot, telemetry, job, accept, dirs)
         self.app.call_from_thread(self._advice_ready, result, error)
+
+    async def advice_now(self, model: Any) -> advice.Advice | None:
+        """The proposals for `model` (the app's TuiModel) as of now, worked out (in a thread)
+        if the pane has none yet: the accept key works before the Insight tab was opened."""
+        slot = getattr(model, "current", None)
+        if self.advice is not None or model is None or slot is None or not slot.capacity:
+            return self.advice
+        if slot.state not in _SERVING or not slot.profile:
+            return self.advice
+        job = advice_inputs.job_for(slot.id, list(model.jobs.values()), None)
+        accept = self.ledger.figures(slot.profile).accept_by_c()
+        dirs = list(getattr(getattr(self.app, "source", None), "profiles_dirs", []) or [])
+        result, error = await asyncio.to_thread(
+            _work_out, slot, model.telemetry, job, accept, dirs
+        )
+        self._advice_ready(result, error)
+        return result
 
     def _advice_ready(self, result: advice.Advice | None, error: str | None) -> None:
         self.advice, self.advice_error = result, error
@@ -213,3 +222,19 @@ class InsightPane(Widget, can_focus=True):
 
     def render(self) -> Content:
         return Content.from_markup(self._text or self._card_text())
+
+
+def _work_out(
+    slot: Any, telemetry: Any, job: Any, accept: dict[int, float], dirs: list[str]
+) -> tuple[advice.Advice | None, str | None]:
+    """The serving profile's proposals (core/advice.py), or why none could be worked out."""
+    try:
+        profile = get_profile(slot.profile, dirs)
+        catalog = catalog_for(profile)
+        s = advice_inputs.situation(profile, slot, telemetry, job, accept)
+        result = advice.advise(
+            s, advice.profile_check(profile, catalog), lambda n: catalog.lookup(n) is not None
+        )
+    except (ProfileError, OSError, ValueError) as exc:  # said in the pane, not raised
+        return None, f"no proposal: {str(exc).splitlines()[0][:200]}"
+    return result, None
