@@ -164,9 +164,7 @@ class InsightPane(Widget, can_focus=True):
         job = advice_inputs.job_for(slot.id, list(model.jobs.values()), None)
         accept = self.ledger.figures(slot.profile).accept_by_c()
         dirs = list(getattr(getattr(self.app, "source", None), "profiles_dirs", []) or [])
-        result, error = await asyncio.to_thread(
-            _work_out, slot, model.telemetry, job, accept, dirs
-        )
+        result, error = await asyncio.to_thread(_work_out, slot, model.telemetry, job, accept, dirs)
         self._advice_ready(result, error)
         return result
 
