@@ -112,7 +112,14 @@ def run_child(mode: str) -> None:
         state = Path(os.environ["SGLTUI_BENCH_STATE"])
         run_when_ready(make_app(LiveSource(state, client_name="tui"), load_user_themes=False))
         return
-    from tests.support.scripted import LOG_LINES, ScriptedSource, make_host_status, make_status
+    from tests.support.scripted import (
+        LOG_LINES,
+        ScriptedSource,
+        make_host_sample,
+        make_host_status,
+        make_sample,
+        make_status,
+    )
 
     # `--slots N`: a host of N slots in one pool (the slots view, a series per slot).
     slots = int(os.environ.get("SGLTUI_BENCH_SLOTS") or 1)
@@ -124,11 +131,22 @@ def run_child(mode: str) -> None:
     # (subscribe logs="tick", agent/logbatch.py).
     # A log longer than the log view, as a served server's is: each new line scrolls the whole
     # view, in the live rounds as in the floor's.
+    # The samples are made before the app starts, as the agent makes them in its own process:
+    # a sample built at each tick (8 slots' GPUs and engines) cost the measured process ~0.1 ms
+    # a second, 0.03x of the clock, that was none of the TUI's work. Enough for a slow start,
+    # the warm-up and the round; made at each tick after that.
+    ticks = int(float(os.environ.get("SGLTUI_BENCH_TICKS") or 0))
+    ids = [str(s["id"]) for s in status["slots"]]
+    samples = [
+        make_host_sample(float(t), ids) if slots > 1 else make_sample(float(t))
+        for t in range(1, ticks + 1)
+    ]
     source = ScriptedSource(
         status,
         live_interval=1.0 if mode == "app" else None,
         logs=LOG_LINES * 6,
         logs_per_tick=True,
+        samples=samples if mode == "app" else (),
     )
     # Events come from this TUI's own client: a command from another client pops a notification,
     # which is not what an idle screen does every few seconds.
@@ -264,6 +282,7 @@ def measure(mode: str, seconds: float, warmup: float, env_extra: dict | None = N
     env.pop("TEXTUAL", None)
     env.update(env_extra or {})
     env["SGLTUI_BENCH_CPU"] = str(marks)
+    env["SGLTUI_BENCH_TICKS"] = str(int(seconds + warmup + 120))  # (the scripted samples)
     proc = subprocess.Popen(
         [sys.executable, __file__, "--child", mode],
         stdin=slave,
