@@ -14,8 +14,9 @@ Budgets (the design's), each measured in the same run against its baseline:
 The scripted rounds also measure the screen's floor: the same screen with nothing arriving,
 repainting each second, from strips already drawn, the lines a live second changes. It is what
 Textual's compositor and the terminal writes cost for those lines whatever sgltui does; the
-live ratio less the floor's is sgltui's own work. (With 8 busy slots the floor alone is ~1.9x
-the clock: docs/performance.md, "Fifth round".)
+live ratio less the floor's is sgltui's own work, within 0.2x of the clock (issue 49's budget:
+with 8 busy slots the floor alone is ~1.9x the clock, above budget 1; docs/performance.md,
+"Fifth round" and "Eighth round").
 
 All apps run in a real pseudo-terminal (the real driver, real escape codes written), 120x40, as
 the user sees them. Rounds alternate baseline/app so background load hits both alike, and each
@@ -48,6 +49,9 @@ from pathlib import Path
 BUDGET = 1.2  # idle, any number of slots
 LIVE_BUDGET = 0.1  # under load, one slot
 POOL_LIVE_BUDGET = 0.2  # under load, a pool of several slots
+# sgltui's own work on the scripted screen (the live ratio less its floor's), in clocks: with
+# 8 busy slots the floor alone is above BUDGET, so this is the budget the app's work can meet.
+OWN_BUDGET = 0.2
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # agent_host
 sys.path.insert(
@@ -387,9 +391,11 @@ def main() -> int:
         app.append(measure("app", args.seconds, args.warmup))
         static.append(measure("app-static", args.seconds, args.warmup))
         floor.append(measure("app-floor", args.seconds, args.warmup))
+        own_r = (app[-1] - floor[-1]) / bare[-1] if bare[-1] > 0 else float("inf")
         print(
             f"round {r + 1} (load average {os.getloadavg()[0]:.2f}): bare clock {bare[-1] * 100:5.2f}%   sgltui all panes live {app[-1] * 100:5.2f}%   "
-            f"nothing arriving {static[-1] * 100:5.2f}%   its floor {floor[-1] * 100:5.2f}%  (CPU of one core)"
+            f"nothing arriving {static[-1] * 100:5.2f}%   its floor {floor[-1] * 100:5.2f}%  (CPU of one core)   "
+            f"own work {own_r:+.2f}x"
         )
     b, a, s = sum(bare) / len(bare), sum(app) / len(app), sum(static) / len(static)
     f = sum(floor) / len(floor)
@@ -404,9 +410,14 @@ def main() -> int:
     floor_ratio = f / b if b > 0 else float("inf")
     print(
         f"floor {floor_ratio:.2f}x the clock: the budget is {'within' if floor_ratio <= BUDGET else 'BELOW'} "
-        f"what Textual spends repainting these lines; sgltui's own work {ratio - floor_ratio:+.2f}x"
+        f"what Textual spends repainting these lines"
     )
-    ok = ratio <= BUDGET
+    own = ratio - floor_ratio
+    print(
+        f"sgltui's own work (live less floor) {own:+.2f}x the clock, "
+        f"{(a - f) * 1000:.2f} ms a second  ({verdict(own, OWN_BUDGET)})"
+    )
+    ok = ratio <= BUDGET and own <= OWN_BUDGET
     if not args.no_agent:
         ok = measure_agent(args, bare) and ok
     return 0 if ok else 1
