@@ -111,12 +111,16 @@ class ThroughputPane(Widget, can_focus=True):
             self._memo = charts.ColumnMemo()  # other slots: their columns go
         self._drawn_from = drawn_from
         chart = self._chart_input(width)
-        self._newest = charts.NewestColumn.of(chart)
         # (a layout re-sums only the newest columns, core.charts.ColumnMemo: cheap enough to
         # work out and compare on every sample that does not repeat the last)
         layout = chart.layout()
         if same_look and layout == self._layout:
+            # Nothing visible changed: an idle server's, likely to repeat. The shortcut for
+            # the next samples is taken from this one; a busy sample, whose next one changes
+            # the chart again, does not make it (a look at every series' newest column).
+            self._newest = charts.NewestColumn.of(chart)
             return
+        self._newest = None
         old = self._strips
         strips = self._draw(width, layout)
         if len(strips) != self.content_size.height:
