@@ -14,8 +14,9 @@ Budgets (the design's), each measured in the same run against its baseline:
 The scripted rounds also measure the screen's floor: the same screen with nothing arriving,
 repainting each second, from strips already drawn, the lines a live second changes. It is what
 Textual's compositor and the terminal writes cost for those lines whatever sgltui does; the
-live ratio less the floor's is sgltui's own work. (With 8 busy slots the floor alone is ~1.9x
-the clock: docs/performance.md, "Fifth round".)
+live ratio less the floor's is sgltui's own work, within 0.2x of the clock (issue 49's budget:
+with 8 busy slots the floor alone is ~1.9x the clock, above budget 1; docs/performance.md,
+"Fifth round" and "Eighth round").
 
 All apps run in a real pseudo-terminal (the real driver, real escape codes written), 120x40, as
 the user sees them. Rounds alternate baseline/app so background load hits both alike, and each
@@ -48,6 +49,9 @@ from pathlib import Path
 BUDGET = 1.2  # idle, any number of slots
 LIVE_BUDGET = 0.1  # under load, one slot
 POOL_LIVE_BUDGET = 0.2  # under load, a pool of several slots
+# sgltui's own work on the scripted screen (the live ratio less its floor's), in clocks: with
+# 8 busy slots the floor alone is above BUDGET, so this is the budget the app's work can meet.
+OWN_BUDGET = 0.2
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # agent_host
 sys.path.insert(
@@ -112,7 +116,14 @@ def run_child(mode: str) -> None:
         state = Path(os.environ["SGLTUI_BENCH_STATE"])
         run_when_ready(make_app(LiveSource(state, client_name="tui"), load_user_themes=False))
         return
-    from tests.support.scripted import LOG_LINES, ScriptedSource, make_host_status, make_status
+    from tests.support.scripted import (
+        LOG_LINES,
+        ScriptedSource,
+        make_host_sample,
+        make_host_status,
+        make_sample,
+        make_status,
+    )
 
     # `--slots N`: a host of N slots in one pool (the slots view, a series per slot).
     slots = int(os.environ.get("SGLTUI_BENCH_SLOTS") or 1)
@@ -124,11 +135,22 @@ def run_child(mode: str) -> None:
     # (subscribe logs="tick", agent/logbatch.py).
     # A log longer than the log view, as a served server's is: each new line scrolls the whole
     # view, in the live rounds as in the floor's.
+    # The samples are made before the app starts, as the agent makes them in its own process:
+    # a sample built at each tick (8 slots' GPUs and engines) cost the measured process ~0.1 ms
+    # a second, 0.03x of the clock, that was none of the TUI's work. Enough for a slow start,
+    # the warm-up and the round; made at each tick after that.
+    ticks = int(float(os.environ.get("SGLTUI_BENCH_TICKS") or 0))
+    ids = [str(s["id"]) for s in status["slots"]]
+    samples = [
+        make_host_sample(float(t), ids) if slots > 1 else make_sample(float(t))
+        for t in range(1, ticks + 1)
+    ]
     source = ScriptedSource(
         status,
         live_interval=1.0 if mode == "app" else None,
         logs=LOG_LINES * 6,
         logs_per_tick=True,
+        samples=samples if mode == "app" else (),
     )
     # Events come from this TUI's own client: a command from another client pops a notification,
     # which is not what an idle screen does every few seconds.
@@ -264,6 +286,7 @@ def measure(mode: str, seconds: float, warmup: float, env_extra: dict | None = N
     env.pop("TEXTUAL", None)
     env.update(env_extra or {})
     env["SGLTUI_BENCH_CPU"] = str(marks)
+    env["SGLTUI_BENCH_TICKS"] = str(int(seconds + warmup + 120))  # (the scripted samples)
     proc = subprocess.Popen(
         [sys.executable, __file__, "--child", mode],
         stdin=slave,
@@ -368,9 +391,11 @@ def main() -> int:
         app.append(measure("app", args.seconds, args.warmup))
         static.append(measure("app-static", args.seconds, args.warmup))
         floor.append(measure("app-floor", args.seconds, args.warmup))
+        own_r = (app[-1] - floor[-1]) / bare[-1] if bare[-1] > 0 else float("inf")
         print(
             f"round {r + 1} (load average {os.getloadavg()[0]:.2f}): bare clock {bare[-1] * 100:5.2f}%   sgltui all panes live {app[-1] * 100:5.2f}%   "
-            f"nothing arriving {static[-1] * 100:5.2f}%   its floor {floor[-1] * 100:5.2f}%  (CPU of one core)"
+            f"nothing arriving {static[-1] * 100:5.2f}%   its floor {floor[-1] * 100:5.2f}%  (CPU of one core)   "
+            f"own work {own_r:+.2f}x"
         )
     b, a, s = sum(bare) / len(bare), sum(app) / len(app), sum(static) / len(static)
     f = sum(floor) / len(floor)
@@ -385,9 +410,14 @@ def main() -> int:
     floor_ratio = f / b if b > 0 else float("inf")
     print(
         f"floor {floor_ratio:.2f}x the clock: the budget is {'within' if floor_ratio <= BUDGET else 'BELOW'} "
-        f"what Textual spends repainting these lines; sgltui's own work {ratio - floor_ratio:+.2f}x"
+        f"what Textual spends repainting these lines"
     )
-    ok = ratio <= BUDGET
+    own = ratio - floor_ratio
+    print(
+        f"sgltui's own work (live less floor) {own:+.2f}x the clock, "
+        f"{(a - f) * 1000:.2f} ms a second  ({verdict(own, OWN_BUDGET)})"
+    )
+    ok = ratio <= BUDGET and own <= OWN_BUDGET
     if not args.no_agent:
         ok = measure_agent(args, bare) and ok
     return 0 if ok else 1

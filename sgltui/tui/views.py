@@ -516,6 +516,22 @@ def slot_row(
     """One slot: name, GPUs, profile, state, tok/s, running/queued, GPU memory. `down`: its
     host is unreachable ('unreachable since 14:02'): the row is what the host said last, dimmed,
     with that line for its state and no figures."""
+    return joined(slot_row_parts(slot, f, selected, down))
+
+
+def slot_row_parts(
+    slot: protocol.SlotStatus, f: SlotFigures, selected: bool, down: str | None = None
+) -> LineParts:
+    """`slot_row` in parts: the styled head (its slot's name, GPUs, profile and state, which
+    change with a STATUS), the figures as plain text (which change with every sample), and
+    no tail. A down host's row is all head."""
+    if down is not None:
+        return (slot_head(slot, selected, down), "", "")
+    return (slot_head(slot, selected), slot_figures_text(f), "")
+
+
+def slot_head(slot: protocol.SlotStatus, selected: bool, down: str | None = None) -> str:
+    """The styled part of a slot's row (see slot_row)."""
     gpus = ",".join(map(str, slot.gpus)) or "-"
     mark = "[b $accent]▸[/]" if selected else " "
     if down is not None:
@@ -533,9 +549,13 @@ def slot_row(
         state_txt = f"[{style}]{escape(f'{text:<11}')}[/]" if style else escape(f"{text:<11}")
     return (
         f"{mark} {escape(_cut_name(slot.id, 8)):<8} {escape(_cut(gpus, 5)):<5} "
-        f"{escape(_cut(slot.profile or '-', 18)):<18} {state_txt} "
-        f"{units.sig3(f.tok_s):>7}  {_req(f):>5}  {_mem(f.mem_used, f.mem_total)}"
+        f"{escape(_cut(slot.profile or '-', 18)):<18} {state_txt}"
     )
+
+
+def slot_figures_text(f: SlotFigures) -> str:
+    """The figures of a slot's row, plain: ' 141    4/3  80/140G'."""
+    return f" {units.sig3(f.tok_s):>7}  {_req(f):>5}  {_mem(f.mem_used, f.mem_total)}"
 
 
 def unmanaged_row(u: protocol.Unmanaged, selected: bool) -> str:
@@ -561,6 +581,19 @@ def pool_row(
     """A pool: its slots summed (throughput, requests, memory), how many are ready, whether
     they run one profile, and its gateway. `down`: its gateway's host is unreachable; `gone`:
     its slots whose host is (not counted ready: what they said last may no longer hold)."""
+    return joined(pool_row_parts(pool, slots, figures, down, gone))
+
+
+def pool_row_parts(
+    pool: protocol.PoolStatus,
+    slots: list[protocol.SlotStatus],
+    figures: list[SlotFigures],
+    down: str | None = None,
+    gone: Collection[str] = (),
+) -> LineParts:
+    """`pool_row` in parts: the styled head (name, profile, ready count), the summed figures
+    as plain text, the gateway's styled tail (a roll's progress is in it: plain text in the
+    tail stays with it)."""
     ready = sum(1 for s in slots if s.state == SlotState.READY and s.id not in gone)
     profiles = {s.profile for s in slots if s.profile and s.state != SlotState.STOPPED}
     tok = [f.tok_s for f in figures if f.tok_s is not None]
@@ -594,12 +627,15 @@ def pool_row(
         gw = f"  [$error]{what} stopped{escape(f' at {at}' if at else '')}: {escape(str(roll.error))}[/]"
     elif pool.gateway is not None and pool.gateway.state:
         gw = f"  [dim]gateway {escape(pool.gateway.state)}[/]"
-    return (
+    head = (
         f"  [b]{escape(_cut('pool ' + pool.name, 14)):<14}[/] "
-        f"{escape(_cut(what, 18)):<18} [{style}]{escape(f'{state:<11}')}[/] "
-        f"{units.sig3(sum(tok)) if tok else '-':>7}  {req:>5}  "
-        f"{_mem(sum(used) if used else None, sum(total) if total else None)}{gw}"
+        f"{escape(_cut(what, 18)):<18} [{style}]{escape(f'{state:<11}')}[/]"
     )
+    plain = (
+        f" {units.sig3(sum(tok)) if tok else '-':>7}  {req:>5}  "
+        f"{_mem(sum(used) if used else None, sum(total) if total else None)}"
+    )
+    return (head, plain, gw)
 
 
 HOST_NAME_WIDTH = 16  # the Hosts view's widest name column (a selector's pods: k.sgltui-0)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 GIB = 2**30
 MIB = 2**20
 T0 = 1764690000.0  # fixed clock for deterministic screens
+_TICK: dict[str, Any] = {"push": "tick"}  # ScriptedSource's live tick, in its queue (identity)
 
 PROFILES = [
     {
@@ -292,6 +293,7 @@ class ScriptedSource:
         on_call: Callable[[str, dict[str, Any], ScriptedSource], Any] | None = None,
         status_follows_samples: bool = False,
         logs_per_tick: bool = False,
+        samples: Iterable[dict[str, Any]] = (),
     ) -> None:
         self.status = status
         self.script = list(script or [])
@@ -303,6 +305,9 @@ class ScriptedSource:
         # As the agent's with subscribe logs="tick" (agent/logbatch.py): the live loop's log
         # lines, fed or its own, go out as one "logs" push just before each sample.
         self.logs_per_tick = logs_per_tick
+        # The live ticks' samples, made beforehand (then made at each tick): a sample built
+        # in the measured process is the agent's work, not the TUI's (bench_tui_idle.py).
+        self._samples = iter(samples)
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.connects = 0
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -325,30 +330,47 @@ class ScriptedSource:
                 tel = self.status.setdefault("telemetry", {})
                 tel.update({k: v for k, v in item["data"].items() if k != "v"})
             yield item
-        t = 0.0
         loop = asyncio.get_running_loop()
-        due = loop.time() + (self.live_interval or 0.0)
+        interval = self.live_interval or 0.0
+        due = loop.time() + interval
+        timer: asyncio.TimerHandle | None = None
+
+        def tick() -> None:
+            # The tick is a timer of the loop's putting a mark in the queue: pushes fed
+            # meanwhile do not delay the next sample, which comes every live_interval (a wait
+            # restarted on each fed push made the bench's "1 Hz" samples ~0.5 Hz), and no
+            # task is made per wait (asyncio.wait_for's, in the measured process).
+            nonlocal due, timer
+            self._queue.put_nowait(_TICK)
+            due += interval
+            timer = loop.call_at(due, tick)
+
+        if self.live_interval is not None:
+            timer = loop.call_at(due, tick)
+        try:
+            async for push in self._live(interval):
+                yield push
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    async def _live(self, interval: float) -> AsyncIterator[dict[str, Any]]:
+        """Pushes fed, and at each tick a sample and a log line (see pushes)."""
+        t = 0.0
         held: list[dict[str, Any]] = []  # log lines waiting for the tick (logs_per_tick)
         while True:
-            if self.live_interval is None:
-                yield await self._queue.get()
-                continue
-            # Pushes fed meanwhile do not delay the next sample: it comes every live_interval
-            # (a wait restarted on each fed push made the bench's "1 Hz" samples ~0.5 Hz).
-            try:
-                push = await asyncio.wait_for(self._queue.get(), max(0.0, due - loop.time()))
-            except asyncio.TimeoutError:
-                pass
-            else:
+            push = await self._queue.get()
+            if push is not _TICK:
                 if self.logs_per_tick and push.get("push") == "log":
                     held.append(push["data"])
                 else:
                     yield push
                 continue
-            due += self.live_interval
-            t += self.live_interval
+            t += interval
             ids = [str(s.get("id")) for s in self.status.get("slots") or []]
-            sample = make_host_sample(t, ids) if len(ids) > 1 else make_sample(t)
+            sample = next(self._samples, None)
+            if sample is None:
+                sample = make_host_sample(t, ids) if len(ids) > 1 else make_sample(t)
             own = {
                 "push": "log",
                 "data": {

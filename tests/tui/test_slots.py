@@ -316,3 +316,37 @@ async def test_a_row_is_one_strip_of_its_parts_and_reads_as_its_markup(monkeypat
             assert len(made) == 1, markup  # (the slots' rows and the pool's, with a tail)
             plain = Content.from_markup(markup).plain
             assert line.text == plain.ljust(width) and line.cell_length == width
+
+
+def test_a_rows_head_is_kept_only_while_its_slot_pick_and_host_are_the_same():
+    """The slots view keeps each slot's styled head between samples (a sample changes the
+    figures only); a new SlotStatus (a STATUS or an event: the model never changes one in
+    place) or another pick draws it afresh, and a slot gone drops it."""
+    import msgspec
+
+    from sgltui.tui import views
+    from sgltui.tui.model import TuiModel
+
+    m = TuiModel()
+    m.apply_status(make_host_status(3))
+    slots, pools = m.slots, m.pools
+
+    def figures(t: float) -> dict[str, views.SlotFigures]:
+        m.apply_push({"push": "sample", "data": make_host_sample(t, slot_names(3))})
+        return {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in slots}
+
+    heads: dict = {}
+    first = SlotsPane.rows(slots, pools, figures(1.0), "a", heads=heads)
+    assert first == SlotsPane.rows(slots, pools, figures(1.0), "a")
+    kept = heads["b"][3]
+    later = SlotsPane.rows(slots, pools, figures(9.0), "a", heads=heads)
+    assert heads["b"][3] is kept  # a sample: the same head, new figures
+    assert later == SlotsPane.rows(slots, pools, figures(9.0), "a") and later != first
+    # A slot that changed (a new Struct), another pick: as drawn afresh.
+    changed = [msgspec.structs.replace(slots[0], state="draining"), *slots[1:]]
+    for picked in ("a", "b"):
+        got = SlotsPane.rows(changed, pools, figures(9.0), picked, heads=heads)
+        assert got == SlotsPane.rows(changed, pools, figures(9.0), picked)
+    assert "draining" in SlotsPane.rows(changed, pools, figures(9.0), "a", heads=heads)[0][1]
+    SlotsPane.rows(changed[:2], pools, figures(9.0), "a", heads=heads)
+    assert set(heads) == {"a", "b"}

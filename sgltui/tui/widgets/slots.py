@@ -14,6 +14,7 @@ repainted every row on any change of one: with 8 slots, the largest part of an i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -84,6 +85,10 @@ class SlotsPane(ScrollView, can_focus=True):
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
         # (part markup, look) -> its Strip
         self._heads: dict[tuple[object, ...], Strip] = {}
+        # slot -> (its SlotStatus, picked, down, its row's head): see rows
+        self._slot_heads: dict[str, tuple[object, bool, str | None, str]] = {}
+        # What every line of a frame shares (render_lines): the width, the two looks, focus.
+        self._frame: tuple[int, Any, Any, bool] | None = None
 
     @property
     def options(self) -> list[Option]:
@@ -99,7 +104,7 @@ class SlotsPane(ScrollView, can_focus=True):
         down: Mapping[str, str] | None = None,
         unmanaged: Sequence[protocol.Unmanaged] = (),
     ) -> None:
-        rows = self.rows(slots, pools, figures, selected, down, unmanaged)
+        rows = self.rows(slots, pools, figures, selected, down, unmanaged, self._slot_heads)
         old = self._rows
         self._rows = rows
         if [i for i, _ in old] != [i for i, _ in rows]:
@@ -130,9 +135,12 @@ class SlotsPane(ScrollView, can_focus=True):
         selected: str | None,
         down: Mapping[str, str] | None = None,
         unmanaged: Sequence[protocol.Unmanaged] = (),
+        heads: dict[str, tuple[object, bool, str | None, str]] | None = None,
     ) -> list[tuple[str, str]]:
         """(row id, markup) of every row: each pool's slots, then the pool's own row, then the
-        slots in no pool, then the servers found and not managed (dimmed)."""
+        slots in no pool, then the servers found and not managed (dimmed). `heads` keeps
+        each slot's head from one call to the next: it changes with a STATUS (a new
+        SlotStatus), a pick or a host going down, not with a sample's figures."""
         by_id = {s.id: s for s in slots}
         rows: list[tuple[str, str]] = []
         placed: set[str] = set()
@@ -142,7 +150,16 @@ class SlotsPane(ScrollView, can_focus=True):
             return down.get(name.partition("/")[0]) if "/" in name else None
 
         def slot_row(s: protocol.SlotStatus) -> tuple[str, str]:
-            return f"slot:{s.id}", views.slot_row(s, figures[s.id], s.id == selected, gone(s.id))
+            picked, away = s.id == selected, gone(s.id)
+            kept = heads.get(s.id) if heads is not None else None
+            if kept is not None and kept[0] is s and kept[1:3] == (picked, away):
+                head = kept[3]
+            else:
+                head = views.slot_head(s, picked, away)
+                if heads is not None:
+                    heads[s.id] = (s, picked, away, head)
+            plain = "" if away is not None else views.slot_figures_text(figures[s.id])
+            return f"slot:{s.id}", views.joined((head, plain, ""))
 
         for pool in pools:
             members = [by_id[sid] for sid in pool.slots if sid in by_id]
@@ -162,6 +179,9 @@ class SlotsPane(ScrollView, can_focus=True):
                 rows.append(slot_row(s))
         for u in unmanaged:  # servers the user started, dimmed: `A` attaches the highlighted
             rows.append((f"found:{u.pid}", views.unmanaged_row(u, False)))
+        if heads is not None and len(heads) > len(by_id):
+            for sid in set(heads) - set(by_id):  # slots gone
+                del heads[sid]
         return rows
 
     # -- the cursor --------------------------------------------------------------------------
@@ -258,17 +278,37 @@ class SlotsPane(ScrollView, can_focus=True):
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._rows)
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # Per frame, not per line: the width, the rows' two looks and the focus (each a walk
+        # over styles or reactives: most of a cached row's cost, 9 rows a frame).
+        self._frame = (
+            self.scrollable_content_region.width,
+            self.get_visual_style("slots--row"),
+            self.get_visual_style("slots--row", "slots--highlighted"),
+            self.has_focus,
+        )
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
     def render_line(self, y: int) -> Strip:
         index = y + self.scroll_offset.y
-        width = self.scrollable_content_region.width
-        lit = index == self.highlighted
-        if lit:
-            style = self.get_visual_style("slots--row", "slots--highlighted")
+        frame = self._frame
+        if frame is None:  # (called outside a frame)
+            width, plain, lit_style, focused = (
+                self.scrollable_content_region.width,
+                self.get_visual_style("slots--row"),
+                self.get_visual_style("slots--row", "slots--highlighted"),
+                self.has_focus,
+            )
         else:
-            style = self.get_visual_style("slots--row")
+            width, plain, lit_style, focused = frame
+        lit = index == self.highlighted
+        style = lit_style if lit else plain
         if not 0 <= index < len(self._rows):
             return Strip.blank(width, style.rich_style)
-        key = (self._rows[index][1], width, lit, self.has_focus, self.app.theme)
+        key = (self._rows[index][1], width, lit, focused, self.app.theme)
         hit = self._strips.get(index)
         if hit is not None and hit[0] == key:
             return hit[1]

@@ -111,12 +111,16 @@ class ThroughputPane(Widget, can_focus=True):
             self._memo = charts.ColumnMemo()  # other slots: their columns go
         self._drawn_from = drawn_from
         chart = self._chart_input(width)
-        self._newest = charts.NewestColumn.of(chart)
         # (a layout re-sums only the newest columns, core.charts.ColumnMemo: cheap enough to
         # work out and compare on every sample that does not repeat the last)
         layout = chart.layout()
         if same_look and layout == self._layout:
+            # Nothing visible changed: an idle server's, likely to repeat. The shortcut for
+            # the next samples is taken from this one; a busy sample, whose next one changes
+            # the chart again, does not make it (a look at every series' newest column).
+            self._newest = charts.NewestColumn.of(chart)
             return
+        self._newest = None
         old = self._strips
         strips = self._draw(width, layout)
         if len(strips) != self.content_size.height:
@@ -132,7 +136,11 @@ class ThroughputPane(Widget, can_focus=True):
 
     # -- layout -------------------------------------------------------------------------------
 
-    def _chart_series(self) -> tuple[charts.ChartSeries, list[charts.ChartSeries]]:
+    def _chart_series(
+        self, with_slots: bool = True
+    ) -> tuple[charts.ChartSeries, list[charts.ChartSeries]]:
+        """The plotted series and the others; `with_slots` False leaves out the row of each
+        slot (several slots: the totals only)."""
         out = []
         for name, label, short, _, form in ROWS:
             if name == "accept_length" and not self._has_spec:
@@ -143,12 +151,30 @@ class ThroughputPane(Widget, can_focus=True):
             if name == "gen_throughput" and self._slots:
                 # Several slots: the plot is their total, and each slot's tok/s has a row.
                 out[0] = charts.ChartSeries(name, "total tok/s", short, points, latest)
-                for sid, slot_points in self._slots.items():
-                    now = units.sig3(slot_points[-1][1]) if slot_points else "-"
-                    # A fleet's host/slot keeps its end in the gutter: pu1/0 and pu2/0 differ.
-                    short = sid[:5] if "/" not in sid else sid[-5:]
-                    out.append(charts.ChartSeries(f"slot:{sid}", sid, short, slot_points, now))
+                if with_slots:
+                    out.extend(self._slot_series())
         return out[0], out[1:]
+
+    def _slot_series(self) -> list[charts.ChartSeries]:
+        out = []
+        for sid, slot_points in self._slots.items():
+            now = units.sig3(slot_points[-1][1]) if slot_points else "-"
+            # A fleet's host/slot keeps its end in the gutter: pu1/0 and pu2/0 differ.
+            short = sid[:5] if "/" not in sid else sid[-5:]
+            out.append(charts.ChartSeries(f"slot:{sid}", sid, short, slot_points, now))
+        return out
+
+    def _slot_rows_fit(self, rows: int, totals: int) -> bool:
+        """Whether a row per slot may fit `room` beside at least 3 rows of plot, counted
+        before any legend is laid out: a legend of one row at least, the time axis, a row per
+        other series. Where it cannot (8 slots at 120x40), the slots' series are neither
+        formatted nor laid out each sample only to be dropped (_fit_room)."""
+        if self._slots and self.screen.has_class("-short"):
+            return False  # (a short screen shows the total only: _chart_input)
+        if self.room is None or not self._slots:
+            return True
+        rest = 1 + 1 + totals + len(self._slots)
+        return min(rows, self.room - 2 - rest) >= 3
 
     def _points_of(self, name: str) -> Sequence[tuple[float, float]] | None:
         if name.startswith("slot:"):
@@ -159,9 +185,10 @@ class ThroughputPane(Widget, can_focus=True):
         return plot_rows_for(self.app.size.height)
 
     def _chart_input(self, width: int) -> charts.ChartInput:
-        main, others = self._chart_series()
-        markers = [charts.ChartMarker(ts, label) for ts, label in self._swaps]
         rows = self._plot_rows()
+        totals = sum(1 for name, *_ in ROWS[1:] if name != "accept_length" or self._has_spec)
+        main, others = self._chart_series(self._slot_rows_fit(rows, totals))
+        markers = [charts.ChartMarker(ts, label) for ts, label in self._swaps]
         legend_only: list[charts.ChartSeries] = []
         if self.screen.has_class("-short") and self._slots:
             # No rows to spare: the slots view has each slot's tok/s and requests; the chart
@@ -192,7 +219,7 @@ class ThroughputPane(Widget, can_focus=True):
         `room` (2 rows at least: a screen too short for that scrolls)."""
         room = (self.room or 0) - 2  # its border
         totals = [s for s in others if not s.name.startswith("slot:")]
-        for shown in (others, totals):
+        for shown in (others, totals) if len(others) > len(totals) else (totals,):
             # legend, the plot, the time axis, a row per other series
             rest = charts.legend_height([main, *shown], width) + 1 + len(shown)
             fits = [r for r in PLOT_ROWS if r <= min(rows, room - rest)]
