@@ -210,16 +210,16 @@ def test_sequential_stop_keeps_measuring_a_candidate_whose_interval_overlaps():
 
 
 def test_sequential_stop_ends_the_trial_on_a_clear_winner_measured_last():
-    """The last candidate to measure whose 95% interval lies wholly above every other one's
-    stops at once (the trial ends on it), its reason naming both figures; while a candidate is
-    still to be measured it goes on (that one could beat it)."""
+    """The last candidate to measure whose lead over every other one clears the 95% interval
+    of the difference stops at once (the trial ends on it), its reason naming both figures;
+    while a candidate is still to be measured it goes on (that one could beat it)."""
     trial = choose.new_trial(["slow", "fast"], cap_requests=10**9, cap_minutes=1e9)
     _measured(trial, "slow", 600.0, 0.0, 0.0, 1000)
     fast = choose.get(trial, "fast")
     _feed(fast, 1000.0, 12.0, noise=0.6)
     why = choose.enough(fast, trial)
     assert why is not None and why.startswith("stopped early: at least"), why
-    assert "slow's at most 618" in why
+    assert "over slow's 600" in why and "difference's 95% interval" in why
     assert (fast["ci_high"] - fast["ci_low"]) / 2 > choose.CI_TARGET * fast["tok_s"]
     pending = choose.new_trial(["slow", "fast", "later"], cap_requests=10**9, cap_minutes=1e9)
     _measured(pending, "slow", 600.0, 0.0, 0.0, 1000)
@@ -241,6 +241,36 @@ def test_sequential_stop_keeps_measuring_a_last_candidate_whose_interval_overlap
     _feed(close, 1020.0, 12.0, noise=0.6)
     assert close["ci_low"] <= choose.get(trial, "lead")["ci_high"]
     assert choose.clear_winner(close, trial) is None
+
+
+def _last(trial: dict, name: str, tok_s: float, half: float) -> dict:
+    c = choose.get(trial, name)
+    c.update(state="measuring", tok_s=tok_s, ci_low=tok_s - half, ci_high=tok_s + half)
+    return c
+
+
+def test_a_last_candidate_clears_a_wide_leader_by_the_differences_interval():
+    """A rival measured briefly (a leader so far: +-150) and a last candidate whose intervals
+    still overlap: the decision needs which one is faster, so the last one stops once its lead
+    (200) exceeds the difference's 95% half-width widened for repeated looks (1.15 x
+    sqrt(150^2 + 60^2) = 186), not only once the two intervals are apart (210); a lead under
+    it (170) goes on measuring."""
+    trial = choose.new_trial(["lead", "last"], cap_requests=10**9, cap_minutes=1e9)
+    lead = choose.get(trial, "lead")
+    lead.update(state="measured", tok_s=1000.0, ci_low=850.0, ci_high=1150.0)
+    last = _last(trial, "last", 1200.0, 60.0)
+    assert last["ci_low"] < lead["ci_high"]  # the intervals overlap
+    why = choose.clear_winner(last, trial)
+    assert why is not None and why.startswith("stopped early: at least 14 tok/s over lead's"), why
+    trial2 = choose.new_trial(["lead", "last"])
+    choose.get(trial2, "lead").update(state="measured", tok_s=1000.0, ci_low=850.0, ci_high=1150.0)
+    close = _last(trial2, "last", 1170.0, 60.0)
+    assert choose.clear_winner(close, trial2) is None
+    # every rival must be cleared, not only the fastest one
+    trial3 = choose.new_trial(["a", "b", "last"])
+    choose.get(trial3, "a").update(state="measured", tok_s=1000.0, ci_low=990.0, ci_high=1010.0)
+    choose.get(trial3, "b").update(state="measured", tok_s=950.0, ci_low=650.0, ci_high=1250.0)
+    assert choose.clear_winner(_last(trial3, "last", 1200.0, 60.0), trial3) is None
 
 
 def test_sequential_stops_wrong_stop_rates_hold_under_repeated_looks():
