@@ -1,4 +1,4 @@
-"""What looking for servers the user started by hand costs the agent (agent/discovery.py).
+"""What looking for servers the user started by hand costs the agent (agent/slot/discovery.py).
 
 The agent scans every 5 s: a walk of /proc for this uid's SGLang command lines, then, for a
 server not seen before, its listening ports and one GET /server_info. This starts N simulators
@@ -27,7 +27,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sgltui.agent import discovery  # noqa: E402
+from sgltui.agent.slot import discovery  # noqa: E402
 
 EVERY_S = 5.0
 BUDGET = 0.02

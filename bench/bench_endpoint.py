@@ -1,4 +1,4 @@
-"""The agent endpoint (agent/endpoint.py): collation, a wake, idle sleep and a lease, on the
+"""The agent endpoint (agent/endpoint/endpoint.py): collation, a wake, idle sleep and a lease, on the
 simulator, one slot, two profiles both warm (one serving, one a standby). Issue 46's budgets:
 
   abab    two clients, one per profile, each sending its requests back to back through the

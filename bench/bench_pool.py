@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Pool budgets (issue 26), measured in one run, not asserted. Simulator at time scale 1.0,
-the real smg (PyPI smg) as the gateway (agent/gateway.py), the job runner as the client:
+the real smg (PyPI smg) as the gateway (agent/pools/gateway.py), the job runner as the client:
 
 1. a job through the gateway to one slot vs the same job direct to its server: wall time
    (goal <= 1.03x);
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_job import run_worker, start_sim, write_input  # noqa: E402
 from bench_loadgen import free_port, stop_server  # noqa: E402
 
-from sgltui.agent.gateway import Gateway  # noqa: E402
+from sgltui.agent.pools.gateway import Gateway  # noqa: E402
 from sgltui.core.placement import DEFAULT_POLICY  # noqa: E402
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"

@@ -1,4 +1,4 @@
-"""A warm swap (a standby woken, agent/standby.py) against the same swap cold, on the simulator.
+"""A warm swap (a standby woken, agent/swap/standby.py) against the same swap cold, on the simulator.
 
 One run, a real agent and simulator profiles at time scale 1 (issue 34):
   cold   slot runs A; `swap B` with nothing kept warm: keystroke (the command sent) to the slot

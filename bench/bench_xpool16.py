@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_loadgen import free_port  # noqa: E402
 from bench_pool import Streams  # noqa: E402
 
-from sgltui.agent import gateway as gw_mod  # noqa: E402
+from sgltui.agent.pools import gateway as gw_mod  # noqa: E402
 from tests.fixtures.agent import AgentHandle  # noqa: E402
 
 FAKE = ROOT / "tests" / "fleet" / "fake_kubectl.py"

@@ -45,7 +45,7 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdgstate"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    # The agent's OpenAI endpoint (agent/endpoint.py) binds a fixed port: off unless a test
+    # The agent's OpenAI endpoint (agent/endpoint/endpoint.py) binds a fixed port: off unless a test
     # turns it on (tests/agent/test_endpoint.py), so parallel agents never race for it.
     monkeypatch.setenv("SGLTUI_ENDPOINT_PORT", "off")
     # Make `python -m sgltui...` in child processes import this checkout.

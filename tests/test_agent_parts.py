@@ -11,7 +11,7 @@ from pathlib import Path
 
 AGENT = Path(__file__).resolve().parents[1] / "sgltui" / "agent"
 # the swap path: its parts still see the supervisor through agent/hosts.py
-SWAP_PATH = {"operations.py", "standby.py", "slot_pins.py", "swap.py"}
+SWAP_PATH = {"swap/operations.py", "swap/standby.py", "slot/pins.py", "swap/coordinator.py"}
 
 
 def _trees() -> dict[str, ast.Module]:

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sgltui.agent.gpu.nvml import open_nvml  # noqa: E402
-from sgltui.agent.procs import server_tree  # noqa: E402
+from sgltui.agent.slot.procs import server_tree  # noqa: E402
 from sgltui.agent.telemetry import Telemetry  # noqa: E402
 
 RANK = r"""

@@ -1,6 +1,6 @@
-"""The ops on the agent itself, not on a slot's lifecycle (agent/operations.py), batch jobs
-(agent/jobs_host.py), standbys (agent/standby.py) or servers sgltui did not start
-(agent/attach.py): hello, ping, status, the profile list, a server's log, the timeline,
+"""The ops on the agent itself, not on a slot's lifecycle (agent/swap/operations.py), batch jobs
+(agent/jobs/jobs_host.py), standbys (agent/swap/standby.py) or servers sgltui did not start
+(agent/slot/attach.py): hello, ping, status, the profile list, a server's log, the timeline,
 subscribing, shutdown, serving a slot to another host, a remote pool's workers, bench runs and
 the demo load. agent/op_routes.py routes each op to its handler here.
 """
@@ -21,15 +21,15 @@ import msgspec
 from sgltui import __version__, protocol
 from sgltui.agent.children import ChildError
 from sgltui.agent.errors import OpError
-from sgltui.agent.slot import READY
+from sgltui.agent.slot.slot import READY
 from sgltui.session.layout import EVENTS_FILE, SERVERS_DIR
 
 if TYPE_CHECKING:
     from sgltui.agent.children import Children
     from sgltui.agent.context import AgentContext
-    from sgltui.agent.discovery import Discovery
-    from sgltui.agent.exposure import Exposures
-    from sgltui.agent.pools import Pools
+    from sgltui.agent.pools.exposure import Exposures
+    from sgltui.agent.pools.pools import Pools
+    from sgltui.agent.slot.discovery import Discovery
 
 T = TypeVar("T")
 
@@ -82,7 +82,7 @@ class AgentOps:
     async def op_slot_expose(
         self, args: protocol.ExposeArgs, client: str | None
     ) -> protocol.Exposed:
-        """Serve a slot to another host's gateway (agent/exposure.py): from its next launch."""
+        """Serve a slot to another host's gateway (agent/pools/exposure.py): from its next launch."""
         ctx = self.ctx
         slot = ctx.slot_for(args)
         exp = await asyncio.to_thread(self.exposures.set, slot.id, args.address)
@@ -109,7 +109,7 @@ class AgentOps:
     async def op_remote_pool(
         self, args: protocol.RemotePoolArgs, client: str | None
     ) -> protocol.PoolStatus:
-        """A gateway here whose workers the fleet side names (agent/pools.py, remote pools)."""
+        """A gateway here whose workers the fleet side names (agent/pools/pools.py, remote pools)."""
         for w in args.workers:
             if w.api_key:
                 self.ctx.add_secret(w.api_key)

@@ -8,7 +8,7 @@ on the starting command's stderr naming the key and the fix, never a crash in ag
     send_timeout_s = 10.0         # SGLTUI_SEND_TIMEOUT_S
     gpu_source = "auto"           # SGLTUI_GPU_SOURCE
     gpu_release = "auto"          # SGLTUI_GPU_RELEASE
-    restart = "job"               # SGLTUI_RESTART (agent/restart_policy.py)
+    restart = "job"               # SGLTUI_RESTART (agent/slot/restart_policy.py)
     [slot]   hang_factor, hang_min_s, stop_grace_s, force_grace_s, release_timeout_s
     [front]  port (or "off"), host, hold_s, hold_max, retry_after_s   # SGLTUI_FRONT_<NAME>
     [jobs]   drain_s, via_front, stall_s, choose_watch_s                      # SGLTUI_JOB_<NAME>
@@ -34,15 +34,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-from sgltui.agent.endpoint_policy import EndpointConfig
-from sgltui.agent.front import FrontConfig
-from sgltui.agent.slot import SlotConfig
+from sgltui.agent.endpoint.policy import EndpointConfig
+from sgltui.agent.pools.front import FrontConfig
+from sgltui.agent.slot.slot import SlotConfig
 from sgltui.core.locations import config_dir
 
 FILE_NAME = "agent.toml"
 GPU_SOURCES = ("auto", "nvml", "sim", "none")
 GPU_RELEASES = ("auto", "pid", "used-memory")
-RESTARTS = ("job", "on-failure", "never")  # agent/restart_policy.py
+RESTARTS = ("job", "on-failure", "never")  # agent/slot/restart_policy.py
 _SLOT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 DAY_S = 86_400.0  # no wait, timeout or grace of the agent's is longer than a day
 # key -> (low, high), as profiles have them; a seconds key (*_s) not named: 0 to a day;
@@ -83,7 +83,7 @@ class AgentConfig:
     gpu_source: str = "auto"
     gpu_release: str = "auto"
     restart: str = "job"  # a crashed server is relaunched: job | on-failure | never
-    standby_reserve_gb: float = 16.0  # host RAM a standby must leave free (agent/standby.py)
+    standby_reserve_gb: float = 16.0  # host RAM a standby must leave free (agent/swap/standby.py)
     slot: SlotConfig = field(default_factory=SlotConfig)
     front: FrontConfig = field(default_factory=FrontConfig)
     jobs: JobsConfig = field(default_factory=JobsConfig)

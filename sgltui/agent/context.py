@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from sgltui.agent.config import AgentConfig
     from sgltui.agent.events import EventBus
     from sgltui.agent.profile_catalog import ProfileCatalog
-    from sgltui.agent.resolved import Resolved
-    from sgltui.agent.slot import Slot
+    from sgltui.agent.slot.resolved import Resolved
+    from sgltui.agent.slot.slot import Slot
     from sgltui.agent.telemetry import Telemetry
     from sgltui.core.redact import Redactor
     from sgltui.session.writer import Recorder

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         args.placement = placement.load()
         mcfg = args.config.metrics
         if mcfg.port and not args.kept:  # a kept agent's own metrics may still be closing
-            from sgltui.agent.metrics import port_problem
+            from sgltui.agent.telemetry.metrics import port_problem
 
             taken = port_problem(mcfg.host, mcfg.port)
             if taken:
@@ -169,7 +169,7 @@ async def _run(state_dir: Path, p: dict[str, Path], args: argparse.Namespace) ->
     metrics = None
     mcfg = sup.agent_config.metrics
     if mcfg.port:  # opt-in (agent.toml [metrics] port): Prometheus on loopback
-        from sgltui.agent.metrics import MetricsService
+        from sgltui.agent.telemetry.metrics import MetricsService
 
         metrics = MetricsService(sup.status, sup.pushes, mcfg.port, mcfg.host)
         metrics.start()

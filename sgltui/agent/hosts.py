@@ -1,4 +1,4 @@
-"""What the swap path's parts (agent/operations.py, agent/standby.py, agent/slot_pins.py)
+"""What the swap path's parts (agent/swap/operations.py, agent/swap/standby.py, agent/slot/pins.py)
 need of the agent around them: one narrow Protocol each, the supervisor the one that gives it.
 
 Every other part of the agent is handed the shared context (agent/context.py) and the parts it
@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sgltui import protocol
-from sgltui.agent import preflight
 from sgltui.agent.config import AgentConfig
 from sgltui.agent.events import EventBus
-from sgltui.agent.exposure import Exposures
-from sgltui.agent.job_records import JobRecord
-from sgltui.agent.resolved import Resolved
-from sgltui.agent.slot import Slot, SlotConfig
-from sgltui.agent.slot_job import Job
+from sgltui.agent.jobs.records import JobRecord
+from sgltui.agent.pools.exposure import Exposures
+from sgltui.agent.slot.resolved import Resolved
+from sgltui.agent.slot.running_command import Job
+from sgltui.agent.slot.slot import Slot, SlotConfig
+from sgltui.agent.swap import preflight
 from sgltui.core.placement import PoolPlace
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 
 class SwapHolds(Protocol):
-    """The batch jobs (agent/jobs_host.py JobsHost), as a slot's stop or swap holds them."""
+    """The batch jobs (agent/jobs/jobs_host.py JobsHost), as a slot's stop or swap holds them."""
 
     async def before_swap(self, slot_id: str, force: bool) -> None: ...
     def after_swap(self, slot_id: str) -> None: ...
@@ -46,7 +46,7 @@ class SwapHolds(Protocol):
 
 
 class PoolGuard(Protocol):
-    """The pools (agent/pools.py), as a slot's stop or restart asks them first."""
+    """The pools (agent/pools/pools.py), as a slot's stop or restart asks them first."""
 
     def refuse_taking_out(self, slot_id: str, doing: str, forced: bool) -> None: ...
 
@@ -59,7 +59,7 @@ class PoolLookup(Protocol):
 
 
 class WarmSwaps(Protocol):
-    """The standbys (agent/standby.py), as a launch or a preflight asks them."""
+    """The standbys (agent/swap/standby.py), as a launch or a preflight asks them."""
 
     def warm(self, slot: Slot, name: str) -> object | None: ...
     def cold_target(self, slot: Slot, target: Resolved) -> Resolved: ...
@@ -73,7 +73,7 @@ class BenchGuard(Protocol):
 
 
 class LeaseGuard(Protocol):
-    """The leases (agent/leases.py) as a swap asks them: one held by hand on the slot's profile."""
+    """The leases (agent/endpoint/leases.py) as a swap asks them: one held by hand on the slot's profile."""
 
     def by_hand_on(self, slot_id: str) -> protocol.LeaseView | None: ...
 
@@ -96,7 +96,7 @@ class StandbyOps(Protocol):
 
 
 class SwapOps(StandbyOps, Protocol):
-    """The operations, as the swaps (agent/swap.py) run theirs: also the preflight that accepts
+    """The operations, as the swaps (agent/swap/coordinator.py) run theirs: also the preflight that accepts
     a cold swap's profile, and the slot's job a second swap is refused with."""
 
     def busy(self, slot_id: str) -> Job | None: ...
@@ -111,8 +111,8 @@ class SwapOps(StandbyOps, Protocol):
 
 
 class StandbyShelf(Protocol):
-    """The standbys (agent/standby.py), as a warm swap wakes one and keeps the other asleep
-    (agent/swap.py; a standby is agent/standby.py's Standby)."""
+    """The standbys (agent/swap/standby.py), as a warm swap wakes one and keeps the other asleep
+    (agent/swap/coordinator.py; a standby is agent/swap/standby.py's Standby)."""
 
     by_slot: dict[str, dict[str, Any]]
     accept: dict[str, float]
@@ -126,7 +126,7 @@ class StandbyShelf(Protocol):
 
 class SwapPools(PoolGuard, Protocol):
     """The pools, as a swap asks them: a restart of a pool's last worker, a warm swap's front
-    (agent/standby_room.py) and its worker out of the gateway (agent/pool_worker.py)."""
+    (agent/swap/standby_room.py) and its worker out of the gateway (agent/pools/worker.py)."""
 
     def front_port(self, slot_id: str) -> tuple[str, int] | None | bool: ...
 
@@ -135,7 +135,7 @@ class SwapPools(PoolGuard, Protocol):
 
 
 class OpsHost(Protocol):
-    """What the lifecycle operations (agent/operations.py) need of the agent."""
+    """What the lifecycle operations (agent/swap/operations.py) need of the agent."""
 
     bus: EventBus
 
@@ -164,7 +164,7 @@ class OpsHost(Protocol):
 
 
 class StandbysHost(Protocol):
-    """What the standbys (agent/standby.py) need: what a sleeper's hidden slot needs (its
+    """What the standbys (agent/swap/standby.py) need: what a sleeper's hidden slot needs (its
     launch history, log files, secrets), the slots, and the operations' lock and jobs."""
 
     bus: EventBus
@@ -190,7 +190,7 @@ class StandbysHost(Protocol):
 
 
 class SwapsHost(Protocol):
-    """What the swap coordinator (agent/swap.py) needs: the slots, the operations' command
+    """What the swap coordinator (agent/swap/coordinator.py) needs: the slots, the operations' command
     layer, the standbys it wakes, and what holds a slot (leases, pinned jobs, bench runs)."""
 
     bus: EventBus

@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from sgltui import protocol
 from sgltui.agent.errors import OpError
-from sgltui.agent.jobs_host import JobError
+from sgltui.agent.jobs.jobs_host import JobError
 
 if TYPE_CHECKING:
     from sgltui.agent.agent_ops import AgentOps
-    from sgltui.agent.attach import Attacher
-    from sgltui.agent.jobs_host import JobsHost
-    from sgltui.agent.leases import Leases
-    from sgltui.agent.operations import Operations
-    from sgltui.agent.standby import Standbys
-    from sgltui.agent.swap import Swaps
+    from sgltui.agent.endpoint.leases import Leases
+    from sgltui.agent.jobs.jobs_host import JobsHost
+    from sgltui.agent.slot.attach import Attacher
+    from sgltui.agent.swap.coordinator import Swaps
+    from sgltui.agent.swap.operations import Operations
+    from sgltui.agent.swap.standby import Standbys
 
 Handler = Callable[[Any, "str | None"], Awaitable[Any]]
 
@@ -32,8 +32,8 @@ Handler = Callable[[Any, "str | None"], Awaitable[Any]]
 @dataclass(frozen=True)
 class Route:
     handler: Handler
-    # A slot's lifecycle takes that slot's lock (agent/operations.py); attach/adopt/detach take
-    # the agent's once the server answered (agent/attach.py). The others run under the agent's.
+    # A slot's lifecycle takes that slot's lock (agent/swap/operations.py); attach/adopt/detach take
+    # the agent's once the server answered (agent/slot/attach.py). The others run under the agent's.
     own_lock: bool = False
 
 
@@ -67,14 +67,14 @@ def routes(
         "bench_stop": Route(agent.op_bench_stop),
         "bench_list": Route(agent.op_bench_list),
         "demo_load": Route(agent.op_demo_load),
-        # a slot's lifecycle (agent/operations.py)
+        # a slot's lifecycle (agent/swap/operations.py)
         "preflight": Route(lifecycle.op_preflight, own),
         "start": Route(lifecycle.op_start, own),
         "stop": Route(lifecycle.op_stop, own),
-        # its swaps, cold or warm (agent/swap.py)
+        # its swaps, cold or warm (agent/swap/coordinator.py)
         "restart": Route(swaps.op_restart, own),
         "swap": Route(swaps.op_swap, own),
-        # batch jobs (agent/jobs_host.py): a JobError is the op's refusal
+        # batch jobs (agent/jobs/jobs_host.py): a JobError is the op's refusal
         "job_run": Route(_jobs(jobs.op_run)),
         "job_status": Route(_jobs(jobs.op_status)),
         "job_list": Route(_jobs(jobs.op_list)),
@@ -82,14 +82,14 @@ def routes(
         "job_resume": Route(_jobs(jobs.op_resume)),
         "job_cancel": Route(_jobs(jobs.op_cancel)),
         "job_set": Route(_jobs(jobs.op_set)),
-        # profiles kept warm (agent/standby.py)
+        # profiles kept warm (agent/swap/standby.py)
         "standby_add": Route(standbys.op_add),
         "standby_remove": Route(standbys.op_remove),
-        # what the endpoint must not evict (agent/leases.py)
+        # what the endpoint must not evict (agent/endpoint/leases.py)
         "lease_add": Route(leases.op_add),
         "lease_drop": Route(leases.op_drop),
         "lease_list": Route(leases.op_list),
-        # servers sgltui did not start (agent/attach.py)
+        # servers sgltui did not start (agent/slot/attach.py)
         "attach": Route(attacher.op_attach, own),
         "adopt": Route(attacher.op_adopt, own),
         "detach": Route(attacher.op_detach, own),

@@ -17,7 +17,7 @@ import msgspec
 from sgltui import protocol
 from sgltui.agent.errors import OpError
 from sgltui.agent.profile_rows import ProfileRows
-from sgltui.agent.resolved import ProfileIndex, Resolved
+from sgltui.agent.slot.resolved import ProfileIndex, Resolved
 
 log = logging.getLogger("sgltui.agent")
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sgltui.agent import preflight
+from sgltui.agent.swap import preflight
 from sgltui.core import host_pool, units
 from sgltui.core.profiles import Profile
 from sgltui.core.validate import check_profile

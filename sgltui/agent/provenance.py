@@ -11,7 +11,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from sgltui import protocol
-from sgltui.agent import info_fetch
+from sgltui.agent.slot import info_fetch
 from sgltui.core import provenance
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class ProvenanceKeeper:
 
 
 async def _fetch(url: str, api_key: str | None) -> dict[str, Any] | None:
-    try:  # bounded in time and size, coerced (agent/info_fetch.py)
+    try:  # bounded in time and size, coerced (agent/slot/info_fetch.py)
         return await info_fetch.fetch(url, api_key, deadline_s=15.0)
     except info_fetch.FetchError:
         return None

@@ -1,5 +1,5 @@
 """What the agent pushes to its live viewers: each subscriber's queue (a client's connection,
-agent/server.py; the metrics endpoint, agent/metrics.py), and the fan-out of events, samples
+agent/server.py; the metrics endpoint, agent/telemetry/metrics.py), and the fan-out of events, samples
 and server log lines to them. A client that stops reading is dropped, never buffered without
 bound.
 """

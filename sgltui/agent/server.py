@@ -3,7 +3,7 @@
 Each request runs as its own task, so a long `swap ... wait=true` does not hold up a `status`
 on the same connection, and a reply is written whenever its command finishes (matched by id).
 A connection that goes away mid-command is simply forgotten; the command carries on, except an
-attach or adopt still asking the server (agent/attach.py): that is given up with its client.
+attach or adopt still asking the server (agent/slot/attach.py): that is given up with its client.
 
 One client must not stall the agent or grow its memory: a connection has at most
 MAX_IN_FLIGHT requests running, and the next line is not read until one finishes (the client's
@@ -22,9 +22,9 @@ from typing import Any
 
 from sgltui import protocol
 from sgltui.agent.agent_calls import Handle
-from sgltui.agent.attach import GIVEN_UP_WITHOUT_CLIENT
 from sgltui.agent.errors import OpError
 from sgltui.agent.pushes import Pushes, PushQueue
+from sgltui.agent.slot.attach import GIVEN_UP_WITHOUT_CLIENT
 from sgltui.core.safe_text import printable
 
 log = logging.getLogger("sgltui.agent.server")

@@ -58,8 +58,8 @@ class AgentState:
 
     def _recover(self, why: str) -> dict:
         """Keep the bad file aside and find the servers it named by their processes
-        (agent/recover.py); say what was done."""
-        from sgltui.agent import recover
+        (agent/slot/recover.py); say what was done."""
+        from sgltui.agent.slot import recover
 
         aside = recover.set_aside(self.path)
         found = recover.find_servers(self.path.parent)

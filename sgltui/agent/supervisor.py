@@ -4,8 +4,8 @@ hands each op to the part that handles it. Each part is given the agent's contex
 (agent/context.py: what the parts share) and the other parts it uses, typed, never this class;
 the swap path's parts (operations, standbys) still see it through agent/hosts.py's Protocols.
 
-The lifecycle commands (start, stop, restart, swap) are sequenced in agent/operations.py and
-agent/swap.py, under one lock per slot. The other commands (bench runs, the demo load, batch jobs, shutdown) go
+The lifecycle commands (start, stop, restart, swap) are sequenced in agent/swap/operations.py and
+agent/swap/coordinator.py, under one lock per slot. The other commands (bench runs, the demo load, batch jobs, shutdown) go
 through one lock of their own, so two clients never interleave a half-applied change of them.
 """
 
@@ -24,37 +24,38 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from sgltui import __version__, protocol
-from sgltui.agent import keeper, op_routes, preflight
+from sgltui.agent import keeper, op_routes
 from sgltui.agent.agent_calls import AgentCalls
 from sgltui.agent.agent_ops import AgentOps
-from sgltui.agent.attach import Attacher
-from sgltui.agent.batch_api import BatchApi, BatchStore
 from sgltui.agent.children import Children
 from sgltui.agent.config import AgentConfig
 from sgltui.agent.context import AgentContext
-from sgltui.agent.discovery import Discovery
-from sgltui.agent.endpoint import Endpoint
+from sgltui.agent.endpoint.endpoint import Endpoint
+from sgltui.agent.endpoint.leases import Leases
 from sgltui.agent.errors import OpError
 from sgltui.agent.events import EventBus
-from sgltui.agent.exposure import Exposures
-from sgltui.agent.fronts import Fronts
-from sgltui.agent.jobs_host import Deferred, JobError, JobsHost
-from sgltui.agent.jobs_site import AgentSite
-from sgltui.agent.leases import Leases
-from sgltui.agent.operations import Operations
-from sgltui.agent.pools import PoolArgs, Pools
+from sgltui.agent.jobs.agent_site import AgentSite
+from sgltui.agent.jobs.batch_api import BatchApi, BatchStore
+from sgltui.agent.jobs.jobs_host import Deferred, JobError, JobsHost
+from sgltui.agent.pools.exposure import Exposures
+from sgltui.agent.pools.pools import PoolArgs, Pools
+from sgltui.agent.pools.slot_fronts import Fronts
 from sgltui.agent.profile_catalog import ProfileCatalog
 from sgltui.agent.provenance import ProvenanceKeeper
 from sgltui.agent.pushes import Pushes
-from sgltui.agent.resolved import Resolved, from_record, server_env
-from sgltui.agent.restart_policy import RestartPolicy
-from sgltui.agent.slot import RUNNING, STOPPED, Slot, SlotConfig
-from sgltui.agent.slot_job import Job, Wait
-from sgltui.agent.standby import Standbys, pick_records
+from sgltui.agent.slot.attach import Attacher
+from sgltui.agent.slot.discovery import Discovery
+from sgltui.agent.slot.resolved import Resolved, from_record, server_env
+from sgltui.agent.slot.restart_policy import RestartPolicy
+from sgltui.agent.slot.running_command import Job, Wait
+from sgltui.agent.slot.slot import RUNNING, STOPPED, Slot, SlotConfig
 from sgltui.agent.state import AgentState, LaunchHistory
 from sgltui.agent.state_saver import StateSaver
-from sgltui.agent.swap import Swaps
-from sgltui.agent.telemetry_link import TelemetryLink
+from sgltui.agent.swap import preflight
+from sgltui.agent.swap.coordinator import Swaps
+from sgltui.agent.swap.operations import Operations
+from sgltui.agent.swap.standby import Standbys, pick_records
+from sgltui.agent.telemetry.link import TelemetryLink
 from sgltui.core import config as env_config
 from sgltui.core.placement import Placement
 from sgltui.core.redact import Redactor
@@ -110,38 +111,40 @@ class Supervisor:
             self.slots[sid] = Slot(sid, self, places.get(sid))
         # the agent's ops as its own parts send them: each the way a client's goes (handle)
         self.calls = AgentCalls(self.handle)
-        self.ops = Operations(self)  # start / stop, each slot's lock and job (agent/operations.py)
-        self.swaps = Swaps(self)  # swap / restart, cold or warm (agent/swap.py)
-        # servers sgltui did not start: found (agent/discovery.py), attached (agent/attach.py)
+        # start / stop, each slot's lock and job (agent/swap/operations.py)
+        self.ops = Operations(self)
+        self.swaps = Swaps(self)  # swap / restart, cold or warm (agent/swap/coordinator.py)
+        # servers sgltui did not start: found (agent/slot/discovery.py), attached (agent/slot/attach.py)
         self.discovery = Discovery(self.our_pids)
         self.provenance = ProvenanceKeeper(ctx)  # what each ready server runs, under a hash
         self._lock = asyncio.Lock()  # commands that are not a slot's lifecycle
         # (attach takes it itself, once the server it asks has answered)
         self.attacher = Attacher(ctx, self, self.provenance, self._lock)
-        # slots served to another host's gateway: address and key (agent/exposure.py)
+        # slots served to another host's gateway: address and key (agent/pools/exposure.py)
         self.exposures = Exposures(state_dir)
-        # host.toml's pools: a front for one slot, the gateway for more (agent/pools.py)
+        # host.toml's pools: a front for one slot, the gateway for more (agent/pools/pools.py)
         self.pools = Pools(ctx, self.calls, placement)
         self._pool_tasks: set[asyncio.Task] = set()
-        # profiles kept warm beside the slots' servers, asleep (agent/standby.py)
+        # profiles kept warm beside the slots' servers, asleep (agent/swap/standby.py)
         self.standbys = Standbys(self)
         self.started = time.time()
         self.history = LaunchHistory(state_dir)
         self.agent_state = AgentState(state_dir)
         # the live viewers, and what is pushed to them (agent/pushes.py)
         self.pushes = Pushes(self.redactor)
-        # it follows the slots, and sets the context's telemetry (agent/telemetry_link.py)
+        # it follows the slots, and sets the context's telemetry (agent/telemetry/link.py)
         self.tele = TelemetryLink(ctx, self.pools, self.pushes)
         self.children = Children(self.bus.publish, socket_path, state_dir, lambda: ctx.recorder)
-        # batch jobs (agent/jobs_host.py), seeing the agent through agent/jobs_site.py
+        # batch jobs (agent/jobs/jobs_host.py), seeing the agent through agent/jobs/agent_site.py
         self.batch = JobsHost(
             AgentSite(ctx, self.calls, self.ops, self.pools, self.provenance, self.children)
         )
-        # a crashed server launched again (agent/restart_policy.py), a subscriber of the events
+        # a crashed server launched again (agent/slot/restart_policy.py), a subscriber of the events
         self.restart_policy = RestartPolicy(ctx, self.swaps, self.batch, self.agent_config.restart)
-        self.fronts = Fronts(ctx, self.pools, self.calls)  # each slot's front (agent/fronts.py)
-        # the one OpenAI endpoint, routing by `model` (agent/endpoint.py), and the leases that
-        # keep it from evicting work (agent/leases.py)
+        # each slot's front (agent/pools/slot_fronts.py)
+        self.fronts = Fronts(ctx, self.pools, self.calls)
+        # the one OpenAI endpoint, routing by `model` (agent/endpoint/endpoint.py), and the leases that
+        # keep it from evicting work (agent/endpoint/leases.py)
         self.leases = Leases(ctx, self.batch)
         self.endpoint = Endpoint(
             ctx,
@@ -153,7 +156,7 @@ class Supervisor:
             leases=self.leases,
         )
         # OpenAI's Batch API there too, as on each front; a batch goes to the agent's own choice
-        # of slot (its only one), or the one its metadata names (agent/batch_api.py)
+        # of slot (its only one), or the one its metadata names (agent/jobs/batch_api.py)
         self.endpoint.add_routes(BatchApi(BatchStore(state_dir / "batch-api"), self.calls).routes())
         # hello, status, logs, bench runs... (agent/agent_ops.py)
         self.agent_ops = AgentOps(
@@ -270,7 +273,7 @@ class Supervisor:
                     state=slot.state if ok else None,
                 )
             )
-        for key, record in sleepers.items():  # still asleep: agent/standby.py
+        for key, record in sleepers.items():  # still asleep: agent/swap/standby.py
             profile = await asyncio.to_thread(
                 from_record,
                 record.get("resolved_profile"),
@@ -479,19 +482,19 @@ class Supervisor:
             return await self._pool_op(op, args, client)
         if pool and op == "job_run" and getattr(args, "slot", None) is None:
             # A job through a pool targets the pool (its record's and view's `target`:
-            # agent/job_target.py); the pool's first slot is its reference slot, whose capacity
+            # agent/jobs/target.py); the pool's first slot is its reference slot, whose capacity
             # card sets its automatic concurrency. It is sent to the pool's endpoint and is not
             # held for that slot's swaps.
             args = msgspec.structs.replace(args, slot=self.pools.pool(str(pool)).slots[0])
         # none given: the only slot; not for attach, whose default is its own (the idle only
-        # slot, else a new ext-PORT: agent/attach.py)
+        # slot, else a new ext-PORT: agent/slot/attach.py)
         if isinstance(args, protocol.SlotArgs) and args.slot is None and op != "attach":
             if len(self.slots) == 1 or op == "job_run":
                 args = msgspec.structs.replace(args, slot=self.slot_for(args).id)
         slot_id = getattr(args, "slot", None)
         if op in protocol.READ_ONLY_OPS:  # no "command" event: they would drown the session log
             return await route.handler(args, client)
-        # A slot's lifecycle command takes that slot's lock (agent/operations.py); the others
+        # A slot's lifecycle command takes that slot's lock (agent/swap/operations.py); the others
         # take the agent's; attach/adopt/detach take it themselves, once the server answered.
         lock = contextlib.nullcontext() if route.own_lock else self._lock
         async with lock:
@@ -514,7 +517,7 @@ class Supervisor:
         return result
 
     async def _pool_op(self, op: str, args: PoolArgs, client: str | None) -> Any:
-        """An op on every slot of a pool (a swap rolls): agent/pools.py. Without `wait` it runs
+        """An op on every slot of a pool (a swap rolls): agent/pools/pools.py. Without `wait` it runs
         on in the agent and the reply says it began."""
         name = str(args.pool)
         self.pools.pool(name)  # an unknown pool: one line
@@ -548,7 +551,7 @@ class Supervisor:
 
     @property
     def jobs(self) -> dict[str, Job]:
-        """Each slot's latest lifecycle job (agent/operations.py)."""
+        """Each slot's latest lifecycle job (agent/swap/operations.py)."""
         return self.ops.jobs
 
     async def state_saved(self) -> None:

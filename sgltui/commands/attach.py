@@ -2,7 +2,7 @@
 
 A server the user started outside sgltui becomes a slot (attach), is taken over (adopt: its
 configuration written as a profile, then stop and swap work on it), or is let go (detach). The
-agent does the work (agent/attach.py); these print its one-line answers.
+agent does the work (agent/slot/attach.py); these print its one-line answers.
 """
 
 from __future__ import annotations
@@ -133,8 +133,8 @@ def cmd_detach(args: argparse.Namespace) -> int:
 def import_from(args: argparse.Namespace) -> int:
     """`sgltui profiles import --from URL [-o FILE]`: a running server's resolved args as a
     profile, checked against the catalog of the version it reports."""
-    from sgltui.agent import attach, discovery
     from sgltui.agent.errors import OpError
+    from sgltui.agent.slot import attach, discovery
     from sgltui.core import provenance
     from sgltui.core.launch_secrets import SECRET_FLAGS
     from sgltui.core.profiles import ProfileError

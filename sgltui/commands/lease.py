@@ -1,5 +1,5 @@
 """`sgltui lease PROFILE [--for 2h] [--slot S]`, `sgltui lease list`, `sgltui lease drop PROFILE`:
-profiles the agent endpoint must never evict (agent/leases.py; docs/endpoint.md). A running
+profiles the agent endpoint must never evict (agent/endpoint/leases.py; docs/endpoint.md). A running
 batch job holds one on its profile by itself."""
 
 from __future__ import annotations

@@ -386,7 +386,7 @@ def _report(op: str, outcome: protocol.Accepted) -> int:
         total = result.timings_s.get("total")
         took = f" in {units.span(total)}" if total else ""
         if op == "swap" and slot.last_swap is not None and total:
-            took = f" ({slot.last_swap.kind} swap in {units.span(total)})"  # agent/standby.py
+            took = f" ({slot.last_swap.kind} swap in {units.span(total)})"  # agent/swap/standby.py
         front = slot.front.url if slot.front else None
         print(
             f"slot {slot.id}: {slot.profile} ready on {slot.host}:{slot.port}{took}"
@@ -530,7 +530,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def endpoint_line(ep: protocol.EndpointView | None) -> str | None:
-    """The agent endpoint in one line: where, what waits, who holds a lease (agent/endpoint.py)."""
+    """The agent endpoint in one line: where, what waits, who holds a lease (agent/endpoint/endpoint.py)."""
     if ep is None or ep.state == "off":
         return None
     if ep.error:
@@ -546,7 +546,7 @@ def endpoint_line(ep: protocol.EndpointView | None) -> str | None:
 
 
 def _unmanaged_lines() -> list[str]:
-    from sgltui.agent import discovery
+    from sgltui.agent.slot import discovery
 
     try:
         return [f.line() for f in discovery.scan()]
@@ -555,7 +555,7 @@ def _unmanaged_lines() -> list[str]:
 
 
 def unmanaged_line(u: protocol.Unmanaged) -> str:
-    from sgltui.agent.discovery import Found
+    from sgltui.agent.slot.discovery import Found
 
     return Found(u.pid, u.port, u.url, u.model, u.kind, u.version, u.note).line()
 

@@ -1,4 +1,4 @@
-"""`sgltui standby add|remove|list`: profiles kept warm beside a slot's server (agent/standby.py).
+"""`sgltui standby add|remove|list`: profiles kept warm beside a slot's server (agent/swap/standby.py).
 
 A standby is a second server process of its profile, asleep (SGLang's memory saver): its
 weights wait in pinned host RAM, and `sgltui swap PROFILE` wakes it in seconds instead of

@@ -103,7 +103,7 @@ def _demo_endpoint(args: argparse.Namespace) -> None:
     else on the next free one when another demo holds it; the user's agent.toml or
     SGLTUI_ENDPOINT_PORT, and an agent already running, keep theirs."""
     from sgltui.agent import config as agent_config
-    from sgltui.agent.endpoint_policy import EndpointConfig
+    from sgltui.agent.endpoint.policy import EndpointConfig
     from sgltui.client import AgentError, call_sync
     from sgltui.commands import demo_ports
 
@@ -182,7 +182,7 @@ def demo_pool(args: argparse.Namespace) -> None:
     n = args.gpus
     if not 2 <= n <= 8:
         raise CliError(f"--gpus {n}: give 2 to 8 (one simulated GPU per slot)")
-    from sgltui.agent.gateway import smg_available, smg_missing
+    from sgltui.agent.pools.gateway import smg_available, smg_missing
 
     if not smg_available():  # before anything starts: the pool would never serve
         raise CliError(f"demo --gpus {n}: {smg_missing()}")

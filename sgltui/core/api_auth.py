@@ -1,5 +1,5 @@
 """Who may call which endpoint: SGLang 0.5.23's API-key rules (srt/utils/auth.py), one to one;
-the simulator answers by them, and so does each slot's front (agent/front.py) before it relays.
+the simulator answers by them, and so does each slot's front (agent/pools/front.py) before it relays.
 
 - OPTIONS, and paths starting with /health, /ready or /metrics, are always open: SGLang keeps
   them open so that probes and Prometheus work without the secret (so /metrics answers without

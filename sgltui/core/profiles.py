@@ -484,7 +484,7 @@ class Profile:
     launcher: str = "sglang"
     python: str | None = None
     entrypoint: str = "auto"  # launcher "sglang" only: auto | serve | launch_server
-    # More names the agent endpoint routes to this profile (agent/endpoint.py); not inherited
+    # More names the agent endpoint routes to this profile (agent/endpoint/endpoint.py); not inherited
     aliases: tuple[str, ...] = ()
     idle_s: float | None = None  # stopped after this long without a request (None: agent.toml)
     server: dict[str, Any] = field(default_factory=dict)

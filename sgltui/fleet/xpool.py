@@ -1,8 +1,8 @@
 """A pool across hosts (fleet.toml's [[pool]]), driven through each host's bridge.
 
 Every agent stays a one-host agent: a member host's agent is asked to serve its slot on its
-address with a key of its own (op slot_expose; agent/exposure.py), and the gateway host's agent
-to route to the endpoints it is given (op remote_pool; agent/remote_pools.py). This module is
+address with a key of its own (op slot_expose; agent/pools/exposure.py), and the gateway host's agent
+to route to the endpoints it is given (op remote_pool; agent/pools/remote.py). This module is
 the only place that knows the whole pool, and it sequences:
 
 - up: each member exposed (its server relaunched there if it ran on loopback or without the

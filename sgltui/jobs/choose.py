@@ -414,7 +414,7 @@ def decide(trial: dict, note: str | None = None) -> str | None:
 
 
 class Segment(Protocol):
-    """What `view` reads of a job's segment (agent/job_records.py SegmentRecord)."""
+    """What `view` reads of a job's segment (agent/jobs/records.py SegmentRecord)."""
 
     @property
     def profile(self) -> str | None: ...

@@ -40,7 +40,7 @@ class Refused(Exception):
 
 
 class TrialJob(Protocol):
-    """What the trial reads of its job's record (agent/job_records.py JobRecord)."""
+    """What the trial reads of its job's record (agent/jobs/records.py JobRecord)."""
 
     @property
     def id(self) -> str: ...

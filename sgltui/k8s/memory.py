@@ -6,7 +6,7 @@ and its warm standbys with it, so the limit must cover what the profiles pin:
 - each server's own processes (tokenizer, scheduler, detokenizer, CUDA host allocations):
   SERVER_HOST_BYTES, serving or asleep;
 - each standby's weights, and its MTP draft's, in pinned host RAM (--enable-weights-cpu-backup
-  keeps them while the GPU memory is released): agent/standby_memory.py's reckoning;
+  keeps them while the GPU memory is released): agent/swap/standby_memory.py's reckoning;
 - each HiCache host pool (--enable-hierarchical-cache), serving or asleep: core/host_pool.py;
 - the agent itself: AGENT_BYTES.
 """
@@ -40,7 +40,7 @@ def weights_bytes(profile: Profile, given: Mapping[str, float]) -> int | None:
     first, then the simulator's model table, then the local hub cache; None: unknown."""
     if profile.name in given:
         return int(given[profile.name] * 1e9)
-    from sgltui.agent.standby_memory import weights_bytes as known
+    from sgltui.agent.swap.standby_memory import weights_bytes as known
 
     return known(profile)
 

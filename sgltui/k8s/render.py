@@ -31,7 +31,7 @@ from sgltui.core.profiles import Profile
 from sgltui.k8s import memory
 
 DEFAULT_IMAGE = f"ghcr.io/sgltui/sgltui:{__version__}"
-FRONT_PORT = 30080  # agent/front.py FrontConfig's default: slot i's front is on +i
+FRONT_PORT = 30080  # agent/pools/front.py FrontConfig's default: slot i's front is on +i
 STATE_DIR, CONFIG_DIR, MODELS_DIR = "/var/lib/sgltui", "/etc/sgltui", "/models"
 DIST_PORT = 20000  # a multi-node slot's torch.distributed rendezvous on its leader
 LABEL = "app.kubernetes.io/name"
@@ -224,7 +224,7 @@ def _headless(opts: Options) -> Doc:
 
 
 def _ports(place: Placement, slots: list[SlotPlace]) -> list[tuple[str, int]]:
-    """(name, port) of each slot's front and each pool's endpoint (agent/fronts.py's rule)."""
+    """(name, port) of each slot's front and each pool's endpoint (agent/pools/slot_fronts.py's rule)."""
     out: list[tuple[str, int]] = []
     names = {s.name for s in slots}
     for i, s in enumerate(place.slots):

@@ -60,7 +60,7 @@ class TimelineArgs(Args):
 
 # The profile is checked by the agent (its message says how to list profiles).
 ProfileName = Annotated[str, Meta(max_length=4096)]
-# Preflight checks to skip (`--force CHECK`); the agent knows their names (agent/preflight.py).
+# Preflight checks to skip (`--force CHECK`); the agent knows their names (agent/swap/preflight.py).
 CheckName = Annotated[str, Meta(max_length=64)]
 Force = list[CheckName] | CheckName
 
@@ -110,7 +110,7 @@ class StandbyArgs(LaunchArgs):
 
 
 class LeaseArgs(Args):
-    """lease add / drop: a profile the agent endpoint must not evict (agent/leases.py)."""
+    """lease add / drop: a profile the agent endpoint must not evict (agent/endpoint/leases.py)."""
 
     profile: ProfileName = ""
     slot: SlotId | None = None  # only while it runs on this slot (None: wherever it runs)
@@ -196,7 +196,7 @@ KeyFile = Annotated[str, Meta(min_length=2, max_length=4096, pattern=r"^/")]
 
 
 class AttachArgs(SlotArgs, kw_only=True):
-    """Watch a server sgltui did not start (agent/attach.py): `url`, with its key if it needs
+    """Watch a server sgltui did not start (agent/slot/attach.py): `url`, with its key if it needs
     one. `slot`: the slot it becomes (None: the only slot when idle, else ext-PORT)."""
 
     url: Annotated[str, Meta(min_length=1, max_length=512, pattern=r"^https?://")]

@@ -61,7 +61,7 @@ class BenchState(StrEnum):
 
 
 class JobState(StrEnum):
-    """A batch job's state (agent/jobs_host.py): the first four are active."""
+    """A batch job's state (agent/jobs/jobs_host.py): the first four are active."""
 
     CHECKING = "checking"
     WAITING = "waiting"

@@ -55,7 +55,7 @@ class AgentStop(EventBase, tag="agent.stop"):
 class Command(EventBase, tag="command"):
     op: str = ""
     args: dict[str, Any] = {}
-    pool: str | None = None  # an op on a host.toml pool's slots (agent/pools.py)
+    pool: str | None = None  # an op on a host.toml pool's slots (agent/pools/pools.py)
 
 
 class CommandRefused(EventBase, tag="command.refused"):
@@ -64,7 +64,7 @@ class CommandRefused(EventBase, tag="command.refused"):
 
 
 class PoolEvent(EventBase):
-    """An event of a host.toml pool (agent/pools.py) or its gateway (agent/gateway.py)."""
+    """An event of a host.toml pool (agent/pools/pools.py) or its gateway (agent/pools/gateway.py)."""
 
     pool: str = ""
 
@@ -110,7 +110,7 @@ class PoolWorkerChanged(PoolEvent, tag="pool.worker"):
     url: str | None = None
     step: str = ""  # added | removed
     # set when the agent found the gateway's workers differed from what it must route and
-    # mended it (agent/reconcile.py): what was wrong
+    # mended it (agent/pools/reconcile.py): what was wrong
     repair: str | None = None
 
 
@@ -186,7 +186,7 @@ class SlotStateChanged(EventBase, tag="slot.state"):
 
 
 class SlotRestart(EventBase, tag="slot.restart"):
-    """The restart policy (agent/restart_policy.py) after a crash: relaunching, or giving up."""
+    """The restart policy (agent/slot/restart_policy.py) after a crash: relaunching, or giving up."""
 
     crash: int | None = None  # the crash's number within the policy's window
     in_s: float | None = None
@@ -225,7 +225,7 @@ class SwapDone(SwapEvent, tag="swap.done"):
     rolled_back: bool = False
     aborted: bool = False
     timings_s: dict[str, float | None] = {}
-    kind: Literal["warm", "cold"] = "cold"  # warm: a standby woken (agent/standby.py)
+    kind: Literal["warm", "cold"] = "cold"  # warm: a standby woken (agent/swap/standby.py)
 
 
 class SwapFailure(SwapEvent, tag="swap.failure"):
@@ -355,7 +355,7 @@ class JobTarget(Struct, frozen=True, kw_only=True):
 
 
 class JobEvent(EventBase, tag="job", omit_defaults=True):
-    """A batch job's event (agent/jobs_host.py); `job` is its id. Jobs keep their own state in
+    """A batch job's event (agent/jobs/jobs_host.py); `job` is its id. Jobs keep their own state in
     the agent (`job_status`), so these fold into nothing here; they are typed for readers. Each
     type sets a few of these fields: the rest (their defaults) are not written."""
 
@@ -395,7 +395,7 @@ class JobEvent(EventBase, tag="job", omit_defaults=True):
 
 
 # Job events carry no fields of their own: one Struct per type, named for its tag, built at
-# the site that publishes it (agent/jobs_host.py, jobs/chooser.py).
+# the site that publishes it (agent/jobs/jobs_host.py, jobs/chooser.py).
 
 
 class JobStart(JobEvent, tag="job.start"):

@@ -174,7 +174,7 @@ def _slot_event(slot: SlotView, ev: EventBase) -> SlotView:
             changes["cause"] = ev.cause
         if state == SlotState.READY:
             changes["ready_at"] = ev.ts
-        if state != SlotState.LAUNCHING:  # progress is a launch's (agent/slot.py _estimate)
+        if state != SlotState.LAUNCHING:  # progress is a launch's (agent/slot/slot.py _estimate)
             changes.update(progress=None, eta_s=None)
         if state in _ENDED:  # a failed server's pid stays on show (what died), as the agent's
             changes["pids"] = []

@@ -86,7 +86,7 @@ class StandbyView(Struct, kw_only=True):
 
 
 class ExternalView(Struct, kw_only=True):
-    """A slot's server that sgltui did not start (agent/attach.py): watched, never stopped."""
+    """A slot's server that sgltui did not start (agent/slot/attach.py): watched, never stopped."""
 
     url: str
     pid: int | None = None  # None: a remote URL (no lifecycle, no GPU)
@@ -98,7 +98,7 @@ class ExternalView(Struct, kw_only=True):
 
 class Unmanaged(Struct, kw_only=True):
     """An SGLang server of this user on this host that the agent did not start
-    (agent/discovery.py); `url` None while it does not listen yet."""
+    (agent/slot/discovery.py); `url` None while it does not listen yet."""
 
     pid: int
     port: int | None = None
@@ -116,11 +116,11 @@ class SlotStatus(SlotView, kw_only=True):
     uptime_s: float | None = None
     busy: str | None = None
     restart: str | None = None  # what the restart policy did after a crash (relaunch, gave up)
-    # a ready server that does not answer (SIGSTOP, a wedge), and why (agent/liveness.py)
+    # a ready server that does not answer (SIGSTOP, a wedge), and why (agent/slot/liveness.py)
     unresponsive: str | None = None
     drain: DrainView | None = None  # while a stop waits for requests in flight
     gpus: list[int] = []  # the GPUs host.toml gives the slot (empty: not placed)
-    standbys: list[StandbyView] = []  # profiles kept warm beside its server (agent/standby.py)
+    standbys: list[StandbyView] = []  # profiles kept warm beside its server (agent/swap/standby.py)
 
 
 class PoolGateway(Struct, kw_only=True):
@@ -137,7 +137,7 @@ class PoolWorker(Struct, kw_only=True):
 
 
 class RollView(Struct, kw_only=True):
-    """A pool's latest rolling swap (agent/pools.py keeps it as this, and changes it as it goes)."""
+    """A pool's latest rolling swap (agent/pools/pools.py keeps it as this, and changes it as it goes)."""
 
     state: Literal["rolling", "stopped", "done"] = "rolling"
     # A rolling swap, or a fleet.toml pool's `up` (its members started, then routed), which
@@ -164,7 +164,7 @@ class PoolStatus(Struct, kw_only=True):
     note: str | None = None  # e.g. "mixed: a runs mtp, b runs base (roll stopped at b: ...)"
     error: str | None = None  # its gateway could not start (smg missing, port taken)
     metrics: dict[str, Any] | None = None  # the gateway's: restarts, retries, errors, per worker
-    # A fleet.toml pool whose gateway runs on this host (agent/remote_pools.py): its `slots`
+    # A fleet.toml pool whose gateway runs on this host (agent/pools/remote.py): its `slots`
     # and workers' `slot` are fleet names (host/slot) already, and its members run elsewhere.
     across_hosts: bool = False
 
@@ -249,7 +249,7 @@ class DemoLoadReply(Struct, kw_only=True):
 
 
 class PreflightCheck(Struct, kw_only=True):
-    """One check a launch would run (agent/preflight.py)."""
+    """One check a launch would run (agent/swap/preflight.py)."""
 
     name: str
     ok: bool
@@ -272,7 +272,7 @@ class PreflightReply(Struct, kw_only=True):
     error: str | None = None  # the first failure's line
     checks: list[PreflightCheck] = []
     resolved: ResolvedView | None = None
-    # a lease, a pinned job or a bench on the slot: the swap would ask first (agent/slot_pins.py)
+    # a lease, a pinned job or a bench on the slot: the swap would ask first (agent/slot/pins.py)
     pinned: Pin | None = None
 
 
@@ -292,7 +292,7 @@ class JobSegment(Struct, kw_only=True):
 
 
 class JobView(Struct, kw_only=True):
-    """A batch job as the agent shows it (agent/jobs_host.py): every `job_*` op's reply."""
+    """A batch job as the agent shows it (agent/jobs/jobs_host.py): every `job_*` op's reply."""
 
     id: str
     name: str | None = None
@@ -442,7 +442,7 @@ def _reads(part: dict[str, Any]) -> bool:
 
 
 class LeaseView(Struct, kw_only=True):
-    """A lease on a profile: the agent endpoint never evicts it (agent/leases.py)."""
+    """A lease on a profile: the agent endpoint never evicts it (agent/endpoint/leases.py)."""
 
     profile: str
     holder: str  # "job NAME (ID)" or "CLIENT by hand"
@@ -452,7 +452,7 @@ class LeaseView(Struct, kw_only=True):
 
 
 class EndpointView(Struct, kw_only=True):
-    """The agent's one OpenAI endpoint (agent/endpoint.py): where, what waits, who holds."""
+    """The agent's one OpenAI endpoint (agent/endpoint/endpoint.py): where, what waits, who holds."""
 
     url: str | None = None
     state: str = "off"  # listening | error | off
@@ -473,11 +473,11 @@ class StatusReply(Struct, kw_only=True):
     jobs: list[JobView] = []
     pools: list[PoolStatus] = []
     unmanaged: list[Unmanaged] = []  # servers of this user the agent did not start
-    endpoint: EndpointView | None = None  # the agent's OpenAI endpoint (agent/endpoint.py)
+    endpoint: EndpointView | None = None  # the agent's OpenAI endpoint (agent/endpoint/endpoint.py)
 
 
 class StopReport(Struct, kw_only=True):
-    """How a stop went (agent/slot.py Slot.stop): timings, what is still held, what it cut."""
+    """How a stop went (agent/slot/slot.py Slot.stop): timings, what is still held, what it cut."""
 
     timings_s: dict[str, float] = {}
     left_pids: list[int] = []

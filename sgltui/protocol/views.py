@@ -30,7 +30,7 @@ class SwapView(FromTo, kw_only=True):
 
 
 class FrontView(Struct, kw_only=True):
-    """The slot's stable front endpoint (sgltui/agent/front.py). Counts are since the agent
+    """The slot's stable front endpoint (sgltui/agent/pools/front.py). Counts are since the agent
     started; `held_now` and `in_flight` are the live agent's."""
 
     url: str | None = None
@@ -71,12 +71,12 @@ class LastSwap(FromTo, kw_only=True):
     cause: Cause | None = None
     finished_at: float | None = None
     client: str | None = None
-    kind: Literal["warm", "cold"] = "cold"  # warm: a standby was woken (agent/standby.py)
+    kind: Literal["warm", "cold"] = "cold"  # warm: a standby was woken (agent/swap/standby.py)
     seconds: float | None = None  # keystroke (accepted) to serving
 
 
 class ResolvedView(Struct, kw_only=True):
-    """A profile as resolved when its command was accepted (agent/resolved.py
+    """A profile as resolved when its command was accepted (agent/slot/resolved.py
     Resolved.describe): what runs, where it came from, a hash of its content; no secrets."""
 
     name: str
@@ -176,7 +176,7 @@ class SlotView(Struct, kw_only=True):
     front: FrontView | None = None
     last_stop: StopView | None = None
     last_failure: dict[str, Any] | None = None  # the latest failure, kept after a recovery
-    resolved: ResolvedView | None = None  # the resolved profile it runs (agent/resolved.py)
+    resolved: ResolvedView | None = None  # the resolved profile it runs (agent/slot/resolved.py)
     last_swap: LastSwap | None = None
 
 

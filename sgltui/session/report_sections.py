@@ -271,7 +271,7 @@ def _job_target(start: dict[str, Any]) -> str | None:
 
 
 def jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Batch jobs (sgltui/agent/jobs_host.py events): each job's outcome and its segments, one
+    """Batch jobs (sgltui/agent/jobs/jobs_host.py events): each job's outcome and its segments, one
     per launch it sent to (completions, tokens, time and rate per profile)."""
     by_id: dict[str, dict[str, Any]] = {}
     for ev in events:
@@ -314,7 +314,7 @@ def jobs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def endpoint(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """What the agent endpoint did for requests (agent/endpoint.py's `endpoint` events): counts
+    """What the agent endpoint did for requests (agent/endpoint/endpoint.py's `endpoint` events): counts
     by action and each line with its cause; None when it did nothing."""
     acts = [e for e in events if e.get("type") == "endpoint" and e.get("action") != "lease"]
     if not acts:

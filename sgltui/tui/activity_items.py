@@ -96,7 +96,8 @@ def activity_item(
         return ActivityItem(ts, client, _AGENT_WORDS[type(event)], "info", False)
     if isinstance(event, protocol.PoolRoll):
         return _roll_item(event, ts, client)
-    if isinstance(event, protocol.EndpointEvent):  # the agent endpoint acted (agent/endpoint.py)
+    # the agent endpoint acted (agent/endpoint/endpoint.py)
+    if isinstance(event, protocol.EndpointEvent):
         bad = event.action in ("refused", "failed")
         return ActivityItem(ts, client, event.text, "warning" if bad else "info")
     if isinstance(event, protocol.GatewayDied):
@@ -121,7 +122,7 @@ def _swap_item(event: protocol.SwapDone, ts: float, client: str | None) -> Activ
     total = event.timings_s.get("total")
     verdict = "done" if event.ok else ("rolled back" if event.rolled_back else "failed")
     extra = f" in {units.span(total)}" if isinstance(total, (int, float)) else ""
-    # warm: a standby was woken (agent/standby.py)
+    # warm: a standby was woken (agent/swap/standby.py)
     text = f"swap {event.from_} -> {event.to} {verdict} ({event.kind}){extra}"
     return ActivityItem(ts, client, text, "info" if event.ok else "error", False)
 

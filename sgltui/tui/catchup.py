@@ -157,7 +157,7 @@ async def start_demo(host: CatchUpHost) -> None:
         except SOURCE_ERRORS as exc:
             host.notify(one_line(exc), title="demo start failed", severity="error", markup=False)
             return
-    if len(demo) > 1 and len(starts) == 1:  # the warm swap, offered (agent/standby.py)
+    if len(demo) > 1 and len(starts) == 1:  # the warm swap, offered (agent/swap/standby.py)
         host.notify(
             f"k on {demo[1].name} keeps it warm beside {demo[0].name}: "
             "a swap to it then takes seconds",

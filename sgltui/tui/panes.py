@@ -91,7 +91,7 @@ class Pane:
 def _draw_profiles(host: PaneHost, pane: ProfilesPane, dirty: set[str]) -> None:
     m = host.model
     pane.show(m.profiles, m.slots, m.current)
-    # the agent endpoint's queue and leases, only while there are some (agent/endpoint.py)
+    # the agent endpoint's queue and leases, only while there are some (agent/endpoint/endpoint.py)
     note = views.endpoint_note(m.endpoint)
     if pane.border_subtitle != note:
         pane.border_subtitle = note

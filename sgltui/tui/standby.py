@@ -1,6 +1,6 @@
 """The TUI's "keep warm" question (key k on a profile row): what a standby costs, asked first.
 
-A standby (agent/standby.py) costs one cold start of the profile now, while the serving one
+A standby (agent/swap/standby.py) costs one cold start of the profile now, while the serving one
 sleeps and its clients wait at the front: the question says how long that took the last time
 this session launched the profile (or that it is not known yet).
 """
@@ -34,7 +34,7 @@ def question(name: str, slot: protocol.SlotStatus | None, took: float | None) ->
     )
     once = ""
     if serving and slot is not None and "--enable-memory-saver" not in slot.command:
-        # agent/standby.py: a server started without the memory saver cannot sleep
+        # agent/swap/standby.py: a server started without the memory saver cannot sleep
         once = f" [b]{escape(serving)}[/] restarts once first, able to sleep (one more start)."
     return (
         f"Keep [b]{escape(name)}[/] warm? It starts now, {how_long},{held}; then it sleeps "

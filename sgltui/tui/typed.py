@@ -85,7 +85,7 @@ def pool(data: Any) -> protocol.PoolStatus:
 
 
 def endpoint(data: Any) -> protocol.EndpointView | None:
-    """The agent endpoint of STATUS (agent/endpoint.py); None: an older agent, or unreadable."""
+    """The agent endpoint of STATUS (agent/endpoint/endpoint.py); None: an older agent, or unreadable."""
     if not isinstance(data, Mapping):
         return None
     try:

@@ -92,7 +92,7 @@ def profile_option(profile: protocol.ProfileRow, slots: list[protocol.SlotStatus
     elif running:  # several slots run it: how many, in the state of the first
         state = f"  {state_label(running[0].state)} ×{len(running)}"
     launcher = f"  [dim]{launcher_label(profile)}[/]"
-    # Kept warm beside a slot's server (agent/standby.py): a swap to it takes seconds.
+    # Kept warm beside a slot's server (agent/swap/standby.py): a swap to it takes seconds.
     warm = [sb for s in slots for sb in s.standbys if sb.profile == profile.name]
     if warm:
         state += (
@@ -193,7 +193,7 @@ def slot_details(slot: protocol.SlotStatus | None) -> str:
         eta_txt = f" ETA {units.duration(eta)}" if eta is not None else ""
         lines.append(f"{escape(slot.phase or 'spawned')}")
         lines.append(f"{progress_bar(slot.progress)}{eta_txt}")
-    if slot.restart:  # what the restart policy did after a crash (agent/restart_policy.py)
+    if slot.restart:  # what the restart policy did after a crash (agent/slot/restart_policy.py)
         lines.append(f"[b $warning]restart[/] {escape(slot.restart)}")
     # A stopped slot keeps a cause only when its stop had to SIGKILL work still running.
     if state in _ENDED and slot.cause:
@@ -204,7 +204,7 @@ def slot_details(slot: protocol.SlotStatus | None) -> str:
 
 
 def front_line(front: protocol.FrontView) -> str:
-    """The slot's stable endpoint (agent/front.py): where clients point, and what it does now."""
+    """The slot's stable endpoint (agent/pools/front.py): where clients point, and what it does now."""
     if front.error:
         return f"[$error]front: {escape(front.error)}[/]"
     extra = ""
@@ -712,7 +712,7 @@ def warm_bytes(g: protocol.GpuView, warm_pids: frozenset[int]) -> int:
 
 
 def standby_lines(slots: list[protocol.SlotStatus]) -> list[str]:
-    """One memory-pane line per profile kept warm (agent/standby.py): its slot and the server
+    """One memory-pane line per profile kept warm (agent/swap/standby.py): its slot and the server
     that serves there, what the sleeper keeps on the GPU and pins in host RAM."""
     out = []
     for slot in slots:
@@ -746,7 +746,7 @@ def _said_before(sb: protocol.StandbyView) -> str:
 
 def endpoint_note(ep: protocol.EndpointView | None) -> str:
     """The agent endpoint's queue per profile and who holds each lease, for the Profiles pane's
-    border; empty when nothing waits and nothing is leased (agent/endpoint.py)."""
+    border; empty when nothing waits and nothing is leased (agent/endpoint/endpoint.py)."""
     if ep is None or (not ep.queue and not ep.leases):
         return ""
     parts = [f"{name}: {n} waiting" for name, n in ep.queue.items()]

@@ -1,4 +1,4 @@
-"""The OpenAI Batch API on a slot's front (agent/batch_api.py), driven by the `openai` package
+"""The OpenAI Batch API on a slot's front (agent/jobs/batch_api.py), driven by the `openai` package
 against a real agent and simulator: upload, create, poll, download, cancel."""
 
 from __future__ import annotations
@@ -108,8 +108,8 @@ async def test_metadata_reaches_the_job_options(tmp_path, monkeypatch):
     from aiohttp import FormData, web
     from aiohttp.test_utils import TestClient, TestServer
 
-    from sgltui.agent import batch_api
-    from sgltui.agent.batch_api import BatchApi, BatchStore
+    from sgltui.agent.jobs import batch_api
+    from sgltui.agent.jobs.batch_api import BatchApi, BatchStore
 
     seen = []
 
@@ -157,7 +157,7 @@ async def test_metadata_reaches_the_job_options(tmp_path, monkeypatch):
 
 
 def test_the_agent_endpoint_answers_the_batch_routes_too(agent_handle, monkeypatch, tmp_path):
-    """The agent's one endpoint (agent/endpoint.py) serves the same Batch API as each front:
+    """The agent's one endpoint (agent/endpoint/endpoint.py) serves the same Batch API as each front:
     the routes win over its routing by `model`, and the batch is the agent's job."""
     from tests.ports import server_port
 

@@ -22,7 +22,7 @@ def test_the_command_word_skips_root_options_and_their_values() -> None:
 
 
 def test_a_command_does_not_load_the_agent_server_or_the_tui() -> None:
-    heavy = "('sgltui.agent.slot', 'sgltui.agent.supervisor', 'sgltui.tui', 'sgltui.web', "
+    heavy = "('sgltui.agent.slot.slot', 'sgltui.agent.supervisor', 'sgltui.tui', 'sgltui.web', "
     heavy += "'textual', 'aiohttp', 'httpx')"
     code = (
         "import sys; from sgltui import cli; cli.parser_for(['status', '--json']);"

@@ -1,4 +1,4 @@
-"""The agent's OpenAI endpoint (agent/endpoint.py) with a real agent and real simulators: a
+"""The agent's OpenAI endpoint (agent/endpoint/endpoint.py) with a real agent and real simulators: a
 request's `model` (name, alias, served-model-name) starts, evicts and wakes profiles on one slot;
 leases and unknown names answer 503 and 404; an idle profile is stopped and comes back."""
 

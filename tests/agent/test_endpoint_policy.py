@@ -1,5 +1,5 @@
-"""The agent endpoint's decisions (agent/endpoint_policy.py), pure: names, plans, collation, idle;
-the leases a running job holds (agent/leases.py); a profile's `aliases` and `idle_s` checked."""
+"""The agent endpoint's decisions (agent/endpoint/policy.py), pure: names, plans, collation, idle;
+the leases a running job holds (agent/endpoint/leases.py); a profile's `aliases` and `idle_s` checked."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from sgltui.agent.endpoint_policy import (
+from sgltui.agent.endpoint.leases import Leases
+from sgltui.agent.endpoint.policy import (
     EndpointConfig,
     Routable,
     SlotLook,
@@ -18,8 +19,7 @@ from sgltui.agent.endpoint_policy import (
     resolve,
     switch_due,
 )
-from sgltui.agent.job_records import JobRecord
-from sgltui.agent.leases import Leases
+from sgltui.agent.jobs.records import JobRecord
 from sgltui.core.profiles import ProfileError, get_profile
 
 A = Routable("base", served="Qwen/Qwen3-8B", aliases=("chat",))

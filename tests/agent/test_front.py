@@ -9,7 +9,7 @@ import signal
 import aiohttp
 import pytest
 
-from sgltui.agent.front import Front, FrontConfig
+from sgltui.agent.pools.front import Front, FrontConfig
 from tests.ports import server_port
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"

@@ -1,5 +1,5 @@
 """The pool's gateway: the real smg (PyPI smg) in front of real simulator processes
-(sgltui/agent/gateway.py)."""
+(sgltui/agent/pools/gateway.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from sgltui import protocol
-from sgltui.agent import gateway, gateway_launch
-from sgltui.agent.gateway import Gateway, GatewayError
+from sgltui.agent.pools import gateway, gateway_launch
+from sgltui.agent.pools.gateway import Gateway, GatewayError
 
 pytestmark = [
     pytest.mark.skipif(not gateway.smg_available(), reason="smg not installed"),
@@ -275,7 +275,7 @@ async def test_a_left_gateway_that_cannot_be_taken_over_is_ended_and_the_log_say
     # The next agent's pool has another port now (host.toml edited): not the same gateway.
     nxt = _gateway(tmp_path)
     try:
-        with caplog.at_level("WARNING", logger="sgltui.agent.gateway"):
+        with caplog.at_level("WARNING", logger="sgltui.agent.pools.gateway"):
             assert not await nxt.adopt()
         assert f"ending smg pid {old} left by an earlier agent (it listens on port" in (caplog.text)
         deadline = time.monotonic() + 5

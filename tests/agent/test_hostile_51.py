@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from sgltui.agent import discovery, info_fetch
+from sgltui.agent.slot import discovery, info_fetch
 from sgltui.client import AgentError
 from sgltui.core import info_bounds
 from tests.fixtures.cli import agent_sgltui, sgltui
@@ -134,8 +134,8 @@ def test_a_keyed_server_is_seen_listening_as_soon_as_it_listens(monkeypatch):
 def test_a_port_nothing_answers_is_said_by_the_errors_kind_not_its_words():
     """attach's hint ("is a server listening there?") follows FetchError.unanswered, set where
     nothing answered, not a match on the error's text."""
-    from sgltui.agent import attach, info_fetch
     from sgltui.agent.errors import OpError
+    from sgltui.agent.slot import attach, info_fetch
     from tests.ports import server_port
 
     url = f"http://127.0.0.1:{server_port()}"  # free: nothing listens there

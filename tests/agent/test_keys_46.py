@@ -14,9 +14,9 @@ import httpx
 import pytest
 from aiohttp import web
 
-from sgltui.agent import gateway
-from sgltui.agent.batch_api import BatchApi, BatchStore
-from sgltui.agent.front import Front, FrontConfig, Keys
+from sgltui.agent.jobs.batch_api import BatchApi, BatchStore
+from sgltui.agent.pools import gateway
+from sgltui.agent.pools.front import Front, FrontConfig, Keys
 from tests.ports import server_port
 
 BODY = {"model": "default", "prompt": "hi", "max_tokens": 2}
@@ -152,7 +152,7 @@ def test_a_roll_to_a_keyed_profile_never_serves_its_workers_without_the_key(agen
 
 
 def test_the_endpoint_asks_for_a_key_from_a_key_file_and_one_it_cannot_read(tmp_path):
-    from sgltui.agent.endpoint import routable
+    from sgltui.agent.endpoint.endpoint import routable
     from sgltui.core.profiles import get_profile
 
     keyfile = tmp_path / "key"

@@ -1,10 +1,10 @@
-"""The slot's lifecycle table (sgltui/agent/lifecycle.py): complete, strict, no dead ends."""
+"""The slot's lifecycle table (sgltui/agent/slot/lifecycle.py): complete, strict, no dead ends."""
 
 from __future__ import annotations
 
 import pytest
 
-from sgltui.agent import lifecycle as L
+from sgltui.agent.slot import lifecycle as L
 
 
 def reachable(start: str) -> set[str]:

@@ -1,11 +1,11 @@
-"""agent/liveness.py: a paused server (its /ready 503) whose queue does not go down is not
+"""agent/slot/liveness.py: a paused server (its /ready 503) whose queue does not go down is not
 alive: an agent killed mid-swap once left a slot `ready` on one, and every request hung."""
 
 from __future__ import annotations
 
 import asyncio
 
-from sgltui.agent import liveness as lv
+from sgltui.agent.slot import liveness as lv
 
 
 def probe(monkeypatch, queues: list[int]):

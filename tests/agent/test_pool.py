@@ -1,4 +1,4 @@
-"""A pool of two slots behind the real smg (agent/pools.py, agent/gateway.py) on the simulator:
+"""A pool of two slots behind the real smg (agent/pools/pools.py, agent/pools/gateway.py) on the simulator:
 started with --pool, served under "default", rolled to another profile under streaming load
 with no client error, and a job through it that loses nothing when a slot's server and then the
 gateway are killed -9."""
@@ -16,7 +16,7 @@ import httpx
 import msgspec
 import pytest
 
-from sgltui.agent import gateway
+from sgltui.agent.pools import gateway
 from sgltui.client import call_sync
 from tests.fixtures.agent import alive
 from tests.ports import server_port

@@ -19,7 +19,7 @@ import time
 import httpx
 import pytest
 
-from sgltui.agent import gateway
+from sgltui.agent.pools import gateway
 from tests.agent import test_pool
 from tests.agent.test_pool import _pool, _pool_call, _wait_workers
 

@@ -43,7 +43,8 @@ def test_a_real_profile_sized_by_ratio_is_judged_from_the_gpu_and_its_weights(
 ):
     """Real SGLang, --hicache-ratio: the device pool is the smallest target GPU's static share
     less the weights' files per rank (no NVML here: the GPU's size is given)."""
-    from sgltui.agent import gpu, preflight
+    from sgltui.agent import gpu
+    from sgltui.agent.swap import preflight
     from sgltui.core.profiles import Profile
     from sgltui.core.units import GIB
 
@@ -71,7 +72,7 @@ def test_a_real_profile_sized_by_ratio_is_judged_from_the_gpu_and_its_weights(
 
 
 def _fake_python(path, found: bool):
-    """An interpreter that answers the probe (agent/preflight.py) as a host with or without
+    """An interpreter that answers the probe (agent/swap/preflight.py) as a host with or without
     SGLang would."""
     answer = (
         '{"found": true, "error": null}'

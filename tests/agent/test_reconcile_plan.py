@@ -1,11 +1,11 @@
-"""agent/reconcile.py's plan: what the gateway must route against what smg says (pure)."""
+"""agent/pools/reconcile.py's plan: what the gateway must route against what smg says (pure)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from sgltui.agent.gateway import WorkerState
-from sgltui.agent.reconcile import plan
+from sgltui.agent.pools.gateway import WorkerState
+from sgltui.agent.pools.reconcile import plan
 
 
 def _slots():

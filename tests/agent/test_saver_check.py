@@ -1,4 +1,4 @@
-"""agent/saver_check.py: what makes a profile unable to sleep on a real SGLang, asked of the
+"""agent/swap/saver_check.py: what makes a profile unable to sleep on a real SGLang, asked of the
 profile's own interpreter (torch_memory_saver >= 0.0.10) and settings."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from sgltui.agent import saver_check
+from sgltui.agent.swap import saver_check
 
 
 def fake_site(tmp_path, version: str):

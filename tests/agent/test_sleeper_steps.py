@@ -1,4 +1,4 @@
-"""agent/sleeper.py's calls on one server, against a recording fake of SGLang's admin routes:
+"""agent/swap/sleeper.py's calls on one server, against a recording fake of SGLang's admin routes:
 each step happens once and only after the one it undoes (torch-memory-saver exits on a second
 release and on a resume of a server not released), the admin key, hicache's flush before the
 pause, abort when the drain did not empty, and a release's timeout from its bytes."""
@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from sgltui.agent import http_probe, sleeper
+from sgltui.agent.slot import http_probe
+from sgltui.agent.swap import sleeper
 
 
 def server(**flags):

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from sgltui.agent import gateway
+from sgltui.agent.pools import gateway
 from sgltui.client import AgentError
 from tests.fixtures.cli import sgltui
 from tests.ports import server_port

@@ -1,4 +1,4 @@
-"""Standbys and the warm swap (agent/standby.py) with a real agent and real simulators."""
+"""Standbys and the warm swap (agent/swap/standby.py) with a real agent and real simulators."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""A slot's stop report is protocol.StopReport end to end (agent/slot.py Slot.stop): the stop's
+"""A slot's stop report is protocol.StopReport end to end (agent/slot/slot.py Slot.stop): the stop's
 outcome notes what a SIGKILL cut in it, and the stop op's reply carries it as it is."""
 
 from __future__ import annotations
 
 from sgltui import protocol
-from sgltui.agent.server_process import stop_outcome
+from sgltui.agent.slot.server_process import stop_outcome
 
 
 def test_a_sigkill_notes_the_requests_it_cut_in_the_report_the_reply_carries():

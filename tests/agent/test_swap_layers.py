@@ -1,4 +1,4 @@
-"""Issue 48 item 2: one swap coordinator (agent/swap.py). Every swap enters it (the `swap` and
+"""Issue 48 item 2: one swap coordinator (agent/swap/coordinator.py). Every swap enters it (the `swap` and
 `restart` ops, a pool's roll through each slot's `swap` op, the restart policy's relaunch), and
 the layers it uses never call back into it: the operations (the slot's command layer) and the
 standbys (their registry) know nothing of swaps."""
@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from sgltui.agent import operations, restart_policy, standby, swap
+from sgltui.agent.slot import restart_policy
 from sgltui.agent.supervisor import Supervisor
+from sgltui.agent.swap import coordinator as swap
+from sgltui.agent.swap import operations, standby
 
 AGENT = Path(swap.__file__).parent
 
@@ -48,7 +50,10 @@ def _names(module) -> set[str]:
 @pytest.mark.parametrize("module", [operations, standby])
 def test_the_layers_below_never_call_the_coordinator(module):
     names = _names(module)
-    assert "sgltui.agent.swap" not in names and "sgltui.agent.swap.Swaps" not in names
+    assert (
+        "sgltui.agent.swap.coordinator" not in names
+        and "sgltui.agent.swap.coordinator.Swaps" not in names
+    )
     assert "swaps" not in names, f"{module.__name__} reaches the coordinator"
     assert not any(n.endswith("SwapRun") for n in names), f"{module.__name__} records a swap"
 

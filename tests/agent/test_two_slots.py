@@ -1,6 +1,6 @@
 """Two slots of one agent (host.toml, core/placement.py) on the simulator: the same profile runs
 on both, each on its slot's port; a swap of one never holds up the other's requests or commands
-(one lock per slot, agent/operations.py)."""
+(one lock per slot, agent/swap/operations.py)."""
 
 from __future__ import annotations
 

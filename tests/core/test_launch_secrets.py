@@ -115,9 +115,9 @@ def test_the_sims_own_reader_without_pyyaml(tmp_path, monkeypatch):
 
 
 def test_the_agents_resolved_profile_takes_the_same_channel(tmp_path):
-    """The agent launches a Resolved (agent/resolved.py), not a core Profile: it must pass the
+    """The agent launches a Resolved (agent/slot/resolved.py), not a core Profile: it must pass the
     flags less the secrets through (a launch with a key failed with a TypeError otherwise)."""
-    from sgltui.agent.resolved import Resolved
+    from sgltui.agent.slot.resolved import Resolved
 
     argv, path = launch_secrets.launch_command(Resolved.of(_profile(tmp_path)), tmp_path / "s")
     assert KEY not in " ".join(argv) and argv[-2:] == ["--config", str(path)]
@@ -130,7 +130,7 @@ def test_a_key_that_leads_with_a_dash_is_refused_and_never_generated(tmp_path, m
     import subprocess
     import sys
 
-    from sgltui.agent.exposure import Exposures
+    from sgltui.agent.pools.exposure import Exposures
 
     bad = "-" + KEY
     path = write(tmp_path, "bad.yaml", launch_secrets.config_text({"api-key": bad}))

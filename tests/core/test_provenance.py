@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sgltui.agent import discovery
+from sgltui.agent.slot import discovery
 from sgltui.core import provenance
 from tests.fixtures.cli import sgltui
 
@@ -116,8 +116,8 @@ def test_attach_urls_and_the_refusals_that_say_the_way_forward():
 
     import pytest
 
-    from sgltui.agent import attach
     from sgltui.agent.errors import OpError
+    from sgltui.agent.slot import attach
 
     assert attach.split_url("http://127.0.0.1:30000/") == (
         "http://127.0.0.1:30000",

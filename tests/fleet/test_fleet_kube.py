@@ -16,7 +16,7 @@ import httpx
 import psutil
 import pytest
 
-from sgltui.agent import gateway as gw_mod
+from sgltui.agent.pools import gateway as gw_mod
 from sgltui.fleet import config as fleet_config
 from sgltui.fleet import kube, transport
 from sgltui.fleet.client import HostClient, HostError

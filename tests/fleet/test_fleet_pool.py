@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sgltui.agent import gateway as gw_mod
+from sgltui.agent.pools import gateway as gw_mod
 from sgltui.fleet import config as fleet_config
 from sgltui.fleet.client import HostClient
 from tests.fleet import sshd as sshd_mod

@@ -15,7 +15,7 @@ from sgltui.jobs.chooser import Chooser, Refused
 
 @dataclass
 class Rec:
-    """The part of a job's record the trial reads (agent/job_records.py JobRecord)."""
+    """The part of a job's record the trial reads (agent/jobs/records.py JobRecord)."""
 
     id: str
     state: str

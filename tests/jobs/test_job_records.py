@@ -1,4 +1,4 @@
-"""A batch job's record (agent/job_records.py JobRecord) on disk: the files an agent wrote
+"""A batch job's record (agent/jobs/records.py JobRecord) on disk: the files an agent wrote
 before the record was a Struct load (two saved from real runs: a --choose job that finished in
 its trial, a pinned job cancelled after a swap), an older file without a target or a mode loads
 with their defaults, a file that is not a record is left alone, and what a new agent writes
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from sgltui import protocol
-from sgltui.agent.job_records import JobRecord, JobStore, SegmentRecord
-from sgltui.agent.job_view import job_view
+from sgltui.agent.jobs.records import JobRecord, JobStore, SegmentRecord
+from sgltui.agent.jobs.view import job_view
 
 RECORDS = Path(__file__).parent / "records"
 FILES = sorted(RECORDS.glob("*.json"))

@@ -11,9 +11,9 @@ from pathlib import Path
 import msgspec
 
 from sgltui import protocol
-from sgltui.agent.job_records import JobStore, load_record, new_record
-from sgltui.agent.job_target import target_of
-from sgltui.agent.job_view import job_view
+from sgltui.agent.jobs.records import JobStore, load_record, new_record
+from sgltui.agent.jobs.target import target_of
+from sgltui.agent.jobs.view import job_view
 from sgltui.protocol import JobTarget, JobView
 from sgltui.session.reader import load_session
 from sgltui.session.report import build_report, render

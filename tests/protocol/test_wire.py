@@ -8,12 +8,12 @@ import pytest
 
 from sgltui import protocol
 from sgltui.agent.agent_ops import AgentOps
-from sgltui.agent.attach import Attacher
-from sgltui.agent.jobs_host import JobsHost
-from sgltui.agent.leases import Leases
-from sgltui.agent.operations import Operations
-from sgltui.agent.standby import Standbys
-from sgltui.agent.swap import Swaps
+from sgltui.agent.endpoint.leases import Leases
+from sgltui.agent.jobs.jobs_host import JobsHost
+from sgltui.agent.slot.attach import Attacher
+from sgltui.agent.swap.coordinator import Swaps
+from sgltui.agent.swap.operations import Operations
+from sgltui.agent.swap.standby import Standbys
 from sgltui.core import causes
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from sgltui.agent.gpu.sim import SimGpuSource
-from sgltui.agent.procs import server_tree
+from sgltui.agent.slot.procs import server_tree
 from sgltui.core import placement
 from sgltui.sim.gpu_publish import published_indexes
 

@@ -13,7 +13,7 @@ import pytest
 
 from sgltui.agent.gpu import GpuService
 from sgltui.agent.gpu.nvml import open_nvml
-from sgltui.agent.procs import server_tree
+from sgltui.agent.slot.procs import server_tree
 from sgltui.agent.telemetry import Telemetry
 from tests.telemetry.fake_nvml import FakeGpu, FakeNvml
 

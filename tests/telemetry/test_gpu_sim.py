@@ -11,7 +11,7 @@ import pytest
 
 from sgltui.agent.gpu import GpuService
 from sgltui.agent.gpu.sim import SimGpuSource
-from sgltui.agent.procs import server_tree
+from sgltui.agent.slot.procs import server_tree
 from sgltui.agent.telemetry import Telemetry
 from sgltui.core.locations import sim_gpu_dir
 

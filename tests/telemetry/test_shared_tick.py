@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from sgltui.agent import procs
+from sgltui.agent.slot import procs
 from sgltui.agent.telemetry import engine_parse
 from sgltui.agent.telemetry.engine import SlotWatch
 from sgltui.agent.telemetry.telemetry import IDLE_POLL_S

@@ -17,7 +17,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from sgltui.agent.gateway import _GATEWAY_METRICS
+from sgltui.agent.pools.gateway import _GATEWAY_METRICS
 from sgltui.agent.telemetry import engine_parse
 from sgltui.core.capacity import CapacityBuilder
 from tests.telemetry.test_capacity import MTP_HYBRID_TP1
@@ -134,7 +134,7 @@ def test_the_plain_reader_reads_the_simple_lines_itself(monkeypatch):
 
 
 def test_an_engine_poll_answer_stands_for_the_liveness_probe(monkeypatch):
-    from sgltui.agent import liveness as lv
+    from sgltui.agent.slot import liveness as lv
 
     probes: list[str] = []
     changes: list[str | None] = []
@@ -227,7 +227,7 @@ def test_a_slot_refresh_reads_the_shared_table_without_a_thread(monkeypatch):
     import subprocess
     import sys
 
-    from sgltui.agent import procs
+    from sgltui.agent.slot import procs
 
     kid = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True

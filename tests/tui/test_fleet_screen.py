@@ -196,7 +196,7 @@ def test_a_pool_across_hosts_is_one_row_over_its_members_on_their_hosts():
     from sgltui import protocol
 
     h1 = make_host_status(1, pool=None)
-    # What h1's agent says of the gateway it runs (agent/remote_pools.py): the workers by their
+    # What h1's agent says of the gateway it runs (agent/pools/remote.py): the workers by their
     # fleet names, and only those routed now (a roll has taken h1/a out).
     h1["pools"] = [
         {

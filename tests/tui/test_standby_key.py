@@ -1,4 +1,4 @@
-"""k on a profile row keeps it warm (agent/standby.py): asked first, saying what it costs; the
+"""k on a profile row keeps it warm (agent/swap/standby.py): asked first, saying what it costs; the
 row and the memory pane show what is kept warm."""
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ import psutil
 
 from sgltui.agent.gpu import nvml, sim
 from sgltui.agent.gpu.reading import GpuReading, GpuSourceError, empty_gpu
-from sgltui.agent.procs import ProcTree, describe
+from sgltui.agent.slot.procs import ProcTree, describe
 from sgltui.core import config as env_config
 from sgltui.core import units
 

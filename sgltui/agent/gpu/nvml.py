@@ -21,7 +21,7 @@ import psutil
 import pynvml
 
 from sgltui.agent.gpu.reading import GpuReading, GpuSourceError, empty_gpu
-from sgltui.agent.procs import ProcTree
+from sgltui.agent.slot.procs import ProcTree
 
 log = logging.getLogger(__name__)
 NVMLError = pynvml.NVMLError

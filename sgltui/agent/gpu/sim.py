@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sgltui.agent.gpu.reading import GpuReading, empty_gpu
-from sgltui.agent.procs import ProcTree
+from sgltui.agent.slot.procs import ProcTree
 from sgltui.core.locations import sim_gpu_dir
 from sgltui.core.pids import pid_alive
 

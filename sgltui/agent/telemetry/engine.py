@@ -1,7 +1,7 @@
 """Engine readings for one managed server: /metrics, else /v1/loads, plus batch log lines.
 
 The polls go over one kept connection per server (telemetry/http_get.py: httpx cost several
-times the request, every second for every slot); /server_info, once a launch, goes by agent/info_fetch.py (bounded, coerced).
+times the request, every second for every slot); /server_info, once a launch, goes by agent/slot/info_fetch.py (bounded, coerced).
 
 Order of preference (issue #5): /metrics when the server runs with --enable-metrics, else
 /v1/loads (cheap, always there), and the Prefill/Decode batch lines as a third source that also
@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sgltui.agent import info_fetch
+from sgltui.agent.slot import info_fetch
 from sgltui.agent.telemetry import http_get
 from sgltui.agent.telemetry.engine_parse import (
     empty_engine,

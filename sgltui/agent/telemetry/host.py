@@ -10,7 +10,7 @@ from typing import Any
 
 import psutil
 
-from sgltui.agent.procs import ProcTree
+from sgltui.agent.slot.procs import ProcTree
 
 
 class HostSampler:

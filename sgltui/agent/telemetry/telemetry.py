@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 
 from sgltui.agent.gpu import GpuReading, GpuService
-from sgltui.agent.procs import SHARED_AGE_S, ProcTree
+from sgltui.agent.slot.procs import SHARED_AGE_S, ProcTree
 from sgltui.agent.telemetry.engine import SlotWatch
 from sgltui.agent.telemetry.host import HostSampler
 from sgltui.core.ring import RingSet

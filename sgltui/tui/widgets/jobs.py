@@ -1,4 +1,4 @@
-"""Jobs: the agent's batch jobs (sgltui/agent/jobs_host.py): progress, ETA, rate over time,
+"""Jobs: the agent's batch jobs (sgltui/agent/jobs/jobs_host.py): progress, ETA, rate over time,
 per-profile segments and failures; space pauses or resumes, + and - change the concurrency.
 
 The pane renders the model's jobs (pushed job events folded in, read in full by the app while

@@ -1,5 +1,5 @@
 """GPU memory bars (the servers' share in the accent colour), the host RAM bar, and one line per
-profile kept warm (agent/standby.py): what its sleeping server keeps on the GPU and pins in host
+profile kept warm (agent/swap/standby.py): what its sleeping server keeps on the GPU and pins in host
 RAM, beside the slot's serving server."""
 
 from __future__ import annotations

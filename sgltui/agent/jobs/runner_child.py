@@ -1,0 +1,99 @@
+"""The agent's side of one batch job's runner child (sgltui/jobs/worker.py): start it, write it
+control lines, end it.
+
+Why a child process: the runner's HTTP and JSON work (thousands of completions a second against
+a fast server) would otherwise share the agent's event loop with every viewer; the agent reads
+two progress lines a second per job and writes a few control lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sgltui.agent.jobs.records import JobRecord
+
+MAX_CONCURRENCY = 4096
+
+
+class Runner:
+    """One runner child and what it last said."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.progress: dict = {}
+        self.checked: dict | None = None
+        self.checked_ev = asyncio.Event()
+        self.paused_ev = asyncio.Event()
+        self.error: str | None = None
+        self.final: dict | None = None
+        self.url: str | None = None
+        self.sent_paused: bool | None = None
+        self.concurrency: int | None = None
+        self.reader: asyncio.Task | None = None
+
+    def send(self, msg: dict) -> None:
+        stdin = self.proc.stdin
+        if stdin is None or stdin.is_closing():
+            return
+        with contextlib.suppress(ConnectionError, RuntimeError, OSError):
+            stdin.write(json.dumps(msg).encode() + b"\n")
+
+    async def reap(self, timeout: float) -> None:
+        """Wait for it to exit; SIGKILL its group after `timeout`."""
+        try:
+            await asyncio.wait_for(self.proc.wait(), timeout)
+        except asyncio.TimeoutError:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.proc.wait(), 5.0)
+
+
+async def start_runner(rec: JobRecord, log_path: Path) -> Runner:
+    """A runner child for the job `rec` (its stderr in `log_path`), in its own process group."""
+    spec = {
+        "id": rec.id,
+        "input": rec.input,
+        "output": rec.output,
+        "concurrency": rec.concurrency,
+        "max_concurrency": MAX_CONCURRENCY,
+        "stamp": rec.stamp,  # the input's earlier check: unchanged -> not re-read
+    }
+    with open(log_path, "ab") as err:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "sgltui.jobs.worker",
+            "--spec-json",
+            json.dumps(spec),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=err,
+            start_new_session=True,  # its own group: stopped as a whole, never by a ^C
+            limit=1 << 20,
+        )
+    r = Runner(proc)
+    r.concurrency = rec.concurrency
+    return r
+
+
+async def read_lines(r: Runner) -> AsyncIterator[dict]:
+    """The runner's messages (one JSON object a line), until its output ends."""
+    assert r.proc.stdout is not None
+    while True:
+        raw = await r.proc.stdout.readline()
+        if not raw:
+            break
+        try:
+            yield json.loads(raw)
+        except ValueError:
+            continue
