@@ -140,8 +140,10 @@ class AgentOps:
                 path = logs[-1] if logs else None
         if path is None or not Path(path).exists():
             raise OpError(
-                "no server log yet in this session; start a profile first (`sgltui start PROFILE`)",
+                "no server log yet in this session",
                 "not_found",
+                fix="start a profile first (`sgltui start PROFILE`)",
+                tui="start a profile first (highlight it and press s)",
             )
         lines = await asyncio.to_thread(_tail_file, Path(path), n)
         return protocol.LogsReply(

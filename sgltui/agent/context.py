@@ -56,11 +56,13 @@ class AgentContext:
             if len(self.slots) == 1:
                 return next(iter(self.slots.values()))
             raise OpError(
-                f"this agent has several slots; name one with --slot: {', '.join(self.slots)}",
+                "this agent has several slots",
                 "invalid",
+                fix=f"name one with --slot: {', '.join(self.slots)}",
+                tui="select one in the Slots pane",
             )
         if str(sid) not in self.slots:
-            raise OpError(f"no slot {sid!r}; slots: {', '.join(self.slots)}", "not_found")
+            raise OpError(f"no slot {sid!r}", "not_found", fix=f"slots: {', '.join(self.slots)}")
         return self.slots[str(sid)]
 
     def get_profile(self, name: str | None, args: protocol.Args | None) -> Resolved:

@@ -10,12 +10,19 @@ from sgltui import protocol
 
 
 class OpError(Exception):
-    """A refused or failed command: one line for the client (`message`; `fix`), and its code."""
+    """A refused or failed command: one line for the client (`message`; `fix`), and its code.
+
+    `message` says what is wrong, `fix` what to do in the CLI's words, `tui` in the TUI's
+    (the key that does it) where they differ (protocol.Error)."""
 
     def __init__(
-        self, message: str, code: protocol.ErrorCode = "refused", fix: str | None = None
+        self,
+        message: str,
+        code: protocol.ErrorCode = "refused",
+        fix: str | None = None,
+        tui: str | None = None,
     ) -> None:
-        self.error = protocol.Error(code=code, message=message, fix=fix)
+        self.error = protocol.Error(code=code, message=message, fix=fix, fix_tui=tui)
         super().__init__(self.error.line())
 
     @property

@@ -46,8 +46,10 @@ class ProfileCatalog:
 
         if not name or not isinstance(name, str):
             raise OpError(
-                "a profile name is required, e.g. `sgltui start demo-mtp` (see `sgltui profiles list`)",
+                "a profile name is required",
                 "invalid",
+                fix="e.g. `sgltui start demo-mtp` (see `sgltui profiles list`)",
+                tui="highlight one in the Profiles pane and press s",
             )
         try:
             return self.index.resolve(name, self._extra_dirs(args))

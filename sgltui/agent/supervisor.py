@@ -474,7 +474,7 @@ class Supervisor:
         route = self.routes.get(op)
         if route is None:
             known = ", ".join(sorted(protocol.OPS))
-            raise OpError(f"unknown op {op!r}; this agent knows: {known}", "invalid")
+            raise OpError(f"unknown op {op!r}", "invalid", fix=f"this agent knows: {known}")
         if not isinstance(args, protocol.OPS[op].args):
             raise OpError(f"{op} takes {protocol.OPS[op].args.__name__}", "internal")
         pool = getattr(args, "pool", None)

@@ -3,7 +3,7 @@
 `AgentError` is the base (catch it to print the one line); a caller that does something
 different for one kind catches its class (`Pinned`: ask, then send again with confirm; `Busy`:
 wait and ask again), and nothing reads an error's words to decide. `str(exc)` is the line a
-person reads: the message and, after "; ", the fix.
+person reads: the message and, after "; ", the fix (`tui_line()`: the TUI's wording of it).
 """
 
 from __future__ import annotations
@@ -18,10 +18,16 @@ class AgentError(Exception):
 
     code: ClassVar[protocol.ErrorCode] = "internal"
 
-    def __init__(self, message: str, fix: str | None = None) -> None:
+    def __init__(self, message: str, fix: str | None = None, fix_tui: str | None = None) -> None:
         super().__init__(f"{message}; {fix}" if fix else message)
         self.message = message
         self.fix = fix
+        self.fix_tui = fix_tui  # the remedy in the TUI's words (a key), where it differs
+
+    def tui_line(self) -> str:
+        """The line the TUI shows: the message and the remedy in its words, else the CLI's."""
+        fix = self.fix_tui or self.fix
+        return f"{self.message}; {fix}" if fix else self.message
 
 
 class Busy(AgentError):
@@ -94,6 +100,6 @@ def from_reply(op: str, error: protocol.Error | str | None) -> AgentError:
     refusal of a hello (an agent of another version: the line says which and what to do), or
     from an agent older than typed errors."""
     if isinstance(error, protocol.Error):
-        return BY_CODE.get(error.code, AgentError)(error.message, error.fix)
+        return BY_CODE.get(error.code, AgentError)(error.message, error.fix, error.fix_tui)
     line = error or "the agent refused the command"
     return VersionMismatch(line) if op == "hello" else Refused(line)

@@ -42,15 +42,26 @@ ERROR_CODES: Final[tuple[str, ...]] = get_args(ErrorCode)
 
 
 class Error(Struct, kw_only=True, omit_defaults=True):
-    """A refused or failed op: `code` for the program, `message` and `fix` for the person."""
+    """A refused or failed op: `code` for the program, `message` and `fix` for the person.
+
+    `message` says what is wrong; `fix` what to do, in the CLI's words (a command to type);
+    `fix_tui` the same in the TUI's (the key to press), where they differ: absent, `fix` reads
+    right in both. Added without a protocol bump: omitted when unset, and a client that
+    predates it ignores it (Structs skip unknown fields) and shows `fix`."""
 
     code: ErrorCode
     message: str
     fix: str | None = None
+    fix_tui: str | None = None
 
     def line(self) -> str:
         """The one line a person reads: what is wrong; what to do."""
         return f"{self.message}; {self.fix}" if self.fix else self.message
+
+    def tui_line(self) -> str:
+        """The line the TUI shows: the remedy in its words (a key), else the CLI's."""
+        fix = self.fix_tui or self.fix
+        return f"{self.message}; {fix}" if fix else self.message
 
 
 class Reply(Struct, kw_only=True, omit_defaults=True):

@@ -4,6 +4,7 @@ Times, durations, sizes and rates are core/units.py's (the same in the CLI, `top
 
 from __future__ import annotations
 
+from sgltui.client.errors import AgentError
 from sgltui.core.charts import filled_cells
 
 
@@ -39,6 +40,8 @@ def bar_cells(fractions: list[float], width: int) -> list[int]:
 
 
 def one_line(exc: BaseException) -> str:
-    """An error as the one line a toast shows: its first line, else its class's name."""
-    text = str(exc).strip().splitlines()
+    """An error as the one line a toast shows: its first line, else its class's name. The
+    agent's refusal gives its remedy in the TUI's words (the key to press) where it has them,
+    not the CLI command its plain line ends with."""
+    text = (exc.tui_line() if isinstance(exc, AgentError) else str(exc)).strip().splitlines()
     return text[0] if text else exc.__class__.__name__

@@ -30,8 +30,15 @@ def test_each_refusal_arrives_as_its_class(agent, tmp_path):
     with pytest.raises(ce.Already, match="is not running anything"):
         agent.call("stop", wait=True)
     agent.call("start", profile=a, wait=True)
-    with pytest.raises(ce.Already, match=f"already runs {a}"):
+    with pytest.raises(ce.Already, match=f"already runs {a}") as again:
         agent.call("start", profile=a)
+    # what is wrong, and what to do in both front ends' words: the CLI's line as before, the
+    # TUI's toast naming keys (issue #48)
+    exc = again.value
+    assert exc.message == f"slot 0 already runs {a} (ready)" and "sgltui" not in exc.message
+    assert exc.fix == "use `sgltui swap PROFILE` or `sgltui stop` first"
+    assert exc.fix_tui is not None and "x to stop" in exc.fix_tui and "sgltui" not in exc.fix_tui
+    assert str(exc) == f"{exc.message}; {exc.fix}" and exc.tui_line().endswith(exc.fix_tui)
     with pytest.raises(ce.Already, match=f"already runs {a}"):
         agent.call("swap", profile=a)
     agent.call("swap", profile=slow)  # accepted; the launch takes its time
@@ -58,6 +65,7 @@ def test_a_pinned_job_refuses_with_its_message_and_fix_apart(agent, tmp_path):
     exc = err.value
     assert exc.message == f"swap refused: {pin['what']}" and "--yes" not in exc.message
     assert exc.fix is not None and "--yes" in exc.fix
+    assert exc.fix_tui is not None and "Yes" in exc.fix_tui and "--yes" not in exc.fix_tui
     assert str(exc) == f"{exc.message}; {exc.fix}"  # the CLI's one line, as before
     agent.call("job_cancel", job=view["id"])
 

@@ -186,3 +186,32 @@ def test_bench_progress_view_holds_every_figure_of_the_event():
     envelope = set(protocol.EventBase.__struct_fields__)
     event = set(protocol.BenchProgress.__struct_fields__) - envelope
     assert set(protocol.BenchProgressView.__struct_fields__) == event
+
+
+def test_an_errors_tui_wording_is_optional_both_ways():
+    """Error.fix_tui came without a protocol bump: an agent that predates it sends none (the
+    reply decodes, the TUI shows `fix`), and a client that predates it decodes a reply that
+    has one (the field is skipped) and reads the same line as before."""
+    import msgspec
+
+    def decoded(error: dict) -> protocol.Error:
+        line = protocol.encode({"id": 1, "ok": False, "error": error})
+        msg = protocol.decode_message(line)
+        assert isinstance(msg, protocol.Reply) and isinstance(msg.error, protocol.Error)
+        return msg.error
+
+    old = decoded({"code": "busy", "message": "m", "fix": "run `sgltui stop`"})
+    assert old.fix_tui is None and old.tui_line() == old.line() == "m; run `sgltui stop`"
+    new = protocol.Error(code="busy", message="m", fix="run `sgltui stop`", fix_tui="press x")
+    wire = msgspec.json.decode(protocol.encode(protocol.Reply(id=1, ok=False, error=new)))
+    assert wire["error"]["fix_tui"] == "press x" and decoded(wire["error"]) == new
+    assert new.line() == "m; run `sgltui stop`" and new.tui_line() == "m; press x"
+    assert "fix_tui" not in msgspec.json.decode(protocol.encode(old))  # omitted when unset
+
+    class OldError(msgspec.Struct, kw_only=True, omit_defaults=True):  # protocol 4's shape
+        code: str
+        message: str
+        fix: str | None = None
+
+    seen = msgspec.json.decode(msgspec.json.encode(wire["error"]), type=OldError)
+    assert (seen.message, seen.fix) == ("m", "run `sgltui stop`")

@@ -112,7 +112,9 @@ class Leases:
 
     async def op_add(self, args: protocol.LeaseArgs, client: str | None) -> protocol.LeaseView:
         if args.slot is not None and args.slot not in self.ctx.slots:
-            raise OpError(f"no slot {args.slot!r}; slots: {', '.join(self.ctx.slots)}", "not_found")
+            raise OpError(
+                f"no slot {args.slot!r}", "not_found", fix=f"slots: {', '.join(self.ctx.slots)}"
+            )
         resolved = await asyncio.to_thread(self.ctx.get_profile, args.profile, args)
         until = time.time() + args.for_s if args.for_s else None
         lease = protocol.LeaseView(
@@ -147,7 +149,7 @@ class Leases:
                 if jobs
                 else "see `sgltui lease list`"
             )
-            raise OpError(f"no lease by hand on {args.profile!r}; {fix}", "not_found")
+            raise OpError(f"no lease by hand on {args.profile!r}", "not_found", fix=fix)
         self.hand = [x for x in self.hand if x not in dropped]
         self._save()
         self._said(

@@ -96,11 +96,7 @@ class Pools:
             return PoolPlace(name, (next(iter(self.ctx.slots)),), 0)
         place = self.places.get(name)
         if place is None:
-            raise OpError(
-                f"no pool {name!r}; pools: {', '.join(self.places) or 'none'} "
-                "(host.toml; sgltui host show)",
-                "not_found",
-            )
+            raise _no_pool(name, list(self.places))
         return place
 
     def members(self, name: str) -> list[Slot]:
@@ -154,8 +150,9 @@ class Pools:
     async def remote_set(self, args: protocol.RemotePoolArgs) -> dict[str, Any]:
         if args.pool in self.places:
             raise OpError(
-                f"pool {args.pool} is one of host.toml's; give the fleet.toml pool another name",
+                f"pool {args.pool} is one of host.toml's",
                 "invalid",
+                fix="give the fleet.toml pool another name",
             )
         return await self.remote.set(args)
 
@@ -228,8 +225,9 @@ class Pools:
             held = ", ".join(sorted(self.out & {m.id for m in members})) or "another slot"
             raise OpError(
                 f"slot {slot_id} is pool {name}'s only routable worker while its roll has slot "
-                f"{held} out: {doing} now leaves the pool none (clients get 503); wait for the "
-                f"roll (sgltui status --pool {name}), or add --force"
+                f"{held} out: {doing} now leaves the pool none (clients get 503)",
+                fix=f"wait for the roll (sgltui status --pool {name}), or add --force",
+                tui="wait for the roll (the Slots pane shows it)",
             )
 
     def rolls_running(self) -> set[str]:
@@ -338,8 +336,9 @@ class Pools:
         name = str(args.pool)
         if name in self.remote:
             raise OpError(
-                f"pool {name} spans hosts (fleet.toml): `sgltui fleet pool {op} {name} ...` "
-                "drives its slots on their hosts"
+                f"pool {name} spans hosts (fleet.toml)",
+                fix=f"`sgltui fleet pool {op} {name} ...` drives its slots on their hosts",
+                tui="`sgltui fleet` drives its slots on their hosts",
             )
         members = self.members(name)
         if isinstance(args, protocol.SwapArgs):
@@ -383,10 +382,7 @@ class Pools:
         self, name: str, args: protocol.SwapArgs, client: str | None
     ) -> protocol.Accepted:
         if name in self.rolls_running():
-            raise OpError(
-                f"pool {name} is rolling already; wait for it (sgltui status --pool {name})",
-                "busy",
-            )
+            raise _rolling_already(name)
         members = self.members(name)
         gw = self.gateways.get(name)
         if gw is None:
@@ -621,3 +617,20 @@ def _metrics(sample: gw_mod.GatewaySample | None) -> dict[str, Any] | None:
             for w in sample.workers
         ],
     }
+
+
+def _no_pool(name: str, pools: list[str]) -> OpError:
+    return OpError(
+        f"no pool {name!r}",
+        "not_found",
+        fix=f"pools: {', '.join(pools) or 'none'} (host.toml; sgltui host show)",
+    )
+
+
+def _rolling_already(name: str) -> OpError:
+    return OpError(
+        f"pool {name} is rolling already",
+        "busy",
+        fix=f"wait for it (sgltui status --pool {name})",
+        tui="wait for it (the Slots pane shows it)",
+    )

@@ -103,8 +103,8 @@ class RemotePools:
         old = self.places.get(name)
         if old is not None and (old.port, old.host) != (place.port, place.host):
             raise OpError(
-                f"pool {name} serves on {old.endpoint}; drop it first "
-                f"(sgltui fleet pool down {name}) to move it to {place.endpoint}"
+                f"pool {name} serves on {old.endpoint}",
+                fix=f"drop it first (sgltui fleet pool down {name}) to move it to {place.endpoint}",
             )
         want = {w.url: w for w in args.workers}
         async with self._locks.setdefault(name, asyncio.Lock()):
@@ -123,8 +123,9 @@ class RemotePools:
                 if not await gw.wait_ready(url, max(0.1, deadline - time.monotonic())):
                     raise OpError(
                         f"pool {name}: the gateway did not see {w.name} ({url}) ready within "
-                        f"{args.wait:.0f} s; is {w.name} ready and its address reachable from "
-                        f"here? (its log: {gw.log_path})"
+                        f"{args.wait:.0f} s",
+                        fix=f"is {w.name} ready and its address reachable from here? "
+                        f"(its log: {gw.log_path})",
                     )
         if gw is not None and (ws := await gw.workers()) is not None:
             self.seen[name] = {w.url: w.status for w in ws}  # the reply says it as it is now
@@ -160,8 +161,8 @@ class RemotePools:
                     self.workers.get(gw.pool, {}).get(u, _Unnamed(u)).name for u in gone
                 )
                 raise OpError(
-                    f"pool {gw.pool}: removing {names} would leave no routable worker; "
-                    "add another worker first"
+                    f"pool {gw.pool}: removing {names} would leave no routable worker",
+                    fix="add another worker first",
                 )
         for url in new:
             await gw.add_worker(url, want[url].api_key)

@@ -42,8 +42,13 @@ def refusal(pools: Any, slot: Slot, doing: str) -> str | None:
         return None
     return (
         f"{doing} refused: slot {slot.id} is pool {name}'s only routable worker (its clients "
-        "would get 503 while it sleeps); start another slot of the pool first"
+        "would get 503 while it sleeps)"
     )
+
+
+# What to do about a refusal (its fix, in the CLI's words and the TUI's).
+REFUSAL_FIX = "start another slot of the pool first"
+REFUSAL_FIX_TUI = "start another slot of the pool first (select it, then s)"
 
 
 @contextlib.asynccontextmanager

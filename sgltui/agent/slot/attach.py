@@ -83,12 +83,13 @@ def refuse(slot: Slot, op: str) -> None:
     if ext.pid is None:
         raise OpError(
             f"slot {slot.id} watches {ext.url}, a remote server sgltui did not start: it cannot "
-            f"{op} it; `sgltui detach --slot {slot.id}` lets it go"
+            f"{op} it",
+            fix=f"`sgltui detach --slot {slot.id}` lets it go",
         )
     raise OpError(
-        f"slot {slot.id} watches {ext.url} (pid {ext.pid}), which sgltui did not start: "
-        f"`sgltui adopt --slot {slot.id}` takes it over (then {op} works), "
-        f"or `sgltui detach --slot {slot.id}` lets it go"
+        f"slot {slot.id} watches {ext.url} (pid {ext.pid}), which sgltui did not start",
+        fix=f"`sgltui adopt --slot {slot.id}` takes it over (then {op} works), "
+        f"or `sgltui detach --slot {slot.id}` lets it go",
     )
 
 
@@ -121,13 +122,13 @@ def split_url(url: str) -> tuple[str, str, int]:
     """(normalised url, host, port) or OpError."""
     parts = urlsplit(url.rstrip("/"))
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise OpError(f"not a server URL: {printable(url, 200)!r}; give http://HOST:PORT")
+        raise OpError(f"not a server URL: {printable(url, 200)!r}", fix="give http://HOST:PORT")
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:  # urllib: "Port out of range 0-65535", or not a number
         raise OpError(
-            f"not a server URL: {printable(url, 200)!r}: its port is not a number 1-65535; "
-            "give http://HOST:PORT"
+            f"not a server URL: {printable(url, 200)!r}: its port is not a number 1-65535",
+            fix="give http://HOST:PORT",
         ) from None
     host = parts.hostname
     shown = f"[{host}]" if ":" in host else host
@@ -306,11 +307,13 @@ class Attacher:
             slot = slots[name]
             if slot.state not in IDLE or slot.tree is not None:
                 raise OpError(
-                    f"slot {name} is {slot.state} with {slot.profile_name}; name another with --slot"
+                    f"slot {name} is {slot.state} with {slot.profile_name}",
+                    fix="name another with --slot",
                 )
             if slot.place is not None:
                 raise OpError(
-                    f"slot {name} is a host.toml slot (GPUs {slot.place.gpus}); name a new one with --slot"
+                    f"slot {name} is a host.toml slot (GPUs {slot.place.gpus})",
+                    fix="name a new one with --slot",
                 )
             return slot
         problem = name_problem(name)
@@ -363,9 +366,15 @@ class Attacher:
             if len(ext) == 1:
                 return ext[0]
             if not ext:
-                raise OpError("no slot watches an attached server; `sgltui status` lists them")
+                raise OpError(
+                    "no slot watches an attached server",
+                    fix="`sgltui status` lists them",
+                    tui="the Slots pane lists them",
+                )
             raise OpError(
-                f"several attached servers; name one with --slot: {', '.join(s.id for s in ext)}"
+                "several attached servers",
+                fix=f"name one with --slot: {', '.join(s.id for s in ext)}",
+                tui="select its slot in the Slots pane first",
             )
         slot = self.ctx.slot_for(args)
         if slot.external is None:
@@ -379,10 +388,11 @@ class Attacher:
         ext: External = slot.external
         if ext.pid is None or slot.tree is None:
             raise OpError(
-                f"{ext.url} is not a process on this host: it can be watched, not adopted"
+                f"{ext.url} is not a process on this host",
+                fix="it can be watched, not adopted",
             )
         if slot.state != READY:
-            raise OpError(f"slot {slot.id} is {slot.state}; adopt a ready server")
+            raise OpError(f"slot {slot.id} is {slot.state}", fix="adopt a ready server")
         name = args.name or f"ext-{slot.port}"
         problem = name_problem(name)
         if problem:
@@ -404,7 +414,9 @@ class Attacher:
     ) -> protocol.Attached:
         async with self.command_lock:
             if slot.external is not ext or slot.state != READY or slot.tree is None:
-                raise OpError(f"slot {slot.id} changed while its server was asked; adopt again")
+                raise OpError(
+                    f"slot {slot.id} changed while its server was asked", fix="adopt again"
+                )
             kind = discovery.server_kind(ext.cmdline)
             python = ext.cmdline[0] if kind == "sglang" and ext.cmdline else None
             try:
@@ -425,7 +437,7 @@ class Attacher:
             folder = dirs[-1] if dirs else locations.config_dir() / "profiles"
             path = folder / f"{name}.toml"
             if path.exists():
-                raise OpError(f"{path} exists; name the profile with --name NAME")
+                raise OpError(f"{path} exists", fix="name the profile with --name NAME")
             text = profile_to_toml(profile)
             await asyncio.to_thread(_write, path, text)
             try:  # its keys read from their files, as a restart will

@@ -150,19 +150,24 @@ class Swaps:
                 ago = time.time() - job.started
                 raise OpError(
                     f"swap refused: {job.desc} is already running (by {job.client or 'agent'}, "
-                    f"{units.duration(ago)} ago); wait for it to finish",
+                    f"{units.duration(ago)} ago)",
                     "busy",
+                    fix="wait for it to finish",
                 )
             ops.refuse_if_busy(slot, "swap")
             name = args.profile
             if slot.state == READY and slot.profile_name == name:
                 raise OpError(
-                    f"slot {slot.id} already runs {name}; use `sgltui restart` to relaunch it",
+                    f"slot {slot.id} already runs {name}",
                     "already",
+                    fix="use `sgltui restart` to relaunch it",
+                    tui="press r to relaunch it",
                 )
             if slot.state in (DRAINING, STOPPING):  # a stop is on (its job is over: a bug)
                 raise OpError(
-                    f"swap refused: slot {slot.id} is {slot.state}; wait for it to settle", "busy"
+                    f"swap refused: slot {slot.id} is {slot.state}",
+                    "busy",
+                    fix="wait for it to settle",
                 )
             drain = str(args.drain)
             if self.sup.standbys.warm(slot, name) is not None:
@@ -177,8 +182,10 @@ class Swaps:
             profile = await ops.accept(slot, name, args)
             if slot.state == READY and slot.profile_name == profile.name:
                 raise OpError(
-                    f"slot {slot.id} already runs {profile.name}; use `sgltui restart` to relaunch it",
+                    f"slot {slot.id} already runs {profile.name}",
                     "already",
+                    fix="use `sgltui restart` to relaunch it",
+                    tui="press r to relaunch it",
                 )
             self._refuse_if_pinned(slot, args, "swap")
             await self._stop_bench_if_confirmed(slot, args, "swap", client, profile.name)
@@ -195,7 +202,11 @@ class Swaps:
         async with ops.lock(slot.id):
             ops.refuse_if_busy(slot, "restart")
             if not slot.profile_name:
-                raise OpError(f"slot {slot.id} has never run a profile; use `sgltui start PROFILE`")
+                raise OpError(
+                    f"slot {slot.id} has never run a profile",
+                    fix="use `sgltui start PROFILE`",
+                    tui="highlight a profile and press s",
+                )
             # Restart re-reads the profile on purpose (that is how an edit is applied), says so.
             before = slot.profile if isinstance(slot.profile, Resolved) else None
             source = str(before.source) if before is not None and before.source else None
@@ -257,12 +268,14 @@ class Swaps:
         if pin.by == "lease":
             profile = slot.profile_name
             fix = f"confirm with `--yes` or drop the lease with `sgltui lease drop {profile}`"
+            tui = f"answer Yes when asked, or drop the lease (`sgltui lease drop {profile}`)"
         else:
             fix = (
                 "confirm with `--yes` (the job pauses and resumes on the new server) "
                 "or unpin it with `sgltui job set --unpin`"
             )
-        raise OpError(f"{what} refused: {pin.what}", "pinned", fix=fix)
+            tui = "answer Yes when asked (the job pauses and resumes on the new server)"
+        raise OpError(f"{what} refused: {pin.what}", "pinned", fix=fix, tui=tui)
 
     async def _stop_bench_if_confirmed(
         self,
@@ -285,6 +298,8 @@ class Swaps:
                 "pinned",
                 fix="confirm with `--yes` (the bench stops; its result is marked as cut by "
                 f"this {what}) or wait for it (`sgltui bench list`)",
+                tui=f"answer Yes when asked (the bench stops; its result is marked as cut by "
+                f"this {what}), or wait for it, or stop it with B",
             )
         cut = {"by": what, "slot": slot.id, "to": to, "client": client, "at": time.time()}
         await children.bench_cut(run, cut)
@@ -597,4 +612,6 @@ def _refuse_dropping_keys(slot_id: str, before: Resolved | None, after: Resolved
             f"profile {after.name} now gives none (it would come back answering anyone)",
             fix=f"name the file holding it in [key-files] of {where} "
             f'({dropped[0]} = "/path/to/file"), or stop and start the profile on purpose',
+            tui=f"name the file holding it in [key-files] of {where} "
+            f'({dropped[0]} = "/path/to/file"), or stop (x) and start (s) the profile on purpose',
         )

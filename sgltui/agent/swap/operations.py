@@ -76,9 +76,10 @@ class Operations:
             self.refuse_if_busy(slot, "start")
             if slot.state not in IDLE:
                 raise OpError(
-                    f"slot {slot.id} already runs {slot.profile_name} ({slot.state}); "
-                    f"use `sgltui swap PROFILE` or `sgltui stop` first",
+                    f"slot {slot.id} already runs {slot.profile_name} ({slot.state})",
                     "already",
+                    fix="use `sgltui swap PROFILE` or `sgltui stop` first",
+                    tui="press a profile's key to swap to it, or x to stop first",
                 )
             profile = await self.accept(slot, args.profile, args)
             try:
@@ -137,8 +138,9 @@ class Operations:
             running = self.busy(slot.id)
             if running and running.kind == "stop":
                 raise OpError(
-                    f"slot {slot.id} is already stopping (by {running.client or 'agent'}); wait for it",
+                    f"slot {slot.id} is already stopping (by {running.client or 'agent'})",
                     "busy",
+                    fix="wait for it",
                 )
             if running is not None:
                 await self._abort(slot, running, client)
@@ -238,8 +240,10 @@ class Operations:
             ago = time.time() - job.started
             raise OpError(
                 f"{what} refused: slot {slot.id} is busy with {job.desc} (by {job.client or 'agent'}, "
-                f"{units.duration(ago)} ago); wait for it or run `sgltui stop`",
+                f"{units.duration(ago)} ago)",
                 "busy",
+                fix="wait for it or run `sgltui stop`",
+                tui="wait for it or press x to stop",
             )
 
     def reply(
@@ -313,7 +317,8 @@ def _force_arg(args: protocol.LaunchArgs) -> frozenset[str]:
     unknown = [x for x in names if x not in preflight.CHECKS]
     if unknown:
         raise OpError(
-            f"unknown preflight check {unknown[0]!r}; checks: {', '.join(preflight.CHECKS)}",
+            f"unknown preflight check {unknown[0]!r}",
             "invalid",
+            fix=f"checks: {', '.join(preflight.CHECKS)}",
         )
     return frozenset(names)

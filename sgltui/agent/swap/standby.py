@@ -235,22 +235,24 @@ class Standbys:
             ops.refuse_if_busy(slot, "standby add")
             if slot.external is not None:  # agent/slot/attach.py: not ours to put to sleep
                 raise OpError(
-                    f"slot {slot.id} watches a server sgltui did not start; `sgltui adopt` it or "
-                    "start a profile there before keeping another warm"
+                    f"slot {slot.id} watches a server sgltui did not start",
+                    fix="`sgltui adopt` it or start a profile there before keeping another warm",
+                    tui="start a profile there (s) before keeping another warm",
                 )
             refused = standby_room.front_off(slot, self.sup.pools)
             if refused:
                 raise OpError(f"standby add refused: {refused}")
             refused = pool_worker.refusal(self.sup.pools, slot, "standby add")
             if refused:
-                raise OpError(refused)
+                raise OpError(refused, fix=pool_worker.REFUSAL_FIX, tui=pool_worker.REFUSAL_FIX_TUI)
             target = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
             if target.name in self.of(slot.id):
                 raise OpError(f"{target.name} is already kept warm on slot {slot.id}")
             if slot.profile_name == target.name and slot.state == READY:
                 raise OpError(
-                    f"slot {slot.id} serves {target.name} itself; keep another profile warm "
-                    "(`sgltui standby add OTHER`)"
+                    f"slot {slot.id} serves {target.name} itself",
+                    fix="keep another profile warm (`sgltui standby add OTHER`)",
+                    tui="highlight another profile and press k",
                 )
             target = ops.place(slot, target)
             port = await asyncio.to_thread(self._free_port, target.port)
@@ -272,8 +274,9 @@ class Standbys:
             if sb is None:
                 kept = ", ".join(self.of(slot.id)) or "none"
                 raise OpError(
-                    f"{args.profile} is not kept warm on slot {slot.id} (standbys: {kept}); "
-                    "see `sgltui standby list`"
+                    f"{args.profile} is not kept warm on slot {slot.id} (standbys: {kept})",
+                    fix="see `sgltui standby list`",
+                    tui="the Profiles pane marks the ones kept warm",
                 )
             async with self.sup.ops.lock(slot.id):
                 self.sup.ops.refuse_if_busy(slot, "standby remove")
@@ -292,7 +295,9 @@ class Standbys:
         for port in range(base + 1000, base + 1200):
             if port <= 65535 and port not in taken and procs.port_free("127.0.0.1", port):
                 return port
-        raise OpError(f"no free port near {base + 1000} for a standby; free one and try again")
+        raise OpError(
+            f"no free port near {base + 1000} for a standby", fix="free one and try again"
+        )
 
     async def _out_of_pool(self, slot: Slot, work: Any) -> Any:
         """`work` on the slot with its worker out of its pool's gateway (agent/pools/worker.py)."""
