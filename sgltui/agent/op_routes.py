@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from sgltui.agent.slot.attach import Attacher
     from sgltui.agent.swap.coordinator import Swaps
     from sgltui.agent.swap.operations import Operations
-    from sgltui.agent.swap.standby import Standbys
+    from sgltui.agent.swap.standby_ops import StandbyOps
 
 Handler = Callable[[Any, "str | None"], Awaitable[Any]]
 
@@ -43,7 +43,7 @@ def routes(
     lifecycle: Operations,
     swaps: Swaps,
     jobs: JobsHost,
-    standbys: Standbys,
+    standbys: StandbyOps,
     leases: Leases,
     attacher: Attacher,
 ) -> Mapping[str, Route]:
