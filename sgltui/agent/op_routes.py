@@ -82,7 +82,7 @@ def routes(
         "job_resume": Route(_jobs(jobs.op_resume)),
         "job_cancel": Route(_jobs(jobs.op_cancel)),
         "job_set": Route(_jobs(jobs.op_set)),
-        # profiles kept warm (agent/swap/standby.py)
+        # profiles kept warm (agent/swap/standby_ops.py)
         "standby_add": Route(standbys.op_add),
         "standby_remove": Route(standbys.op_remove),
         # what the endpoint must not evict (agent/endpoint/leases.py)
