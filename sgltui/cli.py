@@ -32,7 +32,7 @@ COMMAND_MODULES = (
     "jobs",  # sgltui job run|status|list|pause|resume|cancel|set|verify
     "host",  # sgltui host init|show (host.toml: slots and pools)
     "fleet",  # sgltui fleet status; the root option --host NAME (fleet.toml, over ssh)
-    "standby",  # sgltui standby add|remove|list (profiles kept warm: agent/swap/standby.py)
+    "standby",  # sgltui standby add|remove|list (profiles kept warm: agent/swap/standby_ops.py)
     "k8s",  # sgltui k8s render (Kubernetes manifests: docs/kubernetes.md)
     "advise",  # sgltui advise (profiles proposed from the serving one's figures)
     # sgltui lease PROFILE|list|drop (what the endpoint never evicts: agent/endpoint/leases.py)

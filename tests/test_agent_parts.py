@@ -1,7 +1,7 @@
 """The agent's parts reach each other through what the supervisor hands them (agent/context.py's
-AgentContext and the parts each uses, typed), never through the supervisor itself: `self.sup`
-and agent/hosts.py's Protocols are left only in the swap path, until its coordinator replaces
-them. No part declares a method of its owner as a `raise NotImplementedError` stub (a mixin
+AgentContext and the parts each uses, typed), never through the supervisor itself: no `self.sup`,
+and no module of Protocols standing for the supervisor (agent/hosts.py, gone with the swap path's
+last reach into it). No part declares a method of its owner as a `raise NotImplementedError` stub (a mixin
 reaching into the class it is mixed into): it is given the collaborator instead."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import ast
 from pathlib import Path
 
 AGENT = Path(__file__).resolve().parents[1] / "sgltui" / "agent"
-# the swap path: its parts still see the supervisor through agent/hosts.py
-SWAP_PATH = {"swap/operations.py", "swap/standby.py", "slot/pins.py", "swap/coordinator.py"}
+# modules still allowed to reach the supervisor: none (the swap path was the last)
+SWAP_PATH: set[str] = set()
 
 
 def _trees() -> dict[str, ast.Module]:
@@ -47,7 +47,7 @@ def test_only_the_swap_path_imports_hosts():
             for n in ast.walk(tree)
         )
     )
-    assert not importing, f"agent/hosts.py is the swap path's alone: {importing}"
+    assert not importing, f"agent/hosts.py is gone; hand these the parts they use: {importing}"
 
 
 def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -382,7 +382,7 @@ FOREIGN_WRITES: dict[str, int] = {
     "sgltui/agent/slot/core.py: self.proc.popen": 1,
     "sgltui/agent/slot/core.py: self.proc.tree": 2,
     "sgltui/agent/slot/core.py: self.progress.phase": 1,
-    "sgltui/agent/swap/standby.py: sb.state": 1,
+    "sgltui/agent/swap/standby_ops.py: sb.state": 1,
     "sgltui/agent/swap/standby.py: server.paused": 1,
     "sgltui/agent/swap/standby.py: server.released": 1,
     "sgltui/agent/swap/standby_room.py: serving.fraction_from": 1,

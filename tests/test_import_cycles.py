@@ -1,6 +1,6 @@
 """No import cycle among sgltui's modules, TYPE_CHECKING imports included (`ast` reads every
 import, wherever it stands). A part of the agent is given the agent's context (agent/context.py)
-and the parts it uses, never the Supervisor class (the swap path: agent/hosts.py's Protocols)."""
+and the parts it uses, never the Supervisor class."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The ops on the agent itself, not on a slot's lifecycle (agent/swap/operations.py), batch jobs
-(agent/jobs/jobs_host.py), standbys (agent/swap/standby.py) or servers sgltui did not start
+(agent/jobs/jobs_host.py), standbys (agent/swap/standby_ops.py) or servers sgltui did not start
 (agent/slot/attach.py): hello, ping, status, the profile list, a server's log, the timeline,
 subscribing, shutdown, serving a slot to another host, a remote pool's workers, bench runs and
 the demo load. agent/op_routes.py routes each op to its handler here.

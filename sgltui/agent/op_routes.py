@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from sgltui.agent.slot.attach import Attacher
     from sgltui.agent.swap.coordinator import Swaps
     from sgltui.agent.swap.operations import Operations
-    from sgltui.agent.swap.standby import Standbys
+    from sgltui.agent.swap.standby_ops import StandbyOps
 
 Handler = Callable[[Any, "str | None"], Awaitable[Any]]
 
@@ -43,7 +43,7 @@ def routes(
     lifecycle: Operations,
     swaps: Swaps,
     jobs: JobsHost,
-    standbys: Standbys,
+    standbys: StandbyOps,
     leases: Leases,
     attacher: Attacher,
 ) -> Mapping[str, Route]:
@@ -82,7 +82,7 @@ def routes(
         "job_resume": Route(_jobs(jobs.op_resume)),
         "job_cancel": Route(_jobs(jobs.op_cancel)),
         "job_set": Route(_jobs(jobs.op_set)),
-        # profiles kept warm (agent/swap/standby.py)
+        # profiles kept warm (agent/swap/standby_ops.py)
         "standby_add": Route(standbys.op_add),
         "standby_remove": Route(standbys.op_remove),
         # what the endpoint must not evict (agent/endpoint/leases.py)

@@ -1,8 +1,8 @@
 """The agent's brain: it makes the agent's parts (slots, operations, pools, standbys, batch jobs,
 fronts, telemetry's link, the state saver), wires them to the event bus and the session, and
 hands each op to the part that handles it. Each part is given the agent's context
-(agent/context.py: what the parts share) and the other parts it uses, typed, never this class;
-the swap path's parts (operations, standbys) still see it through agent/hosts.py's Protocols.
+(agent/context.py: what the parts share) and the other parts it uses, typed, never this class
+(the slots see it as their host: agent/slot/core.py's SlotHost).
 
 The lifecycle commands (start, stop, restart, swap) are sequenced in agent/swap/operations.py and
 agent/swap/coordinator.py, under one lock per slot. The other commands (bench runs, the demo load, batch jobs, shutdown) go
@@ -45,16 +45,16 @@ from sgltui.agent.provenance import ProvenanceKeeper
 from sgltui.agent.pushes import Pushes
 from sgltui.agent.slot.attach import Attacher
 from sgltui.agent.slot.discovery import Discovery
-from sgltui.agent.slot.resolved import Resolved, from_record, server_env
+from sgltui.agent.slot.resolved import from_record, server_env
 from sgltui.agent.slot.restart_policy import RestartPolicy
 from sgltui.agent.slot.running_command import Job, Wait
 from sgltui.agent.slot.slot import RUNNING, STOPPED, Slot, SlotConfig
 from sgltui.agent.state import AgentState, LaunchHistory
 from sgltui.agent.state_saver import StateSaver
-from sgltui.agent.swap import preflight
 from sgltui.agent.swap.coordinator import Swaps
 from sgltui.agent.swap.operations import Operations
 from sgltui.agent.swap.standby import Standbys, pick_records
+from sgltui.agent.swap.standby_ops import StandbyOps
 from sgltui.agent.telemetry.link import TelemetryLink
 from sgltui.core import config as env_config
 from sgltui.core.placement import Placement
@@ -111,22 +111,29 @@ class Supervisor:
             self.slots[sid] = Slot(sid, self, places.get(sid))
         # the agent's ops as its own parts send them: each the way a client's goes (handle)
         self.calls = AgentCalls(self.handle)
-        # start / stop, each slot's lock and job (agent/swap/operations.py)
-        self.ops = Operations(self)
-        self.swaps = Swaps(self)  # swap / restart, cold or warm (agent/swap/coordinator.py)
-        # servers sgltui did not start: found (agent/slot/discovery.py), attached (agent/slot/attach.py)
-        self.discovery = Discovery(self.our_pids)
-        self.provenance = ProvenanceKeeper(ctx)  # what each ready server runs, under a hash
-        self._lock = asyncio.Lock()  # commands that are not a slot's lifecycle
-        # (attach takes it itself, once the server it asks has answered)
-        self.attacher = Attacher(ctx, self, self.provenance, self._lock)
         # slots served to another host's gateway: address and key (agent/pools/exposure.py)
         self.exposures = Exposures(state_dir)
         # host.toml's pools: a front for one slot, the gateway for more (agent/pools/pools.py)
         self.pools = Pools(ctx, self.calls, placement)
         self._pool_tasks: set[asyncio.Task] = set()
         # profiles kept warm beside the slots' servers, asleep (agent/swap/standby.py)
-        self.standbys = Standbys(self)
+        self.standbys = Standbys(ctx)
+        self.children = Children(self.bus.publish, socket_path, state_dir, lambda: ctx.recorder)
+        # start / stop, each slot's lock and job (agent/swap/operations.py); the batch jobs and
+        # the leases it asks are bound below, once made (the jobs see the slots through it)
+        self.ops = Operations(
+            ctx,
+            exposures=self.exposures,
+            pools=self.pools,
+            standbys=self.standbys,
+            children=self.children,
+        )
+        # servers sgltui did not start: found (agent/slot/discovery.py), attached (agent/slot/attach.py)
+        self.discovery = Discovery(self.ops.our_pids)
+        self.provenance = ProvenanceKeeper(ctx)  # what each ready server runs, under a hash
+        self._lock = asyncio.Lock()  # commands that are not a slot's lifecycle
+        # (attach takes it itself, once the server it asks has answered)
+        self.attacher = Attacher(ctx, self, self.provenance, self._lock)
         self.started = time.time()
         self.history = LaunchHistory(state_dir)
         self.agent_state = AgentState(state_dir)
@@ -134,18 +141,30 @@ class Supervisor:
         self.pushes = Pushes(self.redactor)
         # it follows the slots, and sets the context's telemetry (agent/telemetry/link.py)
         self.tele = TelemetryLink(ctx, self.pools, self.pushes)
-        self.children = Children(self.bus.publish, socket_path, state_dir, lambda: ctx.recorder)
         # batch jobs (agent/jobs/jobs_host.py), seeing the agent through agent/jobs/agent_site.py
         self.batch = JobsHost(
             AgentSite(ctx, self.calls, self.ops, self.pools, self.provenance, self.children)
         )
+        # the leases that keep the endpoint from evicting work (agent/endpoint/leases.py)
+        self.leases = Leases(ctx, self.batch)
+        self.ops.bind(self.batch, self.leases)
+        # swap / restart, cold or warm (agent/swap/coordinator.py)
+        self.swaps = Swaps(
+            ctx,
+            ops=self.ops,
+            standbys=self.standbys,
+            pools=self.pools,
+            batch=self.batch,
+            leases=self.leases,
+            children=self.children,
+        )
+        # standby add / remove (agent/swap/standby_ops.py)
+        self.standby_ops = StandbyOps(ctx, self.ops, self.standbys, self.pools, self.status)
         # a crashed server launched again (agent/slot/restart_policy.py), a subscriber of the events
         self.restart_policy = RestartPolicy(ctx, self.swaps, self.batch, self.agent_config.restart)
         # each slot's front (agent/pools/slot_fronts.py)
         self.fronts = Fronts(ctx, self.pools, self.calls)
-        # the one OpenAI endpoint, routing by `model` (agent/endpoint/endpoint.py), and the leases that
-        # keep it from evicting work (agent/endpoint/leases.py)
-        self.leases = Leases(ctx, self.batch)
+        # the one OpenAI endpoint, routing by `model` (agent/endpoint/endpoint.py)
         self.endpoint = Endpoint(
             ctx,
             self.agent_config.endpoint,
@@ -174,7 +193,7 @@ class Supervisor:
             lifecycle=self.ops,
             swaps=self.swaps,
             jobs=self.batch,
-            standbys=self.standbys,
+            standbys=self.standby_ops,
             leases=self.leases,
             attacher=self.attacher,
         )
@@ -386,21 +405,6 @@ class Supervisor:
 
     # ---- profiles ------------------------------------------------------------------------------
 
-    def get_profile(self, name: str | None, args: protocol.Args | None) -> Resolved:
-        """Resolve once (blocking file reads: call from a worker thread)."""
-        return self.ctx.get_profile(name, args)
-
-    def current(self, slot: Slot) -> preflight.Current:
-        """What a launch on `slot` replaces, for the preflight checks."""
-        mine = set(slot.tree.seen) if slot.tree and slot.state != STOPPED else set()
-        others = self.our_pids() - mine
-        return preflight.Current(
-            host=slot.server_host if mine else None,
-            port=slot.port if mine else None,
-            pids=frozenset(mine),
-            other_pids=frozenset(others),
-        )
-
     def _replaced_pids(self) -> frozenset[int]:
         """The processes of the server a profile key replaces, from a worker thread: their RAM
         counts as free for the host-pool mark. With several slots the list is not about one
@@ -409,7 +413,7 @@ class Supervisor:
             return frozenset()
         slot = next(iter(self.slots.values()))
         try:
-            return self.current(slot).pids
+            return self.ops.current(slot).pids
         except RuntimeError:  # the process tree changed while it was copied: next refresh
             return frozenset()
 
@@ -559,13 +563,6 @@ class Supervisor:
         the next agent must know which servers are paused or released)."""
         self.bus.changed()
         await self.saver.saved()
-
-    def our_pids(self) -> set[int]:
-        pids: set[int] = set()
-        for s in self.slots.values():
-            if s.tree:
-                pids |= set(s.tree.seen)
-        return pids | self.standbys.pids()
 
 
 def _public_args(args: protocol.Args) -> dict:

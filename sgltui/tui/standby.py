@@ -34,7 +34,7 @@ def question(name: str, slot: protocol.SlotStatus | None, took: float | None) ->
     )
     once = ""
     if serving and slot is not None and "--enable-memory-saver" not in slot.command:
-        # agent/swap/standby.py: a server started without the memory saver cannot sleep
+        # agent/swap/standby_ops.py: a server started without the memory saver cannot sleep
         once = f" [b]{escape(serving)}[/] restarts once first, able to sleep (one more start)."
     return (
         f"Keep [b]{escape(name)}[/] warm? It starts now, {how_long},{held}; then it sleeps "

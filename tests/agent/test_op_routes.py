@@ -33,7 +33,15 @@ def test_every_op_has_exactly_one_handler_of_its_arguments(sup):
     for op, route in sup.routes.items():
         assert _args_type(route.handler) is protocol.OPS[op].args, op
     # and no handler left out of the table
-    parts = {sup.agent_ops, sup.ops, sup.swaps, sup.batch, sup.standbys, sup.leases, sup.attacher}
+    parts = {
+        sup.agent_ops,
+        sup.ops,
+        sup.swaps,
+        sup.batch,
+        sup.standby_ops,
+        sup.leases,
+        sup.attacher,
+    }
     every = {(p, n) for p in parts for n, _ in inspect.getmembers(type(p)) if n.startswith("op_")}
     assert every == {(h.__self__, h.__name__) for h in handlers}
     # the ops that take their own lock: a slot's lifecycle, and attach/adopt/detach

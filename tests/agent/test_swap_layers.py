@@ -14,7 +14,7 @@ import pytest
 from sgltui.agent.slot import restart_policy
 from sgltui.agent.supervisor import Supervisor
 from sgltui.agent.swap import coordinator as swap
-from sgltui.agent.swap import operations, standby
+from sgltui.agent.swap import operations, standby, standby_ops
 
 AGENT = Path(swap.__file__).parent
 
@@ -47,7 +47,7 @@ def _names(module) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("module", [operations, standby])
+@pytest.mark.parametrize("module", [operations, standby, standby_ops])
 def test_the_layers_below_never_call_the_coordinator(module):
     names = _names(module)
     assert (
@@ -60,8 +60,8 @@ def test_the_layers_below_never_call_the_coordinator(module):
 
 def test_operations_and_standbys_do_not_call_each_other_for_a_swap():
     """The warm swap's steps live in the coordinator only: no sleep/wake of a swap in
-    operations.py, no swap job in standby.py."""
+    operations.py, no swap job in standby.py or standby_ops.py."""
     ops_names = _names(operations)
     assert not {"swap_job", "wake", "release", "canary"} & ops_names
-    sb_names = _names(standby)
+    sb_names = _names(standby) | _names(standby_ops)
     assert not {"swap_job", "_warm_swap", "_exchange", "hand_over"} & sb_names

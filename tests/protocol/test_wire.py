@@ -13,7 +13,7 @@ from sgltui.agent.jobs.jobs_host import JobsHost
 from sgltui.agent.slot.attach import Attacher
 from sgltui.agent.swap.coordinator import Swaps
 from sgltui.agent.swap.operations import Operations
-from sgltui.agent.swap.standby import Standbys
+from sgltui.agent.swap.standby_ops import StandbyOps
 from sgltui.core import causes
 
 
@@ -175,7 +175,7 @@ def test_every_handler_returns_its_op_s_reply_type():
 
     handlers = hints(AgentOps) | hints(Operations) | hints(Swaps) | hints(JobsHost, "job_")
     handlers |= hints(Attacher)
-    handlers |= hints(Standbys, "standby_") | hints(Leases, "lease_")
+    handlers |= hints(StandbyOps, "standby_") | hints(Leases, "lease_")
     for op, spec in protocol.OPS.items():
         assert handlers[op] in (spec.reply, typing.Any), (op, handlers[op], spec.reply)
 

@@ -19,7 +19,7 @@ from sgltui.agent.jobs.records import JobRecord
 from sgltui.jobs.chooser import Refused
 
 if TYPE_CHECKING:
-    from sgltui.agent.jobs.agent_site import JobsSite
+    from sgltui.agent.jobs.site_interface import JobsSite
     from sgltui.jobs.progress import Rates
 
 

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 from sgltui import protocol
 
 if TYPE_CHECKING:
-    from sgltui.agent.hosts import BenchGuard, LeaseGuard, SwapHolds
+    from sgltui.agent.children import Children
+    from sgltui.agent.endpoint.leases import Leases
+    from sgltui.agent.jobs.jobs_host import JobsHost
 
 
-def held(leases: LeaseGuard, batch: SwapHolds, slot_id: str) -> protocol.Pin | None:
+def held(leases: Leases, batch: JobsHost, slot_id: str) -> protocol.Pin | None:
     """A lease by hand, else a pinned batch job (the order the refusals take)."""
     lease = leases.by_hand_on(slot_id)
     if lease is not None:
@@ -29,7 +31,7 @@ def held(leases: LeaseGuard, batch: SwapHolds, slot_id: str) -> protocol.Pin | N
 
 
 def bench(
-    children: BenchGuard, slot_id: str, client: str | None
+    children: Children, slot_id: str, client: str | None
 ) -> tuple[dict[str, Any], protocol.Pin] | None:
     """The bench run sweeping the slot (none for its own runner's swaps), and its words."""
     run = children.bench_on(slot_id, client)
@@ -45,7 +47,7 @@ def bench(
 
 
 def of(
-    leases: LeaseGuard, batch: SwapHolds, children: BenchGuard, slot_id: str, client: str | None
+    leases: Leases, batch: JobsHost, children: Children, slot_id: str, client: str | None
 ) -> protocol.Pin | None:
     """The first that holds the slot, in the order a swap checks them."""
     found = bench(children, slot_id, client)

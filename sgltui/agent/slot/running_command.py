@@ -1,7 +1,7 @@
 """A slot's lifecycle command while it runs (`Job`) and a reply that waits for it (`Wait`).
 
 Operations (agent/swap/operations.py) makes them for start and stop; the swaps (agent/swap/coordinator.py) for a
-swap, cold or warm, and a restart; the standbys (agent/swap/standby.py) for a standby add; the
+swap, cold or warm, and a restart; the standby ops (agent/swap/standby_ops.py) for a standby add; the
 supervisor reads them for status. A
 module of their own so that none of those imports another for two small types.
 """

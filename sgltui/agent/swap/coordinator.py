@@ -51,9 +51,14 @@ from sgltui.agent.swap.sleeper import WakeError, can_sleep, with_saver
 from sgltui.core import causes, units
 
 if TYPE_CHECKING:
+    from sgltui.agent.children import Children
+    from sgltui.agent.context import AgentContext
+    from sgltui.agent.endpoint.leases import Leases
     from sgltui.agent.events import EventBus
-    from sgltui.agent.hosts import SwapsHost
-    from sgltui.agent.swap.standby import Standby
+    from sgltui.agent.jobs.jobs_host import JobsHost
+    from sgltui.agent.pools.pools import Pools
+    from sgltui.agent.swap.operations import Operations
+    from sgltui.agent.swap.standby import Standby, Standbys
 
 log = logging.getLogger("sgltui.agent.swap")
 
@@ -133,17 +138,34 @@ class SwapRun:
 
 
 class Swaps:
-    """swap and restart of the supervisor's slots, and the relaunch after a crash."""
+    """swap and restart of the agent's slots, and the relaunch after a crash."""
 
-    def __init__(self, sup: SwapsHost) -> None:
-        self.sup = sup
+    def __init__(
+        self,
+        ctx: AgentContext,
+        *,
+        ops: Operations,
+        standbys: Standbys,
+        pools: Pools,
+        batch: JobsHost,
+        leases: Leases,
+        children: Children,
+    ) -> None:
+        self.ctx = ctx  # the slots, the event bus, telemetry (followed to a woken server)
+        self.ops = ops  # each slot's lock, job, preflight and launch
+        self.standbys = standbys  # what sleeps beside each slot: a warm swap wakes one
+        self.pools = pools  # a pool's last routable worker; a slot's front and gateway worker
+        # what holds a slot, asked first: a pinned batch job, a lease by hand, a bench sweep
+        self.batch = batch
+        self.leases = leases
+        self.children = children
 
     # ---- the entries ----------------------------------------------------------------------------
 
     async def op_swap(self, args: protocol.SwapArgs, client: str | None) -> Any:
-        slot = self.sup.slot_for(args)
+        slot = self.ctx.slot_for(args)
         attach.refuse(slot, "swap")  # a server sgltui did not start: the way forward
-        ops = self.sup.ops
+        ops = self.ops
         async with ops.lock(slot.id):
             job = ops.busy(slot.id)
             if job and job.kind == "swap":
@@ -170,7 +192,7 @@ class Swaps:
                     fix="wait for it to settle",
                 )
             drain = str(args.drain)
-            if self.sup.standbys.warm(slot, name) is not None:
+            if self.standbys.warm(slot, name) is not None:
                 # kept warm on this slot: no preflight (it runs already, its port is its own)
                 self._refuse_if_pinned(slot, args, "swap")
                 await self._stop_bench_if_confirmed(slot, args, "swap", client, name)
@@ -195,10 +217,10 @@ class Swaps:
             return ops.reply(slot, args, job)
 
     async def op_restart(self, args: protocol.RestartArgs, client: str | None) -> Any:
-        slot = self.sup.slot_for(args)
+        slot = self.ctx.slot_for(args)
         attach.refuse(slot, "restart")  # a server sgltui did not start: the way forward
-        self.sup.pools.refuse_taking_out(slot.id, "restarting it", forced=args.drain == "force")
-        ops = self.sup.ops
+        self.pools.refuse_taking_out(slot.id, "restarting it", forced=args.drain == "force")
+        ops = self.ops
         async with ops.lock(slot.id):
             ops.refuse_if_busy(slot, "restart")
             if not slot.profile_name:
@@ -214,7 +236,7 @@ class Swaps:
             _refuse_dropping_keys(slot.id, before, profile)
             changed = before is not None and before.content_hash != profile.content_hash
             if before is not None and changed:
-                self.sup.bus.publish(
+                self.ctx.bus.publish(
                     protocol.ProfileChanged(
                         client=client,
                         slot=slot.id,
@@ -236,7 +258,7 @@ class Swaps:
     async def relaunch(self, slot: Slot, client: str) -> Job:
         """Launch again exactly what the slot ran (its resolved profile, not today's file): the
         restart policy's path after a crash (agent/slot/restart_policy.py). A busy slot refuses."""
-        ops = self.sup.ops
+        ops = self.ops
         async with ops.lock(slot.id):
             ops.refuse_if_busy(slot, "relaunch")
             return self._start_cold(slot, slot.profile, client, False, "force", "restart")
@@ -248,10 +270,10 @@ class Swaps:
         when `name` is kept warm there (asleep, its server alive) and the slot serves a server
         of its own (a sleeper wakes beside a ready server, which goes to sleep in turn). A slot
         whose clients could not follow the woken server (no front) refuses."""
-        sb = self.sup.standbys.warm(slot, name)
+        sb = self.standbys.warm(slot, name)
         if sb is None or slot.state != READY or slot.external is not None:
             return None
-        refused = standby_room.front_off(slot, self.sup.pools)
+        refused = standby_room.front_off(slot, self.pools)
         if refused:
             raise OpError(f"warm swap to {name} refused: {refused}")
         return sb
@@ -262,7 +284,7 @@ class Swaps:
         self, slot: Slot, args: protocol.RestartArgs | protocol.SwapArgs, what: str
     ) -> None:
         """A lease by hand or a pinned batch job asks first: confirm=true (`--yes`)."""
-        pin = slot_pins.held(self.sup.leases, self.sup.batch, slot.id)
+        pin = slot_pins.held(self.leases, self.batch, slot.id)
         if pin is None or args.confirm:
             return
         if pin.by == "lease":
@@ -287,7 +309,7 @@ class Swaps:
     ) -> None:
         """A bench sweeping this slot asks first, as a pinned job does; confirmed, it stops now
         (before the drain, which would wait on its load) and its result says this swap cut it."""
-        children = self.sup.children
+        children = self.children
         found = slot_pins.bench(children, slot.id, client)
         if found is None:
             return
@@ -326,20 +348,20 @@ class Swaps:
         # The state moves now, before the reply: whoever reads status next sees the swap.
         slot.begin_swap(old, profile.name, job.started, rollback, client)
         work = self._cold(slot, profile, old, client, rollback, drain, skip)
-        return self.sup.ops.run(slot, job, work)
+        return self.ops.run(slot, job, work)
 
     async def _cold(
         self,
         slot: Slot,
-        target: Any,
+        target: Resolved,
         old: str | None,
         client: str | None,
         rollback: bool,
         drain: str,
         skip: frozenset[str],
     ) -> protocol.Outcome:
-        ops = self.sup.ops
-        run = SwapRun(self.sup.bus, slot, client, old, target.name)
+        ops = self.ops
+        run = SwapRun(self.ctx.bus, slot, client, old, target.name)
         timings, step = run.timings, run.step
         # Rollback relaunches exactly what ran (resolved when it was accepted), even if its file
         # has been edited or deleted since.
@@ -374,7 +396,7 @@ class Swaps:
                     step("ready" if rolled_back else "failed")
                 # A healthy rolled-back slot has no cause; the failure stays in last_failure.
                 slot.keep_failure(failure)
-                self.sup.bus.publish(
+                self.ctx.bus.publish(
                     protocol.SwapFailure(
                         client=client,
                         slot=slot.id,
@@ -402,23 +424,21 @@ class Swaps:
         old = slot.profile_name
         job = Job("swap", f"swap {old} -> {sb.name} (warm)", client, time.time())
         slot.begin_swap(old, sb.name, job.started, rollback, client)
-        return self.sup.ops.run(
-            slot, job, self._out_of_pool(slot, self._warm(slot, sb, client, drain))
-        )
+        return self.ops.run(slot, job, self._out_of_pool(slot, self._warm(slot, sb, client, drain)))
 
     async def _out_of_pool(self, slot: Slot, work: Any) -> Any:
         """`work` on the slot with its worker out of its pool's gateway (agent/pools/worker.py)."""
-        async with pool_worker.worker_out(self.sup.pools, slot):
+        async with pool_worker.worker_out(self.pools, slot):
             return await work
 
     async def _warm(
         self, slot: Slot, sb: Standby, client: str | None, drain: str
     ) -> protocol.Outcome:
         frm, to = slot.profile_name, sb.name
-        run = SwapRun(self.sup.bus, slot, client, frm, to)
-        step, accept = run.step, self.sup.standbys.accept
+        run = SwapRun(self.ctx.bus, slot, client, frm, to)
+        step, accept = run.step, self.standbys.accept
         ok, rolled_back, cold, cause = True, False, False, None
-        async with self.sup.ops.server_going(slot, drain):
+        async with self.ops.server_going(slot, drain):
             slot.hold_front(f"slot {slot.id}: {frm or '-'} -> {to} (warm)")
             step("draining")
             t = time.monotonic()
@@ -476,7 +496,7 @@ class Swaps:
             if sleeps and slot.state == READY:
                 await sleeper.wake(slot)
             elif slot.state != READY and slot.profile is not None:
-                await self.sup.ops.launch(slot, with_saver(slot.profile), client)
+                await self.ops.launch(slot, with_saver(slot.profile), client)
                 await slot.wait_settled()
         except WakeError:
             log.exception("slot %s: the rollback could not wake %s", slot.id, slot.profile_name)
@@ -486,17 +506,17 @@ class Swaps:
             except WakeError:
                 log.exception("slot %s: standby %s did not go back to sleep", slot.id, sb.name)
         else:
-            self.sup.standbys.drop(slot.id, sb.name)
+            self.standbys.drop(slot.id, sb.name)
             await sb.server.close()
 
     async def _exchange(self, slot: Slot, sb: Standby, sleeps: bool, client: str | None) -> None:
         """The slot takes the woken server; the one it served (asleep) becomes a standby."""
-        standbys = self.sup.standbys
+        standbys = self.standbys
         old_name = slot.profile_name
         handed_old = slot.hand_over() if sleeps and slot.tree is not None else None
         slot.take_over(sb.server.hand_over())
         # What the session's fold (report, replay, viewers) learns the slot serves now.
-        self.sup.bus.publish(
+        self.ctx.bus.publish(
             protocol.SlotStateChanged(
                 client=client,
                 slot=slot.id,
@@ -512,14 +532,14 @@ class Swaps:
         if handed_old is not None and old_name:
             await standbys.keep_asleep(slot, old_name, handed_old, sb.host_bytes)
         self._follow(slot)
-        self.sup.bus.changed()
+        self.ctx.bus.changed()
 
     async def _cold_after_bad_canary(
         self, slot: Slot, sb: Standby, sleeps: bool, why: str, client: str | None
     ) -> tuple[bool, dict | None]:
         """The woken draft is bad: its sleeper is stopped and the profile launched cold on the
         slot (its own port: the one that served stays asleep, a standby now)."""
-        standbys = self.sup.standbys
+        standbys = self.standbys
         target = sb.server.profile
         old_name = slot.profile_name
         standbys.drop(slot.id, sb.name)
@@ -529,7 +549,7 @@ class Swaps:
             await standbys.keep_asleep(slot, old_name, slot.hand_over())
         elif slot.tree is not None:
             await slot.stop(client, drain="force")
-        await self.sup.ops.launch(slot, target, client)
+        await self.ops.launch(slot, target, client)
         state = await slot.wait_settled()
         self._follow(slot)
         if state == READY:
@@ -538,7 +558,7 @@ class Swaps:
 
     def _follow(self, slot: Slot) -> None:
         """Telemetry follows the server the slot has now (no event says it: the slot took it)."""
-        tele = self.sup.telemetry
+        tele = self.ctx.telemetry
         if tele is None:
             return
         tele.detach(slot.id)
@@ -557,7 +577,7 @@ class Swaps:
         """After re-adoption (agent-state.json keeps each server's steps, agent/swap/sleeper.py):
         every standby left awake asleep again, then every slot's server woken. The slot serves
         the profile it served before the swap."""
-        standbys = self.sup.standbys
+        standbys = self.standbys
         for sbs in standbys.by_slot.values():
             for sb in list(sbs.values()):
                 srv = sb.server
@@ -574,7 +594,7 @@ class Swaps:
                     sbs.pop(sb.name, None)
                     await srv.stop("agent", drain="force")
                     await srv.close()
-        for slot in self.sup.slots.values():
+        for slot in self.ctx.slots.values():
             if slot.tree is None or not (slot.paused or slot.released):
                 continue
             log.warning(

@@ -10,8 +10,9 @@ The stop part of a slot's work runs to its end even when its job is cancelled (S
 order of racing commands strands a slot in `stopping` or spawns a server the slot does not track.
 
 The swaps (swap, restart, the relaunch after a crash) are sequenced by agent/swap/coordinator.py, the standby
-add by agent/swap/standby.py: both run their jobs through this layer (`lock`, `accept`, `run`,
-`launch`, `server_going`), which calls neither back.
+add by agent/swap/standby_ops.py: both run their jobs through this layer (`lock`, `accept`, `run`,
+`launch`, `server_going`), which calls neither back. It reads the standbys' registry
+(agent/swap/standby.py): a profile kept warm, a launch beside sleepers.
 
 Jobs run as tasks owned by the agent, not by the connection: a client that dies mid-command
 changes nothing.
@@ -24,7 +25,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,22 +43,51 @@ from sgltui.core import placement, units
 from sgltui.session.layout import SERVERS_DIR
 
 if TYPE_CHECKING:
-    from sgltui.agent.hosts import OpsHost
+    from sgltui.agent.children import Children
+    from sgltui.agent.context import AgentContext
+    from sgltui.agent.endpoint.leases import Leases
+    from sgltui.agent.jobs.jobs_host import JobsHost
+    from sgltui.agent.pools.exposure import Exposures
+    from sgltui.agent.pools.pools import Pools
+    from sgltui.agent.swap.standby import Standbys
 
 log = logging.getLogger("sgltui.agent.operations")
 
 
 class Operations:
-    """start / stop / preflight on the supervisor's slots, one lock per slot, and the jobs."""
+    """start / stop / preflight on the agent's slots, one lock per slot, and the jobs."""
 
-    def __init__(self, sup: OpsHost) -> None:
-        self.sup = sup
+    # What holds a slot (a pinned batch job, a lease by hand) and what its batch jobs do around
+    # a stop: given by `bind`, once they are made (the batch jobs see the slots through these
+    # operations: agent/jobs/agent_site.py).
+    batch: JobsHost
+    leases: Leases
+
+    def __init__(
+        self,
+        ctx: AgentContext,
+        *,
+        exposures: Exposures,
+        pools: Pools,
+        standbys: Standbys,
+        children: Children,
+    ) -> None:
+        self.ctx = ctx  # the slots, a profile resolved by name, the event bus, the session
+        self.exposures = exposures  # a slot served to another host's gateway: its address, key
+        self.pools = pools  # a pool's last routable worker is not stopped unasked
+        self.standbys = standbys  # a profile kept warm; a launch beside sleepers
+        self.children = children  # a bench run sweeping the slot
         self.jobs: dict[str, Job] = {}  # slot id -> its latest job
         self._locks: dict[str, asyncio.Lock] = {}
         # Launch ids handed out: a pool's slots start in the same second with one profile, and
         # each log file is created only later (the slots shared one id and one log file, each
         # slot reading every server's lines as its own).
         self._launch_ids: set[str] = set()
+
+    def bind(self, batch: JobsHost, leases: Leases) -> None:
+        """The batch jobs and the leases, made after these operations (they use them)."""
+        self.batch = batch
+        self.leases = leases
 
     def lock(self, slot_id: str) -> asyncio.Lock:
         """The slot's command lock (made on first use: a slot added later gets one too)."""
@@ -70,7 +100,7 @@ class Operations:
     # ---- the ops --------------------------------------------------------------------------------
 
     async def op_start(self, args: protocol.StartArgs, client: str | None) -> Any:
-        slot = self.sup.slot_for(args)
+        slot = self.ctx.slot_for(args)
         attach.refuse(slot, "start")  # a server sgltui did not start: the way forward
         async with self.lock(slot.id):
             self.refuse_if_busy(slot, "start")
@@ -83,9 +113,7 @@ class Operations:
                 )
             profile = await self.accept(slot, args.profile, args)
             try:
-                await asyncio.to_thread(
-                    slot.precheck, profile, self.sup.our_pids(), _force_arg(args)
-                )
+                await asyncio.to_thread(slot.precheck, profile, self.our_pids(), _force_arg(args))
             except LaunchError as exc:
                 raise OpError(str(exc)) from None
             slot.end_swap()
@@ -105,12 +133,12 @@ class Operations:
     ) -> protocol.PreflightReply:
         """The checks a start/swap of `profile` on the slot would run, all of them, stopping
         nothing: for the TUI's swap dialog and `--dry-run`. Read-only: takes no lock."""
-        slot = self.sup.slot_for(args)
-        target = await asyncio.to_thread(self.sup.get_profile, args.profile, args)
+        slot = self.ctx.slot_for(args)
+        target = await asyncio.to_thread(self.ctx.get_profile, args.profile, args)
         target = self.place(slot, target)
-        current = await asyncio.to_thread(self.sup.current, slot)
+        current = await asyncio.to_thread(self.current, slot)
         force = _force_arg(args)
-        if self.sup.standbys.warm(slot, target.name) is not None:
+        if self.standbys.warm(slot, target.name) is not None:
             # kept warm: it runs already, on its own port and in its own GPU memory
             force |= {"port", "gpu-memory"}
         checks = await asyncio.to_thread(preflight.run, target, current, force)
@@ -122,18 +150,16 @@ class Operations:
             error=failed.line() if failed else None,
             checks=[protocol.PreflightCheck(**c.to_dict()) for c in checks],
             resolved=msgspec.convert(target.describe(), protocol.ResolvedView),
-            pinned=slot_pins.of(
-                self.sup.leases, self.sup.batch, self.sup.children, slot.id, client
-            ),
+            pinned=slot_pins.of(self.leases, self.batch, self.children, slot.id, client),
         )
 
     async def op_stop(self, args: protocol.StopArgs, client: str | None) -> Any:
-        slot = self.sup.slot_for(args)
+        slot = self.ctx.slot_for(args)
         attach.refuse(slot, "stop")  # a server sgltui did not start: the way forward
         drain = str(args.drain)
         timeout = args.timeout
         # a pool's last routable worker while a roll holds the other out: --force to go on
-        self.sup.pools.refuse_taking_out(slot.id, "stopping it", forced=drain == "force")
+        self.pools.refuse_taking_out(slot.id, "stopping it", forced=drain == "force")
         async with self.lock(slot.id):
             running = self.busy(slot.id)
             if running and running.kind == "stop":
@@ -167,11 +193,11 @@ class Operations:
         """Around a stop or a swap of the slot's server: its batch jobs stop sending and let (or,
         forced, make) their requests in flight finish before the server goes; after, whatever
         happened, they wait for the slot to be ready again (and resume on the new server)."""
-        await self.sup.batch.before_swap(slot.id, force=drain == "force")
+        await self.batch.before_swap(slot.id, force=drain == "force")
         try:
             yield
         finally:
-            self.sup.batch.after_swap(slot.id)
+            self.batch.after_swap(slot.id)
 
     async def _abort(self, slot: Slot, running: Job, client: str | None) -> None:
         """A stop aborts a launch or a swap (no rollback). The job is cancelled and awaited:
@@ -188,7 +214,7 @@ class Operations:
         swap = slot.swap
         if swap is not None and swap.step != "failed":
             slot.swap_step("failed")
-            self.sup.bus.publish(
+            self.ctx.bus.publish(
                 protocol.SwapDone(
                     client=client,
                     slot=slot.id,
@@ -205,11 +231,11 @@ class Operations:
         """Resolve `name` once and preflight it, before anything running is touched. A failed
         check refuses the command with its one line."""
         force = _force_arg(args)
-        target = await asyncio.to_thread(self.sup.get_profile, name, args)
+        target = await asyncio.to_thread(self.ctx.get_profile, name, args)
         target = self.place(slot, target)
-        current = await asyncio.to_thread(self.sup.current, slot)
+        current = await asyncio.to_thread(self.current, slot)
         checks = await asyncio.to_thread(preflight.run, target, current, force)
-        self.sup.bus.publish(
+        self.ctx.bus.publish(
             protocol.PreflightDone(
                 slot=slot.id,
                 profile=target.name,
@@ -230,9 +256,9 @@ class Operations:
             problem = placement.tp_problem(target.name, target.server, slot.place)
             if problem:
                 raise OpError(problem)
-        placed = target.placed(slot.place, self.sup.exposures.get(slot.id))
+        placed = target.placed(slot.place, self.exposures.get(slot.id))
         # On a slot with standbys: launched able to sleep, off the ports its sleepers hold.
-        return self.sup.standbys.cold_target(slot, placed)
+        return self.standbys.cold_target(slot, placed)
 
     def refuse_if_busy(self, slot: Slot, what: str) -> None:
         job = self.busy(slot.id)
@@ -256,14 +282,16 @@ class Operations:
             return Wait(slot, job)
         return protocol.Accepted(slot=slot.status(), accepted=True)
 
-    def run(self, slot: Slot, job: Job, coro: Any) -> Job:
+    def run(self, slot: Slot, job: Job, coro: Coroutine[Any, Any, protocol.Outcome]) -> Job:
         job.task = asyncio.get_running_loop().create_task(
             self._job_wrapper(slot, job, coro), name=f"job-{slot.id}-{job.kind}"
         )
         self.jobs[slot.id] = job
         return job
 
-    async def _job_wrapper(self, slot: Slot, job: Job, coro: Any) -> protocol.Outcome:
+    async def _job_wrapper(
+        self, slot: Slot, job: Job, coro: Coroutine[Any, Any, protocol.Outcome]
+    ) -> protocol.Outcome:
         try:
             job.result = await coro
         except asyncio.CancelledError:
@@ -279,7 +307,7 @@ class Operations:
     def launch_id(self, profile_name: str) -> str:
         base = time.strftime("%Y%m%d-%H%M%S") + "-" + re.sub(r"[^A-Za-z0-9._-]", "_", profile_name)
         candidate, n = base, 1
-        servers = Path(self.sup.recorder.path) / SERVERS_DIR
+        servers = Path(self.ctx.session.path) / SERVERS_DIR
         # Checked directly: the recorder's server_log_path() creates the file it names.
         while (servers / f"{candidate}.log").exists() or candidate in self._launch_ids:
             n += 1
@@ -287,7 +315,7 @@ class Operations:
         self._launch_ids.add(candidate)
         return candidate
 
-    async def _spawn(self, slot: Slot, profile: Any, client: str | None) -> None:
+    async def _spawn(self, slot: Slot, profile: Resolved, client: str | None) -> None:
         """Spawn `profile` on `slot` (Popen and the log relay in a worker thread)."""
         launch_id = self.launch_id(profile.name)
         await slot.launch(profile, client, launch_id)
@@ -298,7 +326,7 @@ class Operations:
         """Pre-check and spawn; a refused pre-check leaves the slot failed with the cause.
         `skip`: the checks the command forced (its preflight skipped them too)."""
         try:
-            await asyncio.to_thread(slot.precheck, profile, self.sup.our_pids(), skip)
+            await asyncio.to_thread(slot.precheck, profile, self.our_pids(), skip)
             await self._spawn(slot, profile, client)
         except LaunchError as exc:
             slot.refuse(profile, client, exc.cause)
@@ -306,6 +334,27 @@ class Operations:
     def forced(self, args: protocol.LaunchArgs) -> frozenset[str]:
         """The preflight checks a command forced (`--force`); an unknown name refuses it."""
         return _force_arg(args)
+
+    # ---- what a launch replaces ------------------------------------------------------------------
+
+    def our_pids(self) -> set[int]:
+        """Every process of the agent's servers: the slots' and the sleepers'."""
+        pids: set[int] = set()
+        for s in self.ctx.slots.values():
+            if s.tree:
+                pids |= set(s.tree.seen)
+        return pids | self.standbys.pids()
+
+    def current(self, slot: Slot) -> preflight.Current:
+        """What a launch on `slot` replaces, for the preflight checks."""
+        mine = set(slot.tree.seen) if slot.tree and slot.state != STOPPED else set()
+        others = self.our_pids() - mine
+        return preflight.Current(
+            host=slot.server_host if mine else None,
+            port=slot.port if mine else None,
+            pids=frozenset(mine),
+            other_pids=frozenset(others),
+        )
 
 
 _cause = as_cause  # a slot's cause (core/causes.py's dict) as the protocol's Cause

@@ -12,11 +12,13 @@ from sgltui.agent.swap import saver_check
 from sgltui.agent.swap import standby_memory as mem
 
 if TYPE_CHECKING:
+    from sgltui.agent.pools.pools import Pools
     from sgltui.agent.slot.resolved import Resolved
     from sgltui.agent.slot.slot import Slot
+    from sgltui.agent.swap.standby import Standbys
 
 
-def front_off(slot: Slot, pools: Any) -> str | None:
+def front_off(slot: Slot, pools: Pools) -> str | None:
     """Why a warm swap cannot keep the slot's clients: with the front off they call the
     server's own port, which after the swap is a paused server holding their requests (the
     woken one serves on a port of its own). None: a front, or a pool's gateway."""
@@ -31,7 +33,7 @@ def front_off(slot: Slot, pools: Any) -> str | None:
 
 
 def check(
-    standbys: Any, slot: Slot, target: Resolved, serving_fraction: float | None = None
+    standbys: Standbys, slot: Slot, target: Resolved, serving_fraction: float | None = None
 ) -> str | None:
     """Whether both can sleep; host RAM and GPU room for one more sleeper. `standbys`:
     agent/swap/standby.py's Standbys (what each slot keeps warm); `serving_fraction`: the
@@ -47,7 +49,7 @@ def check(
     return host_room(standbys, slot, target) or gpu_room(standbys, slot, target, serving_fraction)
 
 
-def host_room(standbys: Any, slot: Slot, target: Resolved) -> str | None:
+def host_room(standbys: Standbys, slot: Slot, target: Resolved) -> str | None:
     """Host RAM: the new sleeper's pinned copy and hicache host pool, and the serving
     profile's own first pinned copy (made at its first release, which this add does)."""
     need = mem.pins_estimate(target)
@@ -72,7 +74,7 @@ def host_room(standbys: Any, slot: Slot, target: Resolved) -> str | None:
 
 
 def gpu_room(
-    standbys: Any, slot: Slot, target: Resolved, serving_fraction: float | None
+    standbys: Standbys, slot: Slot, target: Resolved, serving_fraction: float | None
 ) -> str | None:
     """GPU room: every profile of the slot, serving, keeps SGLang's own reserve beside the
     others asleep (their remainders measured after their release, else estimated)."""
