@@ -143,7 +143,7 @@ class AgentOps:
                 "no server log yet in this session",
                 "not_found",
                 fix="start a profile first (`sgltui start PROFILE`)",
-                tui="start a profile first (highlight it and press s)",
+                tui="start a profile first (highlight it and press {key:server.start})",
             )
         lines = await asyncio.to_thread(_tail_file, Path(path), n)
         return protocol.LogsReply(

@@ -49,7 +49,7 @@ class ProfileCatalog:
                 "a profile name is required",
                 "invalid",
                 fix="e.g. `sgltui start demo-mtp` (see `sgltui profiles list`)",
-                tui="highlight one in the Profiles pane and press s",
+                tui="highlight one in the Profiles pane and press {key:server.start}",
             )
         try:
             return self.index.resolve(name, self._extra_dirs(args))

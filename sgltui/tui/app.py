@@ -251,7 +251,7 @@ class SgltuiApp(App[str | None]):
                 delay = backoff.failed()
                 self.model.connected = False
                 self.model.connection_note = (
-                    f"agent unreachable: {one_line(exc)}; retrying every {delay:.0f}s"
+                    f"agent unreachable: {one_line(exc, self.key_of)}; retrying every {delay:.0f}s"
                 )
                 self.mark(M.HEADER)
                 try:
@@ -275,7 +275,9 @@ class SgltuiApp(App[str | None]):
 
     def bad_reply(self, exc: MalformedReply) -> None:
         """A reply the app cannot read: one line, and the app goes on without it."""
-        self.notify(one_line(exc), title="agent reply", severity="warning", markup=False)
+        self.notify(
+            one_line(exc, self.key_of), title="agent reply", severity="warning", markup=False
+        )
 
     def _on_push(self, push: Pushed) -> None:
         if push.kind == "logs":  # a tick's lines of every slot (agent/logbatch.py)
@@ -412,7 +414,7 @@ class SgltuiApp(App[str | None]):
         except (OSError, ValueError, RecursionError) as exc:
             self.call_from_thread(
                 self.notify,
-                f"cannot read bench result {path}: {one_line(exc)}",
+                f"cannot read bench result {path}: {one_line(exc, self.key_of)}",
                 severity="warning",
                 markup=False,
             )
@@ -550,7 +552,7 @@ class SgltuiApp(App[str | None]):
             if pick is not None:
                 changed |= self.model.set_job(await ask(self.source, "job_status", job=pick.id))
         except SOURCE_ERRORS as exc:  # a replay, an older agent
-            self.model.jobs_error = one_line(exc)
+            self.model.jobs_error = one_line(exc, self.key_of)
             self.mark(M.JOBS)
             return
         self._jobs_read = True
@@ -572,7 +574,7 @@ class SgltuiApp(App[str | None]):
             try:
                 await ask(self.source, op, **args)
             except SOURCE_ERRORS as exc:  # the agent's one-line refusal
-                self.notify(one_line(exc), title=op, severity="warning", markup=False)
+                self.notify(one_line(exc, self.key_of), title=op, severity="warning", markup=False)
             self._read_jobs()
 
         self.run_worker(send(), group="jobs-cmd", exit_on_error=False, description=op)
@@ -636,7 +638,11 @@ class SgltuiApp(App[str | None]):
                     await self.send(op, done, **{**args, "confirm": True})
                 return
             self.notify(
-                one_line(exc), title=f"{op} failed", severity="error", markup=False, timeout=8
+                one_line(exc, self.key_of),
+                title=f"{op} failed",
+                severity="error",
+                markup=False,
+                timeout=8,
             )
             return
         said = _done_text(reply, done)

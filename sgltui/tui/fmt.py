@@ -4,6 +4,9 @@ Times, durations, sizes and rates are core/units.py's (the same in the CLI, `top
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from sgltui.client.errors import AgentError
 from sgltui.core.charts import filled_cells
 
@@ -39,9 +42,30 @@ def bar_cells(fractions: list[float], width: int) -> list[int]:
     return cells
 
 
-def one_line(exc: BaseException) -> str:
+# A key named in the agent's TUI wording (`{key:server.stop}`): filled by the app with the key
+# its keymap binds (App.key_of), so a remapped key is the one the toast names.
+KEY_TOKEN = re.compile(r"\{key:([a-z_.]+)\}")
+
+
+def with_keys(text: str, key_of: Callable[[str], str] | None = None) -> str:
+    """`text` with each `{key:ID}` replaced by key_of(ID); an id it does not know (a newer
+    agent's), or no key_of, leaves the action's name."""
+
+    def key(m: re.Match[str]) -> str:
+        try:
+            return key_of(m.group(1)) if key_of is not None else m.group(1).split(".")[-1]
+        except (KeyError, StopIteration):
+            return m.group(1).split(".")[-1]
+
+    return KEY_TOKEN.sub(key, text)
+
+
+def one_line(exc: BaseException, key_of: Callable[[str], str] | None = None) -> str:
     """An error as the one line a toast shows: its first line, else its class's name. The
-    agent's refusal gives its remedy in the TUI's words (the key to press) where it has them,
-    not the CLI command its plain line ends with."""
-    text = (exc.tui_line() if isinstance(exc, AgentError) else str(exc)).strip().splitlines()
+    agent's refusal gives its remedy in the TUI's words (the key to press, named by `key_of`)
+    where it has them, not the CLI command its plain line ends with."""
+    if isinstance(exc, AgentError):
+        text = with_keys(exc.tui_line(), key_of).strip().splitlines()
+    else:
+        text = str(exc).strip().splitlines()
     return text[0] if text else exc.__class__.__name__

@@ -31,6 +31,8 @@ class SwapHost(Notifies, Protocol):
 
     def refused_read_only(self) -> bool: ...
 
+    def key_of(self, binding_id: str) -> str: ...  # a refusal's TUI wording names its keys
+
     def refused_down(self, slot_id: str | None) -> bool: ...
 
     def slot_args(self) -> dict[str, Any]: ...
@@ -119,7 +121,7 @@ async def swap_to(host: SwapHost, name: str) -> None:
     try:
         res: protocol.PreflightReply = await ask(host.source, "preflight", profile=name, **where)
     except SOURCE_ERRORS as exc:  # shown (a malformed reply too); nothing is started
-        host.notify(one_line(exc), title="preflight", severity="error", markup=False)
+        host.notify(one_line(exc, host.key_of), title="preflight", severity="error", markup=False)
         return
     if not res.ok:
         # A failed check: what failed and its fix, and a dialog whose Yes skips that check

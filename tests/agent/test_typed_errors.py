@@ -37,7 +37,11 @@ def test_each_refusal_arrives_as_its_class(agent, tmp_path):
     exc = again.value
     assert exc.message == f"slot 0 already runs {a} (ready)" and "sgltui" not in exc.message
     assert exc.fix == "use `sgltui swap PROFILE` or `sgltui stop` first"
-    assert exc.fix_tui is not None and "x to stop" in exc.fix_tui and "sgltui" not in exc.fix_tui
+    assert (
+        exc.fix_tui is not None
+        and "{key:server.stop} to stop" in exc.fix_tui
+        and "sgltui" not in exc.fix_tui
+    )
     assert str(exc) == f"{exc.message}; {exc.fix}" and exc.tui_line().endswith(exc.fix_tui)
     with pytest.raises(ce.Already, match=f"already runs {a}"):
         agent.call("swap", profile=a)

@@ -4,6 +4,7 @@ its plain line ends with (protocol.Error.fix_tui); without them, the CLI's fix i
 from __future__ import annotations
 
 from sgltui.client import errors as ce
+from sgltui.tui.config import TuiConfig
 from sgltui.tui.screens import Confirm
 
 from .helpers import ScriptedSource, app_with, notes_into, status_with, until
@@ -11,17 +12,17 @@ from .helpers import ScriptedSource, app_with, notes_into, status_with, until
 SIZE = (120, 40)
 MESSAGE = "restart refused: slot 0 is busy with bench b1 (by cli, 5 s ago)"
 CLI = "wait for it or run `sgltui stop`"
-TUI = "wait for it or press x to stop"
+TUI = "wait for it or press {key:server.stop} to stop"  # the agent names the key by its id
 
 
-async def _refusal_toast(fix_tui: str | None) -> str:
+async def _refusal_toast(fix_tui: str | None, keymap: dict[str, str] | None = None) -> str:
     def refuse(op, args, src):
         if op == "restart":
             raise ce.Busy(MESSAGE, CLI, fix_tui)
         return None
 
     src = ScriptedSource(status_with(running=0), on_call=refuse)
-    app = app_with(src)
+    app = app_with(src, config=TuiConfig(keymap=keymap or {}))
     said: list[str] = []
     async with app.run_test(size=SIZE, message_hook=notes_into(said)) as pilot:
         await until(pilot, lambda: app.model.connected and app.first_status.is_set())
@@ -33,7 +34,12 @@ async def _refusal_toast(fix_tui: str | None) -> str:
 
 
 async def test_a_refusal_shows_the_tui_wording_of_its_fix():
-    assert await _refusal_toast(TUI) == f"{MESSAGE}; {TUI}"
+    assert await _refusal_toast(TUI) == f"{MESSAGE}; wait for it or press x to stop"
+
+
+async def test_the_tui_wording_names_the_key_the_users_keymap_binds():
+    said = await _refusal_toast(TUI, keymap={"server.stop": "X"})
+    assert said == f"{MESSAGE}; wait for it or press X to stop"
 
 
 async def test_a_refusal_without_a_tui_wording_shows_the_cli_fix():

@@ -48,7 +48,7 @@ def refusal(pools: Any, slot: Slot, doing: str) -> str | None:
 
 # What to do about a refusal (its fix, in the CLI's words and the TUI's).
 REFUSAL_FIX = "start another slot of the pool first"
-REFUSAL_FIX_TUI = "start another slot of the pool first (select it, then s)"
+REFUSAL_FIX_TUI = "start another slot of the pool first (select it, then {key:server.start})"
 
 
 @contextlib.asynccontextmanager

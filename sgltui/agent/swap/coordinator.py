@@ -183,7 +183,7 @@ class Swaps:
                     f"slot {slot.id} already runs {name}",
                     "already",
                     fix="use `sgltui restart` to relaunch it",
-                    tui="press r to relaunch it",
+                    tui="press {key:server.restart} to relaunch it",
                 )
             if slot.state in (DRAINING, STOPPING):  # a stop is on (its job is over: a bug)
                 raise OpError(
@@ -207,7 +207,7 @@ class Swaps:
                     f"slot {slot.id} already runs {profile.name}",
                     "already",
                     fix="use `sgltui restart` to relaunch it",
-                    tui="press r to relaunch it",
+                    tui="press {key:server.restart} to relaunch it",
                 )
             self._refuse_if_pinned(slot, args, "swap")
             await self._stop_bench_if_confirmed(slot, args, "swap", client, profile.name)
@@ -227,7 +227,7 @@ class Swaps:
                 raise OpError(
                     f"slot {slot.id} has never run a profile",
                     fix="use `sgltui start PROFILE`",
-                    tui="highlight a profile and press s",
+                    tui="highlight a profile and press {key:server.start}",
                 )
             # Restart re-reads the profile on purpose (that is how an edit is applied), says so.
             before = slot.profile if isinstance(slot.profile, Resolved) else None
@@ -633,5 +633,6 @@ def _refuse_dropping_keys(slot_id: str, before: Resolved | None, after: Resolved
             fix=f"name the file holding it in [key-files] of {where} "
             f'({dropped[0]} = "/path/to/file"), or stop and start the profile on purpose',
             tui=f"name the file holding it in [key-files] of {where} "
-            f'({dropped[0]} = "/path/to/file"), or stop (x) and start (s) the profile on purpose',
+            f'({dropped[0]} = "/path/to/file"), or stop ({{key:server.stop}}) and start '
+            "({key:server.start}) the profile on purpose",
         )

@@ -109,7 +109,7 @@ class Operations:
                     f"slot {slot.id} already runs {slot.profile_name} ({slot.state})",
                     "already",
                     fix="use `sgltui swap PROFILE` or `sgltui stop` first",
-                    tui="press a profile's key to swap to it, or x to stop first",
+                    tui="press a profile's key to swap to it, or {key:server.stop} to stop first",
                 )
             profile = await self.accept(slot, args.profile, args)
             try:
@@ -269,7 +269,7 @@ class Operations:
                 f"{units.duration(ago)} ago)",
                 "busy",
                 fix="wait for it or run `sgltui stop`",
-                tui="wait for it or press x to stop",
+                tui="wait for it or press {key:server.stop} to stop",
             )
 
     def reply(

@@ -87,7 +87,7 @@ class StandbyOps:
                 raise OpError(
                     f"slot {slot.id} watches a server sgltui did not start",
                     fix="`sgltui adopt` it or start a profile there before keeping another warm",
-                    tui="start a profile there (s) before keeping another warm",
+                    tui="start a profile there ({key:server.start}) before keeping another warm",
                 )
             refused = standby_room.front_off(slot, self.pools)
             if refused:
@@ -102,7 +102,7 @@ class StandbyOps:
                 raise OpError(
                     f"slot {slot.id} serves {target.name} itself",
                     fix="keep another profile warm (`sgltui standby add OTHER`)",
-                    tui="highlight another profile and press k",
+                    tui="highlight another profile and press {key:server.keep_warm}",
                 )
             target = ops.place(slot, target)
             port = await asyncio.to_thread(self.standbys.free_port, target.port)
