@@ -255,6 +255,9 @@ def test_front_off_refuses_the_standby(agent_handle, monkeypatch):
     with pytest.raises(Exception) as exc:
         agent.call("standby_add", profile=b, wait=True)
     assert "no front" in str(exc.value) and "[front] port" in str(exc.value), exc.value
+    # what is wrong in the message, what to do in the fix, in the CLI's and the TUI's words
+    assert "sgltui" not in exc.value.message and "set [front] port" in exc.value.fix
+    assert exc.value.fix_tui is not None and "sgltui" not in exc.value.fix_tui
     assert agent.slot()["standbys"] == []
 
 

@@ -275,7 +275,11 @@ class Swaps:
             return None
         refused = standby_room.front_off(slot, self.pools)
         if refused:
-            raise OpError(f"warm swap to {name} refused: {refused}")
+            raise OpError(
+                f"warm swap to {name} refused: {refused}",
+                fix=standby_room.FRONT_OFF_FIX,
+                tui=standby_room.FRONT_OFF_FIX_TUI,
+            )
         return sb
 
     # ---- what holds the slot: asked first -----------------------------------------------------

@@ -91,7 +91,11 @@ class StandbyOps:
                 )
             refused = standby_room.front_off(slot, self.pools)
             if refused:
-                raise OpError(f"standby add refused: {refused}")
+                raise OpError(
+                    f"standby add refused: {refused}",
+                    fix=standby_room.FRONT_OFF_FIX,
+                    tui=standby_room.FRONT_OFF_FIX_TUI,
+                )
             refused = pool_worker.refusal(self.pools, slot, "standby add")
             if refused:
                 raise OpError(refused, fix=pool_worker.REFUSAL_FIX, tui=pool_worker.REFUSAL_FIX_TUI)

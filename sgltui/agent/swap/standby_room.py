@@ -27,9 +27,13 @@ def front_off(slot: Slot, pools: Pools) -> str | None:
     return (
         f'slot {slot.id} has no front ([front] port = "off" in agent.toml): after a warm '
         "swap it would serve on the standby's port while its clients keep calling the old "
-        "one, held by a paused server; set [front] port, or swap cold (`sgltui standby "
-        "remove PROFILE`)"
+        "one, held by a paused server"
     )
+
+
+# What to do about front_off's refusal, in the CLI's words and the TUI's.
+FRONT_OFF_FIX = "set [front] port in agent.toml, or swap cold (`sgltui standby remove PROFILE`)"
+FRONT_OFF_FIX_TUI = "set [front] port in agent.toml, or swap cold (no standby kept warm)"
 
 
 def check(
