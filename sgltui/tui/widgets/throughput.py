@@ -4,9 +4,10 @@ row each, a time axis, a legend with the latest values and a marker at every swa
 One widget drawing its own lines (Line API: render_line serves cached Strips) instead of a
 plotting widget or a Sparkline per series: the chart changes every second, and repainting it
 through Rich on every frame costs most of an idle TUI's CPU. The layout is core.charts'; this
-widget only colours it, sizes it and decides what to repaint. The rows are redrawn when a new
-sample changes the layout (core.charts.ChartLayout: an idle server's samples mostly do not) or
-the size or theme changes, never on a timer.
+widget only colours it, sizes it and decides what to repaint. A sample within the plot's
+newest column redraws the legend's figures only (core.charts.PlotColumn); the chart is laid
+out again, and the rows whose layout changed redrawn, when a column completes (~5 s at 120
+columns), a swap is marked, or the size, theme or series change; never on a timer.
 """
 
 from __future__ import annotations
