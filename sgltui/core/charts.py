@@ -549,7 +549,7 @@ def time_axis(width: int, window_s: float) -> str:
 # A widget works the legend out up to three times a sample (its room, then the frame): the
 # rows of the same names and values at the same width are the same.
 @functools.lru_cache(maxsize=16)
-def _legend_rows(
+def legend_rows(
     series: tuple[tuple[str, str, str, str], ...], width: int
 ) -> tuple[tuple[Cell, ...], ...]:
     return tuple(tuple(row) for row in _lay_legend(series, width))
@@ -583,7 +583,7 @@ def _lay_legend(series: Sequence[tuple[str, str, str, str]], width: int) -> list
 
 
 def legend_height(series: Sequence[ChartSeries], width: int) -> int:
-    return len(_legend_rows(tuple((s.name, s.label, s.short, s.latest) for s in series), width))
+    return len(legend_rows(tuple((s.name, s.label, s.short, s.latest) for s in series), width))
 
 
 @dataclass(frozen=True)
@@ -631,7 +631,7 @@ def _frame(
     window_s: float,
     memo: ColumnMemo | None = None,
 ) -> _Frame:
-    legend = _legend_rows(
+    legend = legend_rows(
         tuple((s.name, s.label, s.short, s.latest) for s in (main, *others, *legend_only)), width
     )
     stamps = [s.points[-1][0] for s in (main, *others) if s.points]  # each oldest first
@@ -806,6 +806,54 @@ class NewestColumn:
                 t, v = points[i]
                 if not uniform or v != value or math.floor(t / self.spc) != self.column:
                     return False
+        return True
+
+
+@dataclass(frozen=True)
+class PlotColumn:
+    """The plot as last drawn: the window's newest column, the series it was drawn from and
+    when the scale's top leaves the window. Until a sample starts a new column (or the top
+    leaves, or a series is replaced), the plot's completed columns, its scale and its time
+    axis stay as they are: a widget may keep the plot and update only the legend's figures.
+    The in-progress column is then shown as it was when its column began (it is complete by
+    the time the next one starts, at most `spc` seconds later)."""
+
+    spc: float
+    column: int
+    top_leaves: float
+    seen: dict[str, SeriesMark | None]  # name -> the series as drawn (None: it had no points)
+
+    @classmethod
+    def of(cls, chart: ChartInput) -> PlotColumn | None:
+        """None where nothing is plotted (a legend only)."""
+        if not chart.plotted:
+            return None
+        frame = chart.frame
+        leaves = (
+            frame.top_ts + chart.window_s
+            if frame.top_ts is not None and frame.top > 0
+            else math.inf
+        )
+        seen = {s.name: SeriesMark.of(s.points) for s in (chart.main, *chart.others)}
+        return cls(frame.spc, math.floor(frame.end / frame.spc), leaves, seen)
+
+    def holds(
+        self, points_of: Callable[[str], Sequence[tuple[float, float | None]] | None]
+    ) -> bool:
+        """True when every plotted series is the one drawn, only appended to since, with no
+        point in a newer column, and the scale's top is still in the window."""
+        for name, mark in self.seen.items():
+            points = points_of(name)
+            if mark is None:
+                if points:
+                    return False  # its first points
+                continue
+            added = None if points is None else mark.appended(points)
+            if points is None or added is None:
+                return False
+            ts = points[-1][0]
+            if ts >= self.top_leaves or (added and math.floor(ts / self.spc) != self.column):
+                return False
         return True
 
 

@@ -352,7 +352,7 @@ class SgltuiApp(App[str | None]):
             line for data in pushed for line in self.logfeed.add_push(data, self.model.current_id)
         ]
         if self._log_changed_by(added):
-            self.logfeed.new_lines.extend(added)
+            self.logfeed.keep(added)
             self.mark(M.LOGS)
 
     def _log_changed_by(self, lines: list[LogLine]) -> bool:
@@ -426,8 +426,9 @@ class SgltuiApp(App[str | None]):
     def _flush_dirty(self) -> None:
         self._flush_scheduled = False
         dirty, self._dirty = self._dirty, set()
-        # The Activity and Jobs tabs are drawn when shown: a hidden RichLog still lays the
-        # whole screen out on every write (an event every few seconds).
+        # The Activity, Jobs and Logs tabs are drawn when shown: a hidden RichLog still lays
+        # the whole screen out on every write (an event every few seconds), and a hidden log
+        # tail would append and scroll for nobody (its lines wait in the feed).
         try:
             tabs = self._tabs
             if tabs is None or not tabs.is_attached:  # a DOM query per flush: once instead

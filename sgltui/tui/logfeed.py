@@ -26,8 +26,16 @@ class LogFeed:
         self.buffer.clear()
         self._tail_read.clear()
 
+    def keep(self, lines: list[LogLine]) -> None:
+        """Lines for the Logs tab's next draw. More than the buffer holds (the tab hidden a
+        long while, drawn only when shown): the next draw is the whole buffer's instead."""
+        self.new_lines.extend(lines)
+        cap = self.buffer.lines.maxlen
+        if cap is not None and len(self.new_lines) > cap:
+            self.new_lines, self.redraw = [], True
+
     def add_tail(self, slot: str, tail: protocol.LogsReply) -> None:
-        self.new_lines.extend(self.buffer.add(slot, tail.lines))
+        self.keep(self.buffer.add(slot, tail.lines))
         self._tail_read[slot] = list(tail.lines[-500:])
         if tail.launch_id:
             self._launch_of[slot] = tail.launch_id

@@ -309,6 +309,7 @@ PANES: tuple[Pane, ...] = (
         tooltip="Focus the log pane",
         tab="Logs",
         focus_on="#log-view",
+        when_shown=True,  # (its new lines wait in the feed: LogFeed.keep)
     ),
     Pane(
         "slots",

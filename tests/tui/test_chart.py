@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from sgltui.core import charts
 from sgltui.tui.screens import DrainChoice
 from sgltui.tui.widgets.throughput import ThroughputPane
 from tests.support.scripted import T0, make_sample
@@ -139,5 +140,44 @@ async def test_a_sample_that_changes_nothing_visible_redraws_nothing():
         src.feed({"push": "sample", "data": idle_sample(3, gen=150.0)})  # a value that shows
         await until(pilot, lambda: points() >= 5)
         await pilot.pause(0.3)
-        assert chart.render_line(1) is not first and chart_text(chart) != text
-        assert any("150" in line for line in chart_text(chart))
+        # the legend's figure at once; the plot when its column completes (test below)
+        assert chart_text(chart) != text and "150" in chart_text(chart)[0]
+
+
+async def test_the_plot_is_laid_out_once_per_column_the_legend_each_sample(monkeypatch):
+    """Issue 49 (costs that follow change): samples inside the plot's newest column update the
+    legend's figures only; the plot (its columns, scale and rows) is laid out again when a
+    sample starts the next column, and then shows the completed column."""
+    layouts = []
+    real = charts.ChartInput.layout
+    monkeypatch.setattr(charts.ChartInput, "layout", lambda c: layouts.append(1) or real(c))
+    status = status_with(running=0)
+    status["telemetry"]["engine"] = idle_sample(0)["engine"]
+    src = ScriptedSource(status, [{"push": "sample", "data": idle_sample(t)} for t in (1, 2)])
+    app = app_with(src)
+    points = lambda: len(app.model.series["gen_throughput"])  # noqa: E731
+    async with app.run_test(size=(120, 40)) as pilot:
+        chart = app.query_one(ThroughputPane)
+        await until(pilot, lambda: points() >= 3)
+        await pilot.pause(0.3)
+        spc, column = chart._plot.spc, chart._plot.column
+        start = (column + 1) * spc - T0 + 0.01  # the next column's first moment
+        assert spc > 2.0  # (room below for four samples half a second apart)
+        src.feed({"push": "sample", "data": idle_sample(start, gen=10.0)})
+        await until(pilot, lambda: points() >= 4)
+        await pilot.pause(0.3)
+        laid_out, plot = len(layouts), chart_text(chart)[1:]
+        for i, gen in enumerate((200.0, 180.0, 220.0, 190.0), start=1):
+            src.feed({"push": "sample", "data": idle_sample(start + 0.5 * i, gen=gen)})
+            await until(pilot, lambda n=4 + i: points() >= n)
+            await pilot.pause(0.2)
+            assert f"{gen:.0f}" in chart_text(chart)[0]  # the legend's figure, each sample
+            assert chart_text(chart)[1:] == plot  # the plot as drawn
+        assert len(layouts) == laid_out  # no layout within the column
+        src.feed({"push": "sample", "data": idle_sample(start + spc, gen=190.0)})
+        await until(pilot, lambda: points() >= 9)
+        await pilot.pause(0.3)
+        assert len(layouts) > laid_out
+        assert chart_text(chart)[1:] != plot  # the completed column (~160 tok/s) shows
+        top = next(line for line in chart_text(chart) if "┤" in line).split("┤")[0]
+        assert float(top) >= 220  # the scale now holds the column's samples

@@ -236,3 +236,32 @@ async def test_a_folded_line_draws_nothing_until_z_shows_it():
         shown = len(view.lines)
         await pilot.press("l", "z")  # the fold off: the three access lines are there
         await until(pilot, lambda: len(view.lines) == shown + 3)
+
+
+async def test_a_hidden_log_tab_draws_its_new_lines_when_shown():
+    """Issue 49 (costs that follow what is shown): lines arriving while another tab is shown
+    are kept, not appended and scrolled for nobody; showing the Logs tab draws them, and more
+    than the buffer holds draws the buffer afresh."""
+    from sgltui.tui.config import TuiConfig
+
+    src = ScriptedSource(status_with(), logs=[f"line {i}" for i in range(10)])
+    app = app_with(src, config=TuiConfig(log_max_lines=100))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        view = app.query_one(LogView)
+        await until(pilot, lambda: len(view.lines) == 10)
+        app.show_tab("bench")
+        await pilot.pause(0.1)
+        src.feed({"push": "log", "data": {"slot": "0", "lines": ["late line"] * 5}})
+        await until(pilot, lambda: len(app.logfeed.new_lines) == 5)
+        await pilot.pause(0.2)
+        assert len(view.lines) == 10  # not drawn while hidden
+        app.show_tab("logs")
+        await until(pilot, lambda: len(view.lines) == 15)
+        app.show_tab("bench")
+        await pilot.pause(0.1)
+        src.feed({"push": "log", "data": {"slot": "0", "lines": [f"n {i}" for i in range(150)]}})
+        await until(pilot, lambda: app.logfeed.redraw)
+        assert not app.logfeed.new_lines  # (bounded: the buffer is drawn afresh instead)
+        app.show_tab("logs")
+        await until(pilot, lambda: len(view.seqs) == 100 and view.seqs[-1] == 165)

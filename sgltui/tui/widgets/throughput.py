@@ -4,14 +4,16 @@ row each, a time axis, a legend with the latest values and a marker at every swa
 One widget drawing its own lines (Line API: render_line serves cached Strips) instead of a
 plotting widget or a Sparkline per series: the chart changes every second, and repainting it
 through Rich on every frame costs most of an idle TUI's CPU. The layout is core.charts'; this
-widget only colours it, sizes it and decides what to repaint. The rows are redrawn when a new
-sample changes the layout (core.charts.ChartLayout: an idle server's samples mostly do not) or
-the size or theme changes, never on a timer.
+widget only colours it, sizes it and decides what to repaint. A sample within the plot's
+newest column redraws the legend's figures only (core.charts.PlotColumn); the chart is laid
+out again, and the rows whose layout changed redrawn, when a column completes (~5 s at 120
+columns), a swap is marked, or the size, theme or series change; never on a timer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rich.segment import Segment
@@ -34,6 +36,9 @@ ROWS: tuple[tuple[str, str, str, str, Callable[[float], str]], ...] = (
     ("token_usage", "KV usage", "KV", "success", lambda v: f"{v * 100:.0f}%"),
     ("accept_length", "accept len", "acc", "secondary", lambda v: f"{v:.2f}"),
 )
+
+# name -> formatter of its latest value (a slot's tok/s: units.sig3)
+FORMS = {name: form for name, _, _, _, form in ROWS}
 
 # Colours of the rows per slot (several slots), in turn.
 SLOT_COLOURS = ("primary", "secondary", "success", "warning", "error", "accent")
@@ -63,10 +68,13 @@ class ThroughputPane(Widget, can_focus=True):
         self._strips: list[Strip] = []
         self._row_strips: dict[tuple[charts.Cell, ...], Strip] = {}  # cells -> the Strip drawn
         self._key: tuple[Any, ...] | None = None  # size and theme the strips were drawn for
-        # The newest column of each series the strips show, and what else they were drawn
-        # from (swaps, the accept row, the slots): a sample that repeats it draws nothing.
-        self._newest: charts.NewestColumn | None = None
+        # The plot's newest column as drawn, and what else it was drawn from (swaps, the
+        # accept row, the slots): a sample in the same column updates the legend's figures
+        # only (the plot is laid out again when a column completes, every few seconds).
+        self._plot: charts.PlotColumn | None = None
         self._drawn_from: tuple[object, ...] = ()
+        # The legend's series as last laid out: (name, label, gutter name, formatter).
+        self._legend_of: list[tuple[str, str, str, Callable[[float], str]]] = []
         # Each series' columns from one layout to the next (a sample re-sums the newest only).
         self._memo = charts.ColumnMemo()
         self._styles_for: tuple[tuple[object, ...], dict[str, Style]] | None = None
@@ -84,9 +92,11 @@ class ThroughputPane(Widget, can_focus=True):
         swaps: Iterable[tuple[float, str]] = (),
         slots: Mapping[str, Sequence[tuple[float, float]]] | None = None,
     ) -> None:
-        """New samples or swaps: work out the new layout and, only where it differs from the
-        one on screen, redraw and repaint the rows that changed. An idle server's sample
-        changes nothing visible until the columns shift, every few seconds."""
+        """New samples or swaps. A sample in the plot's newest column as drawn updates the
+        legend's figures only (what is read each second); a new column, swap, size or series
+        lays the chart out again and repaints the rows that changed. So the plot is redrawn
+        once per column's worth of seconds (~5 s at 120 columns), and its newest column is
+        shown complete when the next one starts."""
         # The model's own series (bounded deques it appends to), not copies: the chart always
         # draws the newest data, and copying 600 points per series each second costs more than
         # the layout.
@@ -102,11 +112,12 @@ class ThroughputPane(Widget, can_focus=True):
         drawn_from = (self._swaps, has_spec, tuple(self._slots))
         if (
             same_look
-            and self._newest is not None
+            and self._plot is not None
             and drawn_from == self._drawn_from
-            and self._newest.holds(self._points_of)
+            and self._plot.holds(self._points_of)
+            and self._show_legend(width)
         ):
-            return  # every series repeats its newest value: a look at the new points only
+            return  # the same column: the legend's figures only
         if drawn_from[2:] != self._drawn_from[2:]:
             self._memo = charts.ColumnMemo()  # other slots: their columns go
         self._drawn_from = drawn_from
@@ -115,14 +126,10 @@ class ThroughputPane(Widget, can_focus=True):
         # work out and compare on every sample that does not repeat the last)
         layout = chart.layout()
         if same_look and layout == self._layout:
-            # Nothing visible changed: an idle server's, likely to repeat. The shortcut for
-            # the next samples is taken from this one; a busy sample, whose next one changes
-            # the chart again, does not make it (a look at every series' newest column).
-            self._newest = charts.NewestColumn.of(chart)
-            return
-        self._newest = None
+            self._laid_out(chart)
+            return  # nothing visible changed (an idle server's)
         old = self._strips
-        strips = self._draw(width, layout)
+        strips = self._draw(width, chart, layout)
         if len(strips) != self.content_size.height:
             self.refresh(layout=True)  # the legend wrapped or the accept row came or went
             return
@@ -272,38 +279,72 @@ class ThroughputPane(Widget, can_focus=True):
             self.room,
         )
 
-    def _draw(self, width: int, layout: charts.ChartLayout) -> list[Strip]:
+    def _laid_out(self, chart: charts.ChartInput) -> None:
+        """What the legend-only path needs of the chart just laid out."""
+        self._plot = charts.PlotColumn.of(chart)
+        self._legend_of = [
+            (s.name, s.label, s.short, FORMS.get(s.name, units.sig3))
+            for s in (chart.main, *chart.others, *chart.legend_only)
+        ]
+
+    def _show_legend(self, width: int) -> bool:
+        """The legend's figures now, the plot as drawn: only the legend rows whose text
+        changed are drawn and repainted. False (nothing done) when the legend would take
+        another number of rows: the chart is laid out again."""
+        layout = self._layout
+        if layout is None:
+            return False
+        series = []
+        for name, label, short, form in self._legend_of:
+            points = self._points_of(name)
+            value = points[-1][1] if points else None
+            series.append((name, label, short, "-" if value is None else form(value)))
+        legend = charts.legend_rows(tuple(series), width)
+        if legend == layout.legend:
+            return True
+        if len(legend) != len(layout.legend):
+            return False
+        self._layout = replace(layout, legend=legend)
+        changed = []
+        for y, cells in enumerate(legend):
+            if cells != layout.legend[y]:
+                strip = self._row_strips.get(cells) or self._strip(cells, width)
+                self._row_strips[cells] = self._strips[y] = strip
+                changed.append(Region(0, y, width, 1))
+        self.refresh(*changed)
+        return True
+
+    def _strip(self, cells: Iterable[charts.Cell], width: int) -> Strip:
+        base = self._base_style()
+        styles = self._role_styles(base)
+        return Strip(
+            [Segment(text, styles.get(role, styles[charts.TEXT])) for text, role in cells]
+        ).adjust_cell_length(width, base)
+
+    def _draw(
+        self, width: int, chart: charts.ChartInput, layout: charts.ChartLayout
+    ) -> list[Strip]:
         # A row whose cells are the same as on screen keeps its Strip (the object: show()
         # repaints only the rows whose Strip is new); styles are looked up once per draw.
         key = self._strips_key(width)
         reuse = self._row_strips if self._key == key else {}
-        # The widget's style and the roles' only where a row is new (most samples change one
-        # row, the legend's; working out the widget's style walks its ancestors).
-        looks: tuple[Style, dict[str, Style]] | None = None
+        # (the widget's style and the roles' are kept between draws: _base_style)
         self._row_strips = {}
         strips = []
         for row in charts.draw_chart(layout):
             cells = tuple(row)
-            strip = reuse.get(cells)
-            if strip is None:
-                if looks is None:
-                    base = self._base_style()
-                    looks = (base, self._role_styles(base))
-                base, styles = looks
-                strip = Strip(
-                    [Segment(text, styles.get(role, styles[charts.TEXT])) for text, role in row]
-                ).adjust_cell_length(width, base)
+            strip = reuse.get(cells) or self._strip(cells, width)
             self._row_strips[cells] = strip
             strips.append(strip)
         self._strips = strips
         self._layout, self._key = layout, key
+        self._laid_out(chart)
         return strips
 
     def _cached_strips(self, width: int) -> list[Strip]:
         if self._key != self._strips_key(width):  # resized, another theme, or never drawn
-            self._newest = None  # (of the columns at the old width)
             chart = self._chart_input(width)
-            return self._draw(width, chart.layout())
+            return self._draw(width, chart, chart.layout())
         return self._strips
 
     def render_line(self, y: int) -> Strip:
