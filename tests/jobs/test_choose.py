@@ -383,3 +383,27 @@ def test_the_minimum_window_is_the_servers_time_not_the_wall_clock():
             why = choose.enough(c, choose.new_trial(["a", "b"]))
         stops[scale] = t
     assert stops[0.05] < 1.0 <= 3.0 <= stops[1.0], stops
+
+
+def test_a_reference_measured_before_one_expected_far_ahead_stops_at_10_percent():
+    """The serving profile, measured before a proposal advise expects x1.5 or more of, is a
+    reference for the difference's interval: +-10% is enough; without that expectation (or
+    without gains) it is measured to +-5%."""
+    for gains, want in (
+        ({"serving": 1.0, "best": 1.86}, "95% interval within +-10% (best left"),
+        ({"serving": 1.0, "best": 1.4}, "95% interval within +-5%"),
+        ({}, "95% interval within +-5%"),
+    ):
+        trial = choose.new_trial(["serving", "best"], cap_requests=10**9, cap_minutes=1e9)
+        _gains(trial, **gains)
+        c = choose.get(trial, "serving")
+        why, t = None, 0.0
+        rnd = random.Random(3)
+        choose.begin(c, 0, 0, 0.0, concurrency=4)
+        toks = 0.0
+        while why is None and t < 600:
+            t += 0.25
+            toks += 1000.0 * 0.25 * (1 + rnd.uniform(-0.3, 0.3))
+            choose.observe(c, t, int(toks // 16), int(toks), 0.0)
+            why = choose.enough(c, trial)
+        assert why is not None and why.startswith(want), (gains, why)
