@@ -27,8 +27,9 @@ lengths without shared contexts are the control, where hicache must not come fir
 Time scale 0.05 with start-up 20x faster still, so the servers set the rates and a swap takes
 seconds; `--accept-decay 0.08` (--sim-accept-decay) gives the seed's MTP figures (234 tok/s at
 4 running). A real detached agent in a temporary state dir, stopped at the end. The trial's
-minimum window (3 s of wall time, jobs/choose.py) does not shrink with the time scale, so a
-smaller scale makes the share larger than a real server's.
+minimum window (3 s, jobs/choose.py) is the server's time, so it shrinks with the time scale;
+its other minimums (6 batches of progress readings every 0.25 s of wall time, two waves of the
+concurrency) do not, so a smaller scale still makes the share larger than a real server's.
 
     python bench/bench_advise.py [--requests 20000] [--contexts 200] [--time-scale 0.05]
 
@@ -200,7 +201,8 @@ def main() -> int:
                 print(
                     f"      {c['name']} {c.get('delta')}: {c['tok_s'] or 0:8.0f} tok/s "
                     f"[{c['ci_low'] or 0:.0f}, {c['ci_high'] or 0:.0f}] {c['requests']:5d} "
-                    f"trial requests, swap {c['swap_s']} s ({c['reason']})"
+                    f"trial requests, swap {c['swap_s']} s, x{c.get('gain')} expected "
+                    f"({c['reason']})"
                 )
             trial_requests = sum(int(c["requests"] or 0) for c in dec["candidates"])
             print(f"    trial requests: {trial_requests:,} of {args.requests:,}")
@@ -229,7 +231,9 @@ def main() -> int:
                     f"    what it cost: (auto - best) / auto = "
                     f"{(auto_wall - best_wall) / auto_wall:.1%} (not a budget; for reading (c))"
                 )
-                last = dec["candidates"][-1] if dec["candidates"] else None
+                # the last one measured (those after it may be skipped: clear_best)
+                measured = [c for c in dec["candidates"] if c.get("state") == "measured"]
+                last = measured[-1] if measured else None
                 if last is not None and last["name"] == winner and last.get("tok_s"):
                     # the winner's own trial window: answered at its full speed on the server
                     # the job stays on (every answer kept), so it counts in (c) at no cost

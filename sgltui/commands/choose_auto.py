@@ -3,8 +3,8 @@
 each proposal is written as a profile that extends the serving one (choosing `auto` is
 accepting them for the trial; they stay in the profile folder, named by their delta), and the
 agent gets the candidates as `--choose A,B,C` would give them (the serving profile first, the
-proposals in the reverse of advise's order, so the one expected to win is measured last), with
-each one's delta for `job status` to show."""
+proposals in advise's order, so the one expected to win is measured second and ends the trial
+where it is clearly best), with each one's delta and expected gain for `job status` to show."""
 
 from __future__ import annotations
 
@@ -47,9 +47,11 @@ def resolve(
     folder = locations.config_dir() / "profiles"
     for p in chosen:
         advice.write_accepted(serving.name, p, folder)
-    # The serving profile first (it runs: no swap), the best-expected proposal last: the trial
-    # ends on a clear winner measured last without a swap back (jobs/choose.py clear_winner).
-    names = [serving.name, *(p.name for p in reversed(chosen))]
+    # The serving profile first (it runs: no swap), then the best-expected proposal: where it
+    # measures clearly best and advise expects less of the rest, the trial ends on it at once,
+    # without a swap back or the others' swaps (jobs/choose.py clear_best); where advise was
+    # wrong the rest are measured in advise's order, the last one ended on by clear_winner.
+    names = [serving.name, *(p.name for p in chosen)]
     deltas: dict[str, dict[str, Any]] = {serving.name: {}}
     deltas.update({p.name: dict(p.delta) for p in chosen})
     every = [{**p.as_json(), "bound": result.bound} for p in result.proposals]

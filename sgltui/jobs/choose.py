@@ -30,12 +30,14 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 CI_TARGET = 0.05  # the 95% interval's half-width, relative to the estimate
+CI_WIDE = 0.10  # ... for a candidate measured before one advise expects far more of
+FAR_AHEAD = 1.5  # "far more": an expected gain this many times the candidate's
 DIFF_WIDEN = 1.15  # clear_winner: the difference's 95% half-width x this, for the repeated looks
 # (bench/bench_sequential_stop.py: 1.0 stopped on a candidate truly 2% slower in 4.65% of trials,
 # too near the 5% budget; 1.15 in 2.70%)
 MIN_BATCHES = 6
 MAX_BATCHES = 12
-MIN_WINDOW_S = 3.0
+MIN_WINDOW_S = 3.0  # of the server's time (wall seconds / the simulator's time scale)
 DEFAULT_CAP_REQUESTS = 2000
 DEFAULT_CAP_MINUTES = 10.0
 WATCH_BELOW = 0.15  # the rate falls more than 15% below the projection ...
@@ -177,7 +179,14 @@ def skip(trial: dict, name: str, reason: str) -> None:
     c["state"], c["reason"] = "skipped", reason
 
 
-def begin(c: dict, completions: int, out_tokens: int, joules: float, concurrency: int) -> None:
+def begin(
+    c: dict,
+    completions: int,
+    out_tokens: int,
+    joules: float,
+    concurrency: int,
+    time_scale: float = 1.0,
+) -> None:
     """The candidate's server is ready and the job sends to it: the measurement starts once the
     first wave (`concurrency` answers) is in, so ramp-up is not counted as its speed, and on its
     first window once its prefix cache is warm (`warmup` answers)."""
@@ -190,6 +199,7 @@ def begin(c: dict, completions: int, out_tokens: int, joules: float, concurrency
     c["warm_until"] = completions + max(1, concurrency, cache)
     c["points"] = []  # a resumed measurement starts a new window (the old one's clock is gone)
     c["concurrency"] = concurrency
+    c["time_scale"] = time_scale  # MIN_WINDOW_S is the server's time: wall = server x this
 
 
 def count(c: dict, completions: int, out_tokens: int, joules: float) -> None:
@@ -233,17 +243,49 @@ def enough(c: dict, trial: dict) -> str | None:
         return None
     span = pts[-1][0] - pts[0][0]
     measured = pts[-1][1] - pts[0][1]
-    if span < MIN_WINDOW_S or c["batches"] < MIN_BATCHES:
+    # the minimum window is the server's time: the simulator run faster than real time (a
+    # bench at time scale 0.05) measures the same server seconds in less wall time
+    scale = 1.0 if c.get("time_scale") is None else max(0.0, float(c["time_scale"]))
+    if span < MIN_WINDOW_S * scale or c["batches"] < MIN_BATCHES:
         return None
     if measured < 2 * max(1, int(c.get("concurrency") or 1)):
         return None
-    early = clear_loser(c, trial) or clear_winner(c, trial) or clear_leader(c, trial)
+    early = (
+        clear_loser(c, trial)
+        or clear_winner(c, trial)
+        or clear_best(c, trial)
+        or clear_leader(c, trial)
+    )
     if early:
         return early
     tok_s = c["tok_s"]
-    if tok_s > 0 and (c["ci_high"] - c["ci_low"]) / 2 <= CI_TARGET * tok_s:
-        return "95% interval within +-5%"
+    target, why = CI_TARGET, ""
+    ahead = _far_ahead(c, trial)
+    if ahead is not None:
+        target, why = CI_WIDE, f" ({ahead} left is expected x{FAR_AHEAD:g} or more of it)"
+    if tok_s > 0 and (c["ci_high"] - c["ci_low"]) / 2 <= target * tok_s:
+        return f"95% interval within +-{target:.0%}{why}"
     return None
+
+
+def _far_ahead(c: dict, trial: dict) -> str | None:
+    """The candidate still to measure that advise expects FAR_AHEAD x or more of `c` (gains),
+    or None: `c` is then measured to +-CI_WIDE only. Its figure is a reference the one expected
+    far ahead is compared with by the difference's interval (valid at 95% whatever its width),
+    not the one the job will run on; where advise was wrong, the rest are compared with its
+    wider interval, and a close call is ranked on rates known to +-10%."""
+    gain = c.get("gain")
+    if not gain or trial.get("objective") != "time":
+        return None
+    left = [
+        o
+        for o in trial["candidates"]
+        if o is not c and o["state"] in ("pending", "swapping") and o.get("gain")
+    ]
+    best = max(left, key=lambda o: float(o["gain"]), default=None)
+    if best is None or float(best["gain"]) < FAR_AHEAD * float(gain):
+        return None
+    return str(best["name"])
 
 
 def clear_loser(c: dict, trial: dict) -> str | None:
@@ -289,21 +331,86 @@ def clear_winner(c: dict, trial: dict) -> str | None:
     rivals = [o for o in others if o["state"] == "measured" and o["tok_s"]]
     if not rivals or any(o["ci_high"] is None or o["ci_low"] is None for o in rivals):
         return None  # a rival without an interval cannot be told apart
-    half_c = (float(hi) - float(lo)) / 2
-    worst: tuple[float, dict] | None = None
-    for o in rivals:
-        half_o = (float(o["ci_high"]) - float(o["ci_low"])) / 2
-        margin = float(rate) - float(o["tok_s"]) - DIFF_WIDEN * math.hypot(half_c, half_o)
-        if margin <= 0:
-            return None
-        if worst is None or margin < worst[0]:
-            worst = (margin, o)
-    assert worst is not None
-    margin, top = worst
+    lead = _lead(c, rivals)
+    if lead is None:
+        return None
+    margin, top = lead
     return (
         f"stopped early: at least {margin:,.0f} tok/s over {top['name']}'s {top['tok_s']:,.0f} "
         f"(the difference's 95% interval above zero, nothing left to measure)"
     )
+
+
+def _lead(c: dict, rivals: list[dict]) -> tuple[float, dict] | None:
+    """`c`'s smallest lead over `rivals` beyond the difference's widened 95% interval
+    (its rate minus theirs, half-widths in quadrature, x DIFF_WIDEN) and the rival it is
+    smallest over, or None where it does not clear every one of them."""
+    half_c = (float(c["ci_high"]) - float(c["ci_low"])) / 2
+    worst: tuple[float, dict] | None = None
+    for o in rivals:
+        half_o = (float(o["ci_high"]) - float(o["ci_low"])) / 2
+        margin = float(c["tok_s"]) - float(o["tok_s"]) - DIFF_WIDEN * math.hypot(half_c, half_o)
+        if margin <= 0:
+            return None
+        if worst is None or margin < worst[0]:
+            worst = (margin, o)
+    return worst
+
+
+CLEAR_BEST = "stopped early: best, at least"
+
+
+def clear_best(c: dict, trial: dict) -> str | None:
+    """The winner's stop before the last candidate: `c` clears every measured candidate by the
+    difference's rule (clear_winner's), and advise expects every candidate not measured yet to
+    be slower than `c` measured: each one's expected gain (`gain`, advise's factor over the
+    serving profile) is under `c`'s, and its expected rate (a measured candidate's rate x the
+    ratio of their gains, the highest of those) under `c`'s lower bound. The trial ends on `c`
+    (the ones left are skipped, `skip_rest`), or None. The error it adds is advise's, not the
+    statistics': a candidate left unmeasured that would have been faster than advise expects
+    (bench/bench_sequential_stop.py measures how often that picks the wrong one). Only for the
+    time objective, and only where every candidate left has an expected gain."""
+    lo, hi, rate, gain = c.get("ci_low"), c.get("ci_high"), c.get("tok_s"), c.get("gain")
+    if lo is None or hi is None or not rate or gain is None or trial.get("objective") != "time":
+        return None
+    others = [o for o in trial["candidates"] if o is not c]
+    left = [o for o in others if o["state"] in ("pending", "swapping")]
+    if not left or any(o["state"] == "measuring" for o in others):
+        return None  # none left: clear_winner's case
+    rivals = [o for o in others if o["state"] == "measured" and o["tok_s"]]
+    if not rivals or any(o["ci_high"] is None or o["ci_low"] is None for o in rivals):
+        return None
+    refs = [o for o in [*rivals, c] if o.get("gain")]
+    expect = 0.0
+    for o in left:
+        if o.get("gain") is None or float(o["gain"]) >= float(gain):
+            return None  # advise expects as much of it, or says nothing: it is measured
+        expect = max(
+            expect, *(float(r["tok_s"]) * float(o["gain"]) / float(r["gain"]) for r in refs)
+        )
+    if expect >= float(lo):
+        return None
+    lead = _lead(c, rivals)
+    if lead is None:
+        return None
+    margin, top = lead
+    return (
+        f"{CLEAR_BEST} {margin:,.0f} tok/s over {top['name']}'s {top['tok_s']:,.0f} (the "
+        f"difference's 95% interval above zero); the {len(left)} left expected at most "
+        f"{expect:,.0f} (advise's gain), under its {float(lo):,.0f}"
+    )
+
+
+def skip_rest(trial: dict, c: dict) -> None:
+    """After `clear_best` ended the trial on `c`: the candidates not measured are skipped, each
+    with advise's expected gain beside `c`'s (the report and the decision say why)."""
+    for o in trial["candidates"]:
+        if o is not c and o["state"] in ("pending", "swapping"):
+            o["state"] = "skipped"
+            o["reason"] = (
+                f"not measured: advise expects x{float(o.get('gain') or 0):.2f} of it, "
+                f"{c['name']} (x{float(c.get('gain') or 0):.2f}) measured clearly best"
+            )
 
 
 def clear_leader(c: dict, trial: dict) -> str | None:
@@ -440,6 +547,7 @@ def view(trial: dict, segments: Sequence[Segment] | None = None) -> dict:
         "joules",
         "projected_j",
         "delta",
+        "gain",
     )
     cands = []
     for c in trial["candidates"]:
@@ -475,8 +583,9 @@ def restart(trial: dict, running: str | None) -> None:
             continue
         fresh = _candidate(c["name"])
         fresh["swap_s"], fresh["swap_j"] = c["swap_s"], c["swap_j"]  # known: kept for projections
-        if "delta" in c:
-            fresh["delta"] = c["delta"]
+        for kept in ("delta", "gain", "warmup"):
+            if kept in c:
+                fresh[kept] = c[kept]
         c.clear()
         c.update(fresh)
 

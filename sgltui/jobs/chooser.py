@@ -72,6 +72,9 @@ class ChooseHost(Protocol[J_contra]):
     def concurrency_for(self, rec: J_contra) -> int | None:
         """The job's concurrency once set for the slot's current launch (auto), else None."""
 
+    def time_scale(self, rec: J_contra) -> float:
+        """Wall seconds per server second of the job's slot (the simulator's scale; real: 1)."""
+
     def job_tok_s(self, rec: J_contra) -> float: ...
 
     def power_w(self, rec: J_contra) -> float | None: ...
@@ -238,6 +241,8 @@ class Chooser(Generic[J]):
             why = choose.enough(c, trial)
             if why is not None:
                 choose.finish(c, why)
+                if why.startswith(choose.CLEAR_BEST):
+                    choose.skip_rest(trial, c)  # advise expects less of the rest: decided
                 self.measuring = None
                 # the measured ones' projected finish, shown while the others are measured
                 done, out, _ = self.host.counters(self.rec)
@@ -291,7 +296,7 @@ class Chooser(Generic[J]):
         if conc is None:
             return  # the job's automatic concurrency for this launch is not known yet
         done, out, joules = self.host.counters(self.rec)
-        choose.begin(c, done, out, joules, conc)
+        choose.begin(c, done, out, joules, conc, self.host.time_scale(self.rec))
         self.measuring = c["name"]
         self.host.publish(
             self.rec, protocol.JobTrial(profile=c["name"], state="measuring", concurrency=conc)

@@ -546,6 +546,7 @@ class JobCandidate(Struct, kw_only=True):
     tok_per_j: float | None = None
     info_hash: str | None = None  # what its server ran (server.provenance), once measured
     delta: dict[str, Any] | None = None  # --choose auto: its flags beside the serving profile's
+    gain: float | None = None  # --choose auto: advise's expected factor over the serving profile
 
 
 class JobChoice(Struct, kw_only=True):

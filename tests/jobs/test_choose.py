@@ -318,3 +318,92 @@ def test_a_leader_that_is_not_the_last_stops_once_apart_but_decides_nothing():
     assert choose.clear_winner(mid, trial) is None  # the rule for the last one only
     last = choose.get(trial, "last")
     assert choose.clear_leader(last, trial) is None  # nothing left after it: clear_winner's
+
+
+def _gains(trial: dict, **gains: float) -> None:
+    for name, g in gains.items():
+        choose.get(trial, name)["gain"] = g
+
+
+def test_a_candidate_clearly_best_ends_the_trial_where_advise_expects_less_of_the_rest():
+    """--choose auto measures advise's best-expected proposal second: once it clears the
+    serving profile by the difference's interval and the one left is expected (its gain x the
+    serving's measured rate) under its lower bound, the trial ends on it and the rest are
+    skipped with why; the decision picks it with no swap back."""
+    trial = choose.new_trial(["serving", "best", "other"], cap_requests=10**9, cap_minutes=1e9)
+    _gains(trial, serving=1.0, best=1.86, other=1.18)
+    choose.get(trial, "serving").update(state="measured", tok_s=1000.0, ci_low=970, ci_high=1030)
+    best = _last(trial, "best", 1800.0, 60.0)
+    why = choose.clear_best(best, trial)
+    assert why is not None and why.startswith(choose.CLEAR_BEST), why
+    assert "expected at most 1,180" in why
+    choose.finish(best, why)
+    choose.skip_rest(trial, best)
+    assert choose.get(trial, "other")["state"] == "skipped"
+    assert "advise expects x1.18" in choose.get(trial, "other")["reason"]
+    assert choose.next_candidate(trial, "best") is None
+    choose.project(trial, 1000, 16.0, "best", None)
+    assert choose.decide(trial) == "best"
+
+
+@pytest.mark.parametrize(
+    ("other_gain", "objective", "why"),
+    [
+        (1.9, "time", "advise expects more of the one left"),
+        (1.78, "time", "its expected 1,780 tok/s is not under best's lower bound 1,740"),
+        (None, "time", "nothing expected of the one left: it is measured"),
+        (1.18, "energy", "fastest is not always the most frugal"),
+    ],
+)
+def test_a_clear_best_does_not_end_the_trial_where_the_rest_might_beat_it(
+    other_gain: float | None, objective: str, why: str
+) -> None:
+    trial = choose.new_trial(["serving", "best", "other"], objective=objective)
+    _gains(trial, serving=1.0, best=1.86)
+    if other_gain is not None:
+        _gains(trial, other=other_gain)
+    choose.get(trial, "serving").update(state="measured", tok_s=1000.0, ci_low=970, ci_high=1030)
+    best = _last(trial, "best", 1800.0, 60.0)
+    assert choose.clear_best(best, trial) is None, why
+
+
+def test_the_minimum_window_is_the_servers_time_not_the_wall_clock():
+    """A simulator run 20x faster than real time (time scale 0.05) measures 3 s of its time in
+    0.15 s of wall time: a steady rate stops on its +-5% interval within a second of wall
+    time there, and not on a real server (time scale 1) before 3 s."""
+    stops = {}
+    for scale in (0.05, 1.0):
+        c = choose.new_trial(["a", "b"])["candidates"][0]
+        choose.begin(c, 0, 0, 0.0, concurrency=4, time_scale=scale)
+        t, why = 0.0, None
+        while why is None and t < 10:
+            t += 0.05
+            toks = 1600.0 * t
+            choose.observe(c, t, int(toks // 16), int(toks), 0.0)
+            why = choose.enough(c, choose.new_trial(["a", "b"]))
+        stops[scale] = t
+    assert stops[0.05] < 1.0 <= 3.0 <= stops[1.0], stops
+
+
+def test_a_reference_measured_before_one_expected_far_ahead_stops_at_10_percent():
+    """The serving profile, measured before a proposal advise expects x1.5 or more of, is a
+    reference for the difference's interval: +-10% is enough; without that expectation (or
+    without gains) it is measured to +-5%."""
+    for gains, want in (
+        ({"serving": 1.0, "best": 1.86}, "95% interval within +-10% (best left"),
+        ({"serving": 1.0, "best": 1.4}, "95% interval within +-5%"),
+        ({}, "95% interval within +-5%"),
+    ):
+        trial = choose.new_trial(["serving", "best"], cap_requests=10**9, cap_minutes=1e9)
+        _gains(trial, **gains)
+        c = choose.get(trial, "serving")
+        why, t = None, 0.0
+        rnd = random.Random(3)
+        choose.begin(c, 0, 0, 0.0, concurrency=4)
+        toks = 0.0
+        while why is None and t < 600:
+            t += 0.25
+            toks += 1000.0 * 0.25 * (1 + rnd.uniform(-0.3, 0.3))
+            choose.observe(c, t, int(toks // 16), int(toks), 0.0)
+            why = choose.enough(c, trial)
+        assert why is not None and why.startswith(want), (gains, why)

@@ -50,6 +50,9 @@ class FakeHost:
     def concurrency_for(self, rec: Rec) -> int | None:
         return 4
 
+    def time_scale(self, rec: Rec) -> float:
+        return 1.0
+
     def job_tok_s(self, rec: Rec) -> float:
         return self.tok_s
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from sgltui.agent.provenance import ProvenanceKeeper
     from sgltui.agent.slot.slot import Slot
     from sgltui.agent.swap.operations import Operations
+    from sgltui.core.profiles import Profile
 
 __all__ = ["AgentSite", "JobsSite", "SlotSight"]  # the interface: agent/jobs/site_interface.py
 
@@ -70,6 +71,7 @@ class AgentSite:
             front_url=front.url if routes and front is not None else None,
             api_key=slot.api_key,
             unresponsive=slot.liveness.reason if str(slot.state) == "ready" else None,
+            time_scale=_time_scale(slot.profile.profile if slot.profile else None),
         )
 
     def slot_ids(self) -> list[str]:
@@ -131,3 +133,14 @@ class AgentSite:
 
     async def command(self, op: str, args: protocol.Args, client: str) -> Any:
         return await self._calls.call(args, client, op)
+
+
+def _time_scale(profile: Profile | None) -> float:
+    """Wall seconds per server second of what the slot runs: the simulator's time scale (its
+    own default 1), 1 for a real server."""
+    if profile is None or profile.launcher != "sim":
+        return 1.0
+    try:
+        return max(0.0, float(profile.server.get("sim-time-scale", 1.0)))
+    except (TypeError, ValueError):
+        return 1.0

@@ -75,6 +75,10 @@ class ChoiceHost:
             return None
         return rec.concurrency
 
+    def time_scale(self, rec: JobRecord) -> float:
+        slot = self.jobs.site.slot(rec.slot)
+        return slot.time_scale if slot is not None else 1.0
+
     def job_tok_s(self, rec: JobRecord) -> float:
         rates = self.jobs.rates.get(rec.id)
         return rates.tok_s() if rates is not None else 0.0

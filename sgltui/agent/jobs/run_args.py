@@ -91,6 +91,14 @@ def trial(args: protocol.JobRunArgs) -> dict | None:
             c["warmup"] = max(0, int(args.choose_warmup[c["name"]]))
     if args.choose_advice:
         state["advice"] = [dict(a) for a in args.choose_advice]
+        # advise's expected gain of each candidate (the serving profile, its empty delta, is
+        # what the gains are over: x1), for the trial's early end (jobs/choose.py clear_best)
+        gains = {str(a.get("name")): a.get("gain") for a in state["advice"]}
+        for c in state["candidates"]:
+            if c.get("delta") == {}:
+                c["gain"] = 1.0
+            elif isinstance(gains.get(c["name"]), (int, float)):
+                c["gain"] = float(gains[c["name"]])
     return state
 
 

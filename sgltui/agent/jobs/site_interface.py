@@ -26,6 +26,9 @@ class SlotSight:
     front_url: str | None  # its front, when that routes to the server; else None
     api_key: str | None
     unresponsive: str | None = None  # a ready server that does not answer, and why
+    # wall seconds per server second: the simulator's --sim-time-scale (a real server: 1), so
+    # a trial's minimum window is the server's time, not the bench's faster clock
+    time_scale: float = 1.0
 
 
 class JobsSite(Protocol):
