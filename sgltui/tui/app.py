@@ -46,7 +46,7 @@ from sgltui.tui import (
     topbar,
 )
 from sgltui.tui import model as M
-from sgltui.tui.bindings import ALL_KEYS, KEYS
+from sgltui.tui.bindings import ALL_KEYS, KEYS, key_for
 from sgltui.tui.config import TuiConfig
 from sgltui.tui.fleetsource import FleetSource, host_of
 from sgltui.tui.fmt import one_line
@@ -886,9 +886,7 @@ class SgltuiApp(App[str | None]):
 
     def key_of(self, binding_id: str) -> str:
         """The key bound to `binding_id` as a person reads it ("/" not "slash")."""
-        keys = self.user_keymap.get(binding_id) or next(
-            k.key for k in ALL_KEYS if k.id == binding_id
-        )
+        keys = self.user_keymap.get(binding_id) or key_for(binding_id)  # KeyError: unknown
         first = keys.split(",")[0].strip()
         return self.get_key_display(Binding(first, binding_id))
 

@@ -54,7 +54,7 @@ def with_keys(text: str, key_of: Callable[[str], str] | None = None) -> str:
     def key(m: re.Match[str]) -> str:
         try:
             return key_of(m.group(1)) if key_of is not None else m.group(1).split(".")[-1]
-        except (KeyError, StopIteration):
+        except KeyError:
             return m.group(1).split(".")[-1]
 
     return KEY_TOKEN.sub(key, text)

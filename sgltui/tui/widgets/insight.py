@@ -116,19 +116,28 @@ class InsightPane(Widget, can_focus=True):
         self.refresh(layout=True)
 
     # -- the proposal ---------------------------------------------------------------------------
+    def _inputs(self, model: Any) -> tuple[Any, Any, dict[int, float], list[str]] | None:
+        """What the serving profile's proposals read: (slot, job, accept length by concurrency,
+        profile folders); None while no slot serves a measured profile."""
+        slot = getattr(model, "current", None)
+        if slot is None or slot.state not in _SERVING or not slot.profile or not slot.capacity:
+            return None
+        accept = self.ledger.figures(slot.profile).accept_by_c()
+        job = advice_inputs.job_for(slot.id, list(model.jobs.values()), None)
+        dirs = list(getattr(getattr(self.app, "source", None), "profiles_dirs", []) or [])
+        return slot, job, accept, dirs
+
     def _ask_advice(self) -> None:
         """Work the proposals out again (in a thread) when what they read changed, at most every
         ADVICE_EVERY_S."""
         model = self._model
-        slot = getattr(model, "current", None)
-        if slot is None or slot.state not in _SERVING or not slot.profile or not slot.capacity:
+        inputs = self._inputs(model)
+        if inputs is None:
             if self.advice is not None:
                 self.advice = None
             return
+        slot, job, accept, dirs = inputs
         now = time.monotonic()
-        figures = self.ledger.figures(slot.profile)
-        accept = figures.accept_by_c()
-        job = advice_inputs.job_for(slot.id, list(model.jobs.values()), None)
         key = (slot.profile, slot.capacity, tuple(sorted(accept.items())), job and job.id)
         if key == self._advice_inputs and now - self._advice_at < ADVICE_EVERY_S:
             return  # (a new card, profile or job is worked out at once; readings every few s)
@@ -136,7 +145,6 @@ class InsightPane(Widget, can_focus=True):
         key_of = getattr(self.app, "key_of", None)
         if key_of is not None:
             self.accept_key = key_of("advice.accept")
-        dirs = list(getattr(getattr(self.app, "source", None), "profiles_dirs", []) or [])
         telemetry = model.telemetry
         self.run_worker(
             lambda: self._advise_in_thread(slot, telemetry, job, accept, dirs),
@@ -156,14 +164,10 @@ class InsightPane(Widget, can_focus=True):
     async def advice_now(self, model: Any) -> advice.Advice | None:
         """The proposals for `model` (the app's TuiModel) as of now, worked out (in a thread)
         if the pane has none yet: the accept key works before the Insight tab was opened."""
-        slot = getattr(model, "current", None)
-        if self.advice is not None or model is None or slot is None or not slot.capacity:
+        inputs = self._inputs(model)
+        if self.advice is not None or inputs is None:
             return self.advice
-        if slot.state not in _SERVING or not slot.profile:
-            return self.advice
-        job = advice_inputs.job_for(slot.id, list(model.jobs.values()), None)
-        accept = self.ledger.figures(slot.profile).accept_by_c()
-        dirs = list(getattr(getattr(self.app, "source", None), "profiles_dirs", []) or [])
+        slot, job, accept, dirs = inputs
         result, error = await asyncio.to_thread(_work_out, slot, model.telemetry, job, accept, dirs)
         self._advice_ready(result, error)
         return result
