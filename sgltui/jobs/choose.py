@@ -38,6 +38,8 @@ DIFF_WIDEN = 1.15  # clear_winner: the difference's 95% half-width x this, for t
 MIN_BATCHES = 6
 MAX_BATCHES = 12
 MIN_WINDOW_S = 3.0  # of the server's time (wall seconds / the simulator's time scale)
+READING_S = 0.25  # a trial's progress reading, of the server's time (MIN_BATCHES need 13) ...
+READING_MIN_S = 0.02  # ... but never more often than this in wall time (the runner's floor)
 DEFAULT_CAP_REQUESTS = 2000
 DEFAULT_CAP_MINUTES = 10.0
 WATCH_BELOW = 0.15  # the rate falls more than 15% below the projection ...
@@ -105,6 +107,15 @@ def rate_ci(points: list[list[float]]) -> tuple[float, float, float, int] | None
     sd = math.sqrt(sum((r - m) ** 2 for r in rates) / (n - 1))
     half = t975(n - 1) * sd / math.sqrt(n)
     return mean, max(0.0, mean - half), mean + half, n
+
+
+def reading_s(time_scale: float) -> float:
+    """Wall seconds between a trial's progress readings: READING_S of the server's time, like
+    MIN_WINDOW_S, so the 6 batches (13 readings) are 3 s of the server's time and not 3 s of wall
+    time on a simulator run faster than real (time scale 0.05: every 20 ms); a real server
+    (scale 1) is read every 0.25 s, as before."""
+    scale = max(0.0, float(time_scale))
+    return min(READING_S, max(READING_MIN_S, READING_S * scale))
 
 
 def new_trial(
@@ -217,7 +228,8 @@ def observe(c: dict, t: float, completions: int, out_tokens: int, joules: float)
     if c["warm_until"] is not None and completions < c["warm_until"]:
         return
     pts = c["points"]
-    if pts and completions == pts[-1][1] and t - pts[-1][0] < 0.25:
+    scale = 1.0 if c.get("time_scale") is None else float(c["time_scale"])
+    if pts and completions == pts[-1][1] and t - pts[-1][0] < reading_s(scale):
         return
     pts.append([round(t, 3), completions, out_tokens, round(joules, 1)])
     if len(pts) > MAX_POINTS:

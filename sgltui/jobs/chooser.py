@@ -124,6 +124,10 @@ class Chooser(Generic[J]):
             return
         c = choose.get(trial, name)
         if c["state"] != "measuring":
+            if self.checked and not self.busy():
+                # the next step (the next swap, or the window after a swap) at the reading,
+                # not up to a second later: the trial's share of the job's time
+                self._trial_step()
             return
         done, out, joules = self.host.counters(self.rec)
         if self.measuring == name and self._sending():
@@ -132,6 +136,13 @@ class Chooser(Generic[J]):
                 self._trial_step()  # a stop is seen at the reading, not up to a second later
         else:
             choose.count(c, done, out, joules)  # resumed: counted before its new window begins
+
+    def reading_s(self) -> float | None:
+        """How often the runner reads the job's progress while the trial runs (the server's
+        0.25 s: jobs/choose.py reading_s), or None when no trial runs (the runner's own pace)."""
+        if self.trial["phase"] != "trial":
+            return None
+        return choose.reading_s(self.host.time_scale(self.rec))
 
     def on_finished(self) -> None:
         """The job ended (every request answered): a trial still running ends with it."""

@@ -251,6 +251,7 @@ class OutputWriter:
         self._pending = 0
         self._last_flush = time.monotonic()
         self._last_sync = self._last_flush
+        self.flush_s = FLUSH_S  # a --choose trial reads faster on a faster-than-real simulator
         self.written = 0
         self.on_flush: Callable[[], None] | None = None  # after lines reached the file
 
@@ -263,7 +264,7 @@ class OutputWriter:
         return self._pending >= FLUSH_LINES
 
     def due(self) -> bool:
-        return self._pending > 0 and time.monotonic() - self._last_flush >= FLUSH_S
+        return self._pending > 0 and time.monotonic() - self._last_flush >= self.flush_s
 
     def flush(self) -> None:
         now = time.monotonic()

@@ -31,13 +31,16 @@ import orjson
 from sgltui.bench.loadgen import open_transport, post_bytes
 from sgltui.core import retry
 from sgltui.jobs import batchfile
-from sgltui.jobs.output import OutputLock, OutputWriter, disk_problem, scan
+from sgltui.jobs.output import FLUSH_S, OutputLock, OutputWriter, disk_problem, scan
 
 MAX_RETRIES = 8
 BACKOFF_S = 0.5
 BACKOFF_MAX_S = 30.0
 CONNECT_BACKOFF_FIRST_S, CONNECT_BACKOFF_MAX_S = 0.1, 2.0
 PROGRESS_S = 0.25  # a --choose trial batches two readings: a 3 s window gives its 6 batches
+# ... and reads at 0.25 s of the server's time during a trial (jobs/choose.py reading_s): a
+# simulator run faster than real time is read more often, never more than every MIN_PROGRESS_S
+MIN_PROGRESS_S = 0.02
 
 OK, FINAL, TRANSIENT, CONNECT = "ok", "final", "transient", "connect"
 # smg's 404 while no worker serves the model (yet): "No worker available for model 'm'".
@@ -106,6 +109,7 @@ class Runner:
         self._t0: float | None = None
         self._exhausted = False
         self._paused_reported = False
+        self.progress_s = PROGRESS_S  # set_cadence: the trial's readings
         # why the output cannot be written now ("disk full: ..."); nothing new is sent meanwhile
         self.disk_error: str | None = None
 
@@ -142,6 +146,16 @@ class Runner:
     def set_concurrency(self, n: int) -> None:
         self.concurrency = max(1, int(n))
         self._spawn_workers()
+
+    def set_cadence(self, s: float | None) -> None:
+        """Progress readings (and the output's flushes, which the readings count) every `s`
+        seconds, within [MIN_PROGRESS_S, PROGRESS_S] (None: PROGRESS_S): a --choose trial on a
+        simulator run faster than real time reads at the server's pace; a flush more often
+        only loses less to a kill -9."""
+        want = PROGRESS_S if s is None else float(s)
+        self.progress_s = min(PROGRESS_S, max(MIN_PROGRESS_S, want))
+        if self._writer is not None:
+            self._writer.flush_s = min(FLUSH_S, self.progress_s)
 
     def stop(self, why: str = "stopped") -> None:
         """End the run: nothing new is sent, what is in flight is dropped (sent again on resume)."""
@@ -222,6 +236,7 @@ class Runner:
         assert self._items is not None, "prepare() first"
         self._writer = OutputWriter(self.output)
         self._writer.on_flush = self._commit
+        self._writer.flush_s = min(FLUSH_S, self.progress_s)
         self._cpu0, self._t0 = time.process_time(), time.monotonic()
         ticker = asyncio.get_running_loop().create_task(self._tick())
         try:
@@ -252,11 +267,11 @@ class Runner:
     async def _tick(self) -> None:
         last = 0.0
         while True:
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(min(0.05, self.progress_s))
             if self._writer is not None and self._writer.due():
                 self._flush()
             now = time.monotonic()
-            if now - last >= PROGRESS_S:
+            if now - last >= self.progress_s:
                 last = now
                 self.emit({"t": "progress", **self.progress()})
             if self._old_transports and self.in_flight == 0:

@@ -5,7 +5,7 @@ event loop (the agent only reads a progress line twice a second). Control arrive
 on stdin, reports leave as JSON lines on stdout:
 
   in:  {"op": "target", "url": U, "api_key": K}  {"op": "pause", "force": B}  {"op": "resume"}
-       {"op": "concurrency", "n": N}  {"op": "cancel"}  {"op": "stop"}
+       {"op": "concurrency", "n": N}  {"op": "cadence", "s": S}  {"op": "cancel"}  {"op": "stop"}
   out: {"t": "checked", ...}  {"t": "progress", ...}  {"t": "paused", ...}
        {"t": "error", "message": M}  {"t": "done", "state": "done"|"cancelled"|"stopped", ...}
 
@@ -69,6 +69,8 @@ async def _control(runner: Runner, out: _Out) -> None:
             runner.resume()
         elif op == "concurrency":
             runner.set_concurrency(int(msg["n"]))
+        elif op == "cadence":
+            runner.set_cadence(None if msg.get("s") is None else float(msg["s"]))
         elif op == "cancel":
             runner.stop("cancelled")
         elif op == "stop":

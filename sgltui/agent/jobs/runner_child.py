@@ -38,6 +38,7 @@ class Runner:
         self.url: str | None = None
         self.sent_paused: bool | None = None
         self.concurrency: int | None = None
+        self.cadence: float | None = None  # the progress readings' pace sent (None: its own)
         self.reader: asyncio.Task | None = None
 
     def send(self, msg: dict) -> None:
