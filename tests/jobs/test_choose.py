@@ -385,6 +385,32 @@ def test_the_minimum_window_is_the_servers_time_not_the_wall_clock():
     assert stops[0.05] < 1.0 <= 3.0 <= stops[1.0], stops
 
 
+def test_readings_are_the_servers_pace_with_a_wall_floor():
+    """A trial reads the job every 0.25 s of the server's time (time scale 0.2: every 50 ms of
+    wall), never more often than every 20 ms (scale 0.05), and a real server every 0.25 s."""
+    assert choose.reading_s(1.0) == 0.25
+    assert choose.reading_s(0.2) == pytest.approx(0.05)
+    assert choose.reading_s(0.05) == choose.READING_MIN_S == 0.02
+
+
+def test_a_reading_without_new_answers_counts_at_the_servers_pace():
+    """Readings every 20 ms on a simulator at time scale 0.05, answers arriving every 3rd one:
+    each reading is a point (0.25 s of the server's time apart), so the 6 batches (13 points)
+    take about 0.26 s of wall time, not the 0.78 s of points only where answers arrived; on a
+    real server (scale 1) a reading without new answers within 0.25 s is still dropped."""
+    for scale, want in ((0.05, 6), (1.0, 0)):
+        c = choose.new_trial(["a", "b"])["candidates"][0]
+        choose.begin(c, 0, 0, 0.0, concurrency=1, time_scale=scale)
+        c["warm_until"] = None
+        for i in range(1, 16):  # 0.3 s of wall time
+            done = 10 + i // 3
+            choose.observe(c, i * 0.02, done, done * 16, 0.0)
+        if want:
+            assert c["batches"] >= want, c["batches"]
+        else:
+            assert len(c["points"]) == 6, c["points"]  # only the readings with new answers
+
+
 def test_a_reference_measured_before_one_expected_far_ahead_stops_at_10_percent():
     """The serving profile, measured before a proposal advise expects x1.5 or more of, is a
     reference for the difference's interval: +-10% is enough; without that expectation (or

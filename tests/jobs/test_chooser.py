@@ -212,3 +212,30 @@ async def test_a_stopped_slot_is_started_with_a_start_and_swapped_with_confirm(f
     ops = [(op, a) for op, a in host.commands if op != "preflight"]
     assert ops[0][0] == "start" and "confirm" not in ops[0][1] and ops[0][1]["wait"]
     assert all(a["confirm"] for op, a in ops[1:] if op == "swap")
+
+
+async def test_the_next_swap_and_window_follow_the_readings_not_the_second(fake_clock):
+    """After a candidate is measured, the swap to the next one and its window begin at the
+    progress readings, with no tick of the second between: a second's wait per step would be
+    trial time on a fast (simulated) server. The trial reads the job at the server's pace
+    while it runs, and the runner's own pace after the decision."""
+    host = FakeHost("a", {"a": 1000.0, "b": 2000.0})
+    rec = Rec(id="j", state="running", choose=choose.new_trial(["a", "b"]))
+    ch = Chooser(host, rec)
+    ch.tick()  # the preflight
+    assert ch.task is not None
+    await ch.task
+    ch.tick()  # a runs already: its window begins
+    assert ch.reading_s() == choose.READING_S  # a real server's scale: 0.25 s
+    for _ in range(400):  # readings only from here
+        fake_clock(0.25)
+        host.advance(0.25)
+        ch.on_progress()
+        if ch.task is not None:
+            await ch.task
+        if rec.choose["phase"] == "decided":
+            break
+    d = choose.view(rec.choose)
+    assert d["winner"] == "b", d
+    assert [c["state"] for c in d["candidates"]] == ["measured", "measured"]
+    assert ch.reading_s() is None
