@@ -27,9 +27,10 @@ lengths without shared contexts are the control, where hicache must not come fir
 Time scale 0.05 with start-up 20x faster still, so the servers set the rates and a swap takes
 seconds; `--accept-decay 0.08` (--sim-accept-decay) gives the seed's MTP figures (234 tok/s at
 4 running). A real detached agent in a temporary state dir, stopped at the end. The trial's
-minimum window (3 s, jobs/choose.py) is the server's time, so it shrinks with the time scale;
-its other minimums (6 batches of progress readings every 0.25 s of wall time, two waves of the
-concurrency) do not, so a smaller scale still makes the share larger than a real server's.
+minimum window (3 s, jobs/choose.py) and its progress readings (every 0.25 s, 6 batches of
+two) are the server's time, so they shrink with the time scale (the readings to every 20 ms of
+wall time at most: at 0.05, 0.4 s of the server's time); its other minimum (two waves of the
+concurrency) is in requests, like the caches' warm-up.
 
     python bench/bench_advise.py [--requests 20000] [--contexts 200] [--time-scale 0.05]
 

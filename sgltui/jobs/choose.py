@@ -167,6 +167,7 @@ def _candidate(name: str) -> dict:
         "base": None,  # (completions, out_tokens, joules) of the job when it began measuring
         "points": [],  # (t, completions, out_tokens, joules) since it began, measured window
         "warm_until": None,  # completions (job total) the warm-up ends at
+        "cold_until": None,  # ... its prefix cache's warm-up (the first window's cold part)
     }
 
 
@@ -203,11 +204,14 @@ def begin(
     first window once its prefix cache is warm (`warmup` answers)."""
     c["state"] = "measuring"
     c["started"] = c["started"] or time.time()
-    # A new server's prefix cache starts empty: its first window also waits out the cache's
-    # warm-up for the job's shared prefixes (`warmup` requests, from --choose auto's advice).
+    # A new server's prefix cache starts empty: its first window measures it cold until the
+    # cache is warm for the job's shared prefixes (`warmup` requests, from --choose auto's
+    # advice), then starts again (observe); while cold, its rate is a low estimate (enough).
     cache = int(c.get("warmup") or 0) if c["base"] is None else 0
     c["base"] = c["base"] or [completions, out_tokens, joules]
-    c["warm_until"] = completions + max(1, concurrency, cache)
+    wave = max(1, concurrency)
+    c["warm_until"] = completions + wave
+    c["cold_until"] = completions + cache if cache > wave else None
     c["points"] = []  # a resumed measurement starts a new window (the old one's clock is gone)
     c["concurrency"] = concurrency
     c["time_scale"] = time_scale  # MIN_WINDOW_S is the server's time: wall = server x this
@@ -228,6 +232,11 @@ def observe(c: dict, t: float, completions: int, out_tokens: int, joules: float)
     if c["warm_until"] is not None and completions < c["warm_until"]:
         return
     pts = c["points"]
+    if c.get("cold_until") is not None and completions >= c["cold_until"]:
+        # the prefix cache is warm: the window starts again without the cold readings (their
+        # figures stay shown until the warm window has its own)
+        c["cold_until"] = None
+        pts.clear()
     scale = 1.0 if c.get("time_scale") is None else float(c["time_scale"])
     if pts and completions == pts[-1][1] and t - pts[-1][0] < reading_s(scale):
         return
@@ -262,6 +271,14 @@ def enough(c: dict, trial: dict) -> str | None:
         return None
     if measured < 2 * max(1, int(c.get("concurrency") or 1)):
         return None
+    if c.get("cold_until") is not None:
+        # Measured while its prefix cache still warms: the rate climbs as the cache fills, so
+        # the window's rate is under the warm one and its batch-means interval is wider (the
+        # climb counts as noise). Where it clears the rest by the difference's interval, the
+        # warm server does too: it may end the trial on `c`, never stop it as slower, as a
+        # leader (a reference for later ones) or at +-5%.
+        won = clear_winner(c, trial) or clear_best(c, trial)
+        return f"{won}; {COLD}" if won else None
     early = (
         clear_loser(c, trial)
         or clear_winner(c, trial)
@@ -370,6 +387,7 @@ def _lead(c: dict, rivals: list[dict]) -> tuple[float, dict] | None:
 
 
 CLEAR_BEST = "stopped early: best, at least"
+COLD = "measured while its prefix cache warmed (a low estimate)"
 
 
 def clear_best(c: dict, trial: dict) -> str | None:

@@ -292,15 +292,68 @@ def test_sequential_stops_wrong_stop_rates_hold_under_repeated_looks():
     assert bench.rates("winner", 0.20, 60, 0.3)["early"] >= 0.9
 
 
-def test_a_new_servers_first_window_waits_for_its_prefix_cache():
+def test_a_new_servers_first_window_starts_again_once_its_prefix_cache_is_warm():
     """--choose auto gives each candidate its cache warm-up (requests): its first window begins
-    after them (a cold cache's rate is not the job's); a resumed window only skips a wave."""
+    after a wave and is cold until then; at the warm-up's end it starts again without the cold
+    readings (a cold cache's rate is not the job's); a resumed window only skips a wave."""
     c = choose.new_trial(["a", "b"])["candidates"][1]
     c["warmup"] = 50
     choose.begin(c, 100, 1600, 0.0, concurrency=8)
-    assert c["warm_until"] == 150
+    assert c["warm_until"] == 108 and c["cold_until"] == 150
+    for i, done in enumerate(range(108, 160, 4)):
+        choose.observe(c, 0.25 * i, done, 16 * done, 0.0)
+        if done < 150:
+            assert c["points"][0][1] == 108  # the cold window, from the first wave on
+    assert c["cold_until"] is None and c["points"][0][1] == 152  # warm: a new window
     choose.begin(c, 200, 3200, 0.0, concurrency=8)  # paused and resumed: the cache is warm
-    assert c["warm_until"] == 208
+    assert c["warm_until"] == 208 and c["cold_until"] is None
+
+
+def _cold(trial: dict, name: str, cold_rate: float, warm_rate: float, seconds: float) -> str:
+    """Feed `name` (a new server, cache warm-up 600 requests of 16 tokens) climbing from
+    `cold_rate` to `warm_rate` tok/s over its warm-up, a reading every 0.25 s, until
+    `choose.enough` stops it: why, and the reading it stopped at is in its points."""
+    c = choose.get(trial, name)
+    c["warmup"] = 600
+    choose.begin(c, 0, 0, 0.0, concurrency=4)
+    toks, t = 0.0, 0.0
+    while t < seconds:
+        t += 0.25
+        done = int(toks // 16)
+        frac = min(1.0, done / 600)
+        toks += 0.25 * (cold_rate + (warm_rate - cold_rate) * frac)
+        choose.observe(c, t, int(toks // 16), int(toks), 0.0)
+        why = choose.enough(c, trial)
+        if why is not None:
+            return why
+    return "none"
+
+
+def test_a_cold_window_that_clears_the_rest_ends_the_trial_on_it():
+    """A new server still warming its prefix cache already measures clearly over the serving
+    profile: its rate there is a low estimate, so the trial ends on it before the warm-up is
+    over (clear_winner), and says the figure is a cold one."""
+    trial = choose.new_trial(["serving", "hicache"], cap_requests=10**9, cap_minutes=1e9)
+    choose.get(trial, "serving").update(state="measured", tok_s=1000.0, ci_low=950, ci_high=1050)
+    why = _cold(trial, "hicache", 1500.0, 2500.0, 120.0)
+    c = choose.get(trial, "hicache")
+    assert why.startswith("stopped early: at least") and why.endswith(choose.COLD), why
+    assert c["cold_until"] is not None and c["requests"] < 600  # before the cache was warm
+
+
+def test_a_cold_window_is_never_a_loser_nor_a_figure_to_rank_on():
+    """Cold, the candidate measures under the serving profile (its cache empty) though it is
+    faster warm: no loser stop, no +-5% stop on the cold readings; once warm, its window starts
+    again and the trial ends on it."""
+    trial = choose.new_trial(
+        ["serving", "hicache", "later"], cap_requests=10**9, cap_minutes=1e9
+    )
+    choose.get(trial, "serving").update(state="measured", tok_s=1000.0, ci_low=980, ci_high=1020)
+    why = _cold(trial, "hicache", 400.0, 1600.0, 300.0)
+    c = choose.get(trial, "hicache")
+    assert c["cold_until"] is None and c["requests"] >= 600, (why, c["requests"])
+    assert not why.startswith("stopped early: at most"), why
+    assert c["tok_s"] > 1300, c["tok_s"]  # the warm window's figure, not the cold mean
 
 
 def test_a_leader_that_is_not_the_last_stops_once_apart_but_decides_nothing():
