@@ -344,10 +344,8 @@ def test_a_cold_window_that_clears_the_rest_ends_the_trial_on_it():
 def test_a_cold_window_is_never_a_loser_nor_a_figure_to_rank_on():
     """Cold, the candidate measures under the serving profile (its cache empty) though it is
     faster warm: no loser stop, no +-5% stop on the cold readings; once warm, its window starts
-    again and the trial ends on it."""
-    trial = choose.new_trial(
-        ["serving", "hicache", "later"], cap_requests=10**9, cap_minutes=1e9
-    )
+    again and it is measured on the warm readings."""
+    trial = choose.new_trial(["serving", "hicache", "later"], cap_requests=10**9, cap_minutes=1e9)
     choose.get(trial, "serving").update(state="measured", tok_s=1000.0, ci_low=980, ci_high=1020)
     why = _cold(trial, "hicache", 400.0, 1600.0, 300.0)
     c = choose.get(trial, "hicache")
