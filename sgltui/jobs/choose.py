@@ -198,16 +198,20 @@ def begin(
     joules: float,
     concurrency: int,
     time_scale: float = 1.0,
+    answered_here: int = 0,
 ) -> None:
     """The candidate's server is ready and the job sends to it: the measurement starts once the
     first wave (`concurrency` answers) is in, so ramp-up is not counted as its speed, and on its
-    first window once its prefix cache is warm (`warmup` answers)."""
+    first window is cold until its prefix cache is warm (`warmup` answers, less the
+    `answered_here` the job already had from this server: they warmed it too)."""
     c["state"] = "measuring"
     c["started"] = c["started"] or time.time()
     # A new server's prefix cache starts empty: its first window measures it cold until the
     # cache is warm for the job's shared prefixes (`warmup` requests, from --choose auto's
     # advice), then starts again (observe); while cold, its rate is a low estimate (enough).
-    cache = int(c.get("warmup") or 0) if c["base"] is None else 0
+    # The serving profile answered the job before the trial began: those prompts are cached.
+    warmup = int(c.get("warmup") or 0) - max(0, int(answered_here))
+    cache = max(0, warmup) if c["base"] is None else 0
     c["base"] = c["base"] or [completions, out_tokens, joules]
     wave = max(1, concurrency)
     c["warm_until"] = completions + wave
@@ -551,12 +555,17 @@ def decide(trial: dict, note: str | None = None) -> str | None:
 
 
 class Segment(Protocol):
-    """What `view` reads of a job's segment (agent/jobs/records.py SegmentRecord)."""
+    """What `view` and the trial read of a job's segment (agent/jobs/records.py
+    SegmentRecord)."""
 
     @property
     def profile(self) -> str | None: ...
     @property
     def info_hash(self) -> str | None: ...
+    @property
+    def launch_id(self) -> str | None: ...
+    @property
+    def completions(self) -> int: ...
 
 
 def view(trial: dict, segments: Sequence[Segment] | None = None) -> dict:

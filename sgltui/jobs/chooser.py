@@ -120,14 +120,13 @@ class Chooser(Generic[J]):
         """A progress reading: the measured candidate takes it."""
         trial = self.trial
         name = trial.get("current")
-        if trial["phase"] != "trial" or name is None:
+        if trial["phase"] != "trial":
             return
-        c = choose.get(trial, name)
-        if c["state"] != "measuring":
-            if self.checked and not self.busy():
-                # the next step (the next swap, or the window after a swap) at the reading,
-                # not up to a second later: the trial's share of the job's time
-                self._trial_step()
+        c = choose.get(trial, name) if name is not None else None
+        if c is None or c["state"] != "measuring":
+            # the trial's next step (the preflight, the first window, a swap, the window after
+            # it) at the reading, not up to a second later: the trial's share of the job's time
+            self.tick()
             return
         done, out, joules = self.host.counters(self.rec)
         if self.measuring == name and self._sending():
@@ -307,7 +306,16 @@ class Chooser(Generic[J]):
         if conc is None:
             return  # the job's automatic concurrency for this launch is not known yet
         done, out, joules = self.host.counters(self.rec)
-        choose.begin(c, done, out, joules, conc, self.host.time_scale(self.rec))
+        # the job's answers from this launch so far warmed its prefix cache (the serving
+        # profile's, from the job's start): its cache warm-up counts them
+        _, _, launch = self.host.slot_now(self.rec)
+        here = sum(
+            int(s.completions)
+            for s in self.rec.segments
+            if launch is not None and s.launch_id == launch
+        )
+        scale = self.host.time_scale(self.rec)
+        choose.begin(c, done, out, joules, conc, scale, answered_here=here)
         self.measuring = c["name"]
         self.host.publish(
             self.rec, protocol.JobTrial(profile=c["name"], state="measuring", concurrency=conc)

@@ -307,6 +307,15 @@ def test_a_new_servers_first_window_starts_again_once_its_prefix_cache_is_warm()
     assert c["cold_until"] is None and c["points"][0][1] == 152  # warm: a new window
     choose.begin(c, 200, 3200, 0.0, concurrency=8)  # paused and resumed: the cache is warm
     assert c["warm_until"] == 208 and c["cold_until"] is None
+    # the serving profile answered the job before the trial began: those warmed its cache
+    s = choose.new_trial(["a", "b"])["candidates"][0]
+    s["warmup"] = 122
+    choose.begin(s, 40, 640, 0.0, concurrency=4, answered_here=40)
+    assert s["warm_until"] == 44 and s["cold_until"] == 40 + 82
+    s = choose.new_trial(["a", "b"])["candidates"][0]
+    s["warmup"] = 122
+    choose.begin(s, 200, 3200, 0.0, concurrency=4, answered_here=200)  # warm already
+    assert s["warm_until"] == 204 and s["cold_until"] is None
 
 
 def _cold(trial: dict, name: str, cold_rate: float, warm_rate: float, seconds: float) -> str:

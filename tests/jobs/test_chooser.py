@@ -239,3 +239,31 @@ async def test_the_next_swap_and_window_follow_the_readings_not_the_second(fake_
     assert d["winner"] == "b", d
     assert [c["state"] for c in d["candidates"]] == ["measured", "measured"]
     assert ch.reading_s() is None
+
+
+@dataclass
+class Seg:
+    profile: str | None
+    launch_id: str | None
+    completions: int
+    info_hash: str | None = None
+
+
+async def test_the_serving_profiles_cache_warm_up_counts_the_jobs_answers_before_the_trial():
+    """The job ran on the serving profile's launch before its window began (the preflight, the
+    first readings): those answers warmed its prefix cache, so its cold part is shorter by
+    them; another launch's answers (an earlier server) do not count."""
+    host = FakeHost("a", {"a": 1000.0, "b": 2000.0})
+    host.done = 90
+    trial = choose.new_trial(["a", "b"])
+    choose.get(trial, "a")["warmup"] = 122
+    segs = [Seg("a", "launch-old", 500), Seg("a", "launch-a", 90)]
+    rec = Rec(id="j", state="running", choose=trial, segments=segs)  # type: ignore[arg-type]
+    ch = Chooser(host, rec)
+    ch.tick()  # the preflight
+    assert ch.task is not None
+    await ch.task
+    ch.tick()  # a runs already: its window begins
+    a = choose.get(trial, "a")
+    assert a["state"] == "measuring"
+    assert a["warm_until"] == 94 and a["cold_until"] == 90 + 32, a
