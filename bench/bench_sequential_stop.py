@@ -2,7 +2,7 @@
 """The sequential stops' error rates (jobs/choose.py `clear_loser`, `clear_winner`), measured
 with the trial's own code on synthetic progress, not derived.
 
-Each trial: a rival is measured first to its +-5% interval (progress every 0.5 s, output tok/s
+Each trial: a rival is measured first to its +-5% interval (progress every 0.25 s, output tok/s
 with uniform noise of +-NOISE per tick, the trial's batch means), then the candidate under test
 is fed tick by tick, with `choose.enough` asked after every tick as the agent does, until it
 says stop. Its rate is the rival's x (1 + DELTA).
@@ -14,7 +14,7 @@ says stop. Its rate is the rival's x (1 + DELTA).
 For DELTA on the right side the same count is the power (how often the stop saves time), and
 the mean measured seconds against the +-5% rule's say how much.
 
-    python bench/bench_sequential_stop.py [--trials 2000] [--noise 0.3]
+    python bench/bench_sequential_stop.py [--trials 2000] [--noise 0.3] [--time-scale 1]
 
 Exit 0 whatever the figures: they are the output.
 """
@@ -30,7 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sgltui.jobs import choose  # noqa: E402
 
-TICK_S = 0.25  # the runner's progress interval (jobs/runner.py PROGRESS_S)
+# The trial reads the job every choose.reading_s(SCALE) of wall time: 0.25 s on a real server
+# (jobs/runner.py PROGRESS_S); --time-scale, a simulator's (wall seconds per server second):
+# 0.25 s of the server's time, 20 ms of wall time at least; the seconds printed are the server's
+SCALE = 1.0
 TOKENS_PER_COMPLETION = 16
 CONCURRENCY = 4
 MAX_S = 600.0
@@ -39,16 +42,17 @@ MAX_S = 600.0
 def _feed_until_stop(c: dict, trial: dict, rate: float, noise: float, rnd: random.Random):
     """Tick until `choose.enough` says stop: (why, measured seconds)."""
     toks = 0.0
-    choose.begin(c, 0, 0, 0.0, concurrency=CONCURRENCY)
+    choose.begin(c, 0, 0, 0.0, concurrency=CONCURRENCY, time_scale=SCALE)
+    tick = choose.reading_s(SCALE)
     t = 0.0
-    while t < MAX_S:
-        t += TICK_S
-        toks += max(0.0, rate * TICK_S * (1 + rnd.uniform(-noise, noise)))
+    while t < MAX_S * SCALE:
+        t += tick
+        toks += max(0.0, rate / SCALE * tick * (1 + rnd.uniform(-noise, noise)))
         choose.observe(c, t, int(toks // TOKENS_PER_COMPLETION), int(toks), 0.0)
         why = choose.enough(c, trial)
         if why is not None:
-            return why, t
-    return "cap", t
+            return why, t / SCALE
+    return "cap", t / SCALE
 
 
 def one(rule: str, delta: float, noise: float, rnd: random.Random) -> tuple[str, float]:
@@ -128,9 +132,14 @@ def main() -> int:
     )
     p.add_argument("--trials", type=int, default=2000)
     p.add_argument("--noise", type=float, default=0.3)
+    p.add_argument("--time-scale", type=float, default=1.0)
     args = p.parse_args()
+    global SCALE
+    SCALE = args.time_scale
     budget = 0.05  # one look, two intervals: at most 2.5% + 2.5%
-    print(f"{args.trials:,} trials each, +-{args.noise:.0%} noise per {TICK_S} s tick")
+    tick = choose.reading_s(SCALE)
+    print(f"{args.trials:,} trials each, +-{args.noise:.0%} noise per {tick:g} s tick (time "
+          f"scale {SCALE:g}: {tick / SCALE:g} s of the server's time)")  # fmt: skip
     for rule, wrong_side, deltas in (
         ("loser", 1, (0.02, 0.05, 0.0, -0.10, -0.20)),
         ("winner", -1, (-0.02, -0.05, 0.0, 0.10, 0.20)),
