@@ -452,11 +452,16 @@ def clear_leader(c: dict, trial: dict) -> str | None:
     above every measured one's, so it leads so far and its measurement stops (why), or None.
     Nothing is decided by it: a later candidate is compared with its (wider) interval by the
     two rules above, and a close call is ranked on the rates measured. Only for the time
-    objective. bench/bench_sequential_stop.py measures the whole trial's wrong picks with it."""
+    objective, and not where advise expects less of every one left (clear_best's case: a
+    leader's stop there would measure the rest where a little more of `c` ends the trial;
+    progress read at the server's pace looks at the window's first, widest interval).
+    bench/bench_sequential_stop.py measures the whole trial's wrong picks with it."""
     lo = c.get("ci_low")
     if lo is None or c.get("ci_high") is None or trial.get("objective") != "time":
         return None
     others = [o for o in trial["candidates"] if o is not c]
+    if _best_expected(c, others):
+        return None  # clear_best may end the trial on it: measured until it does, or to its CI
     left = sum(1 for o in others if o["state"] in ("pending", "swapping"))
     rivals = [o for o in others if o["state"] == "measured" and o["tok_s"]]
     if not left or not rivals or any(o["ci_high"] is None for o in rivals):
@@ -468,6 +473,17 @@ def clear_leader(c: dict, trial: dict) -> str | None:
         f"stopped early: leads so far, at least {lo:,.0f} tok/s over {top['name']}'s at most "
         f"{top['ci_high']:,.0f} (95% intervals apart; {left} still to measure)"
     )
+
+
+def _best_expected(c: dict, others: list[dict]) -> bool:
+    """Advise expects less of every candidate still to measure than of `c` (each one's gain
+    under `c`'s): clear_best may end the trial on `c`, so it is not stopped as a mere leader
+    (which would measure the rest), only when clearly best or at its interval."""
+    gain = c.get("gain")
+    left = [o for o in others if o["state"] in ("pending", "swapping")]
+    if gain is None or not left:
+        return False
+    return all(o.get("gain") is not None and float(o["gain"]) < float(gain) for o in left)
 
 
 def finish(c: dict, reason: str) -> None:

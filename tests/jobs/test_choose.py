@@ -380,6 +380,27 @@ def test_a_leader_that_is_not_the_last_stops_once_apart_but_decides_nothing():
     assert choose.clear_leader(last, trial) is None  # nothing left after it: clear_winner's
 
 
+def test_a_leader_advise_expects_more_of_than_the_rest_is_measured_until_clearly_best():
+    """The run that showed it: +hicache's first warm interval [2,720, ...] lay over the serving
+    profile's (at most 2,584) but under advise's expectation of +mrr7 (2,842): a leader's stop
+    there measured +mrr7 too. Where advise expects less of every one left, the candidate goes on
+    until clear_best ends the trial on it (or its interval); with one expected near it (a gain
+    as high), it still stops as a leader."""
+    for left_gain, leader in ((1.18, False), (1.9, True)):
+        trial = choose.new_trial(["serving", "best", "other"])
+        _gains(trial, serving=1.0, best=1.86, other=left_gain)
+        choose.get(trial, "serving").update(
+            state="measured", tok_s=2406.0, ci_low=2228, ci_high=2584
+        )
+        best = _last(trial, "best", 3100.0, 380.0)  # [2,720, 3,480]
+        why = choose.clear_leader(best, trial)
+        assert (why is not None and why.startswith("stopped early: leads so far")) == leader
+        if not leader:
+            assert choose.clear_best(best, trial) is None  # not yet: 2,842 expected of other
+            best.update(ci_low=2900.0, ci_high=3300.0)
+            assert (choose.clear_best(best, trial) or "").startswith(choose.CLEAR_BEST)
+
+
 def _gains(trial: dict, **gains: float) -> None:
     for name, g in gains.items():
         choose.get(trial, name)["gain"] = g
