@@ -4,7 +4,10 @@ job (and flushes the output the readings count) at the server's pace, not every 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
+import sys
+import time
 
 from aiohttp import web
 
@@ -80,3 +83,51 @@ async def test_a_trial_cadence_reads_the_job_at_its_pace_and_the_default_stays(t
     # leaves fewer); every 0.25 s: at most 3
     assert fast >= 10, fast
     assert slow <= 3, slow
+
+
+async def test_the_runner_child_takes_the_cadence_op_and_goes_back_to_its_own_pace(tmp_path):
+    """The agent's control line {"op": "cadence", "s": S} to a real runner child: progress lines
+    every 20 ms while a trial reads the job, every 0.25 s again after {"s": null}."""
+    server, port = await _serve()
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_input(inp, 20000, max_tokens=4)
+    spec = {"id": "j", "input": str(inp), "output": str(out), "concurrency": 2}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sgltui.jobs.worker",
+        "--spec-json",
+        json.dumps(spec),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    def send(msg: dict) -> None:
+        stdin.write(json.dumps(msg).encode() + b"\n")
+
+    async def progress_lines(seconds: float) -> int:
+        n, end = 0, time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            try:
+                raw = await asyncio.wait_for(stdout.readline(), left)
+            except asyncio.TimeoutError:
+                break
+            n += json.loads(raw).get("t") == "progress"
+        return n
+
+    try:
+        send({"op": "target", "url": f"http://127.0.0.1:{port}"})
+        send({"op": "cadence", "s": 0.02})
+        await progress_lines(0.3)  # the check and the first answers
+        fast = await progress_lines(0.6)
+        send({"op": "cadence", "s": None})
+        await progress_lines(0.3)
+        slow = await progress_lines(0.6)
+        assert fast >= 10 and slow <= 3, (fast, slow)
+    finally:
+        send({"op": "stop"})
+        stdin.close()
+        await asyncio.wait_for(proc.wait(), 10)
+        await server.cleanup()

@@ -354,11 +354,7 @@ class JobsHost:
             r.concurrency = rec.concurrency
             r.send({"op": "concurrency", "n": rec.concurrency})
         ch = self.choosers.get(rec.id)
-        cadence = ch.reading_s() if ch is not None else None
-        if r.cadence != cadence:
-            # a --choose trial reads the job at the server's pace (jobs/choose.py reading_s)
-            r.cadence = cadence
-            r.send({"op": "cadence", "s": cadence})
+        r.set_cadence(ch.reading_s() if ch is not None else None)
         new_state = "paused" if rec.user_paused else ("waiting" if url is None else "running")
         if rec.disk_error and new_state == "running":
             new_state, why = "waiting", rec.disk_error

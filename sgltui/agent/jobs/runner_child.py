@@ -41,6 +41,13 @@ class Runner:
         self.cadence: float | None = None  # the progress readings' pace sent (None: its own)
         self.reader: asyncio.Task | None = None
 
+    def set_cadence(self, s: float | None) -> None:
+        """How often the runner reads the job's progress (None: its own pace); said to it once
+        per change (a --choose trial reads at the server's pace, jobs/choose.py reading_s)."""
+        if s != self.cadence:
+            self.cadence = s
+            self.send({"op": "cadence", "s": s})
+
     def send(self, msg: dict) -> None:
         stdin = self.proc.stdin
         if stdin is None or stdin.is_closing():
