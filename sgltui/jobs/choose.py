@@ -15,7 +15,11 @@ whole state is saved in the job's record and a restarted agent resumes the trial
   zero (a clear winner: `clear_winner`, which ends the trial on the candidate the job already
   runs), or, for one
   that is not the last, wholly above every measured one's (it leads so far: `clear_leader`),
-  or a cap on requests or minutes;
+  or a cap on requests or minutes; a new server's first window is cold until its prefix cache
+  is warm for the job (`warmup`): there only the stops that end the trial on it apply (a cold
+  rate is a low estimate), and the window starts again once warm;
+- the readings: every 0.25 s of the server's time (`reading_s`: the simulator's time scale,
+  20 ms of wall time at least), like the minimum window;
 - the projection: remaining output tokens (remaining requests x the mean output length seen so
   far) / measured tok/s, plus the measured swap to it unless it already runs; with the energy
   objective, remaining tokens x measured joules per token plus the swap's joules;
