@@ -36,6 +36,7 @@ from sgltui.tui import (
     advise_key,
     appparts,
     catchup,
+    collector,
     palette,
     panes,
     quitnote,
@@ -262,6 +263,8 @@ class SgltuiApp(App[str | None]):
 
     async def _on_connected(self, status: dict[str, Any]) -> None:
         await catchup.on_connected(self, status)
+        # Started and drawn with the first STATUS: the collector at the TUI's pace (once).
+        self.call_after_refresh(collector.settle, self.is_headless)
         if self.demo and not self._demo_done:
             self._demo_done = True
             self.run_worker(

@@ -155,6 +155,35 @@ async def test_the_hidden_tab_shows_what_came_in_while_hidden():
         assert "bounds max running" in screen and "accept length" in screen
 
 
+async def test_readings_kept_while_hidden_are_all_counted_in_order():
+    """Issue 49: while its tab is hidden the pane keeps each sample's reading and feeds the
+    ledger with them when it is read (in one go; also every FOLD_EVERY readings). What the
+    ledger counts is what feeding every sample one by one counts: 59 samples, more than
+    FOLD_EVERY, each drawn as the app draws a tick, and one drawn twice (counted once)."""
+    from sgltui.core import insight
+    from sgltui.tui.widgets import insight as pane_module
+
+    samples = [make_sample(t, running=1 + int(t) % 4) for t in range(1, 60)]
+    status = make_status([make_slot(profile="demo-mtp", capacity=MTP_CARD)])
+    app = app_with(ScriptedSource(status, []))
+    expected = insight.Ledger()
+    for engine in [status["telemetry"]["engine"]["0"], *(s["engine"]["0"] for s in samples)]:
+        expected.observe_engine("demo-mtp", engine)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.model.connected)
+        await pilot.pause(0.3)
+        assert app.query_one(TabbedContent).active == "tab-logs"
+        pane = app.query_one(InsightPane)
+        assert pane_module.FOLD_EVERY < len(samples)
+        for i, sample in enumerate(samples):
+            app.model.apply_push({"push": "sample", "data": sample})
+            pane.show(app.model)  # (the app's draw of a tick)
+            if i == 20:
+                pane.show(app.model)  # the same reading again (a status refresh)
+        assert pane.ledger.figures("demo-mtp").live == expected.figures("demo-mtp").live
+        assert pane.ledger.figures("demo-mtp").accept == expected.figures("demo-mtp").accept
+
+
 KV_BOUND_CARD = dict(
     CAPACITY,
     max_running_requests=206080,  # 412160 KV tokens / 2: the KV pool binds

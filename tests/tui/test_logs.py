@@ -107,6 +107,36 @@ async def test_follow_pauses_on_a_scroll_up_and_new_lines_keep_the_view():
         await until(pilot, lambda: view.scroll_y == view.max_scroll_y and "following" in label(app))
 
 
+async def test_following_moves_the_view_to_the_new_end_and_a_scroll_starts_from_there():
+    """Issue 49: a following view moves to the end without Textual's scroll_to (the scroll
+    position set, the view repainted). The new lines are the bottom rows, and a scroll up
+    starts from where the view is (Textual's scroll target moved with it: a stale one
+    jumped back to where the view was before the lines came)."""
+    src = ScriptedSource(status_with(), logs=[f"line {i}" for i in range(200)])
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        view = app.query_one(LogView)
+        await pilot.press("l")
+        await until(pilot, lambda: view.scroll_y == view.max_scroll_y > 0)
+        top = view.scroll_y
+        src.feed({"push": "log", "data": {"slot": "0", "lines": [f"new-{i}" for i in range(5)]}})
+        await until(pilot, lambda: len(view.lines) == 205)
+        await pilot.pause()
+        assert view.scroll_y == view.max_scroll_y == top + 5
+        assert view.scroll_target_y == view.scroll_y
+        bottom = view.scrollable_content_region.height - 1
+        assert first_row_at(view, bottom).endswith("new-4")
+        assert "new-4" in app.export_screenshot()  # (repainted: not the rows cached before)
+        view.scroll_up(animate=False)
+        await pilot.pause()
+        assert view.scroll_y == top + 4 and not view.auto_scroll
+
+
+def first_row_at(view: LogView, y: int) -> str:
+    return "".join(seg.text for seg in view.render_line(y)).rstrip()
+
+
 async def test_the_buffer_stays_bounded_and_the_view_follows_it():
     from sgltui.tui.config import TuiConfig
 

@@ -350,3 +350,28 @@ def test_a_rows_head_is_kept_only_while_its_slot_pick_and_host_are_the_same():
     assert "draining" in SlotsPane.rows(changed, pools, figures(9.0), "a", heads=heads)[0][1]
     SlotsPane.rows(changed[:2], pools, figures(9.0), "a", heads=heads)
     assert set(heads) == {"a", "b"}
+
+
+async def test_a_pools_tail_is_placed_after_figures_of_any_width():
+    """The pool's styled tail (its gateway) is kept per place: figures of another width move
+    it, and each segment's cell offset (text selection reads them) is where it is drawn."""
+    from sgltui.tui.widgets import strips
+
+    app = app_with(ScriptedSource(make_host_status(2, ["demo-mtp", "demo-no-mtp"])))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        pane = app.query_one(SlotsPane)
+        await until(pilot, lambda: pane.row_count == 3)
+        head, plain, tail = strips.split_plain(str(pane.options[-1].prompt))
+        assert tail, "the pool's row has a gateway"
+        width = pane.scrollable_content_region.width
+        style = pane.get_visual_style("slots--row")
+        for figures in (plain, " 12345.6  " + plain, plain, " 7 "):
+            line = pane._row_strip(head + figures + tail, width, (False, False, app.theme), style)
+            assert line.text.rstrip() == Content.from_markup(head + figures + tail).plain
+            x = 0
+            for seg in line:
+                meta = seg.style.meta if seg.style is not None else {}
+                if "offset" in meta and seg.text.strip():
+                    assert meta["offset"][0] == x, (figures, seg.text)
+                x += len(seg.text)

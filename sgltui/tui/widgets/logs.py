@@ -154,7 +154,7 @@ class LogView(ScrollView, can_focus=True):
         if self.auto_scroll:
             top = max(0, new_rows - height)
             if top != old_top:
-                self.scroll_to(y=top, animate=False)  # repaints the view
+                self._follow_to(top)  # repaints the view
             elif trimmed:
                 self.refresh()
             else:  # the view is not full yet: only the new rows
@@ -168,6 +168,19 @@ class LogView(ScrollView, can_focus=True):
             return
         self._refresh_rows(old_rows - old_top, new_rows - old_top)
         self.refresh(Region(region.width - 1, 0, 1, height))
+
+    def _follow_to(self, top: int) -> None:
+        """Move a following view's top row to `top` (the end): the scroll position set and the
+        view repainted, what `scroll_to(animate=False)` comes to here. `scroll_to` also stops
+        any scroll animation, releases an anchor, validates and runs the watchers, a third of
+        a busy second's appends; a view that follows has none of those to do. An animated
+        scroll still in flight (the target is not where the view is) goes Textual's way."""
+        if self.scroll_target_y != self.scroll_y or not 0 <= top <= self.max_scroll_y:
+            self.scroll_to(y=top, animate=False)
+            return
+        self.set_reactive(LogView.scroll_target_y, float(top))
+        self.set_reactive(LogView.scroll_y, float(top))
+        self.refresh()  # (this view's watch_scroll_y: the rows all moved up)
 
     def _refresh_rows(self, first: int, last: int) -> None:
         region = self.scrollable_content_region

@@ -80,7 +80,6 @@ class SlotsPane(ScrollView, can_focus=True):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._rows: list[tuple[str, str]] = []  # (row id, markup), in order
-        self._row_options: list[Option] = []
         # row index -> (the key it was drawn for, its Strip)
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
         # (part markup, look) -> its Strip
@@ -92,8 +91,9 @@ class SlotsPane(ScrollView, can_focus=True):
 
     @property
     def options(self) -> list[Option]:
-        """The rows as Options (id "slot:NAME" or "pool:NAME", prompt the row's markup)."""
-        return list(self._row_options)
+        """The rows as Options (id "slot:NAME" or "pool:NAME", prompt the row's markup), made
+        when asked: a busy sample changes every row, and nothing on screen reads them."""
+        return [Option(text, id=i) for i, text in self._rows]
 
     def show(
         self,
@@ -108,15 +108,13 @@ class SlotsPane(ScrollView, can_focus=True):
         old = self._rows
         self._rows = rows
         if [i for i, _ in old] != [i for i, _ in rows]:
-            self._row_options = [Option(text, id=i) for i, text in rows]
             self._strips.clear()
             self.virtual_size = Size(self.scrollable_content_region.width, len(rows))
             self.refresh(layout=len(old) != len(rows))
         else:  # the same rows: repaint only those that read differently (no layout)
             changed = []
-            for index, ((_, was), (rid, now)) in enumerate(zip(old, rows, strict=True)):
+            for index, ((_, was), (_, now)) in enumerate(zip(old, rows, strict=True)):
                 if was != now:
-                    self._row_options[index] = Option(now, id=rid)
                     changed.append(index)
             self._refresh_rows(changed)
         want = f"slot:{selected}" if selected is not None else None
@@ -332,7 +330,7 @@ class SlotsPane(ScrollView, can_focus=True):
             segments.append(Segment(plain, style.rich_style + strips.at(x)))
             x += cell_len(plain)
         if tail:
-            placed = strips.shifted(self._part(tail, look, style), x)
+            placed = self._placed(tail, x, look, style)
             if placed.cell_count:
                 segments.extend(placed)
             x += placed.cell_length
@@ -345,6 +343,16 @@ class SlotsPane(ScrollView, can_focus=True):
             segments.append(Segment(" " * (width - x), style.rich_style))
         return Strip(segments, max(x, width))
 
+    def _placed(self, markup: str, x: int, look: tuple[object, ...], style) -> Strip:
+        """A styled tail (a pool's gateway) placed at cell `x`, kept: moving its segments'
+        offsets makes a style per segment, and a pool's tail changes with its gateway's state,
+        not with the figures before it (which move it only when their width changes)."""
+        key = ("@", x, markup, *look)
+        found = self._heads.get(key)
+        if found is None:
+            found = self._keep(key, strips.shifted(self._part(markup, look, style), x))
+        return found
+
     def _part(self, markup: str, look: tuple[object, ...], style) -> Strip:
         """A styled part of a row rendered at its own length, kept (a row's head changes only
         with its slot's state)."""
@@ -353,8 +361,11 @@ class SlotsPane(ScrollView, can_focus=True):
         if found is None:
             content = Content.from_markup(markup)
             rendered = Visual.to_strips(self, content, content.cell_length, 1, style)
-            found = rendered[0] if rendered else Strip([])
-            if len(self._heads) > 4 * max(8, len(self._rows)):
-                self._heads.clear()  # bounded: old parts of rows that changed
-            self._heads[key] = found
+            found = self._keep(key, rendered[0] if rendered else Strip([]))
         return found
+
+    def _keep(self, key: tuple[object, ...], strip: Strip) -> Strip:
+        if len(self._heads) > 4 * max(8, len(self._rows)):
+            self._heads.clear()  # bounded: old parts of rows that changed
+        self._heads[key] = strip
+        return strip
