@@ -3,9 +3,10 @@
     python -m sgltui.bench.demo_load --agent-socket S [--streams 3] [--max-output 96]
 
 The agent spawns this for `demo_load {on: true}`. A few streaming requests with short outputs go
-to whichever server slot 0 serves while it is ready; the slot is re-read every few seconds
-(swaps move the load along), the load pauses while nothing is ready, and the process exits when
-the agent's socket goes away. Its requests are ordinary client traffic.
+to the demo pool's endpoint, or to the host's first slot (`--slot`), while it is ready; the
+agent's status is re-read every few seconds (swaps move the load along), the load pauses while
+nothing is ready, and the process exits when the agent's socket goes away. Its requests are
+ordinary client traffic.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ POLL_S = 3.0
 
 
 class DemoLoad:
-    def __init__(self, state_dir: Path, streams: int, max_output: int, slot: str = "0") -> None:
+    def __init__(
+        self, state_dir: Path, streams: int, max_output: int, slot: str | None = None
+    ) -> None:
         self.state_dir = state_dir
         self.streams = streams
         self.max_output = max_output
@@ -59,13 +62,18 @@ class DemoLoad:
             await client.close()
 
     def _update(self, status: dict) -> None:
-        slot = next((s for s in status.get("slots") or [] if str(s.get("id")) == self.slot), None)
+        slots = status.get("slots") or []
+        # the slot asked for, else the host's first (the demo's host names its slots a, b, ...)
+        slot = next(
+            (s for s in slots if self.slot is not None and str(s.get("id")) == self.slot), None
+        )
+        slot = slot or (slots[0] if self.slot is None and slots else None)
         # A bench run measures the server alone: background traffic would skew its numbers.
         benching = (status.get("bench") or {}).get("state") == "running"
-        # A pool behind a running gateway (`sgltui demo --gpus N`): the load goes to its endpoint.
-        pool = next(
-            (p for p in status.get("pools") or [] if (p.get("gateway") or {}).get("pid")), None
-        )
+        # A pool's endpoint that serves (`sgltui demo`: pool 'all' behind the gateway, or behind
+        # the agent's front where it has one member) takes the load while a member is ready.
+        ready = {str(s.get("id")) for s in slots if s.get("state") == "ready"}
+        pool = next((p for p in status.get("pools") or [] if _serves(p, ready)), None)
         if pool and pool.get("endpoint") and not benching:
             url = str(pool["endpoint"])
             if url != self.base_url:
@@ -127,6 +135,14 @@ class DemoLoad:
                 await asyncio.gather(*workers, return_exceptions=True)
 
 
+def _serves(pool: dict, ready: set[str]) -> bool:
+    """The pool's endpoint answers: a running gateway, or the agent's front for a pool of one,
+    with a member ready (a pool whose members all load or swap pauses the load)."""
+    gateway = pool.get("gateway") or {}
+    up = bool(gateway.get("pid")) or gateway.get("state") == "front"
+    return up and any(str(m) in ready for m in pool.get("slots") or [])
+
+
 def _api_key(slot: dict) -> str | None:
     if not slot.get("api_key_set") or not slot.get("profile"):
         return None
@@ -149,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--max-output", type=int, default=96, help="longest output per request (default 96)"
     )
-    p.add_argument("--slot", default="0")
+    p.add_argument("--slot", default=None, help="the slot to load (default: the host's first)")
     args = p.parse_args(argv)
     if args.streams < 1 or args.max_output < 8:
         print("demo load: --streams must be >= 1 and --max-output >= 8", file=sys.stderr)

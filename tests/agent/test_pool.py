@@ -531,3 +531,30 @@ def test_a_job_through_the_pool_targets_the_pool_in_status_record_pane_and_repor
     r = agent_sgltui(agent, "report", session)
     assert r.returncode == 0, r.stderr
     assert f"({jid}, pool all): done" in r.stdout, r.stdout
+
+
+def test_the_demo_load_reaches_a_pool_of_one_behind_the_front(agent_handle):
+    """`sgltui demo`'s host: slot 'a' in pool 'all' behind the agent's front (one member, no
+    gateway). The demo load looked for a slot named '0' and a gateway's pid, found neither and
+    idled: the demo showed 0 tok/s while its top bar said the load ran."""
+    from tests.fixtures.sim import streaming_total
+
+    agent = agent_handle
+    cfg = agent.state_dir.parent / "config" / "sgltui"
+    cfg.mkdir(parents=True, exist_ok=True)
+    port, server = server_port(), server_port()
+    (cfg / "host.toml").write_text(
+        f'[[slot]]\nname = "a"\ngpus = [0]\nport = {server}\n'
+        f'[[pool]]\nname = "all"\nslots = ["a"]\nport = {port}\n'
+    )
+    name = agent.write_profile("t-a", enable_metrics=True)
+    agent.start()
+    _pool_call(agent, "start", profile=name, pool="all", wait=True)
+    assert _pool(agent)["gateway"]["state"] == "front"
+    assert call_sync(agent.state_dir, "demo_load", autostart=False, on=True)["on"] is True
+    url = f"http://127.0.0.1:{server}"
+    deadline = time.monotonic() + 30
+    while streaming_total(url, "sglang:num_requests_total") < 3:
+        assert time.monotonic() < deadline, "the demo load sent nothing to the pool's server"
+        time.sleep(0.2)
+    assert call_sync(agent.state_dir, "demo_load", autostart=False, on=False)["on"] is False

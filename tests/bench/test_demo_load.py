@@ -52,3 +52,21 @@ async def test_demo_load_pauses_while_a_bench_run_measures(tmp_path):
     assert not load.ready.is_set() and load.base_url is None
     load._update({"slots": [slot], "bench": {"run_id": "r", "state": "done"}})
     assert load.ready.is_set() and load.base_url == "http://127.0.0.1:31234"
+
+
+async def test_demo_load_follows_the_hosts_first_slot_and_a_pool_with_a_ready_member(tmp_path):
+    """Without --slot the load follows the host's first slot, whatever its name; a pool's
+    endpoint (its gateway, or the front of a pool of one) while one of its members is ready."""
+    from sgltui.bench.demo_load import DemoLoad
+
+    load = DemoLoad(tmp_path, streams=1, max_output=16)
+    a = {"id": "a", "state": "ready", "host": "127.0.0.1", "port": 31000, "swap": None}
+    load._update({"slots": [a], "bench": None})
+    assert load.base_url == "http://127.0.0.1:31000"
+    front = {"name": "all", "endpoint": "http://127.0.0.1:30081", "slots": ["a"]}
+    front["gateway"] = {"pid": None, "state": "front"}
+    load._update({"slots": [a], "pools": [front], "bench": None})
+    assert load.ready.is_set() and load.base_url == "http://127.0.0.1:30081"
+    loading = dict(a, state="loading")
+    load._update({"slots": [loading], "pools": [front], "bench": None})
+    assert not load.ready.is_set() and load.base_url is None
