@@ -11,7 +11,12 @@ random order, 64 output tokens. The contexts total 410k tokens, about 2x the dev
 (211k tokens): the radix cache evicts them and recomputes about half (the simulator's LRU
 prefix cache), and a host pool would keep them (HiCache; it does not raise max running). Each
 candidate's new server starts with an empty cache: the trial measures it once its cache is warm
-for the job (advise's `warmup`, from the same prefix estimate). The same
+for the job. The runner sends warm-first (jobs/warm_first.py): on each server whose cache starts
+empty, one request per shared context first, then the rest in file order; the trial takes the
+end of that pass (plus a wave) as the cache's warm-up instead of advise's `warmup` (contexts x
+ln 10 requests). Warm-first is every job's behaviour, so the baseline's `job run` on the winner
+gets the same pass at its start and (b) stays a fair comparison; the primed counts of both are
+printed. The same
 lengths without shared contexts are the control, where hicache must not come first.
 
 (a) what `sgltui advise --input JOB` proposes, best first - goal: MTP+hicache first; and for
@@ -205,6 +210,7 @@ def main() -> int:
                     f"trial requests, swap {c['swap_s']} s, x{c.get('gain')} expected "
                     f"({c['reason']})"
                 )
+            print(f"    warm-first (auto job): {final.get('warm_first')}")
             trial_requests = sum(int(c["requests"] or 0) for c in dec["candidates"])
             print(f"    trial requests: {trial_requests:,} of {args.requests:,}")
 
@@ -213,7 +219,8 @@ def main() -> int:
             # itself not counted (the serving profile's was not either)
             agent.call("stop", wait=True)
             agent.call("start", profile=winner, wait=True)
-            best_wall, _best = run_job(agent, inp, tmp / "best.out.jsonl", None)
+            best_wall, best = run_job(agent, inp, tmp / "best.out.jsonl", None)
+            print(f"    warm-first (baseline job): {best.get('warm_first')}")
             ratio = auto_wall / best_wall
             print(f"    wholly on {winner} from the start (a new server, cache empty): "
                   f"{best_wall:7.1f} s")  # fmt: skip

@@ -36,6 +36,7 @@ class Runner:
         self.error: str | None = None
         self.final: dict | None = None
         self.url: str | None = None
+        self.launch: str | None = None  # the server's launch id said to it (warm-first)
         self.sent_paused: bool | None = None
         self.concurrency: int | None = None
         self.cadence: float | None = None  # the progress readings' pace sent (None: its own)
