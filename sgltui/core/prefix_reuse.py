@@ -97,7 +97,8 @@ def prefix_key(prompts: list[str]) -> tuple[int, int] | None:
     if len(sharing) < 2:
         return None
     common = len(os.path.commonprefix([sharing[0], sharing[-1]]))  # sorted: all of theirs
-    above = sorted(x for x in lcp if x > common)
+    # chance overlaps past it (a few characters) are not a document's
+    above = sorted(x for x in lcp if x >= common + MIN_SHARED_CHARS)
     if not above:
         return None  # one shared start only (a system prompt): nothing to tell apart
     half = common + (above[len(above) // 2] - common) / 2

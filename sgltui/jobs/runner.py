@@ -158,18 +158,20 @@ class Runner:
         if self._writer is not None:
             self._writer.flush_s = min(FLUSH_S, self.progress_s)
 
-    def set_launch(self, launch: str) -> None:
+    def set_launch(self, launch: str, most: int | None = None) -> None:
         """The server the job now sends to (the agent's launch id): a new one's prefix cache is
         empty, so the next items are warm-first (jobs/warm_first.py). The pass made at the job's
         start, before the agent said which server, is that server's. Reading ahead blocks this
-        loop for a moment (parsing up to LOOKAHEAD lines); it comes with a swap, while paused."""
+        loop for a moment (parsing up to LOOKAHEAD lines); it comes with a swap, while paused.
+        `most`: the most the pass sends first (its cache's warm-up, where a trial knows it)."""
         w = self.warm
         if w is None or launch == w.launch:
             return
         if w.launch is None and w.passes == 1:
             w.launch = launch
+            w.trim(most)
             return
-        w.cold(launch)
+        w.cold(launch, most)
         self.emit({"t": "progress", **self.progress()})
 
     def stop(self, why: str = "stopped") -> None:

@@ -55,6 +55,7 @@ from sgltui.agent.jobs.stall_watch import Stalls
 from sgltui.agent.jobs.target import send_to, target_of
 from sgltui.agent.jobs.view import job_view
 from sgltui.core.tasks import spawn
+from sgltui.jobs import choose
 from sgltui.jobs.chooser import Chooser
 from sgltui.jobs.progress import Rates
 from sgltui.protocol import JobView
@@ -359,7 +360,9 @@ class JobsHost:
             # a new server (its prefix cache empty): said before the resume below, so the
             # runner's warm-first pass comes first on it (jobs/warm_first.py)
             r.launch = launch
-            r.send({"op": "launch", "id": launch})
+            slot = self.site.slot(rec.slot)
+            most = choose.prime_most(rec.choose, slot.profile_name if slot else None)
+            r.send({"op": "launch", "id": launch, "most": most})
         if rec.pool:
             job_segments.follow_pool(rec, self.site.pool_profiles(rec.pool))
         if want_pause != r.sent_paused:
