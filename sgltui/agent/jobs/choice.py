@@ -19,6 +19,7 @@ from sgltui.agent.jobs.records import JobRecord
 from sgltui.jobs.chooser import Refused
 
 if TYPE_CHECKING:
+    from sgltui.agent.jobs.runner_child import Runner
     from sgltui.agent.jobs.site_interface import JobsSite
     from sgltui.jobs.progress import Rates
 
@@ -28,11 +29,11 @@ class ChoiceJobs(Protocol):
 
     site: JobsSite
     rates: dict[str, Rates]
+    runners: dict[str, Runner]
 
     def answered(self, rec: JobRecord) -> int: ...
     def failed(self, rec: JobRecord) -> int: ...
     def out_tokens(self, rec: JobRecord) -> int: ...
-    def warm_first(self, rec: JobRecord) -> dict | None: ...
     def publish(self, rec: JobRecord, event: protocol.JobEvent) -> None: ...
     def persist(self, rec: JobRecord) -> None: ...
 
@@ -66,7 +67,10 @@ class ChoiceHost:
         return j.answered(rec), j.out_tokens(rec), float(rec.joules or 0.0)
 
     def warm_first(self, rec: JobRecord) -> dict | None:
-        return self.jobs.warm_first(rec)
+        """The runner's last word on its warm-first pass (jobs/warm_first.py), if any."""
+        r = self.jobs.runners.get(rec.id)
+        wf = r.progress.get("warm_first") if r is not None else None
+        return wf if isinstance(wf, dict) else None
 
     def remaining(self, rec: JobRecord) -> int | None:
         if rec.total is None:

@@ -49,13 +49,18 @@ from sgltui.agent.jobs.records import (
     out_tokens,
 )
 from sgltui.agent.jobs.run_args import JobError, check_paths, concurrency, find_job, trial
-from sgltui.agent.jobs.runner_child import MAX_CONCURRENCY, Runner, read_lines, start_runner
+from sgltui.agent.jobs.runner_child import (
+    MAX_CONCURRENCY,
+    Runner,
+    read_lines,
+    say_launch,
+    start_runner,
+)
 from sgltui.agent.jobs.site_interface import JobsSite
 from sgltui.agent.jobs.stall_watch import Stalls
 from sgltui.agent.jobs.target import send_to, target_of
 from sgltui.agent.jobs.view import job_view
 from sgltui.core.tasks import spawn
-from sgltui.jobs import choose
 from sgltui.jobs.chooser import Chooser
 from sgltui.jobs.progress import Rates
 from sgltui.protocol import JobView
@@ -330,17 +335,6 @@ class JobsHost:
 
     # ---- when a job may send ----------------------------------------------------------------
 
-    def _launch_of(self, rec: JobRecord) -> str | None:
-        """The launch id of the one server the job sends to (None for a pool: several)."""
-        slot = self.site.slot(rec.slot)
-        return slot.launch_id if slot is not None and not rec.pool else None
-
-    def warm_first(self, rec: JobRecord) -> dict | None:
-        """The runner's last word on its warm-first pass (jobs/warm_first.py), if any."""
-        r = self.runners.get(rec.id)
-        wf = r.progress.get("warm_first") if r is not None else None
-        return wf if isinstance(wf, dict) else None
-
     def _sync(self, rec: JobRecord) -> None:
         """Tell the runner what it may do now (idempotent; called on every change and each second)."""
         r = self.runners.get(rec.id)
@@ -355,14 +349,8 @@ class JobsHost:
                 rec.target_launch, rec.target_profile = slot.launch_id, slot.profile_name
             r.send({"op": "target", "url": url, "api_key": key})
             self.rates[rec.id].reset()
-        launch = self._launch_of(rec)
-        if url is not None and launch is not None and launch != r.launch:
-            # a new server (its prefix cache empty): said before the resume below, so the
-            # runner's warm-first pass comes first on it (jobs/warm_first.py)
-            r.launch = launch
-            slot = self.site.slot(rec.slot)
-            most = choose.prime_most(rec.choose, slot.profile_name if slot else None)
-            r.send({"op": "launch", "id": launch, "most": most})
+        if url is not None:
+            say_launch(self.site, rec, r)  # before the resume below: its pass comes first
         if rec.pool:
             job_segments.follow_pool(rec, self.site.pool_profiles(rec.pool))
         if want_pause != r.sent_paused:
