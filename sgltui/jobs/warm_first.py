@@ -143,8 +143,8 @@ class Order:
         it (the requests its cache remembers): under the prefixes measured, the cache holds only
         part of them and gets no pass. Priming more than it holds evicts the first primed, and
         the next requests in file order, which ask the first-seen prefixes most, then miss more
-        than in the steady state: a trial window there measured the serving profile 24% under
-        its steady rate (bench_advise)."""
+        than in the steady state: bench_advise's serving profile (a cache of about half its
+        200 contexts) measured 1,969 tok/s after a pass, 2,552 without."""
         if most is None:
             return self.plan.cap
         return 0 if most < self.plan.distinct else min(self.plan.cap, most)
