@@ -24,7 +24,7 @@ class InputSample:
     prefix: PrefixReuse | None
 
 
-def _prompt_text(body: dict[str, Any]) -> str:
+def prompt_text(body: dict[str, Any]) -> str:
     """The prompt as the server gets it, in order (a chat's messages one after another), so two
     requests share a prefix here exactly as far as they share one there."""
     text = body.get("prompt")
@@ -56,7 +56,7 @@ def sample(path: Path, lines: int = SAMPLE_LINES) -> InputSample:
                     continue
                 if not isinstance(body, dict):
                     continue
-                prompts.append(_prompt_text(body))
+                prompts.append(prompt_text(body))
                 limit = body.get("max_tokens") or body.get("max_completion_tokens")
                 if isinstance(limit, int) and limit > 0:
                     outputs.append(float(limit))

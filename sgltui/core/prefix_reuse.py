@@ -67,16 +67,53 @@ class PrefixReuse:
         }
 
 
+def _shared(order: list[str]) -> tuple[list[int], list[int]]:
+    """For sorted prompts: the common prefix with each next one, and each prompt's reusable
+    prefix (the longest it shares with any other: a sorted neighbour), 0 under MIN_SHARED_CHARS."""
+    n = len(order)
+    lcp = [len(os.path.commonprefix([order[i], order[i + 1]])) for i in range(n - 1)]
+    shared = [max(lcp[i - 1] if i > 0 else 0, lcp[i] if i < n - 1 else 0) for i in range(n)]
+    return lcp, [s if s >= MIN_SHARED_CHARS else 0 for s in shared]
+
+
+def prefix_key(prompts: list[str]) -> tuple[int, int] | None:
+    """(K, distinct): how many first characters of a prompt tell its shared prefix (a document
+    asked several questions) from the others', and how many distinct such keys `prompts` hold;
+    None where fewer than two prefixes are shared (nothing to tell apart).
+
+    K is near the shared length, not the shortest: sorted, neighbours asking the same document
+    share all of it, neighbours across documents only what every prompt starts with (a common
+    system prompt) and a few chance characters. So the start common to all sharing prompts is
+    passed over, the neighbours sharing at least half the median length above it are taken as
+    the same document's, and K is the least they share. Too coarse (documents with a common
+    header longer than half a document): those documents share a key, nothing is lost but the
+    gain; too fine (a document under half the median, so its key reaches into the question):
+    each of its requests is a key of its own (jobs/warm_first.py caps what it sends first)."""
+    if len(prompts) < 2:
+        return None
+    order = sorted(prompts)
+    lcp, shared = _shared(order)
+    sharing = [p for p, s in zip(order, shared, strict=True) if s]
+    if len(sharing) < 2:
+        return None
+    common = len(os.path.commonprefix([sharing[0], sharing[-1]]))  # sorted: all of theirs
+    # chance overlaps past it (a few characters) are not a document's
+    above = sorted(x for x in lcp if x >= common + MIN_SHARED_CHARS)
+    if not above:
+        return None  # one shared start only (a system prompt): nothing to tell apart
+    half = common + (above[len(above) // 2] - common) / 2
+    k = min(x for x in above if x >= half)
+    distinct = len({p[:k] for p, s in zip(order, shared, strict=True) if s >= k})
+    return (k, distinct) if distinct >= 2 else None
+
+
 def measure(prompts: list[str], chars_per_token: float = 4.0) -> PrefixReuse | None:
     """The reuse in `prompts` (None for fewer than two)."""
     if len(prompts) < 2:
         return None
     order = sorted(prompts)
     n = len(order)
-    # the longest common prefix with each sorted neighbour: the longest with any other prompt
-    lcp = [len(os.path.commonprefix([order[i], order[i + 1]])) for i in range(n - 1)]
-    shared = [max(lcp[i - 1] if i > 0 else 0, lcp[i] if i < n - 1 else 0) for i in range(n)]
-    shared = [s if s >= MIN_SHARED_CHARS else 0 for s in shared]
+    lcp, shared = _shared(order)
     # distinct shared characters: each prompt's shared prefix less what its predecessor's covers
     distinct = 0
     for i, s in enumerate(shared):

@@ -220,9 +220,43 @@ def begin(
     wave = max(1, concurrency)
     c["warm_until"] = completions + wave
     c["cold_until"] = completions + cache if cache > wave else None
+    c["warm_first"] = None  # the runner's pass on this server, once it ended (warm_first)
     c["points"] = []  # a resumed measurement starts a new window (the old one's clock is gone)
     c["concurrency"] = concurrency
     c["time_scale"] = time_scale  # MIN_WINDOW_S is the server's time: wall = server x this
+
+
+def warm_first(c: dict, report: dict | None, launch: str | None, completions: int) -> None:
+    """The runner's warm-first pass on this candidate's server (jobs/warm_first.py: one request
+    per shared prefix first) replaces advise's estimate of its cache warm-up: the window is cold
+    until the pass's requests are answered, then a wave (those sent while the pass ran did not
+    find their prefixes cached yet). Taken once per window; a report of another server (the
+    runner not yet told of this one) leaves advise's estimate in place."""
+    if not report or launch is None or report.get("launch") != launch or c.get("warm_first"):
+        return
+    left, primed = int(report.get("left") or 0), int(report.get("primed") or 0)
+    if primed == 0:
+        return  # no pass on this server (a cache that holds part of the prefixes): advise's stays
+    wave = max(1, int(c.get("concurrency") or 1))
+    if left > 0:
+        c["cold_until"] = completions + left + wave  # in place of advise's estimate
+        return
+    c["warm_first"] = {"primed": primed, "at": completions}
+    # ended before this reading: warm after the wave that began the window (begin's warm_until)
+    cold = c.get("cold_until")
+    c["cold_until"] = None if cold is None else min(int(cold), completions + wave)
+
+
+def prime_most(trial: dict | None, profile: str | None) -> int | None:
+    """What bounds a warm-first pass on `profile`'s new server: its cache warm-up where advise
+    said one (`warmup`: the requests its cache remembers; under the shared prefixes, a cache that
+    holds part of them, and the runner makes no pass: jobs/warm_first.py). None: no bound."""
+    if not trial or profile is None:
+        return None
+    for c in trial.get("candidates") or []:
+        if c.get("name") == profile and c.get("warmup"):
+            return int(c["warmup"])
+    return None
 
 
 def count(c: dict, completions: int, out_tokens: int, joules: float) -> None:
@@ -607,6 +641,7 @@ def view(trial: dict, segments: Sequence[Segment] | None = None) -> dict:
         "projected_j",
         "delta",
         "gain",
+        "warm_first",
     )
     cands = []
     for c in trial["candidates"]:

@@ -69,6 +69,9 @@ class ChooseHost(Protocol[J_contra]):
 
     def remaining(self, rec: J_contra) -> int | None: ...
 
+    def warm_first(self, rec: J_contra) -> dict | None:
+        """The runner's warm-first pass (jobs/warm_first.py report), None where it makes none."""
+
     def concurrency_for(self, rec: J_contra) -> int | None:
         """The job's concurrency once set for the slot's current launch (auto), else None."""
 
@@ -130,6 +133,8 @@ class Chooser(Generic[J]):
             return
         done, out, joules = self.host.counters(self.rec)
         if self.measuring == name and self._sending():
+            _, _, launch = self.host.slot_now(self.rec)
+            choose.warm_first(c, self.host.warm_first(self.rec), launch, done)
             choose.observe(c, time.monotonic(), done, out, joules)
             if not self.busy():
                 self._trial_step()  # a stop is seen at the reading, not up to a second later

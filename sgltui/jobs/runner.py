@@ -30,7 +30,7 @@ import orjson
 
 from sgltui.bench.loadgen import open_transport, post_bytes
 from sgltui.core import retry
-from sgltui.jobs import batchfile
+from sgltui.jobs import batchfile, warm_first
 from sgltui.jobs.output import FLUSH_S, OutputLock, OutputWriter, disk_problem, scan
 
 MAX_RETRIES = 8
@@ -97,6 +97,7 @@ class Runner:
         self._old_transports: list[Any] = []
         self._urls: dict[str, httpx.URL] = {}
         self._items: Iterator[batchfile.Item] | None = None
+        self.warm: warm_first.Order | None = None  # where the prompts share prefixes
         self._workers: dict[int, asyncio.Task] = {}
         self._inflight: set[asyncio.Task] = set()
         self._writer: OutputWriter | None = None
@@ -157,6 +158,22 @@ class Runner:
         if self._writer is not None:
             self._writer.flush_s = min(FLUSH_S, self.progress_s)
 
+    def set_launch(self, launch: str, most: int | None = None) -> None:
+        """The server the job now sends to (the agent's launch id): a new one's prefix cache is
+        empty, so the next items are warm-first (jobs/warm_first.py). The pass made at the job's
+        start, before the agent said which server, is that server's. Reading ahead blocks this
+        loop for a moment (parsing up to LOOKAHEAD lines); it comes with a swap, while paused.
+        `most`: the most the pass sends first (its cache's warm-up, where a trial knows it)."""
+        w = self.warm
+        if w is None or launch == w.launch:
+            return
+        if w.launch is None and w.passes == 1:
+            w.launch = launch
+            w.trim(most)
+            return
+        w.cold(launch, most)
+        self.emit({"t": "progress", **self.progress()})
+
     def stop(self, why: str = "stopped") -> None:
         """End the run: nothing new is sent, what is in flight is dropped (sent again on resume)."""
         if self.stopping is None:
@@ -205,6 +222,7 @@ class Runner:
             "run_s": time.monotonic() - self._t0 if self._t0 is not None else 0.0,
             "written": self._writer.written if self._writer else 0,
             "disk_error": self.disk_error,
+            "warm_first": self.warm.report() if self.warm is not None else None,
         }
 
     def prepare(self, stamp: dict | None = None) -> dict:
@@ -216,6 +234,9 @@ class Runner:
         done = scan(self.output)
         self.resumed = len(done.done)
         self._items = batchfile.items(self.input_path, skip=done.done)
+        p = warm_first.plan(self.input_path)
+        if p is not None:
+            self._items = self.warm = warm_first.Order(self._items, p)
         return {
             "total": checked.total,
             "urls": checked.urls,
@@ -226,6 +247,7 @@ class Runner:
             "resumed_out_tokens": done.out_tokens,
             "repaired_bytes": done.repaired_bytes,
             "duplicates_found": done.duplicates,
+            "warm_first": None if p is None else {"key_chars": p.key_chars, "distinct": p.distinct},
         }
 
     def release(self) -> None:
@@ -238,6 +260,8 @@ class Runner:
         self._writer.on_flush = self._commit
         self._writer.flush_s = min(FLUSH_S, self.progress_s)
         self._cpu0, self._t0 = time.process_time(), time.monotonic()
+        if self.warm is not None and self.warm.passes == 0:
+            self.warm.cold()  # the job's start: its server is said (set_launch) once known
         ticker = asyncio.get_running_loop().create_task(self._tick())
         try:
             self._spawn_workers()
@@ -421,6 +445,8 @@ class Runner:
         usage = obj.get("usage") or {}
         p = self._unflushed
         p.done += 1
+        if self.warm is not None:
+            self.warm.written(item.custom_id)
         p.out_tokens += int(usage.get("completion_tokens") or 0)
         p.in_tokens += int(usage.get("prompt_tokens") or 0)
         if b"\n" in data:  # one response per line, whatever the server's formatting
@@ -439,6 +465,8 @@ class Runner:
 
     def _write_failed(self, item: batchfile.Item, status: int, data: Any, why: str) -> None:
         self._unflushed.failed += 1
+        if self.warm is not None:
+            self.warm.written(item.custom_id)
         response = None
         if status:
             try:

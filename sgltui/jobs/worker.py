@@ -5,7 +5,9 @@ event loop (the agent only reads a progress line twice a second). Control arrive
 on stdin, reports leave as JSON lines on stdout:
 
   in:  {"op": "target", "url": U, "api_key": K}  {"op": "pause", "force": B}  {"op": "resume"}
-       {"op": "concurrency", "n": N}  {"op": "cadence", "s": S}  {"op": "cancel"}  {"op": "stop"}
+       {"op": "concurrency", "n": N}  {"op": "cadence", "s": S}
+       {"op": "cancel"}  {"op": "stop"}
+       {"op": "launch", "id": L, "most": N}: the server it sends to now (a new one: warm-first, jobs/warm_first.py)
   out: {"t": "checked", ...}  {"t": "progress", ...}  {"t": "paused", ...}
        {"t": "error", "message": M}  {"t": "done", "state": "done"|"cancelled"|"stopped", ...}
 
@@ -63,6 +65,9 @@ async def _control(runner: Runner, out: _Out) -> None:
         op = msg.get("op")
         if op == "target":
             runner.set_target(str(msg["url"]), msg.get("api_key"))
+        elif op == "launch":
+            most = msg.get("most")
+            runner.set_launch(str(msg["id"]), None if most is None else int(most))
         elif op == "pause":
             runner.pause(bool(msg.get("force")))
         elif op == "resume":

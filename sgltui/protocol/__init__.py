@@ -182,6 +182,7 @@ from sgltui.protocol.replies import HelloReply as HelloReply
 from sgltui.protocol.replies import HostView as HostView
 from sgltui.protocol.replies import JobSegment as JobSegment
 from sgltui.protocol.replies import JobView as JobView
+from sgltui.protocol.replies import JobWarmFirst as JobWarmFirst
 from sgltui.protocol.replies import KeeperView as KeeperView
 from sgltui.protocol.replies import LeaseView as LeaseView
 from sgltui.protocol.replies import LogsReply as LogsReply
@@ -347,6 +348,7 @@ __all__ = [
     "JobTarget",
     "JobTrial",
     "JobView",
+    "JobWarmFirst",
     "JobWatch",
     "KeeperView",
     "LastSwap",

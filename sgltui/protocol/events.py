@@ -547,6 +547,8 @@ class JobCandidate(Struct, kw_only=True):
     info_hash: str | None = None  # what its server ran (server.provenance), once measured
     delta: dict[str, Any] | None = None  # --choose auto: its flags beside the serving profile's
     gain: float | None = None  # --choose auto: advise's expected factor over the serving profile
+    # the runner's warm-first pass on its server, once ended: {"primed": N, "at": completions}
+    warm_first: dict[str, int] | None = None
 
 
 class JobChoice(Struct, kw_only=True):

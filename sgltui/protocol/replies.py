@@ -276,6 +276,18 @@ class PreflightReply(Struct, kw_only=True):
     pinned: Pin | None = None
 
 
+class JobWarmFirst(Struct, kw_only=True):
+    """The runner's warm-first order (jobs/warm_first.py): one request per shared prefix first
+    on each server whose prefix cache starts empty."""
+
+    key_chars: int  # a prompt's first characters that tell its shared prefix
+    distinct: int  # distinct prefixes in the input's first lines
+    passes: int = 0  # cold starts so far (this runner's)
+    primed: int = 0  # requests the last pass sent first
+    left: int = 0  # ... not yet answered (0: the pass ended)
+    launch: str | None = None  # the server it was for
+
+
 class JobSegment(Struct, kw_only=True):
     """What a job sent to one launch: a profile's share of the job."""
 
@@ -330,6 +342,7 @@ class JobView(Struct, kw_only=True):
     segments: list[JobSegment] = []
     runner_pid: int | None = None
     runner_cpu_s: float | None = None
+    warm_first: JobWarmFirst | None = None  # None where the prompts share no prefixes
     # (unix time, tok/s) points: `job_status` only
     rate_history: list[tuple[float, float]] | None = None
     joules: float | None = None  # GPU energy while the job ran (None: no power readings)

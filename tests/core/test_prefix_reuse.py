@@ -107,3 +107,28 @@ def test_a_job_inputs_first_lines_give_its_lengths_and_shared_prefixes(tmp_path)
     assert got.prefix.prefix_tokens == pytest.approx(len(system) / 4, rel=0.05)
     assert got.prefix.working_set_tokens == pytest.approx(len(system) / 4, rel=0.05)
     assert job_input.sample(tmp_path / "missing.jsonl").prefix is None
+
+
+def test_the_prefix_key_tells_documents_apart_past_a_common_system_prompt():
+    system = "You are a careful assistant; answer from the context only. " * 20  # 1,200 chars
+    docs = [f"doc {i}: " + "".join(random.Random(i).choices("abcdefgh ", k=800 + 40 * i))
+            for i in range(30)]  # fmt: skip
+    rnd = random.Random(3)
+    prompts = [system + rnd.choice(docs) + f" question {rnd.random()}" for _ in range(600)]
+    found = prefix_reuse.prefix_key(prompts)
+    assert found is not None
+    k, distinct = found
+    # past the system prompt (a key there would be one for all), not past the shortest document
+    # (and what all its questions start with)
+    assert len(system) + 100 < k <= len(system) + len(docs[0]) + len(" question 0.")
+    assert distinct == 30
+    assert len({p[:k] for p in prompts}) == 30  # every document one key, each key one document
+
+
+def test_the_prefix_key_is_none_where_nothing_or_only_a_system_prompt_is_shared():
+    assert prefix_reuse.prefix_key([f"question {i} " * 20 for i in range(200)]) is None
+    system = "You are a careful assistant; answer from the context only. " * 20
+    rnd = random.Random(4)
+    lone = [system + "".join(rnd.choices("xyz ", k=300)) for _ in range(200)]
+    assert prefix_reuse.prefix_key(lone) is None  # one shared start: nothing to tell apart
+    assert prefix_reuse.prefix_key(["a" * 100]) is None

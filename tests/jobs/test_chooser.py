@@ -44,6 +44,9 @@ class FakeHost:
     def counters(self, rec: Rec) -> tuple[int, int, float]:
         return self.done, self.out, self.joules
 
+    def warm_first(self, rec: Rec) -> dict | None:
+        return None
+
     def remaining(self, rec: Rec) -> int | None:
         return self.total - self.done
 

@@ -19,6 +19,7 @@ from sgltui.agent.jobs.records import JobRecord
 from sgltui.jobs.chooser import Refused
 
 if TYPE_CHECKING:
+    from sgltui.agent.jobs.runner_child import Runner
     from sgltui.agent.jobs.site_interface import JobsSite
     from sgltui.jobs.progress import Rates
 
@@ -28,6 +29,7 @@ class ChoiceJobs(Protocol):
 
     site: JobsSite
     rates: dict[str, Rates]
+    runners: dict[str, Runner]
 
     def answered(self, rec: JobRecord) -> int: ...
     def failed(self, rec: JobRecord) -> int: ...
@@ -63,6 +65,12 @@ class ChoiceHost:
     def counters(self, rec: JobRecord) -> tuple[int, int, float]:
         j = self.jobs
         return j.answered(rec), j.out_tokens(rec), float(rec.joules or 0.0)
+
+    def warm_first(self, rec: JobRecord) -> dict | None:
+        """The runner's last word on its warm-first pass (jobs/warm_first.py), if any."""
+        r = self.jobs.runners.get(rec.id)
+        wf = r.progress.get("warm_first") if r is not None else None
+        return wf if isinstance(wf, dict) else None
 
     def remaining(self, rec: JobRecord) -> int | None:
         if rec.total is None:

@@ -49,7 +49,13 @@ from sgltui.agent.jobs.records import (
     out_tokens,
 )
 from sgltui.agent.jobs.run_args import JobError, check_paths, concurrency, find_job, trial
-from sgltui.agent.jobs.runner_child import MAX_CONCURRENCY, Runner, read_lines, start_runner
+from sgltui.agent.jobs.runner_child import (
+    MAX_CONCURRENCY,
+    Runner,
+    read_lines,
+    say_launch,
+    start_runner,
+)
 from sgltui.agent.jobs.site_interface import JobsSite
 from sgltui.agent.jobs.stall_watch import Stalls
 from sgltui.agent.jobs.target import send_to, target_of
@@ -343,6 +349,8 @@ class JobsHost:
                 rec.target_launch, rec.target_profile = slot.launch_id, slot.profile_name
             r.send({"op": "target", "url": url, "api_key": key})
             self.rates[rec.id].reset()
+        if url is not None:
+            say_launch(self.site, rec, r)  # before the resume below: its pass comes first
         if rec.pool:
             job_segments.follow_pool(rec, self.site.pool_profiles(rec.pool))
         if want_pause != r.sent_paused:

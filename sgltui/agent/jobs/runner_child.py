@@ -18,8 +18,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sgltui.jobs import choose
+
 if TYPE_CHECKING:
     from sgltui.agent.jobs.records import JobRecord
+    from sgltui.agent.jobs.site_interface import JobsSite
 
 MAX_CONCURRENCY = 4096
 
@@ -36,6 +39,7 @@ class Runner:
         self.error: str | None = None
         self.final: dict | None = None
         self.url: str | None = None
+        self.launch: str | None = None  # the server's launch id said to it (warm-first)
         self.sent_paused: bool | None = None
         self.concurrency: int | None = None
         self.cadence: float | None = None  # the progress readings' pace sent (None: its own)
@@ -47,6 +51,13 @@ class Runner:
         if s != self.cadence:
             self.cadence = s
             self.send({"op": "cadence", "s": s})
+
+    def set_launch(self, launch: str, most: int | None) -> None:
+        """The server the job sends to now, said to the runner once per launch (its warm-first
+        pass, jobs/warm_first.py, at most `most` requests)."""
+        if launch != self.launch:
+            self.launch = launch
+            self.send({"op": "launch", "id": launch, "most": most})
 
     def send(self, msg: dict) -> None:
         stdin = self.proc.stdin
@@ -64,6 +75,17 @@ class Runner:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.proc.wait(), 5.0)
+
+
+def say_launch(site: JobsSite, rec: JobRecord, r: Runner) -> None:
+    """Tell the runner of a new server (a launch id it was not told): its prefix cache is empty,
+    so the runner's warm-first pass comes first on it (jobs/warm_first.py), bounded by the
+    trial's cache warm-up for its profile where there is one. Not for a pool job (several
+    servers, each its own cache)."""
+    slot = site.slot(rec.slot)
+    if slot is None or rec.pool or slot.launch_id is None or slot.launch_id == r.launch:
+        return
+    r.set_launch(slot.launch_id, choose.prime_most(rec.choose, slot.profile_name))
 
 
 async def start_runner(rec: JobRecord, log_path: Path) -> Runner:

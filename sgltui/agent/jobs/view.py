@@ -20,7 +20,7 @@ from sgltui.agent.jobs.target import target_of
 from sgltui.jobs import choose
 from sgltui.jobs.output import errors_path
 from sgltui.jobs.progress import Rates, eta_s
-from sgltui.protocol import JobChoice, JobState, JobView
+from sgltui.protocol import JobChoice, JobState, JobView, JobWarmFirst
 
 
 def job_view(rec: JobRecord, rates: Rates | None, r: Runner | None, full: bool = False) -> JobView:
@@ -73,6 +73,9 @@ def job_view(rec: JobRecord, rates: Rates | None, r: Runner | None, full: bool =
         segments=[s.view() for s in rec.segments],
         runner_pid=rec.pid,
         runner_cpu_s=progress.get("cpu_run_s"),
+        warm_first=msgspec.convert(progress["warm_first"], JobWarmFirst)
+        if progress.get("warm_first")
+        else None,
         rate_history=list(rec.rate_history) if full else None,
         joules=rec.joules,
         decision=msgspec.convert(choose.view(rec.choose, rec.segments), JobChoice)
