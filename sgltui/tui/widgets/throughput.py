@@ -24,6 +24,7 @@ from textual.widget import Widget
 
 from sgltui.core import charts, units
 from sgltui.tui import fmt
+from sgltui.tui.widgets.strips import row_spans
 
 WINDOW_S = 300.0  # the border title says "last 5 min"
 
@@ -133,11 +134,9 @@ class ThroughputPane(Widget, can_focus=True):
         if len(strips) != self.content_size.height:
             self.refresh(layout=True)  # the legend wrapped or the accept row came or went
             return
-        changed = [
-            Region(0, y, width, 1)
-            for y, strip in enumerate(strips)
-            if y >= len(old) or strip is not old[y]
-        ]
+        rows = [y for y, strip in enumerate(strips) if y >= len(old) or strip is not old[y]]
+        # A region per run of changed rows (a layout's new column changes most of the plot).
+        changed = [Region(0, y, width, n) for y, n in row_spans(rows)]
         if changed:
             self.refresh(*changed)  # (one refresh: a busy server's sample changes most rows)
 
