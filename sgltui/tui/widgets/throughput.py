@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region, Size
@@ -316,9 +317,16 @@ class ThroughputPane(Widget, can_focus=True):
     def _strip(self, cells: Iterable[charts.Cell], width: int) -> Strip:
         base = self._base_style()
         styles = self._role_styles(base)
-        return Strip(
-            [Segment(text, styles.get(role, styles[charts.TEXT])) for text, role in cells]
-        ).adjust_cell_length(width, base)
+        text_style = styles[charts.TEXT]
+        segments = [Segment(text, styles.get(role, text_style)) for text, role in cells]
+        # Padded here, its length counted once over the row's text: `adjust_cell_length`
+        # counted each segment's cells and made a second Strip (a legend row each sample).
+        used = cell_len("".join(text for text, _ in cells))
+        if used > width:
+            return Strip(segments).adjust_cell_length(width, base)  # (cut to the width)
+        if used < width:
+            segments.append(Segment(" " * (width - used), base))
+        return Strip(segments, width)
 
     def _draw(
         self, width: int, chart: charts.ChartInput, layout: charts.ChartLayout
