@@ -95,6 +95,15 @@ STATUS_POLL_S = 15.0
 JOBS_READ_S = 1.0
 
 
+class Flush(Message):
+    """Draw the areas the app marked since the last flush (`SgltuiApp.mark`). A message of
+    its own, handled by a method: `call_later(self._flush_dirty)` wrapped the method in a new
+    `partial` each time, whose parameters Textual counted again with `inspect.signature` (it
+    keeps the count on the callable: on a method's function, once; on a partial, never)."""
+
+    bubble = False
+
+
 class SgltuiApp(App[str | None]):
     # Problems found while loading themes, set by make_app and printed on exit.
     theme_errors: list[str] = []
@@ -105,15 +114,6 @@ class SgltuiApp(App[str | None]):
         Binding(k.key, k.action, k.description, show=k.show, tooltip=k.tooltip, id=k.id)
         for k in ALL_KEYS
     ]
-
-    class Flush(Message):
-        """Draw the areas marked since the last flush (`mark`). A message of its own, handled
-        by a method: `call_later(self._flush_dirty)` wrapped the method in a new `partial`
-        each time, whose parameters Textual counted again with `inspect.signature` (it keeps
-        the count on the callable: on a method's function, once; on a partial, never), once a
-        second."""
-
-        bubble = False
 
     def __init__(
         self,
@@ -383,12 +383,11 @@ class SgltuiApp(App[str | None]):
         self._dirty.update(areas)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            # The event loop's own timer posts the flush to the app as a message (Flush), run
-            # in order with the app's other messages. Not a Textual Timer: that makes a task
-            # per timer and cost more than the flush it schedules, once a second. Not the
-            # flush itself from the loop's timer: that ran beside the app's message handling,
-            # and moving onto a slot's row was now and then lost (two Pilot tests under load).
-            asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self._post_flush)
+            # The loop's own timer posts Flush, run in order with the app's other messages.
+            # Not a Textual Timer: a task per timer cost more than the flush, once a second.
+            # Not the flush itself from the loop's timer: that ran beside the app's message
+            # handling, and moving onto a slot's row was now and then lost (Pilot, under load).
+            asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self.post_message, Flush())
 
     def refresh_status_soon(self) -> None:
         if not self._status_scheduled:
@@ -436,10 +435,7 @@ class SgltuiApp(App[str | None]):
 
     # -- drawing -----------------------------------------------------------------------------
 
-    def _post_flush(self) -> None:
-        self.post_message(self.Flush())
-
-    def on_sgltui_app_flush(self, _message: Flush) -> None:
+    def on_flush(self, _message: Flush) -> None:
         self._flush_dirty()
 
     def _flush_dirty(self) -> None:

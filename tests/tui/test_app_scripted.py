@@ -657,7 +657,7 @@ async def test_pushes_of_one_tick_are_drawn_by_one_flush_message():
     (FLUSH_DELAY_S): not through `call_later`, which wrapped the flush in a new `partial`
     whose parameters Textual counted with `inspect.signature` once a second. The legend
     shows the last sample of the three."""
-    from sgltui.tui.app import SgltuiApp
+    from sgltui.tui.app import Flush
     from sgltui.tui.widgets.throughput import ThroughputPane
     from tests.support.scripted import make_sample
 
@@ -666,7 +666,7 @@ async def test_pushes_of_one_tick_are_drawn_by_one_flush_message():
     app = app_with(src)
 
     def hook(message: object) -> None:
-        if isinstance(message, SgltuiApp.Flush):
+        if isinstance(message, Flush):
             flushes.append(message)
 
     async with app.run_test(size=SIZE, message_hook=hook) as pilot:
