@@ -23,6 +23,7 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.events import Key, Resize
 from textual.markup import escape
+from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
@@ -92,6 +93,15 @@ STATUS_POLL_S = 15.0
 # The Jobs tab, while on screen with a job running, reads the job in full this often (its
 # events carry counts every 15 s; the rate, segments and ETA are the agent's).
 JOBS_READ_S = 1.0
+
+
+class Flush(Message):
+    """Draw the areas the app marked since the last flush (`SgltuiApp.mark`). A message of
+    its own, handled by a method: `call_later(self._flush_dirty)` wrapped the method in a new
+    `partial` each time, whose parameters Textual counted again with `inspect.signature` (it
+    keeps the count on the callable: on a method's function, once; on a partial, never)."""
+
+    bubble = False
 
 
 class SgltuiApp(App[str | None]):
@@ -373,12 +383,11 @@ class SgltuiApp(App[str | None]):
         self._dirty.update(areas)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            # The event loop's own timer posts the flush to the app as a callback message, run
-            # in order with the app's other messages. Not a Textual Timer: that makes a task
-            # per timer and cost more than the flush it schedules, once a second. Not the
-            # flush itself from the loop's timer: that ran beside the app's message handling,
-            # and moving onto a slot's row was now and then lost (two Pilot tests under load).
-            asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self.call_later, self._flush_dirty)
+            # The loop's own timer posts Flush, run in order with the app's other messages.
+            # Not a Textual Timer: a task per timer cost more than the flush, once a second.
+            # Not the flush itself from the loop's timer: that ran beside the app's message
+            # handling, and moving onto a slot's row was now and then lost (Pilot, under load).
+            asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self.post_message, Flush())
 
     def refresh_status_soon(self) -> None:
         if not self._status_scheduled:
@@ -425,6 +434,9 @@ class SgltuiApp(App[str | None]):
         self.call_from_thread(lambda: self.mark(*self.model.set_bench_result(run_id, result)))
 
     # -- drawing -----------------------------------------------------------------------------
+
+    def on_flush(self, _message: Flush) -> None:
+        self._flush_dirty()
 
     def _flush_dirty(self) -> None:
         self._flush_scheduled = False

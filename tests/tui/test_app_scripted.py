@@ -650,3 +650,34 @@ async def test_a_running_bench_fills_the_table_point_by_point(tmp_path):
         src.feed(event("bench.progress", run_id="r9", point=3, points=4, phase="swapping",
                        profile="demo-no-mtp"))  # fmt: skip
         await until(pilot, lambda: table.row_count == 2)
+
+
+async def test_pushes_of_one_tick_are_drawn_by_one_flush_message():
+    """The panes are drawn by the app's own Flush message, once for the pushes of a tick
+    (FLUSH_DELAY_S): not through `call_later`, which wrapped the flush in a new `partial`
+    whose parameters Textual counted with `inspect.signature` once a second. The legend
+    shows the last sample of the three."""
+    from sgltui.tui.app import Flush
+    from sgltui.tui.widgets.throughput import ThroughputPane
+    from tests.support.scripted import make_sample
+
+    flushes: list[object] = []
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+
+    def hook(message: object) -> None:
+        if isinstance(message, Flush):
+            flushes.append(message)
+
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+        await started(app, pilot)
+        before = len(flushes)
+        samples = [make_sample(t) for t in (1.0, 2.0, 3.0)]
+        samples[-1]["engine"]["0"]["gen_throughput"] = 4321.0
+        for sample in samples:
+            src.feed({"push": "sample", "data": sample})
+        await until(pilot, lambda: len(app.model.series["gen_throughput"]) >= 3)
+        await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+        assert len(flushes) - before == 1
+        legend = "".join(seg.text for seg in app.query_one(ThroughputPane).render_line(0))
+        assert "4.32k" in legend, legend

@@ -181,3 +181,33 @@ async def test_the_plot_is_laid_out_once_per_column_the_legend_each_sample(monke
         assert chart_text(chart)[1:] != plot  # the completed column (~160 tok/s) shows
         top = next(line for line in chart_text(chart) if "┤" in line).split("┤")[0]
         assert float(top) >= 220  # the scale now holds the column's samples
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [
+        (("■", "gen_throughput"), (" tok/s 1.19k", "text"), ("  ", "text"), ("■", "queued")),
+        (("■", "slot:名前"), (" 名前 12.3", "text")),  # wide cells: counted as cells, not chars
+        (("■", "gen_throughput"), (" tok/s " + "9" * 200, "text")),  # wider than the pane: cut
+    ],
+)
+async def test_a_chart_row_is_padded_or_cut_to_the_width_as_textual_would(cells):
+    """A legend row's Strip is padded to the pane's width with the pane's style (its length
+    counted once over the row's text), the same segments as Textual's `adjust_cell_length`
+    gives; a row wider than the pane is cut to it."""
+    from rich.segment import Segment
+    from textual.strip import Strip
+
+    app = app_with(ScriptedSource(status_with()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.model.connected and app.first_status.is_set())
+        pane = app.query_one(ThroughputPane)
+        width = pane.content_region.width
+        strip = pane._strip(cells, width)
+        base = pane._base_style()
+        styles = pane._role_styles(base)
+        expected = Strip(
+            [Segment(text, styles.get(role, styles[charts.TEXT])) for text, role in cells]
+        ).adjust_cell_length(width, base)
+        assert strip.cell_length == width
+        assert list(strip) == list(expected)

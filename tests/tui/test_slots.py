@@ -375,3 +375,47 @@ async def test_a_pools_tail_is_placed_after_figures_of_any_width():
                 if "offset" in meta and seg.text.strip():
                     assert meta["offset"][0] == x, (figures, seg.text)
                 x += len(seg.text)
+
+
+async def test_rows_changed_by_a_sample_are_repainted_as_one_region_per_run():
+    """A busy pool's sample changes every row: they are refreshed as one region (a region
+    per row was Textual's work per row, twice); rows a sample leaves alone are in none."""
+    import copy
+
+    from textual.geometry import Region
+
+    from sgltui.tui.widgets.strips import row_spans
+
+    assert row_spans([]) == [] and row_spans([0, 1, 2, 5, 7, 8]) == [(0, 3), (5, 1), (7, 2)]
+    src = ScriptedSource(make_host_status(3))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        first = make_host_sample(50, ["a", "b", "c"])
+        src.feed({"push": "sample", "data": first})
+        await until(pilot, lambda: app.model.series["gen_throughput"][-1][0] == first["ts"])
+        await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+        pane = app.query_one(SlotsPane)
+        refreshed: list[tuple[Region, ...]] = []
+        refresh = pane.refresh
+
+        def counted(*regions, **kwargs):
+            refreshed.append(regions)
+            return refresh(*regions, **kwargs)
+
+        pane.refresh = counted  # type: ignore[method-assign]
+        width = pane.scrollable_content_region.width
+        every = copy.deepcopy(first)
+        every["ts"] = first["ts"] + 1
+        for n, sid in enumerate(("a", "b", "c")):
+            every["engine"][sid]["gen_throughput"] = 701.0 + n
+        src.feed({"push": "sample", "data": every})
+        await until(pilot, lambda: "703" in rows(app)[2])
+        assert refreshed == [(Region(0, 0, width, 4),)]  # a, b, c and the pool's sum
+        refreshed.clear()
+        one = copy.deepcopy(every)
+        one["ts"] = every["ts"] + 1
+        one["engine"]["b"]["gen_throughput"] = 777.0
+        src.feed({"push": "sample", "data": one})
+        await until(pilot, lambda: "777" in rows(app)[1])
+        assert refreshed == [(Region(0, 1, width, 1), Region(0, 3, width, 1))]  # b, the pool

@@ -247,11 +247,13 @@ class SlotsPane(ScrollView, can_focus=True):
         if not indexes:
             return
         area, top = self.scrollable_content_region, self.scroll_offset.y
-        regions = []
+        shown = []
         for index in indexes:
             self._strips.pop(index, None)
             if 0 <= index - top < area.height:
-                regions.append(Region(0, index - top, area.width, 1))
+                shown.append(index - top)
+        # A region per run of rows (strips.row_spans): a busy sample's 9 rows are one.
+        regions = [Region(0, y, area.width, n) for y, n in strips.row_spans(sorted(shown))]
         if regions:
             self.refresh(*regions)
 

@@ -64,3 +64,17 @@ def split_plain(markup: str) -> tuple[str, str, str]:
     if "[" in plain or "\\" in plain:
         return markup, "", ""
     return markup[:end], plain, tail
+
+
+def row_spans(rows: list[int]) -> list[tuple[int, int]]:
+    """Ascending row numbers as runs of consecutive rows, (first, count) each: [0, 1, 2, 5]
+    is [(0, 3), (5, 1)]. A widget refreshes a region per run, not per row: a busy pool's
+    sample changes every row of the slots view, and each region is Textual's work twice
+    (the widget's refresh, then the compositor's cut of it), the one region the same rows."""
+    spans: list[tuple[int, int]] = []
+    for row in rows:
+        if spans and spans[-1][0] + spans[-1][1] == row:
+            spans[-1] = (spans[-1][0], spans[-1][1] + 1)
+        else:
+            spans.append((row, 1))
+    return spans

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region, Size
@@ -24,6 +25,7 @@ from textual.widget import Widget
 
 from sgltui.core import charts, units
 from sgltui.tui import fmt
+from sgltui.tui.widgets.strips import row_spans
 
 WINDOW_S = 300.0  # the border title says "last 5 min"
 
@@ -133,11 +135,9 @@ class ThroughputPane(Widget, can_focus=True):
         if len(strips) != self.content_size.height:
             self.refresh(layout=True)  # the legend wrapped or the accept row came or went
             return
-        changed = [
-            Region(0, y, width, 1)
-            for y, strip in enumerate(strips)
-            if y >= len(old) or strip is not old[y]
-        ]
+        rows = [y for y, strip in enumerate(strips) if y >= len(old) or strip is not old[y]]
+        # A region per run of changed rows (a layout's new column changes most of the plot).
+        changed = [Region(0, y, width, n) for y, n in row_spans(rows)]
         if changed:
             self.refresh(*changed)  # (one refresh: a busy server's sample changes most rows)
 
@@ -317,9 +317,16 @@ class ThroughputPane(Widget, can_focus=True):
     def _strip(self, cells: Iterable[charts.Cell], width: int) -> Strip:
         base = self._base_style()
         styles = self._role_styles(base)
-        return Strip(
-            [Segment(text, styles.get(role, styles[charts.TEXT])) for text, role in cells]
-        ).adjust_cell_length(width, base)
+        text_style = styles[charts.TEXT]
+        segments = [Segment(text, styles.get(role, text_style)) for text, role in cells]
+        # Padded here, its length counted once over the row's text: `adjust_cell_length`
+        # counted each segment's cells and made a second Strip (a legend row each sample).
+        used = cell_len("".join(text for text, _ in cells))
+        if used > width:
+            return Strip(segments).adjust_cell_length(width, base)  # (cut to the width)
+        if used < width:
+            segments.append(Segment(" " * (width - used), base))
+        return Strip(segments, width)
 
     def _draw(
         self, width: int, chart: charts.ChartInput, layout: charts.ChartLayout
