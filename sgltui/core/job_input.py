@@ -42,26 +42,36 @@ def prompt_text(body: dict[str, Any]) -> str:
     return ""
 
 
-def sample(path: Path, lines: int = SAMPLE_LINES) -> InputSample:
-    prompts: list[str] = []
-    outputs: list[float] = []
+def first_bodies(path: Path, lines: int = SAMPLE_LINES) -> list[dict[str, Any]] | None:
+    """The request bodies of the input's first `lines` lines (lines that are not a batch line
+    with a body are passed over); None where the file cannot be read."""
+    bodies: list[dict[str, Any]] = []
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
             for i, line in enumerate(fh):
                 if i >= lines:
                     break
                 try:
-                    body = json.loads(line).get("body") or {}
+                    body = json.loads(line).get("body")
                 except (ValueError, AttributeError):
                     continue
-                if not isinstance(body, dict):
-                    continue
-                prompts.append(prompt_text(body))
-                limit = body.get("max_tokens") or body.get("max_completion_tokens")
-                if isinstance(limit, int) and limit > 0:
-                    outputs.append(float(limit))
+                if isinstance(body, dict):
+                    bodies.append(body)
     except OSError:
+        return None
+    return bodies
+
+
+def sample(path: Path, lines: int = SAMPLE_LINES) -> InputSample:
+    bodies = first_bodies(path, lines)
+    if bodies is None:
         return InputSample(None, None, None)
+    prompts = [prompt_text(body) for body in bodies]
+    outputs: list[float] = []
+    for body in bodies:
+        limit = body.get("max_tokens") or body.get("max_completion_tokens")
+        if isinstance(limit, int) and limit > 0:
+            outputs.append(float(limit))
     mean_prompt = sum(len(p) for p in prompts) / len(prompts) / CHARS_PER_TOKEN if prompts else None
     return InputSample(
         prompt_tokens=mean_prompt,

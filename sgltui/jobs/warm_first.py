@@ -19,7 +19,6 @@ reordered (`plan` is None).
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,21 +46,10 @@ def plan(
 ) -> Plan | None:
     """Warm-first for the job at `path`, from its first `lines` lines; None where they share no
     prefixes (the job is sent in file order, as before)."""
-    prompts: list[str] = []
-    try:
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            for i, line in enumerate(fh):
-                if i >= lines:
-                    break
-                try:
-                    body = json.loads(line).get("body")
-                except (ValueError, AttributeError):
-                    continue
-                if isinstance(body, dict):
-                    prompts.append(job_input.prompt_text(body))
-    except OSError:
+    bodies = job_input.first_bodies(path, lines)
+    if bodies is None:
         return None
-    found = prefix_reuse.prefix_key(prompts)
+    found = prefix_reuse.prefix_key([job_input.prompt_text(body) for body in bodies])
     if found is None:
         return None
     k, distinct = found
