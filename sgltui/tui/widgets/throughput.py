@@ -314,13 +314,14 @@ class ThroughputPane(Widget, can_focus=True):
         self.refresh(*changed)
         return True
 
-    def _strip(self, cells: Iterable[charts.Cell], width: int) -> Strip:
+    def _strip(self, cells: Sequence[charts.Cell], width: int) -> Strip:
         base = self._base_style()
         styles = self._role_styles(base)
         text_style = styles[charts.TEXT]
         segments = [Segment(text, styles.get(role, text_style)) for text, role in cells]
         # Padded here, its length counted once over the row's text: `adjust_cell_length`
         # counted each segment's cells and made a second Strip (a legend row each sample).
+        # (`cells` is read twice: a sequence, the rows' tuples that key the kept strips.)
         used = cell_len("".join(text for text, _ in cells))
         if used > width:
             return Strip(segments).adjust_cell_length(width, base)  # (cut to the width)
