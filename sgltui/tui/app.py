@@ -446,7 +446,12 @@ class SgltuiApp(App[str | None]):
         # tail would append and scroll for nobody (its lines wait in the feed).
         try:
             tabs = self._tabs
-            if tabs is None or not tabs.is_attached:  # a DOM query per flush: once instead
+            # Whether the panes are still linked to the app, asked once a flush of the tabs:
+            # no pane is ever removed on its own, so they are linked while the tabs are
+            # (`is_attached` walks every ancestor: once a pane, it was half the flush's own
+            # calls). Shutting down, query_one says NoMatches.
+            if tabs is None or not tabs.is_attached:
+                self._panes.clear()
                 tabs = self._tabs = self.query_one(TabbedContent)
             active = tabs.active
             hidden = set()
@@ -462,9 +467,10 @@ class SgltuiApp(App[str | None]):
 
     def pane(self, name: str) -> Widget:
         """The pane of panes.py's table named `name`, looked up once: a DOM query per pane and
-        per draw cost a tenth of an idle second's drawing."""
+        per draw cost a tenth of an idle second's drawing. (Kept while the tabs are linked to
+        the app: `_flush_dirty` asks that once a flush and forgets the panes when not.)"""
         found = self._panes.get(name)
-        if found is None or not found.is_attached:  # (shutting down: query_one says so)
+        if found is None:
             found = self._panes[name] = self.query_one(f"#{name}")
         return found
 

@@ -681,3 +681,38 @@ async def test_pushes_of_one_tick_are_drawn_by_one_flush_message():
         assert len(flushes) - before == 1
         legend = "".join(seg.text for seg in app.query_one(ThroughputPane).render_line(0))
         assert "4.32k" in legend, legend
+
+
+async def test_a_flush_asks_once_whether_the_panes_are_linked(monkeypatch):
+    """Drawing every pane in a flush asks the DOM whether the panes are still linked to the
+    app once (of the tabs), not once a pane: `is_attached` walks every ancestor, and a pane
+    is never removed on its own. A pane asked each draw fails this; the panes still draw."""
+    from textual.message_pump import MessagePump
+
+    from sgltui.tui import model as M
+    from sgltui.tui import panes
+    from sgltui.tui.widgets.throughput import ThroughputPane
+    from tests.support.scripted import make_sample
+
+    asked: list[str | None] = []
+    linked = MessagePump.is_attached
+
+    def counting(self: MessagePump) -> bool:
+        asked.append(getattr(self, "id", None))
+        return linked.fget(self)
+
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        monkeypatch.setattr(MessagePump, "is_attached", property(counting))
+        sample = make_sample(5.0)
+        sample["engine"]["0"]["gen_throughput"] = 2468.0
+        src.feed({"push": "sample", "data": sample})
+        app.mark(*{area for p in panes.PANES for area in p.areas} | {M.SERVERS})
+        await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+        monkeypatch.setattr(MessagePump, "is_attached", linked)
+        names = {p.name for p in panes.PANES}
+        assert [a for a in asked if a in names] == [], asked
+        legend = "".join(seg.text for seg in app.query_one(ThroughputPane).render_line(0))
+        assert "2.47k" in legend, legend
