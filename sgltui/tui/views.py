@@ -500,10 +500,6 @@ def _mem(used: float | None, total: float | None) -> str:
     return f"{used / units.GIB:.0f}/{total / units.GIB:.0f}G"
 
 
-def _req(f: SlotFigures) -> str:
-    return "-" if f.running is None else f"{f.running}/{f.queued or 0}"
-
-
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -562,7 +558,8 @@ def slot_head(slot: protocol.SlotStatus, selected: bool, down: str | None = None
 
 def slot_figures_text(f: SlotFigures) -> str:
     """The figures of a slot's row, plain: ' 141    4/3  80/140G'."""
-    return f" {units.sig3(f.tok_s):>7}  {_req(f):>5}  {_mem(f.mem_used, f.mem_total)}"
+    req = "-" if f.running is None else f"{f.running}/{f.queued or 0}"
+    return f" {units.sig3(f.tok_s):>7}  {req:>5}  {_mem(f.mem_used, f.mem_total)}"
 
 
 def unmanaged_row(u: protocol.Unmanaged, selected: bool) -> str:

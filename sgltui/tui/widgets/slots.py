@@ -200,20 +200,20 @@ class SlotsPane(ScrollView, can_focus=True):
     # -- drawing -----------------------------------------------------------------------------
 
     def _refresh_row(self, index: int) -> None:
+        """Repaint a row whose look changed (the highlight, the focus), drawn afresh."""
+        self._strips.pop(index, None)
         self._refresh_rows([index])
 
     def _refresh_rows(self, indexes: list[int]) -> None:
-        """Repaint these rows, in one refresh (a sample changes most rows of a busy pool)."""
+        """Repaint these rows (ascending), in one refresh (a sample changes most rows of a
+        busy pool). Their kept Strips stay: a row whose parts changed has another key, and
+        is drawn afresh by render_line."""
         if not indexes:
             return
         area, top = self.scrollable_content_region, self.scroll_offset.y
-        shown = []
-        for index in indexes:
-            self._strips.pop(index, None)
-            if 0 <= index - top < area.height:
-                shown.append(index - top)
+        shown = [index - top for index in indexes if 0 <= index - top < area.height]
         # A region per run of rows (strips.row_spans): a busy sample's 9 rows are one.
-        regions = [Region(0, y, area.width, n) for y, n in strips.row_spans(sorted(shown))]
+        regions = [Region(0, y, area.width, n) for y, n in strips.row_spans(shown)]
         if regions:
             self.refresh(*regions)
 
@@ -288,7 +288,7 @@ class SlotsPane(ScrollView, can_focus=True):
         cost). What a changed row costs is a few look-ups: its head's segments, the
         figures' style at their cell and the padding are kept too, per look."""
         head, plain, tail = parts
-        drawn, x = self._part(head, look, style)
+        drawn, x = self._heads.get((head, *look)) or self._part(head, look, style)
         figures: tuple[Segment, ...] = ()
         if plain:
             at = self._fills.get(("at", x, *look))
