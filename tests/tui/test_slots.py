@@ -489,3 +489,20 @@ async def test_rows_changed_by_a_sample_are_repainted_as_one_region_per_run():
         src.feed({"push": "sample", "data": one})
         await until(pilot, lambda: "777" in rows(app)[1])
         assert refreshed == [(Region(0, 1, width, 1), Region(0, 3, width, 1))]  # b, the pool
+
+
+async def test_the_slots_views_title_follows_a_short_screen():
+    """The column names in the border are set when the screen turns short or tall (not
+    escaped again with every sample): a resize across 32 lines changes them at once."""
+    from textual.markup import escape
+
+    app = app_with(ScriptedSource(make_host_status(2)))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        pane = app.query_one(SlotsPane)
+        tall, short = escape(views.SLOT_COLUMNS[2:]), escape(views.SLOT_COLUMNS[1:])
+        await until(pilot, lambda: pane.border_title == tall)
+        await pilot.resize_terminal(120, 30)
+        await until(pilot, lambda: pane.border_title == short)
+        await pilot.resize_terminal(120, 40)
+        await until(pilot, lambda: pane.border_title == tall)

@@ -5,7 +5,8 @@ profile key acts on); a pool's row shows every slot's logs, and a profile key th
 pool. Hidden with one slot. A fleet's host that is down keeps its last slots here, dimmed, with
 since when it is unreachable (`down`: host -> that line).
 
-The rows are views.slot_row/pool_row; this widget only lists them and says which was picked.
+The rows are views.slot_row/pool_row, in parts (slotsheet.SlotSheet keeps their heads and
+tails from one sample to the next); this widget only lists them and says which was picked.
 It draws its own lines (the Line API), one cached Strip per row: a sample changes the figures
 of a few rows, and only those rows are rebuilt and repainted. (An OptionList rebuilt and
 repainted every row on any change of one: with 8 slots, the largest part of an idle TUI's CPU.)
