@@ -414,7 +414,12 @@ async def test_a_pools_tail_is_placed_after_figures_of_any_width():
         assert tail, "the pool's row has a gateway"
         width = pane.scrollable_content_region.width
         style = pane.get_visual_style("slots--row")
-        for figures in (plain, " 12345.6  " + plain, plain, " 7 "):
+        # (A roll's tail ends in plain text: " slot b (1/2 done)".)
+        rolling = "[b $warning]rolling → demo-mtp[/] slot b (1/2 done)"
+        for figures, tail in (
+            *((f, tail) for f in (plain, " 12345.6  " + plain, plain, " 7 ")),
+            *((f, rolling) for f in (plain, " 7 ")),
+        ):
             parts = (head, figures, tail)
             line = pane._row_strip(parts, width, (False, False, app.theme), style)
             assert line.text.rstrip() == Content.from_markup(views.joined(parts)).plain
