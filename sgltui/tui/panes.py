@@ -167,9 +167,11 @@ def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
             screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
             pane.display = False
         return
-    figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in m.slots}
-    seen = (figures, screen.has_class("-short"))
-    if not dirty & {M.SERVERS, M.HOSTS} and seen == host.slots_seen:
+    slots = m.slots  # (made anew at each read: read once)
+    figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in slots}
+    short = screen.has_class("-short")
+    seen, was = (figures, short), host.slots_seen
+    if not dirty & {M.SERVERS, M.HOSTS} and seen == was:
         return
     host.slots_seen = seen
     rows = pane.row_count
@@ -177,12 +179,14 @@ def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
         pane.display = True
         screen.set_class(True, "-slots")
     # The column names in the border, over the rows: a round border's corner and the
-    # title's own space take two cells, a short screen's top line one.
-    title = escape(views.SLOT_COLUMNS[1 if screen.has_class("-short") else 2 :])
-    if pane.border_title != title:
-        pane.border_title = title
+    # title's own space take two cells, a short screen's top line one. (Set when -short
+    # changes, not escaped again with every sample.)
+    if was[1:] != (short,):
+        title = escape(views.SLOT_COLUMNS[1 if short else 2 :])
+        if pane.border_title != title:
+            pane.border_title = title
     down = host.fleet.unreachable() if host.fleet is not None else None
-    pane.show(m.slots, m.pools, figures, m.current_id, down, m.unmanaged)
+    pane.show(slots, m.pools, figures, m.current_id, down, m.unmanaged)
     if pane.row_count != rows:
         host.mark(M.CHART)  # the chart's room changed with the slots view's height
 

@@ -466,13 +466,17 @@ def slot_figures(
 ) -> SlotFigures:
     """A slot's throughput, requests and GPU memory: its share on the GPUs it is given (or,
     not placed, on the GPUs its server is seen on)."""
-    serving = slot.state in (SlotState.READY, SlotState.DRAINING)
+    serving = slot.state in _SERVING
     eng = engine or {}
-    mine = [
-        g for g in gpus if g.index in slot.gpus or (not slot.gpus and slot.id in g.server_bytes)
-    ]
-    used = sum(float(g.server_bytes.get(slot.id) or 0) for g in mine)
-    total = sum(float(g.total_bytes or 0) for g in mine)
+    # One loop, not a list and two sums of generators: every slot's figures are made each
+    # sample, and each step of a generator is a call. (Byte counts: the sums are exact.)
+    sid, placed = slot.id, slot.gpus
+    mine, used, total = False, 0.0, 0.0
+    for g in gpus:
+        if g.index in placed or (not placed and sid in g.server_bytes):
+            mine = True
+            used += float(g.server_bytes.get(sid) or 0)
+            total += float(g.total_bytes or 0)
     return SlotFigures(
         tok_s=_num(eng.get("gen_throughput")) if serving else None,
         running=int(eng.get("num_running_reqs") or 0) if serving else None,
@@ -480,6 +484,9 @@ def slot_figures(
         mem_used=used if mine else None,
         mem_total=total if mine else None,
     )
+
+
+_SERVING = (SlotState.READY, SlotState.DRAINING)
 
 
 SLOT_COLUMNS = (
@@ -491,10 +498,6 @@ def _mem(used: float | None, total: float | None) -> str:
     if used is None or not total:
         return "-"
     return f"{used / units.GIB:.0f}/{total / units.GIB:.0f}G"
-
-
-def _req(f: SlotFigures) -> str:
-    return "-" if f.running is None else f"{f.running}/{f.queued or 0}"
 
 
 def _cut(text: str, width: int) -> str:
@@ -555,7 +558,8 @@ def slot_head(slot: protocol.SlotStatus, selected: bool, down: str | None = None
 
 def slot_figures_text(f: SlotFigures) -> str:
     """The figures of a slot's row, plain: ' 141    4/3  80/140G'."""
-    return f" {units.sig3(f.tok_s):>7}  {_req(f):>5}  {_mem(f.mem_used, f.mem_total)}"
+    req = "-" if f.running is None else f"{f.running}/{f.queued or 0}"
+    return f" {units.sig3(f.tok_s):>7}  {req:>5}  {_mem(f.mem_used, f.mem_total)}"
 
 
 def unmanaged_row(u: protocol.Unmanaged, selected: bool) -> str:
@@ -593,14 +597,25 @@ def pool_row_parts(
 ) -> LineParts:
     """`pool_row` in parts: the styled head (name, profile, ready count), the summed figures
     as plain text, the gateway's styled tail (a roll's progress is in it: plain text in the
-    tail stays with it)."""
+    tail stays with it). The two spaces before the tail end the figures' plain text."""
+    head, tail = pool_head_tail(pool, slots, down, gone)
+    return (head, pool_figures_text(figures) + (POOL_GAP if tail else ""), tail)
+
+
+POOL_GAP = "  "  # between a pool row's figures and its tail
+
+
+def pool_head_tail(
+    pool: protocol.PoolStatus,
+    slots: list[protocol.SlotStatus],
+    down: str | None = None,
+    gone: Collection[str] = (),
+) -> tuple[str, str]:
+    """A pool row's styled head and tail (see pool_row_parts; the tail, if any, goes after
+    POOL_GAP): what its STATUS says (its slots' states and profiles, its gateway or roll),
+    not what a sample's figures do."""
     ready = sum(1 for s in slots if s.state == SlotState.READY and s.id not in gone)
     profiles = {s.profile for s in slots if s.profile and s.state != SlotState.STOPPED}
-    tok = [f.tok_s for f in figures if f.tok_s is not None]
-    run = [f for f in figures if f.running is not None]
-    used = [f.mem_used for f in figures if f.mem_used is not None]
-    total = [f.mem_total for f in figures if f.mem_total is not None]
-    req = f"{sum(f.running or 0 for f in run)}/{sum(f.queued or 0 for f in run)}" if run else "-"
     what = (
         next(iter(profiles))
         if len(profiles) == 1
@@ -612,30 +627,49 @@ def pool_row_parts(
     roll = pool.roll
     at = roll.slot if roll is not None else None  # none: a fleet.toml pool's `up`
     if down is not None:
-        gw = f"  [dim]gateway's host {escape(down)}[/]"
+        gw = f"[dim]gateway's host {escape(down)}[/]"
     elif pool.error:
-        gw = f"  [$error]{escape(pool.error)}[/]"
+        gw = f"[$error]{escape(pool.error)}[/]"
     elif roll is not None and roll.state == "rolling" and roll.kind == "up":
-        gw = f"  [b $warning]starting {escape(str(roll.profile))} on {len(slots)} slots[/]"
+        gw = f"[b $warning]starting {escape(str(roll.profile))} on {len(slots)} slots[/]"
     elif roll is not None and roll.state == "rolling":
         gw = (
-            f"  [b $warning]rolling → {escape(str(roll.profile))}[/]"
+            f"[b $warning]rolling → {escape(str(roll.profile))}[/]"
             f"{escape(f' slot {at}' if at else '')} ({len(roll.done)}/{len(slots)} done)"
         )
     elif roll is not None and roll.state == "stopped":
         what = "start" if roll.kind == "up" else "roll"
-        gw = f"  [$error]{what} stopped{escape(f' at {at}' if at else '')}: {escape(str(roll.error))}[/]"
+        gw = f"[$error]{what} stopped{escape(f' at {at}' if at else '')}: {escape(str(roll.error))}[/]"
     elif pool.gateway is not None and pool.gateway.state:
-        gw = f"  [dim]gateway {escape(pool.gateway.state)}[/]"
+        gw = f"[dim]gateway {escape(pool.gateway.state)}[/]"
     head = (
         f"  [b]{escape(_cut('pool ' + pool.name, 14)):<14}[/] "
         f"{escape(_cut(what, 18)):<18} [{style}]{escape(f'{state:<11}')}[/]"
     )
-    plain = (
+    return head, gw
+
+
+def pool_figures_text(figures: list[SlotFigures]) -> str:
+    """A pool row's figures, plain: its slots' summed throughput, requests and memory, each
+    '-' where none of its slots has it. One loop (see slot_figures): made each sample."""
+    # (The throughputs summed by sum(), as before: from Python 3.12 it rounds less than a
+    # loop's additions; byte and request counts are exact either way.)
+    tok = [f.tok_s for f in figures if f.tok_s is not None]
+    used = total = 0.0
+    running = queued = 0
+    has_run = has_used = has_total = False
+    for f in figures:
+        if f.running is not None:
+            running, queued, has_run = running + f.running, queued + (f.queued or 0), True
+        if f.mem_used is not None:
+            used, has_used = used + f.mem_used, True
+        if f.mem_total is not None:
+            total, has_total = total + f.mem_total, True
+    req = f"{running}/{queued}" if has_run else "-"
+    return (
         f" {units.sig3(sum(tok)) if tok else '-':>7}  {req:>5}  "
-        f"{_mem(sum(used) if used else None, sum(total) if total else None)}"
+        f"{_mem(used if has_used else None, total if has_total else None)}"
     )
-    return (head, plain, gw)
 
 
 HOST_NAME_WIDTH = 16  # the Hosts view's widest name column (a selector's pods: k.sgltui-0)

@@ -8,6 +8,7 @@ import pytest
 from textual import events
 from textual.content import Content
 
+from sgltui.tui import views
 from sgltui.tui.screens import DrainChoice, SlotOrPool
 from sgltui.tui.widgets.memory import MemoryPane
 from sgltui.tui.widgets.profiles import ProfilesPane
@@ -318,63 +319,137 @@ async def test_a_row_is_one_strip_of_its_parts_and_reads_as_its_markup(monkeypat
             assert line.text == plain.ljust(width) and line.cell_length == width
 
 
-def test_a_rows_head_is_kept_only_while_its_slot_pick_and_host_are_the_same():
-    """The slots view keeps each slot's styled head between samples (a sample changes the
-    figures only); a new SlotStatus (a STATUS or an event: the model never changes one in
-    place) or another pick draws it afresh, and a slot gone drops it."""
+def test_a_sheet_is_kept_while_its_status_pick_and_hosts_read_the_same():
+    """The slots view keeps its rows' heads and tails (a SlotSheet) between samples: a
+    STATUS polled again (equal Structs made anew) keeps it; a slot, a pool, the pick, a host
+    down or a server found that reads differently does not. Its rows are the rows the
+    renderers draw, each sample's figures filled in."""
     import msgspec
 
-    from sgltui.tui import views
+    from sgltui import protocol
     from sgltui.tui.model import TuiModel
+    from sgltui.tui.widgets.slotsheet import SlotSheet
 
     m = TuiModel()
-    m.apply_status(make_host_status(3))
+    status = make_host_status(3)
+    m.apply_status(status)
     slots, pools = m.slots, m.pools
 
     def figures(t: float) -> dict[str, views.SlotFigures]:
         m.apply_push({"push": "sample", "data": make_host_sample(t, slot_names(3))})
         return {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in slots}
 
-    heads: dict = {}
-    first = SlotsPane.rows(slots, pools, figures(1.0), "a", heads=heads)
-    assert first == SlotsPane.rows(slots, pools, figures(1.0), "a")
-    kept = heads["b"][3]
-    later = SlotsPane.rows(slots, pools, figures(9.0), "a", heads=heads)
-    assert heads["b"][3] is kept  # a sample: the same head, new figures
-    assert later == SlotsPane.rows(slots, pools, figures(9.0), "a") and later != first
-    # A slot that changed (a new Struct), another pick: as drawn afresh.
+    sheet = SlotSheet(slots, pools, "a")
+    assert sheet.fits(slots, pools, "a", None, ()) and sheet.picked == 0
+    m.apply_status(status)  # polled again: new Structs, equal
+    assert m.slots[0] is not slots[0] and sheet.fits(m.slots, m.pools, "a", {}, [])
     changed = [msgspec.structs.replace(slots[0], state="draining"), *slots[1:]]
-    for picked in ("a", "b"):
-        got = SlotsPane.rows(changed, pools, figures(9.0), picked, heads=heads)
-        assert got == SlotsPane.rows(changed, pools, figures(9.0), picked)
-    assert "draining" in SlotsPane.rows(changed, pools, figures(9.0), "a", heads=heads)[0][1]
-    SlotsPane.rows(changed[:2], pools, figures(9.0), "a", heads=heads)
-    assert set(heads) == {"a", "b"}
+    gateway = [msgspec.structs.replace(pools[0], gateway=protocol.PoolGateway(state="down"))]
+    found = [protocol.Unmanaged(pid=7, kind="sglang")]
+    assert not sheet.fits(changed, pools, "a", None, ())
+    assert not sheet.fits(slots, gateway, "a", None, ())
+    assert not sheet.fits(slots, pools, "b", None, ())
+    assert not sheet.fits(slots, pools, "a", {"h": "unreachable since 14:02"}, ())
+    assert not sheet.fits(slots, pools, "a", None, found)
+    for t in (1.0, 9.0):
+        figs = figures(t)
+        want = [views.slot_row(s, figs[s.id], s.id == "a") for s in slots]
+        want.append(views.pool_row(pools[0], slots, [figs[s.id] for s in slots]))
+        assert [views.joined(row) for row in sheet.rows(figs)] == want
+    assert "draining" in views.joined(SlotSheet(changed, pools, "a").rows(figs)[0])
+    assert "gateway down" in SlotSheet(slots, gateway, "a").rows(figs)[-1][2]
+
+
+def test_a_pools_figures_sum_its_slots_and_say_dash_for_none():
+    from sgltui.tui.views import SlotFigures, pool_figures_text
+
+    gib = 1024**3
+    busy = SlotFigures(tok_s=100.5, running=4, queued=3, mem_used=80 * gib, mem_total=140 * gib)
+    idle = SlotFigures(tok_s=0.0, running=0, queued=None, mem_used=10 * gib, mem_total=None)
+    assert pool_figures_text([busy, idle, SlotFigures()]) == "     100    4/3  90/140G"
+    assert pool_figures_text([SlotFigures(), SlotFigures()]) == "       -      -  -"
+    assert pool_figures_text([busy, busy]) == "     201    8/6  160/280G"
+
+
+async def test_a_sample_draws_no_rows_head_or_tail_again(monkeypatch):
+    """A sample changes the figures only: the rows' heads and tails (slot_head, the pool's
+    head and gateway) are made for a STATUS or an event, not for every sample."""
+    import copy
+
+    made: list[str] = []
+    for name in ("slot_head", "pool_head_tail"):
+        real = getattr(views, name)
+        monkeypatch.setattr(
+            views, name, lambda *a, real=real, name=name, **k: made.append(name) or real(*a, **k)
+        )
+    src = ScriptedSource(make_host_status(3))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await until(pilot, lambda: len(rows(app)) == 4)
+        sample = make_host_sample(50, ["a", "b", "c"])
+        made.clear()
+        for tok in (701.0, 702.0, 777.0):
+            sample = copy.deepcopy(sample)
+            sample["ts"] += 1
+            sample["engine"]["b"]["gen_throughput"] = tok
+            src.feed({"push": "sample", "data": sample})
+            await until(pilot, lambda tok=tok: f"{tok:.0f}" in rows(app)[1])
+        assert made == []
+        src.feed(event("swap.step", slot="b", step="draining", to="demo-mtp", **{"from": "x"}))
+        await until(pilot, lambda: "swap" in rows(app)[1])
+        assert "slot_head" in made and "pool_head_tail" in made
 
 
 async def test_a_pools_tail_is_placed_after_figures_of_any_width():
     """The pool's styled tail (its gateway) is kept per place: figures of another width move
     it, and each segment's cell offset (text selection reads them) is where it is drawn."""
-    from sgltui.tui.widgets import strips
 
     app = app_with(ScriptedSource(make_host_status(2, ["demo-mtp", "demo-no-mtp"])))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         pane = app.query_one(SlotsPane)
         await until(pilot, lambda: pane.row_count == 3)
-        head, plain, tail = strips.split_plain(str(pane.options[-1].prompt))
+        head, plain, tail = pane._parts[-1]
         assert tail, "the pool's row has a gateway"
         width = pane.scrollable_content_region.width
         style = pane.get_visual_style("slots--row")
-        for figures in (plain, " 12345.6  " + plain, plain, " 7 "):
-            line = pane._row_strip(head + figures + tail, width, (False, False, app.theme), style)
-            assert line.text.rstrip() == Content.from_markup(head + figures + tail).plain
+        # (A roll's tail ends in plain text: " slot b (1/2 done)".)
+        rolling = "[b $warning]rolling → demo-mtp[/] slot b (1/2 done)"
+        for figures, tail in (
+            *((f, tail) for f in (plain, " 12345.6  " + plain, plain, " 7 ")),
+            *((f, rolling) for f in (plain, " 7 ")),
+        ):
+            parts = (head, figures, tail)
+            line = pane._row_strip(parts, width, (False, False, app.theme), style)
+            assert line.text.rstrip() == Content.from_markup(views.joined(parts)).plain
             x = 0
             for seg in line:
                 meta = seg.style.meta if seg.style is not None else {}
                 if "offset" in meta and seg.text.strip():
                     assert meta["offset"][0] == x, (figures, seg.text)
                 x += len(seg.text)
+
+
+async def test_a_rows_figures_are_counted_in_cells_wide_or_not():
+    """A row is padded to the width after its figures, counted in cells: figures of digits
+    as their characters, wide or zero-width characters as cells (a row padded by characters
+    would be too wide, or too narrow, for its Strip's length)."""
+    from rich.cells import cell_len
+
+    app = app_with(ScriptedSource(make_host_status(2, ["demo-mtp", "demo-no-mtp"])))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        pane = app.query_one(SlotsPane)
+        await until(pilot, lambda: pane.row_count == 3)
+        width = pane.scrollable_content_region.width
+        style = pane.get_visual_style("slots--row")
+        for head, _, tail in (pane._parts[0], pane._parts[-1]):
+            for figures in (" 141    4/3  80/140G", " 全角  4/3", " a\u200bb  4/3"):
+                parts = (head, figures, tail)
+                line = pane._row_strip(parts, width, (False, False, app.theme), style)
+                assert line.cell_length == width and cell_len(line.text) == width, figures
+                assert line.text.rstrip() == Content.from_markup(views.joined(parts)).plain
 
 
 async def test_rows_changed_by_a_sample_are_repainted_as_one_region_per_run():
@@ -419,3 +494,20 @@ async def test_rows_changed_by_a_sample_are_repainted_as_one_region_per_run():
         src.feed({"push": "sample", "data": one})
         await until(pilot, lambda: "777" in rows(app)[1])
         assert refreshed == [(Region(0, 1, width, 1), Region(0, 3, width, 1))]  # b, the pool
+
+
+async def test_the_slots_views_title_follows_a_short_screen():
+    """The column names in the border are set when the screen turns short or tall (not
+    escaped again with every sample): a resize across 32 lines changes them at once."""
+    from textual.markup import escape
+
+    app = app_with(ScriptedSource(make_host_status(2)))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        pane = app.query_one(SlotsPane)
+        tall, short = escape(views.SLOT_COLUMNS[2:]), escape(views.SLOT_COLUMNS[1:])
+        await until(pilot, lambda: pane.border_title == tall)
+        await pilot.resize_terminal(120, 30)
+        await until(pilot, lambda: pane.border_title == short)
+        await pilot.resize_terminal(120, 40)
+        await until(pilot, lambda: pane.border_title == tall)

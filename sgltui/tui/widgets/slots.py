@@ -5,7 +5,8 @@ profile key acts on); a pool's row shows every slot's logs, and a profile key th
 pool. Hidden with one slot. A fleet's host that is down keeps its last slots here, dimmed, with
 since when it is unreachable (`down`: host -> that line).
 
-The rows are views.slot_row/pool_row; this widget only lists them and says which was picked.
+The rows are views.slot_row/pool_row, in parts (slotsheet.SlotSheet keeps their heads and
+tails from one sample to the next); this widget only lists them and says which was picked.
 It draws its own lines (the Line API), one cached Strip per row: a sample changes the figures
 of a few rows, and only those rows are rebuilt and repainted. (An OptionList rebuilt and
 repainted every row on any change of one: with 8 slots, the largest part of an idle TUI's CPU.)
@@ -32,6 +33,7 @@ from textual.widgets.option_list import Option
 from sgltui import protocol
 from sgltui.tui import views
 from sgltui.tui.widgets import strips
+from sgltui.tui.widgets.slotsheet import SlotSheet
 
 
 class SlotsPane(ScrollView, can_focus=True):
@@ -79,13 +81,15 @@ class SlotsPane(ScrollView, can_focus=True):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._rows: list[tuple[str, str]] = []  # (row id, markup), in order
+        self._ids: list[str] = []  # the rows' ids, in order
+        self._parts: list[views.LineParts] = []  # the rows' (head, figures, tail)
+        self._sheet: SlotSheet | None = None  # what the last STATUS, pick and hosts fixed
         # row index -> (the key it was drawn for, its Strip)
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
-        # (part markup, look) -> its Strip
-        self._heads: dict[tuple[object, ...], Strip] = {}
-        # slot -> (its SlotStatus, picked, down, its row's head): see rows
-        self._slot_heads: dict[str, tuple[object, bool, str | None, str]] = {}
+        # (part markup, look) and ("@", x, tail markup, look) -> (its segments, its cells)
+        self._heads: dict[tuple[object, ...], tuple[tuple[Segment, ...], int]] = {}
+        # ("at", x, look) -> the figures' style at cell x; ("pad", cells, look) -> the padding
+        self._fills: dict[tuple[object, ...], Any] = {}
         # What every line of a frame shares (render_lines): the width, the two looks, focus.
         self._frame: tuple[int, Any, Any, bool] | None = None
 
@@ -93,7 +97,7 @@ class SlotsPane(ScrollView, can_focus=True):
     def options(self) -> list[Option]:
         """The rows as Options (id "slot:NAME" or "pool:NAME", prompt the row's markup), made
         when asked: a busy sample changes every row, and nothing on screen reads them."""
-        return [Option(text, id=i) for i, text in self._rows]
+        return [Option(views.joined(p), id=i) for i, p in zip(self._ids, self._parts, strict=True)]
 
     def show(
         self,
@@ -104,26 +108,26 @@ class SlotsPane(ScrollView, can_focus=True):
         down: Mapping[str, str] | None = None,
         unmanaged: Sequence[protocol.Unmanaged] = (),
     ) -> None:
-        rows = self.rows(slots, pools, figures, selected, down, unmanaged, self._slot_heads)
-        old = self._rows
-        self._rows = rows
-        if [i for i, _ in old] != [i for i, _ in rows]:
+        sheet = self._sheet
+        if sheet is None or not sheet.fits(slots, pools, selected, down, unmanaged):
+            sheet = self._sheet = SlotSheet(slots, pools, selected, down, unmanaged)
+        rows = sheet.rows(figures)
+        old, self._parts = self._parts, rows
+        if self._ids != sheet.ids:
+            self._ids = sheet.ids
             self._strips.clear()
             self.virtual_size = Size(self.scrollable_content_region.width, len(rows))
             self.refresh(layout=len(old) != len(rows))
         else:  # the same rows: repaint only those that read differently (no layout)
-            changed = []
-            for index, ((_, was), (_, now)) in enumerate(zip(old, rows, strict=True)):
-                if was != now:
-                    changed.append(index)
-            self._refresh_rows(changed)
-        want = f"slot:{selected}" if selected is not None else None
-        names = [i for i, _ in rows]
-        if self.highlighted is not None and self.highlighted >= len(rows):
-            self.highlighted = len(rows) - 1 if rows else None
+            self._refresh_rows([i for i in range(len(rows)) if rows[i] != old[i]])
         # The highlight follows the model until the operator moves it (the pane has focus).
-        if not self.operator_has_it and want in names and self.highlighted != names.index(want):
-            self.highlighted = names.index(want)
+        # (The reactive read first: where the highlight already is, that is all it costs.)
+        at, want = self.highlighted, sheet.picked
+        if at is not None and at >= len(rows):
+            self.highlighted = len(rows) - 1 if rows else None
+            at = self.highlighted
+        if want is not None and at != want and not self.operator_has_it:
+            self.highlighted = want
 
     @staticmethod
     def rows(
@@ -133,54 +137,11 @@ class SlotsPane(ScrollView, can_focus=True):
         selected: str | None,
         down: Mapping[str, str] | None = None,
         unmanaged: Sequence[protocol.Unmanaged] = (),
-        heads: dict[str, tuple[object, bool, str | None, str]] | None = None,
     ) -> list[tuple[str, str]]:
         """(row id, markup) of every row: each pool's slots, then the pool's own row, then the
-        slots in no pool, then the servers found and not managed (dimmed). `heads` keeps
-        each slot's head from one call to the next: it changes with a STATUS (a new
-        SlotStatus), a pick or a host going down, not with a sample's figures."""
-        by_id = {s.id: s for s in slots}
-        rows: list[tuple[str, str]] = []
-        placed: set[str] = set()
-        down = down or {}
-
-        def gone(name: str) -> str | None:  # its host's "unreachable since" line
-            return down.get(name.partition("/")[0]) if "/" in name else None
-
-        def slot_row(s: protocol.SlotStatus) -> tuple[str, str]:
-            picked, away = s.id == selected, gone(s.id)
-            kept = heads.get(s.id) if heads is not None else None
-            if kept is not None and kept[0] is s and kept[1:3] == (picked, away):
-                head = kept[3]
-            else:
-                head = views.slot_head(s, picked, away)
-                if heads is not None:
-                    heads[s.id] = (s, picked, away, head)
-            plain = "" if away is not None else views.slot_figures_text(figures[s.id])
-            return f"slot:{s.id}", views.joined((head, plain, ""))
-
-        for pool in pools:
-            members = [by_id[sid] for sid in pool.slots if sid in by_id]
-            for s in members:
-                # A slot in two pools (its host's `all` and a fleet.toml pool across hosts) is
-                # listed once, above the first; the second pool's row still counts it.
-                if s.id not in placed:
-                    rows.append(slot_row(s))
-                    placed.add(s.id)
-            if members:
-                figs = [figures[s.id] for s in members]
-                away = {s.id for s in members if gone(s.id)}
-                row = views.pool_row(pool, members, figs, gone(pool.name), away)
-                rows.append((f"pool:{pool.name}", row))
-        for s in slots:
-            if s.id not in placed:
-                rows.append(slot_row(s))
-        for u in unmanaged:  # servers the user started, dimmed: `A` attaches the highlighted
-            rows.append((f"found:{u.pid}", views.unmanaged_row(u, False)))
-        if heads is not None and len(heads) > len(by_id):
-            for sid in set(heads) - set(by_id):  # slots gone
-                del heads[sid]
-        return rows
+        slots in no pool, then the servers found and not managed (dimmed)."""
+        sheet = SlotSheet(slots, pools, selected, down, unmanaged)
+        return [(i, views.joined(p)) for i, p in zip(sheet.ids, sheet.rows(figures), strict=True)]
 
     # -- the cursor --------------------------------------------------------------------------
 
@@ -192,9 +153,9 @@ class SlotsPane(ScrollView, can_focus=True):
         return self.app.focused is self
 
     def validate_highlighted(self, value: int | None) -> int | None:
-        if value is None or not self._rows:
+        if value is None or not self._ids:
             return None
-        return max(0, min(value, len(self._rows) - 1))
+        return max(0, min(value, len(self._ids) - 1))
 
     def watch_highlighted(self, was: int | None, now: int | None) -> None:
         for index in (was, now):
@@ -204,28 +165,28 @@ class SlotsPane(ScrollView, can_focus=True):
             return
         self.scroll_to_region(Region(0, now, 1, 1), animate=False, immediate=True)
         if self.operator_has_it:  # the operator moved it (the app's own moves follow the model)
-            kind, _, name = self._rows[now][0].partition(":")
+            kind, _, name = self._ids[now].partition(":")
             if kind == "found":  # not a slot: the screen stays on the one it showed
                 return
             self.post_message(self.Picked(name) if kind == "slot" else self.Picked(None, name))
 
     def found_pid(self) -> int | None:
         """The pid of the highlighted found server's row, if one is highlighted."""
-        if self.highlighted is None or self.highlighted >= len(self._rows):
+        if self.highlighted is None or self.highlighted >= len(self._ids):
             return None
-        kind, _, name = self._rows[self.highlighted][0].partition(":")
+        kind, _, name = self._ids[self.highlighted].partition(":")
         return int(name) if kind == "found" and name.isdigit() else None
 
     def action_cursor(self, step: int) -> None:
-        if self._rows:
+        if self._ids:
             at = self.highlighted
-            self.highlighted = (0 if step > 0 else len(self._rows) - 1) if at is None else at + step
+            self.highlighted = (0 if step > 0 else len(self._ids) - 1) if at is None else at + step
 
     def action_first(self) -> None:
         self.highlighted = 0
 
     def action_last(self) -> None:
-        self.highlighted = len(self._rows) - 1
+        self.highlighted = len(self._ids) - 1
 
     def action_nothing(self) -> None:
         pass
@@ -234,33 +195,34 @@ class SlotsPane(ScrollView, can_focus=True):
         offset = event.get_content_offset(self)
         if offset is not None:
             index = offset.y + self.scroll_offset.y
-            if 0 <= index < len(self._rows):
+            if 0 <= index < len(self._ids):
                 self.highlighted = index
 
     # -- drawing -----------------------------------------------------------------------------
 
     def _refresh_row(self, index: int) -> None:
+        """Repaint a row whose look changed (the highlight, the focus), drawn afresh."""
+        self._strips.pop(index, None)
         self._refresh_rows([index])
 
     def _refresh_rows(self, indexes: list[int]) -> None:
-        """Repaint these rows, in one refresh (a sample changes most rows of a busy pool)."""
+        """Repaint these rows (ascending), in one refresh (a sample changes most rows of a
+        busy pool). Their kept Strips stay: a row whose parts changed has another key, and
+        is drawn afresh by render_line."""
         if not indexes:
             return
         area, top = self.scrollable_content_region, self.scroll_offset.y
-        shown = []
-        for index in indexes:
-            self._strips.pop(index, None)
-            if 0 <= index - top < area.height:
-                shown.append(index - top)
+        shown = [index - top for index in indexes if 0 <= index - top < area.height]
         # A region per run of rows (strips.row_spans): a busy sample's 9 rows are one.
-        regions = [Region(0, y, area.width, n) for y, n in strips.row_spans(sorted(shown))]
+        regions = [Region(0, y, area.width, n) for y, n in strips.row_spans(shown)]
         if regions:
             self.refresh(*regions)
 
     def on_resize(self) -> None:
         self._strips.clear()
         self._heads.clear()
-        self.virtual_size = Size(self.scrollable_content_region.width, len(self._rows))
+        self._fills.clear()
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self._ids))
 
     def on_focus(self) -> None:
         if self.highlighted is not None:
@@ -273,10 +235,10 @@ class SlotsPane(ScrollView, can_focus=True):
     @property
     def row_count(self) -> int:
         """Its rows as of the last show (its height, border aside, once laid out)."""
-        return len(self._rows)
+        return len(self._ids)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self._rows)
+        return len(self._ids)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # Per frame, not per line: the width, the rows' two looks and the focus (each a walk
@@ -306,58 +268,76 @@ class SlotsPane(ScrollView, can_focus=True):
             width, plain, lit_style, focused = frame
         lit = index == self.highlighted
         style = lit_style if lit else plain
-        if not 0 <= index < len(self._rows):
+        if not 0 <= index < len(self._ids):
             return Strip.blank(width, style.rich_style)
-        key = (self._rows[index][1], width, lit, focused, self.app.theme)
+        parts = self._parts[index]
+        key = (parts, width, lit, focused, self.app.theme)
         hit = self._strips.get(index)
         if hit is not None and hit[0] == key:
             return hit[1]
-        strip = self._row_strip(self._rows[index][1], width, key[2:], style)
+        strip = self._row_strip(parts, width, key[2:], style)
         self._strips[index] = (key, strip)
         return strip
 
-    def _row_strip(self, markup: str, width: int, look: tuple[object, ...], style) -> Strip:
+    def _row_strip(
+        self, parts: views.LineParts, width: int, look: tuple[object, ...], style
+    ) -> Strip:
         """A row's line. A row's figures are plain text between its styled parts (slot,
         profile, state before them; a pool's gateway after): the styled parts are drawn once
         and kept, and the figures, which change with every sample, are one plain segment
         (parsing and rendering the whole row's markup each second was most of this pane's
-        cost)."""
-        head, plain, tail = strips.split_plain(markup)
-        drawn = self._part(head, look, style)
-        # One Strip of the parts' segments and the padding (a Strip each for the figures,
-        # the join and the padding cost more than the row's own work, 9 rows a second).
-        segments = list(drawn) if drawn.cell_count else []
-        x = drawn.cell_length
+        cost). What a changed row costs is a few look-ups: its head's segments, the
+        figures' style at their cell and the padding are kept too, per look."""
+        head, plain, tail = parts
+        drawn, x = self._heads.get((head, *look)) or self._part(head, look, style)
+        figures: tuple[Segment, ...] = ()
         if plain:
-            segments.append(Segment(plain, style.rich_style + strips.at(x)))
-            x += cell_len(plain)
+            at = self._fills.get(("at", x, *look))
+            if at is None:
+                at = self._fill(("at", x, *look), style.rich_style + strips.at(x))
+            figures = (Segment(plain, at),)
+            # Figures are digits: as many cells as characters (what cell_len says of any
+            # printable ASCII), counted without its calls; anything else is counted.
+            x += len(plain) if plain.isascii() and plain.isprintable() else cell_len(plain)
+        placed: tuple[Segment, ...] = ()
         if tail:
-            placed = self._placed(tail, x, look, style)
-            if placed.cell_count:
-                segments.extend(placed)
-            x += placed.cell_length
+            placed, cells = self._placed(tail, x, look, style)
+            x += cells
         if x > width:  # too wide: cut with an ellipsis
-            content = Content.from_markup(markup)
+            content = Content.from_markup(views.joined(parts))
             cut = Visual.to_strips(self, content, width, 1, style)
             strip = cut[0] if cut else Strip.blank(width, style.rich_style)
             return strip.extend_cell_length(width, style.rich_style)
+        padding: tuple[Segment, ...] = ()
         if x < width:
-            segments.append(Segment(" " * (width - x), style.rich_style))
-        return Strip(segments, max(x, width))
+            pad = self._fills.get(("pad", width - x, *look))
+            if pad is None:
+                pad = self._fill(
+                    ("pad", width - x, *look), Segment(" " * (width - x), style.rich_style)
+                )
+            padding = (pad,)
+        # One Strip of the parts' segments and the padding (a Strip each for the figures,
+        # the join and the padding cost more than the row's own work, 9 rows a second).
+        return Strip([*drawn, *figures, *placed, *padding], width)
 
-    def _placed(self, markup: str, x: int, look: tuple[object, ...], style) -> Strip:
+    def _placed(
+        self, markup: str, x: int, look: tuple[object, ...], style
+    ) -> tuple[tuple[Segment, ...], int]:
         """A styled tail (a pool's gateway) placed at cell `x`, kept: moving its segments'
         offsets makes a style per segment, and a pool's tail changes with its gateway's state,
         not with the figures before it (which move it only when their width changes)."""
         key = ("@", x, markup, *look)
         found = self._heads.get(key)
         if found is None:
-            found = self._keep(key, strips.shifted(self._part(markup, look, style), x))
+            drawn, cells = self._part(markup, look, style)
+            found = self._keep(key, strips.shifted(Strip(drawn, cells), x))
         return found
 
-    def _part(self, markup: str, look: tuple[object, ...], style) -> Strip:
-        """A styled part of a row rendered at its own length, kept (a row's head changes only
-        with its slot's state)."""
+    def _part(
+        self, markup: str, look: tuple[object, ...], style
+    ) -> tuple[tuple[Segment, ...], int]:
+        """A styled part of a row rendered at its own length, kept as its segments and cell
+        length (a row's head changes only with its slot's state)."""
         key = (markup, *look)
         found = self._heads.get(key)
         if found is None:
@@ -366,8 +346,15 @@ class SlotsPane(ScrollView, can_focus=True):
             found = self._keep(key, rendered[0] if rendered else Strip([]))
         return found
 
-    def _keep(self, key: tuple[object, ...], strip: Strip) -> Strip:
-        if len(self._heads) > 4 * max(8, len(self._rows)):
+    def _keep(self, key: tuple[object, ...], strip: Strip) -> tuple[tuple[Segment, ...], int]:
+        if len(self._heads) > 4 * max(8, len(self._ids)):
             self._heads.clear()  # bounded: old parts of rows that changed
-        self._heads[key] = strip
-        return strip
+        # (A part of no cells adds no segment: Content's empty one, if any, is left out.)
+        found = self._heads[key] = (tuple(strip) if strip.cell_count else (), strip.cell_length)
+        return found
+
+    def _fill(self, key: tuple[object, ...], value: Any) -> Any:
+        if len(self._fills) > 8 * max(8, len(self._ids)):
+            self._fills.clear()  # bounded: the cells where figures start and the paddings
+        self._fills[key] = value
+        return value

@@ -39,33 +39,6 @@ def shifted(strip: Strip, x: int) -> Strip:
     return Strip(out, strip.cell_length)
 
 
-def split_plain(markup: str) -> tuple[str, str, str]:
-    """`markup` as (styled head, plain figures, styled tail), the figures being the text
-    between the last two styled parts, or after the last one: "[b]a[/] 12 tok/s" is
-    ("[b]a[/]", " 12 tok/s", ""), "[b]a[/] 12  [dim]gw[/]" is ("[b]a[/]", " 12  ",
-    "[dim]gw[/]"). Where that cannot be told apart safely (escapes, brackets in the text),
-    the whole markup is the head."""
-    close = markup.rfind("[/]")
-    if close < 0:
-        return markup, "", ""
-    end = close + 3
-    tail = ""
-    if end == len(markup):  # ends in a styled part: the figures come before it
-        opened = markup.rfind("[", 0, close)
-        if opened <= 0 or markup[opened - 1] == "\\" or markup.count("[", opened) != 2:
-            return markup, "", ""
-        tail, close = markup[opened:], markup.rfind("[/]", 0, opened)
-        if close < 0:
-            return markup, "", ""
-        end = close + 3
-    else:
-        opened = len(markup)
-    plain = markup[end:opened]
-    if "[" in plain or "\\" in plain:
-        return markup, "", ""
-    return markup[:end], plain, tail
-
-
 def row_spans(rows: list[int]) -> list[tuple[int, int]]:
     """Ascending row numbers as runs of consecutive rows, (first, count) each: [0, 1, 2, 5]
     is [(0, 3), (5, 1)]. A widget refreshes a region per run, not per row: a busy pool's
