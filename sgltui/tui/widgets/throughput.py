@@ -72,7 +72,7 @@ class ThroughputPane(Widget, can_focus=True):
         self._legend: tuple[tuple[charts.Cell, ...], ...] = ()
         self._strips: list[Strip] = []
         self._row_strips: dict[tuple[charts.Cell, ...], Strip] = {}  # cells -> the Strip drawn
-        self._key: tuple[Any, ...] | None = None  # size and theme the strips were drawn for
+        self._key: tuple[Any, ...] | None = None  # the size and room the strips were drawn for
         # The plot's newest column as drawn, and what else it was drawn from (swaps, the
         # accept row, the slots): a sample in the same column updates the legend's figures
         # only (the plot is laid out again when a column completes, every few seconds).
