@@ -188,12 +188,14 @@ def fill_gap(
     gaps only: a sampling rate that changed is the one that matters, and it costs no pass
     over the whole window."""
     stamps: list[float] = []
+    taken = 0  # (counted here: a len() per point cost as much as the rest of the loop)
     for ts, v in reversed(points):  # newest first: stop at the column
-        if ts / seconds_per_col < first_col or len(stamps) > FILL_GAP_SAMPLES:
+        if ts / seconds_per_col < first_col or taken > FILL_GAP_SAMPLES:
             break  # (ts / spc < first_col is the same test as floor(ts / spc) < first_col)
         if v is not None and math.isfinite(v):
             stamps.append(ts)
-    gaps = sorted(a - b for a, b in zip(stamps, stamps[1:]) if a > b)
+            taken += 1
+    gaps = sorted([a - b for a, b in zip(stamps, stamps[1:]) if a > b])
     return 3 * max(0.25, round(gaps[len(gaps) // 2] * 4) / 4) if gaps else 0.0
 
 
@@ -277,13 +279,13 @@ class SeriesMark:
         going back, points dropped that its first stamp does not account for)."""
         if points is not self.points or not points:
             return None
-        newest_ts, added = self.newest[0], 0
+        newest_ts, added, n = self.newest[0], 0, len(points)
         for ts, _ in reversed(points):
             if ts <= newest_ts:
                 break
             added += 1
-        dropped = self.length + added - len(points)
-        if dropped < 0 or added >= len(points) or points[len(points) - added - 1] != self.newest:
+        dropped = self.length + added - n
+        if dropped < 0 or added >= n or points[n - added - 1] != self.newest:
             return None
         if (points[0][0] != self.oldest) != (dropped > 0):
             return None
@@ -330,14 +332,15 @@ class _Summed:
 
 @dataclass
 class _Drawn:
-    """A series' block rows as last drawn, and what from: a column mean that is the only one
-    to differ, at the same scale, redraws that column only."""
+    """A series' block rows as last drawn, and what from: at the same scale, only the columns
+    whose means are not the ones drawn at the same times are drawn again."""
 
     height: int
     lo: float
     hi: float
     columns: list[float | None]
     rows: list[str]
+    first: int = 0  # the absolute column `columns` start at
 
 
 class ColumnMemo:
@@ -427,26 +430,39 @@ class ColumnMemo:
         return means[:]
 
     def block_rows(
-        self, name: str, columns: list[float | None], height: int, lo: float, hi: float
+        self,
+        name: str,
+        columns: list[float | None],
+        height: int,
+        lo: float,
+        hi: float,
+        first: int = 0,
     ) -> list[str]:
-        """`block_rows(columns, height, lo, hi)`, kept per series: where only the newest
-        column differs from the last call's, at the same scale, only it is drawn again (a
-        column's characters depend on its value and the scale alone)."""
+        """`block_rows(columns, height, lo, hi)`, kept per series; `first` is the absolute
+        column `columns` start at. At the same scale, the columns that are the ones drawn
+        (the same values at the same times) keep their characters (a column's characters
+        depend on its value and the scale alone): a sample in the newest column draws that
+        column again, and a window moved on by k columns draws its k + 1 newest (the one
+        completed since, and the new), not every column."""
         drawn = self._drawn.get(name)
+        n = len(columns)
+        shift = first - drawn.first if drawn is not None else -1
         if (
             drawn is not None
             and (drawn.height, drawn.lo, drawn.hi) == (height, lo, hi)
-            and len(drawn.columns) == len(columns)
-            and len(columns) > 1
-            and drawn.columns[:-1] == columns[:-1]
+            and len(drawn.columns) == n
+            and 0 <= shift < n - 1
+            and drawn.columns[shift:-1] == columns[: n - 1 - shift]
         ):
-            if drawn.columns[-1] != columns[-1]:
-                newest = block_rows(columns[-1:], height, lo, hi)
-                drawn.rows = [row[:-1] + cell for row, cell in zip(drawn.rows, newest, strict=True)]
-                drawn.columns = columns
+            if shift or drawn.columns[-1] != columns[-1]:
+                newest = block_rows(columns[n - 1 - shift :], height, lo, hi)
+                drawn.rows = [
+                    row[shift:-1] + cells for row, cells in zip(drawn.rows, newest, strict=True)
+                ]
+                drawn.columns, drawn.first = columns, first
             return drawn.rows
         rows = block_rows(columns, height, lo, hi)
-        self._drawn[name] = _Drawn(height, lo, hi, columns, rows)
+        self._drawn[name] = _Drawn(height, lo, hi, columns, rows, first)
         return rows
 
     @staticmethod
@@ -552,34 +568,41 @@ def time_axis(width: int, window_s: float) -> str:
 def legend_rows(
     series: tuple[tuple[str, str, str, str], ...], width: int
 ) -> tuple[tuple[Cell, ...], ...]:
-    return tuple(tuple(row) for row in _lay_legend(series, width))
+    return _lay_legend(series, width)
 
 
-def _lay_legend(series: Sequence[tuple[str, str, str, str]], width: int) -> list[Row]:
+_SWATCH_W = len(SWATCH)
+
+
+def _lay_legend(
+    series: Sequence[tuple[str, str, str, str]], width: int
+) -> tuple[tuple[Cell, ...], ...]:
+    # Laid out on every sample of a busy server (its figures change): list comprehensions and
+    # one join, not a generator step and a len() per cell.
+    n = len(series)
     gap = 2
+    texts: list[str] = []
     for use_long, gap in ((True, 2), (False, 2), (False, 1)):
-        items = [
-            [(SWATCH, name), (f" {label if use_long else short} {latest}", TEXT)]
-            for name, label, short, latest in series
-        ]
-        if sum(len(SWATCH) + len(t) for (_, _), (t, _) in items) + gap * (len(items) - 1) <= width:
+        texts = [f" {label if use_long else short} {latest}" for _, label, short, latest in series]
+        if len("".join(texts)) + n * _SWATCH_W + gap * (n - 1) <= width:
             break
-    rows: list[Row] = []
-    row: Row = []
+    spacer = (" " * gap, TEXT)
+    rows: list[tuple[Cell, ...]] = []
+    row: tuple[Cell, ...] = ()
     used = 0
-    for item in items:
-        size = sum(len(t) for t, _ in item)
+    for (name, *_), text in zip(series, texts, strict=True):
+        size = _SWATCH_W + len(text)
         if row and used + gap + size > width:
             rows.append(row)
-            row, used = [], 0
+            row, used = (), 0
         if row:
-            row.append((" " * gap, TEXT))
+            row += (spacer,)
             used += gap
-        row.extend(item)
+        row += ((SWATCH, name), (text, TEXT))
         used += size
     if row:
         rows.append(row)
-    return rows
+    return tuple(rows)
 
 
 def legend_height(series: Sequence[ChartSeries], width: int) -> int:
@@ -716,7 +739,9 @@ class ChartInput:
         grid = (
             block_rows(cols, self.plot_rows, 0.0, frame.hi)
             if self.memo is None
-            else self.memo.block_rows(main.name, cols, self.plot_rows, 0.0, frame.hi)
+            else self.memo.block_rows(
+                main.name, cols, self.plot_rows, 0.0, frame.hi, self.first_col
+            )
         )
         rows: list[tuple[str, str, str]] = []
         for s in self.others:
@@ -727,7 +752,7 @@ class ChartInput:
             line = (
                 block_rows(cols, 1, 0.0, hi)
                 if self.memo is None
-                else self.memo.block_rows(s.name, cols, 1, 0.0, hi)
+                else self.memo.block_rows(s.name, cols, 1, 0.0, hi, self.first_col)
             )[0]
             rows.append((s.short, s.name, line))
         return ChartLayout(

@@ -327,3 +327,49 @@ def test_the_scale_top_kept_between_samples_is_the_one_scanned_afresh(maxlen):
             points = deque(points, maxlen=maxlen)  # another object
         after = t - 300.0
         assert memo.top("gen", points, after) == charts.window_top(points, after), step
+
+
+def test_a_window_moved_on_by_a_column_draws_its_newest_columns_only(monkeypatch):
+    """Laid out through a ColumnMemo, a sample that starts the next column (the layout every
+    few seconds) moves the window on by one: at the same scale, the block characters of the
+    columns drawn already are kept and only the column completed since and the new one are
+    drawn (two columns a series, not the whole width); a scale that moved draws the whole
+    width again. The layout is the one laid out afresh each time."""
+    drawn: list[int] = []
+    block_rows = charts.block_rows
+
+    def counted_rows(columns, *args, **kwargs):
+        drawn.append(len(columns))
+        return block_rows(columns, *args, **kwargs)
+
+    monkeypatch.setattr(charts, "block_rows", counted_rows)
+    memo = charts.ColumnMemo()
+    hist: dict[str, deque] = {n: deque(maxlen=600) for n in ("gen", "run", "kv")}
+    width, t = 90, T
+    spc = 300.0 / (width - 4)  # the plot's columns (a gutter of 4)
+
+    def lay_out() -> None:
+        main, *others = [charts.ChartSeries(n, n, n, p, "-") for n, p in hist.items()]
+        kept = charts.ChartInput(main, others, [], width, 6, memo=memo).layout()
+        assert kept == charts.ChartInput(main, others, [], width, 6).layout()
+
+    for step in range(400):  # a full window, values that keep each series' scale
+        t += 1.0
+        for i, name in enumerate(hist):
+            hist[name].append((t, 100.0 + 10 * i + 5 * math.sin(step / 3)))
+    lay_out()
+    shifted = 0
+    for _ in range(5):  # the first sample of each of the next columns
+        t = (math.floor(t / spc) + 1) * spc + 0.01
+        for i, name in enumerate(hist):
+            hist[name].append((t, 100.0 + 10 * i))
+        drawn.clear()
+        lay_out()
+        shifted += drawn[:3] == [2, 2, 2]
+    assert shifted >= 4  # (a column leaving may take a series' top with it: drawn afresh)
+    t = (math.floor(t / spc) + 1) * spc + 0.01
+    for name in hist:
+        hist[name].append((t, 900.0))  # a new peak: every scale moves
+    drawn.clear()
+    lay_out()
+    assert drawn[:3] == [width - 4] * 3

@@ -4,6 +4,9 @@ agent's swap.done event)."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 from sgltui.core import charts
@@ -211,3 +214,99 @@ async def test_a_chart_row_is_padded_or_cut_to_the_width_as_textual_would(cells)
         ).adjust_cell_length(width, base)
         assert strip.cell_length == width
         assert list(strip) == list(expected)
+
+
+class CallCount:
+    """Python calls made in sgltui's code, and its calls out of it (into Textual, Rich or a
+    builtin), while on: the measure of the chart's draw each second (issue 49's budget is
+    counted in calls a second; their number, unlike their time, is deterministic)."""
+
+    def __init__(self) -> None:
+        import sgltui
+
+        self.ours = os.path.dirname(sgltui.__file__)
+        self.calls = 0
+
+    def _profile(self, frame, event, arg) -> None:
+        if event == "c_call":
+            self.calls += frame.f_code.co_filename.startswith(self.ours)
+        elif event == "call":
+            back = frame.f_back
+            self.calls += frame.f_code.co_filename.startswith(self.ours) or (
+                back is not None and back.f_code.co_filename.startswith(self.ours)
+            )
+
+    def counted(self, fn):
+        def run(*args, **kwargs):
+            sys.setprofile(self._profile)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                sys.setprofile(None)
+
+        return run
+
+
+async def test_a_busy_sample_costs_the_chart_a_bounded_number_of_calls(monkeypatch):
+    """Issue 49's budget, counted: a busy server's sample in the plot's newest column (most
+    seconds) costs the chart's draw ~90 calls (~150 before the twelfth round: a generator
+    step per legend cell, a Segment made per cell, the pane's style asked of Textual for
+    every row drawn), and a sample that starts a column ~750 (~1200: every column of every
+    series drawn again)."""
+    count = CallCount()
+    monkeypatch.setattr(ThroughputPane, "show", count.counted(ThroughputPane.show))
+    samples = [{"push": "sample", "data": make_sample(t)} for t in range(1, 40)]
+    src = ScriptedSource(status_with(running=2), samples)
+    app = app_with(src)
+    points = lambda: len(app.model.series["gen_throughput"])  # noqa: E731
+    async with app.run_test(size=(120, 40)) as pilot:
+        chart = app.query_one(ThroughputPane)
+        await until(pilot, lambda: points() >= 40)
+        await pilot.pause(0.3)
+        start = (chart._plot.column + 1) * chart._plot.spc - T0 + 0.01  # the next column
+        per_sample = []
+        for i in range(4):
+            count.calls = 0
+            src.feed({"push": "sample", "data": make_sample(start + 0.5 * i)})
+            await until(pilot, lambda n=41 + i: points() >= n)
+            await pilot.pause(0.2)
+            per_sample.append(count.calls)
+            assert f"{app.model.series['gen_throughput'][-1][1]:.0f}" in chart_text(chart)[0]
+        new_column, *same_column = per_sample
+        assert new_column <= 1000, per_sample
+        assert max(same_column) <= 120, per_sample
+
+
+async def test_a_new_theme_redraws_the_chart_in_its_colours():
+    """The chart keeps its Rich style, the roles' styles and the Segments made with them from
+    one draw to the next (asking Textual for the pane's style cost a walk of its ancestors
+    for every row drawn); Textual applying the styles again (a new theme) drops them all,
+    and every row is drawn again in the new colours."""
+    from rich.style import Style
+
+    src = ScriptedSource(
+        status_with(running=2), [{"push": "sample", "data": make_sample(t)} for t in range(1, 20)]
+    )
+    app = app_with(src)
+    async with app.run_test(size=(120, 40)) as pilot:
+        chart = app.query_one(ThroughputPane)
+        await until(pilot, lambda: len(app.model.series["gen_throughput"]) >= 19)
+        await pilot.pause(0.3)
+
+        def colours() -> tuple[object, object]:
+            """The gen tok/s swatch's colour in the legend and its plot row's blocks'."""
+            legend = next(s for s in chart.render_line(0) if s.text == "■")
+            # the lowest plot row (the y axis' 0 is on the time axis below it)
+            bottom = next(y for y in range(chart.size.height) if "└" in chart_text(chart)[y]) - 1
+            blocks = next(s for s in chart.render_line(bottom) if "█" in s.text)
+            return legend.style.color, blocks.style.color
+
+        def accent() -> object:
+            return Style.parse(app.theme_variables["accent"]).color
+
+        assert colours() == (accent(), accent())
+        before = accent()
+        app.theme = "gruvbox" if app.theme != "gruvbox" else "nord"
+        await until(pilot, lambda: accent() != before)
+        await pilot.pause(0.3)
+        assert colours() == (accent(), accent())

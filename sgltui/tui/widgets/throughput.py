@@ -13,13 +13,13 @@ columns), a swap is marked, or the size, theme or series change; never on a time
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region, Size
+from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -66,21 +66,29 @@ class ThroughputPane(Widget, can_focus=True):
         self._swaps: list[tuple[float, str]] = []
         self._has_spec = False
         self._slots: Mapping[str, Sequence[tuple[float, float]]] = {}
-        self._layout: charts.ChartLayout | None = None  # what the strips below show
+        self._layout: charts.ChartLayout | None = None  # what the plot's strips below show
+        # The legend's rows as on screen: a sample in the plot's newest column redraws them
+        # alone (the layout above keeps the legend it was laid out with).
+        self._legend: tuple[tuple[charts.Cell, ...], ...] = ()
         self._strips: list[Strip] = []
         self._row_strips: dict[tuple[charts.Cell, ...], Strip] = {}  # cells -> the Strip drawn
-        self._key: tuple[Any, ...] | None = None  # size and theme the strips were drawn for
+        self._key: tuple[Any, ...] | None = None  # the size and room the strips were drawn for
         # The plot's newest column as drawn, and what else it was drawn from (swaps, the
         # accept row, the slots): a sample in the same column updates the legend's figures
         # only (the plot is laid out again when a column completes, every few seconds).
         self._plot: charts.PlotColumn | None = None
         self._drawn_from: tuple[object, ...] = ()
-        # The legend's series as last laid out: (name, label, gutter name, formatter).
-        self._legend_of: list[tuple[str, str, str, Callable[[float], str]]] = []
+        # The legend's series as last laid out: (name, where its points are: the key and
+        # whether in the slots' series, label, gutter name, formatter).
+        self._legend_of: list[tuple[str, str, bool, str, str, Callable[[float], str]]] = []
         # Each series' columns from one layout to the next (a sample re-sums the newest only).
         self._memo = charts.ColumnMemo()
         self._styles_for: tuple[tuple[object, ...], dict[str, Style]] | None = None
-        self._base_for: tuple[object, Style] | None = None  # (Textual's visual style, ours)
+        self._base: Style | None = None  # the pane's Rich style, until its styles change
+        # (text, role) -> its Segment in the roles' styles, from one layout to the next: a
+        # legend row drawn again makes the Segments of its changed figures only.
+        self._segments: dict[charts.Cell, Segment] = {}
+        self._on_screen: Screen[Any] | None = None  # the screen it is on, once looked up
         # Rows it may take, border included (several slots: what the memory pane and the slots
         # view leave of the screen; panes.chart_room); None: as many as plot_rows_for says.
         self.room: int | None = None
@@ -112,14 +120,15 @@ class ThroughputPane(Widget, can_focus=True):
             return
         same_look = self._key == self._strips_key(width)
         drawn_from = (self._swaps, has_spec, tuple(self._slots))
-        if (
-            same_look
-            and self._plot is not None
-            and drawn_from == self._drawn_from
-            and self._plot.holds(self._points_of)
-            and self._show_legend(width)
-        ):
-            return  # the same column: the legend's figures only
+        if same_look and self._plot is not None and drawn_from == self._drawn_from:
+            # The legend's series as they are now, looked up once for both uses below.
+            series, slots = self._series, self._slots
+            now = {
+                name: (slots if in_slots else series).get(key)
+                for name, key, in_slots, _, _, _ in self._legend_of
+            }
+            if self._plot.holds(now.get) and self._show_legend(width, now):
+                return  # the same column: the legend's figures only
         if drawn_from[2:] != self._drawn_from[2:]:
             self._memo = charts.ColumnMemo()  # other slots: their columns go
         self._drawn_from = drawn_from
@@ -127,7 +136,7 @@ class ThroughputPane(Widget, can_focus=True):
         # (a layout re-sums only the newest columns, core.charts.ColumnMemo: cheap enough to
         # work out and compare on every sample that does not repeat the last)
         layout = chart.layout()
-        if same_look and layout == self._layout:
+        if same_look and layout == self._layout and layout.legend == self._legend:
             self._laid_out(chart)
             return  # nothing visible changed (an idle server's)
         old = self._strips
@@ -176,20 +185,21 @@ class ThroughputPane(Widget, can_focus=True):
         before any legend is laid out: a legend of one row at least, the time axis, a row per
         other series. Where it cannot (8 slots at 120x40), the slots' series are neither
         formatted nor laid out each sample only to be dropped (_fit_room)."""
-        if self._slots and self.screen.has_class("-short"):
+        if self._slots and self._short():
             return False  # (a short screen shows the total only: _chart_input)
         if self.room is None or not self._slots:
             return True
         rest = 1 + 1 + totals + len(self._slots)
         return min(rows, self.room - 2 - rest) >= 3
 
-    def _points_of(self, name: str) -> Sequence[tuple[float, float]] | None:
-        if name.startswith("slot:"):
-            return self._slots.get(name.removeprefix("slot:"))
-        return self._series.get(name)
-
     def _plot_rows(self) -> int:
         return plot_rows_for(self.app.size.height)
+
+    def _short(self) -> bool:
+        """Whether the screen is a short one (app.py's -short: no row to spare)."""
+        if self._on_screen is None:
+            self._on_screen = self.screen  # (found once: `screen` walks every ancestor)
+        return self._on_screen.has_class("-short")
 
     def _chart_input(self, width: int) -> charts.ChartInput:
         rows = self._plot_rows()
@@ -197,13 +207,13 @@ class ThroughputPane(Widget, can_focus=True):
         main, others = self._chart_series(self._slot_rows_fit(rows, totals))
         markers = [charts.ChartMarker(ts, label) for ts, label in self._swaps]
         legend_only: list[charts.ChartSeries] = []
-        if self.screen.has_class("-short") and self._slots:
+        if self._short() and self._slots:
             # No rows to spare: the slots view has each slot's tok/s and requests; the chart
             # their total.
             others = []
         if self.room is not None and self._slots:
             return self._fit_room(main, others, markers, width, rows)
-        if self.screen.has_class("-short") and charts.legend_height([main, *others], width) > 1:
+        if self._short() and charts.legend_height([main, *others], width) > 1:
             # A short terminal has no row to spare: a legend that wraps costs the plot a row
             # and the accept length its history (its latest value stays in the legend).
             rows = max(1, rows - 1)
@@ -244,7 +254,8 @@ class ThroughputPane(Widget, can_focus=True):
     # -- drawing ------------------------------------------------------------------------------
 
     def _role_styles(self, base: Style) -> dict[str, Style]:
-        key = (base, self.app.theme, tuple(self._slots))
+        # (a new theme applies the styles again: notify_style_update forgets these)
+        key = (base, tuple(self._slots))
         if self._styles_for is not None and self._styles_for[0] == key:
             return self._styles_for[1]  # (parsing a style per role each draw cost a third of it)
         theme = self.app.theme_variables
@@ -259,74 +270,85 @@ class ThroughputPane(Widget, can_focus=True):
             colour = SLOT_COLOURS[i % len(SLOT_COLOURS)]
             styles[f"slot:{sid}"] = base + Style.parse(theme.get(colour, "yellow"))
         self._styles_for = (key, styles)
+        self._segments = {}
         return styles
 
     def _base_style(self) -> Style:
-        """The widget's Rich style, worked out again only when Textual's visual style of it is
-        a new object (Textual makes a new one whenever a style or pseudo class of the widget
-        changes): `rich_style` walks every ancestor's styles, half the cost of a draw."""
-        visual = self.get_visual_style()
-        if self._base_for is None or self._base_for[0] is not visual:
-            self._base_for = (visual, self.rich_style)
-        return self._base_for[1]
+        """The widget's Rich style, worked out again only after its styles changed
+        (notify_style_update): `rich_style` walks every ancestor's styles, and so did asking
+        Textual whether they changed (`get_visual_style`) for every row drawn."""
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base
+
+    def notify_style_update(self) -> None:
+        """Textual's call when the pane's styles are applied again (a theme, a class or pseudo
+        class of it or of an ancestor whose rules reach it): its Rich style and the roles' are
+        worked out again, and every row drawn again with them."""
+        super().notify_style_update()
+        self._base = None
+        self._styles_for = None
+        self._key = None
 
     def _strips_key(self, width: int) -> tuple[Any, ...]:
-        return (
-            width,
-            self._plot_rows(),
-            self.app.theme,
-            self.screen.has_class("-short"),
-            self.room,
-        )
+        # (another theme applies the styles again: notify_style_update forgets the strips)
+        return (width, self._plot_rows(), self._short(), self.room)
 
     def _laid_out(self, chart: charts.ChartInput) -> None:
         """What the legend-only path needs of the chart just laid out."""
         self._plot = charts.PlotColumn.of(chart)
-        self._legend_of = [
-            (s.name, s.label, s.short, FORMS.get(s.name, units.sig3))
-            for s in (chart.main, *chart.others, *chart.legend_only)
-        ]
+        self._legend_of = []
+        for s in (chart.main, *chart.others, *chart.legend_only):
+            in_slots = s.name.startswith("slot:")
+            key = s.name.removeprefix("slot:") if in_slots else s.name
+            form = FORMS.get(s.name, units.sig3)
+            self._legend_of.append((s.name, key, in_slots, s.label, s.short, form))
 
-    def _show_legend(self, width: int) -> bool:
-        """The legend's figures now, the plot as drawn: only the legend rows whose text
-        changed are drawn and repainted. False (nothing done) when the legend would take
-        another number of rows: the chart is laid out again."""
-        layout = self._layout
-        if layout is None:
+    def _show_legend(
+        self, width: int, now: Mapping[str, Sequence[tuple[float, float]] | None]
+    ) -> bool:
+        """The legend's figures of the series `now` (name -> its points), the plot as drawn:
+        only the legend rows whose text changed are drawn and repainted. False (nothing done)
+        when the legend would take another number of rows: the chart is laid out again."""
+        if self._layout is None:
             return False
-        series = []
-        for name, label, short, form in self._legend_of:
-            points = self._points_of(name)
+        figures = []
+        for name, _, _, label, short, form in self._legend_of:
+            points = now[name]
             value = points[-1][1] if points else None
-            series.append((name, label, short, "-" if value is None else form(value)))
-        legend = charts.legend_rows(tuple(series), width)
-        if legend == layout.legend:
+            figures.append((name, label, short, "-" if value is None else form(value)))
+        legend, shown = charts.legend_rows(tuple(figures), width), self._legend
+        if legend == shown:
             return True
-        if len(legend) != len(layout.legend):
+        if len(legend) != len(shown):
             return False
-        self._layout = replace(layout, legend=legend)
         changed = []
         for y, cells in enumerate(legend):
-            if cells != layout.legend[y]:
+            if cells != shown[y]:
                 strip = self._row_strips.get(cells) or self._strip(cells, width)
                 self._row_strips[cells] = self._strips[y] = strip
                 changed.append(Region(0, y, width, 1))
+        self._legend = legend
         self.refresh(*changed)
         return True
 
     def _strip(self, cells: Sequence[charts.Cell], width: int) -> Strip:
         base = self._base_style()
-        styles = self._role_styles(base)
-        text_style = styles[charts.TEXT]
-        segments = [Segment(text, styles.get(role, text_style)) for text, role in cells]
+        styles = self._role_styles(base)  # (other styles: the kept Segments go)
         # Padded here, its length counted once over the row's text: `adjust_cell_length`
         # counted each segment's cells and made a second Strip (a legend row each sample).
         # (`cells` is read twice: a sequence, the rows' tuples that key the kept strips.)
-        used = cell_len("".join(text for text, _ in cells))
+        used = cell_len("".join([text for text, _ in cells]))
+        if used < width:
+            cells = (*cells, (" " * (width - used), charts.TEXT))
+        known = self._segments
+        for cell in cells:
+            if cell not in known:  # (a legend row drawn again: its changed figures only)
+                text, role = cell
+                known[cell] = Segment(text, styles.get(role, base))
+        segments = [known[cell] for cell in cells]
         if used > width:
             return Strip(segments).adjust_cell_length(width, base)  # (cut to the width)
-        if used < width:
-            segments.append(Segment(" " * (width - used), base))
         return Strip(segments, width)
 
     def _draw(
@@ -338,6 +360,8 @@ class ThroughputPane(Widget, can_focus=True):
         reuse = self._row_strips if self._key == key else {}
         # (the widget's style and the roles' are kept between draws: _base_style)
         self._row_strips = {}
+        if len(self._segments) > 1000:
+            self._segments = {}  # (the figures of a few columns' worth of samples, at most)
         strips = []
         for row in charts.draw_chart(layout):
             cells = tuple(row)
@@ -345,7 +369,7 @@ class ThroughputPane(Widget, can_focus=True):
             self._row_strips[cells] = strip
             strips.append(strip)
         self._strips = strips
-        self._layout, self._key = layout, key
+        self._layout, self._legend, self._key = layout, layout.legend, key
         self._laid_out(chart)
         return strips
 
