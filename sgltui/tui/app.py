@@ -332,6 +332,8 @@ class SgltuiApp(App[str | None]):
             return
         self.mark(*self.model.apply_push(push))
         event = push.event
+        if event is None:
+            return  # a sample: none of the checks below is about one (each second, every slot)
         if isinstance(event, protocol.BenchDone) and event.path:
             self.read_bench_result(event.run_id, event.path)
         if isinstance(event, protocol.BenchProgress):
@@ -361,14 +363,18 @@ class SgltuiApp(App[str | None]):
         """Log lines of one slot (a `log` push) or of every slot since the last tick: into the
         buffer, and drawn in the next flush only where the pane shows any (an idle pool's
         lines are folded health checks: kept, not drawn)."""
-        added = [
-            line for data in pushed for line in self.logfeed.add_push(data, self.model.current_id)
-        ]
+        current = self.model.current_id  # (the slot of a push that names none: one for all)
+        added = [line for data in pushed for line in self.logfeed.add_push(data, current)]
         if self._log_changed_by(added):
             self.logfeed.keep(added)
             self.mark(M.LOGS)
 
     def _log_changed_by(self, lines: list[LogLine]) -> bool:
+        """Whether the Logs tab shows any of `lines` (LogPane.changed_by). A line it shows
+        answers without the pane: the pane's lookup checks it is still attached, a walk up
+        the DOM, and most ticks bring a line the tab shows."""
+        if any(map(self.logbuf.matches, lines)):
+            return True
         try:
             pane = self.pane("logs")
         except NoMatches:  # shutting down
