@@ -91,7 +91,7 @@ class Ledger:
         The gauge is in the server's own time, so a sped-up simulator compares fairly too."""
         if not engine:
             return
-        f = self.profiles.get(name) or self.figures(name)
+        f = self.profiles[name] if name in self.profiles else self.figures(name)
         f.engine = engine
         running, throughput = engine.get("num_running_reqs"), engine.get("gen_throughput")
         if (running, throughput) == f.last_pair:

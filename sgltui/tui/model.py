@@ -442,11 +442,10 @@ class TuiModel:
             series[name].append((ts, value))
         slot_series = self.slot_series
         for sid, f in figures.items():
+            if sid not in slot_series:  # (a subscript, not dict.get: no call per slot)
+                slot_series[sid] = deque(maxlen=self.history_points)
             gen = f.gen_throughput
-            found = slot_series.get(sid)
-            if found is None:
-                found = slot_series[sid] = deque(maxlen=self.history_points)
-            found.append((ts, float(gen) if gen is not None else 0.0))
+            slot_series[sid].append((ts, float(gen) if gen is not None else 0.0))
 
     def _apply_event(self, event: protocol.EventBase) -> set[str]:
         # What an event means for a slot or a bench run is protocol.apply's to say (the same

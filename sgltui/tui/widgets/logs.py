@@ -122,7 +122,10 @@ class LogView(ScrollView, can_focus=True):
 
     def append(self, items: Iterable[tuple[int, Strip]]) -> None:
         """Add lines (seq, strip) at the end, dropping the oldest past max_lines."""
-        region = self.scrollable_content_region
+        # The view's size: its scrollable content region's, Textual's scrollbars being of size
+        # 0 (DEFAULT_CSS; the view draws its own), read without the scrollbars' gutter (the
+        # styles and reactives it reads were half the calls of an append).
+        region = self.size
         height = region.height
         old_rows = len(self._rows)
         scroll_y = self.scroll_y
@@ -162,7 +165,7 @@ class LogView(ScrollView, can_focus=True):
         if self.auto_scroll:
             top = max(0, new_rows - height)
             if top != old_top:
-                self._follow_to(top, scroll_y)  # repaints the view
+                self._follow_to(top, scroll_y, new_rows)  # repaints the view
             elif trimmed:
                 self.refresh()
             else:  # the view is not full yet: only the new rows
@@ -177,13 +180,15 @@ class LogView(ScrollView, can_focus=True):
         self._refresh_rows(old_rows - old_top, new_rows - old_top)
         self.refresh(Region(region.width - 1, 0, 1, height))
 
-    def _follow_to(self, top: int, scroll_y: float) -> None:
+    def _follow_to(self, top: int, scroll_y: float, rows: int) -> None:
         """Move a following view's top row to `top` (the end): the scroll position set and the
         view repainted, what `scroll_to(animate=False)` comes to here. `scroll_to` also stops
         any scroll animation, releases an anchor, validates and runs the watchers, a third of
         a busy second's appends; a view that follows has none of those to do. An animated
-        scroll still in flight (the target is not where the view is) goes Textual's way."""
-        if self.scroll_target_y != scroll_y or not 0 <= top <= self.max_scroll_y:
+        scroll still in flight (the target is not where the view is) goes Textual's way.
+        (`scroll_y`: where the view is; `rows`: its virtual height, just set.)"""
+        most = max(0, rows - self.container_size.height)  # max_scroll_y (no scrollbar row)
+        if self.scroll_target_y != scroll_y or not 0 <= top <= most:
             self.scroll_to(y=top, animate=False)
             return
         self.set_reactive(LogView.scroll_target_y, float(top))
