@@ -331,9 +331,8 @@ class SgltuiApp(App[str | None]):
             self._on_lines([push.data or {}])
             return
         self.mark(*self.model.apply_push(push))
-        event = push.event
-        if event is None:
-            return  # a sample: none of the checks below is about one (each second, every slot)
+        if (event := push.event) is None:
+            return  # a sample (each second): none of the checks below is about one
         if isinstance(event, protocol.BenchDone) and event.path:
             self.read_bench_result(event.run_id, event.path)
         if isinstance(event, protocol.BenchProgress):
@@ -361,8 +360,7 @@ class SgltuiApp(App[str | None]):
 
     def _on_lines(self, pushed: list[dict[str, Any]]) -> None:
         """Log lines of one slot (a `log` push) or of every slot since the last tick: into the
-        buffer, and drawn in the next flush only where the pane shows any (an idle pool's
-        lines are folded health checks: kept, not drawn)."""
+        buffer, drawn in the next flush where the pane shows any (an idle pool's: kept)."""
         current = self.model.current_id  # (the slot of a push that names none: one for all)
         added = [line for data in pushed for line in self.logfeed.add_push(data, current)]
         if self._log_changed_by(added):
@@ -370,17 +368,13 @@ class SgltuiApp(App[str | None]):
             self.mark(M.LOGS)
 
     def _log_changed_by(self, lines: list[LogLine]) -> bool:
-        """Whether the Logs tab shows any of `lines` (LogPane.changed_by). A line it shows
-        answers without the pane: the pane's lookup checks it is still attached, a walk up
-        the DOM, and most ticks bring a line the tab shows."""
-        if any(map(self.logbuf.matches, lines)):
+        if any(map(self.logbuf.matches, lines)):  # shown: no pane lookup (a walk up the DOM)
             return True
         try:
             pane = self.pane("logs")
         except NoMatches:  # shutting down
             return False
-        assert isinstance(pane, LogPane)
-        return pane.changed_by(lines)
+        return isinstance(pane, LogPane) and pane.changed_by(lines)
 
     def mark(self, *areas: str) -> None:
         """The model's areas that changed: their panes are drawn in the next flush."""
