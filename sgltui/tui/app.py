@@ -331,7 +331,8 @@ class SgltuiApp(App[str | None]):
             self._on_lines([push.data or {}])
             return
         self.mark(*self.model.apply_push(push))
-        event = push.event
+        if (event := push.event) is None:
+            return  # a sample (each second): none of the checks below is about one
         if isinstance(event, protocol.BenchDone) and event.path:
             self.read_bench_result(event.run_id, event.path)
         if isinstance(event, protocol.BenchProgress):
@@ -359,22 +360,21 @@ class SgltuiApp(App[str | None]):
 
     def _on_lines(self, pushed: list[dict[str, Any]]) -> None:
         """Log lines of one slot (a `log` push) or of every slot since the last tick: into the
-        buffer, and drawn in the next flush only where the pane shows any (an idle pool's
-        lines are folded health checks: kept, not drawn)."""
-        added = [
-            line for data in pushed for line in self.logfeed.add_push(data, self.model.current_id)
-        ]
+        buffer, drawn in the next flush where the pane shows any (an idle pool's: kept)."""
+        current = self.model.current_id  # (the slot of a push that names none: one for all)
+        added = [line for data in pushed for line in self.logfeed.add_push(data, current)]
         if self._log_changed_by(added):
             self.logfeed.keep(added)
             self.mark(M.LOGS)
 
     def _log_changed_by(self, lines: list[LogLine]) -> bool:
+        if any(map(self.logbuf.matches, lines)):  # shown: no pane lookup (a walk up the DOM)
+            return True
         try:
             pane = self.pane("logs")
         except NoMatches:  # shutting down
             return False
-        assert isinstance(pane, LogPane)
-        return pane.changed_by(lines)
+        return isinstance(pane, LogPane) and pane.changed_by(lines)
 
     def mark(self, *areas: str) -> None:
         """The model's areas that changed: their panes are drawn in the next flush."""

@@ -701,6 +701,13 @@ async def test_a_flush_asks_once_whether_the_panes_are_linked(monkeypatch):
         asked.append(getattr(self, "id", None))
         return linked.fget(self)
 
+
+async def test_a_sample_push_asks_none_of_the_event_questions():
+    """Issue 49: a sample carries no event; its push updates the model and marks the panes,
+    and asks neither whether a STATUS should be read nor whether a job should (each a decode
+    and type checks, every second). An event still asks both."""
+    from tests.support.scripted import make_sample
+
     src = ScriptedSource(status_with())
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
@@ -716,3 +723,14 @@ async def test_a_flush_asks_once_whether_the_panes_are_linked(monkeypatch):
         assert [a for a in asked if a in names] == [], asked
         legend = "".join(seg.text for seg in app.query_one(ThroughputPane).render_line(0))
         assert "2.47k" in legend, legend
+
+        asked: list[str] = []
+        model = app.model
+        real_refresh, real_job = model.needs_status_refresh, model.job_needs_reading
+        model.needs_status_refresh = lambda p: (asked.append("status"), real_refresh(p))[1]  # type: ignore[method-assign]
+        model.job_needs_reading = lambda p: (asked.append("job"), real_job(p))[1]  # type: ignore[method-assign]
+        src.feed({"push": "sample", "data": make_sample(1.0)})
+        await until(pilot, lambda: len(model.series["gen_throughput"]) >= 2)
+        assert asked == []
+        src.feed(event("slot.state", slot="0", state="draining", prev="ready"))
+        await until(pilot, lambda: asked == ["status", "job"])

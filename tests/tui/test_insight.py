@@ -252,3 +252,84 @@ async def test_no_raise_when_the_flag_binds_at_what_memory_holds():
         await until(pilot, lambda: pane.advice_runs > 0)
         assert pane.proposal is None or pane.proposal.rule == "hicache", pane.proposal
         assert "+mrr" not in pane._text
+
+
+def _reference_feed(ledger, seen, model):
+    """The rules of feeding one reading, as the pane applied them sample by sample before its
+    plan: every slot read afresh (the pane's plan must count the same)."""
+    from sgltui import protocol
+    from sgltui.protocol import SlotState
+
+    serving = model.current
+    if serving is None or serving.state not in (SlotState.READY, SlotState.DRAINING):
+        ledger.interrupt()
+    names = []
+    for slot in model.slots:
+        if not slot.profile or slot.state not in (SlotState.READY, SlotState.DRAINING):
+            continue
+        if slot.capacity is not None:
+            ledger.observe_card(slot.profile, protocol.to_builtins(slot.capacity))
+        engine = model.telemetry.engine.get(slot.id)
+        if engine and seen.get(slot.profile) != engine.get("ts"):
+            seen[slot.profile] = engine.get("ts")
+            ledger.observe_engine(slot.profile, engine)
+        if not model.several or slot.id == serving.id:
+            names.append(slot.profile)
+    return names
+
+
+def test_the_hidden_panes_plan_follows_the_slots_and_the_slot_followed():
+    """Issue 49: while hidden, the pane works out which slots a reading counts once per change
+    of the slots or of the slot followed (a plan), not per reading. Fed as the app feeds it
+    (a sample, then the draw), with a slot launching, the followed slot changing (to the
+    launching one: no measurement spans it) and a new capacity card, it counts what feeding
+    every reading afresh counts; readings repeat their figures, so a missed interruption
+    shows. A plan kept across a change of the followed slot or of the slots fails."""
+    from sgltui.core import insight
+    from sgltui.tui.model import TuiModel
+    from tests.support.scripted import make_host_status
+
+    model = TuiModel()
+    status = make_host_status(3, profiles=["demo-mtp", "demo-mtp", "demo-no-mtp"])
+    model.apply_status(status)
+    pane = InsightPane()
+    expected, seen = insight.Ledger(), {}
+
+    def sample(t):
+        # each slot's running and throughput repeat every other second (a new ts each time)
+        engine = {
+            sid: {
+                "ts": 1000.0 + t + i / 10,
+                "num_running_reqs": 2 + i,
+                "gen_throughput": 100.0 + 10 * i + (t // 2) % 2,
+                "accept_length": 2.0 + i / 4,
+            }
+            for i, sid in enumerate("abc")
+        }
+        return {"push": "sample", "data": {"v": 1, "ts": 1000.0 + t, "engine": engine}}
+
+    for t in range(1, 16):
+        if t == 4:
+            model.selected = "b"
+        if t == 6:  # a launches (the slots change)
+            status["slots"][0]["state"] = "launching"
+            model.apply_status(status)
+        if t == 8:
+            model.selected = "a"  # the followed slot launches: every reading interrupts
+        if t == 11:  # a is back with a new card; c's card changes too
+            status["slots"][0]["state"] = "ready"
+            status["slots"][2]["capacity"] = dict(
+                status["slots"][2]["capacity"], max_running_requests=7
+            )
+            model.apply_status(status)
+        model.apply_push(sample(t))
+        pane.show(model)
+        names = _reference_feed(expected, seen, model)
+        if t == 5:
+            pane.show(model)  # the same reading again (a status refresh)
+            _reference_feed(expected, seen, model)
+        if t in (5, 9, 15):  # read (folded) at times, as the accept key does
+            for name in ("demo-mtp", "demo-no-mtp"):
+                got, want = pane.ledger.figures(name), expected.figures(name)
+                assert (got.live, got.accept, got.card) == (want.live, want.accept, want.card), t
+            assert pane._shown_names == names, t

@@ -295,3 +295,63 @@ async def test_a_hidden_log_tab_draws_its_new_lines_when_shown():
         assert not app.logfeed.new_lines  # (bounded: the buffer is drawn afresh instead)
         app.show_tab("logs")
         await until(pilot, lambda: len(view.seqs) == 100 and view.seqs[-1] == 165)
+
+
+async def test_rows_drawn_from_the_cache_are_the_rows_drawn_afresh_as_the_knob_moves():
+    """Issue 49: a row is cached with its scrollbar cell and its text apart (a row leaving the
+    knob needs only its cell again), the cell appended to the row's own Strip. Lines arriving
+    one by one while following move the knob down and shrink it; after each, every row drawn
+    from the caches is the row drawn with none (text, styles, cells, the scrollbar's column).
+    A row's text cached with its cell (the knob's cell left on a row below it), or a cell
+    counted wrong, fails."""
+    from textual.cache import LRUCache
+    from textual.geometry import Region
+
+    src = ScriptedSource(status_with(), logs=[f"line {i}" for i in range(40)])
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        view = app.query_one(LogView)
+        await until(pilot, lambda: len(view.lines) == 40 and view.scroll_y == view.max_scroll_y)
+
+        def rows() -> list[tuple[int, list[tuple[str, object]]]]:
+            view.refresh()  # (Textual keeps the lines it drew: drawn again through render_line)
+            region = view.scrollable_content_region
+            strips = view.render_lines(Region(0, 0, region.width, region.height))
+            return [(s.cell_length, [(seg.text, seg.style) for seg in s]) for s in strips]
+
+        knobs = set()
+        for k in range(30):
+            src.feed({"push": "log", "data": {"slot": "0", "lines": [f"new {k}"]}})
+            await until(pilot, lambda k=k: len(view.lines) == 41 + k)
+            await pilot.pause()
+            cached = rows()
+            knobs.add(tuple(text == "█" for _n, segs in cached for text, _ in segs[-1:]))
+            kept, view._cache = view._cache, LRUCache(16)  # drawn with none, the caches kept
+            fresh = rows()
+            view._cache = kept
+            assert cached == fresh, k
+            assert cached[-1][1][0][0].startswith(f"new {k}")
+        assert len(knobs) >= 3  # (the knob shrank: rows left it)
+
+
+async def test_the_pane_finds_its_view_once_and_a_shown_line_marks_without_the_pane():
+    """Issue 49: the log pane keeps its view (a DOM query per append before), and a tick's
+    lines with one the tab shows are marked for the next draw without looking the pane up
+    (its lookup walks up the DOM to check it is attached); lines it folds still ask it."""
+    src = ScriptedSource(status_with(), logs=["server started"])
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        pane, view = app.query_one(LogPane), app.query_one(LogView)
+        queries, lookups = [], []
+        real_query, real_pane = pane.query_one, app.pane
+        pane.query_one = lambda *a, **k: (queries.append(a), real_query(*a, **k))[1]  # type: ignore[method-assign]
+        app.pane = lambda name: (lookups.append(name), real_pane(name))[1]  # type: ignore[method-assign]
+        src.feed({"push": "log", "data": {"slot": "0", "lines": ["one", BATCH, "two"]}})
+        await until(pilot, lambda: len(view.lines) == 3)
+        assert queries == []
+        shown, folded = app.logbuf.add("0", ["three", BATCH]), app.logbuf.add("0", [BATCH])
+        lookups.clear()  # (no await from here: only these calls look anything up)
+        assert app._log_changed_by(shown) and lookups == []
+        assert not app._log_changed_by(folded) and lookups == ["logs"]

@@ -178,6 +178,48 @@ def test_every_slot_is_kept_by_name_and_the_chart_sums_them():
     assert m.current.id == "b" and m.running_requests("b") > 0
 
 
+def test_the_charts_figures_of_every_slot_read_in_one_conversion_as_one_by_one():
+    """Issue 49: a sample's chart figures are read out of every slot's reading in one
+    conversion. The totals are the rules' (throughput and requests summed, KV usage the mean
+    of the slots reporting it, accept length the mean of those above 0), a figure a reading
+    lacks counts nowhere, and a sample with a reading that is no object or has keys that are
+    no names still charts every reading as one by one did (the conversion refuses those)."""
+    m = TuiModel()
+    m.apply_status(two_slots())
+    engine = {
+        "a": {
+            "ts": 1.0,
+            "gen_throughput": 100,
+            "num_running_reqs": 2.0,
+            "token_usage": 0.5,
+            "accept_length": 3.0,
+        },
+        "b": {"ts": 1.0, "gen_throughput": 50.5, "num_queue_reqs": 4, "accept_length": 0},
+    }
+    m.apply_push({"push": "sample", "data": {"v": 1, "ts": T0 + 1, "engine": engine}})
+    last = {name: values[-1][1] for name, values in m.series.items()}
+    assert last == {
+        "gen_throughput": 150.5,
+        "running": 2.0,
+        "queued": 4.0,
+        "token_usage": 0.5,
+        "accept_length": 3.0,
+    }
+    assert m.slot_series["b"][-1][1] == 50.5
+    odd = {**engine, "c": None, "d": {1: "x", "gen_throughput": 7, "token_usage": 0.25}}
+    m.apply_push({"push": "sample", "data": {"v": 1, "ts": T0 + 2, "engine": odd}})
+    last = {name: values[-1][1] for name, values in m.series.items()}
+    assert last["gen_throughput"] == 157.5 and last["token_usage"] == 0.375
+    assert [v for _, v in m.slot_series["d"]] == [7.0] and "c" not in m.slot_series
+    assert M.total_engine(list(engine.values())) == {
+        "gen_throughput": 150.5,
+        "running": 2.0,
+        "queued": 4.0,
+        "token_usage": 0.5,
+        "accept_length": 3.0,
+    }
+
+
 def test_one_slot_has_no_series_per_slot_and_plain_marks():
     m = TuiModel()
     m.apply_status(make_status())

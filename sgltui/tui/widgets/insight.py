@@ -30,13 +30,24 @@ FOLD_EVERY = 30  # readings kept while the tab is hidden before they are fed in 
 
 
 class _Reading(NamedTuple):
-    """What a sample's feeding reads of the model: its slots, the slot serving, whether
-    several show, each slot's engine reading (the model replaces these, never changes them)."""
+    """What a sample's feeding reads of the model: its slots by id, the slot the panes follow,
+    whether several show, each slot's engine reading (the model replaces these, never changes
+    them: references are kept, not copies)."""
 
-    slots: list[protocol.SlotStatus]
-    serving: protocol.SlotStatus | None
+    slots: Mapping[str, protocol.SlotView]
+    current: str | None
     several: bool
     engines: Mapping[str, Any]
+
+
+class _Plan(NamedTuple):
+    """What a reading's slots say, the same for every reading of the same slots: whether no
+    measurement spans it (no slot serving), the serving slots counted (id, profile), and the
+    profiles whose cards show."""
+
+    interrupt: bool
+    counted: tuple[tuple[str, str], ...]
+    names: list[str]
 
 
 class InsightPane(Widget, can_focus=True):
@@ -55,7 +66,13 @@ class InsightPane(Widget, can_focus=True):
         self._seen_card: dict[str, Any] = {}  # slot -> the capacity card last fed
         self._cards: list[dict[str, Any]] = []
         self._shown_names: list[str] = []  # the profiles whose cards the pane shows
+        # The plan of the last reading's slots (a sample leaves the slots as they were: worked
+        # out per change of slots, not per reading), and what it was worked out from.
+        self._plan: tuple[Mapping[str, Any], str | None, bool, _Plan] | None = None
         self._stale = False  # fed while hidden: the text is worked out when shown
+        # Shown on screen, as Textual's Show and Hide events say (is_on_screen asks the
+        # compositor, a walk up the DOM and an exception while hidden, every sample).
+        self._visible = False
         self._text = ""
         # The serving profile's proposals (core/advice.py), worked out in a thread.
         self.advice: advice.Advice | None = None
@@ -91,8 +108,10 @@ class InsightPane(Widget, can_focus=True):
                 self._seen_bench.add(run_id)
                 self._fold()  # (in order with the readings before it)
                 self._ledger.observe_bench(run.result)
-        reading = _Reading(model.slots, model.current, model.several, model.telemetry.engine)
-        if not self.is_on_screen:
+        reading = _Reading(
+            model.state.slots, model.current_id, model.several, model.telemetry.engine
+        )
+        if not self._visible:
             # The card is worked out when its tab is shown (on_show): fed every sample, drawn
             # from the ledger then (a card per sample that nobody sees cost a tenth of an
             # idle TUI's drawing).
@@ -114,12 +133,36 @@ class InsightPane(Widget, can_focus=True):
 
     def _feed(self, reading: _Reading) -> None:
         """One reading into the ledger; the profiles the card shows follow the newest."""
-        names = []
-        serving = reading.serving
+        plan = self._plan_of(reading)
         ledger = self._ledger
-        if serving is None or serving.state not in _SERVING or not serving.profile:
+        if plan.interrupt:
             ledger.interrupt()  # launching, swapping: no measurement spans it
-        for slot in reading.slots:
+        engines, seen = reading.engines, self._seen_engine
+        for sid, name in plan.counted:
+            # (subscripts, not dict.get: no call per slot and reading, 8 slots a second)
+            engine = engines[sid] if sid in engines else None
+            if engine:
+                stamp = engine.get("ts")
+                if (seen[name] if name in seen else None) != stamp:
+                    seen[name] = stamp  # a status refresh repeats the reading
+                    ledger.observe_engine(name, engine)
+        self._shown_names = plan.names
+
+    def _plan_of(self, reading: _Reading) -> _Plan:
+        """The reading's plan, worked out again only when its slots or the slot followed
+        changed; a new capacity card is fed then (a card comes with new slots)."""
+        last = self._plan
+        if (
+            last is not None
+            and last[0] is reading.slots
+            and last[1] == reading.current
+            and last[2] == reading.several
+        ):
+            return last[3]
+        serving = reading.slots.get(reading.current) if reading.current is not None else None
+        interrupt = serving is None or serving.state not in _SERVING or not serving.profile
+        counted, names = [], []
+        for slot in reading.slots.values():
             name = slot.profile
             if not name or slot.state not in _SERVING:
                 continue
@@ -128,16 +171,14 @@ class InsightPane(Widget, can_focus=True):
             card = slot.capacity
             if card is not None and self._seen_card.get(slot.id) is not card:
                 self._seen_card[slot.id] = card
-                ledger.observe_card(name, protocol.to_builtins(card))
-            engine = reading.engines.get(slot.id)
-            stamp = (engine or {}).get("ts")
-            if engine and self._seen_engine.get(name) != stamp:
-                self._seen_engine[name] = stamp  # a status refresh repeats the reading
-                ledger.observe_engine(name, engine)
+                self._ledger.observe_card(name, protocol.to_builtins(card))
+            counted.append((slot.id, name))
             # With several slots the card is the selected slot's (the slots view's choice).
             if not reading.several or (serving is not None and slot.id == serving.id):
                 names.append(name)
-        self._shown_names = names
+        plan = _Plan(interrupt, tuple(counted), names)
+        self._plan = (reading.slots, reading.current, reading.several, plan)
+        return plan
 
     def _update_text(self) -> None:
         self._fold()
@@ -156,7 +197,11 @@ class InsightPane(Widget, can_focus=True):
             if self.is_on_screen:
                 self.refresh(layout=relayout)
 
+    def on_hide(self) -> None:
+        self._visible = False
+
     def on_show(self) -> None:
+        self._visible = True
         if self._stale:
             self._update_text()
         self.refresh(layout=True)

@@ -76,7 +76,10 @@ class LogView(ScrollView, can_focus=True):
         self._row_seq: list[int] = []  # the line (seq) of each row, ascending
         self._base = 0  # rows dropped from the front so far: cache keys stay valid
         self._widest = 0
-        self._cache: LRUCache[tuple[int, int, int, bool | None], Strip] = LRUCache(1024)
+        # rows by (row, scroll x, width, in the knob), and their text by the first three
+        self._cache: LRUCache[tuple[int, ...] | tuple[int, int, int, bool | None], Strip] = (
+            LRUCache(2048)
+        )
         self._cache_style: Style | None = None
         self._frame: tuple | None = None  # per-frame values computed in render_lines
 
@@ -119,10 +122,14 @@ class LogView(ScrollView, can_focus=True):
 
     def append(self, items: Iterable[tuple[int, Strip]]) -> None:
         """Add lines (seq, strip) at the end, dropping the oldest past max_lines."""
-        region = self.scrollable_content_region
+        # The view's size: its scrollable content region's, Textual's scrollbars being of size
+        # 0 (DEFAULT_CSS; the view draws its own), read without the scrollbars' gutter (the
+        # styles and reactives it reads were half the calls of an append).
+        region = self.size
         height = region.height
         old_rows = len(self._rows)
-        old_top = round(self.scroll_y)
+        scroll_y = self.scroll_y
+        old_top = round(scroll_y)
         had_bar = old_rows > height
         # Wrap at the width the rows will have once the view overflows (its scrollbar column).
         wrap_width = max(1, region.width - 1)
@@ -145,7 +152,11 @@ class LogView(ScrollView, can_focus=True):
         new_rows = len(self._rows)
         if new_rows == old_rows and not trimmed:
             return
-        self.virtual_size = Size(region.width if self.wrap else self._widest + 1, new_rows)
+        # (set_reactive: the view's virtual_size has no validator or watcher, and repaints
+        # nothing itself; the reactive's set looked both up per append)
+        self.set_reactive(
+            LogView.virtual_size, Size(region.width if self.wrap else self._widest + 1, new_rows)
+        )
         if not self.is_mounted or not height:
             return
         if (new_rows > height) != had_bar:  # the scrollbar column appears: every row is narrower
@@ -154,7 +165,7 @@ class LogView(ScrollView, can_focus=True):
         if self.auto_scroll:
             top = max(0, new_rows - height)
             if top != old_top:
-                self._follow_to(top)  # repaints the view
+                self._follow_to(top, scroll_y, new_rows)  # repaints the view
             elif trimmed:
                 self.refresh()
             else:  # the view is not full yet: only the new rows
@@ -169,13 +180,15 @@ class LogView(ScrollView, can_focus=True):
         self._refresh_rows(old_rows - old_top, new_rows - old_top)
         self.refresh(Region(region.width - 1, 0, 1, height))
 
-    def _follow_to(self, top: int) -> None:
+    def _follow_to(self, top: int, scroll_y: float, rows: int) -> None:
         """Move a following view's top row to `top` (the end): the scroll position set and the
         view repainted, what `scroll_to(animate=False)` comes to here. `scroll_to` also stops
         any scroll animation, releases an anchor, validates and runs the watchers, a third of
         a busy second's appends; a view that follows has none of those to do. An animated
-        scroll still in flight (the target is not where the view is) goes Textual's way."""
-        if self.scroll_target_y != self.scroll_y or not 0 <= top <= self.max_scroll_y:
+        scroll still in flight (the target is not where the view is) goes Textual's way.
+        (`scroll_y`: where the view is; `rows`: its virtual height, just set.)"""
+        most = max(0, rows - self.container_size.height)  # max_scroll_y (no scrollbar row)
+        if self.scroll_target_y != scroll_y or not 0 <= top <= most:
             self.scroll_to(y=top, animate=False)
             return
         self.set_reactive(LogView.scroll_target_y, float(top))
@@ -264,14 +277,21 @@ class LogView(ScrollView, can_focus=True):
         if index < len(self._rows):
             is_current = current is not None and self._row_seq[index] == self.current_seq
             # A row is cached with its scrollbar cell: while following, every row moves up one
-            # per new line, and this keeps the redraw of a row to one lookup.
+            # per new line, and this keeps the redraw of a row to one lookup. Its text is
+            # cached apart too (the key without the cell): the knob moves down a row every
+            # few new lines, and a row leaving it needs only its cell again.
             key = (index + self._base, scroll_x, width, in_knob)
             line = None if is_current else self._cache.get(key)
             if line is None:
-                line = self._rows[index].crop_extend(scroll_x, scroll_x + width, style)
-                line = line.apply_style(style)
-                if is_current:
-                    line = line.apply_style(current)
+                text_key = key[:3]
+                line = None if is_current or bar is None else self._cache.get(text_key)
+                if line is None:
+                    line = self._rows[index].crop_extend(scroll_x, scroll_x + width, style)
+                    line = line.apply_style(style)
+                    if is_current:
+                        line = line.apply_style(current)
+                    elif bar is not None:
+                        self._cache[text_key] = line
                 line = self._with_bar(line, bar, in_knob)
                 if not is_current:
                     self._cache[key] = line
@@ -289,7 +309,8 @@ class LogView(ScrollView, can_focus=True):
         if bar is None:
             return line
         _, _, track, knob = bar
-        return Strip.join([line, Strip([knob if in_knob else track], 1)])
+        # (one Strip: Strip.join of the line and a Strip of the cell made two)
+        return Strip([*line, knob if in_knob else track], line.cell_length + 1)
 
     def on_click(self, event: events.Click) -> None:
         # A click in the scrollbar column jumps there (the thumb cannot be dragged).
@@ -339,6 +360,7 @@ class LogPane(Vertical):
         self._filter_timer: Timer | None = None
         self._styles: dict[str, Style] = {}
         self._hl: Style | None = None
+        self._view: LogView | None = None
 
     def compose(self) -> ComposeResult:
         yield LogView(max_lines=self.buffer.lines.maxlen, id="log-view")
@@ -346,7 +368,11 @@ class LogPane(Vertical):
 
     @property
     def view(self) -> LogView:
-        return self.query_one(LogView)
+        # Looked up once: the view is composed with the pane and never replaced, and a DOM
+        # query per use cost a tenth of a second's append.
+        if self._view is None:
+            self._view = self.query_one(LogView)
+        return self._view
 
     @property
     def following(self) -> bool:
