@@ -446,29 +446,21 @@ class SgltuiApp(App[str | None]):
         # tail would append and scroll for nobody (its lines wait in the feed).
         try:
             tabs = self._tabs
-            # Whether the panes are still linked to the app, asked once a flush of the tabs:
-            # no pane is ever removed on its own, so they are linked while the tabs are
-            # (`is_attached` walks every ancestor: once a pane, it was half the flush's own
-            # calls). Shutting down, query_one says NoMatches.
+            # The panes are linked while the tabs are (none is removed alone): asked once, not
+            # a walk to the root per pane. Shutting down, query_one says NoMatches.
             if tabs is None or not tabs.is_attached:
                 self._panes.clear()
                 tabs = self._tabs = self.query_one(TabbedContent)
-            active = tabs.active
-            hidden = set()
-            for p in panes.PANES:
-                if p.when_shown and active != panes.tab_id(p.name):
-                    # Its areas are drawn again when its tab is shown; other panes reading
-                    # the same areas are drawn now.
-                    hidden.add(p.name)
-                    self._hidden_dirty |= dirty & p.areas
-            self._draw(dirty, hidden)
+            hidden = panes.off_screen(tabs.active)
+            for p in hidden:  # drawn when its tab is shown; other panes reading its areas now
+                self._hidden_dirty |= dirty & p.areas
+            self._draw(dirty, {p.name for p in hidden})
         except NoMatches:
             pass  # the app is shutting down and its panes are already gone
 
     def pane(self, name: str) -> Widget:
-        """The pane of panes.py's table named `name`, looked up once: a DOM query per pane and
-        per draw cost a tenth of an idle second's drawing. (Kept while the tabs are linked to
-        the app: `_flush_dirty` asks that once a flush and forgets the panes when not.)"""
+        """The pane of panes.py's table named `name`, looked up once (kept while the tabs are
+        linked: _flush_dirty). A DOM query per draw cost a tenth of an idle second's drawing."""
         found = self._panes.get(name)
         if found is None:
             found = self._panes[name] = self.query_one(f"#{name}")

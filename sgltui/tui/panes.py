@@ -117,6 +117,11 @@ def _draw_memory(host: PaneHost, pane: MemoryPane, dirty: set[str]) -> None:
 OTHER_ROWS, UPPER_MOST, FOOTER = 1 + 1 + 6, 0.6, 1
 
 
+def off_screen(active_tab: str) -> list[Pane]:
+    """The panes drawn when their tab is shown (when_shown) whose tab is not `active_tab`."""
+    return [p for p in PANES if p.when_shown and active_tab != tab_id(p.name)]
+
+
 def chart_room(host: PaneHost) -> int | None:
     """Rows the chart may take (border included) with several slots on a screen that is not
     short: what the upper row may have once the slots view and the tabs' least height are

@@ -701,13 +701,6 @@ async def test_a_flush_asks_once_whether_the_panes_are_linked(monkeypatch):
         asked.append(getattr(self, "id", None))
         return linked.fget(self)
 
-
-async def test_a_sample_push_asks_none_of_the_event_questions():
-    """Issue 49: a sample carries no event; its push updates the model and marks the panes,
-    and asks neither whether a STATUS should be read nor whether a job should (each a decode
-    and type checks, every second). An event still asks both."""
-    from tests.support.scripted import make_sample
-
     src = ScriptedSource(status_with())
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
@@ -724,6 +717,17 @@ async def test_a_sample_push_asks_none_of_the_event_questions():
         legend = "".join(seg.text for seg in app.query_one(ThroughputPane).render_line(0))
         assert "2.47k" in legend, legend
 
+
+async def test_a_sample_push_asks_none_of_the_event_questions():
+    """Issue 49: a sample carries no event; its push updates the model and marks the panes,
+    and asks neither whether a STATUS should be read nor whether a job should (each a decode
+    and type checks, every second). An event still asks both."""
+    from tests.support.scripted import make_sample
+
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
         asked: list[str] = []
         model = app.model
         real_refresh, real_job = model.needs_status_refresh, model.job_needs_reading
