@@ -11,8 +11,11 @@ at concurrencies both profiles were measured at: nothing is extrapolated.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from sgltui.core import units
 
@@ -71,6 +74,17 @@ class Figures:
         return per * c if per is not None else None
 
 
+class _Point(msgspec.Struct):
+    """The figures of an ENGINE reading that the ledger counts, read out of many readings in
+    one conversion (`Ledger.observe_engines`): the type checks made in C, not three
+    isinstance and four dict.get per reading. Any other key is ignored; a value of another
+    type (a bool, a string) fails the conversion, and those readings are read one by one."""
+
+    num_running_reqs: float | None = None
+    gen_throughput: float | None = None
+    accept_length: float | None = None
+
+
 class Ledger:
     """Per-profile figures for one session (bounded: one bucket per concurrency level)."""
 
@@ -117,6 +131,43 @@ class Ledger:
                 bucket = f.accept[running] = [0.0, 0]
             bucket[0] += float(length)
             bucket[1] += 1
+
+    def observe_engines(self, readings: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """`observe_engine` of each (profile, reading), in order, their figures converted in
+        one go (a hidden Insight tab folds 8 slots' readings of every second: ~12 calls a
+        reading one by one, ~1 here). A reading that does not convert: one by one, as before."""
+        try:
+            points = msgspec.convert([engine for _name, engine in readings], list[_Point])
+        except msgspec.ValidationError:
+            for name, engine in readings:
+                self.observe_engine(name, engine)
+            return
+        profiles = self.profiles
+        for (name, engine), point in zip(readings, points, strict=True):
+            if not engine:
+                continue
+            f = profiles[name] if name in profiles else self.figures(name)
+            f.engine = engine
+            running, throughput = point.num_running_reqs, point.gen_throughput
+            # (3 read as 3.0 compares equal: the pair is the one observe_engine keeps)
+            if (running, throughput) == f.last_pair:
+                continue
+            f.last_pair = (running, throughput)
+            # a whole count of requests, as observe_engine takes it (NaN and inf fail too)
+            if running is None or not running > 0 or running % 1 != 0:
+                continue
+            c = int(running)
+            if throughput is not None and throughput > 0:
+                live = f.live
+                bucket = live[c] if c in live else live.setdefault(c, [0.0, 0])
+                bucket[0] += throughput / c
+                bucket[1] += 1
+            length = point.accept_length
+            if length is not None:
+                accept = f.accept
+                bucket = accept[c] if c in accept else accept.setdefault(c, [0.0, 0])
+                bucket[0] += length
+                bucket[1] += 1
 
     def interrupt(self) -> None:
         """A launch or swap is under way: the next reading is a new report whatever it says."""

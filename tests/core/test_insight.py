@@ -121,3 +121,42 @@ def test_a_repeated_report_counts_once():
     ledger.interrupt()  # a swap: the next reading counts even if it repeats the pair
     ledger.observe_engine("p", {"num_running_reqs": 2, "gen_throughput": 480.0})
     assert f.live[2][1] == 4
+
+
+def test_readings_counted_in_one_go_count_what_one_by_one_counts():
+    """Issue 49: `observe_engines` converts a batch's figures at once (no type check or get
+    per reading) and counts what `observe_engine` of each counts, in order: counts as floats
+    or ints, a repeated pair, fractional, zero, negative, NaN and infinite counts, a missing
+    throughput or accept length, an empty reading. A batch with a value msgspec does not
+    convert (a bool, a string) is read one by one, with the same result."""
+    readings = [
+        {"num_running_reqs": 2, "gen_throughput": 500.0, "accept_length": 2.5, "ts": 1},
+        {"num_running_reqs": 2, "gen_throughput": 500.0, "accept_length": 2.9},  # repeated
+        {"num_running_reqs": 2.0, "gen_throughput": 510, "accept_length": 3},
+        {"num_running_reqs": 3.5, "gen_throughput": 600.0, "accept_length": 2.0},
+        {"num_running_reqs": 0, "gen_throughput": 10.0},
+        {"num_running_reqs": -1, "gen_throughput": 10.0},
+        {"num_running_reqs": float("nan"), "gen_throughput": 10.0},
+        {"num_running_reqs": float("inf"), "gen_throughput": 10.0},
+        {"num_running_reqs": 4, "accept_length": 1.5},
+        {"num_running_reqs": 4, "gen_throughput": 0.0, "accept_length": 1.7},
+        {"num_running_reqs": 4.0, "gen_throughput": 800.0},
+        {},
+        {"gen_throughput": 90.0},
+    ]
+    for odd in ([], [{"num_running_reqs": True, "gen_throughput": 5.0}], [{"x": 1, 5: 2}]):
+        batch = [("p" if i % 3 else "q", r) for i, r in enumerate([*readings, *odd])]
+        one_by_one, at_once = Ledger(), Ledger()
+        for name, engine in batch:
+            one_by_one.observe_engine(name, engine)
+        at_once.observe_engines(batch)
+        for name in ("p", "q"):
+            want, got = one_by_one.figures(name), at_once.figures(name)
+            assert (got.live, got.accept, got.engine) == (want.live, want.accept, want.engine)
+            if not odd:  # (counts as ints, as observe_engine keeps them: c=2, not c=2.0)
+                assert all(type(c) is int for c in [*got.live, *got.accept])
+            assert got.last_pair == want.last_pair
+        # a pair repeated after the batch is the same report
+        at_once.observe_engines([("p", dict(batch[-1][1]))])
+        one_by_one.observe_engine("p", dict(batch[-1][1]))
+        assert at_once.figures("p").live == one_by_one.figures("p").live

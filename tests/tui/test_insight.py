@@ -333,3 +333,60 @@ def test_the_hidden_panes_plan_follows_the_slots_and_the_slot_followed():
                 got, want = pane.ledger.figures(name), expected.figures(name)
                 assert (got.live, got.accept, got.card) == (want.live, want.accept, want.card), t
             assert pane._shown_names == names, t
+
+
+def test_a_hidden_panes_fold_counts_its_readings_in_one_conversion(monkeypatch):
+    """Issue 49: the readings kept while the tab is hidden are counted in one batch
+    (`Ledger.observe_engines`, their figures converted at once), not one `observe_engine`
+    per slot and reading (~12 calls each, 8 slots a second); split only where the plan
+    changes (a new card or profile lands in order) or a reading interrupts (the followed slot
+    launching). What is counted is what feeding each reading afresh counts."""
+    from sgltui.core import insight
+    from sgltui.tui.model import TuiModel
+    from sgltui.tui.widgets import insight as pane_module
+    from tests.support.scripted import make_host_status
+
+    def sample(t):
+        engine = {
+            sid: {
+                "ts": 1000.0 + t + i / 10,
+                "num_running_reqs": 1 + (t + i) % 3,
+                "gen_throughput": 100.0 + t + i,
+                "accept_length": 2.0 + i / 4,
+            }
+            for i, sid in enumerate("abc")
+        }
+        return {"push": "sample", "data": {"v": 1, "ts": 1000.0 + t, "engine": engine}}
+
+    def play(feed):
+        """A sample a second, the followed slot launching at 12 (and back at 13)."""
+        model = TuiModel()
+        status = make_host_status(3, profiles=["demo-mtp", "demo-mtp", "demo-no-mtp"])
+        model.apply_status(status)
+        for t in range(1, pane_module.FOLD_EVERY):  # one fold, when read
+            if t in (12, 13):
+                model.selected = "a"
+                status["slots"][0]["state"] = "launching" if t == 12 else "ready"
+                model.apply_status(status)
+            model.apply_push(sample(t))
+            feed(model)
+
+    reference, seen = insight.Ledger(), {}
+    play(lambda model: _reference_feed(reference, seen, model))
+    one_by_one, batches = [], []
+    real = insight.Ledger.observe_engines
+    monkeypatch.setattr(insight.Ledger, "observe_engine", lambda self, *a: one_by_one.append(a))
+    monkeypatch.setattr(
+        insight.Ledger,
+        "observe_engines",
+        lambda self, readings: batches.append(len(readings)) or real(self, readings),
+    )
+    pane = InsightPane()
+    play(pane.show)
+    assert batches == [] and one_by_one == []  # kept while hidden
+    ledger = pane.ledger  # read: folded
+    # 11 seconds of 3 slots; the launch's (a not counted); the 17 seconds after it
+    assert batches == [33, 2, 51] and one_by_one == []
+    for name in ("demo-mtp", "demo-no-mtp"):
+        got, want = ledger.figures(name), reference.figures(name)
+        assert got.live and (got.live, got.accept) == (want.live, want.accept), name

@@ -128,29 +128,42 @@ class InsightPane(Widget, can_focus=True):
         """Feed the readings kept while hidden, oldest first."""
         if self._pending:
             pending, self._pending = self._pending, []
-            for reading in pending:
-                self._feed(reading)
+            self._feed(*pending)
 
-    def _feed(self, reading: _Reading) -> None:
-        """One reading into the ledger; the profiles the card shows follow the newest."""
-        plan = self._plan_of(reading)
-        ledger = self._ledger
-        if plan.interrupt:
-            ledger.interrupt()  # launching, swapping: no measurement spans it
-        engines, seen = reading.engines, self._seen_engine
-        for sid, name in plan.counted:
-            # (subscripts, not dict.get: no call per slot and reading, 8 slots a second)
-            engine = engines[sid] if sid in engines else None
-            if engine:
-                stamp = engine.get("ts")
-                if (seen[name] if name in seen else None) != stamp:
-                    seen[name] = stamp  # a status refresh repeats the reading
-                    ledger.observe_engine(name, engine)
-        self._shown_names = plan.names
+    def _feed(self, *readings: _Reading) -> None:
+        """Readings into the ledger, in order; the profiles the card shows follow the newest.
+        What they count is collected and counted in one go (`Ledger.observe_engines`: its
+        figures converted at once), up to a reading that interrupts (in order with it)."""
+        ledger, seen = self._ledger, self._seen_engine
+        counted: list[tuple[str, Any]] = []
+        plan = None
+        for reading in readings:
+            plan = self._kept_plan(reading)
+            if plan is None or plan.interrupt:
+                if counted:  # (in order with a new card, a new profile, an interruption)
+                    ledger.observe_engines(counted)
+                    counted = []
+                if plan is None:
+                    plan = self._plan_of(reading)
+                if plan.interrupt:
+                    ledger.interrupt()  # launching, swapping: no measurement spans it
+            engines = reading.engines
+            for sid, name in plan.counted:
+                # (subscripts and `in`, not dict.get: no call per slot and reading)
+                engine = engines[sid] if sid in engines else None
+                if engine:
+                    stamp = engine["ts"] if "ts" in engine else None
+                    if (seen[name] if name in seen else None) != stamp:
+                        seen[name] = stamp  # a status refresh repeats the reading
+                        counted.append((name, engine))
+        if counted:
+            ledger.observe_engines(counted)
+        if plan is not None:
+            self._shown_names = plan.names
 
-    def _plan_of(self, reading: _Reading) -> _Plan:
-        """The reading's plan, worked out again only when its slots or the slot followed
-        changed; a new capacity card is fed then (a card comes with new slots)."""
+    def _kept_plan(self, reading: _Reading) -> _Plan | None:
+        """The last reading's plan if it is this one's (the same slots, slot followed and
+        `several`), else None."""
         last = self._plan
         if (
             last is not None
@@ -159,6 +172,14 @@ class InsightPane(Widget, can_focus=True):
             and last[2] == reading.several
         ):
             return last[3]
+        return None
+
+    def _plan_of(self, reading: _Reading) -> _Plan:
+        """The reading's plan, worked out again only when its slots or the slot followed
+        changed; a new capacity card is fed then (a card comes with new slots)."""
+        kept = self._kept_plan(reading)
+        if kept is not None:
+            return kept
         serving = reading.slots.get(reading.current) if reading.current is not None else None
         interrupt = serving is None or serving.state not in _SERVING or not serving.profile
         counted, names = [], []
