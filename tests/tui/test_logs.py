@@ -355,3 +355,47 @@ async def test_the_pane_finds_its_view_once_and_a_shown_line_marks_without_the_p
         lookups.clear()  # (no await from here: only these calls look anything up)
         assert app._log_changed_by(shown) and lookups == []
         assert not app._log_changed_by(folded) and lookups == ["logs"]
+
+
+async def test_a_following_append_reads_the_views_size_without_the_compositor():
+    """Issue 49: a following view's append reads its size from its last layout (a
+    ScrollView's container size) and refreshes its own region, as ScrollView's scroll does:
+    `size` and a refresh of no region asked the compositor for the view's region, a walk up
+    the DOM to the screen each (~40 calls a second). The new line is still the bottom row,
+    on screen, and a resize still reaches the view (the rows follow the new height)."""
+    import sys
+
+    from textual.dom import DOMNode
+
+    src = ScriptedSource(status_with(), logs=[f"line {i}" for i in range(200)])
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        view, pane = app.query_one(LogView), app.query_one(LogPane)
+        await pilot.press("l")
+        await until(pilot, lambda: view.scroll_y == view.max_scroll_y > 0)
+        walks = 0
+        screen_code = DOMNode.screen.fget.__code__  # type: ignore[attr-defined]
+
+        def count(frame, event, arg):
+            nonlocal walks
+            walks += event == "call" and frame.f_code is screen_code
+
+        lines = app.logbuf.add("0", ["new-0"])
+        sys.setprofile(count)
+        try:
+            pane.append(lines)
+        finally:
+            sys.setprofile(None)
+        assert walks == 0
+        await pilot.pause()
+        bottom = view.scrollable_content_region.height - 1
+        assert view.scroll_y == view.max_scroll_y and first_row_at(view, bottom) == "new-0"
+        assert "new-0" in app.export_screenshot()
+        await pilot.resize_terminal(120, 30)
+        await pilot.pause()
+        pane.append(app.logbuf.add("0", ["new-1"]))
+        await pilot.pause()
+        bottom = view.scrollable_content_region.height - 1
+        assert view.container_size == view.size and first_row_at(view, bottom) == "new-1"
+        assert "new-1" in app.export_screenshot()

@@ -296,3 +296,49 @@ def test_a_pool_roll_ends_with_its_total_time(monkeypatch, capsys):
     args = argparse.Namespace(pool="all", no_wait=False, state_dir=None, profiles=None)
     assert server._pool_lifecycle(args, protocol.SwapArgs(profile="b")) == 0
     assert capsys.readouterr().out.strip() == "pool all: rolled to b (a, b) in 42.5 s"
+
+
+def test_a_whole_sample_reads_as_its_parts_and_counts_few_calls():
+    """Issue 49: a sample carrying all its parts (the agent's, each second) is read in one
+    conversion, its GPU source kept from the STATUS; the chart's totals are summed in one
+    pass over the slots. What it reads is what reading its parts one by one reads (a sample
+    missing one: the path kept for it), and 8 slots' sample costs the model few calls
+    (~65 before: a list and a sum per series, the parts picked and read back)."""
+    import sys
+
+    from tests.support.scripted import make_host_sample, make_host_status
+
+    ids = [str(i) for i in range(8)]
+    whole, parts = TuiModel(), TuiModel()
+    for m in (whole, parts):
+        m.apply_status(make_host_status(8))
+    source = whole.telemetry.gpu_source
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        calls += event in ("call", "c_call")
+
+    for t in range(1, 4):
+        sample = make_host_sample(float(t), ids)
+        sample["engine"]["3"]["accept_length"] = 0.0  # (no speculative decoding: not meant)
+        sys.setprofile(count)
+        try:
+            whole.apply_push({"push": "sample", "data": sample})
+        finally:
+            sys.setprofile(None)
+        for key in ("gpus", "host", "engine", "ts"):  # each part alone, then the rest
+            parts.apply_push({"push": "sample", "data": {k: sample[k] for k in (key,)}})
+    assert whole.telemetry.gpu_source == source
+    assert (whole.telemetry.gpus, whole.telemetry.host, whole.telemetry.engine) == (
+        parts.telemetry.gpus,
+        parts.telemetry.host,
+        parts.telemetry.engine,
+    )
+    engines = list(sample["engine"].values())
+    total = M.total_engine(engines)
+    assert total["gen_throughput"] == sum(float(e["gen_throughput"]) for e in engines)
+    spec = [float(e["accept_length"]) for e in engines if e.get("accept_length")]
+    assert total["accept_length"] == sum(spec) / len(spec)
+    assert whole.series["gen_throughput"][-1] == (sample["ts"], total["gen_throughput"])
+    assert calls <= 3 * 45, calls

@@ -124,8 +124,10 @@ class LogView(ScrollView, can_focus=True):
         """Add lines (seq, strip) at the end, dropping the oldest past max_lines."""
         # The view's size: its scrollable content region's, Textual's scrollbars being of size
         # 0 (DEFAULT_CSS; the view draws its own), read without the scrollbars' gutter (the
-        # styles and reactives it reads were half the calls of an append).
-        region = self.size
+        # styles and reactives it reads were half the calls of an append). A ScrollView's
+        # container size is its own size less its gutter, set at each layout: `size` asks the
+        # compositor for the region (a walk up the DOM to the screen, ~20 calls).
+        region = self.container_size
         height = region.height
         old_rows = len(self._rows)
         scroll_y = self.scroll_y
@@ -193,7 +195,11 @@ class LogView(ScrollView, can_focus=True):
             return
         self.set_reactive(LogView.scroll_target_y, float(top))
         self.set_reactive(LogView.scroll_y, float(top))
-        self.refresh()  # (this view's watch_scroll_y: the rows all moved up)
+        # (this view's watch_scroll_y: the rows all moved up) Its region, as ScrollView's own
+        # watcher does: a refresh of no region works the view's size out twice (`size`,
+        # `outer_size`: each a walk up the DOM to the screen).
+        size = self.container_size
+        self.refresh(Region(0, 0, size.width, size.height))
 
     def _refresh_rows(self, first: int, last: int) -> None:
         region = self.scrollable_content_region
