@@ -327,9 +327,10 @@ async def test_rows_drawn_from_the_cache_are_the_rows_drawn_afresh_as_the_knob_m
             await pilot.pause()
             cached = rows()
             knobs.add(tuple(text == "█" for _n, segs in cached for text, _ in segs[-1:]))
-            kept, view._cache = view._cache, LRUCache(16)  # drawn with none, the caches kept
+            kept = view._cache, view._texts  # drawn with none, the caches kept
+            view._cache, view._texts = LRUCache(16), LRUCache(16)
             fresh = rows()
-            view._cache = kept
+            view._cache, view._texts = kept
             assert cached == fresh, k
             assert cached[-1][1][0][0].startswith(f"new {k}")
         assert len(knobs) >= 3  # (the knob shrank: rows left it)
@@ -399,3 +400,35 @@ async def test_a_following_append_reads_the_views_size_without_the_compositor():
         bottom = view.scrollable_content_region.height - 1
         assert view.container_size == view.size and first_row_at(view, bottom) == "new-1"
         assert "new-1" in app.export_screenshot()
+
+
+def test_a_rows_segments_are_what_textual_crops_extends_and_styles():
+    """Issue 49: a row is styled and padded from its line's segments (one Strip for the row
+    and its scrollbar cell, where Textual's crop_extend and apply_style made two more): the
+    segments are theirs for a row that fits, fills the width, is wider, is scrolled, has
+    several styles (a search match), a control segment or none."""
+    from rich.segment import Segment
+    from rich.style import Style
+    from textual.strip import Strip
+
+    from sgltui.tui.widgets.logs import _row_segments
+
+    view_style = Style(color="white", bgcolor="black")
+    red, hl = Style(color="red"), Style(bold=True, bgcolor="yellow")
+    rows = [
+        Strip([Segment("short line", red)]),
+        Strip([Segment("x" * 20, red)]),
+        Strip([Segment("a much longer line than the view", red)]),
+        Strip([Segment("found ", red), Segment("here", red + hl), Segment(" and on", red)]),
+        Strip([Segment("plain", None), Segment("\x1b[0m", None, [(1,)]), Segment("end", red)], 8),
+        Strip([], 0),
+        Strip([Segment("wide 字字", red)]),
+    ]
+    for row in rows:
+        for scroll_x in (0, 3):
+            want = list(
+                row.crop_extend(scroll_x, scroll_x + 20, view_style).apply_style(view_style)
+            )
+            got = _row_segments(row, scroll_x, 20, view_style)
+            assert got == want, (row, scroll_x)
+            assert Strip(got).cell_length == 20

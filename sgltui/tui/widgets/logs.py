@@ -76,10 +76,10 @@ class LogView(ScrollView, can_focus=True):
         self._row_seq: list[int] = []  # the line (seq) of each row, ascending
         self._base = 0  # rows dropped from the front so far: cache keys stay valid
         self._widest = 0
-        # rows by (row, scroll x, width, in the knob), and their text by the first three
-        self._cache: LRUCache[tuple[int, ...] | tuple[int, int, int, bool | None], Strip] = (
-            LRUCache(2048)
-        )
+        # rows by (row, scroll x, width, in the knob), and their text's segments by the first
+        # three (a row leaving the knob needs only its cell again)
+        self._cache: LRUCache[tuple[int, int, int, bool | None], Strip] = LRUCache(2048)
+        self._texts: LRUCache[tuple[int, int, int], list[Segment]] = LRUCache(2048)
         self._cache_style: Style | None = None
         self._frame: tuple | None = None  # per-frame values computed in render_lines
 
@@ -98,10 +98,15 @@ class LogView(ScrollView, can_focus=True):
         self._line_strips, self._seqs, self._rows, self._row_seq = [], [], [], []
         self._widest = 0
         self._base = 0
-        self._cache.clear()
+        self._forget_rows()
         self.virtual_size = Size(0, 0)
         self.scroll_to(0, 0, animate=False)
         self.refresh()
+
+    def _forget_rows(self) -> None:
+        """Drop the rows drawn (a new width, style or scrollbar, or new rows)."""
+        self._cache.clear()
+        self._texts.clear()
 
     def set_placeholder(self, text: str) -> None:
         if text != self.placeholder:
@@ -162,7 +167,7 @@ class LogView(ScrollView, can_focus=True):
         if not self.is_mounted or not height:
             return
         if (new_rows > height) != had_bar:  # the scrollbar column appears: every row is narrower
-            self._cache.clear()
+            self._forget_rows()
             self.refresh()
         if self.auto_scroll:
             top = max(0, new_rows - height)
@@ -215,7 +220,7 @@ class LogView(ScrollView, can_focus=True):
             rows = self._split(strip, width)
             self._rows.extend(rows)
             self._row_seq.extend([seq] * len(rows))
-        self._cache.clear()
+        self._forget_rows()
         self._base = 0
         region = self.scrollable_content_region
         self.virtual_size = Size(region.width if self.wrap else self._widest + 1, len(self._rows))
@@ -239,7 +244,7 @@ class LogView(ScrollView, can_focus=True):
         if self.wrap:
             self.rewrap()
         else:
-            self._cache.clear()
+            self._forget_rows()
             if self.auto_scroll:
                 self.scroll_to(y=self.max_scroll_y, animate=False)
 
@@ -250,7 +255,7 @@ class LogView(ScrollView, can_focus=True):
         # scrollbar's geometry and colours, not per line.
         style = self.rich_style
         if style != self._cache_style:
-            self._cache.clear()
+            self._forget_rows()
             self._cache_style = style
         region = self.scrollable_content_region
         height = region.height
@@ -283,22 +288,26 @@ class LogView(ScrollView, can_focus=True):
         if index < len(self._rows):
             is_current = current is not None and self._row_seq[index] == self.current_seq
             # A row is cached with its scrollbar cell: while following, every row moves up one
-            # per new line, and this keeps the redraw of a row to one lookup. Its text is
-            # cached apart too (the key without the cell): the knob moves down a row every
-            # few new lines, and a row leaving it needs only its cell again.
+            # per new line, and this keeps the redraw of a row to one lookup. Its text's
+            # segments are cached apart too (the key without the cell): the knob moves down a
+            # row every few new lines, and a row leaving it needs only its cell again.
             key = (index + self._base, scroll_x, width, in_knob)
             line = None if is_current else self._cache.get(key)
             if line is None:
-                text_key = key[:3]
-                line = None if is_current or bar is None else self._cache.get(text_key)
-                if line is None:
+                if is_current or bar is None:
                     line = self._rows[index].crop_extend(scroll_x, scroll_x + width, style)
                     line = line.apply_style(style)
                     if is_current:
                         line = line.apply_style(current)
-                    elif bar is not None:
-                        self._cache[text_key] = line
-                line = self._with_bar(line, bar, in_knob)
+                    line = self._with_bar(line, bar, in_knob)
+                else:
+                    text_key = (index + self._base, scroll_x, width)
+                    segments = self._texts.get(text_key)
+                    if segments is None:
+                        segments = _row_segments(self._rows[index], scroll_x, width, style)
+                        self._texts[text_key] = segments
+                    # (one Strip: the text's Strip and one with its cell made two more)
+                    line = Strip([*segments, bar[3] if in_knob else bar[2]], width + 1)
                 if not is_current:
                     self._cache[key] = line
             return line
@@ -341,6 +350,24 @@ class LogView(ScrollView, can_focus=True):
         elif new > old and not self.auto_scroll and new >= self.max_scroll_y - 0.5:
             self.auto_scroll = True
             self.post_message(self.FollowChanged(True))
+
+
+def _row_segments(row: Strip, scroll_x: int, width: int, style: Style) -> list[Segment]:
+    """The segments of `row` seen from `scroll_x` in `width` cells, in the view's `style`:
+    what `row.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)` holds. A row
+    that fits unscrolled (most: a line as wide as the view is rare) is styled and padded
+    here, without the two Strips (and their seven caches each) that made it."""
+    length = row.cell_length
+    if scroll_x or length > width:
+        return list(row.crop_extend(scroll_x, scroll_x + width, style).apply_style(style))
+    # (Segment.apply_style's rule: the view's style under each segment's, none for a control)
+    segments = [
+        Segment(text, None if control else style + seg_style, control)
+        for text, seg_style, control in row
+    ]
+    if length < width:  # the padding: crop_extend's, in the view's style
+        segments.append(Segment(" " * (width - length), style))
+    return segments
 
 
 class LogPane(Vertical):
