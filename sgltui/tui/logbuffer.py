@@ -55,8 +55,12 @@ def classify(text: str) -> tuple[str, bool]:
     `is_noise` says repeats."""
     if _BATCH_HEAD_RE.match(text):
         return "info", True
-    level = line_level(text)
-    return level, level == "info" and is_noise(text)
+    # (line_level and is_noise's patterns inline: a call less each, for every line pushed)
+    if _ERROR_RE.search(text):
+        return "error", False
+    if _WARNING_RE.search(text):
+        return "warning", False
+    return "info", _ACCESS_RE.search(text) is not None or _BATCH_RE.search(text) is not None
 
 
 @dataclass(frozen=True)

@@ -43,15 +43,18 @@ class LogFeed:
     def add_push(self, data: dict[str, Any], current: str | None) -> list[LogLine]:
         """A `log` push's lines, added to the buffer (returned: the caller decides whether the
         pane shows them); `current` is the slot of a push that names none."""
-        slot, launch = str(data.get("slot") or current), data.get("launch_id")
+        # (`in` and subscripts, not dict.get: a tick brings a push per slot with lines)
+        slot = str((data["slot"] if "slot" in data else None) or current)
+        launch = data["launch_id"] if "launch_id" in data else None
         added = []
-        if launch and self._launch_of.get(slot) not in (None, launch):
-            # A new server's output follows: mark where, so a swap reads clearly in the tail.
-            added = self.buffer.add(slot, [f"──── {launch} ────"])
         if launch:
-            self._launch_of[slot] = launch
-        lines = list(data.get("lines") or [])
-        read = self._tail_read.pop(slot, None)
+            known = self._launch_of
+            if slot in known and known[slot] != launch:
+                # A new server's output follows: mark where, so a swap reads clearly in the tail.
+                added = self.buffer.add(slot, [f"──── {launch} ────"])
+            known[slot] = launch
+        lines = list((data["lines"] if "lines" in data else None) or [])
+        read = self._tail_read.pop(slot, None) if self._tail_read else None
         if read:
             # The first push after connecting starts with the lines the tail read ended
             # with: the agent pushed them too, queued while the tail was read (a first

@@ -92,3 +92,54 @@ def test_batch_lines_fold_as_info_and_other_lines_keep_their_level():
     assert classify(oom) == ("error", False)  # not a batch line: no ", " after "batch"
     assert classify("Max running requests is reset to 48") == ("warning", False)
     assert classify("[2026-10-01 12:00:01] Load weight end.") == ("info", False)
+
+
+def test_a_ticks_pushes_are_read_and_classified_in_few_calls():
+    """Issue 49: a tick's push per slot is read with `in` and subscripts (no dict.get, no
+    pop of a tail read when none waits) and each line classified with the level and fold
+    patterns inline (line_level and is_noise's rules, not a call to each): 8 slots' pushes of
+    a line each cost ~100 calls (~150 before). What they add is what the rules say: the
+    level, the fold, the launch's mark when a slot's launch changes, the tail's lines the
+    first push repeats dropped."""
+    import sys
+
+    from sgltui import protocol
+    from sgltui.tui.logbuffer import classify, is_noise
+    from sgltui.tui.logfeed import LogFeed
+
+    texts = [
+        "[2026-12-07 10:00:00] Cache flushed: 3 prefix tree nodes evicted",
+        "[2026-12-07 10:00:00] Decode batch, #running-req: 4, #token: 8000",
+        'INFO:     127.0.0.1:5000 - "GET /health HTTP/1.1" 200 OK',
+        "a Warning: deprecated flag, then an ERROR",
+        "Max running requests is reset to 4",
+        "x Prefill batch, #new-seq: 1 failed",
+    ]
+    for text in texts:
+        level = line_level(text)
+        assert classify(text) == (level, level == "info" and is_noise(text)), text
+    feed = LogFeed(LogBuffer())
+    feed.add_tail("1", protocol.LogsReply(lines=["old", "last"], path="log", launch_id="x"))
+    first = feed.add_push({"slot": "1", "launch_id": "x", "lines": ["last", "new"]}, None)
+    assert [line.text for line in first] == ["new"]
+    swap = feed.add_push({"slot": "1", "launch_id": "y", "lines": ["up"]}, None)
+    assert [line.text for line in swap] == ["──── y ────", "up"]
+    pushes = [{"slot": f"s{i}", "launch_id": "x", "lines": texts[:1]} for i in range(8)]
+    for push in pushes:  # (the slots' launches known, as in a served second)
+        feed.add_push(push, None)
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        calls += event in ("call", "c_call")
+
+    sys.setprofile(count)
+    try:
+        added = [line for push in pushes for line in feed.add_push(push, None)]
+    finally:
+        sys.setprofile(None)
+    assert [(line.slot, line.level, line.noise) for line in added] == [
+        (f"s{i}", "info", False) for i in range(8)
+    ]
+    assert feed.add_push({"lines": ["mine"]}, "3")[0].slot == "3"
+    assert calls <= 110, calls
