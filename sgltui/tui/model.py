@@ -439,13 +439,15 @@ class TuiModel:
             tel = msgspec.structs.replace(
                 protocol.telemetry_view(sample), gpu_source=self.telemetry.gpu_source
             )
+            ts, engine = sample["ts"], sample["engine"]
         else:  # a part (a recorded sample, an older agent): the parts it carries
             keys = [k for k in ("gpus", "host", "engine", "ts") if k in sample]
             part = protocol.telemetry_view({k: sample[k] for k in keys})
             tel = msgspec.structs.replace(self.telemetry, **{k: getattr(part, k) for k in keys})
+            ts, engine = sample.get("ts"), sample.get("engine")
         self.telemetry = tel
         self._note_host_cpu(tel)
-        self._append_series(sample.get("ts") or self.clock(), sample.get("engine") or {})
+        self._append_series(ts or self.clock(), engine or {})
         return {MEMORY, CHART}
 
     def _append_series(self, ts: float, engine: dict[str, Any]) -> None:

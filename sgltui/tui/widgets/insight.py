@@ -103,7 +103,8 @@ class InsightPane(Widget, can_focus=True):
         each second cost ~3x what the same work costs in one go (a second's cold caches), and
         nobody reads the ledger then. Every reading is still counted, in order."""
         self._model = model
-        for run_id, run in getattr(model, "bench", {}).items():
+        runs = getattr(model, "bench", None)
+        for run_id, run in runs.items() if runs else ():  # (no runs: no items() each second)
             if run.result and run_id not in self._seen_bench:
                 self._seen_bench.add(run_id)
                 self._fold()  # (in order with the readings before it)

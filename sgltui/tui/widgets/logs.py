@@ -139,15 +139,20 @@ class LogView(ScrollView, can_focus=True):
         old_top = round(scroll_y)
         had_bar = old_rows > height
         # Wrap at the width the rows will have once the view overflows (its scrollbar column).
-        wrap_width = max(1, region.width - 1)
+        wrap_width = max(1, region.width - 1) if self.wrap else 0
         for seq, strip in items:
             self._line_strips.append(strip)
             self._seqs.append(seq)
-            rows = self._split(strip, wrap_width)
-            self._rows.extend(rows)
-            self._row_seq.extend([seq] * len(rows))
-            if strip.cell_length > self._widest:
-                self._widest = strip.cell_length
+            if wrap_width:
+                rows = self._split(strip, wrap_width)
+                self._rows.extend(rows)
+                self._row_seq.extend([seq] * len(rows))
+            else:  # (a line is its row)
+                self._rows.append(strip)
+                self._row_seq.append(seq)
+            length = strip.cell_length
+            if length > self._widest:
+                self._widest = length
         trimmed = 0
         if self.max_lines is not None and len(self._line_strips) > self.max_lines:
             drop = len(self._line_strips) - self.max_lines
@@ -172,7 +177,7 @@ class LogView(ScrollView, can_focus=True):
         if self.auto_scroll:
             top = max(0, new_rows - height)
             if top != old_top:
-                self._follow_to(top, scroll_y, new_rows)  # repaints the view
+                self._follow_to(top, scroll_y, new_rows, region)  # repaints the view
             elif trimmed:
                 self.refresh()
             else:  # the view is not full yet: only the new rows
@@ -187,14 +192,15 @@ class LogView(ScrollView, can_focus=True):
         self._refresh_rows(old_rows - old_top, new_rows - old_top)
         self.refresh(Region(region.width - 1, 0, 1, height))
 
-    def _follow_to(self, top: int, scroll_y: float, rows: int) -> None:
+    def _follow_to(self, top: int, scroll_y: float, rows: int, size: Size) -> None:
         """Move a following view's top row to `top` (the end): the scroll position set and the
         view repainted, what `scroll_to(animate=False)` comes to here. `scroll_to` also stops
         any scroll animation, releases an anchor, validates and runs the watchers, a third of
         a busy second's appends; a view that follows has none of those to do. An animated
         scroll still in flight (the target is not where the view is) goes Textual's way.
-        (`scroll_y`: where the view is; `rows`: its virtual height, just set.)"""
-        most = max(0, rows - self.container_size.height)  # max_scroll_y (no scrollbar row)
+        (`scroll_y`: where the view is; `rows`: its virtual height, just set; `size`: the
+        view's, its container size.)"""
+        most = rows - size.height if rows > size.height else 0  # max_scroll_y (no scrollbar)
         if self.scroll_target_y != scroll_y or not 0 <= top <= most:
             self.scroll_to(y=top, animate=False)
             return
@@ -203,7 +209,6 @@ class LogView(ScrollView, can_focus=True):
         # (this view's watch_scroll_y: the rows all moved up) Its region, as ScrollView's own
         # watcher does: a refresh of no region works the view's size out twice (`size`,
         # `outer_size`: each a walk up the DOM to the screen).
-        size = self.container_size
         self.refresh(Region(0, 0, size.width, size.height))
 
     def _refresh_rows(self, first: int, last: int) -> None:
@@ -518,8 +523,10 @@ class LogPane(Vertical):
             del self._shown[:drop]
             if self._match is not None:
                 self._match = self._match - drop if self._match >= drop else None
-        self.view.append((line.seq, self._strip(line)) for line in shown)
-        self.view.set_placeholder("")
+        view = self.view
+        view.append((line.seq, self._strip(line)) for line in shown)
+        if view.placeholder:
+            view.set_placeholder("")
         if self._matches != before:
             self.post_message(self.StateChanged())
 
