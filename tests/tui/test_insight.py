@@ -390,3 +390,37 @@ def test_a_hidden_panes_fold_counts_its_readings_in_one_conversion(monkeypatch):
     for name in ("demo-mtp", "demo-no-mtp"):
         got, want = ledger.figures(name), reference.figures(name)
         assert got.live and (got.live, got.accept) == (want.live, want.accept), name
+
+
+def test_a_status_polled_again_keeps_the_plan_and_its_cards(monkeypatch):
+    """Issue 49: a STATUS polled again makes equal slots anew (every few seconds): the plan
+    is kept (the slots compared by value), so no capacity card is converted and fed again;
+    a slot that reads differently (a new card) is a new plan, its card fed."""
+    from sgltui.core import insight
+    from sgltui.tui.model import TuiModel
+    from tests.support.scripted import make_host_status
+
+    cards = []
+    real = insight.Ledger.observe_card
+    monkeypatch.setattr(
+        insight.Ledger,
+        "observe_card",
+        lambda self, name, card: cards.append(name) or real(self, name, card),
+    )
+    model = TuiModel()
+    status = make_host_status(3, profiles=["demo-mtp", "demo-mtp", "demo-no-mtp"])
+    model.apply_status(status)
+    pane = InsightPane()
+    pane.show(model)
+    assert pane.ledger  # (folded)
+    assert len(cards) == 3
+    for _ in range(3):
+        model.apply_status(status)  # equal slots, made anew
+        pane.show(model)
+    assert pane.ledger
+    assert len(cards) == 3
+    status["slots"][2]["capacity"] = dict(status["slots"][2]["capacity"], max_running_requests=7)
+    model.apply_status(status)
+    pane.show(model)
+    assert pane.ledger.figures("demo-no-mtp").card["max_running_requests"] == 7
+    assert len(cards) == 6  # (a new plan: each serving slot's card looked at again)

@@ -437,3 +437,22 @@ def test_a_rows_segments_are_what_textual_crops_extends_and_styles():
             got = _row_segments(row, scroll_x, 20, view_style)
             assert got == want, (row, scroll_x)
             assert Strip(got).cell_length == 20
+
+
+async def test_a_lines_strip_counts_its_cells_ascii_wide_or_controlled():
+    """Issue 49: a printable ASCII line is a cell a character (its length, without
+    cell_len's calls); a line with wide characters, tabs or control characters is counted
+    in cells as before (the control characters dropped)."""
+    from rich.cells import cell_len
+
+    src = ScriptedSource(status_with(), logs=["x"])
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        pane = app.query_one(LogPane)
+        for text in ["plain ascii", "wide 字字 line", "tab\there", "bell\x07 and \x1b[0m", ""]:
+            (line,) = app.logbuf.add("0", [text])
+            strip = pane._strip(line)
+            shown = "".join(seg.text for seg in strip)
+            assert strip.cell_length == cell_len(shown), text
+            assert "\x07" not in shown and "\t" not in shown

@@ -164,11 +164,12 @@ class InsightPane(Widget, can_focus=True):
 
     def _kept_plan(self, reading: _Reading) -> _Plan | None:
         """The last reading's plan if it is this one's (the same slots, slot followed and
-        `several`), else None."""
+        `several`), else None. Slots that read the same are the same (a STATUS polled again
+        makes equal Structs anew, every few seconds; compared in C, no Python call)."""
         last = self._plan
         if (
             last is not None
-            and last[0] is reading.slots
+            and (last[0] is reading.slots or last[0] == reading.slots)
             and last[1] == reading.current
             and last[2] == reading.several
         ):

@@ -477,13 +477,17 @@ class LogPane(Vertical):
             text = text.expandtabs(8)
         if not text.isprintable():
             text = _CONTROL.sub("", text)
-        style = self._styles.get(line.level)
-        if style is None:
-            style = self._styles[line.level] = Style.parse(level_style(self.app, line.level))
-        offset = len(text) - len(line.text)
+        styles, level = self._styles, line.level
+        if level in styles:  # (a subscript: no call per line)
+            style = styles[level]
+        else:
+            style = styles[level] = Style.parse(level_style(self.app, level))
+        offset = len(text) - len(line.text) if self.buffer.search_text else 0
         spans = list(self.buffer.search_spans(text[offset:])) if self.buffer.search_text else []
         if not spans:
-            return Strip([Segment(text, style)] if text else [], cell_len(text))
+            # (printable ASCII is a cell a character: what cell_len says, without its calls)
+            cells = len(text) if text.isascii() else cell_len(text)
+            return Strip([Segment(text, style)] if text else [], cells)
         if self._hl is None:
             self._hl = style + Style.parse(search_style(self.app))
         segments, pos = [], 0
