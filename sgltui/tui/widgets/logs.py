@@ -528,7 +528,8 @@ class LogPane(Vertical):
             if self._match is not None:
                 self._match = self._match - drop if self._match >= drop else None
         view = self.view
-        view.append((line.seq, self._strip(line)) for line in shown)
+        # (a list: a generator is a call a line)
+        view.append([(line.seq, self._strip(line)) for line in shown])
         if view.placeholder:
             view.set_placeholder("")
         if self._matches != before:
