@@ -173,7 +173,15 @@ def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
             pane.display = False
         return
     slots = m.slots  # (made anew at each read: read once)
-    figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in slots}
+    tel = m.telemetry
+    engines = tel.engine
+    # One host: every slot's GPUs are all of them (as gpus_of says), read once a draw; a
+    # fleet's slots each have their host's.
+    gpus = None if m.fleet else tel.gpus
+    figures = {
+        s.id: views.slot_line(s, engines.get(s.id), m.gpus_of(s.id) if gpus is None else gpus)
+        for s in slots
+    }
     short = screen.has_class("-short")
     seen, was = (figures, short), host.slots_seen
     if not dirty & {M.SERVERS, M.HOSTS} and seen == was:

@@ -335,9 +335,9 @@ def test_a_sheet_is_kept_while_its_status_pick_and_hosts_read_the_same():
     m.apply_status(status)
     slots, pools = m.slots, m.pools
 
-    def figures(t: float) -> dict[str, views.SlotFigures]:
+    def figures(t: float) -> dict[str, views.SlotLine]:
         m.apply_push({"push": "sample", "data": make_host_sample(t, slot_names(3))})
-        return {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in slots}
+        return {s.id: views.slot_line(s, m.engine(s.id), m.gpus_of(s.id)) for s in slots}
 
     sheet = SlotSheet(slots, pools, "a")
     assert sheet.fits(slots, pools, "a", None, ()) and sheet.picked == 0
@@ -361,14 +361,16 @@ def test_a_sheet_is_kept_while_its_status_pick_and_hosts_read_the_same():
 
 
 def test_a_pools_figures_sum_its_slots_and_say_dash_for_none():
-    from sgltui.tui.views import SlotFigures, pool_figures_text
+    from sgltui.tui.views import pool_figures_text
 
     gib = 1024**3
-    busy = SlotFigures(tok_s=100.5, running=4, queued=3, mem_used=80 * gib, mem_total=140 * gib)
-    idle = SlotFigures(tok_s=0.0, running=0, queued=None, mem_used=10 * gib, mem_total=None)
-    assert pool_figures_text([busy, idle, SlotFigures()]) == "     100    4/3  90/140G"
-    assert pool_figures_text([SlotFigures(), SlotFigures()]) == "       -      -  -"
+    busy = (" 100", 100.5, 4, 3, 80.0 * gib, 140.0 * gib)
+    idle = (" 0", 0.0, 0, None, 10.0 * gib, None)
+    none = ("", None, None, None, None, None)
+    assert pool_figures_text([busy, idle, none]) == "     100    4/3  90/140G"
+    assert pool_figures_text([none, none]) == "       -      -  -"
     assert pool_figures_text([busy, busy]) == "     201    8/6  160/280G"
+    assert pool_figures_text([busy] * 12)[:8] == "   1.21k"  # (1206: thousands as k)
 
 
 async def test_a_sample_draws_no_rows_head_or_tail_again(monkeypatch):

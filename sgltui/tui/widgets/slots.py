@@ -90,8 +90,11 @@ class SlotsPane(ScrollView, can_focus=True):
         self._heads: dict[tuple[object, ...], tuple[tuple[Segment, ...], int]] = {}
         # ("at", x, look) -> the figures' style at cell x; ("pad", cells, look) -> the padding
         self._fills: dict[tuple[object, ...], Any] = {}
-        # What every line of a frame shares (render_lines): the width, the two looks, focus.
-        self._frame: tuple[int, Any, Any, bool] | None = None
+        # What every line of a frame shares (render_lines): the top row shown, the width and
+        # height of the rows' area, the two looks, focus.
+        self._frame: tuple[int, int, int, Any, Any, bool] | None = None
+        # Where the last frame drew the rows: (top row, width, rows shown). See _refresh_rows.
+        self._shown: tuple[int, int, int] | None = None
 
     @property
     def options(self) -> list[Option]:
@@ -103,7 +106,7 @@ class SlotsPane(ScrollView, can_focus=True):
         self,
         slots: list[protocol.SlotStatus],
         pools: list[protocol.PoolStatus],
-        figures: Mapping[str, views.SlotFigures],
+        figures: Mapping[str, views.SlotLine],
         selected: str | None,
         down: Mapping[str, str] | None = None,
         unmanaged: Sequence[protocol.Unmanaged] = (),
@@ -133,7 +136,7 @@ class SlotsPane(ScrollView, can_focus=True):
     def rows(
         slots: list[protocol.SlotStatus],
         pools: list[protocol.PoolStatus],
-        figures: Mapping[str, views.SlotFigures],
+        figures: Mapping[str, views.SlotLine],
         selected: str | None,
         down: Mapping[str, str] | None = None,
         unmanaged: Sequence[protocol.Unmanaged] = (),
@@ -208,13 +211,19 @@ class SlotsPane(ScrollView, can_focus=True):
     def _refresh_rows(self, indexes: list[int]) -> None:
         """Repaint these rows (ascending), in one refresh (a sample changes most rows of a
         busy pool). Their kept Strips stay: a row whose parts changed has another key, and
-        is drawn afresh by render_line."""
-        if not indexes:
+        is drawn afresh by render_line.
+
+        The rows are placed where the last frame drew them: asking Textual for the pane's
+        region and scroll offset cost ~50 calls a sample. Any change of those (a resize, a
+        scroll, a scrollbar shown) repaints the whole pane in Textual's own refresh, and the
+        frame that draws it is the next one read here; before a first frame there is nothing
+        on screen to repaint (the first draws every row)."""
+        if not indexes or self._shown is None:
             return
-        area, top = self.scrollable_content_region, self.scroll_offset.y
-        shown = [index - top for index in indexes if 0 <= index - top < area.height]
+        top, width, height = self._shown
+        rows = [index - top for index in indexes if 0 <= index - top < height]
         # A region per run of rows (strips.row_spans): a busy sample's 9 rows are one.
-        regions = [Region(0, y, area.width, n) for y, n in strips.row_spans(shown)]
+        regions = [Region(0, y, width, n) for y, n in strips.row_spans(rows)]
         if regions:
             self.refresh(*regions)
 
@@ -241,31 +250,30 @@ class SlotsPane(ScrollView, can_focus=True):
         return len(self._ids)
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # Per frame, not per line: the width, the rows' two looks and the focus (each a walk
-        # over styles or reactives: most of a cached row's cost, 9 rows a frame).
-        self._frame = (
-            self.scrollable_content_region.width,
-            self.get_visual_style("slots--row"),
-            self.get_visual_style("slots--row", "slots--highlighted"),
-            self.has_focus,
-        )
+        # Per frame, not per line: the top row, the area, the rows' two looks and the focus
+        # (each a walk over styles or reactives: most of a cached row's cost, 9 rows a frame).
+        self._frame = frame = self._look()
+        self._shown = frame[:3]
         try:
             return super().render_lines(crop)
         finally:
             self._frame = None
 
+    def _look(self) -> tuple[int, int, int, Any, Any, bool]:
+        area = self.scrollable_content_region
+        return (
+            self.scroll_offset.y,
+            area.width,
+            area.height,
+            self.get_visual_style("slots--row"),
+            self.get_visual_style("slots--row", "slots--highlighted"),
+            self.has_focus,
+        )
+
     def render_line(self, y: int) -> Strip:
-        index = y + self.scroll_offset.y
-        frame = self._frame
-        if frame is None:  # (called outside a frame)
-            width, plain, lit_style, focused = (
-                self.scrollable_content_region.width,
-                self.get_visual_style("slots--row"),
-                self.get_visual_style("slots--row", "slots--highlighted"),
-                self.has_focus,
-            )
-        else:
-            width, plain, lit_style, focused = frame
+        # (outside a frame: asked afresh)
+        top, width, _, plain, lit_style, focused = self._frame or self._look()
+        index = y + top
         lit = index == self.highlighted
         style = lit_style if lit else plain
         if not 0 <= index < len(self._ids):
