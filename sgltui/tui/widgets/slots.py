@@ -35,6 +35,9 @@ from sgltui.tui import views
 from sgltui.tui.widgets import strips
 from sgltui.tui.widgets.slotsheet import SlotSheet
 
+# What takes one cell a character (printable ASCII): a row's figures, counted by their length.
+_ONE_CELL = frozenset(chr(c) for c in range(0x20, 0x7F))
+
 
 class SlotsPane(ScrollView, can_focus=True):
     # The look of an OptionList's highlighted option (what this pane was), focused or not.
@@ -84,11 +87,16 @@ class SlotsPane(ScrollView, can_focus=True):
         self._ids: list[str] = []  # the rows' ids, in order
         self._parts: list[views.LineParts] = []  # the rows' (head, figures, tail)
         self._sheet: SlotSheet | None = None  # what the last STATUS, pick and hosts fixed
+        # The model's slots as last read for this view, and the dict they were read from
+        # (panes' draw reads them again when the model has another: see _draw_slots).
+        self.slots_read: tuple[object, list[protocol.SlotStatus]] | None = None
         # row index -> (the key it was drawn for, its Strip)
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
         # (part markup, look) and ("@", x, tail markup, look) -> (its segments, its cells)
         self._heads: dict[tuple[object, ...], tuple[tuple[Segment, ...], int]] = {}
-        # ("at", x, look) -> the figures' style at cell x; ("pad", cells, look) -> the padding
+        # (head markup, look) -> (its segments, its cells, the figures' style at the next cell)
+        self._starts: dict[tuple[object, ...], tuple[tuple[Segment, ...], int, Any]] = {}
+        # (cells, look) -> the padding
         self._fills: dict[tuple[object, ...], Any] = {}
         # What every line of a frame shares (render_lines): the top row shown, the width and
         # height of the rows' area, the two looks, focus.
@@ -230,6 +238,7 @@ class SlotsPane(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self._strips.clear()
         self._heads.clear()
+        self._starts.clear()
         self._fills.clear()
         self.virtual_size = Size(self.scrollable_content_region.width, len(self._ids))
 
@@ -294,19 +303,16 @@ class SlotsPane(ScrollView, can_focus=True):
         profile, state before them; a pool's gateway after): the styled parts are drawn once
         and kept, and the figures, which change with every sample, are one plain segment
         (parsing and rendering the whole row's markup each second was most of this pane's
-        cost). What a changed row costs is a few look-ups: its head's segments, the
-        figures' style at their cell and the padding are kept too, per look."""
+        cost). What a changed row costs is two look-ups: its head's segments kept with the
+        figures' style at the cell after it, and the padding, per look."""
         head, plain, tail = parts
-        drawn, x = self._heads.get((head, *look)) or self._part(head, look, style)
+        drawn, x, at = self._starts.get((head, *look)) or self._start(head, look, style)
         figures: tuple[Segment, ...] = ()
         if plain:
-            at = self._fills.get(("at", x, *look))
-            if at is None:
-                at = self._fill(("at", x, *look), style.rich_style + strips.at(x))
             figures = (Segment(plain, at),)
             # Figures are digits: as many cells as characters (what cell_len says of any
             # printable ASCII), counted without its calls; anything else is counted.
-            x += len(plain) if plain.isascii() and plain.isprintable() else cell_len(plain)
+            x += len(plain) if _ONE_CELL.issuperset(plain) else cell_len(plain)
         placed: tuple[Segment, ...] = ()
         if tail:
             placed, cells = self._placed(tail, x, look, style)
@@ -318,15 +324,25 @@ class SlotsPane(ScrollView, can_focus=True):
             return strip.extend_cell_length(width, style.rich_style)
         padding: tuple[Segment, ...] = ()
         if x < width:
-            pad = self._fills.get(("pad", width - x, *look))
+            pad = self._fills.get((width - x, *look))
             if pad is None:
-                pad = self._fill(
-                    ("pad", width - x, *look), Segment(" " * (width - x), style.rich_style)
-                )
+                pad = self._fill((width - x, *look), Segment(" " * (width - x), style.rich_style))
             padding = (pad,)
         # One Strip of the parts' segments and the padding (a Strip each for the figures,
         # the join and the padding cost more than the row's own work, 9 rows a second).
         return Strip([*drawn, *figures, *placed, *padding], width)
+
+    def _start(
+        self, head: str, look: tuple[object, ...], style
+    ) -> tuple[tuple[Segment, ...], int, Any]:
+        """A row's head, kept with the style of the figures after it (the row's style and the
+        cell offset Content gives a segment there: two Style calls and a hash)."""
+        if len(self._starts) > 4 * max(8, len(self._ids)):
+            self._starts.clear()  # bounded: the heads of rows that changed
+        drawn, x = self._part(head, look, style)
+        key = (head, *look)
+        found = self._starts[key] = (drawn, x, style.rich_style + strips.at(x))
+        return found
 
     def _placed(
         self, markup: str, x: int, look: tuple[object, ...], style
@@ -363,6 +379,6 @@ class SlotsPane(ScrollView, can_focus=True):
 
     def _fill(self, key: tuple[object, ...], value: Any) -> Any:
         if len(self._fills) > 8 * max(8, len(self._ids)):
-            self._fills.clear()  # bounded: the cells where figures start and the paddings
+            self._fills.clear()  # bounded: the paddings
         self._fills[key] = value
         return value
