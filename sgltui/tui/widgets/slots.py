@@ -306,7 +306,7 @@ class SlotsPane(ScrollView, can_focus=True):
         cost). What a changed row costs is two look-ups: its head's segments kept with the
         figures' style at the cell after it, and the padding, per look."""
         head, plain, tail = parts
-        drawn, x, at = self._starts.get((head, *look)) or self._start(head, look, style)
+        drawn, x, at = self._starts.get((head, *look)) or self._kept_head(head, look, style)
         figures: tuple[Segment, ...] = ()
         if plain:
             figures = (Segment(plain, at),)
@@ -332,7 +332,7 @@ class SlotsPane(ScrollView, can_focus=True):
         # the join and the padding cost more than the row's own work, 9 rows a second).
         return Strip([*drawn, *figures, *placed, *padding], width)
 
-    def _start(
+    def _kept_head(
         self, head: str, look: tuple[object, ...], style
     ) -> tuple[tuple[Segment, ...], int, Any]:
         """A row's head, kept with the style of the figures after it (the row's style and the
