@@ -269,6 +269,7 @@ class SlotsPane(ScrollView, can_focus=True):
             self._frame = None
 
     def _look(self) -> tuple[int, int, int, Any, Any, bool]:
+        """A frame's: the top row shown, the rows' area (width, height), their two looks, focus."""
         area = self.scrollable_content_region
         return (
             self.scroll_offset.y,
