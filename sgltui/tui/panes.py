@@ -172,8 +172,24 @@ def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
             screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
             pane.display = False
         return
-    slots = m.slots  # (made anew at each read: read once)
-    figures = {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in slots}
+    # The model makes its `slots` anew at each read, each one converted (16 calls with 8
+    # slots, each sample): the pane keeps its last read while the model's slots are the
+    # same dict (the model replaces the dict whenever a slot changes, never changes it).
+    known, read = m.state.slots, pane.slots_read
+    if read is not None and read[0] is known:
+        slots = read[1]
+    else:
+        slots = m.slots
+        pane.slots_read = (known, slots)
+    tel = m.telemetry
+    engines = tel.engine
+    # One host: every slot's GPUs are all of them (as gpus_of says), read once a draw; a
+    # fleet's slots each have their host's.
+    gpus = None if m.fleet else tel.gpus
+    figures = {
+        s.id: views.slot_line(s, engines.get(s.id), m.gpus_of(s.id) if gpus is None else gpus)
+        for s in slots
+    }
     short = screen.has_class("-short")
     seen, was = (figures, short), host.slots_seen
     if not dirty & {M.SERVERS, M.HOSTS} and seen == was:

@@ -8,8 +8,7 @@ not need the colour to read the screen.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import msgspec
@@ -450,26 +449,22 @@ def host_line_parts(
 # ---- the slots view (several slots: one row each, a row per pool summing them) ----------------
 
 
-@dataclass(frozen=True)
-class SlotFigures:
-    """What a row of the slots view says, from the slot and its latest engine reading."""
-
-    tok_s: float | None = None
-    running: int | None = None
-    queued: int | None = None
-    mem_used: float | None = None  # the slot's server on its GPUs, bytes
-    mem_total: float | None = None  # those GPUs' memory, bytes
+# A slot's part of a sample as the slots view shows it: its row's figures as plain text
+# (' 141    4/3  80/140G'), then the numbers a pool's row sums: tok/s, requests running and
+# queued, its server's bytes on its GPUs and those GPUs' memory, each None where it has none.
+# A plain tuple: made for every slot each sample, and compared in C with the last sample's.
+SlotLine = tuple[str, float | None, int | None, int | None, float | None, float | None]
 
 
-def slot_figures(
+def slot_line(
     slot: protocol.SlotStatus, engine: dict[str, Any] | None, gpus: list[protocol.GpuView]
-) -> SlotFigures:
-    """A slot's throughput, requests and GPU memory: its share on the GPUs it is given (or,
-    not placed, on the GPUs its server is seen on)."""
-    serving = slot.state in _SERVING
-    eng = engine or {}
-    # One loop, not a list and two sums of generators: every slot's figures are made each
-    # sample, and each step of a generator is a call. (Byte counts: the sums are exact.)
+) -> SlotLine:
+    """A slot's throughput, requests and GPU memory (its share on the GPUs it is given, or,
+    not placed, on the GPUs its server is seen on), as its row's text and as numbers. One
+    function, one f-string: with 8 busy slots each sample made a figures object, a text of
+    it and sig3's eight calls per slot (~24 calls a slot a second)."""
+    # One loop, not a list and two sums of generators (each step of a generator is a call).
+    # (Byte counts: the sums are exact.)
     sid, placed = slot.id, slot.gpus
     mine, used, total = False, 0.0, 0.0
     for g in gpus:
@@ -477,13 +472,38 @@ def slot_figures(
             mine = True
             used += float(g.server_bytes.get(sid) or 0)
             total += float(g.total_bytes or 0)
-    return SlotFigures(
-        tok_s=_num(eng.get("gen_throughput")) if serving else None,
-        running=int(eng.get("num_running_reqs") or 0) if serving else None,
-        queued=int(eng.get("num_queue_reqs") or 0) if serving else None,
-        mem_used=used if mine else None,
-        mem_total=total if mine else None,
+    mem = f"{used / units.GIB:.0f}/{total / units.GIB:.0f}G" if mine and total else "-"
+    mem_used, mem_total = (used, total) if mine else (None, None)
+    if slot.state not in _SERVING:
+        return (f" {'-':>7}  {'-':>5}  {mem}", None, None, None, mem_used, mem_total)
+    eng = engine or {}
+    gen = eng.get("gen_throughput")
+    # A JSON number, not a bool (as _num says; a float asked first: what a reading has).
+    tok = (
+        float(gen)
+        if isinstance(gen, float) or (isinstance(gen, int) and not isinstance(gen, bool))
+        else None
     )
+    running, queued = int(eng.get("num_running_reqs") or 0), int(eng.get("num_queue_reqs") or 0)
+    text = f" {_sig3(tok):>7}  {f'{running}/{queued}':>5}  {mem}"
+    return (text, tok, running, queued, mem_used, mem_total)
+
+
+def _sig3(value: float | None) -> str:
+    """units.sig3 of a throughput, its usual ranges (0.001 to 999k) formatted at once where
+    sig3 makes eight calls: `#.3g` is three significant digits with their trailing zeros, as
+    sig3 writes them, and a point after a whole number, cut. Thousands are rounded to three
+    digits first, as sig3 does (then divided: 1245 is 1.24k, not 1.245's 1.25k). The rest is
+    sig3's (the same text: a tested equality)."""
+    if value is None:
+        return "-"
+    if 0.001 <= value < 999.5:  # (999.5 and up round to 1.00k; NaN is in no range)
+        text, suffix = f"{value:#.3g}", ""
+    elif 999.5 <= value < 999_500:  # (999,500 and up round to 1.00M)
+        text, suffix = f"{float(f'{value:.3g}') / 1000:#.3g}", "k"
+    else:
+        return units.sig3(value)
+    return (text[:-1] if text[-1] == "." else text) + suffix
 
 
 _SERVING = (SlotState.READY, SlotState.DRAINING)
@@ -514,23 +534,23 @@ def _cut_name(text: str, width: int) -> str:
 
 
 def slot_row(
-    slot: protocol.SlotStatus, f: SlotFigures, selected: bool, down: str | None = None
+    slot: protocol.SlotStatus, line: SlotLine, selected: bool, down: str | None = None
 ) -> str:
     """One slot: name, GPUs, profile, state, tok/s, running/queued, GPU memory. `down`: its
     host is unreachable ('unreachable since 14:02'): the row is what the host said last, dimmed,
     with that line for its state and no figures."""
-    return joined(slot_row_parts(slot, f, selected, down))
+    return joined(slot_row_parts(slot, line, selected, down))
 
 
 def slot_row_parts(
-    slot: protocol.SlotStatus, f: SlotFigures, selected: bool, down: str | None = None
+    slot: protocol.SlotStatus, line: SlotLine, selected: bool, down: str | None = None
 ) -> LineParts:
     """`slot_row` in parts: the styled head (its slot's name, GPUs, profile and state, which
     change with a STATUS), the figures as plain text (which change with every sample), and
     no tail. A down host's row is all head."""
     if down is not None:
         return (slot_head(slot, selected, down), "", "")
-    return (slot_head(slot, selected), slot_figures_text(f), "")
+    return (slot_head(slot, selected), line[0], "")
 
 
 def slot_head(slot: protocol.SlotStatus, selected: bool, down: str | None = None) -> str:
@@ -556,12 +576,6 @@ def slot_head(slot: protocol.SlotStatus, selected: bool, down: str | None = None
     )
 
 
-def slot_figures_text(f: SlotFigures) -> str:
-    """The figures of a slot's row, plain: ' 141    4/3  80/140G'."""
-    req = "-" if f.running is None else f"{f.running}/{f.queued or 0}"
-    return f" {units.sig3(f.tok_s):>7}  {req:>5}  {_mem(f.mem_used, f.mem_total)}"
-
-
 def unmanaged_row(u: protocol.Unmanaged, selected: bool) -> str:
     """A server of the user's the agent did not start: dimmed, with the key that attaches it."""
     mark = "[b $accent]▸[/]" if selected else " "
@@ -578,20 +592,20 @@ def unmanaged_row(u: protocol.Unmanaged, selected: bool) -> str:
 def pool_row(
     pool: protocol.PoolStatus,
     slots: list[protocol.SlotStatus],
-    figures: list[SlotFigures],
+    lines: Sequence[SlotLine],
     down: str | None = None,
     gone: Collection[str] = (),
 ) -> str:
     """A pool: its slots summed (throughput, requests, memory), how many are ready, whether
     they run one profile, and its gateway. `down`: its gateway's host is unreachable; `gone`:
     its slots whose host is (not counted ready: what they said last may no longer hold)."""
-    return joined(pool_row_parts(pool, slots, figures, down, gone))
+    return joined(pool_row_parts(pool, slots, lines, down, gone))
 
 
 def pool_row_parts(
     pool: protocol.PoolStatus,
     slots: list[protocol.SlotStatus],
-    figures: list[SlotFigures],
+    lines: Sequence[SlotLine],
     down: str | None = None,
     gone: Collection[str] = (),
 ) -> LineParts:
@@ -599,7 +613,7 @@ def pool_row_parts(
     as plain text, the gateway's styled tail (a roll's progress is in it: plain text in the
     tail stays with it). The two spaces before the tail end the figures' plain text."""
     head, tail = pool_head_tail(pool, slots, down, gone)
-    return (head, pool_figures_text(figures) + (POOL_GAP if tail else ""), tail)
+    return (head, pool_figures_text(lines) + (POOL_GAP if tail else ""), tail)
 
 
 POOL_GAP = "  "  # between a pool row's figures and its tail
@@ -649,25 +663,26 @@ def pool_head_tail(
     return head, gw
 
 
-def pool_figures_text(figures: list[SlotFigures]) -> str:
-    """A pool row's figures, plain: its slots' summed throughput, requests and memory, each
-    '-' where none of its slots has it. One loop (see slot_figures): made each sample."""
+def pool_figures_text(lines: Sequence[SlotLine]) -> str:
+    """A pool row's figures, plain: its slots' summed throughput, requests and memory (their
+    `slot_line`s), each '-' where none of its slots has it. One loop (see slot_line): made
+    each sample."""
     # (The throughputs summed by sum(), as before: from Python 3.12 it rounds less than a
     # loop's additions; byte and request counts are exact either way.)
-    tok = [f.tok_s for f in figures if f.tok_s is not None]
+    tok = [line[1] for line in lines if line[1] is not None]
     used = total = 0.0
     running = queued = 0
     has_run = has_used = has_total = False
-    for f in figures:
-        if f.running is not None:
-            running, queued, has_run = running + f.running, queued + (f.queued or 0), True
-        if f.mem_used is not None:
-            used, has_used = used + f.mem_used, True
-        if f.mem_total is not None:
-            total, has_total = total + f.mem_total, True
+    for _, _, run, waiting, mem_used, mem_total in lines:
+        if run is not None:
+            running, queued, has_run = running + run, queued + (waiting or 0), True
+        if mem_used is not None:
+            used, has_used = used + mem_used, True
+        if mem_total is not None:
+            total, has_total = total + mem_total, True
     req = f"{running}/{queued}" if has_run else "-"
     return (
-        f" {units.sig3(sum(tok)) if tok else '-':>7}  {req:>5}  "
+        f" {_sig3(sum(tok)) if tok else '-':>7}  {req:>5}  "
         f"{_mem(used if has_used else None, total if has_total else None)}"
     )
 

@@ -335,9 +335,9 @@ def test_a_sheet_is_kept_while_its_status_pick_and_hosts_read_the_same():
     m.apply_status(status)
     slots, pools = m.slots, m.pools
 
-    def figures(t: float) -> dict[str, views.SlotFigures]:
+    def figures(t: float) -> dict[str, views.SlotLine]:
         m.apply_push({"push": "sample", "data": make_host_sample(t, slot_names(3))})
-        return {s.id: views.slot_figures(s, m.engine(s.id), m.gpus_of(s.id)) for s in slots}
+        return {s.id: views.slot_line(s, m.engine(s.id), m.gpus_of(s.id)) for s in slots}
 
     sheet = SlotSheet(slots, pools, "a")
     assert sheet.fits(slots, pools, "a", None, ()) and sheet.picked == 0
@@ -361,14 +361,16 @@ def test_a_sheet_is_kept_while_its_status_pick_and_hosts_read_the_same():
 
 
 def test_a_pools_figures_sum_its_slots_and_say_dash_for_none():
-    from sgltui.tui.views import SlotFigures, pool_figures_text
+    from sgltui.tui.views import pool_figures_text
 
     gib = 1024**3
-    busy = SlotFigures(tok_s=100.5, running=4, queued=3, mem_used=80 * gib, mem_total=140 * gib)
-    idle = SlotFigures(tok_s=0.0, running=0, queued=None, mem_used=10 * gib, mem_total=None)
-    assert pool_figures_text([busy, idle, SlotFigures()]) == "     100    4/3  90/140G"
-    assert pool_figures_text([SlotFigures(), SlotFigures()]) == "       -      -  -"
+    busy = (" 100", 100.5, 4, 3, 80.0 * gib, 140.0 * gib)
+    idle = (" 0", 0.0, 0, None, 10.0 * gib, None)
+    none = ("", None, None, None, None, None)
+    assert pool_figures_text([busy, idle, none]) == "     100    4/3  90/140G"
+    assert pool_figures_text([none, none]) == "       -      -  -"
     assert pool_figures_text([busy, busy]) == "     201    8/6  160/280G"
+    assert pool_figures_text([busy] * 12)[:8] == "   1.21k"  # (1206: thousands as k)
 
 
 async def test_a_sample_draws_no_rows_head_or_tail_again(monkeypatch):
@@ -511,3 +513,172 @@ async def test_the_slots_views_title_follows_a_short_screen():
         await until(pilot, lambda: pane.border_title == short)
         await pilot.resize_terminal(120, 40)
         await until(pilot, lambda: pane.border_title == tall)
+
+
+def test_a_throughput_reads_as_sig3_writes_it():
+    """The slots view formats a throughput's usual ranges (0.001 to 999k) at once, not by
+    units.sig3's eight calls: the same text, at the ranges' edges and between them."""
+    import math
+    import random
+
+    from sgltui.core import units
+
+    rng = random.Random(49)
+    values = [0.001, 0.000999, 0.9995, 9.995, 99.95, 999.49, 999.5, 1245.0, 1235.0, 99_950.0]
+    values += [999_499.9, 999_500.0, 0.0, -3.0, 7, 512, math.nan, math.inf, 12_345_678.0]
+    for exp in range(-3, 6):  # every 4-digit mantissa, and the halves between (ties round)
+        values += [m * 10.0 ** (exp - 3) for m in range(1000, 10000, 7)]
+        values += [(m + 0.5) * 10.0 ** (exp - 3) for m in range(1000, 10000, 7)]
+    values += [10 ** rng.uniform(-3.5, 6.5) for _ in range(20_000)]
+    for value in values:
+        assert views._sig3(value) == units.sig3(value), value
+    assert views._sig3(None) == "-"
+
+
+def test_a_slots_line_says_its_figures_and_the_numbers_a_pool_sums():
+    """A slot's row of figures and its numbers, made in one go from the sample: throughput,
+    running/queued while it serves ('-' otherwise; 0/0 with no reading yet), its server's
+    memory on its GPUs (placed: those GPUs; not placed: where its server is seen)."""
+    from sgltui import protocol
+
+    gib = 2**30
+    gpus = [
+        protocol.GpuView(index=0, total_bytes=140 * gib, server_bytes={"a": 80 * gib}),
+        protocol.GpuView(index=1, total_bytes=140 * gib, server_bytes={"a": 70 * gib}),
+    ]
+    reading = {"gen_throughput": 141.2, "num_running_reqs": 4, "num_queue_reqs": 3}
+    ready = protocol.SlotStatus(id="a", state="ready", gpus=[0, 1])
+    assert views.slot_line(ready, reading, gpus) == (
+        "     141    4/3  150/280G",
+        141.2,
+        4,
+        3,
+        150.0 * gib,
+        280.0 * gib,
+    )
+    assert views.slot_line(ready, None, gpus)[:4] == ("       -    0/0  150/280G", None, 0, 0)
+    for odd in (True, "141", None):  # not a number: no throughput
+        assert views.slot_line(ready, {**reading, "gen_throughput": odd}, gpus)[1] is None
+    assert views.slot_line(ready, {**reading, "gen_throughput": 1500}, gpus)[0][:8] == "   1.50k"
+    unplaced = protocol.SlotStatus(id="a", state="draining", gpus=[])
+    assert views.slot_line(unplaced, reading, gpus[1:])[0] == "     141    4/3  70/140G"
+    stopped = protocol.SlotStatus(id="b", state="stopped", gpus=[])
+    assert views.slot_line(stopped, reading, gpus) == (
+        "       -      -  -",
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
+
+
+async def test_a_sample_reads_the_models_slots_only_when_they_changed(monkeypatch):
+    """The model makes its `slots` anew at each read (each converted): the slots view's draw
+    keeps its last read while the model's slots are the same, and reads them again when an
+    event or a STATUS changes one (its row then says so)."""
+    import copy
+    import inspect
+
+    from sgltui.tui.model import TuiModel
+
+    readers: list[str] = []  # the functions that read the model's slots
+
+    def slots(m):
+        frame = inspect.currentframe()
+        readers.append(frame.f_back.f_code.co_name if frame and frame.f_back else "?")
+        return real.fget(m)
+
+    real = TuiModel.slots
+    monkeypatch.setattr(TuiModel, "slots", property(slots))
+    src = ScriptedSource(make_host_status(3))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await until(pilot, lambda: len(rows(app)) == 4)
+        assert "_draw_slots" in readers
+        readers.clear()
+        sample = make_host_sample(50, ["a", "b", "c"])
+        for tok in (701.0, 702.0):
+            sample = copy.deepcopy(sample)
+            sample["ts"] += 1
+            sample["engine"]["b"]["gen_throughput"] = tok
+            src.feed({"push": "sample", "data": sample})
+            await until(pilot, lambda tok=tok: f"{tok:.0f}" in rows(app)[1])
+        assert "_draw_slots" not in readers
+        src.feed(event("swap.step", slot="b", step="draining", to="demo-mtp", **{"from": "x"}))
+        await until(pilot, lambda: "swap" in rows(app)[1])
+        assert "_draw_slots" in readers
+        readers.clear()
+        src.status["slots"][2]["state"] = "stopped"  # a STATUS that changes a slot
+        app.refresh_status_soon()
+        await until(pilot, lambda: "stopped" in rows(app)[2])
+        assert "_draw_slots" in readers
+
+
+async def test_a_busy_sample_costs_the_slots_view_a_bounded_number_of_calls():
+    """Issue 49's budget, counted: with 8 busy slots a sample's draw of the slots view (every
+    slot's figures, the pool's sum, the sheet's rows, the one refresh of the changed rows)
+    made ~375 calls before the twelfth round's second part (a figures object, its text and
+    sig3's eight calls per slot, the slots converted again, the pane's geometry asked of
+    Textual), ~190 now; about 75 of them are Textual's refresh."""
+    import sys
+
+    from sgltui.tui import model as M
+    from sgltui.tui import panes
+
+    src = ScriptedSource(make_host_status(8))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        pane = app.query_one(SlotsPane)
+        await until(pilot, lambda: pane.row_count == 9)
+        names = slot_names(8)
+        counts = []
+        for t in (60.0, 61.0, 62.0):
+            await pilot.pause(0.1)  # (the app's own flush done: the draw below is the only one)
+            app.model.apply_push({"push": "sample", "data": make_host_sample(t, names)})
+            calls = [0]
+
+            def count(frame, event, arg, calls=calls):
+                calls[0] += event in ("call", "c_call")
+
+            sys.setprofile(count)
+            try:
+                panes._draw_slots(app, pane, {M.MEMORY, M.CHART})
+            finally:
+                sys.setprofile(None)
+            counts.append(calls[0])
+            tok = app.model.telemetry.engine[names[0]]["gen_throughput"]
+            assert views._sig3(tok) in pane._parts[0][1]  # the figures are this sample's
+        assert max(counts) <= 230, counts
+
+
+async def test_a_scrolled_slots_views_changed_rows_are_repainted_where_they_are_drawn():
+    """A sample's changed rows are placed where the last frame drew them (not asked of
+    Textual each sample): scrolled down, a slot's new figures show on its row on screen."""
+    import copy
+
+    names = slot_names(14)  # (more rows than the view's 12: it scrolls)
+    src = ScriptedSource(make_host_status(14))
+    app = app_with(src)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await ready(app, pilot)
+        pane = app.query_one(SlotsPane)
+        await until(pilot, lambda: pane.row_count == 15)
+        await pilot.press("o", "end")
+        await until(pilot, lambda: pane.scroll_offset.y > 0)
+
+        def on_screen(figure: str) -> bool:
+            """The last slot's row as the screen shows it (the compositor's lines)."""
+            svg = app.export_screenshot().replace("&#160;", " ")
+            return any(names[-1] in line and figure in line for line in svg.splitlines())
+
+        sample = make_host_sample(50, names)
+        for tok in (701.0, 777.0):
+            sample = copy.deepcopy(sample)
+            sample["ts"] += 1
+            sample["engine"][names[-1]]["gen_throughput"] = tok
+            src.feed({"push": "sample", "data": sample})
+            await until(pilot, lambda tok=tok: f"{tok:.0f}" in rows(app)[13])
+            await until(pilot, lambda tok=tok: on_screen(f"{tok:.0f}"))

@@ -35,6 +35,9 @@ from sgltui.tui import views
 from sgltui.tui.widgets import strips
 from sgltui.tui.widgets.slotsheet import SlotSheet
 
+# What takes one cell a character (printable ASCII): a row's figures, counted by their length.
+_ONE_CELL = frozenset(chr(c) for c in range(0x20, 0x7F))
+
 
 class SlotsPane(ScrollView, can_focus=True):
     # The look of an OptionList's highlighted option (what this pane was), focused or not.
@@ -84,14 +87,22 @@ class SlotsPane(ScrollView, can_focus=True):
         self._ids: list[str] = []  # the rows' ids, in order
         self._parts: list[views.LineParts] = []  # the rows' (head, figures, tail)
         self._sheet: SlotSheet | None = None  # what the last STATUS, pick and hosts fixed
+        # The model's slots as last read for this view, and the dict they were read from
+        # (panes' draw reads them again when the model has another: see _draw_slots).
+        self.slots_read: tuple[object, list[protocol.SlotStatus]] | None = None
         # row index -> (the key it was drawn for, its Strip)
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
         # (part markup, look) and ("@", x, tail markup, look) -> (its segments, its cells)
         self._heads: dict[tuple[object, ...], tuple[tuple[Segment, ...], int]] = {}
-        # ("at", x, look) -> the figures' style at cell x; ("pad", cells, look) -> the padding
+        # (head markup, look) -> (its segments, its cells, the figures' style at the next cell)
+        self._starts: dict[tuple[object, ...], tuple[tuple[Segment, ...], int, Any]] = {}
+        # (cells, look) -> the padding
         self._fills: dict[tuple[object, ...], Any] = {}
-        # What every line of a frame shares (render_lines): the width, the two looks, focus.
-        self._frame: tuple[int, Any, Any, bool] | None = None
+        # What every line of a frame shares (render_lines): the top row shown, the width and
+        # height of the rows' area, the two looks, focus.
+        self._frame: tuple[int, int, int, Any, Any, bool] | None = None
+        # Where the last frame drew the rows: (top row, width, rows shown). See _refresh_rows.
+        self._shown: tuple[int, int, int] | None = None
 
     @property
     def options(self) -> list[Option]:
@@ -103,7 +114,7 @@ class SlotsPane(ScrollView, can_focus=True):
         self,
         slots: list[protocol.SlotStatus],
         pools: list[protocol.PoolStatus],
-        figures: Mapping[str, views.SlotFigures],
+        figures: Mapping[str, views.SlotLine],
         selected: str | None,
         down: Mapping[str, str] | None = None,
         unmanaged: Sequence[protocol.Unmanaged] = (),
@@ -133,7 +144,7 @@ class SlotsPane(ScrollView, can_focus=True):
     def rows(
         slots: list[protocol.SlotStatus],
         pools: list[protocol.PoolStatus],
-        figures: Mapping[str, views.SlotFigures],
+        figures: Mapping[str, views.SlotLine],
         selected: str | None,
         down: Mapping[str, str] | None = None,
         unmanaged: Sequence[protocol.Unmanaged] = (),
@@ -208,19 +219,26 @@ class SlotsPane(ScrollView, can_focus=True):
     def _refresh_rows(self, indexes: list[int]) -> None:
         """Repaint these rows (ascending), in one refresh (a sample changes most rows of a
         busy pool). Their kept Strips stay: a row whose parts changed has another key, and
-        is drawn afresh by render_line."""
-        if not indexes:
+        is drawn afresh by render_line.
+
+        The rows are placed where the last frame drew them: asking Textual for the pane's
+        region and scroll offset cost ~50 calls a sample. Any change of those (a resize, a
+        scroll, a scrollbar shown) repaints the whole pane in Textual's own refresh, and the
+        frame that draws it is the next one read here; before a first frame there is nothing
+        on screen to repaint (the first draws every row)."""
+        if not indexes or self._shown is None:
             return
-        area, top = self.scrollable_content_region, self.scroll_offset.y
-        shown = [index - top for index in indexes if 0 <= index - top < area.height]
+        top, width, height = self._shown
+        rows = [index - top for index in indexes if 0 <= index - top < height]
         # A region per run of rows (strips.row_spans): a busy sample's 9 rows are one.
-        regions = [Region(0, y, area.width, n) for y, n in strips.row_spans(shown)]
+        regions = [Region(0, y, width, n) for y, n in strips.row_spans(rows)]
         if regions:
             self.refresh(*regions)
 
     def on_resize(self) -> None:
         self._strips.clear()
         self._heads.clear()
+        self._starts.clear()
         self._fills.clear()
         self.virtual_size = Size(self.scrollable_content_region.width, len(self._ids))
 
@@ -241,31 +259,31 @@ class SlotsPane(ScrollView, can_focus=True):
         return len(self._ids)
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # Per frame, not per line: the width, the rows' two looks and the focus (each a walk
-        # over styles or reactives: most of a cached row's cost, 9 rows a frame).
-        self._frame = (
-            self.scrollable_content_region.width,
-            self.get_visual_style("slots--row"),
-            self.get_visual_style("slots--row", "slots--highlighted"),
-            self.has_focus,
-        )
+        # Per frame, not per line: the top row, the area, the rows' two looks and the focus
+        # (each a walk over styles or reactives: most of a cached row's cost, 9 rows a frame).
+        self._frame = frame = self._look()
+        self._shown = frame[:3]
         try:
             return super().render_lines(crop)
         finally:
             self._frame = None
 
+    def _look(self) -> tuple[int, int, int, Any, Any, bool]:
+        """A frame's: the top row shown, the rows' area (width, height), their two looks, focus."""
+        area = self.scrollable_content_region
+        return (
+            self.scroll_offset.y,
+            area.width,
+            area.height,
+            self.get_visual_style("slots--row"),
+            self.get_visual_style("slots--row", "slots--highlighted"),
+            self.has_focus,
+        )
+
     def render_line(self, y: int) -> Strip:
-        index = y + self.scroll_offset.y
-        frame = self._frame
-        if frame is None:  # (called outside a frame)
-            width, plain, lit_style, focused = (
-                self.scrollable_content_region.width,
-                self.get_visual_style("slots--row"),
-                self.get_visual_style("slots--row", "slots--highlighted"),
-                self.has_focus,
-            )
-        else:
-            width, plain, lit_style, focused = frame
+        # (outside a frame: asked afresh)
+        top, width, _, plain, lit_style, focused = self._frame or self._look()
+        index = y + top
         lit = index == self.highlighted
         style = lit_style if lit else plain
         if not 0 <= index < len(self._ids):
@@ -286,19 +304,16 @@ class SlotsPane(ScrollView, can_focus=True):
         profile, state before them; a pool's gateway after): the styled parts are drawn once
         and kept, and the figures, which change with every sample, are one plain segment
         (parsing and rendering the whole row's markup each second was most of this pane's
-        cost). What a changed row costs is a few look-ups: its head's segments, the
-        figures' style at their cell and the padding are kept too, per look."""
+        cost). What a changed row costs is two look-ups: its head's segments kept with the
+        figures' style at the cell after it, and the padding, per look."""
         head, plain, tail = parts
-        drawn, x = self._heads.get((head, *look)) or self._part(head, look, style)
+        drawn, x, at = self._starts.get((head, *look)) or self._kept_head(head, look, style)
         figures: tuple[Segment, ...] = ()
         if plain:
-            at = self._fills.get(("at", x, *look))
-            if at is None:
-                at = self._fill(("at", x, *look), style.rich_style + strips.at(x))
             figures = (Segment(plain, at),)
             # Figures are digits: as many cells as characters (what cell_len says of any
             # printable ASCII), counted without its calls; anything else is counted.
-            x += len(plain) if plain.isascii() and plain.isprintable() else cell_len(plain)
+            x += len(plain) if _ONE_CELL.issuperset(plain) else cell_len(plain)
         placed: tuple[Segment, ...] = ()
         if tail:
             placed, cells = self._placed(tail, x, look, style)
@@ -310,15 +325,25 @@ class SlotsPane(ScrollView, can_focus=True):
             return strip.extend_cell_length(width, style.rich_style)
         padding: tuple[Segment, ...] = ()
         if x < width:
-            pad = self._fills.get(("pad", width - x, *look))
+            pad = self._fills.get((width - x, *look))
             if pad is None:
-                pad = self._fill(
-                    ("pad", width - x, *look), Segment(" " * (width - x), style.rich_style)
-                )
+                pad = self._fill((width - x, *look), Segment(" " * (width - x), style.rich_style))
             padding = (pad,)
         # One Strip of the parts' segments and the padding (a Strip each for the figures,
         # the join and the padding cost more than the row's own work, 9 rows a second).
         return Strip([*drawn, *figures, *placed, *padding], width)
+
+    def _kept_head(
+        self, head: str, look: tuple[object, ...], style
+    ) -> tuple[tuple[Segment, ...], int, Any]:
+        """A row's head, kept with the style of the figures after it (the row's style and the
+        cell offset Content gives a segment there: two Style calls and a hash)."""
+        if len(self._starts) > 4 * max(8, len(self._ids)):
+            self._starts.clear()  # bounded: the heads of rows that changed
+        drawn, x = self._part(head, look, style)
+        key = (head, *look)
+        found = self._starts[key] = (drawn, x, style.rich_style + strips.at(x))
+        return found
 
     def _placed(
         self, markup: str, x: int, look: tuple[object, ...], style
@@ -355,6 +380,6 @@ class SlotsPane(ScrollView, can_focus=True):
 
     def _fill(self, key: tuple[object, ...], value: Any) -> Any:
         if len(self._fills) > 8 * max(8, len(self._ids)):
-            self._fills.clear()  # bounded: the cells where figures start and the paddings
+            self._fills.clear()  # bounded: the paddings
         self._fills[key] = value
         return value

@@ -64,11 +64,12 @@ class SlotSheet:
             and self.unmanaged == tuple(unmanaged)
         )
 
-    def rows(self, figures: Mapping[str, views.SlotFigures]) -> list[views.LineParts]:
-        """Each row's (head, figures, tail) for a sample's figures (slot id -> its figures)."""
+    def rows(self, figures: Mapping[str, views.SlotLine]) -> list[views.LineParts]:
+        """Each row's (head, figures, tail) for a sample's figures (slot id -> its
+        `views.slot_line`: its row's text, made with the numbers)."""
         rows = list(self.blank)
         for index, head, sid in self._slot_rows:
-            rows[index] = (head, views.slot_figures_text(figures[sid]), "")
+            rows[index] = (head, figures[sid][0], "")
         for index, head, gap, tail, members in self._pool_rows:
             plain = views.pool_figures_text([figures[s] for s in members]) + gap
             rows[index] = (head, plain, tail)
