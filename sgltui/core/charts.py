@@ -187,15 +187,18 @@ def fill_gap(
     column between two samples closer than this is a narrow column, not a gap. The newest
     gaps only: a sampling rate that changed is the one that matters, and it costs no pass
     over the whole window."""
-    stamps: list[float] = []
-    taken = 0  # (counted here: a len() per point cost as much as the rest of the loop)
+    # The stamps written into a list made once and counted, and a finite value told by two
+    # comparisons (NaN fails both): no call per point (an append and an isfinite were two
+    # thirds of it).
+    stamps = [0.0] * (FILL_GAP_SAMPLES + 1)
+    taken = 0
     for ts, v in reversed(points):  # newest first: stop at the column
         if ts / seconds_per_col < first_col or taken > FILL_GAP_SAMPLES:
             break  # (ts / spc < first_col is the same test as floor(ts / spc) < first_col)
-        if v is not None and math.isfinite(v):
-            stamps.append(ts)
+        if v is not None and -math.inf < v < math.inf:
+            stamps[taken] = ts
             taken += 1
-    gaps = sorted([a - b for a, b in zip(stamps, stamps[1:]) if a > b])
+    gaps = sorted([a - b for a, b in zip(stamps[:taken], stamps[1:taken]) if a > b])
     return 3 * max(0.25, round(gaps[len(gaps) // 2] * 4) / 4) if gaps else 0.0
 
 
@@ -235,11 +238,18 @@ def _add_columns(
     `sums` and `counts`, newest first: the same additions in the same order whether a whole
     window is summed or only its newest columns again (so the same floats)."""
     width = len(sums)
+    # The column is worked out (floor) only for a point outside the last point's: floor(x)
+    # is c exactly when c <= x < c + 1, so two comparisons tell a point of the same column
+    # (most points: several samples a column). A finite value: two comparisons (NaN fails).
+    start, col = math.inf, 0  # the last point's column: absolute (its start) and relative
     for ts, v in reversed(points):  # newest first: stop at the window's left edge
-        col = math.floor(ts / spc) - first
-        if col < since:
-            break
-        if v is None or not math.isfinite(v) or col >= width:
+        x = ts / spc
+        if not start <= x < start + 1:
+            start = math.floor(x)
+            col = start - first
+            if col < since:
+                break
+        if v is None or not -math.inf < v < math.inf or col >= width:
             continue
         sums[col] += v
         counts[col] += 1
@@ -528,6 +538,15 @@ def y_ticks(top: float, rows: int) -> tuple[float, dict[int, str]]:
     return hi, {rows - i * rows // d: axis_number(i * hi / d) for i in range(d + 1)}
 
 
+@functools.lru_cache(maxsize=64)
+def _scale(top: float, rows: int) -> tuple[float, tuple[tuple[int, str], ...], int]:
+    """`y_ticks(top, rows)` with its labels by row and the widest label's length, kept: the
+    top (the window's largest value) is the same over most layouts, and working the ticks out
+    is ~25 calls."""
+    hi, labels = y_ticks(top, rows)
+    return hi, tuple(sorted(labels.items())), max([len(t) for t in labels.values()])
+
+
 def _age_label(age_s: float) -> str:
     if age_s % 60 == 0:
         return f"-{age_s / 60:.0f}m"
@@ -606,7 +625,7 @@ def _lay_legend(
 
 
 def legend_height(series: Sequence[ChartSeries], width: int) -> int:
-    return len(legend_rows(tuple((s.name, s.label, s.short, s.latest) for s in series), width))
+    return len(legend_rows(tuple([(s.name, s.label, s.short, s.latest) for s in series]), width))
 
 
 @dataclass(frozen=True)
@@ -634,7 +653,7 @@ class _Frame:
     legend: tuple[tuple[Cell, ...], ...]
     end: float
     hi: float
-    labels: dict[int, str]
+    labels: tuple[tuple[int, str], ...]  # (row, tick label), by row
     gutter: int
     plot_w: int
     spc: float  # seconds per column
@@ -655,7 +674,8 @@ def _frame(
     memo: ColumnMemo | None = None,
 ) -> _Frame:
     legend = legend_rows(
-        tuple((s.name, s.label, s.short, s.latest) for s in (main, *others, *legend_only)), width
+        tuple([(s.name, s.label, s.short, s.latest) for s in (main, *others, *legend_only)]),
+        width,
     )
     stamps = [s.points[-1][0] for s in (main, *others) if s.points]  # each oldest first
     end = max(stamps) if stamps else 0.0
@@ -663,8 +683,8 @@ def _frame(
         top, top_ts = window_top(main.points, end - window_s)
     else:
         top, top_ts = memo.top(main.name, main.points, end - window_s)
-    hi, labels = y_ticks(top, plot_rows)
-    gutter = max([len(t) for t in labels.values()] + [len(s.short) for s in others]) + 1
+    hi, labels, widest = _scale(top, plot_rows)
+    gutter = max([widest] + [len(s.short) for s in others]) + 1
     plot_w = width - gutter
     spc = window_s / plot_w if plot_w > 0 else window_s
     return _Frame(legend, end, hi, labels, gutter, plot_w, spc, bool(stamps), top_ts, top)
@@ -759,7 +779,7 @@ class ChartInput:
             frame.legend,
             self.plot_rows,
             frame.gutter,
-            tuple(sorted(frame.labels.items())),
+            frame.labels,
             time_axis(plot_w, self.window_s),
             (main.name, tuple(grid)),
             tuple(rows),
@@ -846,7 +866,9 @@ class PlotColumn:
     spc: float
     column: int
     top_leaves: float
-    seen: dict[str, SeriesMark | None]  # name -> the series as drawn (None: it had no points)
+    # The plotted series as drawn, in the chart's order (main, then others): None where it
+    # had no points.
+    seen: tuple[SeriesMark | None, ...]
 
     @classmethod
     def of(cls, chart: ChartInput) -> PlotColumn | None:
@@ -859,26 +881,30 @@ class PlotColumn:
             if frame.top_ts is not None and frame.top > 0
             else math.inf
         )
-        seen = {s.name: SeriesMark.of(s.points) for s in (chart.main, *chart.others)}
+        seen = tuple([SeriesMark.of(s.points) for s in (chart.main, *chart.others)])
         return cls(frame.spc, math.floor(frame.end / frame.spc), leaves, seen)
 
-    def holds(
-        self, points_of: Callable[[str], Sequence[tuple[float, float | None]] | None]
-    ) -> bool:
-        """True when every plotted series is the one drawn, only appended to since, with no
-        point in a newer column, and the scale's top is still in the window."""
-        for name, mark in self.seen.items():
-            points = points_of(name)
+    def holds(self, points: Sequence[Sequence[tuple[float, float | None]] | None]) -> bool:
+        """True when every plotted series (`points`: each one's points now, in the chart's
+        order; more after them are not looked at) is the one drawn, only appended to since,
+        with no point in a newer column, and the scale's top is still in the window."""
+        column_of = None  # (the stamp last seen in the column: series sampled together
+        # share it, and its column is worked out once)
+        for mark, now in zip(self.seen, points, strict=False):
             if mark is None:
-                if points:
+                if now:
                     return False  # its first points
                 continue
-            added = None if points is None else mark.appended(points)
-            if points is None or added is None:
+            added = None if now is None else mark.appended(now)
+            if now is None or added is None:
                 return False
-            ts = points[-1][0]
-            if ts >= self.top_leaves or (added and math.floor(ts / self.spc) != self.column):
+            ts = now[-1][0]
+            if ts >= self.top_leaves:
                 return False
+            if added and ts != column_of:
+                if math.floor(ts / self.spc) != self.column:
+                    return False
+                column_of = ts
         return True
 
 
