@@ -83,8 +83,9 @@ def block_rows(
     A flat series (hi == lo) sits at half height when positive, at the floor otherwise."""
     if height <= 0 or not columns:
         return []
-    # (_num inline: the chart's rows are laid out on most samples, ~100 columns each)
-    nums = [float(c) if isinstance(c, (int, float)) and math.isfinite(c) else None for c in columns]
+    # (_num inline, a finite number told by two comparisons (NaN fails both), no call per
+    # column: a moved scale draws every column of the chart's rows again)
+    nums = [float(c) if c is not None and -math.inf < c < math.inf else None for c in columns]
     present = [f for f in nums if f is not None]
     if not present:
         return [" " * len(columns)] * height
@@ -491,11 +492,13 @@ class ColumnMemo:
         added = kept.mark.appended(points)
         if added is None:
             return None
-        if len(points) < kept.mark.length + added and math.floor(points[0][0] / spc) >= first:
+        n = len(points)
+        if n < kept.mark.length + added and math.floor(points[0][0] / spc) >= first:
             return None  # points dropped from inside the window (a short history)
         if not added:
             return width
-        return max(0, math.floor(points[len(points) - added][0] / spc) - first)
+        since = math.floor(points[n - added][0] / spc) - first
+        return since if since > 0 else 0
 
 
 def _nice_step(raw: float) -> float:
@@ -601,11 +604,20 @@ def _lay_legend(
     n = len(series)
     gap = 2
     texts: list[str] = []
+    one_row = False
     for use_long, gap in ((True, 2), (False, 2), (False, 1)):
         texts = [f" {label if use_long else short} {latest}" for _, label, short, latest in series]
         if len("".join(texts)) + n * _SWATCH_W + gap * (n - 1) <= width:
+            one_row = True
             break
     spacer = (" " * gap, TEXT)
+    if one_row:  # all of it fits: no row to break, no length per figure
+        cells = [
+            cell
+            for (name, *_), text in zip(series, texts, strict=True)
+            for cell in (spacer, (SWATCH, name), (text, TEXT))
+        ]
+        return (tuple(cells[1:]),) if cells else ()
     rows: list[tuple[Cell, ...]] = []
     row: tuple[Cell, ...] = ()
     used = 0

@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rich.cells import cell_len
+from rich.cells import cached_cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.app import App
@@ -100,6 +100,7 @@ class ThroughputPane(Widget, can_focus=True):
         # Rows it may take, border included (several slots: what the memory pane and the slots
         # view leave of the screen; panes.chart_room); None: as many as plot_rows_for says.
         self.room: int | None = None
+        self.room_from: tuple[object, ...] = ()  # what chart_room worked `room` out from
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -322,10 +323,13 @@ class ThroughputPane(Widget, can_focus=True):
         """What the legend-only path needs of the chart just laid out."""
         self._plot = charts.PlotColumn.of(chart)
         shown = (chart.main, *chart.others, *chart.legend_only)
-        self._sources = [
-            (s.name[5:], True) if s.name.startswith("slot:") else (s.name, False) for s in shown
-        ]
-        self._legend_of = [(s.name, s.label, s.short, FORMS.get(s.name, units.sig3)) for s in shown]
+        names = [(s.name, s.label, s.short) for s in shown]
+        if names != [entry[:3] for entry in self._legend_of]:  # (the same series: kept)
+            self._sources = [
+                (name[5:], True) if name.startswith("slot:") else (name, False)
+                for name, _, _ in names
+            ]
+            self._legend_of = [(*n, FORMS.get(n[0], units.sig3)) for n in names]
         # (the layout's series were read and formatted as these: ChartSeries.latest)
         self._values = [s.points[-1][1] if s.points else None for s in shown]
         self._figures = [s.latest for s in shown]
@@ -386,7 +390,8 @@ class ThroughputPane(Widget, can_focus=True):
         # Padded here, its length counted once over the row's text: `adjust_cell_length`
         # counted each segment's cells and made a second Strip (a legend row each sample).
         # (`cells` is read twice: a sequence, the rows' tuples that key the kept strips.)
-        used = cell_len("".join([text for text, _ in cells]))
+        # (the row's text is new each time: rich's cached_cell_len, as cell_len would call)
+        used = cached_cell_len("".join([text for text, _ in cells]))
         if used < width:
             cells = (*cells, (" " * (width - used), charts.TEXT))
         known = self._segments
@@ -411,17 +416,13 @@ class ThroughputPane(Widget, can_focus=True):
         # (`key`: the strips' key, _strips_key(width))
         reuse = self._row_strips if self._key == key else {}
         # (the widget's style and the roles' are kept between draws: _base_style)
-        self._row_strips = {}
         if len(self._segments) > 1000:
             self._segments = {}  # (the figures of a few columns' worth of samples, at most)
         base = self._base_style()
         styles = (base, self._role_styles(base))
-        strips = []
-        for row in charts.draw_chart(layout):
-            cells = tuple(row)
-            strip = reuse.get(cells) or self._strip(cells, width, styles)
-            self._row_strips[cells] = strip
-            strips.append(strip)
+        rows = [tuple(row) for row in charts.draw_chart(layout)]
+        strips = [reuse.get(cells) or self._strip(cells, width, styles) for cells in rows]
+        self._row_strips = dict(zip(rows, strips, strict=True))
         self._strips = strips
         self._layout, self._legend, self._key = layout, layout.legend, key
         self._laid_out(chart)
