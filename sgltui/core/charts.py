@@ -83,8 +83,7 @@ def block_rows(
     A flat series (hi == lo) sits at half height when positive, at the floor otherwise."""
     if height <= 0 or not columns:
         return []
-    # (_num inline, a finite number told by two comparisons (NaN fails both), no call per
-    # column: a moved scale draws every column of the chart's rows again)
+    # (_num inline, finite told by two comparisons, NaN failing both: no call per column)
     nums = [float(c) if c is not None and -math.inf < c < math.inf else None for c in columns]
     present = [f for f in nums if f is not None]
     if not present:
@@ -188,11 +187,8 @@ def fill_gap(
     column between two samples closer than this is a narrow column, not a gap. The newest
     gaps only: a sampling rate that changed is the one that matters, and it costs no pass
     over the whole window."""
-    # The stamps written into a list made once and counted, and a finite value told by two
-    # comparisons (NaN fails both): no call per point (an append and an isfinite were two
-    # thirds of it).
-    stamps = [0.0] * (FILL_GAP_SAMPLES + 1)
-    taken = 0
+    # No call per point: the stamps written into a list made once, finite told by comparisons.
+    stamps, taken = [0.0] * (FILL_GAP_SAMPLES + 1), 0
     for ts, v in reversed(points):  # newest first: stop at the column
         if ts / seconds_per_col < first_col or taken > FILL_GAP_SAMPLES:
             break  # (ts / spc < first_col is the same test as floor(ts / spc) < first_col)
@@ -239,9 +235,8 @@ def _add_columns(
     `sums` and `counts`, newest first: the same additions in the same order whether a whole
     window is summed or only its newest columns again (so the same floats)."""
     width = len(sums)
-    # The column is worked out (floor) only for a point outside the last point's: floor(x)
-    # is c exactly when c <= x < c + 1, so two comparisons tell a point of the same column
-    # (most points: several samples a column). A finite value: two comparisons (NaN fails).
+    # A column's floor is worked out only for a point outside the last point's (floor(x) is c
+    # exactly when c <= x < c + 1); finite is told by two comparisons (NaN fails both).
     start, col = math.inf, 0  # the last point's column: absolute (its start) and relative
     for ts, v in reversed(points):  # newest first: stop at the window's left edge
         x = ts / spc
@@ -543,9 +538,8 @@ def y_ticks(top: float, rows: int) -> tuple[float, dict[int, str]]:
 
 @functools.lru_cache(maxsize=64)
 def _scale(top: float, rows: int) -> tuple[float, tuple[tuple[int, str], ...], int]:
-    """`y_ticks(top, rows)` with its labels by row and the widest label's length, kept: the
-    top (the window's largest value) is the same over most layouts, and working the ticks out
-    is ~25 calls."""
+    """`y_ticks(top, rows)`, labels by row, and the widest's length: kept (~25 calls; the top,
+    the window's largest value, is the same over most layouts)."""
     hi, labels = y_ticks(top, rows)
     return hi, tuple(sorted(labels.items())), max([len(t) for t in labels.values()])
 
@@ -604,20 +598,11 @@ def _lay_legend(
     n = len(series)
     gap = 2
     texts: list[str] = []
-    one_row = False
     for use_long, gap in ((True, 2), (False, 2), (False, 1)):
         texts = [f" {label if use_long else short} {latest}" for _, label, short, latest in series]
         if len("".join(texts)) + n * _SWATCH_W + gap * (n - 1) <= width:
-            one_row = True
             break
     spacer = (" " * gap, TEXT)
-    if one_row:  # all of it fits: no row to break, no length per figure
-        cells = [
-            cell
-            for (name, *_), text in zip(series, texts, strict=True)
-            for cell in (spacer, (SWATCH, name), (text, TEXT))
-        ]
-        return (tuple(cells[1:]),) if cells else ()
     rows: list[tuple[Cell, ...]] = []
     row: tuple[Cell, ...] = ()
     used = 0
@@ -685,10 +670,8 @@ def _frame(
     window_s: float,
     memo: ColumnMemo | None = None,
 ) -> _Frame:
-    legend = legend_rows(
-        tuple([(s.name, s.label, s.short, s.latest) for s in (main, *others, *legend_only)]),
-        width,
-    )
+    shown = [(s.name, s.label, s.short, s.latest) for s in (main, *others, *legend_only)]
+    legend = legend_rows(tuple(shown), width)
     stamps = [s.points[-1][0] for s in (main, *others) if s.points]  # each oldest first
     end = max(stamps) if stamps else 0.0
     if memo is None:
@@ -878,9 +861,7 @@ class PlotColumn:
     spc: float
     column: int
     top_leaves: float
-    # The plotted series as drawn, in the chart's order (main, then others): None where it
-    # had no points.
-    seen: tuple[SeriesMark | None, ...]
+    seen: tuple[SeriesMark | None, ...]  # the plotted series as drawn (main, then others)
 
     @classmethod
     def of(cls, chart: ChartInput) -> PlotColumn | None:
@@ -900,8 +881,7 @@ class PlotColumn:
         """True when every plotted series (`points`: each one's points now, in the chart's
         order; more after them are not looked at) is the one drawn, only appended to since,
         with no point in a newer column, and the scale's top is still in the window."""
-        column_of = None  # (the stamp last seen in the column: series sampled together
-        # share it, and its column is worked out once)
+        column_of = None  # (a stamp seen in the column: series sampled together share it)
         for mark, now in zip(self.seen, points, strict=False):
             if mark is None:
                 if now:

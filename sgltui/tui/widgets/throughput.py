@@ -86,7 +86,7 @@ class ThroughputPane(Widget, can_focus=True):
         # gutter name, formatter); the latest values its figures were last drawn from.
         self._sources: list[tuple[str, bool]] = []
         self._legend_of: list[tuple[str, str, str, Callable[[float], str]]] = []
-        self._values: list[float | None] = []
+        self._drawn_values: list[float | None] = []
         self._figures: list[str] = []  # their texts in the legend
         # Each series' columns from one layout to the next (a sample re-sums the newest only).
         self._memo = charts.ColumnMemo()
@@ -331,7 +331,7 @@ class ThroughputPane(Widget, can_focus=True):
             ]
             self._legend_of = [(*n, FORMS.get(n[0], units.sig3)) for n in names]
         # (the layout's series were read and formatted as these: ChartSeries.latest)
-        self._values = [s.points[-1][1] if s.points else None for s in shown]
+        self._drawn_values = [s.points[-1][1] if s.points else None for s in shown]
         self._figures = [s.latest for s in shown]
 
     def _show_legend(
@@ -343,7 +343,7 @@ class ThroughputPane(Widget, can_focus=True):
         if self._layout is None:
             return False
         values = [p[-1][1] if p else None for p in points]
-        drawn = self._values
+        drawn = self._drawn_values
         if values == drawn:
             return True  # the figures drawn (an idle server's second)
         # Only the figures whose value changed are formatted (equal numbers format the same).
@@ -361,7 +361,7 @@ class ThroughputPane(Widget, can_focus=True):
         )
         legend, shown = charts.legend_rows(figures, width), self._legend
         if legend == shown:
-            self._values, self._figures = values, texts
+            self._drawn_values, self._figures = values, texts
             return True
         if len(legend) != len(shown):
             return False
@@ -371,7 +371,7 @@ class ThroughputPane(Widget, can_focus=True):
                 strip = self._row_strips.get(cells) or self._strip(cells, width)
                 self._row_strips[cells] = self._strips[y] = strip
                 changed.append(Region(0, y, width, 1))
-        self._legend, self._values, self._figures = legend, values, texts
+        self._legend, self._drawn_values, self._figures = legend, values, texts
         self.refresh(*changed)
         return True
 
