@@ -235,8 +235,7 @@ def _add_columns(
     `sums` and `counts`, newest first: the same additions in the same order whether a whole
     window is summed or only its newest columns again (so the same floats)."""
     width = len(sums)
-    # A column's floor is worked out only for a point outside the last point's (floor(x) is c
-    # exactly when c <= x < c + 1); finite is told by two comparisons (NaN fails both).
+    # floor() only for a point out of the last one's column (floor(x) == c iff c <= x < c + 1)
     start, col = math.inf, 0  # the last point's column: absolute (its start) and relative
     for ts, v in reversed(points):  # newest first: stop at the window's left edge
         x = ts / spc
@@ -245,7 +244,7 @@ def _add_columns(
             col = start - first
             if col < since:
                 break
-        if v is None or not -math.inf < v < math.inf or col >= width:
+        if v is None or not -math.inf < v < math.inf or col >= width:  # (NaN: not finite)
             continue
         sums[col] += v
         counts[col] += 1
@@ -492,8 +491,7 @@ class ColumnMemo:
             return None  # points dropped from inside the window (a short history)
         if not added:
             return width
-        since = math.floor(points[n - added][0] / spc) - first
-        return since if since > 0 else 0
+        return max(0, math.floor(points[n - added][0] / spc) - first)
 
 
 def _nice_step(raw: float) -> float:
@@ -538,8 +536,7 @@ def y_ticks(top: float, rows: int) -> tuple[float, dict[int, str]]:
 
 @functools.lru_cache(maxsize=64)
 def _scale(top: float, rows: int) -> tuple[float, tuple[tuple[int, str], ...], int]:
-    """`y_ticks(top, rows)`, labels by row, and the widest's length: kept (~25 calls; the top,
-    the window's largest value, is the same over most layouts)."""
+    """`y_ticks(top, rows)`, its labels by row and the widest's length, kept (~25 calls)."""
     hi, labels = y_ticks(top, rows)
     return hi, tuple(sorted(labels.items())), max([len(t) for t in labels.values()])
 
@@ -600,8 +597,10 @@ def _lay_legend(
     texts: list[str] = []
     for use_long, gap in ((True, 2), (False, 2), (False, 1)):
         texts = [f" {label if use_long else short} {latest}" for _, label, short, latest in series]
-        if len("".join(texts)) + n * _SWATCH_W + gap * (n - 1) <= width:
-            break
+        if len("".join(texts)) + n * _SWATCH_W + gap * (n - 1) <= width:  # one row: no breaks
+            sp = (" " * gap, TEXT)
+            row = [c for (s, *_), t in zip(series, texts) for c in (sp, (SWATCH, s), (t, TEXT))]
+            return (tuple(row[1:]),) if row else ()
     spacer = (" " * gap, TEXT)
     rows: list[tuple[Cell, ...]] = []
     row: tuple[Cell, ...] = ()

@@ -249,10 +249,10 @@ class CallCount:
 
 async def test_a_busy_sample_costs_the_chart_a_bounded_number_of_calls(monkeypatch):
     """Issue 49's budget, counted: a busy server's sample in the plot's newest column (most
-    seconds) costs the chart's draw ~65 calls (~150 before the twelfth round: a generator
+    seconds) costs the chart's draw ~70 calls (~150 before the twelfth round: a generator
     step per legend cell, a Segment made per cell, the pane's style asked of Textual for
     every row drawn; ~90 before its second round: the content width and the strips' key
-    asked twice), and a sample that starts a column ~460 (~1200: every column of every
+    asked twice), and a sample that starts a column ~465 (~1200: every column of every
     series drawn again; ~750: a call per point summed and per gap's stamp, the scale's ticks
     worked out again, the input's look-ups made twice)."""
     count = CallCount()
