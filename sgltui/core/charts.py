@@ -599,8 +599,8 @@ def _lay_legend(
         texts = [f" {label if use_long else short} {latest}" for _, label, short, latest in series]
         if len("".join(texts)) + n * _SWATCH_W + gap * (n - 1) <= width:  # one row: no breaks
             sp = (" " * gap, TEXT)
-            row = [c for (s, *_), t in zip(series, texts) for c in (sp, (SWATCH, s), (t, TEXT))]
-            return (tuple(row[1:]),) if row else ()
+            one = [c for (s, *_), t in zip(series, texts) for c in (sp, (SWATCH, s), (t, TEXT))]
+            return (tuple(one[1:]),) if one else ()
     spacer = (" " * gap, TEXT)
     rows: list[tuple[Cell, ...]] = []
     row: tuple[Cell, ...] = ()
