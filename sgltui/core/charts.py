@@ -83,8 +83,8 @@ def block_rows(
     A flat series (hi == lo) sits at half height when positive, at the floor otherwise."""
     if height <= 0 or not columns:
         return []
-    # (_num inline: the chart's rows are laid out on most samples, ~100 columns each)
-    nums = [float(c) if isinstance(c, (int, float)) and math.isfinite(c) else None for c in columns]
+    # (_num inline, finite told by two comparisons, NaN failing both: no call per column)
+    nums = [float(c) if c is not None and -math.inf < c < math.inf else None for c in columns]
     present = [f for f in nums if f is not None]
     if not present:
         return [" " * len(columns)] * height
@@ -187,15 +187,15 @@ def fill_gap(
     column between two samples closer than this is a narrow column, not a gap. The newest
     gaps only: a sampling rate that changed is the one that matters, and it costs no pass
     over the whole window."""
-    stamps: list[float] = []
-    taken = 0  # (counted here: a len() per point cost as much as the rest of the loop)
+    # No call per point: the stamps written into a list made once, finite told by comparisons.
+    stamps, taken = [0.0] * (FILL_GAP_SAMPLES + 1), 0
     for ts, v in reversed(points):  # newest first: stop at the column
         if ts / seconds_per_col < first_col or taken > FILL_GAP_SAMPLES:
             break  # (ts / spc < first_col is the same test as floor(ts / spc) < first_col)
-        if v is not None and math.isfinite(v):
-            stamps.append(ts)
+        if v is not None and -math.inf < v < math.inf:
+            stamps[taken] = ts
             taken += 1
-    gaps = sorted([a - b for a, b in zip(stamps, stamps[1:]) if a > b])
+    gaps = sorted([a - b for a, b in zip(stamps[:taken], stamps[1:taken]) if a > b])
     return 3 * max(0.25, round(gaps[len(gaps) // 2] * 4) / 4) if gaps else 0.0
 
 
@@ -235,11 +235,16 @@ def _add_columns(
     `sums` and `counts`, newest first: the same additions in the same order whether a whole
     window is summed or only its newest columns again (so the same floats)."""
     width = len(sums)
+    # floor() only for a point out of the last one's column (floor(x) == c iff c <= x < c + 1)
+    start, col = math.inf, 0  # the last point's column: absolute (its start) and relative
     for ts, v in reversed(points):  # newest first: stop at the window's left edge
-        col = math.floor(ts / spc) - first
-        if col < since:
-            break
-        if v is None or not math.isfinite(v) or col >= width:
+        x = ts / spc
+        if not start <= x < start + 1:
+            start = math.floor(x)
+            col = start - first
+            if col < since:
+                break
+        if v is None or not -math.inf < v < math.inf or col >= width:  # (NaN: not finite)
             continue
         sums[col] += v
         counts[col] += 1
@@ -481,11 +486,12 @@ class ColumnMemo:
         added = kept.mark.appended(points)
         if added is None:
             return None
-        if len(points) < kept.mark.length + added and math.floor(points[0][0] / spc) >= first:
+        n = len(points)
+        if n < kept.mark.length + added and math.floor(points[0][0] / spc) >= first:
             return None  # points dropped from inside the window (a short history)
         if not added:
             return width
-        return max(0, math.floor(points[len(points) - added][0] / spc) - first)
+        return max(0, math.floor(points[n - added][0] / spc) - first)
 
 
 def _nice_step(raw: float) -> float:
@@ -526,6 +532,13 @@ def y_ticks(top: float, rows: int) -> tuple[float, dict[int, str]]:
     assert best is not None
     hi, d = best
     return hi, {rows - i * rows // d: axis_number(i * hi / d) for i in range(d + 1)}
+
+
+@functools.lru_cache(maxsize=64)
+def _scale(top: float, rows: int) -> tuple[float, tuple[tuple[int, str], ...], int]:
+    """`y_ticks(top, rows)`, its labels by row and the widest's length, kept (~25 calls)."""
+    hi, labels = y_ticks(top, rows)
+    return hi, tuple(sorted(labels.items())), max([len(t) for t in labels.values()])
 
 
 def _age_label(age_s: float) -> str:
@@ -584,8 +597,10 @@ def _lay_legend(
     texts: list[str] = []
     for use_long, gap in ((True, 2), (False, 2), (False, 1)):
         texts = [f" {label if use_long else short} {latest}" for _, label, short, latest in series]
-        if len("".join(texts)) + n * _SWATCH_W + gap * (n - 1) <= width:
-            break
+        if len("".join(texts)) + n * _SWATCH_W + gap * (n - 1) <= width:  # one row: no breaks
+            sp = (" " * gap, TEXT)
+            one = [c for (s, *_), t in zip(series, texts) for c in (sp, (SWATCH, s), (t, TEXT))]
+            return (tuple(one[1:]),) if one else ()
     spacer = (" " * gap, TEXT)
     rows: list[tuple[Cell, ...]] = []
     row: tuple[Cell, ...] = ()
@@ -606,7 +621,7 @@ def _lay_legend(
 
 
 def legend_height(series: Sequence[ChartSeries], width: int) -> int:
-    return len(legend_rows(tuple((s.name, s.label, s.short, s.latest) for s in series), width))
+    return len(legend_rows(tuple([(s.name, s.label, s.short, s.latest) for s in series]), width))
 
 
 @dataclass(frozen=True)
@@ -634,7 +649,7 @@ class _Frame:
     legend: tuple[tuple[Cell, ...], ...]
     end: float
     hi: float
-    labels: dict[int, str]
+    labels: tuple[tuple[int, str], ...]  # (row, tick label), by row
     gutter: int
     plot_w: int
     spc: float  # seconds per column
@@ -654,17 +669,16 @@ def _frame(
     window_s: float,
     memo: ColumnMemo | None = None,
 ) -> _Frame:
-    legend = legend_rows(
-        tuple((s.name, s.label, s.short, s.latest) for s in (main, *others, *legend_only)), width
-    )
+    shown = [(s.name, s.label, s.short, s.latest) for s in (main, *others, *legend_only)]
+    legend = legend_rows(tuple(shown), width)
     stamps = [s.points[-1][0] for s in (main, *others) if s.points]  # each oldest first
     end = max(stamps) if stamps else 0.0
     if memo is None:
         top, top_ts = window_top(main.points, end - window_s)
     else:
         top, top_ts = memo.top(main.name, main.points, end - window_s)
-    hi, labels = y_ticks(top, plot_rows)
-    gutter = max([len(t) for t in labels.values()] + [len(s.short) for s in others]) + 1
+    hi, labels, widest = _scale(top, plot_rows)
+    gutter = max([widest] + [len(s.short) for s in others]) + 1
     plot_w = width - gutter
     spc = window_s / plot_w if plot_w > 0 else window_s
     return _Frame(legend, end, hi, labels, gutter, plot_w, spc, bool(stamps), top_ts, top)
@@ -759,7 +773,7 @@ class ChartInput:
             frame.legend,
             self.plot_rows,
             frame.gutter,
-            tuple(sorted(frame.labels.items())),
+            frame.labels,
             time_axis(plot_w, self.window_s),
             (main.name, tuple(grid)),
             tuple(rows),
@@ -846,7 +860,7 @@ class PlotColumn:
     spc: float
     column: int
     top_leaves: float
-    seen: dict[str, SeriesMark | None]  # name -> the series as drawn (None: it had no points)
+    seen: tuple[SeriesMark | None, ...]  # the plotted series as drawn (main, then others)
 
     @classmethod
     def of(cls, chart: ChartInput) -> PlotColumn | None:
@@ -859,26 +873,29 @@ class PlotColumn:
             if frame.top_ts is not None and frame.top > 0
             else math.inf
         )
-        seen = {s.name: SeriesMark.of(s.points) for s in (chart.main, *chart.others)}
+        seen = tuple([SeriesMark.of(s.points) for s in (chart.main, *chart.others)])
         return cls(frame.spc, math.floor(frame.end / frame.spc), leaves, seen)
 
-    def holds(
-        self, points_of: Callable[[str], Sequence[tuple[float, float | None]] | None]
-    ) -> bool:
-        """True when every plotted series is the one drawn, only appended to since, with no
-        point in a newer column, and the scale's top is still in the window."""
-        for name, mark in self.seen.items():
-            points = points_of(name)
+    def holds(self, points: Sequence[Sequence[tuple[float, float | None]] | None]) -> bool:
+        """True when every plotted series (`points`: each one's points now, in the chart's
+        order; more after them are not looked at) is the one drawn, only appended to since,
+        with no point in a newer column, and the scale's top is still in the window."""
+        column_of = None  # (a stamp seen in the column: series sampled together share it)
+        for mark, now in zip(self.seen, points, strict=False):
             if mark is None:
-                if points:
+                if now:
                     return False  # its first points
                 continue
-            added = None if points is None else mark.appended(points)
-            if points is None or added is None:
+            added = None if now is None else mark.appended(now)
+            if now is None or added is None:
                 return False
-            ts = points[-1][0]
-            if ts >= self.top_leaves or (added and math.floor(ts / self.spc) != self.column):
+            ts = now[-1][0]
+            if ts >= self.top_leaves:
                 return False
+            if added and ts != column_of:
+                if math.floor(ts / self.spc) != self.column:
+                    return False
+                column_of = ts
         return True
 
 

@@ -122,11 +122,12 @@ def off_screen(active_tab: str) -> list[Pane]:
     return [p for p in PANES if p.when_shown and active_tab != tab_id(p.name)]
 
 
-def chart_room(host: PaneHost) -> int | None:
+def chart_room(host: PaneHost, pane: ThroughputPane | None = None) -> int | None:
     """Rows the chart may take (border included) with several slots on a screen that is not
     short: what the upper row may have once the slots view and the tabs' least height are
     placed, less the memory pane above it. None: one slot, or a short screen (app.tcss
-    decides there)."""
+    decides there). `pane`: the chart, whose room is kept with the rows and terminal size it
+    was worked out from (the screen's size is a dozen calls, asked each sample)."""
     m, screen = host.model, host.main_screen
     if not m.several or screen.has_class("-short"):
         return None
@@ -137,9 +138,17 @@ def chart_room(host: PaneHost) -> int | None:
     below = slots.row_count + 2
     if host.fleet is not None and isinstance(slots.parent, Widget):
         below = max(below, slots.parent.outer_size.height)
+    above = memory.wanted_height() + 2  # (its border)
+    # (the screen's size follows the terminal's: the screen has no border or padding of its
+    # own that changes while it shows)
+    room_from = (below, above, screen.app.size)
+    if pane is not None and pane.room is not None and pane.room_from == room_from:
+        return pane.room
     height = screen.size.height
     upper = min(int((height - FOOTER) * UPPER_MOST), height - OTHER_ROWS - below)
-    return upper - (memory.wanted_height() + 2)  # (its border)
+    if pane is not None:
+        pane.room_from = room_from
+    return upper - above
 
 
 def _draw_chart(host: PaneHost, pane: ThroughputPane, dirty: set[str]) -> None:
@@ -148,7 +157,7 @@ def _draw_chart(host: PaneHost, pane: ThroughputPane, dirty: set[str]) -> None:
     m = host.model
     accept = m.series["accept_length"]  # (the newest only: not a list of the whole history)
     has_spec = bool(accept) and accept[-1][1] > 0
-    pane.room = chart_room(host)
+    pane.room = chart_room(host, pane)
     pane.show(m.series, has_spec, m.chart_marks(), m.chart_slots())
 
 

@@ -249,10 +249,12 @@ class CallCount:
 
 async def test_a_busy_sample_costs_the_chart_a_bounded_number_of_calls(monkeypatch):
     """Issue 49's budget, counted: a busy server's sample in the plot's newest column (most
-    seconds) costs the chart's draw ~90 calls (~150 before the twelfth round: a generator
+    seconds) costs the chart's draw ~70 calls (~150 before the twelfth round: a generator
     step per legend cell, a Segment made per cell, the pane's style asked of Textual for
-    every row drawn), and a sample that starts a column ~750 (~1200: every column of every
-    series drawn again)."""
+    every row drawn; ~90 before its second round: the content width and the strips' key
+    asked twice), and a sample that starts a column ~465 (~1200: every column of every
+    series drawn again; ~750: a call per point summed and per gap's stamp, the scale's ticks
+    worked out again, the input's look-ups made twice)."""
     count = CallCount()
     monkeypatch.setattr(ThroughputPane, "show", count.counted(ThroughputPane.show))
     samples = [{"push": "sample", "data": make_sample(t)} for t in range(1, 40)]
@@ -273,8 +275,8 @@ async def test_a_busy_sample_costs_the_chart_a_bounded_number_of_calls(monkeypat
             per_sample.append(count.calls)
             assert f"{app.model.series['gen_throughput'][-1][1]:.0f}" in chart_text(chart)[0]
         new_column, *same_column = per_sample
-        assert new_column <= 1000, per_sample
-        assert max(same_column) <= 120, per_sample
+        assert new_column <= 540, per_sample
+        assert max(same_column) <= 75, per_sample
 
 
 async def test_a_new_theme_redraws_the_chart_in_its_colours():
@@ -310,3 +312,68 @@ async def test_a_new_theme_redraws_the_chart_in_its_colours():
         await until(pilot, lambda: accent() != before)
         await pilot.pause(0.3)
         assert colours() == (accent(), accent())
+
+
+def test_the_charts_room_is_worked_out_again_only_when_what_it_reads_changed():
+    """panes.chart_room keeps the chart's room with the slots view's rows, the memory pane's
+    and the terminal's size it was worked out from: a sample that changes none of them reads
+    no screen size (a dozen calls each second); each of them changed gives the room anew."""
+    from types import SimpleNamespace
+
+    from textual.geometry import Size
+
+    from sgltui.tui import panes
+    from sgltui.tui.widgets.memory import MemoryPane
+    from sgltui.tui.widgets.slots import SlotsPane
+
+    class Slots(SlotsPane):
+        rows = 9
+
+        @property
+        def row_count(self) -> int:
+            return self.rows
+
+    class Memory(MemoryPane):
+        lines = 5
+
+        def wanted_height(self) -> int:
+            return self.lines
+
+    class Screen:
+        reads = 0
+        app = SimpleNamespace(size=Size(120, 40))
+
+        def has_class(self, name: str) -> bool:
+            return False
+
+        @property
+        def size(self) -> Size:
+            Screen.reads += 1
+            return self.app.size
+
+    slots, memory, screen = Slots(), Memory(), Screen()
+    host = SimpleNamespace(
+        model=SimpleNamespace(several=True),
+        main_screen=screen,
+        fleet=None,
+        pane=lambda name: {"slots": slots, "memory": memory}[name],
+    )
+    chart = ThroughputPane()
+
+    def room() -> int | None:
+        chart.room = panes.chart_room(host, chart)
+        return chart.room
+
+    def afresh() -> int | None:
+        return panes.chart_room(host)  # (no pane: nothing kept)
+
+    first = room()
+    assert first == afresh() and Screen.reads == 2
+    assert room() == first and Screen.reads == 2  # a sample: nothing it reads changed
+    Screen.app = SimpleNamespace(size=Size(120, 50))  # a taller terminal
+    assert room() == afresh() != first
+    slots.rows = 5  # the slots view lost rows
+    taller = room()
+    assert taller == afresh() and taller > first
+    memory.lines = 9  # a GPU more in the memory pane
+    assert room() == afresh() == taller - 4

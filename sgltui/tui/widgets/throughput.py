@@ -12,12 +12,14 @@ columns), a swap is marked, or the size, theme or series change; never on a time
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rich.cells import cell_len
+from rich.cells import cached_cell_len
 from rich.segment import Segment
 from rich.style import Style
+from textual.app import App
 from textual.geometry import Region, Size
 from textual.screen import Screen
 from textual.strip import Strip
@@ -49,6 +51,7 @@ SLOT_COLOURS = ("primary", "secondary", "success", "warning", "error", "accent")
 PLOT_ROWS = (2, 3, 4, 6, 8, 9, 12)
 
 
+@functools.lru_cache(maxsize=8)  # (asked each sample, of a height that seldom changes)
 def plot_rows_for(screen_height: int) -> int:
     """Rows of the gen tok/s plot for a terminal this tall: 2 at 24 lines, 3 at 30, 6 at 40,
     9 at 50; the chart grows with the terminal while the log pane keeps most of the rest."""
@@ -78,9 +81,13 @@ class ThroughputPane(Widget, can_focus=True):
         # only (the plot is laid out again when a column completes, every few seconds).
         self._plot: charts.PlotColumn | None = None
         self._drawn_from: tuple[object, ...] = ()
-        # The legend's series as last laid out: (name, where its points are: the key and
-        # whether in the slots' series, label, gutter name, formatter).
-        self._legend_of: list[tuple[str, str, bool, str, str, Callable[[float], str]]] = []
+        # The legend's series as last laid out, in its order (the plotted ones first): where
+        # its points are (the key, and whether in the slots' series), and (name, label,
+        # gutter name, formatter); the latest values its figures were last drawn from.
+        self._sources: list[tuple[str, bool]] = []
+        self._legend_of: list[tuple[str, str, str, Callable[[float], str]]] = []
+        self._drawn_values: list[float | None] = []
+        self._figures: list[str] = []  # their texts in the legend
         # Each series' columns from one layout to the next (a sample re-sums the newest only).
         self._memo = charts.ColumnMemo()
         self._styles_for: tuple[tuple[object, ...], dict[str, Style]] | None = None
@@ -89,9 +96,11 @@ class ThroughputPane(Widget, can_focus=True):
         # legend row drawn again makes the Segments of its changed figures only.
         self._segments: dict[charts.Cell, Segment] = {}
         self._on_screen: Screen[Any] | None = None  # the screen it is on, once looked up
+        self._on_app: App[Any] | None = None  # its app, once looked up (a context variable)
         # Rows it may take, border included (several slots: what the memory pane and the slots
         # view leave of the screen; panes.chart_room); None: as many as plot_rows_for says.
         self.room: int | None = None
+        self.room_from: tuple[object, ...] = ()  # what chart_room worked `room` out from
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -114,37 +123,44 @@ class ThroughputPane(Widget, can_focus=True):
         self._slots = slots or {}
         self._swaps = list(swaps)
         self._has_spec = has_spec
-        width = self.content_region.width
-        if not width or self._key is None:
+        if self._key is None:
+            # Not drawn yet, or its styles applied again: render_line draws it when painted.
             self.refresh(layout=True)
             return
-        same_look = self._key == self._strips_key(width)
+        # The width it was drawn at (the content width costs a walk of its ancestors each
+        # sample): a resize has Textual paint every row again, and render_line then draws
+        # them at the new width (_cached_strips).
+        width = self._key[0]
+        key = self._strips_key(width)
         drawn_from = (self._swaps, has_spec, tuple(self._slots))
-        if same_look and self._plot is not None and drawn_from == self._drawn_from:
+        if key == self._key and self._plot is not None and drawn_from == self._drawn_from:
             # The legend's series as they are now, looked up once for both uses below.
             series, slots = self._series, self._slots
-            now = {
-                name: (slots if in_slots else series).get(key)
-                for name, key, in_slots, _, _, _ in self._legend_of
-            }
-            if self._plot.holds(now.get) and self._show_legend(width, now):
+            points = [(slots if in_slots else series).get(k) for k, in_slots in self._sources]
+            if self._plot.holds(points) and self._show_legend(width, points):
                 return  # the same column: the legend's figures only
+        if not self.display:
+            # Hidden (a short screen's memory pane in its place): laid out when shown again.
+            self.refresh(layout=True)
+            return
         if drawn_from[2:] != self._drawn_from[2:]:
             self._memo = charts.ColumnMemo()  # other slots: their columns go
         self._drawn_from = drawn_from
-        chart = self._chart_input(width)
+        chart = self._chart_input(width, key)
         # (a layout re-sums only the newest columns, core.charts.ColumnMemo: cheap enough to
         # work out and compare on every sample that does not repeat the last)
         layout = chart.layout()
-        if same_look and layout == self._layout and layout.legend == self._legend:
+        if key == self._key and layout == self._layout and layout.legend == self._legend:
             self._laid_out(chart)
             return  # nothing visible changed (an idle server's)
         old = self._strips
-        strips = self._draw(width, chart, layout)
-        if len(strips) != self.content_size.height:
-            self.refresh(layout=True)  # the legend wrapped or the accept row came or went
+        strips = self._draw(width, chart, layout, key)
+        if len(strips) != len(old):
+            # The legend wrapped, the accept row came or went, or the room changed the plot's
+            # height: Textual lays it out again (get_content_height) and paints every row.
+            self.refresh(layout=True)
             return
-        rows = [y for y, strip in enumerate(strips) if y >= len(old) or strip is not old[y]]
+        rows = [y for y, strip in enumerate(strips) if strip is not old[y]]
         # A region per run of changed rows (a layout's new column changes most of the plot).
         changed = [Region(0, y, width, n) for y, n in row_spans(rows)]
         if changed:
@@ -163,12 +179,13 @@ class ThroughputPane(Widget, can_focus=True):
                 continue
             points = self._series.get(name) or []
             latest = form(points[-1][1]) if points else "-"
-            out.append(charts.ChartSeries(name, label, short, points, latest))
             if name == "gen_throughput" and self._slots:
                 # Several slots: the plot is their total, and each slot's tok/s has a row.
-                out[0] = charts.ChartSeries(name, "total tok/s", short, points, latest)
+                out.append(charts.ChartSeries(name, "total tok/s", short, points, latest))
                 if with_slots:
                     out.extend(self._slot_series())
+                continue
+            out.append(charts.ChartSeries(name, label, short, points, latest))
         return out[0], out[1:]
 
     def _slot_series(self) -> list[charts.ChartSeries]:
@@ -180,12 +197,12 @@ class ThroughputPane(Widget, can_focus=True):
             out.append(charts.ChartSeries(f"slot:{sid}", sid, short, slot_points, now))
         return out
 
-    def _slot_rows_fit(self, rows: int, totals: int) -> bool:
+    def _slot_rows_fit(self, rows: int, totals: int, short: bool) -> bool:
         """Whether a row per slot may fit `room` beside at least 3 rows of plot, counted
         before any legend is laid out: a legend of one row at least, the time axis, a row per
         other series. Where it cannot (8 slots at 120x40), the slots' series are neither
         formatted nor laid out each sample only to be dropped (_fit_room)."""
-        if self._slots and self._short():
+        if self._slots and short:
             return False  # (a short screen shows the total only: _chart_input)
         if self.room is None or not self._slots:
             return True
@@ -193,7 +210,9 @@ class ThroughputPane(Widget, can_focus=True):
         return min(rows, self.room - 2 - rest) >= 3
 
     def _plot_rows(self) -> int:
-        return plot_rows_for(self.app.size.height)
+        if self._on_app is None:
+            self._on_app = self.app
+        return plot_rows_for(self._on_app.size.height)
 
     def _short(self) -> bool:
         """Whether the screen is a short one (app.py's -short: no row to spare)."""
@@ -201,19 +220,22 @@ class ThroughputPane(Widget, can_focus=True):
             self._on_screen = self.screen  # (found once: `screen` walks every ancestor)
         return self._on_screen.has_class("-short")
 
-    def _chart_input(self, width: int) -> charts.ChartInput:
-        rows = self._plot_rows()
-        totals = sum(1 for name, *_ in ROWS[1:] if name != "accept_length" or self._has_spec)
-        main, others = self._chart_series(self._slot_rows_fit(rows, totals))
+    def _chart_input(self, width: int, key: tuple[Any, ...] | None = None) -> charts.ChartInput:
+        """The chart at `width`; `key` (_strips_key's, when worked out already) gives the plot's
+        rows and whether the screen is short."""
+        rows, short = (self._plot_rows(), self._short()) if key is None else key[1:3]
+        totals = len(ROWS) - 1 if self._has_spec else len(ROWS) - 2  # (less the accept row)
+        with_slots = self._slot_rows_fit(rows, totals, short)
+        main, others = self._chart_series(with_slots)
         markers = [charts.ChartMarker(ts, label) for ts, label in self._swaps]
         legend_only: list[charts.ChartSeries] = []
-        if self._short() and self._slots:
+        if short and self._slots:
             # No rows to spare: the slots view has each slot's tok/s and requests; the chart
             # their total.
             others = []
         if self.room is not None and self._slots:
-            return self._fit_room(main, others, markers, width, rows)
-        if self._short() and charts.legend_height([main, *others], width) > 1:
+            return self._fit_room(main, others, markers, width, rows, with_slots)
+        if short and charts.legend_height([main, *others], width) > 1:
             # A short terminal has no row to spare: a legend that wraps costs the plot a row
             # and the accept length its history (its latest value stays in the legend).
             rows = max(1, rows - 1)
@@ -230,16 +252,19 @@ class ThroughputPane(Widget, can_focus=True):
         markers: list[charts.ChartMarker],
         width: int,
         rows: int,
+        with_slots: bool = True,
     ) -> charts.ChartInput:
         """Several slots: a row per slot while they fit beside at least 3 rows of plot, else
         the total only (the slots view has each slot's tok/s); then the tallest plot that fits
-        `room` (2 rows at least: a screen too short for that scrolls)."""
+        `room` (2 rows at least: a screen too short for that scrolls). `with_slots` False:
+        `others` are the totals already."""
         room = (self.room or 0) - 2  # its border
-        totals = [s for s in others if not s.name.startswith("slot:")]
+        totals = [s for s in others if not s.name.startswith("slot:")] if with_slots else others
         for shown in (others, totals) if len(others) > len(totals) else (totals,):
             # legend, the plot, the time axis, a row per other series
             rest = charts.legend_height([main, *shown], width) + 1 + len(shown)
-            fits = [r for r in PLOT_ROWS if r <= min(rows, room - rest)]
+            most = min(rows, room - rest)
+            fits = [r for r in PLOT_ROWS if r <= most]
             if fits and (fits[-1] >= 3 or shown is totals):
                 return charts.ChartInput(
                     main, shown, markers, width, fits[-1], self.window_s, memo=self._memo
@@ -297,28 +322,46 @@ class ThroughputPane(Widget, can_focus=True):
     def _laid_out(self, chart: charts.ChartInput) -> None:
         """What the legend-only path needs of the chart just laid out."""
         self._plot = charts.PlotColumn.of(chart)
-        self._legend_of = []
-        for s in (chart.main, *chart.others, *chart.legend_only):
-            in_slots = s.name.startswith("slot:")
-            key = s.name.removeprefix("slot:") if in_slots else s.name
-            form = FORMS.get(s.name, units.sig3)
-            self._legend_of.append((s.name, key, in_slots, s.label, s.short, form))
+        shown = (chart.main, *chart.others, *chart.legend_only)
+        names = [(s.name, s.label, s.short) for s in shown]
+        if names != [entry[:3] for entry in self._legend_of]:  # (the same series: kept)
+            self._sources = [
+                (name[5:], True) if name.startswith("slot:") else (name, False)
+                for name, _, _ in names
+            ]
+            self._legend_of = [(*n, FORMS.get(n[0], units.sig3)) for n in names]
+        # (the layout's series were read and formatted as these: ChartSeries.latest)
+        self._drawn_values = [s.points[-1][1] if s.points else None for s in shown]
+        self._figures = [s.latest for s in shown]
 
     def _show_legend(
-        self, width: int, now: Mapping[str, Sequence[tuple[float, float]] | None]
+        self, width: int, points: Sequence[Sequence[tuple[float, float]] | None]
     ) -> bool:
-        """The legend's figures of the series `now` (name -> its points), the plot as drawn:
-        only the legend rows whose text changed are drawn and repainted. False (nothing done)
-        when the legend would take another number of rows: the chart is laid out again."""
+        """The legend's figures of its series' `points` now (in _sources' order), the plot as
+        drawn: only the legend rows whose text changed are drawn and repainted. False (nothing
+        done) when the legend would take another number of rows: the chart is laid out again."""
         if self._layout is None:
             return False
-        figures = []
-        for name, _, _, label, short, form in self._legend_of:
-            points = now[name]
-            value = points[-1][1] if points else None
-            figures.append((name, label, short, "-" if value is None else form(value)))
-        legend, shown = charts.legend_rows(tuple(figures), width), self._legend
+        values = [p[-1][1] if p else None for p in points]
+        drawn = self._drawn_values
+        if values == drawn:
+            return True  # the figures drawn (an idle server's second)
+        # Only the figures whose value changed are formatted (equal numbers format the same).
+        texts = [
+            text if value == was else "-" if value is None else form(value)
+            for (_, _, _, form), value, was, text in zip(
+                self._legend_of, values, drawn, self._figures, strict=True
+            )
+        ]
+        figures = tuple(
+            [
+                (name, label, short, text)
+                for (name, label, short, _), text in zip(self._legend_of, texts, strict=True)
+            ]
+        )
+        legend, shown = charts.legend_rows(figures, width), self._legend
         if legend == shown:
+            self._drawn_values, self._figures = values, texts
             return True
         if len(legend) != len(shown):
             return False
@@ -328,55 +371,68 @@ class ThroughputPane(Widget, can_focus=True):
                 strip = self._row_strips.get(cells) or self._strip(cells, width)
                 self._row_strips[cells] = self._strips[y] = strip
                 changed.append(Region(0, y, width, 1))
-        self._legend = legend
+        self._legend, self._drawn_values, self._figures = legend, values, texts
         self.refresh(*changed)
         return True
 
-    def _strip(self, cells: Sequence[charts.Cell], width: int) -> Strip:
-        base = self._base_style()
-        styles = self._role_styles(base)  # (other styles: the kept Segments go)
+    def _strip(
+        self,
+        cells: Sequence[charts.Cell],
+        width: int,
+        styles: tuple[Style, dict[str, Style]] | None = None,
+    ) -> Strip:
+        """A row's Strip; `styles`: the pane's and the roles' (when looked up already)."""
+        if styles is None:
+            base = self._base_style()
+            roles = self._role_styles(base)  # (other styles: the kept Segments go)
+        else:
+            base, roles = styles
         # Padded here, its length counted once over the row's text: `adjust_cell_length`
         # counted each segment's cells and made a second Strip (a legend row each sample).
         # (`cells` is read twice: a sequence, the rows' tuples that key the kept strips.)
-        used = cell_len("".join([text for text, _ in cells]))
+        # (the row's text is new each time: rich's cached_cell_len, as cell_len would call)
+        used = cached_cell_len("".join([text for text, _ in cells]))
         if used < width:
             cells = (*cells, (" " * (width - used), charts.TEXT))
         known = self._segments
         for cell in cells:
             if cell not in known:  # (a legend row drawn again: its changed figures only)
                 text, role = cell
-                known[cell] = Segment(text, styles.get(role, base))
+                known[cell] = Segment(text, roles.get(role, base))
         segments = [known[cell] for cell in cells]
         if used > width:
             return Strip(segments).adjust_cell_length(width, base)  # (cut to the width)
         return Strip(segments, width)
 
     def _draw(
-        self, width: int, chart: charts.ChartInput, layout: charts.ChartLayout
+        self,
+        width: int,
+        chart: charts.ChartInput,
+        layout: charts.ChartLayout,
+        key: tuple[Any, ...],
     ) -> list[Strip]:
         # A row whose cells are the same as on screen keeps its Strip (the object: show()
         # repaints only the rows whose Strip is new); styles are looked up once per draw.
-        key = self._strips_key(width)
+        # (`key`: the strips' key, _strips_key(width))
         reuse = self._row_strips if self._key == key else {}
         # (the widget's style and the roles' are kept between draws: _base_style)
-        self._row_strips = {}
         if len(self._segments) > 1000:
             self._segments = {}  # (the figures of a few columns' worth of samples, at most)
-        strips = []
-        for row in charts.draw_chart(layout):
-            cells = tuple(row)
-            strip = reuse.get(cells) or self._strip(cells, width)
-            self._row_strips[cells] = strip
-            strips.append(strip)
+        base = self._base_style()
+        styles = (base, self._role_styles(base))
+        rows = [tuple(row) for row in charts.draw_chart(layout)]
+        strips = [reuse.get(cells) or self._strip(cells, width, styles) for cells in rows]
+        self._row_strips = dict(zip(rows, strips, strict=True))
         self._strips = strips
         self._layout, self._legend, self._key = layout, layout.legend, key
         self._laid_out(chart)
         return strips
 
     def _cached_strips(self, width: int) -> list[Strip]:
-        if self._key != self._strips_key(width):  # resized, another theme, or never drawn
-            chart = self._chart_input(width)
-            return self._draw(width, chart, chart.layout())
+        key = self._strips_key(width)
+        if self._key != key:  # resized, another theme, or never drawn
+            chart = self._chart_input(width, key)
+            return self._draw(width, chart, chart.layout(), key)
         return self._strips
 
     def render_line(self, y: int) -> Strip:
