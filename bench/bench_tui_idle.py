@@ -260,8 +260,10 @@ def run_ab_child(status: dict, first: str, samples: list[dict]) -> None:
     app.run()
 
 
-AB_PHASE_S = 10  # seconds of each phase of the same-process measure (its first left out)
-AB_CYCLES = 4  # live and floor phases of each
+# Seconds of each phase of the same-process measure (its first left out), and how many of each
+# (the environment's: a test runs it short).
+AB_PHASE_S = int(os.environ.get("SGLTUI_BENCH_AB_PHASE_S") or 10)
+AB_CYCLES = int(os.environ.get("SGLTUI_BENCH_AB_CYCLES") or 4)
 
 
 def measure_ab(warm_s: float = 0.0) -> tuple[float, float]:
@@ -269,25 +271,8 @@ def measure_ab(warm_s: float = 0.0) -> tuple[float, float]:
     in the bench's pseudo-terminal."""
     import tempfile
 
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     marks = Path(tempfile.mkdtemp(prefix="sgltui-bench-ab-")) / "cpu"
-    env = dict(os.environ, TERM="xterm-256color", COLORTERM="truecolor", PYTHONPATH=str(ROOT))
-    env.pop("TEXTUAL", None)
-    env["SGLTUI_BENCH_CPU"] = str(marks)
-    env["SGLTUI_BENCH_TICKS"] = str(AB_PHASE_S * AB_CYCLES * 2 + 30)
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--child", "app-ab"],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        start_new_session=True,
-        close_fds=True,
-    )
-    os.close(slave)
-    reader = threading.Thread(target=drain_terminal, args=(master,), daemon=True)
-    reader.start()
+    proc, master = start_in_terminal("app-ab", marks, AB_PHASE_S * AB_CYCLES * 2 + 30)
     result = Path(str(marks) + ".ab")
     try:
         proc.wait(timeout=AB_PHASE_S * AB_CYCLES * 2 + 120)
@@ -311,6 +296,33 @@ def measure_ab(warm_s: float = 0.0) -> tuple[float, float]:
     marks.parent.rmdir()
     live, floor = totals["live"], totals["floor"]
     return live[0] / live[1], floor[0] / floor[1]
+
+
+def start_in_terminal(
+    mode: str, marks: Path, ticks: int, env_extra: dict | None = None
+) -> tuple[subprocess.Popen, int]:
+    """The child `mode` started in a 120x40 pseudo-terminal (the real driver, real escape
+    codes written), what it writes read and dropped; `ticks`: the scripted samples it makes
+    beforehand. The process and the terminal's end to close."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = dict(os.environ, TERM="xterm-256color", COLORTERM="truecolor", PYTHONPATH=str(ROOT))
+    env.pop("TEXTUAL", None)
+    env.update(env_extra or {})
+    env["SGLTUI_BENCH_CPU"] = str(marks)
+    env["SGLTUI_BENCH_TICKS"] = str(ticks)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", mode],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
+    os.close(slave)
+    threading.Thread(target=drain_terminal, args=(master,), daemon=True).start()
+    return proc, master
 
 
 def drain_terminal(master: int) -> None:
@@ -417,36 +429,8 @@ def measure(mode: str, seconds: float, warmup: float, env_extra: dict | None = N
     """CPU seconds the child used per wall second, after warmup."""
     import tempfile
 
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     marks = Path(tempfile.mkdtemp(prefix="sgltui-bench-cpu-")) / "cpu"
-    env = dict(os.environ, TERM="xterm-256color", COLORTERM="truecolor", PYTHONPATH=str(ROOT))
-    env.pop("TEXTUAL", None)
-    env.update(env_extra or {})
-    env["SGLTUI_BENCH_CPU"] = str(marks)
-    env["SGLTUI_BENCH_TICKS"] = str(int(seconds + warmup + 120))  # (the scripted samples)
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--child", mode],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        start_new_session=True,
-        close_fds=True,
-    )
-    os.close(slave)
-    stop = threading.Event()
-
-    def drain() -> None:  # a terminal that reads everything, so the app never blocks on output
-        while not stop.is_set():
-            try:
-                if not os.read(master, 65536):
-                    return
-            except OSError:
-                return
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
+    proc, master = start_in_terminal(mode, marks, int(seconds + warmup + 120), env_extra)
     try:
         ready = Path(str(marks) + ".ready")
         deadline = time.monotonic() + 120
@@ -462,7 +446,6 @@ def measure(mode: str, seconds: float, warmup: float, env_extra: dict | None = N
             )
         return (c1 - c0) / (t1 - t0)
     finally:
-        stop.set()
         try:
             os.killpg(proc.pid, signal.SIGTERM)
         except ProcessLookupError:
