@@ -87,6 +87,8 @@ _MUTATING = {
     "accept_advice",
 }
 FLUSH_DELAY_S = 0.1  # pushes arriving within this window are drawn in one go
+# What a tick's pushes change (its lines, then its sample, read in one wake-up): drawn at once.
+TICK_AREAS = frozenset({M.LOGS, M.MEMORY, M.CHART})
 # A safety net for anything a missed event would leave stale, and the uptime (shown to the
 # minute after the first). Every change an operator makes or sees arrives as a push at once.
 STATUS_POLL_S = 15.0
@@ -97,7 +99,7 @@ JOBS_READ_S = 1.0
 
 class Flush(Message):
     """Draw the areas the app marked since the last flush (`SgltuiApp.mark`). A message of
-    its own, handled by a method: `call_later(self._flush_dirty)` wrapped the method in a new
+    its own, handled by a method: `call_later` of the flush method wrapped it in a new
     `partial` each time, whose parameters Textual counted again with `inspect.signature` (it
     keeps the count on the callable: on a method's function, once; on a partial, never)."""
 
@@ -150,7 +152,7 @@ class SgltuiApp(App[str | None]):
         self._hidden_dirty: set[str] = set()  # areas of tabs not on screen, drawn when shown
         self._bench_return: str | None = None
         self._bench_points: dict[str, int] = {}  # the point each running bench was read at
-        self._flush_scheduled = False
+        self._flush_scheduled, self._flushed_at = False, 0.0  # (see mark)
         self._tabs: TabbedContent | None = None  # the lower tabs, looked up once
         self._status_scheduled = False
         self._demo_done = False
@@ -383,11 +385,16 @@ class SgltuiApp(App[str | None]):
         self._dirty.update(areas)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            # The loop's own timer posts Flush, run in order with the app's other messages.
-            # Not a Textual Timer: a task per timer cost more than the flush, once a second.
-            # Not the flush itself from the loop's timer: that ran beside the app's message
-            # handling, and moving onto a slot's row was now and then lost (Pilot, under load).
-            asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self.post_message, Flush())
+            # A message, in order with the app's others (run beside them, a move onto a row was
+            # lost). A tick's: at once, handled after the pushes of this wake-up (no wake-up to
+            # draw), unless within FLUSH_DELAY_S of the last. A STATUS's, events', the first
+            # draw's (Textual's first focus settling): they wait.
+            tick = self._dirty <= TICK_AREAS and self.first_status.is_set()
+            wait = self._flushed_at + FLUSH_DELAY_S - time.monotonic() if tick else FLUSH_DELAY_S
+            if wait > 0:
+                asyncio.get_running_loop().call_later(wait, self.post_message, Flush())
+            else:
+                self.post_message(Flush())
 
     def refresh_status_soon(self) -> None:
         if not self._status_scheduled:
@@ -436,10 +443,7 @@ class SgltuiApp(App[str | None]):
     # -- drawing -----------------------------------------------------------------------------
 
     def on_flush(self, _message: Flush) -> None:
-        self._flush_dirty()
-
-    def _flush_dirty(self) -> None:
-        self._flush_scheduled = False
+        self._flush_scheduled, self._flushed_at = False, time.monotonic()
         dirty, self._dirty = self._dirty, set()
         # The Activity, Jobs and Logs tabs are drawn when shown: a hidden RichLog still lays
         # the whole screen out on every write (an event every few seconds), and a hidden log
@@ -460,7 +464,7 @@ class SgltuiApp(App[str | None]):
 
     def pane(self, name: str) -> Widget:
         """The pane of panes.py's table named `name`, looked up once (kept while the tabs are
-        linked: _flush_dirty). A DOM query per draw cost a tenth of an idle second's drawing."""
+        linked: on_flush). A DOM query per draw cost a tenth of an idle second's drawing."""
         found = self._panes.get(name)
         if found is None:
             found = self._panes[name] = self.query_one(f"#{name}")

@@ -738,3 +738,51 @@ async def test_a_sample_push_asks_none_of_the_event_questions():
         assert asked == []
         src.feed(event("slot.state", slot="0", state="draining", prev="ready"))
         await until(pilot, lambda: asked == ["status", "job"])
+
+
+async def test_a_ticks_push_after_a_quiet_spell_is_drawn_at_once(monkeypatch):
+    """A tick's pushes (its lines, then its sample, read in one wake-up) are drawn by a Flush
+    posted at once and handled after them: no timer to wake the app 0.1 s later to draw. A
+    sample within FLUSH_DELAY_S of the last flush waits for the window's end and is drawn then;
+    an event (a slot's state) waits the whole window as before."""
+    import asyncio
+
+    from sgltui.tui.app import FLUSH_DELAY_S, Flush
+    from sgltui.tui.widgets.throughput import ThroughputPane
+    from tests.support.scripted import make_sample
+
+    src = ScriptedSource(status_with())
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        loop = asyncio.get_running_loop()
+        timed: list[float] = []  # the waits of the flushes posted by the loop's timer
+        real_call_later = loop.call_later
+
+        def call_later(delay, callback, *args, **kwargs):
+            if any(isinstance(a, Flush) for a in args):
+                timed.append(delay)
+            return real_call_later(delay, callback, *args, **kwargs)
+
+        def legend() -> str:
+            return "".join(seg.text for seg in app.query_one(ThroughputPane).render_line(0))
+
+        monkeypatch.setattr(loop, "call_later", call_later)
+        series = app.model.series["gen_throughput"]
+        for tok, shown in ((1357.0, "1.36k"), (2468.0, "2.47k")):
+            await pilot.pause(FLUSH_DELAY_S * 2)  # a quiet spell
+            sample = make_sample(100.0 + tok)
+            sample["engine"]["0"]["gen_throughput"] = tok
+            src.feed({"push": "sample", "data": sample})
+            await until(pilot, lambda tok=tok: series and series[-1][1] == tok)
+            await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+            assert shown in legend() and timed == [], (legend(), timed)
+        sample = make_sample(5000.0)
+        sample["engine"]["0"]["gen_throughput"] = 3579.0
+        src.feed({"push": "sample", "data": sample})  # within the window of the last flush
+        await until(pilot, lambda: "3.58k" in legend())
+        assert len(timed) == 1 and 0 < timed[0] <= FLUSH_DELAY_S, timed
+        await pilot.pause(FLUSH_DELAY_S * 2)
+        src.feed(event("slot.state", slot="0", state="draining", prev="ready"))
+        await until(pilot, lambda: len(timed) == 2)
+        assert timed[1] == FLUSH_DELAY_S, timed
