@@ -36,8 +36,10 @@ def _mid_pass(v: dict) -> bool:
 
 
 def test_kill9_of_the_runner_and_the_agent_mid_pass_answers_each_custom_id_once(agent, tmp_path):
-    # tokens at a third of real time: a pass of 40 at 4 running lasts about a second
-    a = agent.write_profile("wf-a", time_scale=0.3, sim_slow_start=0.01)
+    # tokens at real time: a pass of 40 at 4 running lasts a few seconds, a window the 20 ms
+    # polls of a loaded machine (two test workers on two cores) still see; at a third of real
+    # time the new runner's pass came and went between two status reads now and then
+    a = agent.write_profile("wf-a", time_scale=1.0, sim_slow_start=0.01)
     agent.call("start", profile=a, wait=True)
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     write_shared(inp, 40, 10, max_tokens=8)
