@@ -112,25 +112,18 @@ class Ledger:
             return
         f.last_pair = (running, throughput)
         # The point and the accept length of one reading share its concurrency: worked out
-        # once, and the buckets counted inline (a hidden Insight tab folds every slot's
-        # reading of every second: a call less per step is 8 a second with 8 slots).
+        # once for both (_count).
         if isinstance(running, float) and running.is_integer():
             running = int(running)
         if not isinstance(running, int) or running <= 0:
             return
-        if isinstance(throughput, (int, float)) and throughput > 0:
-            bucket = f.live.get(running)
-            if bucket is None:
-                bucket = f.live[running] = [0.0, 0]
-            bucket[0] += throughput / running
-            bucket[1] += 1
         length = engine.get("accept_length")
-        if isinstance(length, (int, float)):
-            bucket = f.accept.get(running)
-            if bucket is None:
-                bucket = f.accept[running] = [0.0, 0]
-            bucket[0] += float(length)
-            bucket[1] += 1
+        self._count(
+            f,
+            running,
+            throughput if isinstance(throughput, (int, float)) else None,
+            length if isinstance(length, (int, float)) else None,
+        )
 
     def observe_engines(self, readings: Sequence[tuple[str, dict[str, Any]]]) -> None:
         """`observe_engine` of each (profile, reading), in order, their figures converted in
@@ -156,35 +149,29 @@ class Ledger:
             # a whole count of requests, as observe_engine takes it (NaN and inf fail too)
             if running is None or not running > 0 or running % 1 != 0:
                 continue
-            c = int(running)
-            if throughput is not None and throughput > 0:
-                live = f.live
-                bucket = live[c] if c in live else live.setdefault(c, [0.0, 0])
-                bucket[0] += throughput / c
-                bucket[1] += 1
-            length = point.accept_length
-            if length is not None:
-                accept = f.accept
-                bucket = accept[c] if c in accept else accept.setdefault(c, [0.0, 0])
-                bucket[0] += length
-                bucket[1] += 1
+            self._count(f, int(running), throughput, point.accept_length)
+
+    @staticmethod
+    def _count(f: Figures, c: int, throughput: float | None, length: float | None) -> None:
+        """A reading at `c` running requests (a whole count above 0) into `f`'s buckets: its
+        tok/s per request where its throughput is above 0, and its accept length."""
+        if throughput is not None and throughput > 0:
+            bucket = f.live.get(c)
+            if bucket is None:
+                bucket = f.live[c] = [0.0, 0]
+            bucket[0] += throughput / c
+            bucket[1] += 1
+        if length is not None:
+            bucket = f.accept.get(c)
+            if bucket is None:
+                bucket = f.accept[c] = [0.0, 0]
+            bucket[0] += float(length)
+            bucket[1] += 1
 
     def interrupt(self) -> None:
         """A launch or swap is under way: the next reading is a new report whatever it says."""
         for f in self.profiles.values():
             f.last_pair = None
-
-    def observe_point(self, name: str, running: Any, throughput: Any) -> None:
-        """One live reading: `throughput` tok/s shared by `running` requests."""
-        if isinstance(running, float) and running.is_integer():
-            running = int(running)
-        if not isinstance(running, int) or running <= 0:
-            return
-        if not isinstance(throughput, (int, float)) or throughput <= 0:
-            return
-        bucket = self.figures(name).live.setdefault(running, [0.0, 0])
-        bucket[0] += throughput / running
-        bucket[1] += 1
 
     def observe_card(self, name: str, card: dict[str, Any] | None) -> None:
         if card:
