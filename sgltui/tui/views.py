@@ -472,18 +472,12 @@ def slot_line(
             mine = True
             used += float(g.server_bytes.get(sid) or 0)
             total += float(g.total_bytes or 0)
-    mem = f"{used / units.GIB:.0f}/{total / units.GIB:.0f}G" if mine and total else "-"
     mem_used, mem_total = (used, total) if mine else (None, None)
+    mem = _mem(mem_used, mem_total)
     if slot.state not in _SERVING:
         return (f" {'-':>7}  {'-':>5}  {mem}", None, None, None, mem_used, mem_total)
     eng = engine or {}
-    gen = eng.get("gen_throughput")
-    # A JSON number, not a bool (as _num says; a float asked first: what a reading has).
-    tok = (
-        float(gen)
-        if isinstance(gen, float) or (isinstance(gen, int) and not isinstance(gen, bool))
-        else None
-    )
+    tok = _num(eng.get("gen_throughput"))
     running, queued = int(eng.get("num_running_reqs") or 0), int(eng.get("num_queue_reqs") or 0)
     text = f" {_sig3(tok):>7}  {f'{running}/{queued}':>5}  {mem}"
     return (text, tok, running, queued, mem_used, mem_total)
