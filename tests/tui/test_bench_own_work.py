@@ -24,8 +24,12 @@ def test_the_same_process_measure_reports_a_live_and_a_floor_phase(monkeypatch):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    live, floor = bench.measure_ab()
-    # CPU seconds per wall second of one process: a share of one core, both phases drawn.
+    pairs = bench.measure_ab()
+    # One cycle: CPU seconds per wall second of one process, a share of one core, each phase.
+    assert len(pairs) == 1, pairs
+    live, floor = pairs[0]
     assert 0.0 < live < 1.0 and 0.0 < floor < 1.0, (live, floor)
+    # The budget's figure of those pairs: their mean and median of live less floor.
+    assert bench.own_work([(0.3, 0.1), (0.2, 0.2), (0.5, 0.1)]) == pytest.approx((0.2, 0.2))
     left = {p.pid for p in psutil.Process().children(recursive=True)} - before
     assert not left, left
