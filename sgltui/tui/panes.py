@@ -181,15 +181,7 @@ def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
             screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
             pane.display = False
         return
-    # The model makes its `slots` anew at each read, each one converted (16 calls with 8
-    # slots, each sample): the pane keeps its last read while the model's slots are the
-    # same dict (the model replaces the dict whenever a slot changes, never changes it).
-    known, read = m.state.slots, pane.slots_read
-    if read is not None and read[0] is known:
-        slots = read[1]
-    else:
-        slots = m.slots
-        pane.slots_read = (known, slots)
+    slots = m.slots  # (kept by the model while its slots are the same)
     tel = m.telemetry
     engines = tel.engine
     # One host: every slot's GPUs are all of them (as gpus_of says), read once a draw; a

@@ -87,9 +87,6 @@ class SlotsPane(ScrollView, can_focus=True):
         self._ids: list[str] = []  # the rows' ids, in order
         self._parts: list[views.LineParts] = []  # the rows' (head, figures, tail)
         self._sheet: SlotSheet | None = None  # what the last STATUS, pick and hosts fixed
-        # The model's slots as last read for this view, and the dict they were read from
-        # (panes' draw reads them again when the model has another: see _draw_slots).
-        self.slots_read: tuple[object, list[protocol.SlotStatus]] | None = None
         # row index -> (the key it was drawn for, its Strip)
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
         # (part markup, look) and ("@", x, tail markup, look) -> (its segments, its cells)
