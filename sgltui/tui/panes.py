@@ -183,14 +183,16 @@ def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
         return
     slots = m.slots  # (kept by the model while its slots are the same)
     tel = m.telemetry
-    engines = tel.engine
-    # One host: every slot's GPUs are all of them (as gpus_of says), read once a draw; a
-    # fleet's slots each have their host's.
-    gpus = None if m.fleet else tel.gpus
-    figures = {
-        s.id: views.slot_line(s, engines.get(s.id), m.gpus_of(s.id) if gpus is None else gpus)
-        for s in slots
-    }
+    # Each slot's GPU memory, made again only for other slots or GPUs that read differently
+    # (views.slot_mem_key): a sample changes the engines' figures, seldom the servers' bytes,
+    # and each slot's memory was a loop over every GPU.
+    key, kept = views.slot_mem_key(tel.gpus), pane.mems_read
+    if kept is None or kept[0] is not slots or kept[1] != key:
+        # (one host: every slot's GPUs are all of them, as gpus_of says; a fleet's, its host's)
+        gpus = None if m.fleet else tel.gpus
+        mems = [views.slot_mem(s, m.gpus_of(s.id) if gpus is None else gpus) for s in slots]
+        kept = pane.mems_read = (slots, key, mems)
+    figures = views.slot_lines(slots, tel.engine, kept[2])
     short = screen.has_class("-short")
     seen, was = (figures, short), host.slots_seen
     if not dirty & {M.SERVERS, M.HOSTS} and seen == was:
