@@ -695,7 +695,7 @@ async def test_a_busy_sample_costs_the_slots_view_a_bounded_number_of_calls():
             counts.append(calls[0])
             tok = app.model.telemetry.engine[names[0]]["gen_throughput"]
             assert views._sig3(tok) in pane._parts[0][1]  # the figures are this sample's
-        assert max(counts) <= 160, counts
+        assert max(counts) <= 149, counts  # (150 with the highlight read as a reactive)
 
 
 async def test_a_scrolled_slots_views_changed_rows_are_repainted_where_they_are_drawn():
