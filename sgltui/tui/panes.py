@@ -198,8 +198,7 @@ def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
     if not dirty & {M.SERVERS, M.HOSTS} and seen == was:
         return
     host.slots_seen = seen
-    rows = pane.row_count
-    if not pane.display:
+    if not screen.has_class("-slots"):  # (set with the pane's display: a class is cheaper read)
         pane.display = True
         screen.set_class(True, "-slots")
     # The column names in the border, over the rows: a round border's corner and the
@@ -210,8 +209,7 @@ def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
         if pane.border_title != title:
             pane.border_title = title
     down = host.fleet.unreachable() if host.fleet is not None else None
-    pane.show(slots, m.pools, figures, m.current_id, down, m.unmanaged)
-    if pane.row_count != rows:
+    if pane.show(slots, m.pools, figures, m.current_id, down, m.unmanaged):
         host.mark(M.CHART)  # the chart's room changed with the slots view's height
 
 

@@ -122,7 +122,9 @@ class SlotsPane(ScrollView, can_focus=True):
         selected: str | None,
         down: Mapping[str, str] | None = None,
         unmanaged: Sequence[protocol.Unmanaged] = (),
-    ) -> None:
+    ) -> bool:
+        """Show these rows; True when there are more or fewer than before (the view's height
+        changes with them)."""
         sheet = self._sheet
         if sheet is None or not sheet.fits(slots, pools, selected, down, unmanaged):
             sheet = self._sheet = SlotSheet(slots, pools, selected, down, unmanaged)
@@ -144,6 +146,7 @@ class SlotsPane(ScrollView, can_focus=True):
             at = self.highlighted
         if want is not None and at != want and not self.operator_has_it:
             self.highlighted = want
+        return len(old) != len(rows)
 
     @staticmethod
     def rows(
