@@ -514,7 +514,9 @@ def slot_lines(
             continue
         # (the three readings looked up by map, in C: a `get` each was three calls a slot)
         gen, run, waiting = map((engines.get(slot.id) or {}).get, _SLOT_READINGS)
-        tok, running, queued = _num(gen), int(run or 0), int(waiting or 0)
+        # (_num's first test here: a float, as most readings are, without its call)
+        tok = gen if type(gen) is float else _num(gen)
+        running, queued = int(run or 0), int(waiting or 0)
         text = f" {_sig3(tok):>7}  {f'{running}/{queued}':>5}  {mem}"
         lines[slot.id] = (text, tok, running, queued, used, total)
     return lines
