@@ -229,9 +229,20 @@ class TuiModel:
 
     # -- reading ---------------------------------------------------------------------------
 
+    # The state's slots dict and the slots read from it (see `slots`).
+    _slots_read: tuple[dict[str, protocol.SlotView], list[protocol.SlotStatus]] | None = None
+
     @property
     def slots(self) -> list[protocol.SlotStatus]:
-        return [typed.as_status_slot(s) for s in self.state.slots.values()]
+        """The slots as STATUS slots, in the agent's order. Each is converted (two calls a
+        slot), so the list is kept while the state holds the same slots dict: the model
+        replaces that dict whenever a slot changes (a STATUS, an event), never changes it in
+        place. The slots view and the memory pane read it with every sample (8 slots: 16
+        calls each, each second). The list is shared: read it, never change it."""
+        known, read = self.state.slots, self._slots_read
+        if read is None or read[0] is not known:
+            read = self._slots_read = (known, [typed.as_status_slot(s) for s in known.values()])
+        return read[1]
 
     @property
     def slot_ids(self) -> list[str]:

@@ -181,31 +181,24 @@ def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
             screen.set_class(False, "-slots")  # back to one slot: the one-slot screen
             pane.display = False
         return
-    # The model makes its `slots` anew at each read, each one converted (16 calls with 8
-    # slots, each sample): the pane keeps its last read while the model's slots are the
-    # same dict (the model replaces the dict whenever a slot changes, never changes it).
-    known, read = m.state.slots, pane.slots_read
-    if read is not None and read[0] is known:
-        slots = read[1]
-    else:
-        slots = m.slots
-        pane.slots_read = (known, slots)
+    slots = m.slots  # (kept by the model while its slots are the same)
     tel = m.telemetry
-    engines = tel.engine
-    # One host: every slot's GPUs are all of them (as gpus_of says), read once a draw; a
-    # fleet's slots each have their host's.
-    gpus = None if m.fleet else tel.gpus
-    figures = {
-        s.id: views.slot_line(s, engines.get(s.id), m.gpus_of(s.id) if gpus is None else gpus)
-        for s in slots
-    }
+    # Each slot's GPU memory, made again only for other slots or GPUs that read differently
+    # (views.slot_mem_key): a sample changes the engines' figures, seldom the servers' bytes,
+    # and each slot's memory was a loop over every GPU.
+    key, kept = views.slot_mem_key(tel.gpus), pane.mems_read
+    if kept is None or kept[0] is not slots or kept[1] != key:
+        # (one host: every slot's GPUs are all of them, as gpus_of says; a fleet's, its host's)
+        gpus = None if m.fleet else tel.gpus
+        mems = [views.slot_mem(s, m.gpus_of(s.id) if gpus is None else gpus) for s in slots]
+        kept = pane.mems_read = (slots, key, mems)
+    figures = views.slot_lines(slots, tel.engine, kept[2])
     short = screen.has_class("-short")
     seen, was = (figures, short), host.slots_seen
     if not dirty & {M.SERVERS, M.HOSTS} and seen == was:
         return
     host.slots_seen = seen
-    rows = pane.row_count
-    if not pane.display:
+    if not screen.has_class("-slots"):  # (set with the pane's display: a class is cheaper read)
         pane.display = True
         screen.set_class(True, "-slots")
     # The column names in the border, over the rows: a round border's corner and the
@@ -216,8 +209,7 @@ def _draw_slots(host: PaneHost, pane: SlotsPane, dirty: set[str]) -> None:
         if pane.border_title != title:
             pane.border_title = title
     down = host.fleet.unreachable() if host.fleet is not None else None
-    pane.show(slots, m.pools, figures, m.current_id, down, m.unmanaged)
-    if pane.row_count != rows:
+    if pane.show(slots, m.pools, figures, m.current_id, down, m.unmanaged):
         host.mark(M.CHART)  # the chart's room changed with the slots view's height
 
 

@@ -8,7 +8,7 @@ not need the colour to read the screen.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -329,6 +329,8 @@ DETAIL_INDENT = "     "  # under the bar, past "GPU0 "
 
 
 def _num(v: Any) -> float | None:
+    if type(v) is float:  # (most readings: one test, no call)
+        return v
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
@@ -454,15 +456,24 @@ def host_line_parts(
 # queued, its server's bytes on its GPUs and those GPUs' memory, each None where it has none.
 # A plain tuple: made for every slot each sample, and compared in C with the last sample's.
 SlotLine = tuple[str, float | None, int | None, int | None, float | None, float | None]
+# A slot's GPU memory as its row shows it: the text ('80/140G'), its server's bytes on its
+# GPUs and those GPUs' memory (None, None: it has none). Made again only when the GPUs' or
+# the slots' placement changes (slot_mem_key): not each sample.
+SlotMem = tuple[str, float | None, float | None]
 
 
 def slot_line(
     slot: protocol.SlotStatus, engine: dict[str, Any] | None, gpus: list[protocol.GpuView]
 ) -> SlotLine:
     """A slot's throughput, requests and GPU memory (its share on the GPUs it is given, or,
-    not placed, on the GPUs its server is seen on), as its row's text and as numbers. One
-    function, one f-string: with 8 busy slots each sample made a figures object, a text of
-    it and sig3's eight calls per slot (~24 calls a slot a second)."""
+    not placed, on the GPUs its server is seen on), as its row's text and as numbers: what
+    `slot_lines` makes of one slot."""
+    return slot_lines([slot], {slot.id: engine} if engine else {}, [slot_mem(slot, gpus)])[slot.id]
+
+
+def slot_mem(slot: protocol.SlotStatus, gpus: list[protocol.GpuView]) -> SlotMem:
+    """A slot's GPU memory: its server's bytes on the GPUs it is given (not placed: on those
+    its server is seen on) and their memory, and the text of both."""
     # One loop, not a list and two sums of generators (each step of a generator is a call).
     # (Byte counts: the sums are exact.)
     sid, placed = slot.id, slot.gpus
@@ -472,15 +483,43 @@ def slot_line(
             mine = True
             used += float(g.server_bytes.get(sid) or 0)
             total += float(g.total_bytes or 0)
-    mem_used, mem_total = (used, total) if mine else (None, None)
-    mem = _mem(mem_used, mem_total)
-    if slot.state not in _SERVING:
-        return (f" {'-':>7}  {'-':>5}  {mem}", None, None, None, mem_used, mem_total)
-    eng = engine or {}
-    tok = _num(eng.get("gen_throughput"))
-    running, queued = int(eng.get("num_running_reqs") or 0), int(eng.get("num_queue_reqs") or 0)
-    text = f" {_sig3(tok):>7}  {f'{running}/{queued}':>5}  {mem}"
-    return (text, tok, running, queued, mem_used, mem_total)
+    if not mine:
+        return (_mem(None, None), None, None)
+    return (_mem(used, total), used, total)
+
+
+def slot_mem_key(gpus: list[protocol.GpuView]) -> list[tuple[object, ...]]:
+    """What a slot's GPU memory is made of, of every GPU: a sample whose GPUs read the same
+    here (their utilization, power and temperature aside) changes no slot's memory."""
+    return [(g.index, g.host, g.total_bytes, g.server_bytes) for g in gpus]
+
+
+# What a slot's row reads of its engine reading: tok/s, requests running and queued.
+_SLOT_READINGS = ("gen_throughput", "num_running_reqs", "num_queue_reqs")
+
+
+def slot_lines(
+    slots: Sequence[protocol.SlotStatus],
+    engines: Mapping[str, dict[str, Any]],
+    mems: Sequence[SlotMem],
+) -> dict[str, SlotLine]:
+    """Every slot's line (slot id -> its SlotLine) from the sample's engine readings (slot id
+    -> reading) and each slot's memory (`slot_mem`, in the slots' order). One function, one
+    f-string a slot, in one loop: with 8 busy slots a function a slot and its memory's loop
+    over every GPU were most of a sample's slots view."""
+    lines: dict[str, SlotLine] = {}
+    for slot, (mem, used, total) in zip(slots, mems, strict=True):
+        if slot.state not in _SERVING:
+            lines[slot.id] = (f" {'-':>7}  {'-':>5}  {mem}", None, None, None, used, total)
+            continue
+        # (the three readings looked up by map, in C: a `get` each was three calls a slot)
+        gen, run, waiting = map((engines.get(slot.id) or {}).get, _SLOT_READINGS)
+        # (_num's first test here: a float, as most readings are, without its call)
+        tok = gen if type(gen) is float else _num(gen)
+        running, queued = int(run or 0), int(waiting or 0)
+        text = f" {_sig3(tok):>7}  {f'{running}/{queued}':>5}  {mem}"
+        lines[slot.id] = (text, tok, running, queued, used, total)
+    return lines
 
 
 def _sig3(value: float | None) -> str:

@@ -143,3 +143,42 @@ async def test_lines_drawn_from_parts_are_the_whole_markup_drawn(gpus):
             )[0]
             drawn = pane._line(parts, width)
             assert [(s.text, s.style) for s in drawn] == [(s.text, s.style) for s in whole]
+
+
+async def test_a_standbys_line_is_made_again_for_a_status_not_for_a_sample(monkeypatch):
+    """The memory pane makes its standbys' lines once per list of slots the model reads (the
+    model keeps that list while its slots are the same): samples make none, a STATUS that puts
+    a profile to sleep beside the slot shows its line, one that wakes it drops the line."""
+    from sgltui.tui import views
+
+    from .helpers import status_with
+
+    made: list[int] = []
+    real = views.standby_lines
+
+    def standby_lines(slots):
+        made.append(len(slots))
+        return real(slots)
+
+    monkeypatch.setattr(views, "standby_lines", standby_lines)
+    asleep = {"profile": "demo-base", "state": "asleep", "host_bytes": 54 * 10**9,
+              "gpu_bytes": 2 * 2**30, "port": 31000}  # fmt: skip
+    status = status_with(running=0)
+    app = app_with(ScriptedSource(status, []))
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = app.query_one(MemoryPane)
+        await until(pilot, lambda: len(drawn(pane)) == 4, show=lambda: drawn(pane))
+        made.clear()
+        for t in (1, 2, 3):
+            app.source.feed({"push": "sample", "data": make_sample(t)})
+            await until(pilot, lambda t=t: app.model.telemetry.ts == T0 + t)
+        await pilot.pause(0.1)
+        assert made == []  # (the samples' draws read the same slots)
+        status["slots"][0]["standbys"] = [asleep]
+        app.refresh_status_soon()
+        await until(pilot, lambda: any("demo-base beside" in line for line in drawn(pane)),
+                    show=lambda: drawn(pane))  # fmt: skip
+        assert made
+        status["slots"][0]["standbys"] = []
+        app.refresh_status_soon()
+        await until(pilot, lambda: len(drawn(pane)) == 4, show=lambda: drawn(pane))

@@ -573,31 +573,31 @@ def test_a_slots_line_says_its_figures_and_the_numbers_a_pool_sums():
     )
 
 
-async def test_a_sample_reads_the_models_slots_only_when_they_changed(monkeypatch):
-    """The model makes its `slots` anew at each read (each converted): the slots view's draw
-    keeps its last read while the model's slots are the same, and reads them again when an
-    event or a STATUS changes one (its row then says so)."""
+async def test_a_sample_converts_no_slot_the_models_slots_are_kept_until_they_change(monkeypatch):
+    """The model converts its slots (each a STATUS slot) once per slots dict, not at each read:
+    samples convert none (the slots view and the memory pane read `slots` with each one); an
+    event or a STATUS that changes a slot makes the model read them again, and the slots
+    view's row says so."""
     import copy
-    import inspect
 
-    from sgltui.tui.model import TuiModel
+    from sgltui.tui import typed
 
-    readers: list[str] = []  # the functions that read the model's slots
+    converted: list[str] = []
+    real = typed.as_status_slot
 
-    def slots(m):
-        frame = inspect.currentframe()
-        readers.append(frame.f_back.f_code.co_name if frame and frame.f_back else "?")
-        return real.fget(m)
+    def as_status_slot(view):
+        converted.append(view.id)
+        return real(view)
 
-    real = TuiModel.slots
-    monkeypatch.setattr(TuiModel, "slots", property(slots))
+    monkeypatch.setattr(typed, "as_status_slot", as_status_slot)
     src = ScriptedSource(make_host_status(3))
     app = app_with(src)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         await until(pilot, lambda: len(rows(app)) == 4)
-        assert "_draw_slots" in readers
-        readers.clear()
+        assert app.model.slots is app.model.slots  # (one read kept)
+        kept = app.model.slots
+        converted.clear()
         sample = make_host_sample(50, ["a", "b", "c"])
         for tok in (701.0, 702.0):
             sample = copy.deepcopy(sample)
@@ -605,15 +605,57 @@ async def test_a_sample_reads_the_models_slots_only_when_they_changed(monkeypatc
             sample["engine"]["b"]["gen_throughput"] = tok
             src.feed({"push": "sample", "data": sample})
             await until(pilot, lambda tok=tok: f"{tok:.0f}" in rows(app)[1])
-        assert "_draw_slots" not in readers
+        assert converted == [] and app.model.slots is kept
         src.feed(event("swap.step", slot="b", step="draining", to="demo-mtp", **{"from": "x"}))
         await until(pilot, lambda: "swap" in rows(app)[1])
-        assert "_draw_slots" in readers
-        readers.clear()
+        assert "b" in converted and app.model.slots is not kept
+        assert app.model.slots[1] != kept[1]  # (the swap: read again)
+        converted.clear()
         src.status["slots"][2]["state"] = "stopped"  # a STATUS that changes a slot
         app.refresh_status_soon()
         await until(pilot, lambda: "stopped" in rows(app)[2])
-        assert "_draw_slots" in readers
+        assert converted and app.model.slots[2].state == "stopped"
+
+
+async def test_a_slots_memory_is_made_again_only_when_its_gpus_bytes_change(monkeypatch):
+    """Each slot's GPU memory is made once per reading of the GPUs' bytes (and per list of
+    slots): samples whose GPUs differ only in utilization make none and still show each
+    sample's throughput; a server's bytes that change show on its row at once."""
+    import copy
+
+    made: list[str] = []
+    real = views.slot_mem
+
+    def slot_mem(slot, gpus):
+        made.append(slot.id)
+        return real(slot, gpus)
+
+    monkeypatch.setattr(views, "slot_mem", slot_mem)
+    src = ScriptedSource(make_host_status(3))
+    app = app_with(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await until(pilot, lambda: len(rows(app)) == 4)
+        sample = make_host_sample(50, ["a", "b", "c"])
+        src.feed({"push": "sample", "data": sample})
+        await until(pilot, lambda: "76/140G" in rows(app)[1], show=lambda: rows(app))
+        made.clear()
+        for tok, util in ((701.0, 50.0), (702.0, 90.0)):
+            sample = copy.deepcopy(sample)
+            sample["ts"] += 1
+            sample["engine"]["b"]["gen_throughput"] = tok
+            for g in sample["gpus"]:
+                g["utilization_pct"] = util
+            src.feed({"push": "sample", "data": sample})
+            await until(pilot, lambda tok=tok: f"{tok:.0f}" in rows(app)[1])
+        assert made == []
+        sample = copy.deepcopy(sample)
+        sample["ts"] += 1
+        sample["gpus"][1]["server_bytes"]["b"] = 60 * 2**30
+        src.feed({"push": "sample", "data": sample})
+        await until(pilot, lambda: "60/140G" in rows(app)[1], show=lambda: rows(app))
+        assert "80/140G" in rows(app)[0] and "72/140G" in rows(app)[2], rows(app)
+        assert "212/421G" in rows(app)[3], rows(app)  # (the pool's sum: 80 + 60 + 72)
 
 
 async def test_a_busy_sample_costs_the_slots_view_a_bounded_number_of_calls():
@@ -621,7 +663,9 @@ async def test_a_busy_sample_costs_the_slots_view_a_bounded_number_of_calls():
     slot's figures, the pool's sum, the sheet's rows, the one refresh of the changed rows)
     made ~375 calls before the twelfth round's second part (a figures object, its text and
     sig3's eight calls per slot, the slots converted again, the pane's geometry asked of
-    Textual), ~190 now; about 75 of them are Textual's refresh."""
+    Textual), 187 after it, 131 since the thirteenth (each slot's memory kept while its GPUs'
+    bytes are the same, the slots' lines in one function, the highlight read from its
+    watcher's note, the row count said by `show`); about 75 of them are Textual's refresh."""
     import sys
 
     from sgltui.tui import model as M
@@ -651,7 +695,7 @@ async def test_a_busy_sample_costs_the_slots_view_a_bounded_number_of_calls():
             counts.append(calls[0])
             tok = app.model.telemetry.engine[names[0]]["gen_throughput"]
             assert views._sig3(tok) in pane._parts[0][1]  # the figures are this sample's
-        assert max(counts) <= 230, counts
+        assert max(counts) <= 134, counts  # (131; 137 with the highlight read as a reactive)
 
 
 async def test_a_scrolled_slots_views_changed_rows_are_repainted_where_they_are_drawn():

@@ -167,7 +167,7 @@ class LogView(ScrollView, can_focus=True):
         # (set_reactive: the view's virtual_size has no validator or watcher, and repaints
         # nothing itself; the reactive's set looked both up per append)
         self.set_reactive(
-            LogView.virtual_size, Size(region.width if self.wrap else self._widest + 1, new_rows)
+            _VIRTUAL_SIZE, Size(region.width if self.wrap else self._widest + 1, new_rows)
         )
         if not self.is_mounted or not height:
             return
@@ -175,7 +175,7 @@ class LogView(ScrollView, can_focus=True):
             self._forget_rows()
             self.refresh()
         if self.auto_scroll:
-            top = max(0, new_rows - height)
+            top = new_rows - height if new_rows > height else 0
             if top != old_top:
                 self._follow_to(top, scroll_y, new_rows, region)  # repaints the view
             elif trimmed:
@@ -204,8 +204,8 @@ class LogView(ScrollView, can_focus=True):
         if self.scroll_target_y != scroll_y or not 0 <= top <= most:
             self.scroll_to(y=top, animate=False)
             return
-        self.set_reactive(LogView.scroll_target_y, float(top))
-        self.set_reactive(LogView.scroll_y, float(top))
+        self.set_reactive(_SCROLL_TARGET_Y, float(top))
+        self.set_reactive(_SCROLL_Y, float(top))
         # (this view's watch_scroll_y: the rows all moved up) Its region, as ScrollView's own
         # watcher does: a refresh of no region works the view's size out twice (`size`,
         # `outer_size`: each a walk up the DOM to the screen).
@@ -355,6 +355,15 @@ class LogView(ScrollView, can_focus=True):
         elif new > old and not self.auto_scroll and new >= self.max_scroll_y - 0.5:
             self.auto_scroll = True
             self.post_message(self.FollowChanged(True))
+
+
+# The reactives an append sets, read from the class once: each read of `LogView.x` is a call
+# of the descriptor's (three an append).
+_VIRTUAL_SIZE, _SCROLL_Y, _SCROLL_TARGET_Y = (
+    LogView.virtual_size,
+    LogView.scroll_y,
+    LogView.scroll_target_y,
+)
 
 
 def _row_segments(row: Strip, scroll_x: int, width: int, style: Style) -> list[Segment]:

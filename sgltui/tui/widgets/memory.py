@@ -42,6 +42,9 @@ class MemoryPane(Widget, can_focus=True):
         self._key: tuple | None = None  # (width, theme) the lines were built for
         self._warm: list[str] = []  # views.standby_lines of the slots, one per standby
         self._warm_pids: frozenset[int] = frozenset()  # their servers (their bar segment)
+        # The slots the standbys' lines were last made of, and those lines (see show).
+        self._slots_in: list[protocol.SlotStatus] | None = None
+        self._warm_read: list[str] = []
         # GPU index -> (width, its reading, its lines): an idle host's sample changes one
         # GPU's power or temperature figure, not all 8.
         self._gpu_rows: dict[int, tuple[int, protocol.GpuView, list[views.LineParts]]] = {}
@@ -51,8 +54,14 @@ class MemoryPane(Widget, can_focus=True):
     ) -> None:
         # A layout pass only when the number of GPUs or standbys (so the height) changes, and a
         # repaint of only the lines that read differently (none on most samples of an idle server).
-        warm = views.standby_lines(slots or [])
-        self._warm_pids = frozenset(views.standby_pids(slots or []))
+        # The standbys' lines are made again only for another list of slots: the model keeps
+        # its list while its slots are the same (TuiModel.slots), and each sample's draw gives
+        # it again (its lines, escaped and formatted, were most of a sample's memory draw).
+        if slots is None or slots is not self._slots_in:
+            self._slots_in = slots
+            self._warm_read = views.standby_lines(slots or [])
+            self._warm_pids = frozenset(views.standby_pids(slots or []))
+        warm = self._warm_read
         before = self._telemetry
         if (
             self._key is not None

@@ -87,9 +87,11 @@ class SlotsPane(ScrollView, can_focus=True):
         self._ids: list[str] = []  # the rows' ids, in order
         self._parts: list[views.LineParts] = []  # the rows' (head, figures, tail)
         self._sheet: SlotSheet | None = None  # what the last STATUS, pick and hosts fixed
-        # The model's slots as last read for this view, and the dict they were read from
-        # (panes' draw reads them again when the model has another: see _draw_slots).
-        self.slots_read: tuple[object, list[protocol.SlotStatus]] | None = None
+        # The slots and GPUs (views.slot_mem_key) each slot's memory was last made of, and
+        # those (views.slot_mem, in the slots' order): see panes' _draw_slots.
+        self.mems_read: (
+            tuple[list[protocol.SlotStatus], list[tuple[object, ...]], list[views.SlotMem]] | None
+        ) = None
         # row index -> (the key it was drawn for, its Strip)
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
         # (part markup, look) and ("@", x, tail markup, look) -> (its segments, its cells)
@@ -101,6 +103,8 @@ class SlotsPane(ScrollView, can_focus=True):
         # What every line of a frame shares (render_lines): the top row shown, the width and
         # height of the rows' area, the two looks, focus.
         self._frame: tuple[int, int, int, Any, Any, bool] | None = None
+        # `highlighted` as its watcher was last told (the reactive's value, read without it).
+        self._lit: int | None = None
         # Where the last frame drew the rows: (top row, width, rows shown). See _refresh_rows.
         self._shown: tuple[int, int, int] | None = None
 
@@ -118,7 +122,9 @@ class SlotsPane(ScrollView, can_focus=True):
         selected: str | None,
         down: Mapping[str, str] | None = None,
         unmanaged: Sequence[protocol.Unmanaged] = (),
-    ) -> None:
+    ) -> bool:
+        """Show these rows; True when there are more or fewer than before (the view's height
+        changes with them)."""
         sheet = self._sheet
         if sheet is None or not sheet.fits(slots, pools, selected, down, unmanaged):
             sheet = self._sheet = SlotSheet(slots, pools, selected, down, unmanaged)
@@ -132,13 +138,15 @@ class SlotsPane(ScrollView, can_focus=True):
         else:  # the same rows: repaint only those that read differently (no layout)
             self._refresh_rows([i for i in range(len(rows)) if rows[i] != old[i]])
         # The highlight follows the model until the operator moves it (the pane has focus).
-        # (The reactive read first: where the highlight already is, that is all it costs.)
-        at, want = self.highlighted, sheet.picked
+        # (Where it is read from its watcher's note, not the reactive: a read is six calls, and
+        # where the highlight already is, that is all this costs.)
+        at, want = self._lit, sheet.picked
         if at is not None and at >= len(rows):
             self.highlighted = len(rows) - 1 if rows else None
             at = self.highlighted
         if want is not None and at != want and not self.operator_has_it:
             self.highlighted = want
+        return len(old) != len(rows)
 
     @staticmethod
     def rows(
@@ -169,6 +177,7 @@ class SlotsPane(ScrollView, can_focus=True):
         return max(0, min(value, len(self._ids) - 1))
 
     def watch_highlighted(self, was: int | None, now: int | None) -> None:
+        self._lit = now
         for index in (was, now):
             if index is not None:
                 self._refresh_row(index)

@@ -66,7 +66,7 @@ class SlotSheet:
 
     def rows(self, figures: Mapping[str, views.SlotLine]) -> list[views.LineParts]:
         """Each row's (head, figures, tail) for a sample's figures (slot id -> its
-        `views.slot_line`: its row's text, made with the numbers)."""
+        `views.slot_lines`' line: its row's text, made with the numbers)."""
         rows = list(self.blank)
         for index, head, sid in self._slot_rows:
             rows[index] = (head, figures[sid][0], "")
