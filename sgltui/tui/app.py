@@ -154,6 +154,8 @@ class SgltuiApp(App[str | None]):
         self._bench_points: dict[str, int] = {}  # the point each running bench was read at
         self._flush_scheduled, self._flushed_at = False, 0.0  # (see mark)
         self._tabs: TabbedContent | None = None  # the lower tabs, looked up once
+        # active tab -> the panes it hides and their names (see on_flush)
+        self._off_screen: dict[str, tuple[list[panes.Pane], frozenset[str]]] = {}
         self._status_scheduled = False
         self._demo_done = False
         self._bindings_state: str | None = None
@@ -451,14 +453,23 @@ class SgltuiApp(App[str | None]):
         try:
             tabs = self._tabs
             # The panes are linked while the tabs are (none is removed alone): asked once, not
-            # a walk to the root per pane. Shutting down, query_one says NoMatches.
-            if tabs is None or not tabs.is_attached:
+            # a walk to the root per pane. Shutting down, query_one says NoMatches. Whether
+            # the tabs' message loop runs says it in one read (removed, it stops): is_attached
+            # walked up to the app, ~10 calls a flush.
+            if tabs is None or not tabs.is_running:
                 self._panes.clear()
                 tabs = self._tabs = self.query_one(TabbedContent)
-            hidden = panes.off_screen(tabs.active)
+            active = tabs.active
+            # (the panes each tab hides, worked out once a tab: a list, a set and a tab_id
+            # per pane were ~8 calls a flush)
+            cached = self._off_screen
+            if active not in cached:
+                hidden = panes.off_screen(active)
+                cached[active] = (hidden, frozenset(p.name for p in hidden))
+            hidden, names = cached[active]
             for p in hidden:  # drawn when its tab is shown; other panes reading its areas now
                 self._hidden_dirty |= dirty & p.areas
-            self._draw(dirty, {p.name for p in hidden})
+            self._draw(dirty, names)
         except NoMatches:
             pass  # the app is shutting down and its panes are already gone
 
@@ -484,11 +495,13 @@ class SgltuiApp(App[str | None]):
                 self.logbuf.tag_slots, self.logbuf.only_slot = m.several, only
                 self.logfeed.redraw = True
                 dirty.add(M.LOGS)
+        found = self._panes  # (pane's cache read inline: two calls a pane drawn)
         for p in panes.PANES:
             if p.name in hidden:
                 continue
             if dirty & p.areas and (self.fleet is not None or not p.fleet_only):
-                p.draw(self, self.pane(p.name), dirty)
+                name = p.name
+                p.draw(self, found[name] if name in found else self.pane(name), dirty)
         if dirty & {M.HEADER, M.SERVERS, M.HOSTS}:
             self._update_topbar()
 

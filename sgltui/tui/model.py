@@ -407,7 +407,8 @@ class TuiModel:
         return changed
 
     def apply_push(self, push: Mapping[str, Any] | Pushed) -> set[str]:
-        pushed = decode_push(push)  # (the app's are decoded already: given back as they are)
+        # (the app's are decoded already: taken as they are, no call to say so)
+        pushed = push if type(push) is Pushed else decode_push(push)
         kind = pushed.kind
         data = pushed.data or {}
         if kind == "sample":
@@ -432,13 +433,23 @@ class TuiModel:
         return type(decode_push(push).event) in _REFRESH_EVENTS
 
     def _apply_sample(self, sample: dict[str, Any]) -> set[str]:
-        if "gpus" in sample and "host" in sample and "engine" in sample and "ts" in sample:
-            # A whole sample (the agent's, every second): all of the telemetry but its GPU
-            # source, read in one go (the keys picked, a dict made of them and one of the
-            # parts read back were ~8 calls a sample).
-            tel = msgspec.structs.replace(
-                protocol.telemetry_view(sample), gpu_source=self.telemetry.gpu_source
-            )
+        if "gpus" in sample and "engine" in sample and "ts" in sample and "host" in sample:
+            # A whole sample (the agent's, every second): all of the telemetry, its GPU source
+            # kept, read in one conversion (telemetry_view's own, inline: its copy, its Mapping
+            # check through the ABC, its host check and the source's replace were 6 calls a
+            # sample). A sample with no host yet, or one that does not read whole: read as
+            # telemetry_view reads it.
+            source = self.telemetry.gpu_source  # (a Struct: converted as it is, not copied)
+            tel = None
+            if sample["host"]:  # (telemetry_view makes an empty host None)
+                try:
+                    tel = msgspec.convert(
+                        {**sample, "gpu_source": source}, protocol.TelemetryView, strict=False
+                    )
+                except msgspec.ValidationError:
+                    pass
+            if tel is None:
+                tel = msgspec.structs.replace(protocol.telemetry_view(sample), gpu_source=source)
             ts, engine = sample["ts"], sample["engine"]
         else:  # a part (a recorded sample, an older agent): the parts it carries
             keys = [k for k in ("gpus", "host", "engine", "ts") if k in sample]
@@ -446,26 +457,54 @@ class TuiModel:
             tel = msgspec.structs.replace(self.telemetry, **{k: getattr(part, k) for k in keys})
             ts, engine = sample.get("ts"), sample.get("engine")
         self.telemetry = tel
-        self._note_host_cpu(tel)
+        # (_note_host_cpu inline: a call less a sample)
+        host = tel.host
+        if tel.ts and host is not None and host.cpu_pct is not None:
+            self._host_cpu.add(float(tel.ts), float(host.cpu_pct))
         self._append_series(ts or self.clock(), engine or {})
         return {MEMORY, CHART}
 
     def _append_series(self, ts: float, engine: dict[str, Any]) -> None:
         if self._last_sample_ts is not None and ts <= self._last_sample_ts:
             return
-        figures = _figures_of(engine)
+        try:  # (_figures_of's conversion inline: a call less a sample)
+            figures = msgspec.convert(engine, dict[str, _Figures])
+        except msgspec.ValidationError:
+            figures = _figures_of(engine)
         if not figures:
             return
         self._last_sample_ts = ts
-        series = self.series
-        for name, value in _total(figures.values()).items():
-            series[name].append((ts, value))
+        # One pass over the slots: each slot's series appended as its figures are summed into
+        # the totals (_total's rules, inline: its call, its dict of totals and the loops over
+        # that dict and over the slots again were 4 calls a sample).
+        gen = running = queued = usage = spec = 0.0
+        n_usage = n_spec = 0
         slot_series = self.slot_series
         for sid, f in figures.items():
+            if f.gen_throughput is not None:
+                slot_gen = float(f.gen_throughput)
+                gen += slot_gen
+            else:
+                slot_gen = 0.0
+            if f.num_running_reqs is not None:
+                running += float(f.num_running_reqs)
+            if f.num_queue_reqs is not None:
+                queued += float(f.num_queue_reqs)
+            if f.token_usage is not None:
+                usage += float(f.token_usage)
+                n_usage += 1
+            if f.accept_length is not None and (length := float(f.accept_length)) > 0:
+                spec += length
+                n_spec += 1
             if sid not in slot_series:  # (a subscript, not dict.get: no call per slot)
                 slot_series[sid] = deque(maxlen=self.history_points)
-            gen = f.gen_throughput
-            slot_series[sid].append((ts, float(gen) if gen is not None else 0.0))
+            slot_series[sid].append((ts, slot_gen))
+        series = self.series
+        series["gen_throughput"].append((ts, gen))
+        series["running"].append((ts, running))
+        series["queued"].append((ts, queued))
+        series["token_usage"].append((ts, usage / n_usage if n_usage else 0.0))
+        series["accept_length"].append((ts, spec / n_spec if n_spec else 0.0))
 
     def _apply_event(self, event: protocol.EventBase) -> set[str]:
         # What an event means for a slot or a bench run is protocol.apply's to say (the same

@@ -684,9 +684,12 @@ async def test_pushes_of_one_tick_are_drawn_by_one_flush_message():
 
 
 async def test_a_flush_asks_once_whether_the_panes_are_linked(monkeypatch):
-    """Drawing every pane in a flush asks the DOM whether the panes are still linked to the
-    app once (of the tabs), not once a pane: `is_attached` walks every ancestor, and a pane
-    is never removed on its own. A pane asked each draw fails this; the panes still draw."""
+    """Drawing every pane in a flush asks whether the panes are still linked to the app once
+    (of the tabs), not once a pane: a pane is never removed on its own. Since the thirteenth
+    round of issue 49 it asks whether the tabs' message loop runs (one read; `is_attached`
+    walks every ancestor, ~10 calls a flush), and the panes each tab hides are worked out
+    once per tab shown, not per flush. A tab switched to still hides its own panes: the
+    Logs tab's lines wait while Jobs shows, and are drawn when it is shown again."""
     from textual.message_pump import MessagePump
 
     from sgltui.tui import model as M
@@ -696,6 +699,8 @@ async def test_a_flush_asks_once_whether_the_panes_are_linked(monkeypatch):
 
     asked: list[str | None] = []
     linked = MessagePump.is_attached
+    worked_out: list[str] = []
+    off_screen = panes.off_screen
 
     def counting(self: MessagePump) -> bool:
         asked.append(getattr(self, "id", None))
@@ -706,16 +711,31 @@ async def test_a_flush_asks_once_whether_the_panes_are_linked(monkeypatch):
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         monkeypatch.setattr(MessagePump, "is_attached", property(counting))
-        sample = make_sample(5.0)
-        sample["engine"]["0"]["gen_throughput"] = 2468.0
-        src.feed({"push": "sample", "data": sample})
-        app.mark(*{area for p in panes.PANES for area in p.areas} | {M.SERVERS})
-        await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+        monkeypatch.setattr(
+            panes, "off_screen", lambda tab: worked_out.append(tab) or off_screen(tab)
+        )
+        app._off_screen.clear()
+        for t in (5.0, 6.0, 7.0):
+            sample = make_sample(t)
+            sample["engine"]["0"]["gen_throughput"] = 2468.0
+            src.feed({"push": "sample", "data": sample})
+            app.mark(*{area for p in panes.PANES for area in p.areas} | {M.SERVERS})
+            await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
         monkeypatch.setattr(MessagePump, "is_attached", linked)
         names = {p.name for p in panes.PANES}
         assert [a for a in asked if a in names] == [], asked
+        assert worked_out == [panes.tab_id("logs")], worked_out  # (the tab shown at start)
         legend = "".join(seg.text for seg in app.query_one(ThroughputPane).render_line(0))
         assert "2.47k" in legend, legend
+        app.show_tab("jobs")
+        await pilot.pause()
+        src.feed({"push": "log", "data": {"slot": "0", "lines": ["a line the tail shows"]}})
+        await until(pilot, lambda: M.LOGS in app._hidden_dirty)  # (not drawn: Jobs shows)
+        assert worked_out[-1] == panes.tab_id("jobs") and app.logfeed.new_lines
+        app.show_tab("logs")
+        await until(pilot, lambda: not app.logfeed.new_lines)  # drawn when shown
+        assert M.LOGS not in app._hidden_dirty
+        assert worked_out.count(panes.tab_id("logs")) == 1, worked_out
 
 
 async def test_a_sample_push_asks_none_of_the_event_questions():

@@ -1,5 +1,7 @@
 """TuiModel: which push changes what, bounded history, who issued a command."""
 
+import msgspec
+
 from sgltui import protocol
 from sgltui.tui import model as M
 from sgltui.tui.model import TuiModel
@@ -347,3 +349,60 @@ def test_a_whole_sample_reads_as_its_parts_and_counts_few_calls():
     assert total["accept_length"] == pytest.approx(sum(spec) / len(spec))
     assert whole.series["gen_throughput"][-1] == (sample["ts"], total["gen_throughput"])
     assert calls <= 3 * 45, calls
+
+
+def test_a_decoded_sample_costs_the_model_its_appends_and_two_conversions():
+    """Issue 49, thirteenth round: the app's sample push (decoded) is read into the telemetry
+    in one conversion (its GPU source kept, no telemetry_view, no replace), its figures in a
+    second, and each slot's series is appended as the totals are summed (no dict of totals,
+    no second pass): 8 slots cost 13 appends and ~8 calls more (~45 before). What is kept is
+    what the rules of the parts and of `total_engine` say, to the bit; a sample whose host is
+    empty or whose GPU does not read is read leniently, as telemetry_view reads it."""
+    import sys
+
+    from sgltui.tui.source import decode_push
+    from tests.support.scripted import make_host_sample, make_host_status
+
+    ids = [str(i) for i in range(8)]
+    m = TuiModel()
+    m.apply_status(make_host_status(8))
+    source = m.telemetry.gpu_source
+    counts = []
+    for t in range(1, 4):
+        sample = make_host_sample(float(t), ids)
+        sample["engine"]["3"]["accept_length"] = 0.0
+        del sample["engine"]["5"]["gen_throughput"]
+        push = decode_push({"push": "sample", "data": sample})
+        calls = []
+
+        def count(frame, event, arg, calls=calls):
+            if event in ("call", "c_call"):
+                calls.append(frame.f_code.co_name if event == "call" else arg.__qualname__)
+
+        sys.setprofile(count)
+        try:
+            assert m.apply_push(push) == {M.MEMORY, M.CHART}
+        finally:
+            sys.setprofile(None)
+        counts.append(len(calls))
+        assert calls.count("deque.append") == 13, calls
+        assert "telemetry_view" not in calls and "replace" not in calls, calls
+        total = M.total_engine(list(sample["engine"].values()))
+        assert {n: m.series[n][-1] for n in M.SERIES} == {
+            n: (sample["ts"], total[n]) for n in M.SERIES
+        }
+        gens = {sid: m.slot_series[sid][-1] for sid in ids}
+        assert gens == {
+            sid: (sample["ts"], float(e.get("gen_throughput") or 0.0))
+            for sid, e in sample["engine"].items()
+        }
+        assert m.telemetry == protocol.telemetry_view(
+            dict(sample, gpu_source=protocol.to_builtins(source))
+        )
+        assert m.telemetry.gpu_source is source
+    assert max(counts) <= 24, counts
+    for k, odd in enumerate(({"host": {}}, {"gpus": [{"index": "x"}, *sample["gpus"][1:]]})):
+        sample = {**make_host_sample(9.0 + k, ids), **odd}
+        m.apply_push(decode_push({"push": "sample", "data": sample}))
+        want = protocol.telemetry_view(sample)
+        assert m.telemetry == msgspec.structs.replace(want, gpu_source=source), odd

@@ -94,7 +94,7 @@ class InsightPane(Widget, can_focus=True):
         """Feed what is new in `model` (a TuiModel) and repaint when the text changed.
 
         While the tab is hidden a reading is kept as it came (the model's slots, the slot
-        serving and its engine readings: references, no copies) and folded into the ledger
+        selected and its engine readings: references, no copies) and folded into the ledger
         when something reads it, or FOLD_EVERY readings wait: a sample's slots fed one by one
         each second cost ~3x what the same work costs in one go (a second's cold caches), and
         nobody reads the ledger then. Every reading is still counted, in order."""
