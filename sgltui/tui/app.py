@@ -298,7 +298,7 @@ class SgltuiApp(App[str | None]):
 
     def _on_push(self, push: Pushed) -> None:
         if push.kind == "logs":  # a tick's lines of every slot (agent/logbatch.py)
-            self._on_lines([d for d in push.data or [] if isinstance(d, dict)])
+            self._on_lines(push.data or ())  # (what is no dict: skipped by the feed)
             return
         if push.kind == "note":
             # A line of an op the source runs itself (a fleet.toml pool's roll): a toast, and
@@ -362,17 +362,17 @@ class SgltuiApp(App[str | None]):
         if self.model.job_needs_reading(push) and self._jobs_shown():
             self._read_jobs()
 
-    def _on_lines(self, pushed: list[dict[str, Any]]) -> None:
+    def _on_lines(self, pushed: Iterable[Any]) -> None:
         """Log lines of one slot (a `log` push) or of every slot since the last tick: into the
         buffer, drawn in the next flush where the pane shows any (an idle pool's: kept)."""
-        current = self.model.current_id  # (the slot of a push that names none: one for all)
-        added = [line for data in pushed for line in self.logfeed.add_push(data, current)]
+        model = self.model  # (its followed slot: for a push that names none, asked then)
+        added = self.logfeed.add_pushes(pushed, lambda: model.current_id)
         if self._log_changed_by(added):
             self.logfeed.keep(added)
             self.mark(M.LOGS)
 
     def _log_changed_by(self, lines: list[LogLine]) -> bool:
-        if any(map(self.logbuf.matches, lines)):  # shown: no pane lookup (a walk up the DOM)
+        if self.logbuf.shows_any(lines):  # shown: no pane lookup (a walk up the DOM)
             return True
         try:
             pane = self.pane("logs")

@@ -143,3 +143,91 @@ def test_a_ticks_pushes_are_read_and_classified_in_few_calls():
     ]
     assert feed.add_push({"lines": ["mine"]}, "3")[0].slot == "3"
     assert calls <= 110, calls
+
+
+def test_one_pattern_classifies_as_the_rules_do():
+    """Issue 49, thirteenth round: a line is classified by one regular expression's match
+    (the rules' patterns were two to five searches): the batch line at the start wins, then
+    an error anywhere (any case), then a warning, then an access or batch line anywhere is
+    folded. Every mix of the rules' fragments, in any order, with a time prefix or a line
+    break, classifies as the rules say."""
+    import itertools
+
+    from sgltui.tui.logbuffer import _BATCH_HEAD_RE, classify, is_noise
+
+    def rules(text):
+        if _BATCH_HEAD_RE.match(text):
+            return "info", True
+        level = line_level(text)
+        return level, level == "info" and is_noise(text)
+
+    parts = [
+        "Decode batch, #running-req: 4",
+        "Prefill batch [12], #new-seq: 1",
+        'INFO:     127.0.0.1:5000 - "GET /health HTTP/1.1" 200 OK',
+        '] INFO:  1.2.3.4:1 - "POST /generate HTTP/2" 503',
+        "traceback (most recent call last)",
+        "ERRORS are not an ERROR",
+        "it FAILED",
+        "Warning: x",
+        "WARN",
+        "WARNINGS",
+        "is reset to 4",
+        "Cache flushed: 3 prefix tree nodes",
+        "decode batch, lowercase",
+        "",
+    ]
+    seen = set()
+    for a, b in itertools.product(parts, repeat=2):
+        for text in (a + b, f"[2026-12-07 10:00:00] {a} {b}", f"{a}\n{b}", f"[x TP0] {a}"):
+            assert classify(text) == rules(text), text
+            seen.add(classify(text))
+    assert seen == {("info", True), ("info", False), ("error", False), ("warning", False)}
+
+
+def test_a_ticks_pushes_cost_a_call_or_two_a_line_and_show_as_matches_says():
+    """Issue 49, thirteenth round: a tick's pushes go into the buffer in one call of the
+    feed (`add_pushes`: the followed slot asked only for a push that names none), each
+    slot's lines classified inline and appended in one extend, each line a Struct made in
+    C; whether any shows is one call (`shows_any`), what `matches` says of each line under
+    every fold, slot, level and filter setting."""
+    import itertools
+    import sys
+
+    from sgltui.tui.logfeed import LogFeed
+
+    feed = LogFeed(LogBuffer())
+    texts = ["[t] Cache flushed: 3 nodes evicted\n", "[t] Decode batch, #running-req: 4"]
+    pushes = [{"slot": f"s{i}", "launch_id": "x", "lines": texts[i % 2 :][:1]} for i in range(8)]
+    feed.add_pushes(pushes, lambda: None)
+    asked = []
+    calls = []
+
+    def count(frame, event, arg):
+        if event in ("call", "c_call"):
+            calls.append(frame.f_code.co_name if event == "call" else arg.__qualname__)
+
+    sys.setprofile(count)
+    try:
+        added = feed.add_pushes(
+            [*pushes, 5, {"lines": ["no slot"]}], lambda: asked.append(1) or "c"
+        )
+    finally:
+        sys.setprofile(None)
+    assert [(line.slot, line.text, line.noise) for line in added] == [
+        *[(f"s{i}", texts[i % 2].rstrip("\n"), i % 2 == 1) for i in range(8)],
+        ("c", "no slot", False),
+    ]
+    assert asked == [1] and added[0].seq + 8 == added[-1].seq
+    # 4 a push of a line (add, match, append, extend), 4 lines stripped, the odd ones: 45
+    assert len(calls) <= 45, calls  # (~120 before: classify, its searches, __init__, get)
+    buf = feed.buffer
+    buf.add("s1", ["WARNING: low", "an ERROR", "cache Error: y"])
+    lines = list(buf.lines)
+    for noise, only, level, needle in itertools.product(
+        (False, True), (None, "s1", "s2"), ("info", "warning", "error"), ("", "error", "Cache")
+    ):
+        buf.show_noise, buf.only_slot, buf.min_level, buf.filter_text = noise, only, level, needle
+        for k in range(len(lines)):
+            part = lines[k : k + 3]
+            assert buf.shows_any(part) == any(map(buf.matches, part)), (noise, only, level, needle)
