@@ -154,6 +154,7 @@ class SgltuiApp(App[str | None]):
         self._bench_points: dict[str, int] = {}  # the point each running bench was read at
         self._flush_scheduled, self._flushed_at = False, 0.0  # (see mark)
         self._tabs: TabbedContent | None = None  # the lower tabs, looked up once
+        self._active_tab = ""  # their tab shown, kept by _tab_shown
         # active tab -> the panes it hides and their names (see on_flush)
         self._off_screen: dict[str, tuple[list[panes.Pane], frozenset[str]]] = {}
         self._status_scheduled = False
@@ -167,6 +168,7 @@ class SgltuiApp(App[str | None]):
         # The pool whose row the slots view has picked (a profile key rolls it), else None.
         self.picked_pool: str | None = None
         self.first_status = asyncio.Event()
+        self._status_seen = False  # first_status is set (see mark)
         # The keymap in force (binding id -> keys): kept here, Textual's own copy is private.
         self.user_keymap: dict[str, str] = dict(self.config.keymap or {})
 
@@ -337,12 +339,13 @@ class SgltuiApp(App[str | None]):
         self.mark(*self.model.apply_push(push))
         if (event := push.event) is None:
             return  # a sample (each second): none of the checks below is about one
-        if isinstance(event, protocol.BenchDone) and event.path:
-            self.read_bench_result(event.run_id, event.path)
-        if isinstance(event, protocol.BenchProgress):
-            self._bench_point(push.data)
-        if isinstance(event, protocol.BenchDone) and self._bench_return:
-            self.set_timer(1.0, self._bench_finished)  # after the status shows the slot
+        if isinstance(event, (protocol.BenchDone, protocol.BenchProgress)):  # (one check)
+            if isinstance(event, protocol.BenchDone) and event.path:
+                self.read_bench_result(event.run_id, event.path)
+            if isinstance(event, protocol.BenchProgress):
+                self._bench_point(push.data)
+            if isinstance(event, protocol.BenchDone) and self._bench_return:
+                self.set_timer(1.0, self._bench_finished)  # after the status shows the slot
         # Live only: in a replay every recorded command is "another client's" and the toasts
         # would bury the screen (the Activity tab lists them all the same).
         if (
@@ -367,7 +370,8 @@ class SgltuiApp(App[str | None]):
         buffer, drawn in the next flush where the pane shows any (an idle pool's: kept)."""
         model = self.model  # (its followed slot: for a push that names none, asked then)
         added = self.logfeed.add_pushes(pushed, lambda: model.current_id)
-        if self._log_changed_by(added):
+        # (a line shown: no pane lookup, no call of _log_changed_by)
+        if self.logbuf.shows_any(added) or self._log_changed_by(added):
             self.logfeed.keep(added)
             self.mark(M.LOGS)
 
@@ -391,7 +395,9 @@ class SgltuiApp(App[str | None]):
             # lost). A tick's: at once, handled after the pushes of this wake-up (no wake-up to
             # draw), unless within FLUSH_DELAY_S of the last. A STATUS's, events', the first
             # draw's (Textual's first focus settling): they wait.
-            tick = self._dirty <= TICK_AREAS and self.first_status.is_set()
+            if not self._status_seen:  # (once set, never cleared: its call asked no more)
+                self._status_seen = self.first_status.is_set()
+            tick = self._dirty <= TICK_AREAS and self._status_seen
             wait = self._flushed_at + FLUSH_DELAY_S - time.monotonic() if tick else FLUSH_DELAY_S
             if wait > 0:
                 asyncio.get_running_loop().call_later(wait, self.post_message, Flush())
@@ -459,7 +465,9 @@ class SgltuiApp(App[str | None]):
             if tabs is None or not tabs.is_running:
                 self._panes.clear()
                 tabs = self._tabs = self.query_one(TabbedContent)
-            active = tabs.active
+                self._active_tab = tabs.active
+            # (the tab shown, as _tab_shown keeps it: the reactive's read was ~6 calls)
+            active = self._active_tab
             # (the panes each tab hides, worked out once a tab: a list, a set and a tab_id
             # per pane were ~8 calls a flush)
             cached = self._off_screen
@@ -547,7 +555,9 @@ class SgltuiApp(App[str | None]):
         self.query_one(TabbedContent).active = panes.tab_id(name)
 
     @on(TabbedContent.TabActivated)
-    def _tab_shown(self) -> None:
+    def _tab_shown(self, msg: TabbedContent.TabActivated) -> None:
+        if msg.tabbed_content is self._tabs:  # (read here once a switch, not each flush)
+            self._active_tab = msg.tabbed_content.active
         if self._hidden_dirty:
             areas, self._hidden_dirty = self._hidden_dirty, set()
             self.mark(*areas)

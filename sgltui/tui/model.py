@@ -71,6 +71,8 @@ _REFRESH_EVENTS = _SLOT_EVENTS | _events(
     *(n for n in protocol.EVENT_TYPES if n.startswith(("pool.", "gateway."))),
 )
 _JOB_EVENTS = _events(*(n for n in protocol.EVENT_TYPES if n.startswith("job.")))
+# Events protocol.apply gives the state back for as it is (history.apply: never a slot's).
+_SAME_STATE = frozenset({protocol.Command, protocol.CommandRefused, protocol.OtherEvent})
 
 
 @dataclass
@@ -430,7 +432,8 @@ class TuiModel:
 
     def needs_status_refresh(self, push: Mapping[str, Any] | Pushed) -> bool:
         """True when the push changes a slot in ways only a fresh STATUS fully describes."""
-        return type(decode_push(push).event) in _REFRESH_EVENTS
+        pushed = push if type(push) is Pushed else decode_push(push)  # (the app's: decoded)
+        return type(pushed.event) in _REFRESH_EVENTS
 
     def _apply_sample(self, sample: dict[str, Any]) -> set[str]:
         if "gpus" in sample and "engine" in sample and "ts" in sample and "host" in sample:
@@ -513,7 +516,10 @@ class TuiModel:
         if isinstance(event, protocol.JobEvent):
             return self._apply_job_event(event)
         before = self.state.slots.get(event.slot) if event.slot is not None else None
-        if before is not None:  # a slot STATUS has not listed yet comes with the next STATUS
+        # A slot STATUS has not listed yet comes with the next STATUS. A command, a refusal or
+        # an event this version does not know: the reducer gives the state back as it is,
+        # nothing of a slot changes (not asked: ~15 calls an event, one every few seconds).
+        if before is not None and type(event) not in _SAME_STATE:
             state = protocol.apply(self.state, event)
             after = state.slots.get(event.slot or "")
             if isinstance(event, protocol.SlotDrain) and after is not None:
@@ -670,7 +676,7 @@ class TuiModel:
 
     def job_needs_reading(self, push: Mapping[str, Any] | Pushed) -> str | None:
         """The job a pushed event says to read again in full (a new job, a segment, an end)."""
-        event = decode_push(push).event
+        event = (push if type(push) is Pushed else decode_push(push)).event
         if not isinstance(event, protocol.JobEvent) or type(event) not in _JOB_EVENTS:
             return None
         if type(event) in _JOB_REREAD or event.job not in self.jobs:

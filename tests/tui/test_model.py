@@ -406,3 +406,34 @@ def test_a_decoded_sample_costs_the_model_its_appends_and_two_conversions():
         m.apply_push(decode_push({"push": "sample", "data": sample}))
         want = protocol.telemetry_view(sample)
         assert m.telemetry == msgspec.structs.replace(want, gpu_source=source), odd
+
+
+def test_events_the_reducer_keeps_the_state_for_are_not_folded(monkeypatch):
+    """Issue 49, thirteenth round: a command (one every few seconds from each client), a
+    refusal or an event this version does not know leaves every slot as it was: the model
+    does not ask the reducer (protocol.apply gives the state back as it is for these, ~15
+    calls an event) and still lists it in Activity. An event that changes a slot is folded."""
+    from sgltui.protocol import history
+
+    m = TuiModel()
+    m.apply_status(make_status())
+    state = m.state
+    events = [
+        ev("command", op="status", args={}),
+        ev("command.refused", op="swap", message="no"),
+        ev("no.such.event", what=1),
+    ]
+    for push in events:
+        event = protocol.decode_event(push["data"])
+        assert type(event) in M._SAME_STATE, type(event)
+        assert protocol.apply(state, event) is state  # the reducer's rule this relies on
+    folded = []
+    real = history.apply
+    monkeypatch.setattr(M.protocol, "apply", lambda s, e: folded.append(type(e)) or real(s, e))
+    total = m.activity_total
+    for push in events:
+        m.apply_push(push)
+    assert folded == [] and m.state is state and m.activity_total > total
+    m.apply_push(ev("slot.state", state="stopping"))
+    assert folded == [protocol.EVENT_TYPES["slot.state"]]
+    assert m.slot("0").state == "stopping"

@@ -99,7 +99,7 @@ class InsightPane(Widget, can_focus=True):
         each second cost ~3x what the same work costs in one go (a second's cold caches), and
         nobody reads the ledger then. Every reading is still counted, in order."""
         self._model = model
-        runs = getattr(model, "bench", None)
+        runs = model.bench
         for run_id, run in runs.items() if runs else ():  # (no runs: no items() each second)
             if run.result and run_id not in self._seen_bench:
                 self._seen_bench.add(run_id)
