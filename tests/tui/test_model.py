@@ -437,3 +437,45 @@ def test_events_the_reducer_keeps_the_state_for_are_not_folded(monkeypatch):
     m.apply_push(ev("slot.state", state="stopping"))
     assert folded == [protocol.EVENT_TYPES["slot.state"]]
     assert m.slot("0").state == "stopping"
+
+
+def test_a_pushes_decoding_costs_no_call_but_its_own_and_is_made_once():
+    """Issue 49, thirteenth round: a source's sample push (a dict) is decoded with no call
+    but decode_push's (subscripts, a Struct made in C: a frozen dataclass set each field
+    through object.__setattr__), and a decoded push is taken as it is by the model, with no
+    call to say so. An event is still decoded into its Struct; a Mapping that is no dict
+    reads the same."""
+    import sys
+    from types import MappingProxyType
+
+    from sgltui.tui.source import Pushed, decode_push
+
+    push = {"push": "sample", "data": make_sample(1.0)}
+    calls = []
+
+    def count(frame, event, arg):
+        if event in ("call", "c_call"):
+            calls.append(frame.f_code.co_name if event == "call" else arg.__qualname__)
+
+    sys.setprofile(count)
+    try:
+        pushed = decode_push(push)
+        again = decode_push(pushed)
+    finally:
+        sys.setprofile(None)
+    assert calls[:1] == ["decode_push"] and calls.count("decode_push") == 2, calls
+    assert len(calls) <= 4, calls  # (the two, an isinstance of the decoded one, setprofile)
+    assert again is pushed and pushed == Pushed("sample", push["data"])
+    assert decode_push(MappingProxyType(push)) == pushed
+    assert decode_push({"data": 5}) == Pushed("", 5)
+    event = decode_push(ev("slot.state", state="ready"))
+    assert isinstance(event.event, protocol.EVENT_TYPES["slot.state"])
+    m = TuiModel()
+    m.apply_status(make_status())
+    calls.clear()
+    sys.setprofile(count)
+    try:
+        m.apply_push(decode_push({"push": "sample", "data": make_sample(2.0)}))
+    finally:
+        sys.setprofile(None)
+    assert calls.count("decode_push") == 1 and "isinstance" not in calls, calls
