@@ -515,11 +515,13 @@ class TuiModel:
         changed: set[str] = set()
         if isinstance(event, protocol.JobEvent):
             return self._apply_job_event(event)
+        if type(event) in _SAME_STATE:
+            # A command, a refusal or an event this version does not know: the reducer gives
+            # the state back as it is, and none is a bench's or a swap's (not asked: ~18 calls
+            # an event, one every few seconds). Its Activity line only.
+            return {ACTIVITY} if self._add_activity(event) else changed
         before = self.state.slots.get(event.slot) if event.slot is not None else None
-        # A slot STATUS has not listed yet comes with the next STATUS. A command, a refusal or
-        # an event this version does not know: the reducer gives the state back as it is,
-        # nothing of a slot changes (not asked: ~15 calls an event, one every few seconds).
-        if before is not None and type(event) not in _SAME_STATE:
+        if before is not None:  # a slot STATUS has not listed yet comes with the next STATUS
             state = protocol.apply(self.state, event)
             after = state.slots.get(event.slot or "")
             if isinstance(event, protocol.SlotDrain) and after is not None:

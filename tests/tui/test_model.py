@@ -479,3 +479,69 @@ def test_a_pushes_decoding_costs_no_call_but_its_own_and_is_made_once():
     finally:
         sys.setprofile(None)
     assert calls.count("decode_push") == 1 and "isinstance" not in calls, calls
+
+
+def test_a_command_in_words_reads_as_before_with_fewer_calls():
+    """Issue 49, thirteenth round: command_text asks whether an argument is there before it
+    takes it (a pop or get of an absent one was a call each): every mix of arguments reads
+    as the rules said before (their code, kept here as the reference)."""
+    import itertools
+
+    from sgltui.tui.activity_items import _UNSAID, command_text
+
+    def before(op, args):
+        a = {k: v for k, v in args.items() if k not in _UNSAID}
+        parts = [op]
+        profile = a.pop("profile", None)
+        if profile:
+            parts.append(f"to {profile}" if op == "swap" else str(profile))
+        for where in ("slot", "pool"):
+            if a.get(where) not in (None, ""):
+                parts.append(f"on {where} {a.pop(where)}")
+        extras = []
+        drain = a.pop("drain", None)
+        if drain and drain != "wait":
+            extras.append(f"drain {drain}")
+        skipped = a.pop("force", None)
+        if isinstance(skipped, list) and skipped:
+            checks = ", ".join(map(str, skipped))
+            extras.append(f"skipping the {checks} check{'s' if len(skipped) > 1 else ''}")
+        if a.pop("rollback", True) is False:
+            extras.append("no rollback")
+        if a.pop("confirm", False) is True:
+            extras.append("confirmed")
+        if a.get("timeout") == 30.0:
+            a.pop("timeout")
+        for k, v in a.items():
+            if v in (None, False, "", [], {}):
+                continue
+            extras.append(k.replace("_", " ") if v is True else f"{k.replace('_', ' ')} {v}")
+        return " ".join(parts) + (f" ({', '.join(extras)})" if extras else "")
+
+    values = {
+        "profile": (None, "", "p"),
+        "slot": (None, "", "0", 1),
+        "pool": (None, "all"),
+        "drain": (None, "wait", "force"),
+        "force": (None, [], ["port"], ["port", "gpu"], "x"),
+        "rollback": (None, True, False, 0),
+        "confirm": (None, True, False, 1),
+        "timeout": (None, 30.0, 5, 30),
+        "wait": (None, True),
+        "dry_run": (None, True, "", {}),
+    }
+    keys = list(values)
+    for op in ("swap", "stop"):
+        for k1, k2, k3 in itertools.combinations(keys, 3):
+            for v1, v2, v3 in itertools.product(values[k1], values[k2], values[k3]):
+                args = {k: v for k, v in ((k1, v1), (k2, v2), (k3, v3)) if v is not None}
+                assert command_text(op, dict(args)) == before(op, dict(args)), (op, args)
+    import sys
+
+    calls = []
+    sys.setprofile(lambda frame, event, arg: calls.append(event) if event.endswith("call") else 0)
+    try:
+        assert command_text("status", {"n": 3}) == "status (n 3)"
+    finally:
+        sys.setprofile(None)
+    assert len(calls) <= 9, calls  # (18 before: a pop or get of each absent argument)
