@@ -106,6 +106,21 @@ class Flush(Message):
     bubble = False
 
 
+def _unreachable_notes(fleet: FleetSource, said: dict[str, str | None]) -> list[str]:
+    """Why hosts went down, each once, when it does (`said`: each host's last error, kept up
+    to date); many hosts: one line, not a toast each. (Out of the App class: its size.)"""
+    fresh: dict[str, str] = {}
+    for h in fleet.hosts:
+        error = None if h.reachable else h.error
+        if error and error != said.get(h.name):
+            fresh[h.name] = error
+        said[h.name] = error
+    if len(fresh) > 1 and fleet.summarised:
+        names = ", ".join(list(fresh)[:5]) + (" ..." if len(fresh) > 5 else "")
+        return [f"{len(fresh)} hosts unreachable: {names}; `sgltui fleet status` says why"]
+    return list(fresh.values())
+
+
 class SgltuiApp(App[str | None]):
     # Problems found while loading themes, set by make_app and printed on exit.
     theme_errors: list[str] = []
@@ -155,8 +170,6 @@ class SgltuiApp(App[str | None]):
         self._flush_scheduled, self._flushed_at = False, 0.0  # (see mark)
         self._tabs: TabbedContent | None = None  # the lower tabs, looked up once
         self._active_tab = ""  # their tab shown, kept by _tab_shown
-        # active tab -> the panes it hides and their names (see on_flush)
-        self._off_screen: dict[str, tuple[list[panes.Pane], frozenset[str]]] = {}
         self._status_scheduled = False
         self._demo_done = False
         self._bindings_state: str | None = None
@@ -319,18 +332,7 @@ class SgltuiApp(App[str | None]):
             self.mark(M.HOSTS)
             if self.fleet.fleet_read():  # (a summarised host's line alone: no STATUS to ask)
                 self.refresh_status_soon()
-            fresh: dict[str, str] = {}
-            for h in self.fleet.hosts:  # why a host went down: once, when it does
-                error = None if h.reachable else h.error
-                if error and error != self._host_errors.get(h.name):
-                    fresh[h.name] = error
-                self._host_errors[h.name] = error
-            if len(fresh) > 1 and self.fleet.summarised:  # many hosts: one line, not a toast each
-                names = ", ".join(list(fresh)[:5]) + (" ..." if len(fresh) > 5 else "")
-                fresh = {
-                    "": f"{len(fresh)} hosts unreachable: {names}; `sgltui fleet status` says why"
-                }
-            for error in fresh.values():
+            for error in _unreachable_notes(self.fleet, self._host_errors):
                 self.notify(error, title="host unreachable", severity="warning", markup=False)
             return
         if push.kind == "log":
@@ -339,13 +341,12 @@ class SgltuiApp(App[str | None]):
         self.mark(*self.model.apply_push(push))
         if (event := push.event) is None:
             return  # a sample (each second): none of the checks below is about one
-        if isinstance(event, (protocol.BenchDone, protocol.BenchProgress)):  # (one check)
-            if isinstance(event, protocol.BenchDone) and event.path:
-                self.read_bench_result(event.run_id, event.path)
-            if isinstance(event, protocol.BenchProgress):
-                self._bench_point(push.data)
-            if isinstance(event, protocol.BenchDone) and self._bench_return:
-                self.set_timer(1.0, self._bench_finished)  # after the status shows the slot
+        if isinstance(event, protocol.BenchDone) and event.path:
+            self.read_bench_result(event.run_id, event.path)
+        if isinstance(event, protocol.BenchProgress):
+            self._bench_point(push.data)
+        if isinstance(event, protocol.BenchDone) and self._bench_return:
+            self.set_timer(1.0, self._bench_finished)  # after the status shows the slot
         # Live only: in a replay every recorded command is "another client's" and the toasts
         # would bury the screen (the Activity tab lists them all the same).
         if (
@@ -368,10 +369,9 @@ class SgltuiApp(App[str | None]):
     def _on_lines(self, pushed: Iterable[Any]) -> None:
         """Log lines of one slot (a `log` push) or of every slot since the last tick: into the
         buffer, drawn in the next flush where the pane shows any (an idle pool's: kept)."""
-        model = self.model  # (its followed slot: for a push that names none, asked then)
+        model = self.model  # (its followed slot: asked only for a push that names none)
         added = self.logfeed.add_pushes(pushed, lambda: model.current_id)
-        # (a line shown: no pane lookup, no call of _log_changed_by)
-        if self.logbuf.shows_any(added) or self._log_changed_by(added):
+        if self.logbuf.shows_any(added) or self._log_changed_by(added):  # (shown: no call)
             self.logfeed.keep(added)
             self.mark(M.LOGS)
 
@@ -459,22 +459,13 @@ class SgltuiApp(App[str | None]):
         try:
             tabs = self._tabs
             # The panes are linked while the tabs are (none is removed alone): asked once, not
-            # a walk to the root per pane. Shutting down, query_one says NoMatches. Whether
-            # the tabs' message loop runs says it in one read (removed, it stops): is_attached
-            # walked up to the app, ~10 calls a flush.
+            # a walk to the root per pane. Shutting down, query_one says NoMatches. (Whether
+            # their message loop runs: one read, where is_attached walked up to the app.)
             if tabs is None or not tabs.is_running:
                 self._panes.clear()
                 tabs = self._tabs = self.query_one(TabbedContent)
-                self._active_tab = tabs.active
-            # (the tab shown, as _tab_shown keeps it: the reactive's read was ~6 calls)
-            active = self._active_tab
-            # (the panes each tab hides, worked out once a tab: a list, a set and a tab_id
-            # per pane were ~8 calls a flush)
-            cached = self._off_screen
-            if active not in cached:
-                hidden = panes.off_screen(active)
-                cached[active] = (hidden, frozenset(p.name for p in hidden))
-            hidden, names = cached[active]
+                self._active_tab = tabs.active  # (then kept by _tab_shown: ~6 calls a read)
+            hidden, names = panes.hidden_by(self._active_tab)
             for p in hidden:  # drawn when its tab is shown; other panes reading its areas now
                 self._hidden_dirty |= dirty & p.areas
             self._draw(dirty, names)
@@ -508,8 +499,7 @@ class SgltuiApp(App[str | None]):
             if p.name in hidden:
                 continue
             if dirty & p.areas and (self.fleet is not None or not p.fleet_only):
-                name = p.name
-                p.draw(self, found[name] if name in found else self.pane(name), dirty)
+                p.draw(self, found[p.name] if p.name in found else self.pane(p.name), dirty)
         if dirty & {M.HEADER, M.SERVERS, M.HOSTS}:
             self._update_topbar()
 
