@@ -404,7 +404,7 @@ class TuiModel:
                 changed.add(JOBS)
         engine = self.telemetry.engine
         if engine and not any(self.series.values()):
-            self._append_series(self.telemetry.ts or self.clock(), engine)
+            _append_series(self, self.telemetry.ts or self.clock(), engine)
             changed.add(CHART)
         return changed
 
@@ -464,50 +464,8 @@ class TuiModel:
         host = tel.host
         if tel.ts and host is not None and host.cpu_pct is not None:
             self._host_cpu.add(float(tel.ts), float(host.cpu_pct))
-        self._append_series(ts or self.clock(), engine or {})
+        _append_series(self, ts or self.clock(), engine or {})
         return {MEMORY, CHART}
-
-    def _append_series(self, ts: float, engine: dict[str, Any]) -> None:
-        if self._last_sample_ts is not None and ts <= self._last_sample_ts:
-            return
-        try:  # (_figures_of's conversion inline: a call less a sample)
-            figures = msgspec.convert(engine, dict[str, _Figures])
-        except msgspec.ValidationError:
-            figures = _figures_of(engine)
-        if not figures:
-            return
-        self._last_sample_ts = ts
-        # One pass over the slots: each slot's series appended as its figures are summed into
-        # the totals (_total's rules, inline: its call, its dict of totals and the loops over
-        # that dict and over the slots again were 4 calls a sample).
-        gen = running = queued = usage = spec = 0.0
-        n_usage = n_spec = 0
-        slot_series = self.slot_series
-        for sid, f in figures.items():
-            if f.gen_throughput is not None:
-                slot_gen = float(f.gen_throughput)
-                gen += slot_gen
-            else:
-                slot_gen = 0.0
-            if f.num_running_reqs is not None:
-                running += float(f.num_running_reqs)
-            if f.num_queue_reqs is not None:
-                queued += float(f.num_queue_reqs)
-            if f.token_usage is not None:
-                usage += float(f.token_usage)
-                n_usage += 1
-            if f.accept_length is not None and (length := float(f.accept_length)) > 0:
-                spec += length
-                n_spec += 1
-            if sid not in slot_series:  # (a subscript, not dict.get: no call per slot)
-                slot_series[sid] = deque(maxlen=self.history_points)
-            slot_series[sid].append((ts, slot_gen))
-        series = self.series
-        series["gen_throughput"].append((ts, gen))
-        series["running"].append((ts, running))
-        series["queued"].append((ts, queued))
-        series["token_usage"].append((ts, usage / n_usage if n_usage else 0.0))
-        series["accept_length"].append((ts, spec / n_spec if n_spec else 0.0))
 
     def _apply_event(self, event: protocol.EventBase) -> set[str]:
         # What an event means for a slot or a bench run is protocol.apply's to say (the same
@@ -686,6 +644,51 @@ class TuiModel:
         return None
 
 
+def _append_series(model: TuiModel, ts: float, engine: Mapping[str, Any]) -> None:
+    """A sample's figures onto the chart's series: the totals' and each slot's (a sample as
+    old as the last one: none). Out of TuiModel for its size; its callers are the model's."""
+    if model._last_sample_ts is not None and ts <= model._last_sample_ts:
+        return
+    try:  # (_figures_of's conversion inline: a call less a sample)
+        figures = msgspec.convert(engine, dict[str, _Figures])
+    except msgspec.ValidationError:
+        figures = _figures_of(engine)
+    if not figures:
+        return
+    model._last_sample_ts = ts
+    # One pass over the slots: each slot's series appended as its figures are summed into
+    # the totals (_total's rules, inline: its call, its dict of totals and the loops over
+    # that dict and over the slots again were 4 calls a sample).
+    gen = running = queued = usage = spec = 0.0
+    n_usage = n_spec = 0
+    slot_series = model.slot_series
+    for sid, f in figures.items():
+        if f.gen_throughput is not None:
+            slot_gen = float(f.gen_throughput)
+            gen += slot_gen
+        else:
+            slot_gen = 0.0
+        if f.num_running_reqs is not None:
+            running += float(f.num_running_reqs)
+        if f.num_queue_reqs is not None:
+            queued += float(f.num_queue_reqs)
+        if f.token_usage is not None:
+            usage += float(f.token_usage)
+            n_usage += 1
+        if f.accept_length is not None and (length := float(f.accept_length)) > 0:
+            spec += length
+            n_spec += 1
+        if sid not in slot_series:  # (a subscript, not dict.get: no call per slot)
+            slot_series[sid] = deque(maxlen=model.history_points)
+        slot_series[sid].append((ts, slot_gen))
+    series = model.series
+    series["gen_throughput"].append((ts, gen))
+    series["running"].append((ts, running))
+    series["queued"].append((ts, queued))
+    series["token_usage"].append((ts, usage / n_usage if n_usage else 0.0))
+    series["accept_length"].append((ts, spec / n_spec if n_spec else 0.0))
+
+
 def _bounded(state: protocol.SessionState) -> protocol.SessionState:
     """The state with its history cut to the last records: the reducer keeps every launch and
     swap of the session, and a 24 h TUI must not grow."""
@@ -726,7 +729,7 @@ def load_history(
         model.slot_series.clear()
         model._last_sample_ts = None
         for ts in sorted(points):
-            model._append_series(ts, points[ts])
+            _append_series(model, ts, points[ts])
         changed.add(CHART)
     decoded = [protocol.decode_event(ev) for ev in events] if events else []
     if decoded and not model.swaps:
