@@ -33,28 +33,30 @@ def command_text(op: str, args: dict[str, Any]) -> str:
     """A command in words ("swap to demo-no-mtp on slot 0 (drain force, confirmed)"), not its
     raw arguments ("swap slot=0 force=[] ... confirm=False"): defaults and empty values left
     out."""
+    # (`in` before each pop: a command's arguments are few, and a pop or get of one that is
+    # absent was a call each, ~8 for a status command every few seconds)
     a = {k: v for k, v in args.items() if k not in _UNSAID}
     parts = [op]
-    profile = a.pop("profile", None)
+    profile = a.pop("profile") if "profile" in a else None
     if profile:
         parts.append(f"to {profile}" if op == "swap" else str(profile))
     for where in ("slot", "pool"):
-        if a.get(where) not in (None, ""):
+        if where in a and a[where] not in (None, ""):
             parts.append(f"on {where} {a.pop(where)}")
     extras = []
-    drain = a.pop("drain", None)
+    drain = a.pop("drain") if "drain" in a else None
     if drain and drain != "wait":
         extras.append(f"drain {drain}")
-    skipped = a.pop("force", None)
-    if isinstance(skipped, list) and skipped:
+    skipped = a.pop("force") if "force" in a else None
+    if skipped and isinstance(skipped, list):
         checks = ", ".join(map(str, skipped))
         extras.append(f"skipping the {checks} check{'s' if len(skipped) > 1 else ''}")
-    if a.pop("rollback", True) is False:
+    if "rollback" in a and a.pop("rollback") is False:
         extras.append("no rollback")
-    if a.pop("confirm", False) is True:
+    if "confirm" in a and a.pop("confirm") is True:
         extras.append("confirmed")
-    if a.get("timeout") == 30.0:  # the stop's default drain wait
-        a.pop("timeout")
+    if "timeout" in a and a["timeout"] == 30.0:  # the stop's default drain wait
+        del a["timeout"]
     for k, v in a.items():
         if v in (None, False, "", [], {}):
             continue

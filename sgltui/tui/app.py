@@ -106,6 +106,21 @@ class Flush(Message):
     bubble = False
 
 
+def _unreachable_notes(fleet: FleetSource, said: dict[str, str | None]) -> list[str]:
+    """Why hosts went down, each once, when it does (`said`: each host's last error, kept up
+    to date); many hosts: one line, not a toast each. (Out of the App class: its size.)"""
+    fresh: dict[str, str] = {}
+    for h in fleet.hosts:
+        error = None if h.reachable else h.error
+        if error and error != said.get(h.name):
+            fresh[h.name] = error
+        said[h.name] = error
+    if len(fresh) > 1 and fleet.summarised:
+        names = ", ".join(list(fresh)[:5]) + (" ..." if len(fresh) > 5 else "")
+        return [f"{len(fresh)} hosts unreachable: {names}; `sgltui fleet status` says why"]
+    return list(fresh.values())
+
+
 class SgltuiApp(App[str | None]):
     # Problems found while loading themes, set by make_app and printed on exit.
     theme_errors: list[str] = []
@@ -154,6 +169,7 @@ class SgltuiApp(App[str | None]):
         self._bench_points: dict[str, int] = {}  # the point each running bench was read at
         self._flush_scheduled, self._flushed_at = False, 0.0  # (see mark)
         self._tabs: TabbedContent | None = None  # the lower tabs, looked up once
+        self._active_tab = ""  # their tab shown, kept by _tab_shown
         self._status_scheduled = False
         self._demo_done = False
         self._bindings_state: str | None = None
@@ -165,6 +181,7 @@ class SgltuiApp(App[str | None]):
         # The pool whose row the slots view has picked (a profile key rolls it), else None.
         self.picked_pool: str | None = None
         self.first_status = asyncio.Event()
+        self._status_seen = False  # first_status is set (see mark)
         # The keymap in force (binding id -> keys): kept here, Textual's own copy is private.
         self.user_keymap: dict[str, str] = dict(self.config.keymap or {})
 
@@ -296,7 +313,7 @@ class SgltuiApp(App[str | None]):
 
     def _on_push(self, push: Pushed) -> None:
         if push.kind == "logs":  # a tick's lines of every slot (agent/logbatch.py)
-            self._on_lines([d for d in push.data or [] if isinstance(d, dict)])
+            self._on_lines(push.data or ())  # (what is no dict: skipped by the feed)
             return
         if push.kind == "note":
             # A line of an op the source runs itself (a fleet.toml pool's roll): a toast, and
@@ -315,18 +332,7 @@ class SgltuiApp(App[str | None]):
             self.mark(M.HOSTS)
             if self.fleet.fleet_read():  # (a summarised host's line alone: no STATUS to ask)
                 self.refresh_status_soon()
-            fresh: dict[str, str] = {}
-            for h in self.fleet.hosts:  # why a host went down: once, when it does
-                error = None if h.reachable else h.error
-                if error and error != self._host_errors.get(h.name):
-                    fresh[h.name] = error
-                self._host_errors[h.name] = error
-            if len(fresh) > 1 and self.fleet.summarised:  # many hosts: one line, not a toast each
-                names = ", ".join(list(fresh)[:5]) + (" ..." if len(fresh) > 5 else "")
-                fresh = {
-                    "": f"{len(fresh)} hosts unreachable: {names}; `sgltui fleet status` says why"
-                }
-            for error in fresh.values():
+            for error in _unreachable_notes(self.fleet, self._host_errors):
                 self.notify(error, title="host unreachable", severity="warning", markup=False)
             return
         if push.kind == "log":
@@ -360,17 +366,17 @@ class SgltuiApp(App[str | None]):
         if self.model.job_needs_reading(push) and self._jobs_shown():
             self._read_jobs()
 
-    def _on_lines(self, pushed: list[dict[str, Any]]) -> None:
+    def _on_lines(self, pushed: Iterable[Any]) -> None:
         """Log lines of one slot (a `log` push) or of every slot since the last tick: into the
         buffer, drawn in the next flush where the pane shows any (an idle pool's: kept)."""
-        current = self.model.current_id  # (the slot of a push that names none: one for all)
-        added = [line for data in pushed for line in self.logfeed.add_push(data, current)]
-        if self._log_changed_by(added):
+        model = self.model  # (its followed slot: asked only for a push that names none)
+        added = self.logfeed.add_pushes(pushed, lambda: model.current_id)
+        if self.logbuf.shows_any(added) or self._log_changed_by(added):  # (shown: no call)
             self.logfeed.keep(added)
             self.mark(M.LOGS)
 
     def _log_changed_by(self, lines: list[LogLine]) -> bool:
-        if any(map(self.logbuf.matches, lines)):  # shown: no pane lookup (a walk up the DOM)
+        if self.logbuf.shows_any(lines):  # shown: no pane lookup (a walk up the DOM)
             return True
         try:
             pane = self.pane("logs")
@@ -389,7 +395,9 @@ class SgltuiApp(App[str | None]):
             # lost). A tick's: at once, handled after the pushes of this wake-up (no wake-up to
             # draw), unless within FLUSH_DELAY_S of the last. A STATUS's, events', the first
             # draw's (Textual's first focus settling): they wait.
-            tick = self._dirty <= TICK_AREAS and self.first_status.is_set()
+            if not self._status_seen:  # (once set, never cleared: its call asked no more)
+                self._status_seen = self.first_status.is_set()
+            tick = self._dirty <= TICK_AREAS and self._status_seen
             wait = self._flushed_at + FLUSH_DELAY_S - time.monotonic() if tick else FLUSH_DELAY_S
             if wait > 0:
                 asyncio.get_running_loop().call_later(wait, self.post_message, Flush())
@@ -451,14 +459,16 @@ class SgltuiApp(App[str | None]):
         try:
             tabs = self._tabs
             # The panes are linked while the tabs are (none is removed alone): asked once, not
-            # a walk to the root per pane. Shutting down, query_one says NoMatches.
-            if tabs is None or not tabs.is_attached:
+            # a walk to the root per pane. Shutting down, query_one says NoMatches. (Whether
+            # their message loop runs: one read, where is_attached walked up to the app.)
+            if tabs is None or not tabs.is_running:
                 self._panes.clear()
                 tabs = self._tabs = self.query_one(TabbedContent)
-            hidden = panes.off_screen(tabs.active)
+                self._active_tab = tabs.active  # (then kept by _tab_shown: ~6 calls a read)
+            hidden, names = panes.hidden_by(self._active_tab)
             for p in hidden:  # drawn when its tab is shown; other panes reading its areas now
                 self._hidden_dirty |= dirty & p.areas
-            self._draw(dirty, {p.name for p in hidden})
+            self._draw(dirty, names)
         except NoMatches:
             pass  # the app is shutting down and its panes are already gone
 
@@ -484,11 +494,12 @@ class SgltuiApp(App[str | None]):
                 self.logbuf.tag_slots, self.logbuf.only_slot = m.several, only
                 self.logfeed.redraw = True
                 dirty.add(M.LOGS)
+        found = self._panes  # (pane's cache read inline: two calls a pane drawn)
         for p in panes.PANES:
             if p.name in hidden:
                 continue
             if dirty & p.areas and (self.fleet is not None or not p.fleet_only):
-                p.draw(self, self.pane(p.name), dirty)
+                p.draw(self, found[p.name] if p.name in found else self.pane(p.name), dirty)
         if dirty & {M.HEADER, M.SERVERS, M.HOSTS}:
             self._update_topbar()
 
@@ -534,7 +545,9 @@ class SgltuiApp(App[str | None]):
         self.query_one(TabbedContent).active = panes.tab_id(name)
 
     @on(TabbedContent.TabActivated)
-    def _tab_shown(self) -> None:
+    def _tab_shown(self, msg: TabbedContent.TabActivated) -> None:
+        if msg.tabbed_content is self._tabs:  # (read here once a switch, not each flush)
+            self._active_tab = msg.tabbed_content.active
         if self._hidden_dirty:
             areas, self._hidden_dirty = self._hidden_dirty, set()
             self.mark(*areas)

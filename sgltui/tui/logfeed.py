@@ -7,6 +7,7 @@ the tail, and holds what the Logs tab has not drawn yet (the app draws in one ba
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sgltui import protocol
@@ -43,25 +44,37 @@ class LogFeed:
     def add_push(self, data: dict[str, Any], current: str | None) -> list[LogLine]:
         """A `log` push's lines, added to the buffer (returned: the caller decides whether the
         pane shows them); `current` is the slot of a push that names none."""
-        # (`in` and subscripts, not dict.get: a tick brings a push per slot with lines)
-        slot = str((data["slot"] if "slot" in data else None) or current)
-        launch = data["launch_id"] if "launch_id" in data else None
-        added = []
-        if launch:
-            known = self._launch_of
-            if slot in known and known[slot] != launch:
-                # A new server's output follows: mark where, so a swap reads clearly in the tail.
-                added = self.buffer.add(slot, [f"──── {launch} ────"])
-            known[slot] = launch
-        lines = list((data["lines"] if "lines" in data else None) or [])
-        read = self._tail_read.pop(slot, None) if self._tail_read else None
-        if read:
-            # The first push after connecting starts with the lines the tail read ended
-            # with: the agent pushed them too, queued while the tail was read (a first
-            # launch's lines showed twice). Dropped only where the push covers the tail's
-            # whole end, so a line that merely repeats (a batch line) is kept.
-            lines = lines[overlap(read, lines) :]
-        return added + self.buffer.add(slot, lines)
+        return self.add_pushes([data], lambda: current)
+
+    def add_pushes(self, pushed: Iterable[Any], current: Callable[[], str | None]) -> list[LogLine]:
+        """The lines of each push's data in order (a `logs` push's, a slot's each; what is
+        no dict is skipped), added to the buffer and returned; `current()` is the slot of
+        one that names none, asked only then (the model's followed slot: three calls).
+        One call for a tick's pushes, each read with `in` and subscripts."""
+        added: list[LogLine] = []
+        buffer, known = self.buffer, self._launch_of
+        for data in pushed:
+            if type(data) is not dict and not isinstance(data, dict):
+                continue
+            slot = str((data["slot"] if "slot" in data else None) or current())
+            launch = data["launch_id"] if "launch_id" in data else None
+            if launch:
+                if slot in known and known[slot] != launch:
+                    # A new server's output follows: mark where, so a swap reads clearly in
+                    # the tail.
+                    added += buffer.add(slot, [f"──── {launch} ────"])
+                known[slot] = launch
+            lines = (data["lines"] if "lines" in data else None) or []
+            read = self._tail_read.pop(slot, None) if self._tail_read else None
+            if read:
+                # The first push after connecting starts with the lines the tail read ended
+                # with: the agent pushed them too, queued while the tail was read (a first
+                # launch's lines showed twice). Dropped only where the push covers the tail's
+                # whole end, so a line that merely repeats (a batch line) is kept.
+                lines = list(lines)
+                lines = lines[overlap(read, lines) :]
+            added += buffer.add(slot, lines)
+        return added
 
 
 def overlap(tail: list[str], pushed: list[str]) -> int:

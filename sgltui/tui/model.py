@@ -71,6 +71,8 @@ _REFRESH_EVENTS = _SLOT_EVENTS | _events(
     *(n for n in protocol.EVENT_TYPES if n.startswith(("pool.", "gateway."))),
 )
 _JOB_EVENTS = _events(*(n for n in protocol.EVENT_TYPES if n.startswith("job.")))
+# Events protocol.apply gives the state back for as it is (history.apply: never a slot's).
+_SAME_STATE = frozenset({protocol.Command, protocol.CommandRefused, protocol.OtherEvent})
 
 
 @dataclass
@@ -413,12 +415,13 @@ class TuiModel:
                 changed.add(JOBS)
         engine = self.telemetry.engine
         if engine and not any(self.series.values()):
-            self._append_series(self.telemetry.ts or self.clock(), engine)
+            _append_series(self, self.telemetry.ts or self.clock(), engine)
             changed.add(CHART)
         return changed
 
     def apply_push(self, push: Mapping[str, Any] | Pushed) -> set[str]:
-        pushed = decode_push(push)  # (the app's are decoded already: given back as they are)
+        # (the app's are decoded already: taken as they are, no call to say so)
+        pushed = push if type(push) is Pushed else decode_push(push)
         kind = pushed.kind
         data = pushed.data or {}
         if kind == "sample":
@@ -440,16 +443,27 @@ class TuiModel:
 
     def needs_status_refresh(self, push: Mapping[str, Any] | Pushed) -> bool:
         """True when the push changes a slot in ways only a fresh STATUS fully describes."""
-        return type(decode_push(push).event) in _REFRESH_EVENTS
+        pushed = push if type(push) is Pushed else decode_push(push)  # (the app's: decoded)
+        return type(pushed.event) in _REFRESH_EVENTS
 
     def _apply_sample(self, sample: dict[str, Any]) -> set[str]:
-        if "gpus" in sample and "host" in sample and "engine" in sample and "ts" in sample:
-            # A whole sample (the agent's, every second): all of the telemetry but its GPU
-            # source, read in one go (the keys picked, a dict made of them and one of the
-            # parts read back were ~8 calls a sample).
-            tel = msgspec.structs.replace(
-                protocol.telemetry_view(sample), gpu_source=self.telemetry.gpu_source
-            )
+        if "gpus" in sample and "engine" in sample and "ts" in sample and "host" in sample:
+            # A whole sample (the agent's, every second): all of the telemetry, its GPU source
+            # kept, read in one conversion (telemetry_view's own, inline: its copy, its Mapping
+            # check through the ABC, its host check and the source's replace were 6 calls a
+            # sample). A sample with no host yet, or one that does not read whole: read as
+            # telemetry_view reads it.
+            source = self.telemetry.gpu_source  # (a Struct: converted as it is, not copied)
+            tel = None
+            if sample["host"]:  # (telemetry_view makes an empty host None)
+                try:
+                    tel = msgspec.convert(
+                        {**sample, "gpu_source": source}, protocol.TelemetryView, strict=False
+                    )
+                except msgspec.ValidationError:
+                    pass
+            if tel is None:
+                tel = msgspec.structs.replace(protocol.telemetry_view(sample), gpu_source=source)
             ts, engine = sample["ts"], sample["engine"]
         else:  # a part (a recorded sample, an older agent): the parts it carries
             keys = [k for k in ("gpus", "host", "engine", "ts") if k in sample]
@@ -457,26 +471,12 @@ class TuiModel:
             tel = msgspec.structs.replace(self.telemetry, **{k: getattr(part, k) for k in keys})
             ts, engine = sample.get("ts"), sample.get("engine")
         self.telemetry = tel
-        self._note_host_cpu(tel)
-        self._append_series(ts or self.clock(), engine or {})
+        # (_note_host_cpu inline: a call less a sample)
+        host = tel.host
+        if tel.ts and host is not None and host.cpu_pct is not None:
+            self._host_cpu.add(float(tel.ts), float(host.cpu_pct))
+        _append_series(self, ts or self.clock(), engine or {})
         return {MEMORY, CHART}
-
-    def _append_series(self, ts: float, engine: dict[str, Any]) -> None:
-        if self._last_sample_ts is not None and ts <= self._last_sample_ts:
-            return
-        figures = _figures_of(engine)
-        if not figures:
-            return
-        self._last_sample_ts = ts
-        series = self.series
-        for name, value in _total(figures.values()).items():
-            series[name].append((ts, value))
-        slot_series = self.slot_series
-        for sid, f in figures.items():
-            if sid not in slot_series:  # (a subscript, not dict.get: no call per slot)
-                slot_series[sid] = deque(maxlen=self.history_points)
-            gen = f.gen_throughput
-            slot_series[sid].append((ts, float(gen) if gen is not None else 0.0))
 
     def _apply_event(self, event: protocol.EventBase) -> set[str]:
         # What an event means for a slot or a bench run is protocol.apply's to say (the same
@@ -484,6 +484,11 @@ class TuiModel:
         changed: set[str] = set()
         if isinstance(event, protocol.JobEvent):
             return self._apply_job_event(event)
+        if type(event) in _SAME_STATE:
+            # A command, a refusal or an event this version does not know: the reducer gives
+            # the state back as it is, and none is a bench's or a swap's (not asked: ~18 calls
+            # an event, one every few seconds). Its Activity line only.
+            return {ACTIVITY} if self._add_activity(event) else changed
         before = self.state.slots.get(event.slot) if event.slot is not None else None
         if before is not None:  # a slot STATUS has not listed yet comes with the next STATUS
             state = protocol.apply(self.state, event)
@@ -642,12 +647,57 @@ class TuiModel:
 
     def job_needs_reading(self, push: Mapping[str, Any] | Pushed) -> str | None:
         """The job a pushed event says to read again in full (a new job, a segment, an end)."""
-        event = decode_push(push).event
+        event = (push if type(push) is Pushed else decode_push(push)).event
         if not isinstance(event, protocol.JobEvent) or type(event) not in _JOB_EVENTS:
             return None
         if type(event) in _JOB_REREAD or event.job not in self.jobs:
             return str(event.job) if event.job else None
         return None
+
+
+def _append_series(model: TuiModel, ts: float, engine: Mapping[str, Any]) -> None:
+    """A sample's figures onto the chart's series: the totals' and each slot's (a sample as
+    old as the last one: none). Out of TuiModel for its size; its callers are the model's."""
+    if model._last_sample_ts is not None and ts <= model._last_sample_ts:
+        return
+    try:  # (_figures_of's conversion inline: a call less a sample)
+        figures = msgspec.convert(engine, dict[str, _Figures])
+    except msgspec.ValidationError:
+        figures = _figures_of(engine)
+    if not figures:
+        return
+    model._last_sample_ts = ts
+    # One pass over the slots: each slot's series appended as its figures are summed into
+    # the totals (_total's rules, inline: its call, its dict of totals and the loops over
+    # that dict and over the slots again were 4 calls a sample).
+    gen = running = queued = usage = spec = 0.0
+    n_usage = n_spec = 0
+    slot_series = model.slot_series
+    for sid, f in figures.items():
+        if f.gen_throughput is not None:
+            slot_gen = float(f.gen_throughput)
+            gen += slot_gen
+        else:
+            slot_gen = 0.0
+        if f.num_running_reqs is not None:
+            running += float(f.num_running_reqs)
+        if f.num_queue_reqs is not None:
+            queued += float(f.num_queue_reqs)
+        if f.token_usage is not None:
+            usage += float(f.token_usage)
+            n_usage += 1
+        if f.accept_length is not None and (length := float(f.accept_length)) > 0:
+            spec += length
+            n_spec += 1
+        if sid not in slot_series:  # (a subscript, not dict.get: no call per slot)
+            slot_series[sid] = deque(maxlen=model.history_points)
+        slot_series[sid].append((ts, slot_gen))
+    series = model.series
+    series["gen_throughput"].append((ts, gen))
+    series["running"].append((ts, running))
+    series["queued"].append((ts, queued))
+    series["token_usage"].append((ts, usage / n_usage if n_usage else 0.0))
+    series["accept_length"].append((ts, spec / n_spec if n_spec else 0.0))
 
 
 def _bounded(state: protocol.SessionState) -> protocol.SessionState:
@@ -690,7 +740,7 @@ def load_history(
         model.slot_series.clear()
         model._last_sample_ts = None
         for ts in sorted(points):
-            model._append_series(ts, points[ts])
+            _append_series(model, ts, points[ts])
         changed.add(CHART)
     decoded = [protocol.decode_event(ev) for ev in events] if events else []
     if decoded and not model.swaps:

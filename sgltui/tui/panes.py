@@ -10,6 +10,7 @@ The app is reached through PaneHost, the few things drawing and focusing need of
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -120,6 +121,14 @@ OTHER_ROWS, UPPER_MOST, FOOTER = 1 + 1 + 6, 0.6, 1
 def off_screen(active_tab: str) -> list[Pane]:
     """The panes drawn when their tab is shown (when_shown) whose tab is not `active_tab`."""
     return [p for p in PANES if p.when_shown and active_tab != tab_id(p.name)]
+
+
+@functools.cache
+def hidden_by(active_tab: str) -> tuple[tuple[Pane, ...], frozenset[str]]:
+    """`off_screen`'s panes and their names, worked out once a tab: the app's flush asks each
+    tick (a list, a set and a tab_id a pane were ~8 calls a flush)."""
+    hidden = tuple(off_screen(active_tab))
+    return hidden, frozenset(p.name for p in hidden)
 
 
 def chart_room(host: PaneHost, pane: ThroughputPane | None = None) -> int | None:

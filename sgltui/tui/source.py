@@ -8,9 +8,10 @@ the idle benchmark use ScriptedSource (tests/support/scripted.py: test support, 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+import msgspec
 
 from sgltui import protocol
 from sgltui.client import AgentError
@@ -24,12 +25,12 @@ class MalformedReply(AgentError):
     or a bug. One line, like a refusal; a SOURCE_ERRORS handler catches it too."""
 
 
-@dataclass(frozen=True)
-class Pushed:
+class Pushed(msgspec.Struct, frozen=True):
     """A push as the app reads it, decoded once where it leaves the source: `kind` is the
     envelope's ("event", "sample", "log", "logs", and a fleet source's "note" and "fleet"),
     `data` as sent, and an event's Struct (protocol.decode_event: an unknown or malformed one
-    is an OtherEvent), so that nothing matches an event by its "type" text."""
+    is an OtherEvent), so that nothing matches an event by its "type" text. A Struct: made in
+    C (a frozen dataclass set each field through object.__setattr__, for every push)."""
 
     kind: str
     data: Any
@@ -38,10 +39,13 @@ class Pushed:
 
 def decode_push(push: Mapping[str, Any] | Pushed) -> Pushed:
     """A source's push -> Pushed (one already decoded is given back as it is)."""
-    if isinstance(push, Pushed):
+    if type(push) is dict:  # (a source's: read by subscript, no call for a sample)
+        kind = str((push["push"] if "push" in push else None) or "")
+        data = push["data"] if "data" in push else None
+    elif isinstance(push, Pushed):
         return push
-    kind = str(push.get("push") or "")
-    data = push.get("data")
+    else:
+        kind, data = str(push.get("push") or ""), push.get("data")
     if kind != "event":
         return Pushed(kind, data)
     data = data if isinstance(data, Mapping) else {}

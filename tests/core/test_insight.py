@@ -160,3 +160,40 @@ def test_readings_counted_in_one_go_count_what_one_by_one_counts():
         at_once.observe_engines([("p", dict(batch[-1][1]))])
         one_by_one.observe_engine("p", dict(batch[-1][1]))
         assert at_once.figures("p").live == one_by_one.figures("p").live
+
+
+def test_readings_counted_in_one_go_skip_the_stamps_their_profile_counted_last():
+    """Issue 49, thirteenth round: `observe_engines(readings, seen)` skips a reading whose
+    stamp its profile counted last, as the Insight pane did reading by reading before it
+    batched them (a status refresh repeats a reading): an empty reading skipped before its
+    stamp is noted, a first reading with no stamp skipped (as if counted), a skipped reading
+    never reaching its profile's figures. The same with a batch read one by one (a bool)."""
+    base = [
+        ("p", {"num_running_reqs": 2, "gen_throughput": 500.0, "ts": 1}),
+        ("p", {"num_running_reqs": 3, "gen_throughput": 600.0, "ts": 1}),  # repeated stamp
+        ("q", {"num_running_reqs": 2, "gen_throughput": 100.0}),  # no stamp, first: skipped
+        ("p", {}),  # empty: skipped, its (absent) stamp not noted
+        ("p", {"num_running_reqs": 3, "gen_throughput": 610.0, "ts": 1}),  # still ts 1
+        ("q", {"num_running_reqs": 2, "gen_throughput": 120.0, "ts": 5, "accept_length": 2}),
+        ("p", {"num_running_reqs": 3, "gen_throughput": 620.0, "ts": 2}),
+        ("r", {"num_running_reqs": 1, "gen_throughput": 50.0}),  # never counted: no figures
+    ]
+    for odd in ([], [("q", {"num_running_reqs": True, "ts": 9})]):
+        batch = [*base, *odd]
+        want, seen_want = Ledger(), {}
+        for name, engine in batch:  # the pane's rule before (widgets/insight.py)
+            stamp = engine.get("ts") if engine else None
+            if engine and seen_want.get(name) != stamp:
+                seen_want[name] = stamp
+                want.observe_engine(name, engine)
+        got, seen = Ledger(), {}
+        got.observe_engines(batch, seen)
+        assert seen == seen_want and set(got.profiles) == set(want.profiles) == {"p", "q"}
+        for name in ("p", "q"):
+            g, w = got.figures(name), want.figures(name)
+            assert (g.live, g.accept, g.engine, g.last_pair) == (
+                w.live,
+                w.accept,
+                w.engine,
+                w.last_pair,
+            )

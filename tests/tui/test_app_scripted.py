@@ -684,9 +684,12 @@ async def test_pushes_of_one_tick_are_drawn_by_one_flush_message():
 
 
 async def test_a_flush_asks_once_whether_the_panes_are_linked(monkeypatch):
-    """Drawing every pane in a flush asks the DOM whether the panes are still linked to the
-    app once (of the tabs), not once a pane: `is_attached` walks every ancestor, and a pane
-    is never removed on its own. A pane asked each draw fails this; the panes still draw."""
+    """Drawing every pane in a flush asks whether the panes are still linked to the app once
+    (of the tabs), not once a pane: a pane is never removed on its own. Since the thirteenth
+    round of issue 49 it asks whether the tabs' message loop runs (one read; `is_attached`
+    walks every ancestor, ~10 calls a flush), and the panes each tab hides are worked out
+    once per tab shown, not per flush. A tab switched to still hides its own panes: the
+    Logs tab's lines wait while Jobs shows, and are drawn when it is shown again."""
     from textual.message_pump import MessagePump
 
     from sgltui.tui import model as M
@@ -696,6 +699,8 @@ async def test_a_flush_asks_once_whether_the_panes_are_linked(monkeypatch):
 
     asked: list[str | None] = []
     linked = MessagePump.is_attached
+    worked_out: list[str] = []
+    off_screen = panes.off_screen
 
     def counting(self: MessagePump) -> bool:
         asked.append(getattr(self, "id", None))
@@ -706,23 +711,38 @@ async def test_a_flush_asks_once_whether_the_panes_are_linked(monkeypatch):
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         monkeypatch.setattr(MessagePump, "is_attached", property(counting))
-        sample = make_sample(5.0)
-        sample["engine"]["0"]["gen_throughput"] = 2468.0
-        src.feed({"push": "sample", "data": sample})
-        app.mark(*{area for p in panes.PANES for area in p.areas} | {M.SERVERS})
-        await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+        monkeypatch.setattr(
+            panes, "off_screen", lambda tab: worked_out.append(tab) or off_screen(tab)
+        )
+        panes.hidden_by.cache_clear()  # (worked out afresh, counted)
+        for t in (5.0, 6.0, 7.0):
+            sample = make_sample(t)
+            sample["engine"]["0"]["gen_throughput"] = 2468.0
+            src.feed({"push": "sample", "data": sample})
+            app.mark(*{area for p in panes.PANES for area in p.areas} | {M.SERVERS})
+            await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
         monkeypatch.setattr(MessagePump, "is_attached", linked)
         names = {p.name for p in panes.PANES}
         assert [a for a in asked if a in names] == [], asked
+        assert worked_out == [panes.tab_id("logs")], worked_out  # (the tab shown at start)
         legend = "".join(seg.text for seg in app.query_one(ThroughputPane).render_line(0))
         assert "2.47k" in legend, legend
+        app.show_tab("jobs")
+        await pilot.pause()
+        src.feed({"push": "log", "data": {"slot": "0", "lines": ["a line the tail shows"]}})
+        await until(pilot, lambda: M.LOGS in app._hidden_dirty)  # (not drawn: Jobs shows)
+        assert worked_out[-1] == panes.tab_id("jobs") and app.logfeed.new_lines
+        app.show_tab("logs")
+        await until(pilot, lambda: not app.logfeed.new_lines)  # drawn when shown
+        assert M.LOGS not in app._hidden_dirty
+        assert worked_out.count(panes.tab_id("logs")) == 1, worked_out
 
 
 async def test_a_sample_push_asks_none_of_the_event_questions():
     """Issue 49: a sample carries no event; its push updates the model and marks the panes,
     and asks neither whether a STATUS should be read nor whether a job should (each a decode
     and type checks, every second). An event still asks both."""
-    from tests.support.scripted import make_sample
+    from tests.support.scripted import T0, make_sample
 
     src = ScriptedSource(status_with())
     app = app_with(src)
@@ -733,9 +753,15 @@ async def test_a_sample_push_asks_none_of_the_event_questions():
         real_refresh, real_job = model.needs_status_refresh, model.job_needs_reading
         model.needs_status_refresh = lambda p: (asked.append("status"), real_refresh(p))[1]  # type: ignore[method-assign]
         model.job_needs_reading = lambda p: (asked.append("job"), real_job(p))[1]  # type: ignore[method-assign]
-        src.feed({"push": "sample", "data": make_sample(1.0)})
-        await until(pilot, lambda: len(model.series["gen_throughput"]) >= 2)
-        assert asked == []
+        # (thirteenth round: the flush's scheduling asks first_status until it is set, no more)
+        seen = app.first_status.is_set
+        app.first_status.is_set = lambda: asked.append("first") or seen()  # type: ignore[method-assign]
+        for t in (1.0, 2.0):
+            src.feed({"push": "sample", "data": make_sample(t)})
+            await until(pilot, lambda t=t: model.series["gen_throughput"][-1][0] == T0 + t)
+            await until(pilot, lambda: not app._flush_scheduled and not app._dirty)
+            assert asked == ([] if t > 1 else asked[:1]) and set(asked) <= {"first"}, asked
+            asked.clear()
         src.feed(event("slot.state", slot="0", state="draining", prev="ready"))
         await until(pilot, lambda: asked == ["status", "job"])
 

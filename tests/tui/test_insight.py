@@ -379,7 +379,9 @@ def test_a_hidden_panes_fold_counts_its_readings_in_one_conversion(monkeypatch):
     monkeypatch.setattr(
         insight.Ledger,
         "observe_engines",
-        lambda self, readings: batches.append(len(readings)) or real(self, readings),
+        lambda self, readings, seen=None: (
+            batches.append(len(readings)) or real(self, readings, seen)
+        ),
     )
     pane = InsightPane()
     play(pane.show)
@@ -424,3 +426,76 @@ def test_a_status_polled_again_keeps_the_plan_and_its_cards(monkeypatch):
     pane.show(model)
     assert pane.ledger.figures("demo-no-mtp").card["max_running_requests"] == 7
     assert len(cards) == 6  # (a new plan: each serving slot's card looked at again)
+
+
+def test_a_hidden_panes_readings_cost_few_calls_and_count_as_afresh():
+    """Issue 49, thirteenth round: a hidden pane keeps a sample's reading as a plain tuple
+    (its slots, the slot selected, `several`, the engine readings: no NamedTuple, no
+    current_id) and its fold gathers a run's slot readings in one comprehension and counts
+    them inline (`Ledger.observe_engines` with the pane's stamps: no `_count`, no dict.get,
+    no append per slot and reading). 30 readings of 8 slots, some repeated (a status
+    refresh), one slot's reading missing and one empty, the selection moved: what is
+    counted is what feeding each reading afresh counts, in few calls."""
+    import sys
+
+    from sgltui.core import insight
+    from sgltui.tui.model import TuiModel
+    from sgltui.tui.widgets import insight as pane_module
+    from tests.support.scripted import make_host_status
+
+    status = make_host_status(8, profiles=["demo-mtp"] * 4 + ["demo-no-mtp"] * 4)
+    ids = [str(s["id"]) for s in status["slots"]]
+
+    def sample(t):
+        engine = {
+            sid: {
+                "ts": 1000.0 + t + i / 10,
+                "num_running_reqs": 1 + (t + i) % 3,
+                "gen_throughput": 100.0 + t * 3 + i,
+                "accept_length": 2.0 + (t % 4) / 4,
+            }
+            for i, sid in enumerate(ids)
+        }
+        if t % 5 == 0:
+            del engine[ids[1]]  # no reading of this slot this second
+        if t % 7 == 0:
+            engine[ids[2]] = {}  # an empty one
+        return {"push": "sample", "data": {"v": 1, "ts": 1000.0 + t, "engine": engine}}
+
+    def play(feed, model):
+        model.apply_status(status)
+        for t in range(1, 21):  # (25 readings: fewer than FOLD_EVERY, folded when read)
+            if t == 17:
+                model.selected = ids[5]
+            model.apply_push(sample(t))
+            feed(model)
+            if t % 4 == 0:
+                feed(model)  # the same reading again
+
+    reference, seen = insight.Ledger(), {}
+    play(lambda model: _reference_feed(reference, seen, model), TuiModel())
+    pane, model = InsightPane(), TuiModel()
+    play(pane.show, model)
+    calls = []
+
+    def count(frame, event, arg):
+        if event in ("call", "c_call"):
+            calls.append(frame.f_code.co_name if event == "call" else getattr(arg, "__name__", ""))
+
+    assert pane_module.FOLD_EVERY > 25 and len(pane._pending) == 25
+    insight.Ledger().observe_engines([("p", {"num_running_reqs": 1})])  # (msgspec's first)
+    sys.setprofile(count)
+    try:
+        ledger = pane.ledger  # read: folded
+    finally:
+        sys.setprofile(None)
+    # (the first plan feeds 8 cards; the per reading work is none but its plan's check)
+    assert "_count" not in calls and calls.count("append") <= 30, calls
+    assert len(calls) <= 150, (len(calls), calls)  # (~850 before: ~34 a reading of 8 slots)
+    for name in ("demo-mtp", "demo-no-mtp"):
+        got, want = ledger.figures(name), reference.figures(name)
+        assert got.live and (got.live, got.accept, got.engine) == (
+            want.live,
+            want.accept,
+            want.engine,
+        ), name

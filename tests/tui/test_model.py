@@ -1,5 +1,7 @@
 """TuiModel: which push changes what, bounded history, who issued a command."""
 
+import msgspec
+
 from sgltui import protocol
 from sgltui.tui import model as M
 from sgltui.tui.model import TuiModel
@@ -347,3 +349,199 @@ def test_a_whole_sample_reads_as_its_parts_and_counts_few_calls():
     assert total["accept_length"] == pytest.approx(sum(spec) / len(spec))
     assert whole.series["gen_throughput"][-1] == (sample["ts"], total["gen_throughput"])
     assert calls <= 3 * 45, calls
+
+
+def test_a_decoded_sample_costs_the_model_its_appends_and_two_conversions():
+    """Issue 49, thirteenth round: the app's sample push (decoded) is read into the telemetry
+    in one conversion (its GPU source kept, no telemetry_view, no replace), its figures in a
+    second, and each slot's series is appended as the totals are summed (no dict of totals,
+    no second pass): 8 slots cost 13 appends and ~8 calls more (~45 before). What is kept is
+    what the rules of the parts and of `total_engine` say, to the bit; a sample whose host is
+    empty or whose GPU does not read is read leniently, as telemetry_view reads it."""
+    import sys
+
+    from sgltui.tui.source import decode_push
+    from tests.support.scripted import make_host_sample, make_host_status
+
+    ids = [str(i) for i in range(8)]
+    m = TuiModel()
+    m.apply_status(make_host_status(8))
+    source = m.telemetry.gpu_source
+    counts = []
+    for t in range(1, 4):
+        sample = make_host_sample(float(t), ids)
+        sample["engine"]["3"]["accept_length"] = 0.0
+        del sample["engine"]["5"]["gen_throughput"]
+        push = decode_push({"push": "sample", "data": sample})
+        calls = []
+
+        def count(frame, event, arg, calls=calls):
+            if event in ("call", "c_call"):
+                calls.append(frame.f_code.co_name if event == "call" else arg.__qualname__)
+
+        sys.setprofile(count)
+        try:
+            assert m.apply_push(push) == {M.MEMORY, M.CHART}
+        finally:
+            sys.setprofile(None)
+        counts.append(len(calls))
+        assert calls.count("deque.append") == 13, calls
+        assert "telemetry_view" not in calls and "replace" not in calls, calls
+        total = M.total_engine(list(sample["engine"].values()))
+        assert {n: m.series[n][-1] for n in M.SERIES} == {
+            n: (sample["ts"], total[n]) for n in M.SERIES
+        }
+        gens = {sid: m.slot_series[sid][-1] for sid in ids}
+        assert gens == {
+            sid: (sample["ts"], float(e.get("gen_throughput") or 0.0))
+            for sid, e in sample["engine"].items()
+        }
+        assert m.telemetry == protocol.telemetry_view(
+            dict(sample, gpu_source=protocol.to_builtins(source))
+        )
+        assert m.telemetry.gpu_source is source
+    assert max(counts) <= 24, counts
+    for k, odd in enumerate(({"host": {}}, {"gpus": [{"index": "x"}, *sample["gpus"][1:]]})):
+        sample = {**make_host_sample(9.0 + k, ids), **odd}
+        m.apply_push(decode_push({"push": "sample", "data": sample}))
+        want = protocol.telemetry_view(sample)
+        assert m.telemetry == msgspec.structs.replace(want, gpu_source=source), odd
+
+
+def test_events_the_reducer_keeps_the_state_for_are_not_folded(monkeypatch):
+    """Issue 49, thirteenth round: a command (one every few seconds from each client), a
+    refusal or an event this version does not know leaves every slot as it was: the model
+    does not ask the reducer (protocol.apply gives the state back as it is for these, ~15
+    calls an event) and still lists it in Activity. An event that changes a slot is folded."""
+    from sgltui.protocol import history
+
+    m = TuiModel()
+    m.apply_status(make_status())
+    state = m.state
+    events = [
+        ev("command", op="status", args={}),
+        ev("command.refused", op="swap", message="no"),
+        ev("no.such.event", what=1),
+    ]
+    for push in events:
+        event = protocol.decode_event(push["data"])
+        assert type(event) in M._SAME_STATE, type(event)
+        assert protocol.apply(state, event) is state  # the reducer's rule this relies on
+    folded = []
+    real = history.apply
+    monkeypatch.setattr(M.protocol, "apply", lambda s, e: folded.append(type(e)) or real(s, e))
+    total = m.activity_total
+    for push in events:
+        m.apply_push(push)
+    assert folded == [] and m.state is state and m.activity_total > total
+    m.apply_push(ev("slot.state", state="stopping"))
+    assert folded == [protocol.EVENT_TYPES["slot.state"]]
+    assert m.slot("0").state == "stopping"
+
+
+def test_a_pushes_decoding_costs_no_call_but_its_own_and_is_made_once():
+    """Issue 49, thirteenth round: a source's sample push (a dict) is decoded with no call
+    but decode_push's (subscripts, a Struct made in C: a frozen dataclass set each field
+    through object.__setattr__), and a decoded push is taken as it is by the model, with no
+    call to say so. An event is still decoded into its Struct; a Mapping that is no dict
+    reads the same."""
+    import sys
+    from types import MappingProxyType
+
+    from sgltui.tui.source import Pushed, decode_push
+
+    push = {"push": "sample", "data": make_sample(1.0)}
+    calls = []
+
+    def count(frame, event, arg):
+        if event in ("call", "c_call"):
+            calls.append(frame.f_code.co_name if event == "call" else arg.__qualname__)
+
+    sys.setprofile(count)
+    try:
+        pushed = decode_push(push)
+        again = decode_push(pushed)
+    finally:
+        sys.setprofile(None)
+    assert calls[:1] == ["decode_push"] and calls.count("decode_push") == 2, calls
+    assert len(calls) <= 4, calls  # (the two, an isinstance of the decoded one, setprofile)
+    assert again is pushed and pushed == Pushed("sample", push["data"])
+    assert decode_push(MappingProxyType(push)) == pushed
+    assert decode_push({"data": 5}) == Pushed("", 5)
+    event = decode_push(ev("slot.state", state="ready"))
+    assert isinstance(event.event, protocol.EVENT_TYPES["slot.state"])
+    m = TuiModel()
+    m.apply_status(make_status())
+    calls.clear()
+    sys.setprofile(count)
+    try:
+        m.apply_push(decode_push({"push": "sample", "data": make_sample(2.0)}))
+    finally:
+        sys.setprofile(None)
+    assert calls.count("decode_push") == 1 and "isinstance" not in calls, calls
+
+
+def test_a_command_in_words_reads_as_before_with_fewer_calls():
+    """Issue 49, thirteenth round: command_text asks whether an argument is there before it
+    takes it (a pop or get of an absent one was a call each): every mix of arguments reads
+    as the rules said before (their code, kept here as the reference)."""
+    import itertools
+
+    from sgltui.tui.activity_items import _UNSAID, command_text
+
+    def before(op, args):
+        a = {k: v for k, v in args.items() if k not in _UNSAID}
+        parts = [op]
+        profile = a.pop("profile", None)
+        if profile:
+            parts.append(f"to {profile}" if op == "swap" else str(profile))
+        for where in ("slot", "pool"):
+            if a.get(where) not in (None, ""):
+                parts.append(f"on {where} {a.pop(where)}")
+        extras = []
+        drain = a.pop("drain", None)
+        if drain and drain != "wait":
+            extras.append(f"drain {drain}")
+        skipped = a.pop("force", None)
+        if isinstance(skipped, list) and skipped:
+            checks = ", ".join(map(str, skipped))
+            extras.append(f"skipping the {checks} check{'s' if len(skipped) > 1 else ''}")
+        if a.pop("rollback", True) is False:
+            extras.append("no rollback")
+        if a.pop("confirm", False) is True:
+            extras.append("confirmed")
+        if a.get("timeout") == 30.0:
+            a.pop("timeout")
+        for k, v in a.items():
+            if v in (None, False, "", [], {}):
+                continue
+            extras.append(k.replace("_", " ") if v is True else f"{k.replace('_', ' ')} {v}")
+        return " ".join(parts) + (f" ({', '.join(extras)})" if extras else "")
+
+    values = {
+        "profile": (None, "", "p"),
+        "slot": (None, "", "0", 1),
+        "pool": (None, "all"),
+        "drain": (None, "wait", "force"),
+        "force": (None, [], ["port"], ["port", "gpu"], "x"),
+        "rollback": (None, True, False, 0),
+        "confirm": (None, True, False, 1),
+        "timeout": (None, 30.0, 5, 30),
+        "wait": (None, True),
+        "dry_run": (None, True, "", {}),
+    }
+    keys = list(values)
+    for op in ("swap", "stop"):
+        for k1, k2, k3 in itertools.combinations(keys, 3):
+            for v1, v2, v3 in itertools.product(values[k1], values[k2], values[k3]):
+                args = {k: v for k, v in ((k1, v1), (k2, v2), (k3, v3)) if v is not None}
+                assert command_text(op, dict(args)) == before(op, dict(args)), (op, args)
+    import sys
+
+    calls = []
+    sys.setprofile(lambda frame, event, arg: calls.append(event) if event.endswith("call") else 0)
+    try:
+        assert command_text("status", {"n": 3}) == "status (n 3)"
+    finally:
+        sys.setprofile(None)
+    assert len(calls) <= 9, calls  # (18 before: a pop or get of each absent argument)

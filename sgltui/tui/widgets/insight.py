@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from textual.content import Content
@@ -29,15 +29,11 @@ ADVICE_EVERY_S = 5.0
 FOLD_EVERY = 30  # readings kept while the tab is hidden before they are fed in one go
 
 
-class _Reading(NamedTuple):
-    """What a sample's feeding reads of the model: its slots by id, the slot the panes follow,
-    whether several show, each slot's engine reading (the model replaces these, never changes
-    them: references are kept, not copies)."""
-
-    slots: Mapping[str, protocol.SlotView]
-    current: str | None
-    several: bool
-    engines: Mapping[str, Any]
+# What a sample's feeding reads of the model, a plain tuple (a NamedTuple's making was two
+# calls a sample): its slots by id, the slot selected in the slots view (the slot followed is
+# worked out from the two only when the plan is), whether several show, each slot's engine
+# reading. The model replaces these, never changes them: references are kept, not copies.
+_Reading = tuple[Mapping[str, protocol.SlotView], str | None, bool, Mapping[str, Any]]
 
 
 class _Plan(NamedTuple):
@@ -98,20 +94,18 @@ class InsightPane(Widget, can_focus=True):
         """Feed what is new in `model` (a TuiModel) and repaint when the text changed.
 
         While the tab is hidden a reading is kept as it came (the model's slots, the slot
-        serving and its engine readings: references, no copies) and folded into the ledger
+        selected and its engine readings: references, no copies) and folded into the ledger
         when something reads it, or FOLD_EVERY readings wait: a sample's slots fed one by one
         each second cost ~3x what the same work costs in one go (a second's cold caches), and
         nobody reads the ledger then. Every reading is still counted, in order."""
         self._model = model
-        runs = getattr(model, "bench", None)
+        runs = model.bench
         for run_id, run in runs.items() if runs else ():  # (no runs: no items() each second)
             if run.result and run_id not in self._seen_bench:
                 self._seen_bench.add(run_id)
                 self._fold()  # (in order with the readings before it)
                 self._ledger.observe_bench(run.result)
-        reading = _Reading(
-            model.state.slots, model.current_id, model.several, model.telemetry.engine
-        )
+        reading = (model.state.slots, model.selected, model.several, model.telemetry.engine)
         if not self._visible:
             # The card is worked out when its tab is shown (on_show): fed every sample, drawn
             # from the ledger then (a card per sample that nobody sees cost a tenth of an
@@ -133,45 +127,48 @@ class InsightPane(Widget, can_focus=True):
 
     def _feed(self, *readings: _Reading) -> None:
         """Readings into the ledger, in order; the profiles the card shows follow the newest.
-        What they count is collected and counted in one go (`Ledger.observe_engines`: its
-        figures converted at once), up to a reading that interrupts (in order with it)."""
+        A run of readings under one plan is counted in one go (`Ledger.observe_engines`: its
+        figures converted at once, a reading whose stamp its profile counted last skipped
+        there), up to a reading whose plan is new or interrupts (in order with it). Per
+        reading, only its plan is checked: its slots' readings are gathered per run, in one
+        comprehension (an append per slot and reading was 8 calls a second)."""
         ledger, seen = self._ledger, self._seen_engine
-        counted: list[tuple[str, Any]] = []
-        plan = None
-        for reading in readings:
-            plan = self._kept_plan(reading)
-            if plan is None or plan.interrupt:
-                if counted:  # (in order with a new card, a new profile, an interruption)
-                    ledger.observe_engines(counted)
-                    counted = []
-                if plan is None:
-                    plan = self._plan_of(reading)
-                if plan.interrupt:
-                    ledger.interrupt()  # launching, swapping: no measurement spans it
-            engines = reading.engines
-            for sid, name in plan.counted:
-                # (subscripts and `in`, not dict.get: no call per slot and reading)
-                engine = engines[sid] if sid in engines else None
-                if engine:
-                    stamp = engine["ts"] if "ts" in engine else None
-                    if (seen[name] if name in seen else None) != stamp:
-                        seen[name] = stamp  # a status refresh repeats the reading
-                        counted.append((name, engine))
-        if counted:
-            ledger.observe_engines(counted)
+        plan: _Plan | None = None
+        start = 0  # the first reading of the run not counted yet
+        for i, reading in enumerate(readings):
+            slots, selected, several, _engines = reading
+            last = self._plan  # (its plan if kept: inline, no call per reading)
+            kept = (
+                last is not None
+                and (last[0] is slots or last[0] == slots)
+                and last[1] == selected
+                and last[2] == several
+            )
+            if kept and plan is not None and not plan.interrupt:
+                continue  # the run goes on
+            if plan is not None and start < i:  # (in order with a new plan, an interruption)
+                ledger.observe_engines(_gathered(plan, readings[start:i]), seen)
+            start = i
+            plan = last[3] if kept and last is not None else self._plan_of(reading)
+            if plan.interrupt:
+                ledger.interrupt()  # launching, swapping: no measurement spans it
         if plan is not None:
+            if start < len(readings):
+                ledger.observe_engines(_gathered(plan, readings[start:]), seen)
             self._shown_names = plan.names
 
     def _kept_plan(self, reading: _Reading) -> _Plan | None:
-        """The last reading's plan if it is this one's (the same slots, slot followed and
+        """The last reading's plan if it is this one's (the same slots, slot selected and
         `several`), else None. Slots that read the same are the same (a STATUS polled again
-        makes equal Structs anew, every few seconds; compared in C, no Python call)."""
+        makes equal Structs anew, every few seconds; compared in C, no Python call); the
+        slot followed is the selected one if it is among them, else the first: the same."""
         last = self._plan
+        slots, selected, several, _engines = reading
         if (
             last is not None
-            and (last[0] is reading.slots or last[0] == reading.slots)
-            and last[1] == reading.current
-            and last[2] == reading.several
+            and (last[0] is slots or last[0] == slots)
+            and last[1] == selected
+            and last[2] == several
         ):
             return last[3]
         return None
@@ -182,10 +179,13 @@ class InsightPane(Widget, can_focus=True):
         kept = self._kept_plan(reading)
         if kept is not None:
             return kept
-        serving = reading.slots.get(reading.current) if reading.current is not None else None
+        slots, selected, several, _engines = reading
+        # (TuiModel.current_id's rule)
+        current = selected if selected in slots else next(iter(slots), None)
+        serving = slots.get(current) if current is not None else None
         interrupt = serving is None or serving.state not in _SERVING or not serving.profile
         counted, names = [], []
-        for slot in reading.slots.values():
+        for slot in slots.values():
             name = slot.profile
             if not name or slot.state not in _SERVING:
                 continue
@@ -197,10 +197,10 @@ class InsightPane(Widget, can_focus=True):
                 self._ledger.observe_card(name, protocol.to_builtins(card))
             counted.append((slot.id, name))
             # With several slots the card is the selected slot's (the slots view's choice).
-            if not reading.several or (serving is not None and slot.id == serving.id):
+            if not several or (serving is not None and slot.id == serving.id):
                 names.append(name)
         plan = _Plan(interrupt, tuple(counted), names)
-        self._plan = (reading.slots, reading.current, reading.several, plan)
+        self._plan = (slots, selected, several, plan)
         return plan
 
     def _update_text(self) -> None:
@@ -338,6 +338,17 @@ class InsightPane(Widget, can_focus=True):
 
     def render(self) -> Content:
         return Content.from_markup(self._text or self._card_text())
+
+
+def _gathered(plan: _Plan, readings: Sequence[_Reading]) -> list[tuple[str, Any]]:
+    """(profile, engine reading) of each slot the plan counts, reading by reading (a slot
+    with no reading left out; an empty one and a repeated stamp are the ledger's to skip)."""
+    return [
+        (name, engines[sid])
+        for _slots, _selected, _several, engines in readings
+        for sid, name in plan.counted
+        if sid in engines
+    ]
 
 
 def _work_out(
