@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from sgltui.core import charts
+from sgltui.core import charts, units
 from sgltui.tui.screens import DrainChoice
 from sgltui.tui.widgets.throughput import ThroughputPane
 from tests.support.scripted import T0, make_sample
@@ -377,3 +377,55 @@ def test_the_charts_room_is_worked_out_again_only_when_what_it_reads_changed():
     assert taller == afresh() and taller > first
     memory.lines = 9  # a GPU more in the memory pane
     assert room() == afresh() == taller - 4
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+async def test_a_figure_is_written_into_its_field_or_the_legend_laid_out_again(size, monkeypatch):
+    """Issue 49, thirteenth round: a sample in the plot's newest column writes each changed
+    figure into its field of the legend as kept (no legend laid out: charts.legend_rows not
+    asked) while it keeps its length; a figure that grows or shrinks lays the legend out
+    again. Each time the legend reads as one laid out afresh from the same series (no stale
+    figure, no padding of the old length, a row wrapped as it would be)."""
+    lays = []
+    real = charts.legend_rows
+    monkeypatch.setattr(charts, "legend_rows", lambda *a: lays.append(1) or real(*a))
+    status = status_with(running=0)
+    status["telemetry"]["engine"] = idle_sample(0)["engine"]
+    src = ScriptedSource(status, [{"push": "sample", "data": idle_sample(t)} for t in (1, 2)])
+    app = app_with(src)
+    points = lambda: len(app.model.series["gen_throughput"])  # noqa: E731
+    async with app.run_test(size=size) as pilot:
+        chart = app.query_one(ThroughputPane)
+        await until(pilot, lambda: points() >= 3)
+        await pilot.pause(0.3)
+        spc, column = chart._plot.spc, chart._plot.column
+        start = (column + 1) * spc - T0 + 0.01  # the next column's first moment
+        src.feed({"push": "sample", "data": idle_sample(start, gen=150.0)})
+        await until(pilot, lambda: points() >= 4)
+        await pilot.pause(0.3)
+        width = chart.content_region.width
+
+        def afresh() -> list[str]:
+            rows = charts.draw_chart(chart._chart_input(width).layout())
+            legend = len(chart._chart_input(width).layout().legend)
+            return ["".join(t for t, _ in row).ljust(width) for row in rows[:legend]]
+
+        # (gen tok/s, whether its figure keeps the length of the one before: 150 -> 160 ...)
+        steps = [
+            (160.0, True),
+            (1500.0, False),
+            (1510.0, True),
+            (7.0, False),
+            (160.0, False),
+            (170.0, True),
+        ]
+        for i, (gen, same_length) in enumerate(steps, start=1):
+            lays.clear()
+            src.feed({"push": "sample", "data": idle_sample(start + 0.3 * i, gen=gen)})
+            await until(pilot, lambda n=4 + i: points() >= n)
+            await pilot.pause(0.2)
+            assert bool(lays) != same_length, (gen, lays)  # laid out only for another length
+            shown = chart_text(chart)[: len(afresh())]
+            assert shown == afresh(), (gen, shown)  # (afresh() lays the legend out itself)
+            assert f" {units.sig3(gen)}" in "".join(shown)
+        assert chart._plot.column == column + 1  # (all in one column: the legend path)

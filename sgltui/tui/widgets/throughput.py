@@ -27,6 +27,7 @@ from textual.widget import Widget
 
 from sgltui.core import charts, units
 from sgltui.tui import fmt
+from sgltui.tui.widgets.chart_legend import KeptLegend
 from sgltui.tui.widgets.strips import row_spans
 
 WINDOW_S = 300.0  # the border title says "last 5 min"
@@ -88,6 +89,9 @@ class ThroughputPane(Widget, can_focus=True):
         self._legend_of: list[tuple[str, str, str, Callable[[float], str]]] = []
         self._drawn_values: list[float | None] = []
         self._figures: list[str] = []  # their texts in the legend
+        self._forms: list[Callable[[float], str]] = []  # their formatters
+        # The legend as on screen, kept for a sample to write its changed figures into.
+        self._kept = KeptLegend()
         # Each series' columns from one layout to the next (a sample re-sums the newest only).
         self._memo = charts.ColumnMemo()
         self._styles_for: tuple[tuple[object, ...], dict[str, Style]] | None = None
@@ -101,6 +105,8 @@ class ThroughputPane(Widget, can_focus=True):
         # view leave of the screen; panes.chart_room); None: as many as plot_rows_for says.
         self.room: int | None = None
         self.room_from: tuple[object, ...] = ()  # what chart_room worked `room` out from
+        # (the main screen, the slots view, the memory pane): what chart_room reads, found once
+        self.room_panes: tuple[Any, Any, Any] | None = None
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -330,6 +336,7 @@ class ThroughputPane(Widget, can_focus=True):
                 for name, _, _ in names
             ]
             self._legend_of = [(*n, FORMS.get(n[0], units.sig3)) for n in names]
+            self._forms = [form for *_, form in self._legend_of]
         # (the layout's series were read and formatted as these: ChartSeries.latest)
         self._drawn_values = [s.points[-1][1] if s.points else None for s in shown]
         self._figures = [s.latest for s in shown]
@@ -346,6 +353,25 @@ class ThroughputPane(Widget, can_focus=True):
         drawn = self._drawn_values
         if values == drawn:
             return True  # the figures drawn (an idle server's second)
+        kept = self._kept
+        wrote = kept.write(values, drawn, self._figures, self._forms, self._legend_of, width)
+        if wrote is None:
+            return self._lay_legend_out(width, values)  # (laid out otherwise: afresh)
+        rows, texts = wrote
+        base = self._base_style()
+        for y in rows:
+            self._strips[y] = kept.strip(y, width, base)
+        self._legend = tuple(kept.cells)
+        self._drawn_values, self._figures = values, texts
+        if rows:
+            self.refresh(*[kept.regions[y] for y in rows])
+        return True
+
+    def _lay_legend_out(self, width: int, values: list[float | None]) -> bool:
+        """The legend laid out again with the figures of `values` (laid out otherwise than
+        the one kept): the rows whose text changed drawn and repainted. False when it would
+        take another number of rows (the chart is laid out again)."""
+        drawn = self._drawn_values
         # Only the figures whose value changed are formatted (equal numbers format the same).
         texts = [
             text if value == was else "-" if value is None else form(value)
@@ -365,13 +391,18 @@ class ThroughputPane(Widget, can_focus=True):
             return True
         if len(legend) != len(shown):
             return False
-        changed = []
+        self._legend, self._drawn_values, self._figures = legend, values, texts
+        base = self._base_style()
+        self._keep_legend(width, (base, self._role_styles(base)))
+        kept, changed = self._kept, []
         for y, cells in enumerate(legend):
             if cells != shown[y]:
-                strip = self._row_strips.get(cells) or self._strip(cells, width)
-                self._row_strips[cells] = self._strips[y] = strip
-                changed.append(Region(0, y, width, 1))
-        self._legend, self._drawn_values, self._figures = legend, values, texts
+                self._strips[y] = (
+                    kept.strip(y, width, base)
+                    if kept.segments[y] is not None
+                    else self._strip(cells, width)
+                )
+                changed.append(kept.regions[y])
         self.refresh(*changed)
         return True
 
@@ -382,6 +413,19 @@ class ThroughputPane(Widget, can_focus=True):
         styles: tuple[Style, dict[str, Style]] | None = None,
     ) -> Strip:
         """A row's Strip; `styles`: the pane's and the roles' (when looked up already)."""
+        segments, used = self._segments_of(cells, width, styles)
+        if used > width:
+            return Strip(segments).adjust_cell_length(width, self._base_style())  # (cut)
+        return Strip(segments, width)
+
+    def _segments_of(
+        self,
+        cells: Sequence[charts.Cell],
+        width: int,
+        styles: tuple[Style, dict[str, Style]] | None = None,
+        pad: bool = True,
+    ) -> tuple[list[Segment], int]:
+        """A row's Segments, padded to `width` (`pad`), and the cells its text takes."""
         if styles is None:
             base = self._base_style()
             roles = self._role_styles(base)  # (other styles: the kept Segments go)
@@ -392,17 +436,26 @@ class ThroughputPane(Widget, can_focus=True):
         # (`cells` is read twice: a sequence, the rows' tuples that key the kept strips.)
         # (the row's text is new each time: rich's cached_cell_len, as cell_len would call)
         used = cached_cell_len("".join([text for text, _ in cells]))
-        if used < width:
+        if used < width and pad:
             cells = (*cells, (" " * (width - used), charts.TEXT))
         known = self._segments
         for cell in cells:
             if cell not in known:  # (a legend row drawn again: its changed figures only)
                 text, role = cell
                 known[cell] = Segment(text, roles.get(role, base))
-        segments = [known[cell] for cell in cells]
-        if used > width:
-            return Strip(segments).adjust_cell_length(width, base)  # (cut to the width)
-        return Strip(segments, width)
+        return [known[cell] for cell in cells], used
+
+    def _keep_legend(self, width: int, styles: tuple[Style, dict[str, Style]]) -> None:
+        """Keep the legend on screen (self._legend, its figures self._figures) for the
+        samples that only write new figures into it; `styles`: the pane's and the roles'."""
+        self._kept.keep(
+            self._legend,
+            self._figures,
+            self._legend_of,
+            width,
+            self._styles_for,  # (the roles' styles as looked up: replaced when they change)
+            lambda row: self._segments_of(row, width, styles, pad=False),
+        )
 
     def _draw(
         self,
@@ -421,11 +474,26 @@ class ThroughputPane(Widget, can_focus=True):
         base = self._base_style()
         styles = (base, self._role_styles(base))
         rows = [tuple(row) for row in charts.draw_chart(layout)]
-        strips = [reuse.get(cells) or self._strip(cells, width, styles) for cells in rows]
+        self._legend = layout.legend
+        self._laid_out(chart)
+        self._keep_legend(width, styles)  # (the legend rows' Segments: their strips made of them)
+        kept, strips = self._kept, []
+        for y, segments in enumerate(kept.segments):
+            cells = rows[y]
+            strip = reuse.get(cells)  # (the legend's rows first: made of their kept Segments)
+            if strip is None:
+                strip = (
+                    self._strip(cells, width, styles)
+                    if segments is None
+                    else kept.strip(y, width, base)
+                )
+            strips.append(strip)
+        strips += [
+            reuse.get(cells) or self._strip(cells, width, styles) for cells in rows[len(strips) :]
+        ]
         self._row_strips = dict(zip(rows, strips, strict=True))
         self._strips = strips
-        self._layout, self._legend, self._key = layout, layout.legend, key
-        self._laid_out(chart)
+        self._layout, self._key = layout, key
         return strips
 
     def _cached_strips(self, width: int) -> list[Strip]:
