@@ -68,6 +68,7 @@ class ThroughputPane(Widget, can_focus=True):
         self.window_s = window_s
         self._series: Mapping[str, Sequence[tuple[float, float]]] = {}
         self._swaps: list[tuple[float, str]] = []
+        self._swaps_given: Iterable[tuple[float, str]] | None = None  # what _swaps copies
         self._has_spec = False
         self._slots: Mapping[str, Sequence[tuple[float, float]]] = {}
         self._layout: charts.ChartLayout | None = None  # what the plot's strips below show
@@ -107,6 +108,8 @@ class ThroughputPane(Widget, can_focus=True):
         self.room_from: tuple[object, ...] = ()  # what chart_room worked `room` out from
         # (the main screen, the slots view, the memory pane): what chart_room reads, found once
         self.room_panes: tuple[Any, Any, Any] | None = None
+        # (what the model's swaps were read as, the markers made of them): panes._draw_chart
+        self.marks_read: tuple[tuple[object, ...], list[tuple[float, str]]] | None = None
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -127,7 +130,8 @@ class ThroughputPane(Widget, can_focus=True):
         # the layout.
         self._series = series
         self._slots = slots or {}
-        self._swaps = list(swaps)
+        if swaps is not self._swaps_given:  # (panes._draw_chart: the same list till a swap)
+            self._swaps_given, self._swaps = swaps, list(swaps)
         self._has_spec = has_spec
         if self._key is None:
             # Not drawn yet, or its styles applied again: render_line draws it when painted.
