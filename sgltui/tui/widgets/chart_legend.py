@@ -124,7 +124,7 @@ class KeptLegend:
             # A figure of the same length leaves the legend's layout as it is:
             # charts._lay_legend decides from the texts' lengths alone, and the formatters'
             # texts are ASCII (a character a cell).
-            grown = len(text) - len(was)
+            grown = len(text) - len(was)  # (two calls, a figure of the few that changed)
             if grown:
                 used[y] += grown
                 resized = True

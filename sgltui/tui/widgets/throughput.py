@@ -146,7 +146,12 @@ class ThroughputPane(Widget, can_focus=True):
         if key == self._key and self._plot is not None and drawn_from == self._drawn_from:
             # The legend's series as they are now, looked up once for both uses below.
             series, slots = self._series, self._slots
-            points = [(slots if in_slots else series).get(k) for k, in_slots in self._sources]
+            try:  # (subscripts: no call per series; one missing is looked up as a layout does)
+                points: list[Sequence[tuple[float, float]] | None] = [
+                    (slots if in_slots else series)[k] for k, in_slots in self._sources
+                ]
+            except KeyError:
+                points = [(slots if in_slots else series).get(k) for k, in_slots in self._sources]
             if self._plot.holds(points) and self._show_legend(width, points):
                 return  # the same column: the legend's figures only
         if not self.display:
