@@ -36,8 +36,8 @@ WINDOW_S = 300.0  # the border title says "last 5 min"
 # value). The first is the plotted one; the others get one row each.
 ROWS: tuple[tuple[str, str, str, str, Callable[[float], str]], ...] = (
     ("gen_throughput", "gen tok/s", "tok/s", "accent", units.sig3),
-    ("running", "running", "run", "primary", lambda v: fmt.num(v)),
-    ("queued", "queued", "queue", "error", lambda v: fmt.num(v)),
+    ("running", "running", "run", "primary", fmt.num),
+    ("queued", "queued", "queue", "error", fmt.num),
     ("token_usage", "KV usage", "KV", "success", lambda v: f"{v * 100:.0f}%"),
     ("accept_length", "accept len", "acc", "secondary", lambda v: f"{v:.2f}"),
 )
@@ -97,6 +97,7 @@ class ThroughputPane(Widget, can_focus=True):
         self._memo = charts.ColumnMemo()
         self._styles_for: tuple[tuple[object, ...], dict[str, Style]] | None = None
         self._base: Style | None = None  # the pane's Rich style, until its styles change
+        self._head_cells: dict[str, int] = {}  # a row's head in the gutter -> its cells
         # (text, role) -> its Segment in the roles' styles, from one layout to the next: a
         # legend row drawn again makes the Segments of its changed figures only.
         self._segments: dict[charts.Cell, Segment] = {}
@@ -420,9 +421,11 @@ class ThroughputPane(Widget, can_focus=True):
         cells: Sequence[charts.Cell],
         width: int,
         styles: tuple[Style, dict[str, Style]] | None = None,
+        plain: bool = False,
     ) -> Strip:
-        """A row's Strip; `styles`: the pane's and the roles' (when looked up already)."""
-        segments, used = self._segments_of(cells, width, styles)
+        """A row's Strip; `styles`: the pane's and the roles' (when looked up already);
+        `plain`: its cells after the first are a cell a character."""
+        segments, used = self._segments_of(cells, width, styles, plain=plain)
         if used > width:
             return Strip(segments).adjust_cell_length(width, self._base_style())  # (cut)
         return Strip(segments, width)
@@ -433,8 +436,10 @@ class ThroughputPane(Widget, can_focus=True):
         width: int,
         styles: tuple[Style, dict[str, Style]] | None = None,
         pad: bool = True,
+        plain: bool = False,
     ) -> tuple[list[Segment], int]:
-        """A row's Segments, padded to `width` (`pad`), and the cells its text takes."""
+        """A row's Segments, padded to `width` (`pad`), and the cells its text takes;
+        `plain`: its cells after the first are a cell a character."""
         if styles is None:
             base = self._base_style()
             roles = self._role_styles(base)  # (other styles: the kept Segments go)
@@ -444,7 +449,15 @@ class ThroughputPane(Widget, can_focus=True):
         # counted each segment's cells and made a second Strip (a legend row each sample).
         # (`cells` is read twice: a sequence, the rows' tuples that key the kept strips.)
         # (the row's text is new each time: rich's cached_cell_len, as cell_len would call)
-        used = cached_cell_len("".join([text for text, _ in cells]))
+        if plain:
+            head = cells[0][0]
+            used = self._head_cells.get(head)
+            if used is None:
+                used = self._head_cells[head] = cached_cell_len(head)  # (a gutter name: wide?)
+            for text, _ in cells[1:]:
+                used += len(text)
+        else:
+            used = cached_cell_len("".join([text for text, _ in cells]))
         if used < width and pad:
             cells = (*cells, (" " * (width - used), charts.TEXT))
         known = self._segments
@@ -482,7 +495,7 @@ class ThroughputPane(Widget, can_focus=True):
             self._segments = {}  # (the figures of a few columns' worth of samples, at most)
         base = self._base_style()
         styles = (base, self._role_styles(base))
-        rows = [tuple(row) for row in charts.draw_chart(layout)]
+        rows = charts.draw_chart(layout)
         self._legend = layout.legend
         self._laid_out(chart)
         self._keep_legend(width, styles)  # (the legend rows' Segments: their strips made of them)
@@ -497,8 +510,13 @@ class ThroughputPane(Widget, can_focus=True):
                     else kept.strip(y, width, base)
                 )
             strips.append(strip)
+        # Below the legend, with no marker labelled in the plot, a row is its head in the
+        # gutter and text a cell a character (block elements, the time axis): its cells are
+        # counted without a pass over its text (rows of ~120 characters).
+        plain = not layout.marks
         strips += [
-            reuse.get(cells) or self._strip(cells, width, styles) for cells in rows[len(strips) :]
+            reuse.get(cells) or self._strip(cells, width, styles, plain)
+            for cells in rows[len(strips) :]
         ]
         self._row_strips = dict(zip(rows, strips, strict=True))
         self._strips = strips
