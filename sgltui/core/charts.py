@@ -151,7 +151,7 @@ def sparkline(
 # -- the throughput chart -------------------------------------------------------------------
 
 Cell = tuple[str, str]  # (text, role): role is a series name or one of the roles below
-Row = list[Cell]
+Row = tuple[Cell, ...]  # (tuples: a widget keys its kept strips by them)
 AXIS, TEXT, MARKER = "axis", "text", "marker"
 SWATCH = "■"
 
@@ -901,7 +901,7 @@ class PlotColumn:
 
 def draw_chart(layout: ChartLayout) -> list[Row]:
     """The rows of a chart layout, top to bottom (see `throughput_chart`)."""
-    out: list[Row] = [list(row) for row in layout.legend]
+    out: list[Row] = list(layout.legend)
     if not layout.plot_rows:
         return out
     labels = dict(layout.labels)
@@ -913,12 +913,12 @@ def draw_chart(layout: ChartLayout) -> list[Row]:
         for i, line in enumerate(grid)
     ]
     body += [(short.rjust(gutter - 1) + "┤", role, list(row)) for short, role, row in layout.others]
-    axis: Row = [(labels[plot_rows].rjust(gutter - 1) + "└", AXIS), (layout.axis, AXIS)]
+    axis: Row = ((labels[plot_rows].rjust(gutter - 1) + "└", AXIS), (layout.axis, AXIS))
     for y, (head, role, cells) in enumerate(body):
         if y == plot_rows:
             out.append(axis)
         if not marks:  # one role across the row: one run (most rows, most of the time)
-            out.append([(head, AXIS), ("".join(cells), role)] if cells else [(head, AXIS)])
+            out.append(((head, AXIS), ("".join(cells), role)) if cells else ((head, AXIS),))
             continue
         roles = [role] * len(cells)
         for col in marks:
@@ -927,13 +927,13 @@ def draw_chart(layout: ChartLayout) -> list[Row]:
             roles[col] = MARKER
         if y == 0:
             _label_markers(cells, roles, marks)
-        line: Row = [(head, AXIS)]
+        line: list[Cell] = [(head, AXIS)]
         for ch, r in zip(cells, roles, strict=True):
             if line[-1][1] == r:
                 line[-1] = (line[-1][0] + ch, r)
             else:
                 line.append((ch, r))
-        out.append(line)
+        out.append(tuple(line))
     if len(body) == plot_rows:
         out.append(axis)
     return out

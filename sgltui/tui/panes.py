@@ -137,11 +137,19 @@ def chart_room(host: PaneHost, pane: ThroughputPane | None = None) -> int | None
     placed, less the memory pane above it. None: one slot, or a short screen (app.tcss
     decides there). `pane`: the chart, whose room is kept with the rows and terminal size it
     was worked out from (the screen's size is a dozen calls, asked each sample)."""
-    m, screen = host.model, host.main_screen
+    m = host.model
+    # The screen and the panes it reads, looked up once for the chart (the panes are made
+    # once with the screen): ~10 calls a sample.
+    found = pane.room_panes if pane is not None else None
+    if found is None:
+        screen, slots, memory = host.main_screen, host.pane("slots"), host.pane("memory")
+        assert isinstance(memory, MemoryPane) and isinstance(slots, SlotsPane)
+        found = (screen, slots, memory)
+        if pane is not None:
+            pane.room_panes = found
+    screen, slots, memory = found
     if not m.several or screen.has_class("-short"):
         return None
-    slots, memory = host.pane("slots"), host.pane("memory")
-    assert isinstance(memory, MemoryPane) and isinstance(slots, SlotsPane)
     # The slots view's rows as shown now (its size is the last layout's: a slot added since
     # is not in it yet); a fleet's row is the taller of it and the Hosts view beside it.
     below = slots.row_count + 2
@@ -167,7 +175,15 @@ def _draw_chart(host: PaneHost, pane: ThroughputPane, dirty: set[str]) -> None:
     accept = m.series["accept_length"]  # (the newest only: not a list of the whole history)
     has_spec = bool(accept) and accept[-1][1] > 0
     pane.room = chart_room(host, pane)
-    pane.show(m.series, has_spec, m.chart_marks(), m.chart_slots())
+    # The swaps' markers change with a swap, or the slots' names with a STATUS (their
+    # labels say whose with several): made again only then, not each sample, and given as
+    # the same list (the pane copies it only when it is another).
+    swaps = m.swaps
+    read = (len(swaps), swaps[-1] if swaps else None, m.state.slots, m.fleet, m.unmanaged)
+    kept = pane.marks_read
+    if kept is None or kept[0] != read:
+        kept = pane.marks_read = (read, m.chart_marks())
+    pane.show(m.series, has_spec, kept[1], m.chart_slots())
 
 
 def _draw_logs(host: PaneHost, pane: LogPane, dirty: set[str]) -> None:

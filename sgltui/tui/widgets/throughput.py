@@ -27,6 +27,7 @@ from textual.widget import Widget
 
 from sgltui.core import charts, units
 from sgltui.tui import fmt
+from sgltui.tui.widgets.chart_legend import KeptLegend
 from sgltui.tui.widgets.strips import row_spans
 
 WINDOW_S = 300.0  # the border title says "last 5 min"
@@ -35,8 +36,8 @@ WINDOW_S = 300.0  # the border title says "last 5 min"
 # value). The first is the plotted one; the others get one row each.
 ROWS: tuple[tuple[str, str, str, str, Callable[[float], str]], ...] = (
     ("gen_throughput", "gen tok/s", "tok/s", "accent", units.sig3),
-    ("running", "running", "run", "primary", lambda v: fmt.num(v)),
-    ("queued", "queued", "queue", "error", lambda v: fmt.num(v)),
+    ("running", "running", "run", "primary", fmt.num),
+    ("queued", "queued", "queue", "error", fmt.num),
     ("token_usage", "KV usage", "KV", "success", lambda v: f"{v * 100:.0f}%"),
     ("accept_length", "accept len", "acc", "secondary", lambda v: f"{v:.2f}"),
 )
@@ -67,6 +68,7 @@ class ThroughputPane(Widget, can_focus=True):
         self.window_s = window_s
         self._series: Mapping[str, Sequence[tuple[float, float]]] = {}
         self._swaps: list[tuple[float, str]] = []
+        self._swaps_given: Iterable[tuple[float, str]] | None = None  # what _swaps copies
         self._has_spec = False
         self._slots: Mapping[str, Sequence[tuple[float, float]]] = {}
         self._layout: charts.ChartLayout | None = None  # what the plot's strips below show
@@ -88,10 +90,14 @@ class ThroughputPane(Widget, can_focus=True):
         self._legend_of: list[tuple[str, str, str, Callable[[float], str]]] = []
         self._drawn_values: list[float | None] = []
         self._figures: list[str] = []  # their texts in the legend
+        self._forms: list[Callable[[float], str]] = []  # their formatters
+        # The legend as on screen, kept for a sample to write its changed figures into.
+        self._kept = KeptLegend()
         # Each series' columns from one layout to the next (a sample re-sums the newest only).
         self._memo = charts.ColumnMemo()
         self._styles_for: tuple[tuple[object, ...], dict[str, Style]] | None = None
         self._base: Style | None = None  # the pane's Rich style, until its styles change
+        self._head_cells: dict[str, int] = {}  # a row's head in the gutter -> its cells
         # (text, role) -> its Segment in the roles' styles, from one layout to the next: a
         # legend row drawn again makes the Segments of its changed figures only.
         self._segments: dict[charts.Cell, Segment] = {}
@@ -101,6 +107,10 @@ class ThroughputPane(Widget, can_focus=True):
         # view leave of the screen; panes.chart_room); None: as many as plot_rows_for says.
         self.room: int | None = None
         self.room_from: tuple[object, ...] = ()  # what chart_room worked `room` out from
+        # (the main screen, the slots view, the memory pane): what chart_room reads, found once
+        self.room_panes: tuple[Any, Any, Any] | None = None
+        # (what the model's swaps were read as, the markers made of them): panes._draw_chart
+        self.marks_read: tuple[tuple[object, ...], list[tuple[float, str]]] | None = None
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -121,7 +131,8 @@ class ThroughputPane(Widget, can_focus=True):
         # the layout.
         self._series = series
         self._slots = slots or {}
-        self._swaps = list(swaps)
+        if swaps is not self._swaps_given:  # (panes._draw_chart: the same list till a swap)
+            self._swaps_given, self._swaps = swaps, list(swaps)
         self._has_spec = has_spec
         if self._key is None:
             # Not drawn yet, or its styles applied again: render_line draws it when painted.
@@ -136,7 +147,12 @@ class ThroughputPane(Widget, can_focus=True):
         if key == self._key and self._plot is not None and drawn_from == self._drawn_from:
             # The legend's series as they are now, looked up once for both uses below.
             series, slots = self._series, self._slots
-            points = [(slots if in_slots else series).get(k) for k, in_slots in self._sources]
+            try:  # (subscripts: no call per series; one missing is looked up as a layout does)
+                points: list[Sequence[tuple[float, float]] | None] = [
+                    (slots if in_slots else series)[k] for k, in_slots in self._sources
+                ]
+            except KeyError:
+                points = [(slots if in_slots else series).get(k) for k, in_slots in self._sources]
             if self._plot.holds(points) and self._show_legend(width, points):
                 return  # the same column: the legend's figures only
         if not self.display:
@@ -330,6 +346,7 @@ class ThroughputPane(Widget, can_focus=True):
                 for name, _, _ in names
             ]
             self._legend_of = [(*n, FORMS.get(n[0], units.sig3)) for n in names]
+            self._forms = [form for *_, form in self._legend_of]
         # (the layout's series were read and formatted as these: ChartSeries.latest)
         self._drawn_values = [s.points[-1][1] if s.points else None for s in shown]
         self._figures = [s.latest for s in shown]
@@ -346,6 +363,25 @@ class ThroughputPane(Widget, can_focus=True):
         drawn = self._drawn_values
         if values == drawn:
             return True  # the figures drawn (an idle server's second)
+        kept = self._kept
+        wrote = kept.write(values, drawn, self._figures, self._forms, self._legend_of, width)
+        if wrote is None:
+            return self._lay_legend_out(width, values)  # (laid out otherwise: afresh)
+        rows, texts = wrote
+        base = self._base_style()
+        for y in rows:
+            self._strips[y] = kept.strip(y, width, base)
+        self._legend = tuple(kept.cells)
+        self._drawn_values, self._figures = values, texts
+        if rows:
+            self.refresh(*[kept.regions[y] for y in rows])
+        return True
+
+    def _lay_legend_out(self, width: int, values: list[float | None]) -> bool:
+        """The legend laid out again with the figures of `values` (laid out otherwise than
+        the one kept): the rows whose text changed drawn and repainted. False when it would
+        take another number of rows (the chart is laid out again)."""
+        drawn = self._drawn_values
         # Only the figures whose value changed are formatted (equal numbers format the same).
         texts = [
             text if value == was else "-" if value is None else form(value)
@@ -365,13 +401,18 @@ class ThroughputPane(Widget, can_focus=True):
             return True
         if len(legend) != len(shown):
             return False
-        changed = []
+        self._legend, self._drawn_values, self._figures = legend, values, texts
+        base = self._base_style()
+        self._keep_legend(width, (base, self._role_styles(base)))
+        kept, changed = self._kept, []
         for y, cells in enumerate(legend):
             if cells != shown[y]:
-                strip = self._row_strips.get(cells) or self._strip(cells, width)
-                self._row_strips[cells] = self._strips[y] = strip
-                changed.append(Region(0, y, width, 1))
-        self._legend, self._drawn_values, self._figures = legend, values, texts
+                self._strips[y] = (
+                    kept.strip(y, width, base)
+                    if kept.segments[y] is not None
+                    else self._strip(cells, width)
+                )
+                changed.append(kept.regions[y])
         self.refresh(*changed)
         return True
 
@@ -380,8 +421,25 @@ class ThroughputPane(Widget, can_focus=True):
         cells: Sequence[charts.Cell],
         width: int,
         styles: tuple[Style, dict[str, Style]] | None = None,
+        plain: bool = False,
     ) -> Strip:
-        """A row's Strip; `styles`: the pane's and the roles' (when looked up already)."""
+        """A row's Strip; `styles`: the pane's and the roles' (when looked up already);
+        `plain`: its cells after the first are a cell a character."""
+        segments, used = self._segments_of(cells, width, styles, plain=plain)
+        if used > width:
+            return Strip(segments).adjust_cell_length(width, self._base_style())  # (cut)
+        return Strip(segments, width)
+
+    def _segments_of(
+        self,
+        cells: Sequence[charts.Cell],
+        width: int,
+        styles: tuple[Style, dict[str, Style]] | None = None,
+        pad: bool = True,
+        plain: bool = False,
+    ) -> tuple[list[Segment], int]:
+        """A row's Segments, padded to `width` (`pad`), and the cells its text takes;
+        `plain`: its cells after the first are a cell a character."""
         if styles is None:
             base = self._base_style()
             roles = self._role_styles(base)  # (other styles: the kept Segments go)
@@ -391,18 +449,35 @@ class ThroughputPane(Widget, can_focus=True):
         # counted each segment's cells and made a second Strip (a legend row each sample).
         # (`cells` is read twice: a sequence, the rows' tuples that key the kept strips.)
         # (the row's text is new each time: rich's cached_cell_len, as cell_len would call)
-        used = cached_cell_len("".join([text for text, _ in cells]))
-        if used < width:
+        if plain:
+            head = cells[0][0]
+            used = self._head_cells.get(head)
+            if used is None:
+                used = self._head_cells[head] = cached_cell_len(head)  # (a gutter name: wide?)
+            for text, _ in cells[1:]:
+                used += len(text)
+        else:
+            used = cached_cell_len("".join([text for text, _ in cells]))
+        if used < width and pad:
             cells = (*cells, (" " * (width - used), charts.TEXT))
         known = self._segments
         for cell in cells:
             if cell not in known:  # (a legend row drawn again: its changed figures only)
                 text, role = cell
                 known[cell] = Segment(text, roles.get(role, base))
-        segments = [known[cell] for cell in cells]
-        if used > width:
-            return Strip(segments).adjust_cell_length(width, base)  # (cut to the width)
-        return Strip(segments, width)
+        return [known[cell] for cell in cells], used
+
+    def _keep_legend(self, width: int, styles: tuple[Style, dict[str, Style]]) -> None:
+        """Keep the legend on screen (self._legend, its figures self._figures) for the
+        samples that only write new figures into it; `styles`: the pane's and the roles'."""
+        self._kept.keep(
+            self._legend,
+            self._figures,
+            self._legend_of,
+            width,
+            self._styles_for,  # (the roles' styles as looked up: replaced when they change)
+            lambda row: self._segments_of(row, width, styles, pad=False),
+        )
 
     def _draw(
         self,
@@ -420,12 +495,32 @@ class ThroughputPane(Widget, can_focus=True):
             self._segments = {}  # (the figures of a few columns' worth of samples, at most)
         base = self._base_style()
         styles = (base, self._role_styles(base))
-        rows = [tuple(row) for row in charts.draw_chart(layout)]
-        strips = [reuse.get(cells) or self._strip(cells, width, styles) for cells in rows]
+        rows = charts.draw_chart(layout)
+        self._legend = layout.legend
+        self._laid_out(chart)
+        self._keep_legend(width, styles)  # (the legend rows' Segments: their strips made of them)
+        kept, strips = self._kept, []
+        for y, segments in enumerate(kept.segments):
+            cells = rows[y]
+            strip = reuse.get(cells)  # (the legend's rows first: made of their kept Segments)
+            if strip is None:
+                strip = (
+                    self._strip(cells, width, styles)
+                    if segments is None
+                    else kept.strip(y, width, base)
+                )
+            strips.append(strip)
+        # Below the legend, with no marker labelled in the plot, a row is its head in the
+        # gutter and text a cell a character (block elements, the time axis): its cells are
+        # counted without a pass over its text (rows of ~120 characters).
+        plain = not layout.marks
+        strips += [
+            reuse.get(cells) or self._strip(cells, width, styles, plain)
+            for cells in rows[len(strips) :]
+        ]
         self._row_strips = dict(zip(rows, strips, strict=True))
         self._strips = strips
-        self._layout, self._legend, self._key = layout, layout.legend, key
-        self._laid_out(chart)
+        self._layout, self._key = layout, key
         return strips
 
     def _cached_strips(self, width: int) -> list[Strip]:
