@@ -667,37 +667,17 @@ def _append_series(model: TuiModel, ts: float, engine: Mapping[str, Any]) -> Non
     if not figures:
         return
     model._last_sample_ts = ts
-    # One pass over the slots: each slot's series appended as its figures are summed into
-    # the totals (_total's rules, inline: its call, its dict of totals and the loops over
-    # that dict and over the slots again were 4 calls a sample).
-    gen = running = queued = usage = spec = 0.0
-    n_usage = n_spec = 0
     slot_series = model.slot_series
     for sid, f in figures.items():
-        if f.gen_throughput is not None:
-            slot_gen = float(f.gen_throughput)
-            gen += slot_gen
-        else:
-            slot_gen = 0.0
-        if f.num_running_reqs is not None:
-            running += float(f.num_running_reqs)
-        if f.num_queue_reqs is not None:
-            queued += float(f.num_queue_reqs)
-        if f.token_usage is not None:
-            usage += float(f.token_usage)
-            n_usage += 1
-        if f.accept_length is not None and (length := float(f.accept_length)) > 0:
-            spec += length
-            n_spec += 1
         if sid not in slot_series:  # (a subscript, not dict.get: no call per slot)
             slot_series[sid] = deque(maxlen=model.history_points)
-        slot_series[sid].append((ts, slot_gen))
+        gen = f.gen_throughput
+        slot_series[sid].append((ts, float(gen) if gen is not None else 0.0))
+    # The totals by _total's rules, the chart's one reading of several slots (total_engine's
+    # too): written once, a few calls a sample more than summing them in the loop above.
     series = model.series
-    series["gen_throughput"].append((ts, gen))
-    series["running"].append((ts, running))
-    series["queued"].append((ts, queued))
-    series["token_usage"].append((ts, usage / n_usage if n_usage else 0.0))
-    series["accept_length"].append((ts, spec / n_spec if n_spec else 0.0))
+    for name, value in _total(figures.values()).items():
+        series[name].append((ts, value))
 
 
 def _bounded(state: protocol.SessionState) -> protocol.SessionState:
