@@ -181,6 +181,14 @@ def _total(figures: Iterable[_Figures]) -> dict[str, float]:
     }
 
 
+def followed_slot(slots: Mapping[str, Any], selected: str | None) -> str | None:
+    """The slot the panes of one slot follow among `slots` (by id): the one `selected` in the
+    slots view, else the first. (TuiModel.current_id; the Insight pane's plan of a reading.)"""
+    if selected in slots:
+        return selected
+    return next(iter(slots), None)
+
+
 class TuiModel:
     """The TUI's view of one agent (or one replayed session)."""
 
@@ -257,11 +265,8 @@ class TuiModel:
 
     @property
     def current_id(self) -> str | None:
-        """The slot the panes of one slot (details, logs, insight, keys) follow: the one
-        selected in the slots view, else the first."""
-        if self.selected in self.state.slots:
-            return self.selected
-        return next(iter(self.state.slots), None)
+        """The slot the panes of one slot (details, logs, insight, keys) follow."""
+        return followed_slot(self.state.slots, self.selected)
 
     @property
     def current(self) -> protocol.SlotStatus | None:

@@ -23,6 +23,7 @@ from sgltui.core import advice, advice_inputs, insight
 from sgltui.core.profiles import ProfileError, get_profile
 from sgltui.core.validate import catalog_for
 from sgltui.protocol import SlotState
+from sgltui.tui.model import followed_slot
 
 _SERVING = (SlotState.READY, SlotState.DRAINING)
 ADVICE_EVERY_S = 5.0
@@ -180,8 +181,7 @@ class InsightPane(Widget, can_focus=True):
         if kept is not None:
             return kept
         slots, selected, several, _engines = reading
-        # (TuiModel.current_id's rule)
-        current = selected if selected in slots else next(iter(slots), None)
+        current = followed_slot(slots, selected)
         serving = slots.get(current) if current is not None else None
         interrupt = serving is None or serving.state not in _SERVING or not serving.profile
         counted, names = [], []
