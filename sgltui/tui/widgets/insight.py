@@ -137,20 +137,13 @@ class InsightPane(Widget, can_focus=True):
         plan: _Plan | None = None
         start = 0  # the first reading of the run not counted yet
         for i, reading in enumerate(readings):
-            slots, selected, several, _engines = reading
-            last = self._plan  # (its plan if kept: inline, no call per reading)
-            kept = (
-                last is not None
-                and (last[0] is slots or last[0] == slots)
-                and last[1] == selected
-                and last[2] == several
-            )
-            if kept and plan is not None and not plan.interrupt:
+            kept = self._kept_plan(reading)
+            if kept is not None and plan is not None and not plan.interrupt:
                 continue  # the run goes on
             if plan is not None and start < i:  # (in order with a new plan, an interruption)
                 ledger.observe_engines(_gathered(plan, readings[start:i]), seen)
             start = i
-            plan = last[3] if kept and last is not None else self._plan_of(reading)
+            plan = kept if kept is not None else self._plan_of(reading)
             if plan.interrupt:
                 ledger.interrupt()  # launching, swapping: no measurement spans it
         if plan is not None:
