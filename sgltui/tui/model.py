@@ -356,10 +356,19 @@ class TuiModel:
     def series_values(self, name: str) -> list[float]:
         return [v for _, v in self.series[name]]
 
+    # The swaps and `several` the chart's markers were made of, and those (see chart_marks).
+    _marks_read: tuple[tuple[object, ...], list[tuple[float, str]]] | None = None
+
     def chart_marks(self) -> list[tuple[float, str]]:
-        """The chart's swap markers: the profile swapped to, and with several slots whose."""
-        several = self.several
-        return [(ts, f"{sid}:{label}" if several else label) for ts, sid, label in self.swaps]
+        """The chart's swap markers: the profile swapped to, and with several slots whose.
+        The same list while the swaps and `several` are the same: the chart asks each sample,
+        and makes its copy only of another list. Shared: read it, never change it."""
+        swaps, several = self.swaps, self.several
+        read = (len(swaps), swaps[-1] if swaps else None, several)
+        kept = self._marks_read
+        if kept is None or kept[0] != read:
+            kept = self._marks_read = (read, _marks_of(swaps, several))
+        return kept[1]
 
     def chart_slots(self) -> dict[str, deque[tuple[float, float]]]:
         """The series per slot the chart draws under the total: none for one slot (a server
@@ -683,6 +692,12 @@ def _append_series(model: TuiModel, ts: float, engine: Mapping[str, Any]) -> Non
     series = model.series
     for name, value in _total(figures.values()).items():
         series[name].append((ts, value))
+
+
+def _marks_of(swaps: Iterable[tuple[float, str, str]], several: bool) -> list[tuple[float, str]]:
+    """The chart's markers of the model's swaps (ts, slot, profile): with several slots the
+    label says whose."""
+    return [(ts, f"{sid}:{label}" if several else label) for ts, sid, label in swaps]
 
 
 def _bounded(state: protocol.SessionState) -> protocol.SessionState:

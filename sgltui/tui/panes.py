@@ -175,15 +175,8 @@ def _draw_chart(host: PaneHost, pane: ThroughputPane, dirty: set[str]) -> None:
     accept = m.series["accept_length"]  # (the newest only: not a list of the whole history)
     has_spec = bool(accept) and accept[-1][1] > 0
     pane.room = chart_room(host, pane)
-    # The swaps' markers change with a swap, or the slots' names with a STATUS (their
-    # labels say whose with several): made again only then, not each sample, and given as
-    # the same list (the pane copies it only when it is another).
-    swaps = m.swaps
-    read = (len(swaps), swaps[-1] if swaps else None, m.state.slots, m.fleet, m.unmanaged)
-    kept = pane.marks_read
-    if kept is None or kept[0] != read:
-        kept = pane.marks_read = (read, m.chart_marks())
-    pane.show(m.series, has_spec, kept[1], m.chart_slots())
+    # (the markers: the model's same list until a swap, which the pane copies only then)
+    pane.show(m.series, has_spec, m.chart_marks(), m.chart_slots())
 
 
 def _draw_logs(host: PaneHost, pane: LogPane, dirty: set[str]) -> None:

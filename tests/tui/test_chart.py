@@ -444,14 +444,14 @@ async def test_a_figure_is_written_into_its_field_or_the_legend_laid_out_again(s
 
 
 async def test_the_swaps_markers_are_made_again_only_when_the_swaps_change(monkeypatch):
-    """panes._draw_chart keeps the chart's markers with the swaps and slots they were made
-    of: a sample made them again each second (the model's list and the pane's copy); a swap
-    makes them again at once (the marker shows with its swap)."""
-    from sgltui.tui.model import TuiModel
+    """TuiModel.chart_marks keeps the chart's markers with the swaps and `several` they were
+    made of: a sample made them again each second (the model's list and the pane's copy); a
+    swap makes them again at once (the marker shows with its swap)."""
+    from sgltui.tui import model as M
 
     made = []
-    real = TuiModel.chart_marks
-    monkeypatch.setattr(TuiModel, "chart_marks", lambda m: made.append(1) or real(m))
+    real = M._marks_of
+    monkeypatch.setattr(M, "_marks_of", lambda *a: made.append(1) or real(*a))
     samples = [{"push": "sample", "data": make_sample(t)} for t in range(1, 10)]
     src = ScriptedSource(status_with(running=0), samples, on_call=swap_agent)
     app = app_with(src)

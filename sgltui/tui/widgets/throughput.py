@@ -109,8 +109,6 @@ class ThroughputPane(Widget, can_focus=True):
         self.room_from: tuple[object, ...] = ()  # what chart_room worked `room` out from
         # (the main screen, the slots view, the memory pane): what chart_room reads, found once
         self.room_panes: tuple[Any, Any, Any] | None = None
-        # (what the model's swaps were read as, the markers made of them): panes._draw_chart
-        self.marks_read: tuple[tuple[object, ...], list[tuple[float, str]]] | None = None
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -131,7 +129,7 @@ class ThroughputPane(Widget, can_focus=True):
         # the layout.
         self._series = series
         self._slots = slots or {}
-        if swaps is not self._swaps_given:  # (panes._draw_chart: the same list till a swap)
+        if swaps is not self._swaps_given:  # (TuiModel.chart_marks: the same list till a swap)
             self._swaps_given, self._swaps = swaps, list(swaps)
         self._has_spec = has_spec
         if self._key is None:
