@@ -21,6 +21,18 @@ Entry = tuple[str, str, str, Callable[[float], str]]
 Rows = tuple[tuple[charts.Cell, ...], ...]
 
 
+def legend_figures(
+    legend_of: Sequence[Entry], texts: Sequence[str]
+) -> tuple[tuple[str, str, str, str], ...]:
+    """The legend's series with their figures `texts`, as charts.legend_rows lays them out."""
+    return tuple(
+        [
+            (name, label, short, text)
+            for (name, label, short, _), text in zip(legend_of, texts, strict=True)
+        ]
+    )
+
+
 class KeptLegend:
     def __init__(self) -> None:
         # Per figure, in the legend's order: its row, its cell in the row and the text before
@@ -36,10 +48,7 @@ class KeptLegend:
     def same(self, legend_of: Sequence[Entry], texts: Sequence[str], width: int) -> bool:
         """Whether the legend with figures `texts`, some of another length than those kept,
         is laid out as the one kept with its figures replaced (the same rows, labels, gaps)."""
-        figures = tuple(
-            [(name, label, short, text) for (name, label, short, _), text in zip(legend_of, texts)]
-        )
-        legend = charts.legend_rows(figures, width)
+        legend = charts.legend_rows(legend_figures(legend_of, texts), width)
         at = self.at
         if at is None or len(legend) != len(self.cells) or len(at) != len(texts):
             return False

@@ -27,7 +27,7 @@ from textual.widget import Widget
 
 from sgltui.core import charts, units
 from sgltui.tui import fmt
-from sgltui.tui.widgets.chart_legend import KeptLegend
+from sgltui.tui.widgets.chart_legend import KeptLegend, legend_figures
 from sgltui.tui.widgets.strips import row_spans
 
 WINDOW_S = 300.0  # the border title says "last 5 min"
@@ -387,13 +387,8 @@ class ThroughputPane(Widget, can_focus=True):
                 self._legend_of, values, drawn, self._figures, strict=True
             )
         ]
-        figures = tuple(
-            [
-                (name, label, short, text)
-                for (name, label, short, _), text in zip(self._legend_of, texts, strict=True)
-            ]
-        )
-        legend, shown = charts.legend_rows(figures, width), self._legend
+        legend = charts.legend_rows(legend_figures(self._legend_of, texts), width)
+        shown = self._legend
         if legend == shown:
             self._drawn_values, self._figures = values, texts
             return True
